@@ -1,0 +1,3 @@
+module github.com/sluicelog/sluice
+
+go 1.26.8

@@ -1,0 +1,71 @@
+package json
+
+import (
+	"os"
+	"syscall"
+	"testing"
+
+	"github.com/sluicelog/sluice/internal/parse/lines"
+	"github.com/sluicelog/sluice/internal/record"
+)
+
+// benchParse parses data as one input, over and over, the way sluice's
+// readers do: large buffers, one builder and parser reused.
+func benchParse(b *testing.B, data []byte) {
+	bl := record.NewBuilder(record.DefaultConfig())
+	batch := &record.Batch{}
+	var sp lines.Splitter
+	var p Parser
+	const chunk = 4 << 20
+	b.SetBytes(int64(len(data)))
+	b.ReportAllocs()
+	for b.Loop() {
+		sp.Reset()
+		for off := 0; off < len(data); {
+			end := min(off+chunk, len(data))
+			batch.Data = data[off:end]
+			batch.Records, batch.Fields, batch.Errors = batch.Records[:0], batch.Fields[:0], batch.Errors[:0]
+			bl.Start(batch)
+			n := lines.Run(&sp, bl, &p, end == len(data))
+			if len(batch.Errors) > 0 {
+				b.Fatal(batch.Errors[0].Error())
+			}
+			off += n
+		}
+	}
+}
+
+// BenchmarkParse measures the JSON record parser on the sample corpus in
+// testdata: every field typed and flattened, the timestamp parsed, the
+// stream resolved.
+func BenchmarkParse(b *testing.B) {
+	data, err := os.ReadFile("testdata/app-1000.ndjson")
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Run("corpus=app-1000", func(b *testing.B) { benchParse(b, data) })
+}
+
+// BenchmarkCorpus measures the parser on the file named by $SLUICE_CORPUS
+// (the canonical corpus; see bench/README.md), mapped into memory.
+func BenchmarkCorpus(b *testing.B) {
+	path := os.Getenv("SLUICE_CORPUS")
+	if path == "" {
+		b.Skip("SLUICE_CORPUS is not set")
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		b.Fatal(err)
+	}
+	data, err := syscall.Mmap(int(f.Fd()), 0, int(st.Size()), syscall.PROT_READ, syscall.MAP_SHARED)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer syscall.Munmap(data)
+	benchParse(b, data)
+}

@@ -1,0 +1,428 @@
+package json
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+	"unsafe"
+
+	"github.com/sluicelog/sluice/internal/record"
+)
+
+// DefaultMaxDepth is the nesting limit unless configured.
+const DefaultMaxDepth = 64
+
+// Parser parses JSON lines. The zero value is ready to use.
+//
+// Concurrency: one goroutine; use a Parser per goroutine.
+type Parser struct {
+	// MaxDepth limits nesting of objects and arrays; 0 means DefaultMaxDepth.
+	MaxDepth int
+
+	data []byte
+	bl   *record.Builder
+	b    *record.Batch
+	name []byte // the dotted prefix of the object being parsed, then the key
+	key  []byte // scratch for unescaped keys
+	cur  []byte // the name of the field being parsed: a view of name, key or the input
+
+	// The first error of the current line: where and what.
+	errPos   int
+	errCode  errCode
+	errField []byte // the name of the field whose value failed, if any
+	errByte  byte
+}
+
+type errCode uint8
+
+const (
+	errNone errCode = iota
+	errUnexpectedEnd
+	errUnexpectedByte
+	errUnterminatedString
+	errBadEscape
+	errBadUnicodeEscape
+	errControlChar
+	errBadNumber
+	errTooDeep
+	errTrailing
+	errTooManyNames
+)
+
+// ParseLine parses one line into a record. See the package doc for what a
+// line becomes.
+func (p *Parser) ParseLine(bl *record.Builder, line record.Span) {
+	b := bl.Batch()
+	p.bl, p.b, p.data = bl, b, b.Data
+	p.errCode = errNone
+	i, end := int(line.Off), int(line.End())
+	i = skipSpace(p.data, i, end)
+	if i == end {
+		return // a line of whitespace holds no record
+	}
+	bl.Begin(line)
+	if p.data[i] == '{' {
+		p.name = p.name[:0]
+		i = p.object(i+1, end, 1)
+	} else {
+		i = p.topValue(i, end)
+	}
+	if i >= 0 {
+		if i = skipSpace(p.data, i, end); i != end {
+			p.fail(i, errTrailing)
+		}
+	}
+	if p.errCode != errNone {
+		p.reportError(bl, int(line.Off))
+		return
+	}
+	bl.End()
+}
+
+func (p *Parser) maxDepth() int {
+	if p.MaxDepth > 0 {
+		return p.MaxDepth
+	}
+	return DefaultMaxDepth
+}
+
+// fail records the line's first error and returns -1, which every parsing
+// function returns to unwind.
+func (p *Parser) fail(pos int, code errCode) int {
+	if p.errCode == errNone {
+		p.errPos, p.errCode = pos, code
+		p.errField = p.errField[:0]
+		if pos < len(p.data) {
+			p.errByte = p.data[pos]
+		}
+	}
+	return -1
+}
+
+// failIn is fail inside the value of the field named p.cur.
+func (p *Parser) failIn(pos int, code errCode) int {
+	if p.errCode == errNone {
+		p.fail(pos, code)
+		p.errField = append(p.errField[:0], p.cur...)
+	}
+	return -1
+}
+
+// object parses the members of an object whose '{' precedes i, adding a
+// field for each leaf. p.name holds the dotted prefix of this object.
+// It returns the index after the closing '}', or -1.
+func (p *Parser) object(i, end, depth int) int {
+	data := p.data
+	if depth > p.maxDepth() {
+		return p.fail(i-1, errTooDeep)
+	}
+	i = skipSpace(data, i, end)
+	if i < end && data[i] == '}' {
+		return i + 1
+	}
+	prefix := len(p.name)
+	for {
+		if i >= end {
+			return p.fail(i, errUnexpectedEnd)
+		}
+		if data[i] != '"' {
+			return p.fail(i, errUnexpectedByte)
+		}
+		// The key.
+		kstart := i + 1
+		kend, escaped, high, code := scanString(data, kstart, end)
+		if code != 0 {
+			return p.fail(kend, code)
+		}
+		key := data[kstart:kend]
+		if escaped || high {
+			p.key = record.AppendUnescaped(p.key[:0], key, flagsOf(escaped, high))
+			key = p.key
+		}
+		i = kend + 1
+		// The colon.
+		if i < end && data[i] == ':' {
+			i++
+		} else {
+			i = skipSpace(data, i, end)
+			if i >= end || data[i] != ':' {
+				return p.fail(i, errUnexpectedByte)
+			}
+			i++
+		}
+		if i < end && data[i] == ' ' {
+			i++
+		}
+		if i < end && isSpace(data[i]) {
+			i = skipSpace(data, i, end)
+		}
+		if i >= end {
+			return p.fail(i, errUnexpectedEnd)
+		}
+		// The value: a nested object extends the prefix, anything else is
+		// a field named prefix + key. A top-level key is its own name, a
+		// view of the input: no copy.
+		if prefix == 0 {
+			p.cur = key
+		} else {
+			p.name = append(p.name[:prefix], key...)
+			p.cur = p.name
+		}
+		switch data[i] {
+		case '"':
+			// Strings are most values: handled here, without a call.
+			close, escaped, high, code := scanString(data, i+1, end)
+			if code != 0 {
+				return p.failIn(close, code)
+			}
+			flags := flagsOf(escaped, false)
+			if high && !validUTF8(data[i+1:close]) {
+				flags |= record.BadUTF8
+				p.b.BadUTF8++
+			}
+			if p.add(record.String, flags, i+1, close, 0) < 0 {
+				return -1
+			}
+			i = close + 1
+		case '{':
+			j := skipSpace(data, i+1, end)
+			if j < end && data[j] == '}' {
+				i = p.add(record.JSON, 0, i, j+1, 0)
+			} else {
+				p.name = append(append(p.name[:prefix], key...), '.')
+				i = p.object(i+1, end, depth+1)
+			}
+		default:
+			i = p.value(i, end, depth)
+		}
+		if i < 0 {
+			return -1
+		}
+		// A ',' or the '}'.
+		if i < end && data[i] == ',' {
+			i++
+		} else {
+			i = skipSpace(data, i, end)
+			if i >= end {
+				return p.fail(i, errUnexpectedEnd)
+			}
+			if data[i] == '}' {
+				p.name = p.name[:prefix]
+				return i + 1
+			}
+			if data[i] != ',' {
+				return p.fail(i, errUnexpectedByte)
+			}
+			i++
+		}
+		if i < end && data[i] == ' ' {
+			i++
+		}
+		if i < end && data[i] != '"' {
+			i = skipSpace(data, i, end)
+		}
+	}
+}
+
+// value parses a value other than a string or an object at i and adds
+// it as the field p.cur.
+func (p *Parser) value(i, end, depth int) int {
+	data := p.data
+	switch c := data[i]; c {
+	case '[':
+		j := p.skipArray(i+1, end, depth+1)
+		if j < 0 {
+			return -1
+		}
+		return p.add(record.JSON, 0, i, j, 0)
+	case 't':
+		if end-i >= 4 && string(data[i:i+4]) == "true" {
+			return p.add(record.Bool, 0, i, i+4, 1)
+		}
+	case 'f':
+		if end-i >= 5 && string(data[i:i+5]) == "false" {
+			return p.add(record.Bool, 0, i, i+5, 0)
+		}
+	case 'n':
+		if end-i >= 4 && string(data[i:i+4]) == "null" {
+			return p.add(record.Null, 0, i, i+4, 0)
+		}
+	default:
+		if c == '-' || c-'0' < 10 {
+			return p.number(i, end)
+		}
+	}
+	return p.failIn(i, errUnexpectedByte)
+}
+
+// number parses a number at i and adds it as the field p.cur.
+func (p *Parser) number(i, end int) int {
+	data := p.data
+	start := i
+	neg := data[i] == '-'
+	if neg {
+		i++
+	}
+	// Integer part: "0" or [1-9][0-9]*.
+	if i >= end || data[i]-'0' >= 10 {
+		return p.failIn(i, errBadNumber)
+	}
+	var u uint64
+	digits := 0
+	if data[i] == '0' {
+		i++
+		digits = 1
+	} else {
+		for i < end && data[i]-'0' < 10 {
+			u = u*10 + uint64(data[i]-'0')
+			i++
+			digits++
+		}
+	}
+	isFloat := false
+	if i < end && data[i] == '.' {
+		isFloat = true
+		i++
+		if i >= end || data[i]-'0' >= 10 {
+			return p.failIn(i, errBadNumber)
+		}
+		for i < end && data[i]-'0' < 10 {
+			i++
+		}
+	}
+	if i < end && data[i]|0x20 == 'e' {
+		isFloat = true
+		i++
+		if i < end && (data[i] == '+' || data[i] == '-') {
+			i++
+		}
+		if i >= end || data[i]-'0' >= 10 {
+			return p.failIn(i, errBadNumber)
+		}
+		for i < end && data[i]-'0' < 10 {
+			i++
+		}
+	}
+	text := data[start:i]
+	if !isFloat {
+		// Up to 18 digits cannot overflow; longer ones are checked exactly.
+		if digits <= 18 {
+			v := int64(u)
+			if neg {
+				v = -v
+			}
+			return p.add(record.Int, 0, start, i, uint64(v))
+		}
+		if v, err := strconv.ParseInt(unsafeString(text), 10, 64); err == nil {
+			return p.add(record.Int, 0, start, i, uint64(v))
+		}
+		return p.add(record.BigInt, 0, start, i, 0)
+	}
+	// A range error leaves ±Inf or 0 in f; the text stays exact in Raw.
+	f, _ := strconv.ParseFloat(unsafeString(text), 64)
+	return p.add(record.Float, 0, start, i, math.Float64bits(f))
+}
+
+// add appends the field p.cur with raw bytes data[from:to] and returns to.
+func (p *Parser) add(kind record.Kind, flags record.Flags, from, to int, num uint64) int {
+	id, ok := p.bl.Name(p.cur)
+	if !ok {
+		return p.failIn(from, errTooManyNames)
+	}
+	p.bl.Add(record.Field{
+		Name:  id,
+		Kind:  kind,
+		Flags: flags,
+		Raw:   record.Span{Off: uint32(from), Len: uint32(to - from)},
+		Num:   num,
+	})
+	return to
+}
+
+// topValue parses a line holding a value other than an object: it becomes
+// the record's message.
+func (p *Parser) topValue(i, end int) int {
+	data := p.data
+	if data[i] == '"' {
+		close, escaped, high, code := scanString(data, i+1, end)
+		if code != 0 {
+			return p.fail(close, code)
+		}
+		flags := flagsOf(escaped, false)
+		if high && !validUTF8(data[i+1:close]) {
+			flags |= record.BadUTF8
+			p.b.BadUTF8++
+		}
+		p.bl.SetMsg(record.Span{Off: uint32(i + 1), Len: uint32(close - i - 1)}, flags)
+		return close + 1
+	}
+	j := p.skipValue(i, end, 0)
+	if j >= 0 {
+		p.bl.SetMsg(record.Span{Off: uint32(i), Len: uint32(j - i)}, 0)
+	}
+	return j
+}
+
+func flagsOf(escaped, high bool) record.Flags {
+	var f record.Flags
+	if escaped {
+		f |= record.Escaped
+	}
+	if high {
+		f |= record.BadUTF8
+	}
+	return f
+}
+
+func unsafeString(b []byte) string { return unsafe.String(unsafe.SliceData(b), len(b)) }
+
+// reportError fails the current record with the line's first error.
+func (p *Parser) reportError(bl *record.Builder, lineStart int) {
+	kind := record.ErrSyntax
+	switch p.errCode {
+	case errTooDeep:
+		kind = record.ErrTooDeep
+	case errTooManyNames:
+		kind = record.ErrTooManyNames
+	}
+	bl.Fail(kind, p.errPos-lineStart+1, p.message())
+}
+
+func (p *Parser) message() string {
+	var what string
+	switch p.errCode {
+	case errUnexpectedEnd:
+		what = "unexpected end of line"
+	case errUnexpectedByte:
+		what = fmt.Sprintf("unexpected %s", quoteByte(p.errByte))
+	case errUnterminatedString:
+		what = "unterminated string"
+	case errBadEscape:
+		what = fmt.Sprintf("invalid escape '\\%c' in string", p.data[p.errPos+1])
+	case errBadUnicodeEscape:
+		what = `invalid \u escape in string: want four hex digits`
+	case errControlChar:
+		what = fmt.Sprintf("control character 0x%02x in string: must be escaped", p.errByte)
+	case errBadNumber:
+		what = "invalid number"
+	case errTooDeep:
+		what = fmt.Sprintf("nesting deeper than %d", p.maxDepth())
+	case errTrailing:
+		what = fmt.Sprintf("unexpected %s after the JSON value", quoteByte(p.errByte))
+	case errTooManyNames:
+		what = "too many distinct field names"
+	default:
+		what = "invalid JSON"
+	}
+	if len(p.errField) > 0 {
+		return fmt.Sprintf("json: %s in the value of field %q", what, p.errField)
+	}
+	return "json: " + what
+}
+
+func quoteByte(c byte) string {
+	if c >= 0x20 && c < 0x7f {
+		return fmt.Sprintf("'%c'", c)
+	}
+	return fmt.Sprintf("byte 0x%02x", c)
+}

@@ -1,0 +1,80 @@
+// Package parsetest holds helpers for testing format parsers: running a
+// parser over an input fed whole or in chunks, and rendering what came out
+// as comparable text.
+package parsetest
+
+import (
+	"math/rand/v2"
+
+	"github.com/sluicelog/sluice/internal/parse/lines"
+	"github.com/sluicelog/sluice/internal/record"
+)
+
+// ReceiveTime is the receive time the helpers give every batch:
+// 2026-01-15T12:00:00Z.
+const ReceiveTime int64 = 1768478400 * 1e9
+
+// Result is what a parser made of an input: one normalized JSON object per
+// record (record.Batch.AppendJSON) and one "LINE:COL: message" per
+// rejected line, each in input order.
+type Result struct {
+	Records []string
+	Errors  []string
+	Lines   []string // each record's original line, byte-exact
+}
+
+// Run feeds input to p through a Splitter, in chunks of the given sizes
+// (the rest in one final chunk), carrying unconsumed bytes from chunk to
+// chunk as a streaming reader does.
+func Run(p lines.Parser, cfg record.Config, input []byte, chunks []int) Result {
+	var (
+		res   Result
+		sp    lines.Splitter
+		bl    = record.NewBuilder(cfg)
+		carry []byte
+	)
+	pos := 0
+	for i := 0; ; i++ {
+		final := i >= len(chunks)
+		end := len(input)
+		if !final {
+			end = min(pos+chunks[i], len(input))
+		}
+		b := record.GetBatch()
+		b.Data = append(append(b.Data[:0], carry...), input[pos:end]...)
+		b.ReceiveTime = ReceiveTime
+		pos = end
+		bl.Start(b)
+		n := lines.Run(&sp, bl, p, final)
+		carry = append(carry[:0], b.Data[n:]...)
+		Collect(&res, b)
+		record.PutBatch(b)
+		if final {
+			return res
+		}
+	}
+}
+
+// Collect appends a batch's records and errors to res.
+func Collect(res *Result, b *record.Batch) {
+	for i := range b.Records {
+		res.Records = append(res.Records, string(b.AppendJSON(nil, i)))
+		res.Lines = append(res.Lines, string(b.Bytes(b.Records[i].Line)))
+	}
+	for i := range b.Errors {
+		res.Errors = append(res.Errors, b.Errors[i].Error())
+	}
+}
+
+// RandomChunks returns chunk sizes that cut an input of n bytes at random
+// places, seeded so that a failure can be replayed.
+func RandomChunks(n int, seed uint64) []int {
+	r := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
+	var chunks []int
+	for left := n; left > 0; {
+		c := 1 + r.IntN(min(left, 64))
+		chunks = append(chunks, c)
+		left -= c
+	}
+	return chunks
+}

@@ -1,0 +1,150 @@
+package record
+
+import (
+	"fmt"
+	"sync"
+	"unsafe"
+)
+
+// Batch is many records parsed from one input buffer.
+//
+// INVARIANT: every Span in Records and Fields lies within Data, and every
+// name and stream id is below the Len of Names and Streams.
+//
+// Concurrency: a batch is owned by one goroutine at a time; it is handed
+// from stage to stage, never shared.
+type Batch struct {
+	Data    []byte
+	Records []Record
+	Fields  []Field
+	Names   *Names
+	Streams *Streams
+
+	// Errors lists the lines that were rejected, in input order. A
+	// rejected line produces no record and never affects its neighbours.
+	Errors []LineError
+
+	// ReceiveTime (Unix ns) is the timestamp of records that carry none.
+	ReceiveTime int64
+
+	// BadUTF8 counts values holding invalid UTF-8 (see the BadUTF8 flag).
+	BadUTF8 int
+}
+
+// Reset empties the batch for reuse, keeping its buffers.
+func (b *Batch) Reset() {
+	b.Data = b.Data[:0]
+	b.Records = b.Records[:0]
+	b.Fields = b.Fields[:0]
+	b.Errors = b.Errors[:0]
+	b.ReceiveTime = 0
+	b.BadUTF8 = 0
+}
+
+// Bytes returns the bytes a span views.
+func (b *Batch) Bytes(s Span) []byte { return b.Data[s.Off:s.End():s.End()] }
+
+// Raw returns the bytes of a field's value: a view of Data, or the
+// constant a Const field refers to.
+func (b *Batch) Raw(f *Field) []byte {
+	if f.Flags&Const != 0 {
+		c := constants[f.Raw.Off]
+		return unsafe.Slice(unsafe.StringData(c), len(c))
+	}
+	return b.Bytes(f.Raw)
+}
+
+// RecordFields returns the fields of record i.
+func (b *Batch) RecordFields(i int) []Field {
+	r := &b.Records[i]
+	return b.Fields[r.FieldStart : r.FieldStart+r.NumFields]
+}
+
+// Name returns the name of a field.
+func (b *Batch) Name(f *Field) string { return b.Names.Get(f.Name) }
+
+// Labels returns the stream labels of record i.
+func (b *Batch) Labels(i int) Labels { return b.Streams.Get(b.Records[i].Stream) }
+
+// AppendString appends the text of a string field, unescaped, to dst. For
+// other kinds it appends the value's text as it would print in JSON.
+func (b *Batch) AppendString(dst []byte, f *Field) []byte {
+	if f.Kind == String {
+		return AppendUnescaped(dst, b.Raw(f), f.Flags)
+	}
+	return b.appendValueJSON(dst, f)
+}
+
+// AppendMsg appends record i's message, unescaped, to dst.
+func (b *Batch) AppendMsg(dst []byte, i int) []byte {
+	r := &b.Records[i]
+	return AppendUnescaped(dst, b.msgRaw(r), r.MsgFlags)
+}
+
+func (b *Batch) msgRaw(r *Record) []byte {
+	f := Field{Raw: r.Msg, Flags: r.MsgFlags}
+	return b.Raw(&f)
+}
+
+var batchPool = sync.Pool{New: func() any { return new(Batch) }}
+
+const maxPooledData = 64 << 20
+
+// GetBatch returns an empty batch from a pool.
+func GetBatch() *Batch { return batchPool.Get().(*Batch) }
+
+// PutBatch resets b and returns it to the pool. Oversized buffers are
+// dropped so that one huge request doesn't pin its memory forever.
+// REQUIRES: nothing references b or views into it any more.
+func PutBatch(b *Batch) {
+	b.Reset()
+	b.Names, b.Streams = nil, nil
+	if cap(b.Data) > maxPooledData {
+		b.Data = nil
+	}
+	batchPool.Put(b)
+}
+
+// ErrKind classifies a rejected line, for counting.
+type ErrKind uint8
+
+const (
+	ErrSyntax      ErrKind = iota // malformed input for the format
+	ErrLineTooLong                // longer than the configured maximum
+	ErrTooDeep                    // nesting beyond the configured depth
+	ErrTooManyFields
+	ErrTooManyNames // the field name table is full
+	numErrKinds
+)
+
+var errKindNames = [...]string{"syntax", "line_too_long", "too_deep", "too_many_fields", "too_many_names"}
+
+func (k ErrKind) String() string {
+	if k < numErrKinds {
+		return errKindNames[k]
+	}
+	return fmt.Sprintf("errkind(%d)", k)
+}
+
+// ErrKinds lists every ErrKind, for reports.
+func ErrKinds() []ErrKind {
+	ks := make([]ErrKind, numErrKinds)
+	for i := range ks {
+		ks[i] = ErrKind(i)
+	}
+	return ks
+}
+
+// LineError describes a rejected line.
+type LineError struct {
+	Line   int64 // 1-based line number in the input
+	Col    int   // 1-based byte column in the line
+	Offset int64 // 0-based byte offset in the input
+	Kind   ErrKind
+	Msg    string
+}
+
+// Error formats the error as LINE:COL: message.
+func (e *LineError) Error() string {
+	return fmt.Sprintf("%d:%d: %s", e.Line, e.Col, e.Msg)
+}

@@ -1,0 +1,110 @@
+package record
+
+import (
+	"sync"
+	"testing"
+)
+
+// build makes one record from name/value string pairs, all String kind.
+func build(bl *Builder, b *Batch, kv ...string) {
+	start := len(b.Data)
+	for _, s := range kv {
+		b.Data = append(b.Data, s...)
+	}
+	bl.Begin(Span{Off: uint32(start), Len: uint32(len(b.Data) - start)})
+	off := uint32(start)
+	for i := 0; i < len(kv); i += 2 {
+		id, _ := bl.Name([]byte(kv[i]))
+		off += uint32(len(kv[i]))
+		bl.Add(Field{Name: id, Kind: String, Raw: Span{Off: off, Len: uint32(len(kv[i+1]))}})
+		off += uint32(len(kv[i+1]))
+	}
+	bl.End()
+}
+
+func TestBuilderResolves(t *testing.T) {
+	bl := NewBuilder(Config{
+		TimeFields:   []string{"ts", "time"},
+		MsgFields:    []string{"msg", "message"},
+		StreamFields: []string{"svc", "app"},
+	})
+	b := &Batch{ReceiveTime: 42}
+	bl.Start(b)
+	build(bl, b, "time", "2026-01-15T08:00:00Z", "message", "m2", "msg", "m1", "svc", "a", "app", "x")
+	build(bl, b, "ts", "garbage", "time", "1970-01-01T00:00:01Z", "app", "x", "svc", "a")
+	build(bl, b, "other", "v")
+
+	r := b.Records
+	if r[0].Time != 1768464000e9 || r[0].TimeSource != FromData {
+		t.Errorf("record 0 time %d source %d", r[0].Time, r[0].TimeSource)
+	}
+	if got := string(b.Bytes(r[0].Msg)); got != "m1" {
+		t.Errorf("record 0 msg %q: msg outranks message", got)
+	}
+	if r[1].Time != 1e9 || r[1].TimeSource != FromData {
+		t.Errorf("record 1: an unreadable first choice must fall back to the next: time %d", r[1].Time)
+	}
+	if r[2].Time != 42 || r[2].TimeSource != FromReceive {
+		t.Errorf("record 2: no time field must give the receive time: %d %d", r[2].Time, r[2].TimeSource)
+	}
+	if r[0].Stream != r[1].Stream || r[0].Stream == 0 {
+		t.Errorf("same labels in another order must be one stream: %d %d", r[0].Stream, r[1].Stream)
+	}
+	if got := b.Labels(0).String(); got != `{app="x", svc="a"}` {
+		t.Errorf("labels %s", got)
+	}
+	if r[2].Stream != 0 {
+		t.Errorf("a record without stream fields has stream %d, want 0 (empty)", r[2].Stream)
+	}
+	// The fields that became _time and _msg are marked, the rest are not.
+	roles := map[string]Role{}
+	for _, f := range b.RecordFields(0) {
+		roles[b.Name(&f)] = f.Role
+	}
+	if roles["time"] != RoleTime || roles["msg"] != RoleMsg || roles["message"] != RoleNone {
+		t.Errorf("roles %v", roles)
+	}
+}
+
+func TestBuilderFail(t *testing.T) {
+	bl := NewBuilder(Config{MaxFields: 2})
+	b := &Batch{}
+	bl.Start(b)
+	bl.SetPos(7, 1000)
+	build(bl, b, "a", "1", "b", "2", "c", "3")
+	build(bl, b, "a", "1")
+	if len(b.Records) != 1 || len(b.Fields) != 1 {
+		t.Fatalf("records %d fields %d: the failed record's fields must be dropped", len(b.Records), len(b.Fields))
+	}
+	e := b.Errors[0]
+	if e.Kind != ErrTooManyFields || e.Line != 7 || e.Offset != 1000 || e.Error() != "7:1: 3 fields, more than the limit of 2" {
+		t.Errorf("error %+v %q", e, e.Error())
+	}
+}
+
+// TestTableReadersWhileWriting checks that batches handed to another
+// goroutine can read their ids while the writer keeps interning. Run with
+// -race.
+func TestTableReadersWhileWriting(t *testing.T) {
+	n := NewNames()
+	ch := make(chan uint32, 16)
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for id := range ch {
+			if n.Get(id) == "" {
+				t.Errorf("name %d is empty", id)
+			}
+		}
+	}()
+	for i := range 5000 {
+		id, ok := n.Lookup([]byte{byte('a' + i%26), byte(i >> 8), byte(i)})
+		if !ok {
+			t.Fatal("table full")
+		}
+		ch <- id
+	}
+	close(ch)
+	wg.Wait()
+}
