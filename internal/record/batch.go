@@ -29,6 +29,10 @@ type Batch struct {
 
 	// BadUTF8 counts values holding invalid UTF-8 (see the BadUTF8 flag).
 	BadUTF8 int
+
+	// Unmatched counts lines that a pattern format did not match and kept
+	// as a plain message (see Builder.Unmatched).
+	Unmatched int
 }
 
 // Reset empties the batch for reuse, keeping its buffers.
@@ -39,6 +43,7 @@ func (b *Batch) Reset() {
 	b.Errors = b.Errors[:0]
 	b.ReceiveTime = 0
 	b.BadUTF8 = 0
+	b.Unmatched = 0
 }
 
 // Bytes returns the bytes a span views.

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"slices"
+	"unicode/utf8"
 
 	"github.com/sluicelog/sluice/internal/timestamp"
 )
@@ -68,8 +69,11 @@ type Builder struct {
 	timeRnk uint8 // its rank
 	msgIdx  int
 	msgRnk  uint8
-	hasTime bool      // SetTime was called
-	hasMsg  bool      // SetMsg was called
+	hasTime bool // SetTime was called
+	hasMsg  bool // SetMsg was called
+	hasDef  bool // DefaultMsg was called
+	defMsg  Span // and what it set
+	defFlag Flags
 	slots   []slotVal // per sorted stream field: its value in this record
 	key     []byte    // scratch: the canonical stream key
 	scratch []byte    // scratch: unescaped values
@@ -132,7 +136,7 @@ func (bl *Builder) Begin(line Span) {
 	bl.rec = Record{Line: line, FieldStart: uint32(len(bl.b.Fields))}
 	bl.timeIdx, bl.msgIdx = -1, -1
 	bl.timeRnk, bl.msgRnk = noRole, noRole
-	bl.hasTime, bl.hasMsg = false, false
+	bl.hasTime, bl.hasMsg, bl.hasDef = false, false, false
 	bl.slotSet = 0
 	bl.prevID = 0
 }
@@ -235,6 +239,27 @@ func (bl *Builder) SetMsg(raw Span, flags Flags) {
 	bl.hasMsg = true
 }
 
+// DefaultMsg sets the message a record gets when none of its fields is a
+// message field: formats that extract fields from text pass the whole line.
+func (bl *Builder) DefaultMsg(raw Span, flags Flags) {
+	bl.defMsg, bl.defFlag, bl.hasDef = raw, flags, true
+}
+
+// Unmatched adds line as a record holding only its message, for a format
+// whose pattern the line did not match: the line is kept, not dropped, and
+// counted in Batch.Unmatched.
+func (bl *Builder) Unmatched(line Span) {
+	var flags Flags
+	if !utf8.Valid(bl.b.Bytes(line)) {
+		flags = BadUTF8
+		bl.b.BadUTF8++
+	}
+	bl.b.Unmatched++
+	bl.Begin(line)
+	bl.SetMsg(line, flags)
+	bl.End()
+}
+
 // End completes the current record: it picks its timestamp, message and
 // stream and appends it to the batch.
 func (bl *Builder) End() {
@@ -251,10 +276,14 @@ func (bl *Builder) End() {
 			bl.rec.TimeSource = FromData
 		}
 	}
-	if !bl.hasMsg && bl.msgIdx >= 0 {
-		f := &fields[bl.msgIdx]
-		f.Role = RoleMsg
-		bl.rec.Msg, bl.rec.MsgFlags = f.Raw, f.Flags
+	if !bl.hasMsg {
+		if bl.msgIdx >= 0 {
+			f := &fields[bl.msgIdx]
+			f.Role = RoleMsg
+			bl.rec.Msg, bl.rec.MsgFlags = f.Raw, f.Flags
+		} else if bl.hasDef {
+			bl.rec.Msg, bl.rec.MsgFlags = bl.defMsg, bl.defFlag
+		}
 	}
 	if bl.slotSet != 0 {
 		bl.rec.Stream = bl.streamID()

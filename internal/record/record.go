@@ -9,7 +9,7 @@ import (
 type Kind uint8
 
 const (
-	// Null is JSON null (or a logfmt bare key, which has no value).
+	// Null is JSON null.
 	Null Kind = iota
 	// Bool holds 0 or 1 in Field.Num.
 	Bool

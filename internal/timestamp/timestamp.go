@@ -28,6 +28,11 @@ func ParsePrefix(b []byte, ref int64) (ns int64, n int, ok bool) {
 		case len(b) > 2 && b[2] == '/':
 			return parseCLF(b)
 		}
+		// Epoch text needs nine digits or more (1973 onwards in seconds):
+		// shorter digit runs are dates and counters ("081109"), not times.
+		if digits := leadingDigits(b); digits < minEpochDigits {
+			return 0, 0, false
+		}
 		ns, ok = parseEpoch(b)
 		return ns, len(b), ok
 	case isLetter(c):
@@ -37,6 +42,17 @@ func ParsePrefix(b []byte, ref int64) (ns int64, n int, ok bool) {
 }
 
 func isDigit(c byte) bool { return c-'0' <= 9 }
+
+// minEpochDigits is the fewest integer digits epoch text may have.
+const minEpochDigits = 9
+
+func leadingDigits(b []byte) int {
+	n := 0
+	for n < len(b) && isDigit(b[n]) {
+		n++
+	}
+	return n
+}
 
 func isLetter(c byte) bool { return (c|0x20)-'a' <= 'z'-'a' }
 

@@ -28,37 +28,45 @@ func hasZero(v uint64) uint64 { return (v - lsb) & ^v & msb }
 // searched for its closing quote with bytes.IndexByte, which is vectorized,
 // and only then checked for escapes and control bytes.
 func scanString(data []byte, i, end int) (close int, escaped, high bool, code errCode) {
-	if i+8 > end {
-		return scanStringSlow(data, i, end)
-	}
-	x := binary.LittleEndian.Uint64(data[i:])
-	if m := specialBytes(x); m != 0 {
-		n := bits.TrailingZeros64(m) >> 3
-		if data[i+n] == '"' {
-			return i + n, false, x&(uint64(1)<<(n*8)-1)&msb != 0, 0
+	// Up to 32 bytes, eight at a time: most values end there.
+	var hi uint64
+	j := i
+	for n := 0; n < 4 && j+8 <= end; n++ {
+		x := binary.LittleEndian.Uint64(data[j:])
+		if m := specialBytes(x); m != 0 {
+			k := bits.TrailingZeros64(m) >> 3
+			if data[j+k] == '"' && (hi|x&(uint64(1)<<(k*8)-1))&msb == 0 {
+				return j + k, false, false, 0
+			}
+			return scanStringSlow(data, i, end)
 		}
+		hi |= x
+		j += 8
+	}
+	if hi&msb != 0 || j+8 > end {
 		return scanStringSlow(data, i, end)
 	}
-	q := bytes.IndexByte(data[i+8:end], '"')
+	// A long string: find its end with the vectorized IndexByte, then
+	// check what it spans for escapes and control bytes.
+	q := bytes.IndexByte(data[j:end], '"')
 	if q < 0 {
 		return scanStringSlow(data, i, end)
 	}
-	close = i + 8 + q
-	seg := data[i+8 : close]
+	close = j + q
+	seg := data[j:close]
 	if bytes.IndexByte(seg, '\\') >= 0 {
 		return scanStringSlow(data, i, end)
 	}
 	// Any byte < 0x20 or >= 0x80 sets its lane's top bit (a borrow can set
 	// more lanes, but only after such a byte).
-	acc := x & msb
-	j := 0
-	for ; j+8 <= len(seg); j += 8 {
-		y := binary.LittleEndian.Uint64(seg[j:])
+	var acc uint64
+	k := 0
+	for ; k+8 <= len(seg); k += 8 {
+		y := binary.LittleEndian.Uint64(seg[k:])
 		acc |= ((y - lsb*0x20) | y) & msb
 	}
-	for ; j < len(seg); j++ {
-		c := seg[j]
-		if c < 0x20 || c >= 0x80 {
+	for ; k < len(seg); k++ {
+		if c := seg[k]; c < 0x20 || c >= 0x80 {
 			acc |= msb
 		}
 	}

@@ -1,0 +1,59 @@
+package internal_test
+
+import (
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+const module = "github.com/sluicelog/sluice/"
+
+// allowed lists, for each package (or package prefix ending in "/"), the
+// sluice packages it may import. Imports point one way, down: parsers know
+// nothing of storage, the record model knows nothing of formats. A package
+// missing here may import nothing of sluice.
+var allowed = map[string][]string{
+	"cmd/sluice":               {"internal/"},
+	"internal/record":          {"internal/timestamp"},
+	"internal/parse":           {"internal/parse/", "internal/record"},
+	"internal/parse/lines":     {"internal/record"},
+	"internal/parse/parsetest": {"internal/parse/lines", "internal/record"},
+	"internal/parse/":          {"internal/record", "internal/timestamp", "internal/parse/lines"},
+}
+
+func TestImportDirection(t *testing.T) {
+	out, err := exec.Command("go", "list", "-f", `{{.ImportPath}} {{join .Imports " "}}`, module+"...").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go list: %v\n%s", err, out)
+	}
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		fields := strings.Fields(line)
+		pkg := strings.TrimPrefix(fields[0], module)
+		rules, ok := allowed[pkg]
+		if !ok {
+			for prefix, r := range allowed {
+				if strings.HasSuffix(prefix, "/") && strings.HasPrefix(pkg, prefix) {
+					rules = r
+				}
+			}
+		}
+		for _, imp := range fields[1:] {
+			if !strings.HasPrefix(imp, module) {
+				continue
+			}
+			imp = strings.TrimPrefix(imp, module)
+			if !permitted(imp, rules) {
+				t.Errorf("%s imports %s, which the architecture forbids (see allowed in %s)", pkg, imp, "internal/imports_test.go")
+			}
+		}
+	}
+}
+
+func permitted(imp string, rules []string) bool {
+	for _, r := range rules {
+		if imp == r || (strings.HasSuffix(r, "/") && strings.HasPrefix(imp, r)) {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,83 @@
+package multiline
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/sluicelog/sluice/internal/parse/lines"
+	"github.com/sluicelog/sluice/internal/parse/text"
+	"github.com/sluicelog/sluice/internal/record"
+)
+
+// synthetic returns about n bytes of log4j-style lines, one record in ten
+// carrying a Java stack trace or a Python traceback.
+func synthetic(n int) []byte {
+	var out []byte
+	for i := 0; len(out) < n; i++ {
+		sec := i / 50
+		ts := fmt.Sprintf("2026-01-15 08:%02d:%02d,%03d", sec/60%60, sec%60, i%1000)
+		switch i % 20 {
+		case 5:
+			out = fmt.Appendf(out, "%s ERROR [worker-%d] com.example.App: request failed\n", ts, i%16)
+			out = append(out, javaTrace[bytes.IndexByte([]byte(javaTrace), '\n')+1:bytes.LastIndex([]byte(javaTrace), []byte("\n2026"))+1]...)
+		case 15:
+			out = fmt.Appendf(out, "%s ERROR [worker-%d] worker crashed\n", ts, i%16)
+			out = append(out, pyTrace[bytes.IndexByte([]byte(pyTrace), '\n')+1:bytes.LastIndex([]byte(pyTrace), []byte("\n[2026"))+1]...)
+		default:
+			out = fmt.Appendf(out, "%s INFO [worker-%d] com.example.service.Handler: request completed path=/api/v1/orders status=200\n", ts, i%16)
+		}
+	}
+	return out
+}
+
+func loghubCorpus(b *testing.B) []byte {
+	files, _ := filepath.Glob(filepath.Join(loghubDir(b), "*", "*_2k.log"))
+	var all []byte
+	for _, name := range files {
+		in, err := os.ReadFile(name)
+		if err != nil {
+			b.Fatal(err)
+		}
+		all = append(all, in...)
+		if !bytes.HasSuffix(all, []byte("\n")) {
+			all = append(all, '\n')
+		}
+	}
+	return all
+}
+
+func BenchmarkParse(b *testing.B) {
+	for _, corpus := range []string{"synthetic", "loghub"} {
+		b.Run("corpus="+corpus, func(b *testing.B) {
+			var in []byte
+			if corpus == "loghub" {
+				in = loghubCorpus(b)
+			} else {
+				in = synthetic(4 << 20)
+			}
+			j, err := New(text.Parser{}, Config{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			batch := &record.Batch{Data: in}
+			bl := record.NewBuilder(record.DefaultConfig())
+			var sp lines.Splitter
+			runOnce := func() {
+				batch.Records, batch.Fields, batch.Errors = batch.Records[:0], batch.Fields[:0], batch.Errors[:0]
+				bl.Start(batch)
+				sp.Reset()
+				j.Reset()
+				j.Run(&sp, bl, true)
+			}
+			runOnce() // warm the batch's slices
+			b.ReportAllocs()
+			b.SetBytes(int64(len(in)))
+			for b.Loop() {
+				runOnce()
+			}
+		})
+	}
+}

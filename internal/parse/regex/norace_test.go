@@ -1,0 +1,5 @@
+//go:build !race
+
+package regex
+
+const raceEnabled = false
