@@ -56,8 +56,8 @@ placeholders; regexp uses RE2 named groups (?P<name>...).`,
 
 type parseOpts struct {
 	format, timeFields, msgFields, streamFields, multiline string
-	stats, strict, whole                                    bool
-	maxLine, maxDepth                                       int
+	stats, strict, whole                                   bool
+	maxLine, maxDepth                                      int
 }
 
 // parseTotals are the figures --stats prints.
