@@ -82,7 +82,8 @@ type Builder struct {
 	lastID  uint32    // and its id
 	lastOK  bool      // lastKey is valid for the current tables
 
-	line int64 // the current line's number, for errors
+	gen  uint64 // counts the tables this builder has had
+	line int64  // the current line's number, for errors
 	base int64 // the input offset of Data[0], for errors
 }
 
@@ -108,6 +109,7 @@ func NewBuilder(cfg Config) *Builder {
 }
 
 func (bl *Builder) newTables() {
+	bl.gen++
 	bl.names = NewNames()
 	bl.strs = NewStreams()
 	bl.roles = bl.roles[:0]
@@ -127,6 +129,10 @@ func (bl *Builder) Start(b *Batch) {
 	bl.b = b
 	b.Names, b.Streams = bl.names, bl.strs
 }
+
+// Generation changes whenever the builder starts new name and stream
+// tables, which invalidates any name id a parser has cached.
+func (bl *Builder) Generation() uint64 { return bl.gen }
 
 // Batch returns the batch being built.
 func (bl *Builder) Batch() *Batch { return bl.b }

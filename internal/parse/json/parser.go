@@ -22,9 +22,9 @@ type Parser struct {
 	data []byte
 	bl   *record.Builder
 	b    *record.Batch
-	name []byte // the dotted prefix of the object being parsed, then the key
-	key  []byte // scratch for unescaped keys
-	cur  []byte // the name of the field being parsed: a view of name, key or the input
+	sh   shapes
+	last uint32 // the slot of the key read last in this line
+	cur  uint32 // the slot of the field being parsed
 
 	// The first error of the current line: where and what.
 	errPos   int
@@ -55,6 +55,10 @@ func (p *Parser) ParseLine(bl *record.Builder, line record.Span) {
 	b := bl.Batch()
 	p.bl, p.b, p.data = bl, b, b.Data
 	p.errCode = errNone
+	if p.sh.owner != bl || p.sh.gen != bl.Generation() || len(p.sh.slots) > maxSlots {
+		p.sh.reset(bl)
+	}
+	p.last = rootSlot
 	i, end := int(line.Off), int(line.End())
 	i = skipSpace(p.data, i, end)
 	if i == end {
@@ -62,8 +66,7 @@ func (p *Parser) ParseLine(bl *record.Builder, line record.Span) {
 	}
 	bl.Begin(line)
 	if p.data[i] == '{' {
-		p.name = p.name[:0]
-		i = p.object(i+1, end, 1)
+		i = p.object(i+1, end, 1, rootSlot)
 	} else {
 		i = p.topValue(i, end)
 	}
@@ -99,19 +102,19 @@ func (p *Parser) fail(pos int, code errCode) int {
 	return -1
 }
 
-// failIn is fail inside the value of the field named p.cur.
+// failIn is fail inside the value of the field of slot p.cur.
 func (p *Parser) failIn(pos int, code errCode) int {
 	if p.errCode == errNone {
 		p.fail(pos, code)
-		p.errField = append(p.errField[:0], p.cur...)
+		p.errField = p.sh.appendName(p.errField[:0], p.cur)
 	}
 	return -1
 }
 
 // object parses the members of an object whose '{' precedes i, adding a
-// field for each leaf. p.name holds the dotted prefix of this object.
+// field for each leaf; parent is the slot of the object's own key.
 // It returns the index after the closing '}', or -1.
-func (p *Parser) object(i, end, depth int) int {
+func (p *Parser) object(i, end, depth int, parent uint32) int {
 	data := p.data
 	if depth > p.maxDepth() {
 		return p.fail(i-1, errTooDeep)
@@ -120,7 +123,6 @@ func (p *Parser) object(i, end, depth int) int {
 	if i < end && data[i] == '}' {
 		return i + 1
 	}
-	prefix := len(p.name)
 	for {
 		if i >= end {
 			return p.fail(i, errUnexpectedEnd)
@@ -128,18 +130,22 @@ func (p *Parser) object(i, end, depth int) int {
 		if data[i] != '"' {
 			return p.fail(i, errUnexpectedByte)
 		}
-		// The key.
-		kstart := i + 1
-		kend, escaped, high, code := scanString(data, kstart, end)
-		if code != 0 {
-			return p.fail(kend, code)
+		// The key: the one the shape cache expects, or else scanned and
+		// looked up.
+		s := p.sh.slots[p.last].next
+		if s != noSlot && p.sh.slots[s].parent == parent && p.sh.slots[s].match(data, i+1, end) {
+			i += len(p.sh.slots[s].key) + 2
+		} else {
+			kstart := i + 1
+			kend, escaped, high, code := scanString(data, kstart, end)
+			if code != 0 {
+				return p.fail(kend, code)
+			}
+			s = p.sh.find(parent, data[kstart:kend], flagsOf(escaped, high))
+			p.sh.slots[p.last].next = s
+			i = kend + 1
 		}
-		key := data[kstart:kend]
-		if escaped || high {
-			p.key = record.AppendUnescaped(p.key[:0], key, flagsOf(escaped, high))
-			key = p.key
-		}
-		i = kend + 1
+		p.last, p.cur = s, s
 		// The colon.
 		if i < end && data[i] == ':' {
 			i++
@@ -159,15 +165,8 @@ func (p *Parser) object(i, end, depth int) int {
 		if i >= end {
 			return p.fail(i, errUnexpectedEnd)
 		}
-		// The value: a nested object extends the prefix, anything else is
-		// a field named prefix + key. A top-level key is its own name, a
-		// view of the input: no copy.
-		if prefix == 0 {
-			p.cur = key
-		} else {
-			p.name = append(p.name[:prefix], key...)
-			p.cur = p.name
-		}
+		// The value: a nested object's keys get this key as their parent,
+		// anything else is a field.
 		switch data[i] {
 		case '"':
 			// Strings are most values: handled here, without a call.
@@ -189,8 +188,7 @@ func (p *Parser) object(i, end, depth int) int {
 			if j < end && data[j] == '}' {
 				i = p.add(record.JSON, 0, i, j+1, 0)
 			} else {
-				p.name = append(append(p.name[:prefix], key...), '.')
-				i = p.object(i+1, end, depth+1)
+				i = p.object(i+1, end, depth+1, s)
 			}
 		default:
 			i = p.value(i, end, depth)
@@ -207,7 +205,6 @@ func (p *Parser) object(i, end, depth int) int {
 				return p.fail(i, errUnexpectedEnd)
 			}
 			if data[i] == '}' {
-				p.name = p.name[:prefix]
 				return i + 1
 			}
 			if data[i] != ',' {
@@ -225,7 +222,7 @@ func (p *Parser) object(i, end, depth int) int {
 }
 
 // value parses a value other than a string or an object at i and adds
-// it as the field p.cur.
+// it as the field of slot p.cur.
 func (p *Parser) value(i, end, depth int) int {
 	data := p.data
 	switch c := data[i]; c {
@@ -255,7 +252,7 @@ func (p *Parser) value(i, end, depth int) int {
 	return p.failIn(i, errUnexpectedByte)
 }
 
-// number parses a number at i and adds it as the field p.cur.
+// number parses a number at i and adds it as the field of slot p.cur.
 func (p *Parser) number(i, end int) int {
 	data := p.data
 	start := i
@@ -323,9 +320,10 @@ func (p *Parser) number(i, end int) int {
 	return p.add(record.Float, 0, start, i, math.Float64bits(f))
 }
 
-// add appends the field p.cur with raw bytes data[from:to] and returns to.
+// add appends the field of slot p.cur with raw bytes data[from:to] and
+// returns to.
 func (p *Parser) add(kind record.Kind, flags record.Flags, from, to int, num uint64) int {
-	id, ok := p.bl.Name(p.cur)
+	id, ok := p.sh.nameOf(p.bl, p.cur)
 	if !ok {
 		return p.failIn(from, errTooManyNames)
 	}
