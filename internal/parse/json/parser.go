@@ -132,8 +132,13 @@ func (p *Parser) object(i, end, depth int, parent uint32) int {
 		}
 		// The key: the one the shape cache expects, or else scanned and
 		// looked up.
-		s := p.sh.slots[p.last].next
+		prev := &p.sh.slots[p.last]
+		s := prev.next
 		if s != noSlot && p.sh.slots[s].parent == parent && p.sh.slots[s].match(data, i+1, end) {
+			i += len(p.sh.slots[s].key) + 2
+		} else if s2 := prev.next2; s2 != noSlot && p.sh.slots[s2].parent == parent && p.sh.slots[s2].match(data, i+1, end) {
+			prev.next, prev.next2 = s2, s
+			s = s2
 			i += len(p.sh.slots[s].key) + 2
 		} else {
 			kstart := i + 1
@@ -142,7 +147,8 @@ func (p *Parser) object(i, end, depth int, parent uint32) int {
 				return p.fail(kend, code)
 			}
 			s = p.sh.find(parent, data[kstart:kend], flagsOf(escaped, high))
-			p.sh.slots[p.last].next = s
+			prev = &p.sh.slots[p.last] // find may have moved the slots
+			prev.next, prev.next2 = s, prev.next
 			i = kend + 1
 		}
 		p.last, p.cur = s, s

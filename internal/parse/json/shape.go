@@ -29,6 +29,7 @@ const (
 type slot struct {
 	parent uint32 // the slot of the object this key is in
 	next   uint32 // the slot that followed this one last time
+	next2  uint32 // and the one that followed it before, if different
 	name   uint32 // the builder's id of the full dotted name, if named
 	named  bool
 	key    string // the key as written in the input, escapes and all
@@ -49,7 +50,7 @@ type shapes struct {
 // reset empties the cache, keeping the root slot.
 func (s *shapes) reset(bl *record.Builder) {
 	s.owner, s.gen = bl, bl.Generation()
-	s.slots = append(s.slots[:0], slot{parent: noSlot, next: noSlot})
+	s.slots = append(s.slots[:0], slot{parent: noSlot, next: noSlot, next2: noSlot})
 	if s.index == nil {
 		s.index = make(map[string]uint32)
 	}
@@ -84,7 +85,7 @@ func (s *shapes) find(parent uint32, raw []byte, flags record.Flags) uint32 {
 	if id, ok := s.index[string(k)]; ok {
 		return id
 	}
-	sl := slot{parent: parent, next: noSlot, key: string(raw)}
+	sl := slot{parent: parent, next: noSlot, next2: noSlot, key: string(raw)}
 	sl.uname = string(record.AppendUnescaped(nil, raw, flags))
 	var pad [8]byte
 	copy(pad[:], raw)
