@@ -3,6 +3,8 @@ package record
 import (
 	"encoding/binary"
 	"fmt"
+	"hash/maphash"
+	"math/bits"
 	"slices"
 	"unicode/utf8"
 
@@ -57,34 +59,35 @@ type Builder struct {
 	cfg     Config
 	streams []string // StreamFields, sorted: the order labels are keyed in
 
-	names   *Names
-	strs    *Streams
-	roles   []nameRole
-	nameStr []string    // the names by id: a flat copy of the table for the writer
-	follow  [][2]uint32 // follow[id+1]: the names seen after id lately; [0] for a record's first
-	prevID  uint32      // id+1 of the previous name in this record, 0 at its start
-	b       *Batch
-	rec     Record
-	timeIdx int   // field index of the best time candidate, or -1
-	timeRnk uint8 // its rank
-	msgIdx  int
-	msgRnk  uint8
-	hasTime bool // SetTime was called
-	hasMsg  bool // SetMsg was called
-	hasDef  bool // DefaultMsg was called
-	defMsg  Span // and what it set
-	defFlag Flags
-	slots   []slotVal // per sorted stream field: its value in this record
-	key     []byte    // scratch: the canonical stream key
-	scratch []byte    // scratch: unescaped values
-	slotSet uint64    // bitmap of filled slots
-	lastKey []byte    // the previous record's stream key
-	lastID  uint32    // and its id
-	lastOK  bool      // lastKey is valid for the current tables
+	names     *Names
+	strs      *Streams
+	roles     []nameRole
+	nameStr   []string    // the names by id: a flat copy of the table for the writer
+	follow    [][2]uint32 // follow[id+1]: the names seen after id lately; [0] for a record's first
+	prevID    uint32      // id+1 of the previous name in this record, 0 at its start
+	b         *Batch
+	rec       Record
+	timeIdx   int   // field index of the best time candidate, or -1
+	timeRnk   uint8 // its rank
+	msgIdx    int
+	msgRnk    uint8
+	hasTime   bool // SetTime was called
+	hasMsg    bool // SetMsg was called
+	hasDef    bool // DefaultMsg was called
+	defMsg    Span // and what it set
+	defFlag   Flags
+	slots     []slotVal // per sorted stream field: its value in this record
+	key       []byte    // scratch: the canonical stream key
+	scratch   []byte    // scratch: unescaped values
+	slotSet   uint64    // bitmap of filled slots
+	scache    [streamCacheSize]streamCacheEntry
+	scHash    uint64 // the current record's stream hash, 0 if not cacheable
+	scSeed    uint64
+	scSeedMap maphash.Seed
 
 	gen  uint64 // counts the tables this builder has had
 	line int64  // the current line's number, for errors
-	base int64 // the input offset of Data[0], for errors
+	base int64  // the input offset of Data[0], for errors
 }
 
 type slotVal struct {
@@ -104,6 +107,7 @@ func NewBuilder(cfg Config) *Builder {
 		bl.streams = bl.streams[:64]
 	}
 	bl.slots = make([]slotVal, len(bl.streams))
+	bl.scSeedMap = maphash.MakeSeed()
 	bl.newTables()
 	return bl
 }
@@ -115,7 +119,7 @@ func (bl *Builder) newTables() {
 	bl.roles = bl.roles[:0]
 	bl.nameStr = bl.nameStr[:0]
 	bl.follow = append(bl.follow[:0], [2]uint32{noName, noName})
-	bl.lastOK = false
+	bl.scache = [streamCacheSize]streamCacheEntry{}
 }
 
 // Start makes b the batch that records are appended to. The caller fills
@@ -339,6 +343,9 @@ func (bl *Builder) timeFrom(f *Field) bool {
 
 // streamID returns the id of the current record's label set.
 func (bl *Builder) streamID() uint32 {
+	if id, ok := bl.cachedStream(); ok {
+		return id
+	}
 	key := bl.key[:0]
 	for i := range bl.streams {
 		if bl.slotSet&(1<<i) == 0 {
@@ -353,19 +360,60 @@ func (bl *Builder) streamID() uint32 {
 		binary.LittleEndian.PutUint32(key[n-4:], uint32(len(key)-n))
 	}
 	bl.key = key
-	if bl.lastOK && string(key) == string(bl.lastKey) {
-		return bl.lastID
-	}
 	id, ok := bl.strs.lookup(key, bl.buildLabels)
 	if !ok {
 		// The stream table is full for this batch: such records go to the
 		// empty stream rather than being dropped. Start replaces the table
 		// before the next batch.
-		id = 0
+		return 0
 	}
-	bl.lastKey = append(bl.lastKey[:0], key...)
-	bl.lastID, bl.lastOK = id, true
+	if bl.scHash != 0 {
+		bl.scache[bl.scHash&(streamCacheSize-1)] = streamCacheEntry{bl.scHash, id}
+	}
 	return id
+}
+
+// streamCacheSize is the number of entries in the builder's stream cache.
+const streamCacheSize = 1024
+
+type streamCacheEntry struct {
+	hash uint64
+	id   uint32
+}
+
+// cachedStream finds the current record's stream in a small cache indexed
+// by a hash of its label values, verified against the labels themselves:
+// cheaper than building the canonical key and looking it up in the map.
+// It works on plain string values only; for the rest (escaped strings,
+// numbers) it reports a miss with scHash 0, and the caller takes the map.
+func (bl *Builder) cachedStream() (uint32, bool) {
+	h := uint64(0)
+	for m := bl.slotSet; m != 0; m &= m - 1 {
+		i := bits.TrailingZeros64(m)
+		s := &bl.slots[i]
+		if s.kind != String || s.flags != 0 {
+			bl.scHash = 0
+			return 0, false
+		}
+		h = maphash.Bytes(bl.scSeedMap, bl.b.Data[s.raw.Off:s.raw.End()]) ^ (h+uint64(i))*0x9E3779B97F4A7C15
+	}
+	h |= 1 // 0 means "not cacheable"
+	bl.scHash = h
+	e := &bl.scache[h&(streamCacheSize-1)]
+	if e.hash != h {
+		return 0, false
+	}
+	ls := bl.strs.Get(e.id)
+	k := 0
+	for m := bl.slotSet; m != 0; m &= m - 1 {
+		i := bits.TrailingZeros64(m)
+		s := &bl.slots[i]
+		if k >= len(ls) || ls[k].Name != bl.streams[i] || ls[k].Value != string(bl.b.Data[s.raw.Off:s.raw.End()]) {
+			return 0, false
+		}
+		k++
+	}
+	return e.id, k == len(ls)
 }
 
 func (bl *Builder) appendSlot(dst []byte, s *slotVal) []byte {

@@ -2,9 +2,12 @@ package json
 
 import (
 	stdjson "encoding/json"
+	"math"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -290,6 +293,50 @@ func TestJSONTestSuite(t *testing.T) {
 			if accepted != (verr == nil) && strings.TrimSpace(string(data)) != "" {
 				t.Errorf("%s: ParseLine accepted=%v, Validate err=%v (encoding/json valid=%v)", name, accepted, verr, std)
 			}
+		}
+	}
+}
+
+// TestFloatFastPath checks the parser's own float conversion against
+// strconv.ParseFloat, bit for bit, on decimals of every digit count and
+// place of the decimal point.
+func TestFloatFastPath(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	var in strings.Builder
+	var want []float64
+	for range 20000 {
+		digits := 1 + r.IntN(17)
+		s := strconv.FormatUint(r.Uint64N(uint64(math.Pow10(min(digits, 19)))), 10)
+		point := r.IntN(len(s)) + 1
+		text := s[:point] + "." + s[point:]
+		if point == len(s) {
+			text += "0"
+		}
+		text = strings.TrimLeft(text, "0")
+		if text[0] == '.' {
+			text = "0" + text
+		}
+		if r.IntN(2) == 0 {
+			text = "-" + text
+		}
+		f, err := strconv.ParseFloat(text, 64)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want = append(want, f)
+		in.WriteString(`{"v":` + text + "}\n")
+	}
+	bl := record.NewBuilder(record.Config{})
+	b := &record.Batch{Data: []byte(in.String())}
+	bl.Start(b)
+	var sp lines.Splitter
+	lines.Run(&sp, bl, &Parser{}, true)
+	if len(b.Fields) != len(want) {
+		t.Fatalf("%d fields for %d lines: %v", len(b.Fields), len(want), b.Errors)
+	}
+	for i, f := range b.Fields {
+		if f.Kind != record.Float || math.Float64bits(f.Float()) != math.Float64bits(want[i]) {
+			t.Fatalf("%s: got %v (%v), want %v", b.Bytes(f.Raw), f.Float(), f.Kind, want[i])
 		}
 	}
 }
