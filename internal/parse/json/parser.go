@@ -196,6 +196,8 @@ func (p *Parser) object(i, end, depth int, parent uint32) int {
 			} else {
 				i = p.object(i+1, end, depth+1, s)
 			}
+		case '-', '0', '1', '2', '3', '4', '5', '6', '7', '8', '9':
+			i = p.number(i, end)
 		default:
 			i = p.value(i, end, depth)
 		}
@@ -346,12 +348,15 @@ var pow10 = [23]float64{1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10,
 // add appends the field of slot p.cur with raw bytes data[from:to] and
 // returns to.
 func (p *Parser) add(kind record.Kind, flags record.Flags, from, to int, num uint64) int {
-	id, ok := p.sh.nameOf(p.bl, p.cur)
-	if !ok {
-		return p.failIn(from, errTooManyNames)
+	sl := &p.sh.slots[p.cur]
+	if !sl.named {
+		if _, ok := p.sh.nameOf(p.bl, p.cur); !ok {
+			return p.failIn(from, errTooManyNames)
+		}
+		sl = &p.sh.slots[p.cur]
 	}
 	p.bl.Add(record.Field{
-		Name:  id,
+		Name:  sl.name,
 		Kind:  kind,
 		Flags: flags,
 		Raw:   record.Span{Off: uint32(from), Len: uint32(to - from)},
