@@ -108,6 +108,10 @@ core="${CORE:-1}"
 rounds="${ROUNDS:-3}"
 runs="${RUNS:-5}"
 count="${COUNT:-5}"
+# The Go side is compiled with the profile the sluice binary is built with
+# (cmd/sluice/default.pgo), so the figure is the shipped parser's; PGO=off
+# measures without it.
+pgo="${PGO:-$root/cmd/sluice/default.pgo}"
 
 # The harness: Debian's libsimdjson-dev, then make (a no-op when up to date).
 if [[ ! -f /usr/include/simdjson.h ]]; then
@@ -127,7 +131,7 @@ corpus="$(cd "$(dirname "$corpus")" && pwd)/$(basename "$corpus")" # go test run
 cd "$root"
 # Compile the test package outside the timed, pinned runs; fail early if the
 # benchmark is not there.
-if ! listed="$(go test -list "$bench_re" "$pkg" 2>&1)"; then
+if ! listed="$(go test -pgo="$pgo" -list "$bench_re" "$pkg" 2>&1)"; then
 	echo "$listed" >&2
 	echo "go test -list $pkg failed" >&2
 	exit 1
@@ -139,7 +143,7 @@ fi
 
 out="${OUT:-$(mktemp -d "${TMPDIR:-/tmp}/json-vs-simdjson.XXXXXX")}"
 mkdir -p "$out"
-echo "core $core, $rounds rounds, corpus $corpus, raw outputs in $out" >&2
+echo "core $core, $rounds rounds, corpus $corpus, pgo $pgo, raw outputs in $out" >&2
 for r in $(seq 1 "$rounds"); do
 	echo "round $r/$rounds: simdjson" >&2
 	# Exit status 2 means parse errors: keep the output, the summary shows errors=.
@@ -149,7 +153,7 @@ for r in $(seq 1 "$rounds"); do
 	echo "round $r/$rounds: go test -bench $bench_re" >&2
 	# -run '^$', not -run x: x matches tests such as TestLineKeptByteExact, and a
 	# test failing mid-edit would then sink the benchmark run.
-	if ! SLUICE_CORPUS="$corpus" taskset -c "$core" go test -run '^$' -bench "$bench_re" \
+	if ! SLUICE_CORPUS="$corpus" taskset -c "$core" go test -pgo="$pgo" -run '^$' -bench "$bench_re" \
 		-benchtime=3x -count "$count" "$pkg" >"$out/go.$r.out" 2>&1; then
 		cat "$out/go.$r.out" >&2
 		echo "go test failed in round $r" >&2

@@ -132,13 +132,10 @@ func (p *Parser) object(i, end, depth int, parent uint32) int {
 		}
 		// The key: the one the shape cache expects, or else scanned and
 		// looked up.
-		prev := &p.sh.slots[p.last]
-		s := prev.next
+		s := p.sh.slots[p.last].next[0]
 		if s != noSlot && p.sh.slots[s].parent == parent && p.sh.slots[s].match(data, i+1, end) {
 			i += len(p.sh.slots[s].key) + 2
-		} else if s2 := prev.next2; s2 != noSlot && p.sh.slots[s2].parent == parent && p.sh.slots[s2].match(data, i+1, end) {
-			prev.next, prev.next2 = s2, s
-			s = s2
+		} else if s = p.sh.guess(p.last, parent, data, i+1, end); s != noSlot {
 			i += len(p.sh.slots[s].key) + 2
 		} else {
 			kstart := i + 1
@@ -147,8 +144,7 @@ func (p *Parser) object(i, end, depth int, parent uint32) int {
 				return p.fail(kend, code)
 			}
 			s = p.sh.find(parent, data[kstart:kend], flagsOf(escaped, high))
-			prev = &p.sh.slots[p.last] // find may have moved the slots
-			prev.next, prev.next2 = s, prev.next
+			p.sh.follows(p.last, s)
 			i = kend + 1
 		}
 		p.last, p.cur = s, s

@@ -20,6 +20,12 @@ import (
 // whenever the builder starts new tables (or the parser meets another
 // builder).
 
+// guesses is how many successors a slot remembers: after a trace_id may
+// come http, error, user or tags.
+const guesses = 4
+
+var noNext = [guesses]uint32{noSlot, noSlot, noSlot, noSlot}
+
 const (
 	noSlot   = ^uint32(0)
 	rootSlot = 0 // the parent of top-level keys, and the start of a line
@@ -28,8 +34,7 @@ const (
 
 type slot struct {
 	parent uint32 // the slot of the object this key is in
-	next   uint32 // the slot that followed this one last time
-	next2  uint32 // and the one that followed it before, if different
+	next   [guesses]uint32 // the slots that followed this one lately, latest first
 	name   uint32 // the builder's id of the full dotted name, if named
 	named  bool
 	key    string // the key as written in the input, escapes and all
@@ -50,7 +55,7 @@ type shapes struct {
 // reset empties the cache, keeping the root slot.
 func (s *shapes) reset(bl *record.Builder) {
 	s.owner, s.gen = bl, bl.Generation()
-	s.slots = append(s.slots[:0], slot{parent: noSlot, next: noSlot, next2: noSlot})
+	s.slots = append(s.slots[:0], slot{parent: noSlot, next: noNext})
 	if s.index == nil {
 		s.index = make(map[string]uint32)
 	}
@@ -75,6 +80,32 @@ func (sl *slot) match(data []byte, i, end int) bool {
 	return data[i+n] == '"' && string(data[i:i+n]) == sl.key
 }
 
+// guess tries the second and later guesses for the key after slot last,
+// under parent, at data[i:]; on a hit it moves the guess to the front and
+// returns it, else noSlot. (The first guess is tried inline by the caller.)
+func (s *shapes) guess(last, parent uint32, data []byte, i, end int) uint32 {
+	next := &s.slots[last].next
+	for k := 1; k < guesses; k++ {
+		g := next[k]
+		if g == noSlot {
+			return noSlot
+		}
+		if s.slots[g].parent == parent && s.slots[g].match(data, i, end) {
+			copy(next[1:k+1], next[:k])
+			next[0] = g
+			return g
+		}
+	}
+	return noSlot
+}
+
+// follows records that slot next came after slot last.
+func (s *shapes) follows(last, next uint32) {
+	n := &s.slots[last].next
+	copy(n[1:], n[:guesses-1])
+	n[0] = next
+}
+
 // find returns the slot of raw key under parent, making it if new. The
 // cache may outgrow maxSlots within a line; ParseLine drops it before the
 // next line then, so it holds at most maxSlots plus one line's keys.
@@ -85,7 +116,7 @@ func (s *shapes) find(parent uint32, raw []byte, flags record.Flags) uint32 {
 	if id, ok := s.index[string(k)]; ok {
 		return id
 	}
-	sl := slot{parent: parent, next: noSlot, next2: noSlot, key: string(raw)}
+	sl := slot{parent: parent, next: noNext, key: string(raw)}
 	sl.uname = string(record.AppendUnescaped(nil, raw, flags))
 	var pad [8]byte
 	copy(pad[:], raw)
