@@ -135,14 +135,11 @@ func (o *parseOpts) run(args []string, e *env) error {
 		}
 		if name == "-" {
 			err = p.Reader(ctx, e.stdin, each)
-			tot.bytes += 0
 		} else {
 			err = p.File(ctx, name, each)
-			if st, serr := os.Stat(name); serr == nil && err == nil {
-				tot.bytes += st.Size()
-			}
 		}
 		tot.lines += p.Lines()
+		tot.bytes += p.Offset()
 		if err != nil && !failed {
 			return err
 		}

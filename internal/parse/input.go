@@ -70,6 +70,9 @@ func New(opts Options) (*Parser, error) {
 // Lines returns how many input lines the parser has seen.
 func (p *Parser) Lines() int64 { return p.sp.Lines() }
 
+// Offset returns how many input bytes the parser has consumed.
+func (p *Parser) Offset() int64 { return p.sp.Offset() }
+
 // Parse parses the complete lines of b.Data into records appended to b and
 // returns how many bytes it consumed; the caller carries the rest into the
 // next buffer. With final set the input ends with b.Data and all of it is

@@ -84,6 +84,7 @@ type Builder struct {
 	scHash    uint64 // the current record's stream hash, 0 if not cacheable
 	scSeed    uint64
 	scSeedMap maphash.Seed
+	scMix     uint64 // seeds hashValue's short path
 
 	gen  uint64 // counts the tables this builder has had
 	line int64  // the current line's number, for errors
@@ -108,6 +109,7 @@ func NewBuilder(cfg Config) *Builder {
 	}
 	bl.slots = make([]slotVal, len(bl.streams))
 	bl.scSeedMap = maphash.MakeSeed()
+	bl.scMix = maphash.Comparable(bl.scSeedMap, 0)
 	bl.newTables()
 	return bl
 }
@@ -381,6 +383,29 @@ type streamCacheEntry struct {
 	id   uint32
 }
 
+// hashValue hashes the bytes of a label value. Values of up to 16 bytes
+// (most service and host names) are mixed from two 8-byte loads, masked
+// to the value, where the batch has the room to load them; longer ones
+// go through maphash.
+func (bl *Builder) hashValue(raw Span) uint64 {
+	data := bl.b.Data
+	n := int(raw.Len)
+	if n <= 16 && int(raw.Off)+16 <= len(data) {
+		lo := binary.LittleEndian.Uint64(data[raw.Off:])
+		hi := binary.LittleEndian.Uint64(data[raw.Off+8:])
+		if n < 8 {
+			lo &= uint64(1)<<(8*n) - 1
+			hi = 0
+		} else if n < 16 {
+			hi &= uint64(1)<<(8*(n-8)) - 1
+		}
+		h := (lo ^ bl.scMix) * 0xbf58476d1ce4e5b9
+		h = (h ^ h>>31 ^ hi) * 0x94d049bb133111eb
+		return h ^ h>>29 ^ uint64(n)
+	}
+	return maphash.Bytes(bl.scSeedMap, data[raw.Off:raw.End()])
+}
+
 // cachedStream finds the current record's stream in a small cache indexed
 // by a hash of its label values, verified against the labels themselves:
 // cheaper than building the canonical key and looking it up in the map.
@@ -395,7 +420,7 @@ func (bl *Builder) cachedStream() (uint32, bool) {
 			bl.scHash = 0
 			return 0, false
 		}
-		h = maphash.Bytes(bl.scSeedMap, bl.b.Data[s.raw.Off:s.raw.End()]) ^ (h+uint64(i))*0x9E3779B97F4A7C15
+		h = bl.hashValue(s.raw) ^ (h+uint64(i))*0x9E3779B97F4A7C15
 	}
 	h |= 1 // 0 means "not cacheable"
 	bl.scHash = h

@@ -42,6 +42,9 @@ func (s *Splitter) Reset() {
 	*s = Splitter{MaxLineSize: s.MaxLineSize}
 }
 
+// Offset returns how many input bytes have been consumed so far.
+func (s *Splitter) Offset() int64 { return s.base }
+
 // Lines returns how many lines have been seen so far.
 func (s *Splitter) Lines() int64 { return s.lineNo }
 
