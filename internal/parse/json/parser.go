@@ -274,11 +274,7 @@ func (p *Parser) number(i, end int) int {
 		i++
 		digits = 1
 	} else {
-		for i < end && data[i]-'0' < 10 {
-			u = u*10 + uint64(data[i]-'0')
-			i++
-			digits++
-		}
+		u, digits, i = digitRun(data, i, end, 0)
 	}
 	isFloat, hasExp := false, false
 	fracDigits := 0
@@ -289,11 +285,7 @@ func (p *Parser) number(i, end int) int {
 			return p.failIn(i, errBadNumber)
 		}
 		// The fraction's digits extend the mantissa, for the fast path.
-		for i < end && data[i]-'0' < 10 {
-			u = u*10 + uint64(data[i]-'0')
-			i++
-			fracDigits++
-		}
+		u, fracDigits, i = digitRun(data, i, end, u)
 	}
 	if i < end && data[i]|0x20 == 'e' {
 		isFloat, hasExp = true, true

@@ -340,3 +340,25 @@ func TestFloatFastPath(t *testing.T) {
 		}
 	}
 }
+
+func TestDigitRun(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	for range 100000 {
+		n := 1 + r.IntN(18) // with the leading 7, at most 19 digits
+		digits := strconv.FormatUint(r.Uint64N(uint64(math.Pow10(n))-1), 10)
+		tail := []string{"", ",", "}", " ", ".5", "e3", "x", "\xff", ":"}[r.IntN(9)]
+		in := []byte(digits + tail)
+		u, got, next := digitRun(in, 0, len(in), 7)
+		want, _ := strconv.ParseUint("7"+digits, 10, 64)
+		if got != len(digits) || next != len(digits) || u != want {
+			t.Fatalf("%q: got %d (%d digits, next %d), want %d (%d digits)", in, u, got, next, want, len(digits))
+		}
+	}
+	for c := 0; c < 256; c++ {
+		in := []byte{'1', byte(c), '1', '1', '1', '1', '1', '1', '1'}
+		_, n, _ := digitRun(in, 0, len(in), 0)
+		if want := 1 + map[bool]int{true: 8, false: 0}[c >= '0' && c <= '9']; n != want {
+			t.Fatalf("byte %#x: run of %d, want %d", c, n, want)
+		}
+	}
+}
