@@ -80,7 +80,7 @@ type Builder struct {
 	key       []byte    // scratch: the canonical stream key
 	scratch   []byte    // scratch: unescaped values
 	slotSet   uint64    // bitmap of filled slots
-	scache    [streamCacheSize]streamCacheEntry
+	scache    [streamCacheSets][2]streamCacheEntry
 	scHash    uint64 // the current record's stream hash, 0 if not cacheable
 	scSeed    uint64
 	scSeedMap maphash.Seed
@@ -121,7 +121,7 @@ func (bl *Builder) newTables() {
 	bl.roles = bl.roles[:0]
 	bl.nameStr = bl.nameStr[:0]
 	bl.follow = append(bl.follow[:0], [2]uint32{noName, noName})
-	bl.scache = [streamCacheSize]streamCacheEntry{}
+	bl.scache = [streamCacheSets][2]streamCacheEntry{}
 }
 
 // Start makes b the batch that records are appended to. The caller fills
@@ -211,20 +211,27 @@ func (bl *Builder) roleOf(name string) nameRole {
 
 // Add appends a field to the current record. f.Name must come from Name.
 func (bl *Builder) Add(f Field) {
+	// Written member by member: copying a struct just composed from
+	// narrow stores with wide loads stalls on store forwarding, and f
+	// itself must stay in registers (no &f), so noteRole reads the copy.
+	fs := append(bl.b.Fields, Field{})
+	e := &fs[len(fs)-1]
+	e.Name, e.Kind, e.Flags, e.Role = f.Name, f.Kind, f.Flags, f.Role
+	e.Raw, e.Num = f.Raw, f.Num
+	bl.b.Fields = fs
 	if bl.roles[f.Name].any {
-		bl.noteRole(&f)
+		bl.noteRole(e)
 	}
-	bl.b.Fields = append(bl.b.Fields, f)
 }
 
-// noteRole remembers f, about to be appended, as a candidate for the
+// noteRole remembers f, the field just appended, as a candidate for the
 // record's time, message or stream.
 func (bl *Builder) noteRole(f *Field) {
 	if f.Kind == Null {
 		return
 	}
 	r := bl.roles[f.Name]
-	idx := len(bl.b.Fields) - int(bl.rec.FieldStart)
+	idx := len(bl.b.Fields) - 1 - int(bl.rec.FieldStart)
 	if r.time < bl.timeRnk {
 		bl.timeIdx, bl.timeRnk = idx, r.time
 	}
@@ -300,7 +307,12 @@ func (bl *Builder) End() {
 	if bl.slotSet != 0 {
 		bl.rec.Stream = bl.streamID()
 	}
-	b.Records = append(b.Records, bl.rec)
+	// Member by member, for the reason given in Add.
+	rs := append(b.Records, Record{})
+	r, c := &rs[len(rs)-1], &bl.rec
+	r.Time, r.TimeSource, r.MsgFlags, r.Stream = c.Time, c.TimeSource, c.MsgFlags, c.Stream
+	r.Line, r.Msg, r.FieldStart, r.NumFields = c.Line, c.Msg, c.FieldStart, c.NumFields
+	b.Records = rs
 }
 
 // resolveTime tries the time candidates from the best rank down.
@@ -370,13 +382,16 @@ func (bl *Builder) streamID() uint32 {
 		return 0
 	}
 	if bl.scHash != 0 {
-		bl.scache[bl.scHash&(streamCacheSize-1)] = streamCacheEntry{bl.scHash, id}
+		set := bl.scache[bl.scHash&(streamCacheSets-1)][:]
+		set[1], set[0] = set[0], streamCacheEntry{bl.scHash, id}
 	}
 	return id
 }
 
-// streamCacheSize is the number of entries in the builder's stream cache.
-const streamCacheSize = 1024
+// streamCacheSets is the number of sets of the builder's stream cache, of
+// two entries each. A direct-mapped cache missed a quarter of the time on
+// 328 streams in 1,024 entries; two ways and 4,096 entries miss rarely.
+const streamCacheSets = 2048
 
 type streamCacheEntry struct {
 	hash uint64
@@ -424,9 +439,12 @@ func (bl *Builder) cachedStream() (uint32, bool) {
 	}
 	h |= 1 // 0 means "not cacheable"
 	bl.scHash = h
-	e := &bl.scache[h&(streamCacheSize-1)]
+	set := &bl.scache[h&(streamCacheSets-1)]
+	e := &set[0]
 	if e.hash != h {
-		return 0, false
+		if e = &set[1]; e.hash != h {
+			return 0, false
+		}
 	}
 	ls := bl.strs.Get(e.id)
 	k := 0

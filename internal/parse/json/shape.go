@@ -33,9 +33,9 @@ const (
 )
 
 type slot struct {
-	parent uint32 // the slot of the object this key is in
+	parent uint32          // the slot of the object this key is in
 	next   [guesses]uint32 // the slots that followed this one lately, latest first
-	name   uint32 // the builder's id of the full dotted name, if named
+	name   uint32          // the builder's id of the full dotted name, if named
 	named  bool
 	key    string // the key as written in the input, escapes and all
 	key8   uint64 // its first 8 bytes, little endian, zero padded
