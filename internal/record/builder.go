@@ -76,10 +76,11 @@ type Builder struct {
 	hasDef    bool // DefaultMsg was called
 	defMsg    Span // and what it set
 	defFlag   Flags
-	slots     []slotVal // per sorted stream field: its value in this record
-	key       []byte    // scratch: the canonical stream key
-	scratch   []byte    // scratch: unescaped values
-	slotSet   uint64    // bitmap of filled slots
+	slots     []slotVal        // per sorted stream field: its value in this record
+	key       []byte           // scratch: the canonical stream key
+	scratch   []byte           // scratch: unescaped values
+	times     timestamp.Reader // parses time fields, remembering the last date
+	slotSet   uint64           // bitmap of filled slots
 	scache    [streamCacheSets][2]streamCacheEntry
 	scHash    uint64 // the current record's stream hash, 0 if not cacheable
 	scSeed    uint64
@@ -346,7 +347,7 @@ func (bl *Builder) timeFrom(f *Field) bool {
 			bl.scratch = AppendUnescaped(bl.scratch[:0], raw, f.Flags)
 			raw = bl.scratch
 		}
-		ns, ok = timestamp.Parse(raw, bl.b.ReceiveTime)
+		ns, ok = bl.times.Parse(raw, bl.b.ReceiveTime)
 	}
 	if ok {
 		bl.rec.Time = ns
