@@ -132,9 +132,10 @@ func (p *Parser) object(i, end, depth int, parent uint32) int {
 		}
 		// The key: the one the shape cache expects, or else scanned and
 		// looked up.
-		s := p.sh.slots[p.last].next[0]
-		if s != noSlot && p.sh.slots[s].parent == parent && p.sh.slots[s].match(data, i+1, end) {
-			i += len(p.sh.slots[s].key) + 2
+		slots := p.sh.slots
+		s := slots[p.last].next[0]
+		if s < uint32(len(slots)) && slots[s].parent == parent && slots[s].match(data, i+1, end) {
+			i += len(slots[s].key) + 2
 		} else if s = p.sh.guess(p.last, parent, data, i+1, end); s != noSlot {
 			i += len(p.sh.slots[s].key) + 2
 		} else {
