@@ -60,16 +60,16 @@ func (Parser) ParseLine(bl *record.Builder, line record.Span) {
 			bl.Fail(record.ErrTooManyNames, ks+1, fmt.Sprintf("logfmt: field name table full at key %s", quote(key)))
 			return
 		}
-		f := record.Field{Name: id, Kind: record.String, Raw: record.Span{Off: base + uint32(i)}}
+		// The field is passed to Add whole, from locals: a Field built up
+		// in memory and then copied stalls on store forwarding.
 		if i >= len(data) || data[i] != '=' {
 			// A bare key: the empty string, as in Loki.
-			bl.Add(f)
+			bl.Add(record.Field{Name: id, Kind: record.String, Raw: record.Span{Off: base + uint32(i)}})
 			continue
 		}
 		i++ // '='
 		if i >= len(data) || data[i] <= ' ' {
-			f.Raw.Off++
-			bl.Add(f)
+			bl.Add(record.Field{Name: id, Kind: record.String, Raw: record.Span{Off: base + uint32(i)}})
 			continue
 		}
 		if data[i] == '"' {
@@ -98,12 +98,12 @@ func (Parser) ParseLine(bl *record.Builder, line record.Span) {
 				}
 			}
 			v := data[vs:i]
-			f.Raw = record.Span{Off: base + uint32(vs), Len: uint32(len(v))}
+			var flags record.Flags
 			if esc {
-				f.Flags |= record.Escaped
+				flags |= record.Escaped
 			}
 			if high && !utf8.Valid(v) {
-				f.Flags |= record.BadUTF8
+				flags |= record.BadUTF8
 				bad++
 			}
 			i++ // closing '"'
@@ -111,7 +111,7 @@ func (Parser) ParseLine(bl *record.Builder, line record.Span) {
 				bl.Fail(record.ErrSyntax, i+1, fmt.Sprintf("logfmt: unexpected %q after the quoted value of key %s", data[i], quote(key)))
 				return
 			}
-			bl.Add(f)
+			bl.Add(record.Field{Name: id, Kind: record.String, Flags: flags, Raw: record.Span{Off: base + uint32(vs), Len: uint32(len(v))}})
 			continue
 		}
 		vs := i
@@ -122,16 +122,16 @@ func (Parser) ParseLine(bl *record.Builder, line record.Span) {
 			i = scanUnquoted(data, i+1)
 		}
 		v := data[vs:i]
-		f.Raw = record.Span{Off: base + uint32(vs), Len: uint32(len(v))}
+		kind, flags, num := record.String, record.Flags(0), uint64(0)
 		if high {
 			if !utf8.Valid(v) {
-				f.Flags |= record.BadUTF8
+				flags = record.BadUTF8
 				bad++
 			}
 		} else if typed[v[0]] {
-			f.Kind, f.Num = classify(v)
+			kind, num = classify(v)
 		}
-		bl.Add(f)
+		bl.Add(record.Field{Name: id, Kind: kind, Flags: flags, Raw: record.Span{Off: base + uint32(vs), Len: uint32(len(v))}, Num: num})
 	}
 	b.BadUTF8 += bad
 	bl.End()
