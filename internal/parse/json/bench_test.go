@@ -1,6 +1,8 @@
 package json
 
 import (
+	"bytes"
+	stdjson "encoding/json"
 	"os"
 	"testing"
 
@@ -43,6 +45,20 @@ func BenchmarkParse(b *testing.B) {
 		b.Fatal(err)
 	}
 	b.Run("corpus=app-1000", func(b *testing.B) { benchParse(b, data) })
+	// The reference point most Go log tools start from: encoding/json
+	// decoding each line into a map, in the same run.
+	b.Run("corpus=app-1000/impl=encoding-json", func(b *testing.B) {
+		b.SetBytes(int64(len(data)))
+		b.ReportAllocs()
+		for b.Loop() {
+			for line := range bytes.Lines(data) {
+				var m map[string]any
+				if err := stdjson.Unmarshal(line, &m); err != nil {
+					b.Fatal(err)
+				}
+			}
+		}
+	})
 }
 
 // BenchmarkCorpus measures the parser on the file named by $SLUICE_CORPUS
