@@ -5,7 +5,7 @@ import (
 	"os"
 	"testing"
 
-	"github.com/sluicelog/sluice/internal/parse/lines"
+	"github.com/sluicelog/sluice/internal/parse/parsetest"
 	"github.com/sluicelog/sluice/internal/record"
 )
 
@@ -17,22 +17,5 @@ func BenchmarkParse(b *testing.B) {
 		b.Fatal(err)
 	}
 	in := bytes.Repeat(sample, 4<<20/len(sample))
-	batch := &record.Batch{Data: in}
-	bl := record.NewBuilder(record.DefaultConfig())
-	var sp lines.Splitter
-	run := func() {
-		batch.Records, batch.Fields, batch.Errors = batch.Records[:0], batch.Fields[:0], batch.Errors[:0]
-		bl.Start(batch)
-		sp.Reset()
-		lines.Run(&sp, bl, Parser{}, true)
-	}
-	run() // warm the batch's slices and the name table
-	b.ReportAllocs()
-	b.SetBytes(int64(len(in)))
-	for b.Loop() {
-		run()
-	}
-	if len(batch.Errors) > 0 {
-		b.Fatal(batch.Errors[0].Error())
-	}
+	parsetest.Bench(b, in, record.DefaultConfig(), parsetest.Lines(Parser{}))
 }

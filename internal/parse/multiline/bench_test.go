@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/sluicelog/sluice/internal/parse/lines"
+	"github.com/sluicelog/sluice/internal/parse/parsetest"
 	"github.com/sluicelog/sluice/internal/parse/text"
 	"github.com/sluicelog/sluice/internal/record"
 )
@@ -62,22 +63,10 @@ func BenchmarkParse(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			batch := &record.Batch{Data: in}
-			bl := record.NewBuilder(record.DefaultConfig())
-			var sp lines.Splitter
-			runOnce := func() {
-				batch.Records, batch.Fields, batch.Errors = batch.Records[:0], batch.Fields[:0], batch.Errors[:0]
-				bl.Start(batch)
-				sp.Reset()
+			parsetest.Bench(b, in, record.DefaultConfig(), func(sp *lines.Splitter, bl *record.Builder) int {
 				j.Reset()
-				j.Run(&sp, bl, true)
-			}
-			runOnce() // warm the batch's slices
-			b.ReportAllocs()
-			b.SetBytes(int64(len(in)))
-			for b.Loop() {
-				runOnce()
-			}
+				return j.Run(sp, bl, true)
+			})
 		})
 	}
 }

@@ -11,7 +11,7 @@
 //     ("^ERROR ", "^\[") is pre-checked with a plain prefix compare.
 //   - By default, it depends on the group's first line. If it starts with
 //     a timestamp (what timestamp.ParsePrefix reads, also inside a leading
-//     "[...]", never a bare number: text.TimePrefix's rule), the group is
+//     "[...]", never a bare number: timestamp.LinePrefix), the group is
 //     timestamped and only
 //     another line that starts with a timestamp starts a record: so the
 //     unindented lines of a stack trace ("java.lang.IllegalStateException:

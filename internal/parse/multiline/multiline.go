@@ -138,7 +138,7 @@ func (j *Joiner) Run(sp *lines.Splitter, bl *record.Builder, final bool) int {
 			j.first, j.n = line, 0
 			j.line = sp.Lines() - j.over
 			if j.re == nil && !known {
-				j.timed = timePrefix(data[line.Off:line.End()], b.ReceiveTime)
+				_, _, j.timed = timestamp.LinePrefix(data[line.Off:line.End()], b.ReceiveTime)
 			}
 		}
 		j.end = line.End()
@@ -205,41 +205,10 @@ func (j *Joiner) starts(data []byte, line record.Span, ref int64) bool {
 		return false
 	}
 	if j.timed {
-		return timePrefix(l, ref)
+		_, _, ok := timestamp.LinePrefix(l, ref)
+		return ok
 	}
 	return !bytes.HasPrefix(l, causedBy)
 }
 
 var causedBy = []byte("Caused by: ")
-
-// timePrefix reports whether b starts with a timestamp, also one inside a
-// leading "[...]", that is not a bare number. It is text.TimePrefix's
-// rule, kept in step by hand: parsers do not import each other.
-func timePrefix(b []byte, ref int64) bool {
-	if len(b) > 0 && b[0] == '[' {
-		_, n, ok := timestamp.ParsePrefix(b[1:], ref)
-		return ok && n+1 < len(b) && b[n+1] == ']' && !isNumber(b[1:n+1])
-	}
-	if len(b) == 0 || !isWordStart(b[0]) {
-		return false
-	}
-	_, n, ok := timestamp.ParsePrefix(b, ref)
-	return ok && !isNumber(b[:n])
-}
-
-func isWordStart(c byte) bool {
-	return c-'0' <= 9 || (c|0x20)-'a' <= 'z'-'a'
-}
-
-// isNumber reports whether b is digits and dots, the shape of an epoch.
-func isNumber(b []byte) bool {
-	if len(b) == 0 || b[0]-'0' > 9 {
-		return false
-	}
-	for _, c := range b {
-		if c-'0' > 9 && c != '.' {
-			return false
-		}
-	}
-	return true
-}

@@ -303,22 +303,3 @@ func TestSynthetic(t *testing.T) {
 		t.Errorf("%d records, want %d; errors %q", len(got.Records), want, got.Errors)
 	}
 }
-
-// TestTimePrefixInStep checks that the default rule's timestamp test agrees
-// with text.TimePrefix, which it copies.
-func TestTimePrefixInStep(t *testing.T) {
-	in := []string{
-		"2026-01-15 08:00:00,123 x", "[2026-01-15 08:00:00] x", "[2026-01-15 08:00:00 x", "1768464000",
-		"[1768464000] x", "Jan  9 03:04:05 host", "[Sun Dec 04 04:47:44 2005] [notice]", "\tat x", "", "[", "[]",
-		"java.lang.Error", "20171223-22:15:29:606|x", "081109 203615 148 INFO",
-	}
-	for _, tc := range cases {
-		in = append(in, strings.Split(tc.in, "\n")...)
-	}
-	for _, l := range in {
-		_, _, want := text.TimePrefix([]byte(l), parsetest.ReceiveTime)
-		if got := timePrefix([]byte(l), parsetest.ReceiveTime); got != want {
-			t.Errorf("timePrefix(%q) = %v, text.TimePrefix says %v", l, got, want)
-		}
-	}
-}

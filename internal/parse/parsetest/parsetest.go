@@ -5,6 +5,9 @@ package parsetest
 
 import (
 	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"testing"
 
 	"github.com/sluicelog/sluice/internal/parse/lines"
 	"github.com/sluicelog/sluice/internal/record"
@@ -77,4 +80,27 @@ func RandomChunks(n int, seed uint64) []int {
 		left -= c
 	}
 	return chunks
+}
+
+// Shared returns the path of ../shared/<name> beside the module root (the
+// team's shared material: Loghub samples, JSONTestSuite), or skips the
+// test with a message when it is absent: the project builds and passes
+// its tests without it.
+func Shared(tb testing.TB, name string) string {
+	tb.Helper()
+	dir, err := os.Getwd()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	for ; dir != filepath.Dir(dir); dir = filepath.Dir(dir) {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			p := filepath.Join(filepath.Dir(dir), "shared", name)
+			if _, err := os.Stat(p); err == nil {
+				return p
+			}
+			break
+		}
+	}
+	tb.Skipf("../shared/%s not found beside the module root: skipped", name)
+	return ""
 }

@@ -6,26 +6,14 @@ import (
 	"testing"
 
 	"github.com/sluicelog/sluice/internal/parse/lines"
+	"github.com/sluicelog/sluice/internal/parse/parsetest"
 	"github.com/sluicelog/sluice/internal/record"
 )
 
 // benchParse parses data as one input, over and over, the way sluice's
 // readers do: one large buffer, one builder and parser reused.
 func benchParse(b *testing.B, p lines.Parser, data []byte) {
-	bl := record.NewBuilder(record.DefaultConfig())
-	batch := &record.Batch{Data: data}
-	var sp lines.Splitter
-	b.SetBytes(int64(len(data)))
-	b.ReportAllocs()
-	for b.Loop() {
-		sp.Reset()
-		batch.Records, batch.Fields, batch.Errors = batch.Records[:0], batch.Fields[:0], batch.Errors[:0]
-		bl.Start(batch)
-		lines.Run(&sp, bl, p, true)
-		if len(batch.Errors) > 0 {
-			b.Fatal(batch.Errors[0].Error())
-		}
-	}
+	parsetest.Bench(b, data, record.DefaultConfig(), parsetest.Lines(p))
 }
 
 // BenchmarkParse measures the nginx combined pattern on 1,000 lines of

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/sluicelog/sluice/internal/parse/lines"
 	"github.com/sluicelog/sluice/internal/parse/parsetest"
 	"github.com/sluicelog/sluice/internal/record"
 )
@@ -54,27 +53,7 @@ func BenchmarkParse(b *testing.B) {
 	for _, format := range []string{"rfc5424", "rfc3164", "mix"} {
 		b.Run("format="+format, func(b *testing.B) {
 			input := benchInput(format, 1<<20)
-			batch := &record.Batch{Data: input, ReceiveTime: parsetest.ReceiveTime}
-			bl := record.NewBuilder(record.DefaultConfig())
-			var (
-				sp lines.Splitter
-				p  Parser
-			)
-			run := func() {
-				batch.Records, batch.Fields, batch.Errors = batch.Records[:0], batch.Fields[:0], batch.Errors[:0]
-				sp.Reset()
-				bl.Start(batch)
-				lines.Run(&sp, bl, &p, true)
-			}
-			run() // grow the batch's slices and intern the names before timing
-			b.ReportAllocs()
-			b.SetBytes(int64(len(input)))
-			for b.Loop() {
-				run()
-			}
-			if len(batch.Errors) > 0 {
-				b.Fatalf("%d errors, first %v", len(batch.Errors), batch.Errors[0].Error())
-			}
+			parsetest.Bench(b, input, record.DefaultConfig(), parsetest.Lines(&Parser{}))
 		})
 	}
 }

@@ -5,7 +5,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
-	"github.com/sluicelog/sluice/internal/parse/lines"
+	"github.com/sluicelog/sluice/internal/parse/parsetest"
 	"github.com/sluicelog/sluice/internal/record"
 )
 
@@ -44,21 +44,7 @@ func BenchmarkParse(b *testing.B) {
 			} else {
 				in = synthetic(4 << 20)
 			}
-			batch := &record.Batch{Data: in}
-			bl := record.NewBuilder(record.DefaultConfig())
-			var sp lines.Splitter
-			run := func() {
-				batch.Records, batch.Fields, batch.Errors = batch.Records[:0], batch.Fields[:0], batch.Errors[:0]
-				bl.Start(batch)
-				sp.Reset()
-				lines.Run(&sp, bl, Parser{}, true)
-			}
-			run() // warm the batch's slices
-			b.ReportAllocs()
-			b.SetBytes(int64(len(in)))
-			for b.Loop() {
-				run()
-			}
+			parsetest.Bench(b, in, record.DefaultConfig(), parsetest.Lines(Parser{}))
 		})
 	}
 }

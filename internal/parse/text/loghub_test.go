@@ -9,29 +9,13 @@ import (
 	"testing"
 
 	"github.com/sluicelog/sluice/internal/parse/lines"
+	"github.com/sluicelog/sluice/internal/parse/parsetest"
 	"github.com/sluicelog/sluice/internal/record"
 )
 
-// loghubDir returns ../shared/loghub beside the module root, or skips the
-// test when it is absent (its terms keep it out of the repository).
-func loghubDir(tb testing.TB) string {
-	tb.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		tb.Fatal(err)
-	}
-	for ; dir != filepath.Dir(dir); dir = filepath.Dir(dir) {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			p := filepath.Join(filepath.Dir(dir), "shared", "loghub")
-			if _, err := os.Stat(p); err == nil {
-				return p
-			}
-			break
-		}
-	}
-	tb.Skip("../shared/loghub not found")
-	return ""
-}
+// loghubDir returns ../shared/loghub, or skips the test when it is absent
+// (its terms keep it out of the repository).
+func loghubDir(tb testing.TB) string { return parsetest.Shared(tb, "loghub") }
 
 // parseAll parses in whole and returns its batch.
 func parseAll(in []byte) *record.Batch {

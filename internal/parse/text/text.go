@@ -32,7 +32,7 @@ func (Parser) ParseLine(bl *record.Builder, line record.Span) {
 	}
 	bl.SetMsg(line, flags)
 	start := 0
-	if ns, n, ok := TimePrefix(data, b.ReceiveTime); ok {
+	if ns, n, ok := timestamp.LinePrefix(data, b.ReceiveTime); ok {
 		bl.SetTime(ns)
 		start = n
 	}
@@ -49,44 +49,6 @@ func (Parser) ParseLine(bl *record.Builder, line record.Span) {
 		})
 	}
 	bl.End()
-}
-
-// TimePrefix reads a timestamp at the start of b, also one enclosed in a
-// leading "[...]", and returns it as Unix nanoseconds and the bytes it
-// spans (brackets included). A run of digits alone is not taken for an
-// epoch. ref is as for timestamp.ParsePrefix.
-func TimePrefix(b []byte, ref int64) (ns int64, n int, ok bool) {
-	if len(b) == 0 {
-		return 0, 0, false
-	}
-	if b[0] == '[' {
-		ns, n, ok = timestamp.ParsePrefix(b[1:], ref)
-		if !ok || n+1 >= len(b) || b[n+1] != ']' || isNumber(b[1:n+1]) {
-			return 0, 0, false
-		}
-		return ns, n + 2, true
-	}
-	if !isWord(b[0]) {
-		return 0, 0, false
-	}
-	ns, n, ok = timestamp.ParsePrefix(b, ref)
-	if !ok || isNumber(b[:n]) {
-		return 0, 0, false
-	}
-	return ns, n, true
-}
-
-// isNumber reports whether b is digits and dots, the shape of an epoch.
-func isNumber(b []byte) bool {
-	if len(b) == 0 || b[0]-'0' > 9 {
-		return false
-	}
-	for _, c := range b {
-		if c-'0' > 9 && c != '.' {
-			return false
-		}
-	}
-	return true
 }
 
 // FindLevel returns the offset and length of the first level word in b
