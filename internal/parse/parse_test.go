@@ -21,11 +21,11 @@ func TestNewLineParser(t *testing.T) {
 		}
 	}
 	for spec, want := range map[string]string{
-		"yaml":        `unknown format "yaml"`,
-		"json=x":      "format json takes no argument",
-		"pattern":     "format pattern needs an expression",
+		"yaml":           `unknown format "yaml"`,
+		"json=x":         "format json takes no argument",
+		"pattern":        "format pattern needs an expression",
 		"pattern=<a><b>": "pattern: adjacent captures",
-		"regexp=(":    "missing closing )",
+		"regexp=(":       "missing closing )",
 	} {
 		if _, err := NewLineParser(spec, 0); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%q: error %v, want it to contain %q", spec, err, want)
@@ -102,10 +102,14 @@ func TestReadersAgree(t *testing.T) {
 		t.Fatalf("File: %d lines, offset %d of %d, %d errors", lines, offset, len(data), len(want.Errors))
 	}
 	for name, read := range map[string]func(p *Parser, fn BatchFunc) error{
-		"bytes":       func(p *Parser, fn BatchFunc) error { return p.Bytes(ctx, data, fn) },
-		"reader":      func(p *Parser, fn BatchFunc) error { return p.Reader(ctx, strings.NewReader(string(data)), fn) },
-		"one byte":    func(p *Parser, fn BatchFunc) error { return p.Reader(ctx, iotest.OneByteReader(strings.NewReader(string(data))), fn) },
-		"half reader": func(p *Parser, fn BatchFunc) error { return p.Reader(ctx, iotest.HalfReader(strings.NewReader(string(data))), fn) },
+		"bytes":  func(p *Parser, fn BatchFunc) error { return p.Bytes(ctx, data, fn) },
+		"reader": func(p *Parser, fn BatchFunc) error { return p.Reader(ctx, strings.NewReader(string(data)), fn) },
+		"one byte": func(p *Parser, fn BatchFunc) error {
+			return p.Reader(ctx, iotest.OneByteReader(strings.NewReader(string(data))), fn)
+		},
+		"half reader": func(p *Parser, fn BatchFunc) error {
+			return p.Reader(ctx, iotest.HalfReader(strings.NewReader(string(data))), fn)
+		},
 	} {
 		got, gotLines, gotOffset := collect(read)
 		if gotLines != lines || gotOffset != offset || !slices.Equal(got.Lines, want.Lines) || !slices.Equal(got.Errors, want.Errors) {
