@@ -362,3 +362,34 @@ func TestDigitRun(t *testing.T) {
 		}
 	}
 }
+
+// TestSpecialIndex checks the vectorized search against a byte loop, for
+// every special byte at every position of inputs of every length up to 100
+// and at every start offset.
+func TestSpecialIndex(t *testing.T) {
+	slow := func(b []byte, i, end int) int {
+		for ; i < end; i++ {
+			if c := b[i]; c == '"' || c == '\\' || c < 0x20 || c >= 0x80 {
+				return i
+			}
+		}
+		return end
+	}
+	for n := 0; n <= 100; n++ {
+		buf := []byte(strings.Repeat("a", n))
+		for start := 0; start <= min(n, 3); start++ {
+			if got, want := specialIndex(buf, start, n), slow(buf, start, n); got != want {
+				t.Fatalf("n %d start %d, none: got %d want %d", n, start, got, want)
+			}
+			for pos := start; pos < n; pos++ {
+				for _, c := range []byte{'"', '\\', 0, 0x1f, 0x7f, 0x80, 0xff, ' ', '~'} {
+					buf[pos] = c
+					if got, want := specialIndex(buf, start, n), slow(buf, start, n); got != want {
+						t.Fatalf("n %d start %d, %#x at %d: got %d want %d", n, start, c, pos, got, want)
+					}
+					buf[pos] = 'a'
+				}
+			}
+		}
+	}
+}

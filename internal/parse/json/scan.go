@@ -1,7 +1,6 @@
 package json
 
 import (
-	"bytes"
 	"encoding/binary"
 	"math/bits"
 	"unicode/utf8"
@@ -25,55 +24,23 @@ func hasZero(v uint64) uint64 { return (v - lsb) & ^v & msb }
 //
 // Most strings in logs are short keys and values without escapes, so the
 // first eight bytes are checked with one SWAR step; a longer string is
-// searched for its closing quote with bytes.IndexByte, which is vectorized,
-// and only then checked for escapes and control bytes.
+// searched 32 bytes at a time (specialIndex). Strings with escapes, control
+// bytes or non-ASCII text are left to scanStringSlow.
 func scanString(data []byte, i, end int) (close int, escaped, high bool, code errCode) {
-	// Up to 32 bytes, eight at a time: most values end there.
-	var hi uint64
-	j := i
-	for n := 0; n < 4 && j+8 <= end; n++ {
-		x := binary.LittleEndian.Uint64(data[j:])
-		if m := specialBytes(x); m != 0 {
-			k := bits.TrailingZeros64(m) >> 3
-			if data[j+k] == '"' && (hi|x&(uint64(1)<<(k*8)-1))&msb == 0 {
-				return j + k, false, false, 0
+	if i+8 <= end {
+		x := binary.LittleEndian.Uint64(data[i:])
+		if m := specialBytes(x) | x&msb; m != 0 {
+			if k := i + trailingByte(m); data[k] == '"' {
+				return k, false, false, 0
 			}
 			return scanStringSlow(data, i, end)
 		}
-		hi |= x
-		j += 8
-	}
-	if hi&msb != 0 || j+8 > end {
-		return scanStringSlow(data, i, end)
-	}
-	// A long string: find its end with the vectorized IndexByte, then
-	// check what it spans for escapes and control bytes.
-	q := bytes.IndexByte(data[j:end], '"')
-	if q < 0 {
-		return scanStringSlow(data, i, end)
-	}
-	close = j + q
-	seg := data[j:close]
-	if bytes.IndexByte(seg, '\\') >= 0 {
-		return scanStringSlow(data, i, end)
-	}
-	// Any byte < 0x20 or >= 0x80 sets its lane's top bit (a borrow can set
-	// more lanes, but only after such a byte).
-	var acc uint64
-	k := 0
-	for ; k+8 <= len(seg); k += 8 {
-		y := binary.LittleEndian.Uint64(seg[k:])
-		acc |= ((y - lsb*0x20) | y) & msb
-	}
-	for ; k < len(seg); k++ {
-		if c := seg[k]; c < 0x20 || c >= 0x80 {
-			acc |= msb
+		// A longer string: find the first byte that needs a closer look.
+		if k := specialIndex(data, i+8, end); k < end && data[k] == '"' {
+			return k, false, false, 0
 		}
 	}
-	if acc != 0 {
-		return scanStringSlow(data, i, end)
-	}
-	return close, false, false, 0
+	return scanStringSlow(data, i, end)
 }
 
 // digitRun reads the run of decimal digits at data[i:end], eight at a time,
