@@ -215,10 +215,16 @@ func (bl *Builder) Add(f Field) {
 	// Written member by member: copying a struct just composed from
 	// narrow stores with wide loads stalls on store forwarding, and f
 	// itself must stay in registers (no &f), so noteRole reads the copy.
-	fs := append(bl.b.Fields, Field{})
+	// Even Raw is copied as its two halves: callers compose it from them,
+	// and a spilled Span read back whole stalls the same way.
+	fs := bl.b.Fields
+	if len(fs) == cap(fs) {
+		fs = slices.Grow(fs, 1)
+	}
+	fs = fs[:len(fs)+1]
 	e := &fs[len(fs)-1]
 	e.Name, e.Kind, e.Flags, e.Role = f.Name, f.Kind, f.Flags, f.Role
-	e.Raw, e.Num = f.Raw, f.Num
+	e.Raw.Off, e.Raw.Len, e.Num = f.Raw.Off, f.Raw.Len, f.Num
 	bl.b.Fields = fs
 	if bl.roles[f.Name].any {
 		bl.noteRole(e)
