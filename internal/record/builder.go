@@ -246,7 +246,8 @@ func (bl *Builder) noteRole(f *Field) {
 		bl.msgIdx, bl.msgRnk = idx, r.msg
 	}
 	if r.stream != noRole {
-		bl.slots[r.stream] = slotVal{f.Raw, f.Kind, f.Flags, f.Num}
+		// Raw by halves, as Add wrote it a moment ago (see Add).
+		bl.slots[r.stream] = slotVal{Span{f.Raw.Off, f.Raw.Len}, f.Kind, f.Flags, f.Num}
 		bl.slotSet |= 1 << r.stream
 	}
 }
