@@ -63,7 +63,7 @@ type parseOpts struct {
 // parseTotals are the figures --stats prints.
 type parseTotals struct {
 	lines, records, fields, bytes int64
-	badUTF8                       int64
+	badUTF8, unmatched            int64
 	errs                          [8]int64 // by record.ErrKind
 }
 
@@ -112,6 +112,7 @@ func (o *parseOpts) run(args []string, e *env) error {
 			tot.records += int64(len(b.Records))
 			tot.fields += int64(len(b.Fields))
 			tot.badUTF8 += int64(b.BadUTF8)
+			tot.unmatched += int64(b.Unmatched)
 			for i := range b.Errors {
 				le := &b.Errors[i]
 				tot.errs[le.Kind]++
@@ -171,6 +172,9 @@ func (t *parseTotals) print(w io.Writer, elapsed time.Duration) {
 		}
 	}
 	fmt.Fprintf(w, "bad_utf8  %d\n", t.badUTF8)
+	if t.unmatched > 0 {
+		fmt.Fprintf(w, "unmatched %d (lines the pattern did not match, kept as plain messages)\n", t.unmatched)
+	}
 	sec := elapsed.Seconds()
 	fmt.Fprintf(w, "elapsed   %.3fs\n", sec)
 	if sec > 0 {

@@ -43,6 +43,9 @@ type Parser struct {
 
 // New returns a parser for opts.
 func New(opts Options) (*Parser, error) {
+	if err := opts.Record.Check(); err != nil {
+		return nil, err
+	}
 	lp, err := NewLineParser(opts.Format, opts.MaxDepth)
 	if err != nil {
 		return nil, err

@@ -31,6 +31,24 @@ var (
 	DefaultStreamFields = []string{"service", "app", "host", "namespace", "container", "job"}
 )
 
+// MaxStreamFields is the most stream fields a Config may name.
+const MaxStreamFields = 64
+
+// Check reports a Config the Builder cannot honour.
+func (c Config) Check() error {
+	seen := map[string]bool{}
+	for _, f := range c.StreamFields {
+		seen[f] = true
+	}
+	if len(seen) > MaxStreamFields {
+		return fmt.Errorf("%d stream fields: at most %d", len(seen), MaxStreamFields)
+	}
+	if c.MaxFields < 0 {
+		return fmt.Errorf("negative field limit %d", c.MaxFields)
+	}
+	return nil
+}
+
 // DefaultConfig returns the default field lists and no field limit.
 func DefaultConfig() Config {
 	return Config{
@@ -83,7 +101,6 @@ type Builder struct {
 	slotSet   uint64           // bitmap of filled slots
 	scache    [streamCacheSets][2]streamCacheEntry
 	scHash    uint64 // the current record's stream hash, 0 if not cacheable
-	scSeed    uint64
 	scSeedMap maphash.Seed
 	scMix     uint64 // seeds hashValue's short path
 
@@ -100,13 +117,15 @@ type slotVal struct {
 }
 
 // NewBuilder returns a builder for cfg.
+// REQUIRES: cfg.Check() == nil (beyond MaxStreamFields, the last stream
+// fields in sorted order are ignored).
 func NewBuilder(cfg Config) *Builder {
 	bl := &Builder{cfg: cfg}
 	bl.streams = slices.Clone(cfg.StreamFields)
 	slices.Sort(bl.streams)
 	bl.streams = slices.Compact(bl.streams)
-	if len(bl.streams) > 64 {
-		bl.streams = bl.streams[:64]
+	if len(bl.streams) > MaxStreamFields {
+		bl.streams = bl.streams[:MaxStreamFields]
 	}
 	bl.slots = make([]slotVal, len(bl.streams))
 	bl.scSeedMap = maphash.MakeSeed()

@@ -1,6 +1,7 @@
 package record
 
 import (
+	"fmt"
 	"sync"
 	"testing"
 )
@@ -107,4 +108,17 @@ func TestTableReadersWhileWriting(t *testing.T) {
 	}
 	close(ch)
 	wg.Wait()
+}
+
+func TestConfigCheck(t *testing.T) {
+	if err := DefaultConfig().Check(); err != nil {
+		t.Errorf("default config: %v", err)
+	}
+	var many []string
+	for i := range MaxStreamFields + 1 {
+		many = append(many, fmt.Sprint("f", i))
+	}
+	if err := (Config{StreamFields: many}).Check(); err == nil {
+		t.Error("65 stream fields passed the check")
+	}
 }
