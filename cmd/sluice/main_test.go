@@ -152,3 +152,16 @@ func TestParseWholeJSONTestSuite(t *testing.T) {
 		}
 	}
 }
+
+func TestParseTimeLayout(t *testing.T) {
+	in := "081109 203615 148 INFO dfs.DataNode$PacketResponder: PacketResponder 1 terminating\n"
+	out, errOut, st := sluice(t, in, "parse", "--time-layout", "hdfs",
+		"--format", "pattern=<time> <pid> <level> <component>: <msg>", "-")
+	if st != 0 || errOut != "" || !strings.Contains(out, `"_time":"2008-11-09T20:36:15.000000000Z"`) || !strings.Contains(out, `"_msg":"PacketResponder 1 terminating"`) {
+		t.Errorf("status %d stderr %q\n%s", st, errOut, out)
+	}
+	_, errOut, st = sluice(t, in, "parse", "--time-layout", "julian", "-")
+	if st != 2 || !strings.Contains(errOut, `unknown time layout "julian"`) {
+		t.Errorf("bad layout: status %d %q", st, errOut)
+	}
+}

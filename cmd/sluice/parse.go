@@ -15,6 +15,7 @@ import (
 	"github.com/sluicelog/sluice/internal/parse"
 	"github.com/sluicelog/sluice/internal/parse/json"
 	"github.com/sluicelog/sluice/internal/record"
+	"github.com/sluicelog/sluice/internal/timestamp"
 )
 
 var parseCommand = &command{
@@ -49,15 +50,16 @@ placeholders; regexp uses RE2 named groups (?P<name>...).`,
 		fs.StringVar(&o.streamFields, "stream-fields", strings.Join(record.DefaultStreamFields, ","), "fields whose values form the stream labels")
 		fs.IntVar(&o.maxLine, "max-line-size", 1<<20, "reject lines longer than this many bytes")
 		fs.IntVar(&o.maxDepth, "max-depth", json.DefaultMaxDepth, "reject JSON nested deeper than this")
+		fs.StringVar(&o.timeLayout, "time-layout", "auto", "the format of time fields when it cannot be detected: auto, hdfs (081109 203615), spark (17/06/09 20:10:40) or logcat (03-17 16:13:38.811)")
 		fs.StringVar(&o.multiline, "multiline", "", "RE2 `regexp` matching the first line of a record; other lines are joined to the record before them")
 		return o.run
 	},
 }
 
 type parseOpts struct {
-	format, timeFields, msgFields, streamFields, multiline string
-	stats, strict, whole                                   bool
-	maxLine, maxDepth                                      int
+	format, timeFields, msgFields, streamFields, multiline, timeLayout string
+	stats, strict, whole                                               bool
+	maxLine, maxDepth                                                  int
 }
 
 // parseTotals are the figures --stats prints.
@@ -88,12 +90,17 @@ func (o *parseOpts) run(args []string, e *env) error {
 	if o.whole {
 		return o.runWhole(args, e, out)
 	}
+	layout, ok := timestamp.LayoutNamed(o.timeLayout)
+	if !ok {
+		return usageError("unknown time layout %q: auto, hdfs, spark or logcat", o.timeLayout)
+	}
 	opts := parse.Options{
 		Format: o.format,
 		Record: record.Config{
 			TimeFields:   splitList(o.timeFields),
 			MsgFields:    splitList(o.msgFields),
 			StreamFields: splitList(o.streamFields),
+			TimeLayout:   layout,
 		},
 		MaxLineSize: o.maxLine,
 		MaxDepth:    o.maxDepth,

@@ -12,14 +12,16 @@ import (
 	"github.com/sluicelog/sluice/internal/parse/syslog"
 	"github.com/sluicelog/sluice/internal/parse/text"
 	"github.com/sluicelog/sluice/internal/record"
+	"github.com/sluicelog/sluice/internal/timestamp"
 )
 
 // Formats lists the format names New accepts, for help texts.
 const Formats = "auto, json, logfmt, text, syslog, pattern=EXPR, regexp=EXPR"
 
 // NewLineParser returns the line parser for a format spec: one of the
-// names in Formats. maxDepth limits JSON nesting (0 for the default).
-func NewLineParser(spec string, maxDepth int) (lines.Parser, error) {
+// names in Formats. maxDepth limits JSON nesting (0 for the default);
+// layout is the time format a pattern's time capture looks for first.
+func NewLineParser(spec string, maxDepth int, layout timestamp.Layout) (lines.Parser, error) {
 	name, arg, hasArg := strings.Cut(spec, "=")
 	switch name {
 	case "auto", "":
@@ -51,7 +53,7 @@ func NewLineParser(spec string, maxDepth int) (lines.Parser, error) {
 		if !hasArg {
 			return nil, fmt.Errorf("format pattern needs an expression: pattern=EXPR")
 		}
-		return pattern.Compile(arg)
+		return pattern.CompileOptions(arg, pattern.Options{TimeLayout: layout})
 	case "regexp", "regex":
 		if !hasArg {
 			return nil, fmt.Errorf("format regexp needs an expression: regexp=EXPR")

@@ -46,7 +46,7 @@ func New(opts Options) (*Parser, error) {
 	if err := opts.Record.Check(); err != nil {
 		return nil, err
 	}
-	lp, err := NewLineParser(opts.Format, opts.MaxDepth)
+	lp, err := NewLineParser(opts.Format, opts.MaxDepth, opts.Record.TimeLayout)
 	if err != nil {
 		return nil, err
 	}

@@ -16,7 +16,7 @@ import (
 
 func TestNewLineParser(t *testing.T) {
 	for _, spec := range []string{"auto", "", "json", "ndjson", "logfmt", "text", "syslog", "pattern=<a> <b>", "regexp=(?P<a>x)"} {
-		if _, err := NewLineParser(spec, 0); err != nil {
+		if _, err := NewLineParser(spec, 0, 0); err != nil {
 			t.Errorf("%q: %v", spec, err)
 		}
 	}
@@ -27,7 +27,7 @@ func TestNewLineParser(t *testing.T) {
 		"pattern=<a><b>": "pattern: adjacent captures",
 		"regexp=(":       "missing closing )",
 	} {
-		if _, err := NewLineParser(spec, 0); err == nil || !strings.Contains(err.Error(), want) {
+		if _, err := NewLineParser(spec, 0, 0); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%q: error %v, want it to contain %q", spec, err, want)
 		}
 	}
@@ -41,7 +41,7 @@ ts=2026-01-15T08:00:00Z level=warn msg="logfmt line"
 2026-01-15 08:00:00,123 ERROR text line
 key without equals is text
 `
-	p, err := NewLineParser("auto", 0)
+	p, err := NewLineParser("auto", 0, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -22,6 +22,10 @@ type Config struct {
 	StreamFields []string
 	// MaxFields rejects a line with more fields than this; 0 means no limit.
 	MaxFields int
+	// TimeLayout is the format of time fields' text when it is one that
+	// cannot be detected (timestamp.HDFS, Spark, Logcat); the zero value,
+	// timestamp.Auto, detects every format timestamp.Parse knows.
+	TimeLayout timestamp.Layout
 }
 
 // Default field lists.
@@ -373,7 +377,13 @@ func (bl *Builder) timeFrom(f *Field) bool {
 			bl.scratch = AppendUnescaped(bl.scratch[:0], raw, f.Flags)
 			raw = bl.scratch
 		}
-		ns, ok = bl.times.Parse(raw, bl.b.ReceiveTime)
+		if bl.cfg.TimeLayout != timestamp.Auto {
+			var n int
+			ns, n, ok = timestamp.ParseLayout(raw, bl.cfg.TimeLayout, bl.b.ReceiveTime)
+			ok = ok && n == len(raw)
+		} else {
+			ns, ok = bl.times.Parse(raw, bl.b.ReceiveTime)
+		}
 	}
 	if ok {
 		bl.rec.Time = ns

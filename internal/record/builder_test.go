@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"sync"
 	"testing"
+
+	"github.com/sluicelog/sluice/internal/timestamp"
 )
 
 // build makes one record from name/value string pairs, all String kind.
@@ -120,5 +122,19 @@ func TestConfigCheck(t *testing.T) {
 	}
 	if err := (Config{StreamFields: many}).Check(); err == nil {
 		t.Error("65 stream fields passed the check")
+	}
+}
+
+func TestBuilderTimeLayout(t *testing.T) {
+	bl := NewBuilder(Config{TimeFields: []string{"time"}, TimeLayout: timestamp.Spark})
+	b := &Batch{ReceiveTime: 42}
+	bl.Start(b)
+	build(bl, b, "time", "17/06/09 20:10:40")
+	build(bl, b, "time", "2017-06-09T20:10:40Z") // not the layout: receive time
+	if b.Records[0].Time != 1497039040e9 || b.Records[0].TimeSource != FromData {
+		t.Errorf("spark layout: %d", b.Records[0].Time)
+	}
+	if b.Records[1].TimeSource != FromReceive {
+		t.Errorf("a time in another format must not be read with a fixed layout")
 	}
 }

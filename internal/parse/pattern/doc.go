@@ -32,7 +32,8 @@
 //     pattern stands for goes to no capture. Options.ExactSpaces restores
 //     Loki's byte-exact literals.
 //   - A capture named time, _time, timestamp or ts first takes the whole
-//     timestamp at its start, when package timestamp recognizes one there,
+//     timestamp at its start, when package timestamp recognizes one there
+//     (in Options.TimeLayout, for formats that cannot be detected),
 //     the next literal matches right after it and the rest of the pattern
 //     then matches. So "<time> <level>" captures "2015-10-18 18:01:47,978"
 //     whole, where Loki would stop at the first space. Otherwise the

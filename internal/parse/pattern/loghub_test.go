@@ -13,6 +13,7 @@ import (
 	"github.com/sluicelog/sluice/internal/parse/lines"
 	"github.com/sluicelog/sluice/internal/parse/parsetest"
 	"github.com/sluicelog/sluice/internal/record"
+	"github.com/sluicelog/sluice/internal/timestamp"
 )
 
 // loghubDir holds Loghub's 2k-line samples (see its README for the terms:
@@ -44,14 +45,18 @@ type loghubCase struct {
 	timeCols []string // CSV columns holding the time
 	layout   string   // time.Parse layout for timeFull and timeClock
 	why      string   // for timeNone: why the timestamp is not checked
+	// tl is the source's timestamp layout, for formats that cannot be
+	// detected: set in the pattern's options and the record config, as
+	// `sluice parse --time-layout` sets them.
+	tl timestamp.Layout
 }
 
 var loghubCases = []loghubCase{
 	{
-		system: "Android",
-		expr:   `<date> <clock> <pid> <tid> <level> <component>: <msg>`,
-		cols:   map[string]string{"pid": "Pid", "tid": "Tid", "level": "Level", "component": "Component", "msg": "Content"},
-		why:    `logcat "03-17 16:13:38.811" has no year, and the Builder reads only formats timestamp.Parse detects`,
+		system:   "Android",
+		expr:     `<time> <pid> <tid> <level> <component>: <msg>`,
+		cols:     map[string]string{"pid": "Pid", "tid": "Tid", "level": "Level", "component": "Component", "msg": "Content"},
+		timeKind: timeClock, timeCols: []string{"Date", "Time"}, layout: "01-02 15:04:05.000", tl: timestamp.Logcat,
 	},
 	{
 		system:   "Apache",
@@ -66,10 +71,10 @@ var loghubCases = []loghubCase{
 		timeKind: timeFull, timeCols: []string{"Time"}, layout: "2006-01-02-15.04.05.000000",
 	},
 	{
-		system: "HDFS",
-		expr:   `<day> <clock> <pid> <level> <component>: <msg>`,
-		cols:   map[string]string{"pid": "Pid", "level": "Level", "component": "Component", "msg": "Content"},
-		why:    `"081109 203615" is read only by timestamp.ParseLayout, which the Builder never calls`,
+		system:   "HDFS",
+		expr:     `<time> <pid> <level> <component>: <msg>`,
+		cols:     map[string]string{"pid": "Pid", "level": "Level", "component": "Component", "msg": "Content"},
+		timeKind: timeFull, timeCols: []string{"Date", "Time"}, layout: "060102 150405", tl: timestamp.HDFS,
 	},
 	{
 		system:   "HPC",
@@ -121,10 +126,10 @@ var loghubCases = []loghubCase{
 		why:    `"10.30 16:49:06" has no year and is no format timestamp.Parse knows`,
 	},
 	{
-		system: "Spark",
-		expr:   `<day> <clock> <level> <component>: <msg>`,
-		cols:   map[string]string{"level": "Level", "component": "Component", "msg": "Content"},
-		why:    `"17/06/09 20:10:40" is read only by timestamp.ParseLayout, which the Builder never calls`,
+		system:   "Spark",
+		expr:     `<time> <level> <component>: <msg>`,
+		cols:     map[string]string{"level": "Level", "component": "Component", "msg": "Content"},
+		timeKind: timeFull, timeCols: []string{"Date", "Time"}, layout: "06/01/02 15:04:05", tl: timestamp.Spark,
 	},
 	{
 		system:   "Thunderbird",
@@ -162,8 +167,13 @@ func TestLoghub(t *testing.T) {
 				t.Fatal(err)
 			}
 			rows := readCSV(t, filepath.Join(dir, tc.system+"_2k.log_structured.csv"))
-			p := MustCompile(tc.expr)
-			b := parseAll(t, p, data)
+			p, err := CompileOptions(tc.expr, Options{TimeLayout: tc.tl})
+			if err != nil {
+				t.Fatal(err)
+			}
+			cfg := record.DefaultConfig()
+			cfg.TimeLayout = tc.tl
+			b := parseAll(t, p, cfg, data)
 			if len(b.Records) != len(rows) {
 				t.Fatalf("%d records for %d CSV rows", len(b.Records), len(rows))
 			}
@@ -185,10 +195,10 @@ func TestLoghub(t *testing.T) {
 	}
 }
 
-// parseAll parses data as one input with the default config.
-func parseAll(t *testing.T, p *Parser, data []byte) *record.Batch {
+// parseAll parses data as one input.
+func parseAll(t *testing.T, p *Parser, cfg record.Config, data []byte) *record.Batch {
 	t.Helper()
-	bl := record.NewBuilder(record.DefaultConfig())
+	bl := record.NewBuilder(cfg)
 	b := &record.Batch{Data: data, ReceiveTime: parsetest.ReceiveTime}
 	bl.Start(b)
 	var sp lines.Splitter

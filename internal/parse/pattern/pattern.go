@@ -16,6 +16,10 @@ type Options struct {
 	// pattern stage does, instead of letting a run of spaces match one or
 	// more spaces.
 	ExactSpaces bool
+	// TimeLayout is the timestamp format a time capture looks for first
+	// (see the package doc); timestamp.Auto, the zero value, is any that
+	// timestamp.ParsePrefix detects.
+	TimeLayout timestamp.Layout
 }
 
 // Parser parses lines with a compiled pattern. It implements lines.Parser.
@@ -30,6 +34,7 @@ type Parser struct {
 	hasLead bool
 	// hasTime is true when a step has isTime.
 	hasTime bool
+	layout  timestamp.Layout // what a time capture looks for first
 }
 
 // step is a capture and the literal that ends it.
@@ -76,7 +81,7 @@ func CompileOptions(expr string, o Options) (*Parser, error) {
 		return nil, errors.New("pattern: empty expression")
 	}
 	toks := tokenize(expr)
-	p := &Parser{expr: expr}
+	p := &Parser{expr: expr, layout: o.TimeLayout}
 	seen := make(map[string]bool)
 	for i, t := range toks {
 		if !t.capture {
@@ -278,7 +283,7 @@ func (p *Parser) match(b []byte, ref int64, timeRule bool, out []record.Span, sk
 		if !st.last {
 			start = -1
 			if timeRule && st.isTime {
-				if _, n, ok := timestamp.ParsePrefix(b[pos:], ref); ok {
+				if _, n, ok := timestamp.ParseLayout(b[pos:], p.layout, ref); ok {
 					if end, ok := st.lit.matchAt(b, pos+n); ok {
 						start, next = pos+n, end
 					}
