@@ -15,7 +15,7 @@ const module = "github.com/sluicelog/sluice/"
 var allowed = map[string][]string{
 	"cmd/sluice":               {"internal/"},
 	"internal/record":          {"internal/timestamp"},
-	"internal/parse":           {"internal/parse/", "internal/record"},
+	"internal/parse":           {"internal/parse/", "internal/record", "internal/timestamp"},
 	"internal/parse/lines":     {"internal/record"},
 	"internal/parse/parsetest": {"internal/parse/lines", "internal/record"},
 	"internal/parse/":          {"internal/record", "internal/timestamp", "internal/parse/lines"},
