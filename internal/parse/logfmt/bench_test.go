@@ -19,3 +19,32 @@ func BenchmarkParse(b *testing.B) {
 	in := bytes.Repeat(sample, 4<<20/len(sample))
 	parsetest.Bench(b, in, record.DefaultConfig(), parsetest.Lines(Parser{}))
 }
+
+// emptyRecords makes each line an empty record: the cost of splitting and
+// of the builder's per-record work, without any field.
+type emptyRecords struct{}
+
+func (emptyRecords) ParseLine(bl *record.Builder, line record.Span) {
+	bl.Begin(line)
+	bl.End()
+}
+
+// BenchmarkParts splits BenchmarkParse's cost: splitting plus empty
+// records; parsing without time, message and stream resolution (an empty
+// record.Config); and everything.
+func BenchmarkParts(b *testing.B) {
+	sample, err := os.ReadFile("testdata/sample.log")
+	if err != nil {
+		b.Fatal(err)
+	}
+	in := bytes.Repeat(sample, 4<<20/len(sample))
+	b.Run("part=split+records", func(b *testing.B) {
+		parsetest.Bench(b, in, record.DefaultConfig(), parsetest.Lines(emptyRecords{}))
+	})
+	b.Run("part=fields", func(b *testing.B) {
+		parsetest.Bench(b, in, record.Config{}, parsetest.Lines(Parser{}))
+	})
+	b.Run("part=all", func(b *testing.B) {
+		parsetest.Bench(b, in, record.DefaultConfig(), parsetest.Lines(Parser{}))
+	})
+}
