@@ -165,3 +165,19 @@ func TestParseTimeLayout(t *testing.T) {
 		t.Errorf("bad layout: status %d %q", st, errOut)
 	}
 }
+
+func TestParseMultiline(t *testing.T) {
+	in := "2026-01-15 08:00:00,000 ERROR boom\n" +
+		"java.lang.IllegalStateException: bad\n" +
+		"\tat com.example.A.run(A.java:10)\n" +
+		"2026-01-15 08:00:01,000 INFO next\n"
+	out, errOut, st := sluice(t, in, "parse", "--format", "text", "--multiline", `^\d{4}-\d\d-\d\d `, "-")
+	recs := strings.Split(strings.TrimSpace(out), "\n")
+	if st != 0 || errOut != "" || len(recs) != 2 || !strings.Contains(recs[0], `IllegalStateException: bad\n\tat com.example.A.run`) {
+		t.Errorf("status %d stderr %q\n%s", st, errOut, out)
+	}
+	_, errOut, st = sluice(t, in, "parse", "--multiline", "(", "-")
+	if st != 2 || !strings.Contains(errOut, "multiline") {
+		t.Errorf("bad regexp: status %d %q", st, errOut)
+	}
+}
