@@ -206,23 +206,8 @@ func TestSample(t *testing.T) {
 
 func TestNoAllocs(t *testing.T) {
 	line := `ts=2026-01-15T08:00:00.000072Z level=info msg="cache \"miss\"" service=payments status=500 f=1.5 big=99999999999999999999 bad=` + "\xff" + ` bare`
-	b := record.GetBatch()
-	defer record.PutBatch(b)
-	b.Data = append(b.Data[:0], line...)
-	bl := record.NewBuilder(record.DefaultConfig())
-	bl.Start(b)
-	span := record.Span{Len: uint32(len(line))}
-	var p Parser
-	p.ParseLine(bl, span)
-	allocs := testing.AllocsPerRun(100, func() {
-		b.Records, b.Fields = b.Records[:0], b.Fields[:0]
-		p.ParseLine(bl, span)
-	})
-	if allocs != 0 {
-		t.Errorf("%v allocs per line, want 0", allocs)
-	}
-	if len(b.Records) != 1 {
-		t.Fatalf("line failed: %v", b.Errors)
+	if n := parsetest.AllocsPerLine(t, Parser{}, line); n != 0 {
+		t.Errorf("%v allocs per line, want 0", n)
 	}
 }
 

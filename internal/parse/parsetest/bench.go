@@ -41,3 +41,24 @@ func Bench(b *testing.B, data []byte, cfg record.Config, run RunFunc) {
 		pass()
 	}
 }
+
+// AllocsPerLine parses line with p once to warm the builder (names,
+// streams, slices), checks that it became a record, and returns the
+// allocations of parsing it again, averaged over 100 runs.
+func AllocsPerLine(tb testing.TB, p lines.Parser, line string) float64 {
+	tb.Helper()
+	b := &record.Batch{Data: []byte(line), ReceiveTime: ReceiveTime}
+	bl := record.NewBuilder(record.DefaultConfig())
+	bl.Start(b)
+	span := record.Span{Len: uint32(len(line))}
+	run := func() {
+		b.Records, b.Fields, b.Errors = b.Records[:0], b.Fields[:0], b.Errors[:0]
+		bl.SetPos(1, 0)
+		p.ParseLine(bl, span)
+	}
+	run()
+	if len(b.Records) != 1 {
+		tb.Fatalf("%q did not become a record: %v", line, b.Errors)
+	}
+	return testing.AllocsPerRun(100, run)
+}

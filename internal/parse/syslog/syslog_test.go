@@ -83,21 +83,7 @@ func TestNoAllocs(t *testing.T) {
 		"<34>Oct 11 22:14:15 mymachine su[42]: 'su root' failed for lonvick on /dev/pts/8",
 		"Jun 14 15:16:01 combo sshd(pam_unix)[19939]: authentication failure; logname= uid=0 euid=0 tty=NODEVssh ruser= rhost=218.188.2.4 ",
 	} {
-		b := &record.Batch{Data: []byte(line), ReceiveTime: parsetest.ReceiveTime}
-		bl := record.NewBuilder(record.DefaultConfig())
-		bl.Start(b)
-		var p Parser
-		span := record.Span{Len: uint32(len(line))}
-		run := func() {
-			b.Records, b.Fields = b.Records[:0], b.Fields[:0]
-			bl.SetPos(1, 0)
-			p.ParseLine(bl, span)
-		}
-		run()
-		if len(b.Records) != 1 {
-			t.Fatalf("%q: errors %v", line, b.Errors)
-		}
-		if n := testing.AllocsPerRun(100, run); n != 0 {
+		if n := parsetest.AllocsPerLine(t, &Parser{}, line); n != 0 {
 			t.Errorf("%q: %v allocs per line, want 0", line, n)
 		}
 	}

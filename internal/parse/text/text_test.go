@@ -126,23 +126,8 @@ func TestParse(t *testing.T) {
 
 func TestNoAllocs(t *testing.T) {
 	line := "[Mon Mar 02 10:11:12 2009] [error] [client 10.1.2.3] File does not exist: /var/www/favicon.ico"
-	b := record.GetBatch()
-	defer record.PutBatch(b)
-	b.Data = append(b.Data[:0], line...)
-	bl := record.NewBuilder(record.DefaultConfig())
-	bl.Start(b)
-	span := record.Span{Len: uint32(len(line))}
-	var p Parser
-	p.ParseLine(bl, span)
-	allocs := testing.AllocsPerRun(100, func() {
-		b.Records, b.Fields = b.Records[:0], b.Fields[:0]
-		p.ParseLine(bl, span)
-	})
-	if allocs != 0 {
-		t.Errorf("%v allocs per line, want 0", allocs)
-	}
-	if len(b.Records) != 1 || len(b.Fields) != 1 {
-		t.Fatalf("got %d records, %d fields", len(b.Records), len(b.Fields))
+	if n := parsetest.AllocsPerLine(t, Parser{}, line); n != 0 {
+		t.Errorf("%v allocs per line, want 0", n)
 	}
 }
 
