@@ -181,3 +181,11 @@ func TestParseMultiline(t *testing.T) {
 		t.Errorf("bad regexp: status %d %q", st, errOut)
 	}
 }
+
+func TestParseTextTimeLayout(t *testing.T) {
+	in := "17/06/09 20:10:40 INFO executor.Backend: Registered signal handlers\n"
+	out, errOut, st := sluice(t, in, "parse", "--format", "text", "--time-layout", "spark", "-")
+	if st != 0 || errOut != "" || !strings.Contains(out, `"_time":"2017-06-09T20:10:40.000000000Z"`) || !strings.Contains(out, `"level":"INFO"`) {
+		t.Errorf("status %d stderr %q\n%s", st, errOut, out)
+	}
+}

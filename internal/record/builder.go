@@ -160,6 +160,10 @@ func (bl *Builder) Start(b *Batch) {
 	b.Names, b.Streams = bl.names, bl.strs
 }
 
+// TimeLayout returns the configured layout of timestamps, for formats that
+// read a timestamp themselves (a text line's prefix).
+func (bl *Builder) TimeLayout() timestamp.Layout { return bl.cfg.TimeLayout }
+
 // Generation changes whenever the builder starts new name and stream
 // tables, which invalidates any name id a parser has cached.
 func (bl *Builder) Generation() uint64 { return bl.gen }

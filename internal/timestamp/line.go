@@ -6,15 +6,21 @@ package timestamp
 // a bare run of digits for an epoch: at the start of a line that is a
 // counter or an id. ref is as for ParsePrefix.
 func LinePrefix(b []byte, ref int64) (ns int64, n int, ok bool) {
+	return LinePrefixLayout(b, Auto, ref)
+}
+
+// LinePrefixLayout is LinePrefix for a source whose timestamps are in the
+// given layout (see ParseLayout); Auto detects any format.
+func LinePrefixLayout(b []byte, layout Layout, ref int64) (ns int64, n int, ok bool) {
 	if len(b) > 0 && b[0] == '[' {
-		ns, n, ok = ParsePrefix(b[1:], ref)
-		if !ok || n+1 >= len(b) || b[n+1] != ']' || isNumber(b[1:n+1]) {
+		ns, n, ok = ParseLayout(b[1:], layout, ref)
+		if !ok || n+1 >= len(b) || b[n+1] != ']' || layout == Auto && isNumber(b[1:n+1]) {
 			return 0, 0, false
 		}
 		return ns, n + 2, true
 	}
-	ns, n, ok = ParsePrefix(b, ref)
-	if !ok || isNumber(b[:n]) {
+	ns, n, ok = ParseLayout(b, layout, ref)
+	if !ok || layout == Auto && isNumber(b[:n]) {
 		return 0, 0, false
 	}
 	return ns, n, true

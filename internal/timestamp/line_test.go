@@ -32,3 +32,17 @@ func TestLinePrefix(t *testing.T) {
 		}
 	}
 }
+
+func TestLinePrefixLayout(t *testing.T) {
+	ref := int64(1768478400) * 1e9
+	ns, n, ok := LinePrefixLayout([]byte("081109 203615 148 INFO x"), HDFS, ref)
+	if !ok || n != 13 || ns != 1226262975e9 {
+		t.Errorf("hdfs: %d %d %v", ns, n, ok)
+	}
+	if _, _, ok := LinePrefixLayout([]byte("081109 203615 148 INFO x"), Auto, ref); ok {
+		t.Error("auto must not read an HDFS timestamp")
+	}
+	if _, n, ok := LinePrefixLayout([]byte("[17/06/09 20:10:40] x"), Spark, ref); !ok || n != 19 {
+		t.Errorf("bracketed spark: %d %v", n, ok)
+	}
+}

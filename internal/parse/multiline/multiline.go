@@ -128,7 +128,7 @@ func (j *Joiner) Run(sp *lines.Splitter, bl *record.Builder, final bool) int {
 		if j.open {
 			if line.End()-j.first.Off > j.maxBytes {
 				j.emit(bl)
-			} else if j.starts(data, line, b.ReceiveTime) {
+			} else if j.starts(data, line, bl.TimeLayout(), b.ReceiveTime) {
 				known = j.re == nil && j.timed // a start in a timed group is timed
 				j.emit(bl)
 			}
@@ -138,7 +138,7 @@ func (j *Joiner) Run(sp *lines.Splitter, bl *record.Builder, final bool) int {
 			j.first, j.n = line, 0
 			j.line = sp.Lines() - j.over
 			if j.re == nil && !known {
-				_, _, j.timed = timestamp.LinePrefix(data[line.Off:line.End()], b.ReceiveTime)
+				_, _, j.timed = timestamp.LinePrefixLayout(data[line.Off:line.End()], bl.TimeLayout(), b.ReceiveTime)
 			}
 		}
 		j.end = line.End()
@@ -187,7 +187,7 @@ func (j *Joiner) emit(bl *record.Builder) {
 }
 
 // starts reports whether line starts a new record.
-func (j *Joiner) starts(data []byte, line record.Span, ref int64) bool {
+func (j *Joiner) starts(data []byte, line record.Span, layout timestamp.Layout, ref int64) bool {
 	l := data[line.Off:line.End()]
 	if j.re != nil {
 		if len(j.prefix) > 0 {
@@ -205,7 +205,7 @@ func (j *Joiner) starts(data []byte, line record.Span, ref int64) bool {
 		return false
 	}
 	if j.timed {
-		_, _, ok := timestamp.LinePrefix(l, ref)
+		_, _, ok := timestamp.LinePrefixLayout(l, layout, ref)
 		return ok
 	}
 	return !bytes.HasPrefix(l, causedBy)

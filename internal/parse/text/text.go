@@ -32,7 +32,7 @@ func (Parser) ParseLine(bl *record.Builder, line record.Span) {
 	}
 	bl.SetMsg(line, flags)
 	start := 0
-	if ns, n, ok := timestamp.LinePrefix(data, b.ReceiveTime); ok {
+	if ns, n, ok := timestamp.LinePrefixLayout(data, bl.TimeLayout(), b.ReceiveTime); ok {
 		bl.SetTime(ns)
 		start = n
 	}
