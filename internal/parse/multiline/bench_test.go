@@ -3,8 +3,6 @@ package multiline
 import (
 	"bytes"
 	"fmt"
-	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/sluicelog/sluice/internal/parse/lines"
@@ -34,28 +32,12 @@ func synthetic(n int) []byte {
 	return out
 }
 
-func loghubCorpus(b *testing.B) []byte {
-	files, _ := filepath.Glob(filepath.Join(loghubDir(b), "*", "*_2k.log"))
-	var all []byte
-	for _, name := range files {
-		in, err := os.ReadFile(name)
-		if err != nil {
-			b.Fatal(err)
-		}
-		all = append(all, in...)
-		if !bytes.HasSuffix(all, []byte("\n")) {
-			all = append(all, '\n')
-		}
-	}
-	return all
-}
-
 func BenchmarkParse(b *testing.B) {
 	for _, corpus := range []string{"synthetic", "loghub"} {
 		b.Run("corpus="+corpus, func(b *testing.B) {
 			var in []byte
 			if corpus == "loghub" {
-				in = loghubCorpus(b)
+				in = parsetest.LoghubCorpus(b)
 			} else {
 				in = synthetic(4 << 20)
 			}

@@ -101,3 +101,25 @@ func Shared(tb testing.TB, name string) string {
 	tb.Skipf("../shared/%s not found beside the module root: skipped", name)
 	return ""
 }
+
+// LoghubCorpus returns every Loghub sample (../shared/loghub/*/*_2k.log)
+// concatenated, each ending with a newline, or skips when they are absent.
+func LoghubCorpus(tb testing.TB) []byte {
+	tb.Helper()
+	files, err := filepath.Glob(filepath.Join(Shared(tb, "loghub"), "*", "*_2k.log"))
+	if err != nil || len(files) == 0 {
+		tb.Skip("no Loghub samples in ../shared/loghub")
+	}
+	var all []byte
+	for _, name := range files {
+		in, err := os.ReadFile(name)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		all = append(all, in...)
+		if len(all) > 0 && all[len(all)-1] != '\n' {
+			all = append(all, '\n')
+		}
+	}
+	return all
+}

@@ -40,7 +40,7 @@ func BenchmarkParse(b *testing.B) {
 		b.Run("corpus="+corpus, func(b *testing.B) {
 			var in []byte
 			if corpus == "loghub" {
-				in = loghubCorpus(b)
+				in = parsetest.LoghubCorpus(b)
 			} else {
 				in = synthetic(4 << 20)
 			}

@@ -1,11 +1,9 @@
 package text
 
 import (
-	"bytes"
 	"encoding/csv"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/sluicelog/sluice/internal/parse/lines"
@@ -84,25 +82,4 @@ func TestLoghubLevels(t *testing.T) {
 			}
 		})
 	}
-}
-
-// loghubCorpus concatenates every Loghub sample.
-func loghubCorpus(tb testing.TB) []byte {
-	dir := loghubDir(tb)
-	files, err := filepath.Glob(filepath.Join(dir, "*", "*_2k.log"))
-	if err != nil || len(files) == 0 {
-		tb.Skip("no Loghub samples")
-	}
-	var all bytes.Buffer
-	for _, name := range files {
-		in, err := os.ReadFile(name)
-		if err != nil {
-			tb.Fatal(err)
-		}
-		all.Write(in)
-		if !strings.HasSuffix(all.String(), "\n") {
-			all.WriteByte('\n')
-		}
-	}
-	return all.Bytes()
 }
