@@ -163,28 +163,9 @@ func TestLineTooLong(t *testing.T) {
 	in := []byte(`{"a":1}` + "\n" + long + "\n" + `{"a":2}`)
 	for _, chunks := range [][]int{nil, {30, 30, 30, 30}, {1, 2, 3, 5, 8, 13, 21, 34, 55}} {
 		sp := lines.Splitter{MaxLineSize: 50}
-		bl := record.NewBuilder(record.DefaultConfig())
-		var got parsetest.Result
-		var carry []byte
-		pos := 0
-		for i := 0; ; i++ {
-			final := i >= len(chunks)
-			end := len(in)
-			if !final {
-				end = min(pos+chunks[i], len(in))
-			}
-			b := record.GetBatch()
-			b.Data = append(append(b.Data[:0], carry...), in[pos:end]...)
-			pos = end
-			bl.Start(b)
-			n := lines.Run(&sp, bl, &Parser{}, final)
-			carry = append(carry[:0], b.Data[n:]...)
-			parsetest.Collect(&got, b)
-			record.PutBatch(b)
-			if final {
-				break
-			}
-		}
+		got := parsetest.Feed(&sp, record.DefaultConfig(), in, chunks, func(sp *lines.Splitter, bl *record.Builder, final bool) int {
+			return lines.Run(sp, bl, &Parser{}, final)
+		})
 		if len(got.Records) != 2 || !slices.Equal(got.Errors, []string{"2:51: line longer than 50 bytes"}) {
 			t.Errorf("chunks %v: records %q errors %q", chunks, got.Records, got.Errors)
 		}

@@ -59,29 +59,10 @@ func TestTooLong(t *testing.T) {
 		if seed > 0 {
 			chunks = parsetest.RandomChunks(len(in), seed)
 		}
-		var (
-			res   parsetest.Result
-			sp    = lines.Splitter{MaxLineSize: 12}
-			bl    = record.NewBuilder(record.Config{})
-			carry []byte
-			pos   int
-		)
-		for i := 0; ; i++ {
-			final := i >= len(chunks)
-			end := len(in)
-			if !final {
-				end = pos + chunks[i]
-			}
-			b := &record.Batch{Data: append(append([]byte(nil), carry...), in[pos:end]...)}
-			pos = end
-			bl.Start(b)
-			n := lines.Run(&sp, bl, whole{}, final)
-			carry = append(carry[:0], b.Data[n:]...)
-			parsetest.Collect(&res, b)
-			if final {
-				break
-			}
-		}
+		sp := lines.Splitter{MaxLineSize: 12}
+		res := parsetest.Feed(&sp, record.Config{}, []byte(in), chunks, func(sp *lines.Splitter, bl *record.Builder, final bool) int {
+			return lines.Run(sp, bl, whole{}, final)
+		})
 		wantLines := []string{"ok", "fine", strings.Repeat("y", 12)}
 		wantErrs := []string{"2:13: line longer than 12 bytes", "5:13: line longer than 12 bytes"}
 		if !slices.Equal(res.Lines, wantLines) || !slices.Equal(res.Errors, wantErrs) {

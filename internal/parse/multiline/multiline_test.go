@@ -14,33 +14,9 @@ import (
 
 // run feeds input to j in chunks, as parsetest.Run does for a line parser.
 func run(j *Joiner, maxLine int, input []byte, chunks []int) parsetest.Result {
-	var (
-		res   parsetest.Result
-		sp    = lines.Splitter{MaxLineSize: maxLine}
-		bl    = record.NewBuilder(record.DefaultConfig())
-		carry []byte
-	)
 	j.Reset()
-	pos := 0
-	for i := 0; ; i++ {
-		final := i >= len(chunks)
-		end := len(input)
-		if !final {
-			end = min(pos+chunks[i], len(input))
-		}
-		b := record.GetBatch()
-		b.Data = append(append(b.Data[:0], carry...), input[pos:end]...)
-		b.ReceiveTime = parsetest.ReceiveTime
-		pos = end
-		bl.Start(b)
-		n := j.Run(&sp, bl, final)
-		carry = append(carry[:0], b.Data[n:]...)
-		parsetest.Collect(&res, b)
-		record.PutBatch(b)
-		if final {
-			return res
-		}
-	}
+	sp := lines.Splitter{MaxLineSize: maxLine}
+	return parsetest.Feed(&sp, record.DefaultConfig(), input, chunks, j.Run)
 }
 
 const javaTrace = `2026-01-15 08:00:00,123 ERROR [main] com.example.App: request failed

@@ -27,9 +27,17 @@ type Result struct {
 // (the rest in one final chunk), carrying unconsumed bytes from chunk to
 // chunk as a streaming reader does.
 func Run(p lines.Parser, cfg record.Config, input []byte, chunks []int) Result {
+	var sp lines.Splitter
+	return Feed(&sp, cfg, input, chunks, func(sp *lines.Splitter, bl *record.Builder, final bool) int {
+		return lines.Run(sp, bl, p, final)
+	})
+}
+
+// Feed is Run for any parse step (lines.Run with a parser, a multiline
+// Joiner's Run) and a splitter the caller configures (its MaxLineSize).
+func Feed(sp *lines.Splitter, cfg record.Config, input []byte, chunks []int, parse func(sp *lines.Splitter, bl *record.Builder, final bool) int) Result {
 	var (
 		res   Result
-		sp    lines.Splitter
 		bl    = record.NewBuilder(cfg)
 		carry []byte
 	)
@@ -45,7 +53,7 @@ func Run(p lines.Parser, cfg record.Config, input []byte, chunks []int) Result {
 		b.ReceiveTime = ReceiveTime
 		pos = end
 		bl.Start(b)
-		n := lines.Run(&sp, bl, p, final)
+		n := parse(sp, bl, final)
 		carry = append(carry[:0], b.Data[n:]...)
 		Collect(&res, b)
 		record.PutBatch(b)
