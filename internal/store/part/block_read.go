@@ -1,0 +1,522 @@
+package part
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+
+	"github.com/sluicelog/sluice/internal/record"
+	"github.com/sluicelog/sluice/internal/store/bin"
+	"github.com/sluicelog/sluice/internal/store/rows"
+	"github.com/sluicelog/sluice/internal/timestamp"
+)
+
+// Block is one decoded block: its rows with their lines rebuilt and their
+// fields typed. A row's Stream is the part's stream index and a field's
+// Name indexes Names (the message and line columns have the empty name).
+//
+// A Block is reused across reads: every view into it is valid until the
+// next read into it. (Views stay correct while its buffers grow: a grown
+// buffer is a new array and the old one keeps its bytes.)
+type Block struct {
+	Names []string
+	Rows  []rows.Row
+
+	fields []rows.Field
+	lines  []byte
+	vals   []byte
+	raw    []byte
+	tmpls  []template
+	cols   []colData
+	values [][]byte // scratch: one row's values by slot
+}
+
+type slot struct {
+	col   int
+	flags byte
+}
+
+type template struct {
+	raw   bool
+	slots []slot
+	holes []int    // slot of each hole, in line order
+	gaps  [][]byte // len(holes)+1 gaps
+	field []int    // index among the row's fields of each slot
+}
+
+// colData is one column's decoded streams and a cursor over its values.
+type colData struct {
+	flags, enc byte
+	n          int
+	meta0      byte
+	metas      []byte
+	ends       []uint32 // encString
+	data       []byte   // encString, encConst (the value), encHex
+	hexLen     int
+	dict       [][]byte
+	idx        []byte // encDict; encTime with several shapes
+	ints       []int64
+	scales     []byte
+	shapes     []timestamp.Shape
+	nums       bin.Reader // stored numbers, for encodings without their own
+	i          int
+}
+
+// decodeBlock decodes blob, the bytes of one block of the given stream,
+// into b.
+func decodeBlock(blob []byte, stream uint32, b *Block) error {
+	b.raw, b.lines, b.vals, b.fields = b.raw[:0], b.lines[:0], b.vals[:0], b.fields[:0]
+	d := bin.NewReader(blob)
+	var hdr []byte
+	hdr, b.raw = readStream(&d, b.raw)
+	if err := d.Err(); err != nil {
+		return fmt.Errorf("block header: %w", err)
+	}
+	h := bin.NewReader(hdr)
+	nrows := int(h.Bounded("row count", maxBlockRows))
+	b.tmpls = b.tmpls[:0]
+	for range h.Count("template count", 1) {
+		t, err := parseTemplate(h.BytesN("template"))
+		if err != nil {
+			return err
+		}
+		b.tmpls = append(b.tmpls, t)
+	}
+	ncols := h.Count("column count", 4)
+	rowLen := h.Uvarint("row streams length")
+	if err := h.Err(); err != nil {
+		return fmt.Errorf("block header: %w", err)
+	}
+	body := blob[d.Off():]
+	if rowLen > uint64(len(body)) {
+		return fmt.Errorf("row streams length %d beyond the block", rowLen)
+	}
+
+	rd := bin.NewReader(body[:rowLen])
+	var times, tids, rowFlags, msgSpans []byte
+	times, b.raw = readStream(&rd, b.raw)
+	tids, b.raw = readStream(&rd, b.raw)
+	rowFlags, b.raw = readStream(&rd, b.raw)
+	msgSpans, b.raw = readStream(&rd, b.raw)
+	rd.Done("row streams")
+	if err := rd.Err(); err != nil {
+		return fmt.Errorf("row streams: %w", err)
+	}
+	if len(rowFlags) != nrows {
+		return fmt.Errorf("%d row flags for %d rows", len(rowFlags), nrows)
+	}
+
+	b.cols = b.cols[:0]
+	b.Names = b.Names[:0]
+	cr := bin.NewReader(body[rowLen:])
+	for i := range ncols {
+		name := h.String("column name")
+		var c colData
+		b.raw = c.decode(&h, &cr, b.raw)
+		if err := h.Err(); err != nil {
+			return fmt.Errorf("column %d (%q) directory: %w", i, name, err)
+		}
+		if err := cr.Err(); err != nil {
+			return fmt.Errorf("column %d (%q): %w", i, name, err)
+		}
+		b.cols = append(b.cols, c)
+		b.Names = append(b.Names, name)
+	}
+	h.Done("block header")
+	cr.Done("columns")
+	if err := h.Err(); err != nil {
+		return fmt.Errorf("block header: %w", err)
+	}
+	if err := cr.Err(); err != nil {
+		return fmt.Errorf("columns: %w", err)
+	}
+	return b.assemble(nrows, stream, times, tids, rowFlags, msgSpans)
+}
+
+func parseTemplate(enc []byte) (template, error) {
+	r := bin.NewReader(enc)
+	var t template
+	mode := r.Byte("template mode")
+	t.raw = mode == tmplRaw
+	if mode > tmplRaw {
+		r.Fail("template mode")
+	}
+	t.slots = make([]slot, r.Count("template slots", 2))
+	t.field = make([]int, len(t.slots))
+	n := 0
+	for i := range t.slots {
+		t.slots[i] = slot{col: int(r.Bounded("slot column", 1<<20)), flags: r.Byte("slot flags")}
+		t.field[i] = n
+		if t.slots[i].flags&slotMsg == 0 {
+			n++
+		}
+	}
+	if !t.raw {
+		t.holes = make([]int, r.Count("template holes", 2))
+		t.gaps = make([][]byte, 0, len(t.holes)+1)
+		for i := range t.holes {
+			t.holes[i] = int(r.Bounded("hole slot", uint64(len(t.slots))))
+			t.gaps = append(t.gaps, r.BytesN("gap"))
+			if r.Err() == nil && (t.holes[i] >= len(t.slots) || t.slots[t.holes[i]].flags&slotInLine == 0) {
+				r.Fail("hole slot")
+			}
+		}
+		t.gaps = append(t.gaps, r.BytesN("gap"))
+	}
+	r.Done("template")
+	if err := r.Err(); err != nil {
+		return template{}, fmt.Errorf("template: %w", err)
+	}
+	return t, nil
+}
+
+// decode reads the column's directory entry from h and its streams from
+// cr, decompressing into raw, which it returns grown.
+func (c *colData) decode(h, cr *bin.Reader, raw []byte) []byte {
+	flags := h.Byte("column flags")
+	c.flags = flags
+	c.enc = h.Byte("column encoding")
+	c.n = int(h.Bounded("value count", maxBlockRows*1024))
+	c.meta0 = h.Byte("column meta")
+	switch c.enc {
+	case encHex:
+		c.hexLen = int(h.Bounded("hex length", 1<<20))
+		if c.hexLen == 0 || c.hexLen%2 != 0 {
+			h.Fail("hex length")
+		}
+	case encTime:
+		ns := int(h.Byte("shape count"))
+		if ns == 0 {
+			h.Fail("shape count")
+		}
+		c.shapes = make([]timestamp.Shape, 0, ns)
+		for range ns {
+			b := h.Bytes(7, "shape")
+			if b == nil {
+				break
+			}
+			c.shapes = append(c.shapes, timestamp.Shape{Kind: timestamp.ShapeKind(b[0]), Sep: b[1], FracSep: b[2],
+				Digits: min(b[3], 9), Zone: timestamp.ZoneKind(b[4]), Offset: int16(uint16(b[5]) | uint16(b[6])<<8)})
+		}
+	case encString, encConst, encDict, encInt, encDecimal:
+	default:
+		h.Fail("column encoding")
+	}
+	if flags&colMinMax != 0 {
+		h.Bytes(16, "min and max")
+	}
+	colLen := h.Uvarint("column length")
+	if h.Err() != nil {
+		return raw
+	}
+	r := bin.NewReader(cr.Bytes(colLen, "column"))
+	if cr.Err() != nil {
+		return raw
+	}
+	var s []byte
+	if c.meta0 == 0xff {
+		c.metas, raw = readStream(&r, raw)
+		if r.Err() == nil && len(c.metas) != c.n {
+			r.Fail("meta count")
+		}
+	}
+	switch c.enc {
+	case encConst:
+		c.data, raw = readStream(&r, raw)
+	case encDict:
+		s, raw = readStream(&r, raw)
+		dr := bin.NewReader(s)
+		for dr.Len() > 0 && dr.Err() == nil {
+			c.dict = append(c.dict, dr.BytesN("dictionary entry"))
+		}
+		c.idx, raw = readStream(&r, raw)
+		if err := dr.Err(); err != nil {
+			r.Fail(err.Error())
+		}
+		for _, i := range c.idx {
+			if int(i) >= len(c.dict) {
+				r.Fail("dictionary index")
+				break
+			}
+		}
+		if len(c.idx) != c.n {
+			r.Fail("dictionary index count")
+		}
+	case encInt, encDecimal:
+		s, raw = readStream(&r, raw)
+		ir := bin.NewReader(s)
+		c.ints = make([]int64, 0, c.n)
+		for range c.n {
+			c.ints = append(c.ints, ir.Varint("integer"))
+		}
+		ir.Done("integers")
+		if err := ir.Err(); err != nil {
+			r.Fail(err.Error())
+		}
+		if c.enc == encDecimal {
+			c.scales, raw = readStream(&r, raw)
+			if len(c.scales) != c.n {
+				r.Fail("scale count")
+			}
+			for _, sc := range c.scales {
+				if sc == 0 || sc > 18 {
+					r.Fail("scale")
+					break
+				}
+			}
+		}
+	case encHex:
+		c.data, raw = readStream(&r, raw)
+		if uint64(len(c.data)) != uint64(c.n)*uint64(c.hexLen/2) {
+			r.Fail("hex bytes")
+		}
+	case encTime:
+		if len(c.shapes) > 1 {
+			c.idx, raw = readStream(&r, raw)
+			if len(c.idx) != c.n {
+				r.Fail("shape index count")
+			}
+			for _, i := range c.idx {
+				if int(i) >= len(c.shapes) {
+					r.Fail("shape index")
+					break
+				}
+			}
+		}
+	case encString:
+		s, raw = readStream(&r, raw)
+		lr := bin.NewReader(s)
+		c.ends = make([]uint32, 0, c.n)
+		var end uint64
+		for range c.n {
+			end += lr.Bounded("value length", maxStream)
+			c.ends = append(c.ends, uint32(end))
+		}
+		lr.Done("value lengths")
+		if err := lr.Err(); err != nil {
+			r.Fail(err.Error())
+		}
+		c.data, raw = readStream(&r, raw)
+		if r.Err() == nil && end != uint64(len(c.data)) {
+			r.Fail("string bytes")
+		}
+	}
+	if c.enc != encInt && c.enc != encDecimal && c.enc != encTime && r.Len() > 0 {
+		s, raw = readStream(&r, raw)
+		c.nums = bin.NewReader(s)
+	}
+	r.Done("column")
+	if err := r.Err(); err != nil {
+		cr.Fail(err.Error())
+	}
+	return raw
+}
+
+// next appends value i of the column to dst when it must be rendered, and
+// returns its bytes, meta and number. t is the row's time.
+func (c *colData) next(dst []byte, t int64) (v, out []byte, m byte, num uint64, err error) {
+	if c.i >= c.n {
+		return nil, dst, 0, 0, fmt.Errorf("column has only %d values", c.n)
+	}
+	i := c.i
+	c.i++
+	m = c.meta0
+	if c.metas != nil {
+		m = c.metas[i]
+	}
+	kind, _ := unmeta(m)
+	if kind > record.JSON {
+		return nil, dst, 0, 0, fmt.Errorf("value %d: kind %d", i, kind)
+	}
+	switch c.enc {
+	case encConst:
+		v = c.data
+	case encDict:
+		v = c.dict[c.idx[i]]
+	case encInt:
+		start := len(dst)
+		dst = strconv.AppendInt(dst, c.ints[i], 10)
+		return dst[start:], dst, m, uint64(c.ints[i]), nil
+	case encDecimal:
+		start := len(dst)
+		dst = appendDecimal(dst, c.ints[i], c.scales[i])
+		v = dst[start:]
+		f, perr := strconv.ParseFloat(string(v), 64)
+		if perr != nil {
+			return nil, dst, 0, 0, fmt.Errorf("value %d: decimal %q", i, v)
+		}
+		return v, dst, m, math.Float64bits(f), nil
+	case encHex:
+		start := len(dst)
+		for _, x := range c.data[i*c.hexLen/2 : (i+1)*c.hexLen/2] {
+			dst = append(dst, hexDigits[x>>4], hexDigits[x&15])
+		}
+		return dst[start:], dst, m, 0, nil
+	case encTime:
+		sh := c.shapes[0]
+		if c.idx != nil {
+			sh = c.shapes[c.idx[i]]
+		}
+		start := len(dst)
+		dst = sh.Append(dst, t)
+		v = dst[start:]
+		if kind == record.Int {
+			n, perr := strconv.ParseInt(string(v), 10, 64)
+			if perr != nil {
+				return nil, dst, 0, 0, fmt.Errorf("value %d: epoch %q", i, v)
+			}
+			num = uint64(n)
+		}
+		return v, dst, m, num, nil
+	default:
+		start := uint32(0)
+		if i > 0 {
+			start = c.ends[i-1]
+		}
+		v = c.data[start:c.ends[i]]
+	}
+	switch kind {
+	case record.Int, record.Bool:
+		num = uint64(c.nums.Varint("number"))
+	case record.Float:
+		num = c.nums.Uint64("number")
+	}
+	if err := c.nums.Err(); err != nil {
+		return nil, dst, 0, 0, err
+	}
+	return v, dst, m, num, nil
+}
+
+const hexDigits = "0123456789abcdef"
+
+// assemble rebuilds each row from its template and the column values.
+func (b *Block) assemble(nrows int, stream uint32, times, tids, rowFlags, msgSpans []byte) error {
+	tr, ir, mr := bin.NewReader(times), bin.NewReader(tids), bin.NewReader(msgSpans)
+	b.Rows = b.Rows[:0]
+	var lc *colData
+	for i := range b.cols {
+		if b.cols[i].flags&colLine != 0 {
+			lc = &b.cols[i]
+		}
+	}
+	var t int64
+	for k := range nrows {
+		t += tr.Varint("time")
+		tid := ir.Bounded("template id", uint64(len(b.tmpls)))
+		if err := firstErr(tr.Err(), ir.Err()); err != nil {
+			return fmt.Errorf("row %d: %w", k, err)
+		}
+		if int(tid) >= len(b.tmpls) {
+			return fmt.Errorf("row %d: template %d of %d", k, tid, len(b.tmpls))
+		}
+		tm := &b.tmpls[tid]
+		fl := rowFlags[k]
+		r := rows.Row{Time: t, Stream: stream, MsgFlags: record.Flags(fl >> rowMsgFlagsSh)}
+		if fl&rowFromReceive != 0 {
+			r.TimeSource = record.FromReceive
+		}
+
+		// Values by slot; in-line ones are copied into the line below.
+		b.values = b.values[:0]
+		fieldStart := len(b.fields)
+		for si, s := range tm.slots {
+			if s.col >= len(b.cols) {
+				return fmt.Errorf("row %d: slot %d column %d of %d", k, si, s.col, len(b.cols))
+			}
+			c := &b.cols[s.col]
+			if (s.flags&slotMsg != 0) != (c.flags&colMsg != 0) || c.flags&colLine != 0 {
+				return fmt.Errorf("row %d: slot %d names the wrong kind of column", k, si)
+			}
+			v, vals, m, num, err := c.next(b.vals, t)
+			b.vals = vals
+			if err != nil {
+				return fmt.Errorf("row %d: column %q: %w", k, b.Names[s.col], err)
+			}
+			b.values = append(b.values, v)
+			if s.flags&slotMsg != 0 {
+				r.Msg = v
+				continue
+			}
+			kind, flags := unmeta(m)
+			b.fields = append(b.fields, rows.Field{Name: uint32(s.col), Kind: kind, Flags: flags,
+				Role: record.Role(s.flags & slotRoleMsk >> slotRoleSh), Value: v, Num: num})
+		}
+
+		lineStart := len(b.lines)
+		if tm.raw {
+			if lc == nil {
+				return fmt.Errorf("row %d: raw template without a line column", k)
+			}
+			v, vals, _, _, err := lc.next(b.vals, t)
+			b.vals = vals
+			if err != nil {
+				return fmt.Errorf("row %d: line: %w", k, err)
+			}
+			r.Line = v
+			if fl&rowMsgSpan != 0 {
+				off, n := mr.Uvarint("message offset"), mr.Uvarint("message length")
+				if err := mr.Err(); err != nil || off > uint64(len(v)) || n > uint64(len(v))-off {
+					return fmt.Errorf("row %d: message span", k)
+				}
+				r.Msg, r.MsgInLine, r.MsgOff = v[off:off+n:off+n], true, uint32(off)
+			}
+		} else {
+			for hi, si := range tm.holes {
+				b.lines = append(b.lines, tm.gaps[hi]...)
+				off := uint32(len(b.lines) - lineStart)
+				b.lines = append(b.lines, b.values[si]...)
+				if tm.slots[si].flags&slotMsg != 0 {
+					r.MsgInLine, r.MsgOff = true, off
+				} else {
+					b.fields[fieldStart+tm.field[si]].Off = off
+				}
+			}
+			b.lines = append(b.lines, tm.gaps[len(tm.gaps)-1]...)
+			r.Line = b.lines[lineStart:len(b.lines):len(b.lines)]
+		}
+		// Point in-line values into the rebuilt line.
+		for si, s := range tm.slots {
+			if s.flags&slotInLine == 0 || tm.raw {
+				continue
+			}
+			if s.flags&slotMsg != 0 {
+				r.Msg = r.Line[r.MsgOff : int(r.MsgOff)+len(r.Msg)]
+				continue
+			}
+			f := &b.fields[fieldStart+tm.field[si]]
+			f.InLine = true
+			f.Value = r.Line[f.Off : int(f.Off)+len(f.Value)]
+		}
+		if r.Msg == nil {
+			for j := fieldStart; j < len(b.fields); j++ {
+				if f := &b.fields[j]; f.Role == record.RoleMsg {
+					r.Msg, r.MsgFlags, r.MsgInLine, r.MsgOff = f.Value, f.Flags, f.InLine, f.Off
+					break
+				}
+			}
+		}
+		r.Fields = b.fields[fieldStart:len(b.fields):len(b.fields)]
+		b.Rows = append(b.Rows, r)
+	}
+	tr.Done("times")
+	ir.Done("template ids")
+	mr.Done("message spans")
+	if err := firstErr(tr.Err(), ir.Err(), mr.Err()); err != nil {
+		return err
+	}
+	for i := range b.cols {
+		if c := &b.cols[i]; c.i != c.n {
+			return fmt.Errorf("column %q: %d values, %d used", b.Names[i], c.n, c.i)
+		}
+	}
+	return nil
+}
+
+func firstErr(errs ...error) error {
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}

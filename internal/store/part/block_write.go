@@ -1,0 +1,765 @@
+package part
+
+import (
+	"bytes"
+	"encoding/binary"
+	"math"
+	"strconv"
+	"unsafe"
+
+	"github.com/sluicelog/sluice/internal/record"
+	"github.com/sluicelog/sluice/internal/store/bin"
+	"github.com/sluicelog/sluice/internal/store/rows"
+	"github.com/sluicelog/sluice/internal/timestamp"
+)
+
+// Limits of one block. A stream with more rows spans several blocks.
+const (
+	maxBlockRows      = 32 << 10
+	maxBlockBytes     = 8 << 20 // of original lines
+	maxBlockTemplates = 4096
+)
+
+// Column flags.
+const (
+	colMsg    = 1 << 0 // holds messages that are no field's value
+	colLine   = 1 << 1 // holds whole lines that no template fits
+	colMinMax = 1 << 2 // the directory entry has the numeric min and max
+)
+
+// Column encodings.
+const (
+	encString  = iota // lengths and bytes
+	encConst          // one value
+	encDict           // up to 256 distinct values and a byte per value
+	encInt            // decimal int64 text: the numbers
+	encDecimal        // decimal fractions: mantissa and scale
+	encHex            // lowercase hex of one even length: the bytes
+	encTime           // the row's time written in one of a few shapes
+)
+
+// Slot flags in a template.
+const (
+	slotInLine  = 1 << 0 // the value is a hole of the line
+	slotMsg     = 1 << 1 // the value is the message (a colMsg column)
+	slotRoleSh  = 2      // bits 2–3: record.Role
+	slotRoleMsk = 3 << slotRoleSh
+)
+
+// Template modes.
+const (
+	tmplHoles = 0 // the line is gaps and holes
+	tmplRaw   = 1 // the line is the value of the line column
+)
+
+// Row flags, one byte per row.
+const (
+	rowFromReceive = 1 << 0
+	rowMsgSpan     = 1 << 1 // raw row: the message is a span of the line
+	rowMsgFlagsSh  = 4      // bits 4–7: the message's record.Flags
+)
+
+// meta packs a value's kind and flags in a byte.
+func meta(k record.Kind, f record.Flags) byte { return byte(k) | byte(f)<<3 }
+
+func unmeta(m byte) (record.Kind, record.Flags) { return record.Kind(m & 7), record.Flags(m >> 3) }
+
+// column accumulates one column's values while a block is built.
+type column struct {
+	name  string
+	flags byte
+	data  []byte   // raw values, concatenated
+	ends  []uint32 // end of each value in data
+	meta  []byte
+	nums  []uint64
+	rows  []uint32 // the row of each value
+	time  bool     // every value is its row's time field
+}
+
+func (c *column) reset() {
+	c.data, c.ends, c.meta, c.nums, c.rows = c.data[:0], c.ends[:0], c.meta[:0], c.nums[:0], c.rows[:0]
+	c.time = true
+}
+
+func (c *column) add(v []byte, m byte, num uint64, row int, isTime bool) {
+	c.data = append(c.data, v...)
+	c.ends = append(c.ends, uint32(len(c.data)))
+	c.meta = append(c.meta, m)
+	c.nums = append(c.nums, num)
+	c.rows = append(c.rows, uint32(row))
+	c.time = c.time && isTime
+}
+
+func (c *column) value(i int) []byte {
+	start := uint32(0)
+	if i > 0 {
+		start = c.ends[i-1]
+	}
+	return c.data[start:c.ends[i]]
+}
+
+// colKey identifies a column: a field name, or the message or line column.
+type colKey struct {
+	name  string
+	flags byte
+}
+
+// blockWriter accumulates the rows of one block of one stream.
+type blockWriter struct {
+	times    []int64
+	rowFlags []byte
+	tmplIDs  []uint32
+	msgSpans []byte // uvarint offset and length per raw row with rowMsgSpan
+
+	tmplIndex map[string]uint32
+	tmpls     []byte // encoded templates, one after another
+	nTmpls    int
+
+	cols     []*column
+	colIndex map[colKey]int
+	spare    []*column
+
+	// names maps a source's name table (identified by its first
+	// element's address) to column indexes, so that a field costs a slice
+	// index, not a map lookup.
+	namesKey *string
+	namesCol []int32
+
+	lineBytes int
+	key       []byte // scratch: the template being built
+	holes     []hole // scratch
+	body      []byte // scratch: encoded column streams
+	scratch   []byte
+	dict      map[string]uint8
+	shapes    []timestamp.Shape
+}
+
+type hole struct {
+	off, end uint32
+	slot     int
+}
+
+func newBlockWriter() *blockWriter {
+	return &blockWriter{tmplIndex: make(map[string]uint32), colIndex: make(map[colKey]int), dict: make(map[string]uint8)}
+}
+
+func (w *blockWriter) reset() {
+	w.times, w.rowFlags, w.tmplIDs, w.msgSpans = w.times[:0], w.rowFlags[:0], w.tmplIDs[:0], w.msgSpans[:0]
+	clear(w.tmplIndex)
+	w.tmpls, w.nTmpls = w.tmpls[:0], 0
+	for _, c := range w.cols {
+		c.reset()
+		w.spare = append(w.spare, c)
+	}
+	w.cols = w.cols[:0]
+	clear(w.colIndex)
+	w.namesKey, w.namesCol = nil, w.namesCol[:0]
+	w.lineBytes = 0
+}
+
+func (w *blockWriter) rows() int { return len(w.times) }
+
+func (w *blockWriter) full() bool {
+	return len(w.times) >= maxBlockRows || w.lineBytes >= maxBlockBytes
+}
+
+func (w *blockWriter) column(k colKey) int {
+	if i, ok := w.colIndex[k]; ok {
+		return i
+	}
+	var c *column
+	if n := len(w.spare); n > 0 {
+		c, w.spare = w.spare[n-1], w.spare[:n-1]
+	} else {
+		c = new(column)
+	}
+	c.reset()
+	c.name, c.flags = k.name, k.flags
+	w.cols = append(w.cols, c)
+	w.colIndex[k] = len(w.cols) - 1
+	return len(w.cols) - 1
+}
+
+// fieldColumn returns the column of name index i of names.
+func (w *blockWriter) fieldColumn(names []string, i uint32) int {
+	if len(names) == 0 {
+		return w.column(colKey{})
+	}
+	if w.namesKey != &names[0] {
+		w.namesKey = &names[0]
+		w.namesCol = w.namesCol[:0]
+	}
+	for int(i) >= len(w.namesCol) {
+		w.namesCol = append(w.namesCol, -1)
+	}
+	if c := w.namesCol[i]; c >= 0 {
+		return int(c)
+	}
+	c := w.column(colKey{name: names[i]})
+	w.namesCol[i] = int32(c)
+	return c
+}
+
+// add appends one row, whose field names index names.
+func (w *blockWriter) add(r *rows.Row, names []string) {
+	row := len(w.times)
+	w.times = append(w.times, r.Time)
+	w.lineBytes += len(r.Line)
+	flags := byte(r.MsgFlags&^record.Const) << rowMsgFlagsSh
+	if r.TimeSource == record.FromReceive {
+		flags |= rowFromReceive
+	}
+
+	// Does a field carry the message? Then the message costs nothing.
+	msgSlot := -1
+	for j := range r.Fields {
+		f := &r.Fields[j]
+		if f.Role == record.RoleMsg && f.Flags == r.MsgFlags&^record.Const && len(f.Value) == len(r.Msg) &&
+			(len(f.Value) == 0 || unsafe.SliceData(f.Value) == unsafe.SliceData(r.Msg) || bytes.Equal(f.Value, r.Msg)) {
+			msgSlot = j
+			break
+		}
+	}
+	hasMsg := r.Msg != nil && msgSlot < 0
+
+	// Choose the holes: in-line values that don't overlap, in line order.
+	w.holes = w.holes[:0]
+	for j := range r.Fields {
+		if f := &r.Fields[j]; f.InLine {
+			w.holes = append(w.holes, hole{off: f.Off, end: f.Off + uint32(len(f.Value)), slot: j})
+		}
+	}
+	if hasMsg && r.MsgInLine {
+		w.holes = append(w.holes, hole{off: r.MsgOff, end: r.MsgOff + uint32(len(r.Msg)), slot: len(r.Fields)})
+	}
+	sortHoles(w.holes)
+	var cursor uint32
+	gapBytes := 0
+	n := 0
+	for _, h := range w.holes {
+		if h.off < cursor || h.end > uint32(len(r.Line)) {
+			continue
+		}
+		gapBytes += int(h.off - cursor)
+		cursor = h.end
+		w.holes[n] = h
+		n++
+	}
+	w.holes = w.holes[:n]
+	gapBytes += len(r.Line) - int(cursor)
+
+	mode := byte(tmplHoles)
+	if gapBytes > len(r.Line)/2+16 || (w.nTmpls >= maxBlockTemplates && !w.known(r, names, hasMsg)) {
+		mode = tmplRaw
+		w.holes = w.holes[:0]
+		if hasMsg && r.MsgInLine {
+			// A raw row keeps an in-line message as a span of the line.
+			hasMsg = false
+			flags |= rowMsgSpan
+			w.msgSpans = binary.AppendUvarint(w.msgSpans, uint64(r.MsgOff))
+			w.msgSpans = binary.AppendUvarint(w.msgSpans, uint64(len(r.Msg)))
+		}
+	}
+	key := w.templateKey(r, names, mode, hasMsg)
+
+	id, ok := w.tmplIndex[string(key)]
+	if !ok {
+		id = uint32(w.nTmpls)
+		w.nTmpls++
+		w.tmplIndex[string(key)] = id
+		w.tmpls = bin.AppendBytes(w.tmpls, key)
+	}
+	w.tmplIDs = append(w.tmplIDs, id)
+
+	// The values, in slot order.
+	for j := range r.Fields {
+		f := &r.Fields[j]
+		c := w.cols[w.fieldColumn(names, f.Name)]
+		c.add(f.Value, meta(f.Kind, f.Flags), f.Num, row, f.Role == record.RoleTime)
+	}
+	if hasMsg {
+		c := w.cols[w.column(colKey{flags: colMsg})]
+		c.add(r.Msg, meta(record.String, r.MsgFlags&^record.Const), 0, row, false)
+	}
+	if mode == tmplRaw {
+		c := w.cols[w.column(colKey{flags: colLine})]
+		c.add(r.Line, meta(record.String, 0), 0, row, false)
+	}
+	w.rowFlags = append(w.rowFlags, flags)
+}
+
+// known reports whether the row's template would be one the block has;
+// used only once the block has too many templates to add one more.
+func (w *blockWriter) known(r *rows.Row, names []string, hasMsg bool) bool {
+	key := w.templateKey(r, names, tmplHoles, hasMsg)
+	_, ok := w.tmplIndex[string(key)]
+	return ok
+}
+
+// templateKey encodes the template of r with the holes chosen in w.holes:
+// mode, slots (column and flags) in field order, then for tmplHoles the
+// slot of each hole in line order and the gaps around them. The encoding
+// is both the map key and what the block stores.
+func (w *blockWriter) templateKey(r *rows.Row, names []string, mode byte, hasMsg bool) []byte {
+	key := append(w.key[:0], mode)
+	nslots := len(r.Fields)
+	if hasMsg {
+		nslots++
+	}
+	key = binary.AppendUvarint(key, uint64(nslots))
+	for j := range r.Fields {
+		f := &r.Fields[j]
+		key = binary.AppendUvarint(key, uint64(w.fieldColumn(names, f.Name)))
+		key = append(key, byte(f.Role)<<slotRoleSh|w.inLineFlag(j))
+	}
+	if hasMsg {
+		key = binary.AppendUvarint(key, uint64(w.column(colKey{flags: colMsg})))
+		key = append(key, slotMsg|w.inLineFlag(len(r.Fields)))
+	}
+	if mode == tmplHoles {
+		key = binary.AppendUvarint(key, uint64(len(w.holes)))
+		var cursor uint32
+		for _, h := range w.holes {
+			key = binary.AppendUvarint(key, uint64(h.slot))
+			key = bin.AppendBytes(key, r.Line[cursor:h.off])
+			cursor = h.end
+		}
+		key = bin.AppendBytes(key, r.Line[cursor:])
+	}
+	w.key = key
+	return key
+}
+
+func (w *blockWriter) inLineFlag(slot int) byte {
+	for _, h := range w.holes {
+		if h.slot == slot {
+			return slotInLine
+		}
+	}
+	return 0
+}
+
+// sortHoles sorts by offset; an insertion sort, as holes nearly always
+// come in order already.
+func sortHoles(hs []hole) {
+	for i := 1; i < len(hs); i++ {
+		for j := i; j > 0 && hs[j].off < hs[j-1].off; j-- {
+			hs[j], hs[j-1] = hs[j-1], hs[j]
+		}
+	}
+}
+
+// encode appends the block's bytes to dst.
+func (w *blockWriter) encode(dst []byte) []byte {
+	// Column streams first, into body, so the header can say where each
+	// column starts.
+	body := w.body[:0]
+	s := w.scratch[:0]
+
+	var prev int64
+	for _, t := range w.times {
+		s = binary.AppendVarint(s, t-prev)
+		prev = t
+	}
+	body = appendStream(body, s)
+	s = s[:0]
+	for _, id := range w.tmplIDs {
+		s = binary.AppendUvarint(s, uint64(id))
+	}
+	body = appendStream(body, s)
+	body = appendStream(body, w.rowFlags)
+	body = appendStream(body, w.msgSpans)
+
+	hdr := binary.AppendUvarint(nil, uint64(len(w.times)))
+	hdr = binary.AppendUvarint(hdr, uint64(w.nTmpls))
+	hdr = append(hdr, w.tmpls...)
+	hdr = binary.AppendUvarint(hdr, uint64(len(w.cols)))
+	hdr = binary.AppendUvarint(hdr, uint64(len(body)))
+	for _, c := range w.cols {
+		start := len(body)
+		var desc []byte
+		desc, body, s = w.encodeColumn(c, body, s)
+		hdr = bin.AppendString(hdr, c.name)
+		hdr = append(hdr, desc...)
+		hdr = binary.AppendUvarint(hdr, uint64(len(body)-start))
+	}
+	w.body, w.scratch = body, s
+
+	dst = appendStream(dst, hdr)
+	return append(dst, body...)
+}
+
+// encodeColumn chooses c's encoding and appends its streams to body. It
+// returns the column's directory entry (flags, encoding, count, meta,
+// parameters, min and max) and the grown buffers.
+func (w *blockWriter) encodeColumn(c *column, body, s []byte) (desc, _, _ []byte) {
+	n := len(c.ends)
+	enc, param := w.chooseEncoding(c)
+	flags := c.flags
+	lo, hi, minmax := c.bounds(enc)
+	if minmax {
+		flags |= colMinMax
+	}
+	desc = append(desc, flags, enc)
+	desc = binary.AppendUvarint(desc, uint64(n))
+	sameMeta := allSame(c.meta)
+	if sameMeta {
+		desc = append(desc, c.meta[0])
+	} else {
+		desc = append(desc, 0xff)
+	}
+	desc = append(desc, param...)
+	if minmax {
+		desc = binary.LittleEndian.AppendUint64(desc, lo)
+		desc = binary.LittleEndian.AppendUint64(desc, hi)
+	}
+	if !sameMeta {
+		body = appendStream(body, c.meta)
+	}
+
+	switch enc {
+	case encConst:
+		body = appendStream(body, c.value(0))
+	case encDict:
+		s = s[:0]
+		clear(w.dict)
+		var idx []byte
+		for i := range n {
+			v := c.value(i)
+			id, ok := w.dict[string(v)]
+			if !ok {
+				id = uint8(len(w.dict))
+				w.dict[string(v)] = id
+				s = bin.AppendBytes(s, v)
+			}
+			idx = append(idx, id)
+		}
+		body = appendStream(body, s)
+		body = appendStream(body, idx)
+	case encInt:
+		s = s[:0]
+		for i := range n {
+			s = binary.AppendVarint(s, int64(c.nums[i]))
+		}
+		body = appendStream(body, s)
+	case encDecimal:
+		s = s[:0]
+		scales := make([]byte, 0, n)
+		for i := range n {
+			m, scale, _ := parseDecimal(c.value(i))
+			s = binary.AppendVarint(s, m)
+			scales = append(scales, scale)
+		}
+		body = appendStream(body, s)
+		body = appendStream(body, scales)
+	case encHex:
+		s = s[:0]
+		for i := range n {
+			s = appendUnhex(s, c.value(i))
+		}
+		body = appendStream(body, s)
+	case encTime:
+		if len(w.shapes) > 1 {
+			s = s[:0]
+			for i := range n {
+				s = append(s, w.shapeIndex(c, i))
+			}
+			body = appendStream(body, s)
+		}
+	default:
+		s = s[:0]
+		for i := range n {
+			s = binary.AppendUvarint(s, uint64(len(c.value(i))))
+		}
+		body = appendStream(body, s)
+		body = appendStream(body, c.data)
+	}
+	if enc != encInt && enc != encDecimal && enc != encTime && hasNums(c) {
+		s = s[:0]
+		for i := range n {
+			s = appendNum(s, c.meta[i], c.nums[i])
+		}
+		body = appendStream(body, s)
+	}
+	return desc, body, s
+}
+
+// hasNums reports whether any value of c carries a number to store.
+func hasNums(c *column) bool {
+	for _, m := range c.meta {
+		switch k, _ := unmeta(m); k {
+		case record.Int, record.Bool, record.Float:
+			return true
+		}
+	}
+	return false
+}
+
+func appendNum(dst []byte, m byte, num uint64) []byte {
+	switch k, _ := unmeta(m); k {
+	case record.Int, record.Bool:
+		return binary.AppendVarint(dst, int64(num))
+	case record.Float:
+		return binary.LittleEndian.AppendUint64(dst, num)
+	}
+	return dst
+}
+
+func allSame(b []byte) bool {
+	for _, c := range b {
+		if c != b[0] {
+			return false
+		}
+	}
+	return true
+}
+
+// chooseEncoding picks the smallest encoding that rebuilds every value of
+// c exactly, and returns it with its directory parameters.
+func (w *blockWriter) chooseEncoding(c *column) (byte, []byte) {
+	n := len(c.ends)
+	if w.isConst(c) {
+		return encConst, nil
+	}
+	if c.time && w.timeShapes(c) {
+		p := []byte{byte(len(w.shapes))}
+		for _, sh := range w.shapes {
+			p = appendShape(p, sh)
+		}
+		return encTime, p
+	}
+	kind, _ := unmeta(c.meta[0])
+	sameMeta := allSame(c.meta)
+	// A dictionary pays when values repeat; numbers and hex have cheaper
+	// encodings for the rest.
+	if lowCardinality(c, n/2) {
+		return encDict, nil
+	}
+	switch {
+	case sameMeta && kind == record.Int && intsExact(c):
+		return encInt, nil
+	case sameMeta && kind == record.Float && decimalsExact(c):
+		return encDecimal, nil
+	case sameMeta && kind == record.String:
+		if l, ok := hexColumn(c); ok {
+			return encHex, binary.AppendUvarint(nil, uint64(l))
+		}
+	}
+	return encString, nil
+}
+
+func (w *blockWriter) isConst(c *column) bool {
+	v0 := c.value(0)
+	for i := 1; i < len(c.ends); i++ {
+		if c.meta[i] != c.meta[0] || c.nums[i] != c.nums[0] || !bytes.Equal(c.value(i), v0) {
+			return false
+		}
+	}
+	return true
+}
+
+// lowCardinality reports whether c has at most 256 distinct values, and
+// at most limit, each with one number.
+func lowCardinality(c *column, limit int) bool {
+	limit = min(limit, 256)
+	seen := make(map[string]uint64, 64)
+	for i := range c.ends {
+		v := c.value(i)
+		num, ok := seen[string(v)]
+		if !ok {
+			if len(seen) >= limit {
+				return false
+			}
+			seen[string(v)] = c.nums[i]
+		} else if num != c.nums[i] {
+			return false
+		}
+	}
+	return true
+}
+
+func intsExact(c *column) bool {
+	for i := range c.ends {
+		if !intExact(c, i) {
+			return false
+		}
+	}
+	return true
+}
+
+// intExact reports whether value i is its number's decimal text.
+func intExact(c *column, i int) bool {
+	var buf [24]byte
+	return bytes.Equal(strconv.AppendInt(buf[:0], int64(c.nums[i]), 10), c.value(i))
+}
+
+func decimalsExact(c *column) bool {
+	var buf [32]byte
+	for i := range c.ends {
+		v := c.value(i)
+		m, scale, ok := parseDecimal(v)
+		if !ok || !bytes.Equal(appendDecimal(buf[:0], m, scale), v) {
+			return false
+		}
+		f, err := strconv.ParseFloat(string(v), 64)
+		if err != nil || math.Float64bits(f) != c.nums[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// parseDecimal reads -?digits[.digits] with at most 18 digits as a
+// mantissa and a count of fraction digits.
+func parseDecimal(v []byte) (int64, byte, bool) {
+	neg := len(v) > 0 && v[0] == '-'
+	if neg {
+		v = v[1:]
+	}
+	var m int64
+	digits, scale := 0, -1
+	for i, ch := range v {
+		switch {
+		case ch >= '0' && ch <= '9':
+			m = m*10 + int64(ch-'0')
+			digits++
+			if scale >= 0 {
+				scale++
+			}
+		case ch == '.' && scale < 0 && i > 0:
+			scale = 0
+		default:
+			return 0, 0, false
+		}
+	}
+	if digits == 0 || digits > 18 || scale <= 0 {
+		return 0, 0, false
+	}
+	if neg {
+		m = -m
+	}
+	return m, byte(scale), true
+}
+
+// appendDecimal writes m with scale fraction digits: 5 and 2 give 0.05.
+func appendDecimal(dst []byte, m int64, scale byte) []byte {
+	if m < 0 {
+		dst = append(dst, '-')
+		m = -m
+	}
+	var buf [24]byte
+	digits := strconv.AppendInt(buf[:0], m, 10)
+	whole := len(digits) - int(scale)
+	if whole <= 0 {
+		dst = append(dst, '0', '.')
+		for range -whole {
+			dst = append(dst, '0')
+		}
+		return append(dst, digits...)
+	}
+	dst = append(dst, digits[:whole]...)
+	dst = append(dst, '.')
+	return append(dst, digits[whole:]...)
+}
+
+// hexColumn reports whether every value is lowercase hex of one even
+// length, which it returns.
+func hexColumn(c *column) (int, bool) {
+	l := len(c.value(0))
+	if l == 0 || l%2 != 0 || len(c.data) != l*len(c.ends) {
+		return 0, false
+	}
+	for _, ch := range c.data {
+		if !(ch >= '0' && ch <= '9' || ch >= 'a' && ch <= 'f') {
+			return 0, false
+		}
+	}
+	return l, true
+}
+
+func appendUnhex(dst, v []byte) []byte {
+	for i := 0; i < len(v); i += 2 {
+		dst = append(dst, unhex(v[i])<<4|unhex(v[i+1]))
+	}
+	return dst
+}
+
+func unhex(c byte) byte {
+	if c <= '9' {
+		return c - '0'
+	}
+	return c - 'a' + 10
+}
+
+// timeShapes reports whether every value of c is its row's time written
+// in one of at most 255 shapes, collected in w.shapes.
+func (w *blockWriter) timeShapes(c *column) bool {
+	w.shapes = w.shapes[:0]
+	var buf [40]byte
+	last := -1
+	for i := range c.ends {
+		v := c.value(i)
+		t := w.times[c.rows[i]]
+		if last >= 0 && bytes.Equal(w.shapes[last].Append(buf[:0], t), v) {
+			continue
+		}
+		found := false
+		for j, sh := range w.shapes {
+			if bytes.Equal(sh.Append(buf[:0], t), v) {
+				last, found = j, true
+				break
+			}
+		}
+		if found {
+			continue
+		}
+		if k, _ := unmeta(c.meta[i]); k != record.String && !(k == record.Int && intExact(c, i)) {
+			return false
+		}
+		sh, ok := timestamp.DetectShape(v)
+		if !ok || !bytes.Equal(sh.Append(buf[:0], t), v) || len(w.shapes) == 255 {
+			return false
+		}
+		w.shapes = append(w.shapes, sh)
+		last = len(w.shapes) - 1
+	}
+	return true
+}
+
+// shapeIndex returns the index in w.shapes of the first shape that writes
+// value i of c.
+func (w *blockWriter) shapeIndex(c *column, i int) byte {
+	var buf [40]byte
+	t := w.times[c.rows[i]]
+	for j, sh := range w.shapes {
+		if bytes.Equal(sh.Append(buf[:0], t), c.value(i)) {
+			return byte(j)
+		}
+	}
+	panic("part: time value without a shape") // timeShapes checked every value
+}
+
+func appendShape(dst []byte, s timestamp.Shape) []byte {
+	return append(dst, byte(s.Kind), s.Sep, s.FracSep, s.Digits, byte(s.Zone), byte(s.Offset), byte(s.Offset>>8))
+}
+
+// bounds returns the numeric min and max of an int or decimal column, as
+// int64 or float64 bits.
+func (c *column) bounds(enc byte) (lo, hi uint64, ok bool) {
+	switch enc {
+	case encInt:
+		mn, mx := int64(c.nums[0]), int64(c.nums[0])
+		for _, v := range c.nums {
+			mn, mx = min(mn, int64(v)), max(mx, int64(v))
+		}
+		return uint64(mn), uint64(mx), true
+	case encDecimal:
+		mn, mx := math.Float64frombits(c.nums[0]), math.Float64frombits(c.nums[0])
+		for _, v := range c.nums {
+			f := math.Float64frombits(v)
+			mn, mx = min(mn, f), max(mx, f)
+		}
+		return math.Float64bits(mn), math.Float64bits(mx), true
+	}
+	return 0, 0, false
+}

@@ -1,0 +1,18 @@
+// Package part is the on-disk format of the store's immutable parts: one
+// file per part holding the records of one tenant and day, grouped by
+// stream, ordered by time, in blocks stored column by column.
+//
+// A block keeps each record's time once, as a number; each field as a
+// typed column with an encoding chosen per block (constant, dictionary,
+// integers, decimals, hex, timestamp shapes, or compressed strings); and,
+// for each record, a template: the line's text between its field values,
+// shared by every line written the same way. The original line is rebuilt
+// from the template and the values, byte-exact, so the store keeps no
+// second copy of it. Lines that no template fits are stored whole.
+//
+// Every region of the file is covered by a CRC32C: reading a damaged part
+// gives a clean error, never a wrong record and never a panic.
+//
+// The layout is specified in docs/format/part.md. It must never import the
+// parsers: it stores what they produced.
+package part

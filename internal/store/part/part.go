@@ -1,0 +1,322 @@
+package part
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+
+	"github.com/sluicelog/sluice/internal/record"
+	"github.com/sluicelog/sluice/internal/store/bin"
+	"github.com/sluicelog/sluice/internal/store/rows"
+	"github.com/sluicelog/sluice/internal/vfs"
+)
+
+// Version is the part format's version, written in every header and
+// footer. FROZEN: parts written with it must stay readable.
+const Version = 1
+
+const (
+	magic      = "SLUICEPT"
+	headerSize = 16 // magic, version, reserved
+	footerSize = 68 // see docs/format/part.md
+)
+
+var crcTable = crc32.MakeTable(crc32.Castagnoli)
+
+// Meta sums up a part.
+type Meta struct {
+	Rows      int64
+	MinTime   int64 // Unix ns
+	MaxTime   int64
+	LineBytes int64 // the original lines' bytes
+	Size      int64 // the file's bytes
+	Streams   int
+	Blocks    int
+}
+
+// BlockMeta locates one block and bounds its rows.
+type BlockMeta struct {
+	Stream           uint32
+	Rows             int
+	MinTime, MaxTime int64
+	Off, Len         int64
+	CRC              uint32
+}
+
+// Writer writes one part file.
+//
+// Concurrency: one goroutine.
+type Writer struct {
+	fs      vfs.FS
+	path    string
+	f       vfs.File
+	off     int64
+	buf     []byte
+	streams []record.Labels
+	blocks  []BlockMeta
+	bw      *blockWriter
+	meta    Meta
+	err     error
+}
+
+// Create starts a part at path, replacing what is there.
+func Create(fs vfs.FS, path string) (*Writer, error) {
+	f, err := fs.Create(path)
+	if err != nil {
+		return nil, fmt.Errorf("create part: %w", err)
+	}
+	w := &Writer{fs: fs, path: path, f: f, bw: newBlockWriter()}
+	w.meta.MinTime, w.meta.MaxTime = 1<<63-1, -1<<63
+	hdr := make([]byte, headerSize)
+	copy(hdr, magic)
+	binary.LittleEndian.PutUint32(hdr[8:], Version)
+	w.write(hdr)
+	return w, w.err
+}
+
+func (w *Writer) write(p []byte) {
+	if w.err != nil {
+		return
+	}
+	if _, err := w.f.Write(p); err != nil {
+		w.err = fmt.Errorf("write part %s: %w", w.path, err)
+		return
+	}
+	w.off += int64(len(p))
+}
+
+// StartStream begins the rows of a stream.
+// REQUIRES: streams come in the order of their labels' String, each once.
+func (w *Writer) StartStream(ls record.Labels) error {
+	w.flushBlock()
+	w.streams = append(w.streams, ls)
+	return w.err
+}
+
+// Add appends a row of the current stream, whose field names index names.
+// REQUIRES: rows of a stream come in time order.
+func (w *Writer) Add(r *rows.Row, names []string) error {
+	if w.err != nil {
+		return w.err
+	}
+	if len(w.streams) == 0 {
+		return errors.New("part: Add before StartStream")
+	}
+	w.bw.add(r, names)
+	w.meta.LineBytes += int64(len(r.Line))
+	if w.bw.full() {
+		w.flushBlock()
+	}
+	return w.err
+}
+
+func (w *Writer) flushBlock() {
+	n := w.bw.rows()
+	if n == 0 || w.err != nil {
+		return
+	}
+	w.buf = w.bw.encode(w.buf[:0])
+	bm := BlockMeta{Stream: uint32(len(w.streams) - 1), Rows: n, MinTime: w.bw.times[0], MaxTime: w.bw.times[n-1],
+		Off: w.off, Len: int64(len(w.buf)), CRC: crc32.Checksum(w.buf, crcTable)}
+	for _, t := range w.bw.times {
+		bm.MinTime, bm.MaxTime = min(bm.MinTime, t), max(bm.MaxTime, t)
+	}
+	w.write(w.buf)
+	w.blocks = append(w.blocks, bm)
+	w.meta.Rows += int64(n)
+	w.meta.MinTime, w.meta.MaxTime = min(w.meta.MinTime, bm.MinTime), max(w.meta.MaxTime, bm.MaxTime)
+	w.bw.reset()
+}
+
+// Finish writes the index and footer, syncs the file and closes it.
+func (w *Writer) Finish() (Meta, error) {
+	w.flushBlock()
+	idx := binary.AppendUvarint(nil, uint64(len(w.streams)))
+	for _, ls := range w.streams {
+		idx = binary.AppendUvarint(idx, uint64(len(ls)))
+		for _, l := range ls {
+			idx = bin.AppendString(idx, l.Name)
+			idx = bin.AppendString(idx, l.Value)
+		}
+	}
+	idx = binary.AppendUvarint(idx, uint64(len(w.blocks)))
+	for _, b := range w.blocks {
+		idx = binary.AppendUvarint(idx, uint64(b.Stream))
+		idx = binary.AppendUvarint(idx, uint64(b.Rows))
+		idx = binary.AppendVarint(idx, b.MinTime)
+		idx = binary.AppendUvarint(idx, uint64(b.MaxTime-b.MinTime))
+		idx = binary.AppendUvarint(idx, uint64(b.Off))
+		idx = binary.AppendUvarint(idx, uint64(b.Len))
+		idx = binary.LittleEndian.AppendUint32(idx, b.CRC)
+	}
+	stored := appendStream(nil, idx)
+	indexOff := w.off
+	w.write(stored)
+	if w.meta.Rows == 0 {
+		w.meta.MinTime, w.meta.MaxTime = 0, 0
+	}
+	ft := make([]byte, 0, footerSize)
+	ft = binary.LittleEndian.AppendUint64(ft, uint64(indexOff))
+	ft = binary.LittleEndian.AppendUint64(ft, uint64(len(stored)))
+	ft = binary.LittleEndian.AppendUint32(ft, crc32.Checksum(stored, crcTable))
+	ft = binary.LittleEndian.AppendUint32(ft, Version)
+	ft = binary.LittleEndian.AppendUint64(ft, uint64(w.meta.Rows))
+	ft = binary.LittleEndian.AppendUint64(ft, uint64(w.meta.MinTime))
+	ft = binary.LittleEndian.AppendUint64(ft, uint64(w.meta.MaxTime))
+	ft = binary.LittleEndian.AppendUint64(ft, uint64(w.meta.LineBytes))
+	ft = append(ft, magic...)
+	ft = binary.LittleEndian.AppendUint32(ft, crc32.Checksum(ft, crcTable))
+	w.write(ft)
+	if w.err == nil {
+		if err := w.f.Sync(); err != nil {
+			w.err = fmt.Errorf("sync part %s: %w", w.path, err)
+		}
+	}
+	if err := w.f.Close(); err != nil && w.err == nil {
+		w.err = fmt.Errorf("close part %s: %w", w.path, err)
+	}
+	w.f = nil
+	w.meta.Size, w.meta.Streams, w.meta.Blocks = w.off, len(w.streams), len(w.blocks)
+	return w.meta, w.err
+}
+
+// Abort closes and removes an unfinished part.
+func (w *Writer) Abort() {
+	if w.f != nil {
+		w.f.Close()
+		w.f = nil
+	}
+	_ = w.fs.Remove(w.path)
+}
+
+// Reader reads a part through a memory mapping.
+//
+// Concurrency: safe for concurrent ReadBlock calls with distinct Blocks.
+type Reader struct {
+	Path    string
+	Meta    Meta
+	Streams []record.Labels
+	Blocks  []BlockMeta
+
+	data    []byte
+	release func() error
+}
+
+// Open maps a part and reads its index, checking the footer and index
+// checksums; blocks are checked when read.
+func Open(fs vfs.FS, path string) (*Reader, error) {
+	data, release, err := fs.Map(path)
+	if err != nil {
+		return nil, fmt.Errorf("open part: %w", err)
+	}
+	r := &Reader{Path: path, data: data, release: release}
+	if err := r.load(); err != nil {
+		release()
+		return nil, err
+	}
+	return r, nil
+}
+
+func (r *Reader) corrupt(off int64, format string, args ...any) error {
+	return &CorruptionError{Path: r.Path, Offset: off, Reason: fmt.Sprintf(format, args...)}
+}
+
+func (r *Reader) load() error {
+	n := int64(len(r.data))
+	if n < headerSize+footerSize {
+		return r.corrupt(0, "%d bytes, too short for a part", n)
+	}
+	if string(r.data[:8]) != magic {
+		return r.corrupt(0, "bad magic")
+	}
+	if v := binary.LittleEndian.Uint32(r.data[8:]); v != Version {
+		return r.corrupt(8, "version %d, want %d", v, Version)
+	}
+	ft := r.data[n-footerSize:]
+	if crc32.Checksum(ft[:footerSize-4], crcTable) != binary.LittleEndian.Uint32(ft[footerSize-4:]) || string(ft[56:64]) != magic {
+		return r.corrupt(n-footerSize, "footer checksum mismatch")
+	}
+	indexOff := int64(binary.LittleEndian.Uint64(ft[0:]))
+	indexLen := int64(binary.LittleEndian.Uint64(ft[8:]))
+	if indexOff < headerSize || indexLen < 0 || indexOff > n-footerSize || indexLen > n-footerSize-indexOff {
+		return r.corrupt(n-footerSize, "index at %d+%d outside the file", indexOff, indexLen)
+	}
+	stored := r.data[indexOff : indexOff+indexLen]
+	if crc32.Checksum(stored, crcTable) != binary.LittleEndian.Uint32(ft[16:]) {
+		return r.corrupt(indexOff, "index checksum mismatch")
+	}
+	r.Meta = Meta{
+		Rows:      int64(binary.LittleEndian.Uint64(ft[24:])),
+		MinTime:   int64(binary.LittleEndian.Uint64(ft[32:])),
+		MaxTime:   int64(binary.LittleEndian.Uint64(ft[40:])),
+		LineBytes: int64(binary.LittleEndian.Uint64(ft[48:])),
+		Size:      n,
+	}
+	d := bin.NewReader(stored)
+	idx, _ := readStream(&d, nil)
+	d.Done("index")
+	if err := d.Err(); err != nil {
+		return r.corrupt(indexOff, "index: %v", err)
+	}
+	x := bin.NewReader(idx)
+	r.Streams = make([]record.Labels, x.Count("stream count", 1))
+	for i := range r.Streams {
+		ls := make(record.Labels, x.Count("label count", 2))
+		for j := range ls {
+			ls[j] = record.Label{Name: x.String("label name"), Value: x.String("label value")}
+		}
+		r.Streams[i] = ls
+	}
+	r.Blocks = make([]BlockMeta, x.Count("block count", 10))
+	var rowsSum int64
+	for i := range r.Blocks {
+		b := &r.Blocks[i]
+		b.Stream = uint32(x.Bounded("block stream", uint64(len(r.Streams))))
+		b.Rows = int(x.Bounded("block rows", maxBlockRows))
+		b.MinTime = x.Varint("block min time")
+		b.MaxTime = b.MinTime + int64(x.Uvarint("block time span"))
+		b.Off = int64(x.Uvarint("block offset"))
+		b.Len = int64(x.Uvarint("block length"))
+		b.CRC = x.Uint32("block checksum")
+		if x.Err() == nil && (int(b.Stream) >= len(r.Streams) || b.Off < headerSize || b.Len < 0 || b.Off > indexOff || b.Len > indexOff-b.Off) {
+			x.Fail("block location")
+		}
+		rowsSum += int64(b.Rows)
+	}
+	x.Done("index")
+	if err := x.Err(); err != nil {
+		return r.corrupt(indexOff, "index: %v", err)
+	}
+	if rowsSum != r.Meta.Rows {
+		return r.corrupt(indexOff, "index has %d rows, footer %d", rowsSum, r.Meta.Rows)
+	}
+	r.Meta.Streams, r.Meta.Blocks = len(r.Streams), len(r.Blocks)
+	return nil
+}
+
+// ReadBlock decodes block i into b, checking its checksum.
+func (r *Reader) ReadBlock(i int, b *Block) error {
+	bm := &r.Blocks[i]
+	blob := r.data[bm.Off : bm.Off+bm.Len]
+	if crc32.Checksum(blob, crcTable) != bm.CRC {
+		return r.corrupt(bm.Off, "block %d checksum mismatch", i)
+	}
+	if err := decodeBlock(blob, bm.Stream, b); err != nil {
+		return r.corrupt(bm.Off, "block %d: %v", i, err)
+	}
+	if len(b.Rows) != bm.Rows {
+		return r.corrupt(bm.Off, "block %d has %d rows, index %d", i, len(b.Rows), bm.Rows)
+	}
+	return nil
+}
+
+// Close releases the mapping. REQUIRES: no Block read from r is in use.
+func (r *Reader) Close() error {
+	if r.release == nil {
+		return nil
+	}
+	err := r.release()
+	r.release = nil
+	return err
+}

@@ -1,0 +1,338 @@
+package rows
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+
+	"github.com/sluicelog/sluice/internal/record"
+	"github.com/sluicelog/sluice/internal/store/bin"
+)
+
+// Version is the first byte of every encoded block.
+// FROZEN: blocks written with it must stay readable.
+const Version = 1
+
+// ErrCorrupt is matched by every error Decode returns for bad bytes.
+var ErrCorrupt = errors.New("rows: corrupt block")
+
+// Row flags, one byte per row.
+const (
+	rowFromReceive = 1 << 0 // the time is the receive time
+	rowMsgSpan     = 1 << 1 // the message is a span of the line
+	rowMsgInline   = 1 << 2 // the message follows inline
+)
+
+// Field flags, added to record.Flags in the field's flag byte. Const is
+// never written: a constant's text is written inline instead.
+const fieldInline = record.Const
+
+// Field is one typed value of a decoded row.
+type Field struct {
+	Name  uint32 // index in the block's Names
+	Kind  record.Kind
+	Flags record.Flags // record.Escaped, BadUTF8, SDEscaped
+	Role  record.Role
+	// InLine reports that Value is a span of the row's line, at Off.
+	InLine bool
+	Off    uint32
+	Value  []byte // the raw value: a view into the block
+	Num    uint64 // as record.Field.Num
+}
+
+// Row is one decoded record. Its byte slices view the block.
+type Row struct {
+	Time       int64
+	TimeSource record.TimeSource
+	Stream     uint32 // index in the block's Streams
+	Line       []byte
+	// Msg is the message; MsgOff is its offset in Line when MsgInLine.
+	Msg       []byte
+	MsgFlags  record.Flags
+	MsgInLine bool
+	MsgOff    uint32
+	Fields    []Field
+}
+
+// Encoder turns batches into encoded blocks.
+//
+// Concurrency: one goroutine.
+type Encoder struct {
+	nameIdx   []int32 // batch name id -> block name index+1, valid when nameGen matches
+	nameGen   []uint32
+	streamIdx map[uint32]uint32
+	gen       uint32
+	names     []uint32 // batch name ids in block order
+	streams   []uint32
+	body      []byte
+}
+
+// Append appends to dst the block holding the records of b (its errors
+// are not part of it) for tenant, and returns the extended slice.
+func (e *Encoder) Append(dst []byte, tenant string, b *record.Batch) []byte {
+	e.gen++
+	if e.gen == 0 {
+		clear(e.nameGen)
+		e.gen = 1
+	}
+	if e.streamIdx == nil {
+		e.streamIdx = make(map[uint32]uint32)
+	}
+	clear(e.streamIdx)
+	e.names, e.streams = e.names[:0], e.streams[:0]
+
+	body := e.body[:0]
+	var prev int64
+	for i := range b.Records {
+		r := &b.Records[i]
+		line := b.Bytes(r.Line)
+		body = binary.AppendVarint(body, r.Time-prev)
+		prev = r.Time
+		var flags byte
+		if r.TimeSource == record.FromReceive {
+			flags |= rowFromReceive
+		}
+		msgInLine := r.Msg.Len > 0 && r.MsgFlags&record.Const == 0 && r.Msg.Off >= r.Line.Off && r.Msg.End() <= r.Line.End()
+		switch {
+		case msgInLine:
+			flags |= rowMsgSpan
+		case r.Msg.Len > 0:
+			flags |= rowMsgInline
+		}
+		body = append(body, flags, byte(r.MsgFlags&^record.Const))
+		body = binary.AppendUvarint(body, uint64(e.stream(r.Stream)))
+		body = binary.AppendUvarint(body, uint64(len(line)))
+		body = append(body, line...)
+		switch {
+		case msgInLine:
+			body = binary.AppendUvarint(body, uint64(r.Msg.Off-r.Line.Off))
+			body = binary.AppendUvarint(body, uint64(r.Msg.Len))
+		case r.Msg.Len > 0:
+			f := record.Field{Raw: r.Msg, Flags: r.MsgFlags}
+			msg := b.Raw(&f)
+			body = binary.AppendUvarint(body, uint64(len(msg)))
+			body = append(body, msg...)
+		}
+		fields := b.RecordFields(i)
+		body = binary.AppendUvarint(body, uint64(len(fields)))
+		for j := range fields {
+			f := &fields[j]
+			body = binary.AppendUvarint(body, uint64(e.name(f.Name)))
+			inLine := f.Flags&record.Const == 0 && f.Raw.Off >= r.Line.Off && f.Raw.End() <= r.Line.End()
+			fl := f.Flags &^ record.Const
+			if !inLine {
+				fl |= fieldInline
+			}
+			body = append(body, byte(f.Kind), byte(fl), byte(f.Role))
+			if inLine {
+				body = binary.AppendUvarint(body, uint64(f.Raw.Off-r.Line.Off))
+				body = binary.AppendUvarint(body, uint64(f.Raw.Len))
+			} else {
+				v := b.Raw(f)
+				body = binary.AppendUvarint(body, uint64(len(v)))
+				body = append(body, v...)
+			}
+			switch f.Kind {
+			case record.Int, record.Bool:
+				body = binary.AppendVarint(body, int64(f.Num))
+			case record.Float:
+				body = binary.LittleEndian.AppendUint64(body, f.Num)
+			}
+		}
+	}
+	e.body = body
+
+	dst = append(dst, Version)
+	dst = bin.AppendString(dst, tenant)
+	dst = binary.AppendVarint(dst, b.ReceiveTime)
+	dst = binary.AppendUvarint(dst, uint64(len(e.names)))
+	for _, id := range e.names {
+		dst = bin.AppendString(dst, b.Names.Get(id))
+	}
+	dst = binary.AppendUvarint(dst, uint64(len(e.streams)))
+	for _, id := range e.streams {
+		ls := b.Streams.Get(id)
+		dst = binary.AppendUvarint(dst, uint64(len(ls)))
+		for _, l := range ls {
+			dst = bin.AppendString(dst, l.Name)
+			dst = bin.AppendString(dst, l.Value)
+		}
+	}
+	dst = binary.AppendUvarint(dst, uint64(len(b.Records)))
+	return append(dst, body...)
+}
+
+func (e *Encoder) name(id uint32) uint32 {
+	if int(id) >= len(e.nameIdx) {
+		n := max(int(id)+1, 2*len(e.nameIdx), 64)
+		e.nameIdx = append(e.nameIdx, make([]int32, n-len(e.nameIdx))...)
+		e.nameGen = append(e.nameGen, make([]uint32, n-len(e.nameGen))...)
+	}
+	if e.nameGen[id] != e.gen {
+		e.nameGen[id] = e.gen
+		e.nameIdx[id] = int32(len(e.names))
+		e.names = append(e.names, id)
+	}
+	return uint32(e.nameIdx[id])
+}
+
+func (e *Encoder) stream(id uint32) uint32 {
+	if i, ok := e.streamIdx[id]; ok {
+		return i
+	}
+	i := uint32(len(e.streams))
+	e.streamIdx[id] = i
+	e.streams = append(e.streams, id)
+	return i
+}
+
+// Block is a decoded block's header and row index; rows are decoded on
+// demand. It views the encoded bytes, which must not change while it is
+// used.
+//
+// Concurrency: read-only after Decode; Row may be called from several
+// goroutines with their own destination slices.
+type Block struct {
+	Tenant      string
+	ReceiveTime int64
+	Names       []string
+	Streams     []record.Labels
+	// Rows are the offsets of each row's encoding in Data, with its time
+	// and stream, so that sorting and filtering need no decoding.
+	Rows []RowRef
+	Data []byte
+}
+
+// RowRef locates one row of a block.
+type RowRef struct {
+	Time   int64
+	Stream uint32
+	Off    uint32 // offset of the row's flags byte in Data
+}
+
+// Decode reads the header of an encoded block and indexes its rows,
+// checking every row's encoding, so that Row never fails afterwards. The
+// block views data.
+func Decode(data []byte) (*Block, error) {
+	d := bin.NewReader(data)
+	if v := d.Byte("version"); v != Version {
+		return nil, fmt.Errorf("%w: version %d, want %d", ErrCorrupt, v, Version)
+	}
+	blk := &Block{Data: data}
+	blk.Tenant = d.String("tenant")
+	blk.ReceiveTime = d.Varint("receive time")
+	blk.Names = make([]string, d.Count("name count", 1))
+	for i := range blk.Names {
+		blk.Names[i] = d.String("name")
+	}
+	blk.Streams = make([]record.Labels, d.Count("stream count", 1))
+	for i := range blk.Streams {
+		ls := make(record.Labels, d.Count("label count", 2))
+		for j := range ls {
+			ls[j].Name = d.String("label name")
+			ls[j].Value = d.String("label value")
+		}
+		blk.Streams[i] = ls
+	}
+	blk.Rows = make([]RowRef, d.Count("row count", 5))
+	var t int64
+	var scratch []Field
+	for i := range blk.Rows {
+		t += d.Varint("row time")
+		off := d.Off()
+		var r Row
+		scratch = decodeRow(&d, &r, scratch[:0], len(blk.Names), len(blk.Streams))
+		if d.Err() != nil {
+			return nil, fmt.Errorf("%w: row %d: %w", ErrCorrupt, i, d.Err())
+		}
+		blk.Rows[i] = RowRef{Time: t, Stream: r.Stream, Off: uint32(off)}
+	}
+	d.Done("block")
+	if d.Err() != nil {
+		return nil, fmt.Errorf("%w: %w", ErrCorrupt, d.Err())
+	}
+	return blk, nil
+}
+
+// row decodes one row, from its flags byte on.
+func decodeRow(d *bin.Reader, r *Row, fields []Field, names, streams int) []Field {
+	flags := d.Byte("row flags")
+	r.MsgFlags = record.Flags(d.Byte("message flags"))
+	r.TimeSource = record.FromData
+	if flags&rowFromReceive != 0 {
+		r.TimeSource = record.FromReceive
+	}
+	r.Stream = uint32(d.Uvarint("stream"))
+	if d.Err() == nil && int(r.Stream) >= streams {
+		d.Fail("stream index")
+	}
+	r.Line = d.Bytes(d.Uvarint("line length"), "line")
+	r.Msg, r.MsgInLine, r.MsgOff = nil, false, 0
+	switch {
+	case flags&rowMsgSpan != 0:
+		off, n := d.Uvarint("message offset"), d.Uvarint("message length")
+		if d.Err() == nil && (off > uint64(len(r.Line)) || n > uint64(len(r.Line))-off) {
+			d.Fail("message span")
+		}
+		if d.Err() == nil {
+			r.Msg, r.MsgInLine, r.MsgOff = r.Line[off:off+n:off+n], true, uint32(off)
+		}
+	case flags&rowMsgInline != 0:
+		r.Msg = d.Bytes(d.Uvarint("message length"), "message")
+	}
+	n := d.Count("field count", 5)
+	for range n {
+		var f Field
+		f.Name = uint32(d.Uvarint("field name"))
+		if d.Err() == nil && int(f.Name) >= names {
+			d.Fail("field name index")
+		}
+		f.Kind = record.Kind(d.Byte("field kind"))
+		fl := record.Flags(d.Byte("field flags"))
+		f.Role = record.Role(d.Byte("field role"))
+		if d.Err() == nil && f.Kind > record.JSON {
+			d.Fail("field kind")
+		}
+		f.Flags = fl &^ fieldInline
+		if fl&fieldInline != 0 {
+			f.Value = d.Bytes(d.Uvarint("field length"), "field value")
+		} else {
+			off, n := d.Uvarint("field offset"), d.Uvarint("field length")
+			if d.Err() == nil && (off > uint64(len(r.Line)) || n > uint64(len(r.Line))-off) {
+				d.Fail("field span")
+			}
+			if d.Err() == nil {
+				f.InLine, f.Off, f.Value = true, uint32(off), r.Line[off:off+n:off+n]
+			}
+		}
+		switch f.Kind {
+		case record.Int, record.Bool:
+			f.Num = uint64(d.Varint("field number"))
+		case record.Float:
+			f.Num = d.Uint64("field float")
+		}
+		if d.Err() != nil {
+			return fields
+		}
+		fields = append(fields, f)
+	}
+	r.Fields = fields
+	return fields
+}
+
+// Row decodes row i into r, appending its fields to fields[:0], which it
+// returns for reuse. r's slices view the block.
+func (b *Block) Row(i int, r *Row, fields []Field) []Field {
+	d := bin.At(b.Data, int(b.Rows[i].Off))
+	fields = decodeRow(&d, r, fields[:0], len(b.Names), len(b.Streams))
+	r.Time = b.Rows[i].Time
+	if d.Err() != nil {
+		// Decode checked every row: this is a programmer error.
+		panic(fmt.Sprintf("rows: row %d of a checked block: %v", i, d.Err()))
+	}
+	return fields
+}
+
+// Float returns a Float field's value.
+func (f *Field) Float() float64 { return math.Float64frombits(f.Num) }

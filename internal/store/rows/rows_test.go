@@ -1,0 +1,173 @@
+package rows_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/sluicelog/sluice/internal/parse"
+	"github.com/sluicelog/sluice/internal/record"
+	"github.com/sluicelog/sluice/internal/store/rows"
+)
+
+var inputs = map[string]string{
+	"json": `{"time":"2026-01-15T08:00:00.123Z","level":"info","msg":"hello \"x\"","service":"api","host":"h1","n":42,"f":1.5,"b":true,"z":null,"big":123456789012345678901234,"arr":[1,2],"http":{"status":200}}
+{"ts":1768464000000,"level":"error","message":"boom","service":"api","host":"h2"}
+not json at all
+{"msg":"no time","service":"web"}
+`,
+	"syslog": "<34>1 2026-01-15T08:00:00.000Z host app 123 ID47 [ex@1 a=\"b\"] the message\n<13>Jan 15 08:00:00 myhost su: 'su root' failed\n",
+	"logfmt": "ts=2026-01-15T08:00:00Z level=warn msg=\"quoted \\\"value\\\"\" service=api dup=1 dup=2 bare\n",
+	"text":   "2026-01-15 08:00:00,123 ERROR something broke\n\tat stack\n",
+}
+
+// parseAll parses input in one batch and encodes it, returning the batch
+// for comparison.
+func parseAll(t *testing.T, format, input string) (*record.Batch, []byte) {
+	t.Helper()
+	p, err := parse.New(parse.Options{Format: format, Record: record.DefaultConfig()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var enc rows.Encoder
+	var out []byte
+	var keep *record.Batch
+	err = p.Bytes(context.Background(), []byte(input), func(b *record.Batch) error {
+		out = enc.Append(nil, "tenant-1", b)
+		keep = clone(b)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return keep, out
+}
+
+func clone(b *record.Batch) *record.Batch {
+	c := *b
+	c.Data = bytes.Clone(b.Data)
+	c.Records = append([]record.Record(nil), b.Records...)
+	c.Fields = append([]record.Field(nil), b.Fields...)
+	return &c
+}
+
+func TestRoundTrip(t *testing.T) {
+	for name, input := range inputs {
+		t.Run("format="+name, func(t *testing.T) {
+			format := name
+			if format == "json" {
+				format = "auto"
+			}
+			b, enc := parseAll(t, format, input)
+			blk, err := rows.Decode(enc)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if blk.Tenant != "tenant-1" || blk.ReceiveTime != b.ReceiveTime {
+				t.Errorf("header: tenant %q receive %d", blk.Tenant, blk.ReceiveTime)
+			}
+			if len(blk.Rows) != len(b.Records) {
+				t.Fatalf("%d rows, want %d", len(blk.Rows), len(b.Records))
+			}
+			var r rows.Row
+			var fields []rows.Field
+			for i := range b.Records {
+				rec := &b.Records[i]
+				fields = blk.Row(i, &r, fields)
+				if r.Time != rec.Time || r.TimeSource != rec.TimeSource {
+					t.Errorf("row %d: time %d/%d, want %d/%d", i, r.Time, r.TimeSource, rec.Time, rec.TimeSource)
+				}
+				if !bytes.Equal(r.Line, b.Bytes(rec.Line)) {
+					t.Errorf("row %d: line %q, want %q", i, r.Line, b.Bytes(rec.Line))
+				}
+				if got, want := string(record.AppendUnescaped(nil, r.Msg, r.MsgFlags)), string(b.AppendMsg(nil, i)); got != want {
+					t.Errorf("row %d: msg %q, want %q", i, got, want)
+				}
+				if got, want := blk.Streams[r.Stream].String(), b.Labels(i).String(); got != want {
+					t.Errorf("row %d: stream %s, want %s", i, got, want)
+				}
+				want := b.RecordFields(i)
+				if len(r.Fields) != len(want) {
+					t.Fatalf("row %d: %d fields, want %d", i, len(r.Fields), len(want))
+				}
+				for j := range want {
+					g, w := &r.Fields[j], &want[j]
+					if blk.Names[g.Name] != b.Name(w) || g.Kind != w.Kind || g.Role != w.Role || g.Num != w.Num ||
+						g.Flags != w.Flags&^record.Const || !bytes.Equal(g.Value, b.Raw(w)) {
+						t.Errorf("row %d field %d: got %s=%q kind %v flags %v, want %s=%q kind %v flags %v",
+							i, j, blk.Names[g.Name], g.Value, g.Kind, g.Flags, b.Name(w), b.Raw(w), w.Kind, w.Flags)
+					}
+					if g.InLine && !bytes.Equal(r.Line[g.Off:int(g.Off)+len(g.Value)], g.Value) {
+						t.Errorf("row %d field %d: offset %d does not view the value", i, j, g.Off)
+					}
+				}
+			}
+		})
+	}
+}
+
+// TestTruncated checks that every proper prefix of a block fails cleanly.
+func TestTruncated(t *testing.T) {
+	_, enc := parseAll(t, "auto", inputs["json"]+inputs["logfmt"])
+	for n := range len(enc) {
+		if _, err := rows.Decode(enc[:n]); !errors.Is(err, rows.ErrCorrupt) {
+			t.Fatalf("prefix of %d bytes: err %v, want ErrCorrupt", n, err)
+		}
+	}
+}
+
+func FuzzDecode(f *testing.F) {
+	for name, in := range inputs {
+		format := name
+		if format == "json" {
+			format = "auto"
+		}
+		p, _ := parse.New(parse.Options{Format: format, Record: record.DefaultConfig()})
+		var enc rows.Encoder
+		_ = p.Bytes(context.Background(), []byte(in), func(b *record.Batch) error {
+			f.Add(enc.Append(nil, "t", b))
+			return nil
+		})
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		blk, err := rows.Decode(data)
+		if err != nil {
+			if !errors.Is(err, rows.ErrCorrupt) {
+				t.Fatalf("error %v is not ErrCorrupt", err)
+			}
+			return
+		}
+		var r rows.Row
+		var fields []rows.Field
+		for i := range blk.Rows {
+			fields = blk.Row(i, &r, fields)
+		}
+	})
+}
+
+func BenchmarkEncode(b *testing.B) {
+	var in bytes.Buffer
+	for range 2000 {
+		in.WriteString(`{"ts":1768464000000,"level":"error","msg":"retrying request","service":"reports","host":"node-24","trace_id":"7ce42c8218072e8c35bf992dc9e9c616","http":{"method":"PUT","path":"/api/v1/cart/items","status":502,"latency_ms":42.078,"bytes":201105}}` + "\n")
+	}
+	p, _ := parse.New(parse.Options{Format: "json", Record: record.DefaultConfig()})
+	var batch *record.Batch
+	_ = p.Bytes(context.Background(), in.Bytes(), func(bt *record.Batch) error { batch = clone(bt); return nil })
+	var enc rows.Encoder
+	var out []byte
+	b.SetBytes(int64(in.Len()))
+	b.ReportAllocs()
+	for b.Loop() {
+		out = enc.Append(out[:0], "t", batch)
+	}
+	b.Run("op=decode", func(b *testing.B) {
+		b.SetBytes(int64(in.Len()))
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := rows.Decode(out); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
