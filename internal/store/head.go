@@ -1,0 +1,124 @@
+package store
+
+import (
+	"cmp"
+	"slices"
+	"sync"
+
+	"github.com/sluicelog/sluice/internal/record"
+	"github.com/sluicelog/sluice/internal/store/rows"
+)
+
+// head holds the records acknowledged since the last flush, as the rows
+// blocks the WAL carried, indexed by tenant and stream.
+//
+// Concurrency: insert takes the write lock; views take the read lock only
+// to copy slice headers. Appending never changes an element a view can
+// see, so views read without a lock afterwards.
+type head struct {
+	mu      sync.RWMutex
+	blocks  []*rows.Block
+	bytes   int64 // encoded bytes held
+	rows    int64
+	tenants map[string]*headTenant
+}
+
+type headTenant struct {
+	streams map[string]*headStream // by labels.String()
+}
+
+type headStream struct {
+	labels record.Labels
+	key    string
+	refs   []headRef
+	sorted bool // refs are in time order
+}
+
+// headRef is one row: its time, and where it is.
+type headRef struct {
+	time int64
+	blk  uint32
+	row  uint32
+}
+
+func newHead() *head { return &head{tenants: map[string]*headTenant{}} }
+
+// insert adds a block's rows.
+func (h *head) insert(b *rows.Block) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	bi := uint32(len(h.blocks))
+	h.blocks = append(h.blocks, b)
+	h.bytes += int64(len(b.Data))
+	h.rows += int64(len(b.Rows))
+	t := h.tenants[b.Tenant]
+	if t == nil {
+		t = &headTenant{streams: map[string]*headStream{}}
+		h.tenants[b.Tenant] = t
+	}
+	byIdx := make([]*headStream, len(b.Streams))
+	for i, ls := range b.Streams {
+		key := ls.String()
+		st := t.streams[key]
+		if st == nil {
+			st = &headStream{labels: ls, key: key, sorted: true}
+			t.streams[key] = st
+		}
+		byIdx[i] = st
+	}
+	for i, r := range b.Rows {
+		st := byIdx[r.Stream]
+		if n := len(st.refs); n > 0 && st.refs[n-1].time > r.Time {
+			st.sorted = false
+		}
+		st.refs = append(st.refs, headRef{time: r.Time, blk: bi, row: uint32(i)})
+	}
+}
+
+func (h *head) size() (bytes, rows int64) {
+	h.mu.RLock()
+	defer h.mu.RUnlock()
+	return h.bytes, h.rows
+}
+
+// headView is a head as it was when the view was taken.
+type headView struct {
+	blocks  []*rows.Block
+	tenants map[string][]streamView
+}
+
+type streamView struct {
+	labels record.Labels
+	key    string
+	refs   []headRef // sorted by time, ties in arrival order
+}
+
+// view returns the head's current content. Streams are sorted by key.
+func (h *head) view() *headView {
+	h.mu.RLock()
+	v := &headView{blocks: h.blocks[:len(h.blocks):len(h.blocks)], tenants: map[string][]streamView{}}
+	type pending struct {
+		sv     streamView
+		sorted bool
+	}
+	all := map[string][]pending{}
+	for name, t := range h.tenants {
+		for _, st := range t.streams {
+			all[name] = append(all[name], pending{streamView{st.labels, st.key, st.refs[:len(st.refs):len(st.refs)]}, st.sorted})
+		}
+	}
+	h.mu.RUnlock()
+	for name, ps := range all {
+		svs := make([]streamView, len(ps))
+		for i, p := range ps {
+			if !p.sorted {
+				p.sv.refs = slices.Clone(p.sv.refs)
+				slices.SortStableFunc(p.sv.refs, func(a, b headRef) int { return cmp.Compare(a.time, b.time) })
+			}
+			svs[i] = p.sv
+		}
+		slices.SortFunc(svs, func(a, b streamView) int { return cmp.Compare(a.key, b.key) })
+		v.tenants[name] = svs
+	}
+	return v
+}

@@ -1,0 +1,282 @@
+package store
+
+import (
+	"context"
+	"slices"
+	"sort"
+	"sync/atomic"
+
+	"github.com/sluicelog/sluice/internal/record"
+	"github.com/sluicelog/sluice/internal/store/part"
+	"github.com/sluicelog/sluice/internal/store/rows"
+)
+
+// livePart is an open part, shared by snapshots and counted so that a
+// merged or expired part is closed and deleted only once no reader has it.
+type livePart struct {
+	info    partInfo
+	rd      *part.Reader
+	streams map[string]uint32 // labels.String() -> the part's stream index
+	refs    atomic.Int32      // one for the store's list, one per snapshot
+	onFree  func(*livePart)
+}
+
+func (p *livePart) acquire() { p.refs.Add(1) }
+
+func (p *livePart) release() {
+	if p.refs.Add(-1) == 0 {
+		p.onFree(p)
+	}
+}
+
+// Snapshot is a consistent view of the store: the rows acknowledged
+// before it was taken, in the head and in parts, pinned until Release.
+//
+// Concurrency: a Snapshot may be read by several goroutines at once.
+type Snapshot struct {
+	heads []*headView // oldest first
+	parts []*livePart // by id
+}
+
+// Release unpins the snapshot's parts. The snapshot must not be used
+// afterwards.
+func (sn *Snapshot) Release() {
+	for _, p := range sn.parts {
+		p.release()
+	}
+	sn.parts = nil
+}
+
+// Tenants returns the tenants with data, sorted.
+func (sn *Snapshot) Tenants() []string {
+	seen := map[string]bool{}
+	for _, h := range sn.heads {
+		for t := range h.tenants {
+			seen[t] = true
+		}
+	}
+	for _, p := range sn.parts {
+		seen[p.info.Tenant] = true
+	}
+	out := make([]string, 0, len(seen))
+	for t := range seen {
+		out = append(out, t)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// Streams returns the streams of a tenant with data in [from, to],
+// sorted by their String.
+func (sn *Snapshot) Streams(tenant string, from, to int64) []record.Labels {
+	seen := map[string]record.Labels{}
+	for _, h := range sn.heads {
+		for _, sv := range h.tenants[tenant] {
+			if len(sv.refs) > 0 && sv.refs[0].time <= to && sv.refs[len(sv.refs)-1].time >= from {
+				seen[sv.key] = sv.labels
+			}
+		}
+	}
+	for _, p := range sn.parts {
+		if p.info.Tenant != tenant || p.info.MaxTime < from || p.info.MinTime > to {
+			continue
+		}
+		for _, b := range p.rd.Blocks {
+			if b.MaxTime >= from && b.MinTime <= to {
+				ls := p.rd.Streams[b.Stream]
+				seen[ls.String()] = ls
+			}
+		}
+	}
+	keys := make([]string, 0, len(seen))
+	for k := range seen {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	out := make([]record.Labels, len(keys))
+	for i, k := range keys {
+		out[i] = seen[k]
+	}
+	return out
+}
+
+// RowFunc receives one row; its field names index names. Both are valid
+// only during the call.
+type RowFunc func(r *rows.Row, names []string) error
+
+// Scan calls fn for every row of one stream of a tenant with a time in
+// [from, to], in time order (rows with equal times in the order they were
+// stored).
+func (sn *Snapshot) Scan(ctx context.Context, tenant string, stream record.Labels, from, to int64, fn RowFunc) error {
+	key := stream.String()
+	var its []rowIter
+	for _, p := range sn.parts {
+		if p.info.Tenant != tenant || p.info.MaxTime < from || p.info.MinTime > to {
+			continue
+		}
+		if si, ok := p.streams[key]; ok {
+			its = append(its, newPartIter(p.rd, si, from, to))
+		}
+	}
+	for _, h := range sn.heads {
+		svs := h.tenants[tenant]
+		i := sort.Search(len(svs), func(i int) bool { return svs[i].key >= key })
+		if i < len(svs) && svs[i].key == key {
+			its = append(its, newHeadIter(h, &svs[i], from, to))
+		}
+	}
+	return mergeRows(ctx, its, fn)
+}
+
+// rowIter yields rows of one stream in time order.
+type rowIter interface {
+	next() bool
+	row() (*rows.Row, []string)
+	err() error
+}
+
+// mergeRows merges iterators by time; ties go to the earlier iterator.
+func mergeRows(ctx context.Context, its []rowIter, fn RowFunc) error {
+	live := its[:0]
+	for _, it := range its {
+		if it.next() {
+			live = append(live, it)
+		} else if err := it.err(); err != nil {
+			return err
+		}
+	}
+	for n := 0; len(live) > 0; n++ {
+		if n%1024 == 0 {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+		}
+		best := 0
+		if len(live) > 1 {
+			bt := rowTime(live[0])
+			for i := 1; i < len(live); i++ {
+				if t := rowTime(live[i]); t < bt {
+					best, bt = i, t
+				}
+			}
+		}
+		r, names := live[best].row()
+		if err := fn(r, names); err != nil {
+			return err
+		}
+		if !live[best].next() {
+			if err := live[best].err(); err != nil {
+				return err
+			}
+			live = slices.Delete(live, best, best+1)
+		}
+	}
+	return nil
+}
+
+func rowTime(it rowIter) int64 {
+	r, _ := it.row()
+	return r.Time
+}
+
+type headIter struct {
+	h      *headView
+	refs   []headRef
+	i      int
+	r      rows.Row
+	fields []rows.Field
+}
+
+func newHeadIter(h *headView, sv *streamView, from, to int64) *headIter {
+	refs := sv.refs
+	lo := sort.Search(len(refs), func(i int) bool { return refs[i].time >= from })
+	hi := sort.Search(len(refs), func(i int) bool { return refs[i].time > to })
+	return &headIter{h: h, refs: refs[lo:hi], i: -1}
+}
+
+func (it *headIter) next() bool {
+	it.i++
+	if it.i >= len(it.refs) {
+		return false
+	}
+	ref := it.refs[it.i]
+	it.fields = it.h.blocks[ref.blk].Row(int(ref.row), &it.r, it.fields)
+	return true
+}
+
+func (it *headIter) row() (*rows.Row, []string) {
+	return &it.r, it.h.blocks[it.refs[it.i].blk].Names
+}
+
+func (it *headIter) err() error { return nil }
+
+type partIter struct {
+	rd       *part.Reader
+	blocks   []int
+	bi       int
+	blk      part.Block
+	i        int
+	from, to int64
+	e        error
+}
+
+func newPartIter(rd *part.Reader, stream uint32, from, to int64) *partIter {
+	it := &partIter{rd: rd, from: from, to: to, bi: -1}
+	for i, b := range rd.Blocks {
+		if b.Stream == stream && b.MaxTime >= from && b.MinTime <= to {
+			it.blocks = append(it.blocks, i)
+		}
+	}
+	return it
+}
+
+func (it *partIter) next() bool {
+	for {
+		if it.bi >= 0 {
+			it.i++
+			for it.i < len(it.blk.Rows) {
+				if t := it.blk.Rows[it.i].Time; t >= it.from && t <= it.to {
+					return true
+				}
+				it.i++
+			}
+		}
+		it.bi++
+		if it.bi >= len(it.blocks) {
+			return false
+		}
+		if err := it.rd.ReadBlock(it.blocks[it.bi], &it.blk); err != nil {
+			it.e = err
+			return false
+		}
+		it.i = -1
+	}
+}
+
+func (it *partIter) row() (*rows.Row, []string) { return &it.blk.Rows[it.i], it.blk.Names }
+
+func (it *partIter) err() error { return it.e }
+
+// LineFunc receives one stored row with its tenant and stream labels.
+type LineFunc func(tenant string, stream record.Labels, r *rows.Row) error
+
+// Lines calls fn for every row of the given tenants (all when none is
+// given) with a time in [from, to] whose stream match accepts (all when
+// match is nil), ordered by tenant, then stream, then time.
+func (sn *Snapshot) Lines(ctx context.Context, tenants []string, from, to int64, match func(record.Labels) bool, fn LineFunc) error {
+	if len(tenants) == 0 {
+		tenants = sn.Tenants()
+	}
+	for _, t := range tenants {
+		for _, ls := range sn.Streams(t, from, to) {
+			if match != nil && !match(ls) {
+				continue
+			}
+			err := sn.Scan(ctx, t, ls, from, to, func(r *rows.Row, _ []string) error { return fn(t, ls, r) })
+			if err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}

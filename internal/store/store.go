@@ -1,0 +1,562 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"path"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/sluicelog/sluice/internal/record"
+	"github.com/sluicelog/sluice/internal/store/part"
+	"github.com/sluicelog/sluice/internal/store/rows"
+	"github.com/sluicelog/sluice/internal/vfs"
+	"github.com/sluicelog/sluice/internal/wal"
+)
+
+// Options configure a Store.
+type Options struct {
+	FS  vfs.FS // nil: vfs.OS
+	Dir string
+	// Sync is the WAL's policy; the zero value syncs before every
+	// acknowledgement.
+	Sync wal.SyncPolicy
+	// HeadBytes is the head size (encoded bytes) that starts a flush;
+	// Append waits while a full head waits for the previous flush.
+	HeadBytes int64
+	// MergeFactor is how many parts of a tenant, day and level are merged
+	// into one of the next level.
+	MergeFactor int
+	// Retention drops parts whose newest row is older than this; 0 keeps
+	// everything.
+	Retention time.Duration
+	// MaxTenantBytes drops a tenant's oldest parts while its parts take
+	// more than this many bytes; 0 means no limit.
+	MaxTenantBytes int64
+	// WALSegmentSize: see wal.Options.SegmentSize.
+	WALSegmentSize int64
+	Logger         *slog.Logger
+	// Now is the clock for retention; nil means time.Now.
+	Now func() time.Time
+}
+
+// Defaults.
+const (
+	DefaultHeadBytes   = 64 << 20
+	DefaultMergeFactor = 4
+)
+
+// ErrLocked is returned by Open when another process uses the directory.
+var ErrLocked = errors.New("data directory is in use by another process")
+
+// ErrClosed is returned by calls on a closed Store.
+var ErrClosed = errors.New("store is closed")
+
+// Store is the storage engine of one data directory.
+//
+// Concurrency: every method is safe for concurrent use.
+type Store struct {
+	opts Options
+	fs   vfs.FS
+	lock io.Closer
+	wal  *wal.Log
+	log  *slog.Logger
+
+	// cut is held for reading by Append across the WAL append and the
+	// head insert, and for writing to swap the head and rotate the WAL, so
+	// that a head holds exactly the records of the WAL segments before
+	// the rotation.
+	cut sync.RWMutex
+
+	flushMu sync.Mutex // serializes flushes
+	mergeMu sync.Mutex // serializes merges
+
+	mu          sync.Mutex
+	room        *sync.Cond // signalled when a flush ends
+	flushingSeg uint64     // the WAL segment after the flushing head's
+	head        *head
+	flushing    *head // the head being written to parts, still readable
+	parts       []*livePart
+	man         *manifest
+	bgErr       error // the last flush's failure; nil after a success
+	flushTries  int   // background flush attempts, so a waiter can wait for the next
+	closed      bool
+	stats       Stats
+
+	encoders sync.Pool
+	kick     chan struct{}
+	stop     chan struct{}
+	ctx      context.Context // cancelled by Close, to stop a merge
+	cancel   context.CancelFunc
+	wg       sync.WaitGroup
+}
+
+// Stats are the store's counters.
+type Stats struct {
+	Flushes, Merges       int64
+	FlushedBytes          int64 // part bytes written by flushes
+	MergedBytes           int64 // part bytes written by merges
+	DroppedParts          int64 // by retention
+	RecoveredRecords      int64 // WAL records replayed at Open
+	RecoveryTime          time.Duration
+	CorruptWAL, BadParts  int
+	HeadBytes, HeadRows   int64
+	Parts                 int
+	PartBytes, LineBytes  int64
+	PartRows              int64
+	WAL                   wal.Stats
+	BackgroundError       string
+	WriteAmplification    float64 // part bytes written / part bytes live
+	FlushBytesBeforeMerge int64
+}
+
+// Open opens or creates the store in opts.Dir, taking its lock and
+// recovering: parts the manifest does not name (leftovers of an
+// interrupted flush or merge) are deleted, and the WAL is replayed into
+// the head from where the parts end.
+func Open(opts Options) (*Store, error) {
+	if opts.FS == nil {
+		opts.FS = vfs.OS
+	}
+	if opts.HeadBytes <= 0 {
+		opts.HeadBytes = DefaultHeadBytes
+	}
+	if opts.MergeFactor < 2 {
+		opts.MergeFactor = DefaultMergeFactor
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	fs, dir := opts.FS, opts.Dir
+	if err := fs.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("create data directory: %w", err)
+	}
+	if err := fs.SyncDir(path.Dir(path.Clean(dir))); err != nil {
+		return nil, fmt.Errorf("sync data directory's parent: %w", err)
+	}
+	lock, err := fs.Lock(path.Join(dir, "LOCK"))
+	if errors.Is(err, vfs.ErrLocked) {
+		return nil, fmt.Errorf("%s: %w", dir, ErrLocked)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("lock data directory: %w", err)
+	}
+	s := &Store{opts: opts, fs: fs, lock: lock, log: opts.Logger, head: newHead(),
+		kick: make(chan struct{}, 1), stop: make(chan struct{})}
+	s.room = sync.NewCond(&s.mu)
+	s.ctx, s.cancel = context.WithCancel(context.Background())
+	if err := s.recover(); err != nil {
+		s.cancel()
+		if s.wal != nil {
+			s.wal.Close()
+		}
+		s.closeParts()
+		lock.Close()
+		return nil, err
+	}
+	s.wg.Add(1)
+	go s.background()
+	return s, nil
+}
+
+func (s *Store) recover() error {
+	start := time.Now()
+	man, err := loadManifest(s.fs, s.opts.Dir)
+	if err != nil {
+		return err
+	}
+	s.man = man
+	if err := s.removeOrphans(); err != nil {
+		return err
+	}
+	keep := man.Parts[:0]
+	for _, info := range man.Parts {
+		lp, err := s.openPart(info)
+		if err != nil {
+			// A damaged part is set aside, never deleted, and reported.
+			s.stats.BadParts++
+			p := path.Join(s.opts.Dir, info.path())
+			s.log.Error("part unreadable; moved aside", "part", p, "err", err)
+			if rerr := s.fs.Rename(p, p+".corrupt"); rerr != nil {
+				return fmt.Errorf("move aside unreadable part %s: %w (read: %v)", p, rerr, err)
+			}
+			continue
+		}
+		s.parts = append(s.parts, lp)
+		keep = append(keep, info)
+	}
+	if len(keep) != len(man.Parts) {
+		man.Parts = keep
+		if err := man.save(s.fs, s.opts.Dir); err != nil {
+			return err
+		}
+	}
+
+	// Replay. A head that outgrows its limit is flushed at a segment
+	// boundary, so replay memory stays bounded.
+	var replayErr error
+	var lastSeg uint64
+	replay := func(pos wal.Pos, payload []byte) error {
+		if pos.Segment != lastSeg {
+			if b, _ := s.head.size(); b >= s.opts.HeadBytes {
+				s.flushing, s.head = s.head, newHead()
+				if err := s.writeHead(s.flushing, pos.Segment); err != nil {
+					return err
+				}
+			}
+			lastSeg = pos.Segment
+		}
+		blk, err := rows.Decode(slices.Clone(payload))
+		if err != nil {
+			// The WAL checked the frame's CRC: this is a bug or an
+			// incompatible writer. Report it; don't stop the replay.
+			s.log.Error("WAL record undecodable; skipped", "pos", pos.String(), "err", err)
+			replayErr = err
+			return nil
+		}
+		s.head.insert(blk)
+		s.stats.RecoveredRecords += int64(len(blk.Rows))
+		return nil
+	}
+	log, rep, err := wal.Open(wal.Options{FS: s.fs, Dir: path.Join(s.opts.Dir, "wal"), Sync: s.opts.Sync,
+		SegmentSize: s.opts.WALSegmentSize, Logger: s.log}, man.WALFrom, replay)
+	if err != nil {
+		return fmt.Errorf("open WAL: %w", err)
+	}
+	s.wal = log
+	s.stats.CorruptWAL = len(rep.Corrupt)
+	if replayErr != nil {
+		s.stats.CorruptWAL++
+	}
+	if err := log.RemoveBefore(s.man.WALFrom); err != nil {
+		return fmt.Errorf("remove flushed WAL segments: %w", err)
+	}
+	s.stats.RecoveryTime = time.Since(start)
+	return nil
+}
+
+// removeOrphans deletes part files and temporary files that the manifest
+// does not name.
+func (s *Store) removeOrphans() error {
+	live := map[string]bool{}
+	for _, p := range s.man.Parts {
+		live[p.path()] = true
+	}
+	_ = s.fs.Remove(path.Join(s.opts.Dir, manifestName+".tmp"))
+	root := path.Join(s.opts.Dir, "parts")
+	tenants, err := s.fs.List(root)
+	if vfs.IsNotExist(err) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("list parts: %w", err)
+	}
+	for _, t := range tenants {
+		days, err := s.fs.List(path.Join(root, t))
+		if err != nil {
+			continue // not a directory
+		}
+		for _, d := range days {
+			files, err := s.fs.List(path.Join(root, t, d))
+			if err != nil {
+				continue
+			}
+			for _, f := range files {
+				rel := path.Join("parts", t, d, f)
+				if live[rel] || strings.HasSuffix(f, ".corrupt") {
+					continue
+				}
+				if err := s.fs.Remove(path.Join(s.opts.Dir, rel)); err != nil {
+					return fmt.Errorf("remove leftover %s: %w", rel, err)
+				}
+			}
+		}
+	}
+	return nil
+}
+
+func (s *Store) openPart(info partInfo) (*livePart, error) {
+	rd, err := part.Open(s.fs, path.Join(s.opts.Dir, info.path()))
+	if err != nil {
+		return nil, err
+	}
+	lp := &livePart{info: info, rd: rd, streams: make(map[string]uint32, len(rd.Streams)), onFree: s.freePart}
+	for i, ls := range rd.Streams {
+		lp.streams[ls.String()] = uint32(i)
+	}
+	lp.refs.Store(1)
+	return lp, nil
+}
+
+// freePart closes a part no one uses; if it is no longer in the manifest,
+// it deletes the file.
+func (s *Store) freePart(p *livePart) {
+	_ = p.rd.Close()
+	s.mu.Lock()
+	live := slices.ContainsFunc(s.man.Parts, func(i partInfo) bool { return i.ID == p.info.ID })
+	s.mu.Unlock()
+	if !live {
+		if err := s.fs.Remove(path.Join(s.opts.Dir, p.info.path())); err != nil && !vfs.IsNotExist(err) {
+			s.log.Warn("remove dropped part", "part", p.info.path(), "err", err)
+		}
+	}
+}
+
+// Append makes the records of b durable for tenant and visible to later
+// snapshots. It returns nil only once they are in the WAL as the sync
+// policy says. Rejected lines (b.Errors) are not stored.
+func (s *Store) Append(tenant string, b *record.Batch) error {
+	if err := checkTenant(tenant); err != nil {
+		return err
+	}
+	if len(b.Records) == 0 {
+		return nil
+	}
+	enc, _ := s.encoders.Get().(*rows.Encoder)
+	if enc == nil {
+		enc = new(rows.Encoder)
+	}
+	payload := enc.Append(make([]byte, 0, len(b.Data)+len(b.Records)*48+256), tenant, b)
+	s.encoders.Put(enc)
+	blk, err := rows.Decode(payload)
+	if err != nil {
+		return fmt.Errorf("store: encoded batch does not decode: %w", err) // a bug
+	}
+	if err := s.waitForRoom(); err != nil {
+		return err
+	}
+	s.cut.RLock()
+	_, err = s.wal.Append(payload)
+	if err == nil {
+		s.head.insert(blk)
+	}
+	h := s.head
+	s.cut.RUnlock()
+	if err != nil {
+		return fmt.Errorf("store: %w", err)
+	}
+	if b, _ := h.size(); b >= s.opts.HeadBytes {
+		s.signal()
+	}
+	return nil
+}
+
+// waitForRoom blocks while the head is full and a flush is still writing
+// the previous one. While flushing fails (a full disk, say) it waits for
+// one more attempt and, if that fails too, returns its error rather than
+// let memory grow or block the caller forever.
+func (s *Store) waitForRoom() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	retried := false
+	for {
+		if s.closed {
+			return ErrClosed
+		}
+		b, _ := s.head.size()
+		if b < s.opts.HeadBytes || s.flushing == nil {
+			return nil
+		}
+		if s.bgErr != nil && retried {
+			return fmt.Errorf("store: the head is full and cannot be flushed: %w", s.bgErr)
+		}
+		tries := s.flushTries
+		s.signal()
+		for s.flushTries == tries && !s.closed {
+			s.room.Wait()
+		}
+		retried = true
+	}
+}
+
+func (s *Store) signal() {
+	select {
+	case s.kick <- struct{}{}:
+	default:
+	}
+}
+
+// Flush writes the head to parts now and waits until it is done.
+func (s *Store) Flush() error {
+	return s.flush()
+}
+
+// background flushes full heads, merges parts and applies retention
+// until Close.
+func (s *Store) background() {
+	defer s.wg.Done()
+	tick := time.NewTicker(time.Minute)
+	defer tick.Stop()
+	for {
+		select {
+		case <-s.stop:
+			return
+		case <-s.kick:
+		case <-tick.C:
+		}
+		if b, _ := s.head.size(); b >= s.opts.HeadBytes || s.hasFlushing() {
+			err := s.flush()
+			s.setFlushError(err)
+			if err != nil {
+				// Don't spin on a full disk: retry when kicked after a pause.
+				select {
+				case <-s.stop:
+					return
+				case <-time.After(100 * time.Millisecond):
+				}
+				continue
+			}
+		}
+		s.logBackground(s.mergeAll(s.ctx))
+		s.logBackground(s.applyRetention())
+	}
+}
+
+// setFlushError records the outcome of a background flush: while
+// flushing fails, Append refuses rather than let the head grow without
+// bound.
+func (s *Store) setFlushError(err error) {
+	s.logBackground(err)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.bgErr = err
+	s.flushTries++
+	s.room.Broadcast()
+}
+
+func (s *Store) logBackground(err error) {
+	if err != nil && s.ctx.Err() == nil {
+		s.log.Error("background work failed; will retry", "err", err)
+		s.mu.Lock()
+		s.stats.BackgroundError = err.Error()
+		s.mu.Unlock()
+	}
+}
+
+func (s *Store) hasFlushing() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.flushing != nil
+}
+
+// flush cuts the head and writes it to parts. If writing fails, the cut
+// head stays readable (and in the WAL) and the next flush retries it.
+func (s *Store) flush() error {
+	s.flushMu.Lock()
+	defer s.flushMu.Unlock()
+	s.mu.Lock()
+	h := s.flushing
+	s.mu.Unlock()
+	var seg uint64
+	if h == nil {
+		s.cut.Lock()
+		if _, n := s.head.size(); n == 0 {
+			s.cut.Unlock()
+			return nil
+		}
+		var err error
+		seg, err = s.wal.Rotate()
+		if err != nil {
+			s.cut.Unlock()
+			return fmt.Errorf("flush: rotate WAL: %w", err)
+		}
+		s.mu.Lock()
+		h = s.head
+		s.flushing, s.head = h, newHead()
+		s.flushingSeg = seg
+		s.mu.Unlock()
+		s.cut.Unlock()
+	} else {
+		seg = s.flushingSeg
+	}
+	if err := s.writeHead(h, seg); err != nil {
+		return err
+	}
+	if err := s.wal.RemoveBefore(seg); err != nil {
+		return fmt.Errorf("flush: remove WAL segments: %w", err)
+	}
+	s.signal() // a merge may be due
+	return nil
+}
+
+// Close flushes nothing (the WAL has everything), stops background work,
+// and closes the WAL and parts. Idempotent.
+func (s *Store) Close() error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil
+	}
+	s.closed = true
+	s.room.Broadcast()
+	s.mu.Unlock()
+	close(s.stop)
+	s.cancel()
+	s.wg.Wait()
+	s.cut.Lock()
+	err := s.wal.Close()
+	s.cut.Unlock()
+	s.closeParts()
+	if cerr := s.lock.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+func (s *Store) closeParts() {
+	s.mu.Lock()
+	parts := s.parts
+	s.parts = nil
+	s.mu.Unlock()
+	for _, p := range parts {
+		p.release()
+	}
+}
+
+// Snapshot returns a consistent view of everything acknowledged so far.
+func (s *Store) Snapshot() *Snapshot {
+	s.cut.RLock()
+	s.mu.Lock()
+	sn := &Snapshot{parts: slices.Clone(s.parts)}
+	if s.flushing != nil {
+		sn.heads = append(sn.heads, s.flushing.view())
+	}
+	sn.heads = append(sn.heads, s.head.view())
+	for _, p := range sn.parts {
+		p.acquire()
+	}
+	s.mu.Unlock()
+	s.cut.RUnlock()
+	return sn
+}
+
+// Stats returns the store's counters.
+func (s *Store) Stats() Stats {
+	s.mu.Lock()
+	st := s.stats
+	for _, p := range s.parts {
+		st.Parts++
+		st.PartBytes += p.info.Size
+		st.LineBytes += p.info.LineBytes
+		st.PartRows += p.info.Rows
+	}
+	if s.bgErr != nil {
+		st.BackgroundError = s.bgErr.Error()
+	}
+	h := s.head
+	s.mu.Unlock()
+	st.HeadBytes, st.HeadRows = h.size()
+	st.WAL = s.wal.Stats()
+	if st.PartBytes > 0 {
+		st.WriteAmplification = float64(st.FlushedBytes+st.MergedBytes) / float64(st.PartBytes)
+	}
+	return st
+}

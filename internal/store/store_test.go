@@ -1,0 +1,341 @@
+package store
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/sluicelog/sluice/internal/parse"
+	"github.com/sluicelog/sluice/internal/record"
+	"github.com/sluicelog/sluice/internal/store/rows"
+	"github.com/sluicelog/sluice/internal/vfs"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
+
+// genLines returns n distinct lines of several formats and streams.
+func genLines(n int, seed uint64) []string {
+	rng := rand.New(rand.NewPCG(seed, 1))
+	base := time.Date(2026, 1, 15, 23, 59, 0, 0, time.UTC).UnixMilli()
+	out := make([]string, n)
+	for i := range out {
+		ms := base + int64(i/3) + int64(rng.IntN(5)) // ties and small disorder, across midnight
+		svc := []string{"api", "web", "db"}[rng.IntN(3)]
+		host := fmt.Sprintf("h%d", rng.IntN(2))
+		switch rng.IntN(10) {
+		case 0:
+			out[i] = fmt.Sprintf("ts=%s level=info msg=\"line %d\" service=%s host=%s", time.UnixMilli(ms).UTC().Format(time.RFC3339Nano), i, svc, host)
+		case 1:
+			out[i] = fmt.Sprintf("%s WARN plain text line %d", time.UnixMilli(ms).UTC().Format("2006-01-02 15:04:05.000"), i)
+		default:
+			out[i] = fmt.Sprintf(`{"ts":%d,"level":"error","msg":"request %d","service":"%s","host":"%s","trace_id":"%016x%016x","http":{"status":%d,"latency_ms":%d.%03d}}`,
+				ms, i, svc, host, rng.Uint64(), rng.Uint64(), 200+rng.IntN(4)*100, rng.IntN(500), rng.IntN(1000))
+		}
+	}
+	return out
+}
+
+// appendLines parses lines in batches and appends them to s.
+func appendLines(t testing.TB, s *Store, tenant string, lines []string, batch int) {
+	t.Helper()
+	for i := 0; i < len(lines); i += batch {
+		if err := appendBatch(s, tenant, lines[i:min(i+batch, len(lines))]); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func appendBatch(s *Store, tenant string, lines []string) error {
+	p, err := parse.New(parse.Options{Record: record.DefaultConfig()})
+	if err != nil {
+		return err
+	}
+	return p.Bytes(context.Background(), []byte(strings.Join(lines, "\n")+"\n"), func(b *record.Batch) error {
+		if len(b.Errors) > 0 {
+			return fmt.Errorf("parse: %v", b.Errors[0].Msg)
+		}
+		return s.Append(tenant, b)
+	})
+}
+
+type stored struct {
+	tenant, stream string
+	time           int64
+	line           string
+}
+
+// exportAll returns every stored row in export order.
+func exportAll(t testing.TB, s *Store) []stored {
+	t.Helper()
+	sn := s.Snapshot()
+	defer sn.Release()
+	var out []stored
+	err := sn.Lines(context.Background(), nil, math.MinInt64, math.MaxInt64, nil, func(tenant string, ls record.Labels, r *rows.Row) error {
+		out = append(out, stored{tenant, ls.String(), r.Time, string(r.Line)})
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// expected returns what exportAll must give for lines appended in order:
+// by tenant, stream, time, then arrival.
+func expected(t testing.TB, byTenant map[string][]string) []stored {
+	t.Helper()
+	var out []stored
+	for tenant, lines := range byTenant {
+		p, _ := parse.New(parse.Options{Record: record.DefaultConfig()})
+		_ = p.Bytes(context.Background(), []byte(strings.Join(lines, "\n")+"\n"), func(b *record.Batch) error {
+			for i := range b.Records {
+				out = append(out, stored{tenant, b.Labels(i).String(), b.Records[i].Time, string(b.Bytes(b.Records[i].Line))})
+			}
+			return nil
+		})
+	}
+	slices.SortStableFunc(out, func(a, b stored) int {
+		return cmp.Or(cmp.Compare(a.tenant, b.tenant), cmp.Compare(a.stream, b.stream), cmp.Compare(a.time, b.time))
+	})
+	return out
+}
+
+func diff(t testing.TB, got, want []stored) {
+	t.Helper()
+	if len(got) != len(want) {
+		t.Errorf("%d rows, want %d", len(got), len(want))
+	}
+	for i := range min(len(got), len(want)) {
+		if got[i] != want[i] {
+			t.Fatalf("row %d:\n got %+v\nwant %+v", i, got[i], want[i])
+		}
+	}
+}
+
+func open(t testing.TB, fs vfs.FS, opts Options) *Store {
+	t.Helper()
+	opts.FS, opts.Dir, opts.Logger = fs, "data", quiet
+	s, err := Open(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func TestAppendFlushMergeReopen(t *testing.T) {
+	fs := vfs.NewMem()
+	s := open(t, fs, Options{HeadBytes: 64 << 10, MergeFactor: 3})
+	in := map[string][]string{"default": genLines(6000, 1), "team-b": genLines(2000, 2)}
+	appendLines(t, s, "default", in["default"], 300)
+	appendLines(t, s, "team-b", in["team-b"], 300)
+	want := expected(t, in)
+	diff(t, exportAll(t, s), want)
+	if err := s.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.mergeAll(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	st := s.Stats()
+	if st.Flushes == 0 || st.Merges == 0 || st.HeadRows != 0 {
+		t.Errorf("stats %+v: want flushes, merges and an empty head", st)
+	}
+	diff(t, exportAll(t, s), want)
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s = open(t, fs, Options{HeadBytes: 64 << 10})
+	defer s.Close()
+	diff(t, exportAll(t, s), want)
+}
+
+func TestReplay(t *testing.T) {
+	fs := vfs.NewMem()
+	s := open(t, fs, Options{})
+	in := map[string][]string{"default": genLines(3000, 3)}
+	appendLines(t, s, "default", in["default"], 100)
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// Replay with a small head: it must flush as it goes.
+	s = open(t, fs, Options{HeadBytes: 16 << 10, WALSegmentSize: 32 << 10})
+	defer s.Close()
+	diff(t, exportAll(t, s), expected(t, in))
+	if st := s.Stats(); st.RecoveredRecords != 3000 {
+		t.Errorf("recovered %d records, want 3000", st.RecoveredRecords)
+	}
+}
+
+func TestLocked(t *testing.T) {
+	fs := vfs.NewMem()
+	s := open(t, fs, Options{})
+	defer s.Close()
+	if _, err := Open(Options{FS: fs, Dir: "data", Logger: quiet}); !errors.Is(err, ErrLocked) {
+		t.Fatalf("second Open: %v, want ErrLocked", err)
+	}
+}
+
+func TestBadTenant(t *testing.T) {
+	s := open(t, vfs.NewMem(), Options{})
+	defer s.Close()
+	for _, tenant := range []string{"", "..", "a/b", "../../etc", strings.Repeat("x", 151), "a b"} {
+		if err := appendBatch(s, tenant, []string{"x"}); !errors.Is(err, ErrBadTenant) {
+			t.Errorf("tenant %q: %v, want ErrBadTenant", tenant, err)
+		}
+	}
+}
+
+// TestCrash appends from several goroutines, with flushes and merges
+// running, and takes a power-loss image of the filesystem at a random
+// moment: reopened, it must hold every acknowledged line exactly once and
+// nothing that was never sent.
+func TestCrash(t *testing.T) {
+	for seed := range uint64(12) {
+		t.Run(fmt.Sprint("seed=", seed), func(t *testing.T) {
+			fs := vfs.NewMem()
+			s := open(t, fs, Options{HeadBytes: 32 << 10, MergeFactor: 2, WALSegmentSize: 16 << 10})
+			lines := genLines(4000, seed)
+			var mu sync.Mutex
+			var acked []string
+			var crashed *vfs.MemFS
+			var ackedAtCrash []string
+			var wg sync.WaitGroup
+			for w := range 3 {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for i := w * 50; i < len(lines); i += 150 {
+						batch := lines[i:min(i+50, len(lines))]
+						if err := appendBatch(s, "default", batch); err != nil {
+							return
+						}
+						mu.Lock()
+						acked = append(acked, batch...)
+						mu.Unlock()
+					}
+				}()
+			}
+			rng := rand.New(rand.NewPCG(seed, 7))
+			time.Sleep(time.Duration(rng.IntN(40)) * time.Millisecond)
+			mu.Lock()
+			crashed = fs.Crash(vfs.CrashOptions{Rand: rng})
+			ackedAtCrash = slices.Clone(acked)
+			mu.Unlock()
+			wg.Wait()
+			s.Close()
+
+			s2 := open(t, crashed, Options{})
+			defer s2.Close()
+			got := map[string]int{}
+			for _, r := range exportAll(t, s2) {
+				got[r.line]++
+			}
+			sent := map[string]bool{}
+			for _, l := range lines {
+				sent[l] = true
+			}
+			for l, n := range got {
+				if n != 1 || !sent[l] {
+					t.Fatalf("line stored %d times (sent: %v): %s", n, sent[l], l)
+				}
+			}
+			for _, l := range ackedAtCrash {
+				if got[l] != 1 {
+					t.Fatalf("acknowledged line lost: %s", l)
+				}
+			}
+			t.Logf("%d acknowledged at the crash, %d recovered", len(ackedAtCrash), len(got))
+		})
+	}
+}
+
+// TestNoSpace fills the disk: Append fails with ENOSPC and nothing
+// acknowledged is lost; once space returns, appends work again.
+func TestNoSpace(t *testing.T) {
+	fs := vfs.NewMem()
+	s := open(t, fs, Options{HeadBytes: 32 << 10})
+	lines := genLines(3000, 9)
+	appendLines(t, s, "default", lines[:500], 100)
+	fs.SetCapacity(fsUsed(t, fs) + 40<<10)
+	var acked []string
+	var failed error
+	for i := 500; i < 2500; i += 100 {
+		batch := lines[i : i+100]
+		if err := appendBatch(s, "default", batch); err != nil {
+			failed = err
+			continue
+		}
+		acked = append(acked, batch...)
+	}
+	if !vfs.IsNoSpace(failed) {
+		t.Fatalf("appends on a full disk: last error %v, want ENOSPC", failed)
+	}
+	fs.SetCapacity(0)
+	appendLines(t, s, "default", lines[2500:], 100)
+	if err := s.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	want := append(append(slices.Clone(lines[:500]), acked...), lines[2500:]...)
+	s.Close()
+	s = open(t, fs, Options{})
+	defer s.Close()
+	got := exportAll(t, s)
+	gotLines := map[string]int{}
+	for _, r := range got {
+		gotLines[r.line]++
+	}
+	for _, l := range want {
+		if gotLines[l] != 1 {
+			t.Fatalf("acknowledged line stored %d times: %s", gotLines[l], l)
+		}
+	}
+}
+
+// fsUsed returns the bytes fs holds (the capacity minus what is free).
+func fsUsed(t testing.TB, fs *vfs.MemFS) int64 {
+	t.Helper()
+	const capacity = 1 << 40
+	fs.SetCapacity(capacity)
+	free, err := fs.Free("data")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return capacity - int64(free)
+}
+
+func TestRetention(t *testing.T) {
+	fs := vfs.NewMem()
+	now := time.Date(2026, 1, 20, 0, 0, 0, 0, time.UTC)
+	s := open(t, fs, Options{Retention: 72 * time.Hour, Now: func() time.Time { return now }})
+	defer s.Close()
+	appendLines(t, s, "default", genLines(1000, 4), 100) // Jan 15–16: older than 72 h
+	if err := s.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	recent := fmt.Sprintf(`{"time":"%s","msg":"recent","service":"api"}`, now.Add(-time.Hour).Format(time.RFC3339))
+	appendLines(t, s, "default", []string{recent}, 1)
+	if err := s.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.applyRetention(); err != nil {
+		t.Fatal(err)
+	}
+	got := exportAll(t, s)
+	if len(got) != 1 || got[0].line != recent {
+		t.Fatalf("after retention: %d rows (%v), want only the recent one", len(got), got)
+	}
+}
