@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"runtime/debug"
+	"runtime/pprof"
 	"strings"
 )
 
@@ -37,10 +38,26 @@ func (e errExit) Error() string { return fmt.Sprintf("exit status %d", int(e)) }
 var commands []*command
 
 func init() {
-	commands = []*command{parseCommand, versionCommand}
+	commands = []*command{ingestCommand, exportCommand, statsCommand, parseCommand, versionCommand}
 }
 
 func main() {
+	// SLUICE_CPUPROFILE=FILE profiles any command, for performance work.
+	if path := os.Getenv("SLUICE_CPUPROFILE"); path != "" {
+		f, err := os.Create(path)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "sluice: SLUICE_CPUPROFILE: %v\n", err)
+			os.Exit(1)
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			fmt.Fprintf(os.Stderr, "sluice: SLUICE_CPUPROFILE: %v\n", err)
+			os.Exit(1)
+		}
+		code := run(os.Args[1:], &env{stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr})
+		pprof.StopCPUProfile()
+		f.Close()
+		os.Exit(code)
+	}
 	os.Exit(run(os.Args[1:], &env{stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr}))
 }
 

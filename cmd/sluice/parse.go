@@ -41,25 +41,60 @@ Formats: ` + parse.Formats + `. auto picks per line: JSON for '{', syslog for
 placeholders; regexp uses RE2 named groups (?P<name>...).`,
 	flags: func(fs *flag.FlagSet) func([]string, *env) error {
 		var o parseOpts
-		fs.StringVar(&o.format, "format", "auto", "input format: "+parse.Formats)
+		o.input.register(fs)
 		fs.BoolVar(&o.stats, "stats", false, "print only totals, not records")
 		fs.BoolVar(&o.strict, "strict", false, "stop with status 1 at the first bad line")
 		fs.BoolVar(&o.whole, "whole", false, "read each input as one JSON text and validate it")
-		fs.StringVar(&o.timeFields, "time-field", strings.Join(record.DefaultTimeFields, ","), "fields to read the timestamp from, in order of preference")
-		fs.StringVar(&o.msgFields, "msg-field", strings.Join(record.DefaultMsgFields, ","), "fields to take the message (_msg) from, in order of preference")
-		fs.StringVar(&o.streamFields, "stream-fields", strings.Join(record.DefaultStreamFields, ","), "fields whose values form the stream labels")
-		fs.IntVar(&o.maxLine, "max-line-size", 1<<20, "reject lines longer than this many bytes")
-		fs.IntVar(&o.maxDepth, "max-depth", json.DefaultMaxDepth, "reject JSON nested deeper than this")
-		fs.StringVar(&o.timeLayout, "time-layout", "auto", "the format of time fields when it cannot be detected: auto, hdfs (081109 203615), spark (17/06/09 20:10:40) or logcat (03-17 16:13:38.811)")
-		fs.StringVar(&o.multiline, "multiline", "", "RE2 `regexp` matching the first line of a record; other lines are joined to the record before them")
 		return o.run
 	},
 }
 
 type parseOpts struct {
+	input                inputFlags
+	stats, strict, whole bool
+}
+
+// inputFlags say how input lines become records; parse and ingest share
+// them.
+type inputFlags struct {
 	format, timeFields, msgFields, streamFields, multiline, timeLayout string
-	stats, strict, whole                                               bool
 	maxLine, maxDepth                                                  int
+}
+
+func (o *inputFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&o.format, "format", "auto", "input format: "+parse.Formats)
+	fs.StringVar(&o.timeFields, "time-field", strings.Join(record.DefaultTimeFields, ","), "fields to read the timestamp from, in order of preference")
+	fs.StringVar(&o.msgFields, "msg-field", strings.Join(record.DefaultMsgFields, ","), "fields to take the message (_msg) from, in order of preference")
+	fs.StringVar(&o.streamFields, "stream-fields", strings.Join(record.DefaultStreamFields, ","), "fields whose values form the stream labels")
+	fs.IntVar(&o.maxLine, "max-line-size", 1<<20, "reject lines longer than this many bytes")
+	fs.IntVar(&o.maxDepth, "max-depth", json.DefaultMaxDepth, "reject JSON nested deeper than this")
+	fs.StringVar(&o.timeLayout, "time-layout", "auto", "the format of time fields when it cannot be detected: auto, hdfs (081109 203615), spark (17/06/09 20:10:40) or logcat (03-17 16:13:38.811)")
+	fs.StringVar(&o.multiline, "multiline", "", "RE2 `regexp` matching the first line of a record; other lines are joined to the record before them")
+}
+
+// options returns the parser options the flags describe.
+func (o *inputFlags) options() (parse.Options, error) {
+	layout, ok := timestamp.LayoutNamed(o.timeLayout)
+	if !ok {
+		return parse.Options{}, usageError("unknown time layout %q: auto, hdfs, spark or logcat", o.timeLayout)
+	}
+	opts := parse.Options{
+		Format: o.format,
+		Record: record.Config{
+			TimeFields:   splitList(o.timeFields),
+			MsgFields:    splitList(o.msgFields),
+			StreamFields: splitList(o.streamFields),
+			TimeLayout:   layout,
+		},
+		MaxLineSize: o.maxLine,
+		MaxDepth:    o.maxDepth,
+		Multiline:   o.multiline,
+	}
+	// Check the options once, as a usage error, rather than per input.
+	if _, err := parse.New(opts); err != nil {
+		return opts, usageError("%v", err)
+	}
+	return opts, nil
 }
 
 // parseTotals are the figures --stats prints.
@@ -90,21 +125,9 @@ func (o *parseOpts) run(args []string, e *env) error {
 	if o.whole {
 		return o.runWhole(args, e, out)
 	}
-	layout, ok := timestamp.LayoutNamed(o.timeLayout)
-	if !ok {
-		return usageError("unknown time layout %q: auto, hdfs, spark or logcat", o.timeLayout)
-	}
-	opts := parse.Options{
-		Format: o.format,
-		Record: record.Config{
-			TimeFields:   splitList(o.timeFields),
-			MsgFields:    splitList(o.msgFields),
-			StreamFields: splitList(o.streamFields),
-			TimeLayout:   layout,
-		},
-		MaxLineSize: o.maxLine,
-		MaxDepth:    o.maxDepth,
-		Multiline:   o.multiline,
+	opts, err := o.input.options()
+	if err != nil {
+		return err
 	}
 	var tot parseTotals
 	start := time.Now()
@@ -213,8 +236,8 @@ func (o *parseOpts) runWhole(args []string, e *env, out *bufio.Writer) error {
 			fmt.Fprintf(e.stderr, "%s: %v\n", name, verr)
 			bad = true
 		case !o.stats:
-			p, err := parse.New(parse.Options{Format: "json", MaxDepth: o.maxDepth, MaxLineSize: len(data) + 1,
-				Record: record.Config{TimeFields: splitList(o.timeFields), MsgFields: splitList(o.msgFields), StreamFields: splitList(o.streamFields)}})
+			p, err := parse.New(parse.Options{Format: "json", MaxDepth: o.input.maxDepth, MaxLineSize: len(data) + 1,
+				Record: record.Config{TimeFields: splitList(o.input.timeFields), MsgFields: splitList(o.input.msgFields), StreamFields: splitList(o.input.streamFields)}})
 			if err != nil {
 				return err
 			}

@@ -70,6 +70,19 @@ func New(opts Options) (*Parser, error) {
 	return p, nil
 }
 
+// ResetAt prepares the parser for a piece of an input that starts at a
+// line boundary after lines lines and offset bytes, so that errors name
+// the lines and offsets of the whole input. Pieces can then be parsed in
+// parallel by several parsers. Not for multiline joining, which needs the
+// lines before.
+func (p *Parser) ResetAt(lines, offset int64) error {
+	if p.join != nil {
+		return errors.New("parse: multiline input cannot be parsed in pieces")
+	}
+	p.sp.ResetAt(lines, offset)
+	return nil
+}
+
 // Lines returns how many input lines the parser has seen.
 func (p *Parser) Lines() int64 { return p.sp.Lines() }
 

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -89,7 +90,8 @@ type Store struct {
 	stats       Stats
 
 	encoders sync.Pool
-	kick     chan struct{}
+	kick     chan struct{} // wakes the flusher
+	maintain chan struct{} // wakes the maintainer
 	stop     chan struct{}
 	ctx      context.Context // cancelled by Close, to stop a merge
 	cancel   context.CancelFunc
@@ -150,7 +152,7 @@ func Open(opts Options) (*Store, error) {
 		return nil, fmt.Errorf("lock data directory: %w", err)
 	}
 	s := &Store{opts: opts, fs: fs, lock: lock, log: opts.Logger, head: newHead(),
-		kick: make(chan struct{}, 1), stop: make(chan struct{})}
+		kick: make(chan struct{}, 1), maintain: make(chan struct{}, 1), stop: make(chan struct{})}
 	s.room = sync.NewCond(&s.mu)
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	if err := s.recover(); err != nil {
@@ -162,8 +164,9 @@ func Open(opts Options) (*Store, error) {
 		lock.Close()
 		return nil, err
 	}
-	s.wg.Add(1)
-	go s.background()
+	s.wg.Add(2)
+	go s.flusher()
+	go s.maintainer()
 	return s, nil
 }
 
@@ -361,8 +364,13 @@ func (s *Store) waitForRoom() error {
 		if s.closed {
 			return ErrClosed
 		}
+		// Past the limit, wait for the flush in progress; past twice the
+		// limit, for the flusher to cut the head even if none is.
 		b, _ := s.head.size()
-		if b < s.opts.HeadBytes || s.flushing == nil {
+		if b < s.opts.HeadBytes || (s.flushing == nil && b < 2*s.opts.HeadBytes) {
+			if b >= s.opts.HeadBytes {
+				s.signal()
+			}
 			return nil
 		}
 		if s.bgErr != nil && retried {
@@ -389,9 +397,40 @@ func (s *Store) Flush() error {
 	return s.flush()
 }
 
-// background flushes full heads, merges parts and applies retention
-// until Close.
-func (s *Store) background() {
+// flusher flushes the head whenever it is full (or a failed flush waits
+// for a retry), until Close. It runs apart from merges, so a long merge
+// never lets the head grow.
+func (s *Store) flusher() {
+	defer s.wg.Done()
+	for {
+		select {
+		case <-s.stop:
+			return
+		case <-s.kick:
+		}
+		for {
+			b, _ := s.head.size()
+			if b < s.opts.HeadBytes && !s.hasFlushing() {
+				break
+			}
+			err := s.flush()
+			s.setFlushError(err)
+			if err != nil {
+				// Don't spin on a full disk: retry after a pause.
+				select {
+				case <-s.stop:
+					return
+				case <-time.After(100 * time.Millisecond):
+				}
+			}
+		}
+		s.kickMaintainer()
+	}
+}
+
+// maintainer merges parts and applies retention after flushes and every
+// minute, until Close.
+func (s *Store) maintainer() {
 	defer s.wg.Done()
 	tick := time.NewTicker(time.Minute)
 	defer tick.Stop()
@@ -399,24 +438,18 @@ func (s *Store) background() {
 		select {
 		case <-s.stop:
 			return
-		case <-s.kick:
+		case <-s.maintain:
 		case <-tick.C:
-		}
-		if b, _ := s.head.size(); b >= s.opts.HeadBytes || s.hasFlushing() {
-			err := s.flush()
-			s.setFlushError(err)
-			if err != nil {
-				// Don't spin on a full disk: retry when kicked after a pause.
-				select {
-				case <-s.stop:
-					return
-				case <-time.After(100 * time.Millisecond):
-				}
-				continue
-			}
 		}
 		s.logBackground(s.mergeAll(s.ctx))
 		s.logBackground(s.applyRetention())
+	}
+}
+
+func (s *Store) kickMaintainer() {
+	select {
+	case s.maintain <- struct{}{}:
+	default:
 	}
 }
 
@@ -483,7 +516,6 @@ func (s *Store) flush() error {
 	if err := s.wal.RemoveBefore(seg); err != nil {
 		return fmt.Errorf("flush: remove WAL segments: %w", err)
 	}
-	s.signal() // a merge may be due
 	return nil
 }
 
@@ -559,4 +591,44 @@ func (s *Store) Stats() Stats {
 		st.WriteAmplification = float64(st.FlushedBytes+st.MergedBytes) / float64(st.PartBytes)
 	}
 	return st
+}
+
+// Compact flushes the head and merges parts until no merge is due: what
+// a bulk load does at its end, so its data is in its final form.
+func (s *Store) Compact(ctx context.Context) error {
+	if err := s.flush(); err != nil {
+		return err
+	}
+	return s.mergeAll(ctx)
+}
+
+// PartStat describes one live part.
+type PartStat struct {
+	ID                    uint64
+	Tenant, Day           string
+	Level                 int
+	Rows, LineBytes, Size int64
+	MinTime, MaxTime      int64
+	Streams               []string // the streams' labels, as String
+	Blocks                int
+}
+
+// PartStats describes the live parts, ordered by tenant, day and id.
+func (s *Store) PartStats() []PartStat {
+	s.mu.Lock()
+	parts := slices.Clone(s.parts)
+	s.mu.Unlock()
+	out := make([]PartStat, 0, len(parts))
+	for _, p := range parts {
+		ps := PartStat{ID: p.info.ID, Tenant: p.info.Tenant, Day: p.info.Day, Level: p.info.Level, Rows: p.info.Rows,
+			LineBytes: p.info.LineBytes, Size: p.info.Size, MinTime: p.info.MinTime, MaxTime: p.info.MaxTime, Blocks: len(p.rd.Blocks)}
+		for k := range p.streams {
+			ps.Streams = append(ps.Streams, k)
+		}
+		out = append(out, ps)
+	}
+	slices.SortFunc(out, func(a, b PartStat) int {
+		return cmp.Or(cmp.Compare(a.Tenant, b.Tenant), cmp.Compare(a.Day, b.Day), cmp.Compare(a.ID, b.ID))
+	})
+	return out
 }

@@ -36,6 +36,13 @@ func (s *Splitter) Reset() {
 	*s = Splitter{MaxLineSize: s.MaxLineSize}
 }
 
+// ResetAt prepares the splitter for a piece of an input that starts at a
+// line boundary, after lines lines and offset bytes: line numbers and
+// offsets in errors count from there. Past offset 0 there is no BOM.
+func (s *Splitter) ResetAt(lines, offset int64) {
+	*s = Splitter{MaxLineSize: s.MaxLineSize, lineNo: lines, base: offset, started: offset > 0}
+}
+
 // Offset returns how many input bytes have been consumed so far.
 func (s *Splitter) Offset() int64 { return s.base }
 
