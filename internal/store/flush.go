@@ -76,6 +76,7 @@ func countBefore(refs []headRef, end int64) int {
 // writeDay writes the rows of one tenant and day to a new part.
 func (s *Store) writeDay(v *headView, tenant string, streams []streamView, day int64) (partInfo, *livePart, error) {
 	info := partInfo{ID: s.nextID(), Tenant: tenant, Day: dayOf(day), Level: 0}
+	info.Seq = info.ID
 	end := day + int64(24*time.Hour)
 	err := s.writePart(&info, func(w *part.Writer) error {
 		var r rows.Row
@@ -218,6 +219,7 @@ func (s *Store) commit(added []*livePart, removed []uint64, walFrom uint64, flus
 		return false
 	})
 	s.parts = append(s.parts, added...)
+	slices.SortFunc(s.parts, func(a, b *livePart) int { return cmp.Compare(a.info.Seq, b.info.Seq) })
 	if flushed != nil && s.flushing == flushed {
 		s.flushing = nil
 		s.room.Broadcast()

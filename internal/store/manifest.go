@@ -28,7 +28,11 @@ type manifest struct {
 
 // partInfo describes one live part.
 type partInfo struct {
-	ID        uint64 `json:"id"`
+	ID uint64 `json:"id"`
+	// Seq orders parts by the age of their data: a flushed part's is its
+	// id, a merged part's the smallest of its inputs'. Rows with equal
+	// times are read in Seq order, which is the order they arrived in.
+	Seq       uint64 `json:"seq"`
 	Tenant    string `json:"tenant"`
 	Day       string `json:"day"` // YYYY-MM-DD, UTC
 	Level     int    `json:"level"`

@@ -39,7 +39,8 @@ func (s *Store) mergeAll(ctx context.Context) error {
 }
 
 // pickMerge returns, acquired, the parts of the first tenant, day and
-// level that has enough of them, oldest first; nil if none has.
+// level that has enough of them, oldest first; nil if none has. (s.parts
+// is in Seq order, so the parts of a level are merged in data order.)
 func (s *Store) pickMerge() []*livePart {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -61,7 +62,7 @@ func (s *Store) pickMerge() []*livePart {
 		if len(g) < s.opts.MergeFactor {
 			continue
 		}
-		slices.SortFunc(g, func(a, b *livePart) int { return cmp.Compare(a.info.ID, b.info.ID) })
+		slices.SortFunc(g, func(a, b *livePart) int { return cmp.Compare(a.info.Seq, b.info.Seq) })
 		g = g[:min(len(g), maxMergeInputs)]
 		for _, p := range g {
 			p.acquire()
@@ -77,7 +78,9 @@ func (s *Store) merge(ctx context.Context, group []*livePart) error {
 	info := partInfo{ID: s.nextID(), Tenant: group[0].info.Tenant, Day: group[0].info.Day, Level: group[0].info.Level + 1}
 	var inputWritten int64
 	ids := make([]uint64, len(group))
+	info.Seq = group[0].info.Seq
 	for i, p := range group {
+		info.Seq = min(info.Seq, p.info.Seq)
 		inputWritten += p.info.Written
 		ids[i] = p.info.ID
 		info.Level = max(info.Level, p.info.Level+1)

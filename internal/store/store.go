@@ -196,6 +196,7 @@ func (s *Store) recover() error {
 		s.parts = append(s.parts, lp)
 		keep = append(keep, info)
 	}
+	slices.SortFunc(s.parts, func(a, b *livePart) int { return cmp.Compare(a.info.Seq, b.info.Seq) })
 	if len(keep) != len(man.Parts) {
 		man.Parts = keep
 		if err := man.save(s.fs, s.opts.Dir); err != nil {
@@ -327,17 +328,13 @@ func (s *Store) Append(tenant string, b *record.Batch) error {
 	if enc == nil {
 		enc = new(rows.Encoder)
 	}
-	payload := enc.Append(make([]byte, 0, len(b.Data)+len(b.Records)*48+256), tenant, b)
+	blk := enc.Block(tenant, b)
 	s.encoders.Put(enc)
-	blk, err := rows.Decode(payload)
-	if err != nil {
-		return fmt.Errorf("store: encoded batch does not decode: %w", err) // a bug
-	}
 	if err := s.waitForRoom(); err != nil {
 		return err
 	}
 	s.cut.RLock()
-	_, err = s.wal.Append(payload)
+	_, err := s.wal.Append(blk.Data)
 	if err == nil {
 		s.head.insert(blk)
 	}

@@ -92,14 +92,17 @@ func decodeBlock(blob []byte, stream uint32, b *Block) error {
 		return fmt.Errorf("row streams length %d beyond the block", rowLen)
 	}
 
-	rd := bin.NewReader(body[:rowLen])
-	var times, tids, rowFlags, msgSpans []byte
-	times, b.raw = readStream(&rd, b.raw)
-	tids, b.raw = readStream(&rd, b.raw)
-	rowFlags, b.raw = readStream(&rd, b.raw)
-	msgSpans, b.raw = readStream(&rd, b.raw)
+	sd := bin.NewReader(body[:rowLen])
+	var rowRaw []byte
+	rowRaw, b.raw = readStream(&sd, b.raw)
+	sd.Done("row streams")
+	rd := bin.NewReader(rowRaw)
+	times := rd.BytesN("times")
+	tids := rd.BytesN("template ids")
+	rowFlags := rd.BytesN("row flags")
+	msgSpans := rd.BytesN("message spans")
 	rd.Done("row streams")
-	if err := rd.Err(); err != nil {
+	if err := firstErr(sd.Err(), rd.Err()); err != nil {
 		return fmt.Errorf("row streams: %w", err)
 	}
 	if len(rowFlags) != nrows {
@@ -209,27 +212,34 @@ func (c *colData) decode(h, cr *bin.Reader, raw []byte) []byte {
 	if h.Err() != nil {
 		return raw
 	}
-	r := bin.NewReader(cr.Bytes(colLen, "column"))
+	cd := bin.NewReader(cr.Bytes(colLen, "column"))
 	if cr.Err() != nil {
 		return raw
 	}
-	var s []byte
+	var colRaw, s []byte
+	colRaw, raw = readStream(&cd, raw)
+	cd.Done("column")
+	if err := cd.Err(); err != nil {
+		cr.Fail(err.Error())
+		return raw
+	}
+	r := bin.NewReader(colRaw)
 	if c.meta0 == 0xff {
-		c.metas, raw = readStream(&r, raw)
+		c.metas = r.BytesN("column part")
 		if r.Err() == nil && len(c.metas) != c.n {
 			r.Fail("meta count")
 		}
 	}
 	switch c.enc {
 	case encConst:
-		c.data, raw = readStream(&r, raw)
+		c.data = r.BytesN("column part")
 	case encDict:
-		s, raw = readStream(&r, raw)
+		s = r.BytesN("column part")
 		dr := bin.NewReader(s)
 		for dr.Len() > 0 && dr.Err() == nil {
 			c.dict = append(c.dict, dr.BytesN("dictionary entry"))
 		}
-		c.idx, raw = readStream(&r, raw)
+		c.idx = r.BytesN("column part")
 		if err := dr.Err(); err != nil {
 			r.Fail(err.Error())
 		}
@@ -243,7 +253,7 @@ func (c *colData) decode(h, cr *bin.Reader, raw []byte) []byte {
 			r.Fail("dictionary index count")
 		}
 	case encInt, encDecimal:
-		s, raw = readStream(&r, raw)
+		s = r.BytesN("column part")
 		ir := bin.NewReader(s)
 		c.ints = make([]int64, 0, c.n)
 		for range c.n {
@@ -254,7 +264,7 @@ func (c *colData) decode(h, cr *bin.Reader, raw []byte) []byte {
 			r.Fail(err.Error())
 		}
 		if c.enc == encDecimal {
-			c.scales, raw = readStream(&r, raw)
+			c.scales = r.BytesN("column part")
 			if len(c.scales) != c.n {
 				r.Fail("scale count")
 			}
@@ -266,13 +276,13 @@ func (c *colData) decode(h, cr *bin.Reader, raw []byte) []byte {
 			}
 		}
 	case encHex:
-		c.data, raw = readStream(&r, raw)
+		c.data = r.BytesN("column part")
 		if uint64(len(c.data)) != uint64(c.n)*uint64(c.hexLen/2) {
 			r.Fail("hex bytes")
 		}
 	case encTime:
 		if len(c.shapes) > 1 {
-			c.idx, raw = readStream(&r, raw)
+			c.idx = r.BytesN("column part")
 			if len(c.idx) != c.n {
 				r.Fail("shape index count")
 			}
@@ -284,7 +294,7 @@ func (c *colData) decode(h, cr *bin.Reader, raw []byte) []byte {
 			}
 		}
 	case encString:
-		s, raw = readStream(&r, raw)
+		s = r.BytesN("column part")
 		lr := bin.NewReader(s)
 		c.ends = make([]uint32, 0, c.n)
 		var end uint64
@@ -296,13 +306,13 @@ func (c *colData) decode(h, cr *bin.Reader, raw []byte) []byte {
 		if err := lr.Err(); err != nil {
 			r.Fail(err.Error())
 		}
-		c.data, raw = readStream(&r, raw)
+		c.data = r.BytesN("column part")
 		if r.Err() == nil && end != uint64(len(c.data)) {
 			r.Fail("string bytes")
 		}
 	}
 	if c.enc != encInt && c.enc != encDecimal && c.enc != encTime && r.Len() > 0 {
-		s, raw = readStream(&r, raw)
+		s = r.BytesN("column part")
 		c.nums = bin.NewReader(s)
 	}
 	r.Done("column")

@@ -129,6 +129,7 @@ type blockWriter struct {
 	key       []byte // scratch: the template being built
 	holes     []hole // scratch
 	body      []byte // scratch: encoded column streams
+	col       []byte // scratch: one column's parts before compression
 	scratch   []byte
 	dict      map[string]uint8
 	shapes    []timestamp.Shape
@@ -356,19 +357,23 @@ func (w *blockWriter) encode(dst []byte) []byte {
 	body := w.body[:0]
 	s := w.scratch[:0]
 
+	// The row streams, and then each column, are one compressed stream
+	// of length-prefixed parts: one zstd frame each, not one per part.
 	var prev int64
 	for _, t := range w.times {
 		s = binary.AppendVarint(s, t-prev)
 		prev = t
 	}
-	body = appendStream(body, s)
+	col := bin.AppendBytes(w.col[:0], s)
 	s = s[:0]
 	for _, id := range w.tmplIDs {
 		s = binary.AppendUvarint(s, uint64(id))
 	}
-	body = appendStream(body, s)
-	body = appendStream(body, w.rowFlags)
-	body = appendStream(body, w.msgSpans)
+	col = bin.AppendBytes(col, s)
+	col = bin.AppendBytes(col, w.rowFlags)
+	col = bin.AppendBytes(col, w.msgSpans)
+	body = appendStream(body, col)
+	w.col = col
 
 	hdr := binary.AppendUvarint(nil, uint64(len(w.times)))
 	hdr = binary.AppendUvarint(hdr, uint64(w.nTmpls))
@@ -413,13 +418,14 @@ func (w *blockWriter) encodeColumn(c *column, body, s []byte) (desc, _, _ []byte
 		desc = binary.LittleEndian.AppendUint64(desc, lo)
 		desc = binary.LittleEndian.AppendUint64(desc, hi)
 	}
+	col := w.col[:0]
 	if !sameMeta {
-		body = appendStream(body, c.meta)
+		col = bin.AppendBytes(col, c.meta)
 	}
 
 	switch enc {
 	case encConst:
-		body = appendStream(body, c.value(0))
+		col = bin.AppendBytes(col, c.value(0))
 	case encDict:
 		s = s[:0]
 		clear(w.dict)
@@ -434,14 +440,14 @@ func (w *blockWriter) encodeColumn(c *column, body, s []byte) (desc, _, _ []byte
 			}
 			idx = append(idx, id)
 		}
-		body = appendStream(body, s)
-		body = appendStream(body, idx)
+		col = bin.AppendBytes(col, s)
+		col = bin.AppendBytes(col, idx)
 	case encInt:
 		s = s[:0]
 		for i := range n {
 			s = binary.AppendVarint(s, int64(c.nums[i]))
 		}
-		body = appendStream(body, s)
+		col = bin.AppendBytes(col, s)
 	case encDecimal:
 		s = s[:0]
 		scales := make([]byte, 0, n)
@@ -450,38 +456,39 @@ func (w *blockWriter) encodeColumn(c *column, body, s []byte) (desc, _, _ []byte
 			s = binary.AppendVarint(s, m)
 			scales = append(scales, scale)
 		}
-		body = appendStream(body, s)
-		body = appendStream(body, scales)
+		col = bin.AppendBytes(col, s)
+		col = bin.AppendBytes(col, scales)
 	case encHex:
 		s = s[:0]
 		for i := range n {
 			s = appendUnhex(s, c.value(i))
 		}
-		body = appendStream(body, s)
+		col = bin.AppendBytes(col, s)
 	case encTime:
 		if len(w.shapes) > 1 {
 			s = s[:0]
 			for i := range n {
 				s = append(s, w.shapeIndex(c, i))
 			}
-			body = appendStream(body, s)
+			col = bin.AppendBytes(col, s)
 		}
 	default:
 		s = s[:0]
 		for i := range n {
 			s = binary.AppendUvarint(s, uint64(len(c.value(i))))
 		}
-		body = appendStream(body, s)
-		body = appendStream(body, c.data)
+		col = bin.AppendBytes(col, s)
+		col = bin.AppendBytes(col, c.data)
 	}
 	if enc != encInt && enc != encDecimal && enc != encTime && hasNums(c) {
 		s = s[:0]
 		for i := range n {
 			s = appendNum(s, c.meta[i], c.nums[i])
 		}
-		body = appendStream(body, s)
+		col = bin.AppendBytes(col, s)
 	}
-	return desc, body, s
+	w.col = col
+	return desc, appendStream(body, col), s
 }
 
 // hasNums reports whether any value of c carries a number to store.
@@ -562,6 +569,24 @@ func (w *blockWriter) isConst(c *column) bool {
 // at most limit, each with one number.
 func lowCardinality(c *column, limit int) bool {
 	limit = min(limit, 256)
+	// Most columns are plainly one thing or the other: look at a sample
+	// before paying for a map.
+	if n := len(c.ends); n >= 64 {
+		distinct := 0
+		for i := range 32 {
+			v := c.value(i)
+			j := 0
+			for j < i && !bytes.Equal(c.value(j), v) {
+				j++
+			}
+			if j == i {
+				distinct++
+			}
+		}
+		if distinct > 24 {
+			return false
+		}
+	}
 	seen := make(map[string]uint64, 64)
 	for i := range c.ends {
 		v := c.value(i)

@@ -3,6 +3,7 @@ package part
 import (
 	"encoding/binary"
 	"fmt"
+	"runtime"
 	"sync"
 
 	"github.com/klauspost/compress/zstd"
@@ -29,7 +30,7 @@ var (
 func codecs() (*zstd.Encoder, *zstd.Decoder) {
 	encoderOnce.Do(func() {
 		var err error
-		zenc, err = zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedDefault), zstd.WithEncoderConcurrency(1),
+		zenc, err = zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedDefault), zstd.WithEncoderConcurrency(runtime.GOMAXPROCS(0)),
 			zstd.WithEncoderCRC(false), zstd.WithZeroFrames(true), zstd.WithWindowSize(1<<22))
 		if err != nil {
 			panic(err) // only bad options fail

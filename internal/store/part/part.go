@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"runtime"
+	"sync"
 
 	"github.com/sluicelog/sluice/internal/record"
 	"github.com/sluicelog/sluice/internal/store/bin"
@@ -58,6 +60,12 @@ type Writer struct {
 	bw      *blockWriter
 	meta    Meta
 	err     error
+
+	encoders int
+	jobs     chan *encodeJob
+	pending  []*encodeJob // in the order of the file
+	free     []*blockWriter
+	wg       sync.WaitGroup
 }
 
 // Create starts a part at path, replacing what is there.
@@ -111,27 +119,98 @@ func (w *Writer) Add(r *rows.Row, names []string) error {
 	return w.err
 }
 
+// encodeJob is one block being encoded by the writer's encoders.
+type encodeJob struct {
+	bw   *blockWriter
+	meta BlockMeta
+	out  []byte
+	done chan struct{}
+}
+
+// flushBlock hands the current block to an encoder and writes, in order,
+// the blocks whose encoding is done. Blocks are encoded in parallel, one
+// per CPU at most, and written in the order they were filled.
 func (w *Writer) flushBlock() {
 	n := w.bw.rows()
 	if n == 0 || w.err != nil {
 		return
 	}
-	w.buf = w.bw.encode(w.buf[:0])
-	bm := BlockMeta{Stream: uint32(len(w.streams) - 1), Rows: n, MinTime: w.bw.times[0], MaxTime: w.bw.times[n-1],
-		Off: w.off, Len: int64(len(w.buf)), CRC: crc32.Checksum(w.buf, crcTable)}
+	bm := BlockMeta{Stream: uint32(len(w.streams) - 1), Rows: n, MinTime: w.bw.times[0], MaxTime: w.bw.times[0]}
 	for _, t := range w.bw.times {
 		bm.MinTime, bm.MaxTime = min(bm.MinTime, t), max(bm.MaxTime, t)
 	}
-	w.write(w.buf)
-	w.blocks = append(w.blocks, bm)
-	w.meta.Rows += int64(n)
-	w.meta.MinTime, w.meta.MaxTime = min(w.meta.MinTime, bm.MinTime), max(w.meta.MaxTime, bm.MaxTime)
-	w.bw.reset()
+	if w.jobs == nil {
+		w.startEncoders()
+	}
+	j := &encodeJob{bw: w.bw, meta: bm, done: make(chan struct{})}
+	w.pending = append(w.pending, j)
+	w.jobs <- j
+	if len(w.free) > 0 {
+		w.bw, w.free = w.free[len(w.free)-1], w.free[:len(w.free)-1]
+	} else {
+		w.bw = newBlockWriter()
+	}
+	// Bound the blocks in flight, then write what is done.
+	w.drain(len(w.pending) > w.encoders)
+}
+
+// drain writes the finished blocks at the head of the queue; with wait set
+// it first waits for the oldest one.
+func (w *Writer) drain(wait bool) {
+	for len(w.pending) > 0 {
+		j := w.pending[0]
+		if wait {
+			<-j.done
+			wait = false
+		} else {
+			select {
+			case <-j.done:
+			default:
+				return
+			}
+		}
+		w.pending = w.pending[1:]
+		j.meta.Off, j.meta.Len, j.meta.CRC = w.off, int64(len(j.out)), crc32.Checksum(j.out, crcTable)
+		w.write(j.out)
+		w.blocks = append(w.blocks, j.meta)
+		w.meta.Rows += int64(j.meta.Rows)
+		w.meta.MinTime, w.meta.MaxTime = min(w.meta.MinTime, j.meta.MinTime), max(w.meta.MaxTime, j.meta.MaxTime)
+		j.bw.reset()
+		w.free = append(w.free, j.bw)
+	}
+}
+
+func (w *Writer) startEncoders() {
+	w.encoders = runtime.GOMAXPROCS(0)
+	w.jobs = make(chan *encodeJob, w.encoders)
+	for range w.encoders {
+		w.wg.Add(1)
+		go func() {
+			defer w.wg.Done()
+			for j := range w.jobs {
+				j.out = j.bw.encode(nil)
+				close(j.done)
+			}
+		}()
+	}
+}
+
+// stopEncoders writes every pending block and stops the encoders.
+func (w *Writer) stopEncoders() {
+	for len(w.pending) > 0 {
+		w.drain(true)
+	}
+	if w.jobs != nil {
+		close(w.jobs)
+		w.wg.Wait()
+		w.jobs = nil
+	}
 }
 
 // Finish writes the index and footer, syncs the file and closes it.
 func (w *Writer) Finish() (Meta, error) {
 	w.flushBlock()
+	w.stopEncoders()
 	idx := binary.AppendUvarint(nil, uint64(len(w.streams)))
 	for _, ls := range w.streams {
 		idx = binary.AppendUvarint(idx, uint64(len(ls)))
@@ -183,6 +262,7 @@ func (w *Writer) Finish() (Meta, error) {
 
 // Abort closes and removes an unfinished part.
 func (w *Writer) Abort() {
+	w.stopEncoders()
 	if w.f != nil {
 		w.f.Close()
 		w.f = nil

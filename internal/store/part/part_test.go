@@ -5,6 +5,7 @@ import (
 	"cmp"
 	"context"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -49,30 +50,57 @@ type ref struct {
 // time, and returns them in that order.
 func writePart(t testing.TB, fs vfs.FS, path string, blocks []*rows.Block) []ref {
 	t.Helper()
+	refs := sortedRefs(blocks)
+	writeRefs(t, fs, path, refs)
+	return refs
+}
+
+// sortedRefs returns the rows of blocks grouped by stream and sorted by time.
+func sortedRefs(blocks []*rows.Block) []ref {
 	var refs []ref
 	for _, b := range blocks {
 		for i := range b.Rows {
 			refs = append(refs, ref{b, i})
 		}
 	}
-	key := func(r ref) string { return r.blk.Streams[r.blk.Rows[r.i].Stream].String() }
+	keys := map[*rows.Block][]string{}
+	for _, b := range blocks {
+		for _, ls := range b.Streams {
+			keys[b] = append(keys[b], ls.String())
+		}
+	}
+	key := func(r ref) string { return keys[r.blk][r.blk.Rows[r.i].Stream] }
 	slices.SortStableFunc(refs, func(a, b ref) int {
 		return cmp.Or(cmp.Compare(key(a), key(b)), cmp.Compare(a.blk.Rows[a.i].Time, b.blk.Rows[b.i].Time))
 	})
+	return refs
+}
+
+func writeRefs(t testing.TB, fs vfs.FS, path string, refs []ref) {
+	t.Helper()
+	key := func(r ref) string { return r.blk.Streams[r.blk.Rows[r.i].Stream].String() }
 	w, err := part.Create(fs, path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var fields []rows.Field
 	var r rows.Row
-	last := "\x00"
+	var last *rows.Block
+	lastStream := ^uint32(0)
+	lastKey := "\x00"
 	for _, x := range refs {
-		if k := key(x); k != last {
+		if s := x.blk.Rows[x.i].Stream; x.blk != last || s != lastStream {
+			last, lastStream = x.blk, s
+			k := key(x)
+			if k == lastKey {
+				goto add
+			}
+			lastKey = k
 			if err := w.StartStream(x.blk.Streams[x.blk.Rows[x.i].Stream]); err != nil {
 				t.Fatal(err)
 			}
-			last = k
 		}
+	add:
 		fields = x.blk.Row(x.i, &r, fields)
 		if err := w.Add(&r, x.blk.Names); err != nil {
 			t.Fatal(err)
@@ -81,7 +109,6 @@ func writePart(t testing.TB, fs vfs.FS, path string, blocks []*rows.Block) []ref
 	if _, err := w.Finish(); err != nil {
 		t.Fatal(err)
 	}
-	return refs
 }
 
 // check reads the part back and compares every row with what was written.
@@ -272,5 +299,54 @@ func TestColumnStats(t *testing.T) {
 	t.Logf("%d streams, %d blocks, %d bytes", len(rd.Streams), len(rd.Blocks), rd.Meta.Size)
 	for _, s := range st {
 		t.Logf("%-20s %9d bytes %8d values %v", s.Name, s.Bytes, s.Values, s.Encodings)
+	}
+}
+
+// benchRows returns the rows of the app corpus sample (SLUICE_CORPUS) or of
+// a generated stand-in, as rows blocks.
+func benchRows(b *testing.B) ([]*rows.Block, int64) {
+	var in []byte
+	if os.Getenv("SLUICE_CORPUS") != "" {
+		in = appCorpus(b)
+	} else {
+		var buf bytes.Buffer
+		for i := range 50000 {
+			fmt.Fprintf(&buf, `{"ts":%d,"level":"info","msg":"request done","service":"s%d","host":"h%d","trace_id":"%032x","http":{"status":%d,"latency_ms":%d.%03d}}`+"\n",
+				1768464000000+i, i%7, i%13, uint64(i)*0x9e3779b97f4a7c15, 200+i%3*100, i%900, i%1000)
+		}
+		in = buf.Bytes()
+	}
+	return encoded(b, "auto", in), int64(len(in))
+}
+
+func BenchmarkWrite(b *testing.B) {
+	blocks, n := benchRows(b)
+	refs := sortedRefs(blocks)
+	fs := vfs.NewMem()
+	b.SetBytes(n)
+	b.ReportAllocs()
+	for b.Loop() {
+		writeRefs(b, fs, "p.part", refs)
+	}
+}
+
+func BenchmarkRead(b *testing.B) {
+	blocks, n := benchRows(b)
+	fs := vfs.NewMem()
+	writePart(b, fs, "p.part", blocks)
+	rd, err := part.Open(fs, "p.part")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer rd.Close()
+	var blk part.Block
+	b.SetBytes(n)
+	b.ReportAllocs()
+	for b.Loop() {
+		for i := range rd.Blocks {
+			if err := rd.ReadBlock(i, &blk); err != nil {
+				b.Fatal(err)
+			}
+		}
 	}
 }

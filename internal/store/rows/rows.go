@@ -66,6 +66,8 @@ type Encoder struct {
 	names     []uint32 // batch name ids in block order
 	streams   []uint32
 	body      []byte
+	refs      []RowRef // offsets in body
+	hdr       []byte
 }
 
 // Append appends to dst the block holding the records of b (its errors
@@ -83,12 +85,14 @@ func (e *Encoder) Append(dst []byte, tenant string, b *record.Batch) []byte {
 	e.names, e.streams = e.names[:0], e.streams[:0]
 
 	body := e.body[:0]
+	e.refs = e.refs[:0]
 	var prev int64
 	for i := range b.Records {
 		r := &b.Records[i]
 		line := b.Bytes(r.Line)
 		body = binary.AppendVarint(body, r.Time-prev)
 		prev = r.Time
+		e.refs = append(e.refs, RowRef{Time: r.Time, Off: uint32(len(body))})
 		var flags byte
 		if r.TimeSource == record.FromReceive {
 			flags |= rowFromReceive
@@ -101,7 +105,9 @@ func (e *Encoder) Append(dst []byte, tenant string, b *record.Batch) []byte {
 			flags |= rowMsgInline
 		}
 		body = append(body, flags, byte(r.MsgFlags&^record.Const))
-		body = binary.AppendUvarint(body, uint64(e.stream(r.Stream)))
+		stream := e.stream(r.Stream)
+		e.refs[i].Stream = stream
+		body = binary.AppendUvarint(body, uint64(stream))
 		body = binary.AppendUvarint(body, uint64(len(line)))
 		body = append(body, line...)
 		switch {
@@ -142,7 +148,11 @@ func (e *Encoder) Append(dst []byte, tenant string, b *record.Batch) []byte {
 		}
 	}
 	e.body = body
+	return e.header(dst, tenant, b)
+}
 
+// header appends the block's header and body.
+func (e *Encoder) header(dst []byte, tenant string, b *record.Batch) []byte {
 	dst = append(dst, Version)
 	dst = bin.AppendString(dst, tenant)
 	dst = binary.AppendVarint(dst, b.ReceiveTime)
@@ -160,7 +170,31 @@ func (e *Encoder) Append(dst []byte, tenant string, b *record.Batch) []byte {
 		}
 	}
 	dst = binary.AppendUvarint(dst, uint64(len(b.Records)))
-	return append(dst, body...)
+	return append(dst, e.body...)
+}
+
+// Block encodes b as Append does and returns it already indexed, without
+// the cost of Decode: its Data is the encoding, exactly sized, which the
+// caller may hand to the WAL.
+func (e *Encoder) Block(tenant string, b *record.Batch) *Block {
+	e.body = e.body[:0]
+	e.hdr = e.Append(e.hdr[:0], tenant, b)
+	data := make([]byte, len(e.hdr))
+	copy(data, e.hdr)
+	hdrLen := uint32(len(data) - len(e.body))
+	blk := &Block{Tenant: tenant, ReceiveTime: b.ReceiveTime, Data: data,
+		Names: make([]string, len(e.names)), Streams: make([]record.Labels, len(e.streams)), Rows: make([]RowRef, len(e.refs))}
+	for i, id := range e.names {
+		blk.Names[i] = b.Names.Get(id)
+	}
+	for i, id := range e.streams {
+		blk.Streams[i] = b.Streams.Get(id)
+	}
+	for i, r := range e.refs {
+		r.Off += hdrLen
+		blk.Rows[i] = r
+	}
+	return blk
 }
 
 func (e *Encoder) name(id uint32) uint32 {
@@ -323,15 +357,81 @@ func decodeRow(d *bin.Reader, r *Row, fields []Field, names, streams int) []Fiel
 
 // Row decodes row i into r, appending its fields to fields[:0], which it
 // returns for reuse. r's slices view the block.
+//
+// Decode checked every row, so Row decodes without checks: it is on the
+// path of every flush.
 func (b *Block) Row(i int, r *Row, fields []Field) []Field {
-	d := bin.At(b.Data, int(b.Rows[i].Off))
-	fields = decodeRow(&d, r, fields[:0], len(b.Names), len(b.Streams))
+	d := b.Data
+	p := int(b.Rows[i].Off)
+	flags := d[p]
+	r.MsgFlags = record.Flags(d[p+1])
+	p += 2
 	r.Time = b.Rows[i].Time
-	if d.Err() != nil {
-		// Decode checked every row: this is a programmer error.
-		panic(fmt.Sprintf("rows: row %d of a checked block: %v", i, d.Err()))
+	r.TimeSource = record.FromData
+	if flags&rowFromReceive != 0 {
+		r.TimeSource = record.FromReceive
 	}
+	var v uint64
+	v, p = uvarint(d, p)
+	r.Stream = uint32(v)
+	v, p = uvarint(d, p)
+	line := d[p : p+int(v) : p+int(v)]
+	r.Line = line
+	p += int(v)
+	r.Msg, r.MsgInLine, r.MsgOff = nil, false, 0
+	switch {
+	case flags&rowMsgSpan != 0:
+		var off, n uint64
+		off, p = uvarint(d, p)
+		n, p = uvarint(d, p)
+		r.Msg, r.MsgInLine, r.MsgOff = line[off:off+n:off+n], true, uint32(off)
+	case flags&rowMsgInline != 0:
+		v, p = uvarint(d, p)
+		r.Msg = d[p : p+int(v) : p+int(v)]
+		p += int(v)
+	}
+	var nf uint64
+	nf, p = uvarint(d, p)
+	fields = fields[:0]
+	for range nf {
+		var f Field
+		v, p = uvarint(d, p)
+		f.Name = uint32(v)
+		f.Kind, f.Role = record.Kind(d[p]), record.Role(d[p+2])
+		fl := record.Flags(d[p+1])
+		p += 3
+		f.Flags = fl &^ fieldInline
+		if fl&fieldInline != 0 {
+			v, p = uvarint(d, p)
+			f.Value = d[p : p+int(v) : p+int(v)]
+			p += int(v)
+		} else {
+			var off uint64
+			off, p = uvarint(d, p)
+			v, p = uvarint(d, p)
+			f.InLine, f.Off, f.Value = true, uint32(off), line[off:off+v:off+v]
+		}
+		switch f.Kind {
+		case record.Int, record.Bool:
+			v, p = uvarint(d, p)
+			f.Num = uint64(int64(v>>1) ^ -int64(v&1)) // zigzag
+		case record.Float:
+			f.Num = binary.LittleEndian.Uint64(d[p:])
+			p += 8
+		}
+		fields = append(fields, f)
+	}
+	r.Fields = fields
 	return fields
+}
+
+// uvarint decodes the varint at p of a checked block.
+func uvarint(d []byte, p int) (uint64, int) {
+	if c := d[p]; c < 0x80 {
+		return uint64(c), p + 1
+	}
+	v, n := binary.Uvarint(d[p:])
+	return v, p + n
 }
 
 // Float returns a Float field's value.

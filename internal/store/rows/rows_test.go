@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 
 	"github.com/sluicelog/sluice/internal/parse"
@@ -170,4 +171,31 @@ func BenchmarkEncode(b *testing.B) {
 			}
 		}
 	})
+}
+
+// TestBlock checks that Encoder.Block gives what Decode of the encoding
+// gives.
+func TestBlock(t *testing.T) {
+	for name, input := range inputs {
+		t.Run("format="+name, func(t *testing.T) {
+			p, _ := parse.New(parse.Options{Format: "auto", Record: record.DefaultConfig()})
+			var enc rows.Encoder
+			err := p.Bytes(context.Background(), []byte(input), func(b *record.Batch) error {
+				got := enc.Block("t", b)
+				want, err := rows.Decode(got.Data)
+				if err != nil {
+					return err
+				}
+				// Compared as text: an empty label set is nil in one and
+				// empty in the other.
+				if g, w := fmt.Sprintf("%+v", got), fmt.Sprintf("%+v", want); g != w {
+					t.Errorf("Block:\n%s\nDecode:\n%s", g, w)
+				}
+				return nil
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
 }
