@@ -14,7 +14,6 @@ import (
 	"github.com/sluicelog/sluice/internal/logql"
 	"github.com/sluicelog/sluice/internal/record"
 	"github.com/sluicelog/sluice/internal/store"
-	"github.com/sluicelog/sluice/internal/store/rows"
 	"github.com/sluicelog/sluice/internal/timestamp"
 )
 
@@ -108,11 +107,7 @@ func (o *exportOpts) run(args []string, e *env) error {
 	out := bufio.NewWriterSize(e.stdout, 1<<20)
 	sn := st.Snapshot()
 	defer sn.Release()
-	err = sn.Lines(ctx, tenants, from, to, match, func(_ string, _ record.Labels, r *rows.Row) error {
-		out.Write(r.Line)
-		return out.WriteByte('\n')
-	})
-	if err != nil {
+	if err := sn.Export(ctx, tenants, from, to, match, out); err != nil {
 		return err
 	}
 	if err := out.Flush(); err != nil {

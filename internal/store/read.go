@@ -4,6 +4,7 @@ import (
 	"context"
 	"slices"
 	"sort"
+	"sync"
 	"sync/atomic"
 
 	"github.com/sluicelog/sluice/internal/record"
@@ -133,11 +134,18 @@ type rowIter interface {
 	next() bool
 	row() (*rows.Row, []string)
 	err() error
+	close()
 }
 
 // mergeRows merges iterators by time; ties go to the earlier iterator.
+// It closes every iterator.
 func mergeRows(ctx context.Context, its []rowIter, fn RowFunc) error {
-	live := its[:0]
+	defer func() {
+		for _, it := range its {
+			it.close()
+		}
+	}()
+	live := make([]rowIter, 0, len(its))
 	for _, it := range its {
 		if it.next() {
 			live = append(live, it)
@@ -210,18 +218,25 @@ func (it *headIter) row() (*rows.Row, []string) {
 
 func (it *headIter) err() error { return nil }
 
+func (it *headIter) close() {}
+
+// blockPool keeps decoded-block buffers between scans: a block's buffers
+// grow to the size of the largest block, and a new one per stream would
+// make every scan re-grow them.
+var blockPool = sync.Pool{New: func() any { return new(part.Block) }}
+
 type partIter struct {
 	rd       *part.Reader
 	blocks   []int
 	bi       int
-	blk      part.Block
+	blk      *part.Block
 	i        int
 	from, to int64
 	e        error
 }
 
 func newPartIter(rd *part.Reader, stream uint32, from, to int64) *partIter {
-	it := &partIter{rd: rd, from: from, to: to, bi: -1}
+	it := &partIter{rd: rd, from: from, to: to, bi: -1, blk: blockPool.Get().(*part.Block)}
 	for i, b := range rd.Blocks {
 		if b.Stream == stream && b.MaxTime >= from && b.MinTime <= to {
 			it.blocks = append(it.blocks, i)
@@ -245,7 +260,7 @@ func (it *partIter) next() bool {
 		if it.bi >= len(it.blocks) {
 			return false
 		}
-		if err := it.rd.ReadBlock(it.blocks[it.bi], &it.blk); err != nil {
+		if err := it.rd.ReadBlock(it.blocks[it.bi], it.blk); err != nil {
 			it.e = err
 			return false
 		}
@@ -256,6 +271,13 @@ func (it *partIter) next() bool {
 func (it *partIter) row() (*rows.Row, []string) { return &it.blk.Rows[it.i], it.blk.Names }
 
 func (it *partIter) err() error { return it.e }
+
+func (it *partIter) close() {
+	if it.blk != nil {
+		blockPool.Put(it.blk)
+		it.blk = nil
+	}
+}
 
 // LineFunc receives one stored row with its tenant and stream labels.
 type LineFunc func(tenant string, stream record.Labels, r *rows.Row) error
