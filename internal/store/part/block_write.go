@@ -126,10 +126,13 @@ type blockWriter struct {
 	namesCol []int32
 
 	lineBytes int
-	key       []byte // scratch: the template being built
-	holes     []hole // scratch
-	body      []byte // scratch: encoded column streams
-	col       []byte // scratch: one column's parts before compression
+	text      []byte   // the block's lines, each followed by '\n', for the token filter
+	tokens    tokenSet // scratch of encode
+	filter    []byte   // encode's output: the token filter
+	key       []byte   // scratch: the template being built
+	holes     []hole   // scratch
+	body      []byte   // scratch: encoded column streams
+	col       []byte   // scratch: one column's parts before compression
 	scratch   []byte
 	dict      map[string]uint8
 	shapes    []timestamp.Shape
@@ -156,6 +159,7 @@ func (w *blockWriter) reset() {
 	clear(w.colIndex)
 	w.namesKey, w.namesCol = nil, w.namesCol[:0]
 	w.lineBytes = 0
+	w.text = w.text[:0]
 }
 
 func (w *blockWriter) rows() int { return len(w.times) }
@@ -206,6 +210,7 @@ func (w *blockWriter) add(r *rows.Row, names []string) {
 	row := len(w.times)
 	w.times = append(w.times, r.Time)
 	w.lineBytes += len(r.Line)
+	w.text = append(append(w.text, r.Line...), '\n')
 	flags := byte(r.MsgFlags&^record.Const) << rowMsgFlagsSh
 	if r.TimeSource == record.FromReceive {
 		flags |= rowFromReceive
@@ -350,8 +355,13 @@ func sortHoles(hs []hole) {
 	}
 }
 
-// encode appends the block's bytes to dst.
+// encode appends the block's bytes to dst, and leaves its token filter in
+// w.filter.
 func (w *blockWriter) encode(dst []byte) []byte {
+	w.tokens.reset()
+	w.tokens.addText(w.text)
+	w.filter = w.tokens.appendFilter(w.filter[:0])
+
 	// Column streams first, into body, so the header can say where each
 	// column starts.
 	body := w.body[:0]

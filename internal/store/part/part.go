@@ -44,6 +44,9 @@ type BlockMeta struct {
 	MinTime, MaxTime int64
 	Off, Len         int64
 	CRC              uint32
+
+	// The block's token filter, in the filter section.
+	filterOff, filterLen int64
 }
 
 // Writer writes one part file.
@@ -64,6 +67,7 @@ type Writer struct {
 	encoders int
 	jobs     chan *encodeJob
 	pending  []*encodeJob // in the order of the file
+	filters  []byte       // every block's token filter, written after the blocks
 	free     []*blockWriter
 	wg       sync.WaitGroup
 }
@@ -121,10 +125,11 @@ func (w *Writer) Add(r *rows.Row, names []string) error {
 
 // encodeJob is one block being encoded by the writer's encoders.
 type encodeJob struct {
-	bw   *blockWriter
-	meta BlockMeta
-	out  []byte
-	done chan struct{}
+	bw     *blockWriter
+	meta   BlockMeta
+	out    []byte
+	filter []byte
+	done   chan struct{}
 }
 
 // flushBlock hands the current block to an encoder and writes, in order,
@@ -172,6 +177,8 @@ func (w *Writer) drain(wait bool) {
 		w.pending = w.pending[1:]
 		j.meta.Off, j.meta.Len, j.meta.CRC = w.off, int64(len(j.out)), crc32.Checksum(j.out, crcTable)
 		w.write(j.out)
+		j.meta.filterOff, j.meta.filterLen = int64(len(w.filters)), int64(len(j.filter))
+		w.filters = append(w.filters, j.filter...)
 		w.blocks = append(w.blocks, j.meta)
 		w.meta.Rows += int64(j.meta.Rows)
 		w.meta.MinTime, w.meta.MaxTime = min(w.meta.MinTime, j.meta.MinTime), max(w.meta.MaxTime, j.meta.MaxTime)
@@ -189,6 +196,7 @@ func (w *Writer) startEncoders() {
 			defer w.wg.Done()
 			for j := range w.jobs {
 				j.out = j.bw.encode(nil)
+				j.filter = append([]byte(nil), j.bw.filter...)
 				close(j.done)
 			}
 		}()
@@ -211,6 +219,8 @@ func (w *Writer) stopEncoders() {
 func (w *Writer) Finish() (Meta, error) {
 	w.flushBlock()
 	w.stopEncoders()
+	filtersOff := w.off
+	w.write(w.filters)
 	idx := binary.AppendUvarint(nil, uint64(len(w.streams)))
 	for _, ls := range w.streams {
 		idx = binary.AppendUvarint(idx, uint64(len(ls)))
@@ -228,7 +238,12 @@ func (w *Writer) Finish() (Meta, error) {
 		idx = binary.AppendUvarint(idx, uint64(b.Off))
 		idx = binary.AppendUvarint(idx, uint64(b.Len))
 		idx = binary.LittleEndian.AppendUint32(idx, b.CRC)
+		idx = binary.AppendUvarint(idx, uint64(b.filterOff))
+		idx = binary.AppendUvarint(idx, uint64(b.filterLen))
 	}
+	idx = binary.AppendUvarint(idx, uint64(filtersOff))
+	idx = binary.AppendUvarint(idx, uint64(len(w.filters)))
+	idx = binary.LittleEndian.AppendUint32(idx, crc32.Checksum(w.filters, crcTable))
 	stored := appendStream(nil, idx)
 	indexOff := w.off
 	w.write(stored)
@@ -280,7 +295,14 @@ type Reader struct {
 	Blocks  []BlockMeta
 
 	data    []byte
+	filters []byte
 	release func() error
+}
+
+// Filter returns the token filter of block i.
+func (r *Reader) Filter(i int) Filter {
+	b := &r.Blocks[i]
+	return Filter(r.filters[b.filterOff : b.filterOff+b.filterLen])
 }
 
 // Open maps a part and reads its index, checking the footer and index
@@ -359,14 +381,31 @@ func (r *Reader) load() error {
 		b.Off = int64(x.Uvarint("block offset"))
 		b.Len = int64(x.Uvarint("block length"))
 		b.CRC = x.Uint32("block checksum")
+		b.filterOff = int64(x.Uvarint("filter offset"))
+		b.filterLen = int64(x.Uvarint("filter length"))
 		if x.Err() == nil && (int(b.Stream) >= len(r.Streams) || b.Off < headerSize || b.Len < 0 || b.Off > indexOff || b.Len > indexOff-b.Off) {
 			x.Fail("block location")
 		}
 		rowsSum += int64(b.Rows)
 	}
+	filtersOff := int64(x.Uvarint("filters offset"))
+	filtersLen := int64(x.Uvarint("filters length"))
+	filtersCRC := x.Uint32("filters checksum")
 	x.Done("index")
+	if x.Err() == nil && (filtersOff < headerSize || filtersLen < 0 || filtersOff > indexOff || filtersLen > indexOff-filtersOff) {
+		x.Fail("filters location")
+	}
+	for i := range r.Blocks {
+		if b := &r.Blocks[i]; x.Err() == nil && (b.filterOff < 0 || b.filterLen < 0 || b.filterOff > filtersLen || b.filterLen > filtersLen-b.filterOff) {
+			x.Fail("filter location")
+		}
+	}
 	if err := x.Err(); err != nil {
 		return r.corrupt(indexOff, "index: %v", err)
+	}
+	r.filters = r.data[filtersOff : filtersOff+filtersLen]
+	if crc32.Checksum(r.filters, crcTable) != filtersCRC {
+		return r.corrupt(filtersOff, "token filters checksum mismatch")
 	}
 	if rowsSum != r.Meta.Rows {
 		return r.corrupt(indexOff, "index has %d rows, footer %d", rowsSum, r.Meta.Rows)

@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"testing"
 
@@ -282,10 +283,15 @@ func TestDamage(t *testing.T) {
 	}
 }
 
+// TestColumnStats prints where a part's bytes go: of the part named by
+// SLUICE_PART, or of one written from SLUICE_CORPUS.
 func TestColumnStats(t *testing.T) {
-	in := appCorpus(t)
-	path := filepath.Join(t.TempDir(), "p.part")
-	writePart(t, vfs.OS, path, encoded(t, "auto", in))
+	path := os.Getenv("SLUICE_PART")
+	if path == "" {
+		in := appCorpus(t)
+		path = filepath.Join(t.TempDir(), "p.part")
+		writePart(t, vfs.OS, path, encoded(t, "auto", in))
+	}
 	rd, err := part.Open(vfs.OS, path)
 	if err != nil {
 		t.Fatal(err)
@@ -347,6 +353,49 @@ func BenchmarkRead(b *testing.B) {
 			if err := rd.ReadBlock(i, &blk); err != nil {
 				b.Fatal(err)
 			}
+		}
+	}
+}
+
+// TestFilter checks that every token of every line is in its block's
+// filter, in any case, and that absent tokens mostly are not.
+func TestFilter(t *testing.T) {
+	in := []byte(samples["json"] + samples["logfmt"] + samples["syslog"] + samples["text"])
+	fs := vfs.NewMem()
+	writePart(t, fs, "p.part", encoded(t, "auto", in))
+	rd, err := part.Open(fs, "p.part")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rd.Close()
+	var blk part.Block
+	var buf [256]byte
+	tokenRE := regexp.MustCompile(`[A-Za-z0-9_\x80-\xff]+`)
+	for i := range rd.Blocks {
+		if err := rd.ReadBlock(i, &blk); err != nil {
+			t.Fatal(err)
+		}
+		f := rd.Filter(i)
+		for _, r := range blk.Rows {
+			for _, tok := range tokenRE.FindAll(r.Line, -1) {
+				if !part.Indexed(tok) {
+					continue
+				}
+				for _, v := range [][]byte{tok, bytes.ToUpper(tok), bytes.ToLower(tok)} {
+					if !f.MayContain(part.TokenHash(v, &buf)) {
+						t.Errorf("block %d: token %q of %q not in the filter", i, v, r.Line)
+					}
+				}
+			}
+		}
+		fp := 0
+		for j := range 1000 {
+			if f.MayContain(part.TokenHash([]byte(fmt.Sprintf("absent%dtoken", j)), &buf)) {
+				fp++
+			}
+		}
+		if fp > 50 {
+			t.Errorf("block %d: %d false positives in 1000", i, fp)
 		}
 	}
 }

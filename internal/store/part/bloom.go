@@ -1,0 +1,177 @@
+package part
+
+import (
+	"math/bits"
+
+	"github.com/cespare/xxhash/v2"
+)
+
+// A block's token filter is a Bloom filter of the lowercased tokens of its
+// lines, so that a query for a word skips the blocks that cannot hold it
+// without decompressing them. A token is a maximal run of ASCII letters,
+// digits and '_', or of bytes >= 0x80 (UTF-8 text other than ASCII).
+// Tokens are lowercased (ASCII only) so that case-insensitive searches can
+// use the filter too. Tokens made only of digits are not indexed: numbers
+// (sizes, ids, parts of timestamps) are mostly distinct, would double the
+// filters' size, and are searched through typed fields; a query must not
+// prune by them (Indexed says which tokens are).
+//
+// Layout (docs/format/part.md): a byte k (probes), then the bit array,
+// little-endian 64-bit words; its length in bits is a power of two.
+// Probe i of token hash h (xxhash64) tests bit (h1 + i*h2) mod m, where
+// h1 = uint32(h) and h2 = uint32(h>>32)|1.
+
+const (
+	bloomBitsPerToken = 8 // about 2% false positives
+	bloomProbes       = 5
+	minBloomBits      = 512
+	maxBloomBits      = 1 << 23
+	maxTokenLen       = 256 // longer runs are cut; the query side cuts alike
+)
+
+// tokenSet collects the distinct token hashes of one block: an open
+// addressing set, cheaper than a map on this path.
+type tokenSet struct {
+	slots []uint64 // 0 is empty; a hash of 0 is stored as 1
+	n     int
+	lower [maxTokenLen]byte
+}
+
+func (s *tokenSet) reset() {
+	if len(s.slots) > 1<<16 {
+		s.slots = nil // don't keep a huge table for every later block
+	}
+	clear(s.slots)
+	s.n = 0
+}
+
+func (s *tokenSet) add(h uint64) {
+	if h == 0 {
+		h = 1
+	}
+	if 4*(s.n+1) > 3*len(s.slots) {
+		s.grow()
+	}
+	mask := uint64(len(s.slots) - 1)
+	for i := h & mask; ; i = (i + 1) & mask {
+		switch s.slots[i] {
+		case h:
+			return
+		case 0:
+			s.slots[i] = h
+			s.n++
+			return
+		}
+	}
+}
+
+func (s *tokenSet) grow() {
+	old := s.slots
+	s.slots = make([]uint64, max(1024, 2*len(old)))
+	s.n = 0
+	for _, h := range old {
+		if h != 0 {
+			s.add(h)
+		}
+	}
+}
+
+// isToken marks the bytes that make up tokens.
+var isToken = func() (t [256]bool) {
+	for c := range 256 {
+		t[c] = c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c >= 0x80
+	}
+	return t
+}()
+
+// addText adds the tokens of text (lines joined by newlines, say).
+func (s *tokenSet) addText(line []byte) {
+	for i := 0; i < len(line); {
+		if !isToken[line[i]] {
+			i++
+			continue
+		}
+		j := i
+		digits := true
+		for j < len(line) && isToken[line[j]] {
+			digits = digits && line[j] <= '9'
+			j++
+		}
+		if !digits {
+			s.add(TokenHash(line[i:j], &s.lower))
+		}
+		i = j
+	}
+}
+
+// Indexed reports whether a token is in the filters: it has a byte that
+// is not a digit.
+func Indexed(tok []byte) bool {
+	for _, c := range tok {
+		if c < '0' || c > '9' {
+			return true
+		}
+	}
+	return false
+}
+
+// TokenHash returns the filter hash of one token, lowercased into buf.
+func TokenHash(tok []byte, buf *[maxTokenLen]byte) uint64 {
+	tok = tok[:min(len(tok), maxTokenLen)]
+	for i, c := range tok {
+		if c >= 'A' && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		buf[i] = c
+	}
+	return xxhash.Sum64(buf[:len(tok)])
+}
+
+// appendFilter appends the filter of the set's tokens.
+func (s *tokenSet) appendFilter(dst []byte) []byte {
+	m := uint64(minBloomBits)
+	for m < uint64(s.n)*bloomBitsPerToken && m < maxBloomBits {
+		m <<= 1
+	}
+	start := len(dst)
+	dst = append(dst, bloomProbes)
+	dst = append(dst, make([]byte, m/8)...)
+	words := dst[start+1:]
+	for _, h := range s.slots {
+		if h == 0 {
+			continue
+		}
+		h1, h2 := uint32(h), uint32(h>>32)|1
+		for i := range uint32(bloomProbes) {
+			bit := uint64(h1+i*h2) & (m - 1)
+			words[bit/8] |= 1 << (bit % 8)
+		}
+	}
+	return dst
+}
+
+// Filter is a block's token filter.
+type Filter []byte
+
+// MayContain reports whether the block may hold a line with the token
+// whose hash (TokenHash) is h; false means it certainly does not. An
+// empty or malformed filter may contain anything.
+func (f Filter) MayContain(h uint64) bool {
+	if len(f) < 1+minBloomBits/8 || bits.OnesCount(uint(len(f)-1)) != 1 {
+		return true
+	}
+	if h == 0 {
+		h = 1
+	}
+	k := uint32(f[0])
+	words := f[1:]
+	m := uint64(len(words)) * 8
+	h1, h2 := uint32(h), uint32(h>>32)|1
+	for i := range k {
+		bit := uint64(h1+i*h2) & (m - 1)
+		if words[bit/8]&(1<<(bit%8)) == 0 {
+			return false
+		}
+	}
+	return true
+}
