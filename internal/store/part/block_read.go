@@ -98,6 +98,7 @@ func decodeBlock(blob []byte, stream uint32, b *Block) error {
 	sd.Done("row streams")
 	rd := bin.NewReader(rowRaw)
 	times := rd.BytesN("times")
+	subms := rd.BytesN("sub-millisecond times")
 	tids := rd.BytesN("template ids")
 	rowFlags := rd.BytesN("row flags")
 	msgSpans := rd.BytesN("message spans")
@@ -133,7 +134,7 @@ func decodeBlock(blob []byte, stream uint32, b *Block) error {
 	if err := cr.Err(); err != nil {
 		return fmt.Errorf("columns: %w", err)
 	}
-	return b.assemble(nrows, stream, times, tids, rowFlags, msgSpans)
+	return b.assemble(nrows, stream, times, subms, tids, rowFlags, msgSpans)
 }
 
 func parseTemplate(enc []byte) (template, error) {
@@ -400,8 +401,8 @@ func (c *colData) next(dst []byte, t int64) (v, out []byte, m byte, num uint64, 
 const hexDigits = "0123456789abcdef"
 
 // assemble rebuilds each row from its template and the column values.
-func (b *Block) assemble(nrows int, stream uint32, times, tids, rowFlags, msgSpans []byte) error {
-	tr, ir, mr := bin.NewReader(times), bin.NewReader(tids), bin.NewReader(msgSpans)
+func (b *Block) assemble(nrows int, stream uint32, times, subms, tids, rowFlags, msgSpans []byte) error {
+	tr, sr, ir, mr := bin.NewReader(times), bin.NewReader(subms), bin.NewReader(tids), bin.NewReader(msgSpans)
 	b.Rows = b.Rows[:0]
 	var lc *colData
 	for i := range b.cols {
@@ -409,11 +410,12 @@ func (b *Block) assemble(nrows int, stream uint32, times, tids, rowFlags, msgSpa
 			lc = &b.cols[i]
 		}
 	}
-	var t int64
+	var ms int64
 	for k := range nrows {
-		t += tr.Varint("time")
+		ms += tr.Varint("time")
+		t := ms*1e6 + int64(sr.Bounded("sub-millisecond time", 1e6-1))
 		tid := ir.Bounded("template id", uint64(len(b.tmpls)))
-		if err := firstErr(tr.Err(), ir.Err()); err != nil {
+		if err := firstErr(tr.Err(), sr.Err(), ir.Err()); err != nil {
 			return fmt.Errorf("row %d: %w", k, err)
 		}
 		if int(tid) >= len(b.tmpls) {
@@ -509,9 +511,10 @@ func (b *Block) assemble(nrows int, stream uint32, times, tids, rowFlags, msgSpa
 		b.Rows = append(b.Rows, r)
 	}
 	tr.Done("times")
+	sr.Done("sub-millisecond times")
 	ir.Done("template ids")
 	mr.Done("message spans")
-	if err := firstErr(tr.Err(), ir.Err(), mr.Err()); err != nil {
+	if err := firstErr(tr.Err(), sr.Err(), ir.Err(), mr.Err()); err != nil {
 		return err
 	}
 	for i := range b.cols {

@@ -369,12 +369,21 @@ func (w *blockWriter) encode(dst []byte) []byte {
 
 	// The row streams, and then each column, are one compressed stream
 	// of length-prefixed parts: one zstd frame each, not one per part.
+	// Times as milliseconds (deltas) and the nanoseconds below them, in
+	// two parts: most logs have millisecond times, whose second part is
+	// all zeros and compresses to nothing.
 	var prev int64
 	for _, t := range w.times {
-		s = binary.AppendVarint(s, t-prev)
-		prev = t
+		ms := floorDiv(t, 1e6)
+		s = binary.AppendVarint(s, ms-prev)
+		prev = ms
 	}
 	col := bin.AppendBytes(w.col[:0], s)
+	s = s[:0]
+	for _, t := range w.times {
+		s = binary.AppendUvarint(s, uint64(t-floorDiv(t, 1e6)*1e6))
+	}
+	col = bin.AppendBytes(col, s)
 	s = s[:0]
 	for _, id := range w.tmplIDs {
 		s = binary.AppendUvarint(s, uint64(id))
@@ -402,6 +411,15 @@ func (w *blockWriter) encode(dst []byte) []byte {
 
 	dst = appendStream(dst, hdr)
 	return append(dst, body...)
+}
+
+// floorDiv divides rounding toward minus infinity.
+func floorDiv(a, b int64) int64 {
+	q := a / b
+	if a%b < 0 {
+		q--
+	}
+	return q
 }
 
 // encodeColumn chooses c's encoding and appends its streams to body. It

@@ -297,7 +297,16 @@ type Reader struct {
 	data    []byte
 	filters []byte
 	release func() error
+	labels  map[string]map[string][]uint32 // name -> value -> streams
 }
+
+// StreamsWith returns the indexes of the streams that have the label
+// name=value, in increasing order.
+func (r *Reader) StreamsWith(name, value string) []uint32 { return r.labels[name][value] }
+
+// LabelValues returns the values of a label name, with the streams that
+// have each.
+func (r *Reader) LabelValues(name string) map[string][]uint32 { return r.labels[name] }
 
 // Filter returns the token filter of block i.
 func (r *Reader) Filter(i int) Filter {
@@ -411,6 +420,17 @@ func (r *Reader) load() error {
 		return r.corrupt(indexOff, "index has %d rows, footer %d", rowsSum, r.Meta.Rows)
 	}
 	r.Meta.Streams, r.Meta.Blocks = len(r.Streams), len(r.Blocks)
+	r.labels = map[string]map[string][]uint32{}
+	for i, ls := range r.Streams {
+		for _, l := range ls {
+			vals := r.labels[l.Name]
+			if vals == nil {
+				vals = map[string][]uint32{}
+				r.labels[l.Name] = vals
+			}
+			vals[l.Value] = append(vals[l.Value], uint32(i))
+		}
+	}
 	return nil
 }
 

@@ -399,3 +399,26 @@ func TestFilter(t *testing.T) {
 		}
 	}
 }
+
+func TestLabelIndex(t *testing.T) {
+	fs := vfs.NewMem()
+	writePart(t, fs, "p.part", encoded(t, "auto", []byte(samples["json"])))
+	rd, err := part.Open(fs, "p.part")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rd.Close()
+	for _, tc := range []struct{ name, value, want string }{
+		{"service", "api", `[{host="h1", service="api"} {host="h2", service="api"}]`},
+		{"host", "h2", `[{host="h2", service="api"}]`},
+		{"service", "nope", `[]`},
+	} {
+		var got []string
+		for _, i := range rd.StreamsWith(tc.name, tc.value) {
+			got = append(got, rd.Streams[i].String())
+		}
+		if s := fmt.Sprintf("%v", got); s != tc.want {
+			t.Errorf("%s=%s: %s, want %s", tc.name, tc.value, s, tc.want)
+		}
+	}
+}
