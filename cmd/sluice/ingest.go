@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"strconv"
 	"sync"
 	"syscall"
@@ -46,17 +47,19 @@ check what survived.`,
 		fs.StringVar(&o.ackLog, "ack-log", "", "append the count of durable input lines to this `file` after each commit")
 		fs.IntVar(&o.workers, "workers", 0, "parsing and storing goroutines (0: twice the CPUs)")
 		fs.BoolVar(&o.quiet, "quiet", false, "no progress line and no summary")
+		fs.Int64Var(&o.memLimit, "memory-limit", 0, "soft limit of the Go heap in `bytes`, which the GC works to stay under (0: three heads and 48 MiB, at least 240 MiB; GOMEMLIMIT overrides)")
 		return o.run
 	},
 }
 
 type ingestOpts struct {
-	input   inputFlags
-	storage storageFlags
-	tenant  string
-	ackLog  string
-	workers int
-	quiet   bool
+	input    inputFlags
+	storage  storageFlags
+	tenant   string
+	ackLog   string
+	workers  int
+	quiet    bool
+	memLimit int64
 }
 
 // storageFlags open a data directory.
@@ -101,6 +104,15 @@ func (o *ingestOpts) run(args []string, e *env) error {
 			return err
 		}
 		defer ack.Close()
+	}
+	if os.Getenv("GOMEMLIMIT") == "" {
+		// The head and the head being flushed are most of the heap; without
+		// a limit the GC lets garbage grow to the size of the live heap.
+		limit := o.memLimit
+		if limit <= 0 {
+			limit = max(240<<20, 3*o.storage.headBytes+48<<20)
+		}
+		debug.SetMemoryLimit(limit)
 	}
 	st, err := o.storage.open(e.stderr)
 	if err != nil {

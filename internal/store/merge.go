@@ -72,6 +72,31 @@ func (s *Store) pickMerge() []*livePart {
 	return nil
 }
 
+// pickMergeDay returns, acquired, the parts of the first tenant and day
+// that has more than one, whatever their levels, oldest first.
+func (s *Store) pickMergeDay() []*livePart {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	type key struct{ tenant, day string }
+	groups := map[key][]*livePart{}
+	for _, p := range s.parts { // in Seq order
+		k := key{p.info.Tenant, p.info.Day}
+		groups[k] = append(groups[k], p)
+	}
+	for _, p := range s.parts {
+		g := groups[key{p.info.Tenant, p.info.Day}]
+		if len(g) < 2 {
+			continue
+		}
+		g = g[:min(len(g), maxMergeInputs)]
+		for _, q := range g {
+			q.acquire()
+		}
+		return g
+	}
+	return nil
+}
+
 // merge writes the rows of group, stream by stream in time order, into
 // one part of the next level and swaps it in.
 func (s *Store) merge(ctx context.Context, group []*livePart) error {

@@ -590,13 +590,32 @@ func (s *Store) Stats() Stats {
 	return st
 }
 
-// Compact flushes the head and merges parts until no merge is due: what
-// a bulk load does at its end, so its data is in its final form.
+// Compact flushes the head, then merges every tenant's and day's parts
+// into one (up to maxMergeInputs at a time): what a bulk load does at its
+// end, so its data is in its final, smallest form.
 func (s *Store) Compact(ctx context.Context) error {
 	if err := s.flush(); err != nil {
 		return err
 	}
-	return s.mergeAll(ctx)
+	if err := s.mergeAll(ctx); err != nil {
+		return err
+	}
+	s.mergeMu.Lock()
+	defer s.mergeMu.Unlock()
+	for ctx.Err() == nil {
+		group := s.pickMergeDay()
+		if group == nil {
+			return nil
+		}
+		err := s.merge(ctx, group)
+		for _, p := range group {
+			p.release()
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return ctx.Err()
 }
 
 // PartStat describes one live part.

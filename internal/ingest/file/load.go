@@ -30,7 +30,7 @@ type Options struct {
 	// its batch to be durable.
 	Workers int
 	// ChunkSize is the size of the reads, and so of the batches; 0 means
-	// 4 MiB.
+	// 1 MiB.
 	ChunkSize int
 	// OnDone, if set, is called with the number of input lines (counted
 	// across all inputs) of the longest prefix of the input whose every
@@ -76,7 +76,7 @@ func Load(ctx context.Context, inputs []string, stdin io.Reader, opts Options, s
 		opts.Workers = 2 * runtime.GOMAXPROCS(0)
 	}
 	if opts.ChunkSize <= 0 {
-		opts.ChunkSize = 4 << 20
+		opts.ChunkSize = 1 << 20
 	}
 	maxLine := opts.Parse.MaxLineSize
 	if maxLine <= 0 {
