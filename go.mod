@@ -7,5 +7,3 @@ require (
 	go.uber.org/goleak v1.3.0
 	golang.org/x/sys v0.49.0
 )
-
-require github.com/cespare/xxhash/v2 v2.3.0 // indirect

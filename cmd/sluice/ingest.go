@@ -76,6 +76,11 @@ func (o *storageFlags) register(fs *flag.FlagSet) {
 }
 
 func (o *storageFlags) open(stderr io.Writer) (*store.Store, error) {
+	return o.openWith(stderr, store.Options{})
+}
+
+// openWith opens the data directory with opts, filling in the flags.
+func (o *storageFlags) openWith(stderr io.Writer, opts store.Options) (*store.Store, error) {
 	if o.data == "" {
 		return nil, usageError("--data DIR is required")
 	}
@@ -84,7 +89,8 @@ func (o *storageFlags) open(stderr io.Writer) (*store.Store, error) {
 		return nil, usageError("%v", err)
 	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	return store.Open(store.Options{Dir: o.data, Sync: sync, HeadBytes: o.headBytes, Logger: log})
+	opts.Dir, opts.Sync, opts.HeadBytes, opts.Logger = o.data, sync, o.headBytes, log
+	return store.Open(opts)
 }
 
 func (o *ingestOpts) run(args []string, e *env) error {
@@ -114,7 +120,8 @@ func (o *ingestOpts) run(args []string, e *env) error {
 		}
 		debug.SetMemoryLimit(limit)
 	}
-	st, err := o.storage.open(e.stderr)
+	// Parts are merged once, at the end (Compact), not level by level.
+	st, err := o.storage.openWith(e.stderr, store.Options{DeferMerges: true})
 	if err != nil {
 		return err
 	}

@@ -39,6 +39,9 @@ type Options struct {
 	// MaxTenantBytes drops a tenant's oldest parts while its parts take
 	// more than this many bytes; 0 means no limit.
 	MaxTenantBytes int64
+	// DeferMerges leaves merging to Compact: a bulk load that compacts at
+	// its end would otherwise rewrite its rows once more per level.
+	DeferMerges bool
 	// WALSegmentSize: see wal.Options.SegmentSize.
 	WALSegmentSize int64
 	Logger         *slog.Logger
@@ -438,7 +441,9 @@ func (s *Store) maintainer() {
 		case <-s.maintain:
 		case <-tick.C:
 		}
-		s.logBackground(s.mergeAll(s.ctx))
+		if !s.opts.DeferMerges {
+			s.logBackground(s.mergeAll(s.ctx))
+		}
 		s.logBackground(s.applyRetention())
 	}
 }

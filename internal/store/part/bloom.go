@@ -1,9 +1,8 @@
 package part
 
 import (
+	"encoding/binary"
 	"math/bits"
-
-	"github.com/cespare/xxhash/v2"
 )
 
 // A block's token filter is a Bloom filter of the lowercased tokens of its
@@ -16,9 +15,9 @@ import (
 // filters' size, and are searched through typed fields; a query must not
 // prune by them (Indexed says which tokens are).
 //
-// Layout (docs/format/part.md): a byte k (probes), then the bit array,
-// little-endian 64-bit words; its length in bits is a power of two.
-// Probe i of token hash h (xxhash64) tests bit (h1 + i*h2) mod m, where
+// Layout (docs/format/part.md): a byte k (probes), then the bit array, bit
+// b in byte b/8 at position b%8; its length in bits is a power of two.
+// Probe i of token hash h (TokenHash) tests bit (h1 + i*h2) mod m, where
 // h1 = uint32(h) and h2 = uint32(h>>32)|1.
 
 const (
@@ -34,7 +33,6 @@ const (
 type tokenSet struct {
 	slots []uint64 // 0 is empty; a hash of 0 is stored as 1
 	n     int
-	lower [maxTokenLen]byte
 }
 
 func (s *tokenSet) reset() {
@@ -98,7 +96,7 @@ func (s *tokenSet) addText(line []byte) {
 			j++
 		}
 		if !digits {
-			s.add(TokenHash(line[i:j], &s.lower))
+			s.add(TokenHash(line[i:j]))
 		}
 		i = j
 	}
@@ -115,16 +113,42 @@ func Indexed(tok []byte) bool {
 	return false
 }
 
-// TokenHash returns the filter hash of one token, lowercased into buf.
-func TokenHash(tok []byte, buf *[maxTokenLen]byte) uint64 {
+// TokenHash returns the filter hash of a token (its first maxTokenLen
+// bytes). FROZEN with the format: the token is read as little-endian 64-bit
+// words, the last one zero-padded; each of its bytes is ORed with 0x20,
+// which lowercases ASCII letters (and maps '_' and bytes >= 0x80 to other
+// token bytes: a few more collisions, never a missed token); then
+//
+//	h = len * k1
+//	for each word w: h = rotl(h ^ (w * k2), 31) * k1
+//	h ^= h >> 33; h *= k3; h ^= h >> 29
+//
+// with the constants below. One multiply per 8 bytes: the filter is
+// built from every line of every block written.
+func TokenHash(tok []byte) uint64 {
+	const (
+		k1 = 0x9e3779b97f4a7c15
+		k2 = 0xc2b2ae3d27d4eb4f
+		k3 = 0x165667b19e3779f9
+	)
 	tok = tok[:min(len(tok), maxTokenLen)]
-	for i, c := range tok {
-		if c >= 'A' && c <= 'Z' {
-			c += 'a' - 'A'
-		}
-		buf[i] = c
+	h := uint64(len(tok)) * k1
+	for len(tok) >= 8 {
+		w := binary.LittleEndian.Uint64(tok) | 0x2020202020202020
+		h = bits.RotateLeft64(h^(w*k2), 31) * k1
+		tok = tok[8:]
 	}
-	return xxhash.Sum64(buf[:len(tok)])
+	if len(tok) > 0 {
+		var w uint64
+		for i, c := range tok {
+			w |= uint64(c|0x20) << (8 * i)
+		}
+		h = bits.RotateLeft64(h^(w*k2), 31) * k1
+	}
+	h ^= h >> 33
+	h *= k3
+	h ^= h >> 29
+	return h
 }
 
 // appendFilter appends the filter of the set's tokens.
