@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Regenerates cmd/sluice/default.pgo, the profile the sluice binary is
 # built with (Go's profile-guided optimization), from CPU profiles of the
-# parsers' benchmarks and, when $SLUICE_CORPUS is set, of BenchmarkCorpus.
+# parsers' and the store's benchmarks and, when $SLUICE_CORPUS is set, of
+# BenchmarkCorpus.
 # Run it after changing a hot path, and commit the profile with the change.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -10,6 +11,9 @@ trap 'rm -rf "$dir"' EXIT
 for p in json logfmt text syslog pattern multiline; do
 	go test -pgo=off -run '^$' -bench . -benchtime=2s -cpuprofile "$dir/$p.prof" "./internal/parse/$p/" >/dev/null
 done
+# The store's hot paths: encoding batches, writing and reading parts.
+go test -pgo=off -run '^$' -bench . -benchtime=2s -cpuprofile "$dir/rows.prof" ./internal/store/rows/ >/dev/null
+go test -pgo=off -run '^$' -bench 'Write|Read' -benchtime=10x -cpuprofile "$dir/part.prof" ./internal/store/part/ >/dev/null
 if [ -n "${SLUICE_CORPUS:-}" ]; then
 	go test -pgo=off -run '^$' -bench Corpus -benchtime=3x -cpuprofile "$dir/corpus.prof" ./internal/parse/json/ >/dev/null
 fi

@@ -20,6 +20,17 @@ func BenchmarkParse(b *testing.B) {
 	parsetest.Bench(b, in, record.DefaultConfig(), parsetest.Lines(Parser{}))
 }
 
+// BenchmarkParseSWAR is BenchmarkParse with the scans of machines without
+// AVX2 (where it is BenchmarkParse).
+func BenchmarkParseSWAR(b *testing.B) {
+	sample, err := os.ReadFile("testdata/sample.log")
+	if err != nil {
+		b.Fatal(err)
+	}
+	in := bytes.Repeat(sample, 4<<20/len(sample))
+	parsetest.Bench(b, in, record.DefaultConfig(), parsetest.Lines(Parser{swar: true}))
+}
+
 // emptyRecords makes each line an empty record: the cost of splitting and
 // of the builder's per-record work, without any field.
 type emptyRecords struct{}

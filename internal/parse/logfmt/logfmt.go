@@ -1,8 +1,10 @@
 package logfmt
 
 import (
+	"encoding/binary"
 	"fmt"
 	"math"
+	"math/bits"
 	"strconv"
 	"unicode/utf8"
 	"unsafe"
@@ -12,31 +14,70 @@ import (
 
 // Parser parses logfmt lines. It holds no state, so its zero value is
 // ready and one Parser may serve any number of goroutines.
-type Parser struct{}
+type Parser struct {
+	swar bool // for tests: scan as on machines without AVX2
+}
 
 // ParseLine parses one line into a record. See the package doc for the
 // grammar and for what fails a line.
-func (Parser) ParseLine(bl *record.Builder, line record.Span) {
+//
+// With AVX2, it finds the end of each token by a bit scan of the masks of
+// a structural pass over the line (see scan.go); without, by a SWAR scan
+// of the token's bytes, which costs less than a structural pass without
+// vector instructions would.
+func (p Parser) ParseLine(bl *record.Builder, line record.Span) {
+	vec := useAVX2 && !p.swar
 	b := bl.Batch()
 	data := b.Data[line.Off:line.End():line.End()]
 	base := line.Off
+	rest := b.Data[line.Off:] // the line and what follows it: whole words may be read
 	bl.Begin(line)
+	var small [smallBlocks]block
+	var m []block
+	// high is set when a byte >= 0x80 has been seen: with vec, anywhere in
+	// the line; without, in a token scanned so far. Either way it is set
+	// before the check of a token that holds one, and a token without one
+	// is valid UTF-8 anyway.
+	var high bool
+	if vec {
+		if nb := numBlocks(len(data)); nb <= smallBlocks {
+			m = small[:nb]
+		} else {
+			bp := getBlocks(nb)
+			defer putBlocks(bp)
+			m = *bp
+		}
+		high = structural(rest, len(data), m)
+	}
 	bad := 0 // values with invalid UTF-8, counted once the line is kept
 	i := 0
 	for {
-		for i < len(data) && data[i] <= ' ' {
+		// i is at the line's start or just after a field. Fields are most
+		// often one space apart: a test that is almost always right costs
+		// less than a bit scan, whose result the next scans wait for.
+		if i < len(data) && data[i] <= ' ' {
 			i++
 		}
-		if i >= len(data) {
-			break
+		if i >= len(data) || data[i] <= ' ' {
+			if vec {
+				i = next(m, mStart, i)
+			} else {
+				i = skipSpace(data, i)
+			}
+			if i >= len(data) {
+				break
+			}
 		}
 		ks := i
-		i = scanKey(data, i)
-		keyHigh := false
-		for i < len(data) && data[i] >= utf8.RuneSelf {
-			// A key holding non-ASCII bytes: rare; it is validated whole.
-			keyHigh = true
-			i = scanKey(data, i+1)
+		if vec {
+			i = next(m, mKeyEnd, i)
+		} else {
+			i = scanKey(data, i)
+			for i < len(data) && data[i] >= utf8.RuneSelf {
+				// A key holding non-ASCII bytes: rare; it is validated whole.
+				high = true
+				i = scanKey(data, i+1)
+			}
 		}
 		if i == ks {
 			if data[i] == '=' {
@@ -51,7 +92,7 @@ func (Parser) ParseLine(bl *record.Builder, line record.Span) {
 			bl.Fail(record.ErrSyntax, i+1, fmt.Sprintf(`logfmt: unexpected '"' in key %s`, quote(key)))
 			return
 		}
-		if keyHigh && !utf8.Valid(key) {
+		if high && !utf8.Valid(key) {
 			bl.Fail(record.ErrSyntax, ks+1, fmt.Sprintf("logfmt: key %s is not valid UTF-8", quote(key)))
 			return
 		}
@@ -76,9 +117,13 @@ func (Parser) ParseLine(bl *record.Builder, line record.Span) {
 			q := i
 			i++
 			vs := i
-			esc, high := false, false
+			esc := false
 			for {
-				i = scanQuoted(data, i)
+				if vec {
+					i = next(m, mQuoted, i)
+				} else {
+					i = scanQuoted(data, i)
+				}
 				if i >= len(data) {
 					bl.Fail(record.ErrSyntax, q+1, fmt.Sprintf("logfmt: unterminated quoted value for key %s", quote(key)))
 					return
@@ -93,6 +138,7 @@ func (Parser) ParseLine(bl *record.Builder, line record.Span) {
 					high = high || i+1 < len(data) && data[i+1] >= utf8.RuneSelf
 					i += 2
 				} else {
+					// A byte >= 0x80, where the SWAR scan stops.
 					high = true
 					i++
 				}
@@ -115,21 +161,28 @@ func (Parser) ParseLine(bl *record.Builder, line record.Span) {
 			continue
 		}
 		vs := i
-		i = scanUnquoted(data, i)
-		high := false
-		for i < len(data) && data[i] >= utf8.RuneSelf {
-			high = true
-			i = scanUnquoted(data, i+1)
+		if vec {
+			i = next(m, mSpace, i)
+		} else {
+			i = scanUnquoted(data, i)
+			for i < len(data) && data[i] >= utf8.RuneSelf {
+				high = true
+				i = scanUnquoted(data, i+1)
+			}
 		}
 		v := data[vs:i]
 		kind, flags, num := record.String, record.Flags(0), uint64(0)
-		if high {
-			if !utf8.Valid(v) {
-				flags = record.BadUTF8
-				bad++
+		if typed[v[0]] {
+			// A value holding a byte >= 0x80 is never typed.
+			if vs+8 <= len(rest) {
+				kind, num = classifyWord(v, binary.LittleEndian.Uint64(rest[vs:]))
+			} else {
+				kind, num = classify(v)
 			}
-		} else if typed[v[0]] {
-			kind, num = classify(v)
+		}
+		if kind == record.String && high && !utf8.Valid(v) {
+			flags = record.BadUTF8
+			bad++
 		}
 		bl.Add(record.Field{Name: id, Kind: kind, Flags: flags, Raw: record.Span{Off: base + uint32(vs), Len: uint32(len(v))}, Num: num})
 	}
@@ -145,6 +198,79 @@ var typed = func() (t [256]bool) {
 	}
 	return t
 }()
+
+// classifyWord is classify given x, the value's first eight bytes
+// (little-endian; the bytes past its end may be anything): most values
+// are typed, or rejected, by SWAR steps on x alone.
+// REQUIRES: len(v) > 0, typed[v[0]].
+func classifyWord(v []byte, x uint64) (record.Kind, uint64) {
+	n := len(v)
+	switch byte(x) {
+	case 't':
+		if n == 4 && uint32(x) == 't'|'r'<<8|'u'<<16|'e'<<24 {
+			return record.Bool, 1
+		}
+		return record.String, 0
+	case 'f':
+		if n == 5 && x&(1<<40-1) == 'f'|'a'<<8|'l'<<16|'s'<<24|'e'<<32 {
+			return record.Bool, 0
+		}
+		return record.String, 0
+	}
+	if v[n-1]-'0' > 9 {
+		// A number ends with a digit: 1.5ms, 2026-01-15T08:00:00Z.
+		return record.String, 0
+	}
+	neg := 0
+	if byte(x) == '-' {
+		neg = 1
+	}
+	w := x >> (8 * neg) // the digits, from the first (w's top byte is 0 after a '-')
+	l := n - neg        // their count, if all are digits
+	d := leadingDigits(w)
+	switch {
+	case l == 0:
+		return record.String, 0
+	case d >= l:
+		// -?[0-9]{1,8}: an Int unless it has a leading zero.
+		if l > 1 && byte(w) == '0' {
+			return record.String, 0
+		}
+		u := parse8(w, l)
+		if neg != 0 {
+			return record.Int, -u
+		}
+		return record.Int, u
+	case d < min(l, 8-neg):
+		// The first byte that is not a digit is in w: a number has a digit
+		// before it and goes on with a fraction or an exponent, and a
+		// number ends with a digit. 1.5ms and 2026-01-15T08:00:00Z stop here.
+		c := byte(w >> (8 * d))
+		if d == 0 || c != '.' && c|0x20 != 'e' || d > 1 && byte(w) == '0' {
+			return record.String, 0
+		}
+	}
+	return classify(v)
+}
+
+// leadingDigits counts the ASCII digits at the start (lowest bytes) of x.
+// A lane is a digit when its high nibble is 3 and adding 6 keeps it so; a
+// carry out of a non-digit lane can only disturb lanes after it.
+func leadingDigits(x uint64) int {
+	const hi = 0xF0F0F0F0F0F0F0F0
+	m := (x&hi ^ lsb*0x30) | ((x+lsb*0x06)&hi ^ lsb*0x30)
+	return bits.TrailingZeros64(m) >> 3
+}
+
+// parse8 returns the value of the first n (1-8) ASCII digits of x: they
+// are shifted to the top, the lanes below become leading zeros, and pairs,
+// quads and octets are combined by multiplication.
+func parse8(x uint64, n int) uint64 {
+	x <<= 8 * uint(8-n)
+	x = (x & 0x0F0F0F0F0F0F0F0F) * 2561 >> 8
+	x = (x & 0x00FF00FF00FF00FF) * 6553601 >> 16
+	return (x & 0x0000FFFF0000FFFF) * 42949672960001 >> 32
+}
 
 // classify types an unquoted value: a JSON integer is Int (BigInt when it
 // overflows int64), a JSON number with a fraction or exponent is Float,

@@ -222,6 +222,9 @@ func FuzzParse(f *testing.F) {
 		if !slices.Equal(whole.Records, chunked.Records) || !slices.Equal(whole.Errors, chunked.Errors) || !slices.Equal(whole.Lines, chunked.Lines) {
 			t.Fatalf("chunked differs:\nwhole   %q %q\nchunked %q %q", whole.Records, whole.Errors, chunked.Records, chunked.Errors)
 		}
+		if swar := parsetest.Run(swarParser, cfg, in, nil); !slices.Equal(whole.Records, swar.Records) || !slices.Equal(whole.Errors, swar.Errors) {
+			t.Fatalf("SWAR scans differ:\nvec  %q %q\nswar %q %q", whole.Records, whole.Errors, swar.Records, swar.Errors)
+		}
 		for _, r := range whole.Records {
 			if !json.Valid([]byte(r)) {
 				t.Fatalf("record is not valid JSON: %s", r)
