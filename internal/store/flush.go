@@ -164,9 +164,8 @@ func (s *Store) writePart(info *partInfo, fill func(*part.Writer) error) error {
 // whose own entry was never synced is lost on a crash.
 func (s *Store) mkdirs(rel string) error {
 	dir := path.Join(s.opts.Dir, rel)
-	if _, err := s.fs.Stat(dir); err == nil {
-		return nil
-	}
+	// Sync the chain even when it exists: a process that died after
+	// creating it may never have synced it.
 	if err := s.fs.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("create directory: %w", err)
 	}
@@ -203,9 +202,12 @@ func (s *Store) commit(added []*livePart, removed []uint64, walFrom uint64, flus
 	}
 	if err := next.save(s.fs, s.opts.Dir); err != nil {
 		s.mu.Unlock()
+		// The new manifest may have reached the disk (a rename done, its
+		// directory's sync failed): keep the added parts' files, which
+		// it may name. Unnamed, Open removes them as leftovers.
 		for _, lp := range added {
+			lp.onFree = func(p *livePart) { _ = p.rd.Close() }
 			lp.release()
-			_ = s.fs.Remove(path.Join(s.opts.Dir, lp.info.path()))
 		}
 		return err
 	}

@@ -3,6 +3,7 @@ package store
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -31,6 +32,15 @@ func (s *Store) mergeAll(ctx context.Context) error {
 		for _, p := range group {
 			p.release()
 		}
+		if errors.Is(err, part.ErrCorrupt) {
+			// Don't retry the same group forever: leave its parts as
+			// they are (readable up to the damage) and merge the others.
+			s.mu.Lock()
+			for _, p := range group {
+				p.noMerge = true
+			}
+			s.mu.Unlock()
+		}
 		if err != nil {
 			return err
 		}
@@ -51,6 +61,9 @@ func (s *Store) pickMerge() []*livePart {
 	groups := map[key][]*livePart{}
 	var keys []key
 	for _, p := range s.parts {
+		if p.noMerge {
+			continue
+		}
 		k := key{p.info.Tenant, p.info.Day, p.info.Level}
 		if groups[k] == nil {
 			keys = append(keys, k)
@@ -80,11 +93,17 @@ func (s *Store) pickMergeDay() []*livePart {
 	type key struct{ tenant, day string }
 	groups := map[key][]*livePart{}
 	for _, p := range s.parts { // in Seq order
+		if p.noMerge {
+			continue
+		}
 		k := key{p.info.Tenant, p.info.Day}
 		groups[k] = append(groups[k], p)
 	}
 	for _, p := range s.parts {
 		g := groups[key{p.info.Tenant, p.info.Day}]
+		if p.noMerge {
+			continue
+		}
 		if len(g) < 2 {
 			continue
 		}

@@ -20,6 +20,7 @@ type livePart struct {
 	streams map[string]uint32 // labels.String() -> the part's stream index
 	refs    atomic.Int32      // one for the store's list, one per snapshot
 	onFree  func(*livePart)
+	noMerge bool // a merge of it met damage; guarded by Store.mu
 }
 
 func (p *livePart) acquire() { p.refs.Add(1) }

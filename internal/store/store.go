@@ -186,6 +186,9 @@ func (s *Store) recover() error {
 	keep := man.Parts[:0]
 	for _, info := range man.Parts {
 		lp, err := s.openPart(info)
+		if err != nil && !errors.Is(err, part.ErrCorrupt) {
+			return err // a missing file, too many open files: not damage
+		}
 		if err != nil {
 			// A damaged part is set aside, never deleted, and reported.
 			s.stats.BadParts++
@@ -222,6 +225,9 @@ func (s *Store) recover() error {
 			lastSeg = pos.Segment
 		}
 		blk, err := rows.Decode(slices.Clone(payload))
+		if err == nil {
+			err = checkTenant(blk.Tenant)
+		}
 		if err != nil {
 			// The WAL checked the frame's CRC: this is a bug or an
 			// incompatible writer. Report it; don't stop the replay.

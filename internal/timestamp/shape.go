@@ -166,3 +166,15 @@ func (s Shape) Append(dst []byte, ns int64) []byte {
 	}
 	return append(dst, b[:n]...)
 }
+
+// Valid reports whether s is a shape Append can write.
+func (s Shape) Valid() bool {
+	switch s.Kind {
+	case EpochS, EpochMs, EpochUs, EpochNs:
+		return true
+	case Civil:
+		return (s.Sep == 'T' || s.Sep == ' ') && s.Digits <= 9 && (s.FracSep == 0 && s.Digits == 0 || s.FracSep == '.' || s.FracSep == ',') &&
+			s.Zone <= ZoneNoColon && s.Offset > -24*60 && s.Offset < 24*60
+	}
+	return false
+}

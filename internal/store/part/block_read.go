@@ -167,6 +167,25 @@ func parseTemplate(enc []byte) (template, error) {
 		}
 		t.gaps = append(t.gaps, r.BytesN("gap"))
 	}
+	// Every in-line slot is exactly one hole, and a raw template has
+	// none: the reader relies on it to place values in the line.
+	seen := make([]bool, len(t.slots))
+	for _, h := range t.holes {
+		if h < len(seen) && seen[h] {
+			r.Fail("hole slot repeated")
+		}
+		if h < len(seen) {
+			seen[h] = true
+		}
+	}
+	for i, sl := range t.slots {
+		if (sl.flags&slotInLine != 0) != seen[i] {
+			r.Fail("in-line slot without a hole")
+		}
+		if sl.flags&^(slotInLine|slotMsg|slotRoleMsk) != 0 || sl.flags&slotRoleMsk>>slotRoleSh > byte(record.RoleMsg) {
+			r.Fail("slot flags")
+		}
+	}
 	r.Done("template")
 	if err := r.Err(); err != nil {
 		return template{}, fmt.Errorf("template: %w", err)
@@ -199,8 +218,12 @@ func (c *colData) decode(h, cr *bin.Reader, raw []byte) []byte {
 			if b == nil {
 				break
 			}
-			c.shapes = append(c.shapes, timestamp.Shape{Kind: timestamp.ShapeKind(b[0]), Sep: b[1], FracSep: b[2],
-				Digits: min(b[3], 9), Zone: timestamp.ZoneKind(b[4]), Offset: int16(uint16(b[5]) | uint16(b[6])<<8)})
+			sh := timestamp.Shape{Kind: timestamp.ShapeKind(b[0]), Sep: b[1], FracSep: b[2],
+				Digits: b[3], Zone: timestamp.ZoneKind(b[4]), Offset: int16(uint16(b[5]) | uint16(b[6])<<8)}
+			if !sh.Valid() {
+				h.Fail("time shape")
+			}
+			c.shapes = append(c.shapes, sh)
 		}
 	case encString, encConst, encDict, encInt, encDecimal:
 	default:

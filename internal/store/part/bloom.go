@@ -115,7 +115,8 @@ func Indexed(tok []byte) bool {
 
 // TokenHash returns the filter hash of a token (its first maxTokenLen
 // bytes). FROZEN with the format: the token is read as little-endian 64-bit
-// words, the last one zero-padded; each of its bytes is ORed with 0x20,
+// words, the last one zero-padded; each of the token's bytes (not the
+// padding) is ORed with 0x20,
 // which lowercases ASCII letters (and maps '_' and bytes >= 0x80 to other
 // token bytes: a few more collisions, never a missed token); then
 //

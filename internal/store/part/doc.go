@@ -10,8 +10,10 @@
 // from the template and the values, byte-exact, so the store keeps no
 // second copy of it. Lines that no template fits are stored whole.
 //
-// Every region of the file is covered by a CRC32C: reading a damaged part
-// gives a clean error, never a wrong record and never a panic.
+// The header's magic and version are checked, and every other region
+// (blocks, token filters, index, footer) is covered by a CRC32C and
+// checked for consistency as it is decoded: reading a damaged part gives
+// a clean error, never a wrong record and never a panic.
 //
 // The layout is specified in docs/format/part.md. It must never import the
 // parsers: it stores what they produced.

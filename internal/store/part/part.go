@@ -416,12 +416,21 @@ func (r *Reader) load() error {
 	if crc32.Checksum(r.filters, crcTable) != filtersCRC {
 		return r.corrupt(filtersOff, "token filters checksum mismatch")
 	}
+	if v := binary.LittleEndian.Uint32(ft[20:]); v != Version {
+		return r.corrupt(n-footerSize, "footer version %d, want %d", v, Version)
+	}
 	if rowsSum != r.Meta.Rows {
 		return r.corrupt(indexOff, "index has %d rows, footer %d", rowsSum, r.Meta.Rows)
 	}
 	r.Meta.Streams, r.Meta.Blocks = len(r.Streams), len(r.Blocks)
 	r.labels = map[string]map[string][]uint32{}
+	keys := make(map[string]bool, len(r.Streams))
 	for i, ls := range r.Streams {
+		k := ls.String()
+		if keys[k] {
+			return r.corrupt(indexOff, "stream %s listed twice", k)
+		}
+		keys[k] = true
 		for _, l := range ls {
 			vals := r.labels[l.Name]
 			if vals == nil {
@@ -443,6 +452,11 @@ func (r *Reader) ReadBlock(i int, b *Block) error {
 	}
 	if err := decodeBlock(blob, bm.Stream, b); err != nil {
 		return r.corrupt(bm.Off, "block %d: %v", i, err)
+	}
+	for _, row := range b.Rows {
+		if row.Time < bm.MinTime || row.Time > bm.MaxTime {
+			return r.corrupt(bm.Off, "block %d: a row's time is outside the block's range in the index", i)
+		}
 	}
 	if len(b.Rows) != bm.Rows {
 		return r.corrupt(bm.Off, "block %d has %d rows, index %d", i, len(b.Rows), bm.Rows)

@@ -59,7 +59,7 @@ type Row struct {
 //
 // Concurrency: one goroutine.
 type Encoder struct {
-	nameIdx   []int32 // batch name id -> block name index+1, valid when nameGen matches
+	nameIdx   []int32 // batch name id -> block name index, valid when nameGen matches
 	nameGen   []uint32
 	streamIdx map[uint32]uint32
 	gen       uint32
@@ -289,7 +289,7 @@ func Decode(data []byte) (*Block, error) {
 	return blk, nil
 }
 
-// row decodes one row, from its flags byte on.
+// decodeRow decodes one row, from its flags byte on, checking it.
 func decodeRow(d *bin.Reader, r *Row, fields []Field, names, streams int) []Field {
 	flags := d.Byte("row flags")
 	r.MsgFlags = record.Flags(d.Byte("message flags"))
@@ -297,10 +297,11 @@ func decodeRow(d *bin.Reader, r *Row, fields []Field, names, streams int) []Fiel
 	if flags&rowFromReceive != 0 {
 		r.TimeSource = record.FromReceive
 	}
-	r.Stream = uint32(d.Uvarint("stream"))
-	if d.Err() == nil && int(r.Stream) >= streams {
+	stream := d.Uvarint("stream")
+	if d.Err() == nil && stream >= uint64(streams) {
 		d.Fail("stream index")
 	}
+	r.Stream = uint32(stream)
 	r.Line = d.Bytes(d.Uvarint("line length"), "line")
 	r.Msg, r.MsgInLine, r.MsgOff = nil, false, 0
 	switch {
@@ -318,10 +319,11 @@ func decodeRow(d *bin.Reader, r *Row, fields []Field, names, streams int) []Fiel
 	n := d.Count("field count", 5)
 	for range n {
 		var f Field
-		f.Name = uint32(d.Uvarint("field name"))
-		if d.Err() == nil && int(f.Name) >= names {
+		name := d.Uvarint("field name")
+		if d.Err() == nil && name >= uint64(names) {
 			d.Fail("field name index")
 		}
+		f.Name = uint32(name)
 		f.Kind = record.Kind(d.Byte("field kind"))
 		fl := record.Flags(d.Byte("field flags"))
 		f.Role = record.Role(d.Byte("field role"))
