@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"math"
+	"slices"
 	"strconv"
 	"unsafe"
 
@@ -136,6 +137,8 @@ type blockWriter struct {
 	scratch   []byte
 	dict      map[string]uint8
 	shapes    []timestamp.Shape
+	hex       []byte // chooseEncoding's decoding of a hex column
+	shapeIdx  []byte // timeShapes' shape of each value
 }
 
 type hole struct {
@@ -487,18 +490,10 @@ func (w *blockWriter) encodeColumn(c *column, body, s []byte) (desc, _, _ []byte
 		col = bin.AppendBytes(col, s)
 		col = bin.AppendBytes(col, scales)
 	case encHex:
-		s = s[:0]
-		for i := range n {
-			s = appendUnhex(s, c.value(i))
-		}
-		col = bin.AppendBytes(col, s)
+		col = bin.AppendBytes(col, w.hex) // decoded by chooseEncoding
 	case encTime:
 		if len(w.shapes) > 1 {
-			s = s[:0]
-			for i := range n {
-				s = append(s, w.shapeIndex(c, i))
-			}
-			col = bin.AppendBytes(col, s)
+			col = bin.AppendBytes(col, w.shapeIdx) // from timeShapes
 		}
 	default:
 		s = s[:0]
@@ -576,7 +571,7 @@ func (w *blockWriter) chooseEncoding(c *column) (byte, []byte) {
 	case sameMeta && kind == record.Float && decimalsExact(c):
 		return encDecimal, nil
 	case sameMeta && kind == record.String:
-		if l, ok := hexColumn(c); ok {
+		if l, ok := w.hexColumn(c); ok {
 			return encHex, binary.AppendUvarint(nil, uint64(l))
 		}
 	}
@@ -716,80 +711,68 @@ func appendDecimal(dst []byte, m int64, scale byte) []byte {
 }
 
 // hexColumn reports whether every value is lowercase hex of one even
-// length, which it returns.
-func hexColumn(c *column) (int, bool) {
+// length, which it returns, and leaves the decoded bytes in w.hex.
+func (w *blockWriter) hexColumn(c *column) (int, bool) {
 	l := len(c.value(0))
 	if l == 0 || l%2 != 0 || len(c.data) != l*len(c.ends) {
 		return 0, false
 	}
-	for _, ch := range c.data {
-		if !(ch >= '0' && ch <= '9' || ch >= 'a' && ch <= 'f') {
+	// The values are contiguous and of one even length: decode them as
+	// one run, checking as we go.
+	src := c.data
+	dst := slices.Grow(w.hex[:0], len(src)/2)[:len(src)/2]
+	for i := range dst {
+		hi, lo := unhexTable[src[2*i]], unhexTable[src[2*i+1]]
+		if hi|lo > 15 {
 			return 0, false
 		}
+		dst[i] = hi<<4 | lo
 	}
+	w.hex = dst
 	return l, true
 }
 
-func appendUnhex(dst, v []byte) []byte {
-	for i := 0; i < len(v); i += 2 {
-		dst = append(dst, unhex(v[i])<<4|unhex(v[i+1]))
+// unhexTable maps lowercase hex digits to their value and other bytes to
+// 0xff.
+var unhexTable = func() (t [256]byte) {
+	for i := range t {
+		t[i] = 0xff
 	}
-	return dst
-}
-
-func unhex(c byte) byte {
-	if c <= '9' {
-		return c - '0'
+	for c := '0'; c <= '9'; c++ {
+		t[c] = byte(c - '0')
 	}
-	return c - 'a' + 10
-}
+	for c := 'a'; c <= 'f'; c++ {
+		t[c] = byte(c-'a') + 10
+	}
+	return t
+}()
 
 // timeShapes reports whether every value of c is its row's time written
 // in one of at most 255 shapes, collected in w.shapes.
 func (w *blockWriter) timeShapes(c *column) bool {
-	w.shapes = w.shapes[:0]
+	w.shapes, w.shapeIdx = w.shapes[:0], w.shapeIdx[:0]
 	var buf [40]byte
-	last := -1
 	for i := range c.ends {
 		v := c.value(i)
-		t := w.times[c.rows[i]]
-		if last >= 0 && bytes.Equal(w.shapes[last].Append(buf[:0], t), v) {
-			continue
-		}
-		found := false
-		for j, sh := range w.shapes {
-			if bytes.Equal(sh.Append(buf[:0], t), v) {
-				last, found = j, true
-				break
-			}
-		}
-		if found {
-			continue
+		// The text says which shape it has; one render proves it.
+		sh, ok := timestamp.DetectShape(v)
+		if !ok || !bytes.Equal(sh.Append(buf[:0], w.times[c.rows[i]]), v) {
+			return false
 		}
 		if k, _ := unmeta(c.meta[i]); k != record.String && !(k == record.Int && intExact(c, i)) {
 			return false
 		}
-		sh, ok := timestamp.DetectShape(v)
-		if !ok || !bytes.Equal(sh.Append(buf[:0], t), v) || len(w.shapes) == 255 {
-			return false
+		j := slices.Index(w.shapes, sh)
+		if j < 0 {
+			if len(w.shapes) == 255 {
+				return false
+			}
+			j = len(w.shapes)
+			w.shapes = append(w.shapes, sh)
 		}
-		w.shapes = append(w.shapes, sh)
-		last = len(w.shapes) - 1
+		w.shapeIdx = append(w.shapeIdx, byte(j))
 	}
 	return true
-}
-
-// shapeIndex returns the index in w.shapes of the first shape that writes
-// value i of c.
-func (w *blockWriter) shapeIndex(c *column, i int) byte {
-	var buf [40]byte
-	t := w.times[c.rows[i]]
-	for j, sh := range w.shapes {
-		if bytes.Equal(sh.Append(buf[:0], t), c.value(i)) {
-			return byte(j)
-		}
-	}
-	panic("part: time value without a shape") // timeShapes checked every value
 }
 
 func appendShape(dst []byte, s timestamp.Shape) []byte {
