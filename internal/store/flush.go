@@ -128,13 +128,15 @@ func (s *Store) nextID() uint64 {
 // finishes it durably: written under a temporary name, synced, renamed,
 // and its directory synced. It fills in info's totals.
 func (s *Store) writePart(info *partInfo, fill func(*part.Writer) error) error {
+	// Flushed parts are merged before long: compress them for speed.
+	opts := part.WriterOptions{FastCompression: info.Level == 0}
 	final := path.Join(s.opts.Dir, info.path())
 	dir := path.Dir(final)
 	if err := s.mkdirs(path.Dir(info.path())); err != nil {
 		return err
 	}
 	tmp := final + ".tmp"
-	w, err := part.Create(s.fs, tmp)
+	w, err := part.Create(s.fs, tmp, opts)
 	if err != nil {
 		return err
 	}

@@ -138,6 +138,7 @@ type blockWriter struct {
 	dict      map[string]uint8
 	shapes    []timestamp.Shape
 	hex       []byte // chooseEncoding's decoding of a hex column
+	fast      bool   // compress for speed: the part will soon be merged
 	shapeIdx  []byte // timeShapes' shape of each value
 }
 
@@ -394,7 +395,7 @@ func (w *blockWriter) encode(dst []byte) []byte {
 	col = bin.AppendBytes(col, s)
 	col = bin.AppendBytes(col, w.rowFlags)
 	col = bin.AppendBytes(col, w.msgSpans)
-	body = appendStream(body, col)
+	body = appendStream(body, col, w.fast)
 	w.col = col
 
 	hdr := binary.AppendUvarint(nil, uint64(len(w.times)))
@@ -412,7 +413,7 @@ func (w *blockWriter) encode(dst []byte) []byte {
 	}
 	w.body, w.scratch = body, s
 
-	dst = appendStream(dst, hdr)
+	dst = appendStream(dst, hdr, w.fast)
 	return append(dst, body...)
 }
 
@@ -511,7 +512,7 @@ func (w *blockWriter) encodeColumn(c *column, body, s []byte) (desc, _, _ []byte
 		col = bin.AppendBytes(col, s)
 	}
 	w.col = col
-	return desc, appendStream(body, col), s
+	return desc, appendStream(body, col, w.fast), s
 }
 
 // hasNums reports whether any value of c carries a number to store.

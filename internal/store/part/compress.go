@@ -23,31 +23,40 @@ const minCompress = 64
 
 var (
 	encoderOnce sync.Once
-	zenc        *zstd.Encoder
+	zenc, zfast *zstd.Encoder
 	zdec        *zstd.Decoder
 )
 
-func codecs() (*zstd.Encoder, *zstd.Decoder) {
+// codecs returns the encoder (the fast one for parts that will soon be
+// merged) and the decoder.
+func codecs(fast bool) (*zstd.Encoder, *zstd.Decoder) {
 	encoderOnce.Do(func() {
-		var err error
-		zenc, err = zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedDefault), zstd.WithEncoderConcurrency(runtime.GOMAXPROCS(0)),
-			zstd.WithEncoderCRC(false), zstd.WithZeroFrames(true), zstd.WithWindowSize(1<<22))
-		if err != nil {
-			panic(err) // only bad options fail
+		newEncoder := func(level zstd.EncoderLevel) *zstd.Encoder {
+			e, err := zstd.NewWriter(nil, zstd.WithEncoderLevel(level), zstd.WithEncoderConcurrency(runtime.GOMAXPROCS(0)),
+				zstd.WithEncoderCRC(false), zstd.WithZeroFrames(true), zstd.WithWindowSize(1<<22))
+			if err != nil {
+				panic(err) // only bad options fail
+			}
+			return e
 		}
+		zenc, zfast = newEncoder(zstd.SpeedDefault), newEncoder(zstd.SpeedFastest)
+		var err error
 		zdec, err = zstd.NewReader(nil, zstd.WithDecoderConcurrency(0), zstd.WithDecoderMaxMemory(1<<30))
 		if err != nil {
 			panic(err)
 		}
 	})
+	if fast {
+		return zfast, zdec
+	}
 	return zenc, zdec
 }
 
 // appendStream appends src as a stored stream: codec, raw length, stored
-// length, bytes. It compresses when that pays.
-func appendStream(dst, src []byte) []byte {
+// length, bytes. It compresses when that pays (faster and less with fast).
+func appendStream(dst, src []byte, fast bool) []byte {
 	if len(src) >= minCompress {
-		enc, _ := codecs()
+		enc, _ := codecs(fast)
 		start := len(dst)
 		dst = append(dst, codecZstd)
 		dst = binary.AppendUvarint(dst, uint64(len(src)))
@@ -106,7 +115,7 @@ func readStream(d *bin.Reader, buf []byte) ([]byte, []byte) {
 		}
 		return data, buf
 	case codecZstd:
-		_, dec := codecs()
+		_, dec := codecs(false)
 		start := len(buf)
 		out, err := dec.DecodeAll(data, buf)
 		if err != nil {

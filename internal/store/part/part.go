@@ -60,6 +60,7 @@ type Writer struct {
 	buf     []byte
 	streams []record.Labels
 	blocks  []BlockMeta
+	opts    WriterOptions
 	bw      *blockWriter
 	meta    Meta
 	err     error
@@ -72,13 +73,21 @@ type Writer struct {
 	wg       sync.WaitGroup
 }
 
+// WriterOptions tune a Writer.
+type WriterOptions struct {
+	// FastCompression trades a few percent of size for speed, for a part
+	// that will soon be merged into another (a flush during a bulk load).
+	FastCompression bool
+}
+
 // Create starts a part at path, replacing what is there.
-func Create(fs vfs.FS, path string) (*Writer, error) {
+func Create(fs vfs.FS, path string, opts WriterOptions) (*Writer, error) {
 	f, err := fs.Create(path)
 	if err != nil {
 		return nil, fmt.Errorf("create part: %w", err)
 	}
-	w := &Writer{fs: fs, path: path, f: f, bw: newBlockWriter()}
+	w := &Writer{fs: fs, path: path, f: f, opts: opts}
+	w.bw = w.newBlockWriter()
 	w.meta.MinTime, w.meta.MaxTime = 1<<63-1, -1<<63
 	hdr := make([]byte, headerSize)
 	copy(hdr, magic)
@@ -153,7 +162,7 @@ func (w *Writer) flushBlock() {
 	if len(w.free) > 0 {
 		w.bw, w.free = w.free[len(w.free)-1], w.free[:len(w.free)-1]
 	} else {
-		w.bw = newBlockWriter()
+		w.bw = w.newBlockWriter()
 	}
 	// Bound the blocks in flight, then write what is done.
 	w.drain(len(w.pending) > w.encoders)
@@ -215,6 +224,12 @@ func (w *Writer) stopEncoders() {
 	}
 }
 
+func (w *Writer) newBlockWriter() *blockWriter {
+	bw := newBlockWriter()
+	bw.fast = w.opts.FastCompression
+	return bw
+}
+
 // Finish writes the index and footer, syncs the file and closes it.
 func (w *Writer) Finish() (Meta, error) {
 	w.flushBlock()
@@ -244,7 +259,7 @@ func (w *Writer) Finish() (Meta, error) {
 	idx = binary.AppendUvarint(idx, uint64(filtersOff))
 	idx = binary.AppendUvarint(idx, uint64(len(w.filters)))
 	idx = binary.LittleEndian.AppendUint32(idx, crc32.Checksum(w.filters, crcTable))
-	stored := appendStream(nil, idx)
+	stored := appendStream(nil, idx, false)
 	indexOff := w.off
 	w.write(stored)
 	if w.meta.Rows == 0 {

@@ -80,7 +80,7 @@ func sortedRefs(blocks []*rows.Block) []ref {
 func writeRefs(t testing.TB, fs vfs.FS, path string, refs []ref) {
 	t.Helper()
 	key := func(r ref) string { return r.blk.Streams[r.blk.Rows[r.i].Stream].String() }
-	w, err := part.Create(fs, path)
+	w, err := part.Create(fs, path, part.WriterOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
