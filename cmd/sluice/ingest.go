@@ -158,7 +158,7 @@ func (o *ingestOpts) run(args []string, e *env) error {
 			fmt.Fprintf(e.stderr, "%s:%s\n", input, le.Error())
 		},
 	}
-	err = file.Load(ctx, args, e.stdin, opts, func(b *record.Batch) error { return st.Append(o.tenant, b) }, &prog)
+	err = file.Load(ctx, args, e.stdin, opts, storeSink{st, o.tenant}, &prog)
 	bar.stop()
 	if err != nil {
 		return err
@@ -175,6 +175,14 @@ func (o *ingestOpts) run(args []string, e *env) error {
 	}
 	return st.Close()
 }
+
+// storeSink stores a load's batches for one tenant, in input order.
+type storeSink struct {
+	st     *store.Store
+	tenant string
+}
+
+func (s storeSink) Prepare(b *record.Batch) (file.Stored, error) { return s.st.Prepare(s.tenant, b) }
 
 func printIngestSummary(w io.Writer, p *file.Progress, s store.Stats, loaded, all time.Duration) {
 	var rejected int64

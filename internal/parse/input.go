@@ -84,7 +84,12 @@ func (p *Parser) ResetAt(lines, offset int64) error {
 }
 
 // Lines returns how many input lines the parser has seen.
-func (p *Parser) Lines() int64 { return p.sp.Lines() }
+func (p *Parser) Lines() int64 {
+	if p.join != nil {
+		return p.sp.Lines() - p.join.Recounted()
+	}
+	return p.sp.Lines()
+}
 
 // Offset returns how many input bytes the parser has consumed.
 func (p *Parser) Offset() int64 { return p.sp.Offset() }

@@ -18,7 +18,8 @@ import (
 type head struct {
 	mu      sync.RWMutex
 	blocks  []*rows.Block
-	bytes   int64 // encoded bytes held
+	order   []uint64 // of each block: its place in the WAL
+	bytes   int64    // encoded bytes held
 	rows    int64
 	tenants map[string]*headTenant
 }
@@ -43,12 +44,14 @@ type headRef struct {
 
 func newHead() *head { return &head{tenants: map[string]*headTenant{}} }
 
-// insert adds a block's rows.
-func (h *head) insert(b *rows.Block) {
+// insert adds a block's rows; order is its place in the WAL, which
+// orders rows with equal times.
+func (h *head) insert(b *rows.Block, order uint64) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	bi := uint32(len(h.blocks))
 	h.blocks = append(h.blocks, b)
+	h.order = append(h.order, order)
 	h.bytes += int64(len(b.Data))
 	h.rows += int64(len(b.Rows))
 	t := h.tenants[b.Tenant]
@@ -68,8 +71,10 @@ func (h *head) insert(b *rows.Block) {
 	}
 	for i, r := range b.Rows {
 		st := byIdx[r.Stream]
-		if n := len(st.refs); n > 0 && st.refs[n-1].time > r.Time {
-			st.sorted = false
+		if n := len(st.refs); n > 0 {
+			if last := st.refs[n-1]; last.time > r.Time || last.time == r.Time && h.order[last.blk] > order {
+				st.sorted = false
+			}
 		}
 		st.refs = append(st.refs, headRef{time: r.Time, blk: bi, row: uint32(i)})
 	}
@@ -84,19 +89,20 @@ func (h *head) size() (bytes, rows int64) {
 // headView is a head as it was when the view was taken.
 type headView struct {
 	blocks  []*rows.Block
+	order   []uint64
 	tenants map[string][]streamView
 }
 
 type streamView struct {
 	labels record.Labels
 	key    string
-	refs   []headRef // sorted by time, ties in arrival order
+	refs   []headRef // sorted by time, ties in WAL order
 }
 
 // view returns the head's current content. Streams are sorted by key.
 func (h *head) view() *headView {
 	h.mu.RLock()
-	v := &headView{blocks: h.blocks[:len(h.blocks):len(h.blocks)], tenants: map[string][]streamView{}}
+	v := &headView{blocks: h.blocks[:len(h.blocks):len(h.blocks)], order: h.order[:len(h.order):len(h.order)], tenants: map[string][]streamView{}}
 	type pending struct {
 		sv     streamView
 		sorted bool
@@ -113,7 +119,9 @@ func (h *head) view() *headView {
 		for i, p := range ps {
 			if !p.sorted {
 				p.sv.refs = slices.Clone(p.sv.refs)
-				slices.SortStableFunc(p.sv.refs, func(a, b headRef) int { return cmp.Compare(a.time, b.time) })
+				slices.SortFunc(p.sv.refs, func(a, b headRef) int {
+					return cmp.Or(cmp.Compare(a.time, b.time), cmp.Compare(v.order[a.blk], v.order[b.blk]), cmp.Compare(a.row, b.row))
+				})
 			}
 			svs[i] = p.sv
 		}

@@ -235,7 +235,7 @@ func (s *Store) recover() error {
 			replayErr = err
 			return nil
 		}
-		s.head.insert(blk)
+		s.head.insert(blk, walOrder(pos))
 		s.stats.RecoveredRecords += int64(len(blk.Rows))
 		return nil
 	}
@@ -327,25 +327,68 @@ func (s *Store) freePart(p *livePart) {
 // snapshots. It returns nil only once they are in the WAL as the sync
 // policy says. Rejected lines (b.Errors) are not stored.
 func (s *Store) Append(tenant string, b *record.Batch) error {
-	if err := checkTenant(tenant); err != nil {
+	p, err := s.Prepare(tenant, b)
+	if err != nil {
 		return err
 	}
+	p.Write()
+	return p.Wait()
+}
+
+// Pending is a batch on its way into the store, in two steps: Write gives
+// it its place in the WAL (batches written one after another by one
+// goroutine are stored in that order, which is the order of rows with
+// equal times), Wait waits until it is durable and visible.
+type Pending struct {
+	s   *Store
+	blk *rows.Block
+	wp  wal.Pending
+	err error // Write's; when set, Write did not take s.cut
+}
+
+// Prepare encodes b for tenant. It may run on many goroutines at once;
+// b is not needed once it returns.
+func (s *Store) Prepare(tenant string, b *record.Batch) (*Pending, error) {
+	if err := checkTenant(tenant); err != nil {
+		return nil, err
+	}
+	p := &Pending{s: s}
 	if len(b.Records) == 0 {
-		return nil
+		return p, nil
 	}
 	enc, _ := s.encoders.Get().(*rows.Encoder)
 	if enc == nil {
 		enc = new(rows.Encoder)
 	}
-	blk := enc.Block(tenant, b)
+	p.blk = enc.Block(tenant, b)
 	s.encoders.Put(enc)
-	if err := s.waitForRoom(); err != nil {
-		return err
+	return p, nil
+}
+
+// Write queues the batch for the WAL, after waiting, if the head is full,
+// for a flush to make room.
+// REQUIRES: Wait is called after it.
+func (p *Pending) Write() {
+	if p.blk == nil {
+		return
 	}
-	s.cut.RLock()
-	_, err := s.wal.Append(blk.Data)
+	if p.err = p.s.waitForRoom(); p.err != nil {
+		return
+	}
+	// Held until Wait: a head cut waits for the batches in flight.
+	p.s.cut.RLock()
+	p.wp = p.s.wal.Enqueue(p.blk.Data)
+}
+
+// Wait returns nil once the batch is durable and visible, or why not.
+func (p *Pending) Wait() error {
+	if p.blk == nil || p.err != nil {
+		return p.err
+	}
+	s := p.s
+	pos, err := p.wp.Wait()
 	if err == nil {
-		s.head.insert(blk)
+		s.head.insert(p.blk, walOrder(pos))
 	}
 	h := s.head
 	s.cut.RUnlock()
@@ -357,6 +400,9 @@ func (s *Store) Append(tenant string, b *record.Batch) error {
 	}
 	return nil
 }
+
+// walOrder orders blocks as their frames are in the WAL.
+func walOrder(p wal.Pos) uint64 { return p.Segment<<40 | uint64(p.Offset) }
 
 // waitForRoom blocks while the head is full and a flush is still writing
 // the previous one. While flushing fails (a full disk, say) it waits for

@@ -112,14 +112,44 @@ func putRequest(r *request) {
 // is reopened. After a failed write (a full disk) only the appends of that
 // group fail, and nothing of them stays in the segment.
 func (l *Log) Append(payload []byte) (Pos, error) {
+	p := l.Enqueue(payload)
+	return p.Wait()
+}
+
+// Pending is an append queued by Enqueue.
+type Pending struct {
+	r   *request
+	err error
+}
+
+// Enqueue queues payload for the writer and returns at once: appends
+// enqueued one after another by one goroutine land in the WAL in that
+// order. Wait says when the frame is durable, as Append does.
+// REQUIRES: Wait is called exactly once; payload stays unchanged until it
+// returns.
+func (l *Log) Enqueue(payload []byte) Pending {
 	if len(payload) > l.opts.MaxPayload {
-		return Pos{}, fmt.Errorf("wal: append %d bytes (limit %d): %w", len(payload), l.opts.MaxPayload, ErrTooLarge)
+		return Pending{err: fmt.Errorf("wal: append %d bytes (limit %d): %w", len(payload), l.opts.MaxPayload, ErrTooLarge)}
 	}
 	r := getRequest()
 	r.payload = payload
-	err := l.submit(r)
-	pos := r.pos
-	putRequest(r)
+	if err := l.enqueue(r); err != nil {
+		putRequest(r)
+		return Pending{err: err}
+	}
+	return Pending{r: r}
+}
+
+// Wait returns where the frame starts once it is durable (under
+// SyncAlways; written, under the other policies), or why it failed.
+func (p *Pending) Wait() (Pos, error) {
+	if p.r == nil {
+		return Pos{}, p.err
+	}
+	<-p.r.done
+	pos, err := p.r.pos, p.r.err
+	putRequest(p.r)
+	p.r = nil
 	return pos, err
 }
 
@@ -137,6 +167,15 @@ func (l *Log) Rotate() (uint64, error) {
 
 // submit queues r for the writer and waits until it is done.
 func (l *Log) submit(r *request) error {
+	if err := l.enqueue(r); err != nil {
+		return err
+	}
+	<-r.done
+	return r.err
+}
+
+// enqueue queues r for the writer.
+func (l *Log) enqueue(r *request) error {
 	l.mu.Lock()
 	if l.closing {
 		l.mu.Unlock()
@@ -153,8 +192,7 @@ func (l *Log) submit(r *request) error {
 	case l.kick <- struct{}{}:
 	default: // the writer has been kicked already and will see r
 	}
-	<-r.done
-	return r.err
+	return nil
 }
 
 func brokenError(cause error) error { return fmt.Errorf("%w: %w", ErrBroken, cause) }

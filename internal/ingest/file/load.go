@@ -18,9 +18,32 @@ import (
 	"github.com/sluicelog/sluice/internal/record"
 )
 
-// Sink stores a batch and returns once it is durable. It is called from
-// several goroutines at once; the batch is valid only during the call.
-type Sink func(b *record.Batch) error
+// Sink stores batches in two steps, so that they are parsed and prepared
+// in parallel but stored in input order: Prepare runs on many goroutines
+// at once (the batch is valid only during the call); Load then calls the
+// result's Write in input order, one at a time, and its Wait, which
+// returns once the batch is durable, in parallel.
+type Sink interface {
+	Prepare(b *record.Batch) (Stored, error)
+}
+
+// Stored is a prepared batch. Write must be followed by Wait.
+type Stored interface {
+	Write()
+	Wait() error
+}
+
+// SinkFunc adapts a function that stores a batch at once, and may be
+// called concurrently, to a Sink; its batches are stored in any order.
+type SinkFunc func(b *record.Batch) error
+
+// Prepare stores b.
+func (f SinkFunc) Prepare(b *record.Batch) (Stored, error) { return done{f(b)}, nil }
+
+type done struct{ err error }
+
+func (d done) Write()      {}
+func (d done) Wait() error { return d.err }
 
 // Options configure Load.
 type Options struct {
@@ -61,6 +84,7 @@ type chunk struct {
 	lineBase   int64 // lines of the input before the chunk
 	offBase    int64
 	lines      int64 // lines in the chunk
+	received   int64 // receive time (Unix ns), increasing in input order
 	tooLong    bool  // the chunk is one line over the limit: reject it
 	tooLongLen int64
 }
@@ -90,7 +114,7 @@ func Load(ctx context.Context, inputs []string, stdin io.Reader, opts Options, s
 
 	pool := sync.Pool{New: func() any { b := make([]byte, 0, opts.ChunkSize+maxLine); return &b }}
 	chunks := make(chan *chunk, opts.Workers)
-	done := make(chan *chunk, opts.Workers)
+	doneCh := make(chan *chunk, opts.Workers)
 	var wg sync.WaitGroup
 	var errMu sync.Mutex
 	report := func(input string, e *record.LineError) {
@@ -102,11 +126,12 @@ func Load(ctx context.Context, inputs []string, stdin io.Reader, opts Options, s
 		}
 	}
 
+	turn := newTurnstile()
 	for range opts.Workers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if err := work(ctx, opts.Parse, chunks, done, sink, report, prog); err != nil {
+			if err := work(ctx, opts.Parse, chunks, doneCh, sink, turn, report, prog); err != nil {
 				cancel(err)
 			}
 		}()
@@ -127,7 +152,7 @@ func Load(ctx context.Context, inputs []string, stdin io.Reader, opts Options, s
 		defer ackWG.Done()
 		pending := map[int64]*chunk{}
 		var next, total int64
-		for c := range done {
+		for c := range doneCh {
 			pending[c.seq] = c
 			advanced := false
 			for pending[next] != nil {
@@ -147,7 +172,7 @@ func Load(ctx context.Context, inputs []string, stdin io.Reader, opts Options, s
 		}
 	}()
 	wg.Wait()
-	close(done)
+	close(doneCh)
 	ackWG.Wait()
 	if err := context.Cause(ctx); err != nil && !errors.Is(err, context.Canceled) {
 		return err
@@ -157,10 +182,14 @@ func Load(ctx context.Context, inputs []string, stdin io.Reader, opts Options, s
 
 // read cuts the inputs into chunks.
 func read(ctx context.Context, inputs []string, stdin io.Reader, size, maxLine int, pool *sync.Pool, out chan<- *chunk, prog *Progress) error {
-	var seq int64
+	var seq, lastReceived int64
 	send := func(c *chunk) error {
 		c.seq = seq
 		seq++
+		// Receive times increase in input order, so lines without a
+		// timestamp keep their order whichever worker stores them.
+		c.received = max(time.Now().UnixNano(), lastReceived+1)
+		lastReceived = c.received
 		select {
 		case out <- c:
 			return nil
@@ -171,7 +200,8 @@ func read(ctx context.Context, inputs []string, stdin io.Reader, size, maxLine i
 	for _, name := range inputs {
 		var r io.Reader
 		if name == "-" {
-			r = stdin
+			// A pipe can stay idle for ever: don't let it hold up a cancel.
+			r = &cancelReader{ctx: ctx, r: stdin}
 		} else {
 			f, err := os.Open(name)
 			if err != nil {
@@ -189,14 +219,25 @@ func read(ctx context.Context, inputs []string, stdin io.Reader, size, maxLine i
 			// Fill to size bytes holding a newline, to EOF, or past the
 			// longest line allowed.
 			for !eof && (len(buf) < size || bytes.IndexByte(buf, '\n') < 0) && len(buf) <= maxLine+size {
-				buf = slices.Grow(buf, size)
-				n, err := r.Read(buf[len(buf):cap(buf)])
+				// Read up to size bytes; past that only while no line has
+				// ended yet (a long line), so batches stay about size.
+				want := size
+				if len(buf) >= size {
+					want = len(buf) + size
+				}
+				buf = slices.Grow(buf, want-len(buf))
+				n, err := r.Read(buf[len(buf):want])
 				buf = buf[:len(buf)+n]
 				prog.BytesRead.Add(int64(n))
 				if errors.Is(err, io.EOF) {
 					eof = true
 				} else if err != nil {
 					return fmt.Errorf("read %s: %w", name, err)
+				}
+				// A short read is a pipe giving what it has: store the
+				// whole lines now rather than wait for a full chunk.
+				if len(buf) < want && bytes.IndexByte(buf, '\n') >= 0 {
+					break
 				}
 			}
 			*bp = buf
@@ -257,7 +298,7 @@ func skipLine(r io.Reader, buf []byte, prog *Progress) ([]byte, int64, error) {
 }
 
 // work parses chunks and stores their batches.
-func work(ctx context.Context, popts parse.Options, in <-chan *chunk, done chan<- *chunk, sink Sink, report func(string, *record.LineError), prog *Progress) error {
+func work(ctx context.Context, popts parse.Options, in <-chan *chunk, done chan<- *chunk, sink Sink, turn *turnstile, report func(string, *record.LineError), prog *Progress) error {
 	p, err := parse.New(popts)
 	if err != nil {
 		return err
@@ -274,6 +315,11 @@ func work(ctx context.Context, popts parse.Options, in <-chan *chunk, done chan<
 		if c.tooLong {
 			report(c.input, &record.LineError{Line: c.lineBase + 1, Col: 1, Offset: c.offBase, Kind: record.ErrLineTooLong,
 				Msg: fmt.Sprintf("line of %d bytes is longer than the limit", c.tooLongLen)})
+			prog.BytesDone.Add(c.tooLongLen)
+			if err := turn.wait(ctx, c.seq); err != nil {
+				return err
+			}
+			turn.pass(c.seq)
 			done <- c
 			continue
 		}
@@ -282,14 +328,24 @@ func work(ctx context.Context, popts parse.Options, in <-chan *chunk, done chan<
 		}
 		b.Reset()
 		b.Data = c.data
-		b.ReceiveTime = time.Now().UnixNano()
+		b.ReceiveTime = c.received
 		p.Parse(b, true)
 		for i := range b.Errors {
 			report(c.input, &b.Errors[i])
 		}
 		prog.Records.Add(int64(len(b.Records)))
 		prog.BadUTF8.Add(int64(b.BadUTF8))
-		if err := sink(b); err != nil {
+		st, err := sink.Prepare(b)
+		if err != nil {
+			return err
+		}
+		// Store in input order; wait for durability in parallel.
+		if err := turn.wait(ctx, c.seq); err != nil {
+			return err
+		}
+		st.Write()
+		turn.pass(c.seq)
+		if err := st.Wait(); err != nil {
 			return err
 		}
 		prog.BytesDone.Add(int64(len(c.data)))
@@ -318,7 +374,12 @@ func loadJoined(ctx context.Context, inputs []string, stdin io.Reader, opts Opti
 			}
 			prog.Records.Add(int64(len(b.Records)))
 			prog.BadUTF8.Add(int64(b.BadUTF8))
-			if err := sink(b); err != nil {
+			st, err := sink.Prepare(b)
+			if err != nil {
+				return err
+			}
+			st.Write()
+			if err := st.Wait(); err != nil {
 				return err
 			}
 			prog.BytesDone.Add(p.Offset() - seen)
@@ -343,4 +404,86 @@ func loadJoined(ctx context.Context, inputs []string, stdin io.Reader, opts Opti
 		}
 	}
 	return nil
+}
+
+// turnstile lets chunks through one at a time in sequence order.
+type turnstile struct {
+	mu      sync.Mutex
+	next    int64
+	waiting map[int64]chan struct{}
+}
+
+func newTurnstile() *turnstile { return &turnstile{waiting: map[int64]chan struct{}{}} }
+
+// wait returns once every chunk before seq has passed, or ctx is done.
+func (t *turnstile) wait(ctx context.Context, seq int64) error {
+	t.mu.Lock()
+	if t.next == seq {
+		t.mu.Unlock()
+		return nil
+	}
+	ch := make(chan struct{})
+	t.waiting[seq] = ch
+	t.mu.Unlock()
+	select {
+	case <-ch:
+		return nil
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	}
+}
+
+// pass lets the chunk after seq through.
+func (t *turnstile) pass(seq int64) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.next = seq + 1
+	if ch, ok := t.waiting[t.next]; ok {
+		delete(t.waiting, t.next)
+		close(ch)
+	}
+}
+
+// cancelReader reads r in a goroutine of its own so that a Read blocked on
+// an idle pipe returns when ctx is done. The goroutine then ends with the
+// pending read (at EOF or when the writer writes or closes).
+type cancelReader struct {
+	ctx     context.Context
+	r       io.Reader
+	pending chan readResult // the read in flight, if any
+	rest    readResult      // what a read gave beyond the caller's buffer
+}
+
+type readResult struct {
+	data []byte
+	err  error
+}
+
+func (c *cancelReader) Read(p []byte) (int, error) {
+	if len(c.rest.data) > 0 || c.rest.err != nil {
+		n := copy(p, c.rest.data)
+		c.rest.data = c.rest.data[n:]
+		if len(c.rest.data) > 0 {
+			return n, nil
+		}
+		err := c.rest.err
+		c.rest = readResult{}
+		return n, err
+	}
+	if c.pending == nil {
+		c.pending = make(chan readResult, 1)
+		buf := make([]byte, len(p))
+		go func(ch chan readResult) {
+			n, err := c.r.Read(buf)
+			ch <- readResult{buf[:n], err}
+		}(c.pending)
+	}
+	select {
+	case res := <-c.pending:
+		c.pending = nil
+		c.rest = res
+		return c.Read(p)
+	case <-c.ctx.Done():
+		return 0, context.Cause(c.ctx)
+	}
 }

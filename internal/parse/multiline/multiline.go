@@ -99,6 +99,10 @@ func anchored(expr string) bool {
 }
 
 // Reset prepares the Joiner for a new input. Reset the Splitter with it.
+// Recounted returns how many lines the Splitter has counted twice
+// because a group left unfinished at a buffer's end was read again.
+func (j *Joiner) Recounted() int64 { return j.over }
+
 func (j *Joiner) Reset() {
 	j.base, j.over, j.open = 0, 0, false
 }
