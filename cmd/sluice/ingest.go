@@ -47,7 +47,7 @@ check what survived.`,
 		fs.StringVar(&o.ackLog, "ack-log", "", "append the count of durable input lines to this `file` after each commit")
 		fs.IntVar(&o.workers, "workers", 0, "parsing and storing goroutines (0: twice the CPUs)")
 		fs.BoolVar(&o.quiet, "quiet", false, "no progress line and no summary")
-		fs.Int64Var(&o.memLimit, "memory-limit", 0, "soft limit of the Go heap in `bytes`, which the GC works to stay under (0: three heads and 48 MiB, at least 240 MiB; GOMEMLIMIT overrides)")
+		fs.Int64Var(&o.memLimit, "memory-limit", 0, "soft limit of the Go heap in `bytes`, which the GC works to stay under (0: three heads and 32 MiB, at least 128 MiB; GOMEMLIMIT overrides)")
 		return o.run
 	},
 }
@@ -116,7 +116,7 @@ func (o *ingestOpts) run(args []string, e *env) error {
 		// a limit the GC lets garbage grow to the size of the live heap.
 		limit := o.memLimit
 		if limit <= 0 {
-			limit = max(240<<20, 3*o.storage.headBytes+48<<20)
+			limit = max(128<<20, 3*o.storage.headBytes+32<<20)
 		}
 		debug.SetMemoryLimit(limit)
 	}

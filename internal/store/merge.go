@@ -145,7 +145,9 @@ func (s *Store) merge(ctx context.Context, group []*livePart) error {
 			var its []rowIter
 			for _, p := range group {
 				if si, ok := p.streams[k]; ok {
-					its = append(its, newPartIter(p.rd, si, math.MinInt64, math.MaxInt64))
+					it := newPartIter(p.rd, si, math.MinInt64, math.MaxInt64)
+					it.drop = true // every block is read once
+					its = append(its, it)
 				}
 			}
 			if err := w.StartStream(streams[k]); err != nil {

@@ -228,6 +228,7 @@ var blockPool = sync.Pool{New: func() any { return new(part.Block) }}
 
 type partIter struct {
 	rd       *part.Reader
+	drop     bool // a whole-part scan: drop each block's pages once read
 	blocks   []int
 	bi       int
 	blk      *part.Block
@@ -256,6 +257,11 @@ func (it *partIter) next() bool {
 				}
 				it.i++
 			}
+		}
+		// The rows of the block done with may view its pages (streams
+		// stored raw): drop them only now.
+		if it.drop && it.bi >= 0 && it.bi < len(it.blocks) {
+			it.rd.DropBlock(it.blocks[it.bi])
 		}
 		it.bi++
 		if it.bi >= len(it.blocks) {

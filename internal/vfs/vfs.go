@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"syscall"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -194,4 +195,33 @@ func (osFS) Free(dir string) (uint64, error) {
 		return 0, &fs.PathError{Op: "statfs", Path: dir, Err: err}
 	}
 	return st.Bavail * uint64(st.Bsize), nil
+}
+
+// pageDropper is implemented by filesystems whose Map is a real memory
+// mapping.
+type pageDropper interface {
+	dropPages(b []byte)
+}
+
+// DropPages tells the kernel that the process no longer needs the pages of
+// b, a part of a mapping fs.Map returned: they leave its resident memory
+// (and stay in the page cache). A no-op where Map does not map.
+func DropPages(fs FS, b []byte) {
+	if d, ok := fs.(pageDropper); ok {
+		d.dropPages(b)
+	}
+}
+
+func (osFS) dropPages(b []byte) {
+	// madvise needs a page-aligned start: drop the whole pages inside b.
+	const page = 4096
+	start := uintptr(unsafe.Pointer(unsafe.SliceData(b)))
+	first := (start + page - 1) &^ (page - 1)
+	end := start + uintptr(len(b))
+	if end <= first+page {
+		return
+	}
+	n := (end - first) &^ (page - 1)
+	p := unsafe.Add(unsafe.Pointer(unsafe.SliceData(b)), first-start)
+	_ = unix.Madvise(unsafe.Slice((*byte)(p), n), unix.MADV_DONTNEED)
 }

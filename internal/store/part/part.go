@@ -312,6 +312,7 @@ type Reader struct {
 	data    []byte
 	filters []byte
 	release func() error
+	fs      vfs.FS
 	labels  map[string]map[string][]uint32 // name -> value -> streams
 }
 
@@ -336,7 +337,7 @@ func Open(fs vfs.FS, path string) (*Reader, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open part: %w", err)
 	}
-	r := &Reader{Path: path, data: data, release: release}
+	r := &Reader{Path: path, data: data, release: release, fs: fs}
 	if err := r.load(); err != nil {
 		release()
 		return nil, err
@@ -477,6 +478,14 @@ func (r *Reader) ReadBlock(i int, b *Block) error {
 		return r.corrupt(bm.Off, "block %d has %d rows, index %d", i, len(b.Rows), bm.Rows)
 	}
 	return nil
+}
+
+// DropBlock says block i will not be read again soon: its pages leave the
+// process's resident memory (they stay in the page cache, and a later read
+// maps them again). For scans of whole parts: merges, exports.
+func (r *Reader) DropBlock(i int) {
+	bm := &r.Blocks[i]
+	vfs.DropPages(r.fs, r.data[bm.Off:bm.Off+bm.Len])
 }
 
 // Close releases the mapping. REQUIRES: no Block read from r is in use.
