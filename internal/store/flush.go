@@ -128,8 +128,9 @@ func (s *Store) nextID() uint64 {
 // finishes it durably: written under a temporary name, synced, renamed,
 // and its directory synced. It fills in info's totals.
 func (s *Store) writePart(info *partInfo, fill func(*part.Writer) error) error {
-	// Flushed parts are merged before long: compress them for speed.
-	opts := part.WriterOptions{FastCompression: info.Level == 0}
+	// Flushed parts are merged before long: compress them for speed; in a
+	// bulk load, whose compaction rewrites them, leave their filters out.
+	opts := part.WriterOptions{FastCompression: info.Level == 0, NoFilters: info.Level == 0 && s.opts.DeferMerges}
 	final := path.Join(s.opts.Dir, info.path())
 	dir := path.Dir(final)
 	if err := s.mkdirs(path.Dir(info.path())); err != nil {

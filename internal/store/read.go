@@ -110,6 +110,12 @@ type RowFunc func(r *rows.Row, names []string) error
 // [from, to], in time order (rows with equal times in the order they were
 // stored).
 func (sn *Snapshot) Scan(ctx context.Context, tenant string, stream record.Labels, from, to int64, fn RowFunc) error {
+	return sn.scan(ctx, tenant, stream, from, to, false, fn)
+}
+
+// scan is Scan; with drop set, the pages of each block read are dropped
+// once done with (a scan of everything, which reads each block once).
+func (sn *Snapshot) scan(ctx context.Context, tenant string, stream record.Labels, from, to int64, drop bool, fn RowFunc) error {
 	key := stream.String()
 	var its []rowIter
 	for _, p := range sn.parts {
@@ -117,7 +123,9 @@ func (sn *Snapshot) Scan(ctx context.Context, tenant string, stream record.Label
 			continue
 		}
 		if si, ok := p.streams[key]; ok {
-			its = append(its, newPartIter(p.rd, si, from, to))
+			it := newPartIter(p.rd, si, from, to)
+			it.drop = drop
+			its = append(its, it)
 		}
 	}
 	for _, h := range sn.heads {

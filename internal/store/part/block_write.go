@@ -139,6 +139,7 @@ type blockWriter struct {
 	shapes    []timestamp.Shape
 	hex       []byte // chooseEncoding's decoding of a hex column
 	fast      bool   // compress for speed: the part will soon be merged
+	noFilter  bool   // leave the token filter out
 	shapeIdx  []byte // timeShapes' shape of each value
 }
 
@@ -214,7 +215,9 @@ func (w *blockWriter) add(r *rows.Row, names []string) {
 	row := len(w.times)
 	w.times = append(w.times, r.Time)
 	w.lineBytes += len(r.Line)
-	w.text = append(append(w.text, r.Line...), '\n')
+	if !w.noFilter {
+		w.text = append(append(w.text, r.Line...), '\n')
+	}
 	flags := byte(r.MsgFlags&^record.Const) << rowMsgFlagsSh
 	if r.TimeSource == record.FromReceive {
 		flags |= rowFromReceive
@@ -362,9 +365,12 @@ func sortHoles(hs []hole) {
 // encode appends the block's bytes to dst, and leaves its token filter in
 // w.filter.
 func (w *blockWriter) encode(dst []byte) []byte {
-	w.tokens.reset()
-	w.tokens.addText(w.text)
-	w.filter = w.tokens.appendFilter(w.filter[:0])
+	w.filter = w.filter[:0]
+	if !w.noFilter {
+		w.tokens.reset()
+		w.tokens.addText(w.text)
+		w.filter = w.tokens.appendFilter(w.filter)
+	}
 
 	// Column streams first, into body, so the header can say where each
 	// column starts.

@@ -78,6 +78,10 @@ type WriterOptions struct {
 	// FastCompression trades a few percent of size for speed, for a part
 	// that will soon be merged into another (a flush during a bulk load).
 	FastCompression bool
+	// NoFilters leaves the token filters out (every block then "may
+	// contain" every token): for a part that a compaction will rewrite
+	// before it is queried much, such as a flush during a bulk load.
+	NoFilters bool
 }
 
 // Create starts a part at path, replacing what is there.
@@ -227,6 +231,7 @@ func (w *Writer) stopEncoders() {
 func (w *Writer) newBlockWriter() *blockWriter {
 	bw := newBlockWriter()
 	bw.fast = w.opts.FastCompression
+	bw.noFilter = w.opts.NoFilters
 	return bw
 }
 

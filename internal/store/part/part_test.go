@@ -421,3 +421,43 @@ func TestLabelIndex(t *testing.T) {
 		}
 	}
 }
+
+// TestNoFilters: a part written without token filters may contain any
+// token, so a query never skips its blocks.
+func TestNoFilters(t *testing.T) {
+	fs := vfs.NewMem()
+	refs := sortedRefs(encoded(t, "auto", []byte(samples["json"])))
+	w, err := part.Create(fs, "p.part", part.WriterOptions{NoFilters: true, FastCompression: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r rows.Row
+	var fields []rows.Field
+	var last string
+	for _, x := range refs {
+		if k := x.blk.Streams[x.blk.Rows[x.i].Stream].String(); k != last {
+			last = k
+			if err := w.StartStream(x.blk.Streams[x.blk.Rows[x.i].Stream]); err != nil {
+				t.Fatal(err)
+			}
+		}
+		fields = x.blk.Row(x.i, &r, fields)
+		if err := w.Add(&r, x.blk.Names); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := w.Finish(); err != nil {
+		t.Fatal(err)
+	}
+	check(t, fs, "p.part", refs)
+	rd, err := part.Open(fs, "p.part")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rd.Close()
+	for i := range rd.Blocks {
+		if !rd.Filter(i).MayContain(part.TokenHash([]byte("nowhere"))) {
+			t.Errorf("block %d: a part without filters ruled a token out", i)
+		}
+	}
+}
