@@ -123,8 +123,11 @@ type blockWriter struct {
 	// names maps a source's name table (identified by its first
 	// element's address) to column indexes, so that a field costs a slice
 	// index, not a map lookup.
-	namesKey *string
-	namesCol []int32
+	namesKey  *string
+	namesCol  []int32
+	namesSeen map[*string][]int32 // the other tables met in this block
+	msgCol    int                 // the message column, or -1
+	lineCol   int                 // the line column, or -1
 
 	lineBytes int
 	text      []byte   // the block's lines, each followed by '\n', for the token filter
@@ -149,7 +152,20 @@ type hole struct {
 }
 
 func newBlockWriter() *blockWriter {
-	return &blockWriter{tmplIndex: make(map[string]uint32), colIndex: make(map[colKey]int), dict: make(map[string]uint8)}
+	return &blockWriter{tmplIndex: make(map[string]uint32), colIndex: make(map[colKey]int), dict: make(map[string]uint8),
+		namesSeen: make(map[*string][]int32), msgCol: -1, lineCol: -1}
+}
+
+// specialColumn returns the message or line column, creating it once.
+func (w *blockWriter) specialColumn(flags byte) int {
+	p := &w.msgCol
+	if flags == colLine {
+		p = &w.lineCol
+	}
+	if *p < 0 {
+		*p = w.column(colKey{flags: flags})
+	}
+	return *p
 }
 
 func (w *blockWriter) reset() {
@@ -162,7 +178,9 @@ func (w *blockWriter) reset() {
 	}
 	w.cols = w.cols[:0]
 	clear(w.colIndex)
-	w.namesKey, w.namesCol = nil, w.namesCol[:0]
+	w.namesKey, w.namesCol = nil, nil
+	clear(w.namesSeen)
+	w.msgCol, w.lineCol = -1, -1
 	w.lineBytes = 0
 	w.text = w.text[:0]
 }
@@ -196,13 +214,21 @@ func (w *blockWriter) fieldColumn(names []string, i uint32) int {
 		return w.column(colKey{})
 	}
 	if w.namesKey != &names[0] {
+		// Rows of one stream come from many source blocks, each with its
+		// own table: keep the mapping of every table met.
+		if w.namesKey != nil {
+			w.namesSeen[w.namesKey] = w.namesCol
+		}
 		w.namesKey = &names[0]
-		w.namesCol = w.namesCol[:0]
+		w.namesCol = w.namesSeen[w.namesKey]
 	}
 	for int(i) >= len(w.namesCol) {
 		w.namesCol = append(w.namesCol, -1)
 	}
-	if c := w.namesCol[i]; c >= 0 {
+	// The table's address may be reused by another table (a reused
+	// decode buffer): check the name, which costs little when it is the
+	// same string.
+	if c := w.namesCol[i]; c >= 0 && w.cols[c].name == names[i] && w.cols[c].flags == 0 {
 		return int(c)
 	}
 	c := w.column(colKey{name: names[i]})
@@ -291,11 +317,11 @@ func (w *blockWriter) add(r *rows.Row, names []string) {
 		c.add(f.Value, meta(f.Kind, f.Flags), f.Num, row, f.Role == record.RoleTime)
 	}
 	if hasMsg {
-		c := w.cols[w.column(colKey{flags: colMsg})]
+		c := w.cols[w.specialColumn(colMsg)]
 		c.add(r.Msg, meta(record.String, r.MsgFlags&^record.Const), 0, row, false)
 	}
 	if mode == tmplRaw {
-		c := w.cols[w.column(colKey{flags: colLine})]
+		c := w.cols[w.specialColumn(colLine)]
 		c.add(r.Line, meta(record.String, 0), 0, row, false)
 	}
 	w.rowFlags = append(w.rowFlags, flags)
@@ -326,7 +352,7 @@ func (w *blockWriter) templateKey(r *rows.Row, names []string, mode byte, hasMsg
 		key = append(key, byte(f.Role)<<slotRoleSh|w.inLineFlag(j))
 	}
 	if hasMsg {
-		key = binary.AppendUvarint(key, uint64(w.column(colKey{flags: colMsg})))
+		key = binary.AppendUvarint(key, uint64(w.specialColumn(colMsg)))
 		key = append(key, slotMsg|w.inLineFlag(len(r.Fields)))
 	}
 	if mode == tmplHoles {

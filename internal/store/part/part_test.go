@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/sluicelog/sluice/internal/parse"
@@ -460,4 +461,80 @@ func TestNoFilters(t *testing.T) {
 			t.Errorf("block %d: a part without filters ruled a token out", i)
 		}
 	}
+}
+
+// TestRewrite merges two parts of one stream by time, reading each
+// block by block into one reused Block, as the store's merge does: when
+// the next block of a part has other columns, the reused Block's name
+// table changes under the writer within one output block, and every
+// field must keep its name.
+func TestRewrite(t *testing.T) {
+	var a, b strings.Builder
+	for i := range 40000 {
+		ts := 1768464000000 + 2*i
+		if i < 32768 {
+			fmt.Fprintf(&a, `{"ts":%d,"service":"s","x":%d,"y":"p"}`+"\n", ts, i)
+		} else {
+			fmt.Fprintf(&a, `{"ts":%d,"service":"s","z":"q%d","x":%d}`+"\n", ts, i, i)
+		}
+		if i%7 == 0 {
+			fmt.Fprintf(&b, `{"ts":%d,"service":"s","k":%d}`+"\n", ts+1, i)
+		}
+	}
+	fs := vfs.NewMem()
+	ra := writePart(t, fs, "a.part", encoded(t, "json", []byte(a.String())))
+	rb := writePart(t, fs, "b.part", encoded(t, "json", []byte(b.String())))
+	want := append(ra, rb...)
+	slices.SortStableFunc(want, func(x, y ref) int { return cmp.Compare(x.blk.Rows[x.i].Time, y.blk.Rows[y.i].Time) })
+
+	type cursor struct {
+		rd  *part.Reader
+		blk part.Block
+		bi  int
+		i   int
+	}
+	var cs []*cursor
+	for _, name := range []string{"a.part", "b.part"} {
+		rd, err := part.Open(fs, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer rd.Close()
+		c := &cursor{rd: rd}
+		if err := rd.ReadBlock(0, &c.blk); err != nil {
+			t.Fatal(err)
+		}
+		cs = append(cs, c)
+	}
+	w, err := part.Create(fs, "m.part", part.WriterOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.StartStream(cs[0].rd.Streams[0]); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		var best *cursor
+		for _, c := range cs {
+			if c.i < len(c.blk.Rows) && (best == nil || c.blk.Rows[c.i].Time < best.blk.Rows[best.i].Time) {
+				best = c
+			}
+		}
+		if best == nil {
+			break
+		}
+		if err := w.Add(&best.blk.Rows[best.i], best.blk.Names); err != nil {
+			t.Fatal(err)
+		}
+		if best.i++; best.i == len(best.blk.Rows) && best.bi+1 < len(best.rd.Blocks) {
+			best.bi, best.i = best.bi+1, 0
+			if err := best.rd.ReadBlock(best.bi, &best.blk); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if _, err := w.Finish(); err != nil {
+		t.Fatal(err)
+	}
+	check(t, fs, "m.part", want)
 }
