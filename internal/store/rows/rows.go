@@ -438,3 +438,14 @@ func uvarint(d []byte, p int) (uint64, int) {
 
 // Float returns a Float field's value.
 func (f *Field) Float() float64 { return math.Float64frombits(f.Num) }
+
+// Prefetch starts loading row i's encoding into the CPU's caches, so that
+// a Row call a little later does not wait for memory: a flush visits rows
+// stream by stream, which is all over the head.
+func (b *Block) Prefetch(i int) {
+	off := int(b.Rows[i].Off)
+	n := min(len(b.Data)-off, 384) // a typical row and its fields
+	if n > 0 {
+		prefetch(&b.Data[off], n)
+	}
+}

@@ -1,0 +1,14 @@
+#include "textflag.h"
+
+// func prefetch(p *byte, n int)
+// Issues PREFETCHT0 for every 64-byte line of [p, p+n).
+TEXT ·prefetch(SB), NOSPLIT, $0-16
+	MOVQ p+0(FP), AX
+	MOVQ n+8(FP), CX
+	LEAQ (AX)(CX*1), CX
+loop:
+	PREFETCHT0 (AX)
+	ADDQ $64, AX
+	CMPQ AX, CX
+	JB loop
+	RET
