@@ -141,9 +141,11 @@ type blockWriter struct {
 	dict      map[string]uint8
 	shapes    []timestamp.Shape
 	hex       []byte // chooseEncoding's decoding of a hex column
-	fast      bool   // compress for speed: the part will soon be merged
-	noFilter  bool   // leave the token filter out
-	shapeIdx  []byte // timeShapes' shape of each value
+	// chooseEncoding's dictionary of a column: entries, index of each value
+	dictEntries, dictIdx []byte
+	fast                 bool   // compress for speed: the part will soon be merged
+	noFilter             bool   // leave the token filter out
+	shapeIdx             []byte // timeShapes' shape of each value
 }
 
 type hole struct {
@@ -491,21 +493,8 @@ func (w *blockWriter) encodeColumn(c *column, body, s []byte) (desc, _, _ []byte
 	case encConst:
 		col = bin.AppendBytes(col, c.value(0))
 	case encDict:
-		s = s[:0]
-		clear(w.dict)
-		var idx []byte
-		for i := range n {
-			v := c.value(i)
-			id, ok := w.dict[string(v)]
-			if !ok {
-				id = uint8(len(w.dict))
-				w.dict[string(v)] = id
-				s = bin.AppendBytes(s, v)
-			}
-			idx = append(idx, id)
-		}
-		col = bin.AppendBytes(col, s)
-		col = bin.AppendBytes(col, idx)
+		col = bin.AppendBytes(col, w.dictEntries) // built by chooseEncoding
+		col = bin.AppendBytes(col, w.dictIdx)
 	case encInt:
 		s = s[:0]
 		for i := range n {
@@ -595,7 +584,7 @@ func (w *blockWriter) chooseEncoding(c *column) (byte, []byte) {
 	sameMeta := allSame(c.meta)
 	// A dictionary pays when values repeat; numbers and hex have cheaper
 	// encodings for the rest.
-	if lowCardinality(c, n/2) {
+	if w.dictionary(c, n/2) {
 		return encDict, nil
 	}
 	switch {
@@ -621,9 +610,10 @@ func (w *blockWriter) isConst(c *column) bool {
 	return true
 }
 
-// lowCardinality reports whether c has at most 256 distinct values, and
-// at most limit, each with one number.
-func lowCardinality(c *column, limit int) bool {
+// dictionary reports whether c has at most 256 distinct values, and at
+// most limit, each with one number; if so it leaves the dictionary's
+// entries and each value's index in w.dictEntries and w.dictIdx.
+func (w *blockWriter) dictionary(c *column, limit int) bool {
 	limit = min(limit, 256)
 	// Most columns are plainly one thing or the other: look at a sample
 	// before paying for a map.
@@ -643,18 +633,24 @@ func lowCardinality(c *column, limit int) bool {
 			return false
 		}
 	}
-	seen := make(map[string]uint64, 64)
+	clear(w.dict)
+	w.dictEntries, w.dictIdx = w.dictEntries[:0], w.dictIdx[:0]
+	var nums [256]uint64
 	for i := range c.ends {
 		v := c.value(i)
-		num, ok := seen[string(v)]
+		id, ok := w.dict[string(v)]
 		if !ok {
-			if len(seen) >= limit {
+			if len(w.dict) >= limit {
 				return false
 			}
-			seen[string(v)] = c.nums[i]
-		} else if num != c.nums[i] {
+			id = uint8(len(w.dict))
+			w.dict[string(v)] = id
+			nums[id] = c.nums[i]
+			w.dictEntries = bin.AppendBytes(w.dictEntries, v)
+		} else if nums[id] != c.nums[i] {
 			return false
 		}
+		w.dictIdx = append(w.dictIdx, id)
 	}
 	return true
 }
