@@ -353,6 +353,19 @@ func TestRoundTripCorpus(t *testing.T) {
 	}
 }
 
+// TestRoundTripCanonical runs the round trip on the canonical corpus
+// (gen.py app 2000000 --seed 1, 700 MB) when SLUICE_CORPUS names it:
+// too big for every test run, it is what BENCHMARKS.md reports on.
+//
+//	SLUICE_CORPUS=$(bench/corpus.sh) go test -run RoundTripCanonical -timeout 30m ./cmd/sluice/
+func TestRoundTripCanonical(t *testing.T) {
+	path := os.Getenv("SLUICE_CORPUS")
+	if path == "" {
+		t.Skip("SLUICE_CORPUS is not set")
+	}
+	roundTrip(t, path)
+}
+
 // TestRoundTripLoghub: every Loghub sample, each as its own input.
 func TestRoundTripLoghub(t *testing.T) {
 	files, _ := filepath.Glob(filepath.Join(parsetest.Shared(t, "loghub"), "*", "*_2k.log"))

@@ -23,8 +23,14 @@ const maxMergeInputs = 16
 func (s *Store) mergeAll(ctx context.Context) error {
 	s.mergeMu.Lock()
 	defer s.mergeMu.Unlock()
+	return s.mergeEach(ctx, s.pickMerge)
+}
+
+// mergeEach merges the groups pick returns until it returns none.
+// REQUIRES: s.mergeMu held.
+func (s *Store) mergeEach(ctx context.Context, pick func() []*livePart) error {
 	for ctx.Err() == nil {
-		group := s.pickMerge()
+		group := pick()
 		if group == nil {
 			return nil
 		}
@@ -45,7 +51,7 @@ func (s *Store) mergeAll(ctx context.Context) error {
 			return err
 		}
 	}
-	return nil
+	return ctx.Err()
 }
 
 // pickMerge returns, acquired, the parts of the first tenant, day and

@@ -659,20 +659,7 @@ func (s *Store) Compact(ctx context.Context) error {
 	}
 	s.mergeMu.Lock()
 	defer s.mergeMu.Unlock()
-	for ctx.Err() == nil {
-		group := s.pickMergeDay()
-		if group == nil {
-			return nil
-		}
-		err := s.merge(ctx, group)
-		for _, p := range group {
-			p.release()
-		}
-		if err != nil {
-			return err
-		}
-	}
-	return ctx.Err()
+	return s.mergeEach(ctx, s.pickMergeDay)
 }
 
 // PartStat describes one live part.

@@ -4,6 +4,8 @@ import (
 	"encoding/binary"
 	"math/bits"
 	"unicode/utf8"
+
+	"github.com/sluicelog/sluice/internal/parse/swar"
 )
 
 // SWAR constants: a byte broadcast to all eight lanes of a uint64.
@@ -51,9 +53,9 @@ func digitRun(data []byte, i, end int, u uint64) (uint64, int, int) {
 	start := i
 	for i+8 <= end {
 		x := binary.LittleEndian.Uint64(data[i:])
-		n := leadingDigits(x)
+		n := swar.LeadingDigits(x)
 		if n > 0 {
-			u = u*pow10u[n] + parse8(x, n)
+			u = u*pow10u[n] + swar.Parse8(x, n)
 			i += n
 		}
 		if n < 8 {
@@ -68,25 +70,6 @@ func digitRun(data []byte, i, end int, u uint64) (uint64, int, int) {
 }
 
 var pow10u = [9]uint64{1, 10, 100, 1000, 10000, 100000, 1000000, 10000000, 100000000}
-
-// leadingDigits counts the ASCII digits at the start (lowest bytes) of x.
-// A lane is a digit when its high nibble is 3 and adding 6 keeps it so; a
-// carry out of a non-digit lane can only disturb lanes after it.
-func leadingDigits(x uint64) int {
-	const hi = 0xF0F0F0F0F0F0F0F0
-	m := (x&hi ^ lsb*0x30) | ((x+lsb*0x06)&hi ^ lsb*0x30)
-	return bits.TrailingZeros64(m) >> 3
-}
-
-// parse8 returns the value of the first n (1-8) ASCII digits of x: they
-// are shifted to the top, the lanes below become leading zeros, and pairs,
-// quads and octets are combined by multiplication.
-func parse8(x uint64, n int) uint64 {
-	x <<= 8 * uint(8-n)
-	x = (x & 0x0F0F0F0F0F0F0F0F) * 2561 >> 8
-	x = (x & 0x00FF00FF00FF00FF) * 6553601 >> 16
-	return (x & 0x0000FFFF0000FFFF) * 42949672960001 >> 32
-}
 
 // specialBytes sets the top bit of the lowest byte of x that is '"', '\\'
 // or a control byte (and maybe of higher bytes).

@@ -4,11 +4,11 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
-	"math/bits"
 	"strconv"
 	"unicode/utf8"
 	"unsafe"
 
+	"github.com/sluicelog/sluice/internal/parse/swar"
 	"github.com/sluicelog/sluice/internal/record"
 )
 
@@ -227,7 +227,7 @@ func classifyWord(v []byte, x uint64) (record.Kind, uint64) {
 	}
 	w := x >> (8 * neg) // the digits, from the first (w's top byte is 0 after a '-')
 	l := n - neg        // their count, if all are digits
-	d := leadingDigits(w)
+	d := swar.LeadingDigits(w)
 	switch {
 	case l == 0:
 		return record.String, 0
@@ -236,7 +236,7 @@ func classifyWord(v []byte, x uint64) (record.Kind, uint64) {
 		if l > 1 && byte(w) == '0' {
 			return record.String, 0
 		}
-		u := parse8(w, l)
+		u := swar.Parse8(w, l)
 		if neg != 0 {
 			return record.Int, -u
 		}
@@ -251,25 +251,6 @@ func classifyWord(v []byte, x uint64) (record.Kind, uint64) {
 		}
 	}
 	return classify(v)
-}
-
-// leadingDigits counts the ASCII digits at the start (lowest bytes) of x.
-// A lane is a digit when its high nibble is 3 and adding 6 keeps it so; a
-// carry out of a non-digit lane can only disturb lanes after it.
-func leadingDigits(x uint64) int {
-	const hi = 0xF0F0F0F0F0F0F0F0
-	m := (x&hi ^ lsb*0x30) | ((x+lsb*0x06)&hi ^ lsb*0x30)
-	return bits.TrailingZeros64(m) >> 3
-}
-
-// parse8 returns the value of the first n (1-8) ASCII digits of x: they
-// are shifted to the top, the lanes below become leading zeros, and pairs,
-// quads and octets are combined by multiplication.
-func parse8(x uint64, n int) uint64 {
-	x <<= 8 * uint(8-n)
-	x = (x & 0x0F0F0F0F0F0F0F0F) * 2561 >> 8
-	x = (x & 0x00FF00FF00FF00FF) * 6553601 >> 16
-	return (x & 0x0000FFFF0000FFFF) * 42949672960001 >> 32
 }
 
 // classify types an unquoted value: a JSON integer is Int (BigInt when it
