@@ -1,0 +1,163 @@
+// Package bin reads the varint-based encodings of the store's formats
+// (rows blocks, parts) safely: every read is bounds-checked, the first
+// failure sticks, and counts are checked against the bytes left so that a
+// corrupt length never causes a huge allocation. It never panics on input.
+package bin
+
+import (
+	"encoding/binary"
+	"fmt"
+)
+
+// Reader reads a byte region front to back.
+type Reader struct {
+	b   []byte
+	off int
+	err error
+}
+
+// NewReader returns a reader of b.
+func NewReader(b []byte) Reader { return Reader{b: b} }
+
+// At returns a reader of b positioned at off.
+func At(b []byte, off int) Reader {
+	r := Reader{b: b, off: off}
+	if off < 0 || off > len(b) {
+		r.Fail("offset")
+	}
+	return r
+}
+
+// Err returns the first failure, naming what was being read and where.
+func (r *Reader) Err() error { return r.err }
+
+// Off returns the offset of the next read.
+func (r *Reader) Off() int { return r.off }
+
+// Len returns how many bytes are left.
+func (r *Reader) Len() int { return len(r.b) - r.off }
+
+// Fail records a failure to read what at the current offset.
+func (r *Reader) Fail(what string) {
+	if r.err == nil {
+		r.err = fmt.Errorf("%s at byte %d", what, r.off)
+	}
+}
+
+// Uvarint reads an unsigned varint.
+func (r *Reader) Uvarint(what string) uint64 {
+	if r.err != nil {
+		return 0
+	}
+	v, n := binary.Uvarint(r.b[r.off:])
+	if n <= 0 {
+		r.Fail(what)
+		return 0
+	}
+	r.off += n
+	return v
+}
+
+// Varint reads a signed (zigzag) varint.
+func (r *Reader) Varint(what string) int64 {
+	if r.err != nil {
+		return 0
+	}
+	v, n := binary.Varint(r.b[r.off:])
+	if n <= 0 {
+		r.Fail(what)
+		return 0
+	}
+	r.off += n
+	return v
+}
+
+// Count reads a count of items of at least min bytes each, which the rest
+// of the region must be able to hold.
+func (r *Reader) Count(what string, min int) int {
+	n := r.Uvarint(what)
+	if r.err == nil && n > uint64(r.Len())/uint64(min) {
+		r.Fail(what)
+		return 0
+	}
+	return int(n)
+}
+
+// Bounded reads an unsigned varint that must be at most limit.
+func (r *Reader) Bounded(what string, limit uint64) uint64 {
+	n := r.Uvarint(what)
+	if r.err == nil && n > limit {
+		r.Fail(what)
+		return 0
+	}
+	return n
+}
+
+// Bytes reads n bytes, returned as a view with its capacity capped.
+func (r *Reader) Bytes(n uint64, what string) []byte {
+	if r.err != nil {
+		return nil
+	}
+	if n > uint64(r.Len()) {
+		r.Fail(what)
+		return nil
+	}
+	v := r.b[r.off : r.off+int(n) : r.off+int(n)]
+	r.off += int(n)
+	return v
+}
+
+// Byte reads one byte.
+func (r *Reader) Byte(what string) byte {
+	if r.err != nil {
+		return 0
+	}
+	if r.off >= len(r.b) {
+		r.Fail(what)
+		return 0
+	}
+	c := r.b[r.off]
+	r.off++
+	return c
+}
+
+// Uint32 reads a little-endian uint32.
+func (r *Reader) Uint32(what string) uint32 {
+	if v := r.Bytes(4, what); v != nil {
+		return binary.LittleEndian.Uint32(v)
+	}
+	return 0
+}
+
+// Uint64 reads a little-endian uint64.
+func (r *Reader) Uint64(what string) uint64 {
+	if v := r.Bytes(8, what); v != nil {
+		return binary.LittleEndian.Uint64(v)
+	}
+	return 0
+}
+
+// BytesN reads a uvarint length and that many bytes.
+func (r *Reader) BytesN(what string) []byte { return r.Bytes(r.Uvarint(what), what) }
+
+// String reads a uvarint length and that many bytes as a string.
+func (r *Reader) String(what string) string { return string(r.BytesN(what)) }
+
+// Done fails unless every byte was read.
+func (r *Reader) Done(what string) {
+	if r.err == nil && r.off != len(r.b) {
+		r.Fail(what + ": trailing bytes")
+	}
+}
+
+// AppendString appends s with its uvarint length.
+func AppendString(dst []byte, s string) []byte {
+	dst = binary.AppendUvarint(dst, uint64(len(s)))
+	return append(dst, s...)
+}
+
+// AppendBytes appends b with its uvarint length.
+func AppendBytes(dst, b []byte) []byte {
+	dst = binary.AppendUvarint(dst, uint64(len(b)))
+	return append(dst, b...)
+}
