@@ -2,9 +2,12 @@ package store
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
+	"hash/crc32"
 	"path"
 	"slices"
+	"strconv"
 
 	"github.com/sluicelog/sluice/internal/vfs"
 )
@@ -59,9 +62,14 @@ func loadManifest(fs vfs.FS, dir string) (*manifest, error) {
 		return nil, fmt.Errorf("read manifest: %w", err)
 	}
 	defer release()
+	name := path.Join(dir, manifestName)
+	body, err := checkManifest(data)
+	if err != nil {
+		return nil, fmt.Errorf("read manifest %s: %w (the directory needs repair; nothing was changed)", name, err)
+	}
 	var m manifest
-	if err := json.Unmarshal(data, &m); err != nil {
-		return nil, fmt.Errorf("read manifest %s: %w", path.Join(dir, manifestName), err)
+	if err := json.Unmarshal(body, &m); err != nil {
+		return nil, fmt.Errorf("read manifest %s: %w", name, err)
 	}
 	if m.Version != ManifestVersion {
 		return nil, fmt.Errorf("manifest version %d: this sluice reads version %d", m.Version, ManifestVersion)
@@ -87,7 +95,8 @@ func (m *manifest) save(fs vfs.FS, dir string) error {
 	if err != nil {
 		return fmt.Errorf("write manifest: %w", err)
 	}
-	_, err = f.Write(append(data, '\n'))
+	data = append(data, '\n')
+	_, err = f.Write(fmt.Appendf(data, "%s%08x\n", manifestCRC, crc32.Checksum(data, castagnoli)))
 	if err == nil {
 		err = f.Sync()
 	}
@@ -105,6 +114,28 @@ func (m *manifest) save(fs vfs.FS, dir string) error {
 		return fmt.Errorf("write manifest: %w", err)
 	}
 	return nil
+}
+
+// The MANIFEST ends with a line "crc32c: XXXXXXXX\n" holding the CRC32C
+// of every byte before it, so that a damaged manifest (one flipped digit
+// of wal_from would skip a WAL segment) is refused, never read wrong.
+const manifestCRC = "crc32c: "
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// checkManifest returns the JSON of a manifest whose checksum line
+// matches.
+func checkManifest(data []byte) ([]byte, error) {
+	const tail = len(manifestCRC) + 8 + 1
+	if len(data) < tail || data[len(data)-1] != '\n' || string(data[len(data)-tail:len(data)-9]) != manifestCRC {
+		return nil, errors.New("no checksum line at its end")
+	}
+	body := data[:len(data)-tail]
+	want, err := strconv.ParseUint(string(data[len(data)-9:len(data)-1]), 16, 32)
+	if err != nil || uint32(want) != crc32.Checksum(body, castagnoli) {
+		return nil, errors.New("checksum mismatch: the file is damaged")
+	}
+	return body, nil
 }
 
 func cmpUint(a, b uint64) int {
