@@ -2,11 +2,11 @@
 
 .PHONY: run test build bench-json fuzz clean
 
-# sluice's main job. Until `sluice serve` lands (issue 4), that is parsing
-# logs: FILE=path/to/log (default: standard input).
-FILE ?= -
+# sluice's main job: the server on :3100 with the data directory DATA.
+DATA ?= sluice-data
+LISTEN ?= :3100
 run:
-	go run ./cmd/sluice parse $(FILE)
+	go run ./cmd/sluice serve --data $(DATA) --listen $(LISTEN)
 
 # The whole test suite: gofmt, vet, build, tests with -race and fuzz seeds.
 test:

@@ -21,6 +21,8 @@ var allowed = map[string][]string{
 	"internal/parse/":          {"internal/record", "internal/timestamp", "internal/parse/lines", "internal/parse/swar"},
 	// Ingest turns input into batches for a sink; it knows no storage.
 	"internal/ingest/": {"internal/parse", "internal/parse/", "internal/record", "internal/timestamp"},
+	// The server wires protocols to the store.
+	"internal/server": {"internal/ingest/", "internal/parse", "internal/record", "internal/store", "internal/vfs"},
 	// The WAL stores opaque bytes: it never decodes what it carries.
 	"internal/wal": {"internal/vfs"},
 	// The store owns the head, parts and their indexes; it knows records

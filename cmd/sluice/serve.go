@@ -1,0 +1,88 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/sluicelog/sluice/internal/server"
+	"github.com/sluicelog/sluice/internal/store"
+)
+
+var serveCommand = &command{
+	name:  "serve",
+	args:  "[--data DIR] [--listen ADDR] [flags]",
+	short: "run the server: ingest over HTTP into a data directory",
+	long: `Runs sluice's server on --listen (default :3100, Loki's port) with the data
+directory --data (created if needed; recovered first after a crash).
+
+Ingest endpoints (a 2xx means every accepted line is durable and visible):
+  POST /insert/jsonline        NDJSON; _stream_fields, _time_field, _msg_field as
+                               query arguments or VL-Stream-Fields, VL-Time-Field,
+                               VL-Msg-Field headers (comma-separated lists)
+  POST /insert/lines?format=F  F: logfmt, text, syslog, json, auto, pattern=..., regexp=...
+  POST /loki/api/v1/push       Loki push: JSON, or snappy protobuf (the default)
+Bodies may be gzip, deflate or zstd (Content-Encoding). X-Scope-OrgID names the
+tenant (default: "default").
+
+Also: GET /ready, GET /metrics (Prometheus), /debug/pprof/ (unless --pprof=false).
+SIGTERM or SIGINT drains the requests in flight, then closes the store.`,
+	flags: func(fs *flag.FlagSet) func([]string, *env) error {
+		var o serveOpts
+		o.storage.register(fs)
+		cfg := server.DefaultConfig()
+		o.cfg = &cfg
+		fs.StringVar(&o.listen, "listen", ":3100", "the `address` to serve HTTP on")
+		fs.Int64Var(&cfg.MaxBodyBytes, "max-body-bytes", cfg.MaxBodyBytes, "largest request body accepted, as sent")
+		fs.Int64Var(&cfg.MaxDecodedBytes, "max-decoded-bytes", cfg.MaxDecodedBytes, "largest request body accepted, decompressed")
+		fs.IntVar(&cfg.MaxInflight, "max-inflight", cfg.MaxInflight, "ingest requests served at once; more wait a second, then get 503")
+		fs.IntVar(&cfg.Parse.MaxLineSize, "max-line-size", 1<<20, "reject lines longer than this many bytes")
+		fs.IntVar(&cfg.Parse.Record.MaxFields, "max-fields", 1000, "reject lines with more fields than this")
+		fs.BoolVar(&cfg.Pprof, "pprof", cfg.Pprof, "serve /debug/pprof/")
+		return o.run
+	},
+}
+
+type serveOpts struct {
+	storage storageFlags
+	listen  string
+	cfg     *server.Config
+}
+
+func (o *serveOpts) run(args []string, e *env) error {
+	if len(args) > 0 {
+		return usageError("serve takes no arguments")
+	}
+	if o.storage.data == "" {
+		o.storage.data = "sluice-data"
+	}
+	log := slog.New(slog.NewTextHandler(e.stderr, nil))
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	st, err := o.storage.openWith(e.stderr, store.Options{})
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	ln, err := net.Listen("tcp", o.listen)
+	if err != nil {
+		return fmt.Errorf("listen: %w", err)
+	}
+	log.Info("sluice serving", "addr", ln.Addr().String(), "data", o.storage.data, "fsync", o.storage.fsync, "version", version)
+	srv := server.New(*o.cfg, st, log, prometheus.NewRegistry())
+	if err := srv.Serve(ctx, ln); err != nil {
+		return err
+	}
+	if err := st.Close(); err != nil {
+		return fmt.Errorf("close store: %w", err)
+	}
+	log.Info("stopped cleanly")
+	return nil
+}

@@ -1,0 +1,69 @@
+// Package jsonline reads the parameters of VictoriaLogs-style line
+// ingestion (POST /insert/jsonline, /insert/lines): which fields give a
+// record its stream, time and message, from query arguments or VL-*
+// headers, as parser options. The body is then parsed as a stream of
+// lines by package parse.
+//
+// It knows nothing of storage.
+package jsonline
+
+import (
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+
+	"github.com/sluicelog/sluice/internal/parse"
+	"github.com/sluicelog/sluice/internal/record"
+)
+
+// Parameters: the query argument and the header that may carry each.
+var params = []struct{ arg, header string }{
+	{"_stream_fields", "VL-Stream-Fields"},
+	{"_time_field", "VL-Time-Field"},
+	{"_msg_field", "VL-Msg-Field"},
+}
+
+// unsupported are VictoriaLogs parameters this server does not implement:
+// a request naming one is refused rather than half-honoured.
+var unsupported = []string{"ignore_fields", "extra_fields", "decolorize_fields", "_default_msg_value", "debug"}
+
+// Options returns the parser options a request asks for: format is
+// "json" for /insert/jsonline or the format argument of /insert/lines;
+// base holds the server's defaults (line size, depth).
+func Options(q url.Values, h http.Header, format string, base parse.Options) (parse.Options, error) {
+	for _, p := range unsupported {
+		if q.Has(p) {
+			return base, fmt.Errorf("parameter %s is not supported", p)
+		}
+	}
+	opts := base
+	opts.Format = format
+	cfg := record.DefaultConfig()
+	cfg.MaxFields = base.Record.MaxFields
+	lists := []*[]string{&cfg.StreamFields, &cfg.TimeFields, &cfg.MsgFields}
+	for i, p := range params {
+		v := q.Get(p.arg)
+		if v == "" {
+			v = h.Get(p.header)
+		}
+		if v == "" {
+			continue
+		}
+		var list []string
+		for _, f := range strings.Split(v, ",") {
+			if f = strings.TrimSpace(f); f != "" {
+				list = append(list, f)
+			}
+		}
+		*lists[i] = list
+	}
+	opts.Record = cfg
+	if err := cfg.Check(); err != nil {
+		return base, fmt.Errorf("_stream_fields: %v", err)
+	}
+	if _, err := parse.New(opts); err != nil {
+		return base, err
+	}
+	return opts, nil
+}

@@ -1,0 +1,388 @@
+package loki
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"unicode/utf8"
+
+	"github.com/klauspost/compress/snappy"
+	"google.golang.org/protobuf/encoding/protowire"
+
+	"github.com/sluicelog/sluice/internal/record"
+)
+
+// ErrBadRequest is matched by the error for a body that cannot be read at
+// all (as opposed to single entries, which Result reports).
+var ErrBadRequest = errors.New("bad push request")
+
+// Result tells what a push held besides its stored entries.
+type Result struct {
+	Entries  int      // entries in the request
+	Rejected int      // entries left out
+	Reasons  []string // why, the first few
+}
+
+const maxReasons = 10
+
+func (r *Result) reject(n int, format string, args ...any) {
+	r.Rejected += n
+	if len(r.Reasons) < maxReasons {
+		r.Reasons = append(r.Reasons, fmt.Sprintf(format, args...))
+	}
+}
+
+// Decoder turns push bodies into batches.
+//
+// Concurrency: one goroutine; reuse it for many requests.
+type Decoder struct {
+	Limits Limits
+	names  *record.Names
+	meta   [][2][]byte
+	buf    []byte
+}
+
+// batch prepares b for a request's entries.
+func (d *Decoder) batch(b *record.Batch) {
+	b.Reset()
+	// A request's batch has tables of its own: they are small, and a
+	// table shared across requests would grow for ever.
+	b.Names, b.Streams = record.NewNames(), record.NewStreams()
+}
+
+// add appends one entry.
+func (d *Decoder) add(b *record.Batch, stream uint32, ts int64, line []byte, meta [][2][]byte, res *Result) {
+	if len(line) > d.Limits.MaxLineSize {
+		res.reject(1, "line of %d bytes is longer than the limit of %d", len(line), d.Limits.MaxLineSize)
+		return
+	}
+	start := uint32(len(b.Data))
+	b.Data = append(b.Data, line...)
+	var flags record.Flags
+	if !utf8.Valid(line) {
+		flags = record.BadUTF8
+		b.BadUTF8++
+	}
+	rec := record.Record{Time: ts, TimeSource: record.FromData, Stream: stream, MsgFlags: flags,
+		Line: record.Span{Off: start, Len: uint32(len(line))}, FieldStart: uint32(len(b.Fields))}
+	rec.Msg = rec.Line
+	for _, kv := range meta {
+		id, ok := b.Names.Lookup(kv[0])
+		if !ok {
+			res.reject(1, "too many distinct structured metadata names")
+			b.Data = b.Data[:start]
+			b.Fields = b.Fields[:rec.FieldStart]
+			return
+		}
+		off := uint32(len(b.Data))
+		b.Data = append(b.Data, kv[1]...)
+		f := record.Field{Name: id, Kind: record.String, Raw: record.Span{Off: off, Len: uint32(len(kv[1]))}}
+		if !utf8.Valid(kv[1]) {
+			f.Flags = record.BadUTF8
+		}
+		b.Fields = append(b.Fields, f)
+	}
+	rec.NumFields = uint32(len(b.Fields)) - rec.FieldStart
+	b.Records = append(b.Records, rec)
+}
+
+// stream interns a request's label set.
+func (d *Decoder) stream(b *record.Batch, ls record.Labels) (uint32, error) {
+	if err := d.Limits.checkLabels(ls); err != nil {
+		return 0, err
+	}
+	id, ok := b.Streams.Intern(ls)
+	if !ok {
+		return 0, errors.New("too many streams in one request")
+	}
+	return id, nil
+}
+
+// jsonPush is the JSON body: {"streams":[{"stream":{...},"values":[[ts,line,{meta}]...]}]}.
+type jsonPush struct {
+	Streams []struct {
+		Stream map[string]string `json:"stream"`
+		Values []json.RawMessage `json:"values"`
+	} `json:"streams"`
+}
+
+// DecodeJSON decodes a JSON push body into b (replacing its content). An
+// entry or stream that is wrong is left out and reported in the Result;
+// the error is for a body that is not a push request at all.
+func (d *Decoder) DecodeJSON(body []byte, b *record.Batch) (Result, error) {
+	var res Result
+	var req jsonPush
+	if err := json.Unmarshal(body, &req); err != nil {
+		return res, fmt.Errorf("%w: JSON: %v", ErrBadRequest, err)
+	}
+	d.batch(b)
+	for si, s := range req.Streams {
+		res.Entries += len(s.Values)
+		ls := make(record.Labels, 0, len(s.Stream))
+		for k, v := range s.Stream {
+			ls = append(ls, record.Label{Name: k, Value: v})
+		}
+		id, err := d.stream(b, ls)
+		if err != nil {
+			res.reject(len(s.Values), "stream %d: %v", si, err)
+			continue
+		}
+		for vi, raw := range s.Values {
+			var parts []json.RawMessage
+			var tsText, line string
+			var meta map[string]string
+			err := json.Unmarshal(raw, &parts)
+			if err == nil && (len(parts) < 2 || len(parts) > 3) {
+				err = fmt.Errorf("%d elements, want [timestamp, line] or [timestamp, line, {metadata}]", len(parts))
+			}
+			if err == nil {
+				err = json.Unmarshal(parts[0], &tsText)
+			}
+			if err == nil {
+				err = json.Unmarshal(parts[1], &line)
+			}
+			if err == nil && len(parts) == 3 {
+				err = json.Unmarshal(parts[2], &meta)
+			}
+			var ts int64
+			if err == nil {
+				ts, err = strconv.ParseInt(tsText, 10, 64)
+				if err != nil {
+					err = fmt.Errorf("timestamp %q is not Unix nanoseconds as a string", tsText)
+				}
+			}
+			if err != nil {
+				res.reject(1, "stream %d, entry %d: %v", si, vi, err)
+				continue
+			}
+			d.meta = d.meta[:0]
+			for k, v := range meta {
+				d.meta = append(d.meta, [2][]byte{[]byte(k), []byte(v)})
+			}
+			d.add(b, id, ts, []byte(line), d.meta, &res)
+		}
+	}
+	return res, nil
+}
+
+// DecodeProto decodes a protobuf push body (a snappy block holding a
+// logproto.PushRequest) into b (replacing its content).
+func (d *Decoder) DecodeProto(body []byte, b *record.Batch, maxDecoded int) (Result, error) {
+	var res Result
+	n, err := snappy.DecodedLen(body)
+	if err != nil {
+		return res, fmt.Errorf("%w: snappy: %v", ErrBadRequest, err)
+	}
+	if n > maxDecoded {
+		return res, fmt.Errorf("%w: decompresses to %d bytes, more than the limit of %d", ErrTooLarge, n, maxDecoded)
+	}
+	d.buf, err = snappy.Decode(d.buf[:cap(d.buf)], body)
+	if err != nil {
+		return res, fmt.Errorf("%w: snappy: %v", ErrBadRequest, err)
+	}
+	d.batch(b)
+	msg := d.buf
+	si := 0
+	for len(msg) > 0 {
+		num, typ, n := protowire.ConsumeTag(msg)
+		if n < 0 {
+			return res, fmt.Errorf("%w: protobuf: %v", ErrBadRequest, protowire.ParseError(n))
+		}
+		msg = msg[n:]
+		if num == 1 && typ == protowire.BytesType {
+			v, n := protowire.ConsumeBytes(msg)
+			if n < 0 {
+				return res, fmt.Errorf("%w: protobuf stream %d: %v", ErrBadRequest, si, protowire.ParseError(n))
+			}
+			msg = msg[n:]
+			if err := d.protoStream(v, b, si, &res); err != nil {
+				return res, err
+			}
+			si++
+			continue
+		}
+		if n := protowire.ConsumeFieldValue(num, typ, msg); n < 0 {
+			return res, fmt.Errorf("%w: protobuf: %v", ErrBadRequest, protowire.ParseError(n))
+		} else {
+			msg = msg[n:]
+		}
+	}
+	return res, nil
+}
+
+// ErrTooLarge is matched by the error for a body over a size limit.
+var ErrTooLarge = errors.New("request too large")
+
+type protoEntry struct {
+	ts   int64
+	line []byte
+	meta [][2][]byte
+	err  error
+}
+
+// protoStream decodes one StreamAdapter: labels (1), entries (2).
+func (d *Decoder) protoStream(msg []byte, b *record.Batch, si int, res *Result) error {
+	var labels string
+	var entries [][]byte
+	for len(msg) > 0 {
+		num, typ, n := protowire.ConsumeTag(msg)
+		if n < 0 {
+			return fmt.Errorf("%w: protobuf stream %d: %v", ErrBadRequest, si, protowire.ParseError(n))
+		}
+		msg = msg[n:]
+		switch {
+		case num == 1 && typ == protowire.BytesType:
+			v, n := protowire.ConsumeBytes(msg)
+			if n < 0 {
+				return fmt.Errorf("%w: protobuf stream %d labels: %v", ErrBadRequest, si, protowire.ParseError(n))
+			}
+			labels, msg = string(v), msg[n:]
+		case num == 2 && typ == protowire.BytesType:
+			v, n := protowire.ConsumeBytes(msg)
+			if n < 0 {
+				return fmt.Errorf("%w: protobuf stream %d entry: %v", ErrBadRequest, si, protowire.ParseError(n))
+			}
+			entries, msg = append(entries, v), msg[n:]
+		default:
+			n := protowire.ConsumeFieldValue(num, typ, msg)
+			if n < 0 {
+				return fmt.Errorf("%w: protobuf stream %d: %v", ErrBadRequest, si, protowire.ParseError(n))
+			}
+			msg = msg[n:]
+		}
+	}
+	res.Entries += len(entries)
+	ls, err := parseLabels(labels)
+	var id uint32
+	if err == nil {
+		id, err = d.stream(b, ls)
+	}
+	if err != nil {
+		res.reject(len(entries), "stream %d: %v", si, err)
+		return nil
+	}
+	for ei, e := range entries {
+		pe := decodeEntry(e, d.meta[:0])
+		d.meta = pe.meta
+		if pe.err != nil {
+			res.reject(1, "stream %d, entry %d: %v", si, ei, pe.err)
+			continue
+		}
+		d.add(b, id, pe.ts, pe.line, pe.meta, res)
+	}
+	return nil
+}
+
+// decodeEntry decodes an EntryAdapter: timestamp (1: seconds 1, nanos 2),
+// line (2), structured metadata (3: name 1, value 2).
+func decodeEntry(msg []byte, meta [][2][]byte) protoEntry {
+	e := protoEntry{meta: meta}
+	hasTS := false
+	for len(msg) > 0 {
+		num, typ, n := protowire.ConsumeTag(msg)
+		if n < 0 {
+			e.err = protowire.ParseError(n)
+			return e
+		}
+		msg = msg[n:]
+		if typ != protowire.BytesType || num < 1 || num > 3 {
+			n := protowire.ConsumeFieldValue(num, typ, msg)
+			if n < 0 {
+				e.err = protowire.ParseError(n)
+				return e
+			}
+			msg = msg[n:]
+			continue
+		}
+		v, n := protowire.ConsumeBytes(msg)
+		if n < 0 {
+			e.err = protowire.ParseError(n)
+			return e
+		}
+		msg = msg[n:]
+		switch num {
+		case 1:
+			sec, nanos, err := decodeTimestamp(v)
+			if err != nil {
+				e.err = err
+				return e
+			}
+			e.ts, hasTS = sec*1e9+nanos, true
+		case 2:
+			e.line = v
+		case 3:
+			kv, err := decodePair(v)
+			if err != nil {
+				e.err = err
+				return e
+			}
+			e.meta = append(e.meta, kv)
+		}
+	}
+	if !hasTS {
+		e.err = errors.New("entry without a timestamp")
+	}
+	return e
+}
+
+func decodeTimestamp(msg []byte) (sec, nanos int64, err error) {
+	for len(msg) > 0 {
+		num, typ, n := protowire.ConsumeTag(msg)
+		if n < 0 {
+			return 0, 0, protowire.ParseError(n)
+		}
+		msg = msg[n:]
+		if typ != protowire.VarintType {
+			n := protowire.ConsumeFieldValue(num, typ, msg)
+			if n < 0 {
+				return 0, 0, protowire.ParseError(n)
+			}
+			msg = msg[n:]
+			continue
+		}
+		v, n := protowire.ConsumeVarint(msg)
+		if n < 0 {
+			return 0, 0, protowire.ParseError(n)
+		}
+		msg = msg[n:]
+		switch num {
+		case 1:
+			sec = int64(v)
+		case 2:
+			nanos = int64(int32(v))
+		}
+	}
+	if nanos < 0 || nanos >= 1e9 || sec < -9223372036 || sec > 9223372035 {
+		return 0, 0, fmt.Errorf("timestamp %d s %d ns out of range", sec, nanos)
+	}
+	return sec, nanos, nil
+}
+
+func decodePair(msg []byte) ([2][]byte, error) {
+	var kv [2][]byte
+	for len(msg) > 0 {
+		num, typ, n := protowire.ConsumeTag(msg)
+		if n < 0 {
+			return kv, protowire.ParseError(n)
+		}
+		msg = msg[n:]
+		if typ == protowire.BytesType && (num == 1 || num == 2) {
+			v, n := protowire.ConsumeBytes(msg)
+			if n < 0 {
+				return kv, protowire.ParseError(n)
+			}
+			kv[num-1], msg = v, msg[n:]
+			continue
+		}
+		n = protowire.ConsumeFieldValue(num, typ, msg)
+		if n < 0 {
+			return kv, protowire.ParseError(n)
+		}
+		msg = msg[n:]
+	}
+	if len(kv[0]) == 0 {
+		return kv, errors.New("structured metadata without a name")
+	}
+	return kv, nil
+}

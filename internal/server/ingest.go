@@ -1,0 +1,310 @@
+package server
+
+import (
+	"compress/flate"
+	"compress/gzip"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/klauspost/compress/zstd"
+
+	"github.com/sluicelog/sluice/internal/ingest/jsonline"
+	"github.com/sluicelog/sluice/internal/ingest/loki"
+	"github.com/sluicelog/sluice/internal/parse"
+	"github.com/sluicelog/sluice/internal/record"
+	"github.com/sluicelog/sluice/internal/store"
+	"github.com/sluicelog/sluice/internal/vfs"
+)
+
+// ingestFunc serves one ingest request whose tenant is known and whose
+// body is limited and decompressed.
+type ingestFunc func(w http.ResponseWriter, r *http.Request, tenant string, body io.Reader) int
+
+// ingest wraps an ingest handler: in-flight limit, tenant, body limits and
+// decompression, metrics.
+func (s *Server) ingest(protocol string, h ingestFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		code := s.serveIngest(w, r, protocol, h)
+		s.metrics.requests.WithLabelValues(protocol, strconv.Itoa(code)).Inc()
+	}
+}
+
+func (s *Server) serveIngest(w http.ResponseWriter, r *http.Request, protocol string, h ingestFunc) int {
+	select {
+	case s.inflight <- struct{}{}:
+	default:
+		t := time.NewTimer(s.cfg.InflightWait)
+		select {
+		case s.inflight <- struct{}{}:
+			t.Stop()
+		case <-t.C:
+			w.Header().Set("Retry-After", "1")
+			http.Error(w, "too many ingest requests in flight; retry", http.StatusServiceUnavailable)
+			return http.StatusServiceUnavailable
+		case <-r.Context().Done():
+			return 499
+		}
+	}
+	s.metrics.inflight.Inc()
+	defer func() {
+		<-s.inflight
+		s.metrics.inflight.Dec()
+	}()
+
+	tenant, err := tenantOf(r)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return http.StatusBadRequest
+	}
+	body, err := s.body(w, r)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusUnsupportedMediaType)
+		return http.StatusUnsupportedMediaType
+	}
+	defer body.Close()
+	return h(w, r, tenant, body)
+}
+
+// tenantOf returns the request's tenant: X-Scope-OrgID, fully URL-decoded
+// (so that no encoding can smuggle a path through), or the default.
+func tenantOf(r *http.Request) (string, error) {
+	t := r.Header.Get("X-Scope-OrgID")
+	if t == "" {
+		return store.DefaultTenant, nil
+	}
+	for range 8 {
+		u, err := url.PathUnescape(t)
+		if err != nil {
+			return "", fmt.Errorf("X-Scope-OrgID: %v", err)
+		}
+		if u == t {
+			break
+		}
+		t = u
+	}
+	if err := store.CheckTenant(t); err != nil {
+		return "", fmt.Errorf("X-Scope-OrgID: %v", err)
+	}
+	return t, nil
+}
+
+// errTooLarge is the error of a body over a limit.
+var errTooLarge = errors.New("request body too large")
+
+// body returns the request body limited as sent, decompressed as its
+// Content-Encoding says, and limited again once decompressed: a
+// decompression bomb stops at the limit, having used a few buffers.
+func (s *Server) body(w http.ResponseWriter, r *http.Request) (io.ReadCloser, error) {
+	raw := http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes)
+	var dec io.Reader
+	closeDec := func() error { return nil }
+	switch enc := strings.ToLower(strings.TrimSpace(r.Header.Get("Content-Encoding"))); enc {
+	case "", "identity":
+		dec = raw
+	case "gzip", "x-gzip":
+		zr, err := gzip.NewReader(raw)
+		if err != nil {
+			return nil, fmt.Errorf("Content-Encoding gzip: %v", err)
+		}
+		dec, closeDec = zr, zr.Close
+	case "deflate":
+		// HTTP's deflate is zlib; some clients send raw deflate.
+		fr := flate.NewReader(raw)
+		dec, closeDec = fr, fr.Close
+	case "zstd":
+		zr, err := zstd.NewReader(raw, zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxMemory(64<<20))
+		if err != nil {
+			return nil, fmt.Errorf("Content-Encoding zstd: %v", err)
+		}
+		dec, closeDec = zr, func() error { zr.Close(); return nil }
+	default:
+		return nil, fmt.Errorf("Content-Encoding %q is not supported (gzip, deflate, zstd or none)", enc)
+	}
+	return &limitedBody{r: dec, left: s.cfg.MaxDecodedBytes, close: func() error { closeDec(); return raw.Close() }}, nil
+}
+
+// limitedBody fails a read past its limit with errTooLarge.
+type limitedBody struct {
+	r     io.Reader
+	left  int64
+	close func() error
+}
+
+func (l *limitedBody) Read(p []byte) (int, error) {
+	if l.left <= 0 {
+		// Is there more? One byte says.
+		var b [1]byte
+		if n, _ := l.r.Read(b[:]); n > 0 {
+			return 0, errTooLarge
+		}
+		return 0, io.EOF
+	}
+	if int64(len(p)) > l.left {
+		p = p[:l.left]
+	}
+	n, err := l.r.Read(p)
+	l.left -= int64(n)
+	var mbe *http.MaxBytesError
+	if errors.As(err, &mbe) {
+		err = errTooLarge
+	}
+	return n, err
+}
+
+func (l *limitedBody) Close() error { return l.close() }
+
+// fullReader reads until the buffer is full or the input ends, so that a
+// network body is parsed (and made durable) in whole chunks rather than
+// one fsync per TCP read.
+type fullReader struct{ r io.Reader }
+
+func (f fullReader) Read(p []byte) (int, error) {
+	n, err := io.ReadFull(f.r, p)
+	if errors.Is(err, io.ErrUnexpectedEOF) {
+		err = io.EOF
+	}
+	return n, err
+}
+
+// storeStatus maps a store failure to an HTTP status.
+func storeStatus(err error) int {
+	switch {
+	case vfs.IsNoSpace(err):
+		return http.StatusInsufficientStorage
+	case errors.Is(err, store.ErrClosed):
+		return http.StatusServiceUnavailable
+	}
+	return http.StatusServiceUnavailable
+}
+
+func (s *Server) storeError(w http.ResponseWriter, err error) int {
+	code := storeStatus(err)
+	s.log.Error("ingest: store refused a batch", "err", err)
+	w.Header().Set("Retry-After", "5")
+	http.Error(w, "the store cannot take the request now: "+err.Error(), code)
+	return code
+}
+
+// linesReply is the JSON answer of the line protocols.
+type linesReply struct {
+	Accepted int      `json:"accepted"`
+	Rejected int      `json:"rejected"`
+	Errors   []string `json:"errors,omitempty"` // the first few, as LINE:COL: message
+}
+
+const maxReplyErrors = 20
+
+// handleLines serves /insert/jsonline and /insert/lines: the body is
+// parsed as a stream, each chunk stored durably before the next is read.
+func (s *Server) handleLines(w http.ResponseWriter, r *http.Request, tenant string, body io.Reader) int {
+	protocol, format := "jsonline", "json"
+	if r.URL.Path == "/insert/lines" {
+		protocol, format = "lines", r.URL.Query().Get("format")
+		if format == "" {
+			format = "auto"
+		}
+	}
+	opts, err := jsonline.Options(r.URL.Query(), r.Header, format, s.cfg.Parse)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return http.StatusBadRequest
+	}
+	p, err := parse.New(opts)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return http.StatusBadRequest
+	}
+	var reply linesReply
+	var storeErr error
+	err = p.Reader(r.Context(), fullReader{body}, func(b *record.Batch) error {
+		for i := range b.Errors {
+			e := &b.Errors[i]
+			reply.Rejected++
+			s.metrics.rejected.WithLabelValues(protocol, e.Kind.String()).Inc()
+			if len(reply.Errors) < maxReplyErrors {
+				reply.Errors = append(reply.Errors, e.Error())
+			}
+		}
+		if err := s.st.Append(tenant, b); err != nil {
+			storeErr = err
+			return err
+		}
+		reply.Accepted += len(b.Records)
+		s.metrics.lines.WithLabelValues(tenant, protocol).Add(float64(len(b.Records)))
+		s.metrics.bytes.WithLabelValues(tenant, protocol).Add(float64(len(b.Data)))
+		return nil
+	})
+	switch {
+	case storeErr != nil:
+		// What was acknowledged before stays; the client retries the rest.
+		return s.storeError(w, storeErr)
+	case errors.Is(err, errTooLarge):
+		http.Error(w, fmt.Sprintf("%v: the limit is %d bytes (%d lines stored before it)", err, s.cfg.MaxDecodedBytes, reply.Accepted),
+			http.StatusRequestEntityTooLarge)
+		return http.StatusRequestEntityTooLarge
+	case err != nil:
+		http.Error(w, "read body: "+err.Error(), http.StatusBadRequest)
+		return http.StatusBadRequest
+	}
+	code := http.StatusOK
+	if reply.Accepted == 0 && reply.Rejected > 0 {
+		code = http.StatusBadRequest
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	json.NewEncoder(w).Encode(reply)
+	return code
+}
+
+// handleLoki serves /loki/api/v1/push as Loki does: 204; 400 with a
+// plain-text reason when entries were left out (the others are stored).
+func (s *Server) handleLoki(w http.ResponseWriter, r *http.Request, tenant string, body io.Reader) int {
+	data, err := io.ReadAll(io.LimitReader(body, s.cfg.MaxDecodedBytes+1))
+	if errors.Is(err, errTooLarge) || int64(len(data)) > s.cfg.MaxDecodedBytes {
+		http.Error(w, fmt.Sprintf("request body too large: the limit is %d bytes", s.cfg.MaxDecodedBytes), http.StatusRequestEntityTooLarge)
+		return http.StatusRequestEntityTooLarge
+	}
+	if err != nil {
+		http.Error(w, "read body: "+err.Error(), http.StatusBadRequest)
+		return http.StatusBadRequest
+	}
+	d := loki.Decoder{Limits: s.cfg.Loki}
+	b := record.GetBatch()
+	defer record.PutBatch(b)
+	b.ReceiveTime = time.Now().UnixNano()
+	var res loki.Result
+	ct := strings.ToLower(r.Header.Get("Content-Type"))
+	if strings.HasPrefix(ct, "application/json") {
+		res, err = d.DecodeJSON(data, b)
+	} else {
+		res, err = d.DecodeProto(data, b, int(s.cfg.MaxDecodedBytes))
+	}
+	switch {
+	case errors.Is(err, loki.ErrTooLarge):
+		http.Error(w, err.Error(), http.StatusRequestEntityTooLarge)
+		return http.StatusRequestEntityTooLarge
+	case err != nil:
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return http.StatusBadRequest
+	}
+	if err := s.st.Append(tenant, b); err != nil {
+		return s.storeError(w, err)
+	}
+	s.metrics.lines.WithLabelValues(tenant, "loki").Add(float64(len(b.Records)))
+	s.metrics.bytes.WithLabelValues(tenant, "loki").Add(float64(len(data)))
+	if res.Rejected > 0 {
+		s.metrics.rejected.WithLabelValues("loki", "invalid").Add(float64(res.Rejected))
+		msg := fmt.Sprintf("%d of %d entries rejected (the others are stored): %s", res.Rejected, res.Entries, strings.Join(res.Reasons, "; "))
+		http.Error(w, msg, http.StatusBadRequest)
+		return http.StatusBadRequest
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return http.StatusNoContent
+}

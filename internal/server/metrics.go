@@ -1,0 +1,47 @@
+package server
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+
+	"github.com/sluicelog/sluice/internal/store"
+)
+
+type metrics struct {
+	lines, bytes, rejected, requests *prometheus.CounterVec
+	inflight                         prometheus.Gauge
+}
+
+func newMetrics(reg *prometheus.Registry, st *store.Store) *metrics {
+	m := &metrics{
+		lines: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "sluice_ingest_lines_total",
+			Help: "Lines stored, by tenant and protocol."}, []string{"tenant", "protocol"}),
+		bytes: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "sluice_ingest_bytes_total",
+			Help: "Bytes of stored input, by tenant and protocol."}, []string{"tenant", "protocol"}),
+		rejected: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "sluice_ingest_rejected_lines_total",
+			Help: "Lines rejected, by protocol and reason."}, []string{"protocol", "reason"}),
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "sluice_ingest_requests_total",
+			Help: "Ingest requests, by protocol and status code."}, []string{"protocol", "code"}),
+		inflight: prometheus.NewGauge(prometheus.GaugeOpts{Name: "sluice_ingest_requests_in_flight",
+			Help: "Ingest requests being served."}),
+	}
+	reg.MustRegister(m.lines, m.bytes, m.rejected, m.requests, m.inflight,
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	stat := func(f func(store.Stats) float64) func() float64 { return func() float64 { return f(st.Stats()) } }
+	for _, g := range []struct {
+		name, help string
+		f          func(store.Stats) float64
+	}{
+		{"sluice_store_parts", "Live parts.", func(s store.Stats) float64 { return float64(s.Parts) }},
+		{"sluice_store_part_bytes", "Bytes of live parts on disk.", func(s store.Stats) float64 { return float64(s.PartBytes) }},
+		{"sluice_store_part_rows", "Rows in live parts.", func(s store.Stats) float64 { return float64(s.PartRows) }},
+		{"sluice_store_head_bytes", "Bytes held by the head (acknowledged, not yet in parts).", func(s store.Stats) float64 { return float64(s.HeadBytes) }},
+		{"sluice_store_head_rows", "Rows in the head.", func(s store.Stats) float64 { return float64(s.HeadRows) }},
+		{"sluice_wal_fsyncs_total", "WAL fdatasyncs.", func(s store.Stats) float64 { return float64(s.WAL.Syncs) }},
+		{"sluice_store_flushes_total", "Head flushes.", func(s store.Stats) float64 { return float64(s.Flushes) }},
+		{"sluice_store_merges_total", "Part merges.", func(s store.Stats) float64 { return float64(s.Merges) }},
+	} {
+		reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: g.name, Help: g.help}, stat(g.f)))
+	}
+	return m
+}

@@ -1,0 +1,130 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/pprof"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/sluicelog/sluice/internal/ingest/loki"
+	"github.com/sluicelog/sluice/internal/parse"
+	"github.com/sluicelog/sluice/internal/store"
+)
+
+// Config configures a Server.
+type Config struct {
+	// MaxBodyBytes bounds a request body as sent (compressed or not).
+	MaxBodyBytes int64
+	// MaxDecodedBytes bounds a body once decompressed. Line protocols are
+	// parsed as a stream, so this bounds the request, not memory; Loki
+	// bodies are decoded whole, and memory holds them.
+	MaxDecodedBytes int64
+	// MaxInflight bounds the ingest requests served at once; the others
+	// wait up to InflightWait, then get 503 with Retry-After.
+	MaxInflight  int
+	InflightWait time.Duration
+	// Parse holds the defaults of line parsing (line size, nesting depth,
+	// fields per line).
+	Parse parse.Options
+	// Loki bounds labels and lines of pushes.
+	Loki loki.Limits
+	// Pprof serves /debug/pprof/.
+	Pprof bool
+	// ShutdownTimeout bounds how long Serve waits for requests in flight
+	// once its context is done.
+	ShutdownTimeout time.Duration
+}
+
+// DefaultConfig returns the limits a server runs with unless configured.
+func DefaultConfig() Config {
+	return Config{
+		MaxBodyBytes:    64 << 20,
+		MaxDecodedBytes: 1 << 30,
+		MaxInflight:     64,
+		InflightWait:    time.Second,
+		Loki:            loki.DefaultLimits,
+		Pprof:           true,
+		ShutdownTimeout: 30 * time.Second,
+	}
+}
+
+// Server serves one store.
+//
+// Concurrency: safe for concurrent requests.
+type Server struct {
+	cfg      Config
+	st       *store.Store
+	log      *slog.Logger
+	metrics  *metrics
+	inflight chan struct{}
+	mux      *http.ServeMux
+	ready    chan struct{}
+	once     sync.Once
+}
+
+// New returns a server of st whose metrics are registered in reg.
+func New(cfg Config, st *store.Store, log *slog.Logger, reg *prometheus.Registry) *Server {
+	s := &Server{cfg: cfg, st: st, log: log, inflight: make(chan struct{}, max(cfg.MaxInflight, 1)), mux: http.NewServeMux(),
+		ready: make(chan struct{})}
+	s.metrics = newMetrics(reg, st)
+	s.routes(reg)
+	return s
+}
+
+func (s *Server) routes(reg *prometheus.Registry) {
+	m := s.mux
+	m.HandleFunc("POST /insert/jsonline", s.ingest("jsonline", s.handleLines))
+	m.HandleFunc("POST /insert/lines", s.ingest("lines", s.handleLines))
+	m.HandleFunc("POST /loki/api/v1/push", s.ingest("loki", s.handleLoki))
+	m.HandleFunc("GET /ready", s.handleReady)
+	m.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
+	if s.cfg.Pprof {
+		m.HandleFunc("GET /debug/pprof/", pprof.Index)
+		m.HandleFunc("GET /debug/pprof/cmdline", pprof.Cmdline)
+		m.HandleFunc("GET /debug/pprof/profile", pprof.Profile)
+		m.HandleFunc("GET /debug/pprof/symbol", pprof.Symbol)
+		m.HandleFunc("GET /debug/pprof/trace", pprof.Trace)
+	}
+}
+
+// Handler returns the server's routes.
+func (s *Server) Handler() http.Handler { return s.mux }
+
+func (s *Server) handleReady(w http.ResponseWriter, r *http.Request) {
+	select {
+	case <-s.ready:
+		w.Write([]byte("ready\n"))
+	default:
+		http.Error(w, "not ready", http.StatusServiceUnavailable)
+	}
+}
+
+// Serve serves on ln until ctx is done, then stops accepting, lets the
+// requests in flight finish (each one's lines become durable or are
+// refused), and returns.
+func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
+	hs := &http.Server{Handler: s.mux, ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(s.log.Handler(), slog.LevelWarn)}
+	errc := make(chan error, 1)
+	go func() { errc <- hs.Serve(ln) }()
+	s.once.Do(func() { close(s.ready) })
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	s.log.Info("shutting down: draining requests in flight")
+	sctx, cancel := context.WithTimeout(context.Background(), s.cfg.ShutdownTimeout)
+	defer cancel()
+	err := hs.Shutdown(sctx)
+	if serr := <-errc; !errors.Is(serr, http.ErrServerClosed) && err == nil {
+		err = serr
+	}
+	return err
+}
