@@ -1,0 +1,154 @@
+// Package elastic reads Elasticsearch's bulk API bodies (POST /_bulk,
+// /<index>/_bulk): pairs of an action line and a document line, as Beats,
+// rsyslog's omelasticsearch and the elasticsearch clients send them. The
+// documents are then parsed as JSON lines by package parse; this package
+// says which item each document is, so that every item gets its own
+// status, and writes the reply.
+//
+// It knows nothing of storage or HTTP routing.
+package elastic
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"sync/atomic"
+	"time"
+)
+
+// Item is one action of a bulk request.
+type Item struct {
+	Op    string // index or create; others are refused
+	Index string
+	ID    string
+	Doc   int // the document's line number (from 1) in Docs, or 0 if none
+	// Status and Err are set by Split for items refused outright, and by
+	// the caller for documents that could not be stored.
+	Status int
+	Type   string
+	Err    string
+}
+
+// Split reads a bulk body: it returns the documents of index and create
+// actions, one per line (the bytes as sent), and the items in order.
+// defaultIndex is the index of the URL path, if any. Blank lines are
+// skipped. An action line that is not JSON fails that item and the next
+// line is taken as its document and dropped with it.
+func Split(body []byte, defaultIndex string) (docs []byte, items []Item) {
+	lines := 0
+	for len(body) > 0 {
+		action, rest := nextLine(body)
+		body = rest
+		if len(bytes.TrimSpace(action)) == 0 {
+			continue
+		}
+		it := Item{Index: defaultIndex}
+		var a map[string]struct {
+			Index string `json:"_index"`
+			ID    string `json:"_id"`
+		}
+		if err := json.Unmarshal(action, &a); err != nil || len(a) != 1 {
+			it.Status, it.Type = 400, "illegal_argument_exception"
+			it.Err = "malformed action line: want {\"index\":{...}} or {\"create\":{...}}"
+			if err != nil {
+				it.Err += ": " + err.Error()
+			}
+			_, body = nextDoc(body)
+			items = append(items, it)
+			continue
+		}
+		for op, meta := range a {
+			it.Op, it.ID = op, meta.ID
+			if meta.Index != "" {
+				it.Index = meta.Index
+			}
+		}
+		switch it.Op {
+		case "index", "create":
+			doc, rest := nextDoc(body)
+			body = rest
+			if doc == nil {
+				it.Status, it.Type, it.Err = 400, "action_request_validation_exception", "action without a document line"
+				break
+			}
+			docs = append(append(docs, doc...), '\n')
+			lines++
+			it.Doc = lines
+		case "update":
+			_, body = nextDoc(body) // its partial document
+			it.Status, it.Type, it.Err = 400, "illegal_argument_exception", "update is not supported: sluice stores documents as sent (index or create)"
+		case "delete":
+			it.Status, it.Type, it.Err = 400, "illegal_argument_exception", "delete is not supported: stored logs are removed by retention"
+		default:
+			it.Status, it.Type, it.Err = 400, "illegal_argument_exception", fmt.Sprintf("unknown action %q", it.Op)
+		}
+		items = append(items, it)
+	}
+	return docs, items
+}
+
+func nextLine(b []byte) (line, rest []byte) {
+	i := bytes.IndexByte(b, '\n')
+	if i < 0 {
+		return bytes.TrimSuffix(b, []byte{'\r'}), nil
+	}
+	return bytes.TrimSuffix(b[:i], []byte{'\r'}), b[i+1:]
+}
+
+// nextDoc returns the next non-blank line, or nil at the end.
+func nextDoc(b []byte) (doc, rest []byte) {
+	for len(b) > 0 {
+		line, r := nextLine(b)
+		b = r
+		if len(bytes.TrimSpace(line)) > 0 {
+			return line, b
+		}
+	}
+	return nil, b
+}
+
+var idSeq atomic.Uint64
+
+// newID returns an id for a document sent without one: unique in this
+// process, ordered by time.
+func newID() string {
+	return strconv.FormatInt(time.Now().UnixNano(), 36) + strconv.FormatUint(idSeq.Add(1), 36)
+}
+
+// Reply writes the bulk response: {"took":..,"errors":..,"items":[...]}.
+func Reply(took time.Duration, items []Item) []byte {
+	var b bytes.Buffer
+	errors := false
+	for _, it := range items {
+		errors = errors || it.Status >= 300
+	}
+	fmt.Fprintf(&b, `{"took":%d,"errors":%t,"items":[`, took.Milliseconds(), errors)
+	for i, it := range items {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		op := it.Op
+		if op == "" {
+			op = "index"
+		}
+		id := it.ID
+		if id == "" && it.Status < 300 {
+			id = newID()
+		}
+		fmt.Fprintf(&b, `{%s:{"_index":%s,"_id":%s,"status":%d`, quote(op), quote(it.Index), quote(id), it.Status)
+		if it.Status >= 300 {
+			fmt.Fprintf(&b, `,"error":{"type":%s,"reason":%s}`, quote(it.Type), quote(it.Err))
+		} else {
+			b.WriteString(`,"result":"created","_version":1,"_shards":{"total":1,"successful":1,"failed":0}`)
+		}
+		b.WriteString("}}")
+	}
+	b.WriteString("]}")
+	return b.Bytes()
+}
+
+func quote(s string) string {
+	q, _ := json.Marshal(s)
+	return string(q)
+}

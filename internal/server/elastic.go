@@ -1,0 +1,212 @@
+package server
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/sluicelog/sluice/internal/ingest/elastic"
+	"github.com/sluicelog/sluice/internal/ingest/jsonline"
+	"github.com/sluicelog/sluice/internal/parse"
+	"github.com/sluicelog/sluice/internal/record"
+)
+
+// esVersion is the Elasticsearch version sluice answers as: clients (Beats,
+// the elasticsearch clients, rsyslog) check it before they send.
+const esVersion = "8.11.0"
+
+// elasticRoutes adds the Elasticsearch-compatible endpoints.
+func (s *Server) elasticRoutes() {
+	m := s.mux
+	for _, method := range []string{"POST", "PUT"} {
+		m.HandleFunc(method+" /_bulk", s.es(s.ingest("elastic", s.handleBulk)))
+		m.HandleFunc(method+" /{index}/_bulk", s.es(s.ingest("elastic", s.handleBulk)))
+		m.HandleFunc(method+" /{index}/_doc", s.es(s.ingest("elastic", s.handleDoc)))
+		m.HandleFunc(method+" /{index}/_doc/{id}", s.es(s.ingest("elastic", s.handleDoc)))
+		m.HandleFunc(method+" /{index}/_create/{id}", s.es(s.ingest("elastic", s.handleDoc)))
+	}
+	// The pre-7 form rsyslog's omelasticsearch uses without bulk mode.
+	m.HandleFunc("POST /{index}/{type}", s.es(s.ingest("elastic", s.handleDoc)))
+	m.HandleFunc("GET /{$}", s.es(s.handleESRoot))
+	m.HandleFunc("HEAD /{$}", s.es(func(w http.ResponseWriter, r *http.Request) {}))
+	m.HandleFunc("GET /_cluster/health", s.es(jsonReply(`{"cluster_name":"sluice","status":"green","timed_out":false,"number_of_nodes":1,"number_of_data_nodes":1}`)))
+	m.HandleFunc("GET /_cat/health", s.es(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprintf(w, "%d %s sluice green 1 1 - - - - - - - 100.0%%\n", time.Now().Unix(), time.Now().UTC().Format("15:04:05"))
+	}))
+	m.HandleFunc("GET /_license", s.es(jsonReply(`{"license":{"status":"active","uid":"sluice","type":"basic","issue_date_in_millis":0}}`)))
+	m.HandleFunc("GET /_xpack", s.es(jsonReply(`{"build":{},"license":{"status":"active","type":"basic"},"features":{}}`)))
+	// Templates, lifecycle policies and pipelines that shippers install
+	// are acknowledged and have no effect: sluice keeps documents as sent.
+	// (A catch-all, because patterns for them would clash with
+	// /{index}/_bulk in the mux.)
+	m.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		for _, p := range []string{"/_index_template/", "/_template/", "/_ilm/", "/_ingest/pipeline/", "/_component_template/"} {
+			if strings.HasPrefix(r.URL.Path, p) {
+				s.es(jsonReply(`{"acknowledged":true}`))(w, r)
+				return
+			}
+		}
+		http.NotFound(w, r)
+	})
+}
+
+// es adds the header Elasticsearch clients check for.
+func (s *Server) es(h http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("X-Elastic-Product", "Elasticsearch")
+		h(w, r)
+	}
+}
+
+func jsonReply(body string) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, body)
+	}
+}
+
+func (s *Server) handleESRoot(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Type", "application/json")
+	fmt.Fprintf(w, `{"name":"sluice","cluster_name":"sluice","cluster_uuid":"sluice","version":{"number":%q,"build_flavor":"default",`+
+		`"build_type":"sluice","build_hash":"sluice","build_date":"2026-01-01T00:00:00Z","build_snapshot":false,"lucene_version":"9.8.0",`+
+		`"minimum_wire_compatibility_version":"7.17.0","minimum_index_compatibility_version":"7.0.0"},"tagline":"You Know, for Search"}`, esVersion)
+}
+
+// esDocs parses and stores documents (one per line), and returns, per
+// document line (from 1), the error that kept it out.
+func (s *Server) esDocs(r *http.Request, tenant string, docs []byte) (map[int64]*record.LineError, int, error) {
+	opts, err := jsonline.Options(r.URL.Query(), r.Header, "json", s.cfg.Parse)
+	if err != nil {
+		return nil, 0, err
+	}
+	p, err := parse.New(opts)
+	if err != nil {
+		return nil, 0, err
+	}
+	failed := map[int64]*record.LineError{}
+	stored := 0
+	err = p.Bytes(r.Context(), docs, func(b *record.Batch) error {
+		for i := range b.Errors {
+			e := b.Errors[i]
+			failed[e.Line] = &e
+			s.metrics.rejected.WithLabelValues("elastic", e.Kind.String()).Inc()
+		}
+		if err := s.st.Append(tenant, b); err != nil {
+			return storeFailure{err}
+		}
+		stored += len(b.Records)
+		s.metrics.lines.WithLabelValues(tenant, "elastic").Add(float64(len(b.Records)))
+		s.metrics.bytes.WithLabelValues(tenant, "elastic").Add(float64(len(b.Data)))
+		return nil
+	})
+	return failed, stored, err
+}
+
+// storeFailure marks an error of the store, as opposed to the request.
+type storeFailure struct{ error }
+
+func (e storeFailure) Unwrap() error { return e.error }
+
+func (s *Server) readAll(w http.ResponseWriter, body io.Reader) ([]byte, int) {
+	data, err := io.ReadAll(body)
+	switch {
+	case errors.Is(err, errTooLarge):
+		http.Error(w, fmt.Sprintf("request body too large: the limit is %d bytes", s.cfg.MaxDecodedBytes), http.StatusRequestEntityTooLarge)
+		return nil, http.StatusRequestEntityTooLarge
+	case err != nil:
+		http.Error(w, "read body: "+err.Error(), http.StatusBadRequest)
+		return nil, http.StatusBadRequest
+	}
+	return data, 0
+}
+
+// handleBulk serves _bulk: every item gets its own status; a bad document
+// fails its item, not the request.
+func (s *Server) handleBulk(w http.ResponseWriter, r *http.Request, tenant string, body io.Reader) int {
+	start := time.Now()
+	data, code := s.readAll(w, body)
+	if code != 0 {
+		return code
+	}
+	docs, items := elastic.Split(data, r.PathValue("index"))
+	failed, _, err := s.esDocs(r, tenant, docs)
+	var sf storeFailure
+	switch {
+	case errors.As(err, &sf):
+		return s.storeError(w, sf.error)
+	case err != nil:
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return http.StatusBadRequest
+	}
+	for i := range items {
+		it := &items[i]
+		if it.Doc == 0 {
+			continue
+		}
+		if e := failed[int64(it.Doc)]; e != nil {
+			it.Status, it.Type, it.Err = 400, "document_parsing_exception", fmt.Sprintf("column %d: %s", e.Col, e.Msg)
+		} else {
+			it.Status = 201
+		}
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Write(elastic.Reply(time.Since(start), items))
+	return http.StatusOK
+}
+
+// handleDoc serves a single document (_doc, _create, or /index/type).
+func (s *Server) handleDoc(w http.ResponseWriter, r *http.Request, tenant string, body io.Reader) int {
+	data, code := s.readAll(w, body)
+	if code != 0 {
+		return code
+	}
+	var probe json.RawMessage
+	if err := json.Unmarshal(data, &probe); err != nil {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusBadRequest)
+		fmt.Fprintf(w, `{"error":{"type":"document_parsing_exception","reason":%q},"status":400}`, err.Error())
+		return http.StatusBadRequest
+	}
+	// A document may span lines: store it as one line.
+	doc := compactJSON(data)
+	failed, _, err := s.esDocs(r, tenant, append(doc, '\n'))
+	var sf storeFailure
+	switch {
+	case errors.As(err, &sf):
+		return s.storeError(w, sf.error)
+	case err != nil:
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return http.StatusBadRequest
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if e := failed[1]; e != nil {
+		w.WriteHeader(http.StatusBadRequest)
+		fmt.Fprintf(w, `{"error":{"type":"document_parsing_exception","reason":%q},"status":400}`, e.Msg)
+		return http.StatusBadRequest
+	}
+	w.WriteHeader(http.StatusCreated)
+	id := r.PathValue("id")
+	if id == "" {
+		id = fmt.Sprintf("%x", time.Now().UnixNano())
+	}
+	fmt.Fprintf(w, `{"_index":%q,"_id":%q,"_version":1,"result":"created","_shards":{"total":1,"successful":1,"failed":0}}`, r.PathValue("index"), id)
+	return http.StatusCreated
+}
+
+// compactJSON removes the newlines a pretty-printed document has, so it
+// is one line; a document that is already one line comes back as it is.
+func compactJSON(data []byte) []byte {
+	if bytes.IndexAny(data, "\r\n") < 0 {
+		return data
+	}
+	var out bytes.Buffer
+	if json.Compact(&out, data) != nil {
+		return data
+	}
+	return out.Bytes()
+}
