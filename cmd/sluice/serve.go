@@ -29,6 +29,9 @@ Ingest endpoints (a 2xx means every accepted line is durable and visible):
                                VL-Msg-Field headers (comma-separated lists)
   POST /insert/lines?format=F  F: logfmt, text, syslog, json, auto, pattern=..., regexp=...
   POST /loki/api/v1/push       Loki push: JSON, or snappy protobuf (the default)
+  POST /v1/logs                OpenTelemetry logs (OTLP/HTTP, protobuf or JSON)
+  POST /_bulk, /<index>/_bulk  Elasticsearch bulk (index and create); also _doc,
+                               GET /, _cluster/health, _cat/health, _license
 Bodies may be gzip, deflate or zstd (Content-Encoding). X-Scope-OrgID names the
 tenant (default: "default").
 

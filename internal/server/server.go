@@ -83,6 +83,7 @@ func (s *Server) routes(reg *prometheus.Registry) {
 	m.HandleFunc("POST /insert/jsonline", s.ingest("jsonline", s.handleLines))
 	m.HandleFunc("POST /insert/lines", s.ingest("lines", s.handleLines))
 	m.HandleFunc("POST /loki/api/v1/push", s.ingest("loki", s.handleLoki))
+	m.HandleFunc("POST /v1/logs", s.ingest("otlp", s.handleOTLP))
 	s.elasticRoutes()
 	m.HandleFunc("GET /ready", s.handleReady)
 	m.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
