@@ -337,7 +337,9 @@ func protoKV(b []byte, depth int) (kv, error) {
 }
 
 func linesProto(dst, body []byte) ([]byte, int, error) {
-	bad := func(err error) ([]byte, int, error) { return dst, 0, fmt.Errorf("%w: protobuf: %v", ErrBadRequest, err) }
+	bad := func(err error) ([]byte, int, error) {
+		return dst, 0, fmt.Errorf("%w: protobuf: %v", ErrBadRequest, err)
+	}
 	r := reader{b: body}
 	count := 0
 	for {
