@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"sync"
 	"syscall"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -49,14 +50,18 @@ SIGTERM or SIGINT drains the requests in flight, then closes the store.`,
 		fs.IntVar(&cfg.Parse.MaxLineSize, "max-line-size", 1<<20, "reject lines longer than this many bytes")
 		fs.IntVar(&cfg.Parse.Record.MaxFields, "max-fields", 1000, "reject lines with more fields than this")
 		fs.BoolVar(&cfg.Pprof, "pprof", cfg.Pprof, "serve /debug/pprof/")
+		fs.StringVar(&o.syslogTCP, "syslog-tcp", "", "also receive syslog over TCP on this `address` (RFC 6587 octet counting or LF framing)")
+		fs.StringVar(&o.syslogUDP, "syslog-udp", "", "also receive syslog datagrams on this `address`")
+		fs.StringVar(&o.syslogTenant, "syslog-tenant", store.DefaultTenant, "the tenant of syslog messages")
 		return o.run
 	},
 }
 
 type serveOpts struct {
-	storage storageFlags
-	listen  string
-	cfg     *server.Config
+	storage                            storageFlags
+	listen                             string
+	syslogTCP, syslogUDP, syslogTenant string
+	cfg                                *server.Config
 }
 
 func (o *serveOpts) run(args []string, e *env) error {
@@ -78,9 +83,45 @@ func (o *serveOpts) run(args []string, e *env) error {
 	if err != nil {
 		return fmt.Errorf("listen: %w", err)
 	}
+	if err := store.CheckTenant(o.syslogTenant); err != nil {
+		return usageError("--syslog-tenant: %v", err)
+	}
 	log.Info("sluice serving", "addr", ln.Addr().String(), "data", o.storage.data, "fsync", o.storage.fsync, "version", version)
 	srv := server.New(*o.cfg, st, log, prometheus.NewRegistry())
-	if err := srv.Serve(ctx, ln); err != nil {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var wg sync.WaitGroup
+	errs := make(chan error, 3)
+	run := func(f func() error) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := f(); err != nil {
+				errs <- err
+				cancel() // one listener failing stops the server
+			}
+		}()
+	}
+	if o.syslogTCP != "" {
+		sl, err := net.Listen("tcp", o.syslogTCP)
+		if err != nil {
+			return fmt.Errorf("listen syslog tcp: %w", err)
+		}
+		log.Info("syslog over TCP", "addr", sl.Addr().String())
+		run(func() error { return srv.ServeSyslogTCP(ctx, sl, o.syslogTenant) })
+	}
+	if o.syslogUDP != "" {
+		pc, err := net.ListenPacket("udp", o.syslogUDP)
+		if err != nil {
+			return fmt.Errorf("listen syslog udp: %w", err)
+		}
+		log.Info("syslog over UDP", "addr", pc.LocalAddr().String())
+		run(func() error { return srv.ServeSyslogUDP(ctx, pc, o.syslogTenant) })
+	}
+	run(func() error { return srv.Serve(ctx, ln) })
+	wg.Wait()
+	close(errs)
+	for err := range errs {
 		return err
 	}
 	if err := st.Close(); err != nil {
