@@ -10,11 +10,13 @@ import (
 	"os/signal"
 	"sync"
 	"syscall"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/sluicelog/sluice/internal/server"
 	"github.com/sluicelog/sluice/internal/store"
+	"github.com/sluicelog/sluice/internal/vfs"
 )
 
 var serveCommand = &command{
@@ -53,20 +55,41 @@ SIGTERM or SIGINT drains the requests in flight, then closes the store.`,
 		fs.StringVar(&o.syslogTCP, "syslog-tcp", "", "also receive syslog over TCP on this `address` (RFC 6587 octet counting or LF framing)")
 		fs.StringVar(&o.syslogUDP, "syslog-udp", "", "also receive syslog datagrams on this `address`")
 		fs.StringVar(&o.syslogTenant, "syslog-tenant", store.DefaultTenant, "the tenant of syslog messages")
+		fs.DurationVar(&o.retention, "retention", 0, "drop data older than this (0: keep everything)")
+		fs.Int64Var(&o.maxTenantBytes, "max-tenant-bytes", 0, "drop a tenant's oldest data past this many bytes on disk (0: no limit)")
+		fs.StringVar(&cfg.TLSCertFile, "tls-cert", "", "serve HTTPS with this certificate `file` (and --tls-key)")
+		fs.StringVar(&cfg.TLSKeyFile, "tls-key", "", "the private key `file` of --tls-cert")
+		fs.StringVar(&o.config, "config", "", "read settings from this YAML `file` (see sluice.example.yaml); flags given win")
+		o.fs = fs
 		return o.run
 	},
 }
 
 type serveOpts struct {
 	storage                            storageFlags
-	listen                             string
+	listen, config                     string
 	syslogTCP, syslogUDP, syslogTenant string
+	retention                          time.Duration
+	maxTenantBytes                     int64
 	cfg                                *server.Config
+	fs                                 *flag.FlagSet
 }
 
 func (o *serveOpts) run(args []string, e *env) error {
 	if len(args) > 0 {
 		return usageError("serve takes no arguments")
+	}
+	if o.config != "" {
+		c, err := loadConfig(o.config)
+		if err != nil {
+			return err
+		}
+		if err := c.apply(o, o.fs); err != nil {
+			return err
+		}
+	}
+	if (o.cfg.TLSCertFile == "") != (o.cfg.TLSKeyFile == "") {
+		return usageError("--tls-cert and --tls-key go together")
 	}
 	if o.storage.data == "" {
 		o.storage.data = "sluice-data"
@@ -74,7 +97,7 @@ func (o *serveOpts) run(args []string, e *env) error {
 	log := slog.New(slog.NewTextHandler(e.stderr, nil))
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	st, err := o.storage.openWith(e.stderr, store.Options{})
+	st, err := o.storage.openWith(e.stderr, store.Options{Retention: o.retention, MaxTenantBytes: o.maxTenantBytes})
 	if err != nil {
 		return err
 	}
@@ -87,6 +110,7 @@ func (o *serveOpts) run(args []string, e *env) error {
 		return usageError("--syslog-tenant: %v", err)
 	}
 	log.Info("sluice serving", "addr", ln.Addr().String(), "data", o.storage.data, "fsync", o.storage.fsync, "version", version)
+	o.cfg.FreeSpace = func() (uint64, error) { return vfs.OS.Free(o.storage.data) }
 	srv := server.New(*o.cfg, st, log, prometheus.NewRegistry())
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()

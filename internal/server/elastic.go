@@ -100,7 +100,7 @@ func (s *Server) esDocs(r *http.Request, tenant string, docs []byte) (map[int64]
 			return storeFailure{err}
 		}
 		stored += len(b.Records)
-		s.metrics.lines.WithLabelValues(tenant, "elastic").Add(float64(len(b.Records)))
+		s.countLines(r, tenant, "elastic", len(b.Records))
 		s.metrics.bytes.WithLabelValues(tenant, "elastic").Add(float64(len(b.Data)))
 		return nil
 	})

@@ -3,6 +3,7 @@ package server
 import (
 	"compress/flate"
 	"compress/gzip"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -11,6 +12,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/klauspost/compress/zstd"
@@ -63,13 +65,72 @@ func (s *Server) serveIngest(w http.ResponseWriter, r *http.Request, protocol st
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return http.StatusBadRequest
 	}
+	if code := s.authorize(r, tenant); code != 0 {
+		if code == http.StatusUnauthorized {
+			w.Header().Set("WWW-Authenticate", `Basic realm="sluice"`)
+		}
+		http.Error(w, http.StatusText(code), code)
+		return code
+	}
+	if wait := s.limits.admit(tenant); wait > 0 {
+		retryAfter(w, wait)
+		http.Error(w, fmt.Sprintf("tenant %s is over its ingest rate of %g lines/s; retry in %d s", tenant, s.cfg.TenantRate.LinesPerSecond, wait),
+			http.StatusTooManyRequests)
+		return http.StatusTooManyRequests
+	}
+	if free, low := s.disk.low(); low {
+		retryAfter(w, 10)
+		http.Error(w, fmt.Sprintf("the data directory's disk is nearly full (%d bytes free, %d needed); retry later", free, s.cfg.MinFreeBytes),
+			http.StatusInsufficientStorage)
+		return http.StatusInsufficientStorage
+	}
 	body, err := s.body(w, r)
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusUnsupportedMediaType)
 		return http.StatusUnsupportedMediaType
 	}
 	defer body.Close()
-	return h(w, r, tenant, body)
+	var stored int
+	code := h(w, r.WithContext(context.WithValue(r.Context(), storedKey{}, &stored)), tenant, body)
+	s.limits.take(tenant, stored)
+	return code
+}
+
+type storedKey struct{}
+
+// countLines records n lines stored for a request: in the metrics, and
+// in what the request is charged against its tenant's rate.
+func (s *Server) countLines(r *http.Request, tenant, protocol string, n int) {
+	s.metrics.lines.WithLabelValues(tenant, protocol).Add(float64(n))
+	if p, ok := r.Context().Value(storedKey{}).(*int); ok {
+		*p += n
+	}
+}
+
+// diskCheck caches the free space of the data directory's filesystem for
+// a second, so that a request costs no statfs.
+type diskCheck struct {
+	free    func() (uint64, error)
+	min     uint64
+	mu      sync.Mutex
+	checked time.Time
+	last    uint64
+}
+
+// low reports the free bytes and whether they are below the minimum.
+func (d *diskCheck) low() (uint64, bool) {
+	if d.free == nil || d.min == 0 {
+		return 0, false
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if time.Since(d.checked) > time.Second {
+		if f, err := d.free(); err == nil {
+			d.last = f
+		}
+		d.checked = time.Now()
+	}
+	return d.last, d.last < d.min
 }
 
 // tenantOf returns the request's tenant: X-Scope-OrgID, fully URL-decoded
@@ -237,7 +298,7 @@ func (s *Server) handleLines(w http.ResponseWriter, r *http.Request, tenant stri
 			return err
 		}
 		reply.Accepted += len(b.Records)
-		s.metrics.lines.WithLabelValues(tenant, protocol).Add(float64(len(b.Records)))
+		s.countLines(r, tenant, protocol, len(b.Records))
 		s.metrics.bytes.WithLabelValues(tenant, protocol).Add(float64(len(b.Data)))
 		return nil
 	})
@@ -297,7 +358,7 @@ func (s *Server) handleLoki(w http.ResponseWriter, r *http.Request, tenant strin
 	if err := s.st.Append(tenant, b); err != nil {
 		return s.storeError(w, err)
 	}
-	s.metrics.lines.WithLabelValues(tenant, "loki").Add(float64(len(b.Records)))
+	s.countLines(r, tenant, "loki", len(b.Records))
 	s.metrics.bytes.WithLabelValues(tenant, "loki").Add(float64(len(data)))
 	if res.Rejected > 0 {
 		s.metrics.rejected.WithLabelValues("loki", "invalid").Add(float64(res.Rejected))

@@ -79,7 +79,7 @@ func (s *Server) handleOTLP(w http.ResponseWriter, r *http.Request, tenant strin
 			storeErr = err
 			return err
 		}
-		s.metrics.lines.WithLabelValues(tenant, "otlp").Add(float64(len(b.Records)))
+		s.countLines(r, tenant, "otlp", len(b.Records))
 		s.metrics.bytes.WithLabelValues(tenant, "otlp").Add(float64(len(b.Data)))
 		return nil
 	})

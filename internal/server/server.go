@@ -40,6 +40,19 @@ type Config struct {
 	// ShutdownTimeout bounds how long Serve waits for requests in flight
 	// once its context is done.
 	ShutdownTimeout time.Duration
+	// Auth, when not empty, requires every ingest request to present one
+	// of these credentials, allowed for its tenant.
+	Auth []Credential
+	// TenantRate bounds each tenant's lines per second.
+	TenantRate RateLimit
+	// MinFreeBytes: below this much free space on the data directory's
+	// filesystem, ingest answers 507 until space is freed.
+	MinFreeBytes uint64
+	// TLSCertFile and TLSKeyFile, when set, serve HTTPS.
+	TLSCertFile, TLSKeyFile string
+	// FreeSpace reports the free bytes of the data directory's filesystem
+	// (nil: never checked).
+	FreeSpace func() (uint64, error)
 }
 
 // DefaultConfig returns the limits a server runs with unless configured.
@@ -48,6 +61,7 @@ func DefaultConfig() Config {
 		MaxBodyBytes:    64 << 20,
 		MaxDecodedBytes: 1 << 30,
 		MaxInflight:     64,
+		MinFreeBytes:    256 << 20,
 		InflightWait:    time.Second,
 		Loki:            loki.DefaultLimits,
 		Pprof:           true,
@@ -67,12 +81,18 @@ type Server struct {
 	mux      *http.ServeMux
 	ready    chan struct{}
 	once     sync.Once
+	limits   *limiter
+	disk     diskCheck
 }
 
 // New returns a server of st whose metrics are registered in reg.
 func New(cfg Config, st *store.Store, log *slog.Logger, reg *prometheus.Registry) *Server {
 	s := &Server{cfg: cfg, st: st, log: log, inflight: make(chan struct{}, max(cfg.MaxInflight, 1)), mux: http.NewServeMux(),
-		ready: make(chan struct{})}
+		ready: make(chan struct{}), limits: &limiter{rate: cfg.TenantRate, buckets: map[string]*bucket{}}}
+	if s.limits.rate.Burst <= 0 {
+		s.limits.rate.Burst = s.limits.rate.LinesPerSecond
+	}
+	s.disk.free, s.disk.min = cfg.FreeSpace, cfg.MinFreeBytes
 	s.metrics = newMetrics(reg, st)
 	s.routes(reg)
 	return s
@@ -114,7 +134,13 @@ func (s *Server) handleReady(w http.ResponseWriter, r *http.Request) {
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	hs := &http.Server{Handler: s.mux, ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(s.log.Handler(), slog.LevelWarn)}
 	errc := make(chan error, 1)
-	go func() { errc <- hs.Serve(ln) }()
+	go func() {
+		if s.cfg.TLSCertFile != "" {
+			errc <- hs.ServeTLS(ln, s.cfg.TLSCertFile, s.cfg.TLSKeyFile)
+			return
+		}
+		errc <- hs.Serve(ln)
+	}()
 	s.once.Do(func() { close(s.ready) })
 	select {
 	case err := <-errc:

@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/klauspost/compress/snappy"
 	"github.com/prometheus/client_golang/prometheus"
@@ -318,4 +319,70 @@ func TestServeShutdown(t *testing.T) {
 		t.Errorf("Serve: %v", err)
 	}
 	http.DefaultClient.CloseIdleConnections()
+}
+
+func TestAuth(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.Auth = []Credential{{Token: "tok-a", Tenants: []string{"team-a"}}, {User: "u", Password: "p", Tenants: []string{"*"}}}
+	f := newFixture(t, cfg)
+	line := []byte(`{"msg":"x"}` + "\n")
+	for _, tc := range []struct {
+		headers []string
+		code    int
+	}{
+		{nil, 401},
+		{[]string{"Authorization", "Bearer nope", "X-Scope-OrgID", "team-a"}, 401},
+		{[]string{"Authorization", "Bearer tok-a", "X-Scope-OrgID", "team-a"}, 200},
+		{[]string{"Authorization", "Bearer tok-a", "X-Scope-OrgID", "team-b"}, 403},
+		{[]string{"Authorization", "Basic dTpw", "X-Scope-OrgID", "team-b"}, 200}, // u:p
+		{[]string{"Authorization", "Basic dTp4", "X-Scope-OrgID", "team-b"}, 401}, // u:x
+	} {
+		if code, body := f.do("POST", "/insert/jsonline", line, tc.headers...); code != tc.code {
+			t.Errorf("%v: %d %s, want %d", tc.headers, code, body, tc.code)
+		}
+	}
+	if code, _ := f.do("GET", "/ready", nil); code == 401 {
+		t.Error("/ready needs no credentials")
+	}
+}
+
+func TestTenantRate(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.TenantRate = RateLimit{LinesPerSecond: 1, Burst: 1}
+	f := newFixture(t, cfg)
+	lines := []byte(strings.Repeat(`{"msg":"x"}`+"\n", 50))
+	if code, _ := f.do("POST", "/insert/jsonline", lines, "X-Scope-OrgID", "busy"); code != 200 {
+		t.Fatalf("first request: %d", code)
+	}
+	req := httptest.NewRequest("POST", "/insert/jsonline", bytes.NewReader(lines))
+	req.Header.Set("X-Scope-OrgID", "busy")
+	rec := httptest.NewRecorder()
+	f.srv.Handler().ServeHTTP(rec, req)
+	if rec.Code != 429 || rec.Header().Get("Retry-After") == "" {
+		t.Errorf("over the rate: %d (Retry-After %q), want 429", rec.Code, rec.Header().Get("Retry-After"))
+	}
+	if code, _ := f.do("POST", "/insert/jsonline", lines, "X-Scope-OrgID", "calm"); code != 200 {
+		t.Errorf("another tenant: %d, want 200", code)
+	}
+}
+
+func TestDiskFull(t *testing.T) {
+	cfg := DefaultConfig()
+	free := uint64(1 << 30)
+	cfg.FreeSpace = func() (uint64, error) { return free, nil }
+	f := newFixture(t, cfg)
+	line := []byte(`{"msg":"x"}` + "\n")
+	if code, _ := f.do("POST", "/insert/jsonline", line); code != 200 {
+		t.Fatalf("%d", code)
+	}
+	free = 1 << 20
+	f.srv.disk.checked = time.Time{}
+	if code, _ := f.do("POST", "/insert/jsonline", line); code != 507 {
+		t.Errorf("nearly full: %d, want 507", code)
+	}
+	free = 1 << 30
+	f.srv.disk.checked = time.Time{}
+	if code, _ := f.do("POST", "/insert/jsonline", line); code != 200 {
+		t.Errorf("space freed: %d, want 200", code)
+	}
 }

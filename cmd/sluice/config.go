@@ -1,0 +1,142 @@
+package main
+
+import (
+	"bytes"
+	"flag"
+	"fmt"
+	"os"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/sluicelog/sluice/internal/server"
+)
+
+// fileConfig is the YAML config file of `sluice serve` (sluice.example.yaml
+// documents every key). A flag given on the command line wins over the
+// file.
+type fileConfig struct {
+	Listen         string              `yaml:"listen"`
+	Data           string              `yaml:"data"`
+	Fsync          string              `yaml:"fsync"`
+	HeadBytes      int64               `yaml:"head_bytes"`
+	Retention      string              `yaml:"retention"`
+	MaxTenantBytes int64               `yaml:"max_tenant_bytes"`
+	Pprof          *bool               `yaml:"pprof"`
+	Limits         limitsConfig        `yaml:"limits"`
+	Syslog         syslogConfig        `yaml:"syslog"`
+	Auth           []server.Credential `yaml:"auth"`
+	TLS            struct {
+		CertFile string `yaml:"cert_file"`
+		KeyFile  string `yaml:"key_file"`
+	} `yaml:"tls"`
+}
+
+type limitsConfig struct {
+	MaxBodyBytes    int64            `yaml:"max_body_bytes"`
+	MaxDecodedBytes int64            `yaml:"max_decoded_bytes"`
+	MaxInflight     int              `yaml:"max_inflight"`
+	MaxLineSize     int              `yaml:"max_line_size"`
+	MaxFields       int              `yaml:"max_fields"`
+	MinFreeBytes    uint64           `yaml:"min_free_bytes"`
+	TenantRate      server.RateLimit `yaml:"tenant_rate"`
+	Loki            struct {
+		MaxLabels          int `yaml:"max_labels"`
+		MaxLabelNameLength int `yaml:"max_label_name_length"`
+		MaxLabelValueLen   int `yaml:"max_label_value_length"`
+		MaxLineSize        int `yaml:"max_line_size"`
+	} `yaml:"loki"`
+}
+
+type syslogConfig struct {
+	TCP    string `yaml:"tcp"`
+	UDP    string `yaml:"udp"`
+	Tenant string `yaml:"tenant"`
+}
+
+// loadConfig reads a config file strictly: an unknown key is an error, so
+// that a typo never passes silently.
+func loadConfig(path string) (*fileConfig, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var c fileConfig
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	if err := dec.Decode(&c); err != nil {
+		return nil, fmt.Errorf("config %s: %v", path, err)
+	}
+	for i, a := range c.Auth {
+		if (a.Token == "") == (a.User == "") || len(a.Tenants) == 0 {
+			return nil, fmt.Errorf("config %s: auth entry %d: give either token or user and password, and the tenants it may use", path, i+1)
+		}
+	}
+	return &c, nil
+}
+
+// apply copies the file's settings into the serve options, except those
+// whose flags were given on the command line.
+func (c *fileConfig) apply(o *serveOpts, fs *flag.FlagSet) error {
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	str := func(flag string, dst *string, v string) {
+		if v != "" && !set[flag] {
+			*dst = v
+		}
+	}
+	num := func(flag string, dst *int64, v int64) {
+		if v != 0 && !set[flag] {
+			*dst = v
+		}
+	}
+	intv := func(flag string, dst *int, v int) {
+		if v != 0 && !set[flag] {
+			*dst = v
+		}
+	}
+	cfg := o.cfg
+	str("listen", &o.listen, c.Listen)
+	str("data", &o.storage.data, c.Data)
+	str("fsync", &o.storage.fsync, c.Fsync)
+	num("head-bytes", &o.storage.headBytes, c.HeadBytes)
+	num("max-tenant-bytes", &o.maxTenantBytes, c.MaxTenantBytes)
+	if c.Retention != "" && !set["retention"] {
+		d, err := time.ParseDuration(c.Retention)
+		if err != nil {
+			return fmt.Errorf("config: retention: %v", err)
+		}
+		o.retention = d
+	}
+	if c.Pprof != nil && !set["pprof"] {
+		cfg.Pprof = *c.Pprof
+	}
+	num("max-body-bytes", &cfg.MaxBodyBytes, c.Limits.MaxBodyBytes)
+	num("max-decoded-bytes", &cfg.MaxDecodedBytes, c.Limits.MaxDecodedBytes)
+	intv("max-inflight", &cfg.MaxInflight, c.Limits.MaxInflight)
+	intv("max-line-size", &cfg.Parse.MaxLineSize, c.Limits.MaxLineSize)
+	intv("max-fields", &cfg.Parse.Record.MaxFields, c.Limits.MaxFields)
+	if c.Limits.MinFreeBytes != 0 {
+		cfg.MinFreeBytes = c.Limits.MinFreeBytes
+	}
+	if c.Limits.TenantRate.LinesPerSecond != 0 {
+		cfg.TenantRate = c.Limits.TenantRate
+	}
+	l := c.Limits.Loki
+	for _, p := range []struct {
+		dst *int
+		v   int
+	}{{&cfg.Loki.MaxLabels, l.MaxLabels}, {&cfg.Loki.MaxLabelNameLen, l.MaxLabelNameLength},
+		{&cfg.Loki.MaxLabelValLen, l.MaxLabelValueLen}, {&cfg.Loki.MaxLineSize, l.MaxLineSize}} {
+		if p.v != 0 {
+			*p.dst = p.v
+		}
+	}
+	str("syslog-tcp", &o.syslogTCP, c.Syslog.TCP)
+	str("syslog-udp", &o.syslogUDP, c.Syslog.UDP)
+	str("syslog-tenant", &o.syslogTenant, c.Syslog.Tenant)
+	cfg.Auth = c.Auth
+	str("tls-cert", &cfg.TLSCertFile, c.TLS.CertFile)
+	str("tls-key", &cfg.TLSKeyFile, c.TLS.KeyFile)
+	return nil
+}
