@@ -35,6 +35,7 @@ type fileConfig struct {
 type limitsConfig struct {
 	MaxBodyBytes    int64            `yaml:"max_body_bytes"`
 	MaxDecodedBytes int64            `yaml:"max_decoded_bytes"`
+	MaxWholeBody    int64            `yaml:"max_whole_body_bytes"`
 	MaxInflight     int              `yaml:"max_inflight"`
 	MaxLineSize     int              `yaml:"max_line_size"`
 	MaxFields       int              `yaml:"max_fields"`
@@ -113,6 +114,7 @@ func (c *fileConfig) apply(o *serveOpts, fs *flag.FlagSet) error {
 	}
 	num("max-body-bytes", &cfg.MaxBodyBytes, c.Limits.MaxBodyBytes)
 	num("max-decoded-bytes", &cfg.MaxDecodedBytes, c.Limits.MaxDecodedBytes)
+	num("max-whole-body-bytes", &cfg.MaxWholeBodyBytes, c.Limits.MaxWholeBody)
 	intv("max-inflight", &cfg.MaxInflight, c.Limits.MaxInflight)
 	intv("max-line-size", &cfg.Parse.MaxLineSize, c.Limits.MaxLineSize)
 	intv("max-fields", &cfg.Parse.Record.MaxFields, c.Limits.MaxFields)

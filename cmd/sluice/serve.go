@@ -48,6 +48,7 @@ SIGTERM or SIGINT drains the requests in flight, then closes the store.`,
 		fs.StringVar(&o.listen, "listen", ":3100", "the `address` to serve HTTP on")
 		fs.Int64Var(&cfg.MaxBodyBytes, "max-body-bytes", cfg.MaxBodyBytes, "largest request body accepted, as sent")
 		fs.Int64Var(&cfg.MaxDecodedBytes, "max-decoded-bytes", cfg.MaxDecodedBytes, "largest request body accepted, decompressed")
+		fs.Int64Var(&cfg.MaxWholeBodyBytes, "max-whole-body-bytes", cfg.MaxWholeBodyBytes, "largest Loki, OTLP or Elasticsearch body accepted, decompressed (they are decoded whole)")
 		fs.IntVar(&cfg.MaxInflight, "max-inflight", cfg.MaxInflight, "ingest requests served at once; more wait a second, then get 503")
 		fs.IntVar(&cfg.Parse.MaxLineSize, "max-line-size", 1<<20, "reject lines longer than this many bytes")
 		fs.IntVar(&cfg.Parse.Record.MaxFields, "max-fields", 1000, "reject lines with more fields than this")

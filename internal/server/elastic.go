@@ -30,8 +30,16 @@ func (s *Server) elasticRoutes() {
 		m.HandleFunc(method+" /{index}/_doc/{id}", s.es(s.ingest("elastic", s.handleDoc)))
 		m.HandleFunc(method+" /{index}/_create/{id}", s.es(s.ingest("elastic", s.handleDoc)))
 	}
-	// The pre-7 form rsyslog's omelasticsearch uses without bulk mode.
-	m.HandleFunc("POST /{index}/{type}", s.es(s.ingest("elastic", s.handleDoc)))
+	// The pre-7 form rsyslog's omelasticsearch uses without bulk mode;
+	// /insert/ is sluice's own, so a mistyped /insert/... gets a 404
+	// that says so rather than an index of that name.
+	m.HandleFunc("POST /{index}/{type}", func(w http.ResponseWriter, r *http.Request) {
+		if r.PathValue("index") == "insert" {
+			http.Error(w, "no such endpoint: use /insert/jsonline or /insert/lines?format=...", http.StatusNotFound)
+			return
+		}
+		s.es(s.ingest("elastic", s.handleDoc))(w, r)
+	})
 	m.HandleFunc("GET /{$}", s.es(s.handleESRoot))
 	m.HandleFunc("HEAD /{$}", s.es(func(w http.ResponseWriter, r *http.Request) {}))
 	m.HandleFunc("GET /_cluster/health", s.es(jsonReply(`{"cluster_name":"sluice","status":"green","timed_out":false,"number_of_nodes":1,"number_of_data_nodes":1}`)))
@@ -112,26 +120,13 @@ type storeFailure struct{ error }
 
 func (e storeFailure) Unwrap() error { return e.error }
 
-func (s *Server) readAll(w http.ResponseWriter, body io.Reader) ([]byte, int) {
-	data, err := io.ReadAll(body)
-	switch {
-	case errors.Is(err, errTooLarge):
-		http.Error(w, fmt.Sprintf("request body too large: the limit is %d bytes", s.cfg.MaxDecodedBytes), http.StatusRequestEntityTooLarge)
-		return nil, http.StatusRequestEntityTooLarge
-	case err != nil:
-		http.Error(w, "read body: "+err.Error(), http.StatusBadRequest)
-		return nil, http.StatusBadRequest
-	}
-	return data, 0
-}
-
 // handleBulk serves _bulk: every item gets its own status; a bad document
 // fails its item, not the request.
 func (s *Server) handleBulk(w http.ResponseWriter, r *http.Request, tenant string, body io.Reader) int {
 	start := time.Now()
-	data, code := s.readAll(w, body)
-	if code != 0 {
-		return code
+	data, err := s.readWhole(body)
+	if err != nil {
+		return bodyError(w, err)
 	}
 	docs, items := elastic.Split(data, r.PathValue("index"))
 	failed, _, err := s.esDocs(r, tenant, docs)
@@ -161,9 +156,9 @@ func (s *Server) handleBulk(w http.ResponseWriter, r *http.Request, tenant strin
 
 // handleDoc serves a single document (_doc, _create, or /index/type).
 func (s *Server) handleDoc(w http.ResponseWriter, r *http.Request, tenant string, body io.Reader) int {
-	data, code := s.readAll(w, body)
-	if code != 0 {
-		return code
+	data, err := s.readWhole(body)
+	if err != nil {
+		return bodyError(w, err)
 	}
 	var probe json.RawMessage
 	if err := json.Unmarshal(data, &probe); err != nil {

@@ -91,3 +91,10 @@ func TestElasticEndpoints(t *testing.T) {
 		t.Errorf("bad document: %d, want 400", code)
 	}
 }
+
+func TestInsertTypo(t *testing.T) {
+	f := newFixture(t, DefaultConfig())
+	if code, body := f.do("POST", "/insert/jsonlines", []byte(`{"msg":"x"}`)); code != 404 || !strings.Contains(body, "/insert/jsonline") {
+		t.Errorf("typo: %d %s, want 404 with a hint", code, body)
+	}
+}

@@ -221,6 +221,32 @@ func (l *limitedBody) Read(p []byte) (int, error) {
 
 func (l *limitedBody) Close() error { return l.close() }
 
+// readWhole reads a body that is decoded whole, up to MaxWholeBodyBytes
+// decompressed; past it the error matches errTooLarge.
+func (s *Server) readWhole(body io.Reader) ([]byte, error) {
+	data, err := io.ReadAll(io.LimitReader(body, s.cfg.MaxWholeBodyBytes+1))
+	if err == nil && int64(len(data)) > s.cfg.MaxWholeBodyBytes {
+		err = errTooLarge
+	}
+	if errors.Is(err, errTooLarge) {
+		return nil, fmt.Errorf("%w: the limit is %d bytes", errTooLarge, s.cfg.MaxWholeBodyBytes)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read body: %w", err)
+	}
+	return data, nil
+}
+
+// bodyError answers a readWhole failure: 413 or 400.
+func bodyError(w http.ResponseWriter, err error) int {
+	code := http.StatusBadRequest
+	if errors.Is(err, errTooLarge) {
+		code = http.StatusRequestEntityTooLarge
+	}
+	http.Error(w, err.Error(), code)
+	return code
+}
+
 // fullReader reads until the buffer is full or the input ends, so that a
 // network body is parsed (and made durable) in whole chunks rather than
 // one fsync per TCP read.
@@ -327,14 +353,9 @@ func (s *Server) handleLines(w http.ResponseWriter, r *http.Request, tenant stri
 // handleLoki serves /loki/api/v1/push as Loki does: 204; 400 with a
 // plain-text reason when entries were left out (the others are stored).
 func (s *Server) handleLoki(w http.ResponseWriter, r *http.Request, tenant string, body io.Reader) int {
-	data, err := io.ReadAll(io.LimitReader(body, s.cfg.MaxDecodedBytes+1))
-	if errors.Is(err, errTooLarge) || int64(len(data)) > s.cfg.MaxDecodedBytes {
-		http.Error(w, fmt.Sprintf("request body too large: the limit is %d bytes", s.cfg.MaxDecodedBytes), http.StatusRequestEntityTooLarge)
-		return http.StatusRequestEntityTooLarge
-	}
+	data, err := s.readWhole(body)
 	if err != nil {
-		http.Error(w, "read body: "+err.Error(), http.StatusBadRequest)
-		return http.StatusBadRequest
+		return bodyError(w, err)
 	}
 	d := loki.Decoder{Limits: s.cfg.Loki}
 	b := record.GetBatch()
@@ -345,7 +366,7 @@ func (s *Server) handleLoki(w http.ResponseWriter, r *http.Request, tenant strin
 	if strings.HasPrefix(ct, "application/json") {
 		res, err = d.DecodeJSON(data, b)
 	} else {
-		res, err = d.DecodeProto(data, b, int(s.cfg.MaxDecodedBytes))
+		res, err = d.DecodeProto(data, b, int(s.cfg.MaxWholeBodyBytes))
 	}
 	switch {
 	case errors.Is(err, loki.ErrTooLarge):

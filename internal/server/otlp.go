@@ -37,12 +37,12 @@ func (s *Server) handleOTLP(w http.ResponseWriter, r *http.Request, tenant strin
 		w.Write(st)
 		return code
 	}
-	data, err := io.ReadAll(body)
+	data, err := s.readWhole(body)
 	if errors.Is(err, errTooLarge) {
-		return fail(http.StatusRequestEntityTooLarge, fmt.Sprintf("request body too large: the limit is %d bytes", s.cfg.MaxDecodedBytes))
+		return fail(http.StatusRequestEntityTooLarge, err.Error())
 	}
 	if err != nil {
-		return fail(http.StatusBadRequest, "read body: "+err.Error())
+		return fail(http.StatusBadRequest, err.Error())
 	}
 	lines, _, err := otlp.Lines(nil, data, isJSON)
 	if err != nil {

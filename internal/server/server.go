@@ -23,9 +23,11 @@ type Config struct {
 	// MaxBodyBytes bounds a request body as sent (compressed or not).
 	MaxBodyBytes int64
 	// MaxDecodedBytes bounds a body once decompressed. Line protocols are
-	// parsed as a stream, so this bounds the request, not memory; Loki
-	// bodies are decoded whole, and memory holds them.
+	// parsed as a stream, so this bounds the request, not memory.
 	MaxDecodedBytes int64
+	// MaxWholeBodyBytes bounds, decompressed, the bodies that are decoded
+	// whole in memory: Loki, OTLP and Elasticsearch requests.
+	MaxWholeBodyBytes int64
 	// MaxInflight bounds the ingest requests served at once; the others
 	// wait up to InflightWait, then get 503 with Retry-After.
 	MaxInflight  int
@@ -58,14 +60,15 @@ type Config struct {
 // DefaultConfig returns the limits a server runs with unless configured.
 func DefaultConfig() Config {
 	return Config{
-		MaxBodyBytes:    64 << 20,
-		MaxDecodedBytes: 1 << 30,
-		MaxInflight:     64,
-		MinFreeBytes:    256 << 20,
-		InflightWait:    time.Second,
-		Loki:            loki.DefaultLimits,
-		Pprof:           true,
-		ShutdownTimeout: 30 * time.Second,
+		MaxBodyBytes:      1 << 30,
+		MaxDecodedBytes:   4 << 30,
+		MaxWholeBodyBytes: 64 << 20,
+		MaxInflight:       64,
+		MinFreeBytes:      256 << 20,
+		InflightWait:      time.Second,
+		Loki:              loki.DefaultLimits,
+		Pprof:             true,
+		ShutdownTimeout:   30 * time.Second,
 	}
 }
 

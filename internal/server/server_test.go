@@ -211,6 +211,7 @@ func TestLimits(t *testing.T) {
 	cfg := DefaultConfig()
 	cfg.MaxBodyBytes = 64 << 10
 	cfg.MaxDecodedBytes = 1 << 20
+	cfg.MaxWholeBodyBytes = 1 << 20
 	f := newFixture(t, cfg)
 	// Compressed body within the limit.
 	line := []byte(`{"msg":"zipped","service":"api"}` + "\n")
