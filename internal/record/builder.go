@@ -81,32 +81,39 @@ type Builder struct {
 	cfg     Config
 	streams []string // StreamFields, sorted: the order labels are keyed in
 
-	names     *Names
-	strs      *Streams
-	roles     []nameRole
-	nameStr   []string    // the names by id: a flat copy of the table for the writer
-	follow    [][2]uint32 // follow[id+1]: the names seen after id lately; [0] for a record's first
-	prevID    uint32      // id+1 of the previous name in this record, 0 at its start
-	b         *Batch
-	rec       Record
-	timeIdx   int   // field index of the best time candidate, or -1
-	timeRnk   uint8 // its rank
-	msgIdx    int
-	msgRnk    uint8
-	hasTime   bool // SetTime was called
-	hasMsg    bool // SetMsg was called
-	hasDef    bool // DefaultMsg was called
-	defMsg    Span // and what it set
-	defFlag   Flags
-	slots     []slotVal        // per sorted stream field: its value in this record
-	key       []byte           // scratch: the canonical stream key
-	scratch   []byte           // scratch: unescaped values
-	times     timestamp.Reader // parses time fields, remembering the last date
-	slotSet   uint64           // bitmap of filled slots
-	scache    [streamCacheSets][2]streamCacheEntry
-	scHash    uint64 // the current record's stream hash, 0 if not cacheable
-	scSeedMap maphash.Seed
-	scMix     uint64 // seeds hashValue's short path
+	names       *Names
+	strs        *Streams
+	roles       []nameRole
+	nameStr     []string // the names by id: a flat copy of the table for the writer
+	follow      []guess  // follow[id+1]: the names seen after id lately; [0] for a record's first
+	prevID      uint32   // id+1 of the previous name in this record, 0 at its start
+	b           *Batch
+	fields      []Field // b.Fields to its capacity (see Begin)
+	nf          int     // how many of fields are in use
+	rec         Record
+	timeIdx     int   // field index of the best time candidate, or -1
+	timeRnk     uint8 // its rank
+	msgIdx      int
+	msgRnk      uint8
+	hasTime     bool // SetTime was called
+	hasMsg      bool // SetMsg was called
+	hasDef      bool // DefaultMsg was called
+	defMsg      Span // and what it set
+	defFlag     Flags
+	slots       []slotVal        // per sorted stream field: its value in this record
+	key         []byte           // scratch: the canonical stream key
+	scratch     []byte           // scratch: unescaped values
+	times       timestamp.Reader // parses time fields, remembering the last date
+	tmemo       timeMemo         // and the last value, to read only the fraction of the next
+	lastTimeLen int              // the length of the last time text parsed
+	slotSet     uint64           // bitmap of filled slots
+	scache      [streamCacheSets][2]streamCacheEntry
+	scHash      uint64   // the current record's stream hash, 0 if not cacheable
+	scKeys      []uint64 // the cached streams' values, as cacheKey lays them out
+	scLong      []byte   // and those longer than 16 bytes
+	scKeyOff    []uint32 // by stream id: where its values are in scKeys, or noKey
+	scSeedMap   maphash.Seed
+	scMix       uint64 // seeds mix16
 
 	gen  uint64 // counts the tables this builder has had
 	line int64  // the current line's number, for errors
@@ -114,10 +121,14 @@ type Builder struct {
 }
 
 type slotVal struct {
-	raw   Span
-	kind  Kind
-	flags Flags
-	num   uint64
+	raw    Span
+	kind   Kind
+	flags  Flags
+	hashed bool // hash and words are set
+	num    uint64
+	// For the stream cache, of a plain string value of up to 16 bytes:
+	words [2]uint64 // its bytes, zero-padded
+	hash  uint64    // mix16 of them
 }
 
 // NewBuilder returns a builder for cfg.
@@ -144,8 +155,11 @@ func (bl *Builder) newTables() {
 	bl.strs = NewStreams()
 	bl.roles = bl.roles[:0]
 	bl.nameStr = bl.nameStr[:0]
-	bl.follow = append(bl.follow[:0], [2]uint32{noName, noName})
+	bl.follow = append(bl.follow[:0], noGuess)
 	bl.scache = [streamCacheSets][2]streamCacheEntry{}
+	bl.scKeys = bl.scKeys[:0]
+	bl.scLong = bl.scLong[:0]
+	bl.scKeyOff = bl.scKeyOff[:0]
 }
 
 // Start makes b the batch that records are appended to. The caller fills
@@ -172,8 +186,14 @@ func (bl *Builder) Generation() uint64 { return bl.gen }
 func (bl *Builder) Batch() *Batch { return bl.b }
 
 // Begin starts a record whose original line is line.
+//
+// From Begin to End (or Fail) the builder holds the batch's fields as
+// fields[:nf], and b.Fields is stale: that spares Add a store of the
+// whole slice header, with its write barrier check, for every field.
 func (bl *Builder) Begin(line Span) {
-	bl.rec = Record{Line: line, FieldStart: uint32(len(bl.b.Fields))}
+	fs := bl.b.Fields
+	bl.fields, bl.nf = fs[:cap(fs)], len(fs)
+	bl.rec = Record{Line: line, FieldStart: uint32(len(fs))}
 	bl.timeIdx, bl.msgIdx = -1, -1
 	bl.timeRnk, bl.msgRnk = noRole, noRole
 	bl.hasTime, bl.hasMsg, bl.hasDef = false, false, false
@@ -187,22 +207,53 @@ func (bl *Builder) Begin(line Span) {
 // Lines of one source repeat their keys in much the same order, so the
 // builder first guesses that name is one of the two names that followed
 // the previous name lately; a guess costs a short compare where a map
-// lookup costs a hash.
+// lookup costs a hash. A name of up to 8 bytes whose slice has room for
+// 8 (a key in its line nearly always has) is compared as one word, any
+// other as a string.
 func (bl *Builder) Name(name []byte) (uint32, bool) {
 	// The fast path is small enough to be inlined into the parsers.
-	if g := bl.follow[bl.prevID][0]; g < uint32(len(bl.nameStr)) && bl.nameStr[g] == string(name) {
-		bl.prevID = g + 1
-		return g, true
+	g := &bl.follow[bl.prevID]
+	id := g.id[0]
+	if uint32(len(name)) == g.n && cap(name) >= 8 && binary.LittleEndian.Uint64(name[:8])&g.mask == g.word ||
+		id < uint32(len(bl.nameStr)) && bl.nameStr[id] == string(name) {
+		bl.prevID = id + 1
+		return id, true
 	}
 	return bl.nameSlow(name)
 }
 
+// guess holds the two names that followed a name lately, the first also
+// as a word for Name's fast compare.
+type guess struct {
+	word uint64 // id[0]'s bytes, little-endian, zero-padded
+	mask uint64 // covers its bytes
+	n    uint32 // its length, or noLen if it is longer than 8 bytes or absent
+	id   [2]uint32
+}
+
+const noLen = ^uint32(0)
+
+var noGuess = guess{n: noLen, id: [2]uint32{noName, noName}}
+
+// setFirst makes id the first guess, and the one before it the second.
+func (bl *Builder) setFirst(g *guess, id uint32) {
+	g.id[0], g.id[1] = id, g.id[0]
+	g.word, g.mask, g.n = 0, 0, noLen
+	if s := bl.nameStr[id]; len(s) <= 8 {
+		var pad [8]byte
+		copy(pad[:], s)
+		g.word = binary.LittleEndian.Uint64(pad[:])
+		g.mask = ^uint64(0) >> (64 - 8*len(s))
+		g.n = uint32(len(s))
+	}
+}
+
 func (bl *Builder) nameSlow(name []byte) (uint32, bool) {
-	f := &bl.follow[bl.prevID]
-	if g := f[1]; g != noName && bl.nameStr[g] == string(name) {
-		f[0], f[1] = g, f[0]
-		bl.prevID = g + 1
-		return g, true
+	g := &bl.follow[bl.prevID]
+	if id := g.id[1]; id != noName && bl.nameStr[id] == string(name) {
+		bl.setFirst(g, id)
+		bl.prevID = id + 1
+		return id, true
 	}
 	id, ok := bl.names.Lookup(name)
 	if !ok {
@@ -212,10 +263,9 @@ func (bl *Builder) nameSlow(name []byte) (uint32, bool) {
 		s := bl.names.Get(uint32(len(bl.roles)))
 		bl.roles = append(bl.roles, bl.roleOf(s))
 		bl.nameStr = append(bl.nameStr, s)
-		bl.follow = append(bl.follow, [2]uint32{noName, noName})
+		bl.follow = append(bl.follow, noGuess)
 	}
-	f = &bl.follow[bl.prevID] // append may have moved it
-	f[0], f[1] = id, f[0]
+	bl.setFirst(&bl.follow[bl.prevID], id) // append may have moved it
 	bl.prevID = id + 1
 	return id, true
 }
@@ -244,18 +294,24 @@ func (bl *Builder) Add(f Field) {
 	// itself must stay in registers (no &f), so noteRole reads the copy.
 	// Even Raw is copied as its two halves: callers compose it from them,
 	// and a spilled Span read back whole stalls the same way.
-	fs := bl.b.Fields
-	if len(fs) == cap(fs) {
-		fs = slices.Grow(fs, 1)
+	n, fs := bl.nf, bl.fields
+	if n >= len(fs) {
+		fs = bl.growFields()
 	}
-	fs = fs[:len(fs)+1]
-	e := &fs[len(fs)-1]
+	e := &fs[n]
+	bl.nf = n + 1
 	e.Name, e.Kind, e.Flags, e.Role = f.Name, f.Kind, f.Flags, f.Role
 	e.Raw.Off, e.Raw.Len, e.Num = f.Raw.Off, f.Raw.Len, f.Num
-	bl.b.Fields = fs
 	if bl.roles[f.Name].any {
 		bl.noteRole(e)
 	}
+}
+
+// growFields makes room for more fields.
+func (bl *Builder) growFields() []Field {
+	fs := slices.Grow(bl.fields[:bl.nf], 1)
+	bl.fields = fs[:cap(fs)]
+	return bl.fields
 }
 
 // noteRole remembers f, the field just appended, as a candidate for the
@@ -265,7 +321,7 @@ func (bl *Builder) noteRole(f *Field) {
 		return
 	}
 	r := bl.roles[f.Name]
-	idx := len(bl.b.Fields) - 1 - int(bl.rec.FieldStart)
+	idx := bl.nf - 1 - int(bl.rec.FieldStart)
 	if r.time < bl.timeRnk {
 		bl.timeIdx, bl.timeRnk = idx, r.time
 	}
@@ -274,8 +330,20 @@ func (bl *Builder) noteRole(f *Field) {
 	}
 	if r.stream != noRole {
 		// Raw by halves, as Add wrote it a moment ago (see Add).
-		bl.slots[r.stream] = slotVal{Span{f.Raw.Off, f.Raw.Len}, f.Kind, f.Flags, f.Num}
+		s := &bl.slots[r.stream]
+		s.raw, s.kind, s.flags, s.num = Span{f.Raw.Off, f.Raw.Len}, f.Kind, f.Flags, f.Num
+		s.hashed = false
 		bl.slotSet |= 1 << r.stream
+		// Hash a short value for the stream cache now: End needs only the
+		// result, and here its latency hides behind the rest of the line.
+		// The masks take no branch on the length, which varies from line
+		// to line and would be mispredicted; shifts by 64 or more give 0.
+		data := bl.b.Data
+		if n := uint(f.Raw.Len); f.Kind == String && f.Flags == 0 && n <= 16 && int(f.Raw.Off)+16 <= len(data) {
+			lo := binary.LittleEndian.Uint64(data[f.Raw.Off:]) &^ (^uint64(0) << (8 * n))
+			hi := binary.LittleEndian.Uint64(data[f.Raw.Off+8:]) & (^uint64(0) >> (128 - 8*n))
+			s.words, s.hash, s.hashed = [2]uint64{lo, hi}, bl.mix16(lo, hi, n), true
+		}
 	}
 }
 
@@ -318,7 +386,8 @@ func (bl *Builder) Unmatched(line Span) {
 // stream and appends it to the batch.
 func (bl *Builder) End() {
 	b := bl.b
-	bl.rec.NumFields = uint32(len(b.Fields)) - bl.rec.FieldStart
+	b.Fields = bl.fields[:bl.nf]
+	bl.rec.NumFields = uint32(bl.nf) - bl.rec.FieldStart
 	if bl.cfg.MaxFields > 0 && int(bl.rec.NumFields) > bl.cfg.MaxFields {
 		bl.Fail(ErrTooManyFields, 0, fmt.Sprintf("%d fields, more than the limit of %d", bl.rec.NumFields, bl.cfg.MaxFields))
 		return
@@ -385,8 +454,10 @@ func (bl *Builder) timeFrom(f *Field) bool {
 			var n int
 			ns, n, ok = timestamp.ParseLayout(raw, bl.cfg.TimeLayout, bl.b.ReceiveTime)
 			ok = ok && n == len(raw)
-		} else {
-			ns, ok = bl.times.Parse(raw, bl.b.ReceiveTime)
+		} else if len(raw) != bl.tmemo.n {
+			ns, ok = bl.parseTime(raw)
+		} else if ns, ok = bl.tmemo.read(raw); !ok {
+			ns, ok = bl.parseTime(raw)
 		}
 	}
 	if ok {
@@ -394,6 +465,19 @@ func (bl *Builder) timeFrom(f *Field) bool {
 		f.Role = RoleTime
 	}
 	return ok
+}
+
+// parseTime reads a time field's text with the Reader, and remembers it
+// in the memo when its length is the last one's: a source that writes
+// one shape of timestamp, the memo's case, repeats its length, and
+// sources that mix shapes are spared the cost of remembering each.
+func (bl *Builder) parseTime(raw []byte) (int64, bool) {
+	ns, ok := bl.times.Parse(raw, bl.b.ReceiveTime)
+	if ok && len(raw) == bl.lastTimeLen {
+		bl.tmemo.remember(raw, ns)
+	}
+	bl.lastTimeLen = len(raw)
+	return ns, ok
 }
 
 // streamID returns the id of the current record's label set.
@@ -424,7 +508,7 @@ func (bl *Builder) streamID() uint32 {
 	}
 	if bl.scHash != 0 {
 		set := bl.scache[bl.scHash&(streamCacheSets-1)][:]
-		set[1], set[0] = set[0], streamCacheEntry{bl.scHash, id}
+		set[1], set[0] = set[0], streamCacheEntry{bl.scHash, id, bl.cacheKey(id)}
 	}
 	return id
 }
@@ -437,34 +521,15 @@ const streamCacheSets = 2048
 type streamCacheEntry struct {
 	hash uint64
 	id   uint32
+	key  uint32 // where the stream's values are in scKeys
 }
 
-// hashValue hashes the bytes of a label value. Values of up to 16 bytes
-// (most service and host names) are mixed from two 8-byte loads, masked
-// to the value, where the batch has the room to load them; longer ones
-// go through maphash.
-func (bl *Builder) hashValue(raw Span) uint64 {
-	data := bl.b.Data
-	n := int(raw.Len)
-	if n <= 16 && int(raw.Off)+16 <= len(data) {
-		lo := binary.LittleEndian.Uint64(data[raw.Off:])
-		hi := binary.LittleEndian.Uint64(data[raw.Off+8:])
-		if n < 8 {
-			lo &= uint64(1)<<(8*n) - 1
-			hi = 0
-		} else if n < 16 {
-			hi &= uint64(1)<<(8*(n-8)) - 1
-		}
-		h := (lo ^ bl.scMix) * 0xbf58476d1ce4e5b9
-		h = (h ^ h>>31 ^ hi) * 0x94d049bb133111eb
-		return h ^ h>>29 ^ uint64(n)
-	}
-	return maphash.Bytes(bl.scSeedMap, data[raw.Off:raw.End()])
-}
+const noKey = ^uint32(0)
 
 // cachedStream finds the current record's stream in a small cache indexed
-// by a hash of its label values, verified against the labels themselves:
-// cheaper than building the canonical key and looking it up in the map.
+// by a hash of its label values, verified against a copy of the values
+// that the cache keeps as words: cheaper than building the canonical key
+// and looking it up in the map, and than comparing the stream's Labels.
 // It works on plain string values only; for the rest (escaped strings,
 // numbers) it reports a miss with scHash 0, and the caller takes the map.
 func (bl *Builder) cachedStream() (uint32, bool) {
@@ -476,7 +541,11 @@ func (bl *Builder) cachedStream() (uint32, bool) {
 			bl.scHash = 0
 			return 0, false
 		}
-		h = bl.hashValue(s.raw) ^ (h+uint64(i))*0x9E3779B97F4A7C15
+		v := s.hash
+		if !s.hashed {
+			v = bl.hashSlot(s)
+		}
+		h = v ^ (h+uint64(i))*0x9E3779B97F4A7C15
 	}
 	h |= 1 // 0 means "not cacheable"
 	bl.scHash = h
@@ -487,17 +556,83 @@ func (bl *Builder) cachedStream() (uint32, bool) {
 			return 0, false
 		}
 	}
-	ls := bl.strs.Get(e.id)
-	k := 0
+	// Verify: the hash only found the entry.
+	k := bl.scKeys[e.key:]
+	if len(k) == 0 || k[0] != bl.slotSet {
+		return 0, false
+	}
+	k = k[1:]
+	diff := uint64(0)
 	for m := bl.slotSet; m != 0; m &= m - 1 {
-		i := bits.TrailingZeros64(m)
-		s := &bl.slots[i]
-		if k >= len(ls) || ls[k].Name != bl.streams[i] || ls[k].Value != string(bl.b.Data[s.raw.Off:s.raw.End()]) {
+		s := &bl.slots[bits.TrailingZeros64(m)]
+		if len(k) < 3 {
 			return 0, false
 		}
-		k++
+		if s.raw.Len <= 16 {
+			diff |= (k[0] ^ uint64(s.raw.Len)) | (k[1] ^ s.words[0]) | (k[2] ^ s.words[1])
+		} else if k[0] != uint64(s.raw.Len) || !bl.sameLong(s.raw, k[1]) {
+			return 0, false
+		}
+		k = k[3:]
 	}
-	return e.id, k == len(ls)
+	return e.id, diff == 0
+}
+
+// mix16 hashes a value of n <= 16 bytes given as two words.
+func (bl *Builder) mix16(lo, hi uint64, n uint) uint64 {
+	h := (lo ^ bl.scMix) * 0xbf58476d1ce4e5b9
+	h = (h ^ h>>31 ^ hi) * 0x94d049bb133111eb
+	return h ^ h>>29 ^ uint64(n)<<32 // not in bit 0, which cachedStream sets
+}
+
+// hashSlot is cachedStream's hash of a plain string value that noteRole
+// did not hash: one longer than 16 bytes, or too close to the end of the
+// data to be read as two words, whose words it sets.
+func (bl *Builder) hashSlot(s *slotVal) uint64 {
+	v := bl.b.Data[s.raw.Off:s.raw.End()]
+	if len(v) > 16 {
+		return maphash.Bytes(bl.scSeedMap, v)
+	}
+	var pad [16]byte
+	copy(pad[:], v)
+	lo, hi := binary.LittleEndian.Uint64(pad[:]), binary.LittleEndian.Uint64(pad[8:])
+	s.words, s.hash, s.hashed = [2]uint64{lo, hi}, bl.mix16(lo, hi, uint(len(v))), true
+	return s.hash
+}
+
+// sameLong reports whether the value at raw is the one at off in scLong.
+func (bl *Builder) sameLong(raw Span, off uint64) bool {
+	return off+uint64(raw.Len) <= uint64(len(bl.scLong)) &&
+		string(bl.b.Data[raw.Off:raw.End()]) == string(bl.scLong[off:off+uint64(raw.Len)])
+}
+
+// cacheKey returns where the values of stream id, the current record's,
+// are in scKeys, copying them there the first time: the slot bitmap, then
+// three words for each slot: a short value's length and its words, or
+// a long value's length, its offset in scLong and 0.
+// REQUIRES: cachedStream found the record's values cacheable (scHash != 0).
+func (bl *Builder) cacheKey(id uint32) uint32 {
+	if int(id) < len(bl.scKeyOff) && bl.scKeyOff[id] != noKey {
+		return bl.scKeyOff[id]
+	}
+	for int(id) >= len(bl.scKeyOff) {
+		bl.scKeyOff = append(bl.scKeyOff, noKey)
+	}
+	off := uint32(len(bl.scKeys))
+	k := append(bl.scKeys, bl.slotSet)
+	for m := bl.slotSet; m != 0; m &= m - 1 {
+		s := &bl.slots[bits.TrailingZeros64(m)]
+		raw := s.raw
+		if raw.Len <= 16 {
+			k = append(k, uint64(raw.Len), s.words[0], s.words[1])
+			continue
+		}
+		k = append(k, uint64(raw.Len), uint64(len(bl.scLong)), 0)
+		bl.scLong = append(bl.scLong, bl.b.Data[raw.Off:raw.End()]...)
+	}
+	bl.scKeys = k
+	bl.scKeyOff[id] = off
+	return off
 }
 
 func (bl *Builder) appendSlot(dst []byte, s *slotVal) []byte {
@@ -530,7 +665,7 @@ func (bl *Builder) SetPos(line, base int64) {
 // REQUIRES: Begin was called for the record.
 func (bl *Builder) Fail(kind ErrKind, col int, msg string) {
 	b := bl.b
-	b.Fields = b.Fields[:bl.rec.FieldStart]
+	b.Fields = bl.fields[:bl.rec.FieldStart]
 	col = max(col, 1)
 	b.Errors = append(b.Errors, LineError{
 		Line:   bl.line,
