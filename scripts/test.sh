@@ -31,5 +31,8 @@ vcs=false; [ -d .git ] && vcs=true
 go build -buildvcs=$vcs -o bin/sluice ./cmd/sluice
 bin/sluice version
 
+step "e2e dependencies (real clients for e2e/; cached)"
+scripts/e2e-setup.sh
+
 step "tests, with the race detector (fuzz seeds included)"
 go test -race -count=1 ./...

@@ -1,0 +1,15 @@
+// Package e2e holds end-to-end tests of `sluice serve` with real clients:
+// the Python Loki handlers (python-logging-loki, loki-logger-handler) and
+// syslog-ng's http() destination. Each test builds nothing itself: TestMain
+// builds the sluice binary once; a test starts a server on a free port of
+// 127.0.0.1 with a data directory of its own, runs the real client, stops
+// the server with SIGTERM and reads back what was stored with
+// `sluice export` and `sluice stats`.
+//
+// The clients come from scripts/e2e-setup.sh, which installs and caches
+// them under ${SLUICE_E2E_DIR:-$HOME/.cache/sluice-e2e}. A test whose
+// client is missing fails and says to run it; SLUICE_E2E=off skips them all.
+//
+// The package has no code of its own besides this comment, and imports
+// nothing of sluice: it talks to the binary as a user would.
+package e2e
