@@ -37,6 +37,7 @@ type limitsConfig struct {
 	MaxDecodedBytes int64            `yaml:"max_decoded_bytes"`
 	MaxWholeBody    int64            `yaml:"max_whole_body_bytes"`
 	MaxInflight     int              `yaml:"max_inflight"`
+	MaxInflightByte int64            `yaml:"max_inflight_bytes"`
 	MaxLineSize     int              `yaml:"max_line_size"`
 	MaxFields       int              `yaml:"max_fields"`
 	MinFreeBytes    uint64           `yaml:"min_free_bytes"`
@@ -116,6 +117,7 @@ func (c *fileConfig) apply(o *serveOpts, fs *flag.FlagSet) error {
 	num("max-decoded-bytes", &cfg.MaxDecodedBytes, c.Limits.MaxDecodedBytes)
 	num("max-whole-body-bytes", &cfg.MaxWholeBodyBytes, c.Limits.MaxWholeBody)
 	intv("max-inflight", &cfg.MaxInflight, c.Limits.MaxInflight)
+	num("max-inflight-bytes", &cfg.MaxInflightBytes, c.Limits.MaxInflightByte)
 	intv("max-line-size", &cfg.Parse.MaxLineSize, c.Limits.MaxLineSize)
 	intv("max-fields", &cfg.Parse.Record.MaxFields, c.Limits.MaxFields)
 	if c.Limits.MinFreeBytes != 0 {

@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"sync"
 	"syscall"
 	"time"
@@ -49,6 +50,8 @@ SIGTERM or SIGINT drains the requests in flight, then closes the store.`,
 		fs.Int64Var(&cfg.MaxBodyBytes, "max-body-bytes", cfg.MaxBodyBytes, "largest request body accepted, as sent")
 		fs.Int64Var(&cfg.MaxDecodedBytes, "max-decoded-bytes", cfg.MaxDecodedBytes, "largest request body accepted, decompressed")
 		fs.Int64Var(&cfg.MaxWholeBodyBytes, "max-whole-body-bytes", cfg.MaxWholeBodyBytes, "largest Loki, OTLP or Elasticsearch body accepted, decompressed (they are decoded whole)")
+		fs.Int64Var(&cfg.MaxInflightBytes, "max-inflight-bytes", cfg.MaxInflightBytes, "memory that ingest requests in flight may hold; more wait a second, then get 503")
+		fs.Int64Var(&o.memLimit, "memory-limit", 0, "soft limit of the Go heap in `bytes` (0: three heads, the in-flight bytes and 64 MiB; GOMEMLIMIT overrides)")
 		fs.IntVar(&cfg.MaxInflight, "max-inflight", cfg.MaxInflight, "ingest requests served at once; more wait a second, then get 503")
 		fs.IntVar(&cfg.Parse.MaxLineSize, "max-line-size", 1<<20, "reject lines longer than this many bytes")
 		fs.IntVar(&cfg.Parse.Record.MaxFields, "max-fields", 1000, "reject lines with more fields than this")
@@ -71,7 +74,7 @@ type serveOpts struct {
 	listen, config                     string
 	syslogTCP, syslogUDP, syslogTenant string
 	retention                          time.Duration
-	maxTenantBytes                     int64
+	maxTenantBytes, memLimit           int64
 	cfg                                *server.Config
 	fs                                 *flag.FlagSet
 }
@@ -98,7 +101,18 @@ func (o *serveOpts) run(args []string, e *env) error {
 	log := slog.New(slog.NewTextHandler(e.stderr, nil))
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	st, err := o.storage.openWith(e.stderr, store.Options{Retention: o.retention, MaxTenantBytes: o.maxTenantBytes})
+	if os.Getenv("GOMEMLIMIT") == "" {
+		// A soft limit, so the GC keeps garbage near what is live: the
+		// heads, and what requests in flight may hold.
+		limit := o.memLimit
+		if limit <= 0 {
+			limit = 3*o.storage.headBytes + o.cfg.MaxInflightBytes + 64<<20
+		}
+		debug.SetMemoryLimit(limit)
+	}
+	reg := prometheus.NewRegistry()
+	st, err := o.storage.openWith(e.stderr, store.Options{Retention: o.retention, MaxTenantBytes: o.maxTenantBytes,
+		OnWALSync: server.WALSyncObserver(reg)})
 	if err != nil {
 		return err
 	}
@@ -112,7 +126,7 @@ func (o *serveOpts) run(args []string, e *env) error {
 	}
 	log.Info("sluice serving", "addr", ln.Addr().String(), "data", o.storage.data, "fsync", o.storage.fsync, "version", version)
 	o.cfg.FreeSpace = func() (uint64, error) { return vfs.OS.Free(o.storage.data) }
-	srv := server.New(*o.cfg, st, log, prometheus.NewRegistry())
+	srv := server.New(*o.cfg, st, log, reg)
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var wg sync.WaitGroup

@@ -59,6 +59,23 @@ func (s *Server) serveIngest(w http.ResponseWriter, r *http.Request, protocol st
 		<-s.inflight
 		s.metrics.inflight.Dec()
 	}()
+	// Memory: wait for room, briefly, then refuse rather than grow.
+	need := s.memoryOf(r, protocol)
+	if !s.memory.TryAcquire(need) {
+		ctx, cancel := context.WithTimeout(r.Context(), s.cfg.InflightWait)
+		err := s.memory.Acquire(ctx, need)
+		cancel()
+		if err != nil {
+			w.Header().Set("Retry-After", "1")
+			http.Error(w, "too much ingest in flight; retry", http.StatusServiceUnavailable)
+			return http.StatusServiceUnavailable
+		}
+	}
+	s.metrics.inflightBytes.Add(float64(need))
+	defer func() {
+		s.memory.Release(need)
+		s.metrics.inflightBytes.Sub(float64(need))
+	}()
 
 	tenant, err := tenantOf(r)
 	if err != nil {
@@ -131,6 +148,25 @@ func (d *diskCheck) low() (uint64, bool) {
 		d.checked = time.Now()
 	}
 	return d.last, d.last < d.min
+}
+
+// lineRequestMemory is what a line request holds while it is parsed: a
+// chunk buffer, its batch and its encoding.
+const lineRequestMemory = 16 << 20
+
+// memoryOf estimates the memory a request will hold.
+func (s *Server) memoryOf(r *http.Request, protocol string) int64 {
+	switch protocol {
+	case "jsonline", "lines":
+		return lineRequestMemory
+	}
+	// Decoded whole: the body, decompressed (unknown when encoded), and
+	// what is built from it.
+	n := s.cfg.MaxWholeBodyBytes
+	if r.ContentLength > 0 && r.Header.Get("Content-Encoding") == "" {
+		n = min(n, r.ContentLength)
+	}
+	return min(2*n+1<<20, max(s.cfg.MaxInflightBytes, 64<<20))
 }
 
 // tenantOf returns the request's tenant: X-Scope-OrgID, fully URL-decoded

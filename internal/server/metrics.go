@@ -1,6 +1,8 @@
 package server
 
 import (
+	"time"
+
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
@@ -9,7 +11,7 @@ import (
 
 type metrics struct {
 	lines, bytes, rejected, requests *prometheus.CounterVec
-	inflight                         prometheus.Gauge
+	inflight, inflightBytes          prometheus.Gauge
 }
 
 func newMetrics(reg *prometheus.Registry, st *store.Store) *metrics {
@@ -24,8 +26,10 @@ func newMetrics(reg *prometheus.Registry, st *store.Store) *metrics {
 			Help: "Ingest requests, by protocol and status code."}, []string{"protocol", "code"}),
 		inflight: prometheus.NewGauge(prometheus.GaugeOpts{Name: "sluice_ingest_requests_in_flight",
 			Help: "Ingest requests being served."}),
+		inflightBytes: prometheus.NewGauge(prometheus.GaugeOpts{Name: "sluice_ingest_in_flight_bytes",
+			Help: "Memory reserved by the ingest requests being served."}),
 	}
-	reg.MustRegister(m.lines, m.bytes, m.rejected, m.requests, m.inflight,
+	reg.MustRegister(m.lines, m.bytes, m.rejected, m.requests, m.inflight, m.inflightBytes,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	stat := func(f func(store.Stats) float64) func() float64 { return func() float64 { return f(st.Stats()) } }
 	for _, g := range []struct {
@@ -44,4 +48,17 @@ func newMetrics(reg *prometheus.Registry, st *store.Store) *metrics {
 		reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: g.name, Help: g.help}, stat(g.f)))
 	}
 	return m
+}
+
+// WALSyncObserver registers the WAL fsync latency histogram in reg and
+// returns the store hook that feeds it (store.Options.OnWALSync).
+func WALSyncObserver(reg *prometheus.Registry) func(time.Duration, int) {
+	h := prometheus.NewHistogram(prometheus.HistogramOpts{Name: "sluice_wal_fsync_duration_seconds",
+		Help: "Duration of the WAL's fdatasyncs (each makes a group of appends durable).", Buckets: prometheus.ExponentialBuckets(0.0001, 2, 16)})
+	b := prometheus.NewCounter(prometheus.CounterOpts{Name: "sluice_wal_synced_bytes_total", Help: "Bytes made durable by WAL fdatasyncs."})
+	reg.MustRegister(h, b)
+	return func(d time.Duration, n int) {
+		h.Observe(d.Seconds())
+		b.Add(float64(n))
+	}
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"golang.org/x/sync/semaphore"
 
 	"github.com/sluicelog/sluice/internal/ingest/loki"
 	"github.com/sluicelog/sluice/internal/parse"
@@ -32,6 +33,10 @@ type Config struct {
 	// wait up to InflightWait, then get 503 with Retry-After.
 	MaxInflight  int
 	InflightWait time.Duration
+	// MaxInflightBytes bounds the memory requests in flight may hold: a
+	// line request counts its parse buffers, a whole-body request its
+	// body. Past it, requests wait InflightWait, then get 503.
+	MaxInflightBytes int64
 	// Parse holds the defaults of line parsing (line size, nesting depth,
 	// fields per line).
 	Parse parse.Options
@@ -86,6 +91,7 @@ type Server struct {
 	once     sync.Once
 	limits   *limiter
 	disk     diskCheck
+	memory   *semaphore.Weighted
 }
 
 // New returns a server of st whose metrics are registered in reg.
@@ -96,6 +102,7 @@ func New(cfg Config, st *store.Store, log *slog.Logger, reg *prometheus.Registry
 		s.limits.rate.Burst = s.limits.rate.LinesPerSecond
 	}
 	s.disk.free, s.disk.min = cfg.FreeSpace, cfg.MinFreeBytes
+	s.memory = semaphore.NewWeighted(max(cfg.MaxInflightBytes, 64<<20))
 	s.metrics = newMetrics(reg, st)
 	s.routes(reg)
 	return s

@@ -42,6 +42,9 @@ type Options struct {
 	// DeferMerges leaves merging to Compact: a bulk load that compacts at
 	// its end would otherwise rewrite its rows once more per level.
 	DeferMerges bool
+	// OnWALSync, if set, is told the duration and bytes of each WAL
+	// fdatasync (for a latency histogram); it must not block.
+	OnWALSync func(d time.Duration, bytes int)
 	// WALSegmentSize: see wal.Options.SegmentSize.
 	WALSegmentSize int64
 	Logger         *slog.Logger
@@ -240,7 +243,7 @@ func (s *Store) recover() error {
 		return nil
 	}
 	log, rep, err := wal.Open(wal.Options{FS: s.fs, Dir: path.Join(s.opts.Dir, "wal"), Sync: s.opts.Sync,
-		SegmentSize: s.opts.WALSegmentSize, Logger: s.log}, man.WALFrom, replay)
+		SegmentSize: s.opts.WALSegmentSize, Logger: s.log, OnSync: s.opts.OnWALSync}, man.WALFrom, replay)
 	if err != nil {
 		return fmt.Errorf("open WAL: %w", err)
 	}
