@@ -346,6 +346,27 @@ func (s *Server) handleLines(w http.ResponseWriter, r *http.Request, tenant stri
 	}
 	var reply linesReply
 	var storeErr error
+	// Pipelined: a chunk is parsed and encoded while the one before it
+	// waits for its fsync. (Its Wait comes before the next Write: Write
+	// holds the store's cut lock for reading until Wait, and one
+	// goroutine must never hold it twice.)
+	var pending *store.Pending
+	var pendingLines, pendingBytes int
+	settle := func() error {
+		if pending == nil {
+			return nil
+		}
+		err := pending.Wait()
+		pending = nil
+		if err != nil {
+			storeErr = err
+			return err
+		}
+		reply.Accepted += pendingLines
+		s.countLines(r, tenant, protocol, pendingLines)
+		s.metrics.bytes.WithLabelValues(tenant, protocol).Add(float64(pendingBytes))
+		return nil
+	}
 	err = p.Reader(r.Context(), fullReader{body}, func(b *record.Batch) error {
 		for i := range b.Errors {
 			e := &b.Errors[i]
@@ -355,15 +376,21 @@ func (s *Server) handleLines(w http.ResponseWriter, r *http.Request, tenant stri
 				reply.Errors = append(reply.Errors, e.Error())
 			}
 		}
-		if err := s.st.Append(tenant, b); err != nil {
+		next, err := s.st.Prepare(tenant, b)
+		if err != nil {
 			storeErr = err
 			return err
 		}
-		reply.Accepted += len(b.Records)
-		s.countLines(r, tenant, protocol, len(b.Records))
-		s.metrics.bytes.WithLabelValues(tenant, protocol).Add(float64(len(b.Data)))
+		if err := settle(); err != nil {
+			return err
+		}
+		next.Write()
+		pending, pendingLines, pendingBytes = next, len(b.Records), len(b.Data)
 		return nil
 	})
+	if serr := settle(); err == nil {
+		err = serr
+	}
 	switch {
 	case storeErr != nil:
 		// What was acknowledged before stays; the client retries the rest.
