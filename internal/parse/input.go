@@ -39,6 +39,7 @@ type Parser struct {
 	lp    lines.Parser
 	join  *multiline.Joiner
 	chunk int
+	buf   []byte // Reader's
 }
 
 // New returns a parser for opts.
@@ -163,7 +164,12 @@ func (p *Parser) Bytes(ctx context.Context, data []byte, fn BatchFunc) error {
 func (p *Parser) Reader(ctx context.Context, r io.Reader, fn BatchFunc) error {
 	b := record.GetBatch()
 	defer record.PutBatch(b)
-	buf := make([]byte, 0, p.chunk)
+	// The buffer stays with the parser for its next input: a server
+	// reuses parsers for request after request.
+	if cap(p.buf) < p.chunk {
+		p.buf = make([]byte, 0, p.chunk)
+	}
+	buf := p.buf[:0]
 	var carry int
 	for eof := false; !eof; {
 		if err := ctx.Err(); err != nil {

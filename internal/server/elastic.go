@@ -12,7 +12,6 @@ import (
 
 	"github.com/sluicelog/sluice/internal/ingest/elastic"
 	"github.com/sluicelog/sluice/internal/ingest/jsonline"
-	"github.com/sluicelog/sluice/internal/parse"
 	"github.com/sluicelog/sluice/internal/record"
 )
 
@@ -92,10 +91,11 @@ func (s *Server) esDocs(r *http.Request, tenant string, docs []byte) (map[int64]
 	if err != nil {
 		return nil, 0, err
 	}
-	p, err := parse.New(opts)
+	p, put, err := s.parsers.get(opts)
 	if err != nil {
 		return nil, 0, err
 	}
+	defer put()
 	failed := map[int64]*record.LineError{}
 	stored := 0
 	err = p.Bytes(r.Context(), docs, func(b *record.Batch) error {

@@ -19,7 +19,6 @@ import (
 
 	"github.com/sluicelog/sluice/internal/ingest/jsonline"
 	"github.com/sluicelog/sluice/internal/ingest/loki"
-	"github.com/sluicelog/sluice/internal/parse"
 	"github.com/sluicelog/sluice/internal/record"
 	"github.com/sluicelog/sluice/internal/store"
 	"github.com/sluicelog/sluice/internal/vfs"
@@ -339,11 +338,12 @@ func (s *Server) handleLines(w http.ResponseWriter, r *http.Request, tenant stri
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return http.StatusBadRequest
 	}
-	p, err := parse.New(opts)
+	p, put, err := s.parsers.get(opts)
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return http.StatusBadRequest
 	}
+	defer put()
 	var reply linesReply
 	var storeErr error
 	// Pipelined: a chunk is parsed and encoded while the one before it

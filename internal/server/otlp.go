@@ -11,7 +11,6 @@ import (
 
 	"github.com/sluicelog/sluice/internal/ingest/jsonline"
 	"github.com/sluicelog/sluice/internal/ingest/otlp"
-	"github.com/sluicelog/sluice/internal/parse"
 	"github.com/sluicelog/sluice/internal/record"
 )
 
@@ -60,10 +59,11 @@ func (s *Server) handleOTLP(w http.ResponseWriter, r *http.Request, tenant strin
 	}
 	opts.Record.TimeFields = []string{"time"}
 	opts.Record.MsgFields = []string{"body"}
-	p, err := parse.New(opts)
+	p, put, err := s.parsers.get(opts)
 	if err != nil {
 		return fail(http.StatusBadRequest, err.Error())
 	}
+	defer put()
 	var rejected int64
 	var reasons []string
 	var storeErr error

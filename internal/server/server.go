@@ -92,6 +92,7 @@ type Server struct {
 	limits   *limiter
 	disk     diskCheck
 	memory   *semaphore.Weighted
+	parsers  parsers
 }
 
 // New returns a server of st whose metrics are registered in reg.
