@@ -149,6 +149,9 @@ func (d *diskCheck) low() (uint64, bool) {
 	return d.last, d.last < d.min
 }
 
+// smallBody is the largest line body read whole rather than streamed.
+const smallBody = 256 << 10
+
 // lineRequestMemory is what a line request holds while it is parsed: a
 // chunk buffer, its batch and its encoding.
 const lineRequestMemory = 16 << 20
@@ -157,6 +160,10 @@ const lineRequestMemory = 16 << 20
 func (s *Server) memoryOf(r *http.Request, protocol string) int64 {
 	switch protocol {
 	case "jsonline", "lines":
+		// A small body is read whole (see handleLines).
+		if r.ContentLength >= 0 && r.ContentLength <= smallBody && r.Header.Get("Content-Encoding") == "" {
+			return 3*r.ContentLength + 64<<10
+		}
 		return lineRequestMemory
 	}
 	// Decoded whole: the body, decompressed (unknown when encoded), and
@@ -367,7 +374,7 @@ func (s *Server) handleLines(w http.ResponseWriter, r *http.Request, tenant stri
 		s.metrics.bytes.WithLabelValues(tenant, protocol).Add(float64(pendingBytes))
 		return nil
 	}
-	err = p.Reader(r.Context(), fullReader{body}, func(b *record.Batch) error {
+	each := func(b *record.Batch) error {
 		for i := range b.Errors {
 			e := &b.Errors[i]
 			reply.Rejected++
@@ -387,7 +394,21 @@ func (s *Server) handleLines(w http.ResponseWriter, r *http.Request, tenant stri
 		next.Write()
 		pending, pendingLines, pendingBytes = next, len(b.Records), len(b.Data)
 		return nil
-	})
+	}
+	if r.ContentLength >= 0 && r.ContentLength <= smallBody && r.Header.Get("Content-Encoding") == "" {
+		// Small (one-line pushes, mostly): read whole, parse in place.
+		data := make([]byte, r.ContentLength+1)
+		n, rerr := io.ReadFull(body, data)
+		if errors.Is(rerr, io.ErrUnexpectedEOF) || errors.Is(rerr, io.EOF) {
+			rerr = nil
+		}
+		err = rerr
+		if err == nil {
+			err = p.Bytes(r.Context(), data[:n], each)
+		}
+	} else {
+		err = p.Reader(r.Context(), fullReader{body}, each)
+	}
 	if serr := settle(); err == nil {
 		err = serr
 	}

@@ -9,45 +9,53 @@ import (
 
 // parsers keeps parsers between requests, by their options: building one
 // (its name and stream tables, its caches) costs more than parsing a
-// small request, and a parser's caches are what make it fast.
+// small request, and a parser's caches are what make it fast. A free list
+// rather than a sync.Pool, which the GC empties: under many small
+// requests it empties often.
 type parsers struct {
-	mu    sync.Mutex
-	pools map[string]*sync.Pool
+	mu   sync.Mutex
+	free map[string][]*parse.Parser
 }
 
-// maxParserPools bounds the option sets kept; requests with other options
-// get a parser of their own.
-const maxParserPools = 256
+const (
+	maxParserKeys = 256 // option sets kept; others get a parser of their own
+	maxFreePerKey = 64  // idle parsers kept per option set
+)
 
-// get returns a parser for opts, reset to the start of an input; put
-// gives it back.
+// get returns a parser for opts, at the start of an input, and the
+// function that gives it back.
 func (ps *parsers) get(opts parse.Options) (*parse.Parser, func(), error) {
 	key := fmt.Sprintf("%q|%q|%q|%q|%d|%d|%d|%d|%q", opts.Format, opts.Record.TimeFields, opts.Record.MsgFields,
 		opts.Record.StreamFields, opts.Record.MaxFields, opts.Record.TimeLayout, opts.MaxLineSize, opts.MaxDepth, opts.Multiline)
 	ps.mu.Lock()
-	if ps.pools == nil {
-		ps.pools = map[string]*sync.Pool{}
+	if ps.free == nil {
+		ps.free = map[string][]*parse.Parser{}
 	}
-	pool := ps.pools[key]
-	if pool == nil && len(ps.pools) < maxParserPools {
-		pool = &sync.Pool{}
-		ps.pools[key] = pool
+	list, known := ps.free[key]
+	var p *parse.Parser
+	if n := len(list); n > 0 {
+		p, ps.free[key] = list[n-1], list[:n-1]
+	}
+	keep := opts.Multiline == "" && (known || len(ps.free) < maxParserKeys)
+	if keep && !known {
+		ps.free[key] = nil
 	}
 	ps.mu.Unlock()
-	if pool != nil {
-		if p, ok := pool.Get().(*parse.Parser); ok {
-			if p.ResetAt(0, 0) == nil {
-				return p, func() { pool.Put(p) }, nil
-			}
+	if p == nil || p.ResetAt(0, 0) != nil {
+		var err error
+		if p, err = parse.New(opts); err != nil {
+			return nil, nil, err
 		}
 	}
-	p, err := parse.New(opts)
-	if err != nil {
-		return nil, nil, err
-	}
 	put := func() {}
-	if pool != nil && opts.Multiline == "" {
-		put = func() { pool.Put(p) }
+	if keep {
+		put = func() {
+			ps.mu.Lock()
+			if l := ps.free[key]; len(l) < maxFreePerKey {
+				ps.free[key] = append(l, p)
+			}
+			ps.mu.Unlock()
+		}
 	}
 	return p, put, nil
 }
