@@ -21,7 +21,7 @@ if [[ ! -s "$work/part.0" || "$(cat "$work/parts" 2>/dev/null)" != "$parts" ]]; 
 	echo "$parts" >"$work/parts"
 fi
 rm -rf "$work/data"
-/usr/bin/time -f 'TIME %e %M' "$bin" serve --data "$work/data" --listen "127.0.0.1:$port" --pprof=false 2>"$work/server.log" &
+"$bin" serve --data "$work/data" --listen "127.0.0.1:$port" --pprof=false 2>"$work/server.log" &
 server=$!
 trap 'kill $server 2>/dev/null || true' EXIT
 until curl -sf "127.0.0.1:$port/ready" >/dev/null; do sleep 0.1; done
@@ -37,8 +37,8 @@ end=$(date +%s.%N)
 cat "$work"/part.?.code | sort | uniq -c
 secs=$(awk "BEGIN {print $end-$start}")
 awk "BEGIN {printf \"%d lines in %.2f s: %.0f lines/s, %.0f MB/s (every line durable when the replies came)\\n\", $lines, $secs, $lines/$secs, $(stat -c %s "$corpus")/$secs/1e6}"
+awk '/VmHWM/ {printf "server peak RSS %d MB\n", $2/1024}' "/proc/$server/status"
 kill -TERM $server
 wait $server || true
 trap - EXIT
-grep TIME "$work/server.log" | awk '{printf "server peak RSS %d MB\n", $3/1024}'
 "$bin" stats --data "$work/data" | tail -3
