@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -278,6 +279,10 @@ func (l *Log) Close() error {
 // run is the writer goroutine: it takes everything queued, writes it with
 // as few writes as it can, syncs per the policy and then wakes the callers.
 // While it writes and syncs, new requests queue up for the next group.
+// lingerBelow is the queue length under which the writer yields once
+// before it takes the queue.
+const lingerBelow = 16
+
 func (l *Log) run() {
 	defer close(l.done)
 	var tick <-chan time.Time
@@ -294,6 +299,18 @@ func (l *Log) run() {
 				l.syncSegment()
 			}
 			continue
+		}
+		// A short queue under SyncAlways: let the goroutines that are
+		// about to append run first, so that they share this fdatasync
+		// rather than wait for the next (on a busy core they are queued
+		// behind this one).
+		if l.opts.Sync.Mode == SyncAlways {
+			l.mu.Lock()
+			short := len(l.queue) < lingerBelow
+			l.mu.Unlock()
+			if short {
+				runtime.Gosched()
+			}
 		}
 		l.mu.Lock()
 		batch, closing := l.queue, l.closing
