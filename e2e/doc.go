@@ -1,6 +1,8 @@
 // Package e2e holds end-to-end tests of `sluice serve` with real clients:
-// the Python Loki handlers (python-logging-loki, loki-logger-handler) and
-// syslog-ng's http() destination. Each test builds nothing itself: TestMain
+// the Python Loki handlers (python-logging-loki, loki-logger-handler), the
+// OpenTelemetry Python SDK's OTLP/HTTP exporter, the elasticsearch Python
+// client's helpers.bulk, rsyslog (omelasticsearch in bulk mode, omfwd
+// over TCP) and syslog-ng (http(), syslog(), network()). Each test builds nothing itself: TestMain
 // builds the sluice binary once; a test starts a server on a free port of
 // 127.0.0.1 with a data directory of its own, runs the real client, stops
 // the server with SIGTERM and reads back what was stored with

@@ -38,8 +38,9 @@ func TestSyslogTCP(t *testing.T) {
 		t.Fatal(err)
 	}
 	octet := "<34>1 2026-01-15T08:00:02Z host1 app1 - - - octet\nwith a newline"
+	framed := octet + "\n" // as rsyslog and syslog-ng send it: the count includes a final LF
 	// Framing is detected per frame: LF, then octet counting, then LF.
-	fmt.Fprintf(c, "<34>1 2026-01-15T08:00:00Z host1 app1 - - - lf one\r\n%d %s<13>Jan 15 08:00:01 host2 su: lf two\n", len(octet), octet)
+	fmt.Fprintf(c, "<34>1 2026-01-15T08:00:00Z host1 app1 - - - lf one\r\n%d %s<13>Jan 15 08:00:01 host2 su: lf two\n", len(framed), framed)
 	c.Close()
 	got := f.waitStored("sys", 3)
 	want := []string{

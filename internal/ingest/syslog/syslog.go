@@ -29,8 +29,9 @@ const MaxFrame = 1 << 20
 var ErrFrame = errors.New("syslog framing")
 
 // NextFrame reads one message from r: octet counted when it starts with a
-// digit, else up to the next LF (a trailing CR dropped). The message is
-// valid until the next call.
+// digit, else up to the next LF; one trailing LF (and a CR before it) is
+// not part of the message either way. The message is valid until the next
+// call.
 func NextFrame(r *bufio.Reader, buf []byte) ([]byte, error) {
 	c, err := r.Peek(1)
 	if err != nil {
@@ -59,7 +60,11 @@ func NextFrame(r *bufio.Reader, buf []byte) ([]byte, error) {
 		if _, err := io.ReadFull(r, buf); err != nil {
 			return nil, fmt.Errorf("%w: frame of %d bytes: %v", ErrFrame, n, err)
 		}
-		return buf, nil
+		// rsyslog's and syslog-ng's RFC 5424 senders end the message with
+		// a newline that the count includes; receivers drop it (rsyslog's
+		// imtcp drops one), and so does sluice: one LF, and a CR before it.
+		buf = bytes.TrimSuffix(buf, []byte{'\n'})
+		return bytes.TrimSuffix(buf, []byte{'\r'}), nil
 	}
 	buf = buf[:0]
 	for {
