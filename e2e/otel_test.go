@@ -219,9 +219,8 @@ func TestOpenTelemetryPython(t *testing.T) {
 	t.Run("stream selected by service.name", func(t *testing.T) {
 		// sluice makes the stream of an OTLP record from its resource's
 		// service.name, host.name, ... (internal/ingest/otlp.StreamFields),
-		// labels with dots in their names. A selector must be able to name
-		// them: as they are, quoted (Prometheus 3), or as Loki names them
-		// (dots to underscores: service_name).
+		// named as Loki's OTLP ingestion names them: service_name. A
+		// selector must be able to name them one way or another.
 		for _, c := range []struct {
 			service string
 			want    []string
@@ -290,14 +289,14 @@ func otelCheckLine(line string, res otelResult) (string, error) {
 		kind = "odd"
 	}
 	expect("kind", str("kind"), kind)
-	expect("host.name", str("host.name"), "e2e-otel-host")
-	expect("deployment.environment", str("deployment.environment"), "test")
-	expect("telemetry.sdk.language", str("telemetry.sdk.language"), "python")
+	expect("host_name", str("host_name"), "e2e-otel-host")
+	expect("deployment_environment", str("deployment_environment"), "test")
+	expect("telemetry_sdk_language", str("telemetry_sdk_language"), "python")
 	if _, err := time.Parse(time.RFC3339Nano, str("observed_time")); err != nil {
 		problems = append(problems, fmt.Sprintf("observed_time %q: %v", str("observed_time"), err))
 	}
 	var k string
-	switch service := str("service.name"); service {
+	switch service := str("service_name"); service {
 	case "e2e-otel-api":
 		k = "api " + strconv.FormatInt(seq, 10)
 		expect("time", str("time"), otelBase.Add(time.Duration(seq)*time.Second+123456789).Format(time.RFC3339Nano))
@@ -320,8 +319,8 @@ func otelCheckLine(line string, res otelResult) (string, error) {
 		if num("flags")&1 != 1 {
 			problems = append(problems, fmt.Sprintf("flags %v: not sampled", rec["flags"]))
 		}
-		expect("scope.name", str("scope.name"), "e2e.otel.api")
-		expect("scope.version", str("scope.version"), "1.2.3")
+		expect("scope_name", str("scope_name"), "e2e.otel.api")
+		expect("scope_version", str("scope_version"), "1.2.3")
 		expect("ratio", rec["ratio"], json.Number(strconv.FormatFloat(float64(seq)/4, 'g', -1, 64)))
 		expect("ok", rec["ok"], seq%2 == 0)
 		expect("tags", rec["tags"], []any{"a", "b"})
@@ -335,13 +334,13 @@ func otelCheckLine(line string, res otelResult) (string, error) {
 		expect("severity_text", str("severity_text"), sev)
 		expect("severity_number", num("severity_number"), sevNum)
 		expect("body", str("body"), fmt.Sprintf(`otel logging %04d "quoted" ünïcode`, seq))
-		expect("scope.name", str("scope.name"), "e2e.otel.logging")
-		expect("code.function.name", str("code.function.name"), "<module>")
-		if !strings.HasSuffix(str("code.file.path"), "otel.py") {
-			problems = append(problems, fmt.Sprintf("code.file.path %q", str("code.file.path")))
+		expect("scope_name", str("scope_name"), "e2e.otel.logging")
+		expect("code_function_name", str("code_function_name"), "<module>")
+		if !strings.HasSuffix(str("code_file_path"), "otel.py") {
+			problems = append(problems, fmt.Sprintf("code.file.path %q", str("code_file_path")))
 		}
 	default:
-		return "", fmt.Errorf("service.name %q: not one the script sent", service)
+		return "", fmt.Errorf("service_name %q: not one the script sent", service)
 	}
 	if len(problems) > 0 {
 		return "", fmt.Errorf("%s: %s", k, strings.Join(problems, "; "))

@@ -23,11 +23,11 @@ func TestOTLPJSON(t *testing.T) {
 		t.Fatalf("export: %d %s", code, reply)
 	}
 	want := []string{
-		`{service.name="checkout"} {"time":"2026-01-15T08:00:00.123Z","severity_text":"INFO","severity_number":9,"body":"order placed",` +
-			`"trace_id":"5b8efff798038103d269b633813fc60c","span_id":"eee19b7ec3c1b174","service.name":"checkout","scope.name":"app.logger",` +
-			`"scope.version":"1.0","order.id":42,"vip":true,"items":["a",1.5]}`,
-		`{service.name="checkout"} {"time":"2026-01-15T08:00:01Z","observed_time":"2026-01-15T08:00:01Z","body":{"k":"v"},` +
-			`"service.name":"checkout","scope.name":"app.logger","scope.version":"1.0"}`,
+		`{service_name="checkout"} {"time":"2026-01-15T08:00:00.123Z","severity_text":"INFO","severity_number":9,"body":"order placed",` +
+			`"trace_id":"5b8efff798038103d269b633813fc60c","span_id":"eee19b7ec3c1b174","service_name":"checkout","scope_name":"app.logger",` +
+			`"scope_version":"1.0","order_id":42,"vip":true,"items":["a",1.5]}`,
+		`{service_name="checkout"} {"time":"2026-01-15T08:00:01Z","observed_time":"2026-01-15T08:00:01Z","body":{"k":"v"},` +
+			`"service_name":"checkout","scope_name":"app.logger","scope_version":"1.0"}`,
 	}
 	if got := f.stored("default"); !slices.Equal(got, want) {
 		t.Errorf("stored\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
@@ -76,7 +76,7 @@ func TestOTLPProto(t *testing.T) {
 	if code != 200 || reply != "" {
 		t.Fatalf("export: %d %q", code, reply)
 	}
-	want := []string{`{service.name="api"} {"time":"2026-01-15T08:00:00Z","severity_text":"WARN","body":"disk \"full\"","service.name":"api"}`}
+	want := []string{`{service_name="api"} {"time":"2026-01-15T08:00:00Z","severity_text":"WARN","body":"disk \"full\"","service_name":"api"}`}
 	if got := f.stored("default"); !slices.Equal(got, want) {
 		t.Errorf("stored %q, want %q", got, want)
 	}

@@ -8,8 +8,11 @@
 // when the record has none), observed_time, severity_text,
 // severity_number, body (a string, or the JSON of a structured body),
 // trace_id and span_id (hex), flags, event_name, then the resource's
-// attributes, the scope's name, version and attributes (prefixed scope.),
-// and the record's attributes, each under its own dotted name.
+// attributes, the scope's name, version and attributes (prefixed scope_),
+// and the record's attributes. Attribute names are written as Loki's OTLP
+// ingestion names them, every byte other than a letter, digit or _ made
+// _ (service.name is service_name), so that the stream labels and fields
+// they become can be named in LogQL.
 //
 // It knows nothing of storage or HTTP.
 package otlp
@@ -33,7 +36,7 @@ var ErrBadRequest = errors.New("bad OTLP request")
 
 // StreamFields are the resource attributes that make a record's stream
 // unless the request says otherwise.
-var StreamFields = []string{"service.name", "service.namespace", "host.name", "k8s.namespace.name", "k8s.pod.name", "k8s.container.name"}
+var StreamFields = []string{"service_name", "service_namespace", "host_name", "k8s_namespace_name", "k8s_pod_name", "k8s_container_name"}
 
 // value is an AnyValue: a scalar kept as its JSON text, or nested values.
 type value struct {
@@ -112,22 +115,47 @@ func render(dst []byte, resource []kv, scopeName, scopeVersion string, scopeAttr
 		field("event_name", jsonString(r.eventName))
 	}
 	for _, a := range resource {
-		field(a.key, a.val.json)
+		field(labelName(a.key), a.val.json)
 	}
 	if scopeName != "" {
-		field("scope.name", jsonString(scopeName))
+		field("scope_name", jsonString(scopeName))
 	}
 	if scopeVersion != "" {
-		field("scope.version", jsonString(scopeVersion))
+		field("scope_version", jsonString(scopeVersion))
 	}
 	for _, a := range scopeAttrs {
-		field("scope."+a.key, a.val.json)
+		field("scope_"+labelName(a.key), a.val.json)
 	}
 	for _, a := range r.attrs {
-		field(a.key, a.val.json)
+		field(labelName(a.key), a.val.json)
 	}
 	dst = append(dst, '}', '\n')
 	return dst
+}
+
+// labelName writes an attribute name as a label name: bytes other than
+// ASCII letters, digits and _ become _, and a leading digit gets a _.
+func labelName(s string) string {
+	ok := s != "" && !(s[0] >= '0' && s[0] <= '9')
+	for i := 0; ok && i < len(s); i++ {
+		c := s[i]
+		ok = c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
+	}
+	if ok {
+		return s
+	}
+	b := make([]byte, 0, len(s)+1)
+	if s == "" || s[0] >= '0' && s[0] <= '9' {
+		b = append(b, '_')
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9') {
+			c = '_'
+		}
+		b = append(b, c)
+	}
+	return string(b)
 }
 
 // jsonString quotes s as JSON (strconv.Quote's escapes are not all JSON's).
