@@ -1,7 +1,7 @@
 package server
 
 import (
-	"fmt"
+	"strconv"
 	"sync"
 
 	"github.com/sluicelog/sluice/internal/parse"
@@ -22,11 +22,34 @@ const (
 	maxFreePerKey = 64  // idle parsers kept per option set
 )
 
+// parserKey identifies a parser's options (this is on every request's
+// path: no fmt).
+func parserKey(o parse.Options) string {
+	b := make([]byte, 0, 128)
+	str := func(s string) {
+		b = strconv.AppendInt(b, int64(len(s)), 10)
+		b = append(b, ':')
+		b = append(b, s...)
+	}
+	str(o.Format)
+	for _, l := range [][]string{o.Record.TimeFields, o.Record.MsgFields, o.Record.StreamFields} {
+		b = strconv.AppendInt(b, int64(len(l)), 10)
+		b = append(b, '[')
+		for _, f := range l {
+			str(f)
+		}
+	}
+	for _, n := range []int{o.Record.MaxFields, int(o.Record.TimeLayout), o.MaxLineSize, o.MaxDepth} {
+		b = strconv.AppendInt(append(b, '|'), int64(n), 10)
+	}
+	str(o.Multiline)
+	return string(b)
+}
+
 // get returns a parser for opts, at the start of an input, and the
 // function that gives it back.
 func (ps *parsers) get(opts parse.Options) (*parse.Parser, func(), error) {
-	key := fmt.Sprintf("%q|%q|%q|%q|%d|%d|%d|%d|%q", opts.Format, opts.Record.TimeFields, opts.Record.MsgFields,
-		opts.Record.StreamFields, opts.Record.MaxFields, opts.Record.TimeLayout, opts.MaxLineSize, opts.MaxDepth, opts.Multiline)
+	key := parserKey(opts)
 	ps.mu.Lock()
 	if ps.free == nil {
 		ps.free = map[string][]*parse.Parser{}

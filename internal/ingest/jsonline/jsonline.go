@@ -62,8 +62,6 @@ func Options(q url.Values, h http.Header, format string, base parse.Options) (pa
 	if err := cfg.Check(); err != nil {
 		return base, fmt.Errorf("_stream_fields: %v", err)
 	}
-	if _, err := parse.New(opts); err != nil {
-		return base, err
-	}
+	// The format is checked when a parser is made for these options.
 	return opts, nil
 }
