@@ -62,3 +62,22 @@ not an action
 		t.Errorf("reply %+v", reply)
 	}
 }
+
+// FuzzSplit: any body splits into items whose documents are in docs.
+func FuzzSplit(f *testing.F) {
+	f.Add([]byte("{\"index\":{}}\n{\"a\":1}\n{\"delete\":{}}\n"))
+	f.Fuzz(func(t *testing.T, body []byte) {
+		docs, items := Split(body, "i")
+		lines := 0
+		for _, c := range docs {
+			if c == '\n' {
+				lines++
+			}
+		}
+		for _, it := range items {
+			if it.Doc < 0 || it.Doc > lines {
+				t.Fatalf("item %+v beyond %d documents", it, lines)
+			}
+		}
+	})
+}
