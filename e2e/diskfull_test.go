@@ -91,12 +91,6 @@ func TestServerDiskFullRestart(t *testing.T) {
 	if testing.Short() {
 		t.Skip("disk full on a tmpfs: skipped in -short mode")
 	}
-	knownBug(t, "sluice serve cannot start on a nearly full or full data disk: with the WAL holding more than head_bytes, "+
-		"the replay at open flushes the head to a part and ENOSPC aborts the open (\"open WAL: wal: replay 00000000000000000016.wal:20: "+
-		"flush: write part …part.tmp: no space left on device\", exit 1); with the disk full to the last byte the open fails "+
-		"creating the next WAL segment (\"open WAL: wal: create segment 1: … no space left on device\"), and so do "+
-		"`sluice export` and `sluice stats`. It should come up, keep the replayed lines in the head (they are in the WAL), "+
-		"answer 507 with Retry-After, and flush once space is freed")
 	rig := newDiskFullRig(t)
 	start := time.Now()
 

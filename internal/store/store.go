@@ -173,6 +173,9 @@ func Open(opts Options) (*Store, error) {
 	s.wg.Add(2)
 	go s.flusher()
 	go s.maintainer()
+	if b, _ := s.head.size(); b >= s.opts.HeadBytes {
+		s.signal() // a replay that could not flush (a full disk) left a full head
+	}
 	return s, nil
 }
 
@@ -217,12 +220,18 @@ func (s *Store) recover() error {
 	// boundary, so replay memory stays bounded.
 	var replayErr error
 	var lastSeg uint64
+	replayNoFlush := false
 	replay := func(pos wal.Pos, payload []byte) error {
 		if pos.Segment != lastSeg {
-			if b, _ := s.head.size(); b >= s.opts.HeadBytes {
+			if b, _ := s.head.size(); b >= s.opts.HeadBytes && !replayNoFlush {
 				s.flushing, s.head = s.head, newHead()
 				if err := s.writeHead(s.flushing, pos.Segment); err != nil {
-					return err
+					// A full disk must not keep the store from opening (and
+					// its data from being read): keep the rest of the WAL in
+					// memory; the flusher retries once Open is done.
+					s.log.Warn("flush during WAL replay failed; replaying into memory", "err", err)
+					s.head, s.flushing = s.flushing, nil
+					replayNoFlush = true
 				}
 			}
 			lastSeg = pos.Segment
@@ -463,6 +472,7 @@ func (s *Store) flusher() {
 			return
 		case <-s.kick:
 		}
+		pause := 100 * time.Millisecond
 		for {
 			b, _ := s.head.size()
 			if b < s.opts.HeadBytes && !s.hasFlushing() {
@@ -471,12 +481,16 @@ func (s *Store) flusher() {
 			err := s.flush()
 			s.setFlushError(err)
 			if err != nil {
-				// Don't spin on a full disk: retry after a pause.
+				// Don't spin on a full disk: retry after a pause that
+				// grows to a few seconds, or at once when an Append
+				// waits for a retry.
 				select {
 				case <-s.stop:
 					return
-				case <-time.After(100 * time.Millisecond):
+				case <-s.kick:
+				case <-time.After(pause):
 				}
+				pause = min(2*pause, 5*time.Second)
 			}
 		}
 		s.kickMaintainer()

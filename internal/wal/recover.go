@@ -91,8 +91,15 @@ func Open(opts Options, from uint64, replay func(pos Pos, payload []byte) error)
 	}
 	l.segments.Store(int64(nsegs))
 	if _, err := l.rotate(); err != nil {
-		lock.Close()
-		return nil, rep, err
+		// A full disk must not keep the log from opening, and what it
+		// holds from being read: the first append creates the segment,
+		// and fails cleanly until there is room.
+		if !vfs.IsNoSpace(err) {
+			lock.Close()
+			return nil, rep, err
+		}
+		opts.Logger.Warn("wal: no room for a new segment; appends will fail until space is freed", "dir", dir, "err", err)
+		l.segmentNum.Store(l.next) // the segment appends will go to
 	}
 	go l.run()
 	return l, rep, nil
