@@ -247,23 +247,7 @@ type server struct {
 // address is retried.
 func startServer(t *testing.T) *server {
 	t.Helper()
-	data := filepath.Join(t.TempDir(), "data")
-	for attempt := 0; ; attempt++ {
-		addr := freeAddr(t)
-		cmd := exec.Command(sluiceBin, "serve", "--data", data, "--listen", addr, "--pprof=false")
-		cmd.Env = sluiceEnv()
-		s := &server{data: data, addr: addr, p: startProc(t, "sluice serve", cmd)}
-		err := s.waitReady(15 * time.Second)
-		if err == nil {
-			return s
-		}
-		if s.p.exited() && strings.Contains(s.p.out.String(), "address already in use") && attempt < 3 {
-			continue
-		}
-		s.p.cmd.Process.Kill()
-		<-s.p.done
-		t.Fatalf("sluice serve on %s: %v. Output:\n%s", addr, err, s.p.out)
-	}
+	return startServerArgs(t, func() []string { return nil })
 }
 
 func freeAddr(t *testing.T) string {

@@ -31,22 +31,7 @@ func newMetrics(reg *prometheus.Registry, st *store.Store) *metrics {
 	}
 	reg.MustRegister(m.lines, m.bytes, m.rejected, m.requests, m.inflight, m.inflightBytes,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	stat := func(f func(store.Stats) float64) func() float64 { return func() float64 { return f(st.Stats()) } }
-	for _, g := range []struct {
-		name, help string
-		f          func(store.Stats) float64
-	}{
-		{"sluice_store_parts", "Live parts.", func(s store.Stats) float64 { return float64(s.Parts) }},
-		{"sluice_store_part_bytes", "Bytes of live parts on disk.", func(s store.Stats) float64 { return float64(s.PartBytes) }},
-		{"sluice_store_part_rows", "Rows in live parts.", func(s store.Stats) float64 { return float64(s.PartRows) }},
-		{"sluice_store_head_bytes", "Bytes held by the head (acknowledged, not yet in parts).", func(s store.Stats) float64 { return float64(s.HeadBytes) }},
-		{"sluice_store_head_rows", "Rows in the head.", func(s store.Stats) float64 { return float64(s.HeadRows) }},
-		{"sluice_wal_fsyncs_total", "WAL fdatasyncs.", func(s store.Stats) float64 { return float64(s.WAL.Syncs) }},
-		{"sluice_store_flushes_total", "Head flushes.", func(s store.Stats) float64 { return float64(s.Flushes) }},
-		{"sluice_store_merges_total", "Part merges.", func(s store.Stats) float64 { return float64(s.Merges) }},
-	} {
-		reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: g.name, Help: g.help}, stat(g.f)))
-	}
+	reg.MustRegister(storeCollector{st})
 	return m
 }
 
@@ -60,5 +45,36 @@ func WALSyncObserver(reg *prometheus.Registry) func(time.Duration, int) {
 	return func(d time.Duration, n int) {
 		h.Observe(d.Seconds())
 		b.Add(float64(n))
+	}
+}
+
+// storeCollector reports the store's figures, reading its Stats once per
+// scrape.
+type storeCollector struct{ st *store.Store }
+
+var storeGauges = []struct {
+	desc *prometheus.Desc
+	f    func(store.Stats) float64
+}{
+	{prometheus.NewDesc("sluice_store_parts", "Live parts.", nil, nil), func(s store.Stats) float64 { return float64(s.Parts) }},
+	{prometheus.NewDesc("sluice_store_part_bytes", "Bytes of live parts on disk.", nil, nil), func(s store.Stats) float64 { return float64(s.PartBytes) }},
+	{prometheus.NewDesc("sluice_store_part_rows", "Rows in live parts.", nil, nil), func(s store.Stats) float64 { return float64(s.PartRows) }},
+	{prometheus.NewDesc("sluice_store_head_bytes", "Bytes held by the head (acknowledged, not yet in parts).", nil, nil), func(s store.Stats) float64 { return float64(s.HeadBytes) }},
+	{prometheus.NewDesc("sluice_store_head_rows", "Rows in the head.", nil, nil), func(s store.Stats) float64 { return float64(s.HeadRows) }},
+	{prometheus.NewDesc("sluice_wal_fsyncs_total", "WAL fdatasyncs.", nil, nil), func(s store.Stats) float64 { return float64(s.WAL.Syncs) }},
+	{prometheus.NewDesc("sluice_store_flushes_total", "Head flushes.", nil, nil), func(s store.Stats) float64 { return float64(s.Flushes) }},
+	{prometheus.NewDesc("sluice_store_merges_total", "Part merges.", nil, nil), func(s store.Stats) float64 { return float64(s.Merges) }},
+}
+
+func (c storeCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, g := range storeGauges {
+		ch <- g.desc
+	}
+}
+
+func (c storeCollector) Collect(ch chan<- prometheus.Metric) {
+	s := c.st.Stats()
+	for _, g := range storeGauges {
+		ch <- prometheus.MustNewConstMetric(g.desc, prometheus.GaugeValue, g.f(s))
 	}
 }

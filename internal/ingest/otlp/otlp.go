@@ -206,61 +206,53 @@ func (r *reader) next() (protowire.Number, protowire.Type, bool) {
 		return 0, 0, false
 	}
 	num, typ, n := protowire.ConsumeTag(r.b)
+	return num, typ, r.advance(n)
+}
+
+// advance moves past n bytes, or records the error a negative n means.
+func (r *reader) advance(n int) bool {
 	if n < 0 {
 		r.err = protowire.ParseError(n)
-		return 0, 0, false
+		return false
 	}
 	r.b = r.b[n:]
-	return num, typ, true
+	return true
 }
 
 func (r *reader) bytes() []byte {
 	v, n := protowire.ConsumeBytes(r.b)
-	if n < 0 {
-		r.err = protowire.ParseError(n)
+	if !r.advance(n) {
 		return nil
 	}
-	r.b = r.b[n:]
 	return v
 }
 
 func (r *reader) varint() uint64 {
 	v, n := protowire.ConsumeVarint(r.b)
-	if n < 0 {
-		r.err = protowire.ParseError(n)
+	if !r.advance(n) {
 		return 0
 	}
-	r.b = r.b[n:]
 	return v
 }
 
 func (r *reader) fixed64() uint64 {
 	v, n := protowire.ConsumeFixed64(r.b)
-	if n < 0 {
-		r.err = protowire.ParseError(n)
+	if !r.advance(n) {
 		return 0
 	}
-	r.b = r.b[n:]
 	return v
 }
 
 func (r *reader) fixed32() uint32 {
 	v, n := protowire.ConsumeFixed32(r.b)
-	if n < 0 {
-		r.err = protowire.ParseError(n)
+	if !r.advance(n) {
 		return 0
 	}
-	r.b = r.b[n:]
 	return v
 }
 
 func (r *reader) skip(num protowire.Number, typ protowire.Type) {
-	n := protowire.ConsumeFieldValue(num, typ, r.b)
-	if n < 0 {
-		r.err = protowire.ParseError(n)
-		return
-	}
-	r.b = r.b[n:]
+	r.advance(protowire.ConsumeFieldValue(num, typ, r.b))
 }
 
 const maxDepth = 32
