@@ -151,7 +151,7 @@ func (s *Store) merge(ctx context.Context, group []*livePart) error {
 			var its []rowIter
 			for _, p := range group {
 				if si, ok := p.streams[k]; ok {
-					it := newPartIter(p.rd, si, math.MinInt64, math.MaxInt64)
+					it := newPartIter(p.rd, si, math.MinInt64, math.MaxInt64, ScanOptions{})
 					it.drop = true // every block is read once
 					its = append(its, it)
 				}
@@ -159,7 +159,7 @@ func (s *Store) merge(ctx context.Context, group []*livePart) error {
 			if err := w.StartStream(streams[k]); err != nil {
 				return err
 			}
-			err := mergeRows(ctx, its, func(r *rows.Row, names []string) error { return w.Add(r, names) })
+			err := mergeRows(ctx, its, false, func(r *rows.Row, names []string) error { return w.Add(r, names) })
 			if err != nil {
 				return err
 			}

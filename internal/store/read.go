@@ -106,16 +106,26 @@ func (sn *Snapshot) Streams(tenant string, from, to int64) []record.Labels {
 // only during the call.
 type RowFunc func(r *rows.Row, names []string) error
 
-// Scan calls fn for every row of one stream of a tenant with a time in
-// [from, to], in time order (rows with equal times in the order they were
-// stored).
-func (sn *Snapshot) Scan(ctx context.Context, tenant string, stream record.Labels, from, to int64, fn RowFunc) error {
-	return sn.scan(ctx, tenant, stream, from, to, false, fn)
+// ScanOptions shape a scan.
+type ScanOptions struct {
+	// Backward yields the newest rows first.
+	Backward bool
+	// Tokens are token hashes (part.TokenHash) that every row wanted
+	// holds: a block whose token filter lacks one of them is skipped
+	// unread. The scan may still yield rows without them (the head has
+	// no filters, and filters have false positives): the caller checks
+	// each row.
+	Tokens []uint64
+	// Drop drops the pages of each block once read: for a scan of
+	// everything, which reads each block once.
+	Drop bool
 }
 
-// scan is Scan; with drop set, the pages of each block read are dropped
-// once done with (a scan of everything, which reads each block once).
-func (sn *Snapshot) scan(ctx context.Context, tenant string, stream record.Labels, from, to int64, drop bool, fn RowFunc) error {
+// Scan calls fn for every row of one stream of a tenant with a time in
+// [from, to], in time order (rows with equal times in the order they were
+// stored; reversed when backward). An error fn returns ends the scan and
+// is returned.
+func (sn *Snapshot) Scan(ctx context.Context, tenant string, stream record.Labels, from, to int64, opts ScanOptions, fn RowFunc) error {
 	key := stream.String()
 	var its []rowIter
 	for _, p := range sn.parts {
@@ -123,22 +133,20 @@ func (sn *Snapshot) scan(ctx context.Context, tenant string, stream record.Label
 			continue
 		}
 		if si, ok := p.streams[key]; ok {
-			it := newPartIter(p.rd, si, from, to)
-			it.drop = drop
-			its = append(its, it)
+			its = append(its, newPartIter(p.rd, si, from, to, opts))
 		}
 	}
 	for _, h := range sn.heads {
 		svs := h.tenants[tenant]
 		i := sort.Search(len(svs), func(i int) bool { return svs[i].key >= key })
 		if i < len(svs) && svs[i].key == key {
-			its = append(its, newHeadIter(h, &svs[i], from, to))
+			its = append(its, newHeadIter(h, &svs[i], from, to, opts.Backward))
 		}
 	}
-	return mergeRows(ctx, its, fn)
+	return mergeRows(ctx, its, opts.Backward, fn)
 }
 
-// rowIter yields rows of one stream in time order.
+// rowIter yields rows of one stream in time order (or reversed).
 type rowIter interface {
 	next() bool
 	row() (*rows.Row, []string)
@@ -146,14 +154,18 @@ type rowIter interface {
 	close()
 }
 
-// mergeRows merges iterators by time; ties go to the earlier iterator.
-// It closes every iterator.
-func mergeRows(ctx context.Context, its []rowIter, fn RowFunc) error {
+// mergeRows merges iterators by time; ties go to the earlier iterator
+// (to the later one when backward, so that a backward scan is the
+// forward one reversed). It closes every iterator.
+func mergeRows(ctx context.Context, its []rowIter, backward bool, fn RowFunc) error {
 	defer func() {
 		for _, it := range its {
 			it.close()
 		}
 	}()
+	if backward {
+		slices.Reverse(its)
+	}
 	live := make([]rowIter, 0, len(its))
 	for _, it := range its {
 		if it.next() {
@@ -172,7 +184,7 @@ func mergeRows(ctx context.Context, its []rowIter, fn RowFunc) error {
 		if len(live) > 1 {
 			bt := rowTime(live[0])
 			for i := 1; i < len(live); i++ {
-				if t := rowTime(live[i]); t < bt {
+				if t := rowTime(live[i]); t < bt && !backward || t > bt && backward {
 					best, bt = i, t
 				}
 			}
@@ -197,23 +209,32 @@ func rowTime(it rowIter) int64 {
 }
 
 type headIter struct {
-	h      *headView
-	refs   []headRef
-	i      int
-	r      rows.Row
-	fields []rows.Field
+	h        *headView
+	refs     []headRef
+	i        int
+	backward bool
+	r        rows.Row
+	fields   []rows.Field
 }
 
-func newHeadIter(h *headView, sv *streamView, from, to int64) *headIter {
+func newHeadIter(h *headView, sv *streamView, from, to int64, backward bool) *headIter {
 	refs := sv.refs
 	lo := sort.Search(len(refs), func(i int) bool { return refs[i].time >= from })
 	hi := sort.Search(len(refs), func(i int) bool { return refs[i].time > to })
-	return &headIter{h: h, refs: refs[lo:hi], i: -1}
+	it := &headIter{h: h, refs: refs[lo:hi], i: -1, backward: backward}
+	if backward {
+		it.i = len(it.refs)
+	}
+	return it
 }
 
 func (it *headIter) next() bool {
-	it.i++
-	if it.i >= len(it.refs) {
+	if it.backward {
+		it.i--
+	} else {
+		it.i++
+	}
+	if it.i < 0 || it.i >= len(it.refs) {
 		return false
 	}
 	ref := it.refs[it.i]
@@ -236,7 +257,8 @@ var blockPool = sync.Pool{New: func() any { return new(part.Block) }}
 
 type partIter struct {
 	rd       *part.Reader
-	drop     bool // a whole-part scan: drop each block's pages once read
+	drop     bool // drop each block's pages once read
+	backward bool
 	blocks   []int
 	bi       int
 	blk      *part.Block
@@ -245,12 +267,25 @@ type partIter struct {
 	e        error
 }
 
-func newPartIter(rd *part.Reader, stream uint32, from, to int64) *partIter {
-	it := &partIter{rd: rd, from: from, to: to, bi: -1, blk: blockPool.Get().(*part.Block)}
+func newPartIter(rd *part.Reader, stream uint32, from, to int64, opts ScanOptions) *partIter {
+	it := &partIter{rd: rd, from: from, to: to, bi: -1, drop: opts.Drop, backward: opts.Backward, blk: blockPool.Get().(*part.Block)}
+blocks:
 	for i, b := range rd.Blocks {
-		if b.Stream == stream && b.MaxTime >= from && b.MinTime <= to {
-			it.blocks = append(it.blocks, i)
+		if b.Stream != stream || b.MaxTime < from || b.MinTime > to {
+			continue
 		}
+		if len(opts.Tokens) > 0 {
+			f := rd.Filter(i)
+			for _, h := range opts.Tokens {
+				if !f.MayContain(h) {
+					continue blocks
+				}
+			}
+		}
+		it.blocks = append(it.blocks, i)
+	}
+	if it.backward {
+		slices.Reverse(it.blocks)
 	}
 	return it
 }
@@ -258,12 +293,18 @@ func newPartIter(rd *part.Reader, stream uint32, from, to int64) *partIter {
 func (it *partIter) next() bool {
 	for {
 		if it.bi >= 0 {
-			it.i++
-			for it.i < len(it.blk.Rows) {
-				if t := it.blk.Rows[it.i].Time; t >= it.from && t <= it.to {
-					return true
+			if it.backward {
+				for it.i--; it.i >= 0; it.i-- {
+					if t := it.blk.Rows[it.i].Time; t >= it.from && t <= it.to {
+						return true
+					}
 				}
-				it.i++
+			} else {
+				for it.i++; it.i < len(it.blk.Rows); it.i++ {
+					if t := it.blk.Rows[it.i].Time; t >= it.from && t <= it.to {
+						return true
+					}
+				}
 			}
 		}
 		// The rows of the block done with may view its pages (streams
@@ -280,6 +321,9 @@ func (it *partIter) next() bool {
 			return false
 		}
 		it.i = -1
+		if it.backward {
+			it.i = len(it.blk.Rows)
+		}
 	}
 }
 
@@ -309,7 +353,7 @@ func (sn *Snapshot) Lines(ctx context.Context, tenants []string, from, to int64,
 			if match != nil && !match(ls) {
 				continue
 			}
-			err := sn.Scan(ctx, t, ls, from, to, func(r *rows.Row, _ []string) error { return fn(t, ls, r) })
+			err := sn.Scan(ctx, t, ls, from, to, ScanOptions{}, func(r *rows.Row, _ []string) error { return fn(t, ls, r) })
 			if err != nil {
 				return err
 			}
