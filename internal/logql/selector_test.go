@@ -17,13 +17,13 @@ func TestParseSelector(t *testing.T) {
 		{in: `{env=~"pro"}`, match: false}, // anchored
 		{in: `{app="api", env!~"prod|dev"}`, match: false},
 		{in: `{app="a\"b"}`, match: false},
-		{in: `app="api"`, err: "parse error at line 1, col 1: a stream selector starts with '{'"},
-		{in: `{app}`, err: "parse error at line 1, col 5: expected one of = != =~ !~ after app"},
-		{in: `{app="api"`, err: "parse error at line 1, col 11: expected ',' or '}'"},
-		{in: `{app="api}`, err: "parse error at line 1, col 6: unterminated string"},
-		{in: `{app=~"("}`, err: "parse error at line 1, col 10: invalid regexp \"(\": error parsing regexp: missing closing ): `^(?:()$`"},
-		{in: `{app=""}`, err: "parse error at line 1, col 9: queries require at least one regexp or equality matcher that does not have an empty-compatible value"},
-		{in: "{app=\"api\"}\n x", err: "parse error at line 2, col 2: unexpected \"x\" after the selector"},
+		{in: `app="api"`, err: "parse error at line 1, col 1: syntax error: unexpected IDENTIFIER"},
+		{in: `{app}`, err: "parse error at line 1, col 5: syntax error: unexpected }, expecting = or =~ or !~ or !="},
+		{in: `{app="api"`, err: "parse error at line 1, col 11: syntax error: unexpected $end, expecting } or ,"},
+		{in: `{app="api}`, err: "parse error at line 1, col 6: literal not terminated"},
+		{in: `{app=~"("}`, err: "parse error at line 1, col 7: invalid regexp \"(\": error parsing regexp: missing closing ): `^(?:()$`"},
+		{in: `{app=""}`, err: "parse error at line 1, col 1: " + emptyCompatibleMsg},
+		{in: "{app=\"api\"}\n x", err: "parse error at line 2, col 2: syntax error: unexpected IDENTIFIER"},
 	} {
 		t.Run(tc.in, func(t *testing.T) {
 			sel, err := ParseSelector(tc.in)
