@@ -165,3 +165,19 @@ func Constant(s string) Span {
 	constants = append(constants, s)
 	return Span{Off: uint32(len(constants) - 1), Len: uint32(len(s))}
 }
+
+// AppendJSON appends the set as a JSON object: {"a":"x","b":"y"}.
+func (ls Labels) AppendJSON(dst []byte) []byte {
+	dst = append(dst, '{')
+	for i, l := range ls {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = append(dst, '"')
+		dst = AppendJSONEscaped(dst, l.Name)
+		dst = append(dst, `":"`...)
+		dst = AppendJSONEscaped(dst, l.Value)
+		dst = append(dst, '"')
+	}
+	return append(dst, '}')
+}

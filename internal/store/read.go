@@ -361,3 +361,55 @@ func (sn *Snapshot) Lines(ctx context.Context, tenants []string, from, to int64,
 	}
 	return nil
 }
+
+// AppendLiteralTokens appends the token hashes (for ScanOptions.Tokens)
+// that every line containing lit holds.
+func AppendLiteralTokens(dst []uint64, lit []byte) []uint64 {
+	return part.AppendLiteralTokens(dst, lit)
+}
+
+// StreamStats counts what a tenant's streams hold in [from, to].
+type StreamStats struct {
+	Streams int64
+	Blocks  int64 // blocks of parts with rows in range (the head counts one per stream)
+	Rows    int64
+	Bytes   int64 // bytes of the original lines
+}
+
+// StreamStats counts the streams of a tenant that match accepts (all
+// when nil) and their blocks, rows and line bytes in [from, to]. Rows
+// and bytes are counted exactly, by reading the rows.
+func (sn *Snapshot) StreamStats(ctx context.Context, tenant string, from, to int64, match func(record.Labels) bool) (StreamStats, error) {
+	var st StreamStats
+	for _, ls := range sn.Streams(tenant, from, to) {
+		if match != nil && !match(ls) {
+			continue
+		}
+		st.Streams++
+		key := ls.String()
+		for _, p := range sn.parts {
+			if si, ok := p.streams[key]; ok && p.info.Tenant == tenant {
+				for _, b := range p.rd.Blocks {
+					if b.Stream == si && b.MaxTime >= from && b.MinTime <= to {
+						st.Blocks++
+					}
+				}
+			}
+		}
+		for _, h := range sn.heads {
+			svs := h.tenants[tenant]
+			if i := sort.Search(len(svs), func(i int) bool { return svs[i].key >= key }); i < len(svs) && svs[i].key == key {
+				st.Blocks++
+			}
+		}
+		err := sn.Scan(ctx, tenant, ls, from, to, ScanOptions{}, func(r *rows.Row, _ []string) error {
+			st.Rows++
+			st.Bytes += int64(len(r.Line))
+			return nil
+		})
+		if err != nil {
+			return st, err
+		}
+	}
+	return st, nil
+}

@@ -484,6 +484,13 @@ func (m *MemFS) Free(dir string) (uint64, error) {
 	return uint64(m.roomLocked()), nil
 }
 
+// Used returns the total bytes of all files.
+func (m *MemFS) Used() int64 {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.used
+}
+
 // SetCapacity caps the total bytes of all files; limit <= 0 means
 // unlimited. A write that would go past the cap writes what fits and fails
 // with ENOSPC. Lowering the cap below what is used removes nothing.

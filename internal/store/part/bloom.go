@@ -200,3 +200,25 @@ func (f Filter) MayContain(h uint64) bool {
 	}
 	return true
 }
+
+// AppendLiteralTokens appends the hashes of the tokens that any text
+// containing lit holds: the tokens of lit with a non-token byte on both
+// sides inside lit (an edge token may be part of a longer token of the
+// text). Digit-only tokens are left out, as Indexed says.
+func AppendLiteralTokens(dst []uint64, lit []byte) []uint64 {
+	for i := 0; i < len(lit); {
+		if !isToken[lit[i]] {
+			i++
+			continue
+		}
+		j := i
+		for j < len(lit) && isToken[lit[j]] {
+			j++
+		}
+		if i > 0 && j < len(lit) && Indexed(lit[i:j]) {
+			dst = append(dst, TokenHash(lit[i:j]))
+		}
+		i = j
+	}
+	return dst
+}
