@@ -133,7 +133,7 @@ func (s *Server) handleBulk(w http.ResponseWriter, r *http.Request, tenant strin
 	var sf storeFailure
 	switch {
 	case errors.As(err, &sf):
-		return s.storeError(w, sf.error)
+		return s.storeError(w, sf.error, "")
 	case err != nil:
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return http.StatusBadRequest
@@ -173,7 +173,7 @@ func (s *Server) handleDoc(w http.ResponseWriter, r *http.Request, tenant string
 	var sf storeFailure
 	switch {
 	case errors.As(err, &sf):
-		return s.storeError(w, sf.error)
+		return s.storeError(w, sf.error, "")
 	case err != nil:
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return http.StatusBadRequest

@@ -47,8 +47,7 @@ func (s *Server) serveIngest(w http.ResponseWriter, r *http.Request, protocol st
 			t.Stop()
 		case <-t.C:
 			w.Header().Set("Retry-After", "1")
-			http.Error(w, "too many ingest requests in flight; retry", http.StatusServiceUnavailable)
-			return http.StatusServiceUnavailable
+			return refuse(w, r, http.StatusServiceUnavailable, "too many ingest requests in flight; retry")
 		case <-r.Context().Done():
 			return 499
 		}
@@ -66,8 +65,7 @@ func (s *Server) serveIngest(w http.ResponseWriter, r *http.Request, protocol st
 		cancel()
 		if err != nil {
 			w.Header().Set("Retry-After", "1")
-			http.Error(w, "too much ingest in flight; retry", http.StatusServiceUnavailable)
-			return http.StatusServiceUnavailable
+			return refuse(w, r, http.StatusServiceUnavailable, "too much ingest in flight; retry")
 		}
 	}
 	s.metrics.inflightBytes.Add(float64(need))
@@ -78,27 +76,23 @@ func (s *Server) serveIngest(w http.ResponseWriter, r *http.Request, protocol st
 
 	tenant, err := tenantOf(r)
 	if err != nil {
-		http.Error(w, err.Error(), http.StatusBadRequest)
-		return http.StatusBadRequest
+		return refuse(w, r, http.StatusBadRequest, err.Error())
 	}
 	if code := s.authorize(r, tenant); code != 0 {
 		if code == http.StatusUnauthorized {
 			w.Header().Set("WWW-Authenticate", `Basic realm="sluice"`)
 		}
-		http.Error(w, http.StatusText(code), code)
-		return code
+		return refuse(w, r, code, http.StatusText(code))
 	}
 	if wait := s.limits.admit(tenant); wait > 0 {
 		retryAfter(w, wait)
-		http.Error(w, fmt.Sprintf("tenant %s is over its ingest rate of %g lines/s; retry in %d s", tenant, s.cfg.TenantRate.LinesPerSecond, wait),
-			http.StatusTooManyRequests)
-		return http.StatusTooManyRequests
+		return refuse(w, r, http.StatusTooManyRequests,
+			fmt.Sprintf("tenant %s is over its ingest rate of %g lines/s; retry in %d s", tenant, s.cfg.TenantRate.LinesPerSecond, wait))
 	}
 	if free, low := s.disk.low(); low {
 		retryAfter(w, 10)
-		http.Error(w, fmt.Sprintf("the data directory's disk is nearly full (%d bytes free, %d needed); retry later", free, s.cfg.MinFreeBytes),
-			http.StatusInsufficientStorage)
-		return http.StatusInsufficientStorage
+		return refuse(w, r, http.StatusInsufficientStorage,
+			fmt.Sprintf("the data directory's disk is nearly full (%d bytes free, %d needed); retry later", free, s.cfg.MinFreeBytes))
 	}
 	body, err := s.body(w, r)
 	if err != nil {
@@ -109,6 +103,31 @@ func (s *Server) serveIngest(w http.ResponseWriter, r *http.Request, protocol st
 	var stored int
 	code := h(w, r.WithContext(context.WithValue(r.Context(), storedKey{}, &stored)), tenant, body)
 	s.limits.take(tenant, stored)
+	return code
+}
+
+// A request refused before its body is read has the body drained, up to
+// these bounds, before the answer: many clients read the answer only once
+// they have sent the whole body, and a server that closes the connection
+// with the body unread makes their write fail with a broken pipe, so that
+// they never see the status and its Retry-After.
+const (
+	drainBytes = 64 << 20
+	drainTime  = 10 * time.Second
+)
+
+// refuse answers a request before its body is read: it drains the body
+// (within drainBytes and drainTime), then answers code with msg and
+// closes the connection. It returns code.
+func refuse(w http.ResponseWriter, r *http.Request, code int, msg string) int {
+	if r.ContentLength != 0 {
+		rc := http.NewResponseController(w)
+		_ = rc.SetReadDeadline(time.Now().Add(drainTime))
+		_, _ = io.CopyN(io.Discard, r.Body, drainBytes)
+		_ = rc.SetReadDeadline(time.Time{})
+		w.Header().Set("Connection", "close")
+	}
+	http.Error(w, msg, code)
 	return code
 }
 
@@ -313,11 +332,13 @@ func storeStatus(err error) int {
 	return http.StatusServiceUnavailable
 }
 
-func (s *Server) storeError(w http.ResponseWriter, err error) int {
+// storeError answers a store failure; detail, if any, is added to the
+// message.
+func (s *Server) storeError(w http.ResponseWriter, err error, detail string) int {
 	code := storeStatus(err)
 	s.log.Error("ingest: store refused a batch", "err", err)
 	w.Header().Set("Retry-After", "5")
-	http.Error(w, "the store cannot take the request now: "+err.Error(), code)
+	http.Error(w, "the store cannot take the request now: "+err.Error()+detail, code)
 	return code
 }
 
@@ -414,8 +435,10 @@ func (s *Server) handleLines(w http.ResponseWriter, r *http.Request, tenant stri
 	}
 	switch {
 	case storeErr != nil:
-		// What was acknowledged before stays; the client retries the rest.
-		return s.storeError(w, storeErr)
+		// What was made durable before stays: say how much, as the 413
+		// does, so that a client can resend only the rest. The body's
+		// lines are stored in order.
+		return s.storeError(w, storeErr, fmt.Sprintf(" (the first %d lines of the body were stored before it)", reply.Accepted))
 	case errors.Is(err, errTooLarge):
 		http.Error(w, fmt.Sprintf("%v: the limit is %d bytes (%d lines stored before it)", err, s.cfg.MaxDecodedBytes, reply.Accepted),
 			http.StatusRequestEntityTooLarge)
@@ -461,7 +484,7 @@ func (s *Server) handleLoki(w http.ResponseWriter, r *http.Request, tenant strin
 		return http.StatusBadRequest
 	}
 	if err := s.st.Append(tenant, b); err != nil {
-		return s.storeError(w, err)
+		return s.storeError(w, err, "")
 	}
 	s.countLines(r, tenant, "loki", len(b.Records))
 	s.metrics.bytes.WithLabelValues(tenant, "loki").Add(float64(len(data)))

@@ -84,7 +84,7 @@ func (s *Server) handleOTLP(w http.ResponseWriter, r *http.Request, tenant strin
 		return nil
 	})
 	if storeErr != nil {
-		return s.storeError(w, storeErr)
+		return s.storeError(w, storeErr, "")
 	}
 	if err != nil {
 		return fail(http.StatusBadRequest, err.Error())

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"math"
@@ -385,5 +386,29 @@ func TestDiskFull(t *testing.T) {
 	f.srv.disk.checked = time.Time{}
 	if code, _ := f.do("POST", "/insert/jsonline", line); code != 200 {
 		t.Errorf("space freed: %d, want 200", code)
+	}
+}
+
+// TestDiskFullMidRequest: a line request whose later chunks the store
+// cannot take answers 507 saying how many of its lines were stored, and
+// exactly those are.
+func TestDiskFullMidRequest(t *testing.T) {
+	f := newFixture(t, DefaultConfig())
+	var body []byte
+	for i := 0; len(body) < 12<<20; i++ {
+		body = fmt.Appendf(body, `{"ts":%d,"msg":"line %d %s"}`+"\n", 1768464000000+i, i, strings.Repeat("x", 200))
+	}
+	f.fs.SetCapacity(f.fs.Used() + 6<<20)
+	code, reply := f.do("POST", "/insert/jsonline", body)
+	if code != 507 {
+		t.Fatalf("%d %s, want 507", code, reply)
+	}
+	var stored int
+	if _, err := fmt.Sscanf(reply[strings.Index(reply, "(the first"):], "(the first %d lines", &stored); err != nil {
+		t.Fatalf("the reply does not say how many lines were stored: %q", reply)
+	}
+	got := f.stored("default")
+	if stored == 0 || len(got) != stored {
+		t.Errorf("the reply says %d lines were stored; the store has %d", stored, len(got))
 	}
 }
