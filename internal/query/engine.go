@@ -1,0 +1,286 @@
+package query
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"runtime"
+	"time"
+
+	"github.com/sluicelog/sluice/internal/logql"
+	"github.com/sluicelog/sluice/internal/record"
+	"github.com/sluicelog/sluice/internal/store"
+)
+
+// Source is the storage a query reads: a consistent view of a store
+// (store.Snapshot answers it).
+type Source interface {
+	// Streams returns the streams of a tenant with rows in [from, to].
+	Streams(tenant string, from, to int64) []record.Labels
+	// Scan calls fn for the rows of one stream with a time in [from, to]
+	// in time order, or newest first when opts say so.
+	Scan(ctx context.Context, tenant string, stream record.Labels, from, to int64, opts store.ScanOptions, fn store.RowFunc) error
+}
+
+// Direction orders the lines of a log query.
+type Direction uint8
+
+const (
+	Backward Direction = iota // newest first, Loki's default
+	Forward
+)
+
+// Params are one query's parameters, as Loki's API takes them.
+type Params struct {
+	Tenant string
+	Query  string
+	// Start and End bound a range query (Unix nanoseconds): a log query
+	// returns lines with Start <= time < End; a metric query is evaluated
+	// at Start, Start+Step, ... up to End. An instant query has Start ==
+	// End, the evaluation time.
+	Start, End int64
+	Step       time.Duration
+	// Interval thins a log query's lines: at most one line per interval
+	// (Loki's interval parameter); zero keeps every line.
+	Interval  time.Duration
+	Limit     int
+	Direction Direction
+	Instant   bool
+}
+
+// Limits bound what one query may cost. Zero means no limit.
+type Limits struct {
+	MaxSeries       int
+	MaxBytesScanned int64
+	MaxLines        int
+	MaxPoints       int // points per series of a range query
+	Timeout         time.Duration
+}
+
+// DefaultLimits are the limits a server applies unless configured.
+var DefaultLimits = Limits{
+	MaxSeries:       500,
+	MaxBytesScanned: 0,
+	MaxLines:        5000,
+	MaxPoints:       11000,
+	Timeout:         5 * time.Minute,
+}
+
+// Errors a caller maps to client errors (HTTP 400).
+var (
+	ErrBadRequest = errors.New("bad request")
+	ErrLimit      = errors.New("query limit exceeded")
+)
+
+// Engine evaluates LogQL queries.
+//
+// Concurrency: safe for concurrent queries.
+type Engine struct {
+	limits  Limits
+	workers int
+}
+
+// NewEngine returns an engine with the given limits.
+func NewEngine(limits Limits) *Engine {
+	return &Engine{limits: limits, workers: runtime.GOMAXPROCS(0)}
+}
+
+// Result is a query's result, of one of Loki's result types.
+type Result struct {
+	// Type is "streams", "matrix", "vector" or "scalar".
+	Type    string
+	Streams []Stream
+	Matrix  []Series
+	Vector  []Sample
+	Scalar  Point
+	Stats   Stats
+}
+
+// Stream is the lines of a log query with one label set.
+type Stream struct {
+	Labels  record.Labels
+	Entries []Entry
+}
+
+// Entry is one line of a log query.
+type Entry struct {
+	Time int64 // Unix nanoseconds
+	Line string
+}
+
+// Series is one series of a range query.
+type Series struct {
+	Labels record.Labels
+	Points []Point
+}
+
+// Sample is one series of an instant query.
+type Sample struct {
+	Labels record.Labels
+	Point
+}
+
+// Point is a value at a time (Unix nanoseconds).
+type Point struct {
+	Time  int64
+	Value float64
+}
+
+// Stats count a query's work.
+type Stats struct {
+	Streams      int64 // streams read
+	Rows         int64 // rows read
+	Bytes        int64 // bytes of the lines read
+	LinesOut     int64 // lines returned
+	ExecDuration time.Duration
+}
+
+// Exec parses and evaluates a query.
+func (e *Engine) Exec(ctx context.Context, src Source, p Params) (*Result, error) {
+	expr, err := logql.Parse(p.Query)
+	if err != nil {
+		return nil, err
+	}
+	return e.Eval(ctx, src, expr, p)
+}
+
+// Eval evaluates a parsed query.
+func (e *Engine) Eval(ctx context.Context, src Source, expr logql.Expr, p Params) (*Result, error) {
+	began := time.Now()
+	if e.limits.Timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, e.limits.Timeout)
+		defer cancel()
+	}
+	if p.End < p.Start {
+		return nil, fmt.Errorf("%w: the end time is before the start time", ErrBadRequest)
+	}
+	ev := &evaluator{e: e, src: src, p: p}
+	var res *Result
+	var err error
+	switch x := expr.(type) {
+	case *logql.LogExpr:
+		if p.Instant {
+			return nil, fmt.Errorf("%w: log queries are not supported as an instant query type, please change your query to a range query type", ErrBadRequest)
+		}
+		res, err = ev.logQuery(ctx, x)
+	case logql.SampleExpr:
+		res, err = ev.metricQuery(ctx, x)
+	default:
+		err = fmt.Errorf("%w: unexpected expression %T", ErrBadRequest, expr)
+	}
+	if errors.Is(err, context.DeadlineExceeded) && e.limits.Timeout > 0 {
+		err = fmt.Errorf("%w: the query ran longer than %s", ErrLimit, e.limits.Timeout)
+	}
+	if err != nil {
+		return nil, err
+	}
+	res.Stats = ev.stats.snapshot()
+	res.Stats.ExecDuration = time.Since(began)
+	return res, nil
+}
+
+// metricQuery evaluates a metric query into a matrix (range), a vector
+// (instant) or a scalar.
+func (ev *evaluator) metricQuery(ctx context.Context, x logql.SampleExpr) (*Result, error) {
+	start, step, steps := ev.p.Start, int64(ev.p.Step), 1
+	if !ev.p.Instant {
+		if step <= 0 {
+			return nil, fmt.Errorf("%w: zero or negative query resolution step widths are not accepted. Try a positive integer", ErrBadRequest)
+		}
+		n := (ev.p.End-ev.p.Start)/step + 1
+		if max := ev.e.limits.MaxPoints; max > 0 && n > int64(max) {
+			return nil, fmt.Errorf("%w: exceeded maximum resolution of %d points per timeseries. Try decreasing the query resolution (?step=XX)", ErrBadRequest, max)
+		}
+		steps = int(n)
+	}
+	if step <= 0 {
+		step = 1
+	}
+	m, err := ev.sample(ctx, x, newMatrix(start, step, steps))
+	if err != nil {
+		return nil, err
+	}
+	res := &Result{}
+	if m.scalar {
+		if ev.p.Instant {
+			res.Type, res.Scalar = "scalar", Point{Time: start, Value: m.series[0].vals[0]}
+			return res, nil
+		}
+	}
+	m.compact()
+	if max := ev.e.limits.MaxSeries; max > 0 && len(m.series) > max {
+		return nil, fmt.Errorf("%w: maximum of series (%d) reached for a single query", ErrLimit, max)
+	}
+	if ev.p.Instant {
+		res.Type = "vector"
+		res.Vector = make([]Sample, 0, len(m.series))
+		for _, s := range m.series {
+			res.Vector = append(res.Vector, Sample{Labels: s.labels, Point: Point{Time: start, Value: s.vals[0]}})
+		}
+		return res, nil
+	}
+	res.Type = "matrix"
+	res.Matrix = make([]Series, 0, len(m.series))
+	for _, s := range m.series {
+		out := Series{Labels: s.labels}
+		for i, ok := range s.has {
+			if ok {
+				out.Points = append(out.Points, Point{Time: m.time(i), Value: s.vals[i]})
+			}
+		}
+		res.Matrix = append(res.Matrix, out)
+	}
+	return res, nil
+}
+
+// sample evaluates a metric expression at the steps of shape.
+func (ev *evaluator) sample(ctx context.Context, x logql.SampleExpr, shape *matrix) (*matrix, error) {
+	switch x := x.(type) {
+	case *logql.RangeAggregation:
+		return ev.rangeAggregation(ctx, x, shape)
+	case *logql.VectorAggregation:
+		in, err := ev.sample(ctx, x.Expr, shape)
+		if err != nil {
+			return nil, err
+		}
+		return evalVectorAgg(x, in)
+	case *logql.BinaryExpr:
+		lhs, err := ev.sample(ctx, x.LHS, shape)
+		if err != nil {
+			return nil, err
+		}
+		rhs, err := ev.sample(ctx, x.RHS, shape)
+		if err != nil {
+			return nil, err
+		}
+		return evalBinary(x, lhs, rhs)
+	case *logql.LabelReplace:
+		in, err := ev.sample(ctx, x.Expr, shape)
+		if err != nil {
+			return nil, err
+		}
+		return evalLabelReplace(x, in)
+	case *logql.LiteralExpr:
+		m := shape.like()
+		m.scalar = true
+		fill(m.add(nil), x.Value)
+		return m, nil
+	case *logql.VectorExpr:
+		m := shape.like()
+		fill(m.add(record.Labels{}), x.Value)
+		return m, nil
+	default:
+		return nil, fmt.Errorf("%w: unexpected expression %T", ErrBadRequest, x)
+	}
+}
+
+func fill(s *series, v float64) {
+	for i := range s.vals {
+		s.set(i, v)
+	}
+}
+
+// isNaNOrInf reports a value that JSON cannot carry as a number.
+func isNaNOrInf(v float64) bool { return math.IsNaN(v) || math.IsInf(v, 0) }

@@ -1,0 +1,157 @@
+package query
+
+import (
+	"context"
+	"fmt"
+	"regexp/syntax"
+	"sync"
+	"sync/atomic"
+
+	"github.com/sluicelog/sluice/internal/logql"
+	"github.com/sluicelog/sluice/internal/record"
+	"github.com/sluicelog/sluice/internal/store"
+)
+
+// evaluator is the state of one query's evaluation.
+type evaluator struct {
+	e     *Engine
+	src   Source
+	p     Params
+	stats counters
+}
+
+// counters are Stats counted by concurrent workers.
+type counters struct {
+	streams, rows, bytes, linesOut atomic.Int64
+}
+
+func (c *counters) snapshot() Stats {
+	return Stats{Streams: c.streams.Load(), Rows: c.rows.Load(), Bytes: c.bytes.Load(), LinesOut: c.linesOut.Load()}
+}
+
+// streams returns the streams of the query's tenant with rows in
+// [from, to] that sel matches.
+func (ev *evaluator) streams(sel logql.Selector, from, to int64) []record.Labels {
+	var out []record.Labels
+	for _, ls := range ev.src.Streams(ev.p.Tenant, from, to) {
+		if sel.Matches(func(name string) string { v, _ := ls.Get(name); return v }) {
+			out = append(out, ls)
+		}
+	}
+	return out
+}
+
+// scanned counts a row read and checks the bytes-scanned limit.
+func (ev *evaluator) scanned(line []byte) error {
+	ev.stats.rows.Add(1)
+	n := ev.stats.bytes.Add(int64(len(line)))
+	if max := ev.e.limits.MaxBytesScanned; max > 0 && n > max {
+		return fmt.Errorf("%w: the query would read more than %d bytes", ErrLimit, max)
+	}
+	return nil
+}
+
+// forStreams runs work for each stream on the engine's workers; each
+// worker first calls setup for its own state (a compiled pipeline, say).
+// The first error stops the others.
+func forStreams[W any](ctx context.Context, ev *evaluator, streams []record.Labels, setup func() (W, error), work func(ctx context.Context, w W, ls record.Labels) error) ([]W, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	n := min(ev.e.workers, len(streams))
+	states := make([]W, n)
+	errs := make([]error, n)
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for i := range n {
+		st, err := setup()
+		if err != nil {
+			return nil, err
+		}
+		states[i] = st
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				j := int(next.Add(1) - 1)
+				if j >= len(streams) || ctx.Err() != nil {
+					return
+				}
+				ev.stats.streams.Add(1)
+				if err := work(ctx, st, streams[j]); err != nil {
+					errs[i] = err
+					cancel()
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return nil, err
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	return states, nil
+}
+
+// scanTokens returns the token hashes every line a pipeline keeps must
+// hold: from its line filters before the first stage that changes the
+// line, the tokens their literals hold whole. A block lacking one is
+// skipped unread.
+func scanTokens(stages []logql.Stage) []uint64 {
+	var out []uint64
+	for _, s := range stages {
+		switch s := s.(type) {
+		case *logql.LineFilter:
+			if len(s.Values) != 1 {
+				continue // an "or" chain needs any one of its values
+			}
+			switch v := s.Values[0]; s.Op {
+			case logql.FilterContains:
+				if !v.IP {
+					out = store.AppendLiteralTokens(out, []byte(v.Value))
+				}
+			case logql.FilterRegexp:
+				out = regexpTokens(out, v.Re.String())
+			}
+		case *logql.LineFormat, *logql.Unpack, *logql.Decolorize:
+			return out
+		}
+	}
+	return out
+}
+
+// regexpTokens appends the tokens of the literals a regexp requires: the
+// literal parts of a top-level concatenation (the filters are
+// case-insensitive, so (?i) literals count too).
+func regexpTokens(dst []uint64, src string) []uint64 {
+	re, err := syntax.Parse(src, syntax.Perl)
+	if err != nil {
+		return dst
+	}
+	re = re.Simplify()
+	subs := []*syntax.Regexp{re}
+	if re.Op == syntax.OpConcat {
+		subs = re.Sub
+	}
+	for _, s := range subs {
+		if s.Op == syntax.OpLiteral && (s.Flags&syntax.FoldCase == 0 || ascii(s.Rune)) {
+			dst = store.AppendLiteralTokens(dst, []byte(string(s.Rune)))
+		}
+	}
+	return dst
+}
+
+// ascii reports whether every rune is ASCII: the filters fold ASCII case
+// only, so a case-insensitive literal prunes only when it is ASCII.
+func ascii(rs []rune) bool {
+	for _, r := range rs {
+		if r >= 0x80 {
+			return false
+		}
+	}
+	return true
+}

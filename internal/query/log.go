@@ -1,0 +1,145 @@
+package query
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"slices"
+	"strings"
+	"unsafe"
+
+	"github.com/sluicelog/sluice/internal/logql"
+	"github.com/sluicelog/sluice/internal/record"
+	"github.com/sluicelog/sluice/internal/store"
+	"github.com/sluicelog/sluice/internal/store/rows"
+)
+
+// errEnough stops a stream's scan once it has yielded what is needed.
+var errEnough = errors.New("enough lines")
+
+// logLine is one line a log query keeps, with its labels' key.
+type logLine struct {
+	time int64
+	line string
+	key  string
+}
+
+// logWorker is one worker's state in a log query.
+type logWorker struct {
+	pipe   *pipeline
+	lb     *labelsBuilder
+	lines  []logLine
+	labels map[string]*keyed
+	key    []byte
+}
+
+// logQuery returns the lines of a log query in [Start, End), at most
+// Limit of them, newest first unless Forward.
+func (ev *evaluator) logQuery(ctx context.Context, x *logql.LogExpr) (*Result, error) {
+	from, to := ev.p.Start, ev.p.End-1
+	limit := ev.p.Limit
+	if max := ev.e.limits.MaxLines; max > 0 && (limit <= 0 || limit > max) {
+		limit = max
+	}
+	if limit <= 0 {
+		limit = 100
+	}
+	opts := store.ScanOptions{Backward: ev.p.Direction == Backward, Tokens: scanTokens(x.Pipeline)}
+	streams := ev.streams(x.Selector, from, to)
+	setup := func() (*logWorker, error) {
+		pipe, err := compilePipeline(x.Pipeline)
+		if err != nil {
+			return nil, err
+		}
+		return &logWorker{pipe: pipe, lb: newLabelsBuilder(), labels: map[string]*keyed{}}, nil
+	}
+	interval := int64(ev.p.Interval)
+	workers, err := forStreams(ctx, ev, streams, setup, func(ctx context.Context, w *logWorker, ls record.Labels) error {
+		// Each stream yields at most limit lines: its newest (or oldest)
+		// ones are all the merged result can use.
+		n, last := 0, int64(0)
+		err := ev.src.Scan(ctx, ev.p.Tenant, ls, from, to, opts, func(r *rows.Row, _ []string) error {
+			if err := ev.scanned(r.Line); err != nil {
+				return err
+			}
+			w.lb.reset(ls)
+			line, ok := w.pipe.process(r.Time, r.Line, w.lb)
+			if !ok {
+				return nil
+			}
+			if interval > 0 && n > 0 && absDiff(r.Time, last) < interval {
+				return nil
+			}
+			w.key = w.lb.appendKey(w.key[:0])
+			k := intern(w.labels, w.key, w.lb)
+			w.lines = append(w.lines, logLine{time: r.Time, line: string(line), key: k.key})
+			n, last = n+1, r.Time
+			if n >= limit {
+				return errEnough
+			}
+			return nil
+		})
+		if errors.Is(err, errEnough) {
+			err = nil
+		}
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	var all []logLine
+	labels := map[string]record.Labels{}
+	for _, w := range workers {
+		all = append(all, w.lines...)
+		for k, e := range w.labels {
+			labels[k] = e.labels
+		}
+	}
+	backward := ev.p.Direction == Backward
+	slices.SortStableFunc(all, func(a, b logLine) int {
+		c := cmp.Or(cmp.Compare(a.time, b.time), strings.Compare(a.key, b.key))
+		if backward {
+			return -c
+		}
+		return c
+	})
+	all = all[:min(len(all), limit)]
+	byKey := map[string]int{}
+	res := &Result{Type: "streams"}
+	for _, l := range all {
+		i, ok := byKey[l.key]
+		if !ok {
+			i = len(res.Streams)
+			byKey[l.key] = i
+			res.Streams = append(res.Streams, Stream{Labels: labels[l.key]})
+		}
+		res.Streams[i].Entries = append(res.Streams[i].Entries, Entry{Time: l.time, Line: l.line})
+	}
+	slices.SortFunc(res.Streams, func(a, b Stream) int { return compareLabels(a.Labels, b.Labels) })
+	ev.stats.linesOut.Add(int64(len(all)))
+	return res, nil
+}
+
+// keyed is a label set with its key (labelsBuilder.appendKey).
+type keyed struct {
+	key    string
+	labels record.Labels
+}
+
+// intern returns the entry of the builder's labels, whose key is given,
+// adding it on first sight. Looking up allocates nothing.
+func intern(m map[string]*keyed, key []byte, lb *labelsBuilder) *keyed {
+	if e := m[unsafe.String(unsafe.SliceData(key), len(key))]; e != nil {
+		return e
+	}
+	e := &keyed{key: string(key), labels: lb.labels()}
+	m[e.key] = e
+	return e
+}
+
+func absDiff(a, b int64) int64 {
+	if a > b {
+		return a - b
+	}
+	return b - a
+}

@@ -1,0 +1,435 @@
+package query
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"time"
+	"unsafe"
+
+	"github.com/sluicelog/sluice/internal/logql"
+	"github.com/sluicelog/sluice/internal/record"
+	"github.com/sluicelog/sluice/internal/store"
+	"github.com/sluicelog/sluice/internal/store/rows"
+)
+
+// rangeSeries accumulates one series of a range aggregation: per step,
+// the count of samples in the step's window and what the function needs.
+type rangeSeries struct {
+	labels record.Labels
+	n      []float64 // samples in each window
+	v      []float64 // sum, min, max, first or last value, or the mean
+	t      []int64   // first_ and last_over_time: the value's time
+	m2     []float64 // stddev_ and stdvar_over_time (Welford)
+	lists  [][]tv    // quantile_over_time and rate_counter: every sample
+}
+
+// tv is one sample of a window.
+type tv struct {
+	t int64
+	v float64
+}
+
+// rangeWorker is one worker's state in a range aggregation.
+type rangeWorker struct {
+	pipe   *pipeline
+	post   []stage // the label filters after unwrap
+	lb     *labelsBuilder
+	series map[string]*rangeSeries
+	key    []byte
+}
+
+// rangeOp describes how a range function accumulates.
+type rangeOp uint8
+
+const (
+	opSum rangeOp = iota // count, bytes, sum, rate
+	opMin
+	opMax
+	opFirst
+	opLast
+	opAvg
+	opVar // stddev, stdvar
+	opList
+)
+
+var rangeOps = map[string]rangeOp{
+	"count_over_time": opSum, "rate": opSum, "bytes_over_time": opSum, "bytes_rate": opSum,
+	"absent_over_time": opSum, "sum_over_time": opSum, "min_over_time": opMin, "max_over_time": opMax,
+	"first_over_time": opFirst, "last_over_time": opLast, "avg_over_time": opAvg,
+	"stddev_over_time": opVar, "stdvar_over_time": opVar, "quantile_over_time": opList, "rate_counter": opList,
+}
+
+// rangeAggregation evaluates a range function at the steps of shape.
+func (ev *evaluator) rangeAggregation(ctx context.Context, x *logql.RangeAggregation, shape *matrix) (*matrix, error) {
+	op, ok := rangeOps[x.Op]
+	if !ok {
+		return nil, fmt.Errorf("%w: unknown range aggregation %s", ErrBadRequest, x.Op)
+	}
+	rng, off := int64(x.Range.Interval), int64(x.Range.Offset)
+	if rng <= 0 {
+		return nil, fmt.Errorf("%w: the range of %s must be positive", ErrBadRequest, x.Op)
+	}
+	first, last := shape.start, shape.time(shape.steps-1)
+	from, to := first-off-rng+1, last-off // windows are (t-range, t]
+	unwrap := x.Range.Unwrap
+	streams := ev.streams(x.Range.Log.Selector, from, to)
+	opts := store.ScanOptions{Tokens: scanTokens(x.Range.Log.Pipeline)}
+	setup := func() (*rangeWorker, error) {
+		pipe, err := compilePipeline(x.Range.Log.Pipeline)
+		if err != nil {
+			return nil, err
+		}
+		w := &rangeWorker{pipe: pipe, lb: newLabelsBuilder(), series: map[string]*rangeSeries{}}
+		if unwrap != nil {
+			for _, f := range unwrap.Filters {
+				st, err := newLabelFilterStage(f)
+				if err != nil {
+					return nil, err
+				}
+				w.post = append(w.post, st)
+			}
+		}
+		return w, nil
+	}
+	workers, err := forStreams(ctx, ev, streams, setup, func(ctx context.Context, w *rangeWorker, ls record.Labels) error {
+		return ev.src.Scan(ctx, ev.p.Tenant, ls, from, to, opts, func(r *rows.Row, _ []string) error {
+			if err := ev.scanned(r.Line); err != nil {
+				return err
+			}
+			w.lb.reset(ls)
+			line, ok := w.pipe.process(r.Time, r.Line, w.lb)
+			if !ok {
+				return nil
+			}
+			v := 1.0
+			switch {
+			case unwrap != nil:
+				if v, ok = w.unwrap(unwrap, r.Time, line); !ok {
+					return nil
+				}
+			case x.Op == "bytes_over_time" || x.Op == "bytes_rate":
+				v = float64(len(line))
+			}
+			if w.lb.hasError() {
+				return pipelineError(w.lb)
+			}
+			group(w.lb, x.Grouping)
+			w.key = w.lb.appendKey(w.key[:0])
+			s := w.series[unsafe.String(unsafe.SliceData(w.key), len(w.key))]
+			if s == nil {
+				s = newRangeSeries(w.lb.labels(), op, shape.steps)
+				w.series[string(w.key)] = s
+			}
+			ts := r.Time + off
+			lo := ceilDiv(ts-shape.start, shape.step)
+			hi := floorDiv(ts+rng-1-shape.start, shape.step)
+			for k := max(lo, 0); k <= min(hi, int64(shape.steps-1)); k++ {
+				s.add(op, int(k), r.Time, v)
+			}
+			return nil
+		})
+	})
+	if err != nil {
+		return nil, err
+	}
+	merged := map[string]*rangeSeries{}
+	var keys []string
+	for _, w := range workers {
+		for k, s := range w.series {
+			if m := merged[k]; m != nil {
+				m.merge(op, s)
+			} else {
+				merged[k] = s
+				keys = append(keys, k)
+			}
+		}
+	}
+	slices.Sort(keys)
+	out := shape.like()
+	if x.Op == "absent_over_time" {
+		return absent(out, merged, x.Range.Log.Selector), nil
+	}
+	for _, k := range keys {
+		rs := merged[k]
+		s := out.add(rs.labels)
+		for i, n := range rs.n {
+			if n == 0 {
+				continue
+			}
+			if v, ok := rs.result(x, i, n, shape.time(i)-off, rng); ok {
+				s.set(i, v)
+			}
+		}
+	}
+	out.sortSeries()
+	return out, nil
+}
+
+// unwrap reads the unwrapped label's value as the sample and removes the
+// label; a value that does not convert sets SampleExtractionErr. The
+// filters after unwrap then decide whether the row counts.
+func (w *rangeWorker) unwrap(u *logql.Unwrap, ts int64, line []byte) (float64, bool) {
+	raw := w.lb.get(u.Label)
+	var v float64
+	var err error
+	switch u.Conv {
+	case "duration", "duration_seconds":
+		var d time.Duration
+		d, err = parseDurationLabel(raw)
+		v = d.Seconds()
+	case "bytes":
+		var b uint64
+		b, err = parseBytesLabel(raw)
+		v = float64(b)
+	default:
+		v, err = strconv.ParseFloat(raw, 64)
+	}
+	w.lb.del(u.Label)
+	if err != nil {
+		w.lb.setError(errSampleConv, err.Error())
+	}
+	for _, st := range w.post {
+		var ok bool
+		if line, ok = st.process(ts, line, w.lb); !ok {
+			return 0, false
+		}
+	}
+	return v, true
+}
+
+// pipelineError is Loki's answer to a metric query whose samples carry a
+// pipeline error.
+func pipelineError(lb *labelsBuilder) error {
+	return fmt.Errorf("%w: pipeline error: '%s' for series: '%s'. Use a label filter to intentionally skip this error. (e.g | __error__!=\"%[2]s\"). To skip all potential errors you can match empty errors.(e.g __error__=\"\") The label filter can also be specified after unwrap. (e.g | unwrap latency | __error__=\"\" )",
+		ErrBadRequest, lb.get(errorLabel), lb.labels())
+}
+
+// group reduces the labels to a range aggregation's grouping.
+func group(lb *labelsBuilder, g *logql.Grouping) {
+	if g == nil {
+		return
+	}
+	lb.cur = slices.DeleteFunc(lb.cur, func(l record.Label) bool {
+		return slices.Contains(g.Labels, l.Name) == g.Without
+	})
+}
+
+func newRangeSeries(ls record.Labels, op rangeOp, steps int) *rangeSeries {
+	s := &rangeSeries{labels: ls, n: make([]float64, steps), v: make([]float64, steps)}
+	switch op {
+	case opFirst, opLast:
+		s.t = make([]int64, steps)
+	case opVar:
+		s.m2 = make([]float64, steps)
+	case opList:
+		s.lists = make([][]tv, steps)
+	}
+	return s
+}
+
+// add adds a sample at time t to window k.
+func (s *rangeSeries) add(op rangeOp, k int, t int64, v float64) {
+	s.n[k]++
+	first := s.n[k] == 1
+	switch op {
+	case opSum, opAvg:
+		s.v[k] += v
+	case opMin:
+		if first || v < s.v[k] {
+			s.v[k] = v
+		}
+	case opMax:
+		if first || v > s.v[k] {
+			s.v[k] = v
+		}
+	case opFirst:
+		if first || t < s.t[k] {
+			s.v[k], s.t[k] = v, t
+		}
+	case opLast:
+		if first || t >= s.t[k] {
+			s.v[k], s.t[k] = v, t
+		}
+	case opVar:
+		d := v - s.v[k]
+		s.v[k] += d / s.n[k]
+		s.m2[k] += d * (v - s.v[k])
+	case opList:
+		s.lists[k] = append(s.lists[k], tv{t, v})
+	}
+}
+
+// merge adds another worker's accumulation of the same series.
+func (s *rangeSeries) merge(op rangeOp, o *rangeSeries) {
+	for k, on := range o.n {
+		if on == 0 {
+			continue
+		}
+		n := s.n[k]
+		switch {
+		case n == 0:
+			s.v[k] = o.v[k]
+			if s.t != nil {
+				s.t[k] = o.t[k]
+			}
+			if s.m2 != nil {
+				s.m2[k] = o.m2[k]
+			}
+		case op == opSum || op == opAvg:
+			s.v[k] += o.v[k]
+		case op == opMin:
+			s.v[k] = math.Min(s.v[k], o.v[k])
+		case op == opMax:
+			s.v[k] = math.Max(s.v[k], o.v[k])
+		case op == opFirst && o.t[k] < s.t[k], op == opLast && o.t[k] > s.t[k]:
+			s.v[k], s.t[k] = o.v[k], o.t[k]
+		case op == opVar:
+			d := o.v[k] - s.v[k]
+			tot := n + on
+			s.v[k] += d * on / tot
+			s.m2[k] += o.m2[k] + d*d*n*on/tot
+		}
+		if op == opList {
+			s.lists[k] = append(s.lists[k], o.lists[k]...)
+		}
+		s.n[k] += on
+	}
+}
+
+// result is the function's value for window k, which ends at end.
+func (s *rangeSeries) result(x *logql.RangeAggregation, k int, n float64, end, rng int64) (float64, bool) {
+	secs := float64(rng) / 1e9
+	switch x.Op {
+	case "count_over_time":
+		return n, true
+	case "rate":
+		if x.Range.Unwrap == nil {
+			return n / secs, true
+		}
+		return s.v[k] / secs, true
+	case "bytes_rate":
+		return s.v[k] / secs, true
+	case "avg_over_time":
+		return s.v[k] / n, true
+	case "stdvar_over_time":
+		return s.m2[k] / n, true
+	case "stddev_over_time":
+		return math.Sqrt(s.m2[k] / n), true
+	case "quantile_over_time":
+		return quantile(x.Param, s.lists[k]), true
+	case "rate_counter":
+		return counterRate(s.lists[k], end-rng, end)
+	default: // sum, bytes, min, max, first, last
+		return s.v[k], true
+	}
+}
+
+// quantile is the phi-quantile of the samples, interpolated as
+// Prometheus' quantile_over_time.
+func quantile(phi float64, samples []tv) float64 {
+	switch {
+	case len(samples) == 0 || math.IsNaN(phi):
+		return math.NaN()
+	case phi < 0:
+		return math.Inf(-1)
+	case phi > 1:
+		return math.Inf(1)
+	}
+	vs := make([]float64, len(samples))
+	for i, s := range samples {
+		vs[i] = s.v
+	}
+	slices.Sort(vs)
+	rank := phi * float64(len(vs)-1)
+	lo := math.Floor(rank)
+	hi := math.Min(lo+1, float64(len(vs)-1))
+	w := rank - lo
+	return vs[int(lo)]*(1-w) + vs[int(hi)]*w
+}
+
+// counterRate is the per-second rate of a counter over the window
+// (start, end], extrapolated to the window's edges as Prometheus' rate.
+func counterRate(samples []tv, start, end int64) (float64, bool) {
+	if len(samples) < 2 {
+		return 0, false
+	}
+	slices.SortStableFunc(samples, func(a, b tv) int { return cmp.Compare(a.t, b.t) })
+	first, last := samples[0], samples[len(samples)-1]
+	delta := last.v - first.v
+	for i := 1; i < len(samples); i++ {
+		if samples[i].v < samples[i-1].v {
+			delta += samples[i-1].v // a reset
+		}
+	}
+	sampled := float64(last.t-first.t) / 1e9
+	if sampled <= 0 {
+		return 0, false
+	}
+	toStart := float64(first.t-start) / 1e9
+	toEnd := float64(end-last.t) / 1e9
+	avg := sampled / float64(len(samples)-1)
+	if delta > 0 && first.v >= 0 {
+		if toZero := sampled * (first.v / delta); toZero < toStart {
+			toStart = toZero
+		}
+	}
+	threshold := avg * 1.1
+	interval := sampled
+	if toStart < threshold {
+		interval += toStart
+	} else {
+		interval += avg / 2
+	}
+	if toEnd < threshold {
+		interval += toEnd
+	} else {
+		interval += avg / 2
+	}
+	return delta * (interval / sampled) / (float64(end-start) / 1e9), true
+}
+
+// absent is absent_over_time: 1 at each step where no series has a
+// sample, labelled with the selector's equality matchers.
+func absent(out *matrix, merged map[string]*rangeSeries, sel logql.Selector) *matrix {
+	var ls record.Labels
+	for _, m := range sel {
+		if m.Type == logql.MatchEqual && !slices.ContainsFunc(ls, func(l record.Label) bool { return l.Name == m.Name }) {
+			ls = append(ls, record.Label{Name: m.Name, Value: m.Value})
+		}
+	}
+	slices.SortFunc(ls, func(a, b record.Label) int { return compareLabels(record.Labels{a}, record.Labels{b}) })
+	s := out.add(ls)
+	for i := range s.has {
+		seen := false
+		for _, rs := range merged {
+			if rs.n[i] > 0 {
+				seen = true
+				break
+			}
+		}
+		if !seen {
+			s.set(i, 1)
+		}
+	}
+	return out
+}
+
+func ceilDiv(a, b int64) int64 {
+	q := a / b
+	if a%b != 0 && (a > 0) == (b > 0) {
+		q++
+	}
+	return q
+}
+
+func floorDiv(a, b int64) int64 {
+	q := a / b
+	if a%b != 0 && (a < 0) != (b < 0) {
+		q--
+	}
+	return q
+}

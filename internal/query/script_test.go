@@ -1,0 +1,307 @@
+package query
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sluicelog/sluice/internal/ingest/loki"
+	"github.com/sluicelog/sluice/internal/record"
+	"github.com/sluicelog/sluice/internal/store"
+	"github.com/sluicelog/sluice/internal/vfs"
+)
+
+// The script suite: testdata/*.txt hold cases in a small language.
+//
+//	# a comment
+//	load
+//	{app="api"} 1s a line          (stream, time after T0, the line)
+//	{app="api"} 1.5s {"level":"error"}
+//
+//	eval log start=0s end=5m limit=100 direction=backward
+//	{app="api"} |= "line"
+//	==>
+//	{app="api"} 1s a line          (stream labels, time, line; in result order)
+//
+//	eval instant at=1m
+//	count_over_time({app="api"}[1m])
+//	==>
+//	{app="api"} 2                  (labels and value)
+//
+//	eval range start=0s end=2m step=1m
+//	count_over_time({app="api"}[1m])
+//	==>
+//	{app="api"} 2 _ 1              (a value per step; _ where none)
+//
+//	eval instant at=1m
+//	count_over_time({app="api"}[1m]) +
+//	==>
+//	error: parse error             (the error must contain this text)
+//
+// Times are durations after T0 (2026-01-15T00:00:00Z). A blank line ends a
+// block. Each load adds to what earlier loads of the file stored; each
+// file starts empty.
+
+var t0 = time.Date(2026, 1, 15, 0, 0, 0, 0, time.UTC).UnixNano()
+
+func TestScripts(t *testing.T) {
+	files, err := filepath.Glob("testdata/*.txt")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no scripts: %v", err)
+	}
+	for _, f := range files {
+		t.Run(filepath.Base(f), func(t *testing.T) { runScript(t, f) })
+	}
+}
+
+type scriptCase struct {
+	line   int
+	kind   string // log, instant, range
+	args   map[string]string
+	query  string
+	expect []string
+}
+
+func runScript(t *testing.T, path string) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := store.Open(store.Options{FS: vfs.NewMem(), Dir: "data"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	lines := strings.Split(string(data), "\n")
+	for i := 0; i < len(lines); i++ {
+		l := strings.TrimSpace(lines[i])
+		switch {
+		case l == "" || strings.HasPrefix(l, "#"):
+		case l == "load":
+			var block []string
+			for i++; i < len(lines) && strings.TrimSpace(lines[i]) != ""; i++ {
+				if !strings.HasPrefix(strings.TrimSpace(lines[i]), "#") {
+					block = append(block, lines[i])
+				}
+			}
+			load(t, st, path, i, block)
+		case strings.HasPrefix(l, "eval "):
+			c := scriptCase{line: i + 1, args: map[string]string{}}
+			fields := strings.Fields(l)
+			c.kind = fields[1]
+			for _, a := range fields[2:] {
+				k, v, _ := strings.Cut(a, "=")
+				c.args[k] = v
+			}
+			var q []string
+			for i++; i < len(lines) && strings.TrimSpace(lines[i]) != "==>"; i++ {
+				q = append(q, lines[i])
+			}
+			c.query = strings.Join(q, "\n")
+			for i++; i < len(lines) && strings.TrimSpace(lines[i]) != ""; i++ {
+				c.expect = append(c.expect, strings.TrimSpace(lines[i]))
+			}
+			t.Run(fmt.Sprintf("line%d", c.line), func(t *testing.T) {
+				sn := st.Snapshot()
+				defer sn.Release()
+				c.run(t, path, sn)
+			})
+		default:
+			t.Fatalf("%s:%d: unexpected %q", path, i+1, l)
+		}
+	}
+}
+
+// load pushes lines through the Loki decoder into the store.
+func load(t *testing.T, st *store.Store, path string, end int, block []string) {
+	t.Helper()
+	type pushStream struct {
+		Stream map[string]string `json:"stream"`
+		Values [][2]string       `json:"values"`
+	}
+	var push struct {
+		Streams []pushStream `json:"streams"`
+	}
+	for j, l := range block {
+		l = strings.TrimSpace(l)
+		close := strings.Index(l, "}")
+		if !strings.HasPrefix(l, "{") || close < 0 {
+			t.Fatalf("%s:%d: a load line is {labels} time line", path, end-len(block)+j+1)
+		}
+		ls := parseLabels(t, l[:close+1])
+		rest := strings.TrimSpace(l[close+1:])
+		ts, line, _ := strings.Cut(rest, " ")
+		ns := offset(t, ts)
+		m := map[string]string{}
+		for _, x := range ls {
+			m[x.Name] = x.Value
+		}
+		push.Streams = append(push.Streams, pushStream{Stream: m, Values: [][2]string{{strconv.FormatInt(ns, 10), line}}})
+	}
+	body, err := json.Marshal(push)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var d loki.Decoder
+	d.Limits = loki.DefaultLimits
+	var b record.Batch
+	res, err := d.DecodeJSON(body, &b)
+	if err != nil || res.Rejected > 0 {
+		t.Fatalf("%s:%d: load: %v %+v", path, end, err, res)
+	}
+	if err := st.Append(store.DefaultTenant, &b); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// offset reads a time after t0.
+func offset(t *testing.T, s string) int64 {
+	t.Helper()
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		t.Fatalf("time %q: %v", s, err)
+	}
+	return t0 + int64(d)
+}
+
+func parseLabels(t *testing.T, s string) record.Labels {
+	t.Helper()
+	var ls record.Labels
+	s = strings.TrimSpace(strings.TrimSuffix(strings.TrimPrefix(s, "{"), "}"))
+	for s != "" {
+		name, rest, ok := strings.Cut(s, "=")
+		if !ok {
+			t.Fatalf("labels %q", s)
+		}
+		rest = strings.TrimSpace(rest)
+		v, err := strconv.QuotedPrefix(rest)
+		if err != nil {
+			t.Fatalf("labels %q: %v", s, err)
+		}
+		uq, _ := strconv.Unquote(v)
+		ls = append(ls, record.Label{Name: strings.TrimSpace(name), Value: uq})
+		s = strings.TrimPrefix(strings.TrimSpace(rest[len(v):]), ",")
+		s = strings.TrimSpace(s)
+	}
+	return ls
+}
+
+func (c *scriptCase) arg(t *testing.T, name, def string) string {
+	if v, ok := c.args[name]; ok {
+		return v
+	}
+	return def
+}
+
+func (c *scriptCase) run(t *testing.T, path string, src Source) {
+	p := Params{Tenant: store.DefaultTenant, Query: c.query}
+	switch c.kind {
+	case "log":
+		p.Start, p.End = offset(t, c.arg(t, "start", "0s")), offset(t, c.arg(t, "end", "1h"))
+		p.Limit, _ = strconv.Atoi(c.arg(t, "limit", "100"))
+		if c.arg(t, "direction", "backward") == "forward" {
+			p.Direction = Forward
+		}
+	case "instant":
+		p.Start = offset(t, c.arg(t, "at", "1m"))
+		p.End, p.Instant = p.Start, true
+	case "range":
+		p.Start, p.End = offset(t, c.arg(t, "start", "0s")), offset(t, c.arg(t, "end", "1h"))
+		step, err := time.ParseDuration(c.arg(t, "step", "1m"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		p.Step = step
+	default:
+		t.Fatalf("%s:%d: eval log, instant or range, not %q", path, c.line, c.kind)
+	}
+	res, err := NewEngine(Limits{MaxPoints: 11000}).Exec(context.Background(), src, p)
+	if len(c.expect) == 1 && strings.HasPrefix(c.expect[0], "error:") {
+		want := strings.TrimSpace(strings.TrimPrefix(c.expect[0], "error:"))
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Fatalf("%s:%d: %s\nerror %v, want one containing %q", path, c.line, c.query, err, want)
+		}
+		return
+	}
+	if err != nil {
+		t.Fatalf("%s:%d: %s\n%v", path, c.line, c.query, err)
+	}
+	got := render(res, p)
+	if !sameLines(got, c.expect) {
+		t.Fatalf("%s:%d: %s\ngot:\n  %s\nwant:\n  %s", path, c.line, c.query, strings.Join(got, "\n  "), strings.Join(c.expect, "\n  "))
+	}
+}
+
+// render writes a result as the script's expected lines.
+func render(res *Result, p Params) []string {
+	var out []string
+	since := func(ns int64) string { return time.Duration(ns - t0).String() }
+	switch res.Type {
+	case "streams":
+		for _, s := range res.Streams {
+			for _, e := range s.Entries {
+				out = append(out, fmt.Sprintf("%s %s %s", s.Labels, since(e.Time), e.Line))
+			}
+		}
+	case "vector":
+		for _, s := range res.Vector {
+			out = append(out, fmt.Sprintf("%s %s", s.Labels, fmtValue(s.Value)))
+		}
+	case "scalar":
+		out = append(out, fmtValue(res.Scalar.Value))
+	case "matrix":
+		steps := int((p.End-p.Start)/int64(p.Step)) + 1
+		for _, s := range res.Matrix {
+			vals := make([]string, steps)
+			for i := range vals {
+				vals[i] = "_"
+			}
+			for _, pt := range s.Points {
+				vals[(pt.Time-p.Start)/int64(p.Step)] = fmtValue(pt.Value)
+			}
+			out = append(out, fmt.Sprintf("%s %s", s.Labels, strings.Join(vals, " ")))
+		}
+	}
+	return out
+}
+
+func fmtValue(v float64) string {
+	if math.IsNaN(v) {
+		return "NaN"
+	}
+	return strconv.FormatFloat(v, 'g', 10, 64)
+}
+
+// sameLines compares rendered results, numbers within a relative 1e-9.
+func sameLines(got, want []string) bool {
+	if len(got) != len(want) {
+		return false
+	}
+	for i := range got {
+		if got[i] == want[i] {
+			continue
+		}
+		g, w := strings.Fields(got[i]), strings.Fields(want[i])
+		if len(g) != len(w) {
+			return false
+		}
+		for j := range g {
+			if g[j] == w[j] {
+				continue
+			}
+			a, err1 := strconv.ParseFloat(g[j], 64)
+			b, err2 := strconv.ParseFloat(w[j], 64)
+			if err1 != nil || err2 != nil || math.Abs(a-b) > 1e-9*math.Max(math.Abs(a), math.Abs(b)) {
+				return false
+			}
+		}
+	}
+	return true
+}

@@ -1,0 +1,372 @@
+package query
+
+import (
+	"bytes"
+	"fmt"
+	"net/netip"
+	"regexp"
+	"strings"
+
+	"github.com/sluicelog/sluice/internal/logql"
+)
+
+// lineFilter is a line filter stage: |= != |~ !~ |> !> with one value
+// or several joined by "or". A positive operator keeps a line that
+// matches any value, a negative one a line that matches none.
+type lineFilter struct {
+	negate  bool
+	matches []func(line []byte) bool
+}
+
+func newLineFilter(f *logql.LineFilter) (stage, error) {
+	if len(f.Values) == 0 {
+		return nil, fmt.Errorf("line filter without a value")
+	}
+	s := &lineFilter{}
+	switch f.Op {
+	case logql.FilterNotContains, logql.FilterNotRegexp, logql.FilterNotPattern:
+		s.negate = true
+	}
+	for _, v := range f.Values {
+		m, err := lineMatcher(f.Op, v)
+		if err != nil {
+			return nil, err
+		}
+		s.matches = append(s.matches, m)
+	}
+	return s, nil
+}
+
+// lineMatcher compiles one value of a line filter.
+func lineMatcher(op logql.FilterOp, v logql.FilterValue) (func([]byte) bool, error) {
+	if v.IP {
+		if op != logql.FilterContains && op != logql.FilterNotContains {
+			return nil, fmt.Errorf("ip(%q): only |= and != can match an address", v.Value)
+		}
+		m, err := newIPMatcher(v.Value)
+		if err != nil {
+			return nil, err
+		}
+		return m.matchText, nil
+	}
+	switch op {
+	case logql.FilterContains, logql.FilterNotContains:
+		lit := []byte(v.Value)
+		return func(line []byte) bool { return bytes.Contains(line, lit) }, nil
+	case logql.FilterRegexp, logql.FilterNotRegexp:
+		re := v.Re
+		if re == nil {
+			var err error
+			if re, err = regexp.Compile(v.Value); err != nil {
+				return nil, fmt.Errorf("invalid regexp %q: %w", v.Value, err)
+			}
+		}
+		// A regexp that is only a literal (common: |~ "error") is a
+		// substring search, much faster than running the automaton.
+		if lit, complete := re.LiteralPrefix(); complete {
+			b := []byte(lit)
+			return func(line []byte) bool { return bytes.Contains(line, b) }, nil
+		}
+		return re.Match, nil
+	case logql.FilterPattern, logql.FilterNotPattern:
+		if v.Pattern == nil {
+			return nil, fmt.Errorf("pattern filter %q is not compiled", v.Value)
+		}
+		p, err := compilePattern(v.Pattern, false)
+		if err != nil {
+			return nil, err
+		}
+		return p.matchWhole, nil
+	}
+	return nil, fmt.Errorf("unknown line filter operator %d", op)
+}
+
+func (s *lineFilter) process(_ int64, line []byte, _ *labelsBuilder) ([]byte, bool) {
+	for _, m := range s.matches {
+		if m(line) {
+			return line, !s.negate
+		}
+	}
+	return line, s.negate
+}
+
+// ipMatcher matches addresses against an ip("...") argument: a single
+// address, a range a-b (inclusive, both of one family) or a CIDR prefix.
+type ipMatcher struct {
+	prefix netip.Prefix // valid for a CIDR
+	lo, hi netip.Addr   // otherwise
+}
+
+func newIPMatcher(pattern string) (*ipMatcher, error) {
+	p := strings.TrimSpace(pattern)
+	switch {
+	case strings.Contains(p, "/"):
+		pr, err := netip.ParsePrefix(p)
+		if err != nil {
+			return nil, fmt.Errorf("ip(%q): invalid CIDR: %w", pattern, err)
+		}
+		return &ipMatcher{prefix: pr.Masked()}, nil
+	case strings.Contains(p, "-"):
+		a, b, _ := strings.Cut(p, "-")
+		lo, err := netip.ParseAddr(strings.TrimSpace(a))
+		if err != nil {
+			return nil, fmt.Errorf("ip(%q): invalid range start: %w", pattern, err)
+		}
+		hi, err := netip.ParseAddr(strings.TrimSpace(b))
+		if err != nil {
+			return nil, fmt.Errorf("ip(%q): invalid range end: %w", pattern, err)
+		}
+		lo, hi = lo.Unmap().WithZone(""), hi.Unmap().WithZone("")
+		if lo.Is4() != hi.Is4() {
+			return nil, fmt.Errorf("ip(%q): the range mixes IPv4 and IPv6", pattern)
+		}
+		if hi.Less(lo) {
+			return nil, fmt.Errorf("ip(%q): the range ends before it starts", pattern)
+		}
+		return &ipMatcher{lo: lo, hi: hi}, nil
+	default:
+		a, err := netip.ParseAddr(p)
+		if err != nil {
+			return nil, fmt.Errorf("ip(%q): invalid address: %w", pattern, err)
+		}
+		a = a.Unmap().WithZone("")
+		return &ipMatcher{lo: a, hi: a}, nil
+	}
+}
+
+func (m *ipMatcher) contains(a netip.Addr) bool {
+	a = a.Unmap().WithZone("")
+	if m.prefix.IsValid() {
+		return m.prefix.Contains(a)
+	}
+	return a.Is4() == m.lo.Is4() && !a.Less(m.lo) && !m.hi.Less(a)
+}
+
+// matchText reports whether text holds an address that m matches. An
+// address is a run of hex digits, '.' and ':' that parses as IPv4 or
+// IPv6; for a run that does not (1.2.3.4:8080, host:10.0.0.1) the pieces
+// between ':' that hold a '.' are tried as IPv4.
+func (m *ipMatcher) matchText(text []byte) bool {
+	for i := 0; i < len(text); {
+		if !isIPByte(text[i]) {
+			i++
+			continue
+		}
+		j := i
+		sep := false
+		for j < len(text) && isIPByte(text[j]) {
+			sep = sep || text[j] == '.' || text[j] == ':'
+			j++
+		}
+		// The shortest address is "::".
+		if sep && j-i >= 2 && m.matchRun(text[i:j]) {
+			return true
+		}
+		i = j
+	}
+	return false
+}
+
+func (m *ipMatcher) matchRun(run []byte) bool {
+	t := bytes.TrimRight(run, ".:")
+	if !bytes.HasPrefix(t, []byte("::")) {
+		t = bytes.TrimLeft(t, ":")
+	}
+	dots := bytes.Count(t, []byte{'.'})
+	colons := bytes.Count(t, []byte{':'})
+	if plausibleIP(t) {
+		if a, err := netip.ParseAddr(bytesView(t)); err == nil && m.contains(a) {
+			return true
+		}
+	}
+	if dots < 3 || colons == 0 {
+		return false
+	}
+	for piece := range bytes.SplitSeq(run, []byte{':'}) {
+		piece = bytes.TrimRight(piece, ".")
+		if !plausibleIP(piece) {
+			continue
+		}
+		if a, err := netip.ParseAddr(bytesView(piece)); err == nil && m.contains(a) {
+			return true
+		}
+	}
+	return false
+}
+
+// plausibleIP reports whether b has the shape of an address: four
+// groups of 1-3 digits separated by '.', or groups of at most 4 hex
+// digits separated by ':' (at least two), optionally ending with an IPv4
+// address. It lets matchText skip netip.ParseAddr, whose error allocates,
+// for the times and versions that fill log lines.
+func plausibleIP(b []byte) bool {
+	colons := bytes.Count(b, []byte{':'})
+	if colons == 0 {
+		return plausibleIPv4(b)
+	}
+	if colons < 2 {
+		return false
+	}
+	last := bytes.LastIndexByte(b, ':')
+	if bytes.IndexByte(b, '.') >= 0 {
+		if !plausibleIPv4(b[last+1:]) {
+			return false
+		}
+		b = b[:last]
+	}
+	for g := range bytes.SplitSeq(b, []byte{':'}) {
+		if len(g) > 4 || bytes.IndexByte(g, '.') >= 0 {
+			return false
+		}
+	}
+	return true
+}
+
+func plausibleIPv4(b []byte) bool {
+	groups, n := 0, 0
+	for _, c := range b {
+		switch {
+		case c == '.':
+			if n == 0 {
+				return false
+			}
+			groups, n = groups+1, 0
+		case c >= '0' && c <= '9' && n < 3:
+			n++
+		default:
+			return false
+		}
+	}
+	return groups == 3 && n > 0
+}
+
+func isIPByte(c byte) bool {
+	return c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F' || c == '.' || c == ':'
+}
+
+// pattern is a compiled pattern expression of Loki's syntax: literals
+// and captures (<name>, or <_> that captures nothing).
+type pattern struct {
+	parts []logql.PatternPart
+	names []string // one per named capture, in order
+}
+
+// compilePattern checks a pattern: no two captures next to each other,
+// capture names valid and distinct and, for the parser (needName), at
+// least one named capture.
+func compilePattern(p *logql.Pattern, needName bool) (*pattern, error) {
+	c := &pattern{}
+	seen := map[string]bool{}
+	for i, part := range p.Parts {
+		if !part.Capture {
+			if part.Literal == "" {
+				continue
+			}
+			c.parts = append(c.parts, part)
+			continue
+		}
+		if n := len(c.parts); n > 0 && c.parts[n-1].Capture {
+			return nil, fmt.Errorf("pattern %q: captures at part %d are not separated by a literal", p.Source, i)
+		}
+		if part.Name != "" && part.Name != "_" {
+			if !validLabelName(part.Name) {
+				return nil, fmt.Errorf("pattern %q: invalid capture name %q", p.Source, part.Name)
+			}
+			if seen[part.Name] {
+				return nil, fmt.Errorf("pattern %q: duplicate capture name %q", p.Source, part.Name)
+			}
+			seen[part.Name] = true
+			c.names = append(c.names, part.Name)
+		} else {
+			part.Name = ""
+		}
+		c.parts = append(c.parts, part)
+	}
+	if needName && len(c.names) == 0 {
+		return nil, fmt.Errorf("pattern %q: at least one named capture is required", p.Source)
+	}
+	if len(c.parts) == 0 {
+		return nil, fmt.Errorf("pattern %q is empty", p.Source)
+	}
+	return c, nil
+}
+
+// matchWhole reports whether the whole line matches the pattern, each
+// capture taking at least one byte (the |> filter). A leading literal
+// must start the line and a trailing one end it.
+func (p *pattern) matchWhole(line []byte) bool {
+	parts := p.parts
+	pos := 0
+	if !parts[0].Capture {
+		if !bytes.HasPrefix(line, stringBytes(parts[0].Literal)) {
+			return false
+		}
+		pos = len(parts[0].Literal)
+		parts = parts[1:]
+	}
+	// parts now alternate capture, literal, capture...
+	for len(parts) > 0 {
+		if len(parts) == 1 {
+			return pos < len(line) // a trailing capture takes the rest
+		}
+		lit := stringBytes(parts[1].Literal)
+		if len(parts) == 2 {
+			// The last literal ends the line; the capture before it takes
+			// at least one byte.
+			return len(line)-len(lit) > pos && bytes.HasSuffix(line, lit)
+		}
+		// The earliest occurrence is the best: it leaves the most line to
+		// what follows.
+		if pos >= len(line) {
+			return false
+		}
+		j := bytes.Index(line[pos+1:], lit)
+		if j < 0 {
+			return false
+		}
+		pos += 1 + j + len(lit)
+		parts = parts[2:]
+	}
+	return pos == len(line)
+}
+
+// extract matches line as Loki's pattern parser does and calls set for
+// each named capture: a leading literal must start the line; a capture
+// runs to the first occurrence of the literal after it (or to the end of
+// the line); when that literal is missing the capture takes the rest of
+// the line and matching stops there. It reports whether the leading
+// literal matched.
+func (p *pattern) extract(line []byte, set func(name string, value []byte)) bool {
+	parts := p.parts
+	pos := 0
+	if !parts[0].Capture {
+		if !bytes.HasPrefix(line, stringBytes(parts[0].Literal)) {
+			return false
+		}
+		pos = len(parts[0].Literal)
+		parts = parts[1:]
+	}
+	for len(parts) > 0 {
+		c := parts[0]
+		if len(parts) == 1 {
+			if c.Name != "" {
+				set(c.Name, line[pos:])
+			}
+			return true
+		}
+		lit := stringBytes(parts[1].Literal)
+		j := bytes.Index(line[pos:], lit)
+		if j < 0 {
+			if c.Name != "" {
+				set(c.Name, line[pos:])
+			}
+			return true
+		}
+		if c.Name != "" {
+			set(c.Name, line[pos:pos+j])
+		}
+		pos += j + len(lit)
+		parts = parts[2:]
+	}
+	return true
+}

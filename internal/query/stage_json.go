@@ -1,0 +1,639 @@
+package query
+
+import (
+	"bytes"
+	"fmt"
+	"strconv"
+	"strings"
+	"unicode/utf16"
+	"unicode/utf8"
+
+	"github.com/sluicelog/sluice/internal/logql"
+)
+
+// jsonStage is `| json`. Without parameters every field of the line's
+// object becomes a label: nested objects are flattened with "_" (a.b
+// becomes a_b), names are sanitized, arrays and nulls are skipped,
+// strings are unescaped and numbers and booleans keep their JSON text.
+// With parameters only the given paths are extracted: a string is
+// unescaped, an object or array keeps its JSON text, null and a missing
+// path give an empty label.
+//
+// A line that is not a JSON object gets __error__=JSONParserErr (and
+// __error_details__) and stays in the result, as in Loki; without
+// parameters the fields before the error are kept, as Loki's parser
+// keeps them. Text after the object is ignored, as Loki ignores it.
+//
+// Processing a line allocates nothing once the stage's buffers have
+// grown: values view the line unless they have escapes, names are built
+// in a per-row arena.
+type jsonStage struct {
+	params []jsonParam // nil: extract every field
+	sc     jsonScanner
+	buf    rowBuf
+	name   []byte // the name being built while walking nested objects
+}
+
+// jsonParam is one `name="path"` parameter of json.
+type jsonParam struct {
+	name string
+	path []jsonPathElem
+}
+
+// jsonPathElem is one step of a JSON path: a field (index < 0) or an
+// array index.
+type jsonPathElem struct {
+	key   string
+	index int
+}
+
+// maxJSONDepth bounds the nesting the walker follows, so that a hostile
+// line cannot make it recurse without limit.
+const maxJSONDepth = 1000
+
+func newJSONStage(j *logql.JSONParser) (stage, error) {
+	s := &jsonStage{}
+	for _, p := range j.Params {
+		expr := p.Expr
+		if expr == "" {
+			expr = p.Name
+		}
+		if !validLabelName(p.Name) {
+			return nil, fmt.Errorf("json: invalid label name %q", p.Name)
+		}
+		path, err := parseJSONPath(expr)
+		if err != nil {
+			return nil, fmt.Errorf("json: %s: %w", p.Name, err)
+		}
+		s.params = append(s.params, jsonParam{name: p.Name, path: path})
+	}
+	return s, nil
+}
+
+func (s *jsonStage) process(_ int64, line []byte, lb *labelsBuilder) ([]byte, bool) {
+	s.buf.reset()
+	sc := &s.sc
+	sc.reset(line, &s.buf)
+	i := sc.space(0)
+	if i >= len(line) || line[i] != '{' {
+		sc.failChar(i, "a JSON object")
+		lb.setError(errJSON, sc.details())
+		return line, true
+	}
+	if s.params == nil {
+		s.name = s.name[:0]
+		if s.object(i, 0, 0, lb) < 0 {
+			lb.setError(errJSON, sc.details())
+		}
+		return line, true
+	}
+	if sc.skip(i, 0) < 0 {
+		lb.setError(errJSON, sc.details())
+		return line, true
+	}
+	for _, p := range s.params {
+		setParsed(lb, &s.buf, p.name, s.find(i, p.path))
+	}
+	return line, true
+}
+
+// object walks the object at i (line[i] == '{') setting a label for
+// each field; the names start with s.name[:prefix]. It returns the
+// offset after the object, or -1 on a syntax error.
+func (s *jsonStage) object(i, prefix, depth int, lb *labelsBuilder) int {
+	sc := &s.sc
+	d := sc.data
+	if depth >= maxJSONDepth {
+		return sc.fail(i, "nested too deeply")
+	}
+	i = sc.space(i + 1)
+	if i < len(d) && d[i] == '}' {
+		return i + 1
+	}
+	for {
+		if i >= len(d) || d[i] != '"' {
+			return sc.failChar(i, "a string key")
+		}
+		var key string
+		if key, i = sc.str(i); i < 0 {
+			return -1
+		}
+		if i = sc.colon(i); i < 0 {
+			return -1
+		}
+		s.name = s.name[:prefix]
+		if prefix > 0 {
+			s.name = append(s.name, '_')
+		}
+		s.name = appendSanitized(s.name, stringBytes(key), prefix == 0)
+		switch c := d[i]; {
+		case c == '{':
+			i = s.object(i, len(s.name), depth+1, lb)
+		case c == '[':
+			i = sc.skip(i, depth+1)
+		case c == '"':
+			var v string
+			if v, i = sc.str(i); i >= 0 {
+				setParsedName(lb, &s.buf, s.name, v)
+			}
+		case c == 'n':
+			i = sc.lit(i, "null")
+		case c == 't' || c == 'f':
+			start := i
+			if c == 't' {
+				i = sc.lit(i, "true")
+			} else {
+				i = sc.lit(i, "false")
+			}
+			if i >= 0 {
+				setParsedName(lb, &s.buf, s.name, bytesView(d[start:i]))
+			}
+		default:
+			start := i
+			if i = sc.number(i); i >= 0 {
+				setParsedName(lb, &s.buf, s.name, bytesView(d[start:i]))
+			}
+		}
+		if i < 0 {
+			return -1
+		}
+		var more bool
+		if i, more = sc.next(i, '}'); !more {
+			return i
+		}
+	}
+}
+
+// find returns the value at path from the (valid) value at i, "" when
+// the path is missing.
+func (s *jsonStage) find(i int, path []jsonPathElem) string {
+	sc := &s.sc
+	d := sc.data
+	for _, e := range path {
+		if e.index < 0 {
+			if d[i] != '{' {
+				return ""
+			}
+			i = s.member(i, e.key)
+		} else {
+			if d[i] != '[' {
+				return ""
+			}
+			i = s.element(i, e.index)
+		}
+		if i < 0 {
+			return ""
+		}
+	}
+	switch d[i] {
+	case '"':
+		v, _ := sc.str(i)
+		return v
+	case 'n':
+		return ""
+	}
+	end := sc.skip(i, 0)
+	if end < 0 {
+		return ""
+	}
+	return bytesView(d[i:end])
+}
+
+// member returns the offset of the value of field key in the object at
+// i, or -1.
+func (s *jsonStage) member(i int, key string) int {
+	sc := &s.sc
+	d := sc.data
+	i = sc.space(i + 1)
+	if i >= len(d) || d[i] == '}' {
+		return -1
+	}
+	for i >= 0 {
+		var k string
+		if k, i = sc.str(i); i < 0 {
+			return -1
+		}
+		if i = sc.colon(i); i < 0 {
+			return -1
+		}
+		if k == key {
+			return i
+		}
+		if i = sc.skip(i, 0); i < 0 {
+			return -1
+		}
+		var more bool
+		if i, more = sc.next(i, '}'); !more {
+			return -1
+		}
+	}
+	return -1
+}
+
+// element returns the offset of element n of the array at i, or -1.
+func (s *jsonStage) element(i, n int) int {
+	sc := &s.sc
+	d := sc.data
+	i = sc.space(i + 1)
+	if i >= len(d) || d[i] == ']' {
+		return -1
+	}
+	for k := 0; i >= 0; k++ {
+		if k == n {
+			return i
+		}
+		if i = sc.skip(i, 0); i < 0 {
+			return -1
+		}
+		var more bool
+		if i, more = sc.next(i, ']'); !more {
+			return -1
+		}
+	}
+	return -1
+}
+
+// parseJSONPath parses a json parameter's expression: fields joined by
+// "." or written ["field"], and array indexes [0], as in
+// `request.headers["User-Agent"]` or `items[0].id`.
+func parseJSONPath(expr string) ([]jsonPathElem, error) {
+	var path []jsonPathElem
+	i := 0
+	for i < len(expr) {
+		switch {
+		case expr[i] == '[':
+			j := strings.IndexByte(expr[i:], ']')
+			if expr[i+1:] != "" && (expr[i+1] == '"' || expr[i+1] == '`') {
+				j = closingQuote(expr, i+1)
+				if j < 0 || j+1 >= len(expr) || expr[j+1] != ']' {
+					return nil, fmt.Errorf("invalid path %q: unterminated field at offset %d", expr, i)
+				}
+				key, err := strconv.Unquote(expr[i+1 : j+1])
+				if err != nil {
+					return nil, fmt.Errorf("invalid path %q: %w", expr, err)
+				}
+				path = append(path, jsonPathElem{key: key, index: -1})
+				i = j + 2
+				continue
+			}
+			if j < 0 {
+				return nil, fmt.Errorf("invalid path %q: missing ']'", expr)
+			}
+			n, err := strconv.Atoi(expr[i+1 : i+j])
+			if err != nil || n < 0 {
+				return nil, fmt.Errorf("invalid path %q: bad index %q", expr, expr[i+1:i+j])
+			}
+			path = append(path, jsonPathElem{index: n})
+			i += j + 1
+		case expr[i] == '.' && len(path) > 0:
+			i++
+			fallthrough
+		default:
+			j := i
+			for j < len(expr) && expr[j] != '.' && expr[j] != '[' && expr[j] != ']' && expr[j] != ' ' {
+				j++
+			}
+			if j == i {
+				return nil, fmt.Errorf("invalid path %q: empty field at offset %d", expr, i)
+			}
+			path = append(path, jsonPathElem{key: expr[i:j], index: -1})
+			i = j
+		}
+	}
+	if len(path) == 0 {
+		return nil, fmt.Errorf("empty path")
+	}
+	return path, nil
+}
+
+// closingQuote returns the index of the quote closing the string that
+// starts at i (a '"' with Go escapes or a '`'), or -1.
+func closingQuote(s string, i int) int {
+	q := s[i]
+	for j := i + 1; j < len(s); j++ {
+		switch {
+		case s[j] == '\\' && q == '"':
+			j++
+		case s[j] == q:
+			return j
+		}
+	}
+	return -1
+}
+
+// jsonScanner reads JSON from a line: it validates what it passes and
+// unescapes strings into a row arena. Offsets are into data; a method
+// that fails records the first error and returns -1.
+type jsonScanner struct {
+	data   []byte
+	buf    *rowBuf
+	errOff int
+	errMsg string
+}
+
+func (sc *jsonScanner) reset(data []byte, buf *rowBuf) {
+	*sc = jsonScanner{data: data, buf: buf}
+}
+
+func (sc *jsonScanner) fail(i int, msg string) int {
+	if sc.errMsg == "" {
+		sc.errOff, sc.errMsg = i, msg
+	}
+	return -1
+}
+
+// failChar records an unexpected character (or end of input) at i where
+// want was expected.
+func (sc *jsonScanner) failChar(i int, want string) int {
+	if i >= len(sc.data) {
+		return sc.fail(i, "unexpected end of input, expected "+want)
+	}
+	r, _ := utf8.DecodeRune(sc.data[i:])
+	return sc.fail(i, fmt.Sprintf("unexpected %q, expected %s", r, want))
+}
+
+// details formats the recorded error for __error_details__.
+func (sc *jsonScanner) details() string {
+	return fmt.Sprintf("syntax error at offset %d: %s", sc.errOff, sc.errMsg)
+}
+
+func (sc *jsonScanner) space(i int) int {
+	d := sc.data
+	for i < len(d) && (d[i] == ' ' || d[i] == '\t' || d[i] == '\n' || d[i] == '\r') {
+		i++
+	}
+	return i
+}
+
+// colon reads the ':' after a key and the space around it, returning the
+// offset of the value.
+func (sc *jsonScanner) colon(i int) int {
+	i = sc.space(i)
+	if i >= len(sc.data) || sc.data[i] != ':' {
+		return sc.failChar(i, "':'")
+	}
+	i = sc.space(i + 1)
+	if i >= len(sc.data) {
+		return sc.failChar(i, "a value")
+	}
+	return i
+}
+
+// next reads what follows a member or element: ',' (more is true and i
+// is the next member or element, after space) or the closing byte (more
+// is false and i is past it).
+func (sc *jsonScanner) next(i int, closing byte) (int, bool) {
+	d := sc.data
+	i = sc.space(i)
+	if i < len(d) {
+		switch d[i] {
+		case ',':
+			i = sc.space(i + 1)
+			if i >= len(d) {
+				return sc.failChar(i, "a value"), false
+			}
+			return i, true
+		case closing:
+			return i + 1, false
+		}
+	}
+	return sc.failChar(i, "',' or '"+string(closing)+"'"), false
+}
+
+// str reads the string at i (data[i] == '"') and returns its value, a
+// view of the line when it has no escapes, else unescaped into the row
+// arena, and the offset after it.
+func (sc *jsonScanner) str(i int) (string, int) {
+	d := sc.data
+	if i >= len(d) || d[i] != '"' {
+		return "", sc.failChar(i, "a string")
+	}
+	q := bytes.IndexByte(d[i+1:], '"')
+	if q < 0 {
+		return "", sc.fail(i, "unterminated string")
+	}
+	seg := d[i+1 : i+1+q]
+	e := bytes.IndexByte(seg, '\\')
+	if e < 0 {
+		return bytesView(seg), i + q + 2
+	}
+	return sc.unescape(i+1, i+1+e)
+}
+
+// unescape unescapes the string whose text starts at start and has its
+// first backslash at j.
+func (sc *jsonScanner) unescape(start, j int) (string, int) {
+	d := sc.data
+	buf := sc.buf
+	b0 := len(buf.b)
+	buf.b = append(buf.b, d[start:j]...)
+	for j < len(d) {
+		switch c := d[j]; c {
+		case '"':
+			return buf.view(b0), j + 1
+		case '\\':
+			if j+1 >= len(d) {
+				return "", sc.fail(j, "unterminated string")
+			}
+			switch e := d[j+1]; e {
+			case '"', '\\', '/':
+				buf.b = append(buf.b, e)
+			case 'b':
+				buf.b = append(buf.b, '\b')
+			case 'f':
+				buf.b = append(buf.b, '\f')
+			case 'n':
+				buf.b = append(buf.b, '\n')
+			case 'r':
+				buf.b = append(buf.b, '\r')
+			case 't':
+				buf.b = append(buf.b, '\t')
+			case 'u':
+				r, ok := hex4(d, j+2)
+				if !ok {
+					return "", sc.fail(j, "invalid \\u escape")
+				}
+				j += 6
+				if utf16.IsSurrogate(r) {
+					r2, ok := rune(0), false
+					if r < 0xdc00 && j+1 < len(d) && d[j] == '\\' && d[j+1] == 'u' {
+						r2, ok = hex4(d, j+2)
+					}
+					if dec := utf16.DecodeRune(r, r2); ok && dec != utf8.RuneError {
+						r = dec
+						j += 6
+					} else {
+						r = utf8.RuneError
+					}
+				}
+				buf.b = utf8.AppendRune(buf.b, r)
+				continue
+			default:
+				return "", sc.fail(j, fmt.Sprintf("invalid escape %q", "\\"+string(rune(e))))
+			}
+			j += 2
+		default:
+			k := j + 1
+			for k < len(d) && d[k] != '"' && d[k] != '\\' {
+				k++
+			}
+			buf.b = append(buf.b, d[j:k]...)
+			j = k
+		}
+	}
+	return "", sc.fail(start-1, "unterminated string")
+}
+
+// hex4 reads the four hex digits at d[i:].
+func hex4(d []byte, i int) (rune, bool) {
+	if i+4 > len(d) {
+		return 0, false
+	}
+	var r rune
+	for _, c := range d[i : i+4] {
+		switch {
+		case c >= '0' && c <= '9':
+			c -= '0'
+		case c >= 'a' && c <= 'f':
+			c = c - 'a' + 10
+		case c >= 'A' && c <= 'F':
+			c = c - 'A' + 10
+		default:
+			return 0, false
+		}
+		r = r<<4 | rune(c)
+	}
+	return r, true
+}
+
+// lit reads the literal word (true, false, null) at i.
+func (sc *jsonScanner) lit(i int, word string) int {
+	if d := sc.data[i:]; len(d) < len(word) || string(d[:len(word)]) != word {
+		return sc.failChar(i, word)
+	}
+	return i + len(word)
+}
+
+// number reads the JSON number at i.
+func (sc *jsonScanner) number(i int) int {
+	d := sc.data
+	start := i
+	if i < len(d) && d[i] == '-' {
+		i++
+	}
+	switch {
+	case i < len(d) && d[i] == '0':
+		i++
+	case i < len(d) && d[i] >= '1' && d[i] <= '9':
+		i = digits(d, i)
+	default:
+		return sc.failChar(i, "a value")
+	}
+	if i < len(d) && d[i] == '.' {
+		j := digits(d, i+1)
+		if j == i+1 {
+			return sc.fail(start, "invalid number")
+		}
+		i = j
+	}
+	if i < len(d) && (d[i] == 'e' || d[i] == 'E') {
+		i++
+		if i < len(d) && (d[i] == '+' || d[i] == '-') {
+			i++
+		}
+		j := digits(d, i)
+		if j == i {
+			return sc.fail(start, "invalid number")
+		}
+		i = j
+	}
+	return i
+}
+
+func digits(d []byte, i int) int {
+	for i < len(d) && d[i] >= '0' && d[i] <= '9' {
+		i++
+	}
+	return i
+}
+
+// skip reads the value at i, validating it, and returns the offset after
+// it.
+func (sc *jsonScanner) skip(i, depth int) int {
+	d := sc.data
+	if i >= len(d) {
+		return sc.failChar(i, "a value")
+	}
+	switch d[i] {
+	case '"':
+		return sc.skipStr(i)
+	case '{', '[':
+		if depth >= maxJSONDepth {
+			return sc.fail(i, "nested too deeply")
+		}
+		closing := byte('}')
+		if d[i] == '[' {
+			closing = ']'
+		}
+		i = sc.space(i + 1)
+		if i < len(d) && d[i] == closing {
+			return i + 1
+		}
+		for {
+			if closing == '}' {
+				if i = sc.skipStr(i); i < 0 {
+					return -1
+				}
+				if i = sc.colon(i); i < 0 {
+					return -1
+				}
+			}
+			if i = sc.skip(i, depth+1); i < 0 {
+				return -1
+			}
+			var more bool
+			if i, more = sc.next(i, closing); !more {
+				return i
+			}
+		}
+	case 't':
+		return sc.lit(i, "true")
+	case 'f':
+		return sc.lit(i, "false")
+	case 'n':
+		return sc.lit(i, "null")
+	default:
+		return sc.number(i)
+	}
+}
+
+// skipStr reads the string at i, validating its escapes, without
+// unescaping it.
+func (sc *jsonScanner) skipStr(i int) int {
+	d := sc.data
+	if i >= len(d) || d[i] != '"' {
+		return sc.failChar(i, "a string")
+	}
+	for j := i + 1; j < len(d); j++ {
+		switch d[j] {
+		case '"':
+			return j + 1
+		case '\\':
+			if j+1 >= len(d) {
+				break
+			}
+			switch d[j+1] {
+			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+				j++
+			case 'u':
+				if _, ok := hex4(d, j+2); !ok {
+					return sc.fail(j, "invalid \\u escape")
+				}
+				j += 5
+			default:
+				return sc.fail(j, fmt.Sprintf("invalid escape %q", "\\"+string(rune(d[j+1]))))
+			}
+		}
+	}
+	return sc.fail(i, "unterminated string")
+}

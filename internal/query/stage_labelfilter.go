@@ -1,0 +1,195 @@
+package query
+
+import (
+	"cmp"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/sluicelog/sluice/internal/logql"
+)
+
+// labelFilterStage is a label filter in a pipeline. The semantics are
+// Loki's:
+//   - a string filter (= != =~ !~) compares the label's value, "" when
+//     it is absent; it is the only kind that sees __error__ as a plain
+//     label, so `| __error__=""` drops the rows with errors;
+//   - a number, duration, bytes or ip filter keeps every row that already
+//     has __error__, drops a row without the label, and when the value
+//     does not convert keeps the row and sets __error__=LabelFilterErr
+//     with the conversion error in __error_details__;
+//   - "and" and "or" combine filters left to right.
+type labelFilterStage struct {
+	pred labelPred
+}
+
+// labelPred reports whether a row passes; it may set an error label.
+type labelPred func(lb *labelsBuilder) bool
+
+func newLabelFilterStage(f logql.LabelFilter) (stage, error) {
+	p, err := compileLabelFilter(f)
+	if err != nil {
+		return nil, err
+	}
+	return &labelFilterStage{pred: p}, nil
+}
+
+func (s *labelFilterStage) process(_ int64, line []byte, lb *labelsBuilder) ([]byte, bool) {
+	return line, s.pred(lb)
+}
+
+func compileLabelFilter(f logql.LabelFilter) (labelPred, error) {
+	switch f := f.(type) {
+	case *logql.LabelFilterBinary:
+		l, err := compileLabelFilter(f.Left)
+		if err != nil {
+			return nil, err
+		}
+		r, err := compileLabelFilter(f.Right)
+		if err != nil {
+			return nil, err
+		}
+		// Loki evaluates the right side of "and" even when the left one
+		// failed; that only differs in error labels of a dropped row.
+		if f.And {
+			return func(lb *labelsBuilder) bool { return l(lb) && r(lb) }, nil
+		}
+		return func(lb *labelsBuilder) bool { return l(lb) || r(lb) }, nil
+	case *logql.LabelFilterString:
+		m := f.Matcher
+		if m == nil {
+			return nil, fmt.Errorf("label filter without a matcher")
+		}
+		return func(lb *labelsBuilder) bool { return m.Matches(lb.get(m.Name)) }, nil
+	case *logql.LabelFilterNumber:
+		name, op, want := f.Name, f.Op, f.Value
+		return convertingFilter(name, func(v string) (bool, error) {
+			got, err := strconv.ParseFloat(v, 64)
+			return compareOp(op, got, want), err
+		}), nil
+	case *logql.LabelFilterDuration:
+		name, op, want := f.Name, f.Op, f.Value
+		return convertingFilter(name, func(v string) (bool, error) {
+			got, err := parseDurationLabel(v)
+			return compareOp(op, got, want), err
+		}), nil
+	case *logql.LabelFilterBytes:
+		name, op, want := f.Name, f.Op, f.Value
+		return convertingFilter(name, func(v string) (bool, error) {
+			got, err := parseBytesLabel(v)
+			return compareOp(op, got, want), err
+		}), nil
+	case *logql.LabelFilterIP:
+		m, err := newIPMatcher(f.Value)
+		if err != nil {
+			return nil, err
+		}
+		negate := f.Negate
+		return convertingFilter(f.Name, func(v string) (bool, error) {
+			return m.matchText(stringBytes(v)) != negate, nil
+		}), nil
+	case nil:
+		return nil, fmt.Errorf("empty label filter")
+	default:
+		return nil, fmt.Errorf("label filter %T is not supported", f)
+	}
+}
+
+// convertingFilter wraps a comparison that converts the label's value
+// with the rules shared by number, duration, bytes and ip filters.
+func convertingFilter(name string, test func(v string) (bool, error)) labelPred {
+	return func(lb *labelsBuilder) bool {
+		if lb.hasError() {
+			return true
+		}
+		v, ok := lb.lookup(name)
+		if !ok {
+			return false
+		}
+		pass, err := test(v)
+		if err != nil {
+			lb.setError(errLabelFilt, err.Error())
+			return true
+		}
+		return pass
+	}
+}
+
+func compareOp[T cmp.Ordered](op logql.CmpOp, got, want T) bool {
+	switch op {
+	case logql.CmpEq:
+		return got == want
+	case logql.CmpNe:
+		return got != want
+	case logql.CmpGt:
+		return got > want
+	case logql.CmpGe:
+		return got >= want
+	case logql.CmpLt:
+		return got < want
+	case logql.CmpLe:
+		return got <= want
+	}
+	return false
+}
+
+// parseDurationLabel parses a label value as a duration the way Loki
+// does for duration filters and unwrap duration(): Go's syntax, a
+// sequence of decimal numbers with a unit each ("300ms", "1.5h",
+// "2h45m"; units ns, us, µs, ms, s, m, h). A number without a unit is
+// an error, except 0.
+func parseDurationLabel(s string) (time.Duration, error) {
+	return time.ParseDuration(s)
+}
+
+// bytesUnits maps the lower-cased unit of a byte size to its multiplier,
+// as go-humanize's ParseBytes (which Loki uses) accepts them: SI (k, kB:
+// 1000) and IEC (ki, KiB: 1024) units up to exa, and "b" or nothing for
+// bytes.
+var bytesUnits = map[string]uint64{
+	"": 1, "b": 1,
+	"k": 1e3, "kb": 1e3, "ki": 1 << 10, "kib": 1 << 10,
+	"m": 1e6, "mb": 1e6, "mi": 1 << 20, "mib": 1 << 20,
+	"g": 1e9, "gb": 1e9, "gi": 1 << 30, "gib": 1 << 30,
+	"t": 1e12, "tb": 1e12, "ti": 1 << 40, "tib": 1 << 40,
+	"p": 1e15, "pb": 1e15, "pi": 1 << 50, "pib": 1 << 50,
+	"e": 1e18, "eb": 1e18, "ei": 1 << 60, "eib": 1 << 60,
+}
+
+// parseBytesLabel parses a label value as a byte size the way Loki does
+// for bytes filters and unwrap bytes() (go-humanize's ParseBytes): a
+// decimal number, possibly with a fraction and ',' digit separators,
+// then optional space and a case-insensitive unit ("42", "20B", "1.5
+// KiB", "42MB", "1,000 kb"). Fractions of a byte are truncated; sizes of
+// 2^64 and more are an error.
+func parseBytesLabel(s string) (uint64, error) {
+	n := 0
+	comma := false
+	for n < len(s) && (s[n] >= '0' && s[n] <= '9' || s[n] == '.' || s[n] == ',') {
+		comma = comma || s[n] == ','
+		n++
+	}
+	num := s[:n]
+	if comma {
+		num = strings.ReplaceAll(num, ",", "")
+	}
+	f, err := strconv.ParseFloat(num, 64)
+	if err != nil {
+		return 0, fmt.Errorf("invalid byte size %q", s)
+	}
+	unit := strings.TrimSpace(s[n:])
+	mult, ok := bytesUnits[unit]
+	if !ok {
+		mult, ok = bytesUnits[strings.ToLower(unit)]
+	}
+	if !ok {
+		return 0, fmt.Errorf("invalid byte size %q: unknown unit %q", s, unit)
+	}
+	f *= float64(mult)
+	if f >= math.MaxUint64 {
+		return 0, fmt.Errorf("byte size %q is too large", s)
+	}
+	return uint64(f), nil
+}

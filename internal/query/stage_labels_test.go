@@ -1,0 +1,296 @@
+package query
+
+import (
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/sluicelog/sluice/internal/logql"
+	"github.com/sluicelog/sluice/internal/record"
+)
+
+// stageCase is one row through one stage: the stream's labels and the
+// line in, the line, labels and verdict out.
+type stageCase struct {
+	name   string
+	stream record.Labels
+	line   string
+	want   string // the line out; "" means unchanged
+	labels string // record.Labels.String() of the labels out
+	drop   bool   // the stage filters the row out
+}
+
+// lbls builds a sorted label set from name, value pairs.
+func lbls(kv ...string) record.Labels {
+	var ls record.Labels
+	for i := 0; i+1 < len(kv); i += 2 {
+		ls = append(ls, record.Label{Name: kv[i], Value: kv[i+1]})
+	}
+	slices.SortFunc(ls, func(a, b record.Label) int { return strings.Compare(a.Name, b.Name) })
+	return ls
+}
+
+const testTS = int64(1_700_000_000_123_456_789)
+
+// runRow passes one row through st.
+func runRow(st stage, stream record.Labels, line string) (string, record.Labels, bool) {
+	lb := newLabelsBuilder()
+	lb.reset(stream)
+	out, ok := st.process(testTS, []byte(line), lb)
+	return string(out), lb.labels(), ok
+}
+
+// runCases runs each case through the stage mk returns, a new stage per
+// case, then once more through one stage shared by all cases in order to
+// catch state leaking from row to row.
+func runCases(t *testing.T, mk func() stage, cases []stageCase) {
+	t.Helper()
+	check := func(t *testing.T, st stage, c stageCase) {
+		t.Helper()
+		out, ls, ok := runRow(st, c.stream, c.line)
+		if ok == c.drop {
+			t.Fatalf("kept = %v, want %v", ok, !c.drop)
+		}
+		if !ok {
+			return
+		}
+		want := c.want
+		if want == "" {
+			want = c.line
+		}
+		if out != want {
+			t.Errorf("line = %q, want %q", out, want)
+		}
+		if got := ls.String(); got != c.labels {
+			t.Errorf("labels = %s\n          want %s", got, c.labels)
+		}
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) { check(t, mk(), c) })
+	}
+	t.Run("shared", func(t *testing.T) {
+		st := mk()
+		for _, c := range cases {
+			t.Run(c.name, func(t *testing.T) { check(t, st, c) })
+		}
+	})
+}
+
+// must returns a function that returns a stage or fails the test:
+// must(t)(newJSONStage(...)).
+func must(t *testing.T) func(stage, error) stage {
+	return func(st stage, err error) stage {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st
+	}
+}
+
+// matcher parses one label matcher such as `a=~"x.*"`.
+func matcher(t *testing.T, s string) *logql.Matcher {
+	t.Helper()
+	// A selector needs a matcher that rejects the empty string.
+	sel, err := logql.ParseSelector("{" + s + `, zz_test="x"}`)
+	if err != nil {
+		t.Fatalf("matcher %s: %v", s, err)
+	}
+	return sel[0]
+}
+
+func TestDrop(t *testing.T) {
+	stream := lbls("app", "api", "env", "prod")
+	mk := func(items ...logql.LabelItem) func() stage {
+		return func() stage { return must(t)(newDropStage(&logql.Drop{Items: items})) }
+	}
+	name := func(n string) logql.LabelItem { return logql.LabelItem{Name: n} }
+	match := func(s string) logql.LabelItem {
+		m := matcher(t, s)
+		return logql.LabelItem{Name: m.Name, Matcher: m}
+	}
+	withErr := func() stage {
+		return &pipelineStage{stages: []stage{
+			must(t)(newJSONStage(&logql.JSONParser{})),
+			must(t)(newDropStage(&logql.Drop{Items: []logql.LabelItem{name("__error__"), name("__error_details__")}})),
+		}}
+	}
+	t.Run("names", func(t *testing.T) {
+		runCases(t, mk(name("env"), name("missing")), []stageCase{
+			{name: "stream label", stream: stream, line: "x", labels: `{app="api"}`},
+		})
+	})
+	t.Run("matchers", func(t *testing.T) {
+		runCases(t, mk(match(`env="prod"`), match(`app=~"a.*"`), match(`zone!="x"`)), []stageCase{
+			{name: "both match", stream: stream, line: "x", labels: `{}`},
+			{name: "value differs", stream: lbls("app", "web", "env", "dev"), line: "x", labels: `{app="web", env="dev"}`},
+		})
+	})
+	t.Run("errors", func(t *testing.T) {
+		runCases(t, withErr, []stageCase{
+			{name: "error dropped", stream: stream, line: "not json", labels: `{app="api", env="prod"}`},
+		})
+	})
+	if _, err := newDropStage(&logql.Drop{}); err == nil {
+		t.Error("drop without labels compiled")
+	}
+}
+
+// pipelineStage chains stages, for tests that need a parser first.
+type pipelineStage struct{ stages []stage }
+
+func (p *pipelineStage) process(ts int64, line []byte, lb *labelsBuilder) ([]byte, bool) {
+	for _, s := range p.stages {
+		var ok bool
+		if line, ok = s.process(ts, line, lb); !ok {
+			return nil, false
+		}
+	}
+	return line, true
+}
+
+func TestKeep(t *testing.T) {
+	stream := lbls("app", "api", "env", "prod")
+	keep := func(items ...logql.LabelItem) func() stage {
+		return func() stage {
+			return &pipelineStage{stages: []stage{
+				must(t)(newJSONStage(&logql.JSONParser{})),
+				must(t)(newKeepStage(&logql.Keep{Items: items})),
+			}}
+		}
+	}
+	name := func(n string) logql.LabelItem { return logql.LabelItem{Name: n} }
+	match := func(s string) logql.LabelItem {
+		m := matcher(t, s)
+		return logql.LabelItem{Name: m.Name, Matcher: m}
+	}
+	// The examples of Loki's documentation.
+	runCases(t, keep(name("level"), match(`method="GET"`)), []stageCase{
+		{name: "GET", stream: stream, line: `{"level": "info", "method": "GET", "path": "/", "host": "grafana.net", "status": "200"}`,
+			labels: `{level="info", method="GET"}`},
+		{name: "POST", stream: stream, line: `{"level": "info", "method": "POST", "path": "/", "host": "grafana.net", "status": "200"}`,
+			labels: `{level="info"}`},
+		{name: "errors stay", stream: stream, line: `nope`,
+			labels: `{__error__="JSONParserErr", __error_details__="syntax error at offset 0: unexpected 'n', expected a JSON object"}`},
+	})
+	t.Run("regexp", func(t *testing.T) {
+		runCases(t, keep(name("level"), name("tenant"), match(`app=~"some-api.*"`)), []stageCase{
+			{name: "match", stream: lbls("job", "varlogs"), line: `{"app": "some-api-service", "level": "info", "method": "GET"}`,
+				labels: `{app="some-api-service", level="info"}`},
+			{name: "no match", stream: lbls("job", "varlogs"), line: `{"app": "other-service", "level": "info", "method": "GET"}`,
+				labels: `{level="info"}`},
+		})
+	})
+	t.Run("stream label", func(t *testing.T) {
+		runCases(t, keep(name("env")), []stageCase{
+			{name: "kept", stream: stream, line: `{"a":"b"}`, labels: `{env="prod"}`},
+		})
+	})
+	if _, err := newKeepStage(&logql.Keep{}); err == nil {
+		t.Error("keep without labels compiled")
+	}
+}
+
+func TestUnpack(t *testing.T) {
+	mk := func() stage { return must(t)(newUnpackStage(&logql.Unpack{})) }
+	runCases(t, mk, []stageCase{
+		{name: "doc example", stream: lbls("job", "x"),
+			line:   `{"container": "myapp", "pod": "pod-3223f", "_entry": "original log message"}`,
+			want:   "original log message",
+			labels: `{container="myapp", job="x", pod="pod-3223f"}`},
+		{name: "escaped entry", stream: lbls("job", "x"),
+			line:   `{"_entry":"{\"a\":\"\\u00e9\"}\n","k":"v"}`,
+			want:   "{\"a\":\"\\u00e9\"}\n",
+			labels: `{job="x", k="v"}`},
+		{name: "stream collision", stream: lbls("job", "x"),
+			line:   `{"job":"y","_entry":"line"}`,
+			want:   "line",
+			labels: `{job="x", job_extracted="y"}`},
+		{name: "non strings ignored", stream: lbls("job", "x"),
+			line:   `{"n":1,"o":{"a":"b"},"l":["x"],"b":true,"z":null,"s":"t","_entry":"e"}`,
+			want:   "e",
+			labels: `{job="x", s="t"}`},
+		{name: "sanitized", stream: nil,
+			line:   `{"a-b":"1","_entry":"e"}`,
+			want:   "e",
+			labels: `{a_b="1"}`},
+		{name: "not packed", stream: lbls("job", "x"),
+			line:   `{"a":"b"}`,
+			labels: `{job="x"}`},
+		{name: "empty object", stream: nil, line: `{}`, labels: `{}`},
+		{name: "not json", stream: lbls("job", "x"),
+			line:   `plain text`,
+			labels: `{__error__="JSONParserErr", __error_details__="syntax error at offset 0: expected a JSON object", job="x"}`},
+		{name: "broken", stream: nil,
+			line:   `{"a":"b","_entry":"e"`,
+			labels: `{__error__="JSONParserErr", __error_details__="syntax error at offset 21: unexpected end of input, expected ',' or '}'"}`},
+	})
+}
+
+func TestDecolorize(t *testing.T) {
+	mk := func() stage { return must(t)(newDecolorizeStage(&logql.Decolorize{})) }
+	runCases(t, mk, []stageCase{
+		{name: "plain", line: "no colour here", labels: `{}`},
+		{name: "sgr", line: "\x1b[31mred\x1b[0m and \x1b[1;32mbold green\x1b[m", want: "red and bold green", labels: `{}`},
+		{name: "256 colours", line: "\x1b[38;5;196mx\x1b[39m", want: "x", labels: `{}`},
+		{name: "private mode", line: "\x1b[?25lhidden\x1b[?25h", want: "hidden", labels: `{}`},
+		{name: "erase", line: "a\x1b[2Kb\x1b[Hc", want: "abc", labels: `{}`},
+		{name: "osc title bel", line: "\x1b]0;my title\x07text", want: "text", labels: `{}`},
+		{name: "osc st", line: "\x1b]8;;http://x\x1b\\link\x1b]8;;\x1b\\", want: "link", labels: `{}`},
+		{name: "charset", line: "\x1b(Bplain", want: "plain", labels: `{}`},
+		{name: "c1 csi", line: "\u009b31mred", want: "red", labels: `{}`},
+		{name: "unicode kept", line: "héllo \x1b[1mwörld\x1b[0m ✓", want: "héllo wörld ✓", labels: `{}`},
+		{name: "cut short", line: "text\x1b[3", want: "text", labels: `{}`},
+		{name: "lone esc", line: "text\x1b", want: "text", labels: `{}`},
+	})
+}
+
+func TestAppendSanitized(t *testing.T) {
+	for _, c := range []struct {
+		key   string
+		first bool
+		want  string
+	}{
+		{"abc", true, "abc"},
+		{"a.b", true, "a_b"},
+		{"User-Agent", false, "User_Agent"},
+		{" padded ", true, "padded"},
+		{"1st", true, "_1st"},
+		{"1st", false, "1st"},
+		{"héllo", true, "h_llo"},
+		{"a b:c", true, "a_b_c"},
+		{"", true, ""},
+		{"日本", true, "__"},
+	} {
+		if got := string(appendSanitized(nil, []byte(c.key), c.first)); got != c.want {
+			t.Errorf("appendSanitized(%q, %v) = %q, want %q", c.key, c.first, got, c.want)
+		}
+	}
+}
+
+func TestSetParsed(t *testing.T) {
+	lb := newLabelsBuilder()
+	lb.reset(lbls("app", "api"))
+	var buf rowBuf
+	setParsed(lb, &buf, "app", "1")
+	setParsed(lb, &buf, "app", "2") // app_extracted is set: first wins
+	setParsed(lb, &buf, "a", "x")
+	setParsed(lb, &buf, "a", "y")
+	setParsed(lb, &buf, "", "z")
+	if got, want := lb.labels().String(), `{a="x", app="api", app_extracted="1"}`; got != want {
+		t.Errorf("labels = %s, want %s", got, want)
+	}
+}
+
+func TestRowBufStringsSurviveGrowth(t *testing.T) {
+	var buf rowBuf
+	var strs []string
+	for i := range 1000 {
+		strs = append(strs, buf.str([]byte(strings.Repeat(string(rune('a'+i%26)), i%7+1))))
+	}
+	for i, s := range strs {
+		if want := strings.Repeat(string(rune('a'+i%26)), i%7+1); s != want {
+			t.Fatalf("string %d = %q after growth, want %q", i, s, want)
+		}
+	}
+}

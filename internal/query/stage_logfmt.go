@@ -1,0 +1,150 @@
+package query
+
+import (
+	"fmt"
+
+	"github.com/sluicelog/sluice/internal/logql"
+)
+
+// logfmtStage is `| logfmt [--strict] [--keep-empty] [params]`.
+//
+// A pair is key=value, key="quoted value" (JSON escapes) or key=; a
+// standalone key has no '='. Keys are any bytes above space other than
+// '=' and '"'; an unquoted value is the same. Without parameters every
+// pair becomes a label with a sanitized name; pairs with an empty value
+// and standalone keys are only kept with --keep-empty (as in Loki). With
+// parameters only the requested keys are extracted, empty values and
+// standalone keys included, and a requested key missing from the line
+// gives an empty label. The first value of a key wins, and a key that is
+// a stream label gets the suffix _extracted.
+//
+// Malformed pairs (=value, a=b=c, fo"o=bar, an unterminated quote) are
+// skipped up to the next space; with --strict the first one stops the
+// scan with __error__=LogfmtParserErr and __error_details__, keeping what
+// was extracted before it.
+//
+// Processing a line allocates nothing once the stage's buffers have
+// grown, unless it sets an error.
+type logfmtStage struct {
+	strict    bool
+	keepEmpty bool
+	params    []logql.LabelExtraction // Expr is the key; nil: every key
+	sc        jsonScanner             // unquotes values
+	buf       rowBuf
+	name      []byte
+}
+
+func newLogfmtStage(l *logql.LogfmtParser) (stage, error) {
+	s := &logfmtStage{strict: l.Strict, keepEmpty: l.KeepEmpty}
+	for _, p := range l.Params {
+		if !validLabelName(p.Name) {
+			return nil, fmt.Errorf("logfmt: invalid label name %q", p.Name)
+		}
+		if p.Expr == "" {
+			p.Expr = p.Name
+		}
+		s.params = append(s.params, p)
+	}
+	return s, nil
+}
+
+func (s *logfmtStage) process(_ int64, line []byte, lb *labelsBuilder) ([]byte, bool) {
+	s.buf.reset()
+	s.sc.reset(line, &s.buf)
+	i := 0
+	for {
+		for i < len(line) && line[i] <= ' ' {
+			i++
+		}
+		if i >= len(line) {
+			break
+		}
+		var errAt int
+		var msg string
+		i, errAt, msg = s.pair(i, lb)
+		if msg == "" {
+			continue
+		}
+		if s.strict {
+			lb.setError(errLogfmt, fmt.Sprintf("logfmt syntax error at pos %d : %s", errAt+1, msg))
+			return line, true
+		}
+		for i < len(line) && line[i] > ' ' {
+			i++
+		}
+	}
+	for _, p := range s.params {
+		setParsed(lb, &s.buf, p.Name, "")
+	}
+	return line, true
+}
+
+// pair reads the pair at i (not space) and extracts it. It returns the
+// offset after the pair or, when the pair is malformed, where it stopped,
+// the offset of the error and a message.
+func (s *logfmtStage) pair(i int, lb *labelsBuilder) (next, errAt int, msg string) {
+	line := s.sc.data
+	ks := i
+	for i < len(line) && line[i] > ' ' && line[i] != '=' && line[i] != '"' {
+		i++
+	}
+	if i < len(line) && line[i] == '"' {
+		return i, i, `unexpected '"'`
+	}
+	if i == ks {
+		return i, i, "unexpected '='"
+	}
+	key := line[ks:i]
+	if i >= len(line) || line[i] <= ' ' {
+		s.extract(key, "", true, lb)
+		return i, 0, ""
+	}
+	i++ // '='
+	if i >= len(line) || line[i] <= ' ' {
+		s.extract(key, "", true, lb)
+		return i, 0, ""
+	}
+	if line[i] == '"' {
+		v, end := s.sc.str(i)
+		if end < 0 {
+			at, m := s.sc.errOff, s.sc.errMsg
+			s.sc.errMsg = ""
+			if m == "unterminated string" {
+				return len(line), at, "unterminated quoted value"
+			}
+			return i, at, "invalid quoted value: " + m
+		}
+		if end < len(line) && line[end] > ' ' {
+			return end, end, fmt.Sprintf("unexpected %q", line[end])
+		}
+		s.extract(key, v, v == "", lb)
+		return end, 0, ""
+	}
+	vs := i
+	for i < len(line) && line[i] > ' ' {
+		if line[i] == '=' || line[i] == '"' {
+			return i, i, fmt.Sprintf("unexpected %q", line[i])
+		}
+		i++
+	}
+	s.extract(key, bytesView(line[vs:i]), false, lb)
+	return i, 0, ""
+}
+
+// extract sets the label of a pair; empty is true for a standalone key
+// or an empty value.
+func (s *logfmtStage) extract(key []byte, value string, empty bool, lb *labelsBuilder) {
+	if s.params != nil {
+		for _, p := range s.params {
+			if p.Expr == bytesView(key) {
+				setParsed(lb, &s.buf, p.Name, value)
+			}
+		}
+		return
+	}
+	if empty && !s.keepEmpty {
+		return
+	}
+	s.name = appendSanitized(s.name[:0], key, true)
+	setParsedName(lb, &s.buf, s.name, value)
+}

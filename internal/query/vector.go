@@ -1,0 +1,427 @@
+package query
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/sluicelog/sluice/internal/logql"
+	"github.com/sluicelog/sluice/internal/record"
+)
+
+// Vector aggregations, binary operators (binary.go) and label_replace
+// (labelreplace.go) work on matrices that are already evaluated. They
+// follow PromQL's semantics, which LogQL shares, and Loki where the two
+// differ in what a user sees (documented where it happens).
+//
+// INVARIANT: they never modify an input matrix, its series or their
+// labels. An output may reuse an input series that it leaves unchanged,
+// and output series may share label slices with input series: labels are
+// never modified in place, only replaced.
+//
+// Order of series. Loki returns a range query's series and an instant
+// query's samples in label order, except an instant query that contains
+// sort or sort_desc, whose samples come in the order its operators
+// produce them. The operators here keep that true without help: every one
+// returns label order, except sort and sort_desc of one step (value
+// order) and what is computed from such a value-ordered vector (binary
+// operators and label_replace keep the order of their input then, as Loki
+// does; see inLabelOrder).
+
+// evalVectorAgg evaluates a vector aggregation over in, step by step: a
+// series without a value at a step takes no part in that step.
+//
+// Without grouping (e.Grouping nil or `by ()`) everything is one group:
+// the aggregates give one series without labels, topk, bottomk, sort and
+// sort_desc keep the labels of the series they return.
+func evalVectorAgg(e *logql.VectorAggregation, in *matrix) (*matrix, error) {
+	if in.scalar {
+		return nil, fmt.Errorf("%w: %s: expected a vector, got a scalar", ErrBadRequest, e.Op)
+	}
+	switch e.Op {
+	case "sum", "avg", "min", "max", "count", "stddev", "stdvar":
+		return aggregateGroups(e.Op, e.Grouping, in), nil
+	case "topk", "bottomk":
+		return aggregateK(e.Op == "topk", e.Param, e.Grouping, in), nil
+	case "sort", "sort_desc":
+		return sortByValue(e.Op == "sort_desc", e.Grouping, in), nil
+	}
+	return nil, fmt.Errorf("%w: unknown vector aggregation %q", ErrBadRequest, e.Op)
+}
+
+// aggGroup is the input series of one output group.
+type aggGroup struct {
+	labels  record.Labels // the output labels of an aggregate
+	members []*series     // in input order
+}
+
+// groupSeries splits the series of in into groups, in order of first
+// appearance. A group's labels are those of `by` found on its series, or
+// all of them but those of `without`, as Prometheus'.
+func groupSeries(g *logql.Grouping, in *matrix) []*aggGroup {
+	var groups []*aggGroup
+	index := make(map[string]*aggGroup)
+	var key []byte
+	for _, s := range in.series {
+		ls := groupLabels(g, s.labels)
+		key = appendLabelsKey(key[:0], ls)
+		gr, ok := index[string(key)]
+		if !ok {
+			gr = &aggGroup{labels: ls}
+			index[string(key)] = gr
+			groups = append(groups, gr)
+		}
+		gr.members = append(gr.members, s)
+	}
+	return groups
+}
+
+// groupLabels returns the labels of ls that identify its group. The
+// result never shares ls' backing array.
+func groupLabels(g *logql.Grouping, ls record.Labels) record.Labels {
+	switch {
+	case g == nil || (!g.Without && len(g.Labels) == 0):
+		return record.Labels{}
+	case g.Without:
+		// Prometheus also drops __name__ here; our series have none.
+		return dropLabels(ls, g.Labels)
+	default:
+		return keepLabels(ls, g.Labels)
+	}
+}
+
+// keepLabels returns a new set with the labels of ls named in names.
+func keepLabels(ls record.Labels, names []string) record.Labels {
+	out := make(record.Labels, 0, min(len(ls), len(names)))
+	for _, l := range ls {
+		if slices.Contains(names, l.Name) {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+// dropLabels returns a new set with the labels of ls not named in names.
+func dropLabels(ls record.Labels, names []string) record.Labels {
+	out := make(record.Labels, 0, len(ls))
+	for _, l := range ls {
+		if !slices.Contains(names, l.Name) {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+// appendLabelsKey appends an encoding of ls that identifies the set:
+// each name and value prefixed with its length, so no byte of a value
+// can make two sets collide.
+func appendLabelsKey(dst []byte, ls record.Labels) []byte {
+	for _, l := range ls {
+		dst = binary.AppendUvarint(dst, uint64(len(l.Name)))
+		dst = append(dst, l.Name...)
+		dst = binary.AppendUvarint(dst, uint64(len(l.Value)))
+		dst = append(dst, l.Value...)
+	}
+	return dst
+}
+
+// setLabel returns ls with the label name set to value, or removed when
+// value is empty (Prometheus' labels.Builder.Set), still sorted by name,
+// and whether that changed ls. It never modifies ls: a change returns a
+// new set.
+//
+// REQUIRES: ls sorted by name.
+func setLabel(ls record.Labels, name, value string) (record.Labels, bool) {
+	i, found := slices.BinarySearchFunc(ls, name, func(l record.Label, n string) int { return strings.Compare(l.Name, n) })
+	if (found && ls[i].Value == value) || (!found && value == "") {
+		return ls, false
+	}
+	out := make(record.Labels, 0, len(ls)+1)
+	out = append(out, ls[:i]...)
+	if value != "" {
+		out = append(out, record.Label{Name: name, Value: value})
+	}
+	if found {
+		i++
+	}
+	return append(out, ls[i:]...), true
+}
+
+// orderLike puts the series of out, computed from ins, in label order,
+// unless out is of one step and an input vector is not in label order:
+// then a sort or sort_desc came before and out keeps the order it was
+// built in, which follows the inputs' as Loki's operators do.
+func orderLike(out *matrix, ins ...*matrix) {
+	if out.steps == 1 {
+		for _, in := range ins {
+			if !in.scalar && !inLabelOrder(in) {
+				return
+			}
+		}
+	}
+	out.sortSeries()
+}
+
+// inLabelOrder reports whether the series of m are in label order. Only
+// sort and sort_desc of one step produce another order (see the top of
+// this file), so an instant query's vector out of label order tells that
+// a sort came before and its order is to be kept.
+func inLabelOrder(m *matrix) bool {
+	return slices.IsSortedFunc(m.series, func(a, b *series) int { return compareLabels(a.labels, b.labels) })
+}
+
+// aggregateGroups evaluates sum, avg, min, max, count, stddev or stdvar: one
+// series per group, with a value at the steps where a member has one.
+func aggregateGroups(op string, g *logql.Grouping, in *matrix) *matrix {
+	out := in.like()
+	var vals []float64
+	for _, gr := range groupSeries(g, in) {
+		var s *series
+		for i := range in.steps {
+			vals = vals[:0]
+			for _, m := range gr.members {
+				if m.has[i] {
+					vals = append(vals, m.vals[i])
+				}
+			}
+			if len(vals) == 0 {
+				continue
+			}
+			if s == nil {
+				s = out.add(gr.labels)
+			}
+			s.set(i, aggregateValues(op, vals))
+		}
+	}
+	out.sortSeries()
+	return out
+}
+
+// aggregateValues aggregates the values of one group at one step, as
+// Prometheus' engine does.
+//
+// REQUIRES: len(vals) > 0.
+func aggregateValues(op string, vals []float64) float64 {
+	switch op {
+	case "sum":
+		sum, c := vals[0], 0.0
+		for _, v := range vals[1:] {
+			sum, c = kahanInc(v, sum, c)
+		}
+		return sum + c
+	case "avg":
+		return avgValues(vals)
+	case "min":
+		m := vals[0]
+		for _, v := range vals[1:] {
+			// NaN only when every value is NaN.
+			if m > v || math.IsNaN(m) {
+				m = v
+			}
+		}
+		return m
+	case "max":
+		m := vals[0]
+		for _, v := range vals[1:] {
+			if m < v || math.IsNaN(m) {
+				m = v
+			}
+		}
+		return m
+	case "count":
+		return float64(len(vals))
+	case "stddev":
+		return math.Sqrt(varianceValues(vals))
+	case "stdvar":
+		return varianceValues(vals)
+	}
+	panic("query: aggregateValues: unexpected op " + op)
+}
+
+// kahanInc adds inc to sum with Kahan-Neumaier compensation c, as
+// Prometheus sums: the result is sum + c.
+func kahanInc(inc, sum, c float64) (float64, float64) {
+	// The conversions keep the compiler from fusing the operations into
+	// FMA instructions, which would change the compensation (Prometheus
+	// util/kahansum explains).
+	inc, sum, c = float64(inc), float64(sum), float64(c)
+	t := sum + inc
+	switch {
+	case math.IsInf(t, 0):
+		c = 0
+	case math.Abs(sum) >= math.Abs(inc):
+		c += (sum - t) + inc
+	default:
+		c += (inc - t) + sum
+	}
+	return float64(t), float64(c)
+}
+
+// avgValues is Prometheus' avg: a compensated sum divided by the count while
+// the sum stays finite, then an incremental mean, which cannot overflow.
+func avgValues(vals []float64) float64 {
+	sum, c := vals[0], 0.0
+	var avg float64
+	incremental := false
+	for i, v := range vals[1:] {
+		n := float64(i + 2)
+		if !incremental {
+			s, cc := kahanInc(v, sum, c)
+			if !math.IsInf(s, 0) {
+				sum, c = s, cc
+				continue
+			}
+			incremental = true
+			avg = sum / (n - 1)
+			c /= n - 1
+		}
+		q := (n - 1) / n
+		avg, c = kahanInc(v/n, q*avg, q*c)
+	}
+	if incremental {
+		return avg + c
+	}
+	n := float64(len(vals))
+	return sum/n + c/n
+}
+
+// varianceValues is the population variance (divided by n), by Welford's
+// method as Prometheus computes it: NaN when the first value is NaN or
+// infinite.
+func varianceValues(vals []float64) float64 {
+	avg, acc := vals[0], 0.0
+	if math.IsNaN(avg) || math.IsInf(avg, 0) {
+		acc = math.NaN()
+	}
+	for i, v := range vals[1:] {
+		n := float64(i + 2)
+		delta := v - avg
+		avg += delta / n
+		acc += delta * (v - avg)
+	}
+	return acc / float64(len(vals))
+}
+
+// aggregateK evaluates topk (top) or bottomk: per group and step the k
+// series with the highest (lowest) values, with their own labels. A
+// series is in the result at the steps where it was among them.
+//
+// Ties go to the series first in input order. NaN ranks below every
+// number for both, as in Prometheus. The result is in label order, as
+// Loki returns an instant topk (Prometheus returns it by value, but
+// Loki's engine sorts any instant vector by labels unless the query
+// contains sort or sort_desc).
+func aggregateK(top bool, k int, g *logql.Grouping, in *matrix) *matrix {
+	out := in.like()
+	if k < 1 {
+		return out
+	}
+	outOf := make(map[*series]*series)
+	var best []*series
+	for _, gr := range groupSeries(g, in) {
+		for i := range in.steps {
+			best = selectK(best[:0], gr.members, i, k, top)
+			for _, m := range best {
+				o, ok := outOf[m]
+				if !ok {
+					o = out.add(m.labels)
+					outOf[m] = o
+				}
+				o.set(i, m.vals[i])
+			}
+		}
+	}
+	out.sortSeries()
+	return out
+}
+
+// selectK appends to dst the k series of members with the highest (top)
+// or lowest values at step i, ties to the earlier member, in no
+// particular order.
+//
+// REQUIRES: k >= 1.
+func selectK(dst, members []*series, i, k int, top bool) []*series {
+	start := len(dst)
+	if k > 64 {
+		// Sort the group: inserting into a long best list would copy
+		// too much. Stable, so that ties keep the input order.
+		for _, m := range members {
+			if m.has[i] {
+				dst = append(dst, m)
+			}
+		}
+		if len(dst)-start <= k {
+			return dst
+		}
+		slices.SortStableFunc(dst[start:], func(a, b *series) int { return compareValues(a.vals[i], b.vals[i], top) })
+		return dst[:start+k]
+	}
+	// Keep the best k so far, best first: a member enters when it beats
+	// the worst of them, after those it does not beat.
+	for _, m := range members {
+		if !m.has[i] {
+			continue
+		}
+		v, best := m.vals[i], dst[start:]
+		if len(best) == k && compareValues(v, best[k-1].vals[i], top) >= 0 {
+			continue
+		}
+		j := start + sort.Search(len(best), func(j int) bool { return compareValues(v, best[j].vals[i], top) < 0 })
+		if len(best) < k {
+			dst = append(dst, nil)
+		}
+		copy(dst[j+1:], dst[j:len(dst)-1])
+		dst[j] = m
+	}
+	return dst
+}
+
+// compareValues orders a before b when it is higher (desc) or lower,
+// NaN after every number either way.
+func compareValues(a, b float64, desc bool) int {
+	switch an, bn := math.IsNaN(a), math.IsNaN(b); {
+	case an && bn:
+		return 0
+	case an:
+		return 1
+	case bn:
+		return -1
+	}
+	c := 0
+	switch {
+	case a < b:
+		c = -1
+	case a > b:
+		c = 1
+	}
+	if desc {
+		c = -c
+	}
+	return c
+}
+
+// sortByValue evaluates sort (ascending) and sort_desc. Order is only
+// meaningful for an instant query: a matrix of one step comes ordered by
+// value, NaN last, ties in input order, each group after the other in
+// the order of their grouping labels (Loki sorts within the groups of
+// `sort by (...)` and returns the groups in no defined order). A range
+// query returns its series by label, as Loki does.
+func sortByValue(desc bool, g *logql.Grouping, in *matrix) *matrix {
+	out := in.like()
+	out.series = slices.DeleteFunc(slices.Clone(in.series), (*series).empty)
+	if in.steps != 1 {
+		out.sortSeries()
+		return out
+	}
+	groups := groupSeries(g, out)
+	slices.SortFunc(groups, func(a, b *aggGroup) int { return compareLabels(a.labels, b.labels) })
+	out.series = out.series[:0]
+	for _, gr := range groups {
+		slices.SortStableFunc(gr.members, func(a, b *series) int { return compareValues(a.vals[0], b.vals[0], desc) })
+		out.series = append(out.series, gr.members...)
+	}
+	return out
+}
