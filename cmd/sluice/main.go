@@ -38,7 +38,7 @@ func (e errExit) Error() string { return fmt.Sprintf("exit status %d", int(e)) }
 var commands []*command
 
 func init() {
-	commands = []*command{serveCommand, ingestCommand, exportCommand, statsCommand, parseCommand, versionCommand}
+	commands = []*command{serveCommand, ingestCommand, queryCommand, exportCommand, statsCommand, parseCommand, versionCommand}
 }
 
 func main() {

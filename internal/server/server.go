@@ -16,6 +16,7 @@ import (
 
 	"github.com/sluicelog/sluice/internal/ingest/loki"
 	"github.com/sluicelog/sluice/internal/parse"
+	"github.com/sluicelog/sluice/internal/query"
 	"github.com/sluicelog/sluice/internal/store"
 )
 
@@ -57,6 +58,10 @@ type Config struct {
 	MinFreeBytes uint64
 	// TLSCertFile and TLSKeyFile, when set, serve HTTPS.
 	TLSCertFile, TLSKeyFile string
+	// Query bounds each query's cost.
+	Query query.Limits
+	// Version and Revision are reported by /loki/api/v1/status/buildinfo.
+	Version, Revision string
 	// FreeSpace reports the free bytes of the data directory's filesystem
 	// (nil: never checked).
 	FreeSpace func() (uint64, error)
@@ -73,6 +78,7 @@ func DefaultConfig() Config {
 		InflightWait:      time.Second,
 		Loki:              loki.DefaultLimits,
 		Pprof:             true,
+		Query:             query.DefaultLimits,
 		ShutdownTimeout:   30 * time.Second,
 	}
 }
@@ -93,6 +99,7 @@ type Server struct {
 	disk     diskCheck
 	memory   *semaphore.Weighted
 	parsers  parsers
+	engine   *query.Engine
 }
 
 // New returns a server of st whose metrics are registered in reg.
@@ -105,6 +112,7 @@ func New(cfg Config, st *store.Store, log *slog.Logger, reg *prometheus.Registry
 	s.disk.free, s.disk.min = cfg.FreeSpace, cfg.MinFreeBytes
 	s.memory = semaphore.NewWeighted(max(cfg.MaxInflightBytes, 64<<20))
 	s.metrics = newMetrics(reg, st)
+	s.engine = query.NewEngine(cfg.Query)
 	s.routes(reg)
 	return s
 }
@@ -116,6 +124,7 @@ func (s *Server) routes(reg *prometheus.Registry) {
 	m.HandleFunc("POST /loki/api/v1/push", s.ingest("loki", s.handleLoki))
 	m.HandleFunc("POST /v1/logs", s.ingest("otlp", s.handleOTLP))
 	s.elasticRoutes()
+	s.queryRoutes()
 	m.HandleFunc("GET /ready", s.handleReady)
 	m.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
 	if s.cfg.Pprof {
