@@ -4,7 +4,10 @@
 #   - rsyslog and rsyslog-elasticsearch, with apt (system packages);
 #   - syslog-ng 3.38 with its http() module, unpacked into $DIR/syslog-ng
 #     (its Debian packages conflict with rsyslog's, so it is not installed:
-#     the tests run it with LD_LIBRARY_PATH and --module-path).
+#     the tests run it with LD_LIBRARY_PATH and --module-path);
+#   - Grafana Loki's query CLI, logcli, built from its Go module into
+#     $DIR/logcli-$LOGCLI_VERSION (cold: about 7 minutes and 2.4 GB of Go
+#     module cache; the binary alone is kept).
 # DIR is ${SLUICE_E2E_DIR:-$HOME/.cache/sluice-e2e}; the tests look there too.
 #
 # Idempotent: each part leaves a marker naming what it installed and is
@@ -27,6 +30,9 @@ PY_PACKAGES=(
 )
 APT_PACKAGES=(rsyslog rsyslog-elasticsearch)
 SYSLOG_NG_DEBS=(syslog-ng-core syslog-ng-mod-http)
+# logcli's version; a new one is built beside the old one (e2e/logcli.go
+# names the same file).
+LOGCLI_VERSION=v3.7.8
 
 say() { printf 'e2e-setup: %s\n' "$*"; }
 die() { printf 'e2e-setup: %s\n' "$*" >&2; exit 1; }
@@ -216,7 +222,94 @@ setup_syslog_ng() {
 	say "syslog-ng: unpacked into $root ($(cat "$marker"))"
 }
 
+# ---- 4. logcli, built from Loki's module.
+# `go install github.com/grafana/loki/v3/cmd/logcli@V` refuses a module
+# whose go.mod has replace directives, so it is built in a throwaway module
+# that requires Loki and copies its replace and exclude directives (but
+# the ones to a directory inside Loki's tree, which its module zip does not
+# make a module: those packages come from their own module versions).
+
+# go_mod_directives prints the replace and exclude directives of a go.mod,
+# one a line, single-line and block forms alike, without comments and
+# without replacements by a local directory.
+go_mod_directives() {
+	awk '
+	function emit(kind, spec,   target) {
+		if (kind == "replace") {
+			target = spec
+			sub(/^.*=>[ \t]*/, "", target)
+			if (target ~ /^"?(\.\.?\/|\/)/) {
+				printf "e2e-setup: logcli: dropped replace %s (a local directory)\n", spec > "/dev/stderr"
+				return
+			}
+		}
+		print kind " " spec
+	}
+	{ sub(/\/\/.*/, ""); sub(/^[ \t]+/, ""); sub(/[ \t]+$/, "") }
+	$0 == "" { next }
+	block != "" { if ($0 == ")") block = ""; else emit(block, $0); next }
+	($1 == "replace" || $1 == "exclude") && $2 == "(" && NF == 2 { block = $1; next }
+	$1 == "replace" || $1 == "exclude" { kind = $1; sub(/^[a-z]+[ \t]+/, ""); emit(kind, $0) }
+	' "$1"
+}
+
+logcli_runs() { "$1" --version 2>&1 | grep -F "version ${LOGCLI_VERSION#v} " >/dev/null; }
+
+setup_logcli() {
+	local bin=$DIR/logcli-$LOGCLI_VERSION
+	if [ -x "$bin" ] && logcli_runs "$bin"; then
+		say "logcli: cached ($bin)"
+		return
+	fi
+	command -v go >/dev/null || die "building logcli needs Go (1.26 or newer): install it and re-run"
+	# Left by an interrupted run (a build in progress is younger than this).
+	find "$DIR" -maxdepth 1 -name 'logcli-build.*' -mmin +120 -exec rm -rf {} + 2>/dev/null || true
+	local tmp
+	tmp=$(mktemp -d "$DIR/logcli-build.XXXXXX")
+	# An interrupted build leaves nothing behind: the binary is built in
+	# $tmp and renamed into place only once it runs.
+	trap 'rm -rf "$tmp"' EXIT
+	trap 'rm -rf "$tmp"; exit 130' INT
+	trap 'rm -rf "$tmp"; exit 143' TERM
+	local -x GOWORK=off
+	local mod=github.com/grafana/loki/v3 log=$DIR/logcli-build.log gomod
+	say "logcli: building $mod/cmd/logcli@$LOGCLI_VERSION (cold: about 7 minutes; log: $log)"
+	: >"$log"
+	# (a go.mod of its own first, so that no module around $DIR is touched)
+	printf 'module sluice-e2e/logcli\n' >"$tmp/go.mod"
+	gomod=$(cd "$tmp" && go mod download -json "$mod@$LOGCLI_VERSION" 2>>"$log" |
+		sed -n 's/^[[:space:]]*"GoMod": "\(.*\)",\{0,1\}$/\1/p') || true
+	[ -n "$gomod" ] && [ -f "$gomod" ] || {
+		tail -n 20 "$log" >&2
+		die "go mod download $mod@$LOGCLI_VERSION failed (log: $log)"
+	}
+	{
+		printf 'module sluice-e2e/logcli\n\n'
+		go_mod_directives "$gomod"
+	} >"$tmp/go.mod"
+	{ echo "---- $tmp/go.mod:"; cat "$tmp/go.mod"; echo "----"; } >>"$log"
+	(
+		cd "$tmp"
+		go get "$mod/cmd/logcli@$LOGCLI_VERSION" &&
+			go build -o "$tmp/logcli" -trimpath \
+				-ldflags "-s -w -X $mod/pkg/util/build.Version=${LOGCLI_VERSION#v} -X $mod/pkg/util/build.Branch=$LOGCLI_VERSION" \
+				"$mod/cmd/logcli"
+	) >>"$log" 2>&1 || {
+		tail -n 20 "$log" >&2
+		die "building logcli failed (log: $log)"
+	}
+	logcli_runs "$tmp/logcli" || {
+		"$tmp/logcli" --version >&2 || true
+		die "the logcli just built does not say it is $LOGCLI_VERSION"
+	}
+	mv -f "$tmp/logcli" "$bin"
+	rm -rf "$tmp"
+	trap - EXIT INT TERM
+	say "logcli: built $bin ($("$bin" --version 2>&1 | sed -n 1p))"
+}
+
 setup_venv
 setup_rsyslog
 setup_syslog_ng
+setup_logcli
 say "ready in $((SECONDS - start)) s: $DIR"
