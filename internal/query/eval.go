@@ -97,12 +97,12 @@ func forStreams[W any](ctx context.Context, ev *evaluator, streams []record.Labe
 	return states, nil
 }
 
-// scanTokens returns the token hashes every line a pipeline keeps must
-// hold: from its line filters before the first stage that changes the
-// line, the tokens their literals hold whole. A block lacking one is
-// skipped unread.
-func scanTokens(stages []logql.Stage) []uint64 {
-	var out []uint64
+// pruning returns the scan options that skip the blocks a pipeline's
+// line filters rule out: those before the first stage that changes the
+// line, from the literals every kept line contains (the tokens held
+// whole, and the edge tokens as needles).
+func pruning(stages []logql.Stage) store.ScanOptions {
+	var o store.ScanOptions
 	for _, s := range stages {
 		switch s := s.(type) {
 		case *logql.LineFilter:
@@ -112,37 +112,42 @@ func scanTokens(stages []logql.Stage) []uint64 {
 			switch v := s.Values[0]; s.Op {
 			case logql.FilterContains:
 				if !v.IP {
-					out = store.AppendLiteralTokens(out, []byte(v.Value))
+					o.Tokens = store.AppendLiteralTokens(o.Tokens, []byte(v.Value))
+					o.Needles = store.AppendLiteralNeedles(o.Needles, []byte(v.Value))
 				}
 			case logql.FilterRegexp:
-				out = regexpTokens(out, v.Re.String())
+				for _, lit := range regexpLiterals(v.Re.String()) {
+					o.Tokens = store.AppendLiteralTokens(o.Tokens, lit)
+					o.Needles = store.AppendLiteralNeedles(o.Needles, lit)
+				}
 			}
 		case *logql.LineFormat, *logql.Unpack, *logql.Decolorize:
-			return out
+			return o
 		}
 	}
-	return out
+	return o
 }
 
-// regexpTokens appends the tokens of the literals a regexp requires: the
-// literal parts of a top-level concatenation (the filters are
-// case-insensitive, so (?i) literals count too).
-func regexpTokens(dst []uint64, src string) []uint64 {
+// regexpLiterals returns literals every match of a regexp contains: the
+// literal parts of a top-level concatenation. The filters fold ASCII case
+// only, so a case-insensitive literal counts only when it is ASCII.
+func regexpLiterals(src string) [][]byte {
 	re, err := syntax.Parse(src, syntax.Perl)
 	if err != nil {
-		return dst
+		return nil
 	}
 	re = re.Simplify()
 	subs := []*syntax.Regexp{re}
 	if re.Op == syntax.OpConcat {
 		subs = re.Sub
 	}
+	var out [][]byte
 	for _, s := range subs {
 		if s.Op == syntax.OpLiteral && (s.Flags&syntax.FoldCase == 0 || ascii(s.Rune)) {
-			dst = store.AppendLiteralTokens(dst, []byte(string(s.Rune)))
+			out = append(out, []byte(string(s.Rune)))
 		}
 	}
-	return dst
+	return out
 }
 
 // ascii reports whether every rune is ASCII: the filters fold ASCII case

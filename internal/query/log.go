@@ -10,7 +10,6 @@ import (
 
 	"github.com/sluicelog/sluice/internal/logql"
 	"github.com/sluicelog/sluice/internal/record"
-	"github.com/sluicelog/sluice/internal/store"
 	"github.com/sluicelog/sluice/internal/store/rows"
 )
 
@@ -44,7 +43,8 @@ func (ev *evaluator) logQuery(ctx context.Context, x *logql.LogExpr) (*Result, e
 	if limit <= 0 {
 		limit = 100
 	}
-	opts := store.ScanOptions{Backward: ev.p.Direction == Backward, Tokens: scanTokens(x.Pipeline)}
+	opts := pruning(x.Pipeline)
+	opts.Backward = ev.p.Direction == Backward
 	streams := ev.streams(x.Selector, from, to)
 	setup := func() (*logWorker, error) {
 		pipe, err := compilePipeline(x.Pipeline)

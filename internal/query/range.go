@@ -12,7 +12,6 @@ import (
 
 	"github.com/sluicelog/sluice/internal/logql"
 	"github.com/sluicelog/sluice/internal/record"
-	"github.com/sluicelog/sluice/internal/store"
 	"github.com/sluicelog/sluice/internal/store/rows"
 )
 
@@ -77,7 +76,7 @@ func (ev *evaluator) rangeAggregation(ctx context.Context, x *logql.RangeAggrega
 	from, to := first-off-rng+1, last-off // windows are (t-range, t]
 	unwrap := x.Range.Unwrap
 	streams := ev.streams(x.Range.Log.Selector, from, to)
-	opts := store.ScanOptions{Tokens: scanTokens(x.Range.Log.Pipeline)}
+	opts := pruning(x.Range.Log.Pipeline)
 	setup := func() (*rangeWorker, error) {
 		pipe, err := compilePipeline(x.Range.Log.Pipeline)
 		if err != nil {

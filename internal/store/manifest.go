@@ -7,7 +7,6 @@ import (
 	"hash/crc32"
 	"path"
 	"slices"
-	"strconv"
 
 	"github.com/sluicelog/sluice/internal/vfs"
 )
@@ -131,8 +130,9 @@ func checkManifest(data []byte) ([]byte, error) {
 		return nil, errors.New("no checksum line at its end")
 	}
 	body := data[:len(data)-tail]
-	want, err := strconv.ParseUint(string(data[len(data)-9:len(data)-1]), 16, 32)
-	if err != nil || uint32(want) != crc32.Checksum(body, castagnoli) {
+	// Compared as text, not parsed: a parse would take 'A' for 'a', and a
+	// flipped case bit would pass.
+	if string(data[len(data)-9:len(data)-1]) != fmt.Sprintf("%08x", crc32.Checksum(body, castagnoli)) {
 		return nil, errors.New("checksum mismatch: the file is damaged")
 	}
 	return body, nil

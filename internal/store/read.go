@@ -116,6 +116,10 @@ type ScanOptions struct {
 	// no filters, and filters have false positives): the caller checks
 	// each row.
 	Tokens []uint64
+	// Needles are edge tokens of a literal every row wanted holds: a
+	// block whose filter lacks one and whose longest token is no longer
+	// than it is skipped unread.
+	Needles []Needle
 	// Drop drops the pages of each block once read: for a scan of
 	// everything, which reads each block once.
 	Drop bool
@@ -274,10 +278,15 @@ blocks:
 		if b.Stream != stream || b.MaxTime < from || b.MinTime > to {
 			continue
 		}
-		if len(opts.Tokens) > 0 {
+		if len(opts.Tokens) > 0 || len(opts.Needles) > 0 {
 			f := rd.Filter(i)
 			for _, h := range opts.Tokens {
 				if !f.MayContain(h) {
+					continue blocks
+				}
+			}
+			for _, n := range opts.Needles {
+				if b.LongestToken <= n.Len && !f.MayContain(n.Hash) {
 					continue blocks
 				}
 			}
@@ -360,6 +369,15 @@ func (sn *Snapshot) Lines(ctx context.Context, tenants []string, from, to int64,
 		}
 	}
 	return nil
+}
+
+// Needle is an edge token of a searched literal (ScanOptions.Needles).
+type Needle = part.Needle
+
+// AppendLiteralNeedles appends the needles (ScanOptions.Needles) of a
+// literal every line wanted contains.
+func AppendLiteralNeedles(dst []Needle, lit []byte) []Needle {
+	return part.AppendLiteralNeedles(dst, lit)
 }
 
 // AppendLiteralTokens appends the token hashes (for ScanOptions.Tokens)

@@ -83,4 +83,19 @@ func TestScanBackwardAndTokens(t *testing.T) {
 	if m != n {
 		t.Errorf("token scan yields %d lines with WARN, want %d", m, n)
 	}
+
+	// A needle: a whole trace id, as long as the blocks' longest token,
+	// rules out every block of the parts but the one that holds it.
+	var id string
+	for _, l := range lines[:3000] {
+		if i := strings.Index(l, `"trace_id":"`); i >= 0 {
+			id = l[i+12 : i+44]
+			break
+		}
+	}
+	got = scanLines(t, sn, ScanOptions{Needles: AppendLiteralNeedles(nil, []byte(id))})
+	found := slices.ContainsFunc(got, func(l string) bool { return strings.Contains(l, id) })
+	if !found || len(got) > 2000 {
+		t.Errorf("needle %s: %d rows, found %v; want the block that holds it (and the head's rows)", id, len(got), found)
+	}
 }

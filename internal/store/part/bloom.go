@@ -31,8 +31,9 @@ const (
 // tokenSet collects the distinct token hashes of one block: an open
 // addressing set, cheaper than a map on this path.
 type tokenSet struct {
-	slots []uint64 // 0 is empty; a hash of 0 is stored as 1
-	n     int
+	slots   []uint64 // 0 is empty; a hash of 0 is stored as 1
+	n       int
+	longest int // the length of the longest token run seen
 }
 
 func (s *tokenSet) reset() {
@@ -40,7 +41,7 @@ func (s *tokenSet) reset() {
 		s.slots = nil // don't keep a huge table for every later block
 	}
 	clear(s.slots)
-	s.n = 0
+	s.n, s.longest = 0, 0
 }
 
 func (s *tokenSet) add(h uint64) {
@@ -98,6 +99,7 @@ func (s *tokenSet) addText(line []byte) {
 		if !digits {
 			s.add(TokenHash(line[i:j]))
 		}
+		s.longest = max(s.longest, j-i)
 		i = j
 	}
 }
@@ -199,6 +201,36 @@ func (f Filter) MayContain(h uint64) bool {
 		}
 	}
 	return true
+}
+
+// Needle is a token at an edge of a searched literal: a text containing
+// the literal holds a token run that contains it, which is the token
+// itself when no token run of the text is longer than Len. A block whose
+// longest token run is at most Len and whose filter lacks Hash cannot
+// hold the literal.
+type Needle struct {
+	Hash uint64
+	Len  int
+}
+
+// AppendLiteralNeedles appends the needles of lit: its edge tokens (the
+// ones AppendLiteralTokens leaves out) that the filters index.
+func AppendLiteralNeedles(dst []Needle, lit []byte) []Needle {
+	for i := 0; i < len(lit); {
+		if !isToken[lit[i]] {
+			i++
+			continue
+		}
+		j := i
+		for j < len(lit) && isToken[lit[j]] {
+			j++
+		}
+		if (i == 0 || j == len(lit)) && j-i <= maxTokenLen && Indexed(lit[i:j]) {
+			dst = append(dst, Needle{Hash: TokenHash(lit[i:j]), Len: j - i})
+		}
+		i = j
+	}
+	return dst
 }
 
 // AppendLiteralTokens appends the hashes of the tokens that any text

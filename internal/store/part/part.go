@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"math"
 	"runtime"
 	"sync"
 
@@ -15,8 +16,12 @@ import (
 )
 
 // Version is the part format's version, written in every header and
-// footer. FROZEN: parts written with it must stay readable.
-const Version = 1
+// footer. FROZEN: parts written with any version from minVersion on must
+// stay readable. Version 2 added each block's longest token to the index.
+const (
+	Version    = 2
+	minVersion = 1
+)
 
 const (
 	magic      = "SLUICEPT"
@@ -44,6 +49,10 @@ type BlockMeta struct {
 	MinTime, MaxTime int64
 	Off, Len         int64
 	CRC              uint32
+
+	// LongestToken is the length of the longest token run of the block's
+	// lines (math.MaxInt32 when unknown: parts of format version 1).
+	LongestToken int
 
 	// The block's token filter, in the filter section.
 	filterOff, filterLen int64
@@ -191,6 +200,7 @@ func (w *Writer) drain(wait bool) {
 		j.meta.Off, j.meta.Len, j.meta.CRC = w.off, int64(len(j.out)), crc32.Checksum(j.out, crcTable)
 		w.write(j.out)
 		j.meta.filterOff, j.meta.filterLen = int64(len(w.filters)), int64(len(j.filter))
+		j.meta.LongestToken = j.bw.tokens.longest
 		w.filters = append(w.filters, j.filter...)
 		w.blocks = append(w.blocks, j.meta)
 		w.meta.Rows += int64(j.meta.Rows)
@@ -260,6 +270,7 @@ func (w *Writer) Finish() (Meta, error) {
 		idx = binary.LittleEndian.AppendUint32(idx, b.CRC)
 		idx = binary.AppendUvarint(idx, uint64(b.filterOff))
 		idx = binary.AppendUvarint(idx, uint64(b.filterLen))
+		idx = binary.AppendUvarint(idx, uint64(b.LongestToken))
 	}
 	idx = binary.AppendUvarint(idx, uint64(filtersOff))
 	idx = binary.AppendUvarint(idx, uint64(len(w.filters)))
@@ -319,6 +330,7 @@ type Reader struct {
 	release func() error
 	fs      vfs.FS
 	labels  map[string]map[string][]uint32 // name -> value -> streams
+	version uint32
 }
 
 // StreamsWith returns the indexes of the streams that have the label
@@ -362,8 +374,9 @@ func (r *Reader) load() error {
 	if string(r.data[:8]) != magic {
 		return r.corrupt(0, "bad magic")
 	}
-	if v := binary.LittleEndian.Uint32(r.data[8:]); v != Version {
-		return r.corrupt(8, "version %d, want %d", v, Version)
+	r.version = binary.LittleEndian.Uint32(r.data[8:])
+	if r.version < minVersion || r.version > Version {
+		return r.corrupt(8, "version %d, want %d to %d", r.version, minVersion, Version)
 	}
 	ft := r.data[n-footerSize:]
 	if crc32.Checksum(ft[:footerSize-4], crcTable) != binary.LittleEndian.Uint32(ft[footerSize-4:]) || string(ft[56:64]) != magic {
@@ -413,6 +426,10 @@ func (r *Reader) load() error {
 		b.CRC = x.Uint32("block checksum")
 		b.filterOff = int64(x.Uvarint("filter offset"))
 		b.filterLen = int64(x.Uvarint("filter length"))
+		b.LongestToken = math.MaxInt32
+		if r.version >= 2 {
+			b.LongestToken = int(x.Bounded("longest token", math.MaxInt32))
+		}
 		if x.Err() == nil && (int(b.Stream) >= len(r.Streams) || b.Off < headerSize || b.Len < 0 || b.Off > indexOff || b.Len > indexOff-b.Off) {
 			x.Fail("block location")
 		}
@@ -437,8 +454,8 @@ func (r *Reader) load() error {
 	if crc32.Checksum(r.filters, crcTable) != filtersCRC {
 		return r.corrupt(filtersOff, "token filters checksum mismatch")
 	}
-	if v := binary.LittleEndian.Uint32(ft[20:]); v != Version {
-		return r.corrupt(n-footerSize, "footer version %d, want %d", v, Version)
+	if v := binary.LittleEndian.Uint32(ft[20:]); v != r.version {
+		return r.corrupt(n-footerSize, "footer version %d, header %d", v, r.version)
 	}
 	if rowsSum != r.Meta.Rows {
 		return r.corrupt(indexOff, "index has %d rows, footer %d", rowsSum, r.Meta.Rows)
