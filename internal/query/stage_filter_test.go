@@ -5,6 +5,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/sluicelog/sluice/internal/logql"
 )
@@ -132,6 +133,8 @@ func TestPatternFilter(t *testing.T) {
 			[]string{`0.191.12.2 - - [10/Jun/2021:09:14:29 +0000] "GET /api"`}},
 		{"exact", []string{"exact"}, []string{"exact ", "inexact", ""}},
 		{"<_>", []string{"x"}, []string{""}},
+		{"<a> <a>", []string{"x y"}, []string{"x", "x "}},
+		{"", []string{""}, []string{"x"}},
 		{"a<_>a<_>a", []string{"aXaYa", "aXaaYa"}, []string{"aaa", "aXaa"}},
 	} {
 		t.Run(c.pattern, func(t *testing.T) {
@@ -227,9 +230,11 @@ func TestCompilePattern(t *testing.T) {
 		{"<_> x", false, true},
 		{"<_> x", true, false},
 		{"<a><b>", false, false},
-		{"<a> <a>", false, false},
-		{"<1a> x", false, false},
-		{"", false, false},
+		{"<a> <a>", true, false},
+		{"<a> <a>", false, true},
+		{"<1a> x", true, false},
+		{"", false, true},
+		{"", true, false},
 	} {
 		_, err := compilePattern(pat(c.src), c.needName)
 		if (err == nil) != c.ok {
@@ -262,4 +267,36 @@ func BenchmarkLineFilter(b *testing.B) {
 			}
 		})
 	}
+}
+
+// FuzzPatternFilter checks |> against the regexp it stands for: the
+// whole line, each capture one byte or more.
+func FuzzPatternFilter(f *testing.F) {
+	f.Add("<_> bar <_>", "foo bar baz")
+	f.Add("a<_>a<_>a", "aXaaYa")
+	f.Add("GET <path> HTTP/<_>", "GET /a HTTP/1.1")
+	f.Add("<_>x", "xx")
+	f.Fuzz(func(t *testing.T, src, line string) {
+		if !utf8.ValidString(src) {
+			return // the regexp needs valid UTF-8
+		}
+		c, err := compilePattern(pat(src), false)
+		if err != nil {
+			return
+		}
+		var re strings.Builder
+		re.WriteString(`^`)
+		for _, part := range c.parts {
+			if part.Capture {
+				re.WriteString(`(?s:.+)`)
+			} else {
+				re.WriteString(regexp.QuoteMeta(part.Literal))
+			}
+		}
+		re.WriteString(`$`)
+		want := regexp.MustCompile(re.String()).MatchString(line)
+		if got := c.matchWhole([]byte(line)); got != want {
+			t.Fatalf("pattern %q (%s) on %q: %v, want %v", src, re.String(), line, got, want)
+		}
+	})
 }

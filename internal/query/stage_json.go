@@ -92,7 +92,12 @@ func (s *jsonStage) process(_ int64, line []byte, lb *labelsBuilder) ([]byte, bo
 		return line, true
 	}
 	for _, p := range s.params {
-		setParsed(lb, &s.buf, p.name, s.find(i, p.path))
+		v, found := s.find(i, p.path)
+		// As Loki, a missing path gives "" unless the label is set (a
+		// stream label included).
+		if _, ok := lb.lookup(p.name); found || !ok {
+			setParsed(lb, &s.buf, p.name, v)
+		}
 	}
 	return line, true
 }
@@ -164,39 +169,39 @@ func (s *jsonStage) object(i, prefix, depth int, lb *labelsBuilder) int {
 	}
 }
 
-// find returns the value at path from the (valid) value at i, "" when
-// the path is missing.
-func (s *jsonStage) find(i int, path []jsonPathElem) string {
+// find returns the value at path from the (valid) value at i, and
+// whether the path is there.
+func (s *jsonStage) find(i int, path []jsonPathElem) (string, bool) {
 	sc := &s.sc
 	d := sc.data
 	for _, e := range path {
 		if e.index < 0 {
 			if d[i] != '{' {
-				return ""
+				return "", false
 			}
 			i = s.member(i, e.key)
 		} else {
 			if d[i] != '[' {
-				return ""
+				return "", false
 			}
 			i = s.element(i, e.index)
 		}
 		if i < 0 {
-			return ""
+			return "", false
 		}
 	}
 	switch d[i] {
 	case '"':
 		v, _ := sc.str(i)
-		return v
+		return v, true
 	case 'n':
-		return ""
+		return "", true
 	}
 	end := sc.skip(i, 0)
 	if end < 0 {
-		return ""
+		return "", false
 	}
-	return bytesView(d[i:end])
+	return bytesView(d[i:end]), true
 }
 
 // member returns the offset of the value of field key in the object at

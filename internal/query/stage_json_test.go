@@ -128,7 +128,7 @@ func TestJSONParams(t *testing.T) {
 		runCases(t, params("a", "a", "b", "b.c[1].d", "n", "n", "m", "missing.x", "i", "list[5]", "k", `["dotted.key"]`, "s", "str.x", "num", "num", "u", "u"),
 			[]stageCase{
 				{name: "all", stream: lbls("a", "stream"),
-					line: `{"a":"x","b":{"c":[{"d":1},{"d":"two"}]},"n":null,"list":[1],"dotted.key":true,"str":"s","num":-1.5,"u":"\u00e9"}`,
+					line:   `{"a":"x","b":{"c":[{"d":1},{"d":"two"}]},"n":null,"list":[1],"dotted.key":true,"str":"s","num":-1.5,"u":"\u00e9"}`,
 					labels: `{a="stream", a_extracted="x", b="two", i="", k="true", m="", n="", num="-1.5", s="", u="é"}`},
 				{name: "invalid", line: `{"a":"x",}`,
 					labels: `{__error__="JSONParserErr", __error_details__="syntax error at offset 9: unexpected '}', expected a string"}`},
@@ -136,6 +136,8 @@ func TestJSONParams(t *testing.T) {
 					labels: `{__error__="JSONParserErr", __error_details__="syntax error at offset 0: unexpected '\"', expected a JSON object"}`},
 				{name: "escaped key matches", line: `{"\u0061":"1","b":{"\u0063":[0,{"d":"2"}]}}`,
 					labels: `{a="1", b="2", i="", k="", m="", n="", num="", s="", u=""}`},
+				{name: "missing stream label", stream: lbls("a", "s", "u", "t"), line: `{"b":{"c":[]}}`,
+					labels: `{a="s", b="", i="", k="", m="", n="", num="", s="", u="t"}`},
 				{name: "duplicate first wins", line: `{"a":"1","a":"2"}`,
 					labels: `{a="1", b="", i="", k="", m="", n="", num="", s="", u=""}`},
 			})

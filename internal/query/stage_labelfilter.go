@@ -12,14 +12,16 @@ import (
 )
 
 // labelFilterStage is a label filter in a pipeline. The semantics are
-// Loki's:
+// those of Loki's code (its documentation is older in places):
 //   - a string filter (= != =~ !~) compares the label's value, "" when
-//     it is absent; it is the only kind that sees __error__ as a plain
-//     label, so `| __error__=""` drops the rows with errors;
-//   - a number, duration, bytes or ip filter keeps every row that already
-//     has __error__, drops a row without the label, and when the value
-//     does not convert keeps the row and sets __error__=LabelFilterErr
-//     with the conversion error in __error_details__;
+//     it is absent; __error__ is a plain label to it, so
+//     `| __error__=""` drops the rows with errors;
+//   - a number, duration or bytes filter drops a row without the label,
+//     and when the value does not convert keeps the row and sets
+//     __error__=LabelFilterErr with the conversion error in
+//     __error_details__ (unless the row has an error already);
+//   - an ip filter keeps every row that already has __error__, else
+//     drops a row without the label;
 //   - "and" and "or" combine filters left to right.
 type labelFilterStage struct {
 	pred labelPred
@@ -65,19 +67,19 @@ func compileLabelFilter(f logql.LabelFilter) (labelPred, error) {
 		return func(lb *labelsBuilder) bool { return m.Matches(lb.get(m.Name)) }, nil
 	case *logql.LabelFilterNumber:
 		name, op, want := f.Name, f.Op, f.Value
-		return convertingFilter(name, func(v string) (bool, error) {
+		return convertingFilter(name, false, func(v string) (bool, error) {
 			got, err := strconv.ParseFloat(v, 64)
 			return compareOp(op, got, want), err
 		}), nil
 	case *logql.LabelFilterDuration:
 		name, op, want := f.Name, f.Op, f.Value
-		return convertingFilter(name, func(v string) (bool, error) {
+		return convertingFilter(name, false, func(v string) (bool, error) {
 			got, err := parseDurationLabel(v)
 			return compareOp(op, got, want), err
 		}), nil
 	case *logql.LabelFilterBytes:
 		name, op, want := f.Name, f.Op, f.Value
-		return convertingFilter(name, func(v string) (bool, error) {
+		return convertingFilter(name, false, func(v string) (bool, error) {
 			got, err := parseBytesLabel(v)
 			return compareOp(op, got, want), err
 		}), nil
@@ -87,7 +89,7 @@ func compileLabelFilter(f logql.LabelFilter) (labelPred, error) {
 			return nil, err
 		}
 		negate := f.Negate
-		return convertingFilter(f.Name, func(v string) (bool, error) {
+		return convertingFilter(f.Name, true, func(v string) (bool, error) {
 			return m.matchText(stringBytes(v)) != negate, nil
 		}), nil
 	case nil:
@@ -98,10 +100,11 @@ func compileLabelFilter(f logql.LabelFilter) (labelPred, error) {
 }
 
 // convertingFilter wraps a comparison that converts the label's value
-// with the rules shared by number, duration, bytes and ip filters.
-func convertingFilter(name string, test func(v string) (bool, error)) labelPred {
+// with the rules shared by number, duration, bytes and ip filters;
+// passErrors keeps the rows that have an error without testing them.
+func convertingFilter(name string, passErrors bool, test func(v string) (bool, error)) labelPred {
 	return func(lb *labelsBuilder) bool {
-		if lb.hasError() {
+		if passErrors && lb.hasError() {
 			return true
 		}
 		v, ok := lb.lookup(name)
@@ -181,8 +184,16 @@ func parseBytesLabel(s string) (uint64, error) {
 	}
 	unit := strings.TrimSpace(s[n:])
 	mult, ok := bytesUnits[unit]
-	if !ok {
-		mult, ok = bytesUnits[strings.ToLower(unit)]
+	if !ok && len(unit) <= 3 {
+		// Lower-case into an array: no allocation on the filter's path.
+		var low [3]byte
+		for i := range len(unit) {
+			low[i] = unit[i]
+			if c := unit[i]; c >= 'A' && c <= 'Z' {
+				low[i] = c + 'a' - 'A'
+			}
+		}
+		mult, ok = bytesUnits[string(low[:len(unit)])]
 	}
 	if !ok {
 		return 0, fmt.Errorf("invalid byte size %q: unknown unit %q", s, unit)

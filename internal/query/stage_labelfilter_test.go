@@ -84,9 +84,13 @@ func TestLabelFilterNumber(t *testing.T) {
 			out: `{__error__="LabelFilterErr", __error_details__="strconv.ParseFloat: parsing \"abc\": invalid syntax", status="abc"}`},
 		{in: lbls("status", ""), keep: true,
 			out: `{__error__="LabelFilterErr", __error_details__="strconv.ParseFloat: parsing \"\": invalid syntax", status=""}`},
-		// A row that already has an error passes untouched.
-		{in: lbls("__error__", "JSONParserErr"), keep: true},
-		{in: lbls("__error__", "JSONParserErr", "status", "200"), keep: true},
+		// A row that already has an error is compared all the same (Loki
+		// 3; its documentation still says such rows pass), and keeps its
+		// first error.
+		{in: lbls("__error__", "JSONParserErr")},
+		{in: lbls("__error__", "JSONParserErr", "status", "200")},
+		{in: lbls("__error__", "JSONParserErr", "status", "503"), keep: true},
+		{in: lbls("__error__", "JSONParserErr", "status", "x"), keep: true},
 	})
 	runFilter(t, num("v", logql.CmpNe, math.NaN()), []filterRow{{in: lbls("v", "NaN"), keep: true}})
 }
@@ -241,6 +245,28 @@ func TestParseBytesLabel(t *testing.T) {
 		got, err := parseBytesLabel(c.in)
 		if (err == nil) != c.ok || got != c.want {
 			t.Errorf("parseBytesLabel(%q) = %v, %v", c.in, got, err)
+		}
+	}
+}
+
+func TestLabelFilterNoAllocs(t *testing.T) {
+	for _, f := range []logql.LabelFilter{
+		&logql.LabelFilterNumber{Name: "v", Op: logql.CmpGe, Value: 500},
+		&logql.LabelFilterDuration{Name: "d", Op: logql.CmpGt, Value: time.Second},
+		&logql.LabelFilterBytes{Name: "b", Op: logql.CmpGt, Value: 1000},
+		&logql.LabelFilterIP{Name: "ip", Value: "10.0.0.0/8"},
+		&logql.LabelFilterString{Matcher: matcher(t, `s=~"a.*"`)},
+	} {
+		st := must(t)(newLabelFilterStage(f))
+		lb := newLabelsBuilder()
+		stream := lbls("v", "503", "d", "1.5s", "b", "20KB", "ip", "10.1.2.3", "s", "abc")
+		if n := testing.AllocsPerRun(100, func() {
+			lb.reset(stream)
+			if _, ok := st.process(0, nil, lb); !ok {
+				t.Fatalf("%s dropped the row", f)
+			}
+		}); n != 0 {
+			t.Errorf("%s allocates %v times per row", f, n)
 		}
 	}
 }

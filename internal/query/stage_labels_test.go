@@ -294,3 +294,80 @@ func TestRowBufStringsSurviveGrowth(t *testing.T) {
 		}
 	}
 }
+
+// TestPipelineQueries parses whole queries and runs their pipelines, to
+// check the stages against the trees the logql parser builds.
+func TestPipelineQueries(t *testing.T) {
+	stream := lbls("app", "api", "env", "prod")
+	for _, c := range []struct {
+		query  string
+		line   string
+		want   string // the line out, "" when unchanged
+		labels string // "" when the row is dropped
+	}{
+		{`{app="api"} |= "metrics.go" | logfmt | duration > 10s and throughput_mb < 500`,
+			`caller=metrics.go duration=12.5s throughput_mb=100`, "",
+			`{app="api", caller="metrics.go", duration="12.5s", env="prod", throughput_mb="100"}`},
+		{`{app="api"} |= "metrics.go" | logfmt | duration > 10s and throughput_mb < 500`,
+			`caller=metrics.go duration=2s throughput_mb=100`, "", ""},
+		{`{app="api"} | json | status >= 500 | line_format "{{.method}} {{.path}}"`,
+			`{"status":503,"method":"GET","path":"/x"}`, "GET /x",
+			`{app="api", env="prod", method="GET", path="/x", status="503"}`},
+		{`{app="api"} | json | status >= 500`, `{"status":200}`, "", ""},
+		{`{app="api"} | json | __error__=""`, `not json`, "", ""},
+		{`{app="api"} | json | status >= 500`, `not json`, "", ""},
+		{`{app="api"} | json | status >= 500 or __error__!=""`, `not json`, "",
+			`{__error__="JSONParserErr", __error_details__="syntax error at offset 0: unexpected 'n', expected a JSON object", app="api", env="prod"}`},
+		{`{app="api"} | logfmt --strict | drop __error__, __error_details__, env`, `a=1 =b`, "", `{a="1", app="api"}`},
+		{`{app="api"} | logfmt --keep-empty host, fwd_ip="fwd"`, `host fwd="1.2.3.4" x=y`, "",
+			`{app="api", env="prod", fwd_ip="1.2.3.4", host=""}`},
+		{`{app="api"} | pattern "<ip> - <_>" | ip = ip("10.0.0.0/8")`, `10.1.2.3 - rest`, "",
+			`{app="api", env="prod", ip="10.1.2.3"}`},
+		{`{app="api"} | pattern "<ip> - <_>" | ip != ip("10.0.0.0/8")`, `10.1.2.3 - rest`, "", ""},
+		{"{app=\"api\"} | json first_server=\"servers[0]\", ua=`request.headers[\"User-Agent\"]`", jsonDocLine, "",
+			`{app="api", env="prod", first_server="129.0.1.1", ua="curl/7.68.0"}`},
+		{`{app="api"} | json servers`, `{"servers":["a","b"]}`, "", `{app="api", env="prod", servers="[\"a\",\"b\"]"}`},
+		{`{app="api"} | unpack | json`, `{"pod":"p1","_entry":"{\"level\":\"warn\",\"app\":\"inner\"}"}`, `{"level":"warn","app":"inner"}`,
+			`{app="api", app_extracted="inner", env="prod", level="warn", pod="p1"}`},
+		{"{app=\"api\"} | decolorize | regexp `(?P<level>\\w+): (?P<msg>.*)`", "\x1b[31mERROR\x1b[0m: boom", "ERROR: boom",
+			`{app="api", env="prod", level="ERROR", msg="boom"}`},
+		// The template sees the labels after the renames before it.
+		{`{app="api"} | label_format foo=env, baz="{{.env}}!{{.foo}}" | keep foo, baz, app`, `x`, "", `{app="api", baz="!prod", foo="prod"}`},
+		{`{app="api"} |> "<_> error <_>" or "<_> warn <_>"`, `a warn b`, "", `{app="api", env="prod"}`},
+		{`{app="api"} !> "<_> error <_>" or "<_> warn <_>"`, `a warn b`, "", ""},
+		{`{app="api"} |~ "a.b"`, "a\nb", "", `{app="api", env="prod"}`},
+		{`{app="api"} != ip("192.168.4.5-192.168.4.20") |= "GET"`, `192.168.4.30 GET /`, "", `{app="api", env="prod"}`},
+		{`{app="api"} | logfmt | size > 1KB or size < 10B`, `size=2KiB`, "", `{app="api", env="prod", size="2KiB"}`},
+		{`{app="api"} | logfmt | (size > 1KB or size < 10B) and env="dev"`, `size=2KiB`, "", ""},
+		{`{app="api"} | logfmt | level="info", status=200`, `level=info status=200`, "", `{app="api", env="prod", level="info", status="200"}`},
+		{`{app="api"} | logfmt | drop level="info" | keep status, level`, `level=info status=200`, "", `{status="200"}`},
+	} {
+		t.Run(c.query, func(t *testing.T) {
+			le, err := logql.ParseLogExpr(c.query)
+			if err != nil {
+				t.Fatal(err)
+			}
+			p, err := compilePipeline(le.Pipeline)
+			if err != nil {
+				t.Fatal(err)
+			}
+			out, ls, ok := runRow(p, stream, c.line)
+			if ok != (c.labels != "") {
+				t.Fatalf("kept = %v, labels %s", ok, ls)
+			}
+			if !ok {
+				return
+			}
+			want := c.want
+			if want == "" {
+				want = c.line
+			}
+			if out != want {
+				t.Errorf("line = %q, want %q", out, want)
+			}
+			if ls.String() != c.labels {
+				t.Errorf("labels = %s\n          want %s", ls, c.labels)
+			}
+		})
+	}
+}

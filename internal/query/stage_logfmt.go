@@ -18,10 +18,11 @@ import (
 // gives an empty label. The first value of a key wins, and a key that is
 // a stream label gets the suffix _extracted.
 //
-// Malformed pairs (=value, a=b=c, fo"o=bar, an unterminated quote) are
-// skipped up to the next space; with --strict the first one stops the
-// scan with __error__=LogfmtParserErr and __error_details__, keeping what
-// was extracted before it.
+// Malformed pairs (=value, a=b=c, fo"o=bar, an unterminated quote, a
+// bad escape) are skipped up to the next space (past the closing quote
+// for a bad escape); with --strict the first one stops the scan with
+// __error__=LogfmtParserErr and __error_details__ as Loki writes them,
+// keeping what was extracted before it.
 //
 // Processing a line allocates nothing once the stage's buffers have
 // grown, unless it sets an error.
@@ -69,12 +70,19 @@ func (s *logfmtStage) process(_ int64, line []byte, lb *labelsBuilder) ([]byte, 
 			lb.setError(errLogfmt, fmt.Sprintf("logfmt syntax error at pos %d : %s", errAt+1, msg))
 			return line, true
 		}
+		if msg == "invalid quoted value" {
+			continue // i is past the closing quote
+		}
 		for i < len(line) && line[i] > ' ' {
 			i++
 		}
 	}
+	// As Loki, a requested key missing from the line gives "" unless the
+	// label is set (a stream label included).
 	for _, p := range s.params {
-		setParsed(lb, &s.buf, p.Name, "")
+		if _, ok := lb.lookup(p.Name); !ok {
+			setParsed(lb, &s.buf, p.Name, "")
+		}
 	}
 	return line, true
 }
@@ -105,20 +113,20 @@ func (s *logfmtStage) pair(i int, lb *labelsBuilder) (next, errAt int, msg strin
 		return i, 0, ""
 	}
 	if line[i] == '"' {
-		v, end := s.sc.str(i)
+		// The value ends at the first quote not escaped by a backslash;
+		// then it is unescaped. What follows the closing quote starts the
+		// next pair, as in Loki's decoder.
+		end := closingLogfmtQuote(line, i)
 		if end < 0 {
-			at, m := s.sc.errOff, s.sc.errMsg
-			s.sc.errMsg = ""
-			if m == "unterminated string" {
-				return len(line), at, "unterminated quoted value"
-			}
-			return i, at, "invalid quoted value: " + m
+			return len(line), len(line), "unterminated quoted value"
 		}
-		if end < len(line) && line[end] > ' ' {
-			return end, end, fmt.Sprintf("unexpected %q", line[end])
+		v, next := s.sc.str(i)
+		if next < 0 {
+			s.sc.errMsg = ""
+			return end + 1, end + 1, "invalid quoted value"
 		}
 		s.extract(key, v, v == "", lb)
-		return end, 0, ""
+		return next, 0, ""
 	}
 	vs := i
 	for i < len(line) && line[i] > ' ' {
@@ -147,4 +155,18 @@ func (s *logfmtStage) extract(key []byte, value string, empty bool, lb *labelsBu
 	}
 	s.name = appendSanitized(s.name[:0], key, true)
 	setParsedName(lb, &s.buf, s.name, value)
+}
+
+// closingLogfmtQuote returns the offset of the quote that closes the
+// quoted value at i, skipping quotes escaped by a backslash, or -1.
+func closingLogfmtQuote(line []byte, i int) int {
+	for j := i + 1; j < len(line); j++ {
+		switch line[j] {
+		case '\\':
+			j++
+		case '"':
+			return j
+		}
+	}
+	return -1
 }

@@ -24,9 +24,9 @@ func TestLogfmt(t *testing.T) {
 		{name: "utf8 values", line: `msg=héllo✓ x="日本"`, labels: `{msg="héllo✓", x="日本"}`},
 		{name: "no pairs", line: `just some words`, labels: `{}`},
 		{name: "empty line", line: ``, labels: `{}`},
-		{name: "malformed skipped", line: `=value a=1 foo=bar=buzz b=2 fo"o=bar c=3 d="x"y e=4`, labels: `{a="1", b="2", c="3", e="4"}`},
+		{name: "malformed skipped", line: `=value a=1 foo=bar=buzz b=2 fo"o=bar c=3 d="x"y e=4`, labels: `{a="1", b="2", c="3", d="x", e="4"}`},
 		{name: "unterminated quote", line: `a=1 b="open c=3`, labels: `{a="1"}`},
-		{name: "bad escape", line: `a="\q" b=2`, labels: `{b="2"}`},
+		{name: "bad escape", line: `a="\q x" b=2`, labels: `{b="2"}`},
 		{name: "quote inside value", line: `a=x"y b=2`, labels: `{b="2"}`},
 	})
 }
@@ -53,9 +53,10 @@ func TestLogfmtStrict(t *testing.T) {
 		{name: "no key", line: `=value`, labels: errs(1, `unexpected '='`, "")},
 		{name: "double equals", line: `a=1 foo=bar=buzz b=2`, labels: errs(12, `unexpected '='`, `a="1"`)},
 		{name: "quote in key", line: `fo"o=bar`, labels: errs(3, `unexpected '\"'`, "")},
-		{name: "unterminated", line: `a=1 b="x`, labels: errs(7, `unterminated quoted value`, `a="1"`)},
-		{name: "text after quote", line: `a="x"y`, labels: errs(6, `unexpected 'y'`, "")},
-		{name: "bad escape", line: `a="\q"`, labels: errs(4, `invalid quoted value: invalid escape \"\\\\q\"`, "")},
+		{name: "unterminated", line: `a=1 b="x`, labels: errs(9, `unterminated quoted value`, `a="1"`)},
+		{name: "text after quote starts a pair", line: `a="x"y=1`, labels: `{a="x", y="1"}`},
+		{name: "bad escape", line: `a="\q" b=1`, labels: errs(7, `invalid quoted value`, "")},
+		{name: "escaped quote", line: `a="x\"y" b=1`, labels: `{a="x\"y", b="1"}`},
 	})
 }
 
@@ -69,6 +70,8 @@ func TestLogfmtParams(t *testing.T) {
 	runCases(t, params(logql.LogfmtParser{}, "host", "", "fwd_ip", "fwd"), []stageCase{
 		{name: "doc example", line: logfmtDocLine, labels: `{fwd_ip="124.133.124.161", host="grafana.net"}`},
 		{name: "missing", line: `a=1`, labels: `{fwd_ip="", host=""}`},
+		{name: "missing stream label", stream: lbls("host", "h"), line: `a=1`, labels: `{fwd_ip="", host="h"}`},
+		{name: "present stream label", stream: lbls("host", "h"), line: `host=x`, labels: `{fwd_ip="", host="h", host_extracted="x"}`},
 	})
 	runCases(t, params(logql.LogfmtParser{}, "a", "a", "b", "b", "c", "c", "a2", "a", "app", "app"), []stageCase{
 		{name: "standalone and empty requested", stream: lbls("app", "api"), line: `a b= c=3 a=4 app=x`,

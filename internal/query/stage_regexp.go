@@ -1,6 +1,7 @@
 package query
 
 import (
+	"bytes"
 	"fmt"
 
 	"github.com/sluicelog/sluice/internal/logql"
@@ -95,4 +96,137 @@ func (s *patternStage) process(_ int64, line []byte, lb *labelsBuilder) ([]byte,
 	s.p.extract(line, s.set)
 	s.lb = nil
 	return line, true
+}
+
+// pattern is a compiled pattern expression of Loki's syntax: literals
+// and captures (<name>, or <_> that captures nothing).
+type pattern struct {
+	parts []logql.PatternPart
+	names []string // one per named capture, in order
+}
+
+// compilePattern checks a pattern: no two captures next to each other
+// and capture names valid. For the parser (parser set) the names must be
+// distinct and there must be at least one; a filter treats every
+// capture as a wildcard.
+func compilePattern(p *logql.Pattern, parser bool) (*pattern, error) {
+	c := &pattern{}
+	seen := map[string]bool{}
+	for i, part := range p.Parts {
+		if !part.Capture {
+			if part.Literal == "" {
+				continue
+			}
+			if n := len(c.parts); n > 0 && !c.parts[n-1].Capture {
+				c.parts[n-1].Literal += part.Literal
+				continue
+			}
+			c.parts = append(c.parts, part)
+			continue
+		}
+		if n := len(c.parts); n > 0 && c.parts[n-1].Capture {
+			return nil, fmt.Errorf("pattern %q: captures at part %d are not separated by a literal", p.Source, i)
+		}
+		if part.Name == "_" {
+			part.Name = ""
+		}
+		if part.Name != "" && parser {
+			if !validLabelName(part.Name) {
+				return nil, fmt.Errorf("pattern %q: invalid capture name %q", p.Source, part.Name)
+			}
+			if seen[part.Name] {
+				return nil, fmt.Errorf("pattern %q: duplicate capture name %q", p.Source, part.Name)
+			}
+			seen[part.Name] = true
+			c.names = append(c.names, part.Name)
+		}
+		c.parts = append(c.parts, part)
+	}
+	if parser && len(c.names) == 0 {
+		return nil, fmt.Errorf("pattern %q: at least one named capture is required", p.Source)
+	}
+	return c, nil
+}
+
+// matchWhole reports whether the whole line matches the pattern, each
+// capture taking at least one byte (the |> filter). A leading literal
+// must start the line and a trailing one end it.
+func (p *pattern) matchWhole(line []byte) bool {
+	parts := p.parts
+	if len(parts) == 0 {
+		return len(line) == 0 // an empty pattern matches an empty line
+	}
+	pos := 0
+	if !parts[0].Capture {
+		if !bytes.HasPrefix(line, stringBytes(parts[0].Literal)) {
+			return false
+		}
+		pos = len(parts[0].Literal)
+		parts = parts[1:]
+	}
+	// parts now alternate capture, literal, capture...
+	for len(parts) > 0 {
+		if len(parts) == 1 {
+			return pos < len(line) // a trailing capture takes the rest
+		}
+		lit := stringBytes(parts[1].Literal)
+		if len(parts) == 2 {
+			// The last literal ends the line; the capture before it takes
+			// at least one byte.
+			return len(line)-len(lit) > pos && bytes.HasSuffix(line, lit)
+		}
+		// The earliest occurrence is the best: it leaves the most line to
+		// what follows.
+		if pos >= len(line) {
+			return false
+		}
+		j := bytes.Index(line[pos+1:], lit)
+		if j < 0 {
+			return false
+		}
+		pos += 1 + j + len(lit)
+		parts = parts[2:]
+	}
+	return pos == len(line)
+}
+
+// extract matches line as Loki's pattern parser does and calls set for
+// each named capture: a leading literal must start the line; a capture
+// runs to the first occurrence of the literal after it (or to the end of
+// the line); when that literal is missing the capture takes the rest of
+// the line and matching stops there. It reports whether the leading
+// literal matched.
+func (p *pattern) extract(line []byte, set func(name string, value []byte)) bool {
+	parts := p.parts
+	pos := 0
+	if !parts[0].Capture {
+		if !bytes.HasPrefix(line, stringBytes(parts[0].Literal)) {
+			return false
+		}
+		pos = len(parts[0].Literal)
+		parts = parts[1:]
+	}
+	for len(parts) > 0 {
+		c := parts[0]
+		if len(parts) == 1 {
+			if c.Name != "" {
+				set(c.Name, line[pos:])
+			}
+			return true
+		}
+		lit := stringBytes(parts[1].Literal)
+		j := bytes.Index(line[pos:], lit)
+		if j < 0 {
+			if c.Name != "" {
+				set(c.Name, line[pos:])
+			}
+			return true
+		}
+		if c.Name != "" {
+			set(c.Name, line[pos:pos+j])
+		}
+		pos += j + len(lit)
+		parts = parts[2:]
+	}
+	return true
 }
