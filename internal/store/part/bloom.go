@@ -8,8 +8,10 @@ import (
 // A block's token filter is a Bloom filter of the lowercased tokens of its
 // lines, so that a query for a word skips the blocks that cannot hold it
 // without decompressing them. A token is a maximal run of ASCII letters,
-// digits and '_', or of bytes >= 0x80 (UTF-8 text other than ASCII).
-// Tokens are lowercased (ASCII only) so that case-insensitive searches can
+// digits and '_', or a maximal run of bytes >= 0x80 (UTF-8 text other
+// than ASCII): "abcé" is two tokens, "abc" and "é". (Format version 1
+// made one token of both kinds together; its filters are not used to
+// prune.) Tokens are lowercased (ASCII only) so that case-insensitive searches can
 // use the filter too. Tokens made only of digits are not indexed: numbers
 // (sizes, ids, parts of timestamps) are mostly distinct, would double the
 // filters' size, and are searched through typed fields; a query must not
@@ -75,32 +77,46 @@ func (s *tokenSet) grow() {
 	}
 }
 
-// isToken marks the bytes that make up tokens.
-var isToken = func() (t [256]bool) {
+// tokenClass says which kind of token a byte belongs to: 0 none, 1 ASCII
+// letters, digits and '_', 2 bytes >= 0x80.
+var tokenClass = func() (t [256]uint8) {
 	for c := range 256 {
-		t[c] = c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c >= 0x80
+		switch {
+		case c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_':
+			t[c] = 1
+		case c >= 0x80:
+			t[c] = 2
+		}
 	}
 	return t
 }()
 
+// nextToken returns the bounds of the first token of text at or after i,
+// or start == len(text) when there is none.
+func nextToken(text []byte, i int) (start, end int) {
+	for i < len(text) && tokenClass[text[i]] == 0 {
+		i++
+	}
+	if i == len(text) {
+		return i, i
+	}
+	k := tokenClass[text[i]]
+	j := i + 1
+	for j < len(text) && tokenClass[text[j]] == k {
+		j++
+	}
+	return i, j
+}
+
 // addText adds the tokens of text (lines joined by newlines, say).
-func (s *tokenSet) addText(line []byte) {
-	for i := 0; i < len(line); {
-		if !isToken[line[i]] {
-			i++
-			continue
+func (s *tokenSet) addText(text []byte) {
+	for i, j := nextToken(text, 0); i < len(text); i, j = nextToken(text, j) {
+		if Indexed(text[i:j]) {
+			s.add(TokenHash(text[i:j]))
 		}
-		j := i
-		digits := true
-		for j < len(line) && isToken[line[j]] {
-			digits = digits && line[j] <= '9'
-			j++
+		if tokenClass[text[i]] == 1 {
+			s.longest = max(s.longest, j-i)
 		}
-		if !digits {
-			s.add(TokenHash(line[i:j]))
-		}
-		s.longest = max(s.longest, j-i)
-		i = j
 	}
 }
 
@@ -203,54 +219,37 @@ func (f Filter) MayContain(h uint64) bool {
 	return true
 }
 
-// Needle is a token at an edge of a searched literal: a text containing
-// the literal holds a token run that contains it, which is the token
-// itself when no token run of the text is longer than Len. A block whose
-// longest token run is at most Len and whose filter lacks Hash cannot
-// hold the literal.
+// Needle is an ASCII token at an edge of a searched literal: a text
+// containing the literal holds an ASCII token that contains it, which is
+// the token itself when no ASCII token of the text is longer than Len. A
+// block whose longest ASCII token is at most Len and whose filter lacks
+// Hash cannot hold the literal.
 type Needle struct {
 	Hash uint64
 	Len  int
 }
 
-// AppendLiteralNeedles appends the needles of lit: its edge tokens (the
-// ones AppendLiteralTokens leaves out) that the filters index.
+// AppendLiteralNeedles appends the needles of lit: its ASCII edge tokens
+// (the ones AppendLiteralTokens leaves out) that the filters index.
 func AppendLiteralNeedles(dst []Needle, lit []byte) []Needle {
-	for i := 0; i < len(lit); {
-		if !isToken[lit[i]] {
-			i++
-			continue
-		}
-		j := i
-		for j < len(lit) && isToken[lit[j]] {
-			j++
-		}
-		if (i == 0 || j == len(lit)) && j-i <= maxTokenLen && Indexed(lit[i:j]) {
+	for i, j := nextToken(lit, 0); i < len(lit); i, j = nextToken(lit, j) {
+		if (i == 0 || j == len(lit)) && tokenClass[lit[i]] == 1 && j-i <= maxTokenLen && Indexed(lit[i:j]) {
 			dst = append(dst, Needle{Hash: TokenHash(lit[i:j]), Len: j - i})
 		}
-		i = j
 	}
 	return dst
 }
 
 // AppendLiteralTokens appends the hashes of the tokens that any text
-// containing lit holds: the tokens of lit with a non-token byte on both
-// sides inside lit (an edge token may be part of a longer token of the
-// text). Digit-only tokens are left out, as Indexed says.
+// containing lit holds: the tokens of lit with a non-token byte, or a
+// token byte of the other kind, on both sides inside lit (an edge token
+// may be part of a longer token of the text). Digit-only tokens are left
+// out, as Indexed says.
 func AppendLiteralTokens(dst []uint64, lit []byte) []uint64 {
-	for i := 0; i < len(lit); {
-		if !isToken[lit[i]] {
-			i++
-			continue
-		}
-		j := i
-		for j < len(lit) && isToken[lit[j]] {
-			j++
-		}
+	for i, j := nextToken(lit, 0); i < len(lit); i, j = nextToken(lit, j) {
 		if i > 0 && j < len(lit) && Indexed(lit[i:j]) {
 			dst = append(dst, TokenHash(lit[i:j]))
 		}
-		i = j
 	}
 	return dst
 }

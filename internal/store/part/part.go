@@ -341,8 +341,13 @@ func (r *Reader) StreamsWith(name, value string) []uint32 { return r.labels[name
 // have each.
 func (r *Reader) LabelValues(name string) map[string][]uint32 { return r.labels[name] }
 
-// Filter returns the token filter of block i.
+// Filter returns the token filter of block i. A part of format version 1
+// tokenized lines differently: its filters are not used (an empty Filter
+// may contain anything).
 func (r *Reader) Filter(i int) Filter {
+	if r.version < 2 {
+		return nil
+	}
 	b := &r.Blocks[i]
 	return Filter(r.filters[b.filterOff : b.filterOff+b.filterLen])
 }

@@ -538,3 +538,42 @@ func TestRewrite(t *testing.T) {
 	}
 	check(t, fs, "m.part", want)
 }
+
+// TestLiteralTokens: what a search for a literal may prune by. Tokens
+// held whole (bounded inside the literal) and the ASCII edge tokens as
+// needles; ASCII and non-ASCII runs are separate tokens.
+func TestLiteralTokens(t *testing.T) {
+	hashes := func(toks ...string) []uint64 {
+		var out []uint64
+		for _, tok := range toks {
+			out = append(out, part.TokenHash([]byte(tok)))
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		lit     string
+		tokens  []string
+		needles []string
+	}{
+		{lit: "payment declined", needles: []string{"payment", "declined"}},
+		{lit: "7ce42c8218072e8c35bf992dc9e9c616", needles: []string{"7ce42c8218072e8c35bf992dc9e9c616"}},
+		{lit: `"msg":"payment declined",`, tokens: []string{"msg", "payment", "declined"}},
+		{lit: "x abcé y", tokens: []string{"abc", "é"}, needles: []string{"x", "y"}},
+		{lit: "é abc", tokens: nil, needles: []string{"abc"}}, // a non-ASCII edge is no needle
+		{lit: "at 2026 now", tokens: nil, needles: []string{"at", "now"}}, // digits are not indexed
+		{lit: "-", tokens: nil, needles: nil},
+	} {
+		t.Run(tc.lit, func(t *testing.T) {
+			if got := part.AppendLiteralTokens(nil, []byte(tc.lit)); !slices.Equal(got, hashes(tc.tokens...)) {
+				t.Errorf("tokens %v, want the hashes of %q", got, tc.tokens)
+			}
+			var got []uint64
+			for _, n := range part.AppendLiteralNeedles(nil, []byte(tc.lit)) {
+				got = append(got, n.Hash)
+			}
+			if !slices.Equal(got, hashes(tc.needles...)) {
+				t.Errorf("needles %v, want the hashes of %q", got, tc.needles)
+			}
+		})
+	}
+}
