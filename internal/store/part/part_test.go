@@ -559,7 +559,7 @@ func TestLiteralTokens(t *testing.T) {
 		{lit: "7ce42c8218072e8c35bf992dc9e9c616", needles: []string{"7ce42c8218072e8c35bf992dc9e9c616"}},
 		{lit: `"msg":"payment declined",`, tokens: []string{"msg", "payment", "declined"}},
 		{lit: "x abcé y", tokens: []string{"abc", "é"}, needles: []string{"x", "y"}},
-		{lit: "é abc", tokens: nil, needles: []string{"abc"}}, // a non-ASCII edge is no needle
+		{lit: "é abc", tokens: nil, needles: []string{"abc"}},             // a non-ASCII edge is no needle
 		{lit: "at 2026 now", tokens: nil, needles: []string{"at", "now"}}, // digits are not indexed
 		{lit: "-", tokens: nil, needles: nil},
 	} {
