@@ -1,11 +1,13 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
 	"runtime/debug"
 	"runtime/pprof"
 	"strings"
@@ -27,6 +29,19 @@ type command struct {
 type env struct {
 	stdin          io.Reader
 	stdout, stderr io.Writer
+	// ctx, when set, ends long-running commands (tail) when done; they
+	// also end on an interrupt.
+	ctx context.Context
+}
+
+// context returns the context a command runs in: e.ctx or the
+// background, ended by an interrupt too.
+func (e *env) context() (context.Context, context.CancelFunc) {
+	ctx := e.ctx
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	return signal.NotifyContext(ctx, os.Interrupt)
 }
 
 // errExit ends the program with a status without printing anything more:
@@ -38,7 +53,7 @@ func (e errExit) Error() string { return fmt.Sprintf("exit status %d", int(e)) }
 var commands []*command
 
 func init() {
-	commands = []*command{serveCommand, ingestCommand, queryCommand, exportCommand, statsCommand, parseCommand, versionCommand}
+	commands = []*command{serveCommand, ingestCommand, queryCommand, tailCommand, exportCommand, statsCommand, parseCommand, versionCommand}
 }
 
 func main() {

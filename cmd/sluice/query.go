@@ -12,7 +12,6 @@ import (
 	"net/http"
 	"net/url"
 	"os"
-	"os/signal"
 	"slices"
 	"strconv"
 	"strings"
@@ -101,7 +100,7 @@ func (o *queryOpts) run(args []string, e *env) error {
 	if !isLog && o.step == 0 {
 		p.Instant, p.Start = true, to
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	ctx, stop := e.context()
 	defer stop()
 	var res *query.Result
 	if o.storage.data != "" && o.url == "" {

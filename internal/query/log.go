@@ -44,6 +44,7 @@ func (ev *evaluator) logQuery(ctx context.Context, x *logql.LogExpr) (*Result, e
 		limit = 100
 	}
 	opts := pruning(x.Pipeline)
+	opts.LinesOnly = true // the stages parse lines
 	opts.Backward = ev.p.Direction == Backward
 	streams := ev.streams(x.Selector, from, to)
 	setup := func() (*logWorker, error) {

@@ -77,6 +77,7 @@ func (ev *evaluator) rangeAggregation(ctx context.Context, x *logql.RangeAggrega
 	unwrap := x.Range.Unwrap
 	streams := ev.streams(x.Range.Log.Selector, from, to)
 	opts := pruning(x.Range.Log.Pipeline)
+	opts.LinesOnly = true // the stages parse lines
 	setup := func() (*rangeWorker, error) {
 		pipe, err := compilePipeline(x.Range.Log.Pipeline)
 		if err != nil {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/netip"
 	"regexp"
+	"regexp/syntax"
 	"strings"
 
 	"github.com/sluicelog/sluice/internal/logql"
@@ -67,6 +68,19 @@ func lineMatcher(op logql.FilterOp, v logql.FilterValue) (func([]byte) bool, err
 			b := []byte(lit)
 			return func(line []byte) bool { return bytes.Contains(line, b) }, nil
 		}
+		// So is a case-insensitive ASCII literal (|~ "(?i)error"), on the
+		// line lowercased.
+		// (Unicode folds K to the Kelvin sign and s to the long s: a line
+		// with non-ASCII bytes where the lowercased search fails is left to
+		// the regexp.)
+		if lit, ok := foldedLiteral(re.String()); ok {
+			var buf []byte
+			return func(line []byte) bool {
+				var high bool
+				buf, high = appendLowerASCII(buf[:0], line)
+				return bytes.Contains(buf, lit) || high && re.Match(line)
+			}, nil
+		}
 		return re.Match, nil
 	case logql.FilterPattern, logql.FilterNotPattern:
 		if v.Pattern == nil {
@@ -79,6 +93,36 @@ func lineMatcher(op logql.FilterOp, v logql.FilterValue) (func([]byte) bool, err
 		return p.matchWhole, nil
 	}
 	return nil, fmt.Errorf("unknown line filter operator %d", op)
+}
+
+// foldedLiteral returns, lowercased, the literal a regexp is when it is
+// one case-insensitive ASCII literal and nothing else.
+func foldedLiteral(src string) ([]byte, bool) {
+	re, err := syntax.Parse(src, syntax.Perl)
+	if err != nil {
+		return nil, false
+	}
+	re = re.Simplify()
+	if re.Op != syntax.OpLiteral || re.Flags&syntax.FoldCase == 0 || !ascii(re.Rune) {
+		return nil, false
+	}
+	lit, _ := appendLowerASCII(nil, []byte(string(re.Rune)))
+	return lit, true
+}
+
+// appendLowerASCII appends b with ASCII letters lowercased, and reports
+// whether b has a byte that is not ASCII.
+func appendLowerASCII(dst, b []byte) ([]byte, bool) {
+	n := len(dst)
+	dst = append(dst, b...)
+	var high byte
+	for i, c := range dst[n:] {
+		high |= c
+		if c-'A' < 26 {
+			dst[n+i] = c | 0x20
+		}
+	}
+	return dst, high >= 0x80
 }
 
 func (s *lineFilter) process(_ int64, line []byte, _ *labelsBuilder) ([]byte, bool) {

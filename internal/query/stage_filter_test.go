@@ -300,3 +300,22 @@ func FuzzPatternFilter(f *testing.F) {
 		}
 	})
 }
+
+// TestFoldedLiteralFilter: a case-insensitive literal regexp is searched
+// on the lowercased line, and still matches as the regexp does where
+// Unicode folding reaches ASCII (the Kelvin sign, the long s).
+func TestFoldedLiteralFilter(t *testing.T) {
+	f := &logql.LineFilter{Op: logql.FilterRegexp, Values: []logql.FilterValue{{Value: "(?i)ask", Re: regexp.MustCompile("(?s)(?i)ask")}}}
+	st, err := newLineFilter(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for line, want := range map[string]bool{
+		"ASK me": true, "please aSk": true, "as k": false, "": false,
+		"a\u017fk": true, "as\u212a": true, "\u00e9 task": true, "\u00e9 tas": false,
+	} {
+		if _, got := st.process(0, []byte(line), nil); got != want {
+			t.Errorf("%q: %v, want %v", line, got, want)
+		}
+	}
+}

@@ -46,7 +46,7 @@ func (sn *Snapshot) Export(ctx context.Context, tenants []string, from, to int64
 				default:
 					buf = make([]byte, 0, exportChunk+64<<10)
 				}
-				it.err = sn.Scan(ctx, it.tenant, it.stream, from, to, ScanOptions{Drop: true}, func(r *rows.Row, _ []string) error {
+				it.err = sn.Scan(ctx, it.tenant, it.stream, from, to, ScanOptions{Drop: true, LinesOnly: true}, func(r *rows.Row, _ []string) error {
 					buf = append(buf, r.Line...)
 					buf = append(buf, '\n')
 					if len(buf) >= exportChunk {

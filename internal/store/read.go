@@ -123,6 +123,10 @@ type ScanOptions struct {
 	// Drop drops the pages of each block once read: for a scan of
 	// everything, which reads each block once.
 	Drop bool
+	// LinesOnly yields rows with their time and line but without Fields
+	// or Msg, which spares most of a stored block's decoding. (Rows of
+	// the head keep theirs.)
+	LinesOnly bool
 }
 
 // Scan calls fn for every row of one stream of a tenant with a time in
@@ -273,6 +277,7 @@ type partIter struct {
 
 func newPartIter(rd *part.Reader, stream uint32, from, to int64, opts ScanOptions) *partIter {
 	it := &partIter{rd: rd, from: from, to: to, bi: -1, drop: opts.Drop, backward: opts.Backward, blk: blockPool.Get().(*part.Block)}
+	it.blk.LinesOnly = opts.LinesOnly
 blocks:
 	for i, b := range rd.Blocks {
 		if b.Stream != stream || b.MaxTime < from || b.MinTime > to {

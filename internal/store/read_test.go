@@ -42,6 +42,9 @@ func TestScanBackwardAndTokens(t *testing.T) {
 	defer sn.Release()
 
 	fwd := scanLines(t, sn, ScanOptions{})
+	if lo := scanLines(t, sn, ScanOptions{LinesOnly: true}); !slices.Equal(lo, fwd) {
+		t.Fatal("a scan of lines only yields other lines")
+	}
 	if len(fwd) != len(lines) {
 		t.Fatalf("forward scan: %d lines, want %d", len(fwd), len(lines))
 	}

@@ -22,6 +22,11 @@ type Block struct {
 	Names []string
 	Rows  []rows.Row
 
+	// LinesOnly, set before a read, leaves each row's Fields and Msg
+	// out: for readers of lines alone (queries that parse lines, exports),
+	// which then skip most of the decoding work.
+	LinesOnly bool
+
 	fields []rows.Field
 	lines  []byte
 	vals   []byte
@@ -468,6 +473,9 @@ func (b *Block) assemble(nrows int, stream uint32, times, subms, tids, rowFlags,
 				return fmt.Errorf("row %d: column %q: %w", k, b.Names[s.col], err)
 			}
 			b.values = append(b.values, v)
+			if b.LinesOnly {
+				continue
+			}
 			if s.flags&slotMsg != 0 {
 				r.Msg = v
 				continue
@@ -493,13 +501,18 @@ func (b *Block) assemble(nrows int, stream uint32, times, subms, tids, rowFlags,
 				if err := mr.Err(); err != nil || off > uint64(len(v)) || n > uint64(len(v))-off {
 					return fmt.Errorf("row %d: message span", k)
 				}
-				r.Msg, r.MsgInLine, r.MsgOff = v[off:off+n:off+n], true, uint32(off)
+				if !b.LinesOnly {
+					r.Msg, r.MsgInLine, r.MsgOff = v[off:off+n:off+n], true, uint32(off)
+				}
 			}
 		} else {
 			for hi, si := range tm.holes {
 				b.lines = append(b.lines, tm.gaps[hi]...)
 				off := uint32(len(b.lines) - lineStart)
 				b.lines = append(b.lines, b.values[si]...)
+				if b.LinesOnly {
+					continue
+				}
 				if tm.slots[si].flags&slotMsg != 0 {
 					r.MsgInLine, r.MsgOff = true, off
 				} else {
@@ -508,6 +521,10 @@ func (b *Block) assemble(nrows int, stream uint32, times, subms, tids, rowFlags,
 			}
 			b.lines = append(b.lines, tm.gaps[len(tm.gaps)-1]...)
 			r.Line = b.lines[lineStart:len(b.lines):len(b.lines)]
+		}
+		if b.LinesOnly {
+			b.Rows = append(b.Rows, r)
+			continue
 		}
 		// Point in-line values into the rebuilt line.
 		for si, s := range tm.slots {
