@@ -42,7 +42,13 @@ type limitsConfig struct {
 	MaxFields       int              `yaml:"max_fields"`
 	MinFreeBytes    uint64           `yaml:"min_free_bytes"`
 	TenantRate      server.RateLimit `yaml:"tenant_rate"`
-	Loki            struct {
+	Query           struct {
+		Timeout   string `yaml:"timeout"`
+		MaxSeries int    `yaml:"max_series"`
+		MaxBytes  int64  `yaml:"max_bytes"`
+		MaxLines  int    `yaml:"max_lines"`
+	} `yaml:"query"`
+	Loki struct {
 		MaxLabels          int `yaml:"max_labels"`
 		MaxLabelNameLength int `yaml:"max_label_name_length"`
 		MaxLabelValueLen   int `yaml:"max_label_value_length"`
@@ -126,6 +132,16 @@ func (c *fileConfig) apply(o *serveOpts, fs *flag.FlagSet) error {
 	if c.Limits.TenantRate.LinesPerSecond != 0 {
 		cfg.TenantRate = c.Limits.TenantRate
 	}
+	if q := c.Limits.Query; q.Timeout != "" && !set["query-timeout"] {
+		d, err := time.ParseDuration(q.Timeout)
+		if err != nil {
+			return fmt.Errorf("config: limits.query.timeout: %v", err)
+		}
+		cfg.Query.Timeout = d
+	}
+	intv("max-query-series", &cfg.Query.MaxSeries, c.Limits.Query.MaxSeries)
+	num("max-query-bytes", &cfg.Query.MaxBytesScanned, c.Limits.Query.MaxBytes)
+	intv("max-query-lines", &cfg.Query.MaxLines, c.Limits.Query.MaxLines)
 	l := c.Limits.Loki
 	for _, p := range []struct {
 		dst *int

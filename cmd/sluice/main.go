@@ -185,25 +185,38 @@ var versionCommand = &command{
 			if len(args) > 0 {
 				return usageError("version takes no arguments")
 			}
-			commit, when, dirty := "unknown", "", ""
-			if bi, ok := debug.ReadBuildInfo(); ok {
-				for _, s := range bi.Settings {
-					switch s.Key {
-					case "vcs.revision":
-						commit = s.Value
-					case "vcs.time":
-						when = " " + s.Value
-					case "vcs.modified":
-						if s.Value == "true" {
-							dirty = "+dirty"
-						}
-					}
-				}
-				fmt.Fprintf(e.stdout, "sluice %s commit %s%s%s %s\n", version, commit, dirty, when, bi.GoVersion)
+			commit, when, goVersion := buildInfo()
+			if goVersion != "" {
+				fmt.Fprintf(e.stdout, "sluice %s commit %s%s %s\n", version, commit, when, goVersion)
 				return nil
 			}
 			fmt.Fprintf(e.stdout, "sluice %s commit %s\n", version, commit)
 			return nil
 		}
 	},
+}
+
+// buildInfo returns the commit the binary was built from ("unknown", with
+// "+dirty" for a modified tree), " " and its time when known, and the Go
+// version ("" when the binary has no build information).
+func buildInfo() (commit, when, goVersion string) {
+	commit = "unknown"
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return commit, "", ""
+	}
+	dirty := ""
+	for _, s := range bi.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			commit = s.Value
+		case "vcs.time":
+			when = " " + s.Value
+		case "vcs.modified":
+			if s.Value == "true" {
+				dirty = "+dirty"
+			}
+		}
+	}
+	return commit + dirty, when, bi.GoVersion
 }

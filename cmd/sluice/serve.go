@@ -63,6 +63,10 @@ SIGTERM or SIGINT drains the requests in flight, then closes the store.`,
 		fs.Int64Var(&o.maxTenantBytes, "max-tenant-bytes", 0, "drop a tenant's oldest data past this many bytes on disk (0: no limit)")
 		fs.StringVar(&cfg.TLSCertFile, "tls-cert", "", "serve HTTPS with this certificate `file` (and --tls-key)")
 		fs.StringVar(&cfg.TLSKeyFile, "tls-key", "", "the private key `file` of --tls-cert")
+		fs.DurationVar(&cfg.Query.Timeout, "query-timeout", cfg.Query.Timeout, "stop a query that runs longer than this")
+		fs.IntVar(&cfg.Query.MaxSeries, "max-query-series", cfg.Query.MaxSeries, "refuse a metric query with more series than this")
+		fs.Int64Var(&cfg.Query.MaxBytesScanned, "max-query-bytes", cfg.Query.MaxBytesScanned, "stop a query that would read more than this many bytes of lines (0: no limit)")
+		fs.IntVar(&cfg.Query.MaxLines, "max-query-lines", cfg.Query.MaxLines, "the most lines a log query returns, whatever its limit")
 		fs.StringVar(&o.config, "config", "", "read settings from this YAML `file` (see sluice.example.yaml); flags given win")
 		o.fs = fs
 		return o.run
@@ -126,6 +130,8 @@ func (o *serveOpts) run(args []string, e *env) error {
 	}
 	log.Info("sluice serving", "addr", ln.Addr().String(), "data", o.storage.data, "fsync", o.storage.fsync, "version", version)
 	o.cfg.FreeSpace = func() (uint64, error) { return vfs.OS.Free(o.storage.data) }
+	o.cfg.Version = version
+	o.cfg.Revision, _, _ = buildInfo()
 	srv := server.New(*o.cfg, st, log, reg)
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
