@@ -3,6 +3,7 @@ package part
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 
 	"github.com/sluicelog/sluice/internal/record"
@@ -47,6 +48,7 @@ type template struct {
 	holes []int    // slot of each hole, in line order
 	gaps  [][]byte // len(holes)+1 gaps
 	field []int    // index among the row's fields of each slot
+	seen  []bool   // scratch of parseTemplate
 }
 
 // colData is one column's decoded streams and a cursor over its values.
@@ -67,6 +69,11 @@ type colData struct {
 	i          int
 }
 
+// reset empties c for the next block, keeping its buffers.
+func (c *colData) reset() {
+	*c = colData{dict: c.dict[:0], ints: c.ints[:0], ends: c.ends[:0], shapes: c.shapes[:0]}
+}
+
 // decodeBlock decodes blob, the bytes of one block of the given stream,
 // into b.
 func decodeBlock(blob []byte, stream uint32, b *Block) error {
@@ -79,13 +86,13 @@ func decodeBlock(blob []byte, stream uint32, b *Block) error {
 	}
 	h := bin.NewReader(hdr)
 	nrows := int(h.Bounded("row count", maxBlockRows))
-	b.tmpls = b.tmpls[:0]
-	for range h.Count("template count", 1) {
-		t, err := parseTemplate(h.BytesN("template"))
-		if err != nil {
+	// Templates and columns keep their buffers from block to block: a
+	// scan reads thousands of blocks into one Block.
+	b.tmpls = grown(b.tmpls, h.Count("template count", 1))
+	for i := range b.tmpls {
+		if err := parseTemplate(h.BytesN("template"), &b.tmpls[i]); err != nil {
 			return err
 		}
-		b.tmpls = append(b.tmpls, t)
 	}
 	ncols := h.Count("column count", 4)
 	rowLen := h.Uvarint("row streams length")
@@ -115,12 +122,13 @@ func decodeBlock(blob []byte, stream uint32, b *Block) error {
 		return fmt.Errorf("%d row flags for %d rows", len(rowFlags), nrows)
 	}
 
-	b.cols = b.cols[:0]
+	b.cols = grown(b.cols, ncols)
 	b.Names = b.Names[:0]
 	cr := bin.NewReader(body[rowLen:])
 	for i := range ncols {
 		name := h.String("column name")
-		var c colData
+		c := &b.cols[i]
+		c.reset()
 		b.raw = c.decode(&h, &cr, b.raw)
 		if err := h.Err(); err != nil {
 			return fmt.Errorf("column %d (%q) directory: %w", i, name, err)
@@ -128,7 +136,6 @@ func decodeBlock(blob []byte, stream uint32, b *Block) error {
 		if err := cr.Err(); err != nil {
 			return fmt.Errorf("column %d (%q): %w", i, name, err)
 		}
-		b.cols = append(b.cols, c)
 		b.Names = append(b.Names, name)
 	}
 	h.Done("block header")
@@ -142,16 +149,25 @@ func decodeBlock(blob []byte, stream uint32, b *Block) error {
 	return b.assemble(nrows, stream, times, subms, tids, rowFlags, msgSpans)
 }
 
-func parseTemplate(enc []byte) (template, error) {
+// grown returns s with length n, keeping its elements' buffers.
+func grown[T any](s []T, n int) []T {
+	if cap(s) < n {
+		s = append(s[:cap(s)], make([]T, n-cap(s))...)
+	}
+	return s[:n]
+}
+
+// parseTemplate decodes a template into t, reusing its buffers.
+func parseTemplate(enc []byte, t *template) error {
 	r := bin.NewReader(enc)
-	var t template
+	*t = template{slots: t.slots[:0], field: t.field[:0], holes: t.holes[:0], gaps: t.gaps[:0], seen: t.seen[:0]}
 	mode := r.Byte("template mode")
 	t.raw = mode == tmplRaw
 	if mode > tmplRaw {
 		r.Fail("template mode")
 	}
-	t.slots = make([]slot, r.Count("template slots", 2))
-	t.field = make([]int, len(t.slots))
+	t.slots = grown(t.slots, r.Count("template slots", 2))
+	t.field = grown(t.field, len(t.slots))
 	n := 0
 	for i := range t.slots {
 		t.slots[i] = slot{col: int(r.Bounded("slot column", 1<<20)), flags: r.Byte("slot flags")}
@@ -161,8 +177,7 @@ func parseTemplate(enc []byte) (template, error) {
 		}
 	}
 	if !t.raw {
-		t.holes = make([]int, r.Count("template holes", 2))
-		t.gaps = make([][]byte, 0, len(t.holes)+1)
+		t.holes = grown(t.holes, r.Count("template holes", 2))
 		for i := range t.holes {
 			t.holes[i] = int(r.Bounded("hole slot", uint64(len(t.slots))))
 			t.gaps = append(t.gaps, r.BytesN("gap"))
@@ -174,7 +189,9 @@ func parseTemplate(enc []byte) (template, error) {
 	}
 	// Every in-line slot is exactly one hole, and a raw template has
 	// none: the reader relies on it to place values in the line.
-	seen := make([]bool, len(t.slots))
+	t.seen = grown(t.seen, len(t.slots))
+	seen := t.seen
+	clear(seen)
 	for _, h := range t.holes {
 		if h < len(seen) && seen[h] {
 			r.Fail("hole slot repeated")
@@ -193,9 +210,9 @@ func parseTemplate(enc []byte) (template, error) {
 	}
 	r.Done("template")
 	if err := r.Err(); err != nil {
-		return template{}, fmt.Errorf("template: %w", err)
+		return fmt.Errorf("template: %w", err)
 	}
-	return t, nil
+	return nil
 }
 
 // decode reads the column's directory entry from h and its streams from
@@ -217,7 +234,7 @@ func (c *colData) decode(h, cr *bin.Reader, raw []byte) []byte {
 		if ns == 0 {
 			h.Fail("shape count")
 		}
-		c.shapes = make([]timestamp.Shape, 0, ns)
+		c.shapes = c.shapes[:0]
 		for range ns {
 			b := h.Bytes(7, "shape")
 			if b == nil {
@@ -284,7 +301,7 @@ func (c *colData) decode(h, cr *bin.Reader, raw []byte) []byte {
 	case encInt, encDecimal:
 		s = r.BytesN("column part")
 		ir := bin.NewReader(s)
-		c.ints = make([]int64, 0, c.n)
+		c.ints = slices.Grow(c.ints[:0], c.n)
 		for range c.n {
 			c.ints = append(c.ints, ir.Varint("integer"))
 		}
@@ -325,7 +342,7 @@ func (c *colData) decode(h, cr *bin.Reader, raw []byte) []byte {
 	case encString:
 		s = r.BytesN("column part")
 		lr := bin.NewReader(s)
-		c.ends = make([]uint32, 0, c.n)
+		c.ends = slices.Grow(c.ends[:0], c.n)
 		var end uint64
 		for range c.n {
 			end += lr.Bounded("value length", maxStream)
