@@ -370,7 +370,7 @@ func (c *colData) decode(h, cr *bin.Reader, raw []byte) []byte {
 
 // next appends value i of the column to dst when it must be rendered, and
 // returns its bytes, meta and number. t is the row's time.
-func (c *colData) next(dst []byte, t int64) (v, out []byte, m byte, num uint64, err error) {
+func (c *colData) next(dst []byte, t int64, linesOnly bool) (v, out []byte, m byte, num uint64, err error) {
 	if c.i >= c.n {
 		return nil, dst, 0, 0, fmt.Errorf("column has only %d values", c.n)
 	}
@@ -397,6 +397,9 @@ func (c *colData) next(dst []byte, t int64) (v, out []byte, m byte, num uint64, 
 		start := len(dst)
 		dst = appendDecimal(dst, c.ints[i], c.scales[i])
 		v = dst[start:]
+		if linesOnly {
+			return v, dst, m, 0, nil
+		}
 		f, perr := strconv.ParseFloat(string(v), 64)
 		if perr != nil {
 			return nil, dst, 0, 0, fmt.Errorf("value %d: decimal %q", i, v)
@@ -416,7 +419,7 @@ func (c *colData) next(dst []byte, t int64) (v, out []byte, m byte, num uint64, 
 		start := len(dst)
 		dst = sh.Append(dst, t)
 		v = dst[start:]
-		if kind == record.Int {
+		if kind == record.Int && !linesOnly {
 			n, perr := strconv.ParseInt(string(v), 10, 64)
 			if perr != nil {
 				return nil, dst, 0, 0, fmt.Errorf("value %d: epoch %q", i, v)
@@ -430,6 +433,9 @@ func (c *colData) next(dst []byte, t int64) (v, out []byte, m byte, num uint64, 
 			start = c.ends[i-1]
 		}
 		v = c.data[start:c.ends[i]]
+	}
+	if linesOnly {
+		return v, dst, m, 0, nil // the numbers part is never read
 	}
 	switch kind {
 	case record.Int, record.Bool:
@@ -484,7 +490,7 @@ func (b *Block) assemble(nrows int, stream uint32, times, subms, tids, rowFlags,
 			if (s.flags&slotMsg != 0) != (c.flags&colMsg != 0) || c.flags&colLine != 0 {
 				return fmt.Errorf("row %d: slot %d names the wrong kind of column", k, si)
 			}
-			v, vals, m, num, err := c.next(b.vals, t)
+			v, vals, m, num, err := c.next(b.vals, t, b.LinesOnly)
 			b.vals = vals
 			if err != nil {
 				return fmt.Errorf("row %d: column %q: %w", k, b.Names[s.col], err)
@@ -507,7 +513,7 @@ func (b *Block) assemble(nrows int, stream uint32, times, subms, tids, rowFlags,
 			if lc == nil {
 				return fmt.Errorf("row %d: raw template without a line column", k)
 			}
-			v, vals, _, _, err := lc.next(b.vals, t)
+			v, vals, _, _, err := lc.next(b.vals, t, b.LinesOnly)
 			b.vals = vals
 			if err != nil {
 				return fmt.Errorf("row %d: line: %w", k, err)
