@@ -36,7 +36,7 @@ queries=(
 	"needle|12|1228|query_range|$all |= \"7ce42c8218072e8c35bf992dc9e9c616\""
 	"phrase count|55|2475|query|sum(count_over_time($all |= \"payment declined\" [2d]))"
 	"level=error by service|22|3125|query|sum by (service) (count_over_time($all | json level | level=\"error\" [2d]))"
-	"http.status>=500 count|50|3722|query|sum(count_over_time($all | json http_status=\"http.status\" | http_status >= 500 [2d]))"
+	"http.status>=500 count|50|3722|query|sum(count_over_time($all | json http_status=\"http.status\" | http_status >= 500 | __error__=\"\" [2d]))"
 	"p99 latency by service|205|10362|query|quantile_over_time(0.99, $all | json lat=\"http.latency_ms\" | unwrap lat | __error__=\"\" [2d]) by (service)"
 	"count by level per minute|70|4108|query_range_step|sum by (level) (count_over_time($all | json level [1m]))"
 	"newest 100 of a service with a word|50|27|query_range|{service=\"reports\"} |= \"declined\""

@@ -2,6 +2,7 @@ package query
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"regexp/syntax"
 	"sync"
@@ -86,10 +87,16 @@ func forStreams[W any](ctx context.Context, ev *evaluator, streams []record.Labe
 		}()
 	}
 	wg.Wait()
+	// The first error that is not the cancellation it caused in the
+	// other workers.
+	var first error
 	for _, err := range errs {
-		if err != nil {
-			return nil, err
+		if err != nil && (first == nil || errors.Is(first, context.Canceled)) {
+			first = err
 		}
+	}
+	if first != nil {
+		return nil, first
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, err

@@ -160,7 +160,7 @@ func (ev *evaluator) rangeAggregation(ctx context.Context, x *logql.RangeAggrega
 			if n == 0 {
 				continue
 			}
-			if v, ok := rs.result(x, i, n, shape.time(i)-off, rng); ok {
+			if v, ok := rs.result(x, i, n, rng); ok {
 				s.set(i, v)
 			}
 		}
@@ -174,6 +174,9 @@ func (ev *evaluator) rangeAggregation(ctx context.Context, x *logql.RangeAggrega
 // filters after unwrap then decide whether the row counts.
 func (w *rangeWorker) unwrap(u *logql.Unwrap, ts int64, line []byte) (float64, bool) {
 	raw := w.lb.get(u.Label)
+	if raw == "" {
+		return 0, false // as Loki: a row without the label is no sample, not an error
+	}
 	var v float64
 	var err error
 	switch u.Conv {
@@ -190,7 +193,7 @@ func (w *rangeWorker) unwrap(u *logql.Unwrap, ts int64, line []byte) (float64, b
 	}
 	w.lb.del(u.Label)
 	if err != nil {
-		w.lb.setError(errSampleConv, err.Error())
+		replaceError(w.lb, errSampleConv, err.Error())
 	}
 	for _, st := range w.post {
 		var ok bool
@@ -300,8 +303,8 @@ func (s *rangeSeries) merge(op rangeOp, o *rangeSeries) {
 	}
 }
 
-// result is the function's value for window k, which ends at end.
-func (s *rangeSeries) result(x *logql.RangeAggregation, k int, n float64, end, rng int64) (float64, bool) {
+// result is the function's value for window k.
+func (s *rangeSeries) result(x *logql.RangeAggregation, k int, n float64, rng int64) (float64, bool) {
 	secs := float64(rng) / 1e9
 	switch x.Op {
 	case "count_over_time":
@@ -322,7 +325,7 @@ func (s *rangeSeries) result(x *logql.RangeAggregation, k int, n float64, end, r
 	case "quantile_over_time":
 		return quantile(x.Param, s.lists[k]), true
 	case "rate_counter":
-		return counterRate(s.lists[k], end-rng, end)
+		return counterRate(s.lists[k], rng), true
 	default: // sum, bytes, min, max, first, last
 		return s.v[k], true
 	}
@@ -351,11 +354,14 @@ func quantile(phi float64, samples []tv) float64 {
 	return vs[int(lo)]*(1-w) + vs[int(hi)]*w
 }
 
-// counterRate is the per-second rate of a counter over the window
-// (start, end], extrapolated to the window's edges as Prometheus' rate.
-func counterRate(samples []tv, start, end int64) (float64, bool) {
+// counterRate is the per-second rate of a counter over a window of rng
+// nanoseconds, as Loki's rate_counter computes it (Prometheus' rate of
+// before 2.x's change): the range runs from the first sample minus rng
+// to the last sample, so nothing is extrapolated past the last sample.
+// Fewer than two samples give 0.
+func counterRate(samples []tv, rng int64) float64 {
 	if len(samples) < 2 {
-		return 0, false
+		return 0
 	}
 	slices.SortStableFunc(samples, func(a, b tv) int { return cmp.Compare(a.t, b.t) })
 	first, last := samples[0], samples[len(samples)-1]
@@ -367,29 +373,22 @@ func counterRate(samples []tv, start, end int64) (float64, bool) {
 	}
 	sampled := float64(last.t-first.t) / 1e9
 	if sampled <= 0 {
-		return 0, false
+		return 0
 	}
-	toStart := float64(first.t-start) / 1e9
-	toEnd := float64(end-last.t) / 1e9
+	toStart := float64(rng) / 1e9
 	avg := sampled / float64(len(samples)-1)
 	if delta > 0 && first.v >= 0 {
 		if toZero := sampled * (first.v / delta); toZero < toStart {
 			toStart = toZero
 		}
 	}
-	threshold := avg * 1.1
 	interval := sampled
-	if toStart < threshold {
+	if toStart < avg*1.1 {
 		interval += toStart
 	} else {
 		interval += avg / 2
 	}
-	if toEnd < threshold {
-		interval += toEnd
-	} else {
-		interval += avg / 2
-	}
-	return delta * (interval / sampled) / (float64(end-start) / 1e9), true
+	return delta * (interval / sampled) / (float64(rng) / 1e9)
 }
 
 // absent is absent_over_time: 1 at each step where no series has a

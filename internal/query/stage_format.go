@@ -46,7 +46,7 @@ func (s *lineFormatStage) process(ts int64, line []byte, lb *labelsBuilder) ([]b
 	templateData(s.data, lb)
 	s.out.reset()
 	if err := s.tmpl.Execute(&s.out, s.data); err != nil {
-		lb.setError(errTemplate, err.Error())
+		replaceError(lb, errTemplate, err.Error())
 		return line, true
 	}
 	return s.out.b, true
@@ -81,6 +81,10 @@ func newLabelFormatStage(f *logql.LabelFormat) (stage, error) {
 	for _, it := range f.Items {
 		if !validLabelName(it.Dst) {
 			return nil, fmt.Errorf("label_format: invalid label name %q", it.Dst)
+		}
+		if it.Dst == errorLabel {
+			// Loki's words: the error label is the pipeline's to set.
+			return nil, fmt.Errorf("label_format: %s cannot be formatted", errorLabel)
 		}
 		if seen[it.Dst] {
 			return nil, fmt.Errorf("label_format: label %s is assigned more than once; use a second label_format", it.Dst)
@@ -120,7 +124,7 @@ func (s *labelFormatStage) process(ts int64, line []byte, lb *labelsBuilder) ([]
 		}
 		s.out.reset()
 		if err := it.tmpl.Execute(&s.out, s.data); err != nil {
-			lb.setError(errTemplate, err.Error())
+			replaceError(lb, errTemplate, err.Error())
 			continue
 		}
 		lb.set(it.dst, s.buf.str(s.out.b))
@@ -190,7 +194,17 @@ func templateFuncs(c *templateCtx) template.FuncMap {
 		"__line__":      func() string { return c.line },
 		"__timestamp__": func() time.Time { return time.Unix(0, c.ts) },
 
-		// Strings.
+		// Strings. The capitalized names are Go's strings functions with
+		// their own argument order, which Loki keeps for old queries.
+		"ToLower":    strings.ToLower,
+		"ToUpper":    strings.ToUpper,
+		"Replace":    strings.Replace,
+		"Trim":       strings.Trim,
+		"TrimLeft":   strings.TrimLeft,
+		"TrimRight":  strings.TrimRight,
+		"TrimPrefix": strings.TrimPrefix,
+		"TrimSuffix": strings.TrimSuffix,
+		"TrimSpace":  strings.TrimSpace,
 		"lower":      strings.ToLower,
 		"upper":      strings.ToUpper,
 		"title":      title,

@@ -29,6 +29,9 @@ func TestLineFormat(t *testing.T) {
 		{name: "control flow", stream: lbls("level", "error"), line: "x", want: "E ", labels: `{level="error"}`},
 		{name: "default", line: "x", want: "- ", labels: `{}`},
 	})
+	runCases(t, mk(`{{ .m | ToUpper }} {{ Replace .p "/" "_" 1 }} {{ TrimLeft .p "/a" }} {{ TrimSpace " x " }}`), []stageCase{
+		{name: "Go's strings functions", stream: lbls("m", "get", "p", "/a/b"), line: "x", want: "GET _a/b b x", labels: `{m="get", p="/a/b"}`},
+	})
 	for _, bad := range []string{`{{ .a `, `{{ nosuchfunc }}`} {
 		if _, err := newLineFormatStage(&logql.LineFormat{Template: bad}); err == nil {
 			t.Errorf("line_format %q compiled", bad)
@@ -66,6 +69,7 @@ func TestLabelFormat(t *testing.T) {
 		{rename("a", "b"), tmpl("a", "x")},
 		{tmpl("a", "{{")},
 		{rename("a-b", "c")},
+		{tmpl("__error__", "x")},
 	} {
 		if _, err := newLabelFormatStage(&logql.LabelFormat{Items: bad}); err == nil {
 			t.Errorf("label_format %v compiled", bad)

@@ -77,18 +77,18 @@ func (s *jsonStage) process(_ int64, line []byte, lb *labelsBuilder) ([]byte, bo
 	i := sc.space(0)
 	if i >= len(line) || line[i] != '{' {
 		sc.failChar(i, "a JSON object")
-		lb.setError(errJSON, sc.details())
+		replaceError(lb, errJSON, sc.details())
 		return line, true
 	}
 	if s.params == nil {
 		s.name = s.name[:0]
 		if s.object(i, 0, 0, lb) < 0 {
-			lb.setError(errJSON, sc.details())
+			replaceError(lb, errJSON, sc.details())
 		}
 		return line, true
 	}
 	if sc.skip(i, 0) < 0 {
-		lb.setError(errJSON, sc.details())
+		replaceError(lb, errJSON, sc.details())
 		return line, true
 	}
 	for _, p := range s.params {

@@ -108,6 +108,19 @@ func setParsedName(lb *labelsBuilder, buf *rowBuf, name []byte, value string) {
 	lb.cur = append(lb.cur, record.Label{Name: buf.str(name), Value: value})
 }
 
+// replaceError records the error of a parser or a template as Loki's
+// stages do (LabelsBuilder.SetErr): it replaces an error an earlier stage
+// recorded, details included when there are new ones. Label filters
+// instead keep an earlier error (labelsBuilder.setError), as Loki's do.
+func replaceError(lb *labelsBuilder, kind, details string) {
+	lb.set(errorLabel, kind)
+	if details != "" {
+		lb.set(errorDetailsLabel, details)
+	} else {
+		lb.del(errorDetailsLabel) // not the details of the error replaced
+	}
+}
+
 // appendSanitized appends key made a valid label name as Loki's parsers
 // make it: surrounding white space trimmed, every character (rune) that
 // is not an ASCII letter, digit or '_' replaced by '_', and, when first
@@ -292,7 +305,7 @@ func (s *unpackStage) process(_ int64, line []byte, lb *labelsBuilder) ([]byte, 
 	i := sc.space(0)
 	if i >= len(line) || line[i] != '{' {
 		sc.fail(i, "expected a JSON object")
-		lb.setError(errJSON, sc.details())
+		replaceError(lb, errJSON, sc.details())
 		return line, true
 	}
 	var entry string
@@ -335,7 +348,7 @@ func (s *unpackStage) process(_ int64, line []byte, lb *labelsBuilder) ([]byte, 
 		}
 	}
 	if i < 0 {
-		lb.setError(errJSON, sc.details())
+		replaceError(lb, errJSON, sc.details())
 		return line, true
 	}
 	if !packed {

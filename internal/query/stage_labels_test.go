@@ -371,3 +371,44 @@ func TestPipelineQueries(t *testing.T) {
 		})
 	}
 }
+
+// TestErrorPrecedence checks whose error a row shows when two stages
+// fail: a parser's or a template's replaces an earlier one (Loki's
+// SetErr), a label filter's does not.
+func TestErrorPrecedence(t *testing.T) {
+	pipe := func(stages ...logql.Stage) *pipeline {
+		t.Helper()
+		p, err := compilePipeline(stages)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	jsonP := &logql.JSONParser{}
+	divZero := &logql.LineFormat{Template: "{{ div 1 0 }}"}
+	numFilter := &logql.LabelFilterStage{Filter: &logql.LabelFilterNumber{Name: "a", Op: logql.CmpGt, Value: 1}}
+	for _, c := range []struct {
+		name string
+		p    *pipeline
+		want string
+	}{
+		{"template after parser", pipe(jsonP, divZero), "TemplateFormatErr"},
+		{"parser after template", pipe(divZero, jsonP), "JSONParserErr"},
+		{"label filter after parser", pipe(jsonP, numFilter), "JSONParserErr"},
+		{"parser after label filter", pipe(numFilter, jsonP), "JSONParserErr"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			lb := newLabelsBuilder()
+			lb.reset(lbls("a", "x"))
+			if _, ok := c.p.process(testTS, []byte("not json"), lb); !ok {
+				t.Fatal("row dropped")
+			}
+			if got := lb.get(errorLabel); got != c.want {
+				t.Errorf("__error__ = %q, want %q", got, c.want)
+			}
+			if lb.get(errorDetailsLabel) == "" {
+				t.Error("no __error_details__")
+			}
+		})
+	}
+}

@@ -67,7 +67,7 @@ func (s *logfmtStage) process(_ int64, line []byte, lb *labelsBuilder) ([]byte, 
 			continue
 		}
 		if s.strict {
-			lb.setError(errLogfmt, fmt.Sprintf("logfmt syntax error at pos %d : %s", errAt+1, msg))
+			replaceError(lb, errLogfmt, fmt.Sprintf("logfmt syntax error at pos %d : %s", errAt+1, msg))
 			return line, true
 		}
 		if msg == "invalid quoted value" {
