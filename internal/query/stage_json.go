@@ -32,6 +32,13 @@ type jsonStage struct {
 	sc     jsonScanner
 	buf    rowBuf
 	name   []byte // the name being built while walking nested objects
+	values []paramValue
+}
+
+// paramValue is what a parameter's path found in one line.
+type paramValue struct {
+	v     string
+	found bool
 }
 
 // jsonParam is one `name="path"` parameter of json.
@@ -87,12 +94,20 @@ func (s *jsonStage) process(_ int64, line []byte, lb *labelsBuilder) ([]byte, bo
 		}
 		return line, true
 	}
-	if sc.skip(i, 0) < 0 {
-		replaceError(lb, errJSON, sc.details())
-		return line, true
-	}
+	// As Loki's, the line is read only as far as the paths need: a
+	// syntax error after them goes unnoticed, and the search for a field
+	// stops where it is found (most of this stage's speed).
+	s.values = s.values[:0]
 	for _, p := range s.params {
 		v, found := s.find(i, p.path)
+		if sc.errMsg != "" {
+			replaceError(lb, errJSON, sc.details())
+			return line, true
+		}
+		s.values = append(s.values, paramValue{v, found})
+	}
+	for k, p := range s.params {
+		v, found := s.values[k].v, s.values[k].found
 		// As Loki, a missing path gives "" unless the label is set (a
 		// stream label included).
 		if _, ok := lb.lookup(p.name); found || !ok {
