@@ -27,6 +27,7 @@ type logLine struct {
 type logWorker struct {
 	pipe   *pipeline
 	lb     *labelsBuilder
+	tally  tally
 	lines  []logLine
 	labels map[string]*keyed
 	key    []byte
@@ -60,7 +61,7 @@ func (ev *evaluator) logQuery(ctx context.Context, x *logql.LogExpr) (*Result, e
 		// ones are all the merged result can use.
 		n, last := 0, int64(0)
 		err := ev.src.Scan(ctx, ev.p.Tenant, ls, from, to, opts, func(r *rows.Row, _ []string) error {
-			if err := ev.scanned(r.Line); err != nil {
+			if err := ev.scanned(&w.tally, r.Line); err != nil {
 				return err
 			}
 			w.lb.reset(ls)
@@ -82,6 +83,9 @@ func (ev *evaluator) logQuery(ctx context.Context, x *logql.LogExpr) (*Result, e
 		})
 		if errors.Is(err, errEnough) {
 			err = nil
+		}
+		if ferr := ev.flush(&w.tally); err == nil {
+			err = ferr
 		}
 		return err
 	})

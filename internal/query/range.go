@@ -37,6 +37,7 @@ type rangeWorker struct {
 	pipe   *pipeline
 	post   []stage // the label filters after unwrap
 	lb     *labelsBuilder
+	tally  tally
 	series map[string]*rangeSeries
 	key    []byte
 }
@@ -96,8 +97,8 @@ func (ev *evaluator) rangeAggregation(ctx context.Context, x *logql.RangeAggrega
 		return w, nil
 	}
 	workers, err := forStreams(ctx, ev, streams, setup, func(ctx context.Context, w *rangeWorker, ls record.Labels) error {
-		return ev.src.Scan(ctx, ev.p.Tenant, ls, from, to, opts, func(r *rows.Row, _ []string) error {
-			if err := ev.scanned(r.Line); err != nil {
+		err := ev.src.Scan(ctx, ev.p.Tenant, ls, from, to, opts, func(r *rows.Row, _ []string) error {
+			if err := ev.scanned(&w.tally, r.Line); err != nil {
 				return err
 			}
 			w.lb.reset(ls)
@@ -132,6 +133,10 @@ func (ev *evaluator) rangeAggregation(ctx context.Context, x *logql.RangeAggrega
 			}
 			return nil
 		})
+		if ferr := ev.flush(&w.tally); err == nil {
+			err = ferr
+		}
+		return err
 	})
 	if err != nil {
 		return nil, err
