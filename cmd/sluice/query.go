@@ -70,12 +70,7 @@ func (o *queryOpts) run(args []string, e *env) error {
 	if len(args) != 1 {
 		return usageError("give one LogQL query")
 	}
-	switch o.output {
-	case "text", "jsonl", "raw":
-	default:
-		return usageError("--output %q: text, jsonl or raw", o.output)
-	}
-	expr, err := logql.Parse(args[0])
+	expr, err := parseQuery(o.output, args[0])
 	if err != nil {
 		return err
 	}
@@ -254,6 +249,16 @@ func pointOf(v [2]any) query.Point {
 		f = math.NaN()
 	}
 	return query.Point{Time: int64(math.Round(sec * 1e9)), Value: f}
+}
+
+// parseQuery checks an --output and parses the query.
+func parseQuery(output, src string) (logql.Expr, error) {
+	switch output {
+	case "text", "jsonl", "raw":
+	default:
+		return nil, usageError("--output %q: text, jsonl or raw", output)
+	}
+	return logql.Parse(src)
 }
 
 // ANSI colours of text output on a terminal.

@@ -52,12 +52,7 @@ func (o *tailOpts) run(args []string, e *env) error {
 	if len(args) != 1 {
 		return usageError("give one LogQL log query")
 	}
-	switch o.output {
-	case "text", "jsonl", "raw":
-	default:
-		return usageError("--output %q: text, jsonl or raw", o.output)
-	}
-	expr, err := logql.Parse(args[0])
+	expr, err := parseQuery(o.output, args[0])
 	if err != nil {
 		return err
 	}

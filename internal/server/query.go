@@ -52,20 +52,10 @@ func (s *Server) queryHandler(path string) http.HandlerFunc {
 		h = s.indexStats
 	}
 	return func(w http.ResponseWriter, r *http.Request) {
-		tenant, err := tenantOf(r)
-		if err != nil {
-			http.Error(w, err.Error(), http.StatusBadRequest)
+		req, ok := s.queryRequest(w, r)
+		if !ok {
 			return
 		}
-		if code := s.authorize(r, tenant); code != 0 {
-			http.Error(w, http.StatusText(code), code)
-			return
-		}
-		if err := r.ParseForm(); err != nil {
-			http.Error(w, err.Error(), http.StatusBadRequest)
-			return
-		}
-		req := &queryRequest{r: r, tenant: tenant, now: time.Now()}
 		out, err := h(r.Context(), req)
 		if err != nil {
 			s.queryError(w, r, err)
@@ -74,6 +64,26 @@ func (s *Server) queryHandler(path string) http.HandlerFunc {
 		w.Header().Set("Content-Type", "application/json; charset=utf-8")
 		_, _ = w.Write(out.([]byte))
 	}
+}
+
+// queryRequest reads a query request's tenant and parameters, checking
+// its credentials; it answers the request itself and returns false when
+// they are wrong.
+func (s *Server) queryRequest(w http.ResponseWriter, r *http.Request) (*queryRequest, bool) {
+	tenant, err := tenantOf(r)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return nil, false
+	}
+	if code := s.authorize(r, tenant); code != 0 {
+		http.Error(w, http.StatusText(code), code)
+		return nil, false
+	}
+	if err := r.ParseForm(); err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return nil, false
+	}
+	return &queryRequest{r: r, tenant: tenant, now: time.Now()}, true
 }
 
 // queryError answers an error as Loki does: plain text, 400 for a bad
@@ -333,8 +343,8 @@ func (s *Server) series(ctx context.Context, q *queryRequest) (any, error) {
 	return append(b, "]}"...), nil
 }
 
-// indexStats answers /index/stats: streams, chunks (our blocks are
-// counted as rows read), entries and bytes of the streams selected.
+// indexStats answers /index/stats: the streams selected, their blocks
+// (Loki's chunks), rows (entries) and line bytes in the range.
 func (s *Server) indexStats(ctx context.Context, q *queryRequest) (any, error) {
 	sel, err := logql.ParseSelector(q.get("query"))
 	if err != nil {

@@ -34,20 +34,10 @@ const (
 )
 
 func (s *Server) handleTail(w http.ResponseWriter, r *http.Request) {
-	tenant, err := tenantOf(r)
-	if err != nil {
-		http.Error(w, err.Error(), http.StatusBadRequest)
+	q, ok := s.queryRequest(w, r)
+	if !ok {
 		return
 	}
-	if code := s.authorize(r, tenant); code != 0 {
-		http.Error(w, http.StatusText(code), code)
-		return
-	}
-	if err := r.ParseForm(); err != nil {
-		http.Error(w, err.Error(), http.StatusBadRequest)
-		return
-	}
-	q := &queryRequest{r: r, tenant: tenant, now: time.Now()}
 	t, err := s.newTail(q)
 	if err != nil {
 		s.queryError(w, r, err)
