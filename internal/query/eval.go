@@ -123,10 +123,11 @@ func forStreams[W any](ctx context.Context, ev *evaluator, streams []record.Labe
 	return states, nil
 }
 
-// pruning returns the scan options that skip the blocks a pipeline's
-// line filters rule out: those before the first stage that changes the
-// line, from the literals every kept line contains (the tokens held
-// whole, and the edge tokens as needles).
+// pruning returns the scan options that skip the blocks and rows a
+// pipeline's line filters rule out: those before the first stage that
+// changes the line, from the literals every kept line contains (the
+// tokens held whole and the edge tokens as needles, for blocks; the
+// literals themselves, for rows).
 func pruning(stages []logql.Stage) store.ScanOptions {
 	var o store.ScanOptions
 	for _, s := range stages {
@@ -137,9 +138,10 @@ func pruning(stages []logql.Stage) store.ScanOptions {
 			}
 			switch v := s.Values[0]; s.Op {
 			case logql.FilterContains:
-				if !v.IP {
+				if !v.IP && v.Value != "" {
 					o.Tokens = store.AppendLiteralTokens(o.Tokens, []byte(v.Value))
 					o.Needles = store.AppendLiteralNeedles(o.Needles, []byte(v.Value))
+					o.Contains = append(o.Contains, []byte(v.Value))
 				}
 			case logql.FilterRegexp:
 				for _, lit := range regexpLiterals(v.Re.String()) {

@@ -74,11 +74,18 @@ func runScript(t *testing.T, path string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	st, err := store.Open(store.Options{FS: vfs.NewMem(), Dir: "data"})
+	// Every case runs twice: on a store whose rows are all in the head,
+	// and on one whose every load is flushed to parts.
+	head, err := store.Open(store.Options{FS: vfs.NewMem(), Dir: "data"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer st.Close()
+	defer head.Close()
+	parts, err := store.Open(store.Options{FS: vfs.NewMem(), Dir: "data"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer parts.Close()
 	lines := strings.Split(string(data), "\n")
 	for i := 0; i < len(lines); i++ {
 		l := strings.TrimSpace(lines[i])
@@ -91,7 +98,11 @@ func runScript(t *testing.T, path string) {
 					block = append(block, lines[i])
 				}
 			}
-			load(t, st, path, i, block)
+			load(t, head, path, i, block)
+			load(t, parts, path, i, block)
+			if err := parts.Flush(); err != nil {
+				t.Fatal(err)
+			}
 		case strings.HasPrefix(l, "eval "):
 			c := scriptCase{line: i + 1, args: map[string]string{}}
 			fields := strings.Fields(l)
@@ -108,11 +119,16 @@ func runScript(t *testing.T, path string) {
 			for i++; i < len(lines) && strings.TrimSpace(lines[i]) != ""; i++ {
 				c.expect = append(c.expect, strings.TrimSpace(lines[i]))
 			}
-			t.Run(fmt.Sprintf("line%d", c.line), func(t *testing.T) {
-				sn := st.Snapshot()
-				defer sn.Release()
-				c.run(t, path, sn)
-			})
+			for _, st := range []struct {
+				name string
+				s    *store.Store
+			}{{"head", head}, {"parts", parts}} {
+				t.Run(fmt.Sprintf("line%d/%s", c.line, st.name), func(t *testing.T) {
+					sn := st.s.Snapshot()
+					defer sn.Release()
+					c.run(t, path, sn)
+				})
+			}
 		default:
 			t.Fatalf("%s:%d: unexpected %q", path, i+1, l)
 		}

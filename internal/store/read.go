@@ -127,6 +127,10 @@ type ScanOptions struct {
 	// or Msg, which spares most of a stored block's decoding. (Rows of
 	// the head keep theirs.)
 	LinesOnly bool
+	// Contains, with LinesOnly, leaves out the stored rows whose line
+	// lacks one of these literals, without rebuilding their lines. (The
+	// head's rows all come: the caller still checks each row.)
+	Contains [][]byte
 }
 
 // Scan calls fn for every row of one stream of a tenant with a time in
@@ -278,6 +282,10 @@ type partIter struct {
 func newPartIter(rd *part.Reader, stream uint32, from, to int64, opts ScanOptions) *partIter {
 	it := &partIter{rd: rd, from: from, to: to, bi: -1, drop: opts.Drop, backward: opts.Backward, blk: blockPool.Get().(*part.Block)}
 	it.blk.LinesOnly = opts.LinesOnly
+	it.blk.Contains = nil
+	if opts.LinesOnly {
+		it.blk.Contains = opts.Contains
+	}
 blocks:
 	for i, b := range rd.Blocks {
 		if b.Stream != stream || b.MaxTime < from || b.MinTime > to {

@@ -27,6 +27,15 @@ type Block struct {
 	// out: for readers of lines alone (queries that parse lines, exports),
 	// which then skip most of the decoding work.
 	LinesOnly bool
+	// Contains, set before a read with LinesOnly, keeps only the rows
+	// whose line contains every one of these literals, and rebuilds no
+	// other line (block_match.go).
+	Contains [][]byte
+
+	nrows   int // rows in the block read, kept or not
+	plans   []litPlan
+	cursors []int
+	scratch []byte
 
 	fields []rows.Field
 	lines  []byte
@@ -67,11 +76,12 @@ type colData struct {
 	shapes     []timestamp.Shape
 	nums       bin.Reader // stored numbers, for encodings without their own
 	i          int
+	dictHas    []byte // block_match.go: per literal and entry, 0 unknown, 1 no, 2 yes
 }
 
 // reset empties c for the next block, keeping its buffers.
 func (c *colData) reset() {
-	*c = colData{dict: c.dict[:0], ints: c.ints[:0], ends: c.ends[:0], shapes: c.shapes[:0]}
+	*c = colData{dict: c.dict[:0], ints: c.ints[:0], ends: c.ends[:0], shapes: c.shapes[:0], dictHas: c.dictHas[:0]}
 }
 
 // decodeBlock decodes blob, the bytes of one block of the given stream,
@@ -145,6 +155,10 @@ func decodeBlock(blob []byte, stream uint32, b *Block) error {
 	}
 	if err := cr.Err(); err != nil {
 		return fmt.Errorf("columns: %w", err)
+	}
+	b.nrows = nrows
+	if b.LinesOnly && len(b.Contains) > 0 {
+		return b.assembleMatching(nrows, stream, times, subms, tids, rowFlags, msgSpans)
 	}
 	return b.assemble(nrows, stream, times, subms, tids, rowFlags, msgSpans)
 }
@@ -374,8 +388,14 @@ func (c *colData) next(dst []byte, t int64, linesOnly bool) (v, out []byte, m by
 	if c.i >= c.n {
 		return nil, dst, 0, 0, fmt.Errorf("column has only %d values", c.n)
 	}
-	i := c.i
 	c.i++
+	return c.valueAt(c.i-1, dst, t, linesOnly)
+}
+
+// valueAt returns value i of the column, as next. With linesOnly it
+// reads no stored number, so values can be read in any order; without,
+// values must be read in order (next does).
+func (c *colData) valueAt(i int, dst []byte, t int64, linesOnly bool) (v, out []byte, m byte, num uint64, err error) {
 	m = c.meta0
 	if c.metas != nil {
 		m = c.metas[i]

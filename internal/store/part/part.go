@@ -501,8 +501,8 @@ func (r *Reader) ReadBlock(i int, b *Block) error {
 			return r.corrupt(bm.Off, "block %d: a row's time is outside the block's range in the index", i)
 		}
 	}
-	if len(b.Rows) != bm.Rows {
-		return r.corrupt(bm.Off, "block %d has %d rows, index %d", i, len(b.Rows), bm.Rows)
+	if b.nrows != bm.Rows {
+		return r.corrupt(bm.Off, "block %d has %d rows, index %d", i, b.nrows, bm.Rows)
 	}
 	return nil
 }

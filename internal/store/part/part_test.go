@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/sluicelog/sluice/internal/parse"
 	"github.com/sluicelog/sluice/internal/parse/parsetest"
@@ -575,5 +576,115 @@ func TestLiteralTokens(t *testing.T) {
 				t.Errorf("needles %v, want the hashes of %q", got, tc.needles)
 			}
 		})
+	}
+}
+
+// TestContains: a read that keeps only the rows whose line holds some
+// literals gives exactly the rows a read of every line and a search of
+// each would, for literals inside values, inside gaps, across the
+// boundaries between them, and in computed text (numbers, hex, times).
+func TestContains(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 7))
+	var in strings.Builder
+	for i := range 3000 {
+		ts := time.Date(2026, 1, 15, 8, 0, 0, 0, time.UTC).Add(time.Duration(i) * 1234567 * time.Microsecond)
+		switch i % 6 {
+		case 5: // mostly keys: stored raw
+			fmt.Fprintf(&in, `{"ts":%d,"a_rather_long_key_name_for_a_flag":%d,"another_long_and_wordy_key_name":"%c","payment_declined_reason_code":%d}`+"\n",
+				ts.UnixMilli(), rng.IntN(2), 'a'+rune(rng.IntN(3)), rng.IntN(4))
+		case 0, 1:
+			fmt.Fprintf(&in, `{"ts":"%s","level":"%s","msg":"payment %s","n":%d,"x":%d.%02d,"id":"%016x","tags":["a","b"],"e":"q\"uote\\n"}`+"\n",
+				ts.Format(time.RFC3339Nano), []string{"info", "error", "warn"}[rng.IntN(3)], []string{"declined", "ok", "late"}[rng.IntN(3)],
+				rng.IntN(1000), rng.IntN(100), rng.IntN(100), rng.Uint64())
+		case 2:
+			fmt.Fprintf(&in, "ts=%s level=%s msg=\"user %d logged in\" took=%dms\n", ts.Format(time.RFC3339), []string{"info", "debug"}[rng.IntN(2)], rng.IntN(50), rng.IntN(900))
+		case 3:
+			fmt.Fprintf(&in, "%s WARN free text line %d with payment declined inside\n", ts.Format("2006-01-02 15:04:05.000"), i)
+		default:
+			fmt.Fprintf(&in, `{"time":%d,"msg":"%s","user":{"id":%d,"vip":%v}}`+"\n", ts.UnixMilli(), []string{"a\u00e9b", "payment declined", "x"}[rng.IntN(3)], rng.IntN(9), rng.IntN(2) == 1)
+		}
+	}
+	fs := vfs.NewMem()
+	writePart(t, fs, "c.part", encoded(t, "auto", []byte(in.String())))
+	rd, err := part.Open(fs, "c.part")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rd.Close()
+	lits := []string{"payment declined", "declined", "error", `","msg":"pay`, `":"`, `"`, "d", "0", "12", "08:0", "T08:00", "Z\"", ".5", "5ms",
+		`"tags":["a"`, `\"uote`, "ab", "payment_declined", `flag":1`, "_code\":3", "\u00e9", "info level", "WARN free", "vip\":true", "zzz", "}", "ms\n", "-01-15"}
+	for _, lit := range lits {
+		for _, pair := range [][]string{{lit}, {lit, "payment"}} {
+			var want, got []string
+			for i := range rd.Blocks {
+				var all part.Block
+				all.LinesOnly = true
+				if err := rd.ReadBlock(i, &all); err != nil {
+					t.Fatal(err)
+				}
+				for _, r := range all.Rows {
+					if containsEach(r.Line, pair) {
+						want = append(want, fmt.Sprint(r.Time, " ", string(r.Line)))
+					}
+				}
+				var some part.Block
+				some.LinesOnly = true
+				for _, l := range pair {
+					some.Contains = append(some.Contains, []byte(l))
+				}
+				if err := rd.ReadBlock(i, &some); err != nil {
+					t.Fatal(err)
+				}
+				for _, r := range some.Rows {
+					got = append(got, fmt.Sprint(r.Time, " ", string(r.Line)))
+				}
+			}
+			if !slices.Equal(got, want) {
+				t.Errorf("%q: %d rows, want %d", pair, len(got), len(want))
+			}
+		}
+	}
+}
+
+func containsEach(line []byte, lits []string) bool {
+	for _, l := range lits {
+		if !bytes.Contains(line, []byte(l)) {
+			return false
+		}
+	}
+	return true
+}
+
+func TestGapEdges(t *testing.T) {
+	// The reference: every k.
+	ends := func(g, lit string) bool {
+		for k := 1; k < len(lit) && k <= len(g); k++ {
+			if g[len(g)-k:] == lit[:k] {
+				return true
+			}
+		}
+		return false
+	}
+	starts := func(g, lit string) bool {
+		for k := 1; k < len(lit) && k <= len(g); k++ {
+			if g[:k] == lit[len(lit)-k:] {
+				return true
+			}
+		}
+		return false
+	}
+	words := []string{"", "a", "ab", "aa", "aba", "ba", "b", "abab", `","msg":"`, `":"`, "msg", "g\":", "xyz", "aab", "bba"}
+	for _, g := range words {
+		for _, lit := range words {
+			if lit == "" {
+				continue
+			}
+			if got, want := part.EndsWithPrefix([]byte(g), []byte(lit)), ends(g, lit); got != want {
+				t.Errorf("endsWithPrefix(%q, %q) = %v, want %v", g, lit, got, want)
+			}
+			if got, want := part.StartsWithSuffix([]byte(g), []byte(lit)), starts(g, lit); got != want {
+				t.Errorf("startsWithSuffix(%q, %q) = %v, want %v", g, lit, got, want)
+			}
+		}
 	}
 }

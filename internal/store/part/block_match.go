@@ -1,0 +1,338 @@
+package part
+
+import (
+	"bytes"
+	"fmt"
+
+	"github.com/sluicelog/sluice/internal/record"
+	"github.com/sluicelog/sluice/internal/store/bin"
+	"github.com/sluicelog/sluice/internal/store/rows"
+)
+
+// Reading only the rows whose line contains literals (Block.Contains),
+// without rebuilding the others' lines.
+//
+// A templated line is gap₀ value₀ gap₁ … gapₙ. A literal is found in it
+// either inside one gap (then in every row of the template), inside one
+// value, or across a boundary. Whether it can cross a boundary depends on
+// the gaps alone: it starts in a gap and runs into the next value when a
+// non-empty proper prefix of it ends that gap; it runs out of a value into
+// the next gap when a non-empty proper suffix of it starts that gap; and
+// it spans a whole gap between two values when that gap lies strictly
+// inside it. A template where none of this can happen matches exactly the
+// rows with a value that contains the literal, and values are tested
+// where they are stored: a dictionary entry once per block, a number
+// column not at all when the literal is not made of a number's bytes.
+// Rows of other templates (the literal could cross a boundary) have their
+// line rebuilt and searched, as raw rows are.
+
+// litPlan says how a template's rows are tested for one literal.
+type litPlan uint8
+
+const (
+	planUnknown litPlan = iota
+	planValues          // the literal is in the line if and only if it is in one of its values
+	planGap             // a gap holds it: every row of the template has it
+	planLine            // it may cross a boundary: rebuild the line and search it
+)
+
+// plan returns (computing it once per block) how template ti is tested
+// for literal li.
+func (b *Block) plan(ti, li int) litPlan {
+	p := &b.plans[ti*len(b.Contains)+li]
+	if *p == planUnknown {
+		*p = templatePlan(&b.tmpls[ti], b.Contains[li])
+	}
+	return *p
+}
+
+func templatePlan(tm *template, lit []byte) litPlan {
+	for _, g := range tm.gaps {
+		if bytes.Contains(g, lit) {
+			return planGap
+		}
+	}
+	if len(lit) < 2 {
+		return planValues // one byte cannot cross a boundary
+	}
+	n := len(tm.holes)
+	for j, g := range tm.gaps {
+		// g ends before value j (j < n) and starts after value j-1 (j > 0).
+		if j < n && endsWithPrefix(g, lit) {
+			return planLine
+		}
+		if j > 0 && startsWithSuffix(g, lit) {
+			return planLine
+		}
+		if j > 0 && j < n && bytes.Contains(lit[1:len(lit)-1], g) {
+			return planLine
+		}
+	}
+	return planValues
+}
+
+// endsWithPrefix reports whether g ends with a non-empty proper prefix of
+// lit: such a prefix starts at a byte of g equal to lit[0].
+func endsWithPrefix(g, lit []byte) bool {
+	for p := max(len(g)-len(lit)+1, 0); p < len(g); {
+		i := bytes.IndexByte(g[p:], lit[0])
+		if i < 0 {
+			return false
+		}
+		p += i
+		if bytes.Equal(g[p:], lit[:len(g)-p]) {
+			return true
+		}
+		p++
+	}
+	return false
+}
+
+// startsWithSuffix reports whether g starts with a non-empty proper
+// suffix of lit: such a suffix starts at a byte of lit equal to g[0].
+func startsWithSuffix(g, lit []byte) bool {
+	if len(g) == 0 {
+		return false
+	}
+	for q := max(len(lit)-len(g), 1); q < len(lit); {
+		i := bytes.IndexByte(lit[q:], g[0])
+		if i < 0 {
+			return false
+		}
+		q += i
+		if bytes.Equal(g[:len(lit)-q], lit[q:]) {
+			return true
+		}
+		q++
+	}
+	return false
+}
+
+// alphabets of the columns whose text is computed: a literal with a byte
+// outside a column's alphabet is in none of its values.
+var (
+	intBytes     = asciiSet("-0123456789")
+	decimalBytes = asciiSet("-.0123456789")
+	hexBytes     = asciiSet("0123456789abcdef")
+	timeBytes    = asciiSet("0123456789-:T .,Z+") // what timestamp.Shape writes
+)
+
+func asciiSet(s string) (set [256]bool) {
+	for i := range len(s) {
+		set[s[i]] = true
+	}
+	return set
+}
+
+func within(lit []byte, set *[256]bool) bool {
+	for _, c := range lit {
+		if !set[c] {
+			return false
+		}
+	}
+	return true
+}
+
+// valueHas reports whether value vi of column ci contains literal li;
+// t is the row's time (time columns render it).
+func (b *Block) valueHas(ci, vi, li int, t int64) (bool, error) {
+	c := &b.cols[ci]
+	lit := b.Contains[li]
+	switch c.enc {
+	case encConst:
+		return bytes.Contains(c.data, lit), nil
+	case encDict:
+		if vi >= len(c.idx) {
+			return false, fmt.Errorf("column has only %d values", c.n)
+		}
+		k := (li*256 + int(c.idx[vi]))
+		m := &c.dictHas[k]
+		if *m == 0 {
+			*m = 1
+			if bytes.Contains(c.dict[c.idx[vi]], lit) {
+				*m = 2
+			}
+		}
+		return *m == 2, nil
+	case encInt:
+		if !within(lit, &intBytes) {
+			return false, nil
+		}
+	case encDecimal:
+		if !within(lit, &decimalBytes) {
+			return false, nil
+		}
+	case encHex:
+		if !within(lit, &hexBytes) {
+			return false, nil
+		}
+	case encTime:
+		if !within(lit, &timeBytes) {
+			return false, nil
+		}
+	case encString:
+		if vi >= len(c.ends) {
+			return false, fmt.Errorf("column has only %d values", c.n)
+		}
+		start := uint32(0)
+		if vi > 0 {
+			start = c.ends[vi-1]
+		}
+		return bytes.Contains(c.data[start:c.ends[vi]], lit), nil
+	}
+	v, scratch, _, _, err := c.valueAt(vi, b.scratch[:0], t, true)
+	b.scratch = scratch
+	if err != nil {
+		return false, err
+	}
+	return bytes.Contains(v, lit), nil
+}
+
+// assembleMatching is assemble for LinesOnly reads with Contains: it
+// keeps only the rows whose line holds every literal.
+func (b *Block) assembleMatching(nrows int, stream uint32, times, subms, tids, rowFlags, msgSpans []byte) error {
+	tr, sr, ir, mr := bin.NewReader(times), bin.NewReader(subms), bin.NewReader(tids), bin.NewReader(msgSpans)
+	b.Rows = b.Rows[:0]
+	lci := -1
+	for i := range b.cols {
+		if b.cols[i].flags&colLine != 0 {
+			lci = i
+		}
+		c := &b.cols[i]
+		if c.enc == encDict {
+			c.dictHas = grown(c.dictHas, 256*len(b.Contains))
+			clear(c.dictHas)
+		}
+	}
+	b.plans = grown(b.plans, len(b.tmpls)*len(b.Contains))
+	clear(b.plans)
+	cur := grown(b.cursors, len(b.cols))
+	clear(cur)
+	b.cursors = cur
+	var ms int64
+	for k := range nrows {
+		ms += tr.Varint("time")
+		t := ms*1e6 + int64(sr.Bounded("sub-millisecond time", 1e6-1))
+		tid := int(ir.Bounded("template id", uint64(len(b.tmpls))))
+		if err := firstErr(tr.Err(), sr.Err(), ir.Err()); err != nil {
+			return fmt.Errorf("row %d: %w", k, err)
+		}
+		if tid >= len(b.tmpls) {
+			return fmt.Errorf("row %d: template %d of %d", k, tid, len(b.tmpls))
+		}
+		tm := &b.tmpls[tid]
+		for si, s := range tm.slots {
+			if s.col >= len(b.cols) || b.cols[s.col].flags&colLine != 0 || cur[s.col] >= b.cols[s.col].n {
+				return fmt.Errorf("row %d: slot %d: column %d of %d, or past its values", k, si, s.col, len(b.cols))
+			}
+		}
+		r := rows.Row{Time: t, Stream: stream, MsgFlags: record.Flags(rowFlags[k] >> rowMsgFlagsSh)}
+		if rowFlags[k]&rowFromReceive != 0 {
+			r.TimeSource = record.FromReceive
+		}
+		keep, err := b.matchRow(k, tm, tid, lci, t, rowFlags[k], &mr, &r)
+		if err != nil {
+			return err
+		}
+		if keep {
+			b.Rows = append(b.Rows, r)
+		}
+		for _, s := range tm.slots {
+			cur[s.col]++
+		}
+		if tm.raw {
+			cur[lci]++
+		}
+	}
+	tr.Done("times")
+	sr.Done("sub-millisecond times")
+	ir.Done("template ids")
+	mr.Done("message spans")
+	if err := firstErr(tr.Err(), sr.Err(), ir.Err(), mr.Err()); err != nil {
+		return err
+	}
+	for i := range b.cols {
+		if c := &b.cols[i]; cur[i] != c.n {
+			return fmt.Errorf("column %q: %d values, %d used", b.Names[i], c.n, cur[i])
+		}
+		b.cols[i].i = cur[i]
+	}
+	return nil
+}
+
+// matchRow decides whether row k (template tm) holds every literal and,
+// if so, sets r.Line.
+func (b *Block) matchRow(k int, tm *template, tid, lci int, t int64, fl byte, mr *bin.Reader, r *rows.Row) (bool, error) {
+	cur := b.cursors
+	if tm.raw {
+		if lci < 0 {
+			return false, fmt.Errorf("row %d: raw template without a line column", k)
+		}
+		if cur[lci] >= b.cols[lci].n {
+			return false, fmt.Errorf("row %d: line column has only %d values", k, b.cols[lci].n)
+		}
+		v, _, _, _, err := b.cols[lci].valueAt(cur[lci], nil, t, true)
+		if err != nil {
+			return false, fmt.Errorf("row %d: line: %w", k, err)
+		}
+		if fl&rowMsgSpan != 0 {
+			off, n := mr.Uvarint("message offset"), mr.Uvarint("message length")
+			if err := mr.Err(); err != nil || off > uint64(len(v)) || n > uint64(len(v))-off {
+				return false, fmt.Errorf("row %d: message span", k)
+			}
+		}
+		r.Line = v
+		return containsAll(v, b.Contains), nil
+	}
+	rebuild := false
+	for li := range b.Contains {
+		switch b.plan(tid, li) {
+		case planGap:
+		case planLine:
+			rebuild = true
+		default:
+			found := false
+			for _, si := range tm.holes {
+				ci := tm.slots[si].col
+				has, err := b.valueHas(ci, cur[ci], li, t)
+				if err != nil {
+					return false, fmt.Errorf("row %d: column %q: %w", k, b.Names[ci], err)
+				}
+				if has {
+					found = true
+					break
+				}
+			}
+			if !found {
+				return false, nil
+			}
+		}
+	}
+	start := len(b.lines)
+	for hi, si := range tm.holes {
+		b.lines = append(b.lines, tm.gaps[hi]...)
+		ci := tm.slots[si].col
+		v, vals, _, _, err := b.cols[ci].valueAt(cur[ci], b.vals, t, true)
+		b.vals = vals
+		if err != nil {
+			return false, fmt.Errorf("row %d: column %q: %w", k, b.Names[ci], err)
+		}
+		b.lines = append(b.lines, v...)
+	}
+	b.lines = append(b.lines, tm.gaps[len(tm.gaps)-1]...)
+	r.Line = b.lines[start:len(b.lines):len(b.lines)]
+	if rebuild && !containsAll(r.Line, b.Contains) {
+		b.lines = b.lines[:start]
+		return false, nil
+	}
+	return true, nil
+}
+
+func containsAll(line []byte, lits [][]byte) bool {
+	for _, l := range lits {
+		if !bytes.Contains(line, l) {
+			return false
+		}
+	}
+	return true
+}

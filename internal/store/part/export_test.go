@@ -1,0 +1,7 @@
+package part
+
+// Exported for tests.
+var (
+	EndsWithPrefix   = endsWithPrefix
+	StartsWithSuffix = startsWithSuffix
+)
