@@ -141,12 +141,17 @@ func pruning(stages []logql.Stage) store.ScanOptions {
 				if !v.IP && v.Value != "" {
 					o.Tokens = store.AppendLiteralTokens(o.Tokens, []byte(v.Value))
 					o.Needles = store.AppendLiteralNeedles(o.Needles, []byte(v.Value))
-					o.Contains = append(o.Contains, []byte(v.Value))
+					o.Contains = append(o.Contains, store.Literal{Text: []byte(v.Value)})
 				}
 			case logql.FilterRegexp:
 				for _, lit := range regexpLiterals(v.Re.String()) {
 					o.Tokens = store.AppendLiteralTokens(o.Tokens, lit)
 					o.Needles = store.AppendLiteralNeedles(o.Needles, lit)
+				}
+				if lit, complete := v.Re.LiteralPrefix(); complete && lit != "" {
+					o.Contains = append(o.Contains, store.Literal{Text: []byte(lit)})
+				} else if lit, ok := foldedLiteral(v.Re.String()); ok && len(lit) > 0 {
+					o.Contains = append(o.Contains, store.Literal{Text: lit, Fold: true})
 				}
 			}
 		case *logql.LineFormat, *logql.Unpack, *logql.Decolorize:

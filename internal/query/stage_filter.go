@@ -70,15 +70,16 @@ func lineMatcher(op logql.FilterOp, v logql.FilterValue) (func([]byte) bool, err
 		}
 		// So is a case-insensitive ASCII literal (|~ "(?i)error"), on the
 		// line lowercased.
-		// (Unicode folds K to the Kelvin sign and s to the long s: a line
-		// with non-ASCII bytes where the lowercased search fails is left to
-		// the regexp.)
+		// (Unicode folds the Kelvin sign to k and the long s to s: when the
+		// literal has either, a line with non-ASCII bytes where the
+		// lowercased search fails is left to the regexp.)
 		if lit, ok := foldedLiteral(re.String()); ok {
 			var buf []byte
+			unicode := bytes.ContainsAny(lit, "ks")
 			return func(line []byte) bool {
 				var high bool
 				buf, high = appendLowerASCII(buf[:0], line)
-				return bytes.Contains(buf, lit) || high && re.Match(line)
+				return bytes.Contains(buf, lit) || high && unicode && re.Match(line)
 			}, nil
 		}
 		return re.Match, nil

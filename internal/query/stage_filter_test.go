@@ -319,3 +319,19 @@ func TestFoldedLiteralFilter(t *testing.T) {
 		}
 	}
 }
+
+// TestFoldedLiteralNoUnicodeFold: a literal with neither k nor s has no
+// non-ASCII rune folding to it: a non-ASCII line is decided by the
+// lowercased search alone.
+func TestFoldedLiteralNoUnicodeFold(t *testing.T) {
+	f := &logql.LineFilter{Op: logql.FilterRegexp, Values: []logql.FilterValue{{Value: "(?i)payment", Re: regexp.MustCompile("(?s)(?i)payment")}}}
+	st, err := newLineFilter(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for line, want := range map[string]bool{"\u00e9 PAYMENT": true, "\u00e9 pay": false, "paym\u00e9nt": false} {
+		if _, got := st.process(0, []byte(line), nil); got != want {
+			t.Errorf("%q: %v, want %v", line, got, want)
+		}
+	}
+}

@@ -130,7 +130,7 @@ type ScanOptions struct {
 	// Contains, with LinesOnly, leaves out the stored rows whose line
 	// lacks one of these literals, without rebuilding their lines. (The
 	// head's rows all come: the caller still checks each row.)
-	Contains [][]byte
+	Contains []Literal
 }
 
 // Scan calls fn for every row of one stream of a tenant with a time in
@@ -383,6 +383,10 @@ func (sn *Snapshot) Lines(ctx context.Context, tenants []string, from, to int64,
 	}
 	return nil
 }
+
+// Literal is a text every row wanted contains (ScanOptions.Contains),
+// exactly or ignoring ASCII case.
+type Literal = part.Literal
 
 // Needle is an edge token of a searched literal (ScanOptions.Needles).
 type Needle = part.Needle

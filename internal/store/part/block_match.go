@@ -26,6 +26,40 @@ import (
 // Rows of other templates (the literal could cross a boundary) have their
 // line rebuilt and searched, as raw rows are.
 
+// Literal is a text a line must contain: exactly, or with Fold, ignoring
+// the case of ASCII letters (Text is then lowercase). Unicode also folds
+// two other runes to ASCII letters, the Kelvin sign to k and the long s
+// to s: a folding search for a literal with a k or an s keeps any text
+// with a non-ASCII byte, for the caller (which checks every row it is
+// given) to decide.
+type Literal struct {
+	Text []byte
+	Fold bool
+}
+
+// in reports whether text contains the literal (or, folding, may).
+func (l *Literal) in(text []byte, scratch *[]byte) bool {
+	if !l.Fold {
+		return bytes.Contains(text, l.Text)
+	}
+	low := append((*scratch)[:0], text...)
+	*scratch = low
+	var high byte
+	for i, c := range low {
+		high |= c
+		if c-'A' < 26 {
+			low[i] = c | 0x20
+		}
+	}
+	return high >= 0x80 && l.unicodeFolds() || bytes.Contains(low, l.Text)
+}
+
+// unicodeFolds reports whether a folding literal has a letter that a
+// non-ASCII rune folds to.
+func (l *Literal) unicodeFolds() bool {
+	return l.Fold && bytes.ContainsAny(l.Text, "ks")
+}
+
 // litPlan says how a template's rows are tested for one literal.
 type litPlan uint8
 
@@ -41,13 +75,39 @@ const (
 func (b *Block) plan(ti, li int) litPlan {
 	p := &b.plans[ti*len(b.Contains)+li]
 	if *p == planUnknown {
-		*p = templatePlan(&b.tmpls[ti], b.Contains[li])
+		*p = b.templatePlan(&b.tmpls[ti], &b.Contains[li])
 	}
 	return *p
 }
 
-func templatePlan(tm *template, lit []byte) litPlan {
-	for _, g := range tm.gaps {
+func (b *Block) templatePlan(tm *template, l *Literal) litPlan {
+	lit := l.Text
+	if l.Fold {
+		// Gaps lowercased; one with a non-ASCII byte is searched in the
+		// line rebuilt, where the caller decides.
+		b.gapsLow = b.gapsLow[:0]
+		b.gapBuf = b.gapBuf[:0]
+		for _, g := range tm.gaps {
+			start := len(b.gapBuf)
+			for _, c := range g {
+				if c >= 0x80 && l.unicodeFolds() {
+					return planLine
+				}
+				if c-'A' < 26 {
+					c |= 0x20
+				}
+				b.gapBuf = append(b.gapBuf, c)
+			}
+			b.gapsLow = append(b.gapsLow, b.gapBuf[start:len(b.gapBuf):len(b.gapBuf)])
+		}
+		return gapPlan(b.gapsLow, len(tm.holes), lit)
+	}
+	return gapPlan(tm.gaps, len(tm.holes), lit)
+}
+
+// gapPlan plans a literal for a template of n values between gaps.
+func gapPlan(gaps [][]byte, n int, lit []byte) litPlan {
+	for _, g := range gaps {
 		if bytes.Contains(g, lit) {
 			return planGap
 		}
@@ -55,8 +115,7 @@ func templatePlan(tm *template, lit []byte) litPlan {
 	if len(lit) < 2 {
 		return planValues // one byte cannot cross a boundary
 	}
-	n := len(tm.holes)
-	for j, g := range tm.gaps {
+	for j, g := range gaps {
 		// g ends before value j (j < n) and starts after value j-1 (j > 0).
 		if j < n && endsWithPrefix(g, lit) {
 			return planLine
@@ -124,9 +183,11 @@ func asciiSet(s string) (set [256]bool) {
 	return set
 }
 
-func within(lit []byte, set *[256]bool) bool {
-	for _, c := range lit {
-		if !set[c] {
+// within reports whether every byte of a literal is in set (folding: or
+// the letter's upper case is).
+func within(l *Literal, set *[256]bool) bool {
+	for _, c := range l.Text {
+		if !set[c] && !(l.Fold && c-'a' < 26 && set[c-32]) {
 			return false
 		}
 	}
@@ -137,10 +198,10 @@ func within(lit []byte, set *[256]bool) bool {
 // t is the row's time (time columns render it).
 func (b *Block) valueHas(ci, vi, li int, t int64) (bool, error) {
 	c := &b.cols[ci]
-	lit := b.Contains[li]
+	lit := &b.Contains[li]
 	switch c.enc {
 	case encConst:
-		return bytes.Contains(c.data, lit), nil
+		return lit.in(c.data, &b.scratch), nil
 	case encDict:
 		if vi >= len(c.idx) {
 			return false, fmt.Errorf("column has only %d values", c.n)
@@ -149,7 +210,7 @@ func (b *Block) valueHas(ci, vi, li int, t int64) (bool, error) {
 		m := &c.dictHas[k]
 		if *m == 0 {
 			*m = 1
-			if bytes.Contains(c.dict[c.idx[vi]], lit) {
+			if lit.in(c.dict[c.idx[vi]], &b.scratch) {
 				*m = 2
 			}
 		}
@@ -178,14 +239,14 @@ func (b *Block) valueHas(ci, vi, li int, t int64) (bool, error) {
 		if vi > 0 {
 			start = c.ends[vi-1]
 		}
-		return bytes.Contains(c.data[start:c.ends[vi]], lit), nil
+		return lit.in(c.data[start:c.ends[vi]], &b.scratch), nil
 	}
-	v, scratch, _, _, err := c.valueAt(vi, b.scratch[:0], t, true)
-	b.scratch = scratch
+	v, vals, _, _, err := c.valueAt(vi, b.vals, t, true)
+	b.vals = vals
 	if err != nil {
 		return false, err
 	}
-	return bytes.Contains(v, lit), nil
+	return lit.in(v, &b.scratch), nil
 }
 
 // assembleMatching is assemble for LinesOnly reads with Contains: it
@@ -282,7 +343,7 @@ func (b *Block) matchRow(k int, tm *template, tid, lci int, t int64, fl byte, mr
 			}
 		}
 		r.Line = v
-		return containsAll(v, b.Contains), nil
+		return b.containsAll(v), nil
 	}
 	rebuild := false
 	for li := range b.Contains {
@@ -321,16 +382,16 @@ func (b *Block) matchRow(k int, tm *template, tid, lci int, t int64, fl byte, mr
 	}
 	b.lines = append(b.lines, tm.gaps[len(tm.gaps)-1]...)
 	r.Line = b.lines[start:len(b.lines):len(b.lines)]
-	if rebuild && !containsAll(r.Line, b.Contains) {
+	if rebuild && !b.containsAll(r.Line) {
 		b.lines = b.lines[:start]
 		return false, nil
 	}
 	return true, nil
 }
 
-func containsAll(line []byte, lits [][]byte) bool {
-	for _, l := range lits {
-		if !bytes.Contains(line, l) {
+func (b *Block) containsAll(line []byte) bool {
+	for i := range b.Contains {
+		if !b.Contains[i].in(line, &b.scratch) {
 			return false
 		}
 	}

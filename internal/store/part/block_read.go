@@ -30,12 +30,14 @@ type Block struct {
 	// Contains, set before a read with LinesOnly, keeps only the rows
 	// whose line contains every one of these literals, and rebuilds no
 	// other line (block_match.go).
-	Contains [][]byte
+	Contains []Literal
 
 	nrows   int // rows in the block read, kept or not
 	plans   []litPlan
 	cursors []int
 	scratch []byte
+	gapsLow [][]byte // scratch of templatePlan
+	gapBuf  []byte
 
 	fields []rows.Field
 	lines  []byte

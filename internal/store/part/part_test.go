@@ -630,7 +630,7 @@ func TestContains(t *testing.T) {
 				var some part.Block
 				some.LinesOnly = true
 				for _, l := range pair {
-					some.Contains = append(some.Contains, []byte(l))
+					some.Contains = append(some.Contains, part.Literal{Text: []byte(l)})
 				}
 				if err := rd.ReadBlock(i, &some); err != nil {
 					t.Fatal(err)
@@ -641,6 +641,43 @@ func TestContains(t *testing.T) {
 			}
 			if !slices.Equal(got, want) {
 				t.Errorf("%q: %d rows, want %d", pair, len(got), len(want))
+			}
+			// Folding case: every row whose line has the literal in any
+			// case is kept (rows with non-ASCII bytes may be kept too).
+			var foldWant, foldGot []string
+			for i := range rd.Blocks {
+				var all, some part.Block
+				all.LinesOnly, some.LinesOnly = true, true
+				for _, l := range pair {
+					some.Contains = append(some.Contains, part.Literal{Text: []byte(strings.ToLower(l)), Fold: true})
+				}
+				if err := rd.ReadBlock(i, &all); err != nil {
+					t.Fatal(err)
+				}
+				if err := rd.ReadBlock(i, &some); err != nil {
+					t.Fatal(err)
+				}
+				for _, r := range all.Rows {
+					low := strings.ToLower(string(r.Line))
+					if containsEach([]byte(low), []string{strings.ToLower(pair[0]), strings.ToLower(pair[len(pair)-1])}) {
+						foldWant = append(foldWant, fmt.Sprint(r.Time, " ", string(r.Line)))
+					}
+				}
+				for _, r := range some.Rows {
+					foldGot = append(foldGot, fmt.Sprint(r.Time, " ", string(r.Line)))
+				}
+			}
+			for _, w := range foldWant {
+				if !slices.Contains(foldGot, w) {
+					t.Errorf("fold %q: row %q left out", pair, w)
+					break
+				}
+			}
+			for _, g := range foldGot {
+				if !slices.Contains(foldWant, g) && isASCII(g) {
+					t.Errorf("fold %q: row %q kept without the literal", pair, g)
+					break
+				}
 			}
 		}
 	}
@@ -687,4 +724,13 @@ func TestGapEdges(t *testing.T) {
 			}
 		}
 	}
+}
+
+func isASCII(s string) bool {
+	for i := range len(s) {
+		if s[i] >= 0x80 {
+			return false
+		}
+	}
+	return true
 }
