@@ -283,7 +283,7 @@ func (b *Block) assembleMatching(nrows int, stream uint32, times, subms, tids, r
 		}
 		tm := &b.tmpls[tid]
 		for si, s := range tm.slots {
-			if s.col >= len(b.cols) || b.cols[s.col].flags&colLine != 0 || cur[s.col] >= b.cols[s.col].n {
+			if s.col >= len(b.cols) || b.cols[s.col].flags&colLine != 0 || cur[s.col]+tm.nth[si] >= b.cols[s.col].n {
 				return fmt.Errorf("row %d: slot %d: column %d of %d, or past its values", k, si, s.col, len(b.cols))
 			}
 		}
@@ -355,7 +355,7 @@ func (b *Block) matchRow(k int, tm *template, tid, lci int, t int64, fl byte, mr
 			found := false
 			for _, si := range tm.holes {
 				ci := tm.slots[si].col
-				has, err := b.valueHas(ci, cur[ci], li, t)
+				has, err := b.valueHas(ci, cur[ci]+tm.nth[si], li, t)
 				if err != nil {
 					return false, fmt.Errorf("row %d: column %q: %w", k, b.Names[ci], err)
 				}
@@ -373,7 +373,7 @@ func (b *Block) matchRow(k int, tm *template, tid, lci int, t int64, fl byte, mr
 	for hi, si := range tm.holes {
 		b.lines = append(b.lines, tm.gaps[hi]...)
 		ci := tm.slots[si].col
-		v, vals, _, _, err := b.cols[ci].valueAt(cur[ci], b.vals, t, true)
+		v, vals, _, _, err := b.cols[ci].valueAt(cur[ci]+tm.nth[si], b.vals, t, true)
 		b.vals = vals
 		if err != nil {
 			return false, fmt.Errorf("row %d: column %q: %w", k, b.Names[ci], err)

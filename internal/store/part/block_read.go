@@ -59,6 +59,7 @@ type template struct {
 	holes []int    // slot of each hole, in line order
 	gaps  [][]byte // len(holes)+1 gaps
 	field []int    // index among the row's fields of each slot
+	nth   []int    // for each slot, how many slots before it share its column
 	seen  []bool   // scratch of parseTemplate
 }
 
@@ -176,7 +177,7 @@ func grown[T any](s []T, n int) []T {
 // parseTemplate decodes a template into t, reusing its buffers.
 func parseTemplate(enc []byte, t *template) error {
 	r := bin.NewReader(enc)
-	*t = template{slots: t.slots[:0], field: t.field[:0], holes: t.holes[:0], gaps: t.gaps[:0], seen: t.seen[:0]}
+	*t = template{slots: t.slots[:0], field: t.field[:0], holes: t.holes[:0], gaps: t.gaps[:0], nth: t.nth[:0], seen: t.seen[:0]}
 	mode := r.Byte("template mode")
 	t.raw = mode == tmplRaw
 	if mode > tmplRaw {
@@ -227,6 +228,17 @@ func parseTemplate(enc []byte, t *template) error {
 	r.Done("template")
 	if err := r.Err(); err != nil {
 		return fmt.Errorf("template: %w", err)
+	}
+	// A field named twice in a line (JSON's duplicate keys) is two slots
+	// of one column, whose values follow each other.
+	t.nth = grown(t.nth, len(t.slots))
+	for i, sl := range t.slots {
+		t.nth[i] = 0
+		for _, prev := range t.slots[:i] {
+			if prev.col == sl.col {
+				t.nth[i]++
+			}
+		}
 	}
 	return nil
 }
