@@ -25,7 +25,7 @@ var allowed = map[string][]string{
 	"internal/server": {"internal/ingest/", "internal/parse", "internal/record", "internal/store", "internal/vfs", "internal/query", "internal/logql"},
 	// The query engine reads the store through its snapshot; the language
 	// knows nothing of either.
-	"internal/query": {"internal/logql", "internal/record", "internal/store", "internal/store/rows"},
+	"internal/query": {"internal/logql", "internal/record", "internal/store", "internal/store/rows", "internal/store/part"},
 	// The WAL stores opaque bytes: it never decodes what it carries.
 	"internal/wal": {"internal/vfs"},
 	// The store owns the head, parts and their indexes; it knows records

@@ -21,6 +21,10 @@ type Source interface {
 	// Scan calls fn for the rows of one stream with a time in [from, to]
 	// in time order, or newest first when opts say so.
 	Scan(ctx context.Context, tenant string, stream record.Labels, from, to int64, opts store.ScanOptions, fn store.RowFunc) error
+	// ScanColumns calls blockFn for the stream's stored blocks with rows
+	// in [from, to], read columnar, and rowFn for its other rows in
+	// [from, to], in no particular order.
+	ScanColumns(ctx context.Context, tenant string, stream record.Labels, from, to int64, blockFn store.BlockFunc, rowFn store.RowFunc) error
 }
 
 // Direction orders the lines of a log query.
@@ -79,6 +83,9 @@ var (
 type Engine struct {
 	limits  Limits
 	workers int
+	// noColumns turns the columnar path of range aggregations off (tests
+	// compare it with the row path).
+	noColumns bool
 }
 
 // NewEngine returns an engine with the given limits.
@@ -131,6 +138,7 @@ type Point struct {
 type Stats struct {
 	Streams      int64 // streams read
 	Rows         int64 // rows read
+	RowsColumnar int64 // rows of those read from their columns, their lines not rebuilt
 	Bytes        int64 // bytes of the lines read
 	LinesOut     int64 // lines returned
 	ExecDuration time.Duration

@@ -12,6 +12,7 @@ import (
 
 	"github.com/sluicelog/sluice/internal/logql"
 	"github.com/sluicelog/sluice/internal/record"
+	"github.com/sluicelog/sluice/internal/store/part"
 	"github.com/sluicelog/sluice/internal/store/rows"
 )
 
@@ -40,6 +41,56 @@ type rangeWorker struct {
 	tally  tally
 	series map[string]*rangeSeries
 	key    []byte
+
+	x        *logql.RangeAggregation
+	op       rangeOp
+	shape    *matrix
+	rng, off int64
+	cols     *colPlanner // the columnar path's state (range_columns.go)
+}
+
+// row runs one row through the pipeline and adds its sample.
+func (w *rangeWorker) row(ev *evaluator, ls record.Labels, t int64, line []byte) error {
+	w.lb.reset(ls)
+	line, ok := w.pipe.process(t, line, w.lb)
+	if !ok {
+		return nil
+	}
+	return w.sample(t, line)
+}
+
+// sample adds the sample of a row the pipeline kept, whose labels are in
+// w.lb.
+func (w *rangeWorker) sample(t int64, line []byte) error {
+	x, unwrap := w.x, w.x.Range.Unwrap
+	v := 1.0
+	switch {
+	case unwrap != nil:
+		var ok bool
+		if v, ok = w.unwrap(unwrap, t, line); !ok {
+			return nil
+		}
+	case x.Op == "bytes_over_time" || x.Op == "bytes_rate":
+		v = float64(len(line))
+	}
+	if w.lb.hasError() {
+		return pipelineError(w.lb)
+	}
+	group(w.lb, x.Grouping)
+	w.key = w.lb.appendKey(w.key[:0])
+	s := w.series[unsafe.String(unsafe.SliceData(w.key), len(w.key))]
+	if s == nil {
+		s = newRangeSeries(w.lb.labels(), w.op, w.shape.steps)
+		w.series[string(w.key)] = s
+	}
+	shape := w.shape
+	ts := t + w.off
+	lo := ceilDiv(ts-shape.start, shape.step)
+	hi := floorDiv(ts+w.rng-1-shape.start, shape.step)
+	for k := max(lo, 0); k <= min(hi, int64(shape.steps-1)); k++ {
+		s.add(w.op, int(k), t, v)
+	}
+	return nil
 }
 
 // rangeOp describes how a range function accumulates.
@@ -84,7 +135,8 @@ func (ev *evaluator) rangeAggregation(ctx context.Context, x *logql.RangeAggrega
 		if err != nil {
 			return nil, err
 		}
-		w := &rangeWorker{pipe: pipe, lb: newLabelsBuilder(), series: map[string]*rangeSeries{}}
+		w := &rangeWorker{pipe: pipe, lb: newLabelsBuilder(), series: map[string]*rangeSeries{},
+			x: x, op: op, shape: shape, rng: rng, off: off}
 		if unwrap != nil {
 			for _, f := range unwrap.Filters {
 				st, err := newLabelFilterStage(f)
@@ -96,43 +148,22 @@ func (ev *evaluator) rangeAggregation(ctx context.Context, x *logql.RangeAggrega
 		}
 		return w, nil
 	}
+	columnar := !ev.e.noColumns && columnarPipeline(x)
 	workers, err := forStreams(ctx, ev, streams, setup, func(ctx context.Context, w *rangeWorker, ls record.Labels) error {
-		err := ev.src.Scan(ctx, ev.p.Tenant, ls, from, to, opts, func(r *rows.Row, _ []string) error {
+		row := func(r *rows.Row, _ []string) error {
 			if err := ev.scanned(&w.tally, r.Line); err != nil {
 				return err
 			}
-			w.lb.reset(ls)
-			line, ok := w.pipe.process(r.Time, r.Line, w.lb)
-			if !ok {
-				return nil
-			}
-			v := 1.0
-			switch {
-			case unwrap != nil:
-				if v, ok = w.unwrap(unwrap, r.Time, line); !ok {
-					return nil
-				}
-			case x.Op == "bytes_over_time" || x.Op == "bytes_rate":
-				v = float64(len(line))
-			}
-			if w.lb.hasError() {
-				return pipelineError(w.lb)
-			}
-			group(w.lb, x.Grouping)
-			w.key = w.lb.appendKey(w.key[:0])
-			s := w.series[unsafe.String(unsafe.SliceData(w.key), len(w.key))]
-			if s == nil {
-				s = newRangeSeries(w.lb.labels(), op, shape.steps)
-				w.series[string(w.key)] = s
-			}
-			ts := r.Time + off
-			lo := ceilDiv(ts-shape.start, shape.step)
-			hi := floorDiv(ts+rng-1-shape.start, shape.step)
-			for k := max(lo, 0); k <= min(hi, int64(shape.steps-1)); k++ {
-				s.add(op, int(k), r.Time, v)
-			}
-			return nil
-		})
+			return w.row(ev, ls, r.Time, r.Line)
+		}
+		var err error
+		if columnar {
+			err = ev.src.ScanColumns(ctx, ev.p.Tenant, ls, from, to, func(b *part.Block) error {
+				return w.block(ev, ls, b, from, to)
+			}, row)
+		} else {
+			err = ev.src.Scan(ctx, ev.p.Tenant, ls, from, to, opts, row)
+		}
 		if ferr := ev.flush(&w.tally); err == nil {
 			err = ferr
 		}

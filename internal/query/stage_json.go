@@ -33,6 +33,10 @@ type jsonStage struct {
 	buf    rowBuf
 	name   []byte // the name being built while walking nested objects
 	values []paramValue
+	// holes, when planning a template (range_columns.go), are the offsets
+	// of its values in the skeleton searched: a path that reads a key
+	// from one, or descends into one, fails.
+	holes []int
 }
 
 // paramValue is what a parameter's path found in one line.
@@ -106,15 +110,20 @@ func (s *jsonStage) process(_ int64, line []byte, lb *labelsBuilder) ([]byte, bo
 		}
 		s.values = append(s.values, paramValue{v, found})
 	}
+	s.apply(lb, s.values)
+	return line, true
+}
+
+// apply sets the labels of the parameters' values, as process does.
+func (s *jsonStage) apply(lb *labelsBuilder, values []paramValue) {
 	for k, p := range s.params {
-		v, found := s.values[k].v, s.values[k].found
+		v, found := values[k].v, values[k].found
 		// As Loki, a missing path gives "" unless the label is set (a
 		// stream label included).
 		if _, ok := lb.lookup(p.name); found || !ok {
 			setParsed(lb, &s.buf, p.name, v)
 		}
 	}
-	return line, true
 }
 
 // object walks the object at i (line[i] == '{') setting a label for
@@ -187,24 +196,66 @@ func (s *jsonStage) object(i, prefix, depth int, lb *labelsBuilder) int {
 // find returns the value at path from the (valid) value at i, and
 // whether the path is there.
 func (s *jsonStage) find(i int, path []jsonPathElem) (string, bool) {
+	i = s.locate(i, path)
+	if i < 0 {
+		return "", false
+	}
+	return s.valueAt(i)
+}
+
+// locate returns the offset of the value at path from the value at i,
+// or -1.
+func (s *jsonStage) locate(i int, path []jsonPathElem) int {
 	sc := &s.sc
 	d := sc.data
 	for _, e := range path {
+		if s.holes != nil && s.isHole(i) {
+			sc.fail(i, "a path into a template's value")
+			return -1
+		}
 		if e.index < 0 {
 			if d[i] != '{' {
-				return "", false
+				return -1
 			}
 			i = s.member(i, e.key)
 		} else {
 			if d[i] != '[' {
-				return "", false
+				return -1
 			}
 			i = s.element(i, e.index)
 		}
 		if i < 0 {
-			return "", false
+			return -1
 		}
 	}
+	return i
+}
+
+// isHole reports whether a value at i is a template's value (planning).
+func (s *jsonStage) isHole(i int) bool {
+	for _, h := range s.holes {
+		if h == i {
+			return true
+		}
+	}
+	return false
+}
+
+// holeWithin reports whether a template's value lies in [start, end).
+func (s *jsonStage) holeWithin(start, end int) bool {
+	for _, h := range s.holes {
+		if h >= start && h < end {
+			return true
+		}
+	}
+	return false
+}
+
+// valueAt returns the value at i as find gives it: a string unescaped,
+// "" for null, the text of anything else.
+func (s *jsonStage) valueAt(i int) (string, bool) {
+	sc := &s.sc
+	d := sc.data
 	switch d[i] {
 	case '"':
 		v, _ := sc.str(i)
@@ -230,8 +281,12 @@ func (s *jsonStage) member(i int, key string) int {
 	}
 	for i >= 0 {
 		var k string
+		start := i
 		if k, i = sc.str(i); i < 0 {
 			return -1
+		}
+		if s.holes != nil && s.holeWithin(start, i) {
+			return sc.fail(start, "a key from a template's value")
 		}
 		if i = sc.colon(i); i < 0 {
 			return -1

@@ -281,6 +281,7 @@ type partIter struct {
 
 func newPartIter(rd *part.Reader, stream uint32, from, to int64, opts ScanOptions) *partIter {
 	it := &partIter{rd: rd, from: from, to: to, bi: -1, drop: opts.Drop, backward: opts.Backward, blk: blockPool.Get().(*part.Block)}
+	it.blk.Columnar = false
 	it.blk.LinesOnly = opts.LinesOnly
 	it.blk.Contains = nil
 	if opts.LinesOnly {
@@ -447,4 +448,55 @@ func (sn *Snapshot) StreamStats(ctx context.Context, tenant string, from, to int
 		}
 	}
 	return st, nil
+}
+
+// BlockFunc receives a stored block read columnar (part.Block.Columnar):
+// its rows may lie outside the range asked for, and are the caller's to
+// walk. The block is valid only during the call.
+type BlockFunc func(b *part.Block) error
+
+// ScanColumns calls blockFn for each stored block of one stream of a
+// tenant with rows in [from, to], and rowFn for each row of the head in
+// [from, to]; in no particular order. For queries that read a few values
+// of every row rather than lines.
+func (sn *Snapshot) ScanColumns(ctx context.Context, tenant string, stream record.Labels, from, to int64, blockFn BlockFunc, rowFn RowFunc) error {
+	key := stream.String()
+	blk := blockPool.Get().(*part.Block)
+	defer func() {
+		blk.Columnar = false
+		blockPool.Put(blk)
+	}()
+	blk.Columnar, blk.LinesOnly, blk.Contains = true, false, nil
+	for _, p := range sn.parts {
+		if p.info.Tenant != tenant || p.info.MaxTime < from || p.info.MinTime > to {
+			continue
+		}
+		si, ok := p.streams[key]
+		if !ok {
+			continue
+		}
+		for i, b := range p.rd.Blocks {
+			if b.Stream != si || b.MaxTime < from || b.MinTime > to {
+				continue
+			}
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			if err := p.rd.ReadBlock(i, blk); err != nil {
+				return err
+			}
+			if err := blockFn(blk); err != nil {
+				return err
+			}
+		}
+	}
+	var its []rowIter
+	for _, h := range sn.heads {
+		svs := h.tenants[tenant]
+		i := sort.Search(len(svs), func(i int) bool { return svs[i].key >= key })
+		if i < len(svs) && svs[i].key == key {
+			its = append(its, newHeadIter(h, &svs[i], from, to, false))
+		}
+	}
+	return mergeRows(ctx, its, false, rowFn)
 }

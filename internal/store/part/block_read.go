@@ -31,6 +31,11 @@ type Block struct {
 	// whose line contains every one of these literals, and rebuilds no
 	// other line (block_match.go).
 	Contains []Literal
+	// Columnar, set before a read, builds no row at all: the reader walks
+	// the rows and reads their values itself (block_columns.go).
+	Columnar bool
+	times    []int64 // a columnar read's row times
+	tids     []int32 // and templates
 
 	nrows   int // rows in the block read, kept or not
 	plans   []litPlan
@@ -160,6 +165,11 @@ func decodeBlock(blob []byte, stream uint32, b *Block) error {
 		return fmt.Errorf("columns: %w", err)
 	}
 	b.nrows = nrows
+	b.Rows = b.Rows[:0]
+	b.times, b.tids = b.times[:0], b.tids[:0]
+	if b.Columnar {
+		return b.decodeRows(nrows, times, subms, tids)
+	}
 	if b.LinesOnly && len(b.Contains) > 0 {
 		return b.assembleMatching(nrows, stream, times, subms, tids, rowFlags, msgSpans)
 	}

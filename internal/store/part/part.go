@@ -501,6 +501,11 @@ func (r *Reader) ReadBlock(i int, b *Block) error {
 			return r.corrupt(bm.Off, "block %d: a row's time is outside the block's range in the index", i)
 		}
 	}
+	for _, t := range b.times {
+		if t < bm.MinTime || t > bm.MaxTime {
+			return r.corrupt(bm.Off, "block %d: a row's time is outside the block's range in the index", i)
+		}
+	}
 	if b.nrows != bm.Rows {
 		return r.corrupt(bm.Off, "block %d has %d rows, index %d", i, b.nrows, bm.Rows)
 	}

@@ -583,7 +583,11 @@ func TestLiteralTokens(t *testing.T) {
 // literals gives exactly the rows a read of every line and a search of
 // each would, for literals inside values, inside gaps, across the
 // boundaries between them, and in computed text (numbers, hex, times).
-func TestContains(t *testing.T) {
+// mixedPart writes a part of lines of several formats and shapes (JSON
+// with escapes, arrays and duplicate-free keys, logfmt, text, lines stored
+// raw) and opens it.
+func mixedPart(t *testing.T) *part.Reader {
+	t.Helper()
 	rng := rand.New(rand.NewPCG(7, 7))
 	var in strings.Builder
 	for i := range 3000 {
@@ -610,7 +614,12 @@ func TestContains(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer rd.Close()
+	t.Cleanup(func() { rd.Close() })
+	return rd
+}
+
+func TestContains(t *testing.T) {
+	rd := mixedPart(t)
 	lits := []string{"payment declined", "declined", "error", `","msg":"pay`, `":"`, `"`, "d", "0", "12", "08:0", "T08:00", "Z\"", ".5", "5ms",
 		`"tags":["a"`, `\"uote`, "ab", "payment_declined", `flag":1`, "_code\":3", "\u00e9", "info level", "WARN free", "vip\":true", "zzz", "}", "ms\n", "-01-15"}
 	for _, lit := range lits {
@@ -733,4 +742,40 @@ func isASCII(s string) bool {
 		}
 	}
 	return true
+}
+
+// TestColumnar: walking a columnar read's rows with a cursor per column
+// rebuilds every line as a full read gives it.
+func TestColumnar(t *testing.T) {
+	rd := mixedPart(t)
+	for i := range rd.Blocks {
+		var full, cb part.Block
+		full.LinesOnly, cb.Columnar = true, true
+		if err := rd.ReadBlock(i, &full); err != nil {
+			t.Fatal(err)
+		}
+		if err := rd.ReadBlock(i, &cb); err != nil {
+			t.Fatal(err)
+		}
+		if cb.NumRows() != len(full.Rows) {
+			t.Fatalf("block %d: %d rows, want %d", i, cb.NumRows(), len(full.Rows))
+		}
+		cur := make([]int, cb.NumColumns())
+		for k := range cb.NumRows() {
+			tm := cb.RowTemplate(k)
+			line, err := cb.AppendLine(nil, tm, cur, cb.RowTime(k))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(line, full.Rows[k].Line) || cb.RowTime(k) != full.Rows[k].Time {
+				t.Fatalf("block %d row %d: %q at %d, want %q at %d", i, k, line, cb.RowTime(k), full.Rows[k].Line, full.Rows[k].Time)
+			}
+			for s := range cb.TemplateSlots(tm) {
+				cur[cb.SlotColumn(tm, s)]++
+			}
+			if cb.TemplateRaw(tm) {
+				cur[cb.LineColumn()]++
+			}
+		}
+	}
 }

@@ -1,0 +1,400 @@
+package query
+
+import (
+	"bytes"
+
+	"github.com/sluicelog/sluice/internal/logql"
+	"github.com/sluicelog/sluice/internal/record"
+	"github.com/sluicelog/sluice/internal/store/part"
+)
+
+// The columnar path of a range aggregation whose pipeline is `| json`
+// with parameters followed by label filters only: a stored row's
+// parameters are read from the columns that hold them, not from its line,
+// which is then never rebuilt.
+//
+// A templated line is gap₀ value₀ gap₁ … gapₙ: the gaps are the same for
+// every row of a template. The template's skeleton, its gaps with each
+// value replaced by a placeholder (nothing inside a JSON string, 0
+// outside), is searched once per block with the json stage's own code;
+// a parameter found in a value, or in the gaps, or not at all, is then so
+// in every row of the template whose values before it are well-formed
+// JSON of their kind (string content inside a string, one JSON value
+// outside), which each row's check confirms: where the search of a row's
+// line would read them, they read as the placeholders did. Templates
+// whose structure depends on the values (a key or a path's object in a
+// value), raw lines, and rows that fail the check take the row path.
+
+// columnarPipeline reports whether a range aggregation can take the
+// columnar path.
+func columnarPipeline(x *logql.RangeAggregation) bool {
+	switch x.Op {
+	case "bytes_over_time", "bytes_rate":
+		return false // they need the line
+	}
+	stages := x.Range.Log.Pipeline
+	if len(stages) == 0 {
+		return false
+	}
+	if j, ok := stages[0].(*logql.JSONParser); !ok || len(j.Params) == 0 {
+		return false
+	}
+	for _, s := range stages[1:] {
+		if _, ok := s.(*logql.LabelFilterStage); !ok {
+			return false
+		}
+	}
+	return true
+}
+
+// tmplPlan is how a template's rows give the json parameters.
+type tmplPlan struct {
+	ok       bool // false: rebuild each row's line and take the row path
+	params   []paramPlan
+	check    int    // values [0, check) of a row must be well-formed
+	inString []bool // per value, whether it sits inside a JSON string
+}
+
+// paramPlan is where one parameter is: in value hole, or (hole < 0) the
+// same in every row.
+type paramPlan struct {
+	hole     int
+	inString bool
+	value    paramValue
+}
+
+// colPlanner is a worker's state on the columnar path.
+type colPlanner struct {
+	json    *jsonStage // the pipeline's json stage
+	plans   []tmplPlan
+	planned []bool
+	cur     []int // per column, the value of the row at hand
+	line    []byte
+	values  []paramValue
+	arena   rowBuf
+	scan    jsonStage // scratch: planning, checks, unescaping
+
+	skel      []byte
+	holeOff   []int
+	holeInStr []bool
+	valid     [][2][256]int8 // per column, per context, per value id: 0 unknown, 1 bad, 2 good
+}
+
+func (w *rangeWorker) colPlanner() *colPlanner {
+	if w.cols == nil {
+		w.cols = &colPlanner{json: w.pipe.stages[0].(*jsonStage)}
+	}
+	return w.cols
+}
+
+// block adds the samples of a stored block's rows in [from, to].
+func (w *rangeWorker) block(ev *evaluator, ls record.Labels, b *part.Block, from, to int64) error {
+	cp := w.colPlanner()
+	cp.startBlock(b)
+	for k := range b.NumRows() {
+		t, tm := b.RowTime(k), b.RowTemplate(k)
+		if t >= from && t <= to {
+			if err := ev.scanned(&w.tally, nil); err != nil {
+				return err
+			}
+			ok, err := cp.rowValues(b, tm, t)
+			if err != nil {
+				return err
+			}
+			if ok {
+				w.tally.columnar++
+				if err := w.columnRow(ls, t); err != nil {
+					return err
+				}
+			} else {
+				if cp.line, err = b.AppendLine(cp.line[:0], tm, cp.cur, t); err != nil {
+					return err
+				}
+				if err := w.row(ev, ls, t, cp.line); err != nil {
+					return err
+				}
+			}
+		}
+		for s := range b.TemplateSlots(tm) {
+			cp.cur[b.SlotColumn(tm, s)]++
+		}
+		if b.TemplateRaw(tm) {
+			cp.cur[b.LineColumn()]++
+		}
+	}
+	return nil
+}
+
+// columnRow finishes a row whose parameters are in cp.values: the json
+// stage's labels, then the label filters, then the sample.
+func (w *rangeWorker) columnRow(ls record.Labels, t int64) error {
+	cp := w.cols
+	w.lb.reset(ls)
+	cp.json.buf.reset()
+	cp.json.apply(w.lb, cp.values)
+	for _, st := range w.pipe.stages[1:] {
+		if _, ok := st.process(t, nil, w.lb); !ok {
+			return nil
+		}
+	}
+	return w.sample(t, nil)
+}
+
+func (cp *colPlanner) startBlock(b *part.Block) {
+	n := b.NumTemplates()
+	cp.plans = grownPlans(cp.plans, n)
+	cp.planned = growClear(cp.planned, n)
+	cp.cur = growClear(cp.cur, b.NumColumns())
+	if cap(cp.valid) < b.NumColumns() {
+		cp.valid = make([][2][256]int8, b.NumColumns())
+	}
+	cp.valid = cp.valid[:b.NumColumns()]
+	clear(cp.valid)
+}
+
+// growClear returns s with length n, zeroed.
+func growClear[T any](s []T, n int) []T {
+	if cap(s) < n {
+		s = make([]T, n)
+	}
+	s = s[:n]
+	clear(s)
+	return s
+}
+
+func grownPlans(s []tmplPlan, n int) []tmplPlan {
+	if cap(s) < n {
+		s = append(s[:cap(s)], make([]tmplPlan, n-cap(s))...)
+	}
+	return s[:n]
+}
+
+// rowValues sets cp.values to the parameters of the row at hand (of
+// template tm, time t), or reports that the row takes the row path.
+func (cp *colPlanner) rowValues(b *part.Block, tm int, t int64) (bool, error) {
+	if !cp.planned[tm] {
+		cp.plan(b, tm)
+		cp.planned[tm] = true
+	}
+	p := &cp.plans[tm]
+	if !p.ok {
+		return false, nil
+	}
+	_, holes := b.TemplateLine(tm)
+	cp.arena.reset()
+	for h := range p.check {
+		good, err := cp.wellFormed(b, tm, holes[h], p.inString[h], t)
+		if err != nil || !good {
+			return false, err
+		}
+	}
+	cp.values = cp.values[:0]
+	for _, pp := range p.params {
+		if pp.hole < 0 {
+			cp.values = append(cp.values, pp.value)
+			continue
+		}
+		si := holes[pp.hole]
+		col := b.SlotColumn(tm, si)
+		start := len(cp.arena.b)
+		v, arena, err := b.Value(col, cp.cur[col]+b.SlotRank(tm, si), t, cp.arena.b)
+		cp.arena.b = arena
+		if err != nil {
+			return false, err
+		}
+		if len(cp.arena.b) == start { // a view: keep it in the arena too
+			cp.arena.b = append(cp.arena.b, v...)
+		}
+		text := cp.arena.view(start)
+		switch {
+		case pp.inString && bytes.IndexByte(v, '\\') >= 0:
+			// Unescaped as the stage unescapes: the value quoted, read as
+			// a JSON string.
+			q := len(cp.arena.b)
+			cp.arena.b = append(append(append(cp.arena.b, '"'), text...), '"')
+			cp.scan.buf.reset()
+			cp.scan.sc.reset(cp.arena.b[q:], &cp.scan.buf)
+			s, end := cp.scan.sc.str(0)
+			if end < 0 {
+				return false, nil
+			}
+			u := len(cp.arena.b)
+			cp.arena.b = append(cp.arena.b, s...)
+			cp.values = append(cp.values, paramValue{v: cp.arena.view(u), found: true})
+		case !pp.inString && len(text) > 0 && text[0] == 'n':
+			cp.values = append(cp.values, paramValue{v: "", found: true}) // null
+		default:
+			cp.values = append(cp.values, paramValue{v: text, found: true})
+		}
+	}
+	return true, nil
+}
+
+// wellFormed reports whether the value of slot si (of the row at hand)
+// is well-formed JSON of its context: string content inside a string, one
+// JSON value outside.
+func (cp *colPlanner) wellFormed(b *part.Block, tm, si int, inString bool, t int64) (bool, error) {
+	col := b.SlotColumn(tm, si)
+	ctx := 0
+	if inString {
+		ctx = 1
+	}
+	switch b.ColumnKind(col) {
+	case part.ColumnInt:
+		return true, nil // decimal integers: a number, and string content
+	case part.ColumnDecimal, part.ColumnHex, part.ColumnTime:
+		if inString {
+			return true, nil // digits, letters and - . : + space only
+		}
+	}
+	vi := cp.cur[col] + b.SlotRank(tm, si)
+	id := b.ValueID(col, vi)
+	if id >= 0 {
+		if m := cp.valid[col][ctx][id]; m != 0 {
+			return m == 2, nil
+		}
+	}
+	v, scratch, err := b.Value(col, vi, t, cp.scan.buf.b[:0])
+	cp.scan.buf.b = scratch
+	if err != nil {
+		return false, err
+	}
+	good := validStringContent(v)
+	if !inString {
+		cp.scan.sc.reset(v, &cp.scan.buf)
+		good = len(v) > 0 && cp.scan.sc.skip(0, 0) == len(v)
+	}
+	if id >= 0 {
+		cp.valid[col][ctx][id] = 1
+		if good {
+			cp.valid[col][ctx][id] = 2
+		}
+	}
+	return good, nil
+}
+
+// validStringContent reports whether v can stand between the quotes of a
+// JSON string: no quote or control character, every escape valid.
+func validStringContent(v []byte) bool {
+	for i := 0; i < len(v); i++ {
+		switch c := v[i]; {
+		case c < 0x20 || c == '"':
+			return false
+		case c == '\\':
+			if i+1 >= len(v) {
+				return false
+			}
+			i++
+			switch v[i] {
+			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+			case 'u':
+				if i+4 >= len(v) {
+					return false
+				}
+				for _, h := range v[i+1 : i+5] {
+					if !(h >= '0' && h <= '9' || h >= 'a' && h <= 'f' || h >= 'A' && h <= 'F') {
+						return false
+					}
+				}
+				i += 4
+			default:
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// plan finds where template tm's rows hold the parameters.
+func (cp *colPlanner) plan(b *part.Block, tm int) {
+	p := &cp.plans[tm]
+	*p = tmplPlan{params: p.params[:0], inString: p.inString[:0]}
+	gaps, holes := b.TemplateLine(tm)
+	if gaps == nil {
+		return // a raw line
+	}
+	// The skeleton, tracking whether each value sits inside a string.
+	cp.skel, cp.holeOff, cp.holeInStr = cp.skel[:0], cp.holeOff[:0], cp.holeInStr[:0]
+	inString, escaped := false, false
+	for hi, g := range gaps {
+		for _, c := range g {
+			switch {
+			case escaped:
+				escaped = false
+			case inString && c == '\\':
+				escaped = true
+			case c == '"':
+				inString = !inString
+			}
+		}
+		cp.skel = append(cp.skel, g...)
+		if hi == len(holes) {
+			break
+		}
+		if escaped {
+			return // a value right after a backslash: it is part of an escape
+		}
+		cp.holeOff = append(cp.holeOff, len(cp.skel))
+		cp.holeInStr = append(cp.holeInStr, inString)
+		if !inString {
+			cp.skel = append(cp.skel, '0')
+		}
+	}
+	ps := &cp.scan
+	ps.holes = cp.holeOff
+	defer func() { ps.holes = nil }()
+	ps.buf.reset()
+	ps.sc.reset(cp.skel, &ps.buf)
+	start := ps.sc.space(0)
+	if start >= len(cp.skel) || cp.skel[start] != '{' {
+		return
+	}
+	for _, param := range cp.json.params {
+		pos := ps.locate(start, param.path)
+		if ps.sc.errMsg != "" {
+			return
+		}
+		if pos < 0 {
+			p.params = append(p.params, paramPlan{hole: -1, value: paramValue{}})
+			p.check = len(holes) // the search read the objects it went through whole
+			continue
+		}
+		end := ps.sc.skip(pos, 0)
+		if end < 0 {
+			return
+		}
+		h := -1 // the values in [pos, end)
+		n := 0
+		for i, off := range cp.holeOff {
+			if off >= pos && off < end {
+				h, n = i, n+1
+			}
+		}
+		switch {
+		case n == 0:
+			v, found := ps.valueAt(pos)
+			p.params = append(p.params, paramPlan{hole: -1, value: paramValue{v: string([]byte(v)), found: found}})
+			p.check = max(p.check, holesBefore(cp.holeOff, pos))
+		case n == 1 && cp.holeInStr[h] && cp.skel[pos] == '"' && cp.holeOff[h] == pos+1 && end == pos+2:
+			p.params = append(p.params, paramPlan{hole: h, inString: true})
+			p.check = max(p.check, h+1)
+		case n == 1 && !cp.holeInStr[h] && cp.holeOff[h] == pos && end == pos+1:
+			p.params = append(p.params, paramPlan{hole: h})
+			p.check = max(p.check, h+1)
+		default:
+			return // the parameter's value is built of values and gaps
+		}
+	}
+	p.inString = append(p.inString[:0], cp.holeInStr...)
+	p.ok = true
+}
+
+func holesBefore(offs []int, pos int) int {
+	n := 0
+	for _, off := range offs {
+		if off < pos {
+			n++
+		}
+	}
+	return n
+}

@@ -1,0 +1,132 @@
+package query
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sluicelog/sluice/internal/parse"
+	"github.com/sluicelog/sluice/internal/record"
+	"github.com/sluicelog/sluice/internal/store"
+	"github.com/sluicelog/sluice/internal/vfs"
+)
+
+// columnLines are lines of every shape the columnar path must get right
+// or leave to the row path: nested objects, arrays, nulls, escapes,
+// duplicate keys, keys that collide with stream labels, damaged JSON,
+// and lines that are no JSON at all.
+func columnLines(n int) []string {
+	rng := rand.New(rand.NewPCG(3, 4))
+	pick := func(s ...string) string { return s[rng.IntN(len(s))] }
+	out := make([]string, n)
+	for i := range out {
+		ts := time.Date(2026, 1, 15, 8, 0, 0, 0, time.UTC).Add(time.Duration(i) * 7 * time.Millisecond).Format(time.RFC3339Nano)
+		svc := pick("api", "web")
+		switch rng.IntN(12) {
+		case 0:
+			out[i] = fmt.Sprintf(`ts=%s level=%s service=lf msg="logfmt line"`, ts, pick("info", "error"))
+		case 1:
+			out[i] = fmt.Sprintf(`{"ts":"%s","level":"error","service":"%s","bad":}`, ts, svc)
+		case 2:
+			out[i] = fmt.Sprintf(`{"ts":"%s","level":"warn","service":"%s","dup":"one","dup":"two","esc":"a\"b\\c\u00e9\n"}`, ts, svc)
+		case 3:
+			out[i] = fmt.Sprintf(`{"ts":"%s","level":%s,"service":"%s","nul":null,"obj":{"k":[1,2]},"arr":[10,"x",{"y":1}]}`, ts, pick(`"info"`, `null`, `5`, `true`), svc)
+		case 4:
+			out[i] = fmt.Sprintf(`{"ts":"%s","service":"%s","nested":{"deep":{"k":"%s"}},"http":{"status":%d,"latency_ms":%d.%03d}}`, ts, svc, pick("a", "b\\u0041", ""), 200+100*rng.IntN(4), rng.IntN(300), rng.IntN(1000))
+		case 5:
+			out[i] = fmt.Sprintf(`{"ts":"%s","level":"%s","service":"%s","msg":"payment %s","http":{"status":"%d"}}`, ts, pick("info", "error", "ERROR"), svc, pick("declined", "ok"), 200+100*rng.IntN(4))
+		case 6:
+			out[i] = fmt.Sprintf(`{"ts":"%s","service":"%s","level":"info","http":{"status":%d},"http.status":999}`, ts, svc, 500+rng.IntN(3))
+		case 7:
+			out[i] = fmt.Sprintf(`{"ts":"%s","service":"%s","level":"debug","esc":"%s","arr":[]}`, ts, svc, pick(`\u0065rror`, `\\`, `x\/y`, `\ud83d\ude00`))
+		case 8:
+			out[i] = fmt.Sprintf(`%s ERROR plain text {"level":"error"}`, ts)
+		default:
+			out[i] = fmt.Sprintf(`{"ts":"%s","level":"%s","service":"%s","msg":"m%d","trace_id":"%016x","http":{"method":"%s","status":%d,"latency_ms":%d.%d}}`,
+				ts, pick("info", "error", "warn"), svc, rng.IntN(5), rng.Uint64(), pick("GET", "POST"), 200+100*rng.IntN(4), rng.IntN(500), rng.IntN(10))
+		}
+	}
+	return out
+}
+
+// TestColumnarSameAsRows: range aggregations over `| json` parameters
+// give the same results on the columnar path as on the row path, over
+// parts (the columnar path) and the head (rows only).
+func TestColumnarSameAsRows(t *testing.T) {
+	st, err := store.Open(store.Options{FS: vfs.NewMem(), Dir: "data"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	cfg := record.DefaultConfig()
+	p, err := parse.New(parse.Options{Record: cfg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := columnLines(6000)
+	for i := 0; i < len(lines); i += 500 {
+		chunk := strings.Join(lines[i:min(i+500, len(lines))], "\n") + "\n"
+		err := p.Bytes(context.Background(), []byte(chunk), func(b *record.Batch) error { return st.Append(store.DefaultTenant, b) })
+		if err != nil {
+			t.Fatal(err)
+		}
+		if i == 4000 {
+			if err := st.Flush(); err != nil { // the rest stays in the head
+				t.Fatal(err)
+			}
+		}
+	}
+	sn := st.Snapshot()
+	defer sn.Release()
+	all := `{service=~"api|web"}`
+	queries := []string{
+		`sum by (level) (count_over_time(` + all + ` | json level [1h]))`,
+		`sum by (level, msg) (count_over_time(` + all + ` | json level, msg | level=~"(?i)error" [1h]))`,
+		`sum(count_over_time(` + all + ` | json s="http.status" | s >= 500 | __error__="" [1h]))`,
+		`sum by (s) (count_over_time(` + all + ` | json s="http.status" [1h]))`,
+		`quantile_over_time(0.5, ` + all + ` | json lat="http.latency_ms" | unwrap lat | __error__="" [1h]) by (service)`,
+		`sum by (lat) (sum_over_time(` + all + ` | json lat="http.latency_ms" | unwrap lat | __error__="" [1h]))`,
+		`sum by (a) (count_over_time(` + all + ` | json a="arr[1]" [1h]))`,
+		`sum by (a) (count_over_time(` + all + ` | json a="arr" [1h]))`,
+		`sum by (x) (count_over_time(` + all + ` | json x="nested.deep.k" [1h]))`,
+		`sum by (d) (count_over_time(` + all + ` | json d="dup" [1h]))`,
+		`sum by (e) (count_over_time(` + all + ` | json e="esc" [1h]))`,
+		`sum by (n, o) (count_over_time(` + all + ` | json n="nul", o="obj" [1h]))`,
+		`sum by (service, service_extracted) (count_over_time(` + all + ` | json service [1h]))`,
+		`sum by (__error__, __error_details__) (count_over_time(` + all + ` | json level, bad [1h]))`,
+		`sum by (hs) (count_over_time(` + all + ` | json hs="[\"http.status\"]" [1h]))`,
+		`sum by (level) (rate(` + all + ` | json level | level != "" [10m]))`,
+	}
+	at := time.Date(2026, 1, 15, 8, 1, 0, 0, time.UTC).UnixNano()
+	for _, q := range queries {
+		for _, p := range []Params{
+			{Tenant: store.DefaultTenant, Query: q, Start: at, End: at, Instant: true},
+			{Tenant: store.DefaultTenant, Query: q, Start: at - int64(time.Minute), End: at, Step: 10 * time.Second},
+		} {
+			rows, rerr := (&Engine{workers: 2, noColumns: true}).Exec(context.Background(), sn, p)
+			cols, cerr := (&Engine{workers: 2}).Exec(context.Background(), sn, p)
+			if fmt.Sprint(rerr) != fmt.Sprint(cerr) {
+				t.Errorf("%s: errors differ: rows %v, columns %v", q, rerr, cerr)
+				continue
+			}
+			if rerr != nil {
+				t.Errorf("%s: %v", q, rerr)
+				continue
+			}
+			if r, c := render(rows, p), render(cols, p); !slices.Equal(r, c) {
+				t.Errorf("%s (instant %v):\nrows:\n  %s\ncolumns:\n  %s", q, p.Instant, strings.Join(r, "\n  "), strings.Join(c, "\n  "))
+			}
+			if len(render(rows, p)) == 0 {
+				t.Errorf("%s: no result: the test tests nothing", q)
+			}
+			if cols.Stats.RowsColumnar == 0 || rows.Stats.RowsColumnar != 0 {
+				t.Errorf("%s: %d rows read from columns (row path %d): the columnar path was not taken", q, cols.Stats.RowsColumnar, rows.Stats.RowsColumnar)
+			}
+			t.Logf("%s: %d of %d rows from columns", q, cols.Stats.RowsColumnar, cols.Stats.Rows)
+		}
+	}
+}

@@ -1,0 +1,185 @@
+package part
+
+import (
+	"fmt"
+
+	"github.com/sluicelog/sluice/internal/store/bin"
+)
+
+// Columnar reads: a block read with Block.Columnar set builds no row. Its
+// reader walks the rows itself (RowTime, RowTemplate), keeps a cursor per
+// column, and reads the values it needs where they are stored (Value),
+// which spares the rebuilding of every line for a query that needs only a
+// few fields. A row of template t uses, for its slot s, value
+// cursor[SlotColumn(t, s)] + SlotRank(t, s) of that column, then every
+// slot's column advances by one (a raw row also advances the line
+// column, LineColumn, whose value is its line).
+
+// ColumnKind is how a column stores its values.
+type ColumnKind uint8
+
+const (
+	ColumnString  ColumnKind = iota // any text
+	ColumnConst                     // one value for every row
+	ColumnDict                      // a few distinct values (ValueID names them)
+	ColumnInt                       // decimal integers, as strconv.AppendInt writes them
+	ColumnDecimal                   // decimal fractions: [-]digits[.digits]
+	ColumnHex                       // lowercase hexadecimal digits
+	ColumnTime                      // the row's time in a timestamp shape
+)
+
+var columnKinds = [...]ColumnKind{encString: ColumnString, encConst: ColumnConst, encDict: ColumnDict,
+	encInt: ColumnInt, encDecimal: ColumnDecimal, encHex: ColumnHex, encTime: ColumnTime}
+
+// decodeRows reads the row streams of a columnar read: each row's time
+// and template, checking that the rows use exactly the columns' values.
+func (b *Block) decodeRows(nrows int, times, subms, tids []byte) error {
+	tr, sr, ir := bin.NewReader(times), bin.NewReader(subms), bin.NewReader(tids)
+	b.times = grown(b.times, nrows)
+	b.tids = grown(b.tids, nrows)
+	used := grown(b.cursors, len(b.cols))
+	clear(used)
+	b.cursors = used
+	lci := b.LineColumn()
+	var ms int64
+	for k := range nrows {
+		ms += tr.Varint("time")
+		b.times[k] = ms*1e6 + int64(sr.Bounded("sub-millisecond time", 1e6-1))
+		tid := int(ir.Bounded("template id", uint64(len(b.tmpls))))
+		if err := firstErr(tr.Err(), sr.Err(), ir.Err()); err != nil {
+			return fmt.Errorf("row %d: %w", k, err)
+		}
+		if tid >= len(b.tmpls) {
+			return fmt.Errorf("row %d: template %d of %d", k, tid, len(b.tmpls))
+		}
+		b.tids[k] = int32(tid)
+		tm := &b.tmpls[tid]
+		for si, s := range tm.slots {
+			if s.col >= len(b.cols) || b.cols[s.col].flags&colLine != 0 {
+				return fmt.Errorf("row %d: slot %d: column %d of %d", k, si, s.col, len(b.cols))
+			}
+			used[s.col]++
+		}
+		if tm.raw {
+			if lci < 0 {
+				return fmt.Errorf("row %d: raw template without a line column", k)
+			}
+			used[lci]++
+		}
+	}
+	tr.Done("times")
+	sr.Done("sub-millisecond times")
+	ir.Done("template ids")
+	if err := firstErr(tr.Err(), sr.Err(), ir.Err()); err != nil {
+		return err
+	}
+	for i := range b.cols {
+		if c := &b.cols[i]; used[i] != c.n {
+			return fmt.Errorf("column %q: %d values, %d used", b.Names[i], c.n, used[i])
+		}
+	}
+	return nil
+}
+
+// NumRows returns the rows of a columnar read.
+func (b *Block) NumRows() int { return len(b.times) }
+
+// RowTime returns row k's time.
+func (b *Block) RowTime(k int) int64 { return b.times[k] }
+
+// RowTemplate returns row k's template.
+func (b *Block) RowTemplate(k int) int { return int(b.tids[k]) }
+
+// NumColumns returns the block's columns.
+func (b *Block) NumColumns() int { return len(b.cols) }
+
+// LineColumn returns the column of raw rows' lines, or -1.
+func (b *Block) LineColumn() int {
+	for i := range b.cols {
+		if b.cols[i].flags&colLine != 0 {
+			return i
+		}
+	}
+	return -1
+}
+
+// ColumnKind returns how column i stores its values.
+func (b *Block) ColumnKind(i int) ColumnKind { return columnKinds[b.cols[i].enc] }
+
+// TemplateRaw reports whether template t stores its rows' lines whole.
+func (b *Block) TemplateRaw(t int) bool { return b.tmpls[t].raw }
+
+// TemplateSlots returns how many slots template t has.
+func (b *Block) TemplateSlots(t int) int { return len(b.tmpls[t].slots) }
+
+// SlotColumn returns the column of slot s of template t.
+func (b *Block) SlotColumn(t, s int) int { return b.tmpls[t].slots[s].col }
+
+// SlotRank returns how many slots of template t before s share its
+// column (a field named twice in a line).
+func (b *Block) SlotRank(t, s int) int { return b.tmpls[t].nth[s] }
+
+// TemplateLine returns template t's gaps and, for each hole between
+// them, its slot: a row's line is gaps[0] value(holes[0]) gaps[1] … .
+// Both are nil for a raw template.
+func (b *Block) TemplateLine(t int) (gaps [][]byte, holes []int) {
+	tm := &b.tmpls[t]
+	if tm.raw {
+		return nil, nil
+	}
+	return tm.gaps, tm.holes
+}
+
+// Value appends value vi of column col (t is the row's time, which time
+// columns write) to dst, or returns a view of it; valid until the next
+// read into b.
+func (b *Block) Value(col, vi int, t int64, dst []byte) (v, out []byte, err error) {
+	c := &b.cols[col]
+	if vi < 0 || vi >= c.n {
+		return nil, dst, fmt.Errorf("column %q has %d values, not %d", b.Names[col], c.n, vi+1)
+	}
+	v, out, _, _, err = c.valueAt(vi, dst, t, true)
+	return v, out, err
+}
+
+// ValueID returns, for a constant or dictionary column, an id of value
+// vi shared by the equal values of the column (0 to 255), so that a
+// reader can work on each distinct value once; -1 for other columns.
+func (b *Block) ValueID(col, vi int) int {
+	switch c := &b.cols[col]; c.enc {
+	case encConst:
+		return 0
+	case encDict:
+		if vi >= 0 && vi < len(c.idx) {
+			return int(c.idx[vi])
+		}
+	}
+	return -1
+}
+
+// AppendLine appends the line of a row of template t whose columns'
+// cursors are cur (see the comment at the top of the file).
+func (b *Block) AppendLine(dst []byte, t int, cur []int, time int64) ([]byte, error) {
+	tm := &b.tmpls[t]
+	if tm.raw {
+		lci := b.LineColumn()
+		if lci < 0 {
+			return dst, fmt.Errorf("raw template without a line column")
+		}
+		v, _, err := b.Value(lci, cur[lci], time, nil)
+		return append(dst, v...), err
+	}
+	for hi, si := range tm.holes {
+		dst = append(dst, tm.gaps[hi]...)
+		v, scratch, err := b.Value(tm.slots[si].col, cur[tm.slots[si].col]+tm.nth[si], time, b.scratch[:0])
+		b.scratch = scratch
+		if err != nil {
+			return dst, err
+		}
+		dst = append(dst, v...)
+	}
+	return append(dst, tm.gaps[len(tm.gaps)-1]...), nil
+}
+
+// NumTemplates returns the block's templates.
+func (b *Block) NumTemplates() int { return len(b.tmpls) }
