@@ -65,14 +65,16 @@ type paramPlan struct {
 
 // colPlanner is a worker's state on the columnar path.
 type colPlanner struct {
-	json    *jsonStage // the pipeline's json stage
-	plans   []tmplPlan
-	planned []bool
-	cur     []int // per column, the value of the row at hand
-	line    []byte
-	values  []paramValue
-	arena   rowBuf
-	scan    jsonStage // scratch: planning, checks, unescaping
+	json     *jsonStage // the pipeline's json stage
+	plans    []tmplPlan
+	cur      []int  // per column needed, the value of the row at hand
+	need     []bool // per column, whether its cursor is kept
+	adv      []int  // per template (from advStart), the columns its rows advance
+	advStart []int
+	line     []byte
+	values   []paramValue
+	arena    rowBuf
+	scan     jsonStage // scratch: planning, checks, unescaping
 
 	skel      []byte
 	holeOff   []int
@@ -115,11 +117,8 @@ func (w *rangeWorker) block(ev *evaluator, ls record.Labels, b *part.Block, from
 				}
 			}
 		}
-		for s := range b.TemplateSlots(tm) {
-			cp.cur[b.SlotColumn(tm, s)]++
-		}
-		if b.TemplateRaw(tm) {
-			cp.cur[b.LineColumn()]++
+		for _, c := range cp.adv[cp.advStart[tm]:cp.advStart[tm+1]] {
+			cp.cur[c]++
 		}
 	}
 	return nil
@@ -140,16 +139,55 @@ func (w *rangeWorker) columnRow(ls record.Labels, t int64) error {
 	return w.sample(t, nil)
 }
 
+// startBlock plans every template of a block and works out which
+// columns' cursors the rows need: those of the values the plans read and
+// check, and those of the lines the row path rebuilds. Only they advance.
 func (cp *colPlanner) startBlock(b *part.Block) {
 	n := b.NumTemplates()
 	cp.plans = grownPlans(cp.plans, n)
-	cp.planned = growClear(cp.planned, n)
 	cp.cur = growClear(cp.cur, b.NumColumns())
 	if cap(cp.valid) < b.NumColumns() {
 		cp.valid = make([][2][256]int8, b.NumColumns())
 	}
 	cp.valid = cp.valid[:b.NumColumns()]
 	clear(cp.valid)
+	need := growClear(cp.need, b.NumColumns())
+	cp.need = need
+	lci := b.LineColumn()
+	for t := range n {
+		cp.plan(b, t)
+		p := &cp.plans[t]
+		_, holes := b.TemplateLine(t)
+		switch {
+		case !p.ok && b.TemplateRaw(t):
+			need[lci] = true
+		case !p.ok:
+			for _, si := range holes {
+				need[b.SlotColumn(t, si)] = true
+			}
+		default:
+			for h := range p.check {
+				need[b.SlotColumn(t, holes[h])] = true
+			}
+			for _, pp := range p.params {
+				if pp.hole >= 0 {
+					need[b.SlotColumn(t, holes[pp.hole])] = true
+				}
+			}
+		}
+	}
+	cp.adv, cp.advStart = cp.adv[:0], append(cp.advStart[:0], 0)
+	for t := range n {
+		for s := range b.TemplateSlots(t) {
+			if c := b.SlotColumn(t, s); need[c] {
+				cp.adv = append(cp.adv, c)
+			}
+		}
+		if b.TemplateRaw(t) && lci >= 0 && need[lci] {
+			cp.adv = append(cp.adv, lci)
+		}
+		cp.advStart = append(cp.advStart, len(cp.adv))
+	}
 }
 
 // growClear returns s with length n, zeroed.
@@ -172,10 +210,6 @@ func grownPlans(s []tmplPlan, n int) []tmplPlan {
 // rowValues sets cp.values to the parameters of the row at hand (of
 // template tm, time t), or reports that the row takes the row path.
 func (cp *colPlanner) rowValues(b *part.Block, tm int, t int64) (bool, error) {
-	if !cp.planned[tm] {
-		cp.plan(b, tm)
-		cp.planned[tm] = true
-	}
 	p := &cp.plans[tm]
 	if !p.ok {
 		return false, nil

@@ -37,10 +37,9 @@ func (b *Block) decodeRows(nrows int, times, subms, tids []byte) error {
 	tr, sr, ir := bin.NewReader(times), bin.NewReader(subms), bin.NewReader(tids)
 	b.times = grown(b.times, nrows)
 	b.tids = grown(b.tids, nrows)
-	used := grown(b.cursors, len(b.cols))
-	clear(used)
-	b.cursors = used
-	lci := b.LineColumn()
+	perTmpl := grown(b.perTmpl, len(b.tmpls))
+	clear(perTmpl)
+	b.perTmpl = perTmpl
 	var ms int64
 	for k := range nrows {
 		ms += tr.Varint("time")
@@ -53,18 +52,29 @@ func (b *Block) decodeRows(nrows int, times, subms, tids []byte) error {
 			return fmt.Errorf("row %d: template %d of %d", k, tid, len(b.tmpls))
 		}
 		b.tids[k] = int32(tid)
-		tm := &b.tmpls[tid]
+		perTmpl[tid]++
+	}
+	// The values the rows use, template by template.
+	used := grown(b.cursors, len(b.cols))
+	clear(used)
+	b.cursors = used
+	lci := b.LineColumn()
+	for ti, n := range perTmpl {
+		if n == 0 {
+			continue
+		}
+		tm := &b.tmpls[ti]
 		for si, s := range tm.slots {
 			if s.col >= len(b.cols) || b.cols[s.col].flags&colLine != 0 {
-				return fmt.Errorf("row %d: slot %d: column %d of %d", k, si, s.col, len(b.cols))
+				return fmt.Errorf("template %d: slot %d: column %d of %d", ti, si, s.col, len(b.cols))
 			}
-			used[s.col]++
+			used[s.col] += n
 		}
 		if tm.raw {
 			if lci < 0 {
-				return fmt.Errorf("row %d: raw template without a line column", k)
+				return fmt.Errorf("template %d: raw without a line column", ti)
 			}
-			used[lci]++
+			used[lci] += n
 		}
 	}
 	tr.Done("times")
@@ -134,7 +144,10 @@ func (b *Block) TemplateLine(t int) (gaps [][]byte, holes []int) {
 // columns write) to dst, or returns a view of it; valid until the next
 // read into b.
 func (b *Block) Value(col, vi int, t int64, dst []byte) (v, out []byte, err error) {
-	c := &b.cols[col]
+	c, err := b.loadedCol(col)
+	if err != nil {
+		return nil, dst, err
+	}
 	if vi < 0 || vi >= c.n {
 		return nil, dst, fmt.Errorf("column %q has %d values, not %d", b.Names[col], c.n, vi+1)
 	}
@@ -146,7 +159,11 @@ func (b *Block) Value(col, vi int, t int64, dst []byte) (v, out []byte, err erro
 // vi shared by the equal values of the column (0 to 255), so that a
 // reader can work on each distinct value once; -1 for other columns.
 func (b *Block) ValueID(col, vi int) int {
-	switch c := &b.cols[col]; c.enc {
+	c, err := b.loadedCol(col)
+	if err != nil {
+		return -1 // Value reports it
+	}
+	switch c.enc {
 	case encConst:
 		return 0
 	case encDict:
@@ -183,3 +200,15 @@ func (b *Block) AppendLine(dst []byte, t int, cur []int, time int64) ([]byte, er
 
 // NumTemplates returns the block's templates.
 func (b *Block) NumTemplates() int { return len(b.tmpls) }
+
+// loadedCol returns column i, loaded.
+func (b *Block) loadedCol(i int) (*colData, error) {
+	c := &b.cols[i]
+	if !c.loaded {
+		var err error
+		if b.raw, err = c.load(b.raw); err != nil {
+			return nil, fmt.Errorf("%w: column %q: %v", ErrCorrupt, b.Names[i], err)
+		}
+	}
+	return c, nil
+}

@@ -36,6 +36,7 @@ type Block struct {
 	Columnar bool
 	times    []int64 // a columnar read's row times
 	tids     []int32 // and templates
+	perTmpl  []int   // scratch: rows per template
 
 	nrows   int // rows in the block read, kept or not
 	plans   []litPlan
@@ -84,6 +85,8 @@ type colData struct {
 	shapes     []timestamp.Shape
 	nums       bin.Reader // stored numbers, for encodings without their own
 	i          int
+	stored     []byte // the column's stored stream, until load
+	loaded     bool
 	dictHas    []byte // block_match.go: per literal and entry, 0 unknown, 1 no, 2 yes
 }
 
@@ -153,6 +156,12 @@ func decodeBlock(blob []byte, stream uint32, b *Block) error {
 		}
 		if err := cr.Err(); err != nil {
 			return fmt.Errorf("column %d (%q): %w", i, name, err)
+		}
+		if !b.Columnar { // a columnar read loads a column at its first use
+			var err error
+			if b.raw, err = c.load(b.raw); err != nil {
+				return fmt.Errorf("column %d (%q): %w", i, name, err)
+			}
 		}
 		b.Names = append(b.Names, name)
 	}
@@ -296,16 +305,23 @@ func (c *colData) decode(h, cr *bin.Reader, raw []byte) []byte {
 	if h.Err() != nil {
 		return raw
 	}
-	cd := bin.NewReader(cr.Bytes(colLen, "column"))
-	if cr.Err() != nil {
-		return raw
+	c.stored = cr.Bytes(colLen, "column")
+	return raw
+}
+
+// load decompresses and decodes the column's values (which a columnar
+// read leaves for the first use), appending what it decompresses to raw.
+func (c *colData) load(raw []byte) ([]byte, error) {
+	if c.loaded {
+		return raw, nil
 	}
+	c.loaded = true
+	cd := bin.NewReader(c.stored)
 	var colRaw, s []byte
 	colRaw, raw = readStream(&cd, raw)
 	cd.Done("column")
 	if err := cd.Err(); err != nil {
-		cr.Fail(err.Error())
-		return raw
+		return raw, err
 	}
 	r := bin.NewReader(colRaw)
 	if c.meta0 == 0xff {
@@ -400,10 +416,7 @@ func (c *colData) decode(h, cr *bin.Reader, raw []byte) []byte {
 		c.nums = bin.NewReader(s)
 	}
 	r.Done("column")
-	if err := r.Err(); err != nil {
-		cr.Fail(err.Error())
-	}
-	return raw
+	return raw, r.Err()
 }
 
 // next appends value i of the column to dst when it must be rendered, and
