@@ -53,6 +53,7 @@ type tmplPlan struct {
 	params   []paramPlan
 	check    int    // values [0, check) of a row must be well-formed
 	inString []bool // per value, whether it sits inside a JSON string
+	checks   []int  // the values of [0, check) that a row's check reads (others are well-formed by their column's kind)
 }
 
 // paramPlan is where one parameter is: in value hole, or (hole < 0) the
@@ -166,8 +167,12 @@ func (cp *colPlanner) startBlock(b *part.Block) {
 				need[b.SlotColumn(t, si)] = true
 			}
 		default:
+			p.checks = p.checks[:0]
 			for h := range p.check {
 				need[b.SlotColumn(t, holes[h])] = true
+				if !wellFormedByKind(b.ColumnKind(b.SlotColumn(t, holes[h])), p.inString[h]) {
+					p.checks = append(p.checks, h)
+				}
 			}
 			for _, pp := range p.params {
 				if pp.hole >= 0 {
@@ -216,7 +221,7 @@ func (cp *colPlanner) rowValues(b *part.Block, tm int, t int64) (bool, error) {
 	}
 	_, holes := b.TemplateLine(tm)
 	cp.arena.reset()
-	for h := range p.check {
+	for _, h := range p.checks {
 		good, err := cp.wellFormed(b, tm, holes[h], p.inString[h], t)
 		if err != nil || !good {
 			return false, err
@@ -230,16 +235,12 @@ func (cp *colPlanner) rowValues(b *part.Block, tm int, t int64) (bool, error) {
 		}
 		si := holes[pp.hole]
 		col := b.SlotColumn(tm, si)
-		start := len(cp.arena.b)
 		v, arena, err := b.Value(col, cp.cur[col]+b.SlotRank(tm, si), t, cp.arena.b)
 		cp.arena.b = arena
 		if err != nil {
 			return false, err
 		}
-		if len(cp.arena.b) == start { // a view: keep it in the arena too
-			cp.arena.b = append(cp.arena.b, v...)
-		}
-		text := cp.arena.view(start)
+		text := bytesView(v) // in the block or the arena: valid for the row
 		switch {
 		case pp.inString && bytes.IndexByte(v, '\\') >= 0:
 			// Unescaped as the stage unescapes: the value quoted, read as
@@ -273,13 +274,8 @@ func (cp *colPlanner) wellFormed(b *part.Block, tm, si int, inString bool, t int
 	if inString {
 		ctx = 1
 	}
-	switch b.ColumnKind(col) {
-	case part.ColumnInt:
-		return true, nil // decimal integers: a number, and string content
-	case part.ColumnDecimal, part.ColumnHex, part.ColumnTime:
-		if inString {
-			return true, nil // digits, letters and - . : + space only
-		}
+	if wellFormedByKind(b.ColumnKind(col), inString) {
+		return true, nil
 	}
 	vi := cp.cur[col] + b.SlotRank(tm, si)
 	id := b.ValueID(col, vi)
@@ -305,6 +301,20 @@ func (cp *colPlanner) wellFormed(b *part.Block, tm, si int, inString bool, t int
 		}
 	}
 	return good, nil
+}
+
+// wellFormedByKind reports whether every value of a column of this kind
+// is well-formed in the context: decimal integers are numbers and string
+// content; decimal fractions, hex and timestamps are made of digits,
+// letters and - . : + space, string content.
+func wellFormedByKind(k part.ColumnKind, inString bool) bool {
+	switch k {
+	case part.ColumnInt:
+		return true
+	case part.ColumnDecimal, part.ColumnHex, part.ColumnTime:
+		return inString
+	}
+	return false
 }
 
 // validStringContent reports whether v can stand between the quotes of a
@@ -342,7 +352,7 @@ func validStringContent(v []byte) bool {
 // plan finds where template tm's rows hold the parameters.
 func (cp *colPlanner) plan(b *part.Block, tm int) {
 	p := &cp.plans[tm]
-	*p = tmplPlan{params: p.params[:0], inString: p.inString[:0]}
+	*p = tmplPlan{params: p.params[:0], inString: p.inString[:0], checks: p.checks[:0]}
 	gaps, holes := b.TemplateLine(tm)
 	if gaps == nil {
 		return // a raw line
