@@ -1,6 +1,7 @@
 package query
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -160,6 +161,42 @@ func pruning(stages []logql.Stage) store.ScanOptions {
 		}
 	}
 	return o
+}
+
+// countsRows reports whether a range function counts rows without
+// reading their lines.
+func countsRows(op string) bool {
+	return op == "count_over_time" || op == "rate" || op == "absent_over_time"
+}
+
+// literalsOnly reports whether a pipeline is only line filters that
+// pruning gives the store as literals it checks exactly (ScanOptions
+// Contains): one literal each, exact or folding ASCII case of a literal
+// without k or s.
+func literalsOnly(stages []logql.Stage) bool {
+	for _, s := range stages {
+		f, ok := s.(*logql.LineFilter)
+		if !ok || len(f.Values) != 1 {
+			return false
+		}
+		switch v := f.Values[0]; f.Op {
+		case logql.FilterContains:
+			if v.IP || v.Value == "" {
+				return false
+			}
+		case logql.FilterRegexp:
+			if lit, complete := v.Re.LiteralPrefix(); complete && lit != "" {
+				continue
+			}
+			lit, ok := foldedLiteral(v.Re.String())
+			if !ok || len(lit) == 0 || bytes.ContainsAny(lit, "ks") {
+				return false
+			}
+		default:
+			return false
+		}
+	}
+	return len(stages) > 0
 }
 
 // regexpLiterals returns literals every match of a regexp contains: the

@@ -130,6 +130,9 @@ func (ev *evaluator) rangeAggregation(ctx context.Context, x *logql.RangeAggrega
 	streams := ev.streams(x.Range.Log.Selector, from, to)
 	opts := pruning(x.Range.Log.Pipeline)
 	opts.LinesOnly = true // the stages parse lines
+	// A count whose pipeline is only literal filters the store applies
+	// exactly needs no line: the stored rows come without.
+	opts.NoLines = unwrap == nil && countsRows(x.Op) && literalsOnly(x.Range.Log.Pipeline)
 	setup := func() (*rangeWorker, error) {
 		pipe, err := compilePipeline(x.Range.Log.Pipeline)
 		if err != nil {
@@ -153,6 +156,10 @@ func (ev *evaluator) rangeAggregation(ctx context.Context, x *logql.RangeAggrega
 		row := func(r *rows.Row, _ []string) error {
 			if err := ev.scanned(&w.tally, r.Line); err != nil {
 				return err
+			}
+			if r.Line == nil { // a stored row the store found to hold the literals
+				w.lb.reset(ls)
+				return w.sample(r.Time, nil)
 			}
 			return w.row(ev, ls, r.Time, r.Line)
 		}

@@ -131,6 +131,11 @@ type ScanOptions struct {
 	// lacks one of these literals, without rebuilding their lines. (The
 	// head's rows all come: the caller still checks each row.)
 	Contains []Literal
+	// NoLines, with Contains, yields the stored rows found to hold every
+	// literal without their line (Line nil): for callers that only count.
+	// Rows whose line is given (the head's, and some stored ones) are the
+	// caller's to check.
+	NoLines bool
 }
 
 // Scan calls fn for every row of one stream of a tenant with a time in
@@ -283,9 +288,9 @@ func newPartIter(rd *part.Reader, stream uint32, from, to int64, opts ScanOption
 	it := &partIter{rd: rd, from: from, to: to, bi: -1, drop: opts.Drop, backward: opts.Backward, blk: blockPool.Get().(*part.Block)}
 	it.blk.Columnar = false
 	it.blk.LinesOnly = opts.LinesOnly
-	it.blk.Contains = nil
+	it.blk.Contains, it.blk.NoLines = nil, false
 	if opts.LinesOnly {
-		it.blk.Contains = opts.Contains
+		it.blk.Contains, it.blk.NoLines = opts.Contains, opts.NoLines && len(opts.Contains) > 0
 	}
 blocks:
 	for i, b := range rd.Blocks {
@@ -466,7 +471,7 @@ func (sn *Snapshot) ScanColumns(ctx context.Context, tenant string, stream recor
 		blk.Columnar = false
 		blockPool.Put(blk)
 	}()
-	blk.Columnar, blk.LinesOnly, blk.Contains = true, false, nil
+	blk.Columnar, blk.LinesOnly, blk.Contains, blk.NoLines = true, false, nil, false
 	for _, p := range sn.parts {
 		if p.info.Tenant != tenant || p.info.MaxTime < from || p.info.MinTime > to {
 			continue

@@ -3,6 +3,7 @@ package part
 import (
 	"bytes"
 	"fmt"
+	"sort"
 
 	"github.com/sluicelog/sluice/internal/record"
 	"github.com/sluicelog/sluice/internal/store/bin"
@@ -167,6 +168,28 @@ func startsWithSuffix(g, lit []byte) bool {
 	return false
 }
 
+// candidates returns (computing them once per block) the slots of
+// template ti whose column may hold literal li.
+func (b *Block) candidates(ti, li int) ([]int, error) {
+	k := ti*len(b.Contains) + li
+	if b.candDone[k] {
+		return b.cands[k], nil
+	}
+	tm := &b.tmpls[ti]
+	c := b.cands[k][:0]
+	for _, si := range tm.holes {
+		m, err := b.colMatchOf(tm.slots[si].col, li)
+		if err != nil {
+			return nil, err
+		}
+		if m.state != matchNever && m.state != matchNone {
+			c = append(c, si)
+		}
+	}
+	b.cands[k], b.candDone[k] = c, true
+	return c, nil
+}
+
 // alphabets of the columns whose text is computed: a literal with a byte
 // outside a column's alphabet is in none of its values.
 var (
@@ -194,59 +217,139 @@ func within(l *Literal, set *[256]bool) bool {
 	return true
 }
 
+// colMatch is what is known of one literal in one column's values.
+type colMatch struct {
+	state uint8
+	bits  []uint64 // matchBits: bit v says value v holds the literal
+}
+
+const (
+	matchUnknown  = iota
+	matchNever    // no value can hold it (the column's alphabet lacks a byte of it)
+	matchAlways   // the constant holds it
+	matchNone     // the constant does not
+	matchBits     // bits, found in one search of the whole column
+	matchDict     // per dictionary entry, c.dictHas
+	matchPerValue // each value searched when asked (rendered values)
+)
+
+// colMatchOf returns (computing it once per block) what is known of
+// literal li in column ci.
+func (b *Block) colMatchOf(ci, li int) (*colMatch, error) {
+	m := &b.matches[li*len(b.cols)+ci]
+	if m.state != matchUnknown {
+		return m, nil
+	}
+	c, err := b.loadedCol(ci)
+	if err != nil {
+		return nil, err
+	}
+	lit := &b.Contains[li]
+	switch c.enc {
+	case encConst:
+		m.state = matchNone
+		if lit.in(c.data, &b.scratch) {
+			m.state = matchAlways
+		}
+	case encDict:
+		m.state = matchDict
+	case encInt:
+		m.state = rejectOr(lit, &intBytes)
+	case encDecimal:
+		m.state = rejectOr(lit, &decimalBytes)
+	case encHex:
+		m.state = rejectOr(lit, &hexBytes)
+	case encTime:
+		m.state = rejectOr(lit, &timeBytes)
+	case encString:
+		if lit.unicodeFolds() {
+			m.state = matchPerValue
+			break
+		}
+		// One search over the values laid end to end; a find across two
+		// values is no find.
+		hay := c.data
+		if lit.Fold {
+			hay = appendLower(b.scratch[:0], hay)
+			b.scratch = hay
+		}
+		m.bits = append(m.bits[:0], make([]uint64, (c.n+63)/64)...)
+		m.state = matchBits
+		for off := 0; off < len(hay); {
+			i := bytes.Index(hay[off:], lit.Text)
+			if i < 0 {
+				break
+			}
+			o := off + i
+			v := sort.Search(len(c.ends), func(v int) bool { return int(c.ends[v]) > o })
+			if v >= len(c.ends) {
+				break
+			}
+			if o+len(lit.Text) <= int(c.ends[v]) {
+				m.bits[v/64] |= 1 << (v % 64)
+				off = int(c.ends[v])
+			} else {
+				off = o + 1
+			}
+		}
+	}
+	return m, nil
+}
+
+func rejectOr(lit *Literal, set *[256]bool) uint8 {
+	if within(lit, set) {
+		return matchPerValue
+	}
+	return matchNever
+}
+
+// appendLower appends b with ASCII letters lowercased.
+func appendLower(dst, b []byte) []byte {
+	n := len(dst)
+	dst = append(dst, b...)
+	for i, c := range dst[n:] {
+		if c-'A' < 26 {
+			dst[n+i] = c | 0x20
+		}
+	}
+	return dst
+}
+
 // valueHas reports whether value vi of column ci contains literal li;
 // t is the row's time (time columns render it).
 func (b *Block) valueHas(ci, vi, li int, t int64) (bool, error) {
 	c := &b.cols[ci]
-	lit := &b.Contains[li]
-	switch c.enc {
-	case encConst:
-		return lit.in(c.data, &b.scratch), nil
-	case encDict:
-		if vi >= len(c.idx) {
-			return false, fmt.Errorf("column has only %d values", c.n)
-		}
-		k := (li*256 + int(c.idx[vi]))
-		m := &c.dictHas[k]
-		if *m == 0 {
-			*m = 1
-			if lit.in(c.dict[c.idx[vi]], &b.scratch) {
-				*m = 2
+	if vi < 0 || vi >= c.n {
+		return false, fmt.Errorf("column has only %d values", c.n)
+	}
+	m, err := b.colMatchOf(ci, li)
+	if err != nil {
+		return false, err
+	}
+	switch m.state {
+	case matchNever, matchNone:
+		return false, nil
+	case matchAlways:
+		return true, nil
+	case matchBits:
+		return m.bits[vi/64]&(1<<(vi%64)) != 0, nil
+	case matchDict:
+		k := li*256 + int(c.idx[vi])
+		d := &c.dictHas[k]
+		if *d == 0 {
+			*d = 1
+			if b.Contains[li].in(c.dict[c.idx[vi]], &b.scratch) {
+				*d = 2
 			}
 		}
-		return *m == 2, nil
-	case encInt:
-		if !within(lit, &intBytes) {
-			return false, nil
-		}
-	case encDecimal:
-		if !within(lit, &decimalBytes) {
-			return false, nil
-		}
-	case encHex:
-		if !within(lit, &hexBytes) {
-			return false, nil
-		}
-	case encTime:
-		if !within(lit, &timeBytes) {
-			return false, nil
-		}
-	case encString:
-		if vi >= len(c.ends) {
-			return false, fmt.Errorf("column has only %d values", c.n)
-		}
-		start := uint32(0)
-		if vi > 0 {
-			start = c.ends[vi-1]
-		}
-		return lit.in(c.data[start:c.ends[vi]], &b.scratch), nil
+		return *d == 2, nil
 	}
 	v, vals, _, _, err := c.valueAt(vi, b.vals, t, true)
 	b.vals = vals
 	if err != nil {
 		return false, err
 	}
-	return lit.in(v, &b.scratch), nil
+	return b.Contains[li].in(v, &b.scratch), nil
 }
 
 // assembleMatching is assemble for LinesOnly reads with Contains: it
@@ -267,6 +370,13 @@ func (b *Block) assembleMatching(nrows int, stream uint32, times, subms, tids, r
 	}
 	b.plans = grown(b.plans, len(b.tmpls)*len(b.Contains))
 	clear(b.plans)
+	b.matches = grown(b.matches, len(b.Contains)*len(b.cols))
+	b.cands = grown(b.cands, len(b.tmpls)*len(b.Contains))
+	b.candDone = grown(b.candDone, len(b.tmpls)*len(b.Contains))
+	clear(b.candDone)
+	for i := range b.matches {
+		b.matches[i].state = matchUnknown
+	}
 	cur := grown(b.cursors, len(b.cols))
 	clear(cur)
 	b.cursors = cur
@@ -332,7 +442,7 @@ func (b *Block) matchRow(k int, tm *template, tid, lci int, t int64, fl byte, mr
 		if cur[lci] >= b.cols[lci].n {
 			return false, fmt.Errorf("row %d: line column has only %d values", k, b.cols[lci].n)
 		}
-		v, _, _, _, err := b.cols[lci].valueAt(cur[lci], nil, t, true)
+		v, _, err := b.Value(lci, cur[lci], t, nil)
 		if err != nil {
 			return false, fmt.Errorf("row %d: line: %w", k, err)
 		}
@@ -353,7 +463,11 @@ func (b *Block) matchRow(k int, tm *template, tid, lci int, t int64, fl byte, mr
 			rebuild = true
 		default:
 			found := false
-			for _, si := range tm.holes {
+			cands, err := b.candidates(tid, li)
+			if err != nil {
+				return false, fmt.Errorf("row %d: %w", k, err)
+			}
+			for _, si := range cands {
 				ci := tm.slots[si].col
 				has, err := b.valueHas(ci, cur[ci]+tm.nth[si], li, t)
 				if err != nil {
@@ -369,11 +483,15 @@ func (b *Block) matchRow(k int, tm *template, tid, lci int, t int64, fl byte, mr
 			}
 		}
 	}
+	if b.NoLines && !rebuild {
+		r.Line = nil // a certain match, and the caller wants no line
+		return true, nil
+	}
 	start := len(b.lines)
 	for hi, si := range tm.holes {
 		b.lines = append(b.lines, tm.gaps[hi]...)
 		ci := tm.slots[si].col
-		v, vals, _, _, err := b.cols[ci].valueAt(cur[ci]+tm.nth[si], b.vals, t, true)
+		v, vals, err := b.Value(ci, cur[ci]+tm.nth[si], t, b.vals)
 		b.vals = vals
 		if err != nil {
 			return false, fmt.Errorf("row %d: column %q: %w", k, b.Names[ci], err)

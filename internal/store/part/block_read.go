@@ -31,6 +31,10 @@ type Block struct {
 	// whose line contains every one of these literals, and rebuilds no
 	// other line (block_match.go).
 	Contains []Literal
+	// NoLines, with Contains, leaves out the line of each row kept whose
+	// every literal was found in its values or gaps (its Line is nil): for
+	// a caller that only counts the rows.
+	NoLines bool
 	// Columnar, set before a read, builds no row at all: the reader walks
 	// the rows and reads their values itself (block_columns.go).
 	Columnar bool
@@ -38,12 +42,15 @@ type Block struct {
 	tids     []int32 // and templates
 	perTmpl  []int   // scratch: rows per template
 
-	nrows   int // rows in the block read, kept or not
-	plans   []litPlan
-	cursors []int
-	scratch []byte
-	gapsLow [][]byte // scratch of templatePlan
-	gapBuf  []byte
+	nrows    int // rows in the block read, kept or not
+	plans    []litPlan
+	matches  []colMatch // per literal and column (block_match.go)
+	cands    [][]int    // per template and literal
+	candDone []bool
+	cursors  []int
+	scratch  []byte
+	gapsLow  [][]byte // scratch of templatePlan
+	gapBuf   []byte
 
 	fields []rows.Field
 	lines  []byte
@@ -157,7 +164,7 @@ func decodeBlock(blob []byte, stream uint32, b *Block) error {
 		if err := cr.Err(); err != nil {
 			return fmt.Errorf("column %d (%q): %w", i, name, err)
 		}
-		if !b.Columnar { // a columnar read loads a column at its first use
+		if !b.Columnar && !(b.LinesOnly && len(b.Contains) > 0) { // those load a column at its first use
 			var err error
 			if b.raw, err = c.load(b.raw); err != nil {
 				return fmt.Errorf("column %d (%q): %w", i, name, err)

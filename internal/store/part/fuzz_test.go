@@ -69,6 +69,21 @@ func FuzzContains(f *testing.F) {
 			if j != len(want) {
 				t.Fatalf("literal %q (fold %v): %d of %d matching rows kept", lit, fold, j, len(want))
 			}
+			// Without lines: the same rows, by their times.
+			var bare part.Block
+			bare.LinesOnly, bare.NoLines = true, true
+			bare.Contains = some.Contains
+			if err := rd.ReadBlock(i, &bare); err != nil {
+				t.Fatal(err)
+			}
+			if len(bare.Rows) != len(some.Rows) {
+				t.Fatalf("literal %q (fold %v): %d rows without lines, %d with", lit, fold, len(bare.Rows), len(some.Rows))
+			}
+			for k := range bare.Rows {
+				if bare.Rows[k].Time != some.Rows[k].Time || bare.Rows[k].Line != nil && !bytes.Equal(bare.Rows[k].Line, some.Rows[k].Line) {
+					t.Fatalf("literal %q (fold %v): row %d differs without lines", lit, fold, k)
+				}
+			}
 		}
 	})
 }
