@@ -66,16 +66,17 @@ type paramPlan struct {
 
 // colPlanner is a worker's state on the columnar path.
 type colPlanner struct {
-	json     *jsonStage // the pipeline's json stage
-	plans    []tmplPlan
-	cur      []int  // per column needed, the value of the row at hand
-	need     []bool // per column, whether its cursor is kept
-	adv      []int  // per template (from advStart), the columns its rows advance
-	advStart []int
-	line     []byte
-	values   []paramValue
-	arena    rowBuf
-	scan     jsonStage // scratch: planning, checks, unescaping
+	json      *jsonStage // the pipeline's json stage
+	plans     []tmplPlan
+	cur       []int  // per column needed, the value of the row at hand
+	need      []bool // per column, whether its cursor is kept
+	plainCols []int8 // per column: 0 unknown, 1 no, 2 every value is plain string content
+	adv       []int  // per template (from advStart), the columns its rows advance
+	advStart  []int
+	line      []byte
+	values    []paramValue
+	arena     rowBuf
+	scan      jsonStage // scratch: planning, checks, unescaping
 
 	skel      []byte
 	holeOff   []int
@@ -152,6 +153,7 @@ func (cp *colPlanner) startBlock(b *part.Block) {
 	}
 	cp.valid = cp.valid[:b.NumColumns()]
 	clear(cp.valid)
+	cp.plainCols = growClear(cp.plainCols, b.NumColumns())
 	need := growClear(cp.need, b.NumColumns())
 	cp.need = need
 	lci := b.LineColumn()
@@ -169,8 +171,9 @@ func (cp *colPlanner) startBlock(b *part.Block) {
 		default:
 			p.checks = p.checks[:0]
 			for h := range p.check {
-				need[b.SlotColumn(t, holes[h])] = true
-				if !wellFormedByKind(b.ColumnKind(b.SlotColumn(t, holes[h])), p.inString[h]) {
+				col := b.SlotColumn(t, holes[h])
+				need[col] = true
+				if !cp.wellFormedColumn(b, col, p.inString[h]) {
 					p.checks = append(p.checks, h)
 				}
 			}
@@ -301,6 +304,36 @@ func (cp *colPlanner) wellFormed(b *part.Block, tm, si int, inString bool, t int
 		}
 	}
 	return good, nil
+}
+
+// notStringContent marks the bytes that need a look in string content:
+// quotes, backslashes (escapes) and control characters.
+var notStringContent = func() (set [256]bool) {
+	for c := range 0x20 {
+		set[c] = true
+	}
+	set['"'], set['\\'] = true, true
+	return set
+}()
+
+// wellFormedColumn reports whether every value of a column is well-formed
+// in the context, by its kind or, for string content, because none of
+// its values has a quote, a backslash or a control character (computed
+// once per block and column).
+func (cp *colPlanner) wellFormedColumn(b *part.Block, col int, inString bool) bool {
+	if wellFormedByKind(b.ColumnKind(col), inString) {
+		return true
+	}
+	if !inString {
+		return false
+	}
+	if cp.plainCols[col] == 0 {
+		cp.plainCols[col] = 1
+		if ok, err := b.NoneOf(col, &notStringContent); err == nil && ok {
+			cp.plainCols[col] = 2
+		}
+	}
+	return cp.plainCols[col] == 2
 }
 
 // wellFormedByKind reports whether every value of a column of this kind
