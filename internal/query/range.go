@@ -389,12 +389,71 @@ func quantile(phi float64, samples []tv) float64 {
 	for i, s := range samples {
 		vs[i] = s.v
 	}
-	slices.Sort(vs)
 	rank := phi * float64(len(vs)-1)
-	lo := math.Floor(rank)
-	hi := math.Min(lo+1, float64(len(vs)-1))
-	w := rank - lo
-	return vs[int(lo)]*(1-w) + vs[int(hi)]*w
+	lo := int(math.Floor(rank))
+	hi := min(lo+1, len(vs)-1)
+	w := rank - float64(lo)
+	// Two order statistics, not a sort: after selecting the lo-th, the
+	// hi-th is the least of those after it.
+	selectNth(vs, lo)
+	vhi := vs[lo]
+	if hi > lo {
+		vhi = slices.MinFunc(vs[lo+1:], cmpFloat)
+	}
+	return vs[lo]*(1-w) + vhi*w
+}
+
+// cmpFloat orders floats as slices.Sort does: NaNs first.
+func cmpFloat(a, b float64) int {
+	switch {
+	case a < b || math.IsNaN(a) && !math.IsNaN(b):
+		return -1
+	case b < a || math.IsNaN(b) && !math.IsNaN(a):
+		return 1
+	}
+	return 0
+}
+
+// selectNth reorders vs so that vs[k] is the value a sort would put
+// there, with no greater value before it and no smaller after it
+// (quickselect, median-of-three pivots).
+func selectNth(vs []float64, k int) {
+	lo, hi := 0, len(vs)-1
+	for hi > lo {
+		mid := lo + (hi-lo)/2
+		if cmpFloat(vs[mid], vs[lo]) < 0 {
+			vs[mid], vs[lo] = vs[lo], vs[mid]
+		}
+		if cmpFloat(vs[hi], vs[lo]) < 0 {
+			vs[hi], vs[lo] = vs[lo], vs[hi]
+		}
+		if cmpFloat(vs[hi], vs[mid]) < 0 {
+			vs[hi], vs[mid] = vs[mid], vs[hi]
+		}
+		pivot := vs[mid]
+		i, j := lo, hi
+		for i <= j {
+			for cmpFloat(vs[i], pivot) < 0 {
+				i++
+			}
+			for cmpFloat(pivot, vs[j]) < 0 {
+				j--
+			}
+			if i <= j {
+				vs[i], vs[j] = vs[j], vs[i]
+				i++
+				j--
+			}
+		}
+		switch {
+		case k <= j:
+			hi = j
+		case k >= i:
+			lo = i
+		default:
+			return
+		}
+	}
 }
 
 // counterRate is the per-second rate of a counter over a window of rng
