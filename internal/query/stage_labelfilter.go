@@ -2,6 +2,7 @@ package query
 
 import (
 	"cmp"
+	"errors"
 	"fmt"
 	"math"
 	"strconv"
@@ -68,6 +69,9 @@ func compileLabelFilter(f logql.LabelFilter) (labelPred, error) {
 	case *logql.LabelFilterNumber:
 		name, op, want := f.Name, f.Op, f.Value
 		return convertingFilter(name, false, func(v string) (bool, error) {
+			if v == "" {
+				return false, errEmptyNumber // the common failure: no allocation
+			}
 			got, err := strconv.ParseFloat(v, 64)
 			return compareOp(op, got, want), err
 		}), nil
@@ -98,6 +102,12 @@ func compileLabelFilter(f logql.LabelFilter) (labelPred, error) {
 		return nil, fmt.Errorf("label filter %T is not supported", f)
 	}
 }
+
+// errEmptyNumber is strconv.ParseFloat's error for "", made once.
+var errEmptyNumber = func() error {
+	_, err := strconv.ParseFloat("", 64)
+	return errors.New(err.Error())
+}()
 
 // convertingFilter wraps a comparison that converts the label's value
 // with the rules shared by number, duration, bytes and ip filters;
