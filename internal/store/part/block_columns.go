@@ -3,7 +3,6 @@ package part
 import (
 	"fmt"
 
-	"github.com/sluicelog/sluice/internal/store/bin"
 )
 
 // Columnar reads: a block read with Block.Columnar set builds no row. Its
@@ -34,24 +33,18 @@ var columnKinds = [...]ColumnKind{encString: ColumnString, encConst: ColumnConst
 // decodeRows reads the row streams of a columnar read: each row's time
 // and template, checking that the rows use exactly the columns' values.
 func (b *Block) decodeRows(nrows int, times, subms, tids []byte) error {
-	tr, sr, ir := bin.NewReader(times), bin.NewReader(subms), bin.NewReader(tids)
+	rs := newRowStreams(times, subms, tids, len(b.tmpls))
 	b.times = grown(b.times, nrows)
 	b.tids = grown(b.tids, nrows)
 	perTmpl := grown(b.perTmpl, len(b.tmpls))
 	clear(perTmpl)
 	b.perTmpl = perTmpl
-	var ms int64
 	for k := range nrows {
-		ms += tr.Varint("time")
-		b.times[k] = ms*1e6 + int64(sr.Bounded("sub-millisecond time", 1e6-1))
-		tid := int(ir.Bounded("template id", uint64(len(b.tmpls))))
-		if err := firstErr(tr.Err(), sr.Err(), ir.Err()); err != nil {
-			return fmt.Errorf("row %d: %w", k, err)
+		t, tid, err := rs.next(k)
+		if err != nil {
+			return err
 		}
-		if tid >= len(b.tmpls) {
-			return fmt.Errorf("row %d: template %d of %d", k, tid, len(b.tmpls))
-		}
-		b.tids[k] = int32(tid)
+		b.times[k], b.tids[k] = t, int32(tid)
 		perTmpl[tid]++
 	}
 	// The values the rows use, template by template.
@@ -77,18 +70,10 @@ func (b *Block) decodeRows(nrows int, times, subms, tids []byte) error {
 			used[lci] += n
 		}
 	}
-	tr.Done("times")
-	sr.Done("sub-millisecond times")
-	ir.Done("template ids")
-	if err := firstErr(tr.Err(), sr.Err(), ir.Err()); err != nil {
+	if err := rs.done(); err != nil {
 		return err
 	}
-	for i := range b.cols {
-		if c := &b.cols[i]; used[i] != c.n {
-			return fmt.Errorf("column %q: %d values, %d used", b.Names[i], c.n, used[i])
-		}
-	}
-	return nil
+	return b.checkUsed(func(i int) int { return used[i] })
 }
 
 // NumRows returns the rows of a columnar read.

@@ -355,7 +355,7 @@ func (b *Block) valueHas(ci, vi, li int, t int64) (bool, error) {
 // assembleMatching is assemble for LinesOnly reads with Contains: it
 // keeps only the rows whose line holds every literal.
 func (b *Block) assembleMatching(nrows int, stream uint32, times, subms, tids, rowFlags, msgSpans []byte) error {
-	tr, sr, ir, mr := bin.NewReader(times), bin.NewReader(subms), bin.NewReader(tids), bin.NewReader(msgSpans)
+	rs, mr := newRowStreams(times, subms, tids, len(b.tmpls)), bin.NewReader(msgSpans)
 	b.Rows = b.Rows[:0]
 	lci := -1
 	for i := range b.cols {
@@ -380,16 +380,10 @@ func (b *Block) assembleMatching(nrows int, stream uint32, times, subms, tids, r
 	cur := grown(b.cursors, len(b.cols))
 	clear(cur)
 	b.cursors = cur
-	var ms int64
 	for k := range nrows {
-		ms += tr.Varint("time")
-		t := ms*1e6 + int64(sr.Bounded("sub-millisecond time", 1e6-1))
-		tid := int(ir.Bounded("template id", uint64(len(b.tmpls))))
-		if err := firstErr(tr.Err(), sr.Err(), ir.Err()); err != nil {
-			return fmt.Errorf("row %d: %w", k, err)
-		}
-		if tid >= len(b.tmpls) {
-			return fmt.Errorf("row %d: template %d of %d", k, tid, len(b.tmpls))
+		t, tid, err := rs.next(k)
+		if err != nil {
+			return err
 		}
 		tm := &b.tmpls[tid]
 		for si, s := range tm.slots {
@@ -415,20 +409,11 @@ func (b *Block) assembleMatching(nrows int, stream uint32, times, subms, tids, r
 			cur[lci]++
 		}
 	}
-	tr.Done("times")
-	sr.Done("sub-millisecond times")
-	ir.Done("template ids")
 	mr.Done("message spans")
-	if err := firstErr(tr.Err(), sr.Err(), ir.Err(), mr.Err()); err != nil {
+	if err := firstErr(rs.done(), mr.Err()); err != nil {
 		return err
 	}
-	for i := range b.cols {
-		if c := &b.cols[i]; cur[i] != c.n {
-			return fmt.Errorf("column %q: %d values, %d used", b.Names[i], c.n, cur[i])
-		}
-		b.cols[i].i = cur[i]
-	}
-	return nil
+	return b.checkUsed(func(i int) int { return cur[i] })
 }
 
 // matchRow decides whether row k (template tm) holds every literal and,

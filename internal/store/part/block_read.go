@@ -515,9 +515,53 @@ func (c *colData) valueAt(i int, dst []byte, t int64, linesOnly bool) (v, out []
 
 const hexDigits = "0123456789abcdef"
 
+// rowStreams reads the rows' times and template ids in order.
+type rowStreams struct {
+	tr, sr, ir bin.Reader
+	ms         int64
+	ntmpl      int
+}
+
+func newRowStreams(times, subms, tids []byte, ntmpl int) rowStreams {
+	return rowStreams{tr: bin.NewReader(times), sr: bin.NewReader(subms), ir: bin.NewReader(tids), ntmpl: ntmpl}
+}
+
+// next returns row k's time and template.
+func (rs *rowStreams) next(k int) (int64, int, error) {
+	rs.ms += rs.tr.Varint("time")
+	t := rs.ms*1e6 + int64(rs.sr.Bounded("sub-millisecond time", 1e6-1))
+	tid := int(rs.ir.Bounded("template id", uint64(rs.ntmpl)))
+	if err := firstErr(rs.tr.Err(), rs.sr.Err(), rs.ir.Err()); err != nil {
+		return 0, 0, fmt.Errorf("row %d: %w", k, err)
+	}
+	if tid >= rs.ntmpl {
+		return 0, 0, fmt.Errorf("row %d: template %d of %d", k, tid, rs.ntmpl)
+	}
+	return t, tid, nil
+}
+
+// done checks that the streams held exactly the rows read.
+func (rs *rowStreams) done() error {
+	rs.tr.Done("times")
+	rs.sr.Done("sub-millisecond times")
+	rs.ir.Done("template ids")
+	return firstErr(rs.tr.Err(), rs.sr.Err(), rs.ir.Err())
+}
+
+// checkUsed checks that the rows used every value of every column:
+// used(i) is how many of column i's values they used.
+func (b *Block) checkUsed(used func(i int) int) error {
+	for i := range b.cols {
+		if c := &b.cols[i]; used(i) != c.n {
+			return fmt.Errorf("column %q: %d values, %d used", b.Names[i], c.n, used(i))
+		}
+	}
+	return nil
+}
+
 // assemble rebuilds each row from its template and the column values.
 func (b *Block) assemble(nrows int, stream uint32, times, subms, tids, rowFlags, msgSpans []byte) error {
-	tr, sr, ir, mr := bin.NewReader(times), bin.NewReader(subms), bin.NewReader(tids), bin.NewReader(msgSpans)
+	rs, mr := newRowStreams(times, subms, tids, len(b.tmpls)), bin.NewReader(msgSpans)
 	b.Rows = b.Rows[:0]
 	var lc *colData
 	for i := range b.cols {
@@ -525,16 +569,10 @@ func (b *Block) assemble(nrows int, stream uint32, times, subms, tids, rowFlags,
 			lc = &b.cols[i]
 		}
 	}
-	var ms int64
 	for k := range nrows {
-		ms += tr.Varint("time")
-		t := ms*1e6 + int64(sr.Bounded("sub-millisecond time", 1e6-1))
-		tid := ir.Bounded("template id", uint64(len(b.tmpls)))
-		if err := firstErr(tr.Err(), sr.Err(), ir.Err()); err != nil {
-			return fmt.Errorf("row %d: %w", k, err)
-		}
-		if int(tid) >= len(b.tmpls) {
-			return fmt.Errorf("row %d: template %d of %d", k, tid, len(b.tmpls))
+		t, tid, err := rs.next(k)
+		if err != nil {
+			return err
 		}
 		tm := &b.tmpls[tid]
 		fl := rowFlags[k]
@@ -637,19 +675,11 @@ func (b *Block) assemble(nrows int, stream uint32, times, subms, tids, rowFlags,
 		r.Fields = b.fields[fieldStart:len(b.fields):len(b.fields)]
 		b.Rows = append(b.Rows, r)
 	}
-	tr.Done("times")
-	sr.Done("sub-millisecond times")
-	ir.Done("template ids")
 	mr.Done("message spans")
-	if err := firstErr(tr.Err(), sr.Err(), ir.Err(), mr.Err()); err != nil {
+	if err := firstErr(rs.done(), mr.Err()); err != nil {
 		return err
 	}
-	for i := range b.cols {
-		if c := &b.cols[i]; c.i != c.n {
-			return fmt.Errorf("column %q: %d values, %d used", b.Names[i], c.n, c.i)
-		}
-	}
-	return nil
+	return b.checkUsed(func(i int) int { return b.cols[i].i })
 }
 
 func firstErr(errs ...error) error {
