@@ -2,7 +2,6 @@ package part
 
 import (
 	"fmt"
-
 )
 
 // Columnar reads: a block read with Block.Columnar set builds no row. Its
