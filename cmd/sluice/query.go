@@ -39,7 +39,8 @@ Loki server through the Loki HTTP API (default http://localhost:3100, or
 $SLUICE_URL).
 
 Times (--from, --to) are RFC 3339, Unix seconds/ms/µs/ns, or a duration
-before now (1h, 30m). --since D is --from D (default 1h).`,
+before now (1h, 30m). Without --from, the query starts --since (default 1h)
+before --to.`,
 	flags: func(fs *flag.FlagSet) func([]string, *env) error {
 		var o queryOpts
 		o.storage.register(fs)

@@ -23,7 +23,7 @@ import (
 var serveCommand = &command{
 	name:  "serve",
 	args:  "[--data DIR] [--listen ADDR] [flags]",
-	short: "run the server: ingest over HTTP into a data directory",
+	short: "run the server: ingest and LogQL queries over HTTP on a data directory",
 	long: `Runs sluice's server on --listen (default :3100, Loki's port) with the data
 directory --data (created if needed; recovered first after a crash).
 
@@ -38,6 +38,14 @@ Ingest endpoints (a 2xx means every accepted line is durable and visible):
                                GET /, _cluster/health, _cat/health, _license
 Bodies may be gzip, deflate or zstd (Content-Encoding). X-Scope-OrgID names the
 tenant (default: "default").
+
+Query endpoints (Loki's API: Grafana's Loki data source and logcli work as is):
+  GET|POST /loki/api/v1/query_range, /query     LogQL log and metric queries
+  GET|POST /loki/api/v1/labels, /label/NAME/values, /series, /index/stats
+  GET /loki/api/v1/tail                          a WebSocket of new lines
+  GET /loki/api/v1/status/buildinfo
+Each query is bounded by --query-timeout, --max-query-series, --max-query-bytes
+and --max-query-lines.
 
 Also: GET /ready, GET /metrics (Prometheus), /debug/pprof/ (unless --pprof=false).
 SIGTERM or SIGINT drains the requests in flight, then closes the store.`,
