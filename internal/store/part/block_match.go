@@ -22,8 +22,9 @@ import (
 // it spans a whole gap between two values when that gap lies strictly
 // inside it. A template where none of this can happen matches exactly the
 // rows with a value that contains the literal, and values are tested
-// where they are stored: a dictionary entry once per block, a number
-// column not at all when the literal is not made of a number's bytes.
+// where they are stored: a dictionary entry once per block, a string
+// column in one search over its values laid end to end, a number column
+// not at all when the literal is not made of a number's bytes.
 // Rows of other templates (the literal could cross a boundary) have their
 // line rebuilt and searched, as raw rows are.
 
@@ -43,16 +44,18 @@ func (l *Literal) in(text []byte, scratch *[]byte) bool {
 	if !l.Fold {
 		return bytes.Contains(text, l.Text)
 	}
-	low := append((*scratch)[:0], text...)
+	low := appendLower((*scratch)[:0], text)
 	*scratch = low
-	var high byte
-	for i, c := range low {
-		high |= c
-		if c-'A' < 26 {
-			low[i] = c | 0x20
+	return bytes.Contains(low, l.Text) || l.unicodeFolds() && !ascii(text)
+}
+
+func ascii(b []byte) bool {
+	for _, c := range b {
+		if c >= 0x80 {
+			return false
 		}
 	}
-	return high >= 0x80 && l.unicodeFolds() || bytes.Contains(low, l.Text)
+	return true
 }
 
 // unicodeFolds reports whether a folding literal has a letter that a
