@@ -73,16 +73,31 @@ func (w *rangeWorker) sample(t int64, line []byte) error {
 	case x.Op == "bytes_over_time" || x.Op == "bytes_rate":
 		v = float64(len(line))
 	}
-	if w.lb.hasError() {
-		return pipelineError(w.lb)
+	s, err := w.seriesOf()
+	if err != nil {
+		return err
 	}
-	group(w.lb, x.Grouping)
+	w.add(s, t, v)
+	return nil
+}
+
+// seriesOf returns the series of the labels in w.lb, grouped.
+func (w *rangeWorker) seriesOf() (*rangeSeries, error) {
+	if w.lb.hasError() {
+		return nil, pipelineError(w.lb)
+	}
+	group(w.lb, w.x.Grouping)
 	w.key = w.lb.appendKey(w.key[:0])
 	s := w.series[unsafe.String(unsafe.SliceData(w.key), len(w.key))]
 	if s == nil {
 		s = newRangeSeries(w.lb.labels(), w.op, w.shape.steps)
 		w.series[string(w.key)] = s
 	}
+	return s, nil
+}
+
+// add adds a sample at time t to the windows of s that hold it.
+func (w *rangeWorker) add(s *rangeSeries, t int64, v float64) {
 	shape := w.shape
 	ts := t + w.off
 	lo := ceilDiv(ts-shape.start, shape.step)
@@ -90,7 +105,6 @@ func (w *rangeWorker) sample(t int64, line []byte) error {
 	for k := max(lo, 0); k <= min(hi, int64(shape.steps-1)); k++ {
 		s.add(w.op, int(k), t, v)
 	}
-	return nil
 }
 
 // rangeOp describes how a range function accumulates.
@@ -164,6 +178,9 @@ func (ev *evaluator) rangeAggregation(ctx context.Context, x *logql.RangeAggrega
 			return w.row(ev, ls, r.Time, r.Line)
 		}
 		var err error
+		if w.cols != nil {
+			clear(w.cols.memo) // its outcomes hold for one stream
+		}
 		if columnar {
 			err = ev.src.ScanColumns(ctx, ev.p.Tenant, ls, from, to, func(b *part.Block) error {
 				return w.block(ev, ls, b, from, to)

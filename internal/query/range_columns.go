@@ -2,6 +2,7 @@ package query
 
 import (
 	"bytes"
+	"unsafe"
 
 	"github.com/sluicelog/sluice/internal/logql"
 	"github.com/sluicelog/sluice/internal/record"
@@ -78,6 +79,9 @@ type colPlanner struct {
 	arena     rowBuf
 	scan      jsonStage // scratch: planning, checks, unescaping
 
+	memo    map[string]*rangeSeries // the stream's parameters' values -> series (nil: filtered out)
+	memoKey []byte
+
 	skel      []byte
 	holeOff   []int
 	holeInStr []bool
@@ -127,8 +131,68 @@ func (w *rangeWorker) block(ev *evaluator, ls record.Labels, b *part.Block, from
 }
 
 // columnRow finishes a row whose parameters are in cp.values: the json
-// stage's labels, then the label filters, then the sample.
+// stage's labels, then the label filters, then the sample. Without
+// unwrap, what the filters decide and the series the row counts in
+// depend only on the stream and the parameters' values: within a
+// stream, rows with the values of an earlier row reuse its outcome.
 func (w *rangeWorker) columnRow(ls record.Labels, t int64) error {
+	cp := w.cols
+	if w.x.Range.Unwrap != nil {
+		return w.columnRowOnce(ls, t)
+	}
+	cp.memoKey = cp.memoKey[:0]
+	for _, v := range cp.values {
+		if v.found {
+			cp.memoKey = append(cp.memoKey, 1)
+		} else {
+			cp.memoKey = append(cp.memoKey, 0)
+		}
+		cp.memoKey = append(cp.memoKey, v.v...)
+		cp.memoKey = append(cp.memoKey, 0xff)
+	}
+	if o, ok := cp.memo[unsafe.String(unsafe.SliceData(cp.memoKey), len(cp.memoKey))]; ok {
+		if o != nil {
+			w.add(o, t, 1)
+		}
+		return nil
+	}
+	if cp.memo == nil {
+		cp.memo = map[string]*rangeSeries{}
+	}
+	s, err := w.columnSeries(ls, t)
+	if err != nil {
+		return err
+	}
+	if len(cp.memo) < maxMemo {
+		cp.memo[string(cp.memoKey)] = s
+	}
+	if s != nil {
+		w.add(s, t, 1)
+	}
+	return nil
+}
+
+// maxMemo bounds the outcomes remembered per stream: parameters whose
+// values hardly repeat (an id) would only fill memory.
+const maxMemo = 4096
+
+// columnSeries runs the label stages on a row's parameters and returns
+// the series it counts in, or nil when a filter drops it.
+func (w *rangeWorker) columnSeries(ls record.Labels, t int64) (*rangeSeries, error) {
+	cp := w.cols
+	w.lb.reset(ls)
+	cp.json.buf.reset()
+	cp.json.apply(w.lb, cp.values)
+	for _, st := range w.pipe.stages[1:] {
+		if _, ok := st.process(t, nil, w.lb); !ok {
+			return nil, nil
+		}
+	}
+	return w.seriesOf()
+}
+
+// columnRowOnce is columnRow for one row alone.
+func (w *rangeWorker) columnRowOnce(ls record.Labels, t int64) error {
 	cp := w.cols
 	w.lb.reset(ls)
 	cp.json.buf.reset()
