@@ -81,6 +81,11 @@ type colPlanner struct {
 
 	memo    map[string]*rangeSeries // the stream's parameters' values -> series (nil: filtered out)
 	memoKey []byte
+	// One parameter from a dictionary column: the block's outcomes by
+	// column*256 + entry (valueID, -1 for other rows).
+	valueID    int
+	dictMemo   []uint8
+	dictSeries []*rangeSeries
 
 	skel      []byte
 	holeOff   []int
@@ -140,6 +145,26 @@ func (w *rangeWorker) columnRow(ls record.Labels, t int64) error {
 	if w.x.Range.Unwrap != nil {
 		return w.columnRowOnce(ls, t)
 	}
+	if cp.valueID >= 0 {
+		// One parameter from a dictionary: its entry names its value.
+		switch cp.dictMemo[cp.valueID] {
+		case memoDropped:
+			return nil
+		case memoKept:
+			w.add(cp.dictSeries[cp.valueID], t, 1)
+			return nil
+		}
+		s, err := w.columnSeries(ls, t)
+		if err != nil {
+			return err
+		}
+		cp.dictMemo[cp.valueID] = memoDropped
+		if s != nil {
+			cp.dictMemo[cp.valueID], cp.dictSeries[cp.valueID] = memoKept, s
+			w.add(s, t, 1)
+		}
+		return nil
+	}
 	cp.memoKey = cp.memoKey[:0]
 	for _, v := range cp.values {
 		if v.found {
@@ -171,6 +196,13 @@ func (w *rangeWorker) columnRow(ls record.Labels, t int64) error {
 	}
 	return nil
 }
+
+// Outcomes in dictMemo.
+const (
+	memoUnknown = iota
+	memoDropped
+	memoKept
+)
 
 // maxMemo bounds the outcomes remembered per stream: parameters whose
 // values hardly repeat (an id) would only fill memory.
@@ -218,6 +250,8 @@ func (cp *colPlanner) startBlock(b *part.Block) {
 	cp.valid = cp.valid[:b.NumColumns()]
 	clear(cp.valid)
 	cp.plainCols = growClear(cp.plainCols, b.NumColumns())
+	cp.dictMemo = growClear(cp.dictMemo, 256*b.NumColumns())
+	cp.dictSeries = growClear(cp.dictSeries, 256*b.NumColumns())
 	need := growClear(cp.need, b.NumColumns())
 	cp.need = need
 	lci := b.LineColumn()
@@ -295,6 +329,14 @@ func (cp *colPlanner) rowValues(b *part.Block, tm int, t int64) (bool, error) {
 		}
 	}
 	cp.values = cp.values[:0]
+	cp.valueID = -1
+	if len(p.params) == 1 && p.params[0].hole >= 0 {
+		si := holes[p.params[0].hole]
+		col := b.SlotColumn(tm, si)
+		if id := b.ValueID(col, cp.cur[col]+b.SlotRank(tm, si)); id >= 0 {
+			cp.valueID = col*256 + id
+		}
+	}
 	for _, pp := range p.params {
 		if pp.hole < 0 {
 			cp.values = append(cp.values, pp.value)
