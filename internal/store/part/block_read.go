@@ -1,6 +1,7 @@
 package part
 
 import (
+	"encoding/binary"
 	"fmt"
 	"math"
 	"slices"
@@ -515,37 +516,45 @@ func (c *colData) valueAt(i int, dst []byte, t int64, linesOnly bool) (v, out []
 
 const hexDigits = "0123456789abcdef"
 
-// rowStreams reads the rows' times and template ids in order.
+// rowStreams reads the rows' times and template ids in order: a hot
+// loop, so the varints are read here rather than through a bin.Reader.
 type rowStreams struct {
-	tr, sr, ir bin.Reader
-	ms         int64
-	ntmpl      int
+	times, subms, tids []byte
+	ms                 int64
+	ntmpl              int
 }
 
 func newRowStreams(times, subms, tids []byte, ntmpl int) rowStreams {
-	return rowStreams{tr: bin.NewReader(times), sr: bin.NewReader(subms), ir: bin.NewReader(tids), ntmpl: ntmpl}
+	return rowStreams{times: times, subms: subms, tids: tids, ntmpl: ntmpl}
 }
 
 // next returns row k's time and template.
 func (rs *rowStreams) next(k int) (int64, int, error) {
-	rs.ms += rs.tr.Varint("time")
-	t := rs.ms*1e6 + int64(rs.sr.Bounded("sub-millisecond time", 1e6-1))
-	tid := int(rs.ir.Bounded("template id", uint64(rs.ntmpl)))
-	if err := firstErr(rs.tr.Err(), rs.sr.Err(), rs.ir.Err()); err != nil {
-		return 0, 0, fmt.Errorf("row %d: %w", k, err)
+	d, n := binary.Varint(rs.times)
+	if n <= 0 {
+		return 0, 0, fmt.Errorf("row %d: time: bad or missing varint", k)
 	}
-	if tid >= rs.ntmpl {
-		return 0, 0, fmt.Errorf("row %d: template %d of %d", k, tid, rs.ntmpl)
+	rs.times = rs.times[n:]
+	sub, n := binary.Uvarint(rs.subms)
+	if n <= 0 || sub >= 1e6 {
+		return 0, 0, fmt.Errorf("row %d: sub-millisecond time: bad, missing or out of range", k)
 	}
-	return t, tid, nil
+	rs.subms = rs.subms[n:]
+	tid, n := binary.Uvarint(rs.tids)
+	if n <= 0 || tid >= uint64(rs.ntmpl) {
+		return 0, 0, fmt.Errorf("row %d: template id: bad, missing or not one of %d", k, rs.ntmpl)
+	}
+	rs.tids = rs.tids[n:]
+	rs.ms += d
+	return rs.ms*1e6 + int64(sub), int(tid), nil
 }
 
 // done checks that the streams held exactly the rows read.
 func (rs *rowStreams) done() error {
-	rs.tr.Done("times")
-	rs.sr.Done("sub-millisecond times")
-	rs.ir.Done("template ids")
-	return firstErr(rs.tr.Err(), rs.sr.Err(), rs.ir.Err())
+	if len(rs.times)+len(rs.subms)+len(rs.tids) != 0 {
+		return fmt.Errorf("row streams: %d, %d and %d bytes left after the rows", len(rs.times), len(rs.subms), len(rs.tids))
+	}
+	return nil
 }
 
 // checkUsed checks that the rows used every value of every column:
