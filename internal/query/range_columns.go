@@ -2,6 +2,8 @@ package query
 
 import (
 	"bytes"
+	"encoding/binary"
+	"slices"
 	"unsafe"
 
 	"github.com/sluicelog/sluice/internal/logql"
@@ -79,8 +81,10 @@ type colPlanner struct {
 	arena     rowBuf
 	scan      jsonStage // scratch: planning, checks, unescaping
 
-	memo    map[string]*rangeSeries // the stream's parameters' values -> series (nil: filtered out)
-	memoKey []byte
+	planCache map[string]*tmplPlan // by the gaps of a template
+	gapKey    []byte
+	memo      map[string]*rangeSeries // the stream's parameters' values -> series (nil: filtered out)
+	memoKey   []byte
 	// One parameter from a dictionary column: the block's outcomes by
 	// column*256 + entry (valueID, -1 for other rows).
 	valueID    int
@@ -256,7 +260,7 @@ func (cp *colPlanner) startBlock(b *part.Block) {
 	cp.need = need
 	lci := b.LineColumn()
 	for t := range n {
-		cp.plan(b, t)
+		cp.planCached(b, t)
 		p := &cp.plans[t]
 		_, holes := b.TemplateLine(t)
 		switch {
@@ -487,6 +491,37 @@ func validStringContent(v []byte) bool {
 	}
 	return true
 }
+
+// planCached plans template tm, or copies the plan of a template with
+// the same gaps met in an earlier block (a plan depends on them alone).
+func (cp *colPlanner) planCached(b *part.Block, tm int) {
+	gaps, holes := b.TemplateLine(tm)
+	if gaps == nil {
+		cp.plans[tm] = tmplPlan{params: cp.plans[tm].params[:0], checks: cp.plans[tm].checks[:0]}
+		return
+	}
+	cp.gapKey = cp.gapKey[:0]
+	for _, g := range gaps {
+		cp.gapKey = binary.AppendUvarint(cp.gapKey, uint64(len(g)))
+		cp.gapKey = append(cp.gapKey, g...)
+	}
+	p := &cp.plans[tm]
+	if c, ok := cp.planCache[unsafe.String(unsafe.SliceData(cp.gapKey), len(cp.gapKey))]; ok && len(c.inString) == len(holes) {
+		*p = tmplPlan{ok: c.ok, check: c.check, params: append(p.params[:0], c.params...),
+			inString: append(p.inString[:0], c.inString...), checks: p.checks[:0]}
+		return
+	}
+	cp.plan(b, tm)
+	if cp.planCache == nil {
+		cp.planCache = map[string]*tmplPlan{}
+	}
+	if len(cp.planCache) < maxPlanCache {
+		cp.planCache[string(cp.gapKey)] = &tmplPlan{ok: p.ok, check: p.check, params: slices.Clone(p.params), inString: slices.Clone(p.inString)}
+	}
+}
+
+// maxPlanCache bounds the plans a worker keeps across blocks.
+const maxPlanCache = 8192
 
 // plan finds where template tm's rows hold the parameters.
 func (cp *colPlanner) plan(b *part.Block, tm int) {
