@@ -88,6 +88,7 @@ type colPlanner struct {
 	// One parameter from a dictionary column: the block's outcomes by
 	// column*256 + entry (valueID, -1 for other rows).
 	valueID    int
+	memoOn     bool // outcomes are remembered (no unwrap)
 	dictMemo   []uint8
 	dictSeries []*rangeSeries
 
@@ -99,7 +100,7 @@ type colPlanner struct {
 
 func (w *rangeWorker) colPlanner() *colPlanner {
 	if w.cols == nil {
-		w.cols = &colPlanner{json: w.pipe.stages[0].(*jsonStage)}
+		w.cols = &colPlanner{json: w.pipe.stages[0].(*jsonStage), memoOn: w.x.Range.Unwrap == nil}
 	}
 	return w.cols
 }
@@ -339,6 +340,9 @@ func (cp *colPlanner) rowValues(b *part.Block, tm int, t int64) (bool, error) {
 		col := b.SlotColumn(tm, si)
 		if id := b.ValueID(col, cp.cur[col]+b.SlotRank(tm, si)); id >= 0 {
 			cp.valueID = col*256 + id
+			if cp.dictMemo[cp.valueID] != memoUnknown && cp.memoOn {
+				return true, nil // columnRow knows the outcome: no value needed
+			}
 		}
 	}
 	for _, pp := range p.params {
