@@ -243,11 +243,25 @@ func (b *Block) colMatchOf(ci, li int) (*colMatch, error) {
 	if m.state != matchUnknown {
 		return m, nil
 	}
-	c, err := b.loadedCol(ci)
-	if err != nil {
+	c := &b.cols[ci]
+	lit := &b.Contains[li]
+	switch c.enc { // known from the header: a column ruled out is never loaded
+	case encInt:
+		m.state = rejectOr(lit, &intBytes)
+		return m, nil
+	case encDecimal:
+		m.state = rejectOr(lit, &decimalBytes)
+		return m, nil
+	case encHex:
+		m.state = rejectOr(lit, &hexBytes)
+		return m, nil
+	case encTime:
+		m.state = rejectOr(lit, &timeBytes)
+		return m, nil
+	}
+	if _, err := b.loadedCol(ci); err != nil {
 		return nil, err
 	}
-	lit := &b.Contains[li]
 	switch c.enc {
 	case encConst:
 		m.state = matchNone
@@ -256,14 +270,6 @@ func (b *Block) colMatchOf(ci, li int) (*colMatch, error) {
 		}
 	case encDict:
 		m.state = matchDict
-	case encInt:
-		m.state = rejectOr(lit, &intBytes)
-	case encDecimal:
-		m.state = rejectOr(lit, &decimalBytes)
-	case encHex:
-		m.state = rejectOr(lit, &hexBytes)
-	case encTime:
-		m.state = rejectOr(lit, &timeBytes)
 	case encString:
 		if lit.unicodeFolds() {
 			m.state = matchPerValue
@@ -347,7 +353,7 @@ func (b *Block) valueHas(ci, vi, li int, t int64) (bool, error) {
 		}
 		return *d == 2, nil
 	}
-	v, vals, _, _, err := c.valueAt(vi, b.vals, t, true)
+	v, vals, err := b.Value(ci, vi, t, b.vals)
 	b.vals = vals
 	if err != nil {
 		return false, err
