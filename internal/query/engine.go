@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 	"runtime"
 	"time"
 
@@ -289,6 +288,3 @@ func fill(s *series, v float64) {
 		s.set(i, v)
 	}
 }
-
-// isNaNOrInf reports a value that JSON cannot carry as a number.
-func isNaNOrInf(v float64) bool { return math.IsNaN(v) || math.IsInf(v, 0) }
