@@ -247,7 +247,7 @@ func (w *rangeWorker) columnRowOnce(ls record.Labels, t int64) error {
 // check, and those of the lines the row path rebuilds. Only they advance.
 func (cp *colPlanner) startBlock(b *part.Block) {
 	n := b.NumTemplates()
-	cp.plans = grownPlans(cp.plans, n)
+	cp.plans = grown(cp.plans, n)
 	cp.cur = growClear(cp.cur, b.NumColumns())
 	if cap(cp.valid) < b.NumColumns() {
 		cp.valid = make([][2][256]int8, b.NumColumns())
@@ -311,9 +311,10 @@ func growClear[T any](s []T, n int) []T {
 	return s
 }
 
-func grownPlans(s []tmplPlan, n int) []tmplPlan {
+// grown returns s with length n, keeping its elements' buffers.
+func grown[T any](s []T, n int) []T {
 	if cap(s) < n {
-		s = append(s[:cap(s)], make([]tmplPlan, n-cap(s))...)
+		s = append(s[:cap(s)], make([]T, n-cap(s))...)
 	}
 	return s[:n]
 }
