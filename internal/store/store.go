@@ -474,7 +474,10 @@ func (s *Store) flusher() {
 		}
 		pause := 100 * time.Millisecond
 		for {
-			b, _ := s.head.size()
+			s.mu.Lock()
+			h := s.head // swapped by flush under mu (and cut)
+			s.mu.Unlock()
+			b, _ := h.size()
 			if b < s.opts.HeadBytes && !s.hasFlushing() {
 				break
 			}
