@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"encoding/json"
+	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"strconv"
@@ -240,4 +241,13 @@ func TestTail(t *testing.T) {
 		t.Errorf("tailed %q", lines)
 	}
 	c.Close(websocket.StatusNormalClosure, "")
+
+	// A browser page of another origin is refused.
+	h := http.Header{"Origin": {"http://elsewhere.example"}}
+	if c2, resp, err := websocket.Dial(ctx, u, &websocket.DialOptions{HTTPHeader: h}); err == nil {
+		c2.CloseNow()
+		t.Error("a cross-origin WebSocket was accepted")
+	} else if resp == nil || resp.StatusCode != http.StatusForbidden {
+		t.Errorf("a cross-origin WebSocket: %v %v, want 403", resp, err)
+	}
 }
