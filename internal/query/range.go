@@ -62,23 +62,29 @@ func (w *rangeWorker) row(ev *evaluator, ls record.Labels, t int64, line []byte)
 // sample adds the sample of a row the pipeline kept, whose labels are in
 // w.lb.
 func (w *rangeWorker) sample(t int64, line []byte) error {
+	s, v, err := w.sampleSeries(t, line)
+	if s != nil {
+		w.add(s, t, v)
+	}
+	return err
+}
+
+// sampleSeries returns the series and value of a row the pipeline kept,
+// whose labels are in w.lb; no series when unwrap leaves the row out.
+func (w *rangeWorker) sampleSeries(t int64, line []byte) (*rangeSeries, float64, error) {
 	x, unwrap := w.x, w.x.Range.Unwrap
 	v := 1.0
 	switch {
 	case unwrap != nil:
 		var ok bool
 		if v, ok = w.unwrap(unwrap, t, line); !ok {
-			return nil
+			return nil, 0, nil
 		}
 	case x.Op == "bytes_over_time" || x.Op == "bytes_rate":
 		v = float64(len(line))
 	}
 	s, err := w.seriesOf()
-	if err != nil {
-		return err
-	}
-	w.add(s, t, v)
-	return nil
+	return s, v, err
 }
 
 // seriesOf returns the series of the labels in w.lb, grouped.

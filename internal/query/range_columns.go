@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"slices"
+	"strconv"
 	"unsafe"
 
 	"github.com/sluicelog/sluice/internal/logql"
@@ -87,10 +88,11 @@ type colPlanner struct {
 	memoKey   []byte
 	// One parameter from a dictionary column: the block's outcomes by
 	// column*256 + entry (valueID, -1 for other rows).
-	valueID    int
-	memoOn     bool // outcomes are remembered (no unwrap)
-	dictMemo   []uint8
-	dictSeries []*rangeSeries
+	valueID     int
+	memoOn      bool // outcomes are remembered (no unwrap)
+	unwrapParam int  // the parameter a plain unwrap reads, when no filter before it does; -1
+	dictMemo    []uint8
+	dictSeries  []*rangeSeries
 
 	skel      []byte
 	holeOff   []int
@@ -100,7 +102,14 @@ type colPlanner struct {
 
 func (w *rangeWorker) colPlanner() *colPlanner {
 	if w.cols == nil {
-		w.cols = &colPlanner{json: w.pipe.stages[0].(*jsonStage), memoOn: w.x.Range.Unwrap == nil}
+		w.cols = &colPlanner{json: w.pipe.stages[0].(*jsonStage), memoOn: w.x.Range.Unwrap == nil, unwrapParam: -1}
+		if u := w.x.Range.Unwrap; u != nil && u.Conv == "" && !filtersRead(w.x.Range.Log.Pipeline[1:], u.Label) {
+			for i, p := range w.cols.json.params {
+				if p.name == u.Label {
+					w.cols.unwrapParam = i
+				}
+			}
+		}
 	}
 	return w.cols
 }
@@ -172,13 +181,7 @@ func (w *rangeWorker) columnRow(ls record.Labels, t int64) error {
 	}
 	cp.memoKey = cp.memoKey[:0]
 	for _, v := range cp.values {
-		if v.found {
-			cp.memoKey = append(cp.memoKey, 1)
-		} else {
-			cp.memoKey = append(cp.memoKey, 0)
-		}
-		cp.memoKey = append(cp.memoKey, v.v...)
-		cp.memoKey = append(cp.memoKey, 0xff)
+		cp.memoKey = appendParamKey(cp.memoKey, v)
 	}
 	if o, ok := cp.memo[unsafe.String(unsafe.SliceData(cp.memoKey), len(cp.memoKey))]; ok {
 		if o != nil {
@@ -229,17 +232,106 @@ func (w *rangeWorker) columnSeries(ls record.Labels, t int64) (*rangeSeries, err
 }
 
 // columnRowOnce is columnRow for one row alone.
+//
+// With a plain unwrap of a parameter that no filter before it reads,
+// the series depends only on the other parameters (once the value
+// converts): rows whose other parameters repeat reuse it, and only their
+// value is read.
 func (w *rangeWorker) columnRowOnce(ls record.Labels, t int64) error {
+	cp := w.cols
+	ui := cp.unwrapParam
+	if _, stream := ls.Get(w.x.Range.Unwrap.Label); ui >= 0 && !stream {
+		raw := cp.values[ui].v
+		if raw == "" {
+			return nil // no sample, as unwrap gives
+		}
+		if v, err := strconv.ParseFloat(raw, 64); err == nil {
+			cp.memoKey = cp.memoKey[:0]
+			for i, pv := range cp.values {
+				if i != ui {
+					cp.memoKey = appendParamKey(cp.memoKey, pv)
+				}
+			}
+			if s, ok := cp.memo[unsafe.String(unsafe.SliceData(cp.memoKey), len(cp.memoKey))]; ok {
+				if s != nil {
+					w.add(s, t, v)
+				}
+				return nil
+			}
+			s, v, err := w.columnSample(ls, t)
+			if err != nil {
+				return err
+			}
+			if cp.memo == nil {
+				cp.memo = map[string]*rangeSeries{}
+			}
+			if len(cp.memo) < maxMemo {
+				cp.memo[string(cp.memoKey)] = s
+			}
+			if s != nil {
+				w.add(s, t, v)
+			}
+			return nil
+		}
+	}
+	s, v, err := w.columnSample(ls, t)
+	if s != nil {
+		w.add(s, t, v)
+	}
+	return err
+}
+
+// columnSample runs the label stages and unwrap on a row's parameters.
+func (w *rangeWorker) columnSample(ls record.Labels, t int64) (*rangeSeries, float64, error) {
 	cp := w.cols
 	w.lb.reset(ls)
 	cp.json.buf.reset()
 	cp.json.apply(w.lb, cp.values)
 	for _, st := range w.pipe.stages[1:] {
 		if _, ok := st.process(t, nil, w.lb); !ok {
-			return nil
+			return nil, 0, nil
 		}
 	}
-	return w.sample(t, nil)
+	return w.sampleSeries(t, nil)
+}
+
+// filtersRead reports whether label filter stages read a label.
+func filtersRead(stages []logql.Stage, name string) bool {
+	var reads func(f logql.LabelFilter) bool
+	reads = func(f logql.LabelFilter) bool {
+		switch f := f.(type) {
+		case *logql.LabelFilterBinary:
+			return reads(f.Left) || reads(f.Right)
+		case *logql.LabelFilterString:
+			return f.Matcher.Name == name
+		case *logql.LabelFilterNumber:
+			return f.Name == name
+		case *logql.LabelFilterDuration:
+			return f.Name == name
+		case *logql.LabelFilterBytes:
+			return f.Name == name
+		case *logql.LabelFilterIP:
+			return f.Name == name
+		}
+		return true // unknown: assume it does
+	}
+	for _, s := range stages {
+		if st, ok := s.(*logql.LabelFilterStage); !ok || reads(st.Filter) {
+			return true
+		}
+	}
+	return false
+}
+
+// appendParamKey appends a parameter's value to a memo key.
+func appendParamKey(dst []byte, v paramValue) []byte {
+	if v.found {
+		dst = append(dst, 1)
+	} else {
+		dst = append(dst, 0)
+	}
+	dst = append(dst, v.v...)
+	return append(dst, 0xff)
 }
 
 // startBlock plans every template of a block and works out which
