@@ -47,6 +47,11 @@ func (ev *evaluator) logQuery(ctx context.Context, x *logql.LogExpr) (*Result, e
 	opts := pruning(x.Pipeline)
 	opts.LinesOnly = true // the stages parse lines
 	opts.Backward = ev.p.Direction == Backward
+	if opts.Backward && ev.p.Interval == 0 && literalsOnly(x.Pipeline) {
+		// Every row the store finds is kept: a stream's newest limit of
+		// them are all its blocks need to find.
+		opts.Newest = limit
+	}
 	streams := ev.streams(x.Selector, from, to)
 	setup := func() (*logWorker, error) {
 		pipe, err := compilePipeline(x.Pipeline)

@@ -136,6 +136,11 @@ type ScanOptions struct {
 	// Rows whose line is given (the head's, and some stored ones) are the
 	// caller's to check.
 	NoLines bool
+	// Newest, with Contains and Backward, says the caller wants at most
+	// the newest Newest rows of the stream that contain the literals: a
+	// stored block tests only as many of its rows, from the newest, as it
+	// takes to find them.
+	Newest int
 }
 
 // Scan calls fn for every row of one stream of a tenant with a time in
@@ -288,9 +293,12 @@ func newPartIter(rd *part.Reader, stream uint32, from, to int64, opts ScanOption
 	it := &partIter{rd: rd, from: from, to: to, bi: -1, drop: opts.Drop, backward: opts.Backward, blk: blockPool.Get().(*part.Block)}
 	it.blk.Columnar = false
 	it.blk.LinesOnly = opts.LinesOnly
-	it.blk.Contains, it.blk.NoLines = nil, false
+	it.blk.Contains, it.blk.NoLines, it.blk.Newest = nil, false, 0
 	if opts.LinesOnly {
 		it.blk.Contains, it.blk.NoLines = opts.Contains, opts.NoLines && len(opts.Contains) > 0
+		if len(opts.Contains) > 0 && opts.Backward && opts.Newest > 0 {
+			it.blk.Newest, it.blk.From, it.blk.To = opts.Newest, from, to
+		}
 	}
 blocks:
 	for i, b := range rd.Blocks {
@@ -471,7 +479,7 @@ func (sn *Snapshot) ScanColumns(ctx context.Context, tenant string, stream recor
 		blk.Columnar = false
 		blockPool.Put(blk)
 	}()
-	blk.Columnar, blk.LinesOnly, blk.Contains, blk.NoLines = true, false, nil, false
+	blk.Columnar, blk.LinesOnly, blk.Contains, blk.NoLines, blk.Newest = true, false, nil, false, 0
 	for _, p := range sn.parts {
 		if p.info.Tenant != tenant || p.info.MaxTime < from || p.info.MinTime > to {
 			continue

@@ -418,12 +418,16 @@ func walOrder(p wal.Pos) uint64 { return p.Segment<<40 | uint64(p.Offset) }
 
 // waitForRoom blocks while the head is full and a flush is still writing
 // the previous one. While flushing fails (a full disk, say) it waits for
-// one more attempt and, if that fails too, returns its error rather than
-// let memory grow or block the caller forever.
+// an attempt begun after it asked and, if that fails too, returns its
+// error rather than let memory grow or block the caller forever.
 func (s *Store) waitForRoom() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	retried := false
+	// Attempts that ended since this call began: the first may have been
+	// under way already (begun before the disk had room again), so an
+	// error needs a second attempt, one begun after our signal, to fail
+	// too.
+	attempts := 0
 	for {
 		if s.closed {
 			return ErrClosed
@@ -437,7 +441,7 @@ func (s *Store) waitForRoom() error {
 			}
 			return nil
 		}
-		if s.bgErr != nil && retried {
+		if s.bgErr != nil && attempts >= 2 {
 			return fmt.Errorf("store: the head is full and cannot be flushed: %w", s.bgErr)
 		}
 		tries := s.flushTries
@@ -445,7 +449,7 @@ func (s *Store) waitForRoom() error {
 		for s.flushTries == tries && !s.closed {
 			s.room.Wait()
 		}
-		retried = true
+		attempts += s.flushTries - tries
 	}
 }
 

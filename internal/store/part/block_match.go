@@ -3,6 +3,7 @@ package part
 import (
 	"bytes"
 	"fmt"
+	"slices"
 	"sort"
 
 	"github.com/sluicelog/sluice/internal/record"
@@ -386,6 +387,9 @@ func (b *Block) assembleMatching(nrows int, stream uint32, times, subms, tids, r
 	for i := range b.matches {
 		b.matches[i].state = matchUnknown
 	}
+	if b.Newest > 0 {
+		return b.matchNewest(nrows, stream, times, subms, tids, rowFlags, lci)
+	}
 	cur := grown(b.cursors, len(b.cols))
 	clear(cur)
 	b.cursors = cur
@@ -425,8 +429,48 @@ func (b *Block) assembleMatching(nrows int, stream uint32, times, subms, tids, r
 	return b.checkUsed(func(i int) int { return cur[i] })
 }
 
+// matchNewest keeps the newest b.Newest matching rows with a time in
+// [b.From, b.To], walking the rows from the last: with the times and
+// templates of all rows read first, each column's cursor starts at its
+// end and steps back over the values of each row passed. (Message spans
+// are not read: lines-only rows have no message.)
+func (b *Block) matchNewest(nrows int, stream uint32, times, subms, tids, rowFlags []byte, lci int) error {
+	if err := b.decodeRows(nrows, times, subms, tids); err != nil {
+		return err
+	}
+	cur := b.cursors // decodeRows left each column's count of values: its end
+	for k := nrows - 1; k >= 0 && len(b.Rows) < b.Newest; k-- {
+		tid := int(b.tids[k])
+		tm := &b.tmpls[tid]
+		for _, s := range tm.slots {
+			cur[s.col]--
+		}
+		if tm.raw {
+			cur[lci]--
+		}
+		t := b.times[k]
+		if t < b.From || t > b.To {
+			continue
+		}
+		r := rows.Row{Time: t, Stream: stream, MsgFlags: record.Flags(rowFlags[k] >> rowMsgFlagsSh)}
+		if rowFlags[k]&rowFromReceive != 0 {
+			r.TimeSource = record.FromReceive
+		}
+		keep, err := b.matchRow(k, tm, tid, lci, t, rowFlags[k], nil, &r)
+		if err != nil {
+			return err
+		}
+		if keep {
+			b.Rows = append(b.Rows, r)
+		}
+	}
+	slices.Reverse(b.Rows) // in time order, as every read gives them
+	return nil
+}
+
 // matchRow decides whether row k (template tm) holds every literal and,
-// if so, sets r.Line.
+// if so, sets r.Line. mr, the message spans, is nil when they are not
+// read.
 func (b *Block) matchRow(k int, tm *template, tid, lci int, t int64, fl byte, mr *bin.Reader, r *rows.Row) (bool, error) {
 	cur := b.cursors
 	if tm.raw {
@@ -440,7 +484,7 @@ func (b *Block) matchRow(k int, tm *template, tid, lci int, t int64, fl byte, mr
 		if err != nil {
 			return false, fmt.Errorf("row %d: line: %w", k, err)
 		}
-		if fl&rowMsgSpan != 0 {
+		if fl&rowMsgSpan != 0 && mr != nil {
 			off, n := mr.Uvarint("message offset"), mr.Uvarint("message length")
 			if err := mr.Err(); err != nil || off > uint64(len(v)) || n > uint64(len(v))-off {
 				return false, fmt.Errorf("row %d: message span", k)

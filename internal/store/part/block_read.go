@@ -36,6 +36,11 @@ type Block struct {
 	// every literal was found in its values or gaps (its Line is nil): for
 	// a caller that only counts the rows.
 	NoLines bool
+	// Newest, with Contains, keeps only the newest Newest matching rows
+	// with a time in [From, To], and tests no older row: for a caller that
+	// wants the newest lines. The rows still come in time order.
+	Newest   int
+	From, To int64
 	// Columnar, set before a read, builds no row at all: the reader walks
 	// the rows and reads their values itself (block_columns.go).
 	Columnar bool

@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -646,6 +647,33 @@ func TestContains(t *testing.T) {
 				}
 				for _, r := range some.Rows {
 					got = append(got, fmt.Sprint(r.Time, " ", string(r.Line)))
+				}
+				// The newest few, within a range: the last of those.
+				for _, newest := range []int{1, 3, 1000} {
+					var nw part.Block
+					nw.LinesOnly, nw.Contains, nw.Newest = true, some.Contains, newest
+					lo, hi := int64(math.MinInt64), int64(math.MaxInt64)
+					if len(some.Rows) > 2 {
+						lo, hi = some.Rows[1].Time, some.Rows[len(some.Rows)-2].Time
+					}
+					nw.From, nw.To = lo, hi
+					if err := rd.ReadBlock(i, &nw); err != nil {
+						t.Fatal(err)
+					}
+					var in []string
+					for _, r := range some.Rows {
+						if r.Time >= lo && r.Time <= hi {
+							in = append(in, fmt.Sprint(r.Time, " ", string(r.Line)))
+						}
+					}
+					in = in[max(0, len(in)-newest):]
+					var gotN []string
+					for _, r := range nw.Rows {
+						gotN = append(gotN, fmt.Sprint(r.Time, " ", string(r.Line)))
+					}
+					if !slices.Equal(gotN, in) {
+						t.Errorf("%q newest %d: %d rows, want %d", pair, newest, len(gotN), len(in))
+					}
 				}
 			}
 			if !slices.Equal(got, want) {
