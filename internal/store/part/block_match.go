@@ -390,6 +390,9 @@ func (b *Block) assembleMatching(nrows int, stream uint32, times, subms, tids, r
 	if b.Newest > 0 {
 		return b.matchNewest(nrows, stream, times, subms, tids, rowFlags, lci)
 	}
+	if b.NoLines {
+		return b.matchCounting(nrows, stream, times, subms, tids, rowFlags, lci)
+	}
 	cur := grown(b.cursors, len(b.cols))
 	clear(cur)
 	b.cursors = cur
@@ -465,6 +468,76 @@ func (b *Block) matchNewest(nrows int, stream uint32, times, subms, tids, rowFla
 		}
 	}
 	slices.Reverse(b.Rows) // in time order, as every read gives them
+	return nil
+}
+
+// matchCounting is the read of NoLines: the rows' times and templates
+// first (which checks the columns' value counts), then each row tested
+// with the cursors of only the columns the tests read: a literal's
+// candidate values, the values of the lines to rebuild.
+func (b *Block) matchCounting(nrows int, stream uint32, times, subms, tids, rowFlags []byte, lci int) error {
+	if err := b.decodeRows(nrows, times, subms, tids); err != nil {
+		return err
+	}
+	need := grown(b.need, len(b.cols))
+	clear(need)
+	b.need = need
+	for t := range b.tmpls {
+		tm := &b.tmpls[t]
+		if tm.raw {
+			if lci >= 0 {
+				need[lci] = true
+			}
+			continue
+		}
+		for li := range b.Contains {
+			switch b.plan(t, li) {
+			case planLine:
+				for _, si := range tm.holes {
+					need[tm.slots[si].col] = true
+				}
+			case planValues:
+				cands, err := b.candidates(t, li)
+				if err != nil {
+					return err
+				}
+				for _, si := range cands {
+					need[tm.slots[si].col] = true
+				}
+			}
+		}
+	}
+	b.adv, b.advStart = b.adv[:0], append(b.advStart[:0], 0)
+	for t := range b.tmpls {
+		for _, sl := range b.tmpls[t].slots {
+			if need[sl.col] {
+				b.adv = append(b.adv, sl.col)
+			}
+		}
+		if b.tmpls[t].raw && lci >= 0 && need[lci] {
+			b.adv = append(b.adv, lci)
+		}
+		b.advStart = append(b.advStart, len(b.adv))
+	}
+	cur := b.cursors
+	clear(cur)
+	for k := range nrows {
+		tid := int(b.tids[k])
+		r := rows.Row{Time: b.times[k], Stream: stream, MsgFlags: record.Flags(rowFlags[k] >> rowMsgFlagsSh)}
+		if rowFlags[k]&rowFromReceive != 0 {
+			r.TimeSource = record.FromReceive
+		}
+		keep, err := b.matchRow(k, &b.tmpls[tid], tid, lci, r.Time, rowFlags[k], nil, &r)
+		if err != nil {
+			return err
+		}
+		if keep {
+			b.Rows = append(b.Rows, r)
+		}
+		for _, c := range b.adv[b.advStart[tid]:b.advStart[tid+1]] {
+			cur[c]++
+		}
+	}
 	return nil
 }
 

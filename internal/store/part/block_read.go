@@ -53,6 +53,9 @@ type Block struct {
 	matches  []colMatch // per literal and column (block_match.go)
 	cands    [][]int    // per template and literal
 	candDone []bool
+	need     []bool // matchCounting: the columns whose cursors are kept
+	adv      []int  // and, per template from advStart, those its rows advance
+	advStart []int
 	cursors  []int
 	scratch  []byte
 	gapsLow  [][]byte // scratch of templatePlan
