@@ -81,7 +81,7 @@ func (o *exportOpts) run(args []string, e *env) error {
 			return usageError("--stream: %v", err)
 		}
 		match = func(ls record.Labels) bool {
-			return sel.Matches(func(n string) string { v, _ := ls.Get(n); return v })
+			return sel.Matches(ls.Value)
 		}
 	}
 	var tenants []string

@@ -71,20 +71,21 @@ func (e LabelExtraction) String() string {
 	return e.Name + "=" + quote(e.Expr)
 }
 
-func writeExtractions(b *strings.Builder, params []LabelExtraction) {
-	for i, e := range params {
+// writeList writes " a, b, c": the operands of a stage.
+func writeList[T interface{ String() string }](b *strings.Builder, items []T) {
+	for i, it := range items {
 		if i > 0 {
 			b.WriteByte(',')
 		}
 		b.WriteByte(' ')
-		b.WriteString(e.String())
+		b.WriteString(it.String())
 	}
 }
 
 func (s *JSONParser) String() string {
 	var b strings.Builder
 	b.WriteString("| json")
-	writeExtractions(&b, s.Params)
+	writeList(&b, s.Params)
 	return b.String()
 }
 
@@ -97,7 +98,7 @@ func (s *LogfmtParser) String() string {
 	if s.KeepEmpty {
 		b.WriteString(" --keep-empty")
 	}
-	writeExtractions(&b, s.Params)
+	writeList(&b, s.Params)
 	return b.String()
 }
 
@@ -154,27 +155,17 @@ func (it LabelItem) String() string {
 	return it.Name
 }
 
-func writeItems(b *strings.Builder, items []LabelItem) {
-	for i, it := range items {
-		if i > 0 {
-			b.WriteByte(',')
-		}
-		b.WriteByte(' ')
-		b.WriteString(it.String())
-	}
-}
-
 func (s *Drop) String() string {
 	var b strings.Builder
 	b.WriteString("| drop")
-	writeItems(&b, s.Items)
+	writeList(&b, s.Items)
 	return b.String()
 }
 
 func (s *Keep) String() string {
 	var b strings.Builder
 	b.WriteString("| keep")
-	writeItems(&b, s.Items)
+	writeList(&b, s.Items)
 	return b.String()
 }
 

@@ -36,7 +36,7 @@ func (c *counters) snapshot() Stats {
 func (ev *evaluator) streams(sel logql.Selector, from, to int64) []record.Labels {
 	var out []record.Labels
 	for _, ls := range ev.src.Streams(ev.p.Tenant, from, to) {
-		if sel.Matches(func(name string) string { v, _ := ls.Get(name); return v }) {
+		if sel.Matches(ls.Value) {
 			out = append(out, ls)
 		}
 	}

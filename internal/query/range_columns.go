@@ -219,16 +219,26 @@ const maxMemo = 4096
 // columnSeries runs the label stages on a row's parameters and returns
 // the series it counts in, or nil when a filter drops it.
 func (w *rangeWorker) columnSeries(ls record.Labels, t int64) (*rangeSeries, error) {
+	if !w.columnLabels(ls, t) {
+		return nil, nil
+	}
+	return w.seriesOf()
+}
+
+// columnLabels sets w.lb to a row's labels: the stream's, the json
+// stage's of the parameters in cp.values, then the label filters'. It
+// reports whether the filters keep the row.
+func (w *rangeWorker) columnLabels(ls record.Labels, t int64) bool {
 	cp := w.cols
 	w.lb.reset(ls)
 	cp.json.buf.reset()
 	cp.json.apply(w.lb, cp.values)
 	for _, st := range w.pipe.stages[1:] {
 		if _, ok := st.process(t, nil, w.lb); !ok {
-			return nil, nil
+			return false
 		}
 	}
-	return w.seriesOf()
+	return true
 }
 
 // columnRowOnce is columnRow for one row alone.
@@ -283,14 +293,8 @@ func (w *rangeWorker) columnRowOnce(ls record.Labels, t int64) error {
 
 // columnSample runs the label stages and unwrap on a row's parameters.
 func (w *rangeWorker) columnSample(ls record.Labels, t int64) (*rangeSeries, float64, error) {
-	cp := w.cols
-	w.lb.reset(ls)
-	cp.json.buf.reset()
-	cp.json.apply(w.lb, cp.values)
-	for _, st := range w.pipe.stages[1:] {
-		if _, ok := st.process(t, nil, w.lb); !ok {
-			return nil, 0, nil
-		}
+	if !w.columnLabels(ls, t) {
+		return nil, 0, nil
 	}
 	return w.sampleSeries(t, nil)
 }

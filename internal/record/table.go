@@ -98,6 +98,13 @@ func (ls Labels) Get(name string) (string, bool) {
 	return "", false
 }
 
+// Value returns the value of the named label, "" when absent (as a
+// LogQL matcher sees an absent label).
+func (ls Labels) Value(name string) string {
+	v, _ := ls.Get(name)
+	return v
+}
+
 // String formats the set as Loki does: {a="x", b="y"}.
 func (ls Labels) String() string {
 	var sb strings.Builder

@@ -291,8 +291,7 @@ func (s *Server) matchingStreams(q *queryRequest, names ...string) ([]record.Lab
 	defer sn.Release()
 	var out []record.Labels
 	for _, ls := range sn.Streams(q.tenant, start.UnixNano(), end.UnixNano()) {
-		get := func(name string) string { v, _ := ls.Get(name); return v }
-		if len(sels) == 0 || slices.ContainsFunc(sels, func(sel logql.Selector) bool { return sel.Matches(get) }) {
+		if len(sels) == 0 || slices.ContainsFunc(sels, func(sel logql.Selector) bool { return sel.Matches(ls.Value) }) {
 			out = append(out, ls)
 		}
 	}
@@ -357,7 +356,7 @@ func (s *Server) indexStats(ctx context.Context, q *queryRequest) (any, error) {
 	sn := s.st.Snapshot()
 	defer sn.Release()
 	st, err := sn.StreamStats(ctx, q.tenant, start.UnixNano(), end.UnixNano(), func(ls record.Labels) bool {
-		return sel.Matches(func(name string) string { v, _ := ls.Get(name); return v })
+		return sel.Matches(ls.Value)
 	})
 	if err != nil {
 		return nil, err

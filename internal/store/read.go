@@ -159,10 +159,8 @@ func (sn *Snapshot) Scan(ctx context.Context, tenant string, stream record.Label
 		}
 	}
 	for _, h := range sn.heads {
-		svs := h.tenants[tenant]
-		i := sort.Search(len(svs), func(i int) bool { return svs[i].key >= key })
-		if i < len(svs) && svs[i].key == key {
-			its = append(its, newHeadIter(h, &svs[i], from, to, opts.Backward))
+		if sv := h.stream(tenant, key); sv != nil {
+			its = append(its, newHeadIter(h, sv, from, to, opts.Backward))
 		}
 	}
 	return mergeRows(ctx, its, opts.Backward, fn)
@@ -228,6 +226,16 @@ func mergeRows(ctx context.Context, its []rowIter, backward bool, fn RowFunc) er
 func rowTime(it rowIter) int64 {
 	r, _ := it.row()
 	return r.Time
+}
+
+// stream returns a head view's stream of a tenant by its key, or nil.
+func (h *headView) stream(tenant, key string) *streamView {
+	svs := h.tenants[tenant]
+	i := sort.Search(len(svs), func(i int) bool { return svs[i].key >= key })
+	if i < len(svs) && svs[i].key == key {
+		return &svs[i]
+	}
+	return nil
 }
 
 type headIter struct {
@@ -446,8 +454,7 @@ func (sn *Snapshot) StreamStats(ctx context.Context, tenant string, from, to int
 			}
 		}
 		for _, h := range sn.heads {
-			svs := h.tenants[tenant]
-			if i := sort.Search(len(svs), func(i int) bool { return svs[i].key >= key }); i < len(svs) && svs[i].key == key {
+			if h.stream(tenant, key) != nil {
 				st.Blocks++
 			}
 		}
@@ -505,10 +512,8 @@ func (sn *Snapshot) ScanColumns(ctx context.Context, tenant string, stream recor
 	}
 	var its []rowIter
 	for _, h := range sn.heads {
-		svs := h.tenants[tenant]
-		i := sort.Search(len(svs), func(i int) bool { return svs[i].key >= key })
-		if i < len(svs) && svs[i].key == key {
-			its = append(its, newHeadIter(h, &svs[i], from, to, false))
+		if sv := h.stream(tenant, key); sv != nil {
+			its = append(its, newHeadIter(h, sv, from, to, false))
 		}
 	}
 	return mergeRows(ctx, its, false, rowFn)
