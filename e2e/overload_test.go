@@ -32,10 +32,11 @@ import (
 // server's RSS, sampled from /proc/PID/status every 10 ms (and its VmHWM
 // at the end), must stay under 384 MiB, whatever the load offered: what
 // it holds live is at most three heads of --head-bytes 16 MiB (one
-// filling, one being flushed, the part built from it: 48 MiB), the parse
-// buffers of --max-inflight 4 line requests (a 4 MiB chunk, its batch and
-// its encoding: 16 MiB each by the server's own estimate, 64 MiB), and
-// the runtime, binary and connections (some 30 MiB): about 140 MiB. The
+// filling and one being flushed, --max-head-bytes 32 MiB, and the part
+// built from it: 48 MiB), the parse buffers of --max-inflight 4 line
+// requests (a 4 MiB chunk, its batch and its encoding: 16 MiB each by the
+// server's own estimate, 64 MiB), and the runtime, binary and
+// connections (some 30 MiB): about 140 MiB. The
 // Go heap may hold as much garbage again before a collection (GOGC=100;
 // sluice's soft memory limit is of the same size), 280 MiB, and freed
 // pages go back to the OS lazily, hence 384 MiB (measured: 230 to 270
@@ -67,7 +68,8 @@ func TestServerOverload(t *testing.T) {
 	}
 	seconds := envNumber(t, "SLUICE_OVERLOAD_SECONDS", 4)
 	data := filepath.Join(t.TempDir(), "data")
-	s := mustStartServerOn(t, data, "--max-inflight", fmt.Sprint(inflight), "--head-bytes", fmt.Sprint(headBytes))
+	s := mustStartServerOn(t, data, "--max-inflight", fmt.Sprint(inflight), "--head-bytes", fmt.Sprint(headBytes),
+		"--max-head-bytes", fmt.Sprint(2*headBytes))
 	rss := sampleRSS(s.pid(), 10*time.Millisecond)
 	l := newLedger()
 	// The lines' text: slices of 4 MiB of random text, cheaper to cut

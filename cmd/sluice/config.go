@@ -20,6 +20,7 @@ type fileConfig struct {
 	Data           string              `yaml:"data"`
 	Fsync          string              `yaml:"fsync"`
 	HeadBytes      int64               `yaml:"head_bytes"`
+	MaxHeadBytes   int64               `yaml:"max_head_bytes"`
 	Retention      string              `yaml:"retention"`
 	MaxTenantBytes int64               `yaml:"max_tenant_bytes"`
 	Pprof          *bool               `yaml:"pprof"`
@@ -108,6 +109,7 @@ func (c *fileConfig) apply(o *serveOpts, fs *flag.FlagSet) error {
 	str("data", &o.storage.data, c.Data)
 	str("fsync", &o.storage.fsync, c.Fsync)
 	num("head-bytes", &o.storage.headBytes, c.HeadBytes)
+	num("max-head-bytes", &o.maxHeadBytes, c.MaxHeadBytes)
 	num("max-tenant-bytes", &o.maxTenantBytes, c.MaxTenantBytes)
 	if c.Retention != "" && !set["retention"] {
 		d, err := time.ParseDuration(c.Retention)

@@ -59,7 +59,8 @@ SIGTERM or SIGINT drains the requests in flight, then closes the store.`,
 		fs.Int64Var(&cfg.MaxDecodedBytes, "max-decoded-bytes", cfg.MaxDecodedBytes, "largest request body accepted, decompressed")
 		fs.Int64Var(&cfg.MaxWholeBodyBytes, "max-whole-body-bytes", cfg.MaxWholeBodyBytes, "largest Loki, OTLP or Elasticsearch body accepted, decompressed (they are decoded whole)")
 		fs.Int64Var(&cfg.MaxInflightBytes, "max-inflight-bytes", cfg.MaxInflightBytes, "memory that ingest requests in flight may hold; more wait a second, then get 503")
-		fs.Int64Var(&o.memLimit, "memory-limit", 0, "soft limit of the Go heap in `bytes` (0: three heads, the in-flight bytes and 64 MiB; GOMEMLIMIT overrides)")
+		fs.Int64Var(&o.maxHeadBytes, "max-head-bytes", 0, "memory the heads not yet flushed may hold; past it ingest waits for the flush (0: an eighth of the memory, at most 1 GiB, at least twice --head-bytes)")
+		fs.Int64Var(&o.memLimit, "memory-limit", 0, "soft limit of the Go heap in `bytes` (0: --max-head-bytes, one more head, the in-flight bytes and 64 MiB; GOMEMLIMIT overrides)")
 		fs.IntVar(&cfg.MaxInflight, "max-inflight", cfg.MaxInflight, "ingest requests served at once; more wait a second, then get 503")
 		fs.IntVar(&cfg.Parse.MaxLineSize, "max-line-size", 1<<20, "reject lines longer than this many bytes")
 		fs.IntVar(&cfg.Parse.Record.MaxFields, "max-fields", 1000, "reject lines with more fields than this")
@@ -87,6 +88,7 @@ type serveOpts struct {
 	syslogTCP, syslogUDP, syslogTenant string
 	retention                          time.Duration
 	maxTenantBytes, memLimit           int64
+	maxHeadBytes                       int64
 	cfg                                *server.Config
 	fs                                 *flag.FlagSet
 }
@@ -113,18 +115,22 @@ func (o *serveOpts) run(args []string, e *env) error {
 	log := slog.New(slog.NewTextHandler(e.stderr, nil))
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	if o.maxHeadBytes <= 0 {
+		o.maxHeadBytes = defaultMaxHeadBytes(o.storage.headBytes)
+	}
 	if os.Getenv("GOMEMLIMIT") == "" {
 		// A soft limit, so the GC keeps garbage near what is live: the
-		// heads, and what requests in flight may hold.
+		// heads, the part being built from one, and what requests in
+		// flight may hold.
 		limit := o.memLimit
 		if limit <= 0 {
-			limit = 3*o.storage.headBytes + o.cfg.MaxInflightBytes + 64<<20
+			limit = o.maxHeadBytes + o.storage.headBytes + o.cfg.MaxInflightBytes + 64<<20
 		}
 		debug.SetMemoryLimit(limit)
 	}
 	reg := prometheus.NewRegistry()
 	st, err := o.storage.openWith(e.stderr, store.Options{Retention: o.retention, MaxTenantBytes: o.maxTenantBytes,
-		OnWALSync: server.WALSyncObserver(reg)})
+		MaxHeadBytes: o.maxHeadBytes, OnWALSync: server.WALSyncObserver(reg)})
 	if err != nil {
 		return err
 	}

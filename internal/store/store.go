@@ -27,9 +27,13 @@ type Options struct {
 	// Sync is the WAL's policy; the zero value syncs before every
 	// acknowledgement.
 	Sync wal.SyncPolicy
-	// HeadBytes is the head size (encoded bytes) that starts a flush;
-	// Append waits while a full head waits for the previous flush.
+	// HeadBytes is the head size (encoded bytes) that starts a flush.
 	HeadBytes int64
+	// MaxHeadBytes bounds the head filling and the one being flushed
+	// together: past it, Append waits for the flush. 0 means twice
+	// HeadBytes. A larger budget lets a burst be stored at the speed of
+	// the WAL rather than of the flush, for as much memory.
+	MaxHeadBytes int64
 	// MergeFactor is how many parts of a tenant, day and level are merged
 	// into one of the next level.
 	MergeFactor int
@@ -114,6 +118,7 @@ type Stats struct {
 	RecoveryTime          time.Duration
 	CorruptWAL, BadParts  int
 	HeadBytes, HeadRows   int64
+	FlushingBytes         int64 // of the head being flushed, if one is
 	Parts                 int
 	PartBytes, LineBytes  int64
 	PartRows              int64
@@ -134,6 +139,7 @@ func Open(opts Options) (*Store, error) {
 	if opts.HeadBytes <= 0 {
 		opts.HeadBytes = DefaultHeadBytes
 	}
+	opts.MaxHeadBytes = max(opts.MaxHeadBytes, 2*opts.HeadBytes)
 	if opts.MergeFactor < 2 {
 		opts.MergeFactor = DefaultMergeFactor
 	}
@@ -416,10 +422,11 @@ func (p *Pending) Wait() error {
 // walOrder orders blocks as their frames are in the WAL.
 func walOrder(p wal.Pos) uint64 { return p.Segment<<40 | uint64(p.Offset) }
 
-// waitForRoom blocks while the head is full and a flush is still writing
-// the previous one. While flushing fails (a full disk, say) it waits for
-// an attempt begun after it asked and, if that fails too, returns its
-// error rather than let memory grow or block the caller forever.
+// waitForRoom blocks while the heads (the one filling and the one being
+// flushed) hold MaxHeadBytes. While flushing fails (a full disk, say) it
+// waits for an attempt begun after it asked and, if that fails too,
+// returns its error rather than let memory grow or block the caller
+// forever.
 func (s *Store) waitForRoom() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -432,13 +439,18 @@ func (s *Store) waitForRoom() error {
 		if s.closed {
 			return ErrClosed
 		}
-		// Past the limit, wait for the flush in progress; past twice the
-		// limit, for the flusher to cut the head even if none is.
+		// A full head starts a flush; the heads past their budget wait
+		// for it (or, if none is under way, for the flusher to cut).
 		b, _ := s.head.size()
-		if b < s.opts.HeadBytes || (s.flushing == nil && b < 2*s.opts.HeadBytes) {
-			if b >= s.opts.HeadBytes {
-				s.signal()
-			}
+		if b < s.opts.HeadBytes {
+			return nil
+		}
+		var f int64
+		if s.flushing != nil {
+			f, _ = s.flushing.size()
+		}
+		if b+f < s.opts.MaxHeadBytes {
+			s.signal()
 			return nil
 		}
 		if s.bgErr != nil && attempts >= 2 {
@@ -661,9 +673,12 @@ func (s *Store) Stats() Stats {
 	if s.bgErr != nil {
 		st.BackgroundError = s.bgErr.Error()
 	}
-	h := s.head
+	h, f := s.head, s.flushing
 	s.mu.Unlock()
 	st.HeadBytes, st.HeadRows = h.size()
+	if f != nil {
+		st.FlushingBytes, _ = f.size()
+	}
 	st.WAL = s.wal.Stats()
 	if st.PartBytes > 0 {
 		st.WriteAmplification = float64(st.FlushedBytes+st.MergedBytes) / float64(st.PartBytes)

@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -402,5 +403,67 @@ func TestManifestDamage(t *testing.T) {
 			s.Close()
 			t.Fatalf("bit %d flipped: Open accepted the manifest", i)
 		}
+	}
+}
+
+// TestMaxHeadBytes: while a flush cannot finish, appends go on until the
+// heads hold MaxHeadBytes, then wait for it; nothing is lost either way.
+func TestMaxHeadBytes(t *testing.T) {
+	gate := make(chan struct{})
+	var stuck atomic.Bool
+	fs := vfs.NewFault(vfs.NewMem(), func(op vfs.Op, name string) error {
+		if op == vfs.OpCreate && strings.Contains(name, ".part") {
+			stuck.Store(true)
+			<-gate
+		}
+		return nil
+	})
+	const headBytes, maxHeadBytes = 16 << 10, 256 << 10
+	s := open(t, fs, Options{HeadBytes: headBytes, MaxHeadBytes: maxHeadBytes})
+	lines := genLines(4000, 11)
+
+	progress := make(chan int, len(lines))
+	errc := make(chan error, 1)
+	go func() {
+		for i := 0; i < len(lines); i += 20 {
+			if err := appendBatch(s, "default", lines[i:i+20]); err != nil {
+				errc <- err
+				return
+			}
+			progress <- i + 20
+		}
+		errc <- nil
+	}()
+	// The appends outrun the stuck flush past twice HeadBytes, up to the
+	// budget, then stop.
+	done := 0
+	for {
+		select {
+		case done = <-progress:
+			continue
+		case err := <-errc:
+			t.Fatalf("every append returned (err %v) while the flush was stuck", err)
+		case <-time.After(300 * time.Millisecond):
+		}
+		break
+	}
+	st := s.Stats()
+	if !stuck.Load() || st.FlushingBytes == 0 {
+		t.Fatalf("no flush under way (stats %+v)", st)
+	}
+	heads := st.HeadBytes + st.FlushingBytes
+	if heads < maxHeadBytes-4<<10 || heads > maxHeadBytes+8<<10 {
+		t.Errorf("appends stopped with %d bytes in the heads (%d lines acknowledged), want about MaxHeadBytes %d", heads, done, maxHeadBytes)
+	}
+	close(gate)
+	if err := <-errc; err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	diff(t, exportAll(t, s), expected(t, map[string][]string{"default": lines}))
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
 	}
 }

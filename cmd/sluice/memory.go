@@ -1,0 +1,62 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"os"
+	"strconv"
+)
+
+// defaultMaxHeadBytes is the memory the heads not yet flushed may hold by
+// default: an eighth of the memory, at most 1 GiB (a burst of a few million
+// lines is stored at the speed of the WAL, then flushed), and at least the
+// two heads a store needs to flush one while the other fills.
+func defaultMaxHeadBytes(headBytes int64) int64 {
+	budget := int64(1 << 30)
+	if m := memoryBytes(); m > 0 {
+		budget = min(budget, m/8)
+	}
+	return max(budget, 2*headBytes)
+}
+
+// memoryBytes is the memory this process may use: its cgroup's limit
+// (v2, then v1) when it has one, else the machine's. 0 when unknown.
+func memoryBytes() int64 {
+	total := memTotal()
+	for _, path := range []string{"/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"} {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			continue
+		}
+		n, err := strconv.ParseInt(string(bytes.TrimSpace(data)), 10, 64)
+		if err != nil || n <= 0 { // "max": no limit
+			continue
+		}
+		if total == 0 || n < total {
+			return n
+		}
+	}
+	return total
+}
+
+// memTotal reads MemTotal from /proc/meminfo, in bytes.
+func memTotal() int64 {
+	f, err := os.Open("/proc/meminfo")
+	if err != nil {
+		return 0
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		rest, ok := bytes.CutPrefix(sc.Bytes(), []byte("MemTotal:"))
+		if !ok {
+			continue
+		}
+		kb, err := strconv.ParseInt(string(bytes.TrimSpace(bytes.TrimSuffix(bytes.TrimSpace(rest), []byte("kB")))), 10, 64)
+		if err != nil {
+			return 0
+		}
+		return kb << 10
+	}
+	return 0
+}
