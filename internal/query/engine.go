@@ -138,6 +138,7 @@ type Stats struct {
 	Streams      int64 // streams read
 	Rows         int64 // rows read
 	RowsColumnar int64 // rows of those read from their columns, their lines not rebuilt
+	RowsSwept    int64 // rows of those counted by their columns' value ids, never walked one by one
 	Bytes        int64 // bytes of the lines read
 	LinesOut     int64 // lines returned
 	ExecDuration time.Duration

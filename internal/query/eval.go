@@ -24,11 +24,12 @@ type evaluator struct {
 
 // counters are Stats counted by concurrent workers.
 type counters struct {
-	streams, rows, bytes, linesOut, columnar atomic.Int64
+	streams, rows, bytes, linesOut, columnar, swept atomic.Int64
 }
 
 func (c *counters) snapshot() Stats {
-	return Stats{Streams: c.streams.Load(), Rows: c.rows.Load(), Bytes: c.bytes.Load(), LinesOut: c.linesOut.Load(), RowsColumnar: c.columnar.Load()}
+	return Stats{Streams: c.streams.Load(), Rows: c.rows.Load(), Bytes: c.bytes.Load(), LinesOut: c.linesOut.Load(),
+		RowsColumnar: c.columnar.Load(), RowsSwept: c.swept.Load()}
 }
 
 // streams returns the streams of the query's tenant with rows in
@@ -47,7 +48,7 @@ func (ev *evaluator) streams(sel logql.Selector, from, to int64) []record.Labels
 // every few thousand rows: an atomic add per row, on counters all the
 // workers share, cost a few percent of a scan.
 type tally struct {
-	rows, bytes, columnar int64
+	rows, bytes, columnar, swept int64
 }
 
 // scanned counts a row read and, every 1024 rows, checks the
@@ -65,6 +66,7 @@ func (ev *evaluator) scanned(t *tally, line []byte) error {
 func (ev *evaluator) flush(t *tally) error {
 	ev.stats.rows.Add(t.rows)
 	ev.stats.columnar.Add(t.columnar)
+	ev.stats.swept.Add(t.swept)
 	n := ev.stats.bytes.Add(t.bytes)
 	*t = tally{}
 	if max := ev.e.limits.MaxBytesScanned; max > 0 && n > max {

@@ -104,11 +104,8 @@ func (w *rangeWorker) seriesOf() (*rangeSeries, error) {
 
 // add adds a sample at time t to the windows of s that hold it.
 func (w *rangeWorker) add(s *rangeSeries, t int64, v float64) {
-	shape := w.shape
-	ts := t + w.off
-	lo := ceilDiv(ts-shape.start, shape.step)
-	hi := floorDiv(ts+w.rng-1-shape.start, shape.step)
-	for k := max(lo, 0); k <= min(hi, int64(shape.steps-1)); k++ {
+	lo, hi := w.windows(t)
+	for k := lo; k <= hi; k++ {
 		s.add(w.op, int(k), t, v)
 	}
 }

@@ -98,6 +98,11 @@ type colPlanner struct {
 	holeOff   []int
 	holeInStr []bool
 	valid     [][2][256]int8 // per column, per context, per value id: 0 unknown, 1 bad, 2 good
+	// wholeValid is, per column and context, whether every value is
+	// well-formed: 0 unknown, 1 no, 2 yes.
+	wholeValid [][2]int8
+
+	sweep sweepState
 }
 
 func (w *rangeWorker) colPlanner() *colPlanner {
@@ -118,6 +123,9 @@ func (w *rangeWorker) colPlanner() *colPlanner {
 func (w *rangeWorker) block(ev *evaluator, ls record.Labels, b *part.Block, from, to int64) error {
 	cp := w.colPlanner()
 	cp.startBlock(b)
+	if done, err := w.sweep(ev, ls, b, from, to); done || err != nil {
+		return err
+	}
 	for k := range b.NumRows() {
 		t, tm := b.RowTime(k), b.RowTemplate(k)
 		if t >= from && t <= to {
@@ -351,6 +359,7 @@ func (cp *colPlanner) startBlock(b *part.Block) {
 	cp.valid = cp.valid[:b.NumColumns()]
 	clear(cp.valid)
 	cp.plainCols = growClear(cp.plainCols, b.NumColumns())
+	cp.wholeValid = growClear(cp.wholeValid, b.NumColumns())
 	cp.dictMemo = growClear(cp.dictMemo, 256*b.NumColumns())
 	cp.dictSeries = growClear(cp.dictSeries, 256*b.NumColumns())
 	need := growClear(cp.need, b.NumColumns())
@@ -449,34 +458,46 @@ func (cp *colPlanner) rowValues(b *part.Block, tm int, t int64) (bool, error) {
 		}
 		si := holes[pp.hole]
 		col := b.SlotColumn(tm, si)
-		v, arena, err := b.Value(col, cp.cur[col]+b.SlotRank(tm, si), t, cp.arena.b)
-		cp.arena.b = arena
-		if err != nil {
+		pv, ok, err := cp.holeValue(b, col, cp.cur[col]+b.SlotRank(tm, si), t, pp.inString)
+		if err != nil || !ok {
 			return false, err
 		}
-		text := bytesView(v) // in the block or the arena: valid for the row
-		switch {
-		case pp.inString && bytes.IndexByte(v, '\\') >= 0:
-			// Unescaped as the stage unescapes: the value quoted, read as
-			// a JSON string.
-			q := len(cp.arena.b)
-			cp.arena.b = append(append(append(cp.arena.b, '"'), text...), '"')
-			cp.scan.buf.reset()
-			cp.scan.sc.reset(cp.arena.b[q:], &cp.scan.buf)
-			s, end := cp.scan.sc.str(0)
-			if end < 0 {
-				return false, nil
-			}
-			u := len(cp.arena.b)
-			cp.arena.b = append(cp.arena.b, s...)
-			cp.values = append(cp.values, paramValue{v: cp.arena.view(u), found: true})
-		case !pp.inString && len(text) > 0 && text[0] == 'n':
-			cp.values = append(cp.values, paramValue{v: "", found: true}) // null
-		default:
-			cp.values = append(cp.values, paramValue{v: text, found: true})
-		}
+		cp.values = append(cp.values, pv)
 	}
 	return true, nil
+}
+
+// holeValue returns the parameter that value vi of column col gives
+// (t is the row's time) in a hole inside a JSON string or outside one,
+// as the json stage would read it; ok is false when the row must take the
+// row path. The value views the block or cp.arena, valid until the
+// arena's next reset.
+func (cp *colPlanner) holeValue(b *part.Block, col, vi int, t int64, inString bool) (pv paramValue, ok bool, err error) {
+	v, arena, err := b.Value(col, vi, t, cp.arena.b)
+	cp.arena.b = arena
+	if err != nil {
+		return pv, false, err
+	}
+	text := bytesView(v)
+	switch {
+	case inString && bytes.IndexByte(v, '\\') >= 0:
+		// Unescaped as the stage unescapes: the value quoted, read as a
+		// JSON string.
+		q := len(cp.arena.b)
+		cp.arena.b = append(append(append(cp.arena.b, '"'), text...), '"')
+		cp.scan.buf.reset()
+		cp.scan.sc.reset(cp.arena.b[q:], &cp.scan.buf)
+		s, end := cp.scan.sc.str(0)
+		if end < 0 {
+			return pv, false, nil
+		}
+		u := len(cp.arena.b)
+		cp.arena.b = append(cp.arena.b, s...)
+		return paramValue{v: cp.arena.view(u), found: true}, true, nil
+	case !inString && len(text) > 0 && text[0] == 'n':
+		return paramValue{v: "", found: true}, true, nil // null
+	}
+	return paramValue{v: text, found: true}, true, nil
 }
 
 // wellFormed reports whether the value of slot si (of the row at hand)
@@ -503,11 +524,7 @@ func (cp *colPlanner) wellFormed(b *part.Block, tm, si int, inString bool, t int
 	if err != nil {
 		return false, err
 	}
-	good := validStringContent(v)
-	if !inString {
-		cp.scan.sc.reset(v, &cp.scan.buf)
-		good = len(v) > 0 && cp.scan.sc.skip(0, 0) == len(v)
-	}
+	good := cp.wellFormedValue(v, inString)
 	if id >= 0 {
 		cp.valid[col][ctx][id] = 1
 		if good {
@@ -515,6 +532,16 @@ func (cp *colPlanner) wellFormed(b *part.Block, tm, si int, inString bool, t int
 		}
 	}
 	return good, nil
+}
+
+// wellFormedValue reports whether v is string content (inString) or one
+// JSON value.
+func (cp *colPlanner) wellFormedValue(v []byte, inString bool) bool {
+	if inString {
+		return validStringContent(v)
+	}
+	cp.scan.sc.reset(v, &cp.scan.buf)
+	return len(v) > 0 && cp.scan.sc.skip(0, 0) == len(v)
 }
 
 // notStringContent marks the bytes that need a look in string content:
@@ -536,7 +563,7 @@ func (cp *colPlanner) wellFormedColumn(b *part.Block, col int, inString bool) bo
 		return true
 	}
 	if !inString {
-		return false
+		return b.TimesAreNumbers(col)
 	}
 	if cp.plainCols[col] == 0 {
 		cp.plainCols[col] = 1

@@ -57,33 +57,8 @@ func columnLines(n int) []string {
 // give the same results on the columnar path as on the row path, over
 // parts (the columnar path) and the head (rows only).
 func TestColumnarSameAsRows(t *testing.T) {
-	st, err := store.Open(store.Options{FS: vfs.NewMem(), Dir: "data"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	cfg := record.DefaultConfig()
-	p, err := parse.New(parse.Options{Record: cfg})
-	if err != nil {
-		t.Fatal(err)
-	}
-	lines := columnLines(6000)
-	for i := 0; i < len(lines); i += 500 {
-		chunk := strings.Join(lines[i:min(i+500, len(lines))], "\n") + "\n"
-		err := p.Bytes(context.Background(), []byte(chunk), func(b *record.Batch) error { return st.Append(store.DefaultTenant, b) })
-		if err != nil {
-			t.Fatal(err)
-		}
-		if i == 4000 {
-			if err := st.Flush(); err != nil { // the rest stays in the head
-				t.Fatal(err)
-			}
-		}
-	}
-	sn := st.Snapshot()
-	defer sn.Release()
 	all := `{service=~"api|web"}`
-	queries := []string{
+	checkColumnar(t, columnLines(6000), false, []string{
 		`sum by (level) (count_over_time(` + all + ` | json level [1h]))`,
 		`sum by (level, msg) (count_over_time(` + all + ` | json level, msg | level=~"(?i)error" [1h]))`,
 		`sum(count_over_time(` + all + ` | json s="http.status" | s >= 500 | __error__="" [1h]))`,
@@ -103,7 +78,79 @@ func TestColumnarSameAsRows(t *testing.T) {
 		`sum by (__error__, __error_details__) (count_over_time(` + all + ` | json level, bad [1h]))`,
 		`sum by (hs) (count_over_time(` + all + ` | json hs="[\"http.status\"]" [1h]))`,
 		`sum by (level) (rate(` + all + ` | json level | level != "" [10m]))`,
+	})
+}
+
+// sweepLines are clean JSON lines, as most logs are, whose counts the
+// columnar path sweeps (range_sweep.go): a parameter in a dictionary
+// column, escaped in some rows, absent from others, or the same in every
+// row of a template.
+func sweepLines(n int) []string {
+	rng := rand.New(rand.NewPCG(7, 8))
+	pick := func(s ...string) string { return s[rng.IntN(len(s))] }
+	out := make([]string, n)
+	for i := range out {
+		ts := time.Date(2026, 1, 15, 8, 0, 0, 0, time.UTC).Add(time.Duration(i) * 7 * time.Millisecond).Format(time.RFC3339Nano)
+		svc := pick("api", "web")
+		switch rng.IntN(10) {
+		case 0:
+			out[i] = fmt.Sprintf(`{"ts":"%s","service":"%s","msg":"no level here"}`, ts, svc)
+		case 1:
+			out[i] = fmt.Sprintf(`{"ts":"%s","level":"%s","service":"%s","msg":"odd level"}`, ts, pick(`error`, `ERROR`, ``, `in"fo`), svc)
+		default:
+			out[i] = fmt.Sprintf(`{"ts":"%s","level":"%s","service":"%s","msg":"m%d","http":{"status":%d,"latency_ms":%d.%03d}}`,
+				ts, pick("info", "error", "warn", "debug"), svc, rng.IntN(5), 200+100*rng.IntN(4), rng.IntN(500), rng.IntN(1000))
+		}
 	}
+	return out
+}
+
+// TestSweepSameAsRows: counts that the columnar path sweeps give what
+// the row path gives.
+func TestSweepSameAsRows(t *testing.T) {
+	all := `{service=~"api|web"}`
+	checkColumnar(t, sweepLines(6000), true, []string{
+		`sum by (level) (count_over_time(` + all + ` | json level [1h]))`,
+		`sum by (service) (count_over_time(` + all + ` | json level | level="error" [1h]))`,
+		`count_over_time(` + all + ` | json lvl="level" | lvl=~"(?i)error" [1h])`,
+		`sum by (level) (rate(` + all + ` | json level | level != "" [10m]))`,
+		`sum by (service, service_extracted) (count_over_time(` + all + ` | json service [1h]))`,
+		`sum by (nolevel) (count_over_time(` + all + ` | json nolevel="none" [1h]))`,
+		`sum by (msg) (count_over_time(` + all + ` | json msg | msg != "m1" [1h]))`,
+		`sum(count_over_time(` + all + ` | json s="http.status" | s >= 500 | __error__="" [1h]))`,
+		`absent_over_time(` + all + ` | json level | level="fatal" [1h])`,
+	})
+}
+
+// checkColumnar compares each query's results on the columnar and the
+// row path, instant and over a range; swept says that the instant
+// queries must sweep some rows.
+func checkColumnar(t *testing.T, lines []string, swept bool, queries []string) {
+	t.Helper()
+	st, err := store.Open(store.Options{FS: vfs.NewMem(), Dir: "data"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	cfg := record.DefaultConfig()
+	p, err := parse.New(parse.Options{Record: cfg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < len(lines); i += 500 {
+		chunk := strings.Join(lines[i:min(i+500, len(lines))], "\n") + "\n"
+		err := p.Bytes(context.Background(), []byte(chunk), func(b *record.Batch) error { return st.Append(store.DefaultTenant, b) })
+		if err != nil {
+			t.Fatal(err)
+		}
+		if i == 4000 {
+			if err := st.Flush(); err != nil { // the rest stays in the head
+				t.Fatal(err)
+			}
+		}
+	}
+	sn := st.Snapshot()
+	defer sn.Release()
 	at := time.Date(2026, 1, 15, 8, 1, 0, 0, time.UTC).UnixNano()
 	for _, q := range queries {
 		for _, p := range []Params{
@@ -129,7 +176,10 @@ func TestColumnarSameAsRows(t *testing.T) {
 			if cols.Stats.RowsColumnar == 0 || rows.Stats.RowsColumnar != 0 {
 				t.Errorf("%s: %d rows read from columns (row path %d): the columnar path was not taken", q, cols.Stats.RowsColumnar, rows.Stats.RowsColumnar)
 			}
-			t.Logf("%s: %d of %d rows from columns", q, cols.Stats.RowsColumnar, cols.Stats.Rows)
+			if swept && p.Instant && cols.Stats.RowsSwept == 0 {
+				t.Errorf("%s: no row swept", q)
+			}
+			t.Logf("%s: %d of %d rows from columns, %d swept", q, cols.Stats.RowsColumnar, cols.Stats.Rows, cols.Stats.RowsSwept)
 		}
 	}
 }

@@ -2,6 +2,8 @@ package part
 
 import (
 	"fmt"
+
+	"github.com/sluicelog/sluice/internal/timestamp"
 )
 
 // Columnar reads: a block read with Block.Columnar set builds no row. Its
@@ -77,6 +79,63 @@ func (b *Block) decodeRows(nrows int, times, subms, tids []byte) error {
 
 // NumRows returns the rows of a columnar read.
 func (b *Block) NumRows() int { return len(b.times) }
+
+// TimeRange returns the earliest and latest time of a columnar read's
+// rows, as the part's index has them (the read checked every row).
+func (b *Block) TimeRange() (lo, hi int64) { return b.minTime, b.maxTime }
+
+// TemplateRows returns how many rows of a columnar read are of template t.
+func (b *Block) TemplateRows(t int) int { return b.perTmpl[t] }
+
+// TimesAreNumbers reports whether every value of column col is a time
+// written as a decimal integer (an epoch count): a JSON number.
+func (b *Block) TimesAreNumbers(col int) bool {
+	c := &b.cols[col]
+	if c.enc != encTime {
+		return false
+	}
+	for _, sh := range c.shapes {
+		switch sh.Kind {
+		case timestamp.EpochS, timestamp.EpochMs, timestamp.EpochUs, timestamp.EpochNs:
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// ColumnValues returns how many values column col holds.
+func (b *Block) ColumnValues(col int) int { return b.cols[col].n }
+
+// CountIDs adds, for a constant or dictionary column, how many of its
+// values have each id (see ValueID) to counts, and sets first[id] to the
+// index of a value with that id (the first); it reports false for other
+// columns.
+func (b *Block) CountIDs(col int, counts, first *[256]int) (bool, error) {
+	c, err := b.loadedCol(col)
+	if err != nil {
+		return false, err
+	}
+	switch c.enc {
+	case encConst:
+		if c.n > 0 {
+			if counts[0] == 0 {
+				first[0] = 0
+			}
+			counts[0] += c.n
+		}
+		return true, nil
+	case encDict:
+		for vi, id := range c.idx[:c.n] {
+			if counts[id] == 0 {
+				first[id] = vi
+			}
+			counts[id]++
+		}
+		return true, nil
+	}
+	return false, nil
+}
 
 // RowTime returns row k's time.
 func (b *Block) RowTime(k int) int64 { return b.times[k] }

@@ -46,7 +46,9 @@ type Block struct {
 	Columnar bool
 	times    []int64 // a columnar read's row times
 	tids     []int32 // and templates
-	perTmpl  []int   // scratch: rows per template
+	perTmpl  []int   // rows per template (columnar reads)
+	minTime  int64   // the rows' time range, from the index
+	maxTime  int64
 
 	nrows    int // rows in the block read, kept or not
 	plans    []litPlan

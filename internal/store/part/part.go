@@ -509,6 +509,7 @@ func (r *Reader) ReadBlock(i int, b *Block) error {
 	if b.nrows != bm.Rows {
 		return r.corrupt(bm.Off, "block %d has %d rows, index %d", i, b.nrows, bm.Rows)
 	}
+	b.minTime, b.maxTime = bm.MinTime, bm.MaxTime
 	return nil
 }
 

@@ -1,0 +1,338 @@
+package query
+
+import (
+	"github.com/sluicelog/sluice/internal/record"
+	"github.com/sluicelog/sluice/internal/store/part"
+)
+
+// A sweep counts a stored block's rows on the columnar path without
+// walking them: when the range aggregation counts rows (no unwrap) of
+// one json parameter, every row of the block falls in the same windows,
+// every template is planned with no value left to check, and the
+// parameter's values sit in constant or dictionary columns that hold
+// nothing else. The outcome of each distinct value (the series it counts
+// in, or none) is then worked out once and added for as many rows as hold
+// it, read from the column's value ids; a template whose rows all give
+// the parameter the same way adds its row count. Rows whose lines are
+// stored whole still take the row path, one by one.
+
+// sweepState is a worker's scratch for sweeps.
+type sweepState struct {
+	cols   []int  // the columns that hold the parameter
+	ctx    []int8 // per column: 0 none, 1 outside a JSON string, 2 inside
+	slots  []int  // per column: values the templates' slots use
+	param  []int  // per column: of those, the parameter's
+	consts []int  // templates whose rows all give the parameter alike
+	ids    []idCounts
+	check  idCounts // columnWellFormed's
+	adds   []sweepAdd
+	one    []paramValue
+	index  []int  // uncountRaw: per column, 1 + its place in cols, or 0
+	uses   []int  // per template and parameter column
+	raw    []bool // per template
+	cur    []int  // per parameter column
+}
+
+type idCounts struct{ counts, first [256]int }
+
+type sweepAdd struct {
+	s *rangeSeries
+	n int
+}
+
+// sweep adds the samples of block b (of stream ls) if it can, and
+// reports whether it did; when it did not, it added nothing.
+func (w *rangeWorker) sweep(ev *evaluator, ls record.Labels, b *part.Block, from, to int64) (bool, error) {
+	cp := w.cols
+	if !cp.memoOn || w.op != opSum || len(cp.json.params) != 1 {
+		return false, nil
+	}
+	lo, hi := b.TimeRange()
+	if lo < from || hi > to || !w.sameWindows(lo, hi) {
+		return false, nil
+	}
+	sw := &cp.sweep
+	ncols := b.NumColumns()
+	sw.cols, sw.consts = sw.cols[:0], sw.consts[:0]
+	sw.ctx = growClear(sw.ctx, ncols)
+	sw.slots = growClear(sw.slots, ncols)
+	sw.param = growClear(sw.param, ncols)
+	raws := 0
+	for t := range b.NumTemplates() {
+		n := b.TemplateRows(t)
+		if n == 0 {
+			continue
+		}
+		p := &cp.plans[t]
+		if !p.ok && b.TemplateRaw(t) {
+			raws += n // lines stored whole: walked below, and their values uncounted
+			continue
+		}
+		if !p.ok {
+			return false, nil
+		}
+		if len(p.checks) > 0 {
+			// Values each row would check: fine if every value of their
+			// columns is.
+			_, holes := b.TemplateLine(t)
+			for _, h := range p.checks {
+				if ok, err := cp.columnWellFormed(b, b.SlotColumn(t, holes[h]), p.inString[h], lo); err != nil || !ok {
+					return false, err
+				}
+			}
+		}
+		for s := range b.TemplateSlots(t) {
+			sw.slots[b.SlotColumn(t, s)] += n
+		}
+		pp := &p.params[0]
+		if pp.hole < 0 {
+			sw.consts = append(sw.consts, t)
+			continue
+		}
+		_, holes := b.TemplateLine(t)
+		col := b.SlotColumn(t, holes[pp.hole])
+		ctx := int8(1)
+		if pp.inString {
+			ctx = 2
+		}
+		switch sw.ctx[col] {
+		case 0:
+			sw.ctx[col] = ctx
+			sw.cols = append(sw.cols, col)
+		case ctx:
+		default:
+			return false, nil // read both inside and outside strings
+		}
+		sw.param[col] += n
+	}
+	sw.ids = grown(sw.ids, len(sw.cols))
+	for i, col := range sw.cols {
+		if sw.slots[col] != sw.param[col] {
+			return false, nil // the column holds other values too
+		}
+		ic := &sw.ids[i]
+		clear(ic.counts[:])
+		if ok, err := b.CountIDs(col, &ic.counts, &ic.first); err != nil || !ok {
+			return false, err
+		}
+	}
+	if raws > 0 {
+		sw.uncountRaw(b)
+	}
+
+	// Every value first, so that none can send the block back to the row
+	// path once a series exists; then the outcomes.
+	cp.arena.reset()
+	cp.values = cp.values[:0]
+	for i, col := range sw.cols {
+		ic := &sw.ids[i]
+		for id, n := range ic.counts {
+			if n == 0 {
+				continue
+			}
+			pv, ok, err := cp.holeValue(b, col, ic.first[id], lo, sw.ctx[col] == 2)
+			if err != nil || !ok {
+				return false, err
+			}
+			cp.values = append(cp.values, pv)
+		}
+	}
+	values := cp.values
+	sw.adds = sw.adds[:0]
+	one := func(pv paramValue, n int) error {
+		cp.values = append(sw.one[:0], pv)
+		s, err := w.columnSeries(ls, lo)
+		sw.one, cp.values = cp.values, values
+		if s != nil {
+			sw.adds = append(sw.adds, sweepAdd{s, n})
+		}
+		return err
+	}
+	k := 0
+	for i := range sw.cols {
+		for _, n := range sw.ids[i].counts {
+			if n == 0 {
+				continue
+			}
+			if err := one(values[k], n); err != nil {
+				return true, err
+			}
+			k++
+		}
+	}
+	for _, t := range sw.consts {
+		if err := one(cp.plans[t].params[0].value, b.TemplateRows(t)); err != nil {
+			return true, err
+		}
+	}
+	for _, a := range sw.adds {
+		w.addN(a.s, lo, a.n)
+	}
+	swept := int64(b.NumRows() - raws)
+	w.tally.rows += swept
+	w.tally.columnar += swept
+	w.tally.swept += swept
+	if raws > 0 {
+		return true, w.rawRows(ev, ls, b)
+	}
+	return true, ev.flush(&w.tally)
+}
+
+// columnWellFormed reports whether every value of a column is
+// well-formed in the context (see wellFormed): once per distinct value
+// of a constant or dictionary column, else value by value (once per
+// block and context).
+func (cp *colPlanner) columnWellFormed(b *part.Block, col int, inString bool, t int64) (bool, error) {
+	ctx := 0
+	if inString {
+		ctx = 1
+	}
+	if m := cp.wholeValid[col][ctx]; m != 0 {
+		return m == 2, nil
+	}
+	ok, err := cp.checkColumn(b, col, inString, ctx, t)
+	if err != nil {
+		return false, err
+	}
+	cp.wholeValid[col][ctx] = 1
+	if ok {
+		cp.wholeValid[col][ctx] = 2
+	}
+	return ok, nil
+}
+
+func (cp *colPlanner) checkColumn(b *part.Block, col int, inString bool, ctx int, t int64) (bool, error) {
+	if b.ColumnKind(col) == part.ColumnTime {
+		return inString || b.TimesAreNumbers(col), nil // valid by the shapes alone
+	}
+	ic := &cp.sweep.check
+	clear(ic.counts[:])
+	dict, err := b.CountIDs(col, &ic.counts, &ic.first)
+	if err != nil {
+		return false, err
+	}
+	if !dict {
+		for vi := range b.ColumnValues(col) {
+			v, scratch, err := b.Value(col, vi, t, cp.scan.buf.b[:0])
+			cp.scan.buf.b = scratch
+			if err != nil || !cp.wellFormedValue(v, inString) {
+				return false, err
+			}
+		}
+		return true, nil
+	}
+	for id, n := range ic.counts {
+		if n == 0 {
+			continue
+		}
+		switch cp.valid[col][ctx][id] {
+		case 1:
+			return false, nil
+		case 2:
+			continue
+		}
+		v, scratch, err := b.Value(col, ic.first[id], t, cp.scan.buf.b[:0])
+		cp.scan.buf.b = scratch
+		if err != nil {
+			return false, err
+		}
+		cp.valid[col][ctx][id] = 1
+		if !cp.wellFormedValue(v, inString) {
+			return false, nil
+		}
+		cp.valid[col][ctx][id] = 2
+	}
+	return true, nil
+}
+
+// uncountRaw takes the values of raw rows (which take the row path) out
+// of the parameter columns' id counts: a walk over the rows that keeps a
+// cursor per parameter column.
+func (sw *sweepState) uncountRaw(b *part.Block) {
+	nc, nt := len(sw.cols), b.NumTemplates()
+	index := growClear(sw.index, b.NumColumns())
+	for i, col := range sw.cols {
+		index[col] = i + 1
+	}
+	sw.index = index
+	uses := growClear(sw.uses, nt*nc) // per template and parameter column: the values a row takes
+	sw.raw = growClear(sw.raw, nt)
+	for t := range nt {
+		sw.raw[t] = b.TemplateRaw(t)
+		for s := range b.TemplateSlots(t) {
+			if i := index[b.SlotColumn(t, s)]; i > 0 {
+				uses[t*nc+i-1]++
+			}
+		}
+	}
+	sw.uses = uses
+	cur := growClear(sw.cur, nc)
+	sw.cur = cur
+	for k := range b.NumRows() {
+		t := b.RowTemplate(k)
+		u := uses[t*nc : (t+1)*nc]
+		if sw.raw[t] {
+			for i, n := range u {
+				for j := range n {
+					sw.ids[i].counts[b.ValueID(sw.cols[i], cur[i]+j)]--
+				}
+			}
+		}
+		for i, n := range u {
+			cur[i] += n
+		}
+	}
+}
+
+// rawRows runs the rows of a block's raw templates, whose lines are
+// stored whole, on the row path.
+func (w *rangeWorker) rawRows(ev *evaluator, ls record.Labels, b *part.Block) error {
+	cp := w.cols
+	lci, vi := b.LineColumn(), 0
+	for k := range b.NumRows() {
+		if !b.TemplateRaw(b.RowTemplate(k)) {
+			continue
+		}
+		t := b.RowTime(k)
+		line, out, err := b.Value(lci, vi, t, cp.line[:0])
+		cp.line = out
+		if err != nil {
+			return err
+		}
+		vi++
+		if err := ev.scanned(&w.tally, nil); err != nil {
+			return err
+		}
+		if err := w.row(ev, ls, t, line); err != nil {
+			return err
+		}
+	}
+	return ev.flush(&w.tally)
+}
+
+// sameWindows reports whether samples at times lo and hi, and so at every
+// time between, count in the same windows.
+func (w *rangeWorker) sameWindows(lo, hi int64) bool {
+	a, b := w.windows(lo)
+	c, d := w.windows(hi)
+	return a == c && b == d
+}
+
+// windows returns the first and last window that count a sample at time
+// t (hi < lo: none).
+func (w *rangeWorker) windows(t int64) (lo, hi int64) {
+	shape := w.shape
+	ts := t + w.off
+	lo = max(ceilDiv(ts-shape.start, shape.step), 0)
+	hi = min(floorDiv(ts+w.rng-1-shape.start, shape.step), int64(shape.steps-1))
+	return lo, hi
+}
+
+// addN adds n samples of value 1 at time t: n rows counted (opSum).
+func (w *rangeWorker) addN(s *rangeSeries, t int64, n int) {
+	lo, hi := w.windows(t)
+	for k := lo; k <= hi; k++ {
+		s.n[k] += float64(n)
+		s.v[k] += float64(n)
+	}
+}
