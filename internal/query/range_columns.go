@@ -126,6 +126,9 @@ func (w *rangeWorker) block(ev *evaluator, ls record.Labels, b *part.Block, from
 	if done, err := w.sweep(ev, ls, b, from, to); done || err != nil {
 		return err
 	}
+	if err := b.DecodeTimes(); err != nil {
+		return err
+	}
 	for k := range b.NumRows() {
 		t, tm := b.RowTime(k), b.RowTemplate(k)
 		if t >= from && t <= to {

@@ -173,7 +173,7 @@ func (w *rangeWorker) sweep(ev *evaluator, ls record.Labels, b *part.Block, from
 	w.tally.columnar += swept
 	w.tally.swept += swept
 	if raws > 0 {
-		return true, w.rawRows(ev, ls, b)
+		return true, w.rawRows(ev, ls, b, lo)
 	}
 	return true, ev.flush(&w.tally)
 }
@@ -285,15 +285,17 @@ func (sw *sweepState) uncountRaw(b *part.Block) {
 }
 
 // rawRows runs the rows of a block's raw templates, whose lines are
-// stored whole, on the row path.
-func (w *rangeWorker) rawRows(ev *evaluator, ls record.Labels, b *part.Block) error {
+// stored whole, on the row path. The block's rows all count in the same
+// windows, and the stages of a columnar pipeline (json, label filters)
+// never read a row's time: each row is given time t, and the block's
+// times are never decoded.
+func (w *rangeWorker) rawRows(ev *evaluator, ls record.Labels, b *part.Block, t int64) error {
 	cp := w.cols
 	lci, vi := b.LineColumn(), 0
 	for k := range b.NumRows() {
 		if !b.TemplateRaw(b.RowTemplate(k)) {
 			continue
 		}
-		t := b.RowTime(k)
 		line, out, err := b.Value(lci, vi, t, cp.line[:0])
 		cp.line = out
 		if err != nil {

@@ -1,6 +1,7 @@
 package part
 
 import (
+	"encoding/binary"
 	"fmt"
 
 	"github.com/sluicelog/sluice/internal/timestamp"
@@ -31,22 +32,37 @@ const (
 var columnKinds = [...]ColumnKind{encString: ColumnString, encConst: ColumnConst, encDict: ColumnDict,
 	encInt: ColumnInt, encDecimal: ColumnDecimal, encHex: ColumnHex, encTime: ColumnTime}
 
-// decodeRows reads the row streams of a columnar read: each row's time
-// and template, checking that the rows use exactly the columns' values.
+// decodeRows reads the row streams of a columnar read: each row's
+// template now (checking that the rows use exactly the columns' values),
+// and its time when a reader asks for the times (DecodeTimes).
 func (b *Block) decodeRows(nrows int, times, subms, tids []byte) error {
-	rs := newRowStreams(times, subms, tids, len(b.tmpls))
-	b.times = grown(b.times, nrows)
+	b.timeStreams = [2][]byte{times, subms}
+	b.timesRead = false
 	b.tids = grown(b.tids, nrows)
 	perTmpl := grown(b.perTmpl, len(b.tmpls))
 	clear(perTmpl)
 	b.perTmpl = perTmpl
+	ntmpl := uint64(len(b.tmpls))
 	for k := range nrows {
-		t, tid, err := rs.next(k)
-		if err != nil {
-			return err
+		var tid uint64
+		if len(tids) > 0 && tids[0] < 0x80 { // most blocks have under 128 templates
+			tid = uint64(tids[0])
+			tids = tids[1:]
+		} else {
+			var n int
+			if tid, n = binary.Uvarint(tids); n <= 0 {
+				return fmt.Errorf("row %d: template id: bad or missing varint", k)
+			}
+			tids = tids[n:]
 		}
-		b.times[k], b.tids[k] = t, int32(tid)
+		if tid >= ntmpl {
+			return fmt.Errorf("row %d: template id %d not one of %d", k, tid, ntmpl)
+		}
+		b.tids[k] = int32(tid)
 		perTmpl[tid]++
+	}
+	if len(tids) > 0 {
+		return fmt.Errorf("row streams: %d bytes of template ids left after the rows", len(tids))
 	}
 	// The values the rows use, template by template.
 	used := grown(b.cursors, len(b.cols))
@@ -71,14 +87,38 @@ func (b *Block) decodeRows(nrows int, times, subms, tids []byte) error {
 			used[lci] += n
 		}
 	}
-	if err := rs.done(); err != nil {
-		return err
-	}
 	return b.checkUsed(func(i int) int { return used[i] })
 }
 
+// DecodeTimes reads the rows' times of a columnar read, which RowTime
+// then returns; a reader that needs no time (the block lies in its range
+// and its windows) never pays for them.
+func (b *Block) DecodeTimes() error {
+	if b.timesRead {
+		return nil
+	}
+	n := len(b.tids)
+	rs := rowStreams{times: b.timeStreams[0], subms: b.timeStreams[1]}
+	b.times = grown(b.times, n)
+	for k := range n {
+		t, err := rs.nextTime(k)
+		if err != nil {
+			return fmt.Errorf("%w: %v", ErrCorrupt, err)
+		}
+		if t < b.minTime || t > b.maxTime {
+			return fmt.Errorf("%w: row %d: its time is outside the block's range in the index", ErrCorrupt, k)
+		}
+		b.times[k] = t
+	}
+	if len(rs.times)+len(rs.subms) != 0 {
+		return fmt.Errorf("%w: row streams: %d and %d bytes of times left after the rows", ErrCorrupt, len(rs.times), len(rs.subms))
+	}
+	b.timesRead = true
+	return nil
+}
+
 // NumRows returns the rows of a columnar read.
-func (b *Block) NumRows() int { return len(b.times) }
+func (b *Block) NumRows() int { return len(b.tids) }
 
 // TimeRange returns the earliest and latest time of a columnar read's
 // rows, as the part's index has them (the read checked every row).
@@ -137,7 +177,7 @@ func (b *Block) CountIDs(col int, counts, first *[256]int) (bool, error) {
 	return false, nil
 }
 
-// RowTime returns row k's time.
+// RowTime returns row k's time, once DecodeTimes has read them.
 func (b *Block) RowTime(k int) int64 { return b.times[k] }
 
 // RowTemplate returns row k's template.

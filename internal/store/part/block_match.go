@@ -441,6 +441,9 @@ func (b *Block) matchNewest(nrows int, stream uint32, times, subms, tids, rowFla
 	if err := b.decodeRows(nrows, times, subms, tids); err != nil {
 		return err
 	}
+	if err := b.DecodeTimes(); err != nil {
+		return err
+	}
 	cur := b.cursors // decodeRows left each column's count of values: its end
 	for k := nrows - 1; k >= 0 && len(b.Rows) < b.Newest; k-- {
 		tid := int(b.tids[k])
@@ -477,6 +480,9 @@ func (b *Block) matchNewest(nrows int, stream uint32, times, subms, tids, rowFla
 // candidate values, the values of the lines to rebuild.
 func (b *Block) matchCounting(nrows int, stream uint32, times, subms, tids, rowFlags []byte, lci int) error {
 	if err := b.decodeRows(nrows, times, subms, tids); err != nil {
+		return err
+	}
+	if err := b.DecodeTimes(); err != nil {
 		return err
 	}
 	need := grown(b.need, len(b.cols))

@@ -49,6 +49,9 @@ type Block struct {
 	perTmpl  []int   // rows per template (columnar reads)
 	minTime  int64   // the rows' time range, from the index
 	maxTime  int64
+	// A columnar read's time streams, until DecodeTimes reads them.
+	timeStreams [2][]byte
+	timesRead   bool
 
 	nrows    int // rows in the block read, kept or not
 	plans    []litPlan
@@ -540,23 +543,32 @@ func newRowStreams(times, subms, tids []byte, ntmpl int) rowStreams {
 
 // next returns row k's time and template.
 func (rs *rowStreams) next(k int) (int64, int, error) {
-	d, n := binary.Varint(rs.times)
-	if n <= 0 {
-		return 0, 0, fmt.Errorf("row %d: time: bad or missing varint", k)
+	t, err := rs.nextTime(k)
+	if err != nil {
+		return 0, 0, err
 	}
-	rs.times = rs.times[n:]
-	sub, n := binary.Uvarint(rs.subms)
-	if n <= 0 || sub >= 1e6 {
-		return 0, 0, fmt.Errorf("row %d: sub-millisecond time: bad, missing or out of range", k)
-	}
-	rs.subms = rs.subms[n:]
 	tid, n := binary.Uvarint(rs.tids)
 	if n <= 0 || tid >= uint64(rs.ntmpl) {
 		return 0, 0, fmt.Errorf("row %d: template id: bad, missing or not one of %d", k, rs.ntmpl)
 	}
 	rs.tids = rs.tids[n:]
+	return t, int(tid), nil
+}
+
+// nextTime returns row k's time.
+func (rs *rowStreams) nextTime(k int) (int64, error) {
+	d, n := binary.Varint(rs.times)
+	if n <= 0 {
+		return 0, fmt.Errorf("row %d: time: bad or missing varint", k)
+	}
+	rs.times = rs.times[n:]
+	sub, n := binary.Uvarint(rs.subms)
+	if n <= 0 || sub >= 1e6 {
+		return 0, fmt.Errorf("row %d: sub-millisecond time: bad, missing or out of range", k)
+	}
+	rs.subms = rs.subms[n:]
 	rs.ms += d
-	return rs.ms*1e6 + int64(sub), int(tid), nil
+	return rs.ms*1e6 + int64(sub), nil
 }
 
 // done checks that the streams held exactly the rows read.

@@ -493,6 +493,7 @@ func (r *Reader) ReadBlock(i int, b *Block) error {
 	if crc32.Checksum(blob, crcTable) != bm.CRC {
 		return r.corrupt(bm.Off, "block %d checksum mismatch", i)
 	}
+	b.minTime, b.maxTime = bm.MinTime, bm.MaxTime
 	if err := decodeBlock(blob, bm.Stream, b); err != nil {
 		return r.corrupt(bm.Off, "block %d: %v", i, err)
 	}
@@ -501,15 +502,9 @@ func (r *Reader) ReadBlock(i int, b *Block) error {
 			return r.corrupt(bm.Off, "block %d: a row's time is outside the block's range in the index", i)
 		}
 	}
-	for _, t := range b.times {
-		if t < bm.MinTime || t > bm.MaxTime {
-			return r.corrupt(bm.Off, "block %d: a row's time is outside the block's range in the index", i)
-		}
-	}
 	if b.nrows != bm.Rows {
 		return r.corrupt(bm.Off, "block %d has %d rows, index %d", i, b.nrows, bm.Rows)
 	}
-	b.minTime, b.maxTime = bm.MinTime, bm.MaxTime
 	return nil
 }
 

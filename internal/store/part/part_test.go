@@ -788,6 +788,9 @@ func TestColumnar(t *testing.T) {
 		if cb.NumRows() != len(full.Rows) {
 			t.Fatalf("block %d: %d rows, want %d", i, cb.NumRows(), len(full.Rows))
 		}
+		if err := cb.DecodeTimes(); err != nil {
+			t.Fatal(err)
+		}
 		cur := make([]int, cb.NumColumns())
 		for k := range cb.NumRows() {
 			tm := cb.RowTemplate(k)
