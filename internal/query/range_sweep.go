@@ -57,7 +57,7 @@ func (w *rangeWorker) sweep(ev *evaluator, ls record.Labels, b *part.Block, from
 	sw.ctx = growClear(sw.ctx, ncols)
 	sw.slots = growClear(sw.slots, ncols)
 	sw.param = growClear(sw.param, ncols)
-	raws := 0
+	raws, walk := 0, false
 	for t := range b.NumTemplates() {
 		n := b.TemplateRows(t)
 		if n == 0 {
@@ -71,14 +71,16 @@ func (w *rangeWorker) sweep(ev *evaluator, ls record.Labels, b *part.Block, from
 		if !p.ok {
 			return false, nil
 		}
-		if len(p.checks) > 0 {
+		if len(p.checks) > 0 && !walk {
 			// Values each row would check: fine if every value of their
-			// columns is.
+			// columns is, else checked row by row below.
 			_, holes := b.TemplateLine(t)
 			for _, h := range p.checks {
-				if ok, err := cp.columnWellFormed(b, b.SlotColumn(t, holes[h]), p.inString[h], lo); err != nil || !ok {
+				ok, err := cp.columnWellFormed(b, b.SlotColumn(t, holes[h]), p.inString[h], lo)
+				if err != nil {
 					return false, err
 				}
+				walk = walk || !ok
 			}
 		}
 		for s := range b.TemplateSlots(t) {
@@ -113,6 +115,11 @@ func (w *rangeWorker) sweep(ev *evaluator, ls record.Labels, b *part.Block, from
 		ic := &sw.ids[i]
 		clear(ic.counts[:])
 		if ok, err := b.CountIDs(col, &ic.counts, &ic.first); err != nil || !ok {
+			return false, err
+		}
+	}
+	if walk {
+		if ok, err := w.checkRows(b, lo); err != nil || !ok {
 			return false, err
 		}
 	}
@@ -178,10 +185,10 @@ func (w *rangeWorker) sweep(ev *evaluator, ls record.Labels, b *part.Block, from
 	return true, ev.flush(&w.tally)
 }
 
-// columnWellFormed reports whether every value of a column is
-// well-formed in the context (see wellFormed): once per distinct value
-// of a constant or dictionary column, else value by value (once per
-// block and context).
+// columnWellFormed reports whether every value of a constant,
+// dictionary or time column is well-formed in the context (see
+// wellFormed), once per distinct value (and once per block and context);
+// false for other columns.
 func (cp *colPlanner) columnWellFormed(b *part.Block, col int, inString bool, t int64) (bool, error) {
 	ctx := 0
 	if inString {
@@ -212,14 +219,10 @@ func (cp *colPlanner) checkColumn(b *part.Block, col int, inString bool, ctx int
 		return false, err
 	}
 	if !dict {
-		for vi := range b.ColumnValues(col) {
-			v, scratch, err := b.Value(col, vi, t, cp.scan.buf.b[:0])
-			cp.scan.buf.b = scratch
-			if err != nil || !cp.wellFormedValue(v, inString) {
-				return false, err
-			}
-		}
-		return true, nil
+		// Value by value, its rows are checked (checkRows) only where
+		// they need it: a column may hold values both inside and outside
+		// strings.
+		return false, nil
 	}
 	for id, n := range ic.counts {
 		if n == 0 {
@@ -241,6 +244,29 @@ func (cp *colPlanner) checkColumn(b *part.Block, col int, inString bool, ctx int
 			return false, nil
 		}
 		cp.valid[col][ctx][id] = 2
+	}
+	return true, nil
+}
+
+// checkRows checks the values that the rows of a block must have
+// well-formed (tmplPlan.check), walking the rows with the column cursors
+// the row path keeps; it leaves them at zero.
+func (w *rangeWorker) checkRows(b *part.Block, t int64) (bool, error) {
+	cp := w.cols
+	defer clear(cp.cur)
+	for k := range b.NumRows() {
+		tm := b.RowTemplate(k)
+		if p := &cp.plans[tm]; p.ok && len(p.checks) > 0 {
+			_, holes := b.TemplateLine(tm)
+			for _, h := range p.checks {
+				if good, err := cp.wellFormed(b, tm, holes[h], p.inString[h], t); err != nil || !good {
+					return false, err
+				}
+			}
+		}
+		for _, c := range cp.adv[cp.advStart[tm]:cp.advStart[tm+1]] {
+			cp.cur[c]++
+		}
 	}
 	return true, nil
 }
