@@ -8,6 +8,7 @@ import (
 	"math"
 	"runtime"
 	"sync"
+	"sync/atomic"
 
 	"github.com/sluicelog/sluice/internal/record"
 	"github.com/sluicelog/sluice/internal/store/bin"
@@ -331,6 +332,10 @@ type Reader struct {
 	fs      vfs.FS
 	labels  map[string]map[string][]uint32 // name -> value -> streams
 	version uint32
+	// checked has a bit per block whose checksum a read has verified: a
+	// part never changes, so each block is checked once after Open, not
+	// at every read of every query.
+	checked []atomic.Uint64
 }
 
 // StreamsWith returns the indexes of the streams that have the label
@@ -419,6 +424,7 @@ func (r *Reader) load() error {
 		r.Streams[i] = ls
 	}
 	r.Blocks = make([]BlockMeta, x.Count("block count", 10))
+	r.checked = make([]atomic.Uint64, (len(r.Blocks)+63)/64)
 	var rowsSum int64
 	for i := range r.Blocks {
 		b := &r.Blocks[i]
@@ -486,12 +492,16 @@ func (r *Reader) load() error {
 	return nil
 }
 
-// ReadBlock decodes block i into b, checking its checksum.
+// ReadBlock decodes block i into b, checking its checksum at its first
+// read since Open.
 func (r *Reader) ReadBlock(i int, b *Block) error {
 	bm := &r.Blocks[i]
 	blob := r.data[bm.Off : bm.Off+bm.Len]
-	if crc32.Checksum(blob, crcTable) != bm.CRC {
-		return r.corrupt(bm.Off, "block %d checksum mismatch", i)
+	if w, bit := &r.checked[i/64], uint64(1)<<(i%64); w.Load()&bit == 0 {
+		if crc32.Checksum(blob, crcTable) != bm.CRC {
+			return r.corrupt(bm.Off, "block %d checksum mismatch", i)
+		}
+		w.Or(bit)
 	}
 	b.minTime, b.maxTime = bm.MinTime, bm.MaxTime
 	if err := decodeBlock(blob, bm.Stream, b); err != nil {
