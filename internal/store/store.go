@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/sluicelog/sluice/internal/record"
@@ -52,7 +53,8 @@ type Options struct {
 	// WALSegmentSize: see wal.Options.SegmentSize.
 	WALSegmentSize int64
 	Logger         *slog.Logger
-	// Now is the clock for retention; nil means time.Now.
+	// Now is the clock for retention and for the pause in writes that
+	// starts a deferred flush; nil means time.Now.
 	Now func() time.Time
 }
 
@@ -101,11 +103,15 @@ type Store struct {
 
 	encoders sync.Pool
 	kick     chan struct{} // wakes the flusher
-	maintain chan struct{} // wakes the maintainer
-	stop     chan struct{}
-	ctx      context.Context // cancelled by Close, to stop a merge
-	cancel   context.CancelFunc
-	wg       sync.WaitGroup
+	// lastWrite is when a batch last went to the WAL (Unix ns): while
+	// writes keep coming and the heads are under half their budget, the
+	// flusher leaves the cores to them.
+	lastWrite atomic.Int64
+	maintain  chan struct{} // wakes the maintainer
+	stop      chan struct{}
+	ctx       context.Context // cancelled by Close, to stop a merge
+	cancel    context.CancelFunc
+	wg        sync.WaitGroup
 }
 
 // Stats are the store's counters.
@@ -393,6 +399,7 @@ func (p *Pending) Write() {
 	if p.err = p.s.waitForRoom(); p.err != nil {
 		return
 	}
+	p.s.lastWrite.Store(p.s.opts.Now().UnixNano())
 	// Held until Wait: a head cut waits for the batches in flight.
 	p.s.cut.RLock()
 	p.wp = p.s.wal.Enqueue(p.blk.Data)
@@ -497,6 +504,14 @@ func (s *Store) flusher() {
 			if b < s.opts.HeadBytes && !s.hasFlushing() {
 				break
 			}
+			if wait := s.deferFlush(b); wait > 0 {
+				select {
+				case <-s.stop:
+					return
+				case <-time.After(wait):
+				}
+				continue
+			}
 			err := s.flush()
 			s.setFlushError(err)
 			if err != nil {
@@ -514,6 +529,26 @@ func (s *Store) flusher() {
 		}
 		s.kickMaintainer()
 	}
+}
+
+// flushIdle is how long writes must pause before a head under half the
+// budget is flushed.
+const flushIdle = 100 * time.Millisecond
+
+// deferFlush returns how long to wait before flushing a head of b bytes:
+// while batches keep coming (a burst) and the heads hold less than half
+// of MaxHeadBytes, the flush waits for a pause, so the burst has the
+// cores; past half, or after a pause, it runs at once (0). With the
+// default budget of two heads it never waits.
+func (s *Store) deferFlush(b int64) time.Duration {
+	if s.hasFlushing() || b >= s.opts.MaxHeadBytes/2 {
+		return 0
+	}
+	idle := time.Duration(s.opts.Now().UnixNano() - s.lastWrite.Load())
+	if idle >= flushIdle {
+		return 0
+	}
+	return flushIdle - idle
 }
 
 // maintainer merges parts and applies retention after flushes and every

@@ -467,3 +467,46 @@ func TestMaxHeadBytes(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestFlushWaitsForAPause: with a budget of many heads, a full head is
+// flushed once writes pause, or at once when the heads hold half the
+// budget.
+func TestFlushWaitsForAPause(t *testing.T) {
+	var clock atomic.Int64
+	clock.Store(time.Date(2026, 1, 16, 0, 0, 0, 0, time.UTC).UnixNano())
+	const headBytes, maxHeadBytes = 16 << 10, 256 << 10
+	s := open(t, vfs.NewMem(), Options{HeadBytes: headBytes, MaxHeadBytes: maxHeadBytes,
+		Now: func() time.Time { return time.Unix(0, clock.Load()) }})
+	defer s.Close()
+	lines := genLines(4000, 12)
+	i := 0
+	appendUntil := func(bytes int64) {
+		for ; s.Stats().HeadBytes < bytes; i += 20 {
+			appendLines(t, s, "default", lines[i:i+20], 20)
+		}
+	}
+	eventually := func(what string, cond func(Stats) bool) {
+		t.Helper()
+		for deadline := time.Now().Add(10 * time.Second); !cond(s.Stats()); time.Sleep(5 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: stats %+v", what, s.Stats())
+			}
+		}
+	}
+
+	// The clock stands still: writes never pause.
+	appendUntil(2 * headBytes)
+	time.Sleep(3 * flushIdle)
+	if st := s.Stats(); st.Flushes != 0 {
+		t.Fatalf("a head of %d bytes was flushed while writes went on (budget %d)", st.HeadBytes, maxHeadBytes)
+	}
+	clock.Add(int64(time.Second)) // a pause
+	eventually("no flush after writes paused", func(st Stats) bool { return st.Flushes == 1 && st.HeadBytes == 0 })
+
+	appendUntil(maxHeadBytes / 2)
+	eventually("no flush with the heads at half the budget", func(st Stats) bool { return st.Flushes == 2 })
+	if err := s.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	diff(t, exportAll(t, s), expected(t, map[string][]string{"default": lines[:i]}))
+}
