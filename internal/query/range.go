@@ -183,6 +183,7 @@ func (ev *evaluator) rangeAggregation(ctx context.Context, x *logql.RangeAggrega
 		var err error
 		if w.cols != nil {
 			clear(w.cols.memo) // its outcomes hold for one stream
+			w.cols.noneMemo = 0
 		}
 		if columnar {
 			err = ev.src.ScanColumns(ctx, ev.p.Tenant, ls, from, to, func(b *part.Block) error {

@@ -103,11 +103,21 @@ type colPlanner struct {
 	wholeValid [][2]int8
 
 	sweep sweepState
+
+	// dropsErrors: a label filter __error__="" drops the rows whose line
+	// the json stage cannot parse. Then rows of a template in which no
+	// parameter is found (absentPlan) give what such a row gives whether
+	// or not its line is well-formed, and when that is nothing (noneMemo,
+	// per stream: 0 unknown, 1 something, 2 nothing) they are skipped
+	// unread and unchecked.
+	dropsErrors bool
+	noneMemo    int8
 }
 
 func (w *rangeWorker) colPlanner() *colPlanner {
 	if w.cols == nil {
-		w.cols = &colPlanner{json: w.pipe.stages[0].(*jsonStage), memoOn: w.x.Range.Unwrap == nil, unwrapParam: -1}
+		w.cols = &colPlanner{json: w.pipe.stages[0].(*jsonStage), memoOn: w.x.Range.Unwrap == nil, unwrapParam: -1,
+			dropsErrors: dropsErrors(w.x)}
 		if u := w.x.Range.Unwrap; u != nil && u.Conv == "" && !filtersRead(w.x.Range.Log.Pipeline[1:], u.Label) {
 			for i, p := range w.cols.json.params {
 				if p.name == u.Label {
@@ -135,6 +145,17 @@ func (w *rangeWorker) block(ev *evaluator, ls record.Labels, b *part.Block, from
 			if err := ev.scanned(&w.tally, nil); err != nil {
 				return err
 			}
+			skip, err := w.givesNothing(ls, &cp.plans[tm])
+			if err != nil {
+				return err
+			}
+			if skip {
+				w.tally.columnar++
+				for _, c := range cp.adv[cp.advStart[tm]:cp.advStart[tm+1]] {
+					cp.cur[c]++
+				}
+				continue
+			}
 			ok, err := cp.rowValues(b, tm, t)
 			if err != nil {
 				return err
@@ -158,6 +179,81 @@ func (w *rangeWorker) block(ev *evaluator, ls record.Labels, b *part.Block, from
 		}
 	}
 	return nil
+}
+
+// absentPlan reports whether a template's rows have none of the
+// parameters (when their lines are well-formed).
+func absentPlan(p *tmplPlan) bool {
+	if !p.ok {
+		return false
+	}
+	for _, pp := range p.params {
+		if pp.hole >= 0 || pp.value.found {
+			return false
+		}
+	}
+	return true
+}
+
+// givesNothing reports whether the rows of a template with plan p (of
+// stream ls) give no sample at all: none of the parameters is found in
+// them, the filters drop a row without them, and __error__="" drops one
+// whose line is malformed.
+func (w *rangeWorker) givesNothing(ls record.Labels, p *tmplPlan) (bool, error) {
+	cp := w.cols
+	if !cp.dropsErrors || !absentPlan(p) {
+		return false, nil
+	}
+	if cp.noneMemo == 0 {
+		cp.values = cp.values[:0]
+		for _, pp := range p.params {
+			cp.values = append(cp.values, pp.value)
+		}
+		var s *rangeSeries
+		var err error
+		if w.x.Range.Unwrap != nil {
+			s, _, err = w.columnSample(ls, 0)
+		} else {
+			s, err = w.columnSeries(ls, 0)
+		}
+		if err != nil {
+			return false, err
+		}
+		cp.noneMemo = 1
+		if s == nil {
+			cp.noneMemo = 2
+		}
+	}
+	return cp.noneMemo == 2, nil
+}
+
+// dropsErrors reports whether a label filter __error__="" (alone, or
+// and-ed with others) follows the json stage, before or after unwrap.
+func dropsErrors(x *logql.RangeAggregation) bool {
+	var drops func(f logql.LabelFilter) bool
+	drops = func(f logql.LabelFilter) bool {
+		switch f := f.(type) {
+		case *logql.LabelFilterBinary:
+			return f.And && (drops(f.Left) || drops(f.Right))
+		case *logql.LabelFilterString:
+			m := f.Matcher
+			return m.Name == "__error__" && m.Type == logql.MatchEqual && m.Value == ""
+		}
+		return false
+	}
+	for _, st := range x.Range.Log.Pipeline[1:] {
+		if lf, ok := st.(*logql.LabelFilterStage); ok && drops(lf.Filter) {
+			return true
+		}
+	}
+	if u := x.Range.Unwrap; u != nil {
+		for _, f := range u.Filters {
+			if drops(f) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // columnRow finishes a row whose parameters are in cp.values: the json

@@ -78,6 +78,9 @@ func TestColumnarSameAsRows(t *testing.T) {
 		`sum by (__error__, __error_details__) (count_over_time(` + all + ` | json level, bad [1h]))`,
 		`sum by (hs) (count_over_time(` + all + ` | json hs="[\"http.status\"]" [1h]))`,
 		`sum by (level) (rate(` + all + ` | json level | level != "" [10m]))`,
+		`sum by (level) (count_over_time(` + all + ` | json level, s="http.status" | s >= 500 | __error__="" [1h]))`,
+		`sum(count_over_time(` + all + ` | json s="nope" | __error__="" [1h]))`,
+		`sum by (service) (max_over_time(` + all + ` | json lat="http.latency_ms" | __error__="" | unwrap lat [1h]))`,
 	})
 }
 

@@ -18,19 +18,20 @@ import (
 
 // sweepState is a worker's scratch for sweeps.
 type sweepState struct {
-	cols   []int  // the columns that hold the parameter
-	ctx    []int8 // per column: 0 none, 1 outside a JSON string, 2 inside
-	slots  []int  // per column: values the templates' slots use
-	param  []int  // per column: of those, the parameter's
-	consts []int  // templates whose rows all give the parameter alike
-	ids    []idCounts
-	check  idCounts // columnWellFormed's
-	adds   []sweepAdd
-	one    []paramValue
-	index  []int  // uncountRaw: per column, 1 + its place in cols, or 0
-	uses   []int  // per template and parameter column
-	raw    []bool // per template
-	cur    []int  // per parameter column
+	cols    []int  // the columns that hold the parameter
+	ctx     []int8 // per column: 0 none, 1 outside a JSON string, 2 inside
+	slots   []int  // per column: values the templates' slots use
+	param   []int  // per column: of those, the parameter's
+	consts  []int  // templates whose rows all give the parameter alike
+	nothing []int  // templates whose rows give nothing (givesNothing)
+	ids     []idCounts
+	check   idCounts // columnWellFormed's
+	adds    []sweepAdd
+	one     []paramValue
+	index   []int  // uncountRaw: per column, 1 + its place in cols, or 0
+	uses    []int  // per template and parameter column
+	raw     []bool // per template
+	cur     []int  // per parameter column
 }
 
 type idCounts struct{ counts, first [256]int }
@@ -64,6 +65,18 @@ func (w *rangeWorker) sweep(ev *evaluator, ls record.Labels, b *part.Block, from
 			continue
 		}
 		p := &cp.plans[t]
+		skip, err := w.givesNothing(ls, p)
+		if err != nil {
+			return false, err
+		}
+		if skip {
+			// No row of it counts: its values are neither the
+			// parameter's nor checked.
+			for s := range b.TemplateSlots(t) {
+				sw.slots[b.SlotColumn(t, s)] += n
+			}
+			continue
+		}
 		if !p.ok && b.TemplateRaw(t) {
 			raws += n // lines stored whole: walked below, and their values uncounted
 			continue
@@ -256,7 +269,7 @@ func (w *rangeWorker) checkRows(b *part.Block, t int64) (bool, error) {
 	defer clear(cp.cur)
 	for k := range b.NumRows() {
 		tm := b.RowTemplate(k)
-		if p := &cp.plans[tm]; p.ok && len(p.checks) > 0 {
+		if p := &cp.plans[tm]; p.ok && len(p.checks) > 0 && !(cp.noneMemo == 2 && cp.dropsErrors && absentPlan(p)) {
 			_, holes := b.TemplateLine(tm)
 			for _, h := range p.checks {
 				if good, err := cp.wellFormed(b, tm, holes[h], p.inString[h], t); err != nil || !good {
