@@ -674,14 +674,16 @@ func (cp *colPlanner) wellFormedColumn(b *part.Block, col int, inString bool) bo
 }
 
 // wellFormedByKind reports whether every value of a column of this kind
-// is well-formed in the context: decimal integers are numbers and string
-// content; decimal fractions, hex and timestamps are made of digits,
-// letters and - . : + space, string content.
+// is well-formed in the context: decimal integers and fractions are JSON
+// numbers (a fraction is written with a whole part without leading zeros
+// and at least one digit after its point) and string content; hex and
+// timestamps are made of digits, letters and - . : + space, string
+// content.
 func wellFormedByKind(k part.ColumnKind, inString bool) bool {
 	switch k {
-	case part.ColumnInt:
+	case part.ColumnInt, part.ColumnDecimal:
 		return true
-	case part.ColumnDecimal, part.ColumnHex, part.ColumnTime:
+	case part.ColumnHex, part.ColumnTime:
 		return inString
 	}
 	return false

@@ -24,7 +24,7 @@ const (
 	ColumnConst                     // one value for every row
 	ColumnDict                      // a few distinct values (ValueID names them)
 	ColumnInt                       // decimal integers, as strconv.AppendInt writes them
-	ColumnDecimal                   // decimal fractions: [-]digits[.digits]
+	ColumnDecimal                   // decimal fractions: [-]digits.digits, at most 18 digits, a JSON number
 	ColumnHex                       // lowercase hexadecimal digits
 	ColumnTime                      // the row's time in a timestamp shape
 )

@@ -395,6 +395,14 @@ func (c *colData) load(raw []byte) ([]byte, error) {
 					break
 				}
 			}
+			// At most 18 digits, as written: every value renders as a
+			// JSON number (readers rely on it).
+			for _, m := range c.ints {
+				if m <= -1e18 || m >= 1e18 {
+					r.Fail("decimal out of range")
+					break
+				}
+			}
 		}
 	case encHex:
 		c.data = r.BytesN("column part")
