@@ -654,15 +654,21 @@ var notStringContent = func() (set [256]bool) {
 }()
 
 // wellFormedColumn reports whether every value of a column is well-formed
-// in the context, by its kind or, for string content, because none of
-// its values has a quote, a backslash or a control character (computed
-// once per block and column).
+// in the context: by its kind, by each distinct value of a constant or
+// dictionary column, or, for string content, because none of its values
+// has a quote, a backslash or a control character (computed once per
+// block and column).
 func (cp *colPlanner) wellFormedColumn(b *part.Block, col int, inString bool) bool {
 	if wellFormedByKind(b.ColumnKind(col), inString) {
 		return true
 	}
+	switch b.ColumnKind(col) {
+	case part.ColumnConst, part.ColumnDict, part.ColumnTime:
+		ok, err := cp.columnWellFormed(b, col, inString, 0) // each distinct value once
+		return err == nil && ok
+	}
 	if !inString {
-		return b.TimesAreNumbers(col)
+		return false
 	}
 	if cp.plainCols[col] == 0 {
 		cp.plainCols[col] = 1
