@@ -112,6 +112,8 @@ type colPlanner struct {
 	// unread and unchecked.
 	dropsErrors bool
 	noneMemo    int8
+
+	num unwrapNum // rowValues: the unwrapped parameter's number, if read as one
 }
 
 func (w *rangeWorker) colPlanner() *colPlanner {
@@ -358,11 +360,15 @@ func (w *rangeWorker) columnRowOnce(ls record.Labels, t int64) error {
 	cp := w.cols
 	ui := cp.unwrapParam
 	if _, stream := ls.Get(w.x.Range.Unwrap.Label); ui >= 0 && !stream {
-		raw := cp.values[ui].v
-		if raw == "" {
-			return nil // no sample, as unwrap gives
+		v, err := cp.num.v, error(nil)
+		if !cp.num.ok {
+			raw := cp.values[ui].v
+			if raw == "" {
+				return nil // no sample, as unwrap gives
+			}
+			v, err = strconv.ParseFloat(raw, 64)
 		}
-		if v, err := strconv.ParseFloat(raw, 64); err == nil {
+		if err == nil {
 			cp.memoKey = cp.memoKey[:0]
 			for i, pv := range cp.values {
 				if i != ui {
@@ -374,6 +380,9 @@ func (w *rangeWorker) columnRowOnce(ls record.Labels, t int64) error {
 					w.add(s, t, v)
 				}
 				return nil
+			}
+			if err := cp.numText(); err != nil {
+				return err
 			}
 			s, v, err := w.columnSample(ls, t)
 			if err != nil {
@@ -390,6 +399,9 @@ func (w *rangeWorker) columnRowOnce(ls record.Labels, t int64) error {
 			}
 			return nil
 		}
+	}
+	if err := cp.numText(); err != nil {
+		return err
 	}
 	s, v, err := w.columnSample(ls, t)
 	if s != nil {
@@ -550,20 +562,58 @@ func (cp *colPlanner) rowValues(b *part.Block, tm int, t int64) (bool, error) {
 			}
 		}
 	}
-	for _, pp := range p.params {
+	cp.num.ok = false
+	for i, pp := range p.params {
 		if pp.hole < 0 {
 			cp.values = append(cp.values, pp.value)
 			continue
 		}
 		si := holes[pp.hole]
 		col := b.SlotColumn(tm, si)
-		pv, ok, err := cp.holeValue(b, col, cp.cur[col]+b.SlotRank(tm, si), t, pp.inString)
+		vi := cp.cur[col] + b.SlotRank(tm, si)
+		if i == cp.unwrapParam && !pp.inString {
+			if f, ok := b.Number(col, vi); ok {
+				// The unwrapped number, its text written only if needed.
+				cp.num = unwrapNum{ok: true, v: f, b: b, col: col, vi: vi, t: t}
+				cp.values = append(cp.values, paramValue{found: true})
+				continue
+			}
+		}
+		pv, ok, err := cp.holeValue(b, col, vi, t, pp.inString)
 		if err != nil || !ok {
 			return false, err
 		}
 		cp.values = append(cp.values, pv)
 	}
 	return true, nil
+}
+
+// unwrapNum is the number of the unwrapped parameter of the row at hand
+// when rowValues read it from a number column; its text in cp.values is
+// written by numText.
+type unwrapNum struct {
+	ok  bool
+	v   float64
+	b   *part.Block
+	col int
+	vi  int
+	t   int64
+}
+
+// numText writes the text of the unwrapped parameter into cp.values, if
+// rowValues left it out.
+func (cp *colPlanner) numText() error {
+	if !cp.num.ok {
+		return nil
+	}
+	n := cp.num
+	pv, _, err := cp.holeValue(n.b, n.col, n.vi, n.t, false)
+	if err != nil {
+		return err
+	}
+	cp.values[cp.unwrapParam] = pv
+	cp.num.ok = false
+	return nil
 }
 
 // holeValue returns the parameter that value vi of column col gives

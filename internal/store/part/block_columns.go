@@ -238,6 +238,33 @@ func (b *Block) Value(col, vi int, t int64, dst []byte) (v, out []byte, err erro
 	return v, out, err
 }
 
+// Number returns value vi of an integer or decimal column as the float
+// that strconv.ParseFloat gives for its text, without writing the text;
+// false for other columns and for values of more than 53 bits (whose
+// conversion could round twice).
+func (b *Block) Number(col, vi int) (float64, bool) {
+	c, err := b.loadedCol(col)
+	if err != nil || vi < 0 || vi >= c.n {
+		return 0, false // Value reports it
+	}
+	switch c.enc {
+	case encInt, encDecimal:
+	default:
+		return 0, false
+	}
+	m := c.ints[vi]
+	if m <= -1<<53 || m >= 1<<53 {
+		return 0, false
+	}
+	if c.enc == encInt {
+		return float64(m), true
+	}
+	// Both exact: the division rounds once, as ParseFloat does.
+	return float64(m) / pow10[c.scales[vi]], true
+}
+
+var pow10 = [...]float64{1, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18}
+
 // ValueID returns, for a constant or dictionary column, an id of value
 // vi shared by the equal values of the column (0 to 255), so that a
 // reader can work on each distinct value once; -1 for other columns.

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -808,5 +809,54 @@ func TestColumnar(t *testing.T) {
 				cur[cb.LineColumn()]++
 			}
 		}
+	}
+}
+
+// TestNumber: a number column's Number is what strconv.ParseFloat gives
+// for the value's text.
+func TestNumber(t *testing.T) {
+	var in strings.Builder
+	rng := rand.New(rand.NewPCG(8, 8))
+	for i := range 2000 {
+		// Up to 15 digits, as measurements have them, of every scale.
+		scale := 1 + rng.IntN(9)
+		whole := rng.Int64N(1_000_000)
+		frac := fmt.Sprintf("%0*d", scale, 1+rng.Int64N(int64(math.Pow10(scale))-1))
+		fmt.Fprintf(&in, `{"ts":%d,"d":%s%d.%s,"n":%d}`+"\n", 1768464000000+int64(i), []string{"", "-"}[rng.IntN(2)], whole, frac, rng.Int64()>>rng.IntN(64))
+	}
+	fs := vfs.NewMem()
+	writePart(t, fs, "n.part", encoded(t, "auto", []byte(in.String())))
+	rd, err := part.Open(fs, "n.part")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rd.Close()
+	kinds := map[part.ColumnKind]int{}
+	for i := range rd.Blocks {
+		var b part.Block
+		b.Columnar = true
+		if err := rd.ReadBlock(i, &b); err != nil {
+			t.Fatal(err)
+		}
+		for col := range b.NumColumns() {
+			for vi := range b.ColumnValues(col) {
+				f, ok := b.Number(col, vi)
+				if !ok {
+					continue
+				}
+				kinds[b.ColumnKind(col)]++
+				v, _, err := b.Value(col, vi, 0, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				want, err := strconv.ParseFloat(string(v), 64)
+				if err != nil || f != want {
+					t.Fatalf("column %q value %q: Number %v, ParseFloat %v (%v)", b.Names[col], v, f, want, err)
+				}
+			}
+		}
+	}
+	if kinds[part.ColumnDecimal] == 0 || kinds[part.ColumnInt] == 0 {
+		t.Fatalf("numbers checked by column kind: %v", kinds)
 	}
 }
