@@ -186,3 +186,71 @@ func checkColumnar(t *testing.T, lines []string, swept bool, queries []string) {
 		}
 	}
 }
+
+// FuzzColumnarSameAsRows: for any lines, range aggregations over json
+// parameters give on the columnar path (sweeps, skipped templates, numbers
+// read from their columns) what the row path gives. Each line is the rest
+// of a JSON object that starts with a time and a service, so that it is
+// selected and falls in the window.
+func FuzzColumnarSameAsRows(f *testing.F) {
+	for _, l := range append(columnLines(40), sweepLines(40)...) {
+		if strings.HasPrefix(l, "{") {
+			f.Add(strings.Replace(l[1:], `"ts":`, `"t0":`, 1), uint8(len(l)))
+		}
+	}
+	f.Add(`"level":"err\u006fr","http":{"status":500,"latency_ms":1.50}}`+"\n"+`"level":null}`+"\n"+`"x":1}`, uint8(3))
+	queries := []string{
+		`sum by (level) (count_over_time({service="api"} | json level [1h]))`,
+		`sum by (level) (count_over_time({service="api"} | json level | level="error" | __error__="" [1h]))`,
+		`sum(count_over_time({service="api"} | json s="http.status" | s >= 500 | __error__="" [1h]))`,
+		`sum by (__error__) (count_over_time({service="api"} | json s="http.status" [1h]))`,
+		`sum(sum_over_time({service="api"} | json lat="http.latency_ms" | unwrap lat | __error__="" [1h]))`,
+		`max_over_time({service="api"} | json lat="http.latency_ms", level | unwrap lat | __error__="" [1h])`,
+		`sum by (a, b) (count_over_time({service="api"} | json a="level", b="x" | __error__="" [1h]))`,
+	}
+	f.Fuzz(func(t *testing.T, data string, qi uint8) {
+		var lines []string
+		for i, l := range strings.Split(data, "\n") {
+			if i == 300 {
+				break
+			}
+			ts := time.Date(2026, 1, 15, 8, 0, 0, 0, time.UTC).Add(time.Duration(i) * time.Millisecond).Format(time.RFC3339Nano)
+			lines = append(lines, fmt.Sprintf(`{"ts":"%s","service":"api",%s`, ts, l))
+		}
+		st, err := store.Open(store.Options{FS: vfs.NewMem(), Dir: "data"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer st.Close()
+		p, err := parse.New(parse.Options{Record: record.DefaultConfig()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := p.Bytes(context.Background(), []byte(strings.Join(lines, "\n")+"\n"), func(b *record.Batch) error { return st.Append(store.DefaultTenant, b) }); err != nil {
+			t.Fatal(err)
+		}
+		if err := st.Flush(); err != nil {
+			t.Fatal(err)
+		}
+		sn := st.Snapshot()
+		defer sn.Release()
+		q := queries[int(qi)%len(queries)]
+		at := time.Date(2026, 1, 15, 8, 1, 0, 0, time.UTC).UnixNano()
+		for _, p := range []Params{
+			{Tenant: store.DefaultTenant, Query: q, Start: at, End: at, Instant: true},
+			{Tenant: store.DefaultTenant, Query: q, Start: at - int64(time.Minute), End: at, Step: 20 * time.Second},
+		} {
+			rows, rerr := (&Engine{workers: 1, noColumns: true}).Exec(context.Background(), sn, p)
+			cols, cerr := (&Engine{workers: 1}).Exec(context.Background(), sn, p)
+			if fmt.Sprint(rerr) != fmt.Sprint(cerr) {
+				t.Fatalf("%s: errors differ: rows %v, columns %v", q, rerr, cerr)
+			}
+			if rerr != nil {
+				continue
+			}
+			if r, c := render(rows, p), render(cols, p); !slices.Equal(r, c) {
+				t.Fatalf("%s (instant %v):\nrows:\n  %s\ncolumns:\n  %s", q, p.Instant, strings.Join(r, "\n  "), strings.Join(c, "\n  "))
+			}
+		}
+	})
+}
