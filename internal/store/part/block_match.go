@@ -527,6 +527,9 @@ func (b *Block) matchCounting(nrows int, stream uint32, times, subms, tids, rowF
 	}
 	cur := b.cursors
 	clear(cur)
+	if len(b.Contains) == 1 {
+		return b.countOne(nrows, stream, rowFlags, lci)
+	}
 	for k := range nrows {
 		tid := int(b.tids[k])
 		r := rows.Row{Time: b.times[k], Stream: stream, MsgFlags: record.Flags(rowFlags[k] >> rowMsgFlagsSh)}
@@ -545,6 +548,135 @@ func (b *Block) matchCounting(nrows int, stream uint32, times, subms, tids, rowF
 		}
 	}
 	return nil
+}
+
+// Verdicts of countOne on a template's rows.
+const (
+	rowsNone  uint8 = iota // none holds the literal
+	rowsAll                // every one does (a gap holds it)
+	rowsTest               // one of the candidate values must (tests)
+	rowsMatch              // matchRow decides (raw lines, lines to rebuild, values searched one by one)
+)
+
+// oneTest is a candidate value of a template's row for countOne: value
+// cur[col]+nth of column col, known to hold the literal by bits or by
+// its dictionary entry (has, per entry).
+type oneTest struct {
+	col, nth int
+	bits     []uint64
+	has      *[256]bool
+}
+
+// countOne is matchCounting's loop for one literal: each template's
+// verdict and its candidate values are worked out before the rows, a
+// dictionary's entries searched once, so that a row costs a few lookups.
+func (b *Block) countOne(nrows int, stream uint32, rowFlags []byte, lci int) error {
+	nt := len(b.tmpls)
+	verdict := grown(b.verdict, nt)
+	b.verdict = verdict
+	b.tests, b.testStart = b.tests[:0], append(b.testStart[:0], 0)
+	if len(b.dictOK) < len(b.cols) {
+		b.dictOK = make([][256]bool, len(b.cols))
+	}
+	dictDone := grown(b.dictDone, len(b.cols))
+	clear(dictDone)
+	b.dictDone = dictDone
+	lit := &b.Contains[0]
+	for t := range nt {
+		tm := &b.tmpls[t]
+		verdict[t] = rowsMatch
+		switch {
+		case tm.raw:
+		case b.plan(t, 0) == planGap:
+			verdict[t] = rowsAll
+		case b.plan(t, 0) == planValues:
+			cands, err := b.candidates(t, 0)
+			if err != nil {
+				return err
+			}
+			start := len(b.tests)
+			ok := true
+			for _, si := range cands {
+				col := tm.slots[si].col
+				m, err := b.colMatchOf(col, 0)
+				if err != nil {
+					return err
+				}
+				test := oneTest{col: col, nth: tm.nth[si]}
+				switch m.state {
+				case matchBits:
+					test.bits = m.bits
+				case matchDict:
+					c := &b.cols[col]
+					if !dictDone[col] {
+						for e, v := range c.dict {
+							b.dictOK[col][e] = lit.in(v, &b.scratch)
+						}
+						dictDone[col] = true
+					}
+					test.has = &b.dictOK[col]
+				default:
+					ok = false
+				}
+				b.tests = append(b.tests, test)
+			}
+			switch {
+			case !ok:
+				b.tests = b.tests[:start]
+			case len(cands) == 0:
+				verdict[t] = rowsNone
+			default:
+				verdict[t] = rowsTest
+			}
+		}
+		b.testStart = append(b.testStart, len(b.tests))
+	}
+	cur := b.cursors
+	for k := range nrows {
+		tid := int(b.tids[k])
+		v := verdict[tid]
+		keep := v == rowsAll
+		var r rows.Row
+		switch v {
+		case rowsTest:
+			for _, x := range b.tests[b.testStart[tid]:b.testStart[tid+1]] {
+				vi := cur[x.col] + x.nth
+				if x.bits != nil {
+					keep = x.bits[vi/64]&(1<<(vi%64)) != 0
+				} else {
+					keep = x.has[b.cols[x.col].idx[vi]]
+				}
+				if keep {
+					break
+				}
+			}
+		case rowsMatch:
+			r = countedRow(k, b.times[k], stream, rowFlags[k])
+			var err error
+			if keep, err = b.matchRow(k, &b.tmpls[tid], tid, lci, r.Time, rowFlags[k], nil, &r); err != nil {
+				return err
+			}
+		}
+		if keep {
+			if v != rowsMatch {
+				r = countedRow(k, b.times[k], stream, rowFlags[k])
+			}
+			b.Rows = append(b.Rows, r)
+		}
+		for _, c := range b.adv[b.advStart[tid]:b.advStart[tid+1]] {
+			cur[c]++
+		}
+	}
+	return nil
+}
+
+// countedRow is row k of a NoLines read, without its line.
+func countedRow(k int, t int64, stream uint32, flags byte) rows.Row {
+	r := rows.Row{Time: t, Stream: stream, MsgFlags: record.Flags(flags >> rowMsgFlagsSh)}
+	if flags&rowFromReceive != 0 {
+		r.TimeSource = record.FromReceive
+	}
+	return r
 }
 
 // matchRow decides whether row k (template tm) holds every literal and,

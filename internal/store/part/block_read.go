@@ -59,12 +59,19 @@ type Block struct {
 	cands    [][]int    // per template and literal
 	candDone []bool
 	need     []bool // matchCounting: the columns whose cursors are kept
-	adv      []int  // and, per template from advStart, those its rows advance
-	advStart []int
-	cursors  []int
-	scratch  []byte
-	gapsLow  [][]byte // scratch of templatePlan
-	gapBuf   []byte
+	// countOne: a verdict per template, the candidate tests of each
+	// (from testStart), and the dictionary entries holding the literal.
+	verdict   []uint8
+	tests     []oneTest
+	testStart []int
+	dictOK    [][256]bool
+	dictDone  []bool
+	adv       []int // and, per template from advStart, those its rows advance
+	advStart  []int
+	cursors   []int
+	scratch   []byte
+	gapsLow   [][]byte // scratch of templatePlan
+	gapBuf    []byte
 
 	fields []rows.Field
 	lines  []byte
