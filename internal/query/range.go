@@ -190,7 +190,18 @@ func (ev *evaluator) rangeAggregation(ctx context.Context, x *logql.RangeAggrega
 				return w.block(ev, ls, b, from, to)
 			}, row)
 		} else {
-			err = ev.src.Scan(ctx, ev.p.Tenant, ls, from, to, opts, row)
+			o := opts
+			if o.NoLines {
+				// A block whose rows all count in the same windows is
+				// counted by the store, its rows never yielded.
+				o.BlockCount = func(lo, hi int64) func(int) error {
+					if lo < from || hi > to || !w.sameWindows(lo, hi) {
+						return nil
+					}
+					return func(n int) error { return w.countRows(ev, ls, lo, n) }
+				}
+			}
+			err = ev.src.Scan(ctx, ev.p.Tenant, ls, from, to, o, row)
 		}
 		if ferr := ev.flush(&w.tally); err == nil {
 			err = ferr
@@ -231,6 +242,24 @@ func (ev *evaluator) rangeAggregation(ctx context.Context, x *logql.RangeAggrega
 	}
 	out.sortSeries()
 	return out, nil
+}
+
+// countRows adds n rows of stream ls that the store counted (they hold
+// the literals, and all count in the windows of time t).
+func (w *rangeWorker) countRows(ev *evaluator, ls record.Labels, t int64, n int) error {
+	if n == 0 {
+		return nil
+	}
+	w.tally.rows += int64(n)
+	w.lb.reset(ls)
+	s, _, err := w.sampleSeries(t, nil)
+	if err != nil {
+		return err
+	}
+	if s != nil {
+		w.addN(s, t, n)
+	}
+	return ev.flush(&w.tally)
 }
 
 // unwrap reads the unwrapped label's value as the sample and removes the

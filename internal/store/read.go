@@ -141,6 +141,12 @@ type ScanOptions struct {
 	// stored block tests only as many of its rows, from the newest, as it
 	// takes to find them.
 	Newest int
+	// BlockCount, with NoLines, is asked of each stored block before it
+	// is read, with the block's time range: when it returns a function,
+	// the block's rows that hold the literals are not yielded but counted,
+	// and the function is given their number (the caller only counts, and
+	// the block's rows all count alike).
+	BlockCount func(minTime, maxTime int64) func(n int) error
 }
 
 // Scan calls fn for every row of one stream of a tenant with a time in
@@ -286,6 +292,7 @@ func (it *headIter) close() {}
 var blockPool = sync.Pool{New: func() any { return new(part.Block) }}
 
 type partIter struct {
+	count    func(minTime, maxTime int64) func(n int) error // ScanOptions.BlockCount
 	rd       *part.Reader
 	drop     bool // drop each block's pages once read
 	backward bool
@@ -304,6 +311,9 @@ func newPartIter(rd *part.Reader, stream uint32, from, to int64, opts ScanOption
 	it.blk.Contains, it.blk.NoLines, it.blk.Newest = nil, false, 0
 	if opts.LinesOnly {
 		it.blk.Contains, it.blk.NoLines = opts.Contains, opts.NoLines && len(opts.Contains) > 0
+		if it.blk.NoLines {
+			it.count = opts.BlockCount
+		}
 		if len(opts.Contains) > 0 && opts.Backward && opts.Newest > 0 {
 			it.blk.Newest, it.blk.From, it.blk.To = opts.Newest, from, to
 		}
@@ -359,6 +369,23 @@ func (it *partIter) next() bool {
 		it.bi++
 		if it.bi >= len(it.blocks) {
 			return false
+		}
+		if it.count != nil {
+			bm := &it.rd.Blocks[it.blocks[it.bi]]
+			if fn := it.count(bm.MinTime, bm.MaxTime); fn != nil {
+				it.blk.CountOnly = true
+				err := it.rd.ReadBlock(it.blocks[it.bi], it.blk)
+				it.blk.CountOnly = false
+				if err == nil {
+					err = fn(it.blk.Matches)
+				}
+				if err != nil {
+					it.e = err
+					return false
+				}
+				it.blk.Rows, it.i = it.blk.Rows[:0], -1
+				continue
+			}
 		}
 		if err := it.rd.ReadBlock(it.blocks[it.bi], it.blk); err != nil {
 			it.e = err

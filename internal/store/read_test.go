@@ -102,3 +102,51 @@ func TestScanBackwardAndTokens(t *testing.T) {
 		t.Errorf("needle %s: %d rows, found %v; want the block that holds it (and the head's rows)", id, len(got), found)
 	}
 }
+
+// TestScanBlockCount: a scan that counts the stored blocks it may counts
+// as many rows as it would yield, and yields the others.
+func TestScanBlockCount(t *testing.T) {
+	s := open(t, vfs.NewMem(), Options{HeadBytes: 32 << 10})
+	defer s.Close()
+	lines := genLines(4000, 4)
+	appendLines(t, s, "default", lines[:3000], 250)
+	if err := s.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	appendLines(t, s, "default", lines[3000:], 250) // some in the head
+	sn := s.Snapshot()
+	defer sn.Release()
+	opts := ScanOptions{LinesOnly: true, NoLines: true, Contains: []Literal{{Text: []byte("request 1")}}}
+	scan := func(opts ScanOptions) (yielded int) {
+		for _, ls := range sn.Streams("default", math.MinInt64, math.MaxInt64) {
+			err := sn.Scan(context.Background(), "default", ls, math.MinInt64, math.MaxInt64, opts, func(r *rows.Row, _ []string) error {
+				if r.Line == nil || strings.Contains(string(r.Line), "request 1") {
+					yielded++
+				}
+				return nil
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		return yielded
+	}
+	want := scan(opts)
+	var counted, blocks int
+	half := true
+	opts.BlockCount = func(lo, hi int64) func(int) error {
+		half = !half // every other block
+		if half {
+			return nil
+		}
+		return func(n int) error {
+			counted += n
+			blocks++
+			return nil
+		}
+	}
+	yielded := scan(opts)
+	if blocks == 0 || yielded+counted != want {
+		t.Fatalf("%d rows yielded and %d counted in %d blocks, want %d in all", yielded, counted, blocks, want)
+	}
+}

@@ -482,9 +482,7 @@ func (b *Block) matchCounting(nrows int, stream uint32, times, subms, tids, rowF
 	if err := b.decodeRows(nrows, times, subms, tids); err != nil {
 		return err
 	}
-	if err := b.DecodeTimes(); err != nil {
-		return err
-	}
+	b.Matches = 0
 	need := grown(b.need, len(b.cols))
 	clear(need)
 	b.need = need
@@ -530,6 +528,9 @@ func (b *Block) matchCounting(nrows int, stream uint32, times, subms, tids, rowF
 	if len(b.Contains) == 1 {
 		return b.countOne(nrows, stream, rowFlags, lci)
 	}
+	if err := b.DecodeTimes(); err != nil {
+		return err
+	}
 	for k := range nrows {
 		tid := int(b.tids[k])
 		r := rows.Row{Time: b.times[k], Stream: stream, MsgFlags: record.Flags(rowFlags[k] >> rowMsgFlagsSh)}
@@ -540,14 +541,23 @@ func (b *Block) matchCounting(nrows int, stream uint32, times, subms, tids, rowF
 		if err != nil {
 			return err
 		}
-		if keep {
-			b.Rows = append(b.Rows, r)
-		}
+		b.keep(keep, r)
 		for _, c := range b.adv[b.advStart[tid]:b.advStart[tid+1]] {
 			cur[c]++
 		}
 	}
 	return nil
+}
+
+// keep keeps a matching row of a NoLines read, or counts it.
+func (b *Block) keep(match bool, r rows.Row) {
+	switch {
+	case !match:
+	case b.CountOnly:
+		b.Matches++
+	default:
+		b.Rows = append(b.Rows, r)
+	}
 }
 
 // Verdicts of countOne on a template's rows.
@@ -631,6 +641,17 @@ func (b *Block) countOne(nrows int, stream uint32, rowFlags []byte, lci int) err
 		}
 		b.testStart = append(b.testStart, len(b.tests))
 	}
+	// Times are needed for the rows kept, and for the templated rows
+	// matchRow tests (a time column's values are written with them).
+	needTimes := !b.CountOnly
+	for t, n := range b.perTmpl {
+		needTimes = needTimes || n > 0 && verdict[t] == rowsMatch && !b.tmpls[t].raw
+	}
+	if needTimes {
+		if err := b.DecodeTimes(); err != nil {
+			return err
+		}
+	}
 	cur := b.cursors
 	for k := range nrows {
 		tid := int(b.tids[k])
@@ -651,18 +672,20 @@ func (b *Block) countOne(nrows int, stream uint32, rowFlags []byte, lci int) err
 				}
 			}
 		case rowsMatch:
-			r = countedRow(k, b.times[k], stream, rowFlags[k])
+			var t int64 // a raw row's line needs no time
+			if b.timesRead {
+				t = b.times[k]
+			}
+			r = countedRow(k, t, stream, rowFlags[k])
 			var err error
 			if keep, err = b.matchRow(k, &b.tmpls[tid], tid, lci, r.Time, rowFlags[k], nil, &r); err != nil {
 				return err
 			}
 		}
-		if keep {
-			if v != rowsMatch {
-				r = countedRow(k, b.times[k], stream, rowFlags[k])
-			}
-			b.Rows = append(b.Rows, r)
+		if keep && v != rowsMatch && !b.CountOnly {
+			r = countedRow(k, b.times[k], stream, rowFlags[k])
 		}
+		b.keep(keep, r)
 		for _, c := range b.adv[b.advStart[tid]:b.advStart[tid+1]] {
 			cur[c]++
 		}

@@ -36,6 +36,10 @@ type Block struct {
 	// every literal was found in its values or gaps (its Line is nil): for
 	// a caller that only counts the rows.
 	NoLines bool
+	// CountOnly, with NoLines, keeps no row: Matches is set to how many
+	// rows hold every literal.
+	CountOnly bool
+	Matches   int
 	// Newest, with Contains, keeps only the newest Newest matching rows
 	// with a time in [From, To], and tests no older row: for a caller that
 	// wants the newest lines. The rows still come in time order.

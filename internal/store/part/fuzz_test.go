@@ -84,6 +84,14 @@ func FuzzContains(f *testing.F) {
 					t.Fatalf("literal %q (fold %v): row %d differs without lines", lit, fold, k)
 				}
 			}
+			// Counted: as many.
+			bare.CountOnly = true
+			if err := rd.ReadBlock(i, &bare); err != nil {
+				t.Fatal(err)
+			}
+			if bare.Matches != len(some.Rows) || len(bare.Rows) != 0 {
+				t.Fatalf("literal %q (fold %v): %d rows counted (%d kept), %d read", lit, fold, bare.Matches, len(bare.Rows), len(some.Rows))
+			}
 		}
 	})
 }
