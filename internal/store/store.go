@@ -107,6 +107,7 @@ type Store struct {
 	// writes keep coming and the heads are under half their budget, the
 	// flusher leaves the cores to them.
 	lastWrite atomic.Int64
+	fullSince int64         // deferFlush: when the head waiting was found full (Unix ns; 0: none waits)
 	maintain  chan struct{} // wakes the maintainer
 	stop      chan struct{}
 	ctx       context.Context // cancelled by Close, to stop a merge
@@ -531,24 +532,37 @@ func (s *Store) flusher() {
 	}
 }
 
-// flushIdle is how long writes must pause before a head under half the
-// budget is flushed.
-const flushIdle = 100 * time.Millisecond
+// A full head under half the budget waits for writes to pause for
+// flushIdle before it is flushed, but no longer than maxFlushDelay: a
+// burst has the cores, and a steady stream does not keep its head (and
+// its memory) growing.
+const (
+	flushIdle     = 100 * time.Millisecond
+	maxFlushDelay = 3 * time.Second
+)
 
 // deferFlush returns how long to wait before flushing a head of b bytes:
 // while batches keep coming (a burst) and the heads hold less than half
-// of MaxHeadBytes, the flush waits for a pause, so the burst has the
-// cores; past half, or after a pause, it runs at once (0). With the
-// default budget of two heads it never waits.
+// of MaxHeadBytes, the flush waits for a pause, up to maxFlushDelay after
+// the head was first found full, so the burst has the cores; past half,
+// after a pause or after that delay, it runs at once (0). With the default
+// budget of two heads it never waits. Only the flusher calls it.
 func (s *Store) deferFlush(b int64) time.Duration {
+	now := s.opts.Now().UnixNano()
 	if s.hasFlushing() || b >= s.opts.MaxHeadBytes/2 {
+		s.fullSince = 0
 		return 0
 	}
-	idle := time.Duration(s.opts.Now().UnixNano() - s.lastWrite.Load())
-	if idle >= flushIdle {
+	if s.fullSince == 0 {
+		s.fullSince = now
+	}
+	idle := time.Duration(now - s.lastWrite.Load())
+	waited := time.Duration(now - s.fullSince)
+	if idle >= flushIdle || waited >= maxFlushDelay {
+		s.fullSince = 0
 		return 0
 	}
-	return flushIdle - idle
+	return min(flushIdle-idle, maxFlushDelay-waited)
 }
 
 // maintainer merges parts and applies retention after flushes and every

@@ -469,8 +469,8 @@ func TestMaxHeadBytes(t *testing.T) {
 }
 
 // TestFlushWaitsForAPause: with a budget of many heads, a full head is
-// flushed once writes pause, or at once when the heads hold half the
-// budget.
+// flushed once writes pause, at once when the heads hold half the budget,
+// and after maxFlushDelay when writes never pause.
 func TestFlushWaitsForAPause(t *testing.T) {
 	var clock atomic.Int64
 	clock.Store(time.Date(2026, 1, 16, 0, 0, 0, 0, time.UTC).UnixNano())
@@ -505,6 +505,20 @@ func TestFlushWaitsForAPause(t *testing.T) {
 
 	appendUntil(maxHeadBytes / 2)
 	eventually("no flush with the heads at half the budget", func(st Stats) bool { return st.Flushes == 2 })
+
+	// Writes that never pause wait no longer than maxFlushDelay.
+	appendUntil(2 * headBytes)
+	time.Sleep(3 * flushIdle)
+	if st := s.Stats(); st.Flushes != 2 {
+		t.Fatalf("a head of %d bytes was flushed while writes went on (budget %d)", st.HeadBytes, maxHeadBytes)
+	}
+	// A line every 95 ms: never a pause of flushIdle.
+	for step := time.Duration(0); step <= maxFlushDelay; step += 95 * time.Millisecond {
+		clock.Add(int64(95 * time.Millisecond))
+		appendLines(t, s, "default", lines[i:i+1], 1)
+		i++
+	}
+	eventually("no flush after maxFlushDelay", func(st Stats) bool { return st.Flushes == 3 })
 	if err := s.Flush(); err != nil {
 		t.Fatal(err)
 	}
