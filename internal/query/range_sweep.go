@@ -18,20 +18,19 @@ import (
 
 // sweepState is a worker's scratch for sweeps.
 type sweepState struct {
-	cols    []int  // the columns that hold the parameter
-	ctx     []int8 // per column: 0 none, 1 outside a JSON string, 2 inside
-	slots   []int  // per column: values the templates' slots use
-	param   []int  // per column: of those, the parameter's
-	consts  []int  // templates whose rows all give the parameter alike
-	nothing []int  // templates whose rows give nothing (givesNothing)
-	ids     []idCounts
-	check   idCounts // columnWellFormed's
-	adds    []sweepAdd
-	one     []paramValue
-	index   []int  // uncountRaw: per column, 1 + its place in cols, or 0
-	uses    []int  // per template and parameter column
-	raw     []bool // per template
-	cur     []int  // per parameter column
+	cols   []int  // the columns that hold the parameter
+	ctx    []int8 // per column: 0 none, 1 outside a JSON string, 2 inside
+	slots  []int  // per column: values the templates' slots use
+	param  []int  // per column: of those, the parameter's
+	consts []int  // templates whose rows all give the parameter alike
+	ids    []idCounts
+	check  idCounts // columnWellFormed's
+	adds   []sweepAdd
+	one    []paramValue
+	index  []int  // uncountRaw: per column, 1 + its place in cols, or 0
+	uses   []int  // per template and parameter column
+	raw    []bool // per template
+	cur    []int  // per parameter column
 }
 
 type idCounts struct{ counts, first [256]int }
