@@ -14,54 +14,57 @@ import (
 // requests it empties often.
 type parsers struct {
 	mu   sync.Mutex
-	free map[string][]*parse.Parser
+	free map[string]*parserList
 }
+
+// parserList is the idle parsers of one option set.
+type parserList struct{ idle []*parse.Parser }
 
 const (
 	maxParserKeys = 256 // option sets kept; others get a parser of their own
 	maxFreePerKey = 64  // idle parsers kept per option set
 )
 
-// parserKey identifies a parser's options (this is on every request's
-// path: no fmt).
-func parserKey(o parse.Options) string {
-	b := make([]byte, 0, 128)
-	str := func(s string) {
-		b = strconv.AppendInt(b, int64(len(s)), 10)
-		b = append(b, ':')
-		b = append(b, s...)
-	}
-	str(o.Format)
+// appendParserKey appends what identifies a parser's options (this is on
+// every request's path: no fmt, and no allocation).
+func appendParserKey(b []byte, o parse.Options) []byte {
+	b = appendKeyString(b, o.Format)
 	for _, l := range [][]string{o.Record.TimeFields, o.Record.MsgFields, o.Record.StreamFields} {
 		b = strconv.AppendInt(b, int64(len(l)), 10)
 		b = append(b, '[')
 		for _, f := range l {
-			str(f)
+			b = appendKeyString(b, f)
 		}
 	}
-	for _, n := range []int{o.Record.MaxFields, int(o.Record.TimeLayout), o.MaxLineSize, o.MaxDepth} {
+	for _, n := range [...]int{o.Record.MaxFields, int(o.Record.TimeLayout), o.MaxLineSize, o.MaxDepth} {
 		b = strconv.AppendInt(append(b, '|'), int64(n), 10)
 	}
-	str(o.Multiline)
-	return string(b)
+	return appendKeyString(b, o.Multiline)
+}
+
+func appendKeyString(b []byte, s string) []byte {
+	b = strconv.AppendInt(b, int64(len(s)), 10)
+	return append(append(b, ':'), s...)
 }
 
 // get returns a parser for opts, at the start of an input, and the
 // function that gives it back.
 func (ps *parsers) get(opts parse.Options) (*parse.Parser, func(), error) {
-	key := parserKey(opts)
+	var buf [256]byte
+	key := appendParserKey(buf[:0], opts)
 	ps.mu.Lock()
 	if ps.free == nil {
-		ps.free = map[string][]*parse.Parser{}
+		ps.free = map[string]*parserList{}
 	}
-	list, known := ps.free[key]
+	list := ps.free[string(key)] // no allocation for the lookup
 	var p *parse.Parser
-	if n := len(list); n > 0 {
-		p, ps.free[key] = list[n-1], list[:n-1]
-	}
-	keep := opts.Multiline == "" && (known || len(ps.free) < maxParserKeys)
-	if keep && !known {
-		ps.free[key] = nil
+	if list != nil {
+		if n := len(list.idle); n > 0 {
+			p, list.idle = list.idle[n-1], list.idle[:n-1]
+		}
+	} else if opts.Multiline == "" && len(ps.free) < maxParserKeys {
+		list = &parserList{}
+		ps.free[string(key)] = list
 	}
 	ps.mu.Unlock()
 	if p == nil || p.ResetAt(0, 0) != nil {
@@ -70,15 +73,14 @@ func (ps *parsers) get(opts parse.Options) (*parse.Parser, func(), error) {
 			return nil, nil, err
 		}
 	}
-	put := func() {}
-	if keep {
-		put = func() {
-			ps.mu.Lock()
-			if l := ps.free[key]; len(l) < maxFreePerKey {
-				ps.free[key] = append(l, p)
-			}
-			ps.mu.Unlock()
-		}
+	if list == nil {
+		return p, func() {}, nil
 	}
-	return p, put, nil
+	return p, func() {
+		ps.mu.Lock()
+		if len(list.idle) < maxFreePerKey {
+			list.idle = append(list.idle, p)
+		}
+		ps.mu.Unlock()
+	}, nil
 }
