@@ -860,3 +860,40 @@ func TestNumber(t *testing.T) {
 		t.Fatalf("numbers checked by column kind: %v", kinds)
 	}
 }
+
+// TestWholeLines: a line is stored whole only when its values are under
+// a quarter of it; JSON with short values and long keys is templated.
+func TestWholeLines(t *testing.T) {
+	for _, c := range []struct {
+		line  string
+		whole bool
+	}{
+		// Values (the time, warn, ok, 503) a quarter of the line: whole
+		// when a half was the bound.
+		{`{"ts": 1768464000000, "level": "warn", "message_text": "ok", "http_status_code": 503}`, false},
+		// Values a tenth: long keys around flags.
+		{`{"ts":1768464000000,"a_rather_long_key_name_for_a_flag":1,"another_long_and_wordy_key_name":"x","payment_declined_reason_code":2}`, true},
+	} {
+		var in strings.Builder
+		for i := range 3 {
+			in.WriteString(strings.Replace(c.line, "1768464000000", fmt.Sprint(1768464000000+i), 1) + "\n")
+		}
+		fs := vfs.NewMem()
+		writePart(t, fs, "w.part", encoded(t, "auto", []byte(in.String())))
+		rd, err := part.Open(fs, "w.part")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var b part.Block
+		b.Columnar = true
+		if err := rd.ReadBlock(0, &b); err != nil {
+			t.Fatal(err)
+		}
+		for k := range b.NumRows() {
+			if got := b.TemplateRaw(b.RowTemplate(k)); got != c.whole {
+				t.Errorf("%s: stored whole %v, want %v", c.line, got, c.whole)
+			}
+		}
+		rd.Close()
+	}
+}
