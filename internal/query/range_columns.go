@@ -101,6 +101,7 @@ type colPlanner struct {
 	// wholeValid is, per column and context, whether every value is
 	// well-formed: 0 unknown, 1 no, 2 yes.
 	wholeValid [][2]int8
+	distinct   idCounts // distinctWellFormed's scratch
 
 	sweep sweepState
 
@@ -206,7 +207,7 @@ func (w *rangeWorker) givesNothing(ls record.Labels, p *tmplPlan) (bool, error) 
 	if !cp.dropsErrors || !absentPlan(p) {
 		return false, nil
 	}
-	if cp.noneMemo == 0 {
+	if cp.noneMemo == 0 { // worked out once per stream
 		cp.values = cp.values[:0]
 		for _, pp := range p.params {
 			cp.values = append(cp.values, pp.value)
@@ -227,6 +228,12 @@ func (w *rangeWorker) givesNothing(ls record.Labels, p *tmplPlan) (bool, error) 
 		}
 	}
 	return cp.noneMemo == 2, nil
+}
+
+// knownNothing reports whether givesNothing has found that the rows of a
+// template with plan p give nothing.
+func (cp *colPlanner) knownNothing(p *tmplPlan) bool {
+	return cp.noneMemo == 2 && cp.dropsErrors && absentPlan(p)
 }
 
 // dropsErrors reports whether a label filter __error__="" (alone, or
@@ -714,8 +721,7 @@ func (cp *colPlanner) wellFormedColumn(b *part.Block, col int, inString bool) bo
 	}
 	switch b.ColumnKind(col) {
 	case part.ColumnConst, part.ColumnDict, part.ColumnTime:
-		ok, err := cp.columnWellFormed(b, col, inString, 0) // each distinct value once
-		return err == nil && ok
+		return cp.distinctWellFormed(b, col, inString)
 	}
 	if !inString {
 		return false
@@ -727,6 +733,46 @@ func (cp *colPlanner) wellFormedColumn(b *part.Block, col int, inString bool) bo
 		}
 	}
 	return cp.plainCols[col] == 2
+}
+
+// distinctWellFormed reports whether every value of a time, constant or
+// dictionary column is well-formed in the context: a time column by its
+// shapes, the others by each distinct value (once per block and context;
+// a value that cannot be read counts as malformed).
+func (cp *colPlanner) distinctWellFormed(b *part.Block, col int, inString bool) bool {
+	if b.ColumnKind(col) == part.ColumnTime {
+		return inString || b.TimesAreNumbers(col)
+	}
+	ctx := 0
+	if inString {
+		ctx = 1
+	}
+	if m := cp.wholeValid[col][ctx]; m != 0 {
+		return m == 2
+	}
+	cp.wholeValid[col][ctx] = 1
+	ic := &cp.distinct
+	clear(ic.counts[:])
+	if ok, err := b.CountIDs(col, &ic.counts, &ic.first); err != nil || !ok {
+		return false
+	}
+	for id, n := range ic.counts {
+		if n == 0 || cp.valid[col][ctx][id] == 2 {
+			continue
+		}
+		if cp.valid[col][ctx][id] == 1 {
+			return false
+		}
+		v, scratch, err := b.Value(col, ic.first[id], 0, cp.scan.buf.b[:0])
+		cp.scan.buf.b = scratch
+		cp.valid[col][ctx][id] = 1
+		if err != nil || !cp.wellFormedValue(v, inString) {
+			return false
+		}
+		cp.valid[col][ctx][id] = 2
+	}
+	cp.wholeValid[col][ctx] = 2
+	return true
 }
 
 // wellFormedByKind reports whether every value of a column of this kind

@@ -8,9 +8,9 @@ import (
 // A sweep counts a stored block's rows on the columnar path without
 // walking them: when the range aggregation counts rows (no unwrap) of
 // one json parameter, every row of the block falls in the same windows,
-// every template is planned with no value left to check, and the
-// parameter's values sit in constant or dictionary columns that hold
-// nothing else. The outcome of each distinct value (the series it counts
+// every template is planned (the values its rows must have well-formed
+// are checked in one walk), and the parameter's values sit in constant or
+// dictionary columns that hold nothing else. The outcome of each distinct value (the series it counts
 // in, or none) is then worked out once and added for as many rows as hold
 // it, read from the column's value ids; a template whose rows all give
 // the parameter the same way adds its row count. Rows whose lines are
@@ -24,7 +24,6 @@ type sweepState struct {
 	param  []int  // per column: of those, the parameter's
 	consts []int  // templates whose rows all give the parameter alike
 	ids    []idCounts
-	check  idCounts // columnWellFormed's
 	adds   []sweepAdd
 	one    []paramValue
 	index  []int  // uncountRaw: per column, 1 + its place in cols, or 0
@@ -83,18 +82,9 @@ func (w *rangeWorker) sweep(ev *evaluator, ls record.Labels, b *part.Block, from
 		if !p.ok {
 			return false, nil
 		}
-		if len(p.checks) > 0 && !walk {
-			// Values each row would check: fine if every value of their
-			// columns is, else checked row by row below.
-			_, holes := b.TemplateLine(t)
-			for _, h := range p.checks {
-				ok, err := cp.columnWellFormed(b, b.SlotColumn(t, holes[h]), p.inString[h], lo)
-				if err != nil {
-					return false, err
-				}
-				walk = walk || !ok
-			}
-		}
+		// Values each row must check (their columns are not all
+		// well-formed, startBlock found): checked row by row below.
+		walk = walk || len(p.checks) > 0
 		for s := range b.TemplateSlots(t) {
 			sw.slots[b.SlotColumn(t, s)] += n
 		}
@@ -197,69 +187,6 @@ func (w *rangeWorker) sweep(ev *evaluator, ls record.Labels, b *part.Block, from
 	return true, ev.flush(&w.tally)
 }
 
-// columnWellFormed reports whether every value of a constant,
-// dictionary or time column is well-formed in the context (see
-// wellFormed), once per distinct value (and once per block and context);
-// false for other columns.
-func (cp *colPlanner) columnWellFormed(b *part.Block, col int, inString bool, t int64) (bool, error) {
-	ctx := 0
-	if inString {
-		ctx = 1
-	}
-	if m := cp.wholeValid[col][ctx]; m != 0 {
-		return m == 2, nil
-	}
-	ok, err := cp.checkColumn(b, col, inString, ctx, t)
-	if err != nil {
-		return false, err
-	}
-	cp.wholeValid[col][ctx] = 1
-	if ok {
-		cp.wholeValid[col][ctx] = 2
-	}
-	return ok, nil
-}
-
-func (cp *colPlanner) checkColumn(b *part.Block, col int, inString bool, ctx int, t int64) (bool, error) {
-	if b.ColumnKind(col) == part.ColumnTime {
-		return inString || b.TimesAreNumbers(col), nil // valid by the shapes alone
-	}
-	ic := &cp.sweep.check
-	clear(ic.counts[:])
-	dict, err := b.CountIDs(col, &ic.counts, &ic.first)
-	if err != nil {
-		return false, err
-	}
-	if !dict {
-		// Value by value, its rows are checked (checkRows) only where
-		// they need it: a column may hold values both inside and outside
-		// strings.
-		return false, nil
-	}
-	for id, n := range ic.counts {
-		if n == 0 {
-			continue
-		}
-		switch cp.valid[col][ctx][id] {
-		case 1:
-			return false, nil
-		case 2:
-			continue
-		}
-		v, scratch, err := b.Value(col, ic.first[id], t, cp.scan.buf.b[:0])
-		cp.scan.buf.b = scratch
-		if err != nil {
-			return false, err
-		}
-		cp.valid[col][ctx][id] = 1
-		if !cp.wellFormedValue(v, inString) {
-			return false, nil
-		}
-		cp.valid[col][ctx][id] = 2
-	}
-	return true, nil
-}
-
 // checkRows checks the values that the rows of a block must have
 // well-formed (tmplPlan.check), walking the rows with the column cursors
 // the row path keeps; it leaves them at zero.
@@ -268,7 +195,7 @@ func (w *rangeWorker) checkRows(b *part.Block, t int64) (bool, error) {
 	defer clear(cp.cur)
 	for k := range b.NumRows() {
 		tm := b.RowTemplate(k)
-		if p := &cp.plans[tm]; p.ok && len(p.checks) > 0 && !(cp.noneMemo == 2 && cp.dropsErrors && absentPlan(p)) {
+		if p := &cp.plans[tm]; p.ok && len(p.checks) > 0 && !cp.knownNothing(p) {
 			_, holes := b.TemplateLine(tm)
 			for _, h := range p.checks {
 				if good, err := cp.wellFormed(b, tm, holes[h], p.inString[h], t); err != nil || !good {

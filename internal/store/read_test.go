@@ -29,17 +29,26 @@ func scanLines(t *testing.T, sn *Snapshot, opts ScanOptions) []string {
 	return lines
 }
 
-func TestScanBackwardAndTokens(t *testing.T) {
+// partsAndHead stores 4000 lines, 3000 in parts and the rest in the head,
+// and returns them with a snapshot (released, and the store closed, when
+// the test ends).
+func partsAndHead(t *testing.T, seed uint64) ([]string, *Snapshot) {
+	t.Helper()
 	s := open(t, vfs.NewMem(), Options{HeadBytes: 32 << 10})
-	defer s.Close()
-	lines := genLines(4000, 3)
+	t.Cleanup(func() { s.Close() })
+	lines := genLines(4000, seed)
 	appendLines(t, s, "default", lines[:3000], 250)
 	if err := s.Flush(); err != nil {
 		t.Fatal(err)
 	}
 	appendLines(t, s, "default", lines[3000:], 250) // some in the head
 	sn := s.Snapshot()
-	defer sn.Release()
+	t.Cleanup(sn.Release)
+	return lines, sn
+}
+
+func TestScanBackwardAndTokens(t *testing.T) {
+	lines, sn := partsAndHead(t, 3)
 
 	fwd := scanLines(t, sn, ScanOptions{})
 	if lo := scanLines(t, sn, ScanOptions{LinesOnly: true}); !slices.Equal(lo, fwd) {
@@ -106,16 +115,7 @@ func TestScanBackwardAndTokens(t *testing.T) {
 // TestScanBlockCount: a scan that counts the stored blocks it may counts
 // as many rows as it would yield, and yields the others.
 func TestScanBlockCount(t *testing.T) {
-	s := open(t, vfs.NewMem(), Options{HeadBytes: 32 << 10})
-	defer s.Close()
-	lines := genLines(4000, 4)
-	appendLines(t, s, "default", lines[:3000], 250)
-	if err := s.Flush(); err != nil {
-		t.Fatal(err)
-	}
-	appendLines(t, s, "default", lines[3000:], 250) // some in the head
-	sn := s.Snapshot()
-	defer sn.Release()
+	_, sn := partsAndHead(t, 4)
 	opts := ScanOptions{LinesOnly: true, NoLines: true, Contains: []Literal{{Text: []byte("request 1")}}}
 	scan := func(opts ScanOptions) (yielded int) {
 		for _, ls := range sn.Streams("default", math.MinInt64, math.MaxInt64) {

@@ -6,7 +6,6 @@ import (
 	"slices"
 	"sort"
 
-	"github.com/sluicelog/sluice/internal/record"
 	"github.com/sluicelog/sluice/internal/store/bin"
 	"github.com/sluicelog/sluice/internal/store/rows"
 )
@@ -407,10 +406,7 @@ func (b *Block) assembleMatching(nrows int, stream uint32, times, subms, tids, r
 				return fmt.Errorf("row %d: slot %d: column %d of %d, or past its values", k, si, s.col, len(b.cols))
 			}
 		}
-		r := rows.Row{Time: t, Stream: stream, MsgFlags: record.Flags(rowFlags[k] >> rowMsgFlagsSh)}
-		if rowFlags[k]&rowFromReceive != 0 {
-			r.TimeSource = record.FromReceive
-		}
+		r := rowOf(t, stream, rowFlags[k])
 		keep, err := b.matchRow(k, tm, tid, lci, t, rowFlags[k], &mr, &r)
 		if err != nil {
 			return err
@@ -458,10 +454,7 @@ func (b *Block) matchNewest(nrows int, stream uint32, times, subms, tids, rowFla
 		if t < b.From || t > b.To {
 			continue
 		}
-		r := rows.Row{Time: t, Stream: stream, MsgFlags: record.Flags(rowFlags[k] >> rowMsgFlagsSh)}
-		if rowFlags[k]&rowFromReceive != 0 {
-			r.TimeSource = record.FromReceive
-		}
+		r := rowOf(t, stream, rowFlags[k])
 		keep, err := b.matchRow(k, tm, tid, lci, t, rowFlags[k], nil, &r)
 		if err != nil {
 			return err
@@ -533,10 +526,7 @@ func (b *Block) matchCounting(nrows int, stream uint32, times, subms, tids, rowF
 	}
 	for k := range nrows {
 		tid := int(b.tids[k])
-		r := rows.Row{Time: b.times[k], Stream: stream, MsgFlags: record.Flags(rowFlags[k] >> rowMsgFlagsSh)}
-		if rowFlags[k]&rowFromReceive != 0 {
-			r.TimeSource = record.FromReceive
-		}
+		r := rowOf(b.times[k], stream, rowFlags[k])
 		keep, err := b.matchRow(k, &b.tmpls[tid], tid, lci, r.Time, rowFlags[k], nil, &r)
 		if err != nil {
 			return err
@@ -595,11 +585,14 @@ func (b *Block) countOne(nrows int, stream uint32, rowFlags []byte, lci int) err
 	for t := range nt {
 		tm := &b.tmpls[t]
 		verdict[t] = rowsMatch
-		switch {
-		case tm.raw:
-		case b.plan(t, 0) == planGap:
+		plan := planLine // a raw line: matchRow searches it
+		if !tm.raw {
+			plan = b.plan(t, 0)
+		}
+		switch plan {
+		case planGap:
 			verdict[t] = rowsAll
-		case b.plan(t, 0) == planValues:
+		case planValues:
 			cands, err := b.candidates(t, 0)
 			if err != nil {
 				return err
@@ -676,14 +669,14 @@ func (b *Block) countOne(nrows int, stream uint32, rowFlags []byte, lci int) err
 			if b.timesRead {
 				t = b.times[k]
 			}
-			r = countedRow(k, t, stream, rowFlags[k])
+			r = rowOf(t, stream, rowFlags[k])
 			var err error
 			if keep, err = b.matchRow(k, &b.tmpls[tid], tid, lci, r.Time, rowFlags[k], nil, &r); err != nil {
 				return err
 			}
 		}
 		if keep && v != rowsMatch && !b.CountOnly {
-			r = countedRow(k, b.times[k], stream, rowFlags[k])
+			r = rowOf(b.times[k], stream, rowFlags[k])
 		}
 		b.keep(keep, r)
 		for _, c := range b.adv[b.advStart[tid]:b.advStart[tid+1]] {
@@ -691,15 +684,6 @@ func (b *Block) countOne(nrows int, stream uint32, rowFlags []byte, lci int) err
 		}
 	}
 	return nil
-}
-
-// countedRow is row k of a NoLines read, without its line.
-func countedRow(k int, t int64, stream uint32, flags byte) rows.Row {
-	r := rows.Row{Time: t, Stream: stream, MsgFlags: record.Flags(flags >> rowMsgFlagsSh)}
-	if flags&rowFromReceive != 0 {
-		r.TimeSource = record.FromReceive
-	}
-	return r
 }
 
 // matchRow decides whether row k (template tm) holds every literal and,

@@ -598,6 +598,15 @@ func (rs *rowStreams) done() error {
 	return nil
 }
 
+// rowOf is a row's time, stream and flags, the rest of it to be filled.
+func rowOf(t int64, stream uint32, flags byte) rows.Row {
+	r := rows.Row{Time: t, Stream: stream, MsgFlags: record.Flags(flags >> rowMsgFlagsSh)}
+	if flags&rowFromReceive != 0 {
+		r.TimeSource = record.FromReceive
+	}
+	return r
+}
+
 // checkUsed checks that the rows used every value of every column:
 // used(i) is how many of column i's values they used.
 func (b *Block) checkUsed(used func(i int) int) error {
@@ -626,10 +635,7 @@ func (b *Block) assemble(nrows int, stream uint32, times, subms, tids, rowFlags,
 		}
 		tm := &b.tmpls[tid]
 		fl := rowFlags[k]
-		r := rows.Row{Time: t, Stream: stream, MsgFlags: record.Flags(fl >> rowMsgFlagsSh)}
-		if fl&rowFromReceive != 0 {
-			r.TimeSource = record.FromReceive
-		}
+		r := rowOf(t, stream, fl)
 
 		// Values by slot; in-line ones are copied into the line below.
 		b.values = b.values[:0]
