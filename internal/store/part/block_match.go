@@ -79,12 +79,13 @@ const (
 func (b *Block) plan(ti, li int) litPlan {
 	p := &b.plans[ti*len(b.Contains)+li]
 	if *p == planUnknown {
-		*p = b.templatePlan(&b.tmpls[ti], &b.Contains[li])
+		*p = b.templatePlan(&b.tmpls[ti], li)
 	}
 	return *p
 }
 
-func (b *Block) templatePlan(tm *template, l *Literal) litPlan {
+func (b *Block) templatePlan(tm *template, li int) litPlan {
+	l := &b.Contains[li]
 	lit := l.Text
 	if l.Fold {
 		// Gaps lowercased; one with a non-ASCII byte is searched in the
@@ -104,13 +105,14 @@ func (b *Block) templatePlan(tm *template, l *Literal) litPlan {
 			}
 			b.gapsLow = append(b.gapsLow, b.gapBuf[start:len(b.gapBuf):len(b.gapBuf)])
 		}
-		return gapPlan(b.gapsLow, len(tm.holes), lit)
+		return gapPlan(b.gapsLow, len(tm.holes), lit, &b.litBytes[li])
 	}
-	return gapPlan(tm.gaps, len(tm.holes), lit)
+	return gapPlan(tm.gaps, len(tm.holes), lit, &b.litBytes[li])
 }
 
-// gapPlan plans a literal for a template of n values between gaps.
-func gapPlan(gaps [][]byte, n int, lit []byte) litPlan {
+// gapPlan plans a literal for a template of n values between gaps; in
+// says which bytes the literal has.
+func gapPlan(gaps [][]byte, n int, lit []byte, in *[256]bool) litPlan {
 	for _, g := range gaps {
 		if bytes.Contains(g, lit) {
 			return planGap
@@ -120,6 +122,13 @@ func gapPlan(gaps [][]byte, n int, lit []byte) litPlan {
 		return planValues // one byte cannot cross a boundary
 	}
 	for j, g := range gaps {
+		// A literal crossing into the next value ends g with a byte of
+		// it; one crossing from the previous value, or spanning g,
+		// starts g with a byte of it. Most gaps (JSON's `","key":"`)
+		// fail both at once.
+		if len(g) > 0 && !in[g[len(g)-1]] && !in[g[0]] {
+			continue
+		}
 		// g ends before value j (j < n) and starts after value j-1 (j > 0).
 		if j < n && endsWithPrefix(g, lit) {
 			return planLine
@@ -202,7 +211,7 @@ var (
 	timeBytes    = asciiSet("0123456789-:T .,Z+") // what timestamp.Shape writes
 )
 
-func asciiSet(s string) (set [256]bool) {
+func asciiSet[T string | []byte](s T) (set [256]bool) {
 	for i := range len(s) {
 		set[s[i]] = true
 	}
@@ -257,6 +266,10 @@ func (b *Block) colMatchOf(ci, li int) (*colMatch, error) {
 		return m, nil
 	case encTime:
 		m.state = rejectOr(lit, &timeBytes)
+		return m, nil
+	}
+	if c.grams != nil && !(lit.Fold && lit.unicodeFolds()) && !gramsMayHold(c.grams, lit.Text) {
+		m.state = matchNever // ruled out without loading the column
 		return m, nil
 	}
 	if _, err := b.loadedCol(ci); err != nil {
@@ -379,6 +392,10 @@ func (b *Block) assembleMatching(nrows int, stream uint32, times, subms, tids, r
 	}
 	b.plans = grown(b.plans, len(b.tmpls)*len(b.Contains))
 	clear(b.plans)
+	b.litBytes = grown(b.litBytes, len(b.Contains))
+	for i := range b.Contains {
+		b.litBytes[i] = asciiSet(b.Contains[i].Text)
+	}
 	b.matches = grown(b.matches, len(b.Contains)*len(b.cols))
 	b.cands = grown(b.cands, len(b.tmpls)*len(b.Contains))
 	b.candDone = grown(b.candDone, len(b.tmpls)*len(b.Contains))

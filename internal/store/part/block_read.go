@@ -74,7 +74,8 @@ type Block struct {
 	advStart  []int
 	cursors   []int
 	scratch   []byte
-	gapsLow   [][]byte // scratch of templatePlan
+	gapsLow   [][]byte    // scratch of templatePlan
+	litBytes  [][256]bool // block_match.go: the bytes of each literal
 	gapBuf    []byte
 
 	fields []rows.Field
@@ -120,6 +121,7 @@ type colData struct {
 	stored     []byte // the column's stored stream, until load
 	loaded     bool
 	dictHas    []byte // block_match.go: per literal and entry, 0 unknown, 1 no, 2 yes
+	grams      []byte // the values' gram filter, if the column has one
 }
 
 // reset empties c for the next block, keeping its buffers.
@@ -332,6 +334,12 @@ func (c *colData) decode(h, cr *bin.Reader, raw []byte) []byte {
 	}
 	if flags&colMinMax != 0 {
 		h.Bytes(16, "min and max")
+	}
+	if flags&colGrams != 0 {
+		c.grams = h.BytesN("gram filter")
+		if h.Err() == nil && !validGramFilter(c.grams) {
+			h.Fail("gram filter size")
+		}
 	}
 	colLen := h.Uvarint("column length")
 	if h.Err() != nil {

@@ -26,6 +26,7 @@ const (
 	colMsg    = 1 << 0 // holds messages that are no field's value
 	colLine   = 1 << 1 // holds whole lines that no template fits
 	colMinMax = 1 << 2 // the directory entry has the numeric min and max
+	colGrams  = 1 << 3 // the directory entry has the values' gram filter (grams.go)
 )
 
 // Column encodings.
@@ -143,8 +144,10 @@ type blockWriter struct {
 	hex       []byte // chooseEncoding's decoding of a hex column
 	// chooseEncoding's dictionary of a column: entries, index of each value
 	dictEntries, dictIdx []byte
-	fast                 bool   // compress for speed: the part will soon be merged
-	noFilter             bool   // leave the token filter out
+	fast                 bool // compress for speed: the part will soon be merged
+	noFilter             bool // leave the token and gram filters out
+	grams                *gramSet
+	gramBuf              []byte
 	shapeIdx             []byte // timeShapes' shape of each value
 }
 
@@ -478,6 +481,10 @@ func (w *blockWriter) encodeColumn(c *column, body, s []byte) (desc, _, _ []byte
 	if minmax {
 		flags |= colMinMax
 	}
+	grams, ok := w.gramFilter(c, enc)
+	if ok {
+		flags |= colGrams
+	}
 	desc = append(desc, flags, enc)
 	desc = binary.AppendUvarint(desc, uint64(n))
 	sameMeta := allSame(c.meta)
@@ -490,6 +497,9 @@ func (w *blockWriter) encodeColumn(c *column, body, s []byte) (desc, _, _ []byte
 	if minmax {
 		desc = binary.LittleEndian.AppendUint64(desc, lo)
 		desc = binary.LittleEndian.AppendUint64(desc, hi)
+	}
+	if ok {
+		desc = bin.AppendBytes(desc, grams)
 	}
 	col := w.col[:0]
 	if !sameMeta {
@@ -541,6 +551,36 @@ func (w *blockWriter) encodeColumn(c *column, body, s []byte) (desc, _, _ []byte
 	}
 	w.col = col
 	return desc, appendStream(body, col, w.fast), s
+}
+
+// gramFilter returns the gram filter of a text column's values (those of
+// encodings string, dict and const), if it gets one.
+func (w *blockWriter) gramFilter(c *column, enc byte) ([]byte, bool) {
+	if w.noFilter {
+		return nil, false
+	}
+	if w.grams == nil {
+		w.grams = new(gramSet)
+	}
+	g := w.grams
+	g.reset()
+	switch enc {
+	case encConst:
+		g.add(c.value(0))
+	case encDict:
+		for r := bin.NewReader(w.dictEntries); r.Len() > 0 && r.Err() == nil; {
+			g.add(r.BytesN("dictionary entry"))
+		}
+	case encString:
+		for i := range c.ends {
+			g.add(c.value(i))
+		}
+	default:
+		return nil, false // a query knows these values' alphabet
+	}
+	var ok bool
+	w.gramBuf, ok = g.appendFilter(w.gramBuf[:0])
+	return w.gramBuf, ok
 }
 
 // hasNums reports whether any value of c carries a number to store.

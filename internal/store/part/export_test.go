@@ -5,3 +5,18 @@ var (
 	EndsWithPrefix   = endsWithPrefix
 	StartsWithSuffix = startsWithSuffix
 )
+
+var GramsMayHold = gramsMayHold
+
+// GramFilter returns the gram filter of values, or nil when they get none.
+func GramFilter(values ...[]byte) []byte {
+	var s gramSet
+	for _, v := range values {
+		s.add(v)
+	}
+	f, ok := s.appendFilter(nil)
+	if !ok {
+		return nil
+	}
+	return f
+}

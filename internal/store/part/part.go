@@ -18,9 +18,10 @@ import (
 
 // Version is the part format's version, written in every header and
 // footer. FROZEN: parts written with any version from minVersion on must
-// stay readable. Version 2 added each block's longest token to the index.
+// stay readable. Version 2 added each block's longest token to the index;
+// version 3 the text columns' gram filters (grams.go).
 const (
-	Version    = 2
+	Version    = 3
 	minVersion = 1
 )
 

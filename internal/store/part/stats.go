@@ -19,7 +19,7 @@ var encNames = [...]string{"string", "const", "dict", "int", "decimal", "hex", "
 // Stats returns, for `sluice stats --columns` and for tuning the format,
 // the stored bytes per column (the message and line columns are "_msg"
 // and "_line", and the rows' own streams "_rows", and block headers
-// "_header").
+// "_header", of which the columns' gram filters are "_grams").
 func (r *Reader) Stats() ([]ColumnStat, error) {
 	byName := map[string]*ColumnStat{}
 	get := func(name string) *ColumnStat {
@@ -57,6 +57,9 @@ func (r *Reader) Stats() ([]ColumnStat, error) {
 			}
 			if flags&colMinMax != 0 {
 				h.Bytes(16, "minmax")
+			}
+			if flags&colGrams != 0 {
+				get("_grams").Bytes += int64(len(h.BytesN("grams")))
 			}
 			l := h.Uvarint("length")
 			switch {
