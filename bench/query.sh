@@ -6,14 +6,16 @@
 #   ONLY=needle bench/query.sh
 #
 # The corpus is ingested once with service and host as stream labels into
-# ${SLUICE_BENCH_DIR:-$HOME/.cache/sluice-bench}/query-data (remove it to re-ingest), then
+# ${SLUICE_BENCH_DIR:-$HOME/.cache/sluice-bench}/query-data-vN, N the part format's version (remove it to re-ingest), then
 # `sluice serve` runs on it and each query is timed with curl (time_total), after one warm-up.
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 corpus="$("$root/bench/corpus.sh")"
 runs="${RUNS:-5}"
-dir="${SLUICE_BENCH_DIR:-$HOME/.cache/sluice-bench}/query-data"
+# The data directory is named by the part format's version: a new format is ingested anew.
+version="$(sed -n 's/^\tVersion *= \([0-9]*\)$/\1/p' "$root/internal/store/part/part.go")"
+dir="${SLUICE_BENCH_DIR:-$HOME/.cache/sluice-bench}/query-data-v$version"
 bin="$root/bin/sluice"
 addr=127.0.0.1:3199
 (cd "$root" && go build -o "$bin" ./cmd/sluice)
