@@ -151,9 +151,8 @@ func (s *Store) merge(ctx context.Context, group []*livePart) error {
 			var its []rowIter
 			for _, p := range group {
 				if si, ok := p.streams[k]; ok {
-					it := newPartIter(p.rd, si, math.MinInt64, math.MaxInt64, ScanOptions{})
-					it.drop = true // every block is read once
-					its = append(its, it)
+					// Every block is read once: Drop.
+					its = append(its, newPartIter(p.rd, si, math.MinInt64, math.MaxInt64, ScanOptions{Drop: true}))
 				}
 			}
 			if err := w.StartStream(streams[k]); err != nil {

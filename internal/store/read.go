@@ -120,8 +120,9 @@ type ScanOptions struct {
 	// block whose filter lacks one and whose longest token is no longer
 	// than it is skipped unread.
 	Needles []Needle
-	// Drop drops the pages of each block once read: for a scan of
-	// everything, which reads each block once.
+	// Drop drops the pages of each block once read, and keeps no block
+	// header in the cache: for a scan of everything, which reads each
+	// block once.
 	Drop bool
 	// LinesOnly yields rows with their time and line but without Fields
 	// or Msg, which spares most of a stored block's decoding. (Rows of
@@ -306,7 +307,7 @@ type partIter struct {
 
 func newPartIter(rd *part.Reader, stream uint32, from, to int64, opts ScanOptions) *partIter {
 	it := &partIter{rd: rd, from: from, to: to, bi: -1, drop: opts.Drop, backward: opts.Backward, blk: blockPool.Get().(*part.Block)}
-	it.blk.Columnar = false
+	it.blk.Columnar, it.blk.Scan = false, opts.Drop
 	it.blk.LinesOnly = opts.LinesOnly
 	it.blk.Contains, it.blk.NoLines, it.blk.Newest = nil, false, 0
 	if opts.LinesOnly {
@@ -513,7 +514,7 @@ func (sn *Snapshot) ScanColumns(ctx context.Context, tenant string, stream recor
 		blk.Columnar = false
 		blockPool.Put(blk)
 	}()
-	blk.Columnar, blk.LinesOnly, blk.Contains, blk.NoLines, blk.Newest = true, false, nil, false, 0
+	blk.Columnar, blk.LinesOnly, blk.Contains, blk.NoLines, blk.Newest, blk.Scan = true, false, nil, false, 0, false
 	for _, p := range sn.parts {
 		if p.info.Tenant != tenant || p.info.MaxTime < from || p.info.MinTime > to {
 			continue

@@ -50,6 +50,10 @@ type Options struct {
 	// OnWALSync, if set, is told the duration and bytes of each WAL
 	// fdatasync (for a latency histogram); it must not block.
 	OnWALSync func(d time.Duration, bytes int)
+	// HeaderCacheBytes is the memory the parsed headers of the blocks
+	// queries read may hold (part.HeaderCache); 0 means
+	// DefaultHeaderCacheBytes, below 0 none.
+	HeaderCacheBytes int64
 	// WALSegmentSize: see wal.Options.SegmentSize.
 	WALSegmentSize int64
 	Logger         *slog.Logger
@@ -62,6 +66,10 @@ type Options struct {
 const (
 	DefaultHeadBytes   = 64 << 20
 	DefaultMergeFactor = 4
+	// DefaultHeaderCacheBytes holds the headers of about 400 blocks of
+	// JSON logs with a few hundred templates each (some 300 KB parsed):
+	// a few million lines.
+	DefaultHeaderCacheBytes = 128 << 20
 )
 
 // ErrLocked is returned by Open when another process uses the directory.
@@ -79,6 +87,8 @@ type Store struct {
 	lock io.Closer
 	wal  *wal.Log
 	log  *slog.Logger
+	// headers caches the parsed block headers of every part's queries.
+	headers *part.HeaderCache
 
 	// cut is held for reading by Append across the WAL append and the
 	// head insert, and for writing to swap the head and rotate the WAL, so
@@ -126,6 +136,7 @@ type Stats struct {
 	CorruptWAL, BadParts  int
 	HeadBytes, HeadRows   int64
 	FlushingBytes         int64 // of the head being flushed, if one is
+	HeaderCacheBytes      int64 // of block headers cached for queries
 	Parts                 int
 	PartBytes, LineBytes  int64
 	PartRows              int64
@@ -150,6 +161,9 @@ func Open(opts Options) (*Store, error) {
 	if opts.MergeFactor < 2 {
 		opts.MergeFactor = DefaultMergeFactor
 	}
+	if opts.HeaderCacheBytes == 0 {
+		opts.HeaderCacheBytes = DefaultHeaderCacheBytes
+	}
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
@@ -173,6 +187,9 @@ func Open(opts Options) (*Store, error) {
 	s := &Store{opts: opts, fs: fs, lock: lock, log: opts.Logger, head: newHead(),
 		kick: make(chan struct{}, 1), maintain: make(chan struct{}, 1), stop: make(chan struct{})}
 	s.room = sync.NewCond(&s.mu)
+	if opts.HeaderCacheBytes > 0 {
+		s.headers = part.NewHeaderCache(opts.HeaderCacheBytes)
+	}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	if err := s.recover(); err != nil {
 		s.cancel()
@@ -325,6 +342,9 @@ func (s *Store) openPart(info partInfo) (*livePart, error) {
 	rd, err := part.Open(s.fs, path.Join(s.opts.Dir, info.path()))
 	if err != nil {
 		return nil, err
+	}
+	if s.headers != nil {
+		rd.UseHeaderCache(s.headers)
 	}
 	lp := &livePart{info: info, rd: rd, streams: make(map[string]uint32, len(rd.Streams)), onFree: s.freePart}
 	for i, ls := range rd.Streams {
@@ -727,6 +747,9 @@ func (s *Store) Stats() Stats {
 	st.HeadBytes, st.HeadRows = h.size()
 	if f != nil {
 		st.FlushingBytes, _ = f.size()
+	}
+	if s.headers != nil {
+		st.HeaderCacheBytes = s.headers.Used()
 	}
 	st.WAL = s.wal.Stats()
 	if st.PartBytes > 0 {

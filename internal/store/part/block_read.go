@@ -48,11 +48,15 @@ type Block struct {
 	// Columnar, set before a read, builds no row at all: the reader walks
 	// the rows and reads their values itself (block_columns.go).
 	Columnar bool
-	times    []int64 // a columnar read's row times
-	tids     []int32 // and templates
-	perTmpl  []int   // rows per template (columnar reads)
-	minTime  int64   // the rows' time range, from the index
-	maxTime  int64
+	// Scan marks the reads of a one-pass scan (a merge, an export): they
+	// use the headers a part's cache holds but add none to it.
+	Scan    bool
+	header  blockHeader // a header parsed for this read alone, with its buffers
+	times   []int64     // a columnar read's row times
+	tids    []int32     // and templates
+	perTmpl []int       // rows per template (columnar reads)
+	minTime int64       // the rows' time range, from the index
+	maxTime int64
 	// A columnar read's time streams, until DecodeTimes reads them.
 	timeStreams [2][]byte
 	timesRead   bool
@@ -129,32 +133,17 @@ func (c *colData) reset() {
 	*c = colData{dict: c.dict[:0], ints: c.ints[:0], ends: c.ends[:0], shapes: c.shapes[:0], dictHas: c.dictHas[:0]}
 }
 
-// decodeBlock decodes blob, the bytes of one block of the given stream,
-// into b.
-func decodeBlock(blob []byte, stream uint32, b *Block) error {
-	b.raw, b.lines, b.vals, b.fields = b.raw[:0], b.lines[:0], b.vals[:0], b.fields[:0]
-	d := bin.NewReader(blob)
-	var hdr []byte
-	hdr, b.raw = readStream(&d, b.raw)
-	if err := d.Err(); err != nil {
-		return fmt.Errorf("block header: %w", err)
-	}
-	h := bin.NewReader(hdr)
-	nrows := int(h.Bounded("row count", maxBlockRows))
-	// Templates and columns keep their buffers from block to block: a
-	// scan reads thousands of blocks into one Block.
-	b.tmpls = grown(b.tmpls, h.Count("template count", 1))
-	for i := range b.tmpls {
-		if err := parseTemplate(h.BytesN("template"), &b.tmpls[i]); err != nil {
-			return err
-		}
-	}
+// decodeBlock decodes a block of the given stream into b: body, its
+// bytes after the header stream, and hd, its header.
+func decodeBlock(body []byte, hd *blockHeader, stream uint32, b *Block) error {
+	nrows := hd.nrows
+	b.tmpls = hd.tmpls
+	h := bin.NewReader(hd.rest)
 	ncols := h.Count("column count", 4)
 	rowLen := h.Uvarint("row streams length")
 	if err := h.Err(); err != nil {
 		return fmt.Errorf("block header: %w", err)
 	}
-	body := blob[d.Off():]
 	if rowLen > uint64(len(body)) {
 		return fmt.Errorf("row streams length %d beyond the block", rowLen)
 	}

@@ -93,6 +93,13 @@ func putUvarint5(b []byte, v uint64) {
 // a huge allocation.
 const maxStream = 1 << 30
 
+// skipStream moves d past a stored stream.
+func skipStream(d *bin.Reader) {
+	d.Byte("stream codec")
+	d.Uvarint("stream raw length")
+	d.BytesN("stream")
+}
+
 // readStream reads one stored stream from d, decompressing it at the end
 // of buf when needed, and returns its raw bytes (a view of d's input when
 // stored raw) and buf extended.

@@ -337,6 +337,9 @@ type Reader struct {
 	// part never changes, so each block is checked once after Open, not
 	// at every read of every query.
 	checked []atomic.Uint64
+	// The headers of blocks read, when the reader uses a cache.
+	cache   *HeaderCache
+	headers []atomic.Pointer[blockHeader]
 }
 
 // StreamsWith returns the indexes of the streams that have the label
@@ -505,7 +508,13 @@ func (r *Reader) ReadBlock(i int, b *Block) error {
 		w.Or(bit)
 	}
 	b.minTime, b.maxTime = bm.MinTime, bm.MaxTime
-	if err := decodeBlock(blob, bm.Stream, b); err != nil {
+	b.raw, b.lines, b.vals, b.fields = b.raw[:0], b.lines[:0], b.vals[:0], b.fields[:0]
+	d := bin.NewReader(blob)
+	hd, err := r.header(i, &d, b)
+	if err == nil {
+		err = decodeBlock(blob[d.Off():], hd, bm.Stream, b)
+	}
+	if err != nil {
 		return r.corrupt(bm.Off, "block %d: %v", i, err)
 	}
 	for _, row := range b.Rows {
@@ -531,6 +540,9 @@ func (r *Reader) DropBlock(i int) {
 func (r *Reader) Close() error {
 	if r.release == nil {
 		return nil
+	}
+	if r.cache != nil {
+		r.cache.forget(r)
 	}
 	err := r.release()
 	r.release = nil

@@ -1,0 +1,164 @@
+package part
+
+import (
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"unsafe"
+
+	"github.com/sluicelog/sluice/internal/store/bin"
+)
+
+// blockHeader is the part of a block's header that every read decodes
+// alike: its row count and templates, parsed. (A log store's blocks hold
+// a few hundred templates for a few thousand rows: parsing them was a
+// quarter of a warm query's work.) A header in the cache is shared by
+// every read of its block and never changes.
+type blockHeader struct {
+	nrows int
+	tmpls []template
+	rest  []byte // the header after the templates: column count, row streams length, column entries
+	size  int64  // the memory it holds, for the cache's budget
+	used  atomic.Bool
+}
+
+// parseHeader parses hdr, a block's header stream, into h, reusing its
+// buffers; h keeps views of hdr.
+func parseHeader(hdr []byte, h *blockHeader) error {
+	r := bin.NewReader(hdr)
+	h.nrows = int(r.Bounded("row count", maxBlockRows))
+	h.tmpls = grown(h.tmpls, r.Count("template count", 1))
+	for i := range h.tmpls {
+		if err := parseTemplate(r.BytesN("template"), &h.tmpls[i]); err != nil {
+			return err
+		}
+	}
+	if err := r.Err(); err != nil {
+		return fmt.Errorf("block header: %w", err)
+	}
+	h.rest = hdr[r.Off():]
+	return nil
+}
+
+// HeaderCache keeps the parsed headers of the blocks queries read, up to
+// a budget of memory shared by every part it serves, so that a warm
+// query decompresses and parses no block header. When full it evicts by
+// CLOCK: a header read since the hand last passed it is kept one more
+// turn.
+type HeaderCache struct {
+	budget int64
+	mu     sync.Mutex
+	used   int64
+	ring   []cachedHeader
+	hand   int
+}
+
+type cachedHeader struct {
+	r     *Reader
+	block int
+	h     *blockHeader
+}
+
+// NewHeaderCache returns a cache holding at most budget bytes of headers.
+func NewHeaderCache(budget int64) *HeaderCache { return &HeaderCache{budget: budget} }
+
+// Used returns the bytes of headers the cache holds.
+func (c *HeaderCache) Used() int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.used
+}
+
+// header returns block i's parsed header, for a read into b whose header
+// stream d is at: the cached one (d skips the stream), or one parsed now,
+// which the cache keeps unless the read is a scan's.
+func (r *Reader) header(i int, d *bin.Reader, b *Block) (*blockHeader, error) {
+	if r.headers != nil {
+		if h := r.headers[i].Load(); h != nil {
+			skipStream(d)
+			h.used.Store(true)
+			return h, d.Err()
+		}
+	}
+	var hdr []byte
+	hdr, b.raw = readStream(d, b.raw)
+	if err := d.Err(); err != nil {
+		return nil, fmt.Errorf("block header: %w", err)
+	}
+	if r.headers == nil || b.Scan || int64(len(hdr)) > r.cache.budget/8 {
+		return &b.header, parseHeader(hdr, &b.header)
+	}
+	h := new(blockHeader)
+	if err := parseHeader(append([]byte(nil), hdr...), h); err != nil {
+		return nil, err
+	}
+	h.size = headerMemory(h)
+	r.cache.add(r, i, h)
+	return h, nil
+}
+
+// headerMemory estimates the memory a cached header holds.
+func headerMemory(h *blockHeader) int64 {
+	const sliceHeader = int64(unsafe.Sizeof([]byte(nil)))
+	n := int64(unsafe.Sizeof(*h)) + int64(cap(h.rest)) + int64(cap(h.tmpls))*int64(unsafe.Sizeof(template{}))
+	for i := range h.tmpls {
+		t := &h.tmpls[i]
+		n += int64(cap(t.slots))*int64(unsafe.Sizeof(slot{})) + int64(cap(t.gaps))*sliceHeader +
+			int64(cap(t.holes)+cap(t.field)+cap(t.nth))*int64(unsafe.Sizeof(0)) + int64(cap(t.seen))
+	}
+	return n
+}
+
+func (c *HeaderCache) add(r *Reader, i int, h *blockHeader) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if r.headers[i].Load() != nil {
+		return // another read cached it first
+	}
+	for c.used+h.size > c.budget && len(c.ring) > 0 {
+		c.hand %= len(c.ring)
+		e := &c.ring[c.hand]
+		if e.h.used.Swap(false) {
+			c.hand++
+			continue
+		}
+		c.remove(c.hand)
+	}
+	if c.used+h.size > c.budget {
+		return
+	}
+	r.headers[i].Store(h)
+	c.ring = append(c.ring, cachedHeader{r: r, block: i, h: h})
+	c.used += h.size
+}
+
+// remove drops entry k (the last entry takes its place). REQUIRES: c.mu.
+func (c *HeaderCache) remove(k int) {
+	e := c.ring[k]
+	e.r.headers[e.block].Store(nil)
+	c.used -= e.h.size
+	last := len(c.ring) - 1
+	c.ring[k] = c.ring[last]
+	c.ring[last] = cachedHeader{}
+	c.ring = c.ring[:last]
+}
+
+// forget drops the headers of a reader being closed.
+func (c *HeaderCache) forget(r *Reader) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for k := 0; k < len(c.ring); {
+		if c.ring[k].r == r {
+			c.remove(k)
+		} else {
+			k++
+		}
+	}
+}
+
+// UseHeaderCache makes reads from r (other than scans') keep the headers
+// they parse in c, and find them there. REQUIRES: no read from r yet.
+func (r *Reader) UseHeaderCache(c *HeaderCache) {
+	r.cache = c
+	r.headers = make([]atomic.Pointer[blockHeader], len(r.Blocks))
+}

@@ -1,0 +1,94 @@
+package part_test
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/sluicelog/sluice/internal/store/part"
+	"github.com/sluicelog/sluice/internal/vfs"
+)
+
+// TestHeaderCache: reads served from a cache smaller than a part's
+// headers give the rows uncached reads give, in any order and as a
+// scan's; the cache stays in its budget, and a reader's headers leave
+// it when the reader closes.
+func TestHeaderCache(t *testing.T) {
+	var in strings.Builder
+	for i := range 2000 {
+		fmt.Fprintf(&in, `{"ts":%d,"service":"s%d","level":"%s","msg":"m %d","k%d":%d}`+"\n",
+			1768464000000+i, i%10, []string{"info", "error"}[i%3/2], i%7, i%13, i)
+	}
+	fs := vfs.NewMem()
+	writePart(t, fs, "p.part", encoded(t, "auto", []byte(in.String())))
+	plain, err := part.Open(fs, "p.part")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer plain.Close()
+	if len(plain.Blocks) < 10 {
+		t.Fatalf("%d blocks, want 10", len(plain.Blocks))
+	}
+	read := func(rd *part.Reader, i int, scan bool) string {
+		var b part.Block
+		b.LinesOnly, b.Scan = true, scan
+		if err := rd.ReadBlock(i, &b); err != nil {
+			t.Fatal(err)
+		}
+		var s strings.Builder
+		for _, r := range b.Rows {
+			fmt.Fprintf(&s, "%d %s\n", r.Time, r.Line)
+		}
+		return s.String()
+	}
+	want := make([]string, len(plain.Blocks))
+	for i := range want {
+		want[i] = read(plain, i, false)
+	}
+
+	// The budget of about half the headers.
+	probe := part.NewHeaderCache(1 << 30)
+	rd, err := part.Open(fs, "p.part")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rd.UseHeaderCache(probe)
+	read(rd, 0, false)
+	one := probe.Used()
+	rd.Close()
+	if one == 0 || probe.Used() != 0 {
+		t.Fatalf("one header holds %d bytes; after close %d", one, probe.Used())
+	}
+	budget := one * int64(len(want)) / 2
+	c := part.NewHeaderCache(budget)
+	rd, err = part.Open(fs, "p.part")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rd.UseHeaderCache(c)
+	order := []int{}
+	for i := range want {
+		order = append(order, i)
+	}
+	for round := range 4 {
+		if round%2 == 1 {
+			slices.Reverse(order)
+		}
+		for _, i := range order {
+			if got := read(rd, i, round == 3); got != want[i] {
+				t.Fatalf("round %d, block %d: rows differ from an uncached read", round, i)
+			}
+			if u := c.Used(); u > budget {
+				t.Fatalf("cache holds %d bytes, budget %d", u, budget)
+			}
+		}
+	}
+	if c.Used() == 0 {
+		t.Fatal("nothing cached")
+	}
+	rd.Close()
+	if u := c.Used(); u != 0 {
+		t.Fatalf("%d bytes cached after the reader closed", u)
+	}
+}
