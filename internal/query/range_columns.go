@@ -2,8 +2,6 @@ package query
 
 import (
 	"bytes"
-	"encoding/binary"
-	"slices"
 	"strconv"
 	"unsafe"
 
@@ -82,9 +80,8 @@ type colPlanner struct {
 	arena     rowBuf
 	scan      jsonStage // scratch: planning, checks, unescaping
 
-	planCache map[string]*tmplPlan // by the gaps of a template
-	gapKey    []byte
-	memo      map[string]*rangeSeries // the stream's parameters' values -> series (nil: filtered out)
+	planCache map[part.Shape]*tmplPlan // by the shape of a template
+	memo      map[string]*rangeSeries  // the stream's parameters' values -> series (nil: filtered out)
 	memoKey   []byte
 	// One parameter from a dictionary column: the block's outcomes by
 	// column*256 + entry (valueID, -1 for other rows).
@@ -823,31 +820,30 @@ func validStringContent(v []byte) bool {
 	return true
 }
 
-// planCached plans template tm, or copies the plan of a template with
-// the same gaps met in an earlier block (a plan depends on them alone).
+// planCached plans template tm, or takes the plan of a template with the
+// same gaps met in an earlier block (a plan depends on them alone). Plans
+// are shared: once made, they do not change.
 func (cp *colPlanner) planCached(b *part.Block, tm int) {
-	gaps, holes := b.TemplateLine(tm)
-	if gaps == nil {
-		cp.plans[tm] = tmplPlan{params: cp.plans[tm].params[:0], checks: cp.plans[tm].checks[:0]}
-		return
-	}
-	cp.gapKey = cp.gapKey[:0]
-	for _, g := range gaps {
-		cp.gapKey = binary.AppendUvarint(cp.gapKey, uint64(len(g)))
-		cp.gapKey = append(cp.gapKey, g...)
-	}
+	gaps, _ := b.TemplateLine(tm)
 	p := &cp.plans[tm]
-	if c, ok := cp.planCache[unsafe.String(unsafe.SliceData(cp.gapKey), len(cp.gapKey))]; ok && len(c.inString) == len(holes) {
-		*p = tmplPlan{ok: c.ok, check: c.check, params: append(p.params[:0], c.params...),
-			inString: append(p.inString[:0], c.inString...), checks: p.checks[:0]}
+	if gaps == nil {
+		*p = tmplPlan{checks: p.checks[:0]}
 		return
 	}
+	shape := b.TemplateShape(tm)
+	if c, ok := cp.planCache[shape]; ok {
+		*p = tmplPlan{ok: c.ok, check: c.check, params: c.params, inString: c.inString, checks: p.checks[:0]}
+		return
+	}
+	p.params, p.inString = nil, nil // new slices: a plan cached is shared
 	cp.plan(b, tm)
 	if cp.planCache == nil {
-		cp.planCache = map[string]*tmplPlan{}
+		cp.planCache = map[part.Shape]*tmplPlan{}
 	}
 	if len(cp.planCache) < maxPlanCache {
-		cp.planCache[string(cp.gapKey)] = &tmplPlan{ok: p.ok, check: p.check, params: slices.Clone(p.params), inString: slices.Clone(p.inString)}
+		c := *p
+		c.checks = nil
+		cp.planCache[shape] = &c
 	}
 }
 

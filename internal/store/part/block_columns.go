@@ -223,6 +223,11 @@ func (b *Block) TemplateLine(t int) (gaps [][]byte, holes []int) {
 	return tm.gaps, tm.holes
 }
 
+// TemplateShape returns the shape of template t's gaps (the zero Shape
+// for a raw one): a reader can keep what it works out from the gaps alone
+// by shape, for templates of any block.
+func (b *Block) TemplateShape(t int) Shape { return b.tmpls[t].shape }
+
 // Value appends value vi of column col (t is the row's time, which time
 // columns write) to dst, or returns a view of it; valid until the next
 // read into b.

@@ -3,6 +3,7 @@ package part
 import (
 	"encoding/binary"
 	"fmt"
+	"hash/maphash"
 	"math"
 	"slices"
 	"strconv"
@@ -103,6 +104,7 @@ type template struct {
 	gaps  [][]byte // len(holes)+1 gaps
 	field []int    // index among the row's fields of each slot
 	nth   []int    // for each slot, how many slots before it share its column
+	shape Shape    // of the gaps (Block.TemplateShape)
 	seen  []bool   // scratch of parseTemplate
 }
 
@@ -216,6 +218,30 @@ func grown[T any](s []T, n int) []T {
 	return s[:n]
 }
 
+// shapeSeeds seed the two hashes of a template shape, for as long as the
+// process lives.
+var shapeSeeds = [2]maphash.Seed{maphash.MakeSeed(), maphash.MakeSeed()}
+
+// Shape is a 128-bit hash of a template's gaps, each with its length:
+// two templates of equal shape have equal gaps but for a chance of 2^-128
+// (the seeds are random, so no input is made to collide).
+type Shape [2]uint64
+
+func gapsShape(gaps [][]byte) Shape {
+	var sh Shape
+	var n [binary.MaxVarintLen64]byte
+	for i, seed := range shapeSeeds {
+		var h maphash.Hash
+		h.SetSeed(seed)
+		for _, g := range gaps {
+			h.Write(n[:binary.PutUvarint(n[:], uint64(len(g)))])
+			h.Write(g)
+		}
+		sh[i] = h.Sum64()
+	}
+	return sh
+}
+
 // parseTemplate decodes a template into t, reusing its buffers.
 func parseTemplate(enc []byte, t *template) error {
 	r := bin.NewReader(enc)
@@ -245,6 +271,7 @@ func parseTemplate(enc []byte, t *template) error {
 			}
 		}
 		t.gaps = append(t.gaps, r.BytesN("gap"))
+		t.shape = gapsShape(t.gaps)
 	}
 	// Every in-line slot is exactly one hole, and a raw template has
 	// none: the reader relies on it to place values in the line.
