@@ -824,9 +824,8 @@ func validStringContent(v []byte) bool {
 // same gaps met in an earlier block (a plan depends on them alone). Plans
 // are shared: once made, they do not change.
 func (cp *colPlanner) planCached(b *part.Block, tm int) {
-	gaps, _ := b.TemplateLine(tm)
 	p := &cp.plans[tm]
-	if gaps == nil {
+	if b.TemplateRaw(tm) {
 		*p = tmplPlan{checks: p.checks[:0]}
 		return
 	}
@@ -854,14 +853,15 @@ const maxPlanCache = 8192
 func (cp *colPlanner) plan(b *part.Block, tm int) {
 	p := &cp.plans[tm]
 	*p = tmplPlan{params: p.params[:0], inString: p.inString[:0], checks: p.checks[:0]}
-	gaps, holes := b.TemplateLine(tm)
-	if gaps == nil {
+	if b.TemplateRaw(tm) {
 		return // a raw line
 	}
+	gaps, holes := b.TemplateLine(tm)
 	// The skeleton, tracking whether each value sits inside a string.
 	cp.skel, cp.holeOff, cp.holeInStr = cp.skel[:0], cp.holeOff[:0], cp.holeInStr[:0]
 	inString, escaped := false, false
-	for hi, g := range gaps {
+	for hi := range gaps.Len() {
+		g := gaps.At(hi)
 		for _, c := range g {
 			switch {
 			case escaped:

@@ -210,16 +210,13 @@ func (b *Block) SlotColumn(t, s int) int { return b.tmpls[t].slots[s].col }
 
 // SlotRank returns how many slots of template t before s share its
 // column (a field named twice in a line).
-func (b *Block) SlotRank(t, s int) int { return b.tmpls[t].nth[s] }
+func (b *Block) SlotRank(t, s int) int { return int(b.tmpls[t].slots[s].nth) }
 
 // TemplateLine returns template t's gaps and, for each hole between
-// them, its slot: a row's line is gaps[0] value(holes[0]) gaps[1] … .
-// Both are nil for a raw template.
-func (b *Block) TemplateLine(t int) (gaps [][]byte, holes []int) {
+// them, its slot: a row's line is gap 0, value(holes[0]), gap 1, … .
+// A raw template has no gaps and no holes.
+func (b *Block) TemplateLine(t int) (gaps Gaps, holes []int) {
 	tm := &b.tmpls[t]
-	if tm.raw {
-		return nil, nil
-	}
 	return tm.gaps, tm.holes
 }
 
@@ -302,15 +299,15 @@ func (b *Block) AppendLine(dst []byte, t int, cur []int, time int64) ([]byte, er
 		return append(dst, v...), err
 	}
 	for hi, si := range tm.holes {
-		dst = append(dst, tm.gaps[hi]...)
-		v, scratch, err := b.Value(tm.slots[si].col, cur[tm.slots[si].col]+tm.nth[si], time, b.scratch[:0])
+		dst = append(dst, tm.gaps.At(hi)...)
+		v, scratch, err := b.Value(tm.slots[si].col, cur[tm.slots[si].col]+int(tm.slots[si].nth), time, b.scratch[:0])
 		b.scratch = scratch
 		if err != nil {
 			return dst, err
 		}
 		dst = append(dst, v...)
 	}
-	return append(dst, tm.gaps[len(tm.gaps)-1]...), nil
+	return append(dst, tm.gaps.Last()...), nil
 }
 
 // NumTemplates returns the block's templates.

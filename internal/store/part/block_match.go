@@ -90,38 +90,28 @@ func (b *Block) templatePlan(tm *template, li int) litPlan {
 	if l.Fold {
 		// Gaps lowercased; one with a non-ASCII byte is searched in the
 		// line rebuilt, where the caller decides.
-		b.gapsLow = b.gapsLow[:0]
-		b.gapBuf = b.gapBuf[:0]
-		for _, g := range tm.gaps {
-			start := len(b.gapBuf)
-			for _, c := range g {
-				if c >= 0x80 && l.unicodeFolds() {
-					return planLine
-				}
-				if c-'A' < 26 {
-					c |= 0x20
-				}
-				b.gapBuf = append(b.gapBuf, c)
-			}
-			b.gapsLow = append(b.gapsLow, b.gapBuf[start:len(b.gapBuf):len(b.gapBuf)])
+		if l.unicodeFolds() && !ascii(tm.gaps.line) {
+			return planLine
 		}
-		return gapPlan(b.gapsLow, len(tm.holes), lit, &b.litBytes[li])
+		b.gapBuf = appendLower(b.gapBuf[:0], tm.gaps.line)
+		return gapPlan(Gaps{line: b.gapBuf, ends: tm.gaps.ends}, len(tm.holes), lit, &b.litBytes[li])
 	}
 	return gapPlan(tm.gaps, len(tm.holes), lit, &b.litBytes[li])
 }
 
 // gapPlan plans a literal for a template of n values between gaps; in
 // says which bytes the literal has.
-func gapPlan(gaps [][]byte, n int, lit []byte, in *[256]bool) litPlan {
-	for _, g := range gaps {
-		if bytes.Contains(g, lit) {
+func gapPlan(gaps Gaps, n int, lit []byte, in *[256]bool) litPlan {
+	for j := range gaps.Len() {
+		if bytes.Contains(gaps.At(j), lit) {
 			return planGap
 		}
 	}
 	if len(lit) < 2 {
 		return planValues // one byte cannot cross a boundary
 	}
-	for j, g := range gaps {
+	for j := range gaps.Len() {
+		g := gaps.At(j)
 		// A literal crossing into the next value ends g with a byte of
 		// it; one crossing from the previous value, or spanning g,
 		// starts g with a byte of it. Most gaps (JSON's `","key":"`)
@@ -419,7 +409,7 @@ func (b *Block) assembleMatching(nrows int, stream uint32, times, subms, tids, r
 		}
 		tm := &b.tmpls[tid]
 		for si, s := range tm.slots {
-			if s.col >= len(b.cols) || b.cols[s.col].flags&colLine != 0 || cur[s.col]+tm.nth[si] >= b.cols[s.col].n {
+			if s.col >= len(b.cols) || b.cols[s.col].flags&colLine != 0 || cur[s.col]+int(s.nth) >= b.cols[s.col].n {
 				return fmt.Errorf("row %d: slot %d: column %d of %d, or past its values", k, si, s.col, len(b.cols))
 			}
 		}
@@ -622,7 +612,7 @@ func (b *Block) countOne(nrows int, stream uint32, rowFlags []byte, lci int) err
 				if err != nil {
 					return err
 				}
-				test := oneTest{col: col, nth: tm.nth[si]}
+				test := oneTest{col: col, nth: int(tm.slots[si].nth)}
 				switch m.state {
 				case matchBits:
 					test.bits = m.bits
@@ -742,7 +732,7 @@ func (b *Block) matchRow(k int, tm *template, tid, lci int, t int64, fl byte, mr
 			}
 			for _, si := range cands {
 				ci := tm.slots[si].col
-				has, err := b.valueHas(ci, cur[ci]+tm.nth[si], li, t)
+				has, err := b.valueHas(ci, cur[ci]+int(tm.slots[si].nth), li, t)
 				if err != nil {
 					return false, fmt.Errorf("row %d: column %q: %w", k, b.Names[ci], err)
 				}
@@ -762,16 +752,16 @@ func (b *Block) matchRow(k int, tm *template, tid, lci int, t int64, fl byte, mr
 	}
 	start := len(b.lines)
 	for hi, si := range tm.holes {
-		b.lines = append(b.lines, tm.gaps[hi]...)
+		b.lines = append(b.lines, tm.gaps.At(hi)...)
 		ci := tm.slots[si].col
-		v, vals, err := b.Value(ci, cur[ci]+tm.nth[si], t, b.vals)
+		v, vals, err := b.Value(ci, cur[ci]+int(tm.slots[si].nth), t, b.vals)
 		b.vals = vals
 		if err != nil {
 			return false, fmt.Errorf("row %d: column %q: %w", k, b.Names[ci], err)
 		}
 		b.lines = append(b.lines, v...)
 	}
-	b.lines = append(b.lines, tm.gaps[len(tm.gaps)-1]...)
+	b.lines = append(b.lines, tm.gaps.Last()...)
 	r.Line = b.lines[start:len(b.lines):len(b.lines)]
 	if rebuild && !b.containsAll(r.Line) {
 		b.lines = b.lines[:start]

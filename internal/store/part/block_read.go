@@ -79,7 +79,6 @@ type Block struct {
 	advStart  []int
 	cursors   []int
 	scratch   []byte
-	gapsLow   [][]byte    // scratch of templatePlan
 	litBytes  [][256]bool // block_match.go: the bytes of each literal
 	gapBuf    []byte
 
@@ -94,19 +93,40 @@ type Block struct {
 
 type slot struct {
 	col   int
+	field int32 // index among the row's fields
+	nth   int32 // how many slots before it share its column
 	flags byte
 }
 
+// A template's slices are views of its header's arrays (blockHeader).
 type template struct {
 	raw   bool
 	slots []slot
-	holes []int    // slot of each hole, in line order
-	gaps  [][]byte // len(holes)+1 gaps
-	field []int    // index among the row's fields of each slot
-	nth   []int    // for each slot, how many slots before it share its column
-	shape Shape    // of the gaps (Block.TemplateShape)
-	seen  []bool   // scratch of parseTemplate
+	holes []int // slot of each hole, in line order
+	gaps  Gaps  // len(holes)+1 gaps
+	shape Shape // of the gaps (Block.TemplateShape)
 }
+
+// Gaps are a template's texts between its values, end to end.
+type Gaps struct {
+	line []byte
+	ends []uint32 // where each gap ends in line
+}
+
+// Len returns the number of gaps: 0 for a raw template.
+func (g Gaps) Len() int { return len(g.ends) }
+
+// At returns gap i.
+func (g Gaps) At(i int) []byte {
+	var start uint32
+	if i > 0 {
+		start = g.ends[i-1]
+	}
+	return g.line[start:g.ends[i]]
+}
+
+// Last returns the gap after the last value.
+func (g Gaps) Last() []byte { return g.At(len(g.ends) - 1) }
 
 // colData is one column's decoded streams and a cursor over its values.
 type colData struct {
@@ -227,63 +247,79 @@ var shapeSeeds = [2]maphash.Seed{maphash.MakeSeed(), maphash.MakeSeed()}
 // (the seeds are random, so no input is made to collide).
 type Shape [2]uint64
 
-func gapsShape(gaps [][]byte) Shape {
+func gapsShape(gaps Gaps) Shape {
 	var sh Shape
 	var n [binary.MaxVarintLen64]byte
 	for i, seed := range shapeSeeds {
 		var h maphash.Hash
 		h.SetSeed(seed)
-		for _, g := range gaps {
-			h.Write(n[:binary.PutUvarint(n[:], uint64(len(g)))])
-			h.Write(g)
+		for _, e := range gaps.ends {
+			h.Write(n[:binary.PutUvarint(n[:], uint64(e))])
 		}
+		h.Write(gaps.line)
 		sh[i] = h.Sum64()
 	}
 	return sh
 }
 
-// parseTemplate decodes a template into t, reusing its buffers.
-func parseTemplate(enc []byte, t *template) error {
+// parseTemplate decodes a template into t, its slots, holes and gaps
+// appended to h's arrays (parseHeader points t at them when they stop
+// growing).
+func (h *blockHeader) parseTemplate(enc []byte, t *template) error {
 	r := bin.NewReader(enc)
-	*t = template{slots: t.slots[:0], field: t.field[:0], holes: t.holes[:0], gaps: t.gaps[:0], nth: t.nth[:0], seen: t.seen[:0]}
 	mode := r.Byte("template mode")
-	t.raw = mode == tmplRaw
+	*t = template{raw: mode == tmplRaw}
 	if mode > tmplRaw {
 		r.Fail("template mode")
 	}
-	t.slots = grown(t.slots, r.Count("template slots", 2))
-	t.field = grown(t.field, len(t.slots))
-	n := 0
+	s0 := len(h.slots)
+	h.slots = grown(h.slots, s0+r.Count("template slots", 2))
+	t.slots = h.slots[s0:]
+	var field int32
 	for i := range t.slots {
-		t.slots[i] = slot{col: int(r.Bounded("slot column", 1<<20)), flags: r.Byte("slot flags")}
-		t.field[i] = n
-		if t.slots[i].flags&slotMsg == 0 {
-			n++
+		sl := slot{col: int(r.Bounded("slot column", 1<<20)), field: field, flags: r.Byte("slot flags")}
+		if sl.flags&slotMsg == 0 {
+			field++
 		}
+		// A field named twice in a line (JSON's duplicate keys) is two
+		// slots of one column, whose values follow each other.
+		for _, prev := range t.slots[:i] {
+			if prev.col == sl.col {
+				sl.nth++
+			}
+		}
+		t.slots[i] = sl
 	}
 	if !t.raw {
-		t.holes = grown(t.holes, r.Count("template holes", 2))
+		h0, l0, e0 := len(h.holes), len(h.line), len(h.ends)
+		h.holes = grown(h.holes, h0+r.Count("template holes", 2))
+		t.holes = h.holes[h0:]
+		gap := func() {
+			h.line = append(h.line, r.BytesN("gap")...)
+			h.ends = append(h.ends, uint32(len(h.line)-l0))
+		}
 		for i := range t.holes {
 			t.holes[i] = int(r.Bounded("hole slot", uint64(len(t.slots))))
-			t.gaps = append(t.gaps, r.BytesN("gap"))
+			gap()
 			if r.Err() == nil && (t.holes[i] >= len(t.slots) || t.slots[t.holes[i]].flags&slotInLine == 0) {
 				r.Fail("hole slot")
 			}
 		}
-		t.gaps = append(t.gaps, r.BytesN("gap"))
+		gap()
+		t.gaps = Gaps{line: h.line[l0:], ends: h.ends[e0:]}
 		t.shape = gapsShape(t.gaps)
 	}
 	// Every in-line slot is exactly one hole, and a raw template has
 	// none: the reader relies on it to place values in the line.
-	t.seen = grown(t.seen, len(t.slots))
-	seen := t.seen
+	seen := grown(h.seen, len(t.slots))
+	h.seen = seen
 	clear(seen)
-	for _, h := range t.holes {
-		if h < len(seen) && seen[h] {
+	for _, hs := range t.holes {
+		if hs < len(seen) && seen[hs] {
 			r.Fail("hole slot repeated")
 		}
-		if h < len(seen) {
-			seen[h] = true
+		if hs < len(seen) {
+			seen[hs] = true
 		}
 	}
 	for i, sl := range t.slots {
@@ -297,17 +333,6 @@ func parseTemplate(enc []byte, t *template) error {
 	r.Done("template")
 	if err := r.Err(); err != nil {
 		return fmt.Errorf("template: %w", err)
-	}
-	// A field named twice in a line (JSON's duplicate keys) is two slots
-	// of one column, whose values follow each other.
-	t.nth = grown(t.nth, len(t.slots))
-	for i, sl := range t.slots {
-		t.nth[i] = 0
-		for _, prev := range t.slots[:i] {
-			if prev.col == sl.col {
-				t.nth[i]++
-			}
-		}
 	}
 	return nil
 }
@@ -712,7 +737,7 @@ func (b *Block) assemble(nrows int, stream uint32, times, subms, tids, rowFlags,
 			}
 		} else {
 			for hi, si := range tm.holes {
-				b.lines = append(b.lines, tm.gaps[hi]...)
+				b.lines = append(b.lines, tm.gaps.At(hi)...)
 				off := uint32(len(b.lines) - lineStart)
 				b.lines = append(b.lines, b.values[si]...)
 				if b.LinesOnly {
@@ -721,10 +746,10 @@ func (b *Block) assemble(nrows int, stream uint32, times, subms, tids, rowFlags,
 				if tm.slots[si].flags&slotMsg != 0 {
 					r.MsgInLine, r.MsgOff = true, off
 				} else {
-					b.fields[fieldStart+tm.field[si]].Off = off
+					b.fields[fieldStart+int(tm.slots[si].field)].Off = off
 				}
 			}
-			b.lines = append(b.lines, tm.gaps[len(tm.gaps)-1]...)
+			b.lines = append(b.lines, tm.gaps.Last()...)
 			r.Line = b.lines[lineStart:len(b.lines):len(b.lines)]
 		}
 		if b.LinesOnly {
@@ -740,7 +765,7 @@ func (b *Block) assemble(nrows int, stream uint32, times, subms, tids, rowFlags,
 				r.Msg = r.Line[r.MsgOff : int(r.MsgOff)+len(r.Msg)]
 				continue
 			}
-			f := &b.fields[fieldStart+tm.field[si]]
+			f := &b.fields[fieldStart+int(tm.slots[si].field)]
 			f.InLine = true
 			f.Value = r.Line[f.Off : int(f.Off)+len(f.Value)]
 		}

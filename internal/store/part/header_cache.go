@@ -2,6 +2,7 @@ package part
 
 import (
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"unsafe"
@@ -17,8 +18,16 @@ import (
 type blockHeader struct {
 	nrows int
 	tmpls []template
-	rest  []byte // the header after the templates: column count, row streams length, column entries
-	size  int64  // the memory it holds, for the cache's budget
+	// The templates' slots, holes and gaps, end to end: a block's
+	// templates lie together in memory, which the loops over all of them
+	// (every read plans each) are quicker for.
+	slots []slot
+	holes []int
+	line  []byte   // the gaps
+	ends  []uint32 // and where each ends in its template's part of line
+	seen  []bool   // scratch of parseTemplate
+	rest  []byte   // the header after the templates: column count, row streams length, column entries
+	size  int64    // the memory it holds, for the cache's budget
 	used  atomic.Bool
 }
 
@@ -28,9 +37,24 @@ func parseHeader(hdr []byte, h *blockHeader) error {
 	r := bin.NewReader(hdr)
 	h.nrows = int(r.Bounded("row count", maxBlockRows))
 	h.tmpls = grown(h.tmpls, r.Count("template count", 1))
+	h.slots, h.holes, h.line, h.ends = h.slots[:0], h.holes[:0], h.line[:0], h.ends[:0]
 	for i := range h.tmpls {
-		if err := parseTemplate(r.BytesN("template"), &h.tmpls[i]); err != nil {
+		if err := h.parseTemplate(r.BytesN("template"), &h.tmpls[i]); err != nil {
 			return err
+		}
+	}
+	// The arrays have stopped growing: point each template at its part
+	// of their final copies.
+	var s, o, l, e int
+	for i := range h.tmpls {
+		t := &h.tmpls[i]
+		t.slots = h.slots[s : s+len(t.slots) : s+len(t.slots)]
+		s += len(t.slots)
+		if !t.raw {
+			t.holes = h.holes[o : o+len(t.holes) : o+len(t.holes)]
+			n, ne := len(t.gaps.line), len(t.gaps.ends)
+			t.gaps = Gaps{line: h.line[l : l+n : l+n], ends: h.ends[e : e+ne : e+ne]}
+			o, l, e = o+len(t.holes), l+n, e+ne
 		}
 	}
 	if err := r.Err(); err != nil {
@@ -89,9 +113,10 @@ func (r *Reader) header(i int, d *bin.Reader, b *Block) (*blockHeader, error) {
 		return &b.header, parseHeader(hdr, &b.header)
 	}
 	h := new(blockHeader)
-	if err := parseHeader(append([]byte(nil), hdr...), h); err != nil {
+	if err := parseHeader(hdr, h); err != nil {
 		return nil, err
 	}
+	h.rest = slices.Clone(h.rest) // the templates hold no view of hdr, which b.raw's next use overwrites
 	h.size = headerMemory(h)
 	r.cache.add(r, i, h)
 	return h, nil
@@ -99,14 +124,9 @@ func (r *Reader) header(i int, d *bin.Reader, b *Block) (*blockHeader, error) {
 
 // headerMemory estimates the memory a cached header holds.
 func headerMemory(h *blockHeader) int64 {
-	const sliceHeader = int64(unsafe.Sizeof([]byte(nil)))
-	n := int64(unsafe.Sizeof(*h)) + int64(cap(h.rest)) + int64(cap(h.tmpls))*int64(unsafe.Sizeof(template{}))
-	for i := range h.tmpls {
-		t := &h.tmpls[i]
-		n += int64(cap(t.slots))*int64(unsafe.Sizeof(slot{})) + int64(cap(t.gaps))*sliceHeader +
-			int64(cap(t.holes)+cap(t.field)+cap(t.nth))*int64(unsafe.Sizeof(0)) + int64(cap(t.seen))
-	}
-	return n
+	return int64(unsafe.Sizeof(*h)) + int64(cap(h.rest)) + int64(cap(h.tmpls))*int64(unsafe.Sizeof(template{})) +
+		int64(cap(h.slots))*int64(unsafe.Sizeof(slot{})) + int64(cap(h.holes))*int64(unsafe.Sizeof(0)) +
+		int64(cap(h.line)) + 4*int64(cap(h.ends))
 }
 
 func (c *HeaderCache) add(r *Reader, i int, h *blockHeader) {
