@@ -748,22 +748,19 @@ func (cp *colPlanner) distinctWellFormed(b *part.Block, col int, inString bool) 
 		return m == 2
 	}
 	cp.wholeValid[col][ctx] = 1
-	ic := &cp.distinct
-	clear(ic.counts[:])
-	if ok, err := b.CountIDs(col, &ic.counts, &ic.first); err != nil || !ok {
+	vals, ok, err := b.DistinctValues(col)
+	if err != nil || !ok {
 		return false
 	}
-	for id, n := range ic.counts {
-		if n == 0 || cp.valid[col][ctx][id] == 2 {
+	for id, v := range vals {
+		switch cp.valid[col][ctx][id] {
+		case 2:
 			continue
-		}
-		if cp.valid[col][ctx][id] == 1 {
+		case 1:
 			return false
 		}
-		v, scratch, err := b.Value(col, ic.first[id], 0, cp.scan.buf.b[:0])
-		cp.scan.buf.b = scratch
 		cp.valid[col][ctx][id] = 1
-		if err != nil || !cp.wellFormedValue(v, inString) {
+		if !cp.wellFormedValue(v, inString) {
 			return false
 		}
 		cp.valid[col][ctx][id] = 2

@@ -177,6 +177,25 @@ func (b *Block) CountIDs(col int, counts, first *[256]int) (bool, error) {
 	return false, nil
 }
 
+// DistinctValues returns the values of a constant column (one) or of a
+// dictionary column (its entries, by ValueID), or false for a column of
+// another kind. Every entry is some value's: a writer adds an entry at
+// its first use.
+func (b *Block) DistinctValues(col int) ([][]byte, bool, error) {
+	c, err := b.loadedCol(col)
+	if err != nil {
+		return nil, false, err
+	}
+	switch c.enc {
+	case encConst:
+		b.constVals = append(b.constVals[:0], c.data)
+		return b.constVals, true, nil
+	case encDict:
+		return c.dict, true, nil
+	}
+	return nil, false, nil
+}
+
 // RowTime returns row k's time, once DecodeTimes has read them.
 func (b *Block) RowTime(k int) int64 { return b.times[k] }
 

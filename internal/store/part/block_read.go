@@ -80,6 +80,7 @@ type Block struct {
 	cursors   []int
 	scratch   []byte
 	litBytes  [][256]bool // block_match.go: the bytes of each literal
+	constVals [][]byte    // scratch of DistinctValues
 	gapBuf    []byte
 
 	fields []rows.Field
