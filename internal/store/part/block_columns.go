@@ -3,6 +3,7 @@ package part
 import (
 	"encoding/binary"
 	"fmt"
+	"slices"
 
 	"github.com/sluicelog/sluice/internal/timestamp"
 )
@@ -35,13 +36,40 @@ var columnKinds = [...]ColumnKind{encString: ColumnString, encConst: ColumnConst
 // decodeRows reads the row streams of a columnar read: each row's
 // template now (checking that the rows use exactly the columns' values),
 // and its time when a reader asks for the times (DecodeTimes).
-func (b *Block) decodeRows(nrows int, times, subms, tids []byte) error {
-	b.timeStreams = [2][]byte{times, subms}
+//
+// A header the cache holds keeps what this finds (rowSkeleton): its
+// block's rows never change, so later reads take it from there.
+func (b *Block) decodeRows() error {
 	b.timesRead = false
-	b.tids = grown(b.tids, nrows)
-	perTmpl := grown(b.perTmpl, len(b.tmpls))
+	if sk := b.hd.skeleton.Load(); sk != nil {
+		b.tids, b.perTmpl, b.rowFlags = sk.tids, sk.perTmpl, sk.flags
+		b.cursors = append(grown(b.cursors, 0), sk.used...)
+		return nil
+	}
+	if err := b.readRowStreams(); err != nil {
+		return err
+	}
+	if err := b.walkTemplates(); err != nil {
+		return err
+	}
+	b.rowFlags = b.rowParts.flags
+	if b.hd.cache != nil {
+		b.hd.cache.keepSkeleton(b.hd, &rowSkeleton{tids: slices.Clone(b.tids), perTmpl: slices.Clone(b.perTmpl),
+			used: slices.Clone(b.cursors), flags: slices.Clone(b.rowFlags)})
+	}
+	return nil
+}
+
+// walkTemplates reads each row's template from the row streams, counts
+// the rows of each template and checks that the rows use exactly the
+// columns' values, which it leaves in b.cursors (the end of each column).
+func (b *Block) walkTemplates() error {
+	nrows, tids := b.nrows, b.rowParts.tids
+	b.ownTids = grown(b.ownTids, nrows)
+	b.tids = b.ownTids
+	perTmpl := grown(b.ownCounts, len(b.tmpls))
 	clear(perTmpl)
-	b.perTmpl = perTmpl
+	b.ownCounts, b.perTmpl = perTmpl, perTmpl
 	ntmpl := uint64(len(b.tmpls))
 	for k := range nrows {
 		var tid uint64
@@ -97,8 +125,11 @@ func (b *Block) DecodeTimes() error {
 	if b.timesRead {
 		return nil
 	}
+	if err := b.readRowStreams(); err != nil {
+		return fmt.Errorf("%w: %v", ErrCorrupt, err)
+	}
 	n := len(b.tids)
-	rs := rowStreams{times: b.timeStreams[0], subms: b.timeStreams[1]}
+	rs := rowStreams{times: b.rowParts.times, subms: b.rowParts.subms}
 	b.times = grown(b.times, n)
 	for k := range n {
 		t, err := rs.nextTime(k)

@@ -394,10 +394,10 @@ func (b *Block) assembleMatching(nrows int, stream uint32, times, subms, tids, r
 		b.matches[i].state = matchUnknown
 	}
 	if b.Newest > 0 {
-		return b.matchNewest(nrows, stream, times, subms, tids, rowFlags, lci)
+		return b.matchNewest(nrows, stream, lci)
 	}
 	if b.NoLines {
-		return b.matchCounting(nrows, stream, times, subms, tids, rowFlags, lci)
+		return b.matchCounting(nrows, stream, lci)
 	}
 	cur := grown(b.cursors, len(b.cols))
 	clear(cur)
@@ -440,10 +440,11 @@ func (b *Block) assembleMatching(nrows int, stream uint32, times, subms, tids, r
 // templates of all rows read first, each column's cursor starts at its
 // end and steps back over the values of each row passed. (Message spans
 // are not read: lines-only rows have no message.)
-func (b *Block) matchNewest(nrows int, stream uint32, times, subms, tids, rowFlags []byte, lci int) error {
-	if err := b.decodeRows(nrows, times, subms, tids); err != nil {
+func (b *Block) matchNewest(nrows int, stream uint32, lci int) error {
+	if err := b.decodeRows(); err != nil {
 		return err
 	}
+	rowFlags := b.rowFlags
 	if err := b.DecodeTimes(); err != nil {
 		return err
 	}
@@ -478,10 +479,11 @@ func (b *Block) matchNewest(nrows int, stream uint32, times, subms, tids, rowFla
 // first (which checks the columns' value counts), then each row tested
 // with the cursors of only the columns the tests read: a literal's
 // candidate values, the values of the lines to rebuild.
-func (b *Block) matchCounting(nrows int, stream uint32, times, subms, tids, rowFlags []byte, lci int) error {
-	if err := b.decodeRows(nrows, times, subms, tids); err != nil {
+func (b *Block) matchCounting(nrows int, stream uint32, lci int) error {
+	if err := b.decodeRows(); err != nil {
 		return err
 	}
+	rowFlags := b.rowFlags
 	b.Matches = 0
 	need := grown(b.need, len(b.cols))
 	clear(need)

@@ -51,16 +51,22 @@ type Block struct {
 	Columnar bool
 	// Scan marks the reads of a one-pass scan (a merge, an export): they
 	// use the headers a part's cache holds but add none to it.
-	Scan    bool
-	header  blockHeader // a header parsed for this read alone, with its buffers
-	times   []int64     // a columnar read's row times
-	tids    []int32     // and templates
-	perTmpl []int       // rows per template (columnar reads)
-	minTime int64       // the rows' time range, from the index
-	maxTime int64
-	// A columnar read's time streams, until DecodeTimes reads them.
-	timeStreams [2][]byte
-	timesRead   bool
+	Scan      bool
+	header    blockHeader // a header parsed for this read alone, with its buffers
+	times     []int64     // a columnar read's row times
+	tids      []int32     // and templates
+	perTmpl   []int       // rows per template (columnar reads)
+	minTime   int64       // the rows' time range, from the index
+	maxTime   int64
+	timesRead bool
+
+	hd        *blockHeader // the header of the block read
+	rowStored []byte       // its row streams, stored
+	rowsRead  bool         // and whether rowParts holds them
+	rowParts  rowParts
+	rowFlags  []byte // each row's flags, once decodeRows has run
+	ownTids   []int32
+	ownCounts []int // rows per template, when not the skeleton's
 
 	nrows    int // rows in the block read, kept or not
 	plans    []litPlan
@@ -171,22 +177,16 @@ func decodeBlock(body []byte, hd *blockHeader, stream uint32, b *Block) error {
 		return fmt.Errorf("row streams length %d beyond the block", rowLen)
 	}
 
-	sd := bin.NewReader(body[:rowLen])
-	var rowRaw []byte
-	rowRaw, b.raw = readStream(&sd, b.raw)
-	sd.Done("row streams")
-	rd := bin.NewReader(rowRaw)
-	times := rd.BytesN("times")
-	subms := rd.BytesN("sub-millisecond times")
-	tids := rd.BytesN("template ids")
-	rowFlags := rd.BytesN("row flags")
-	msgSpans := rd.BytesN("message spans")
-	rd.Done("row streams")
-	if err := firstErr(sd.Err(), rd.Err()); err != nil {
-		return fmt.Errorf("row streams: %w", err)
-	}
-	if len(rowFlags) != nrows {
-		return fmt.Errorf("%d row flags for %d rows", len(rowFlags), nrows)
+	b.hd, b.nrows = hd, nrows
+	b.rowStored, b.rowsRead = body[:rowLen], false
+	// Reads that walk the rows' templates (decodeRows) take them from the
+	// header's row skeleton when it has one, and decompress the row
+	// streams only if they need times.
+	walks := b.Columnar || b.LinesOnly && len(b.Contains) > 0 && (b.Newest > 0 || b.NoLines)
+	if !walks || hd.skeleton.Load() == nil {
+		if err := b.readRowStreams(); err != nil {
+			return err
+		}
 	}
 
 	b.cols = grown(b.cols, ncols)
@@ -219,16 +219,45 @@ func decodeBlock(body []byte, hd *blockHeader, stream uint32, b *Block) error {
 	if err := cr.Err(); err != nil {
 		return fmt.Errorf("columns: %w", err)
 	}
-	b.nrows = nrows
 	b.Rows = b.Rows[:0]
 	b.times, b.tids = b.times[:0], b.tids[:0]
 	if b.Columnar {
-		return b.decodeRows(nrows, times, subms, tids)
+		return b.decodeRows()
 	}
+	rs := &b.rowParts
 	if b.LinesOnly && len(b.Contains) > 0 {
-		return b.assembleMatching(nrows, stream, times, subms, tids, rowFlags, msgSpans)
+		return b.assembleMatching(nrows, stream, rs.times, rs.subms, rs.tids, rs.flags, rs.spans)
 	}
-	return b.assemble(nrows, stream, times, subms, tids, rowFlags, msgSpans)
+	return b.assemble(nrows, stream, rs.times, rs.subms, rs.tids, rs.flags, rs.spans)
+}
+
+// rowParts are a block's row streams, decompressed.
+type rowParts struct {
+	times, subms, tids, flags, spans []byte
+}
+
+// readRowStreams decompresses the block's row streams into b.rowParts,
+// once per read.
+func (b *Block) readRowStreams() error {
+	if b.rowsRead {
+		return nil
+	}
+	sd := bin.NewReader(b.rowStored)
+	var raw []byte
+	raw, b.raw = readStream(&sd, b.raw)
+	sd.Done("row streams")
+	rd := bin.NewReader(raw)
+	b.rowParts = rowParts{times: rd.BytesN("times"), subms: rd.BytesN("sub-millisecond times"),
+		tids: rd.BytesN("template ids"), flags: rd.BytesN("row flags"), spans: rd.BytesN("message spans")}
+	rd.Done("row streams")
+	if err := firstErr(sd.Err(), rd.Err()); err != nil {
+		return fmt.Errorf("row streams: %w", err)
+	}
+	if len(b.rowParts.flags) != b.nrows {
+		return fmt.Errorf("%d row flags for %d rows", len(b.rowParts.flags), b.nrows)
+	}
+	b.rowsRead = true
+	return nil
 }
 
 // grown returns s with length n, keeping its elements' buffers.

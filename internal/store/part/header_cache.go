@@ -29,6 +29,24 @@ type blockHeader struct {
 	rest  []byte   // the header after the templates: column count, row streams length, column entries
 	size  int64    // the memory it holds, for the cache's budget
 	used  atomic.Bool
+	cache *HeaderCache // the cache holding it, if one does
+	// skeleton, once a read has walked the block's rows.
+	skeleton atomic.Pointer[rowSkeleton]
+	inCache  bool // guarded by cache.mu
+}
+
+// rowSkeleton is what a walk of a block's rows finds (decodeRows): each
+// row's template and flags, the rows of each template, and the values
+// each column gives them.
+type rowSkeleton struct {
+	tids    []int32
+	perTmpl []int
+	used    []int
+	flags   []byte
+}
+
+func (s *rowSkeleton) memory() int64 {
+	return int64(unsafe.Sizeof(*s)) + 4*int64(cap(s.tids)) + 8*int64(cap(s.perTmpl)+cap(s.used)) + int64(cap(s.flags))
 }
 
 // parseHeader parses hdr, a block's header stream, into h, reusing its
@@ -135,7 +153,19 @@ func (c *HeaderCache) add(r *Reader, i int, h *blockHeader) {
 	if r.headers[i].Load() != nil {
 		return // another read cached it first
 	}
-	for c.used+h.size > c.budget && len(c.ring) > 0 {
+	if !c.makeRoom(h.size) {
+		return
+	}
+	h.cache, h.inCache = c, true
+	r.headers[i].Store(h)
+	c.ring = append(c.ring, cachedHeader{r: r, block: i, h: h})
+	c.used += h.size
+}
+
+// makeRoom evicts headers until n more bytes fit, and reports whether
+// they do. REQUIRES: c.mu.
+func (c *HeaderCache) makeRoom(n int64) bool {
+	for c.used+n > c.budget && len(c.ring) > 0 {
 		c.hand %= len(c.ring)
 		e := &c.ring[c.hand]
 		if e.h.used.Swap(false) {
@@ -144,18 +174,32 @@ func (c *HeaderCache) add(r *Reader, i int, h *blockHeader) {
 		}
 		c.remove(c.hand)
 	}
-	if c.used+h.size > c.budget {
+	return c.used+n <= c.budget
+}
+
+// keepSkeleton gives a cached header its block's row skeleton, if there
+// is room for it.
+func (c *HeaderCache) keepSkeleton(h *blockHeader, sk *rowSkeleton) {
+	n := sk.memory()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !h.inCache || h.skeleton.Load() != nil {
 		return
 	}
-	r.headers[i].Store(h)
-	c.ring = append(c.ring, cachedHeader{r: r, block: i, h: h})
-	c.used += h.size
+	h.used.Store(true) // not the one to evict for it
+	if !c.makeRoom(n) || !h.inCache {
+		return
+	}
+	h.skeleton.Store(sk)
+	h.size += n
+	c.used += n
 }
 
 // remove drops entry k (the last entry takes its place). REQUIRES: c.mu.
 func (c *HeaderCache) remove(k int) {
 	e := c.ring[k]
 	e.r.headers[e.block].Store(nil)
+	e.h.inCache = false
 	c.used -= e.h.size
 	last := len(c.ring) - 1
 	c.ring[k] = c.ring[last]

@@ -2,6 +2,7 @@ package part_test
 
 import (
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 	"testing"
@@ -30,15 +31,47 @@ func TestHeaderCache(t *testing.T) {
 	if len(plain.Blocks) < 10 {
 		t.Fatalf("%d blocks, want 10", len(plain.Blocks))
 	}
+	// A read of each kind: lines, a count of the lines holding a
+	// literal, the newest of them, and a columnar walk of the rows (the
+	// last three take the rows' templates from a cached header's row
+	// skeleton once one read has made it).
 	read := func(rd *part.Reader, i int, scan bool) string {
+		var s strings.Builder
 		var b part.Block
 		b.LinesOnly, b.Scan = true, scan
 		if err := rd.ReadBlock(i, &b); err != nil {
 			t.Fatal(err)
 		}
-		var s strings.Builder
 		for _, r := range b.Rows {
 			fmt.Fprintf(&s, "%d %s\n", r.Time, r.Line)
+		}
+		var c part.Block
+		c.LinesOnly, c.Contains, c.NoLines, c.CountOnly, c.Scan = true, []part.Literal{{Text: []byte("error")}}, true, true, scan
+		if err := rd.ReadBlock(i, &c); err != nil {
+			t.Fatal(err)
+		}
+		fmt.Fprintf(&s, "%d hold error\n", c.Matches)
+		var nw part.Block
+		nw.LinesOnly, nw.Contains, nw.Newest, nw.From, nw.To, nw.Scan = true, c.Contains, 2, math.MinInt64, math.MaxInt64, scan
+		if err := rd.ReadBlock(i, &nw); err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range nw.Rows {
+			fmt.Fprintf(&s, "newest %d %s\n", r.Time, r.Line)
+		}
+		var col part.Block
+		col.Columnar, col.Scan = true, scan
+		if err := rd.ReadBlock(i, &col); err != nil {
+			t.Fatal(err)
+		}
+		if err := col.DecodeTimes(); err != nil {
+			t.Fatal(err)
+		}
+		for k := range col.NumRows() {
+			fmt.Fprintf(&s, "%d:%d ", col.RowTime(k), col.RowTemplate(k))
+		}
+		for tm := range col.NumTemplates() {
+			fmt.Fprintf(&s, "t%d=%d ", tm, col.TemplateRows(tm))
 		}
 		return s.String()
 	}
