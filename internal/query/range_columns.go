@@ -112,6 +112,9 @@ type colPlanner struct {
 	noneMemo    int8
 
 	num unwrapNum // rowValues: the unwrapped parameter's number, if read as one
+	// paramTime: some template of the block has a parameter in a time
+	// column, whose values are written from their rows' times.
+	paramTime bool
 }
 
 func (w *rangeWorker) colPlanner() *colPlanner {
@@ -136,11 +139,21 @@ func (w *rangeWorker) block(ev *evaluator, ls record.Labels, b *part.Block, from
 	if done, err := w.sweep(ev, ls, b, from, to); done || err != nil {
 		return err
 	}
-	if err := b.DecodeTimes(); err != nil {
-		return err
+	// A block whose rows all fall in the same windows gives samples whose
+	// times matter not, unless the function or a parameter reads them:
+	// its rows' times are read only for the lines rebuilt.
+	lo, hi := b.TimeRange()
+	timeless := lo >= from && hi <= to && w.sameWindows(lo, hi) && w.timeFree() && !cp.paramTime
+	if !timeless {
+		if err := b.DecodeTimes(); err != nil {
+			return err
+		}
 	}
 	for k := range b.NumRows() {
-		t, tm := b.RowTime(k), b.RowTemplate(k)
+		t, tm := hi, b.RowTemplate(k)
+		if !timeless {
+			t = b.RowTime(k)
+		}
 		if t >= from && t <= to {
 			if err := ev.scanned(&w.tally, nil); err != nil {
 				return err
@@ -166,6 +179,12 @@ func (w *rangeWorker) block(ev *evaluator, ls record.Labels, b *part.Block, from
 					return err
 				}
 			} else {
+				if timeless { // a line's time columns are written from its time
+					if err := b.DecodeTimes(); err != nil {
+						return err
+					}
+					t = b.RowTime(k)
+				}
 				if cp.line, err = b.AppendLine(cp.line[:0], tm, cp.cur, t); err != nil {
 					return err
 				}
@@ -179,6 +198,18 @@ func (w *rangeWorker) block(ev *evaluator, ls record.Labels, b *part.Block, from
 		}
 	}
 	return nil
+}
+
+// timeFree reports whether the range function's value over a window is
+// the same whatever the times of its samples in it.
+func (w *rangeWorker) timeFree() bool {
+	switch w.op {
+	case opFirst, opLast:
+		return false
+	case opList:
+		return w.x.Op == "quantile_over_time" // not rate_counter
+	}
+	return true
 }
 
 // absentPlan reports whether a template's rows have none of the
@@ -479,6 +510,7 @@ func (cp *colPlanner) startBlock(b *part.Block) {
 	cp.dictSeries = growClear(cp.dictSeries, 256*b.NumColumns())
 	need := growClear(cp.need, b.NumColumns())
 	cp.need = need
+	cp.paramTime = false
 	lci := b.LineColumn()
 	for t := range n {
 		cp.planCached(b, t)
@@ -502,7 +534,9 @@ func (cp *colPlanner) startBlock(b *part.Block) {
 			}
 			for _, pp := range p.params {
 				if pp.hole >= 0 {
-					need[b.SlotColumn(t, holes[pp.hole])] = true
+					col := b.SlotColumn(t, holes[pp.hole])
+					need[col] = true
+					cp.paramTime = cp.paramTime || b.ColumnKind(col) == part.ColumnTime
 				}
 			}
 		}

@@ -207,6 +207,8 @@ func FuzzColumnarSameAsRows(f *testing.F) {
 		`sum(sum_over_time({service="api"} | json lat="http.latency_ms" | unwrap lat | __error__="" [1h]))`,
 		`max_over_time({service="api"} | json lat="http.latency_ms", level | unwrap lat | __error__="" [1h])`,
 		`sum by (a, b) (count_over_time({service="api"} | json a="level", b="x" | __error__="" [1h]))`,
+		`quantile_over_time(0.9, {service="api"} | json lat="http.latency_ms" | unwrap lat | __error__="" [1h])`,
+		`last_over_time({service="api"} | json lat="http.latency_ms" | unwrap lat | __error__="" [1h])`,
 	}
 	f.Fuzz(func(t *testing.T, data string, qi uint8) {
 		var lines []string
