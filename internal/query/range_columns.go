@@ -135,7 +135,9 @@ func (w *rangeWorker) colPlanner() *colPlanner {
 // block adds the samples of a stored block's rows in [from, to].
 func (w *rangeWorker) block(ev *evaluator, ls record.Labels, b *part.Block, from, to int64) error {
 	cp := w.colPlanner()
-	cp.startBlock(b)
+	if err := cp.startBlock(b, func(p *tmplPlan) (bool, error) { return w.givesNothing(ls, p) }); err != nil {
+		return err
+	}
 	if done, err := w.sweep(ev, ls, b, from, to); done || err != nil {
 		return err
 	}
@@ -495,7 +497,9 @@ func appendParamKey(dst []byte, v paramValue) []byte {
 // startBlock plans every template of a block and works out which
 // columns' cursors the rows need: those of the values the plans read and
 // check, and those of the lines the row path rebuilds. Only they advance.
-func (cp *colPlanner) startBlock(b *part.Block) {
+// The rows of a template that gives nothing (skips) are passed over
+// unread: its values are neither read nor checked.
+func (cp *colPlanner) startBlock(b *part.Block, gives func(p *tmplPlan) (nothing bool, err error)) error {
 	n := b.NumTemplates()
 	cp.plans = grown(cp.plans, n)
 	cp.cur = growClear(cp.cur, b.NumColumns())
@@ -525,6 +529,11 @@ func (cp *colPlanner) startBlock(b *part.Block) {
 			}
 		default:
 			p.checks = p.checks[:0]
+			if nothing, err := gives(p); err != nil {
+				return err
+			} else if nothing {
+				continue
+			}
 			for h := range p.check {
 				col := b.SlotColumn(t, holes[h])
 				need[col] = true
@@ -553,6 +562,7 @@ func (cp *colPlanner) startBlock(b *part.Block) {
 		}
 		cp.advStart = append(cp.advStart, len(cp.adv))
 	}
+	return nil
 }
 
 // growClear returns s with length n, zeroed.
