@@ -53,9 +53,10 @@ func (b *Block) decodeRows() error {
 		return err
 	}
 	b.rowFlags = b.rowParts.flags
-	if b.hd.cache != nil {
-		b.hd.cache.keepSkeleton(b.hd, &rowSkeleton{tids: slices.Clone(b.tids), perTmpl: slices.Clone(b.perTmpl),
-			used: slices.Clone(b.cursors), flags: slices.Clone(b.rowFlags)})
+	if c := b.hd.cache; c != nil {
+		sk := &rowSkeleton{tids: slices.Clone(b.tids), perTmpl: slices.Clone(b.perTmpl),
+			used: slices.Clone(b.cursors), flags: slices.Clone(b.rowFlags)}
+		c.keep(b.hd, sk.memory(), func() bool { return b.hd.skeleton.CompareAndSwap(nil, sk) })
 	}
 	return nil
 }
@@ -125,12 +126,17 @@ func (b *Block) DecodeTimes() error {
 	if b.timesRead {
 		return nil
 	}
+	if ts := b.hd.times.Load(); ts != nil {
+		b.times, b.timesRead = *ts, true
+		return nil
+	}
 	if err := b.readRowStreams(); err != nil {
 		return fmt.Errorf("%w: %v", ErrCorrupt, err)
 	}
 	n := len(b.tids)
 	rs := rowStreams{times: b.rowParts.times, subms: b.rowParts.subms}
-	b.times = grown(b.times, n)
+	b.ownTimes = grown(b.ownTimes, n)
+	b.times = b.ownTimes
 	for k := range n {
 		t, err := rs.nextTime(k)
 		if err != nil {
@@ -145,6 +151,10 @@ func (b *Block) DecodeTimes() error {
 		return fmt.Errorf("%w: row streams: %d and %d bytes of times left after the rows", ErrCorrupt, len(rs.times), len(rs.subms))
 	}
 	b.timesRead = true
+	if c := b.hd.cache; c != nil {
+		ts := slices.Clone(b.times)
+		c.keep(b.hd, 8*int64(cap(ts)), func() bool { return b.hd.times.CompareAndSwap(nil, &ts) })
+	}
 	return nil
 }
 

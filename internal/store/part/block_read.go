@@ -66,6 +66,7 @@ type Block struct {
 	rowParts  rowParts
 	rowFlags  []byte // each row's flags, once decodeRows has run
 	ownTids   []int32
+	ownTimes  []int64
 	ownCounts []int // rows per template, when not the skeleton's
 
 	nrows    int // rows in the block read, kept or not

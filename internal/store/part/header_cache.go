@@ -30,8 +30,10 @@ type blockHeader struct {
 	size  int64    // the memory it holds, for the cache's budget
 	used  atomic.Bool
 	cache *HeaderCache // the cache holding it, if one does
-	// skeleton, once a read has walked the block's rows.
+	// skeleton, once a read has walked the block's rows, and the rows'
+	// times, once one has read them.
 	skeleton atomic.Pointer[rowSkeleton]
+	times    atomic.Pointer[[]int64]
 	inCache  bool // guarded by cache.mu
 }
 
@@ -177,20 +179,19 @@ func (c *HeaderCache) makeRoom(n int64) bool {
 	return c.used+n <= c.budget
 }
 
-// keepSkeleton gives a cached header its block's row skeleton, if there
-// is room for it.
-func (c *HeaderCache) keepSkeleton(h *blockHeader, sk *rowSkeleton) {
-	n := sk.memory()
+// keep gives a cached header n more bytes of what reads of its block
+// find (set stores it, and reports false if another read did first), if
+// there is room for them.
+func (c *HeaderCache) keep(h *blockHeader, n int64, set func() bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if !h.inCache || h.skeleton.Load() != nil {
+	if !h.inCache {
 		return
 	}
 	h.used.Store(true) // not the one to evict for it
-	if !c.makeRoom(n) || !h.inCache {
+	if !c.makeRoom(n) || !h.inCache || !set() {
 		return
 	}
-	h.skeleton.Store(sk)
 	h.size += n
 	c.used += n
 }
