@@ -21,7 +21,7 @@ type fileConfig struct {
 	Fsync          string              `yaml:"fsync"`
 	HeadBytes      int64               `yaml:"head_bytes"`
 	MaxHeadBytes   int64               `yaml:"max_head_bytes"`
-	HeaderCache    int64               `yaml:"header_cache_bytes"`
+	BlockCache     int64               `yaml:"block_cache_bytes"`
 	Retention      string              `yaml:"retention"`
 	MaxTenantBytes int64               `yaml:"max_tenant_bytes"`
 	Pprof          *bool               `yaml:"pprof"`
@@ -111,7 +111,7 @@ func (c *fileConfig) apply(o *serveOpts, fs *flag.FlagSet) error {
 	str("fsync", &o.storage.fsync, c.Fsync)
 	num("head-bytes", &o.storage.headBytes, c.HeadBytes)
 	num("max-head-bytes", &o.maxHeadBytes, c.MaxHeadBytes)
-	num("header-cache-bytes", &o.headerCacheBytes, c.HeaderCache)
+	num("block-cache-bytes", &o.blockCacheBytes, c.BlockCache)
 	num("max-tenant-bytes", &o.maxTenantBytes, c.MaxTenantBytes)
 	if c.Retention != "" && !set["retention"] {
 		d, err := time.ParseDuration(c.Retention)

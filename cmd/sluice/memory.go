@@ -5,6 +5,8 @@ import (
 	"bytes"
 	"os"
 	"strconv"
+
+	"github.com/sluicelog/sluice/internal/store"
 )
 
 // defaultMaxHeadBytes is the memory the heads not yet flushed may hold by
@@ -17,6 +19,16 @@ func defaultMaxHeadBytes(headBytes int64) int64 {
 		budget = min(budget, m/8)
 	}
 	return max(budget, 2*headBytes)
+}
+
+// defaultBlockCacheBytes is the memory the block cache may hold by
+// default: a sixteenth of the memory, from 64 MiB to 1 GiB.
+func defaultBlockCacheBytes() int64 {
+	budget := int64(store.DefaultBlockCacheBytes)
+	if m := memoryBytes(); m > 0 {
+		budget = min(max(m/16, 64<<20), 1<<30)
+	}
+	return budget
 }
 
 // memoryBytes is the memory this process may use: its cgroup's limit

@@ -60,8 +60,8 @@ SIGTERM or SIGINT drains the requests in flight, then closes the store.`,
 		fs.Int64Var(&cfg.MaxWholeBodyBytes, "max-whole-body-bytes", cfg.MaxWholeBodyBytes, "largest Loki, OTLP or Elasticsearch body accepted, decompressed (they are decoded whole)")
 		fs.Int64Var(&cfg.MaxInflightBytes, "max-inflight-bytes", cfg.MaxInflightBytes, "memory that ingest requests in flight may hold; more wait a second, then get 503")
 		fs.Int64Var(&o.maxHeadBytes, "max-head-bytes", 0, "memory the heads not yet flushed may hold; past it ingest waits for the flush (0: an eighth of the memory, at most 1 GiB, at least twice --head-bytes)")
-		fs.Int64Var(&o.headerCacheBytes, "header-cache-bytes", 0, "memory the parsed headers of the blocks queries read may hold (0: 128 MiB; -1: no cache)")
-		fs.Int64Var(&o.memLimit, "memory-limit", 0, "soft limit of the Go heap in `bytes` (0: --max-head-bytes, one more head, the in-flight bytes, the header cache and 64 MiB; GOMEMLIMIT overrides)")
+		fs.Int64Var(&o.blockCacheBytes, "block-cache-bytes", 0, "memory the block cache may hold: the parsed headers, row templates and times of the blocks queries read (0: a sixteenth of the memory, 64 MiB to 1 GiB; -1: no cache)")
+		fs.Int64Var(&o.memLimit, "memory-limit", 0, "soft limit of the Go heap in `bytes` (0: --max-head-bytes, one more head, the in-flight bytes, the block cache and 64 MiB; GOMEMLIMIT overrides)")
 		fs.IntVar(&cfg.MaxInflight, "max-inflight", cfg.MaxInflight, "ingest requests served at once; more wait a second, then get 503")
 		fs.IntVar(&cfg.Parse.MaxLineSize, "max-line-size", 1<<20, "reject lines longer than this many bytes")
 		fs.IntVar(&cfg.Parse.Record.MaxFields, "max-fields", 1000, "reject lines with more fields than this")
@@ -90,7 +90,7 @@ type serveOpts struct {
 	retention                          time.Duration
 	maxTenantBytes, memLimit           int64
 	maxHeadBytes                       int64
-	headerCacheBytes                   int64
+	blockCacheBytes                    int64
 	cfg                                *server.Config
 	fs                                 *flag.FlagSet
 }
@@ -120,8 +120,8 @@ func (o *serveOpts) run(args []string, e *env) error {
 	if o.maxHeadBytes <= 0 {
 		o.maxHeadBytes = defaultMaxHeadBytes(o.storage.headBytes)
 	}
-	if o.headerCacheBytes == 0 {
-		o.headerCacheBytes = store.DefaultHeaderCacheBytes
+	if o.blockCacheBytes == 0 {
+		o.blockCacheBytes = defaultBlockCacheBytes()
 	}
 	if os.Getenv("GOMEMLIMIT") == "" {
 		// A soft limit, so the GC keeps garbage near what is live: the
@@ -129,13 +129,13 @@ func (o *serveOpts) run(args []string, e *env) error {
 		// flight may hold.
 		limit := o.memLimit
 		if limit <= 0 {
-			limit = o.maxHeadBytes + o.storage.headBytes + o.cfg.MaxInflightBytes + max(o.headerCacheBytes, 0) + 64<<20
+			limit = o.maxHeadBytes + o.storage.headBytes + o.cfg.MaxInflightBytes + max(o.blockCacheBytes, 0) + 64<<20
 		}
 		debug.SetMemoryLimit(limit)
 	}
 	reg := prometheus.NewRegistry()
 	st, err := o.storage.openWith(e.stderr, store.Options{Retention: o.retention, MaxTenantBytes: o.maxTenantBytes,
-		MaxHeadBytes: o.maxHeadBytes, HeaderCacheBytes: o.headerCacheBytes, OnWALSync: server.WALSyncObserver(reg)})
+		MaxHeadBytes: o.maxHeadBytes, BlockCacheBytes: o.blockCacheBytes, OnWALSync: server.WALSyncObserver(reg)})
 	if err != nil {
 		return err
 	}

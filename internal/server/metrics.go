@@ -61,7 +61,7 @@ var storeGauges = []struct {
 	{prometheus.NewDesc("sluice_store_part_rows", "Rows in live parts.", nil, nil), func(s store.Stats) float64 { return float64(s.PartRows) }},
 	{prometheus.NewDesc("sluice_store_head_bytes", "Bytes held by the head (acknowledged, not yet in parts).", nil, nil), func(s store.Stats) float64 { return float64(s.HeadBytes) }},
 	{prometheus.NewDesc("sluice_store_head_rows", "Rows in the head.", nil, nil), func(s store.Stats) float64 { return float64(s.HeadRows) }},
-	{prometheus.NewDesc("sluice_store_header_cache_bytes", "Memory held by the parsed block headers cached for queries.", nil, nil), func(s store.Stats) float64 { return float64(s.HeaderCacheBytes) }},
+	{prometheus.NewDesc("sluice_store_block_cache_bytes", "Memory held by the block cache (parsed headers, row templates and times of blocks queries read).", nil, nil), func(s store.Stats) float64 { return float64(s.BlockCacheBytes) }},
 	{prometheus.NewDesc("sluice_wal_fsyncs_total", "WAL fdatasyncs.", nil, nil), func(s store.Stats) float64 { return float64(s.WAL.Syncs) }},
 	{prometheus.NewDesc("sluice_store_flushes_total", "Head flushes.", nil, nil), func(s store.Stats) float64 { return float64(s.Flushes) }},
 	{prometheus.NewDesc("sluice_store_merges_total", "Part merges.", nil, nil), func(s store.Stats) float64 { return float64(s.Merges) }},

@@ -120,9 +120,9 @@ type ScanOptions struct {
 	// block whose filter lacks one and whose longest token is no longer
 	// than it is skipped unread.
 	Needles []Needle
-	// Drop drops the pages of each block once read, and keeps no block
-	// header in the cache: for a scan of everything, which reads each
-	// block once.
+	// Drop drops the pages of each block once read, and adds no block to
+	// the block cache: for a scan of everything, which reads each block
+	// once.
 	Drop bool
 	// LinesOnly yields rows with their time and line but without Fields
 	// or Msg, which spares most of a stored block's decoding. (Rows of

@@ -50,10 +50,10 @@ type Options struct {
 	// OnWALSync, if set, is told the duration and bytes of each WAL
 	// fdatasync (for a latency histogram); it must not block.
 	OnWALSync func(d time.Duration, bytes int)
-	// HeaderCacheBytes is the memory the parsed headers of the blocks
-	// queries read may hold (part.HeaderCache); 0 means
-	// DefaultHeaderCacheBytes, below 0 none.
-	HeaderCacheBytes int64
+	// BlockCacheBytes is the memory the block cache (part.BlockCache:
+	// the parsed headers, row templates and times of the blocks queries
+	// read) may hold; 0 means DefaultBlockCacheBytes, below 0 none.
+	BlockCacheBytes int64
 	// WALSegmentSize: see wal.Options.SegmentSize.
 	WALSegmentSize int64
 	Logger         *slog.Logger
@@ -66,10 +66,10 @@ type Options struct {
 const (
 	DefaultHeadBytes   = 64 << 20
 	DefaultMergeFactor = 4
-	// DefaultHeaderCacheBytes holds the headers of about 400 blocks of
-	// JSON logs with a few hundred templates each (some 300 KB parsed):
-	// a few million lines.
-	DefaultHeaderCacheBytes = 128 << 20
+	// DefaultBlockCacheBytes holds what queries read again of about 400
+	// blocks of JSON logs with a few hundred templates each (some 300 KB
+	// each): a few million lines.
+	DefaultBlockCacheBytes = 128 << 20
 )
 
 // ErrLocked is returned by Open when another process uses the directory.
@@ -87,8 +87,8 @@ type Store struct {
 	lock io.Closer
 	wal  *wal.Log
 	log  *slog.Logger
-	// headers caches the parsed block headers of every part's queries.
-	headers *part.HeaderCache
+	// blocks caches what every part's queries read again of its blocks.
+	blocks *part.BlockCache
 
 	// cut is held for reading by Append across the WAL append and the
 	// head insert, and for writing to swap the head and rotate the WAL, so
@@ -136,7 +136,7 @@ type Stats struct {
 	CorruptWAL, BadParts  int
 	HeadBytes, HeadRows   int64
 	FlushingBytes         int64 // of the head being flushed, if one is
-	HeaderCacheBytes      int64 // of block headers cached for queries
+	BlockCacheBytes       int64 // held by the block cache
 	Parts                 int
 	PartBytes, LineBytes  int64
 	PartRows              int64
@@ -161,8 +161,8 @@ func Open(opts Options) (*Store, error) {
 	if opts.MergeFactor < 2 {
 		opts.MergeFactor = DefaultMergeFactor
 	}
-	if opts.HeaderCacheBytes == 0 {
-		opts.HeaderCacheBytes = DefaultHeaderCacheBytes
+	if opts.BlockCacheBytes == 0 {
+		opts.BlockCacheBytes = DefaultBlockCacheBytes
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
@@ -187,8 +187,8 @@ func Open(opts Options) (*Store, error) {
 	s := &Store{opts: opts, fs: fs, lock: lock, log: opts.Logger, head: newHead(),
 		kick: make(chan struct{}, 1), maintain: make(chan struct{}, 1), stop: make(chan struct{})}
 	s.room = sync.NewCond(&s.mu)
-	if opts.HeaderCacheBytes > 0 {
-		s.headers = part.NewHeaderCache(opts.HeaderCacheBytes)
+	if opts.BlockCacheBytes > 0 {
+		s.blocks = part.NewBlockCache(opts.BlockCacheBytes)
 	}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	if err := s.recover(); err != nil {
@@ -343,8 +343,8 @@ func (s *Store) openPart(info partInfo) (*livePart, error) {
 	if err != nil {
 		return nil, err
 	}
-	if s.headers != nil {
-		rd.UseHeaderCache(s.headers)
+	if s.blocks != nil {
+		rd.UseBlockCache(s.blocks)
 	}
 	lp := &livePart{info: info, rd: rd, streams: make(map[string]uint32, len(rd.Streams)), onFree: s.freePart}
 	for i, ls := range rd.Streams {
@@ -748,8 +748,8 @@ func (s *Store) Stats() Stats {
 	if f != nil {
 		st.FlushingBytes, _ = f.size()
 	}
-	if s.headers != nil {
-		st.HeaderCacheBytes = s.headers.Used()
+	if s.blocks != nil {
+		st.BlockCacheBytes = s.blocks.Used()
 	}
 	st.WAL = s.wal.Stats()
 	if st.PartBytes > 0 {

@@ -50,7 +50,7 @@ type Block struct {
 	// the rows and reads their values itself (block_columns.go).
 	Columnar bool
 	// Scan marks the reads of a one-pass scan (a merge, an export): they
-	// use the headers a part's cache holds but add none to it.
+	// use what the block cache holds but add no block to it.
 	Scan      bool
 	header    blockHeader // a header parsed for this read alone, with its buffers
 	times     []int64     // a columnar read's row times

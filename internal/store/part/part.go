@@ -338,7 +338,7 @@ type Reader struct {
 	// at every read of every query.
 	checked []atomic.Uint64
 	// The headers of blocks read, when the reader uses a cache.
-	cache   *HeaderCache
+	cache   *BlockCache
 	headers []atomic.Pointer[blockHeader]
 }
 

@@ -29,7 +29,7 @@ type blockHeader struct {
 	rest  []byte   // the header after the templates: column count, row streams length, column entries
 	size  int64    // the memory it holds, for the cache's budget
 	used  atomic.Bool
-	cache *HeaderCache // the cache holding it, if one does
+	cache *BlockCache // the cache holding it, if one does
 	// skeleton, once a read has walked the block's rows, and the rows'
 	// times, once one has read them.
 	skeleton atomic.Pointer[rowSkeleton]
@@ -84,12 +84,14 @@ func parseHeader(hdr []byte, h *blockHeader) error {
 	return nil
 }
 
-// HeaderCache keeps the parsed headers of the blocks queries read, up to
-// a budget of memory shared by every part it serves, so that a warm
-// query decompresses and parses no block header. When full it evicts by
-// CLOCK: a header read since the hand last passed it is kept one more
-// turn.
-type HeaderCache struct {
+// BlockCache keeps what reads of a block find the same every time: its
+// header parsed, and once reads have walked its rows, their templates and
+// flags (rowSkeleton) and their times. Up to a budget of memory shared by
+// every part it serves, so that a warm query decompresses no block header
+// nor, unless it reads values, anything but the columns it needs. When
+// full it evicts a block's whole entry by CLOCK: one read since the hand
+// last passed it is kept one more turn.
+type BlockCache struct {
 	budget int64
 	mu     sync.Mutex
 	used   int64
@@ -103,11 +105,11 @@ type cachedHeader struct {
 	h     *blockHeader
 }
 
-// NewHeaderCache returns a cache holding at most budget bytes of headers.
-func NewHeaderCache(budget int64) *HeaderCache { return &HeaderCache{budget: budget} }
+// NewBlockCache returns a cache holding at most budget bytes of headers.
+func NewBlockCache(budget int64) *BlockCache { return &BlockCache{budget: budget} }
 
 // Used returns the bytes of headers the cache holds.
-func (c *HeaderCache) Used() int64 {
+func (c *BlockCache) Used() int64 {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.used
@@ -149,7 +151,7 @@ func headerMemory(h *blockHeader) int64 {
 		int64(cap(h.line)) + 4*int64(cap(h.ends))
 }
 
-func (c *HeaderCache) add(r *Reader, i int, h *blockHeader) {
+func (c *BlockCache) add(r *Reader, i int, h *blockHeader) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if r.headers[i].Load() != nil {
@@ -166,7 +168,7 @@ func (c *HeaderCache) add(r *Reader, i int, h *blockHeader) {
 
 // makeRoom evicts headers until n more bytes fit, and reports whether
 // they do. REQUIRES: c.mu.
-func (c *HeaderCache) makeRoom(n int64) bool {
+func (c *BlockCache) makeRoom(n int64) bool {
 	for c.used+n > c.budget && len(c.ring) > 0 {
 		c.hand %= len(c.ring)
 		e := &c.ring[c.hand]
@@ -182,7 +184,7 @@ func (c *HeaderCache) makeRoom(n int64) bool {
 // keep gives a cached header n more bytes of what reads of its block
 // find (set stores it, and reports false if another read did first), if
 // there is room for them.
-func (c *HeaderCache) keep(h *blockHeader, n int64, set func() bool) {
+func (c *BlockCache) keep(h *blockHeader, n int64, set func() bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if !h.inCache {
@@ -197,7 +199,7 @@ func (c *HeaderCache) keep(h *blockHeader, n int64, set func() bool) {
 }
 
 // remove drops entry k (the last entry takes its place). REQUIRES: c.mu.
-func (c *HeaderCache) remove(k int) {
+func (c *BlockCache) remove(k int) {
 	e := c.ring[k]
 	e.r.headers[e.block].Store(nil)
 	e.h.inCache = false
@@ -209,7 +211,7 @@ func (c *HeaderCache) remove(k int) {
 }
 
 // forget drops the headers of a reader being closed.
-func (c *HeaderCache) forget(r *Reader) {
+func (c *BlockCache) forget(r *Reader) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for k := 0; k < len(c.ring); {
@@ -221,9 +223,9 @@ func (c *HeaderCache) forget(r *Reader) {
 	}
 }
 
-// UseHeaderCache makes reads from r (other than scans') keep the headers
-// they parse in c, and find them there. REQUIRES: no read from r yet.
-func (r *Reader) UseHeaderCache(c *HeaderCache) {
+// UseBlockCache makes reads from r (other than scans') keep what they
+// find in c, and find it there. REQUIRES: no read from r yet.
+func (r *Reader) UseBlockCache(c *BlockCache) {
 	r.cache = c
 	r.headers = make([]atomic.Pointer[blockHeader], len(r.Blocks))
 }

@@ -11,11 +11,11 @@ import (
 	"github.com/sluicelog/sluice/internal/vfs"
 )
 
-// TestHeaderCache: reads served from a cache smaller than a part's
+// TestBlockCache: reads served from a cache smaller than a part's
 // headers give the rows uncached reads give, in any order and as a
 // scan's; the cache stays in its budget, and a reader's headers leave
 // it when the reader closes.
-func TestHeaderCache(t *testing.T) {
+func TestBlockCache(t *testing.T) {
 	var in strings.Builder
 	for i := range 2000 {
 		fmt.Fprintf(&in, `{"ts":%d,"service":"s%d","level":"%s","msg":"m %d","k%d":%d}`+"\n",
@@ -81,12 +81,12 @@ func TestHeaderCache(t *testing.T) {
 	}
 
 	// The budget of about half the headers.
-	probe := part.NewHeaderCache(1 << 30)
+	probe := part.NewBlockCache(1 << 30)
 	rd, err := part.Open(fs, "p.part")
 	if err != nil {
 		t.Fatal(err)
 	}
-	rd.UseHeaderCache(probe)
+	rd.UseBlockCache(probe)
 	read(rd, 0, false)
 	one := probe.Used()
 	rd.Close()
@@ -94,12 +94,12 @@ func TestHeaderCache(t *testing.T) {
 		t.Fatalf("one header holds %d bytes; after close %d", one, probe.Used())
 	}
 	budget := one * int64(len(want)) / 2
-	c := part.NewHeaderCache(budget)
+	c := part.NewBlockCache(budget)
 	rd, err = part.Open(fs, "p.part")
 	if err != nil {
 		t.Fatal(err)
 	}
-	rd.UseHeaderCache(c)
+	rd.UseBlockCache(c)
 	order := []int{}
 	for i := range want {
 		order = append(order, i)
