@@ -22,6 +22,7 @@ type blockHeader struct {
 	// templates lie together in memory, which the loops over all of them
 	// (every read plans each) are quicker for.
 	slots []slot
+	cols  []int32 // the slots' columns alone: 4 bytes a slot to walk, not 24
 	holes []int
 	line  []byte   // the gaps
 	ends  []uint32 // and where each ends in its template's part of line
@@ -57,7 +58,7 @@ func parseHeader(hdr []byte, h *blockHeader) error {
 	r := bin.NewReader(hdr)
 	h.nrows = int(r.Bounded("row count", maxBlockRows))
 	h.tmpls = grown(h.tmpls, r.Count("template count", 1))
-	h.slots, h.holes, h.line, h.ends = h.slots[:0], h.holes[:0], h.line[:0], h.ends[:0]
+	h.slots, h.cols, h.holes, h.line, h.ends = h.slots[:0], h.cols[:0], h.holes[:0], h.line[:0], h.ends[:0]
 	for i := range h.tmpls {
 		if err := h.parseTemplate(r.BytesN("template"), &h.tmpls[i]); err != nil {
 			return err
@@ -69,6 +70,7 @@ func parseHeader(hdr []byte, h *blockHeader) error {
 	for i := range h.tmpls {
 		t := &h.tmpls[i]
 		t.slots = h.slots[s : s+len(t.slots) : s+len(t.slots)]
+		t.cols = h.cols[s : s+len(t.slots) : s+len(t.slots)]
 		s += len(t.slots)
 		if !t.raw {
 			t.holes = h.holes[o : o+len(t.holes) : o+len(t.holes)]
@@ -147,7 +149,7 @@ func (r *Reader) header(i int, d *bin.Reader, b *Block) (*blockHeader, error) {
 // headerMemory estimates the memory a cached header holds.
 func headerMemory(h *blockHeader) int64 {
 	return int64(unsafe.Sizeof(*h)) + int64(cap(h.rest)) + int64(cap(h.tmpls))*int64(unsafe.Sizeof(template{})) +
-		int64(cap(h.slots))*int64(unsafe.Sizeof(slot{})) + int64(cap(h.holes))*int64(unsafe.Sizeof(0)) +
+		int64(cap(h.slots))*int64(unsafe.Sizeof(slot{})) + 4*int64(cap(h.cols)) + int64(cap(h.holes))*int64(unsafe.Sizeof(0)) +
 		int64(cap(h.line)) + 4*int64(cap(h.ends))
 }
 

@@ -266,7 +266,7 @@ func (b *Block) TemplateRaw(t int) bool { return b.tmpls[t].raw }
 func (b *Block) TemplateSlots(t int) int { return len(b.tmpls[t].slots) }
 
 // SlotColumn returns the column of slot s of template t.
-func (b *Block) SlotColumn(t, s int) int { return b.tmpls[t].slots[s].col }
+func (b *Block) SlotColumn(t, s int) int { return int(b.tmpls[t].cols[s]) }
 
 // SlotRank returns how many slots of template t before s share its
 // column (a field named twice in a line).

@@ -110,9 +110,10 @@ type slot struct {
 type template struct {
 	raw   bool
 	slots []slot
-	holes []int // slot of each hole, in line order
-	gaps  Gaps  // len(holes)+1 gaps
-	shape Shape // of the gaps (Block.TemplateShape)
+	cols  []int32 // each slot's column, for the loops over many templates' (SlotColumn)
+	holes []int   // slot of each hole, in line order
+	gaps  Gaps    // len(holes)+1 gaps
+	shape Shape   // of the gaps (Block.TemplateShape)
 }
 
 // Gaps are a template's texts between its values, end to end.
@@ -320,6 +321,7 @@ func (h *blockHeader) parseTemplate(enc []byte, t *template) error {
 			}
 		}
 		t.slots[i] = sl
+		h.cols = append(h.cols, int32(sl.col))
 	}
 	if !t.raw {
 		h0, l0, e0 := len(h.holes), len(h.line), len(h.ends)
