@@ -270,7 +270,7 @@ func (b *Block) SlotColumn(t, s int) int { return int(b.tmpls[t].cols[s]) }
 
 // SlotRank returns how many slots of template t before s share its
 // column (a field named twice in a line).
-func (b *Block) SlotRank(t, s int) int { return int(b.tmpls[t].slots[s].nth) }
+func (b *Block) SlotRank(t, s int) int { return b.tmpls[t].nth(s) }
 
 // TemplateLine returns template t's gaps and, for each hole between
 // them, its slot: a row's line is gap 0, value(holes[0]), gap 1, … .
@@ -360,7 +360,7 @@ func (b *Block) AppendLine(dst []byte, t int, cur []int, time int64) ([]byte, er
 	}
 	for hi, si := range tm.holes {
 		dst = append(dst, tm.gaps.At(hi)...)
-		v, scratch, err := b.Value(tm.slots[si].col, cur[tm.slots[si].col]+int(tm.slots[si].nth), time, b.scratch[:0])
+		v, scratch, err := b.Value(tm.slots[si].col, cur[tm.slots[si].col]+tm.nth(si), time, b.scratch[:0])
 		b.scratch = scratch
 		if err != nil {
 			return dst, err

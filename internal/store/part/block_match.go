@@ -75,13 +75,47 @@ const (
 )
 
 // plan returns (computing it once per block) how template ti is tested
-// for literal li.
+// for literal li. A plan depends on the template's gaps alone: plans are
+// also kept by shape, for the templates of the next blocks read with the
+// same literals.
 func (b *Block) plan(ti, li int) litPlan {
 	p := &b.plans[ti*len(b.Contains)+li]
 	if *p == planUnknown {
-		*p = b.templatePlan(&b.tmpls[ti], li)
+		tm := &b.tmpls[ti]
+		key := shapeLit{tm.shape, li}
+		if sp, ok := b.shapePlans[key]; ok {
+			*p = sp
+		} else {
+			*p = b.templatePlan(tm, li)
+			b.shapePlans[key] = *p
+		}
 	}
 	return *p
+}
+
+type shapeLit struct {
+	shape Shape
+	lit   int
+}
+
+// keepShapePlans empties the plans kept by shape unless they are for
+// the literals of this read.
+func (b *Block) keepShapePlans() {
+	same := b.shapePlans != nil && len(b.planLits) == len(b.Contains)
+	for i := 0; same && i < len(b.Contains); i++ {
+		same = b.planLits[i].Fold == b.Contains[i].Fold && bytes.Equal(b.planLits[i].Text, b.Contains[i].Text)
+	}
+	if same {
+		return
+	}
+	if b.shapePlans == nil || len(b.shapePlans) > 1<<16 {
+		b.shapePlans = map[shapeLit]litPlan{}
+	}
+	clear(b.shapePlans)
+	b.planLits = b.planLits[:0]
+	for _, l := range b.Contains {
+		b.planLits = append(b.planLits, Literal{Text: bytes.Clone(l.Text), Fold: l.Fold})
+	}
 }
 
 func (b *Block) templatePlan(tm *template, li int) litPlan {
@@ -180,7 +214,7 @@ func (b *Block) candidates(ti, li int) ([]int, error) {
 	tm := &b.tmpls[ti]
 	c := b.cands[k][:0]
 	for _, si := range tm.holes {
-		m, err := b.colMatchOf(tm.slots[si].col, li)
+		m, err := b.colMatchOf(int(tm.cols[si]), li)
 		if err != nil {
 			return nil, err
 		}
@@ -382,6 +416,7 @@ func (b *Block) assembleMatching(nrows int, stream uint32, times, subms, tids, r
 	}
 	b.plans = grown(b.plans, len(b.tmpls)*len(b.Contains))
 	clear(b.plans)
+	b.keepShapePlans()
 	b.litBytes = grown(b.litBytes, len(b.Contains))
 	for i := range b.Contains {
 		b.litBytes[i] = asciiSet(b.Contains[i].Text)
@@ -500,7 +535,7 @@ func (b *Block) matchCounting(nrows int, stream uint32, lci int) error {
 			switch b.plan(t, li) {
 			case planLine:
 				for _, si := range tm.holes {
-					need[tm.slots[si].col] = true
+					need[tm.cols[si]] = true
 				}
 			case planValues:
 				cands, err := b.candidates(t, li)
@@ -508,16 +543,16 @@ func (b *Block) matchCounting(nrows int, stream uint32, lci int) error {
 					return err
 				}
 				for _, si := range cands {
-					need[tm.slots[si].col] = true
+					need[tm.cols[si]] = true
 				}
 			}
 		}
 	}
 	b.adv, b.advStart = b.adv[:0], append(b.advStart[:0], 0)
 	for t := range b.tmpls {
-		for _, sl := range b.tmpls[t].slots {
-			if need[sl.col] {
-				b.adv = append(b.adv, sl.col)
+		for _, c := range b.tmpls[t].cols {
+			if need[c] {
+				b.adv = append(b.adv, int(c))
 			}
 		}
 		if b.tmpls[t].raw && lci >= 0 && need[lci] {
@@ -568,12 +603,11 @@ const (
 )
 
 // oneTest is a candidate value of a template's row for countOne: value
-// cur[col]+nth of column col, known to hold the literal by bits or by
-// its dictionary entry (has, per entry).
+// cur[col]+nth of column col, whose bit in bits says whether it holds the
+// literal.
 type oneTest struct {
 	col, nth int
 	bits     []uint64
-	has      *[256]bool
 }
 
 // countOne is matchCounting's loop for one literal: each template's
@@ -584,9 +618,7 @@ func (b *Block) countOne(nrows int, stream uint32, rowFlags []byte, lci int) err
 	verdict := grown(b.verdict, nt)
 	b.verdict = verdict
 	b.tests, b.testStart = b.tests[:0], append(b.testStart[:0], 0)
-	if len(b.dictOK) < len(b.cols) {
-		b.dictOK = make([][256]bool, len(b.cols))
-	}
+	b.dictBits = grown(b.dictBits, len(b.cols))
 	dictDone := grown(b.dictDone, len(b.cols))
 	clear(dictDone)
 	b.dictDone = dictDone
@@ -609,24 +641,33 @@ func (b *Block) countOne(nrows int, stream uint32, rowFlags []byte, lci int) err
 			start := len(b.tests)
 			ok := true
 			for _, si := range cands {
-				col := tm.slots[si].col
+				col := int(tm.cols[si])
 				m, err := b.colMatchOf(col, 0)
 				if err != nil {
 					return err
 				}
-				test := oneTest{col: col, nth: int(tm.slots[si].nth)}
+				test := oneTest{col: col, nth: tm.nth(si)}
 				switch m.state {
 				case matchBits:
 					test.bits = m.bits
 				case matchDict:
-					c := &b.cols[col]
+					// Each entry searched once; then a bit per value, as
+					// a string column has.
 					if !dictDone[col] {
+						c := &b.cols[col]
+						var has [256]bool
 						for e, v := range c.dict {
-							b.dictOK[col][e] = lit.in(v, &b.scratch)
+							has[e] = lit.in(v, &b.scratch)
 						}
-						dictDone[col] = true
+						bits := append(b.dictBits[col][:0], make([]uint64, (c.n+63)/64)...)
+						for vi, e := range c.idx[:c.n] {
+							if has[e] {
+								bits[vi/64] |= 1 << (vi % 64)
+							}
+						}
+						b.dictBits[col], dictDone[col] = bits, true
 					}
-					test.has = &b.dictOK[col]
+					test.bits = b.dictBits[col]
 				default:
 					ok = false
 				}
@@ -655,6 +696,10 @@ func (b *Block) countOne(nrows int, stream uint32, rowFlags []byte, lci int) err
 		}
 	}
 	cur := b.cursors
+	if b.CountOnly && !slices.Contains(verdict, rowsMatch) {
+		b.Matches = b.countTests(verdict)
+		return nil
+	}
 	for k := range nrows {
 		tid := int(b.tids[k])
 		v := verdict[tid]
@@ -662,17 +707,7 @@ func (b *Block) countOne(nrows int, stream uint32, rowFlags []byte, lci int) err
 		var r rows.Row
 		switch v {
 		case rowsTest:
-			for _, x := range b.tests[b.testStart[tid]:b.testStart[tid+1]] {
-				vi := cur[x.col] + x.nth
-				if x.bits != nil {
-					keep = x.bits[vi/64]&(1<<(vi%64)) != 0
-				} else {
-					keep = x.has[b.cols[x.col].idx[vi]]
-				}
-				if keep {
-					break
-				}
-			}
+			keep = b.anyTest(tid)
 		case rowsMatch:
 			var t int64 // a raw row's line needs no time
 			if b.timesRead {
@@ -693,6 +728,40 @@ func (b *Block) countOne(nrows int, stream uint32, rowFlags []byte, lci int) err
 		}
 	}
 	return nil
+}
+
+// anyTest reports whether a candidate value of the row at hand (template
+// tid) holds the literal.
+func (b *Block) anyTest(tid int) bool {
+	for _, x := range b.tests[b.testStart[tid]:b.testStart[tid+1]] {
+		vi := b.cursors[x.col] + x.nth
+		if x.bits[vi/64]&(1<<(vi%64)) != 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// countTests is countOne's loop when it only counts and no row needs
+// matchRow: a row costs its template's verdict, its tests and the
+// cursors it advances.
+func (b *Block) countTests(verdict []uint8) int {
+	n := 0
+	cur, adv, advStart := b.cursors, b.adv, b.advStart
+	for _, tid := range b.tids {
+		switch verdict[tid] {
+		case rowsAll:
+			n++
+		case rowsTest:
+			if b.anyTest(int(tid)) {
+				n++
+			}
+		}
+		for _, c := range adv[advStart[tid]:advStart[tid+1]] {
+			cur[c]++
+		}
+	}
+	return n
 }
 
 // matchRow decides whether row k (template tm) holds every literal and,
@@ -734,7 +803,7 @@ func (b *Block) matchRow(k int, tm *template, tid, lci int, t int64, fl byte, mr
 			}
 			for _, si := range cands {
 				ci := tm.slots[si].col
-				has, err := b.valueHas(ci, cur[ci]+int(tm.slots[si].nth), li, t)
+				has, err := b.valueHas(ci, cur[ci]+tm.nth(si), li, t)
 				if err != nil {
 					return false, fmt.Errorf("row %d: column %q: %w", k, b.Names[ci], err)
 				}
@@ -756,7 +825,7 @@ func (b *Block) matchRow(k int, tm *template, tid, lci int, t int64, fl byte, mr
 	for hi, si := range tm.holes {
 		b.lines = append(b.lines, tm.gaps.At(hi)...)
 		ci := tm.slots[si].col
-		v, vals, err := b.Value(ci, cur[ci]+int(tm.slots[si].nth), t, b.vals)
+		v, vals, err := b.Value(ci, cur[ci]+tm.nth(si), t, b.vals)
 		b.vals = vals
 		if err != nil {
 			return false, fmt.Errorf("row %d: column %q: %w", k, b.Names[ci], err)

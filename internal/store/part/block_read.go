@@ -76,19 +76,23 @@ type Block struct {
 	candDone []bool
 	need     []bool // matchCounting: the columns whose cursors are kept
 	// countOne: a verdict per template, the candidate tests of each
-	// (from testStart), and the dictionary entries holding the literal.
+	// (from testStart), and per dictionary column a bit per value holding it.
 	verdict   []uint8
 	tests     []oneTest
 	testStart []int
-	dictOK    [][256]bool
+	dictBits  [][]uint64 // per dictionary column, a bit per value holding the literal
 	dictDone  []bool
 	adv       []int // and, per template from advStart, those its rows advance
 	advStart  []int
 	cursors   []int
 	scratch   []byte
 	litBytes  [][256]bool // block_match.go: the bytes of each literal
-	constVals [][]byte    // scratch of DistinctValues
-	gapBuf    []byte
+	// and the plans of the templates of earlier reads by their shape,
+	// for the literals planLits
+	shapePlans map[shapeLit]litPlan
+	planLits   []Literal
+	constVals  [][]byte // scratch of DistinctValues
+	gapBuf     []byte
 
 	fields []rows.Field
 	lines  []byte
@@ -109,11 +113,20 @@ type slot struct {
 // A template's slices are views of its header's arrays (blockHeader).
 type template struct {
 	raw   bool
+	dup   bool // some slot's column is an earlier slot's (its nth is not 0)
 	slots []slot
 	cols  []int32 // each slot's column, for the loops over many templates' (SlotColumn)
 	holes []int   // slot of each hole, in line order
 	gaps  Gaps    // len(holes)+1 gaps
 	shape Shape   // of the gaps (Block.TemplateShape)
+}
+
+// nth returns how many slots before slot s share its column.
+func (t *template) nth(s int) int {
+	if !t.dup {
+		return 0 // without a look at slots, for the loops over many templates
+	}
+	return int(t.slots[s].nth)
 }
 
 // Gaps are a template's texts between its values, end to end.
@@ -318,6 +331,7 @@ func (h *blockHeader) parseTemplate(enc []byte, t *template) error {
 		for _, prev := range t.slots[:i] {
 			if prev.col == sl.col {
 				sl.nth++
+				t.dup = true
 			}
 		}
 		t.slots[i] = sl

@@ -622,6 +622,8 @@ func mixedPart(t *testing.T) *part.Reader {
 
 func TestContains(t *testing.T) {
 	rd := mixedPart(t)
+	var reused part.Block // read with every literal in turn: what it keeps of earlier reads must not matter
+	reused.LinesOnly = true
 	lits := []string{"payment declined", "declined", "error", `","msg":"pay`, `":"`, `"`, "d", "0", "12", "08:0", "T08:00", "Z\"", ".5", "5ms",
 		`"tags":["a"`, `\"uote`, "ab", "payment_declined", `flag":1`, "_code\":3", "\u00e9", "info level", "WARN free", "vip\":true", "zzz", "}", "ms\n", "-01-15"}
 	for _, lit := range lits {
@@ -648,6 +650,13 @@ func TestContains(t *testing.T) {
 				}
 				for _, r := range some.Rows {
 					got = append(got, fmt.Sprint(r.Time, " ", string(r.Line)))
+				}
+				reused.Contains = some.Contains
+				if err := rd.ReadBlock(i, &reused); err != nil {
+					t.Fatal(err)
+				}
+				if len(reused.Rows) != len(some.Rows) {
+					t.Fatalf("%q: a block read before with other literals keeps %d rows, a new one %d", pair, len(reused.Rows), len(some.Rows))
 				}
 				// The newest few, within a range: the last of those.
 				for _, newest := range []int{1, 3, 1000} {
