@@ -56,6 +56,17 @@ type tmplPlan struct {
 	check    int    // values [0, check) of a row must be well-formed
 	inString []bool // per value, whether it sits inside a JSON string
 	checks   []int  // the values of [0, check) that a row's check reads (others are well-formed by their column's kind)
+	// one: for a template of one parameter in a constant or dictionary
+	// column, where its rows' value ids are (startBlock, per block).
+	one oneParam
+}
+
+// oneParam is where the value ids of a template's one parameter are: the
+// value of a row is cur[col]+rank of column col, whose id is ids[value]
+// (ids nil: a constant, id 0). col < 0: not so.
+type oneParam struct {
+	col, rank int
+	ids       []byte
 }
 
 // paramPlan is where one parameter is: in value hole, or (hole < 0) the
@@ -528,7 +539,7 @@ func (cp *colPlanner) startBlock(b *part.Block, gives func(p *tmplPlan) (nothing
 				need[b.SlotColumn(t, si)] = true
 			}
 		default:
-			p.checks = p.checks[:0]
+			p.checks, p.one.col = p.checks[:0], -1
 			if nothing, err := gives(p); err != nil {
 				return err
 			} else if nothing {
@@ -546,6 +557,13 @@ func (cp *colPlanner) startBlock(b *part.Block, gives func(p *tmplPlan) (nothing
 					col := b.SlotColumn(t, holes[pp.hole])
 					need[col] = true
 					cp.paramTime = cp.paramTime || b.ColumnKind(col) == part.ColumnTime
+				}
+			}
+			if len(p.params) == 1 && p.params[0].hole >= 0 {
+				si := holes[p.params[0].hole]
+				col := b.SlotColumn(t, si)
+				if ids, ok := b.ValueIDs(col); ok {
+					p.one = oneParam{col: col, rank: b.SlotRank(t, si), ids: ids}
 				}
 			}
 		}
@@ -600,11 +618,16 @@ func (cp *colPlanner) rowValues(b *part.Block, tm int, t int64) (bool, error) {
 	}
 	cp.values = cp.values[:0]
 	cp.valueID = -1
-	if len(p.params) == 1 && p.params[0].hole >= 0 {
-		si := holes[p.params[0].hole]
-		col := b.SlotColumn(tm, si)
-		if id := b.ValueID(col, cp.cur[col]+b.SlotRank(tm, si)); id >= 0 {
-			cp.valueID = col*256 + id
+	if o := &p.one; o.col >= 0 {
+		id := 0
+		if o.ids != nil {
+			id = -1
+			if vi := cp.cur[o.col] + o.rank; vi < len(o.ids) {
+				id = int(o.ids[vi])
+			}
+		}
+		if id >= 0 {
+			cp.valueID = o.col*256 + id
 			if cp.dictMemo[cp.valueID] != memoUnknown && cp.memoOn {
 				return true, nil // columnRow knows the outcome: no value needed
 			}
@@ -882,7 +905,7 @@ func (cp *colPlanner) planCached(b *part.Block, tm int) {
 	}
 	if len(cp.planCache) < maxPlanCache {
 		c := *p
-		c.checks = nil
+		c.checks, c.one = nil, oneParam{} // of this block
 		cp.planCache[shape] = &c
 	}
 }

@@ -331,19 +331,32 @@ var pow10 = [...]float64{1, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1
 // vi shared by the equal values of the column (0 to 255), so that a
 // reader can work on each distinct value once; -1 for other columns.
 func (b *Block) ValueID(col, vi int) int {
+	ids, ok := b.ValueIDs(col)
+	switch {
+	case !ok:
+		return -1
+	case ids == nil:
+		return 0 // a constant
+	case vi >= 0 && vi < len(ids):
+		return int(ids[vi])
+	}
+	return -1
+}
+
+// ValueIDs returns, for a constant or dictionary column, each value's
+// ValueID (nil for a constant column: all are 0), or false.
+func (b *Block) ValueIDs(col int) ([]byte, bool) {
 	c, err := b.loadedCol(col)
 	if err != nil {
-		return -1 // Value reports it
+		return nil, false // Value reports it
 	}
 	switch c.enc {
 	case encConst:
-		return 0
+		return nil, true
 	case encDict:
-		if vi >= 0 && vi < len(c.idx) {
-			return int(c.idx[vi])
-		}
+		return c.idx[:c.n], true
 	}
-	return -1
+	return nil, false
 }
 
 // AppendLine appends the line of a row of template t whose columns'
