@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Regenerates cmd/sluice/default.pgo, the profile the sluice binary is
 # built with (Go's profile-guided optimization), from CPU profiles of the
-# parsers' and the store's benchmarks and, when $SLUICE_CORPUS is set, of
+# parsers', the store's and the query engine's benchmarks and, when $SLUICE_CORPUS is set, of
 # BenchmarkCorpus.
 # Run it after changing a hot path, and commit the profile with the change.
 set -euo pipefail
@@ -14,6 +14,8 @@ done
 # The store's hot paths: encoding batches, writing and reading parts.
 go test -pgo=off -run '^$' -bench . -benchtime=2s -cpuprofile "$dir/rows.prof" ./internal/store/rows/ >/dev/null
 go test -pgo=off -run '^$' -bench 'Write|Read' -benchtime=10x -cpuprofile "$dir/part.prof" ./internal/store/part/ >/dev/null
+# The query engine's: literal counts, columnar json aggregations, the newest lines.
+go test -pgo=off -run '^$' -bench Queries -benchtime=2s -cpuprofile "$dir/query.prof" ./internal/query/ >/dev/null
 if [ -n "${SLUICE_CORPUS:-}" ]; then
 	go test -pgo=off -run '^$' -bench Corpus -benchtime=3x -cpuprofile "$dir/corpus.prof" ./internal/parse/json/ >/dev/null
 fi
