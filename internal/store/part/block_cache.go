@@ -14,7 +14,8 @@ import (
 // alike: its row count and templates, parsed. (A log store's blocks hold
 // a few hundred templates for a few thousand rows: parsing them was a
 // quarter of a warm query's work.) A header in the cache is shared by
-// every read of its block and never changes.
+// every read of its block and never changes, but for what reads find of
+// its rows (skeleton, times), each set once.
 type blockHeader struct {
 	nrows int
 	tmpls []template
@@ -107,10 +108,10 @@ type cachedHeader struct {
 	h     *blockHeader
 }
 
-// NewBlockCache returns a cache holding at most budget bytes of headers.
+// NewBlockCache returns a cache holding at most budget bytes.
 func NewBlockCache(budget int64) *BlockCache { return &BlockCache{budget: budget} }
 
-// Used returns the bytes of headers the cache holds.
+// Used returns the bytes the cache holds.
 func (c *BlockCache) Used() int64 {
 	c.mu.Lock()
 	defer c.mu.Unlock()
