@@ -5,6 +5,7 @@ import (
 	"math"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/sluicelog/sluice/internal/store/part"
@@ -35,12 +36,12 @@ func TestBlockCache(t *testing.T) {
 	// literal, the newest of them, and a columnar walk of the rows (the
 	// last three take the rows' templates from a cached header's row
 	// skeleton once one read has made it).
-	read := func(rd *part.Reader, i int, scan bool) string {
+	read := func(rd *part.Reader, i int, scan bool) (string, error) {
 		var s strings.Builder
 		var b part.Block
 		b.LinesOnly, b.Scan = true, scan
 		if err := rd.ReadBlock(i, &b); err != nil {
-			t.Fatal(err)
+			return "", err
 		}
 		for _, r := range b.Rows {
 			fmt.Fprintf(&s, "%d %s\n", r.Time, r.Line)
@@ -48,13 +49,13 @@ func TestBlockCache(t *testing.T) {
 		var c part.Block
 		c.LinesOnly, c.Contains, c.NoLines, c.CountOnly, c.Scan = true, []part.Literal{{Text: []byte("error")}}, true, true, scan
 		if err := rd.ReadBlock(i, &c); err != nil {
-			t.Fatal(err)
+			return "", err
 		}
 		fmt.Fprintf(&s, "%d hold error\n", c.Matches)
 		var nw part.Block
 		nw.LinesOnly, nw.Contains, nw.Newest, nw.From, nw.To, nw.Scan = true, c.Contains, 2, math.MinInt64, math.MaxInt64, scan
 		if err := rd.ReadBlock(i, &nw); err != nil {
-			t.Fatal(err)
+			return "", err
 		}
 		for _, r := range nw.Rows {
 			fmt.Fprintf(&s, "newest %d %s\n", r.Time, r.Line)
@@ -62,10 +63,10 @@ func TestBlockCache(t *testing.T) {
 		var col part.Block
 		col.Columnar, col.Scan = true, scan
 		if err := rd.ReadBlock(i, &col); err != nil {
-			t.Fatal(err)
+			return "", err
 		}
 		if err := col.DecodeTimes(); err != nil {
-			t.Fatal(err)
+			return "", err
 		}
 		for k := range col.NumRows() {
 			fmt.Fprintf(&s, "%d:%d ", col.RowTime(k), col.RowTemplate(k))
@@ -73,11 +74,13 @@ func TestBlockCache(t *testing.T) {
 		for tm := range col.NumTemplates() {
 			fmt.Fprintf(&s, "t%d=%d ", tm, col.TemplateRows(tm))
 		}
-		return s.String()
+		return s.String(), nil
 	}
 	want := make([]string, len(plain.Blocks))
 	for i := range want {
-		want[i] = read(plain, i, false)
+		if want[i], err = read(plain, i, false); err != nil {
+			t.Fatal(err)
+		}
 	}
 
 	// The budget of about half the headers.
@@ -87,7 +90,9 @@ func TestBlockCache(t *testing.T) {
 		t.Fatal(err)
 	}
 	rd.UseBlockCache(probe)
-	read(rd, 0, false)
+	if _, err := read(rd, 0, false); err != nil {
+		t.Fatal(err)
+	}
 	one := probe.Used()
 	rd.Close()
 	if one == 0 || probe.Used() != 0 {
@@ -109,8 +114,8 @@ func TestBlockCache(t *testing.T) {
 			slices.Reverse(order)
 		}
 		for _, i := range order {
-			if got := read(rd, i, round == 3); got != want[i] {
-				t.Fatalf("round %d, block %d: rows differ from an uncached read", round, i)
+			if got, err := read(rd, i, round == 3); err != nil || got != want[i] {
+				t.Fatalf("round %d, block %d: rows differ from an uncached read (%v)", round, i, err)
 			}
 			if u := c.Used(); u > budget {
 				t.Fatalf("cache holds %d bytes, budget %d", u, budget)
@@ -119,6 +124,29 @@ func TestBlockCache(t *testing.T) {
 	}
 	if c.Used() == 0 {
 		t.Fatal("nothing cached")
+	}
+	// Readers at once, as a query's workers are: each of them finds,
+	// adds and evicts while the others read (the race detector watches).
+	var wg sync.WaitGroup
+	errs := make(chan string, 4)
+	for w := range 4 {
+		wg.Go(func() {
+			for k := range 3 * len(want) {
+				i := (k*7 + w*3) % len(want)
+				if got, err := read(rd, i, false); err != nil || got != want[i] {
+					errs <- fmt.Sprintf("worker %d, block %d: rows differ from an uncached read (%v)", w, i, err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for e := range errs {
+		t.Error(e)
+	}
+	if u := c.Used(); u > budget {
+		t.Fatalf("cache holds %d bytes, budget %d", u, budget)
 	}
 	rd.Close()
 	if u := c.Used(); u != 0 {
