@@ -207,11 +207,37 @@ func (b *Block) CountIDs(col int, counts, first *[256]int) (bool, error) {
 		}
 		return true, nil
 	case encDict:
-		for vi, id := range c.idx[:c.n] {
-			if counts[id] == 0 {
-				first[id] = vi
+		// Four histograms, so that runs of one id do not wait on each
+		// other's increments; then the first value of each id new here.
+		var h [4][256]int32
+		idx := c.idx[:c.n]
+		i := 0
+		for ; i+4 <= len(idx); i += 4 {
+			h[0][idx[i]]++
+			h[1][idx[i+1]]++
+			h[2][idx[i+2]]++
+			h[3][idx[i+3]]++
+		}
+		for ; i < len(idx); i++ {
+			h[0][idx[i]]++
+		}
+		fresh := 0
+		for id := range 256 {
+			n := int(h[0][id] + h[1][id] + h[2][id] + h[3][id])
+			if n > 0 && counts[id] == 0 {
+				first[id] = -1
+				fresh++
 			}
-			counts[id]++
+			counts[id] += n
+		}
+		for vi, id := range idx {
+			if fresh == 0 {
+				break
+			}
+			if first[id] == -1 {
+				first[id] = vi
+				fresh--
+			}
 		}
 		return true, nil
 	}
