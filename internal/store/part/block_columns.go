@@ -103,11 +103,11 @@ func (b *Block) walkTemplates() error {
 			continue
 		}
 		tm := &b.tmpls[ti]
-		for si, s := range tm.slots {
-			if s.col >= len(b.cols) || b.cols[s.col].flags&colLine != 0 {
-				return fmt.Errorf("template %d: slot %d: column %d of %d", ti, si, s.col, len(b.cols))
+		for si, col := range tm.cols {
+			if int(col) >= len(b.cols) || b.cols[col].flags&colLine != 0 {
+				return fmt.Errorf("template %d: slot %d: column %d of %d", ti, si, col, len(b.cols))
 			}
-			used[s.col] += n
+			used[col] += n
 		}
 		if tm.raw {
 			if lci < 0 {
@@ -399,7 +399,8 @@ func (b *Block) AppendLine(dst []byte, t int, cur []int, time int64) ([]byte, er
 	}
 	for hi, si := range tm.holes {
 		dst = append(dst, tm.gaps.At(hi)...)
-		v, scratch, err := b.Value(tm.slots[si].col, cur[tm.slots[si].col]+tm.nth(si), time, b.scratch[:0])
+		col := int(tm.cols[si])
+		v, scratch, err := b.Value(col, cur[col]+tm.nth(si), time, b.scratch[:0])
 		b.scratch = scratch
 		if err != nil {
 			return dst, err

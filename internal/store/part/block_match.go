@@ -443,9 +443,9 @@ func (b *Block) assembleMatching(nrows int, stream uint32, times, subms, tids, r
 			return err
 		}
 		tm := &b.tmpls[tid]
-		for si, s := range tm.slots {
-			if s.col >= len(b.cols) || b.cols[s.col].flags&colLine != 0 || cur[s.col]+int(s.nth) >= b.cols[s.col].n {
-				return fmt.Errorf("row %d: slot %d: column %d of %d, or past its values", k, si, s.col, len(b.cols))
+		for si, col := range tm.cols {
+			if int(col) >= len(b.cols) || b.cols[col].flags&colLine != 0 || cur[col]+tm.nth(si) >= b.cols[col].n {
+				return fmt.Errorf("row %d: slot %d: column %d of %d, or past its values", k, si, col, len(b.cols))
 			}
 		}
 		r := rowOf(t, stream, rowFlags[k])
@@ -456,8 +456,8 @@ func (b *Block) assembleMatching(nrows int, stream uint32, times, subms, tids, r
 		if keep {
 			b.Rows = append(b.Rows, r)
 		}
-		for _, s := range tm.slots {
-			cur[s.col]++
+		for _, col := range tm.cols {
+			cur[col]++
 		}
 		if tm.raw {
 			cur[lci]++
@@ -487,8 +487,8 @@ func (b *Block) matchNewest(nrows int, stream uint32, lci int) error {
 	for k := nrows - 1; k >= 0 && len(b.Rows) < b.Newest; k-- {
 		tid := int(b.tids[k])
 		tm := &b.tmpls[tid]
-		for _, s := range tm.slots {
-			cur[s.col]--
+		for _, col := range tm.cols {
+			cur[col]--
 		}
 		if tm.raw {
 			cur[lci]--
@@ -802,7 +802,7 @@ func (b *Block) matchRow(k int, tm *template, tid, lci int, t int64, fl byte, mr
 				return false, fmt.Errorf("row %d: %w", k, err)
 			}
 			for _, si := range cands {
-				ci := tm.slots[si].col
+				ci := int(tm.cols[si])
 				has, err := b.valueHas(ci, cur[ci]+tm.nth(si), li, t)
 				if err != nil {
 					return false, fmt.Errorf("row %d: column %q: %w", k, b.Names[ci], err)
@@ -824,7 +824,7 @@ func (b *Block) matchRow(k int, tm *template, tid, lci int, t int64, fl byte, mr
 	start := len(b.lines)
 	for hi, si := range tm.holes {
 		b.lines = append(b.lines, tm.gaps.At(hi)...)
-		ci := tm.slots[si].col
+		ci := int(tm.cols[si])
 		v, vals, err := b.Value(ci, cur[ci]+tm.nth(si), t, b.vals)
 		b.vals = vals
 		if err != nil {

@@ -103,8 +103,8 @@ type Block struct {
 	values [][]byte // scratch: one row's values by slot
 }
 
+// A slot's column is in its template's cols.
 type slot struct {
-	col   int
 	field int32 // index among the row's fields
 	nth   int32 // how many slots before it share its column
 	flags byte
@@ -317,25 +317,26 @@ func (h *blockHeader) parseTemplate(enc []byte, t *template) error {
 	if mode > tmplRaw {
 		r.Fail("template mode")
 	}
-	s0 := len(h.slots)
+	s0, c0 := len(h.slots), len(h.cols)
 	h.slots = grown(h.slots, s0+r.Count("template slots", 2))
 	t.slots = h.slots[s0:]
 	var field int32
 	for i := range t.slots {
-		sl := slot{col: int(r.Bounded("slot column", 1<<20)), field: field, flags: r.Byte("slot flags")}
+		col := int32(r.Bounded("slot column", 1<<20))
+		sl := slot{field: field, flags: r.Byte("slot flags")}
 		if sl.flags&slotMsg == 0 {
 			field++
 		}
 		// A field named twice in a line (JSON's duplicate keys) is two
 		// slots of one column, whose values follow each other.
-		for _, prev := range t.slots[:i] {
-			if prev.col == sl.col {
+		for _, prev := range h.cols[c0:] {
+			if prev == col {
 				sl.nth++
 				t.dup = true
 			}
 		}
 		t.slots[i] = sl
-		h.cols = append(h.cols, int32(sl.col))
+		h.cols = append(h.cols, col)
 	}
 	if !t.raw {
 		h0, l0, e0 := len(h.holes), len(h.line), len(h.ends)
@@ -737,17 +738,18 @@ func (b *Block) assemble(nrows int, stream uint32, times, subms, tids, rowFlags,
 		b.values = b.values[:0]
 		fieldStart := len(b.fields)
 		for si, s := range tm.slots {
-			if s.col >= len(b.cols) {
-				return fmt.Errorf("row %d: slot %d column %d of %d", k, si, s.col, len(b.cols))
+			col := int(tm.cols[si])
+			if col >= len(b.cols) {
+				return fmt.Errorf("row %d: slot %d column %d of %d", k, si, col, len(b.cols))
 			}
-			c := &b.cols[s.col]
+			c := &b.cols[col]
 			if (s.flags&slotMsg != 0) != (c.flags&colMsg != 0) || c.flags&colLine != 0 {
 				return fmt.Errorf("row %d: slot %d names the wrong kind of column", k, si)
 			}
 			v, vals, m, num, err := c.next(b.vals, t, b.LinesOnly)
 			b.vals = vals
 			if err != nil {
-				return fmt.Errorf("row %d: column %q: %w", k, b.Names[s.col], err)
+				return fmt.Errorf("row %d: column %q: %w", k, b.Names[col], err)
 			}
 			b.values = append(b.values, v)
 			if b.LinesOnly {
@@ -758,7 +760,7 @@ func (b *Block) assemble(nrows int, stream uint32, times, subms, tids, rowFlags,
 				continue
 			}
 			kind, flags := unmeta(m)
-			b.fields = append(b.fields, rows.Field{Name: uint32(s.col), Kind: kind, Flags: flags,
+			b.fields = append(b.fields, rows.Field{Name: uint32(col), Kind: kind, Flags: flags,
 				Role: record.Role(s.flags & slotRoleMsk >> slotRoleSh), Value: v, Num: num})
 		}
 
