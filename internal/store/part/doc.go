@@ -10,6 +10,13 @@
 // from the template and the values, byte-exact, so the store keeps no
 // second copy of it. Lines that no template fits are stored whole.
 //
+// Reads prune before they decompress: a block's token filter rules out
+// the blocks without a searched word, a text column's gram filter the
+// columns without a searched literal (grams.go). A BlockCache
+// (block_cache.go), shared by the parts of a store, keeps what every read
+// of a block finds alike (its parsed templates, its rows' templates and
+// times), so that warm queries pay only for the columns they read.
+//
 // The header's magic and version are checked, and every other region
 // (blocks, token filters, index, footer) is covered by a CRC32C and
 // checked for consistency as it is decoded: reading a damaged part gives
