@@ -109,7 +109,6 @@ type colPlanner struct {
 	// wholeValid is, per column and context, whether every value is
 	// well-formed: 0 unknown, 1 no, 2 yes.
 	wholeValid [][2]int8
-	distinct   idCounts // distinctWellFormed's scratch
 
 	sweep sweepState
 
@@ -340,26 +339,39 @@ func (w *rangeWorker) columnRow(ls record.Labels, t int64) error {
 	for _, v := range cp.values {
 		cp.memoKey = appendParamKey(cp.memoKey, v)
 	}
-	if o, ok := cp.memo[unsafe.String(unsafe.SliceData(cp.memoKey), len(cp.memoKey))]; ok {
+	if o, ok := cp.memoed(); ok {
 		if o != nil {
 			w.add(o, t, 1)
 		}
 		return nil
 	}
-	if cp.memo == nil {
-		cp.memo = map[string]*rangeSeries{}
-	}
 	s, err := w.columnSeries(ls, t)
 	if err != nil {
 		return err
 	}
-	if len(cp.memo) < maxMemo {
-		cp.memo[string(cp.memoKey)] = s
-	}
+	cp.remember(s)
 	if s != nil {
 		w.add(s, t, 1)
 	}
 	return nil
+}
+
+// memoed returns the series remembered for the parameters' values in
+// cp.memoKey (nil: filtered out), if any is.
+func (cp *colPlanner) memoed() (*rangeSeries, bool) {
+	s, ok := cp.memo[unsafe.String(unsafe.SliceData(cp.memoKey), len(cp.memoKey))]
+	return s, ok
+}
+
+// remember keeps s as the series of the values in cp.memoKey, while the
+// memo has room.
+func (cp *colPlanner) remember(s *rangeSeries) {
+	if cp.memo == nil {
+		cp.memo = map[string]*rangeSeries{}
+	}
+	if len(cp.memo) < maxMemo {
+		cp.memo[string(cp.memoKey)] = s
+	}
 }
 
 // Outcomes in dictMemo.
@@ -423,7 +435,7 @@ func (w *rangeWorker) columnRowOnce(ls record.Labels, t int64) error {
 					cp.memoKey = appendParamKey(cp.memoKey, pv)
 				}
 			}
-			if s, ok := cp.memo[unsafe.String(unsafe.SliceData(cp.memoKey), len(cp.memoKey))]; ok {
+			if s, ok := cp.memoed(); ok {
 				if s != nil {
 					w.add(s, t, v)
 				}
@@ -436,12 +448,7 @@ func (w *rangeWorker) columnRowOnce(ls record.Labels, t int64) error {
 			if err != nil {
 				return err
 			}
-			if cp.memo == nil {
-				cp.memo = map[string]*rangeSeries{}
-			}
-			if len(cp.memo) < maxMemo {
-				cp.memo[string(cp.memoKey)] = s
-			}
+			cp.remember(s)
 			if s != nil {
 				w.add(s, t, v)
 			}

@@ -115,7 +115,6 @@ func (w *rangeWorker) sweep(ev *evaluator, ls record.Labels, b *part.Block, from
 			return false, nil // the column holds other values too
 		}
 		ic := &sw.ids[i]
-		clear(ic.counts[:])
 		if ok, err := b.CountIDs(col, &ic.counts, &ic.first); err != nil || !ok {
 			return false, err
 		}

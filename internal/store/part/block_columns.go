@@ -43,7 +43,7 @@ func (b *Block) decodeRows() error {
 	b.timesRead = false
 	if sk := b.hd.skeleton.Load(); sk != nil {
 		b.tids, b.perTmpl, b.rowFlags = sk.tids, sk.perTmpl, sk.flags
-		b.cursors = append(grown(b.cursors, 0), sk.used...)
+		b.cursors = append(b.cursors[:0], sk.used...)
 		return nil
 	}
 	if err := b.readRowStreams(); err != nil {
@@ -188,27 +188,23 @@ func (b *Block) TimesAreNumbers(col int) bool {
 // ColumnValues returns how many values column col holds.
 func (b *Block) ColumnValues(col int) int { return b.cols[col].n }
 
-// CountIDs adds, for a constant or dictionary column, how many of its
-// values have each id (see ValueID) to counts, and sets first[id] to the
-// index of a value with that id (the first); it reports false for other
+// CountIDs sets, for a constant or dictionary column, counts[id] to how
+// many of its values have each id (see ValueID) and, for each id counted,
+// first[id] to the index of its first value; it reports false for other
 // columns.
 func (b *Block) CountIDs(col int, counts, first *[256]int) (bool, error) {
 	c, err := b.loadedCol(col)
 	if err != nil {
 		return false, err
 	}
+	clear(counts[:])
 	switch c.enc {
 	case encConst:
-		if c.n > 0 {
-			if counts[0] == 0 {
-				first[0] = 0
-			}
-			counts[0] += c.n
-		}
+		counts[0], first[0] = c.n, 0
 		return true, nil
 	case encDict:
 		// Four histograms, so that runs of one id do not wait on each
-		// other's increments; then the first value of each id new here.
+		// other's increments; then the first value of each id.
 		var h [4][256]int32
 		idx := c.idx[:c.n]
 		i := 0
@@ -221,22 +217,21 @@ func (b *Block) CountIDs(col int, counts, first *[256]int) (bool, error) {
 		for ; i < len(idx); i++ {
 			h[0][idx[i]]++
 		}
-		fresh := 0
+		unseen := 0
 		for id := range 256 {
-			n := int(h[0][id] + h[1][id] + h[2][id] + h[3][id])
-			if n > 0 && counts[id] == 0 {
+			counts[id] = int(h[0][id] + h[1][id] + h[2][id] + h[3][id])
+			if counts[id] > 0 {
 				first[id] = -1
-				fresh++
+				unseen++
 			}
-			counts[id] += n
 		}
 		for vi, id := range idx {
-			if fresh == 0 {
+			if unseen == 0 {
 				break
 			}
 			if first[id] == -1 {
 				first[id] = vi
-				fresh--
+				unseen--
 			}
 		}
 		return true, nil

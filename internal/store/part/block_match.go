@@ -226,14 +226,16 @@ func (b *Block) candidates(ti, li int) ([]int, error) {
 	return c, nil
 }
 
-// alphabets of the columns whose text is computed: a literal with a byte
-// outside a column's alphabet is in none of its values.
-var (
-	intBytes     = asciiSet("-0123456789")
-	decimalBytes = asciiSet("-.0123456789")
-	hexBytes     = asciiSet("0123456789abcdef")
-	timeBytes    = asciiSet("0123456789-:T .,Z+") // what timestamp.Shape writes
-)
+// alphabets of the columns whose text is computed, by encoding: a
+// literal with a byte outside a column's alphabet is in none of its values.
+var alphabets = [...]*[256]bool{
+	encInt:     ptr(asciiSet("-0123456789")),
+	encDecimal: ptr(asciiSet("-.0123456789")),
+	encHex:     ptr(asciiSet("0123456789abcdef")),
+	encTime:    ptr(asciiSet("0123456789-:T .,Z+")), // what timestamp.Shape writes
+}
+
+func ptr[T any](v T) *T { return &v }
 
 func asciiSet[T string | []byte](s T) (set [256]bool) {
 	for i := range len(s) {
@@ -278,18 +280,9 @@ func (b *Block) colMatchOf(ci, li int) (*colMatch, error) {
 	}
 	c := &b.cols[ci]
 	lit := &b.Contains[li]
-	switch c.enc { // known from the header: a column ruled out is never loaded
-	case encInt:
-		m.state = rejectOr(lit, &intBytes)
-		return m, nil
-	case encDecimal:
-		m.state = rejectOr(lit, &decimalBytes)
-		return m, nil
-	case encHex:
-		m.state = rejectOr(lit, &hexBytes)
-		return m, nil
-	case encTime:
-		m.state = rejectOr(lit, &timeBytes)
+	// Known from the header: a column ruled out is never loaded.
+	if set := alphabets[c.enc]; set != nil {
+		m.state = rejectOr(lit, set)
 		return m, nil
 	}
 	if c.grams != nil && !(lit.Fold && lit.unicodeFolds()) && !gramsMayHold(c.grams, lit.Text) {

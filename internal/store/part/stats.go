@@ -35,47 +35,41 @@ func (r *Reader) Stats() ([]ColumnStat, error) {
 		d := bin.NewReader(blob)
 		hdr, _ := readStream(&d, nil)
 		get("_header").Bytes += int64(d.Off())
-		h := bin.NewReader(hdr)
-		h.Uvarint("rows")
-		for range h.Count("templates", 1) {
-			h.BytesN("template")
+		var hd blockHeader
+		if err := parseHeader(hdr, &hd); err != nil {
+			return nil, fmt.Errorf("block %d: %w", i, err)
 		}
+		h := bin.NewReader(hd.rest)
 		ncols := h.Count("columns", 4)
 		rowLen := h.Uvarint("row streams")
 		get("_rows").Bytes += int64(rowLen)
+		if rowLen > uint64(len(blob)-d.Off()) {
+			return nil, fmt.Errorf("block %d: row streams length %d beyond the block", i, rowLen)
+		}
+		cr := bin.NewReader(blob[d.Off()+int(rowLen):])
+		var c colData
 		for range ncols {
 			name := h.String("name")
-			flags := h.Byte("flags")
-			enc := h.Byte("encoding")
-			n := h.Uvarint("count")
-			h.Byte("meta")
-			switch enc {
-			case encHex:
-				h.Uvarint("hex")
-			case encTime:
-				h.Bytes(7*uint64(h.Byte("shapes")), "shapes")
+			c.reset()
+			c.decode(&h, &cr, nil)
+			if h.Err() != nil || cr.Err() != nil {
+				break
 			}
-			if flags&colMinMax != 0 {
-				h.Bytes(16, "minmax")
+			if c.grams != nil {
+				get("_grams").Bytes += int64(len(c.grams))
 			}
-			if flags&colGrams != 0 {
-				get("_grams").Bytes += int64(len(h.BytesN("grams")))
-			}
-			l := h.Uvarint("length")
 			switch {
-			case flags&colMsg != 0:
+			case c.flags&colMsg != 0:
 				name = "_msg"
-			case flags&colLine != 0:
+			case c.flags&colLine != 0:
 				name = "_line"
 			}
 			s := get(name)
-			s.Bytes += int64(l)
-			s.Values += int64(n)
-			if int(enc) < len(encNames) {
-				s.Encodings[encNames[enc]]++
-			}
+			s.Bytes += int64(len(c.stored))
+			s.Values += int64(c.n)
+			s.Encodings[encNames[c.enc]]++
 		}
-		if err := h.Err(); err != nil {
+		if err := firstErr(h.Err(), cr.Err()); err != nil {
 			return nil, fmt.Errorf("block %d: %w", i, err)
 		}
 	}
