@@ -148,7 +148,7 @@ if [[ ! -d "$vdata" ]]; then
 	start_vl "$vdata.tmp" "$port" "$run/vl-load.log"
 	# A Content-Type is needed: with curl's default (a form), the body is read as form fields and
 	# nothing is stored, still with a 200. -T streams the file rather than reading it into memory.
-	code="$(curl -sS -o "$run/vl-load.reply" -w '%{http_code}' -T "$corpus" -X POST -H 'Content-Type: application/stream+json' \
+	code="$(curl -sS -o "$run/vl-load.reply" -w '%{http_code}' -T "$corpus" -X POST -H 'Content-Type: application/stream+json' -H 'Expect:' \
 		"http://127.0.0.1:$port/insert/jsonline?_stream_fields=service,host&_time_field=time,ts,@timestamp,timestamp&_msg_field=msg")"
 	if [[ "$code" != 200 ]]; then
 		log "VictoriaLogs answered $code to the load: $(head -c 500 "$run/vl-load.reply")"
