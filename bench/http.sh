@@ -15,40 +15,29 @@
 #     over the time from the first request to the last reply: the whole time the client waits,
 #     every accepted line durable (fdatasync'ed) when its reply comes;
 #   - the lines rejected, and the first errors the replies name;
-#   - the server's CPU time and peak RSS, the time a clean stop takes (SIGTERM; the heads not yet
+#   - the server's CPU time and peak RSS, the time a clean stop takes (SIGINT; the heads not yet
 #     flushed stay in the WAL), and what `sluice stats` finds stored (parts plus WAL).
 # It exits non-zero when a reply is not a 2xx with a JSON body, when accepted + rejected is not
 # the number of lines sent, or when the store does not hold exactly the accepted lines.
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-export CORPUS_LINES="${LINES:-${CORPUS_LINES:-2000000}}"
-corpus="$("$root/bench/corpus.sh")"
-name="$(basename "$corpus" .ndjson)"
+name=http
+source "$root/bench/lib.sh"
+use_corpus
 parts="${PARTS:-4}"
 rounds="${ROUNDS:-1}"
-cache="${SLUICE_BENCH_DIR:-$HOME/.cache/sluice-bench}"
-split_dir="$cache/http-parts-$name-$parts"
+split_dir="$cache/http-parts-$corpus_name-$parts"
 bin="$root/bin/sluice"
 
-command="$(for v in LINES PARTS ROUNDS SERVE_FLAGS PORT SLUICE_BENCH_DIR; do [[ -n "${!v:-}" ]] && printf '%s=%q ' "$v" "${!v}"; done; printf 'bench/http.sh')"
-started="$(date -u +%Y-%m-%dT%H:%M:%SZ)"
-load_start="$(cut -d' ' -f1-3 /proc/loadavg)"
-
-mkdir -p "$cache"
 run="$(mktemp -d "$cache/http-run.XXXXXX")"
-server=""
 cleanup() {
-	if [[ -n "$server" ]]; then
-		kill -TERM "$server" 2>/dev/null || true
-		wait "$server" 2>/dev/null || true
-	fi
+	stop_servers
 	rm -rf "$run" "$split_dir.tmp"
 }
 trap cleanup EXIT
-log() { echo "http.sh: $*" >&2; }
 
-(cd "$root" && go build -o "$bin" ./cmd/sluice)
+build_sluice
 lines=$(wc -l <"$corpus")
 bytes=$(stat -c %s "$corpus")
 if [[ ! -d "$split_dir" ]]; then # made whole in .tmp, then renamed
@@ -59,19 +48,12 @@ if [[ ! -d "$split_dir" ]]; then # made whole in .tmp, then renamed
 fi
 files=("$split_dir"/part.*)
 
-port="${PORT:-$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')}"
+port="${PORT:-$(free_port)}"
 # shellcheck disable=SC2086
 "$bin" serve --data "$run/data" --listen "127.0.0.1:$port" ${SERVE_FLAGS:-} 2>"$run/server.log" &
 server=$!
-for ((i = 0; ; i++)); do
-	curl -sf -o /dev/null "127.0.0.1:$port/ready" && break
-	if ! kill -0 "$server" 2>/dev/null || ((i > 1200)); then
-		log "the server did not become ready; the end of its log:"
-		tail -20 "$run/server.log" >&2
-		exit 1
-	fi
-	sleep 0.1
-done
+pids+=("$server")
+wait_ready "http://127.0.0.1:$port/ready" "$server" sluice "$run/server.log"
 
 log "posting $lines lines ($((bytes / 1000000)) MB) in ${#files[@]} parallel requests, $rounds round(s) each"
 start=$(date +%s.%N)
@@ -90,9 +72,7 @@ secs=$(awk "BEGIN {print $end - $start}")
 cpu=$(awk -v hz="$(getconf CLK_TCK)" '{printf "%.1f", ($14 + $15) / hz}' "/proc/$server/stat")
 rss=$(awk '/VmHWM/ {printf "%d", $2 / 1024}' "/proc/$server/status")
 stop_start=$(date +%s.%N)
-kill -TERM "$server"
-wait "$server" || { log "the server exited with status $? on SIGTERM; the end of its log:"; tail -20 "$run/server.log" >&2; server=""; exit 1; }
-server=""
+stop_server "$server" || { log "the server exited with status $? when stopped; the end of its log:"; tail -20 "$run/server.log" >&2; exit 1; }
 stop_secs=$(awk "BEGIN {print $(date +%s.%N) - $stop_start}")
 "$bin" stats --data "$run/data" >"$run/stats.txt"
 
@@ -140,14 +120,10 @@ if ((stored != accepted)); then
 	problems=1
 fi
 
+bench_header LINES PARTS ROUNDS SERVE_FLAGS PORT SLUICE_BENCH_DIR
+echo "- corpus: \`$corpus_name\`, $lines lines, $bytes bytes, in ${#files[@]} parallel POSTs to \`/insert/jsonline?_stream_fields=service,host\`, each sent $rounds time(s) in turn"
 echo
-echo "## bench/http.sh"
-echo
-echo "- command: \`$command\` (in $(git -C "$root" rev-parse --short HEAD)$(git -C "$root" diff --quiet HEAD -- . 2>/dev/null || echo ', with uncommitted changes'))"
-echo "- date: $started; load average at the start $load_start, at the end $(cut -d' ' -f1-3 /proc/loadavg); $(nproc) cores, $(sed -n 's/^model name\t: //p' /proc/cpuinfo | head -1)"
-echo "- corpus: \`$name\`, $lines lines, $bytes bytes, in ${#files[@]} parallel POSTs to \`/insert/jsonline?_stream_fields=service,host\`, each sent $rounds time(s) in turn"
-echo
-echo "| lines sent | accepted | rejected | first request to last reply | accepted lines/s | MB/s | server CPU | peak RSS | clean stop (SIGTERM) | stored |"
+echo "| lines sent | accepted | rejected | first request to last reply | accepted lines/s | MB/s | server CPU | peak RSS | clean stop (SIGINT) | stored |"
 echo "|---|---|---|---|---|---|---|---|---|---|"
 awk -v s="$sent" -v a="$accepted" -v r="$rejected" -v t="$secs" -v b="$bytes" -v n="$rounds" -v c="$cpu" -v m="$rss" -v st="$stop_secs" -v d="$stored" \
 	'BEGIN {printf "| %d | %d | %d | %.2f s | %.0f | %.0f | %s s | %s MB | %.2f s | %d |\n", s, a, r, t, a / t, b * n * (a / s) / t / 1e6, c, m, st, d}'

@@ -50,111 +50,50 @@
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-export CORPUS_LINES="${LINES:-${CORPUS_LINES:-2000000}}"
-corpus="$("$root/bench/corpus.sh")"
-name="$(basename "$corpus" .ndjson)"
+name=query
+source "$root/bench/lib.sh"
+use_corpus
 runs="${RUNS:-5}"
 timeout="${TIMEOUT:-60}"
-cache="${SLUICE_BENCH_DIR:-$HOME/.cache/sluice-bench}"
-vl_version=v1.52.1
-vl_bin="$cache/victoria-logs-$vl_version"
-vl_build="$root/../shared/anchors/victorialogs/build.sh"
 answers="$root/bench/answers.py"
 # The data directory is named by the part format's version: a new format is loaded anew.
 version="$(sed -n 's/^\tVersion *= \([0-9]*\)$/\1/p' "$root/internal/store/part/part.go")"
-sdata="$cache/query-data-v$version-$name"
-vdata="$cache/vl-data-$vl_version-$name"
+sdata="$cache/query-data-v$version-$corpus_name"
+vdata="$cache/vl-data-$vl_version-$corpus_name"
 bin="$root/bin/sluice"
 
-command="$(for v in LINES RUNS TIMEOUT ONLY SLUICE_BENCH_DIR; do [[ -n "${!v:-}" ]] && printf '%s=%q ' "$v" "${!v}"; done; printf 'bench/query.sh')"
-started="$(date -u +%Y-%m-%dT%H:%M:%SZ)"
-load_start="$(cut -d' ' -f1-3 /proc/loadavg)"
-
-mkdir -p "$cache"
 run="$(mktemp -d "$cache/query-run.XXXXXX")"
-pids=()
 cleanup() {
-	local p
-	for p in "${pids[@]}"; do
-		kill -TERM "$p" 2>/dev/null || true
-		wait "$p" 2>/dev/null || true
-	done
+	stop_servers
 	rm -rf "$sdata.tmp" "$vdata.tmp"
 	if [[ -n "${KEEP:-}" ]]; then log "replies and logs kept in $run"; else rm -rf "$run"; fi
 }
 trap cleanup EXIT
-
-log() { echo "query.sh: $*" >&2; }
-
-free_port() {
-	python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
-}
-
-# wait_ready URL PID WHAT LOG: polls URL until it answers 2xx; fails if PID exits or 120 s pass.
-wait_ready() {
-	local i
-	for ((i = 0; i < 1200; i++)); do
-		curl -sf -o /dev/null "$1" && return 0
-		if ! kill -0 "$2" 2>/dev/null; then
-			log "$3 exited before it was ready; the end of its log:"
-			tail -20 "$4" >&2
-			return 1
-		fi
-		sleep 0.1
-	done
-	log "$3 not ready after 120 s"
-	return 1
-}
-
-# start_vl DIR PORT LOG: starts VictoriaLogs on DIR; sets vl_pid.
-start_vl() {
-	"$vl_bin" -storageDataPath="$1" -httpListenAddr="127.0.0.1:$2" -retentionPeriod=100y \
-		-search.maxQueryDuration="$((timeout + 5))s" -loggerLevel=WARN >"$3" 2>&1 &
-	vl_pid=$!
-	pids+=("$vl_pid")
-	wait_ready "http://127.0.0.1:$2/health" "$vl_pid" VictoriaLogs "$3"
-}
-
-# stop PID: stops a server this script started, cleanly, and forgets it.
-stop() {
-	local p rest=() rc=0
-	kill -INT "$1"
-	wait "$1" || rc=$?
-	for p in "${pids[@]}"; do [[ "$p" == "$1" ]] || rest+=("$p"); done
-	pids=("${rest[@]}")
-	return "$rc"
-}
+vl_flags=(-search.maxQueryDuration="$((timeout + 5))s" -loggerLevel=WARN)
 
 # --- build -------------------------------------------------------------------------------------
 log "building sluice"
-(cd "$root" && go build -o "$bin" ./cmd/sluice)
-if [[ ! -x "$vl_bin" ]]; then
-	log "building VictoriaLogs $vl_version into $vl_bin (once)"
-	"$vl_build" "$vl_bin.tmp" >&2
-	mv "$vl_bin.tmp" "$vl_bin"
-fi
+build_sluice
+build_vl
 
 # --- load, once per version ----------------------------------------------------------------------
 if [[ ! -e "$sdata/MANIFEST" ]]; then
-	log "loading $name into sluice ($sdata)"
+	log "loading $corpus_name into sluice ($sdata)"
 	rm -rf "$sdata" "$sdata.tmp"
 	"$bin" ingest --data "$sdata.tmp" --stream-fields service,host "$corpus" >&2
 	mv "$sdata.tmp" "$sdata"
 fi
 if [[ ! -d "$vdata" ]]; then
-	log "loading $name into VictoriaLogs $vl_version ($vdata)"
+	log "loading $corpus_name into VictoriaLogs $vl_version ($vdata)"
 	rm -rf "$vdata.tmp"
 	port="$(free_port)"
-	start_vl "$vdata.tmp" "$port" "$run/vl-load.log"
-	# A Content-Type is needed: with curl's default (a form), the body is read as form fields and
-	# nothing is stored, still with a 200. -T streams the file rather than reading it into memory.
-	code="$(curl -sS -o "$run/vl-load.reply" -w '%{http_code}' -T "$corpus" -X POST -H 'Content-Type: application/stream+json' -H 'Expect:' \
-		"http://127.0.0.1:$port/insert/jsonline?_stream_fields=service,host&_time_field=time,ts,@timestamp,timestamp&_msg_field=msg")"
+	start_vl "$vdata.tmp" "$port" "$run/vl-load.log" "${vl_flags[@]}"
+	code="$(vl_post "$port" "$corpus" "$run/vl-load.reply")"
 	if [[ "$code" != 200 ]]; then
 		log "VictoriaLogs answered $code to the load: $(head -c 500 "$run/vl-load.reply")"
 		exit 1
 	fi
-	stop "$vl_pid" || { log "VictoriaLogs did not stop cleanly after the load; its log:"; tail -20 "$run/vl-load.log" >&2; exit 1; }
+	stop_server "$vl_pid" || { log "VictoriaLogs did not stop cleanly after the load; its log:"; tail -20 "$run/vl-load.log" >&2; exit 1; }
 	mv "$vdata.tmp" "$vdata"
 fi
 
@@ -167,7 +106,7 @@ sluice_pid=$!
 pids+=("$sluice_pid")
 wait_ready "http://127.0.0.1:$sport/ready" "$sluice_pid" sluice "$run/sluice.log"
 vport="$(free_port)"
-start_vl "$run/vl-data" "$vport" "$run/vl.log"
+start_vl "$run/vl-data" "$vport" "$run/vl.log" "${vl_flags[@]}"
 surl="http://127.0.0.1:$sport"
 vurl="http://127.0.0.1:$vport"
 
@@ -379,12 +318,8 @@ done
 geomean() { awk '{s += log($1); n++} END {if (n) printf "%.2f (%d rows)", exp(s / n), n; else print "none"}'; }
 
 # --- the report ------------------------------------------------------------------------------------
-echo
-echo "## bench/query.sh"
-echo
-echo "- command: \`$command\` (in $(git -C "$root" rev-parse --short HEAD)$(git -C "$root" diff --quiet HEAD -- . 2>/dev/null || echo ', with uncommitted changes'))"
-echo "- date: $started; load average at the start $load_start, at the end $(cut -d' ' -f1-3 /proc/loadavg); $(nproc) cores, $(sed -n 's/^model name\t: //p' /proc/cpuinfo | head -1)"
-echo "- corpus: \`$name\`, $lines lines; sluice holds $held_sluice (part format v$version, $(du -sm "$run/sluice-data" | cut -f1) MB);" \
+bench_header LINES RUNS TIMEOUT ONLY SLUICE_BENCH_DIR
+echo "- corpus: \`$corpus_name\`, $lines lines; sluice holds $held_sluice (part format v$version, $(du -sm "$run/sluice-data" | cut -f1) MB);" \
 	"VictoriaLogs $vl_version holds $held_vl ($(du -sm "$run/vl-data" | cut -f1) MB): it drops the lines whose time is in \`timestamp\` (\`2026-01-15 08:00:00,123\`)"
 echo "- each query asked once to warm up (the answer checked), then $runs times on each side alternating; median of curl's time_total$( ((runs > 1)) && echo ', (min–max) of the runs'); timeout ${timeout} s"
 echo "- \`\$all\` is \`$all\`; sluice's instant queries at $end, log queries over [$start, $end] with limit 100, VictoriaLogs over the same range"
