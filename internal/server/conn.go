@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bytes"
 	"net"
 	"strconv"
 	"sync"
@@ -49,23 +50,32 @@ func (l *connLimit) Accept() (net.Conn, error) {
 }
 
 // refuse answers a connection over the limit, off the accept loop: a
-// client that does not read must not hold up the next accept.
+// client that does not read must not hold up the next accept. It reads
+// the request's head first (for at most a second): a reply sent before
+// the client has sent its request is taken by clients for a stray one.
 func (l *connLimit) refuse(c net.Conn) {
 	defer c.Close()
 	if l.tls {
 		return
 	}
 	_ = c.SetDeadline(time.Now().Add(time.Second))
+	var head []byte
+	buf := make([]byte, 4096)
+	for len(head) < 64<<10 && !bytes.Contains(head, []byte("\r\n\r\n")) {
+		n, err := c.Read(buf)
+		head = append(head, buf[:n]...)
+		if err != nil {
+			break
+		}
+	}
 	_, _ = c.Write([]byte(overLimitReply))
-	// Close after the client's request has been read, if it comes at
-	// once: closing with unread bytes would reset the connection and the
-	// reply could be lost.
+	// Close once the client has seen the reply: closing with unread
+	// bytes would reset the connection, and the reply could be lost.
 	if tc, ok := c.(*net.TCPConn); ok {
 		_ = tc.CloseWrite()
 	}
-	var buf [4096]byte
 	for {
-		if _, err := c.Read(buf[:]); err != nil {
+		if _, err := c.Read(buf); err != nil {
 			return
 		}
 	}
