@@ -65,6 +65,8 @@ type Config struct {
 	// FreeSpace reports the free bytes of the data directory's filesystem
 	// (nil: never checked).
 	FreeSpace func() (uint64, error)
+	// Syslog bounds the syslog listeners.
+	Syslog SyslogConfig
 }
 
 // DefaultConfig returns the limits a server runs with unless configured.
@@ -80,6 +82,7 @@ func DefaultConfig() Config {
 		Pprof:             true,
 		Query:             query.DefaultLimits,
 		ShutdownTimeout:   30 * time.Second,
+		Syslog:            DefaultSyslogConfig(),
 	}
 }
 
