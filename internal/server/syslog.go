@@ -174,8 +174,8 @@ func (s *Server) ServeSyslogTCP(ctx context.Context, ln net.Listener, tenant str
 		mu.Lock()
 		if cfg.MaxConns > 0 && len(conns) >= cfg.MaxConns {
 			mu.Unlock()
-			nc.Close()
 			m.refused.Inc()
+			nc.Close()
 			in.warn("syslog: closed a new connection: too many open", "remote", nc.RemoteAddr().String(),
 				"limit", cfg.MaxConns)
 			continue
