@@ -68,10 +68,10 @@ type syslogInput struct {
 	warnings         logLimit
 }
 
-// warn logs at most one line per syslogWarnEvery; the line says how many
-// were left out before it.
+// warn logs at most one line with this msg per syslogWarnEvery; the line
+// says how many were left out before it.
 func (in *syslogInput) warn(msg string, args ...any) {
-	ok, skipped := in.warnings.allow(time.Now())
+	ok, skipped := in.warnings.allow(msg, time.Now())
 	if !ok {
 		return
 	}
@@ -304,26 +304,38 @@ func isTimeout(err error) bool {
 	return errors.As(err, &ne) && ne.Timeout()
 }
 
-// logLimit lets one log line through per syslogWarnEvery.
+// logLimit lets one log line of each kind through per syslogWarnEvery.
 //
 // Concurrency: safe for concurrent use.
 type logLimit struct {
-	mu      sync.Mutex
+	mu    sync.Mutex
+	kinds map[string]*logKind
+}
+
+type logKind struct {
 	next    time.Time
 	skipped int
 }
 
-// allow reports whether a line may be logged at now, and how many were
-// not since the last one that was.
-func (l *logLimit) allow(now time.Time) (ok bool, skipped int) {
+// allow reports whether a line of kind may be logged at now, and how many
+// of that kind were not since the last one that was.
+func (l *logLimit) allow(kind string, now time.Time) (ok bool, skipped int) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if now.Before(l.next) {
-		l.skipped++
+	if l.kinds == nil {
+		l.kinds = map[string]*logKind{}
+	}
+	k := l.kinds[kind]
+	if k == nil {
+		k = &logKind{}
+		l.kinds[kind] = k
+	}
+	if now.Before(k.next) {
+		k.skipped++
 		return false, 0
 	}
-	l.next = now.Add(syslogWarnEvery)
-	skipped, l.skipped = l.skipped, 0
+	k.next = now.Add(syslogWarnEvery)
+	skipped, k.skipped = k.skipped, 0
 	return true, skipped
 }
 

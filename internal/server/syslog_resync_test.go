@@ -307,3 +307,27 @@ func TestSyslogUDPKernelDrops(t *testing.T) {
 		t.Errorf("drops after the listener stopped: %d, want %d", n, dropped)
 	}
 }
+
+// One warning of each kind per interval, the next saying how many were
+// left out.
+func TestLogLimit(t *testing.T) {
+	var l logLimit
+	t0 := time.Unix(0, 0)
+	for _, step := range []struct {
+		kind    string
+		at      time.Duration
+		ok      bool
+		skipped int
+	}{
+		{"a", 0, true, 0},
+		{"a", time.Second, false, 0},
+		{"b", time.Second, true, 0},
+		{"a", 2 * time.Second, false, 0},
+		{"a", syslogWarnEvery, true, 2},
+		{"b", syslogWarnEvery + time.Second, true, 0},
+	} {
+		if ok, skipped := l.allow(step.kind, t0.Add(step.at)); ok != step.ok || skipped != step.skipped {
+			t.Errorf("%s at %v: %v, %d; want %v, %d", step.kind, step.at, ok, skipped, step.ok, step.skipped)
+		}
+	}
+}
