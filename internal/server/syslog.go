@@ -51,6 +51,13 @@ func DefaultSyslogConfig() SyslogConfig {
 	return SyslogConfig{MaxMessageBytes: syslog.MaxFrame, IdleTimeout: 120 * time.Second, MaxConns: 1024}
 }
 
+func (c SyslogConfig) maxMessage() int {
+	if c.MaxMessageBytes <= 0 {
+		return syslog.MaxFrame
+	}
+	return c.MaxMessageBytes
+}
+
 // syslogConfig is the record configuration of syslog messages: the
 // syslog parser sets time and message itself; hostname and app_name make
 // the stream.
@@ -219,10 +226,7 @@ func (in *syslogInput) conn(c *idleConn) {
 	defer bt.Close()
 	bt.Reset(time.Now().UnixNano())
 	r := bufio.NewReaderSize(c, 64<<10)
-	limit := s.cfg.Syslog.MaxMessageBytes
-	if limit <= 0 {
-		limit = syslog.MaxFrame
-	}
+	limit := s.cfg.Syslog.maxMessage()
 	fr := syslog.NewFramer(r, limit)
 	for {
 		f, err := fr.Next()
@@ -380,6 +384,7 @@ func (s *Server) ServeSyslogUDP(ctx context.Context, pc net.PacketConn, tenant s
 	defer bt.Close()
 	bt.Reset(time.Now().UnixNano())
 	buf := make([]byte, 64<<10)
+	limit := s.cfg.Syslog.maxMessage()
 	var logged uint64          // drops logged so far
 	var dropsChecked time.Time // when drops were last read for the log
 	for {
@@ -394,7 +399,12 @@ func (s *Server) ServeSyslogUDP(ctx context.Context, pc net.PacketConn, tenant s
 			for len(msg) > 0 && (msg[len(msg)-1] == '\n' || msg[len(msg)-1] == '\r' || msg[len(msg)-1] == 0) {
 				msg = msg[:len(msg)-1]
 			}
-			bt.Add(msg, false)
+			truncated := len(msg) > limit
+			if truncated {
+				in.fault(syslog.Frame{Msg: msg[:limit], Fault: syslog.FaultTooLong, Size: int64(len(msg))}, "", limit)
+				msg = msg[:limit]
+			}
+			bt.Add(msg, truncated)
 		}
 		if err != nil || bt.Len() >= syslogBatchBytes {
 			in.store(bt, "")

@@ -331,3 +331,42 @@ func TestLogLimit(t *testing.T) {
 		}
 	}
 }
+
+// A datagram over the message limit is stored truncated, flagged and
+// counted.
+func TestSyslogUDPTruncated(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.Syslog.MaxMessageBytes = 100
+	f := newFixture(t, cfg)
+	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- f.srv.ServeSyslogUDP(ctx, pc, "udp") }()
+	c, err := net.Dial("udp", pc.LocalAddr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	fmt.Fprintf(c, "<14>Jan 15 08:00:00 host3 big: %s\n", strings.Repeat("x", 300))
+	fmt.Fprintf(c, "<14>Jan 15 08:00:01 host3 small: fits\n")
+	got := f.waitStored("udp", 2)
+	if len(got) != 2 {
+		t.Fatalf("stored %q", got)
+	}
+	if flags := f.storedField("udp", "big", "truncated"); len(flags) != 1 || flags[0] != "bool true" {
+		t.Errorf("truncated fields of the big message: %q", flags)
+	}
+	if flags := f.storedField("udp", "small", "truncated"); len(flags) != 0 {
+		t.Errorf("truncated fields of the small message: %q", flags)
+	}
+	if n := f.metric(`sluice_syslog_truncated_messages_total{protocol="syslog-udp",reason="too_long"}`); n != 1 {
+		t.Errorf("truncated %v, want 1", n)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}
