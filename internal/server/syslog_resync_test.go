@@ -8,8 +8,10 @@ import (
 	"io"
 	"math"
 	"net"
+	"os"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -364,6 +366,50 @@ func TestSyslogUDPTruncated(t *testing.T) {
 	}
 	if n := f.metric(`sluice_syslog_truncated_messages_total{protocol="syslog-udp",reason="too_long"}`); n != 1 {
 		t.Errorf("truncated %v, want 1", n)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}
+
+// emfileListener fails its first accepts as a process out of file
+// descriptors does.
+type emfileListener struct {
+	net.Listener
+	fails int
+}
+
+func (l *emfileListener) Accept() (net.Conn, error) {
+	if l.fails > 0 {
+		l.fails--
+		return nil, &net.OpError{Op: "accept", Net: "tcp", Err: os.NewSyscallError("accept", syscall.EMFILE)}
+	}
+	return l.Listener.Accept()
+}
+
+// A failed accept (no file descriptors left) is retried: the listener
+// keeps serving.
+func TestSyslogTCPAcceptRetry(t *testing.T) {
+	f := newFixture(t, DefaultConfig())
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- f.srv.ServeSyslogTCP(ctx, &emfileListener{Listener: ln, fails: 2}, "sys") }()
+	c, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	fmt.Fprintf(c, "<13>Jan 15 08:00:00 h su: after EMFILE\n")
+	c.Close()
+	if got := f.waitStored("sys", 1); len(got) != 1 {
+		t.Fatalf("stored %q", got)
+	}
+	if n := f.metric("sluice_syslog_tcp_accept_errors_total"); n != 2 {
+		t.Errorf("accept errors %v, want 2", n)
 	}
 	cancel()
 	if err := <-done; err != nil {
