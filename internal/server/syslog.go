@@ -37,7 +37,7 @@ type SyslogConfig struct {
 	// long (0: never).
 	IdleTimeout time.Duration
 	// MaxConns bounds the open TCP connections: one more is accepted and
-	// closed at once (0: no limit).
+	// closed at once (0 or less: no limit).
 	MaxConns int
 	// UDPReceiveBuffer asks the kernel for a receive buffer of this many
 	// bytes for the UDP socket (0: the system's default). Linux caps it
