@@ -137,22 +137,29 @@ func (fr *Framer) Next() (Frame, error) {
 }
 
 // octetCount reports whether the stream holds "LEN SP <" here, without
-// consuming it: the count, and the header's length up to the "<". It
-// peeks one byte more at a time, so it never waits for bytes beyond the
-// ones a frame must have.
+// consuming it: the count, and the header's length up to the "<". It looks
+// at the bytes buffered, and waits for more only one at a time, so never
+// for a byte a frame might not have (past a line's LF, say).
 func (fr *Framer) octetCount() (n, hdr int, ok bool) {
-	for i := 0; ; i++ {
-		p, err := fr.r.Peek(i + 1)
-		if err != nil {
-			return 0, 0, false // too short for a frame: a line, unterminated
+	p, _ := fr.r.Peek(min(fr.r.Buffered(), maxCountDigits+2))
+	at := func(i int) (byte, bool) {
+		if i >= len(p) {
+			var err error
+			if p, err = fr.r.Peek(i + 1); err != nil {
+				return 0, false // too short for a frame: a line, unterminated
+			}
 		}
-		b := p[i]
+		return p[i], true
+	}
+	for i := 0; ; i++ {
+		b, ok := at(i)
 		switch {
+		case !ok:
+			return 0, 0, false
 		case b >= '0' && b <= '9' && i < maxCountDigits:
 			n = n*10 + int(b-'0')
 		case b == ' ' && i > 0:
-			p, err := fr.r.Peek(i + 2)
-			if err != nil || p[i+1] != '<' {
+			if b, ok := at(i + 1); !ok || b != '<' {
 				return 0, 0, false
 			}
 			return n, i + 1, true

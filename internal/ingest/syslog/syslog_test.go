@@ -214,3 +214,18 @@ func TestBatcherTruncated(t *testing.T) {
 		}
 	}
 }
+
+// Next returns a frame as soon as its last byte has come, never waiting
+// for one past it: a sender that stops after a message has it stored.
+func TestFramerNoReadAhead(t *testing.T) {
+	for _, frame := range []string{"12\n", "<1>a\n", "6 <1>ab\n", "5 <1>ab", "1234567890\n", "42 x\n"} {
+		pr, pw := io.Pipe()
+		fr := NewFramer(bufio.NewReader(pr), 0)
+		go pw.Write([]byte(frame)) // and nothing more until the frame is read
+		f, err := fr.Next()
+		if err != nil || len(f.Msg) == 0 {
+			t.Errorf("%q: %q, %v", frame, f.Msg, err)
+		}
+		pw.Close()
+	}
+}
