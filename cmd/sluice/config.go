@@ -43,6 +43,11 @@ type limitsConfig struct {
 	MaxLineSize     int              `yaml:"max_line_size"`
 	MaxFields       int              `yaml:"max_fields"`
 	MinFreeBytes    uint64           `yaml:"min_free_bytes"`
+	BodyIdleTimeout string           `yaml:"body_idle_timeout"`
+	MinBodyRate     int64            `yaml:"min_body_rate"`
+	IdleTimeout     string           `yaml:"idle_timeout"`
+	MaxConnections  int              `yaml:"max_connections"`
+	MaxStreams      int              `yaml:"max_streams_per_tenant"`
 	TenantRate      server.RateLimit `yaml:"tenant_rate"`
 	Query           struct {
 		Timeout   string `yaml:"timeout"`
@@ -82,8 +87,8 @@ func loadConfig(path string) (*fileConfig, error) {
 		return nil, fmt.Errorf("config %s: %v", path, err)
 	}
 	for i, a := range c.Auth {
-		if (a.Token == "") == (a.User == "") || len(a.Tenants) == 0 {
-			return nil, fmt.Errorf("config %s: auth entry %d: give either token or user and password, and the tenants it may use", path, i+1)
+		if (a.Token == "") == (a.User == "") || len(a.Tenants) == 0 && !a.Admin {
+			return nil, fmt.Errorf("config %s: auth entry %d: give either token or user and password, and the tenants it may use (or admin: true)", path, i+1)
 		}
 	}
 	return &c, nil
@@ -137,6 +142,22 @@ func (c *fileConfig) apply(o *serveOpts, fs *flag.FlagSet) error {
 	if c.Limits.MinFreeBytes != 0 {
 		cfg.MinFreeBytes = c.Limits.MinFreeBytes
 	}
+	for _, d := range []struct {
+		flag, key, v string
+		dst          *time.Duration
+	}{{"body-idle-timeout", "body_idle_timeout", c.Limits.BodyIdleTimeout, &cfg.BodyIdleTimeout},
+		{"idle-timeout", "idle_timeout", c.Limits.IdleTimeout, &cfg.IdleTimeout}} {
+		if d.v != "" && !set[d.flag] {
+			v, err := time.ParseDuration(d.v)
+			if err != nil {
+				return fmt.Errorf("config: limits.%s: %v", d.key, err)
+			}
+			*d.dst = v
+		}
+	}
+	num("min-body-rate", &cfg.MinBodyRate, c.Limits.MinBodyRate)
+	intv("max-connections", &cfg.MaxConnections, c.Limits.MaxConnections)
+	intv("max-streams-per-tenant", &cfg.MaxStreamsPerTenant, c.Limits.MaxStreams)
 	if c.Limits.TenantRate.LinesPerSecond != 0 {
 		cfg.TenantRate = c.Limits.TenantRate
 	}

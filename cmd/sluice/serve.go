@@ -47,7 +47,10 @@ Query endpoints (Loki's API: Grafana's Loki data source and logcli work as is):
 Each query is bounded by --query-timeout, --max-query-series, --max-query-bytes
 and --max-query-lines.
 
-Also: GET /ready, GET /metrics (Prometheus), /debug/pprof/ (unless --pprof=false).
+Also: GET /ready (not ready, 503 with the reason, while the store refuses
+writes), GET /metrics (Prometheus), /debug/pprof/ (with --pprof). With auth
+configured, only /ready is open: /metrics and pprof need a credential with
+admin: true, build info any credential.
 SIGTERM or SIGINT drains the requests in flight, then closes the store.`,
 	flags: func(fs *flag.FlagSet) func([]string, *env) error {
 		var o serveOpts
@@ -65,7 +68,12 @@ SIGTERM or SIGINT drains the requests in flight, then closes the store.`,
 		fs.IntVar(&cfg.MaxInflight, "max-inflight", cfg.MaxInflight, "ingest requests served at once; more wait a second, then get 503")
 		fs.IntVar(&cfg.Parse.MaxLineSize, "max-line-size", 1<<20, "reject lines longer than this many bytes")
 		fs.IntVar(&cfg.Parse.Record.MaxFields, "max-fields", 1000, "reject lines with more fields than this")
-		fs.BoolVar(&cfg.Pprof, "pprof", cfg.Pprof, "serve /debug/pprof/")
+		fs.BoolVar(&cfg.Pprof, "pprof", cfg.Pprof, "serve /debug/pprof/ (with auth on, to admin credentials only)")
+		fs.DurationVar(&cfg.BodyIdleTimeout, "body-idle-timeout", cfg.BodyIdleTimeout, "cut off (408) a request body that brings no byte for this long (0: never)")
+		fs.Int64Var(&cfg.MinBodyRate, "min-body-rate", cfg.MinBodyRate, "cut off (408) a request body that averages fewer `bytes/s` after its first 10 s (0: no minimum)")
+		fs.DurationVar(&cfg.IdleTimeout, "idle-timeout", cfg.IdleTimeout, "close keep-alive connections idle this long")
+		fs.IntVar(&cfg.MaxConnections, "max-connections", cfg.MaxConnections, "HTTP connections open at once; one more is answered 503 and closed (0: half the open-file limit)")
+		fs.IntVar(&cfg.MaxStreamsPerTenant, "max-streams-per-tenant", cfg.MaxStreamsPerTenant, "active streams a tenant may have (a line in the last 30 minutes); lines of new streams past it get 429 (0: no limit)")
 		fs.StringVar(&o.syslogTCP, "syslog-tcp", "", "also receive syslog over TCP on this `address` (RFC 6587 octet counting or LF framing)")
 		fs.StringVar(&o.syslogUDP, "syslog-udp", "", "also receive syslog datagrams on this `address`")
 		fs.StringVar(&o.syslogTenant, "syslog-tenant", store.DefaultTenant, "the tenant of syslog messages")

@@ -12,6 +12,9 @@ import (
 type metrics struct {
 	lines, bytes, rejected, requests *prometheus.CounterVec
 	inflight, inflightBytes          prometheus.Gauge
+	conns                            prometheus.Gauge
+	connsRefused                     prometheus.Counter
+	timeFallbacks                    *prometheus.CounterVec
 	syslog                           syslogMetrics
 }
 
@@ -57,8 +60,14 @@ func newMetrics(reg *prometheus.Registry, st *store.Store) *metrics {
 			Help: "Ingest requests being served."}),
 		inflightBytes: prometheus.NewGauge(prometheus.GaugeOpts{Name: "sluice_ingest_in_flight_bytes",
 			Help: "Memory reserved by the ingest requests being served."}),
+		conns: prometheus.NewGauge(prometheus.GaugeOpts{Name: "sluice_http_connections_open",
+			Help: "HTTP connections open."}),
+		connsRefused: prometheus.NewCounter(prometheus.CounterOpts{Name: "sluice_http_connections_refused_total",
+			Help: "HTTP connections answered 503 and closed because max_connections were open."}),
+		timeFallbacks: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "sluice_ingest_time_fallbacks_total",
+			Help: "Lines whose timestamp was present but unusable (unreadable, or outside 1970 to 2262), stored at the receive time, by protocol."}, []string{"protocol"}),
 	}
-	reg.MustRegister(m.lines, m.bytes, m.rejected, m.requests, m.inflight, m.inflightBytes,
+	reg.MustRegister(m.lines, m.bytes, m.rejected, m.requests, m.inflight, m.inflightBytes, m.conns, m.connsRefused, m.timeFallbacks,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	reg.MustRegister(storeCollector{st})
 	m.syslog = newSyslogMetrics(reg)

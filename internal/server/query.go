@@ -29,7 +29,7 @@ func (s *Server) queryRoutes() {
 		m.HandleFunc("GET "+p, h)
 		m.HandleFunc("POST "+p, h)
 	}
-	m.HandleFunc("GET /loki/api/v1/status/buildinfo", s.handleBuildInfo)
+	m.Handle("GET /loki/api/v1/status/buildinfo", s.anyCredential(http.HandlerFunc(s.handleBuildInfo)))
 	m.HandleFunc("GET /loki/api/v1/tail", s.handleTail)
 }
 

@@ -107,9 +107,11 @@ type Store struct {
 	parts       []*livePart
 	man         *manifest
 	bgErr       error // the last flush's failure; nil after a success
-	flushTries  int   // background flush attempts, so a waiter can wait for the next
-	closed      bool
-	stats       Stats
+	// flushFailing is bgErr != nil, read without the lock (WriteError).
+	flushFailing atomic.Bool
+	flushTries   int // background flush attempts, so a waiter can wait for the next
+	closed       bool
+	stats        Stats
 
 	encoders sync.Pool
 	kick     chan struct{} // wakes the flusher
@@ -620,6 +622,7 @@ func (s *Store) setFlushError(err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.bgErr = err
+	s.flushFailing.Store(err != nil)
 	s.flushTries++
 	s.room.Broadcast()
 }
