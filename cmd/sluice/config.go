@@ -64,9 +64,13 @@ type limitsConfig struct {
 }
 
 type syslogConfig struct {
-	TCP    string `yaml:"tcp"`
-	UDP    string `yaml:"udp"`
-	Tenant string `yaml:"tenant"`
+	TCP             string `yaml:"tcp"`
+	UDP             string `yaml:"udp"`
+	Tenant          string `yaml:"tenant"`
+	MaxMessageBytes int    `yaml:"max_message_bytes"`
+	IdleTimeout     string `yaml:"idle_timeout"`
+	MaxConnections  int    `yaml:"max_connections"`
+	UDPReceiveBuf   int    `yaml:"udp_receive_buffer_bytes"`
 }
 
 // loadConfig reads a config file strictly: an unknown key is an error, so
@@ -180,6 +184,16 @@ func (c *fileConfig) apply(o *serveOpts, fs *flag.FlagSet) error {
 	str("syslog-tcp", &o.syslogTCP, c.Syslog.TCP)
 	str("syslog-udp", &o.syslogUDP, c.Syslog.UDP)
 	str("syslog-tenant", &o.syslogTenant, c.Syslog.Tenant)
+	intv("syslog-max-message-bytes", &cfg.Syslog.MaxMessageBytes, c.Syslog.MaxMessageBytes)
+	if c.Syslog.IdleTimeout != "" && !set["syslog-idle-timeout"] {
+		d, err := time.ParseDuration(c.Syslog.IdleTimeout)
+		if err != nil {
+			return fmt.Errorf("config: syslog.idle_timeout: %v", err)
+		}
+		cfg.Syslog.IdleTimeout = d
+	}
+	intv("syslog-max-connections", &cfg.Syslog.MaxConns, c.Syslog.MaxConnections)
+	intv("syslog-udp-rcvbuf", &cfg.Syslog.UDPReceiveBuffer, c.Syslog.UDPReceiveBuf)
 	cfg.Auth = c.Auth
 	str("tls-cert", &cfg.TLSCertFile, c.TLS.CertFile)
 	str("tls-key", &cfg.TLSKeyFile, c.TLS.KeyFile)

@@ -80,6 +80,8 @@ type Config struct {
 	// FreeSpace reports the free bytes of the data directory's filesystem
 	// (nil: never checked).
 	FreeSpace func() (uint64, error)
+	// Syslog bounds the syslog listeners.
+	Syslog SyslogConfig
 }
 
 // DefaultConfig returns the limits a server runs with unless configured.
@@ -98,6 +100,7 @@ func DefaultConfig() Config {
 		MinBodyRate:         16 << 10,
 		IdleTimeout:         120 * time.Second,
 		MaxStreamsPerTenant: 5000,
+		Syslog:              DefaultSyslogConfig(),
 	}
 }
 
