@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"errors"
@@ -9,6 +10,7 @@ import (
 	"log/slog"
 	"math"
 	"math/rand/v2"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -406,6 +408,26 @@ func TestManifestDamage(t *testing.T) {
 	}
 }
 
+// waitingForRoom reports whether a goroutine waits in Store.waitForRoom
+// for a flush to make room (parked in its sync.Cond).
+func waitingForRoom() bool {
+	buf := make([]byte, 1<<20)
+	for {
+		n := runtime.Stack(buf, true)
+		if n < len(buf) {
+			buf = buf[:n]
+			break
+		}
+		buf = make([]byte, 2*len(buf))
+	}
+	for g := range bytes.SplitSeq(buf, []byte("\n\n")) {
+		if bytes.Contains(g, []byte("sync.(*Cond).Wait")) && bytes.Contains(g, []byte(".(*Store).waitForRoom(")) {
+			return true
+		}
+	}
+	return false
+}
+
 // TestMaxHeadBytes: while a flush cannot finish, appends go on until the
 // heads hold MaxHeadBytes, then wait for it; nothing is lost either way.
 func TestMaxHeadBytes(t *testing.T) {
@@ -435,17 +457,26 @@ func TestMaxHeadBytes(t *testing.T) {
 		errc <- nil
 	}()
 	// The appends outrun the stuck flush past twice HeadBytes, up to the
-	// budget, then stop.
+	// budget, then wait for room: the flush is stuck and the appender is
+	// found parked in waitForRoom (it may park before the flusher cuts the
+	// head, which changes where the bytes are, not how many). The deadline
+	// only stops a test that hangs.
 	done := 0
-	for {
+	deadline := time.Now().Add(2 * time.Minute)
+	for !stuck.Load() || !waitingForRoom() {
 		select {
 		case done = <-progress:
-			continue
 		case err := <-errc:
 			t.Fatalf("every append returned (err %v) while the flush was stuck", err)
-		case <-time.After(300 * time.Millisecond):
+		default:
+			if time.Now().After(deadline) {
+				t.Fatalf("no append waits for room after %d lines (stats %+v)", done, s.Stats())
+			}
+			time.Sleep(time.Millisecond)
 		}
-		break
+	}
+	for len(progress) > 0 {
+		done = <-progress
 	}
 	st := s.Stats()
 	if !stuck.Load() || st.FlushingBytes == 0 {
@@ -472,11 +503,11 @@ func TestMaxHeadBytes(t *testing.T) {
 // flushed once writes pause, at once when the heads hold half the budget,
 // and after maxFlushDelay when writes never pause.
 func TestFlushWaitsForAPause(t *testing.T) {
-	var clock atomic.Int64
+	var clock, reads atomic.Int64
 	clock.Store(time.Date(2026, 1, 16, 0, 0, 0, 0, time.UTC).UnixNano())
 	const headBytes, maxHeadBytes = 16 << 10, 256 << 10
 	s := open(t, vfs.NewMem(), Options{HeadBytes: headBytes, MaxHeadBytes: maxHeadBytes,
-		Now: func() time.Time { return time.Unix(0, clock.Load()) }})
+		Now: func() time.Time { reads.Add(1); return time.Unix(0, clock.Load()) }})
 	defer s.Close()
 	lines := genLines(4000, 12)
 	i := 0
@@ -485,18 +516,31 @@ func TestFlushWaitsForAPause(t *testing.T) {
 			appendLines(t, s, "default", lines[i:i+20], 20)
 		}
 	}
+	// The deadlines only stop a test that hangs.
 	eventually := func(what string, cond func(Stats) bool) {
 		t.Helper()
-		for deadline := time.Now().Add(10 * time.Second); !cond(s.Stats()); time.Sleep(5 * time.Millisecond) {
+		for deadline := time.Now().Add(2 * time.Minute); !cond(s.Stats()); time.Sleep(5 * time.Millisecond) {
 			if time.Now().After(deadline) {
 				t.Fatalf("%s: stats %+v", what, s.Stats())
 			}
 		}
 	}
+	// deferred waits until the flusher has looked at the full head twice
+	// since the last append (with retention off, only its deferFlush reads
+	// the clock when no append runs): the first look saw the last append,
+	// and the second means the first deferred the flush rather than run
+	// it. Or until a flush ran, which the caller then reports.
+	deferred := func() {
+		t.Helper()
+		from, flushes := reads.Load(), s.Stats().Flushes
+		eventually("the flusher never looked at the full head", func(st Stats) bool {
+			return reads.Load() >= from+2 || st.Flushes != flushes
+		})
+	}
 
 	// The clock stands still: writes never pause.
 	appendUntil(2 * headBytes)
-	time.Sleep(3 * flushIdle)
+	deferred()
 	if st := s.Stats(); st.Flushes != 0 {
 		t.Fatalf("a head of %d bytes was flushed while writes went on (budget %d)", st.HeadBytes, maxHeadBytes)
 	}
@@ -508,7 +552,7 @@ func TestFlushWaitsForAPause(t *testing.T) {
 
 	// Writes that never pause wait no longer than maxFlushDelay.
 	appendUntil(2 * headBytes)
-	time.Sleep(3 * flushIdle)
+	deferred()
 	if st := s.Stats(); st.Flushes != 2 {
 		t.Fatalf("a head of %d bytes was flushed while writes went on (budget %d)", st.HeadBytes, maxHeadBytes)
 	}
