@@ -128,6 +128,7 @@ func TestElasticsearchPython(t *testing.T) {
 	if reqs := s.checkNoFailedRequests(t, "elastic"); reqs != n/100+2 {
 		t.Errorf("%d Elasticsearch ingest requests, want %d", reqs, n/100+2)
 	}
+	s.checkSeries(t, tenant, 3)
 	s.stop(t)
 
 	var all, h0, h1 []string
@@ -168,7 +169,7 @@ func TestElasticsearchPython(t *testing.T) {
 		checkOnce(t, c.sel, export(t, s.data, tenant, "--stream", c.sel), c.want, message(c.host))
 	}
 	checkOnce(t, "tenant default", export(t, s.data, "default"), nil, identity)
-	checkStats(t, s.data, tenant, n+2, 3)
+	checkStats(t, s.data, tenant, n+2)
 }
 
 // elasticCheckLine checks a stored document against what the script sent

@@ -687,15 +687,6 @@ func procStatusBytes(pid int, field string) (int64, error) {
 	return 0, fmt.Errorf("/proc/%d/status: no %s", pid, field)
 }
 
-// knownBug skips t as a known sluice bug, described by what, unless
-// SLUICE_E2E_BUGS=1 (then it runs, to show the failure).
-func knownBug(t *testing.T, what string) {
-	t.Helper()
-	if os.Getenv("SLUICE_E2E_BUGS") != "1" {
-		t.Skip("BUG: " + what + " (SLUICE_E2E_BUGS=1 runs the test)")
-	}
-}
-
 // ---- settings
 
 // envNumber reads an integer setting from the environment (def when unset).

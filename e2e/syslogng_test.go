@@ -124,6 +124,7 @@ func TestSyslogNGHTTP(t *testing.T) {
 	}
 	reqs := s.checkNoFailedRequests(t, "jsonline")
 	t.Logf("syslog-ng posted %d lines in %d requests", n, reqs)
+	s.checkSeries(t, tenant, 1)
 	s.stop(t)
 
 	msg := func(line string) (string, error) {
@@ -145,5 +146,5 @@ func TestSyslogNGHTTP(t *testing.T) {
 	sel := `{app="e2e-syslog-ng", src="file"}`
 	checkOnce(t, sel, export(t, s.data, tenant, "--stream", sel), want, msg)
 	checkOnce(t, "tenant default", export(t, s.data, "default"), nil, identity)
-	checkStats(t, s.data, tenant, n, 1)
+	checkStats(t, s.data, tenant, n)
 }
