@@ -344,6 +344,81 @@ func TestRetention(t *testing.T) {
 	}
 }
 
+// TestMaxTenantBytes: with MaxTenantBytes set, a tenant whose parts take
+// more than that loses its oldest parts, whole, until they fit; the other
+// tenants keep everything, and the drop is counted and survives a reopen.
+func TestMaxTenantBytes(t *testing.T) {
+	fs := vfs.NewMem()
+	base := time.Date(2026, 1, 15, 8, 0, 0, 0, time.UTC)
+	batch := func(b, n int) []string {
+		var out []string
+		for i := range n {
+			out = append(out, fmt.Sprintf(`{"time":"%s","msg":"batch %d line %d %s","service":"api"}`,
+				base.Add(time.Duration(b)*time.Hour+time.Duration(i)*time.Millisecond).Format(time.RFC3339Nano), b, i, strings.Repeat("x", i%50)))
+		}
+		return out
+	}
+	// Four parts of tenant big, an hour apart, and one of tenant small.
+	s := open(t, fs, Options{DeferMerges: true})
+	var big [][]string
+	for b := range 4 {
+		big = append(big, batch(b, 500))
+		appendLines(t, s, "big", big[b], 100)
+		if err := s.Flush(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	small := batch(0, 50)
+	appendLines(t, s, "small", small, 50)
+	if err := s.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	var sizes []int64 // of big's parts, oldest first
+	var smallSize int64
+	for _, p := range s.PartStats() {
+		if p.Tenant == "big" {
+			sizes = append(sizes, p.Size)
+		} else {
+			smallSize += p.Size
+		}
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if len(sizes) != 4 {
+		t.Fatalf("%d parts of tenant big, want 4", len(sizes))
+	}
+	// Room for the newest two parts of big: the oldest two go.
+	limit := sizes[2] + sizes[3]
+	if smallSize > limit {
+		t.Fatalf("tenant small takes %d bytes, more than the limit %d: the test's data is wrong", smallSize, limit)
+	}
+	s = open(t, fs, Options{DeferMerges: true, MaxTenantBytes: limit})
+	if err := s.applyRetention(); err != nil {
+		t.Fatal(err)
+	}
+	want := expected(t, map[string][]string{"big": slices.Concat(big[2], big[3]), "small": small})
+	diff(t, exportAll(t, s), want)
+	if st := s.Stats(); st.DroppedParts != 2 {
+		t.Errorf("DroppedParts %d, want 2", st.DroppedParts)
+	}
+	var total int64
+	for _, p := range s.PartStats() {
+		if p.Tenant == "big" {
+			total += p.Size
+		}
+	}
+	if total > limit {
+		t.Errorf("tenant big takes %d bytes after retention, over MaxTenantBytes %d", total, limit)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s = open(t, fs, Options{DeferMerges: true})
+	defer s.Close()
+	diff(t, exportAll(t, s), want)
+}
+
 // TestSyncEIO fails the WAL's fdatasync: the append fails, is not
 // acknowledged, and the store refuses appends until it is reopened (an
 // fsync error is never retried and then acknowledged); what was
