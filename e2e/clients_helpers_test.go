@@ -29,7 +29,7 @@ func startServerArgs(t *testing.T, extra func() []string) *server {
 		cmd := exec.Command(sluiceBin, args...)
 		cmd.Env = sluiceEnv()
 		s := &server{data: data, addr: addr, p: startProc(t, "sluice serve", cmd)}
-		err := s.waitReady(15 * time.Second)
+		err := s.waitReady(2 * time.Minute) // only stops a start that hangs
 		if err == nil {
 			return s
 		}

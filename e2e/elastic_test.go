@@ -108,7 +108,7 @@ func TestElasticsearchPython(t *testing.T) {
 	s := startServer(t)
 
 	start := time.Now()
-	out := runClient(t, s, 30*time.Second, py, script, s.url(""), strconv.Itoa(n), tenant, strconv.FormatInt(elasticBase.UnixMilli(), 10))
+	out := runClient(t, s, 2*time.Minute, py, script, s.url(""), strconv.Itoa(n), tenant, strconv.FormatInt(elasticBase.UnixMilli(), 10))
 	t.Logf("the script ran in %v", time.Since(start).Round(time.Millisecond))
 	var res struct {
 		Version       string

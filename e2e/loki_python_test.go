@@ -87,7 +87,7 @@ func TestPythonLoggingLoki(t *testing.T) {
 	script := writeFile(t, dir, "pll.py", pythonLoggingLokiScript)
 	s := startServer(t)
 
-	runScript(t, 20*time.Second, py, script, s.url("/loki/api/v1/push"), strconv.Itoa(n))
+	runScript(t, 2*time.Minute, py, script, s.url("/loki/api/v1/push"), strconv.Itoa(n))
 	// Each push was answered before the next was sent: all are stored.
 	if got := s.storedLines(t, "default"); got != n {
 		t.Errorf("sluice_ingest_lines_total{tenant=\"default\"} = %d after the client finished, want %d", got, n)
@@ -209,7 +209,7 @@ func TestLokiLoggerHandler(t *testing.T) {
 		t.Fatal(err)
 	}
 	client := startProc(t, "the loki-logger-handler script", cmd)
-	s.waitStored(t, tenant, n/2, 15*time.Second, func() error {
+	s.waitStored(t, tenant, n/2, 2*time.Minute, func() error {
 		if client.exited() {
 			return fmt.Errorf("the script exited before its flush thread had sent the first half (%v). Output:\n%s", client.err, client.out)
 		}
@@ -219,7 +219,7 @@ func TestLokiLoggerHandler(t *testing.T) {
 		t.Fatalf("tell the script to go on: %v", err)
 	}
 	stdin.Close()
-	if err := client.wait(t, 15*time.Second); err != nil {
+	if err := client.wait(t, time.Minute); err != nil {
 		t.Fatalf("the loki-logger-handler script: %v. Output:\n%s", err, client.out)
 	}
 	if got := s.storedLines(t, tenant); got != n {

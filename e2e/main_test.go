@@ -288,10 +288,16 @@ func (s *server) waitReady(timeout time.Duration) error {
 }
 
 // stop stops the server with SIGTERM and checks that it exited cleanly.
+// The deadline only stops a server that hangs (the server itself gives
+// requests in flight 30 s); a stop slower than 10 s is logged.
 func (s *server) stop(t *testing.T) {
 	t.Helper()
-	if err := s.p.stop(t, 15*time.Second); err != nil {
+	start := time.Now()
+	if err := s.p.stop(t, 2*time.Minute); err != nil {
 		t.Fatalf("sluice serve exited with %v after SIGTERM. Output:\n%s", err, s.p.out)
+	}
+	if took := time.Since(start); took > 10*time.Second {
+		t.Logf("sluice serve took %v to exit after SIGTERM", took.Round(time.Millisecond))
 	}
 }
 
@@ -299,7 +305,7 @@ func (s *server) stop(t *testing.T) {
 // labels included) to value.
 func (s *server) metrics(t *testing.T) map[string]float64 {
 	t.Helper()
-	c := http.Client{Timeout: 5 * time.Second}
+	c := http.Client{Timeout: time.Minute}
 	resp, err := c.Get(s.url("/metrics"))
 	if err != nil {
 		t.Fatalf("GET /metrics: %v", err)

@@ -173,7 +173,7 @@ func TestOpenTelemetryPython(t *testing.T) {
 	s := startServer(t)
 
 	start := time.Now()
-	out := runClient(t, s, 30*time.Second, py, script, s.url("/v1/logs"), strconv.Itoa(nAPI), strconv.Itoa(nLog), tenant,
+	out := runClient(t, s, 2*time.Minute, py, script, s.url("/v1/logs"), strconv.Itoa(nAPI), strconv.Itoa(nLog), tenant,
 		strconv.FormatInt(otelBase.Unix(), 10))
 	t.Logf("the script ran in %v", time.Since(start).Round(time.Millisecond))
 	var res otelResult

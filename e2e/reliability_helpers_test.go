@@ -70,7 +70,7 @@ func startServerOn(t *testing.T, data string, ready time.Duration, args ...strin
 // mustStartServerOn is startServerOn failing t.
 func mustStartServerOn(t *testing.T, data string, args ...string) *server {
 	t.Helper()
-	s, err := startServerOn(t, data, 30*time.Second, args...)
+	s, err := startServerOn(t, data, 2*time.Minute, args...) // only stops a start that hangs
 	if err != nil {
 		t.Fatal(err)
 	}

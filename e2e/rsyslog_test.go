@@ -85,7 +85,7 @@ func rsyslogd(t *testing.T, modules ...string) string {
 func rsyslogRun(t *testing.T, bin, dir, conf string) *proc {
 	t.Helper()
 	confPath := writeFile(t, dir, "rsyslog.conf", conf)
-	runScript(t, 15*time.Second, bin, "-N1", "-f", confPath)
+	runScript(t, time.Minute, bin, "-N1", "-f", confPath)
 	cmd := exec.Command(bin, "-n", "-f", confPath, "-i", filepath.Join(dir, "rsyslogd.pid"))
 	cmd.Dir = dir
 	return startProc(t, "rsyslogd", cmd)
@@ -95,7 +95,7 @@ func rsyslogRun(t *testing.T, bin, dir, conf string) *proc {
 // reported an error.
 func rsyslogStop(t *testing.T, p *proc, internalLog string) {
 	t.Helper()
-	if err := p.stop(t, 15*time.Second); err != nil {
+	if err := p.stop(t, time.Minute); err != nil {
 		t.Errorf("rsyslogd exited with %v after SIGTERM. Output:\n%s", err, p.out)
 	}
 	text := p.out.String()
@@ -179,9 +179,9 @@ func TestRsyslogElasticsearch(t *testing.T) {
 		return nil
 	}
 	start := time.Now()
-	s.waitStored(t, "default", n/2, 20*time.Second, running)
+	s.waitStored(t, "default", n/2, 2*time.Minute, running)
 	appendFile(t, input, second.String())
-	s.waitStored(t, "default", n, 20*time.Second, running)
+	s.waitStored(t, "default", n, 2*time.Minute, running)
 	t.Logf("rsyslog delivered %d lines in %v", n, time.Since(start).Round(time.Millisecond))
 	rsyslogStop(t, rs, filepath.Join(dir, "internal.log"))
 	if b, err := os.ReadFile(errorFile); err == nil {
@@ -278,9 +278,9 @@ func TestRsyslogSyslogTCP(t *testing.T) {
 		}
 		return nil
 	}
-	s.waitStored(t, tenant, n/2, 20*time.Second, running)
+	s.waitStored(t, tenant, n/2, 2*time.Minute, running)
 	appendFile(t, input, second.String())
-	s.waitStored(t, tenant, n, 20*time.Second, running)
+	s.waitStored(t, tenant, n, 2*time.Minute, running)
 	t.Logf("rsyslog delivered %d lines in %v", n, time.Since(start).Round(time.Millisecond))
 	rsyslogStop(t, rs, filepath.Join(dir, "internal.log"))
 	// The times rsyslog may have stamped (it reads the clock with µs).

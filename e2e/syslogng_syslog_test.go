@@ -130,12 +130,12 @@ func TestSyslogNGSyslogTCP(t *testing.T) {
 		}
 		return nil
 	}
-	s.waitStored(t, tenant, n, 20*time.Second, running)
+	s.waitStored(t, tenant, n, 2*time.Minute, running)
 	appendFile(t, in5424, second5424.String())
 	appendFile(t, inBSD, secondBSD.String())
-	s.waitStored(t, tenant, 2*n, 20*time.Second, running)
+	s.waitStored(t, tenant, 2*n, 2*time.Minute, running)
 	t.Logf("syslog-ng delivered 2×%d lines in %v", n, time.Since(start).Round(time.Millisecond))
-	if err := sng.stop(t, 10*time.Second); err != nil {
+	if err := sng.stop(t, time.Minute); err != nil {
 		t.Errorf("syslog-ng exited with %v after SIGTERM. Output:\n%s", err, sng.out)
 	}
 	for _, l := range strings.Split(sng.out.String(), "\n") {
