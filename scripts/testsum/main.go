@@ -38,7 +38,8 @@ func run(in io.Reader, out io.Writer) error {
 	defer w.Flush()
 	sc := bufio.NewScanner(in)
 	sc.Buffer(nil, 64<<20)
-	outputs := map[string][]string{} // package + " " + test -> output lines
+	outputs := map[string][]string{} // package + " " + test -> its output lines
+	roots := map[string][]string{}   // package + " " + top-level test -> the output of it and its subtests
 	var skips []skip
 	for sc.Scan() {
 		line := sc.Bytes()
@@ -49,6 +50,8 @@ func run(in io.Reader, out io.Writer) error {
 			continue
 		}
 		key := e.Package + " " + e.Test
+		root, _, sub := strings.Cut(e.Test, "/")
+		rootKey := e.Package + " " + root
 		switch {
 		case e.Action == "build-output":
 			w.WriteString(e.Output)
@@ -59,18 +62,22 @@ func run(in io.Reader, out io.Writer) error {
 			}
 		case e.Action == "output":
 			outputs[key] = append(outputs[key], e.Output)
-		case e.Action == "fail" && e.Test != "":
-			for _, o := range outputs[key] {
+			roots[rootKey] = append(roots[rootKey], e.Output)
+		case e.Action == "fail" && e.Test != "" && !sub:
+			// A test failed: all it and its subtests printed, in order.
+			for _, o := range roots[rootKey] {
 				if !strings.HasPrefix(strings.TrimSpace(o), "=== ") {
 					w.WriteString(o)
 				}
 			}
-			delete(outputs, key)
 		case e.Action == "skip" && e.Test != "":
 			skips = append(skips, skip{e.Package, e.Test, reason(outputs[key])})
+		}
+		if e.Test != "" && (e.Action == "pass" || e.Action == "fail" || e.Action == "skip") {
 			delete(outputs, key)
-		case e.Action == "pass":
-			delete(outputs, key)
+			if !sub {
+				delete(roots, rootKey)
+			}
 		}
 		if e.Test == "" || e.Action == "fail" {
 			w.Flush()
