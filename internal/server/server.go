@@ -60,6 +60,8 @@ type Config struct {
 	TLSCertFile, TLSKeyFile string
 	// Query bounds each query's cost.
 	Query query.Limits
+	// Admission bounds query text and the queries and tails at once.
+	Admission Admission
 	// Version and Revision are reported by /loki/api/v1/status/buildinfo.
 	Version, Revision string
 	// FreeSpace reports the free bytes of the data directory's filesystem
@@ -79,6 +81,7 @@ func DefaultConfig() Config {
 		Loki:              loki.DefaultLimits,
 		Pprof:             true,
 		Query:             query.DefaultLimits,
+		Admission:         DefaultAdmission(),
 		ShutdownTimeout:   30 * time.Second,
 	}
 }
@@ -100,6 +103,9 @@ type Server struct {
 	memory   *semaphore.Weighted
 	parsers  parsers
 	engine   *query.Engine
+	queries  *gate // queries running
+	tails    *gate // tails open
+	tailSnap tailSnapshots
 }
 
 // New returns a server of st whose metrics are registered in reg.
@@ -113,6 +119,9 @@ func New(cfg Config, st *store.Store, log *slog.Logger, reg *prometheus.Registry
 	s.memory = semaphore.NewWeighted(max(cfg.MaxInflightBytes, 64<<20))
 	s.metrics = newMetrics(reg, st)
 	s.engine = query.NewEngine(cfg.Query)
+	a := cfg.Admission
+	s.queries = newGate("queries", "--max-concurrent-queries", "--max-tenant-concurrent-queries", a.MaxQueries, a.MaxTenantQueries)
+	s.tails = newGate("tails", "--max-tails", "--max-tenant-tails", a.MaxTails, a.MaxTenantTails)
 	s.routes(reg)
 	return s
 }
