@@ -2,11 +2,14 @@ package server
 
 import (
 	"context"
+	"encoding/json"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"runtime"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -193,4 +196,59 @@ func TestConcurrentTails(t *testing.T) {
 	}
 	defer b.CloseNow()
 	refused("c", "too many concurrent tails: the limit is 2 in all (--max-tails)")
+}
+
+// Tails share snapshots and their stream lists: two tails of one
+// selector both see a line of a stream created after they started.
+func TestTailsShareSnapshots(t *testing.T) {
+	f := newFixture(t, DefaultConfig())
+	ts := httptest.NewServer(f.srv.Handler())
+	defer ts.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	push := func(stream, line string) {
+		t.Helper()
+		body := `{"streams":[{"stream":` + stream + `,"values":[["` + strconv.FormatInt(time.Now().UnixNano(), 10) + `","` + line + `"]]}]}`
+		if code, reply := f.do("POST", "/loki/api/v1/push", []byte(body), "Content-Type", "application/json"); code != 204 {
+			t.Fatalf("push: %d %s", code, reply)
+		}
+	}
+	push(`{"app":"api","pod":"1"}`, "old")
+	u := "ws" + strings.TrimPrefix(ts.URL, "http") + "/loki/api/v1/tail?" + url.Values{"query": {`{app="api"}`}}.Encode()
+	var conns []*websocket.Conn
+	for range 2 {
+		c, _, err := websocket.Dial(ctx, u, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.CloseNow()
+		conns = append(conns, c)
+	}
+	push(`{"app":"api","pod":"2"}`, "new stream")
+	push(`{"app":"web"}`, "not selected")
+	for i, c := range conns {
+		var got []string
+		for !slices.Contains(got, "new stream") {
+			_, msg, err := c.Read(ctx)
+			if err != nil {
+				t.Fatalf("tail %d: %v (lines so far %q)", i, err, got)
+			}
+			var m struct {
+				Streams []struct {
+					Values [][2]string `json:"values"`
+				} `json:"streams"`
+			}
+			if err := json.Unmarshal(msg, &m); err != nil {
+				t.Fatal(err)
+			}
+			for _, s := range m.Streams {
+				for _, v := range s.Values {
+					got = append(got, v[1])
+				}
+			}
+		}
+		if !slices.Equal(got, []string{"old", "new stream"}) {
+			t.Errorf("tail %d: %q", i, got)
+		}
+	}
 }

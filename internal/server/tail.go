@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"net/http"
 	"slices"
 	"strconv"
@@ -148,7 +149,7 @@ func (t *tail) run(ctx context.Context, s *Server, send func([]byte) error) erro
 		if p.End <= p.Start {
 			s.tailSnap.release(sn)
 		} else {
-			res, err := s.engine.Eval(ctx, sn.sn, t.expr, p)
+			res, err := s.engine.Eval(ctx, tailSource{sn, t.expr.Selector}, t.expr, p)
 			s.tailSnap.release(sn)
 			if err != nil {
 				return err
@@ -237,7 +238,49 @@ type tailSnapshots struct {
 type sharedSnapshot struct {
 	sn    *store.Snapshot
 	at    time.Time
-	users int
+	users int // guarded by tailSnapshots.mu
+	// The streams of each tenant and selector, in all time: listing a
+	// tenant's streams walks them all (20,000 streams: milliseconds), too
+	// much for every tail every second.
+	mu      sync.Mutex
+	streams map[string][]record.Labels
+}
+
+// tailSource is the source of one tail's queries: a shared snapshot
+// whose streams it lists once per selector.
+type tailSource struct {
+	*sharedSnapshot
+	sel logql.Selector
+}
+
+// Streams returns every stream of tenant that the tail's selector
+// matches, whatever their times: a stream without rows in [from, to]
+// yields nothing when scanned.
+func (ts tailSource) Streams(tenant string, from, to int64) []record.Labels {
+	key := tenant + "\x00" + ts.sel.String()
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
+	out, ok := ts.streams[key]
+	if !ok {
+		for _, ls := range ts.sn.Streams(tenant, math.MinInt64, math.MaxInt64) {
+			if ts.sel.Matches(ls.Value) {
+				out = append(out, ls)
+			}
+		}
+		if ts.streams == nil {
+			ts.streams = map[string][]record.Labels{}
+		}
+		ts.streams[key] = out
+	}
+	return out
+}
+
+func (ts tailSource) Scan(ctx context.Context, tenant string, stream record.Labels, from, to int64, opts store.ScanOptions, fn store.RowFunc) error {
+	return ts.sn.Scan(ctx, tenant, stream, from, to, opts, fn)
+}
+
+func (ts tailSource) ScanColumns(ctx context.Context, tenant string, stream record.Labels, from, to int64, blockFn store.BlockFunc, rowFn store.RowFunc) error {
+	return ts.sn.ScanColumns(ctx, tenant, stream, from, to, blockFn, rowFn)
 }
 
 // acquire returns a snapshot of st no older than tailSnapshotAge; the
