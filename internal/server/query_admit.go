@@ -8,6 +8,8 @@ import (
 	"runtime"
 	"sync"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // Admission bounds what queries may ask of the server before any of
@@ -22,7 +24,8 @@ type Admission struct {
 	// (every query endpoint counts, metadata included); one over waits up
 	// to QueueWait for a slot, then gets 429 with Retry-After. At most
 	// MaxQueued wait at once (0: four times MaxQueries); more get 429 at
-	// once.
+	// once. Queries waiting hold a goroutine and their request, nothing
+	// of the store.
 	MaxQueries, MaxTenantQueries int
 	QueueWait                    time.Duration
 	MaxQueued                    int
@@ -59,24 +62,34 @@ type gate struct {
 	mu                     sync.Mutex
 	// freed is closed and replaced when a slot frees, waking waiters.
 	freed chan struct{}
+	// refused counts refusals by limit ("tenant", "total").
+	refused *prometheus.CounterVec
 }
 
 func newGate(what, flag, tenantFlag string, max, maxTenant int) *gate {
-	return &gate{what: what, flag: flag, tenantFlag: tenantFlag, max: max, maxTenant: maxTenant, tenants: map[string]int{}, freed: make(chan struct{})}
+	return &gate{what: what, flag: flag, tenantFlag: tenantFlag, max: max, maxTenant: maxTenant, tenants: map[string]int{}, freed: make(chan struct{}),
+		refused: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "sluice_" + what + "_refused_total",
+			Help: "Requests refused with 429 by the limit of concurrent " + what + ": per tenant or in total."}, []string{"limit"})}
+}
+
+// register registers the gate's metrics: refusals and the count running.
+func (g *gate) register(reg *prometheus.Registry) {
+	reg.MustRegister(g.refused, prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "sluice_" + g.what + "_running",
+		Help: "Concurrent " + g.what + " being served."}, func() float64 { return float64(g.running()) }))
 }
 
 // gateError is a refusal: its message names the limit.
-type gateError struct{ msg string }
+type gateError struct{ limit, msg string }
 
 func (e *gateError) Error() string { return e.msg }
 
 // tryLocked takes a slot for tenant, or returns why it cannot.
 func (g *gate) tryLocked(tenant string) error {
 	if g.maxTenant > 0 && g.tenants[tenant] >= g.maxTenant {
-		return &gateError{fmt.Sprintf("too many concurrent %s for tenant %s: the limit is %d per tenant (%s); retry later", g.what, tenant, g.maxTenant, g.tenantFlag)}
+		return &gateError{limit: "tenant", msg: fmt.Sprintf("too many concurrent %s for tenant %s: the limit is %d per tenant (%s); retry later", g.what, tenant, g.maxTenant, g.tenantFlag)}
 	}
 	if g.max > 0 && g.total >= g.max {
-		return &gateError{fmt.Sprintf("too many concurrent %s: the limit is %d in all (%s); retry later", g.what, g.max, g.flag)}
+		return &gateError{limit: "total", msg: fmt.Sprintf("too many concurrent %s: the limit is %d in all (%s); retry later", g.what, g.max, g.flag)}
 	}
 	g.total++
 	g.tenants[tenant]++
@@ -95,6 +108,7 @@ func (g *gate) enter(ctx context.Context, tenant string, wait time.Duration, max
 	}
 	if wait <= 0 || g.queued >= maxQueued {
 		g.mu.Unlock()
+		g.refuse(err)
 		return nil, err
 	}
 	g.queued++
@@ -112,6 +126,7 @@ func (g *gate) enter(ctx context.Context, tenant string, wait time.Duration, max
 		case <-ctx.Done():
 			return nil, ctx.Err()
 		case <-timer.C:
+			g.refuse(err)
 			return nil, err
 		case <-freed:
 		}
@@ -120,6 +135,12 @@ func (g *gate) enter(ctx context.Context, tenant string, wait time.Duration, max
 			g.mu.Unlock()
 			return func() { g.leave(tenant) }, nil
 		}
+	}
+}
+
+func (g *gate) refuse(err error) {
+	if ge, ok := err.(*gateError); ok {
+		g.refused.WithLabelValues(ge.limit).Inc()
 	}
 }
 
@@ -152,7 +173,7 @@ func (s *Server) admitQuery(w http.ResponseWriter, r *http.Request, q *queryRequ
 	a := s.cfg.Admission
 	queued := a.MaxQueued
 	if queued == 0 {
-		queued = 4 * a.MaxQueries
+		queued = 4 * max(a.MaxQueries, a.MaxTenantQueries, 1)
 	}
 	release, err := s.queries.enter(r.Context(), q.tenant, a.QueueWait, queued)
 	if err != nil {

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
+	dto "github.com/prometheus/client_model/go"
 )
 
 func TestQueryTooLong(t *testing.T) {
@@ -105,6 +106,12 @@ func TestConcurrentQueries(t *testing.T) {
 	}
 	if n := f.srv.queries.running(); n != 0 {
 		t.Errorf("%d slots still taken", n)
+	}
+	if n := counterValue(t, f.srv.queries.refused.WithLabelValues("tenant")); n != 5 {
+		t.Errorf("sluice_queries_refused_total{limit=tenant} %v, want 5", n)
+	}
+	if n := counterValue(t, f.srv.queries.refused.WithLabelValues("total")); n != 1 {
+		t.Errorf("sluice_queries_refused_total{limit=total} %v, want 1", n)
 	}
 }
 
@@ -251,4 +258,13 @@ func TestTailsShareSnapshots(t *testing.T) {
 			t.Errorf("tail %d: %q", i, got)
 		}
 	}
+}
+
+func counterValue(t *testing.T, c interface{ Write(*dto.Metric) error }) float64 {
+	t.Helper()
+	var m dto.Metric
+	if err := c.Write(&m); err != nil {
+		t.Fatal(err)
+	}
+	return m.GetCounter().GetValue()
 }

@@ -122,6 +122,8 @@ func New(cfg Config, st *store.Store, log *slog.Logger, reg *prometheus.Registry
 	a := cfg.Admission
 	s.queries = newGate("queries", "--max-concurrent-queries", "--max-tenant-concurrent-queries", a.MaxQueries, a.MaxTenantQueries)
 	s.tails = newGate("tails", "--max-tails", "--max-tenant-tails", a.MaxTails, a.MaxTenantTails)
+	s.queries.register(reg)
+	s.tails.register(reg)
 	s.routes(reg)
 	return s
 }
