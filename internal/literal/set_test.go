@@ -163,7 +163,7 @@ func BenchmarkSet(b *testing.B) {
 	for i := range text {
 		text[i] = "abcdefghijklmnopqrstuvwxyz ,.:="[r.IntN(31)]
 	}
-	for _, n := range []int{2, 8, 100, 20000} {
+	for _, n := range []int{2, 4, 8, 100, 20000} {
 		lits := make([][]byte, n)
 		for i := range lits {
 			lits[i] = fmt.Appendf(nil, "term%05dq", i) // never in text (no digits there)
