@@ -54,6 +54,13 @@ type limitsConfig struct {
 		MaxSeries int    `yaml:"max_series"`
 		MaxBytes  int64  `yaml:"max_bytes"`
 		MaxLines  int    `yaml:"max_lines"`
+		// Admission: see server.Admission.
+		MaxSize                int    `yaml:"max_size"`
+		MaxConcurrent          int    `yaml:"max_concurrent"`
+		MaxConcurrentPerTenant int    `yaml:"max_concurrent_per_tenant"`
+		QueueWait              string `yaml:"queue_wait"`
+		MaxTails               int    `yaml:"max_tails"`
+		MaxTailsPerTenant      int    `yaml:"max_tails_per_tenant"`
 	} `yaml:"query"`
 	Loki struct {
 		MaxLabels          int `yaml:"max_labels"`
@@ -171,6 +178,18 @@ func (c *fileConfig) apply(o *serveOpts, fs *flag.FlagSet) error {
 	intv("max-query-series", &cfg.Query.MaxSeries, c.Limits.Query.MaxSeries)
 	num("max-query-bytes", &cfg.Query.MaxBytesScanned, c.Limits.Query.MaxBytes)
 	intv("max-query-lines", &cfg.Query.MaxLines, c.Limits.Query.MaxLines)
+	intv("max-query-size", &cfg.Admission.MaxQuerySize, c.Limits.Query.MaxSize)
+	intv("max-concurrent-queries", &cfg.Admission.MaxQueries, c.Limits.Query.MaxConcurrent)
+	intv("max-tenant-concurrent-queries", &cfg.Admission.MaxTenantQueries, c.Limits.Query.MaxConcurrentPerTenant)
+	intv("max-tails", &cfg.Admission.MaxTails, c.Limits.Query.MaxTails)
+	intv("max-tenant-tails", &cfg.Admission.MaxTenantTails, c.Limits.Query.MaxTailsPerTenant)
+	if q := c.Limits.Query; q.QueueWait != "" && !set["query-queue-wait"] {
+		d, err := time.ParseDuration(q.QueueWait)
+		if err != nil {
+			return fmt.Errorf("config: limits.query.queue_wait: %v", err)
+		}
+		cfg.Admission.QueueWait = d
+	}
 	l := c.Limits.Loki
 	for _, p := range []struct {
 		dst *int

@@ -44,8 +44,9 @@ Query endpoints (Loki's API: Grafana's Loki data source and logcli work as is):
   GET|POST /loki/api/v1/labels, /label/NAME/values, /series, /index/stats
   GET /loki/api/v1/tail                          a WebSocket of new lines
   GET /loki/api/v1/status/buildinfo
-Each query is bounded by --query-timeout, --max-query-series, --max-query-bytes
-and --max-query-lines.
+Each query is bounded by --query-timeout, --max-query-series, --max-query-bytes,
+--max-query-lines and --max-query-size; queries at once by --max-concurrent-queries
+and --max-tenant-concurrent-queries, tails by --max-tails and --max-tenant-tails.
 
 Also: GET /ready (not ready, 503 with the reason, while the store refuses
 writes), GET /metrics (Prometheus), /debug/pprof/ (with --pprof). With auth
@@ -88,7 +89,13 @@ SIGTERM or SIGINT drains the requests in flight, then closes the store.`,
 		fs.DurationVar(&cfg.Query.Timeout, "query-timeout", cfg.Query.Timeout, "stop a query that runs longer than this")
 		fs.IntVar(&cfg.Query.MaxSeries, "max-query-series", cfg.Query.MaxSeries, "refuse a metric query with more series than this")
 		fs.Int64Var(&cfg.Query.MaxBytesScanned, "max-query-bytes", cfg.Query.MaxBytesScanned, "stop a query that would read more than this many bytes of lines (0: no limit)")
-		fs.IntVar(&cfg.Query.MaxLines, "max-query-lines", cfg.Query.MaxLines, "the most lines a log query returns, whatever its limit")
+		fs.IntVar(&cfg.Query.MaxLines, "max-query-lines", cfg.Query.MaxLines, "the largest limit a log query may ask; a larger one gets 400")
+		fs.IntVar(&cfg.Admission.MaxQuerySize, "max-query-size", cfg.Admission.MaxQuerySize, "the longest query text accepted, in bytes; a longer one gets 400 (0: no limit)")
+		fs.IntVar(&cfg.Admission.MaxQueries, "max-concurrent-queries", cfg.Admission.MaxQueries, "queries served at once, every query endpoint counted; more wait --query-queue-wait, then get 429 (0: no limit)")
+		fs.IntVar(&cfg.Admission.MaxTenantQueries, "max-tenant-concurrent-queries", cfg.Admission.MaxTenantQueries, "queries one tenant may run at once; more wait --query-queue-wait, then get 429 (0: no limit)")
+		fs.DurationVar(&cfg.Admission.QueueWait, "query-queue-wait", cfg.Admission.QueueWait, "how long a query over --max-concurrent-queries or --max-tenant-concurrent-queries waits for a slot before 429")
+		fs.IntVar(&cfg.Admission.MaxTails, "max-tails", cfg.Admission.MaxTails, "tail WebSockets open at once; one more gets 429 (0: no limit)")
+		fs.IntVar(&cfg.Admission.MaxTenantTails, "max-tenant-tails", cfg.Admission.MaxTenantTails, "tail WebSockets one tenant may have open; one more gets 429 (0: no limit)")
 		fs.StringVar(&o.config, "config", "", "read settings from this YAML `file` (see sluice.example.yaml); flags given win")
 		o.fs = fs
 		return o.run

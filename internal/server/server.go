@@ -61,6 +61,8 @@ type Config struct {
 	TLSCertFile, TLSKeyFile string
 	// Query bounds each query's cost.
 	Query query.Limits
+	// Admission bounds query text and the queries and tails at once.
+	Admission Admission
 	// Version and Revision are reported by /loki/api/v1/status/buildinfo.
 	Version, Revision string
 	// BodyIdleTimeout cuts off a request body that brings no byte for
@@ -101,6 +103,7 @@ func DefaultConfig() Config {
 		IdleTimeout:         120 * time.Second,
 		MaxStreamsPerTenant: 5000,
 		Syslog:              DefaultSyslogConfig(),
+		Admission:           DefaultAdmission(),
 	}
 }
 
@@ -122,6 +125,9 @@ type Server struct {
 	parsers  parsers
 	engine   *query.Engine
 	streams  *streamLimit
+	queries  *gate // queries running
+	tails    *gate // tails open
+	tailSnap tailSnapshots
 }
 
 // New returns a server of st whose metrics are registered in reg.
@@ -136,6 +142,11 @@ func New(cfg Config, st *store.Store, log *slog.Logger, reg *prometheus.Registry
 	s.metrics = newMetrics(reg, st)
 	s.engine = query.NewEngine(cfg.Query)
 	s.streams = newStreamLimit(cfg.MaxStreamsPerTenant)
+	a := cfg.Admission
+	s.queries = newGate("queries", "--max-concurrent-queries", "--max-tenant-concurrent-queries", a.MaxQueries, a.MaxTenantQueries)
+	s.tails = newGate("tails", "--max-tails", "--max-tenant-tails", a.MaxTails, a.MaxTenantTails)
+	s.queries.register(reg)
+	s.tails.register(reg)
 	s.routes(reg)
 	return s
 }
