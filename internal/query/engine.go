@@ -50,6 +50,11 @@ type Params struct {
 	Limit     int
 	Direction Direction
 	Instant   bool
+	// Categorize returns a log query's streams by their stream labels
+	// alone, each entry with its structured metadata and parsed labels
+	// (Loki's categorize-labels encoding). Otherwise a stream's labels
+	// are all of its lines' labels.
+	Categorize bool
 }
 
 // Limits bound what one query may cost. Zero means no limit.
@@ -113,6 +118,9 @@ type Stream struct {
 type Entry struct {
 	Time int64 // Unix nanoseconds
 	Line string
+	// Meta and Parsed are the line's structured metadata and its other
+	// labels that are not stream labels, when Params.Categorize.
+	Meta, Parsed record.Labels
 }
 
 // Series is one series of a range query.

@@ -18,9 +18,10 @@ var errEnough = errors.New("enough lines")
 
 // logLine is one line a log query keeps, with its labels' key.
 type logLine struct {
-	time int64
-	line string
-	key  string
+	time         int64
+	line         string
+	key          string
+	meta, parsed record.Labels // Params.Categorize
 }
 
 // logWorker is one worker's state in a log query.
@@ -46,6 +47,7 @@ func (ev *evaluator) logQuery(ctx context.Context, x *logql.LogExpr) (*Result, e
 	}
 	opts := pruning(x.Pipeline)
 	opts.LinesOnly = true // the stages parse lines
+	opts.Meta = true // a line's structured metadata are among its labels
 	opts.Backward = ev.p.Direction == Backward
 	if opts.Backward && ev.p.Interval == 0 && literalsOnly(x.Pipeline) {
 		// Every row the store finds is kept: a stream's newest limit of
@@ -65,11 +67,12 @@ func (ev *evaluator) logQuery(ctx context.Context, x *logql.LogExpr) (*Result, e
 		// Each stream yields at most limit lines: its newest (or oldest)
 		// ones are all the merged result can use.
 		n, last := 0, int64(0)
-		err := ev.src.Scan(ctx, ev.p.Tenant, ls, from, to, opts, func(r *rows.Row, _ []string) error {
+		err := ev.src.Scan(ctx, ev.p.Tenant, ls, from, to, opts, func(r *rows.Row, names []string) error {
 			if err := ev.scanned(&w.tally, r.Line); err != nil {
 				return err
 			}
 			w.lb.reset(ls)
+			w.lb.rowMeta(r, names)
 			line, ok := w.pipe.process(r.Time, r.Line, w.lb)
 			if !ok {
 				return nil
@@ -77,9 +80,17 @@ func (ev *evaluator) logQuery(ctx context.Context, x *logql.LogExpr) (*Result, e
 			if interval > 0 && n > 0 && absDiff(r.Time, last) < interval {
 				return nil
 			}
+			var meta, parsed record.Labels
+			if ev.p.Categorize {
+				// The line's stream is its stream labels alone.
+				var stream record.Labels
+				stream, meta, parsed = w.lb.categories()
+				w.lb.cur = append(w.lb.cur[:0], stream...)
+				w.lb.meta = w.lb.meta[:0]
+			}
 			w.key = w.lb.appendKey(w.key[:0])
 			k := intern(w.labels, w.key, w.lb)
-			w.lines = append(w.lines, logLine{time: r.Time, line: string(line), key: k.key})
+			w.lines = append(w.lines, logLine{time: r.Time, line: string(line), key: k.key, meta: meta, parsed: parsed})
 			n, last = n+1, r.Time
 			if n >= limit {
 				return errEnough
@@ -123,7 +134,7 @@ func (ev *evaluator) logQuery(ctx context.Context, x *logql.LogExpr) (*Result, e
 			byKey[l.key] = i
 			res.Streams = append(res.Streams, Stream{Labels: labels[l.key]})
 		}
-		res.Streams[i].Entries = append(res.Streams[i].Entries, Entry{Time: l.time, Line: l.line})
+		res.Streams[i].Entries = append(res.Streams[i].Entries, Entry{Time: l.time, Line: l.line, Meta: l.meta, Parsed: l.parsed})
 	}
 	slices.SortFunc(res.Streams, func(a, b Stream) int { return compareLabels(a.Labels, b.Labels) })
 	ev.stats.linesOut.Add(int64(len(all)))

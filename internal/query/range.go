@@ -49,9 +49,13 @@ type rangeWorker struct {
 	cols     *colPlanner // the columnar path's state (range_columns.go)
 }
 
-// row runs one row through the pipeline and adds its sample.
-func (w *rangeWorker) row(ev *evaluator, ls record.Labels, t int64, line []byte) error {
+// row runs one row through the pipeline and adds its sample. r, when
+// given, is the stored row, whose structured metadata are labels.
+func (w *rangeWorker) row(ev *evaluator, ls record.Labels, t int64, line []byte, r *rows.Row, names []string) error {
 	w.lb.reset(ls)
+	if r != nil {
+		w.lb.rowMeta(r, names)
+	}
 	line, ok := w.pipe.process(t, line, w.lb)
 	if !ok {
 		return nil
@@ -147,6 +151,7 @@ func (ev *evaluator) rangeAggregation(ctx context.Context, x *logql.RangeAggrega
 	streams := ev.streams(x.Range.Log.Selector, from, to)
 	opts := pruning(x.Range.Log.Pipeline)
 	opts.LinesOnly = true // the stages parse lines
+	opts.Meta = true      // a row's structured metadata are among its labels
 	// A count whose pipeline is only literal filters the store applies
 	// exactly needs no line: the stored rows come without.
 	opts.NoLines = unwrap == nil && countsRows(x.Op) && literalsOnly(x.Range.Log.Pipeline)
@@ -170,7 +175,7 @@ func (ev *evaluator) rangeAggregation(ctx context.Context, x *logql.RangeAggrega
 	}
 	columnar := !ev.e.noColumns && columnarPipeline(x)
 	workers, err := forStreams(ctx, ev, streams, setup, func(ctx context.Context, w *rangeWorker, ls record.Labels) error {
-		row := func(r *rows.Row, _ []string) error {
+		row := func(r *rows.Row, names []string) error {
 			if err := ev.scanned(&w.tally, r.Line); err != nil {
 				return err
 			}
@@ -178,7 +183,7 @@ func (ev *evaluator) rangeAggregation(ctx context.Context, x *logql.RangeAggrega
 				w.lb.reset(ls)
 				return w.sample(r.Time, nil)
 			}
-			return w.row(ev, ls, r.Time, r.Line)
+			return w.row(ev, ls, r.Time, r.Line, r, names)
 		}
 		var err error
 		if w.cols != nil {

@@ -200,7 +200,7 @@ func (w *rangeWorker) block(ev *evaluator, ls record.Labels, b *part.Block, from
 				if cp.line, err = b.AppendLine(cp.line[:0], tm, cp.cur, t); err != nil {
 					return err
 				}
-				if err := w.row(ev, ls, t, cp.line); err != nil {
+				if err := w.row(ev, ls, t, cp.line, nil, nil); err != nil {
 					return err
 				}
 			}

@@ -269,7 +269,7 @@ func (w *rangeWorker) rawRows(ev *evaluator, ls record.Labels, b *part.Block, t 
 		if err := ev.scanned(&w.tally, nil); err != nil {
 			return err
 		}
-		if err := w.row(ev, ls, t, line); err != nil {
+		if err := w.row(ev, ls, t, line, nil, nil); err != nil {
 			return err
 		}
 	}

@@ -24,6 +24,7 @@ import (
 //	load
 //	{app="api"} 1s a line          (stream, time after T0, the line)
 //	{app="api"} 1.5s {"level":"error"}
+//	{app="api"} 2s meta{trace_id="abc"} a line   (with structured metadata)
 //
 //	eval log start=0s end=5m limit=100 direction=backward
 //	{app="api"} |= "line"
@@ -44,6 +45,11 @@ import (
 //	count_over_time({app="api"}[1m]) +
 //	==>
 //	error: parse error             (the error must contain this text)
+//
+//	eval log categorize=1          (Loki's categorize-labels encoding)
+//	{app="api"}
+//	==>
+//	{app="api"} 2s a line meta{trace_id="abc"} parsed{...}
 //
 // Times are durations after T0 (2026-01-15T00:00:00Z). A blank line ends a
 // block. Each load adds to what earlier loads of the file stored; each
@@ -140,7 +146,7 @@ func load(t *testing.T, st *store.Store, path string, end int, block []string) {
 	t.Helper()
 	type pushStream struct {
 		Stream map[string]string `json:"stream"`
-		Values [][2]string       `json:"values"`
+		Values [][]any           `json:"values"`
 	}
 	var push struct {
 		Streams []pushStream `json:"streams"`
@@ -159,7 +165,16 @@ func load(t *testing.T, st *store.Store, path string, end int, block []string) {
 		for _, x := range ls {
 			m[x.Name] = x.Value
 		}
-		push.Streams = append(push.Streams, pushStream{Stream: m, Values: [][2]string{{strconv.FormatInt(ns, 10), line}}})
+		value := []any{strconv.FormatInt(ns, 10), line}
+		if strings.HasPrefix(line, "meta{") {
+			close := strings.Index(line, "}")
+			meta := map[string]string{}
+			for _, x := range parseLabels(t, line[len("meta"):close+1]) {
+				meta[x.Name] = x.Value
+			}
+			value = []any{value[0], strings.TrimPrefix(line[close+1:], " "), meta}
+		}
+		push.Streams = append(push.Streams, pushStream{Stream: m, Values: [][]any{value}})
 	}
 	body, err := json.Marshal(push)
 	if err != nil {
@@ -225,6 +240,7 @@ func (c *scriptCase) run(t *testing.T, path string, src Source) {
 		if c.arg(t, "direction", "backward") == "forward" {
 			p.Direction = Forward
 		}
+		p.Categorize = c.arg(t, "categorize", "") != ""
 	case "instant":
 		p.Start = offset(t, c.arg(t, "at", "1m"))
 		p.End, p.Instant = p.Start, true
@@ -263,7 +279,14 @@ func render(res *Result, p Params) []string {
 	case "streams":
 		for _, s := range res.Streams {
 			for _, e := range s.Entries {
-				out = append(out, fmt.Sprintf("%s %s %s", s.Labels, since(e.Time), e.Line))
+				l := fmt.Sprintf("%s %s %s", s.Labels, since(e.Time), e.Line)
+				if len(e.Meta) > 0 {
+					l += " meta" + e.Meta.String()
+				}
+				if len(e.Parsed) > 0 {
+					l += " parsed" + e.Parsed.String()
+				}
+				out = append(out, l)
 			}
 		}
 	case "vector":

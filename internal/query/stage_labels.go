@@ -71,7 +71,8 @@ func stringBytes(s string) []byte {
 const extractedSuffix = "_extracted"
 
 // setParsed sets a label that a parser extracted, as Loki does: a name
-// that is one of the stream's labels gets the suffix "_extracted", and a
+// that is one of the stream's labels or of the row's structured metadata
+// gets the suffix "_extracted", and a
 // name that already has a value in this row (extracted earlier in the
 // line, or by an earlier stage) keeps it: the first value wins. A
 // suffixed name is built in buf. Empty names are ignored.
@@ -79,7 +80,7 @@ func setParsed(lb *labelsBuilder, buf *rowBuf, name, value string) {
 	if name == "" {
 		return
 	}
-	if lb.isStream(name) {
+	if lb.isStream(name) || lb.isMeta(name) {
 		start := len(buf.b)
 		buf.b = append(buf.b, name...)
 		buf.b = append(buf.b, extractedSuffix...)
@@ -98,7 +99,7 @@ func setParsedName(lb *labelsBuilder, buf *rowBuf, name []byte, value string) {
 		return
 	}
 	n := bytesView(name)
-	if lb.isStream(n) {
+	if lb.isStream(n) || lb.isMeta(n) {
 		setParsed(lb, buf, n, value)
 		return
 	}

@@ -214,6 +214,13 @@ func (q *queryRequest) params() (query.Params, error) {
 		}
 		p.Limit = n
 	}
+	// Loki's encoding flags, a comma-separated list; Grafana sends
+	// categorize-labels to get structured metadata apart.
+	for _, f := range strings.Split(q.r.Header.Get("X-Loki-Response-Encoding-Flags"), ",") {
+		if strings.TrimSpace(f) == categorizeLabels {
+			p.Categorize = true
+		}
+	}
 	switch strings.ToLower(q.get("direction")) {
 	case "", "backward":
 		p.Direction = query.Backward
@@ -268,7 +275,7 @@ func (s *Server) runQuery(ctx context.Context, p query.Params) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	return appendQueryResult(nil, res), nil
+	return appendQueryResult(nil, res, p.Categorize), nil
 }
 
 // matchers reads the selectors of a labels/series request: match[] (or

@@ -10,12 +10,22 @@ import (
 	"github.com/sluicelog/sluice/internal/record"
 )
 
+// categorizeLabels is Loki's encoding flag for streams whose labels are
+// the stream labels alone, each entry with its structured metadata and
+// parsed labels as a third element.
+const categorizeLabels = "categorize-labels"
+
 // appendQueryResult appends a query's result as Loki's JSON:
-// {"status":"success","data":{"resultType":..,"result":..,"stats":..}}.
-func appendQueryResult(b []byte, res *query.Result) []byte {
+// {"status":"success","data":{"resultType":..,"result":..,"stats":..}};
+// categorize, as asked with categorize-labels (query.Params.Categorize).
+func appendQueryResult(b []byte, res *query.Result, categorize bool) []byte {
 	b = append(b, `{"status":"success","data":{"resultType":"`...)
 	b = append(b, res.Type...)
-	b = append(b, `","result":`...)
+	b = append(b, '"')
+	if categorize {
+		b = append(b, `,"encodingFlags":["`+categorizeLabels+`"]`...)
+	}
+	b = append(b, `,"result":`...)
 	switch res.Type {
 	case "streams":
 		b = append(b, '[')
@@ -34,6 +44,9 @@ func appendQueryResult(b []byte, res *query.Result) []byte {
 				b = strconv.AppendInt(b, e.Time, 10)
 				b = append(b, `",`...)
 				b = appendJSONString(b, e.Line)
+				if categorize {
+					b = appendCategories(b, e)
+				}
 				b = append(b, ']')
 			}
 			b = append(b, "]}"...)
@@ -165,3 +178,22 @@ func appendJSONString(b []byte, s string) []byte {
 }
 
 func goVersion() string { return runtime.Version() }
+
+// appendCategories appends an entry's third element in Loki's
+// categorize-labels encoding: {"structuredMetadata":{..},"parsed":{..}},
+// each left out when empty.
+func appendCategories(b []byte, e query.Entry) []byte {
+	b = append(b, ",{"...)
+	if len(e.Meta) > 0 {
+		b = append(b, `"structuredMetadata":`...)
+		b = e.Meta.AppendJSON(b)
+	}
+	if len(e.Parsed) > 0 {
+		if len(e.Meta) > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, `"parsed":`...)
+		b = e.Parsed.AppendJSON(b)
+	}
+	return append(b, '}')
+}

@@ -193,6 +193,19 @@ func TestLokiProto(t *testing.T) {
 	if got := f.stored("default"); !slices.Equal(got, want) {
 		t.Errorf("stored %q, want %q", got, want)
 	}
+	// tracing-loki and Vector say Content-Encoding: snappy of the same
+	// body; Loki ignores the header, and so does the push path.
+	code, reply = f.do("POST", "/loki/api/v1/push", pushProto(`{job="rust"}`, "third"), "Content-Type", "application/x-protobuf", "Content-Encoding", "snappy")
+	if code != 204 {
+		t.Fatalf("push with Content-Encoding snappy: %d %s", code, reply)
+	}
+	if got := f.stored("default"); len(got) != 3 || got[2] != `{job="rust"} third` {
+		t.Errorf("stored %q", got)
+	}
+	// Elsewhere snappy is not a content coding.
+	if code, _ := f.do("POST", "/insert/jsonline", []byte(`{"msg":"x"}`), "Content-Encoding", "snappy"); code != 415 {
+		t.Errorf("jsonline with Content-Encoding snappy: %d, want 415", code)
+	}
 	for _, bad := range [][]byte{[]byte("not snappy"), snappy.Encode(nil, []byte{0x0a, 0xff})} {
 		if code, _ := f.do("POST", "/loki/api/v1/push", bad, "Content-Type", "application/x-protobuf"); code != 400 {
 			t.Errorf("malformed protobuf: %d, want 400", code)

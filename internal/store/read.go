@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"sort"
 	"sync"
@@ -128,6 +129,11 @@ type ScanOptions struct {
 	// or Msg, which spares most of a stored block's decoding. (Rows of
 	// the head keep theirs.)
 	LinesOnly bool
+	// Meta, with LinesOnly, still yields the Fields (and Msg) of the
+	// stored rows of every block that holds a field stored out of its
+	// line, such as a Loki push's structured metadata; such blocks are
+	// read whole, without Contains and NoLines.
+	Meta bool
 	// Contains, with LinesOnly, leaves out the stored rows whose line
 	// lacks one of these literals, without rebuilding their lines. (The
 	// head's rows all come: the caller still checks each row.)
@@ -308,7 +314,7 @@ type partIter struct {
 func newPartIter(rd *part.Reader, stream uint32, from, to int64, opts ScanOptions) *partIter {
 	it := &partIter{rd: rd, from: from, to: to, bi: -1, drop: opts.Drop, backward: opts.Backward, blk: blockPool.Get().(*part.Block)}
 	it.blk.Columnar, it.blk.Scan = false, opts.Drop
-	it.blk.LinesOnly = opts.LinesOnly
+	it.blk.LinesOnly, it.blk.Meta = opts.LinesOnly, opts.Meta
 	it.blk.Contains, it.blk.NoLines, it.blk.Newest = nil, false, 0
 	if opts.LinesOnly {
 		it.blk.Contains, it.blk.NoLines = opts.Contains, opts.NoLines && len(opts.Contains) > 0
@@ -377,15 +383,17 @@ func (it *partIter) next() bool {
 				it.blk.CountOnly = true
 				err := it.rd.ReadBlock(it.blocks[it.bi], it.blk)
 				it.blk.CountOnly = false
-				if err == nil {
-					err = fn(it.blk.Matches)
+				if !errors.Is(err, part.ErrOutOfLine) { // else its rows are read below
+					if err == nil {
+						err = fn(it.blk.Matches)
+					}
+					if err != nil {
+						it.e = err
+						return false
+					}
+					it.blk.Rows, it.i = it.blk.Rows[:0], -1
+					continue
 				}
-				if err != nil {
-					it.e = err
-					return false
-				}
-				it.blk.Rows, it.i = it.blk.Rows[:0], -1
-				continue
 			}
 		}
 		if err := it.rd.ReadBlock(it.blocks[it.bi], it.blk); err != nil {
@@ -503,10 +511,29 @@ func (sn *Snapshot) StreamStats(ctx context.Context, tenant string, from, to int
 // walk. The block is valid only during the call.
 type BlockFunc func(b *part.Block) error
 
+// rowsOf calls fn for each row of block i of rd in [from, to].
+func rowsOf(rd *part.Reader, i int, from, to int64, fn RowFunc) error {
+	blk := blockPool.Get().(*part.Block)
+	defer blockPool.Put(blk)
+	blk.Columnar, blk.LinesOnly, blk.Meta, blk.Contains, blk.NoLines, blk.Newest, blk.Scan = false, false, false, nil, false, 0, false
+	if err := rd.ReadBlock(i, blk); err != nil {
+		return err
+	}
+	for k := range blk.Rows {
+		if r := &blk.Rows[k]; r.Time >= from && r.Time <= to {
+			if err := fn(r, blk.Names); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
 // ScanColumns calls blockFn for each stored block of one stream of a
 // tenant with rows in [from, to], and rowFn for each row of the head in
-// [from, to]; in no particular order. For queries that read a few values
-// of every row rather than lines.
+// [from, to] and of each stored block with fields out of its lines
+// (structured metadata, see ScanOptions.Meta); in no particular order.
+// For queries that read a few values of every row rather than lines.
 func (sn *Snapshot) ScanColumns(ctx context.Context, tenant string, stream record.Labels, from, to int64, blockFn BlockFunc, rowFn RowFunc) error {
 	key := stream.String()
 	blk := blockPool.Get().(*part.Block)
@@ -514,7 +541,7 @@ func (sn *Snapshot) ScanColumns(ctx context.Context, tenant string, stream recor
 		blk.Columnar = false
 		blockPool.Put(blk)
 	}()
-	blk.Columnar, blk.LinesOnly, blk.Contains, blk.NoLines, blk.Newest, blk.Scan = true, false, nil, false, 0, false
+	blk.Columnar, blk.LinesOnly, blk.Meta, blk.Contains, blk.NoLines, blk.Newest, blk.Scan = true, false, false, nil, false, 0, false
 	for _, p := range sn.parts {
 		if p.info.Tenant != tenant || p.info.MaxTime < from || p.info.MinTime > to {
 			continue
@@ -532,6 +559,14 @@ func (sn *Snapshot) ScanColumns(ctx context.Context, tenant string, stream recor
 			}
 			if err := p.rd.ReadBlock(i, blk); err != nil {
 				return err
+			}
+			if blk.OutOfLine() {
+				// Its rows may carry structured metadata, which the
+				// columnar path knows nothing of: they go to rowFn.
+				if err := rowsOf(p.rd, i, from, to, rowFn); err != nil {
+					return err
+				}
+				continue
 			}
 			if err := blockFn(blk); err != nil {
 				return err

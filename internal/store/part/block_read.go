@@ -2,6 +2,7 @@ package part
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"hash/maphash"
 	"math"
@@ -29,6 +30,11 @@ type Block struct {
 	// out: for readers of lines alone (queries that parse lines, exports),
 	// which then skip most of the decoding work.
 	LinesOnly bool
+	// Meta, set before a read with LinesOnly, reads a block in full
+	// (as without LinesOnly, Contains and NoLines) when one of its rows
+	// has a field stored out of its line: such fields may be a row's
+	// structured metadata, which readers of lines still want.
+	Meta bool
 	// Contains, set before a read with LinesOnly, keeps only the rows
 	// whose line contains every one of these literals, and rebuilds no
 	// other line (block_match.go).
@@ -182,6 +188,13 @@ func (c *colData) reset() {
 func decodeBlock(body []byte, hd *blockHeader, stream uint32, b *Block) error {
 	nrows := hd.nrows
 	b.tmpls = hd.tmpls
+	if b.LinesOnly && b.Meta && hd.outOfLine() {
+		if b.CountOnly {
+			return ErrOutOfLine
+		}
+		b.LinesOnly = false
+		defer func() { b.LinesOnly = true }()
+	}
 	h := bin.NewReader(hd.rest)
 	ncols := h.Count("column count", 4)
 	rowLen := h.Uvarint("row streams length")
@@ -244,6 +257,25 @@ func decodeBlock(body []byte, hd *blockHeader, stream uint32, b *Block) error {
 		return b.assembleMatching(nrows, stream, rs.times, rs.subms, rs.tids, rs.flags, rs.spans)
 	}
 	return b.assemble(nrows, stream, rs.times, rs.subms, rs.tids, rs.flags, rs.spans)
+}
+
+// ErrOutOfLine is returned by a CountOnly read with Meta of a block that
+// has fields stored out of its lines: its rows must be read instead.
+var ErrOutOfLine = errors.New("part: the block's rows have fields out of their lines")
+
+// OutOfLine reports whether a row of the block last read has a field
+// stored out of its line (see Meta).
+func (b *Block) OutOfLine() bool { return b.hd != nil && b.hd.outOfLine() }
+
+// outOfLine reports whether a slot of the block's templates is a field
+// stored out of its row's line.
+func (hd *blockHeader) outOfLine() bool {
+	for _, sl := range hd.slots {
+		if sl.flags&(slotInLine|slotMsg) == 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // rowParts are a block's row streams, decompressed.

@@ -514,6 +514,9 @@ func (r *Reader) ReadBlock(i int, b *Block) error {
 	if err == nil {
 		err = decodeBlock(blob[d.Off():], hd, bm.Stream, b)
 	}
+	if errors.Is(err, ErrOutOfLine) {
+		return err
+	}
 	if err != nil {
 		return r.corrupt(bm.Off, "block %d: %v", i, err)
 	}
