@@ -47,7 +47,7 @@ func (ev *evaluator) logQuery(ctx context.Context, x *logql.LogExpr) (*Result, e
 	}
 	opts := pruning(x.Pipeline)
 	opts.LinesOnly = true // the stages parse lines
-	opts.Meta = true // a line's structured metadata are among its labels
+	opts.Meta = true      // a line's structured metadata are among its labels
 	opts.Backward = ev.p.Direction == Backward
 	if opts.Backward && ev.p.Interval == 0 && literalsOnly(x.Pipeline) {
 		// Every row the store finds is kept: a stream's newest limit of
