@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"strings"
 	"time"
 
 	"go.yaml.in/yaml/v3"
@@ -25,6 +26,7 @@ type fileConfig struct {
 	Retention      string              `yaml:"retention"`
 	MaxTenantBytes int64               `yaml:"max_tenant_bytes"`
 	Pprof          *bool               `yaml:"pprof"`
+	Discover       discoverConfig      `yaml:"discover"`
 	Limits         limitsConfig        `yaml:"limits"`
 	Syslog         syslogConfig        `yaml:"syslog"`
 	Auth           []server.Credential `yaml:"auth"`
@@ -68,6 +70,12 @@ type limitsConfig struct {
 		MaxLabelValueLen   int `yaml:"max_label_value_length"`
 		MaxLineSize        int `yaml:"max_line_size"`
 	} `yaml:"loki"`
+}
+
+// discoverConfig is what Loki and OTLP pushes get added (as Loki does).
+type discoverConfig struct {
+	ServiceName *[]string `yaml:"service_name"` // [] turns it off
+	LogLevels   *bool     `yaml:"log_levels"`
 }
 
 type syslogConfig struct {
@@ -138,6 +146,12 @@ func (c *fileConfig) apply(o *serveOpts, fs *flag.FlagSet) error {
 	}
 	if c.Pprof != nil && !set["pprof"] {
 		cfg.Pprof = *c.Pprof
+	}
+	if c.Discover.ServiceName != nil && !set["discover-service-name"] {
+		o.discoverService = strings.Join(*c.Discover.ServiceName, ",")
+	}
+	if c.Discover.LogLevels != nil && !set["discover-log-levels"] {
+		cfg.Discover.LogLevels = *c.Discover.LogLevels
 	}
 	num("max-body-bytes", &cfg.MaxBodyBytes, c.Limits.MaxBodyBytes)
 	num("max-decoded-bytes", &cfg.MaxDecodedBytes, c.Limits.MaxDecodedBytes)

@@ -9,12 +9,14 @@ import (
 	"os"
 	"os/signal"
 	"runtime/debug"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/sluicelog/sluice/internal/ingest/loki"
 	"github.com/sluicelog/sluice/internal/server"
 	"github.com/sluicelog/sluice/internal/store"
 	"github.com/sluicelog/sluice/internal/vfs"
@@ -96,6 +98,8 @@ SIGTERM or SIGINT drains the requests in flight, then closes the store.`,
 		fs.DurationVar(&cfg.Admission.QueueWait, "query-queue-wait", cfg.Admission.QueueWait, "how long a query over --max-concurrent-queries or --max-tenant-concurrent-queries waits for a slot before 429")
 		fs.IntVar(&cfg.Admission.MaxTails, "max-tails", cfg.Admission.MaxTails, "tail WebSockets open at once; one more gets 429 (0: no limit)")
 		fs.IntVar(&cfg.Admission.MaxTenantTails, "max-tenant-tails", cfg.Admission.MaxTenantTails, "tail WebSockets one tenant may have open; one more gets 429 (0: no limit)")
+		fs.StringVar(&o.discoverService, "discover-service-name", strings.Join(loki.DefaultServiceNameLabels, ","), "as Loki, give a Loki or OTLP push stream without service_name the first of these `labels` (comma-separated) it has as service_name, else unknown_service (empty: add none)")
+		fs.BoolVar(&cfg.Discover.LogLevels, "discover-log-levels", true, "as Loki, give each Loki or OTLP push entry a detected_level structured metadata, from a level label, metadata or field, or the line")
 		fs.StringVar(&o.config, "config", "", "read settings from this YAML `file` (see sluice.example.yaml); flags given win")
 		o.fs = fs
 		return o.run
@@ -110,6 +114,7 @@ type serveOpts struct {
 	maxTenantBytes, memLimit           int64
 	maxHeadBytes                       int64
 	blockCacheBytes                    int64
+	discoverService                    string // --discover-service-name
 	cfg                                *server.Config
 	fs                                 *flag.FlagSet
 }
@@ -125,6 +130,12 @@ func (o *serveOpts) run(args []string, e *env) error {
 		}
 		if err := c.apply(o, o.fs); err != nil {
 			return err
+		}
+	}
+	o.cfg.Discover.ServiceName = nil
+	for _, l := range strings.Split(o.discoverService, ",") {
+		if l = strings.TrimSpace(l); l != "" {
+			o.cfg.Discover.ServiceName = append(o.cfg.Discover.ServiceName, l)
 		}
 	}
 	if (o.cfg.TLSCertFile == "") != (o.cfg.TLSKeyFile == "") {

@@ -382,7 +382,7 @@ func (s *Server) handleLoki(w http.ResponseWriter, r *http.Request, tenant strin
 	if err != nil {
 		return bodyError(w, err)
 	}
-	d := loki.Decoder{Limits: s.cfg.Loki}
+	d := loki.Decoder{Limits: s.cfg.Loki, Discover: s.cfg.Discover}
 	b := record.GetBatch()
 	defer record.PutBatch(b)
 	b.ReceiveTime = time.Now().UnixNano()

@@ -1,19 +1,22 @@
 package server
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"net/http"
 	"strings"
+	"time"
 
 	"google.golang.org/protobuf/encoding/protowire"
 
-	"github.com/sluicelog/sluice/internal/ingest/jsonline"
+	"github.com/sluicelog/sluice/internal/ingest/loki"
 	"github.com/sluicelog/sluice/internal/ingest/otlp"
 	"github.com/sluicelog/sluice/internal/record"
 )
 
-// handleOTLP serves POST /v1/logs as OTLP/HTTP says: 200 with an
+// handleOTLP serves POST /v1/logs as OTLP/HTTP says, storing the records
+// as Loki 3 does (package otlp): 200 with an
 // ExportLogsServiceResponse (partial_success when records were left out),
 // 400 with a Status when the request cannot be read.
 func (s *Server) handleOTLP(w http.ResponseWriter, r *http.Request, tenant string, body *reqBody) int {
@@ -43,59 +46,41 @@ func (s *Server) handleOTLP(w http.ResponseWriter, r *http.Request, tenant strin
 		}
 		return fail(code, err.Error())
 	}
-	lines, _, err := otlp.Lines(nil, data, isJSON)
-	if err != nil {
-		return fail(http.StatusBadRequest, err.Error())
-	}
-	base := s.cfg.Parse
-	base.Record.StreamFields = otlp.StreamFields
-	opts, err := jsonline.Options(r.URL.Query(), r.Header, "json", base)
-	if err != nil {
-		return fail(http.StatusBadRequest, err.Error())
-	}
-	// Unless the request names them, the rendering's own fields.
-	if r.URL.Query().Get("_stream_fields") == "" && r.Header.Get("VL-Stream-Fields") == "" {
-		opts.Record.StreamFields = otlp.StreamFields
-	}
-	opts.Record.TimeFields = []string{"time"}
-	opts.Record.MsgFields = []string{"body"}
-	p, put, err := s.parsers.get(opts)
-	if err != nil {
-		return fail(http.StatusBadRequest, err.Error())
-	}
-	defer put()
-	var rejected int64
-	var reasons []string
-	var storeErr error
-	err = p.Bytes(r.Context(), lines, func(b *record.Batch) error {
-		for i := range b.Errors {
-			rejected++
-			if len(reasons) < 5 {
-				reasons = append(reasons, b.Errors[i].Msg)
+	// Stream labels: the resource attributes Loki makes labels, unless
+	// the request names others (_stream_fields, VL-Stream-Fields:
+	// attribute names, as sent).
+	var index []string
+	if v := cmp.Or(r.URL.Query().Get("_stream_fields"), r.Header.Get("VL-Stream-Fields")); v != "" {
+		for _, f := range strings.Split(v, ",") {
+			if f = strings.TrimSpace(f); f != "" {
+				index = append(index, f)
 			}
-			s.metrics.rejected.WithLabelValues("otlp", b.Errors[i].Kind.String()).Inc()
 		}
-		// OTLP's partial success: the client is told, and does not retry.
-		if rf := s.streams.admit(tenant, b, false, nil); rf.lines > 0 {
-			rejected += int64(rf.lines)
-			reasons = append(reasons, rf.message(tenant, s.streams.max))
-			s.metrics.rejected.WithLabelValues("otlp", "stream_limit").Add(float64(rf.lines))
-		}
-		s.countTimeFallbacks("otlp", b)
-		if err := s.st.Append(tenant, b); err != nil {
-			storeErr = err
-			return err
-		}
-		s.countLines(r, tenant, "otlp", len(b.Records))
-		s.metrics.bytes.WithLabelValues(tenant, "otlp").Add(float64(len(b.Data)))
-		return nil
-	})
-	if storeErr != nil {
-		return s.storeError(w, storeErr, "")
 	}
+	d := loki.Decoder{Limits: s.cfg.Loki, Discover: s.cfg.Discover}
+	b := record.GetBatch()
+	defer record.PutBatch(b)
+	b.ReceiveTime = time.Now().UnixNano()
+	res, err := otlp.Decode(&d, data, isJSON, b, index)
 	if err != nil {
 		return fail(http.StatusBadRequest, err.Error())
 	}
+	rejected := int64(res.Rejected)
+	reasons := res.Reasons
+	if rejected > 0 {
+		s.metrics.rejected.WithLabelValues("otlp", "invalid").Add(float64(rejected))
+	}
+	// OTLP's partial success: the client is told, and does not retry.
+	if rf := s.streams.admit(tenant, b, false, nil); rf.lines > 0 {
+		rejected += int64(rf.lines)
+		reasons = append(reasons, rf.message(tenant, s.streams.max))
+		s.metrics.rejected.WithLabelValues("otlp", "stream_limit").Add(float64(rf.lines))
+	}
+	if err := s.st.Append(tenant, b); err != nil {
+		return s.storeError(w, err, "")
+	}
+	s.countLines(r, tenant, "otlp", len(b.Records))
+	s.metrics.bytes.WithLabelValues(tenant, "otlp").Add(float64(len(data)))
 	msg := strings.Join(reasons, "; ")
 	if isJSON {
 		w.Header().Set("Content-Type", "application/json")

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"net/url"
 	"slices"
 	"strings"
 	"testing"
@@ -22,15 +23,27 @@ func TestOTLPJSON(t *testing.T) {
 	if code != 200 || reply != "{}" {
 		t.Fatalf("export: %d %s", code, reply)
 	}
-	want := []string{
-		`{service_name="checkout"} {"time":"2026-01-15T08:00:00.123Z","severity_text":"INFO","severity_number":9,"body":"order placed",` +
-			`"trace_id":"5b8efff798038103d269b633813fc60c","span_id":"eee19b7ec3c1b174","service_name":"checkout","scope_name":"app.logger",` +
-			`"scope_version":"1.0","order_id":42,"vip":true,"items":["a",1.5]}`,
-		`{service_name="checkout"} {"time":"2026-01-15T08:00:01Z","observed_time":"2026-01-15T08:00:01Z","body":{"k":"v"},` +
-			`"service_name":"checkout","scope_name":"app.logger","scope_version":"1.0"}`,
-	}
+	// Stored as Loki 3 stores OTLP: the body as the line, service.name as
+	// a stream label, the rest as structured metadata.
+	want := []string{`{service_name="checkout"} order placed`, `{service_name="checkout"} {"k":"v"}`}
 	if got := f.stored("default"); !slices.Equal(got, want) {
 		t.Errorf("stored\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	_, _, reply = get(t, f, "/loki/api/v1/query_range", url.Values{"query": {`{service_name="checkout"}`}, "start": {"1768464000000000000"},
+		"end": {"1768464002000000000"}, "direction": {"forward"}}, "X-Loki-Response-Encoding-Flags", "categorize-labels")
+	wantValues := `"values":[` +
+		`["1768464000123000000","order placed",{"structuredMetadata":{"detected_level":"info","items":"[\"a\",1.5]","order_id":"42",` +
+		`"scope_name":"app.logger","scope_version":"1.0","severity_number":"9","severity_text":"INFO","span_id":"eee19b7ec3c1b174",` +
+		`"trace_id":"5b8efff798038103d269b633813fc60c","vip":"true"}}],` +
+		`["1768464001000000000","{\"k\":\"v\"}",{"structuredMetadata":{"detected_level":"unknown","scope_name":"app.logger","scope_version":"1.0"}}]]`
+	if !strings.Contains(reply, `"result":[{"stream":{"service_name":"checkout"},`+wantValues+"}]") {
+		t.Errorf("query: %s\nwant values %s", reply, wantValues)
+	}
+	// Metadata is queryable as labels.
+	_, _, reply = get(t, f, "/loki/api/v1/query_range", url.Values{"query": {`{service_name="checkout"} | trace_id="5b8efff798038103d269b633813fc60c" | order_id > 40`},
+		"start": {"1768464000000000000"}, "end": {"1768464002000000000"}})
+	if !strings.Contains(reply, `"order placed"`) || strings.Contains(reply, `{\"k\"`) {
+		t.Errorf("metadata filter: %s", reply)
 	}
 	if code, reply := f.do("POST", "/v1/logs", []byte(`{"resourceLogs":[`), "Content-Type", "application/json"); code != 400 || !strings.Contains(reply, `"code":3`) {
 		t.Errorf("malformed: %d %s", code, reply)
@@ -76,7 +89,7 @@ func TestOTLPProto(t *testing.T) {
 	if code != 200 || reply != "" {
 		t.Fatalf("export: %d %q", code, reply)
 	}
-	want := []string{`{service_name="api"} {"time":"2026-01-15T08:00:00Z","severity_text":"WARN","body":"disk \"full\"","service_name":"api"}`}
+	want := []string{`{service_name="api"} disk "full"`}
 	if got := f.stored("default"); !slices.Equal(got, want) {
 		t.Errorf("stored %q, want %q", got, want)
 	}

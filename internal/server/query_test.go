@@ -45,7 +45,7 @@ func get(t *testing.T, f *fixture, path string, params url.Values, headers ...st
 }
 
 func TestQueryRange(t *testing.T) {
-	f := newFixture(t, DefaultConfig())
+	f := newFixture(t, plainConfig())
 	pushed(t, f, "default")
 	code, doc, body := get(t, f, "/loki/api/v1/query_range", url.Values{"query": {`{env="prod"} |= "error"`}, "start": {qStart}, "end": {qEnd}})
 	if code != 200 {
@@ -82,7 +82,7 @@ func TestQueryRange(t *testing.T) {
 }
 
 func TestQueryInstant(t *testing.T) {
-	f := newFixture(t, DefaultConfig())
+	f := newFixture(t, plainConfig())
 	pushed(t, f, "default")
 	_, _, body := get(t, f, "/loki/api/v1/query", url.Values{"query": {`count_over_time({app="api"}[1h])`}, "time": {"2026-01-15T00:01:00Z"}})
 	if !strings.Contains(body, `"resultType":"vector","result":[{"metric":{"app":"api","env":"dev"},"value":[1768435260,"1"]},{"metric":{"app":"api","env":"prod"},"value":[1768435260,"2"]}]`) {
@@ -121,7 +121,7 @@ func TestQueryErrors(t *testing.T) {
 }
 
 func TestQueryLabelsSeriesStats(t *testing.T) {
-	f := newFixture(t, DefaultConfig())
+	f := newFixture(t, plainConfig())
 	pushed(t, f, "default")
 	pushed(t, f, "other")
 	span := url.Values{"start": {qStart}, "end": {qEnd}}
@@ -153,7 +153,7 @@ func TestQueryLabelsSeriesStats(t *testing.T) {
 }
 
 func TestQueryTenantIsolation(t *testing.T) {
-	f := newFixture(t, DefaultConfig())
+	f := newFixture(t, plainConfig())
 	pushed(t, f, "team-a")
 	span := url.Values{"start": {qStart}, "end": {qEnd}, "query": {`{app=~".+"}`}}
 	_, doc, _ := get(t, f, "/loki/api/v1/query_range", span, "X-Scope-OrgID", "team-a")

@@ -44,6 +44,9 @@ type Config struct {
 	Parse parse.Options
 	// Loki bounds labels and lines of pushes.
 	Loki loki.Limits
+	// Discover is what Loki and OTLP pushes get added as Loki's
+	// distributor adds it: service_name and detected_level.
+	Discover loki.Discovery
 	// Pprof serves /debug/pprof/.
 	Pprof bool
 	// ShutdownTimeout bounds how long Serve waits for requests in flight
@@ -96,6 +99,7 @@ func DefaultConfig() Config {
 		MinFreeBytes:        256 << 20,
 		InflightWait:        time.Second,
 		Loki:                loki.DefaultLimits,
+		Discover:            loki.DefaultDiscovery,
 		Query:               query.DefaultLimits,
 		ShutdownTimeout:     30 * time.Second,
 		BodyIdleTimeout:     30 * time.Second,

@@ -121,7 +121,7 @@ func TestLines(t *testing.T) {
 }
 
 func TestLokiJSON(t *testing.T) {
-	f := newFixture(t, DefaultConfig())
+	f := newFixture(t, plainConfig())
 	body := []byte(`{"streams":[{"stream":{"env":"prod","app":"x"},"values":[["1768464000000000000","line one"],["1768464000000000001","line two",{"trace_id":"abc"}]]}]}`)
 	code, reply := f.do("POST", "/loki/api/v1/push", body, "Content-Type", "application/json", "X-Scope-OrgID", "team-a")
 	if code != 204 {
@@ -183,7 +183,7 @@ func pushProto(labels string, lines ...string) []byte {
 }
 
 func TestLokiProto(t *testing.T) {
-	f := newFixture(t, DefaultConfig())
+	f := newFixture(t, plainConfig())
 	body := pushProto(`{job="varlogs", host="h\"1"}`, "first", "second")
 	code, reply := f.do("POST", "/loki/api/v1/push", body, "Content-Type", "application/x-protobuf")
 	if code != 204 {

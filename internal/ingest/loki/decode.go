@@ -38,9 +38,27 @@ func (r *Result) reject(n int, format string, args ...any) {
 // Concurrency: one goroutine; reuse it for many requests.
 type Decoder struct {
 	Limits Limits
-	names  *record.Names
-	meta   [][2][]byte
-	buf    []byte
+	// Discover is what the decoder adds as Loki's distributor does
+	// (zero: nothing).
+	Discover Discovery
+	names    *record.Names
+	meta     [][2][]byte
+	buf      []byte
+	lower    []byte // DetectLevel's scratch
+}
+
+// Begin prepares b for the entries of a request that another decoder
+// (OTLP's) hands over through Stream and Add.
+func (d *Decoder) Begin(b *record.Batch) { d.batch(b) }
+
+// Stream checks and interns a stream's labels, sorting them (and adding
+// service_name as Discover says).
+func (d *Decoder) Stream(b *record.Batch, ls record.Labels) (uint32, error) { return d.stream(b, ls) }
+
+// Add appends one entry of a stream that Stream returned, with its
+// structured metadata; an entry left out is counted in res.
+func (d *Decoder) Add(b *record.Batch, stream uint32, ts int64, line []byte, meta [][2][]byte, res *Result) {
+	d.add(b, stream, ts, line, meta, res)
 }
 
 // batch prepares b for a request's entries.
@@ -67,21 +85,53 @@ func (d *Decoder) add(b *record.Batch, stream uint32, ts int64, line []byte, met
 	rec := record.Record{Time: ts, TimeSource: record.FromData, Stream: stream, MsgFlags: flags,
 		Line: record.Span{Off: start, Len: uint32(len(line))}, FieldStart: uint32(len(b.Fields))}
 	rec.Msg = rec.Line
-	for _, kv := range meta {
-		id, ok := b.Names.Lookup(kv[0])
+	level := ""
+	if d.Discover.LogLevels {
+		// As Loki: a detected_level sent is kept (its known spellings
+		// normalized), else one is detected.
+		level = "-"
+		for _, kv := range meta {
+			if string(kv[0]) == LevelLabel {
+				level = ""
+			}
+		}
+		if level != "" {
+			level, d.lower = DetectLevel(b.Streams.Get(stream), meta, line, d.lower)
+		}
+	}
+	addField := func(name, value []byte) bool {
+		if len(value) == 0 {
+			return true // as a label, an empty value is no value
+		}
+		id, ok := b.Names.Lookup(name)
 		if !ok {
 			res.reject(1, "too many distinct structured metadata names")
 			b.Data = b.Data[:start]
 			b.Fields = b.Fields[:rec.FieldStart]
-			return
+			return false
 		}
 		off := uint32(len(b.Data))
-		b.Data = append(b.Data, kv[1]...)
-		f := record.Field{Name: id, Kind: record.String, Raw: record.Span{Off: off, Len: uint32(len(kv[1]))}}
-		if !utf8.Valid(kv[1]) {
+		b.Data = append(b.Data, value...)
+		f := record.Field{Name: id, Kind: record.String, Raw: record.Span{Off: off, Len: uint32(len(value))}}
+		if !utf8.Valid(value) {
 			f.Flags = record.BadUTF8
 		}
 		b.Fields = append(b.Fields, f)
+		return true
+	}
+	for _, kv := range meta {
+		v := kv[1]
+		if d.Discover.LogLevels && string(kv[0]) == LevelLabel {
+			if l, ok := knownLevel(v); ok {
+				v = []byte(l)
+			}
+		}
+		if !addField(kv[0], v) {
+			return
+		}
+	}
+	if level != "" && !addField([]byte(LevelLabel), []byte(level)) {
+		return
 	}
 	rec.NumFields = uint32(len(b.Fields)) - rec.FieldStart
 	b.Records = append(b.Records, rec)
@@ -92,6 +142,7 @@ func (d *Decoder) stream(b *record.Batch, ls record.Labels) (uint32, error) {
 	if err := d.Limits.checkLabels(ls); err != nil {
 		return 0, err
 	}
+	ls = addServiceName(ls, d.Discover.ServiceName)
 	id, ok := b.Streams.Intern(ls)
 	if !ok {
 		return 0, errors.New("too many streams in one request")

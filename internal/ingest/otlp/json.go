@@ -85,22 +85,24 @@ func jsonAnyValue(raw json.RawMessage, depth int) (value, error) {
 	}
 	switch {
 	case a.StringValue != nil:
-		return value{json: jsonString(*a.StringValue)}, nil
+		return value{json: jsonString(*a.StringValue), str: *a.StringValue}, nil
 	case a.BoolValue != nil:
-		return value{json: strconv.FormatBool(*a.BoolValue)}, nil
+		b := strconv.FormatBool(*a.BoolValue)
+		return value{json: b, str: b}, nil
 	case a.IntValue != nil:
 		n, err := jsonInt(*a.IntValue)
 		if err != nil {
 			return value{}, fmt.Errorf("intValue: %v", err)
 		}
-		return value{json: strconv.FormatInt(n, 10)}, nil
+		i := strconv.FormatInt(n, 10)
+		return value{json: i, str: i}, nil
 	case a.DoubleValue != nil:
 		s := strings.Trim(string(*a.DoubleValue), `"`)
 		f, err := strconv.ParseFloat(s, 64)
 		if err != nil {
 			return value{}, fmt.Errorf("doubleValue: %v", err)
 		}
-		return value{json: floatJSON(f)}, nil
+		return value{json: floatJSON(f), str: floatText(f)}, nil
 	case a.ArrayValue != nil:
 		out := []byte{'['}
 		for i, e := range a.ArrayValue.Values {
@@ -113,9 +115,12 @@ func jsonAnyValue(raw json.RawMessage, depth int) (value, error) {
 			}
 			out = append(out, v.json...)
 		}
-		return value{json: string(append(out, ']'))}, nil
+		v := value{json: string(append(out, ']'))}
+		v.setStr()
+		return v, nil
 	case a.KvlistValue != nil:
 		out := []byte{'{'}
+		m := value{isMap: true}
 		for i, e := range a.KvlistValue.Values {
 			v, err := jsonAnyValue(e.Value, depth+1)
 			if err != nil {
@@ -125,14 +130,18 @@ func jsonAnyValue(raw json.RawMessage, depth int) (value, error) {
 				out = append(out, ',')
 			}
 			out = append(append(append(out, jsonString(e.Key)...), ':'), v.json...)
+			m.kvs = append(m.kvs, kv{key: e.Key, val: v})
 		}
-		return value{json: string(append(out, '}'))}, nil
+		m.json = string(append(out, '}'))
+		m.setStr()
+		return m, nil
 	case a.BytesValue != nil:
 		b, err := base64.StdEncoding.DecodeString(*a.BytesValue)
 		if err != nil {
 			return value{}, fmt.Errorf("bytesValue: %v", err)
 		}
-		return value{json: `"` + base64.StdEncoding.EncodeToString(b) + `"`}, nil
+		e := base64.StdEncoding.EncodeToString(b)
+		return value{json: `"` + e + `"`, str: e}, nil
 	}
 	return value{json: "null"}, nil
 }
@@ -152,21 +161,27 @@ func jsonKVs(in []jsonKV) ([]kv, error) {
 	return out, nil
 }
 
-func linesJSON(dst, body []byte) ([]byte, int, error) {
+func decodeJSON(m *mapper, body []byte) (int, error) {
 	var req jsonExport
 	if err := json.Unmarshal(body, &req); err != nil {
-		return dst, 0, fmt.Errorf("%w: JSON: %v", ErrBadRequest, err)
+		return 0, fmt.Errorf("%w: JSON: %v", ErrBadRequest, err)
 	}
-	bad := func(err error) ([]byte, int, error) { return dst, 0, fmt.Errorf("%w: JSON: %v", ErrBadRequest, err) }
+	bad := func(err error) (int, error) { return 0, fmt.Errorf("%w: JSON: %v", ErrBadRequest, err) }
 	count := 0
 	for _, rl := range req.ResourceLogs {
 		resource, err := jsonKVs(rl.Resource.Attributes)
 		if err != nil {
 			return bad(err)
 		}
+		if err := m.resource(resource); err != nil {
+			return bad(err)
+		}
 		for _, sl := range rl.ScopeLogs {
 			scopeAttrs, err := jsonKVs(sl.Scope.Attributes)
 			if err != nil {
+				return bad(err)
+			}
+			if err := m.scope(sl.Scope.Name, sl.Scope.Version, scopeAttrs); err != nil {
 				return bad(err)
 			}
 			for _, jr := range sl.LogRecords {
@@ -195,10 +210,12 @@ func linesJSON(dst, body []byte) ([]byte, int, error) {
 				if lr.attrs, err = jsonKVs(jr.Attributes); err != nil {
 					return bad(err)
 				}
-				dst = render(dst, resource, sl.Scope.Name, sl.Scope.Version, scopeAttrs, &lr)
+				if err := m.record(&lr); err != nil {
+					return bad(err)
+				}
 				count++
 			}
 		}
 	}
-	return dst, count, nil
+	return count, nil
 }

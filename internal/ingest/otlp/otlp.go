@@ -1,30 +1,35 @@
 // Package otlp decodes OpenTelemetry log exports (OTLP/HTTP, POST
-// /v1/logs, protobuf or JSON) into JSON lines, one per log record, that
-// the JSON parser then turns into records: an OTLP record has no text
-// line, so sluice stores this rendering of it, and gives it back byte for
-// byte.
+// /v1/logs, protobuf or JSON) into records as Loki 3 stores them (its
+// distributor turns an export into a Loki push, pkg/loghttp/push/otlp.go):
 //
-// A line holds, in order: time (RFC 3339, nanoseconds; the observed time
-// when the record has none), observed_time, severity_text,
-// severity_number, body (a string, or the JSON of a structured body),
-// trace_id and span_id (hex), flags, event_name, then the resource's
-// attributes, the scope's name, version and attributes (prefixed scope_),
-// and the record's attributes. Attribute names are written as Loki's OTLP
-// ingestion names them, every byte other than a letter, digit or _ made
-// _ (service.name is service_name), so that the stream labels and fields
-// they become can be named in LogQL.
+//   - the line is the record's body: a string as it is, any other value as
+//     OpenTelemetry's AsString writes it (maps and arrays as JSON, bytes
+//     as base64);
+//   - the stream labels are the resource attributes IndexAttributes names
+//     (service.name, k8s.pod.name, ...), their names made label names
+//     (service_name), and service_name as discovery says;
+//   - everything else is the record's structured metadata: its
+//     attributes, observed_timestamp, severity_number, severity_text,
+//     flags, trace_id and span_id (hex), event_name, then the other
+//     resource attributes, then the scope's attributes, scope_name and
+//     scope_version. A map attribute becomes one entry per key, named
+//     parent_key.
 //
-// It knows nothing of storage or HTTP.
+// Names are made label names as Prometheus' OTLP translator does: every
+// byte other than an ASCII letter, digit or _ becomes _, a name starting
+// with a digit gets "key_" and one starting with a single _ gets "key".
+//
+// It knows nothing of storage or HTTP: it fills a record.Batch through a
+// loki.Decoder, which applies Loki's limits and discovery.
 package otlp
 
 import (
 	"encoding/base64"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"math"
 	"strconv"
-	"time"
+	"strings"
 	"unicode/utf8"
 
 	"google.golang.org/protobuf/encoding/protowire"
@@ -34,13 +39,22 @@ import (
 // request.
 var ErrBadRequest = errors.New("bad OTLP request")
 
-// StreamFields are the resource attributes that make a record's stream
-// unless the request says otherwise.
-var StreamFields = []string{"service_name", "service_namespace", "host_name", "k8s_namespace_name", "k8s_pod_name", "k8s_container_name"}
+// IndexAttributes are the resource attributes that make a record's
+// stream labels: Loki's default_resource_attributes_as_index_labels.
+var IndexAttributes = []string{"service.name", "service.namespace", "service.instance.id",
+	"deployment.environment", "deployment.environment.name", "cloud.region", "cloud.availability_zone",
+	"k8s.cluster.name", "k8s.namespace.name", "k8s.pod.name", "k8s.container.name", "container.name",
+	"k8s.replicaset.name", "k8s.deployment.name", "k8s.statefulset.name", "k8s.daemonset.name",
+	"k8s.cronjob.name", "k8s.job.name"}
 
-// value is an AnyValue: a scalar kept as its JSON text, or nested values.
+// value is an AnyValue: its JSON text, its text as OpenTelemetry's
+// AsString gives it (Loki's rendering of a value as a label or line), and
+// for a map its entries, which Loki makes labels of their own.
 type value struct {
-	json string // the value as JSON
+	json  string // the value as JSON
+	str   string // the value as text: a string as it is, others as JSON
+	isMap bool
+	kvs   []kv
 }
 
 type kv struct {
@@ -60,102 +74,33 @@ type logRecord struct {
 	eventName      string
 }
 
-// Lines renders the records of an export request, one JSON object a line,
-// each followed by '\n', appended to dst. It returns how many records the
-// request held.
-func Lines(dst, body []byte, jsonBody bool) ([]byte, int, error) {
-	if jsonBody {
-		return linesJSON(dst, body)
+// labelName writes an attribute name as a label name, as Prometheus' OTLP
+// translator (otlptranslator.LabelNamer) does for Loki: each character
+// other than an ASCII letter, digit or _ becomes _; a name that starts
+// with a digit gets "key_", one that starts with a single _ gets "key".
+// A name that is empty, or all _ once changed, is an error.
+func labelName(s string) (string, error) {
+	if s == "" {
+		return "", errors.New("attribute without a key")
 	}
-	return linesProto(dst, body)
-}
-
-// render appends one record's line.
-func render(dst []byte, resource []kv, scopeName, scopeVersion string, scopeAttrs []kv, r *logRecord) []byte {
-	dst = append(dst, '{')
-	first := true
-	field := func(name, jsonValue string) {
-		if !first {
-			dst = append(dst, ',')
-		}
-		first = false
-		dst = append(dst, jsonString(name)...)
-		dst = append(dst, ':')
-		dst = append(dst, jsonValue...)
-	}
-	ts := r.time
-	if ts == 0 {
-		ts = r.observed
-	}
-	if ts != 0 {
-		field("time", strconv.Quote(time.Unix(0, int64(ts)).UTC().Format(time.RFC3339Nano)))
-	}
-	if r.observed != 0 {
-		field("observed_time", strconv.Quote(time.Unix(0, int64(r.observed)).UTC().Format(time.RFC3339Nano)))
-	}
-	if r.sevText != "" {
-		field("severity_text", jsonString(r.sevText))
-	}
-	if r.sevNum != 0 {
-		field("severity_number", strconv.FormatInt(r.sevNum, 10))
-	}
-	if r.body != nil {
-		field("body", r.body.json)
-	}
-	if len(r.traceID) > 0 {
-		field("trace_id", `"`+hex.EncodeToString(r.traceID)+`"`)
-	}
-	if len(r.spanID) > 0 {
-		field("span_id", `"`+hex.EncodeToString(r.spanID)+`"`)
-	}
-	if r.flags != 0 {
-		field("flags", strconv.FormatUint(uint64(r.flags), 10))
-	}
-	if r.eventName != "" {
-		field("event_name", jsonString(r.eventName))
-	}
-	for _, a := range resource {
-		field(labelName(a.key), a.val.json)
-	}
-	if scopeName != "" {
-		field("scope_name", jsonString(scopeName))
-	}
-	if scopeVersion != "" {
-		field("scope_version", jsonString(scopeVersion))
-	}
-	for _, a := range scopeAttrs {
-		field("scope_"+labelName(a.key), a.val.json)
-	}
-	for _, a := range r.attrs {
-		field(labelName(a.key), a.val.json)
-	}
-	dst = append(dst, '}', '\n')
-	return dst
-}
-
-// labelName writes an attribute name as a label name: bytes other than
-// ASCII letters, digits and _ become _, and a leading digit gets a _.
-func labelName(s string) string {
-	ok := s != "" && !(s[0] >= '0' && s[0] <= '9')
-	for i := 0; ok && i < len(s); i++ {
-		c := s[i]
-		ok = c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
-	}
-	if ok {
-		return s
-	}
-	b := make([]byte, 0, len(s)+1)
-	if s == "" || s[0] >= '0' && s[0] <= '9' {
-		b = append(b, '_')
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
+	b := make([]byte, 0, len(s))
+	for _, c := range s {
 		if !(c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9') {
 			c = '_'
 		}
-		b = append(b, c)
+		b = append(b, byte(c))
 	}
-	return string(b)
+	n := string(b)
+	switch {
+	case n[0] >= '0' && n[0] <= '9':
+		n = "key_" + n
+	case n[0] == '_' && !(len(n) > 1 && n[1] == '_'):
+		n = "key" + n
+	}
+	if n != s && strings.Trim(n, "_") == "" {
+		return "", fmt.Errorf("attribute %q: its label name would be %q", s, n)
+	}
+	return n, nil
 }
 
 // jsonString quotes s as JSON (strconv.Quote's escapes are not all JSON's).
@@ -189,9 +134,30 @@ func jsonString(s string) string {
 
 func floatJSON(f float64) string {
 	if math.IsNaN(f) || math.IsInf(f, 0) {
-		return strconv.Quote(strconv.FormatFloat(f, 'g', -1, 64)) // JSON has no NaN
+		return strconv.Quote(floatText(f)) // JSON has no NaN
 	}
-	return strconv.FormatFloat(f, 'g', -1, 64)
+	return floatText(f)
+}
+
+// floatText writes a double as JavaScript (and encoding/json, and so
+// OpenTelemetry's AsString) does: no exponent between 1e-6 and 1e21.
+func floatText(f float64) string {
+	if math.IsNaN(f) || math.IsInf(f, 0) {
+		return strconv.FormatFloat(f, 'g', -1, 64)
+	}
+	format := byte('f')
+	if a := math.Abs(f); a != 0 && (a < 1e-6 || a >= 1e21) {
+		format = 'e'
+	}
+	b := strconv.AppendFloat(nil, f, format, -1, 64)
+	if format == 'e' {
+		// e-09 to e-9, as JavaScript writes it.
+		if n := len(b); n >= 4 && b[n-4] == 'e' && b[n-3] == '-' && b[n-2] == '0' {
+			b[n-2] = b[n-1]
+			b = b[:n-1]
+		}
+	}
+	return string(b)
 }
 
 // ---- protobuf ----
@@ -270,13 +236,15 @@ func protoAny(b []byte, depth int) (value, error) {
 		}
 		switch {
 		case num == 1 && typ == protowire.BytesType:
-			v.json = jsonString(string(r.bytes()))
+			v.str = string(r.bytes())
+			v.json = jsonString(v.str)
 		case num == 2 && typ == protowire.VarintType:
 			v.json = strconv.FormatBool(r.varint() != 0)
 		case num == 3 && typ == protowire.VarintType:
 			v.json = strconv.FormatInt(int64(r.varint()), 10)
 		case num == 4 && typ == protowire.Fixed64Type:
-			v.json = floatJSON(math.Float64frombits(r.fixed64()))
+			f := math.Float64frombits(r.fixed64())
+			v.json, v.str = floatJSON(f), floatText(f)
 		case (num == 5 || num == 6) && typ == protowire.BytesType:
 			inner := reader{b: r.bytes()}
 			out := []byte{'['}
@@ -309,6 +277,7 @@ func protoAny(b []byte, depth int) (value, error) {
 						return v, err
 					}
 					out = append(append(append(out, jsonString(p.key)...), ':'), p.val.json...)
+					v.kvs = append(v.kvs, p)
 				}
 			}
 			if inner.err != nil {
@@ -318,15 +287,26 @@ func protoAny(b []byte, depth int) (value, error) {
 				out = append(out, ']')
 			} else {
 				out = append(out, '}')
+				v.isMap = true
 			}
 			v.json = string(out)
 		case num == 7 && typ == protowire.BytesType:
-			v.json = `"` + base64.StdEncoding.EncodeToString(r.bytes()) + `"`
+			v.str = base64.StdEncoding.EncodeToString(r.bytes())
+			v.json = `"` + v.str + `"`
 		default:
 			r.skip(num, typ)
 		}
 	}
+	v.setStr()
 	return v, r.err
+}
+
+// setStr sets the text of a value that is not a string (of a string, or
+// of bytes, it is set already): its JSON, as OpenTelemetry's AsString.
+func (v *value) setStr() {
+	if v.str == "" && v.json != "null" && (v.json == "" || v.json[0] != '"') {
+		v.str = v.json
+	}
 }
 
 func protoKV(b []byte, depth int) (kv, error) {
@@ -356,9 +336,9 @@ func protoKV(b []byte, depth int) (kv, error) {
 	return p, r.err
 }
 
-func linesProto(dst, body []byte) ([]byte, int, error) {
-	bad := func(err error) ([]byte, int, error) {
-		return dst, 0, fmt.Errorf("%w: protobuf: %v", ErrBadRequest, err)
+func decodeProto(m *mapper, body []byte) (int, error) {
+	bad := func(err error) (int, error) {
+		return 0, fmt.Errorf("%w: protobuf: %v", ErrBadRequest, err)
 	}
 	r := reader{b: body}
 	count := 0
@@ -409,10 +389,11 @@ func linesProto(dst, body []byte) ([]byte, int, error) {
 		if rl.err != nil {
 			return bad(rl.err)
 		}
+		if err := m.resource(resource); err != nil {
+			return bad(err)
+		}
 		for _, sb := range scopes {
-			var err error
-			var n int
-			dst, n, err = protoScope(dst, sb, resource)
+			n, err := protoScope(m, sb)
 			if err != nil {
 				return bad(err)
 			}
@@ -422,10 +403,10 @@ func linesProto(dst, body []byte) ([]byte, int, error) {
 	if r.err != nil {
 		return bad(r.err)
 	}
-	return dst, count, nil
+	return count, nil
 }
 
-func protoScope(dst, b []byte, resource []kv) ([]byte, int, error) {
+func protoScope(m *mapper, b []byte) (int, error) {
 	r := reader{b: b}
 	var name, version string
 	var attrs []kv
@@ -451,7 +432,7 @@ func protoScope(dst, b []byte, resource []kv) ([]byte, int, error) {
 				case n == 3 && t == protowire.BytesType:
 					p, err := protoKV(s.bytes(), 0)
 					if err != nil {
-						return dst, 0, err
+						return 0, err
 					}
 					attrs = append(attrs, p)
 				default:
@@ -459,7 +440,7 @@ func protoScope(dst, b []byte, resource []kv) ([]byte, int, error) {
 				}
 			}
 			if s.err != nil {
-				return dst, 0, s.err
+				return 0, s.err
 			}
 		case num == 2 && typ == protowire.BytesType:
 			recs = append(recs, r.bytes())
@@ -468,16 +449,21 @@ func protoScope(dst, b []byte, resource []kv) ([]byte, int, error) {
 		}
 	}
 	if r.err != nil {
-		return dst, 0, r.err
+		return 0, r.err
+	}
+	if err := m.scope(name, version, attrs); err != nil {
+		return 0, err
 	}
 	for _, rb := range recs {
 		lr, err := protoRecord(rb)
 		if err != nil {
-			return dst, 0, err
+			return 0, err
 		}
-		dst = render(dst, resource, name, version, attrs, &lr)
+		if err := m.record(&lr); err != nil {
+			return 0, err
+		}
 	}
-	return dst, len(recs), nil
+	return len(recs), nil
 }
 
 func protoRecord(b []byte) (logRecord, error) {
