@@ -50,7 +50,7 @@ var sequenceSamples = map[string]struct {
 	value any
 	find  string
 }{
-	"auth": {[]any{map[string]any{"token": "sample-token-4711", "tenants": []any{"sample-tenant"}}}, "sample-token-4711"},
+	"auth":                  {[]any{map[string]any{"token": "sample-token-4711", "tenants": []any{"sample-tenant"}}}, "sample-token-4711"},
 	"discover.service_name": {[]any{"sample-label-4712"}, "sample-label-4712"},
 }
 
