@@ -24,16 +24,26 @@ package e2e
 // an export failed.
 //
 // The test checks that every record is stored exactly once in the tenant
-// named by the header, as sluice's JSON rendering of it: time (RFC 3339
-// with nanoseconds), severity, body, trace context, resource, scope and
-// attributes; that sluice stored each at its time (export --from/--to);
-// that the default tenant got nothing; and that the stream of each
-// resource is selected by {service_name="..."}, as in Loki (see the
-// subtest).
+// named by the header, as Loki 3 stores OTLP logs: the body as the line,
+// service.name, service.instance.id (which the SDK adds) and
+// deployment.environment as stream labels (service_name, ...), and everything else as
+// structured metadata, read back through the query API with Grafana's
+// categorize-labels encoding: the other resource attributes, scope name
+// and version, the attributes (typed values as text), severity, trace
+// context, flags, observed_timestamp and the detected_level Loki adds;
+// that metadata is queryable as labels (label filters on trace_id and
+// an attribute); that sluice stored each at its time (export
+// --from/--to); that the default tenant got nothing; and that the stream
+// of each resource is selected by {service_name="..."}, as in Loki (see
+// the subtest).
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
+	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"testing"
@@ -191,10 +201,6 @@ func TestOpenTelemetryPython(t *testing.T) {
 		t.Errorf("%d OTLP requests for %d + %d records in batches of at most 50", reqs, nAPI, nLog)
 	}
 	t.Logf("the exporters sent %d + %d records in %d requests: %v", nAPI, nLog, reqs, res.Exports)
-	s.checkSeries(t, tenant, 2)
-	s.stop(t)
-
-	lines := export(t, s.data, tenant)
 	var want, wantAPI, wantLog []string
 	for i := range nAPI {
 		want = append(want, "api "+strconv.Itoa(i))
@@ -204,32 +210,39 @@ func TestOpenTelemetryPython(t *testing.T) {
 		want = append(want, "logging "+strconv.Itoa(i))
 		wantLog = append(wantLog, "logging "+strconv.Itoa(i))
 	}
-	key := func(line string) (string, error) { return otelCheckLine(line, res) }
+	s.checkSeries(t, tenant, 2)
+	entries := otelQuery(t, s, tenant, `{service_name=~"e2e-otel-.+"}`)
+	checkOnce(t, "query of tenant "+tenant, entries, want,
+		func(e string) (string, error) { return otelCheckEntry(e, res) })
+	// Metadata is queryable as labels, as in Loki.
+	traced := otelQuery(t, s, tenant, fmt.Sprintf(`{service_name="e2e-otel-api"} | trace_id=%q | kind="odd"`, res.TraceID))
+	if len(traced) != nAPI/2 {
+		t.Errorf("{service_name=\"e2e-otel-api\"} | trace_id=... | kind=\"odd\": %d lines, want %d", len(traced), nAPI/2)
+	}
+	s.stop(t)
+
+	lines := export(t, s.data, tenant)
+	key := func(line string) (string, error) { k, _, err := otelBodyKey(line); return k, err }
 	checkOnce(t, "tenant "+tenant, lines, want, key)
 	checkTimes(t, s.data, tenant, lines, func(line string) (time.Time, error) {
-		var rec struct {
-			Time string `json:"time"`
-		}
-		if err := json.Unmarshal([]byte(line), &rec); err != nil {
-			return time.Time{}, err
-		}
-		return time.Parse(time.RFC3339Nano, rec.Time)
+		_, ts, err := otelBodyKey(line)
+		return ts, err
 	})
 	checkOnce(t, "tenant default", export(t, s.data, "default"), nil, identity)
 	checkStats(t, s.data, tenant, nAPI+nLog)
 
 	t.Run("stream selected by service_name", func(t *testing.T) {
-		// sluice makes the stream of an OTLP record from its resource's
-		// service.name, host.name, ... (internal/ingest/otlp.StreamFields),
-		// named as Loki's OTLP ingestion names them, dots replaced by
-		// underscores: service_name, host_name.
+		// As Loki, sluice makes the stream of an OTLP record from its
+		// resource's service.name, deployment.environment, ...
+		// (internal/ingest/otlp.IndexAttributes), named as Loki's OTLP
+		// ingestion names them, dots replaced by underscores.
 		for _, c := range []struct {
 			service string
 			want    []string
 		}{{"e2e-otel-api", wantAPI}, {"e2e-otel-logging", wantLog}} {
 			for _, sel := range []string{
 				fmt.Sprintf(`{service_name=%q}`, c.service),
-				fmt.Sprintf(`{service_name=%q, host_name="e2e-otel-host"}`, c.service),
+				fmt.Sprintf(`{service_name=%q, deployment_environment="test"}`, c.service),
 			} {
 				checkOnce(t, sel, export(t, s.data, tenant, "--stream", sel), c.want, key)
 			}
@@ -237,95 +250,164 @@ func TestOpenTelemetryPython(t *testing.T) {
 	})
 }
 
-// otelCheckLine checks one stored OTLP line against what the script sent,
-// and returns "api SEQ" or "logging SEQ".
-func otelCheckLine(line string, res otelResult) (string, error) {
-	var rec map[string]any
-	d := json.NewDecoder(strings.NewReader(line))
-	d.UseNumber()
-	if err := d.Decode(&rec); err != nil {
+// otelBodyKey reads a stored line, the body of a record the script sent,
+// and returns "api SEQ" or "logging SEQ" with the time the record had.
+func otelBodyKey(line string) (string, time.Time, error) {
+	var seq int
+	switch {
+	case strings.HasPrefix(line, "otel api "):
+		if _, err := fmt.Sscanf(line, "otel api %04d", &seq); err != nil || line != fmt.Sprintf(`otel api %04d "quoted" back\slash ünïcode ✓`, seq) {
+			return "", time.Time{}, fmt.Errorf("not a line of the logs API")
+		}
+	case strings.HasPrefix(line, "{"):
+		// A map body, as Loki writes it: JSON.
+		var body struct {
+			Event, User string
+			OK          bool
+		}
+		if err := json.Unmarshal([]byte(line), &body); err != nil || body.Event != "login" || !body.OK {
+			return "", time.Time{}, fmt.Errorf("not a map body the script sent (%v)", err)
+		}
+		if _, err := fmt.Sscanf(body.User, "u%04d", &seq); err != nil {
+			return "", time.Time{}, fmt.Errorf("user %q", body.User)
+		}
+	case strings.HasPrefix(line, "otel logging "):
+		if _, err := fmt.Sscanf(line, "otel logging %04d", &seq); err != nil || line != fmt.Sprintf(`otel logging %04d "quoted" ünïcode`, seq) {
+			return "", time.Time{}, fmt.Errorf("not a line of the logging module")
+		}
+		return "logging " + strconv.Itoa(seq), otelBase.Add(time.Duration(1000+seq) * time.Second), nil
+	default:
+		return "", time.Time{}, fmt.Errorf("not a line the script sent")
+	}
+	return "api " + strconv.Itoa(seq), otelBase.Add(time.Duration(seq)*time.Second + 123456789), nil
+}
+
+// otelEntry is one value of a categorize-labels query answer, with its
+// stream's labels.
+type otelEntry struct {
+	Stream map[string]string `json:"stream"`
+	Time   string            `json:"time"`
+	Line   string            `json:"line"`
+	Meta   map[string]string `json:"structuredMetadata"`
+	Parsed map[string]string `json:"parsed"`
+}
+
+// otelQuery runs a log query over the records' hours, as Grafana does
+// (X-Loki-Response-Encoding-Flags: categorize-labels), and returns each
+// entry as the JSON of an otelEntry.
+func otelQuery(t *testing.T, s *server, tenant, query string) []string {
+	t.Helper()
+	params := url.Values{"query": {query}, "start": {otelBase.Add(-time.Minute).Format(time.RFC3339)},
+		"end": {otelBase.Add(time.Hour).Format(time.RFC3339)}, "limit": {"5000"}, "direction": {"forward"}}
+	req, _ := http.NewRequest("GET", s.url("/loki/api/v1/query_range?"+params.Encode()), nil)
+	req.Header.Set("X-Scope-OrgID", tenant)
+	req.Header.Set("X-Loki-Response-Encoding-Flags", "categorize-labels")
+	resp, err := (&http.Client{Timeout: 30 * time.Second}).Do(req)
+	if err != nil {
+		t.Fatalf("query %s: %v", query, err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	var doc struct {
+		Data struct {
+			EncodingFlags []string `json:"encodingFlags"`
+			Result        []struct {
+				Stream map[string]string    `json:"stream"`
+				Values [][3]json.RawMessage `json:"values"`
+			} `json:"result"`
+		} `json:"data"`
+	}
+	if resp.StatusCode != 200 || json.Unmarshal(body, &doc) != nil {
+		t.Fatalf("query %s: %s %.500s", query, resp.Status, body)
+	}
+	if len(doc.Data.EncodingFlags) != 1 || doc.Data.EncodingFlags[0] != "categorize-labels" {
+		t.Errorf("query %s: encodingFlags %q", query, doc.Data.EncodingFlags)
+	}
+	var out []string
+	for _, r := range doc.Data.Result {
+		for _, v := range r.Values {
+			e := otelEntry{Stream: r.Stream}
+			if err := errors.Join(json.Unmarshal(v[0], &e.Time), json.Unmarshal(v[1], &e.Line), json.Unmarshal(v[2], &e)); err != nil {
+				t.Fatalf("query %s: value %s: %v", query, v, err)
+			}
+			j, _ := json.Marshal(e)
+			out = append(out, string(j))
+		}
+	}
+	return out
+}
+
+// otelCheckEntry checks one entry (otelQuery's) against what the script
+// sent, and returns "api SEQ" or "logging SEQ".
+func otelCheckEntry(entry string, res otelResult) (string, error) {
+	var e otelEntry
+	if err := json.Unmarshal([]byte(entry), &e); err != nil {
 		return "", err
 	}
-	str := func(k string) string { s, _ := rec[k].(string); return s }
-	num := func(k string) int64 {
-		n, ok := rec[k].(json.Number)
-		if !ok {
-			return -1
-		}
-		v, err := n.Int64()
-		if err != nil {
-			return -1
-		}
-		return v
+	k, ts, err := otelBodyKey(e.Line)
+	if err != nil {
+		return "", err
 	}
 	var problems []string
-	expect := func(k string, got, want any) {
-		if fmt.Sprint(got) != fmt.Sprint(want) {
-			problems = append(problems, fmt.Sprintf("%s is %v, want %v", k, got, want))
+	expect := func(what, got, want string) {
+		if got != want {
+			problems = append(problems, fmt.Sprintf("%s is %q, want %q", what, got, want))
 		}
 	}
-	seq := num("seq")
-	if seq < 0 {
-		return "", fmt.Errorf("no integer seq attribute")
+	m := e.Meta
+	seq, err := strconv.Atoi(m["seq"])
+	if err != nil || k != fmt.Sprintf("%s %d", strings.Fields(k)[0], seq) {
+		return "", fmt.Errorf("%s: metadata seq %q", k, m["seq"])
+	}
+	expect("time", e.Time, strconv.FormatInt(ts.UnixNano(), 10))
+	// The SDK adds service.instance.id, a UUID: a stream label too.
+	if len(e.Stream["service_instance_id"]) != 36 {
+		problems = append(problems, fmt.Sprintf("stream %v: no service_instance_id", e.Stream))
+	}
+	delete(e.Stream, "service_instance_id")
+	expect("stream", fmt.Sprint(e.Stream), fmt.Sprintf("map[deployment_environment:test service_name:e2e-otel-%s]", strings.Fields(k)[0]))
+	if len(e.Parsed) > 0 {
+		problems = append(problems, fmt.Sprintf("parsed labels %v", e.Parsed))
 	}
 	kind := "even"
 	if seq%2 == 1 {
 		kind = "odd"
 	}
-	expect("kind", str("kind"), kind)
-	expect("host_name", str("host_name"), "e2e-otel-host")
-	expect("deployment_environment", str("deployment_environment"), "test")
-	expect("telemetry_sdk_language", str("telemetry_sdk_language"), "python")
-	if _, err := time.Parse(time.RFC3339Nano, str("observed_time")); err != nil {
-		problems = append(problems, fmt.Sprintf("observed_time %q: %v", str("observed_time"), err))
+	expect("kind", m["kind"], kind)
+	expect("host_name", m["host_name"], "e2e-otel-host")
+	expect("telemetry_sdk_language", m["telemetry_sdk_language"], "python")
+	if _, err := strconv.ParseInt(m["observed_timestamp"], 10, 64); err != nil {
+		problems = append(problems, fmt.Sprintf("observed_timestamp %q", m["observed_timestamp"]))
 	}
-	var k string
-	switch service := str("service_name"); service {
-	case "e2e-otel-api":
-		k = "api " + strconv.FormatInt(seq, 10)
-		expect("time", str("time"), otelBase.Add(time.Duration(seq)*time.Second+123456789).Format(time.RFC3339Nano))
-		sev, sevNum := "INFO", int64(9)
+	sev, sevNum, level := "INFO", "9", "info"
+	switch strings.Fields(k)[0] {
+	case "api":
 		if seq%5 == 0 {
-			sev, sevNum = "ERROR", 17
+			sev, sevNum, level = "ERROR", "17", "error"
 		}
-		expect("severity_text", str("severity_text"), sev)
-		expect("severity_number", num("severity_number"), sevNum)
-		if seq%10 == 3 {
-			body, _ := rec["body"].(map[string]any)
-			expect("body.user", body["user"], fmt.Sprintf("u%04d", seq))
-			expect("body.event", body["event"], "login")
-			expect("body.ok", body["ok"], true)
-		} else {
-			expect("body", str("body"), fmt.Sprintf(`otel api %04d "quoted" back\slash ünïcode ✓`, seq))
+		expect("trace_id", m["trace_id"], res.TraceID)
+		expect("span_id", m["span_id"], res.SpanID)
+		if f, _ := strconv.Atoi(m["flags"]); f&1 != 1 {
+			problems = append(problems, fmt.Sprintf("flags %q: not sampled", m["flags"]))
 		}
-		expect("trace_id", str("trace_id"), res.TraceID)
-		expect("span_id", str("span_id"), res.SpanID)
-		if num("flags")&1 != 1 {
-			problems = append(problems, fmt.Sprintf("flags %v: not sampled", rec["flags"]))
-		}
-		expect("scope_name", str("scope_name"), "e2e.otel.api")
-		expect("scope_version", str("scope_version"), "1.2.3")
-		expect("ratio", rec["ratio"], json.Number(strconv.FormatFloat(float64(seq)/4, 'g', -1, 64)))
-		expect("ok", rec["ok"], seq%2 == 0)
-		expect("tags", rec["tags"], []any{"a", "b"})
-	case "e2e-otel-logging":
-		k = "logging " + strconv.FormatInt(seq, 10)
-		expect("time", str("time"), otelBase.Add(time.Duration(1000+seq)*time.Second).Format(time.RFC3339Nano))
-		sev, sevNum := "INFO", int64(9)
+		expect("scope_name", m["scope_name"], "e2e.otel.api")
+		expect("scope_version", m["scope_version"], "1.2.3")
+		expect("ratio", m["ratio"], strconv.FormatFloat(float64(seq)/4, 'f', -1, 64))
+		expect("ok", m["ok"], strconv.FormatBool(seq%2 == 0))
+		expect("tags", m["tags"], `["a","b"]`)
+	case "logging":
 		if seq%10 == 0 {
-			sev, sevNum = "WARN", 13
+			sev, sevNum, level = "WARN", "13", "warn"
 		}
-		expect("severity_text", str("severity_text"), sev)
-		expect("severity_number", num("severity_number"), sevNum)
-		expect("body", str("body"), fmt.Sprintf(`otel logging %04d "quoted" ünïcode`, seq))
-		expect("scope_name", str("scope_name"), "e2e.otel.logging")
-		expect("code_function_name", str("code_function_name"), "<module>")
-		if !strings.HasSuffix(str("code_file_path"), "otel.py") {
-			problems = append(problems, fmt.Sprintf("code.file.path %q", str("code_file_path")))
+		expect("scope_name", m["scope_name"], "e2e.otel.logging")
+		expect("code_function_name", m["code_function_name"], "<module>")
+		if !strings.HasSuffix(m["code_file_path"], "otel.py") {
+			problems = append(problems, fmt.Sprintf("code.file.path %q", m["code_file_path"]))
 		}
-	default:
-		return "", fmt.Errorf("service_name %q: not one the script sent", service)
 	}
+	expect("severity_text", m["severity_text"], sev)
+	expect("severity_number", m["severity_number"], sevNum)
+	expect("detected_level", m["detected_level"], level)
 	if len(problems) > 0 {
 		return "", fmt.Errorf("%s: %s", k, strings.Join(problems, "; "))
 	}
