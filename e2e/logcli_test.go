@@ -92,13 +92,19 @@ func TestLogcli(t *testing.T) {
 		t.Errorf("query --output=jsonl: %s", out)
 	}
 
-	if got := lines(logcli("labels", "--since=1h")); !slices.Equal(got, []string{"app", "env"}) {
+	// As Loki 3: service_name is discovered (from app), and detected_level,
+	// structured metadata, is queryable but no label of the index.
+	out = logcli("query", "--since=1h", "--limit=100", "--output=raw", `{service_name="web"} | detected_level="warn"`)
+	if got := lines(out); len(got) != len(web) {
+		t.Errorf("query by detected_level: %d lines, want %d", len(got), len(web))
+	}
+	if got := lines(logcli("labels", "--since=1h")); !slices.Equal(got, []string{"app", "env", "service_name"}) {
 		t.Errorf("labels: %q", got)
 	}
 	if got := lines(logcli("labels", "--since=1h", "app")); !slices.Equal(got, []string{"api", "web"}) {
 		t.Errorf("labels app: %q", got)
 	}
-	if out := logcli("series", "--since=1h", `{app=~".+"}`); !strings.Contains(out, `{app="api", env="prod"}`) || !strings.Contains(out, `{app="web", env="prod"}`) {
+	if out := logcli("series", "--since=1h", `{app=~".+"}`); !strings.Contains(out, `{app="api", env="prod", service_name="api"}`) || !strings.Contains(out, `{app="web", env="prod", service_name="web"}`) {
 		t.Errorf("series: %s", out)
 	}
 	if out := logcli("stats", "--since=1h", `{app="api"}`); !strings.Contains(out, "streams: 1") || !strings.Contains(out, "entries: 50") {
