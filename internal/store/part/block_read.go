@@ -267,12 +267,23 @@ var ErrOutOfLine = errors.New("part: the block's rows have fields out of their l
 // stored out of its line (see Meta).
 func (b *Block) OutOfLine() bool { return b.hd != nil && b.hd.outOfLine() }
 
-// outOfLine reports whether a slot of the block's templates is a field
-// stored out of its row's line.
+// outOfLine reports whether a row of the block may have structured
+// metadata: a template whose line is its message alone (or that keeps its
+// line raw) has a field stored out of the line. (Lines of sluice's own
+// formats are more than their message, or their message is a field.)
 func (hd *blockHeader) outOfLine() bool {
-	for _, sl := range hd.slots {
-		if sl.flags&(slotInLine|slotMsg) == 0 {
-			return true
+	for i := range hd.tmpls {
+		t := &hd.tmpls[i]
+		msgOnly := t.raw ||
+			len(t.holes) == 0 && len(t.gaps.Last()) == 0 ||
+			len(t.holes) == 1 && t.slots[t.holes[0]].flags&slotMsg != 0 && len(t.gaps.At(0)) == 0 && len(t.gaps.Last()) == 0
+		if !msgOnly {
+			continue
+		}
+		for _, sl := range t.slots {
+			if sl.flags&(slotInLine|slotMsg) == 0 {
+				return true
+			}
 		}
 	}
 	return false
