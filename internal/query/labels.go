@@ -255,3 +255,24 @@ func hasMeta(r *rows.Row) bool {
 	}
 	return true
 }
+
+// StructuredMetadata appends to dst the structured metadata of a stored
+// row, whose field names index names, as LogQL sees it before the
+// _extracted rule: the fields of a Loki push or OTLP record (see
+// hasMeta), in their stored order; nothing for the rows of sluice's own
+// formats. The labels own their strings. Scan with ScanOptions.Meta (or
+// without LinesOnly) for stored rows to carry their fields.
+func StructuredMetadata(dst record.Labels, r *rows.Row, names []string) record.Labels {
+	if !hasMeta(r) {
+		return dst
+	}
+	var buf []byte
+	for i := range r.Fields {
+		f := &r.Fields[i]
+		buf = record.AppendUnescaped(buf[:0], f.Value, f.Flags)
+		if len(buf) > 0 {
+			dst = append(dst, record.Label{Name: strings.Clone(names[f.Name]), Value: string(buf)})
+		}
+	}
+	return dst
+}

@@ -47,6 +47,9 @@ type Decoder struct {
 	lower    []byte // DetectLevel's scratch
 }
 
+// levelLabel is LevelLabel as bytes, for Names.Lookup.
+var levelLabel = []byte(LevelLabel)
+
 // Begin prepares b for the entries of a request that another decoder
 // (OTLP's) hands over through Stream and Add.
 func (d *Decoder) Begin(b *record.Batch) { d.batch(b) }
@@ -130,8 +133,11 @@ func (d *Decoder) add(b *record.Batch, stream uint32, ts int64, line []byte, met
 			return
 		}
 	}
-	if level != "" && !addField([]byte(LevelLabel), []byte(level)) {
-		return
+	if level != "" {
+		d.lower = append(d.lower[:0], level...)
+		if !addField(levelLabel, d.lower) {
+			return
+		}
 	}
 	rec.NumFields = uint32(len(b.Fields)) - rec.FieldStart
 	b.Records = append(b.Records, rec)
