@@ -113,3 +113,21 @@ func TestDecodeDiscovery(t *testing.T) {
 		t.Errorf("got\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }
+
+// FuzzDetectLevel: any line gives a level, never a panic, and the same
+// level as a copy of the line in a larger buffer.
+func FuzzDetectLevel(f *testing.F) {
+	for _, s := range []string{`{"msg":"error here","level":"Information"}`, ` {"a":{"b":[1,{"c":"d"}],"severity":"ERR"}} `,
+		`ts=1 LEVEL=trc msg="an error"`, `msg="x y\" level="critical"`, "[INFO] retrying after error", `{"a":"\`, `{"a":[}`, `a="b\`} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, line string) {
+		l, _ := DetectLevel(nil, nil, []byte(line), nil)
+		if l == "" {
+			t.Fatalf("no level for %q", line)
+		}
+		if l2, _ := DetectLevel(nil, nil, append([]byte(line), "\x00tail"[:0]...), make([]byte, 3)); l2 != l {
+			t.Fatalf("%q then %q", l, l2)
+		}
+	})
+}
