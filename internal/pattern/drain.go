@@ -82,6 +82,10 @@ type Miner struct {
 type token struct {
 	text string
 	word bool
+	// key marks a word that names a value (followed by '=' or '":' or
+	// ':'): it is part of the frame, so that lines of the same keys but
+	// different values are not counted similar for their keys.
+	key  bool
 	wild bool // a placeholder (in a cluster)
 }
 
@@ -116,7 +120,7 @@ func (m *Miner) Add(t int64, line []byte) bool {
 	}
 	words := 0
 	for _, tk := range m.toks {
-		if tk.word {
+		if tk.word && !tk.key {
 			words++
 		}
 	}
@@ -193,10 +197,10 @@ func similarity(c *cluster, toks []token, words int) float64 {
 	same := 0
 	for i, tk := range toks {
 		ct := c.toks[i]
-		if ct.word != tk.word {
+		if ct.word != tk.word || ct.key != tk.key {
 			return -1
 		}
-		if !tk.word {
+		if !tk.word || tk.key {
 			if ct.text != tk.text {
 				return -1
 			}
@@ -218,7 +222,7 @@ func newCluster(toks []token, words int) *cluster {
 		tk.text = strings.Clone(tk.text)
 		// A word of digits and separators (a number, a time, an address)
 		// is a value from the start.
-		tk.wild = tk.word && isValue(tk.text)
+		tk.wild = tk.word && !tk.key && isValue(tk.text)
 		if tk.wild {
 			tk.text = ""
 		}
@@ -232,7 +236,7 @@ func newCluster(toks []token, words int) *cluster {
 func (c *cluster) merge(toks []token) {
 	for i, tk := range toks {
 		ct := &c.toks[i]
-		if tk.word && !ct.wild && ct.text != tk.text {
+		if tk.word && !tk.key && !ct.wild && ct.text != tk.text {
 			ct.wild, ct.text = true, ""
 		}
 	}
@@ -301,14 +305,16 @@ func (m *Miner) Patterns() []Pattern {
 }
 
 // tokenize appends the tokens of line: words, runs of blanks, and single
-// other characters. Tokens view line.
+// other characters; a word followed by '=', ':' or '":' is a key. Tokens
+// view line.
 func tokenize(dst []token, line string) []token {
+	start := len(dst)
 	for i := 0; i < len(line); {
 		c := line[i]
 		j := i + 1
 		switch {
 		case isWordByte(c):
-			for j < len(line) && isWordByte(line[j]) {
+			for j < len(line) && (isWordByte(line[j]) || line[j] == ':' && j+1 < len(line) && isAlnum(line[j-1]) && isAlnum(line[j+1])) {
 				j++
 			}
 			dst = append(dst, token{text: line[i:j], word: true})
@@ -322,15 +328,33 @@ func tokenize(dst []token, line string) []token {
 		}
 		i = j
 	}
+	toks := dst[start:]
+	for k := range toks {
+		if !toks[k].word || k+1 >= len(toks) {
+			continue
+		}
+		// A number before ':' ("order 1003: declined") is a value.
+		switch next := toks[k+1].text; {
+		case next == "=" && !isValue(toks[k].text), next == ":" && !hasDigit(toks[k].text):
+			toks[k].key = true
+		case next == `"` && k+2 < len(toks) && toks[k+2].text == ":" && !isValue(toks[k].text):
+			toks[k].key = true
+		}
+	}
 	return dst
 }
 
 // isWordByte reports whether c is part of a word: letters, digits, bytes
 // of multi-byte UTF-8 characters and the separators values keep inside
-// them (paths, addresses, times, decimals).
+// them (paths, addresses, decimals); ':' is one only between letters or
+// digits (times, IPv6), so that a JSON key's colon is not.
 func isWordByte(c byte) bool {
-	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c >= 0x80 ||
-		c == '_' || c == '.' || c == '-' || c == '/' || c == '@' || c == ':' || c == '+' || c == '%'
+	return isAlnum(c) || c >= 0x80 ||
+		c == '_' || c == '.' || c == '-' || c == '/' || c == '@' || c == '+' || c == '%'
+}
+
+func isAlnum(c byte) bool {
+	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
 }
 
 func hasDigit(s string) bool {

@@ -48,6 +48,17 @@ func TestMiner(t *testing.T) {
 			want: []string{`{"level":"info","msg":"cache miss","key":"<_>"}`},
 		},
 		{
+			name: "same keys, other statements",
+			lines: []string{
+				`level=info msg="cache miss for key k1" ip=10.0.0.1`,
+				`level=error msg="payment failed for order 7" ip=10.0.0.2`,
+				`level=info msg="cache miss for key k9" ip=10.0.0.3`,
+				`order 1003: card declined`,
+				`order 1008: card declined`,
+			},
+			want: []string{`level=info msg="cache miss for key <_>" ip=<_>`, `order <_>: card declined`, `level=error msg="payment failed for order <_>" ip=<_>`},
+		},
+		{
 			name:  "only values: no pattern",
 			lines: []string{`12:00:01 42`, `12:00:02 43`},
 			want:  []string{},
@@ -115,4 +126,16 @@ func FuzzMiner(f *testing.F) {
 			t.Fatalf("%d lines counted of 2", n)
 		}
 	})
+}
+
+func TestTokenizeKeys(t *testing.T) {
+	var keys []string
+	for _, tk := range tokenize(nil, `{"took_ms":12} level=info at 12:00:01 order 1003: declined error: boom`) {
+		if tk.key {
+			keys = append(keys, tk.text)
+		}
+	}
+	if want := []string{"took_ms", "level", "error"}; !reflect.DeepEqual(keys, want) {
+		t.Errorf("keys %q, want %q", keys, want)
+	}
 }
