@@ -37,9 +37,10 @@ type sampled struct {
 	line   string
 	stream record.Labels
 	// extra are the labels the query's pipeline set that are not the
-	// stream's (parsed ones; structured metadata once rows carry it),
-	// without error labels.
-	extra record.Labels
+	// stream's, without error labels; meta the row's structured metadata
+	// (once the pipeline's labels builder carries it, metadata goes here,
+	// not in extra).
+	extra, meta record.Labels
 }
 
 // sample returns the newest p.Lines lines of a log query, newest first,
@@ -228,6 +229,12 @@ func (d *detector) line(s *sampled, pipeParsers []string) {
 			}
 			own[l.Name] = true
 			d.add(l.Name, l.Value, "logfmt", nil)
+		}
+	}
+	// Structured metadata: no parser (Loki's parsers null).
+	for _, l := range s.meta {
+		if !own[l.Name] {
+			d.add(l.Name, l.Value, "", nil)
 		}
 	}
 	for _, l := range s.extra {
@@ -479,6 +486,9 @@ func (e *Engine) Patterns(ctx context.Context, src Source, p PatternParams) ([]P
 // lineLevel returns a sampled line's level label, or "unknown".
 func lineLevel(s *sampled) string {
 	for _, name := range []string{"detected_level", "level"} {
+		if v, ok := s.meta.Get(name); ok && v != "" {
+			return v
+		}
 		if v, ok := s.extra.Get(name); ok && v != "" {
 			return v
 		}
