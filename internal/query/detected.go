@@ -84,11 +84,11 @@ func (e *Engine) sample(ctx context.Context, src Source, p SampleParams) ([]samp
 	}
 	workers, err := forStreams(ctx, ev, ev.streams(x.Selector, from, to), setup, func(ctx context.Context, w *worker, ls record.Labels) error {
 		n := 0
-		err := ev.src.Scan(ctx, ev.p.Tenant, ls, from, to, opts, func(r *rows.Row, _ []string) error {
+		err := ev.src.Scan(ctx, ev.p.Tenant, ls, from, to, opts, func(r *rows.Row, names []string) error {
 			if err := ev.scanned(&w.tally, r.Line); err != nil {
 				return err
 			}
-			w.lb.reset(ls)
+			rowLabels(w.lb, ls, r, names)
 			line, ok := w.pipe.process(r.Time, r.Line, w.lb)
 			if !ok {
 				return nil
@@ -101,7 +101,12 @@ func (e *Engine) sample(ctx context.Context, src Source, p SampleParams) ([]samp
 				if v, ok := ls.Get(l.Name); ok && v == l.Value {
 					continue
 				}
-				s.extra = append(s.extra, record.Label{Name: strings.Clone(l.Name), Value: strings.Clone(l.Value)})
+				l = record.Label{Name: strings.Clone(l.Name), Value: strings.Clone(l.Value)}
+				if isMetaLabel(w.lb, l.Name) {
+					s.meta = append(s.meta, l)
+				} else {
+					s.extra = append(s.extra, l)
+				}
 			}
 			w.lines = append(w.lines, s)
 			if n++; n >= limit {
@@ -129,6 +134,18 @@ func (e *Engine) sample(ctx context.Context, src Source, p SampleParams) ([]samp
 	})
 	return all[:min(len(all), limit)], pipelineParsers(x.Pipeline), nil
 }
+
+// rowLabels starts a row's labels as a log query starts them: its
+// stream's labels. MERGE: where the query engine adds a row's structured
+// metadata to its labels, the same call goes here (and the scan options
+// ask for the rows' fields), so that detection sees what queries see.
+func rowLabels(lb *labelsBuilder, stream record.Labels, _ *rows.Row, _ []string) {
+	lb.reset(stream)
+}
+
+// isMetaLabel reports whether a current label is the row's structured
+// metadata; rowLabels sets none yet.
+func isMetaLabel(_ *labelsBuilder, _ string) bool { return false }
 
 // pipelineParsers names the parsers of a pipeline, as Loki names them.
 func pipelineParsers(stages []logql.Stage) []string {
