@@ -500,18 +500,42 @@ func (e *Engine) Patterns(ctx context.Context, src Source, p PatternParams) ([]P
 	return out, nil
 }
 
-// lineLevel returns a sampled line's level label, or "unknown".
+// lineLevel returns a sampled line's level: its detected_level (from
+// structured metadata or a label), else its level label or parsed field
+// named as Loki's detected_level names levels, else "unknown".
 func lineLevel(s *sampled) string {
-	for _, name := range []string{"detected_level", "level"} {
-		if v, ok := s.meta.Get(name); ok && v != "" {
-			return v
-		}
-		if v, ok := s.extra.Get(name); ok && v != "" {
-			return v
-		}
-		if v, ok := s.stream.Get(name); ok && v != "" {
+	for _, ls := range []record.Labels{s.meta, s.extra, s.stream} {
+		if v, ok := ls.Get("detected_level"); ok && v != "" {
 			return v
 		}
 	}
+	for _, ls := range []record.Labels{s.meta, s.extra, s.stream} {
+		if v, ok := ls.Get("level"); ok && v != "" {
+			return levelName(v)
+		}
+	}
 	return "unknown"
+}
+
+// levelName names a level value as Loki's detected_level does: lower
+// case, with the usual spellings of each level folded into one.
+func levelName(v string) string {
+	switch l := strings.ToLower(v); l {
+	case "trace", "trc":
+		return "trace"
+	case "debug", "dbg":
+		return "debug"
+	case "info", "inf", "information", "informational", "notice":
+		return "info"
+	case "warn", "wrn", "warning":
+		return "warn"
+	case "error", "err", "eror":
+		return "error"
+	case "critical", "crit":
+		return "critical"
+	case "fatal", "panic", "emerg", "emergency", "alert":
+		return "fatal"
+	default:
+		return l
+	}
 }

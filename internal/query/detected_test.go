@@ -53,3 +53,19 @@ func TestVolumeBuckets(t *testing.T) {
 		t.Errorf("instant buckets %v", one.times)
 	}
 }
+
+func TestLineLevel(t *testing.T) {
+	for _, tc := range []struct {
+		s    sampled
+		want string
+	}{
+		{sampled{meta: record.Labels{{Name: "detected_level", Value: "warn"}}, extra: record.Labels{{Name: "level", Value: "ERROR"}}}, "warn"},
+		{sampled{extra: record.Labels{{Name: "level", Value: "WARNING"}}}, "warn"},
+		{sampled{stream: record.Labels{{Name: "level", Value: "Err"}}}, "error"},
+		{sampled{stream: record.Labels{{Name: "app", Value: "x"}}}, "unknown"},
+	} {
+		if got := lineLevel(&tc.s); got != tc.want {
+			t.Errorf("lineLevel(%+v) = %s, want %s", tc.s, got, tc.want)
+		}
+	}
+}

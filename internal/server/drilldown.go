@@ -588,11 +588,7 @@ func formatBytes(n int64) string {
 // writes it, {"status":"success","data":"..."}; a query that does not
 // parse gets 400 with the parse error.
 func (s *Server) formatQuery(ctx context.Context, q *queryRequest) (any, error) {
-	src := q.get("query")
-	if src == "" {
-		src = q.r.URL.Query().Get("query")
-	}
-	expr, err := logql.Parse(src)
+	expr, err := logql.Parse(q.get("query"))
 	if err != nil {
 		return nil, err
 	}
