@@ -31,6 +31,7 @@ func (s *Server) queryRoutes() {
 	}
 	m.Handle("GET /loki/api/v1/status/buildinfo", s.anyCredential(http.HandlerFunc(s.handleBuildInfo)))
 	m.HandleFunc("GET /loki/api/v1/tail", s.handleTail)
+	s.drilldownRoutes()
 }
 
 // queryHandler wraps the handler of a query path with tenancy, auth and
