@@ -375,14 +375,26 @@ func (s *Server) indexStats(ctx context.Context, q *queryRequest) (any, error) {
 	return fmt.Appendf(nil, `{"streams":%d,"chunks":%d,"entries":%d,"bytes":%d}`, st.Streams, st.Blocks, st.Rows, st.Bytes), nil
 }
 
+// lokiVersion is the Loki version /loki/api/v1/status/buildinfo reports
+// in "version", as the Elasticsearch API reports esVersion: the Loki whose
+// API sluice answers as (structured metadata, approx_topk, the Drilldown
+// endpoints), so a client that turns features on by Loki's version turns
+// on these. Grafana itself does not read it (its alerting skips Loki's
+// buildinfo; Logs Drilldown gates on Grafana's own version and reads
+// /drilldown-limits). sluice's own version is in "sluiceVersion".
+const lokiVersion = "3.4.0"
+
+// handleBuildInfo answers Loki's buildinfo shape plus sluice's version.
 func (s *Server) handleBuildInfo(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "application/json")
 	b := []byte(`{"version":`)
-	b = strconv.AppendQuote(b, s.cfg.Version)
+	b = strconv.AppendQuote(b, lokiVersion)
 	b = append(b, `,"revision":`...)
 	b = strconv.AppendQuote(b, s.cfg.Revision)
 	b = append(b, `,"branch":"","buildUser":"","buildDate":"","goVersion":`...)
 	b = strconv.AppendQuote(b, goVersion())
+	b = append(b, `,"sluiceVersion":`...)
+	b = strconv.AppendQuote(b, s.cfg.Version)
 	b = append(b, '}')
 	_, _ = w.Write(b)
 }
