@@ -50,6 +50,11 @@ type Params struct {
 	Limit     int
 	Direction Direction
 	Instant   bool
+
+	// Tenants, when more than one, make a multi-tenant query: it reads
+	// each of them, its streams labelled TenantLabel (tenants.go), and
+	// Tenant is only their name for logs and limits.
+	Tenants []string
 }
 
 // Limits bound what one query may cost. Zero means no limit.
@@ -163,6 +168,9 @@ func (e *Engine) Eval(ctx context.Context, src Source, expr logql.Expr, p Params
 	}
 	if p.End < p.Start {
 		return nil, fmt.Errorf("%w: the end time is before the start time", ErrBadRequest)
+	}
+	if len(p.Tenants) > 1 {
+		src = newMultiSource(src, p.Tenants)
 	}
 	ev := &evaluator{e: e, src: src, p: p}
 	var res *Result
