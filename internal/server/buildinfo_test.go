@@ -30,3 +30,14 @@ func TestBuildInfo(t *testing.T) {
 		t.Errorf("goVersion empty")
 	}
 }
+
+// TestNoV2alphaTail: Loki serves no /loki/api/v2alpha/tail (only
+// /loki/api/v1/tail and /api/prom/tail). Grafana's Loki data source
+// probes it in some versions and takes v1 unless it answers 400, so it
+// must answer as Loki: 404.
+func TestNoV2alphaTail(t *testing.T) {
+	f := newFixture(t, DefaultConfig())
+	if code, body := f.do("GET", "/loki/api/v2alpha/tail?query=%7Bapp%3D%22x%22%7D", nil); code != 404 {
+		t.Errorf("v2alpha tail: %d %s, want 404", code, body)
+	}
+}

@@ -56,7 +56,10 @@ func (s *Server) elasticRoutes() {
 		fmt.Fprintf(w, "%d %s sluice green 1 1 - - - - - - - 100.0%%\n", time.Now().Unix(), time.Now().UTC().Format("15:04:05"))
 	}))
 	m.HandleFunc("GET /_license", s.es(jsonReply(`{"license":{"status":"active","uid":"sluice","type":"basic","issue_date_in_millis":0}}`)))
-	m.HandleFunc("GET /_xpack", s.es(jsonReply(`{"build":{},"license":{"status":"active","type":"basic"},"features":{}}`)))
+	// ILM available and enabled: Logstash with ilm_enabled => true checks
+	// it (features.ilm) before it installs its policy, which sluice keeps
+	// (elastic_meta.go) and does not apply.
+	m.HandleFunc("GET /_xpack", s.es(jsonReply(`{"build":{},"license":{"status":"active","type":"basic"},"features":{"ilm":{"available":true,"enabled":true}}}`)))
 	// Templates, lifecycle policies, pipelines, data streams, aliases and
 	// nodes (elastic_meta.go). A catch-all, because patterns for them
 	// would clash with /{index}/_bulk in the mux.

@@ -67,6 +67,7 @@ func TestElasticEndpoints(t *testing.T) {
 		{"GET", "/_cluster/health", `"status":"green"`, 200},
 		{"GET", "/_cat/health", "green", 200},
 		{"GET", "/_license", `"status":"active"`, 200},
+		{"GET", "/_xpack", `"ilm":{"available":true,"enabled":true}`, 200},
 		{"PUT", "/_index_template/logs", `"acknowledged":true`, 200},
 		{"PUT", "/_ingest/pipeline/p", `"acknowledged":true`, 200},
 		{"GET", "/nothing/here/at/all", "404", 404},
