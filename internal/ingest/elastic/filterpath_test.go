@@ -1,6 +1,7 @@
 package elastic
 
 import (
+	"encoding/json"
 	"testing"
 )
 
@@ -59,4 +60,28 @@ func TestFilterPathErrors(t *testing.T) {
 	if _, err := f.Apply([]byte(`{"a":`)); err == nil {
 		t.Error("truncated document: no error")
 	}
+}
+
+// FuzzFilterPath: any filter on any document never panics, and a valid
+// document filters to valid JSON.
+func FuzzFilterPath(f *testing.F) {
+	f.Add("errors,items.*.error,items.*.status", `{"took":3,"errors":true,"items":[{"index":{"status":201}},{"create":{"status":400,"error":{"type":"x"}}}]}`)
+	f.Add("-**._id,a.**", `{"a":[{"_id":1,"b":{}}],"c":"d"}`)
+	f.Add("*.name", `[{"name":"x"},1,"s",null]`)
+	f.Fuzz(func(t *testing.T, filter, doc string) {
+		fp, err := ParseFilterPath(filter)
+		if err != nil || fp == nil {
+			return
+		}
+		out, err := fp.Apply([]byte(doc))
+		if err != nil {
+			return
+		}
+		if !json.Valid([]byte(doc)) {
+			return // Apply reads only the first value; the rest is not its business
+		}
+		if !json.Valid(out) {
+			t.Fatalf("filter %q on %s gave invalid JSON %s", filter, doc, out)
+		}
+	})
 }
