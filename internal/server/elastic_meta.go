@@ -28,12 +28,14 @@ import (
 // restart, when shippers install it again) so that each call answers as
 // Elasticsearch 8.11 would: what was put is there, what was not is 404.
 
-// maxESObjects bounds the objects kept (templates, policies, pipelines,
-// data streams, indices) over all tenants.
-const maxESObjects = 4096
-
-// maxESObjectBytes bounds one object's body.
-const maxESObjectBytes = 1 << 20
+// What one tenant may keep: objects (templates, policies, pipelines, data
+// streams, indices), their bytes, and one object's body. Filebeat's
+// index template, the largest a shipper installs, is well under 8 MiB.
+const (
+	maxESObjects     = 1024
+	maxESBytes       = 32 << 20
+	maxESObjectBytes = 8 << 20
+)
 
 type esKind int
 
@@ -49,10 +51,12 @@ const (
 
 // esCatalog holds the installed objects. The zero value is ready.
 type esCatalog struct {
-	mu   sync.Mutex
-	n    int
-	objs map[esKey]*esObject
+	mu    sync.Mutex
+	objs  map[esKey]*esObject
+	usage map[string]esUsage // by tenant
 }
+
+type esUsage struct{ objects, bytes int }
 
 type esKey struct {
 	tenant string
@@ -72,17 +76,26 @@ func (c *esCatalog) put(k esKey, body json.RawMessage) (bool, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.objs == nil {
-		c.objs = map[esKey]*esObject{}
+		c.objs, c.usage = map[esKey]*esObject{}, map[string]esUsage{}
 	}
-	if o := c.objs[k]; o != nil {
+	u := c.usage[k.tenant]
+	o := c.objs[k]
+	if o != nil {
+		u.bytes -= len(o.body)
+	} else {
+		u.objects++
+	}
+	u.bytes += len(body)
+	if u.objects > maxESObjects || u.bytes > maxESBytes {
+		return false, fmt.Errorf("a tenant keeps at most %d index templates, policies, pipelines, data streams and indices, of %d bytes in all (maxESObjects, maxESBytes); sluice applies none of them, so a shipper can run with its index setup turned off",
+			maxESObjects, maxESBytes)
+	}
+	c.usage[k.tenant] = u
+	if o != nil {
 		o.body, o.version, o.modified = body, o.version+1, time.Now()
 		return false, nil
 	}
-	if c.n >= maxESObjects {
-		return false, fmt.Errorf("sluice keeps at most %d index templates, policies, pipelines, data streams and indices (maxESObjects); none is applied, so a shipper can run with its setup disabled", maxESObjects)
-	}
 	c.objs[k] = &esObject{body: body, version: 1, modified: time.Now()}
-	c.n++
 	return true, nil
 }
 
@@ -98,11 +111,14 @@ func (c *esCatalog) get(k esKey) (esObject, bool) {
 func (c *esCatalog) delete(k esKey) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.objs[k] == nil {
+	o := c.objs[k]
+	if o == nil {
 		return false
 	}
 	delete(c.objs, k)
-	c.n--
+	u := c.usage[k.tenant]
+	u.objects, u.bytes = u.objects-1, u.bytes-len(o.body)
+	c.usage[k.tenant] = u
 	return true
 }
 
@@ -288,7 +304,7 @@ func (s *Server) esObjects(w http.ResponseWriter, r *http.Request, kind esKind, 
 			}
 		}
 		if _, err := s.esMeta.put(esKey{tenant, kind, name}, body); err != nil {
-			esError(w, http.StatusTooManyRequests, "circuit_breaking_exception", err.Error())
+			esError(w, http.StatusBadRequest, "illegal_argument_exception", err.Error())
 			return
 		}
 		esJSON(w, 200, []byte(`{"acknowledged":true}`))
@@ -416,7 +432,7 @@ func (s *Server) esIndex(w http.ResponseWriter, r *http.Request, name string) {
 		slices.Sort(aliases)
 		kept, _ := json.Marshal(aliases)
 		if _, err := s.esMeta.put(esKey{tenant, esIndex, name}, kept); err != nil {
-			esError(w, http.StatusTooManyRequests, "circuit_breaking_exception", err.Error())
+			esError(w, http.StatusBadRequest, "illegal_argument_exception", err.Error())
 			return
 		}
 		esJSON(w, 200, fmt.Appendf(nil, `{"acknowledged":true,"shards_acknowledged":true,"index":%s}`, strconv.Quote(name)))

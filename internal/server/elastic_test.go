@@ -2,6 +2,7 @@ package server
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http/httptest"
 	"slices"
 	"strings"
@@ -240,5 +241,49 @@ func TestBulkFilterPath(t *testing.T) {
 	}
 	if code, reply := f.do("GET", "/?filter_path=a..b", nil); code != 400 || !strings.Contains(reply, "empty field name") {
 		t.Errorf("bad filter_path: %d %s", code, reply)
+	}
+}
+
+// TestElasticManagementLimits: a tenant's installed objects are bounded
+// in number and bytes, each refused past the limit with a 400 naming it,
+// without touching what other tenants may keep; replacing or deleting an
+// object gives its room back.
+func TestElasticManagementLimits(t *testing.T) {
+	var c esCatalog
+	for i := range maxESObjects {
+		if _, err := c.put(esKey{"a", esPipeline, fmt.Sprint(i)}, json.RawMessage(`{}`)); err != nil {
+			t.Fatalf("object %d: %v", i, err)
+		}
+	}
+	if _, err := c.put(esKey{"a", esPipeline, "one-more"}, json.RawMessage(`{}`)); err == nil || !strings.Contains(err.Error(), "maxESObjects") {
+		t.Errorf("past the count: %v", err)
+	}
+	if _, err := c.put(esKey{"a", esPipeline, "0"}, json.RawMessage(`{"replaced":true}`)); err != nil {
+		t.Errorf("replacing: %v", err)
+	}
+	if _, err := c.put(esKey{"b", esPipeline, "x"}, json.RawMessage(`{}`)); err != nil {
+		t.Errorf("another tenant: %v", err)
+	}
+	if !c.delete(esKey{"a", esPipeline, "1"}) {
+		t.Fatal("delete")
+	}
+	if _, err := c.put(esKey{"a", esPipeline, "one-more"}, json.RawMessage(`{}`)); err != nil {
+		t.Errorf("after a delete: %v", err)
+	}
+	big := json.RawMessage(`"` + strings.Repeat("x", maxESBytes/2) + `"`)
+	if _, err := c.put(esKey{"c", esIndexTemplate, "big1"}, big); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.put(esKey{"c", esIndexTemplate, "big2"}, big); err == nil || !strings.Contains(err.Error(), "maxESBytes") {
+		t.Errorf("past the bytes: %v", err)
+	}
+	if _, ok := c.get(esKey{"c", esIndexTemplate, "big2"}); ok {
+		t.Error("the refused object is kept")
+	}
+	// Through HTTP: a body over maxESObjectBytes is a 413.
+	f := newFixture(t, DefaultConfig())
+	code, body := f.do("PUT", "/_index_template/huge", []byte(`{"x":"`+strings.Repeat("x", maxESObjectBytes)+`"}`))
+	if code != 413 || !strings.Contains(body, "maxESObjectBytes") {
+		t.Errorf("huge: %d %.200s", code, body)
 	}
 }
