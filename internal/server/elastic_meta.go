@@ -3,6 +3,7 @@ package server
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -184,22 +185,25 @@ func (s *Server) esTenant(w http.ResponseWriter, r *http.Request) (string, bool)
 	return tenant, true
 }
 
-// esReadBody reads a management call's JSON body (an object, or nothing).
-func esReadBody(w http.ResponseWriter, r *http.Request) (json.RawMessage, bool) {
-	body := io.Reader(r.Body)
-	if enc := r.Header.Get("Content-Encoding"); enc != "" && enc != "identity" {
-		d, closeFn, err := decoder(r.Body, enc)
-		if err != nil {
-			esError(w, http.StatusBadRequest, "illegal_argument_exception", err.Error())
-			return nil, false
+// esReadBody reads a management call's JSON body (an object, or
+// nothing), through the ingest body's limits: in-flight memory, the
+// slow-body cut-off, Content-Encoding.
+func (s *Server) esReadBody(w http.ResponseWriter, r *http.Request) (json.RawMessage, bool) {
+	body, err := s.newBody(w, r, 64<<10, 2, 2*maxESObjectBytes+64<<10)
+	if err != nil {
+		code := http.StatusUnsupportedMediaType
+		if errors.Is(err, errBusy) {
+			code = http.StatusServiceUnavailable
+			w.Header().Set("Retry-After", "1")
 		}
-		defer closeFn()
-		body = d
+		esError(w, code, "illegal_argument_exception", err.Error())
+		return nil, false
 	}
+	defer body.Close()
 	data, err := io.ReadAll(io.LimitReader(body, maxESObjectBytes+1))
 	switch {
 	case err != nil:
-		esError(w, http.StatusBadRequest, "illegal_argument_exception", "read body: "+err.Error())
+		esError(w, bodyStatus(err), "illegal_argument_exception", "read body: "+err.Error())
 		return nil, false
 	case len(data) > maxESObjectBytes:
 		esError(w, http.StatusRequestEntityTooLarge, "illegal_argument_exception",
@@ -292,7 +296,7 @@ func (s *Server) esObjects(w http.ResponseWriter, r *http.Request, kind esKind, 
 			esError(w, http.StatusBadRequest, "illegal_argument_exception", fmt.Sprintf("a name is required, and may not hold wildcards: %q", name))
 			return
 		}
-		body, ok := esReadBody(w, r)
+		body, ok := s.esReadBody(w, r)
 		if !ok {
 			return
 		}
@@ -412,7 +416,7 @@ func (s *Server) esIndex(w http.ResponseWriter, r *http.Request, name string) {
 		}
 		esJSON(w, 200, []byte(`{"acknowledged":true}`))
 	case "PUT":
-		body, ok := esReadBody(w, r)
+		body, ok := s.esReadBody(w, r)
 		if !ok {
 			return
 		}
