@@ -3,7 +3,8 @@
 // rsyslog's omelasticsearch and the elasticsearch clients send them. The
 // documents are then parsed as JSON lines by package parse; this package
 // says which item each document is, so that every item gets its own
-// status, and writes the reply.
+// status, and writes the reply. FilterPath applies Elasticsearch's
+// filter_path to any JSON reply.
 //
 // It knows nothing of storage or HTTP routing.
 package elastic
