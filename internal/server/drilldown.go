@@ -499,13 +499,11 @@ func floorDiv(a, b int64) int64 {
 
 // drilldownLimits answers /drilldown-limits as Loki does: the limits
 // Drilldown reads (Loki's tenant_limits_allow_publish defaults), whether
-// patterns are served, and the version. The values are sluice's own.
+// patterns are served, and the version: the Loki version sluice answers
+// as, the one build info reports. The values are sluice's own.
 func (s *Server) drilldownLimits(ctx context.Context, q *queryRequest) (any, error) {
 	lim := s.cfg.Query
-	version := s.cfg.Version
-	if version == "" {
-		version = "unknown"
-	}
+	version := lokiVersion
 	retention := time.Duration(0)
 	if s.st != nil {
 		retention = s.st.Retention()

@@ -141,7 +141,7 @@ func TestDrilldownLimits(t *testing.T) {
 	if code != 200 {
 		t.Fatalf("%d %s", code, body)
 	}
-	if doc["version"] != "1.2.3" || doc["pattern_ingester_enabled"] != true {
+	if doc["version"] != lokiVersion || doc["pattern_ingester_enabled"] != true {
 		t.Errorf("version, pattern_ingester_enabled: %s", body)
 	}
 	lim := doc["limits"].(map[string]any)
