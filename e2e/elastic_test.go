@@ -224,3 +224,137 @@ func elasticCheckLine(line string, n int, wantHost string) (string, error) {
 	}
 	return doc.Message, nil
 }
+
+// TestElasticsearchPythonSetup: the index-management calls a shipper
+// makes before it sends (Filebeat: GET _ilm/policy/NAME, HEAD
+// _index_template/NAME, PUT each when missing; Logstash: HEAD of its
+// rollover alias, PUT of its rollover index with the alias; a sniffing
+// client: GET _nodes/http), made with the official Python client (the
+// same elasticsearch 9.5.1 as above), which raises on a reply it cannot
+// read. Then a bulk request with filter_path as Logstash sends it, and
+// one with an action that names no index, which Elasticsearch refuses
+// whole with a 400.
+func TestElasticsearchPythonSetup(t *testing.T) {
+	skipIfOff(t)
+	py := venvPython(t, "elasticsearch", "elasticsearch.helpers")
+	const tenant = "team-es-setup"
+	script := writeFile(t, t.TempDir(), "setup.py", elasticSetupScript)
+	s := startServer(t)
+	out := runClient(t, s, 2*time.Minute, py, script, s.url(""), tenant)
+	var res struct {
+		Policy, Template, DataStream, Alias, Nodes, Cat string
+		Bulk                                            map[string]any
+		Missing                                         string
+	}
+	scriptResult(t, out, &res)
+	for name, got := range map[string]string{"policy": res.Policy, "template": res.Template, "data stream": res.DataStream,
+		"alias": res.Alias, "nodes": res.Nodes, "cat": res.Cat} {
+		if got != "ok" {
+			t.Errorf("%s: %s", name, got)
+		}
+	}
+	if b, _ := json.Marshal(res.Bulk); string(b) != `{"errors":false,"items":[{"index":{"status":201}},{"index":{"status":201}}]}` {
+		t.Errorf("bulk with filter_path: the client got %s", b)
+	}
+	if !strings.Contains(res.Missing, "index is missing") {
+		t.Errorf("bulk without an index: %s", res.Missing)
+	}
+	s.stop(t)
+	checkOnce(t, "tenant "+tenant, export(t, s.data, tenant), []string{"setup one", "setup two"}, func(line string) (string, error) {
+		var doc struct{ Message string }
+		err := json.Unmarshal([]byte(line), &doc)
+		return doc.Message, err
+	})
+}
+
+const elasticSetupScript = `
+import json
+import sys
+
+from elasticsearch import BadRequestError, Elasticsearch, NotFoundError
+
+url, tenant = sys.argv[1], sys.argv[2]
+es = Elasticsearch(url, headers={"X-Scope-OrgID": tenant}, request_timeout=10)
+res = {}
+
+
+def check(name, fn):
+    try:
+        fn()
+        res[name] = "ok"
+    except Exception as e:  # reported, and the test fails on it
+        res[name] = "%s: %s" % (type(e).__name__, e)
+
+
+def policy():
+    try:
+        es.ilm.get_lifecycle(name="e2e-policy")
+        raise AssertionError("a policy before it was put")
+    except NotFoundError:
+        pass
+    es.ilm.put_lifecycle(name="e2e-policy", policy={"phases": {"hot": {"actions": {"rollover": {"max_age": "30d"}}}}})
+    got = es.ilm.get_lifecycle(name="e2e-policy")
+    assert got["e2e-policy"]["policy"]["phases"]["hot"]["actions"]["rollover"]["max_age"] == "30d", got
+    assert got["e2e-policy"]["version"] == 1, got
+
+
+def template():
+    assert not es.indices.exists_index_template(name="e2e-tpl")
+    es.indices.put_index_template(name="e2e-tpl", index_patterns=["e2e-*"], data_stream={}, priority=200)
+    assert es.indices.exists_index_template(name="e2e-tpl")
+    got = es.indices.get_index_template(name="e2e-tpl")
+    t = got["index_templates"][0]
+    assert t["name"] == "e2e-tpl" and t["index_template"]["index_patterns"] == ["e2e-*"], got
+
+
+def data_stream():
+    try:
+        es.indices.get_data_stream(name="e2e-ds")
+        raise AssertionError("a data stream before it was created")
+    except NotFoundError:
+        pass
+    es.indices.create_data_stream(name="e2e-ds")
+    got = es.indices.get_data_stream(name="e2e-ds")
+    assert got["data_streams"][0]["name"] == "e2e-ds", got
+
+
+def alias():
+    assert not es.indices.exists_alias(name="e2e-alias")
+    assert not es.indices.exists(index="e2e-alias")
+    created = es.indices.create(index="<e2e-{now/d}-000001>", aliases={"e2e-alias": {"is_write_index": True}})
+    assert created["acknowledged"] and created["index"].startswith("e2e-") and created["index"].endswith("-000001"), created
+    assert es.indices.exists_alias(name="e2e-alias")
+    assert es.indices.exists(index="e2e-alias")
+    got = es.indices.get_alias(name="e2e-alias")
+    assert got[created["index"]]["aliases"] == {"e2e-alias": {}}, got
+
+
+def nodes():
+    got = es.nodes.info(metric="http")
+    node = next(iter(got["nodes"].values()))
+    assert node["http"]["publish_address"] == url.split("//", 1)[1].rstrip("/"), got
+
+
+def cat():
+    got = es.cat.templates(name="e2e-*", format="json")
+    assert [r["name"] for r in got] == ["e2e-tpl"], got
+
+
+for name, fn in [("policy", policy), ("template", template), ("data_stream", data_stream),
+                 ("alias", alias), ("nodes", nodes), ("cat", cat)]:
+    check(name, fn)
+
+bulk = es.bulk(operations=[{"index": {"_index": "e2e-a"}}, {"message": "setup one"},
+                           {"index": {"_index": "e2e-a"}}, {"message": "setup two"}],
+               filter_path="errors,items.*.error,items.*.status")
+try:
+    es.bulk(operations=[{"index": {}}, {"message": "no index"}])
+    missing = "accepted"
+except BadRequestError as e:
+    missing = str(e)
+print("RESULT " + json.dumps({
+    "policy": res["policy"], "template": res["template"], "datastream": res["data_stream"],
+    "alias": res["alias"], "nodes": res["nodes"], "cat": res["cat"],
+    "bulk": bulk.body, "missing": missing,
+}), flush=True)
+`

@@ -25,7 +25,9 @@ var allowed = map[string][]string{
 	"internal/server": {"internal/ingest/", "internal/parse", "internal/record", "internal/store", "internal/vfs", "internal/query", "internal/logql"},
 	// The query engine reads the store through its snapshot; the language
 	// knows nothing of either.
-	"internal/query": {"internal/logql", "internal/record", "internal/store", "internal/store/rows", "internal/store/part", "internal/literal"},
+	"internal/query": {"internal/logql", "internal/record", "internal/store", "internal/store/rows", "internal/store/part", "internal/literal", "internal/pattern"},
+	// The pattern miner takes lines and times: it knows no query or store.
+	"internal/pattern": {},
 	// The multi-literal matcher takes bytes: it knows no query, store or
 	// record (the rules engine will use it too).
 	"internal/literal": {},

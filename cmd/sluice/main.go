@@ -13,8 +13,29 @@ import (
 	"strings"
 )
 
-// version is set at build time with -ldflags "-X main.version=v1.2.3".
-var version = "dev"
+// version is set at build time with -ldflags "-X main.version=v1.2.3";
+// left empty, it is the main module's version that the go command stamps
+// from VCS (a tag, or a pseudo-version naming the commit, +dirty for a
+// modified tree; needs -buildvcs, as the Makefile and scripts/test.sh
+// build), or "dev" for a binary without one (go run, -buildvcs=false).
+var version = ""
+
+func init() {
+	bi, _ := debug.ReadBuildInfo()
+	version = resolveVersion(version, bi)
+}
+
+// resolveVersion returns set, or else the main module's version in bi,
+// or else "dev".
+func resolveVersion(set string, bi *debug.BuildInfo) string {
+	switch {
+	case set != "":
+		return set
+	case bi != nil && bi.Main.Version != "" && bi.Main.Version != "(devel)":
+		return bi.Main.Version
+	}
+	return "dev"
+}
 
 // command is one subcommand.
 type command struct {

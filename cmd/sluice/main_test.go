@@ -5,6 +5,7 @@ import (
 	stdjson "encoding/json"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"strings"
 	"testing"
 )
@@ -187,5 +188,23 @@ func TestParseTextTimeLayout(t *testing.T) {
 	out, errOut, st := sluice(t, in, "parse", "--format", "text", "--time-layout", "spark", "-")
 	if st != 0 || errOut != "" || !strings.Contains(out, `"_time":"2017-06-09T20:10:40.000000000Z"`) || !strings.Contains(out, `"level":"INFO"`) {
 		t.Errorf("status %d stderr %q\n%s", st, errOut, out)
+	}
+}
+
+func TestResolveVersion(t *testing.T) {
+	stamped := &debug.BuildInfo{Main: debug.Module{Version: "v0.0.0-20260115080000-0123456789ab+dirty"}}
+	for _, c := range []struct {
+		set  string
+		bi   *debug.BuildInfo
+		want string
+	}{
+		{"v1.2.3", stamped, "v1.2.3"},
+		{"", stamped, "v0.0.0-20260115080000-0123456789ab+dirty"},
+		{"", &debug.BuildInfo{Main: debug.Module{Version: "(devel)"}}, "dev"},
+		{"", nil, "dev"},
+	} {
+		if got := resolveVersion(c.set, c.bi); got != c.want {
+			t.Errorf("resolveVersion(%q, %v) = %q, want %q", c.set, c.bi, got, c.want)
+		}
 	}
 }

@@ -46,6 +46,9 @@ Query endpoints (Loki's API: Grafana's Loki data source and logcli work as is):
   GET|POST /loki/api/v1/labels, /label/NAME/values, /series, /index/stats
   GET /loki/api/v1/tail                          a WebSocket of new lines
   GET /loki/api/v1/status/buildinfo
+  GET|POST /loki/api/v1/index/volume, /index/volume_range, /detected_labels,
+           /detected_fields, /detected_field/NAME/values, /patterns,
+           /drilldown-limits, /format_query      Grafana Logs Drilldown
 Each query is bounded by --query-timeout, --max-query-series, --max-query-bytes,
 --max-query-lines and --max-query-size; queries at once by --max-concurrent-queries
 and --max-tenant-concurrent-queries, tails by --max-tails and --max-tenant-tails.

@@ -246,7 +246,8 @@ type RangeAggregation struct {
 }
 
 // VectorAggregation aggregates across series: sum, avg, min, max, count,
-// stddev, stdvar, topk and bottomk (Param is k), sort, sort_desc.
+// stddev, stdvar, topk, bottomk and approx_topk (Param is k), sort,
+// sort_desc.
 type VectorAggregation struct {
 	Op       string
 	Grouping *Grouping

@@ -19,7 +19,7 @@ var rangeOps = map[string]bool{
 var vectorOps = map[string]bool{
 	"sum": true, "avg": true, "min": true, "max": true, "count": true,
 	"stddev": true, "stdvar": true, "topk": true, "bottomk": true,
-	"sort": true, "sort_desc": true,
+	"sort": true, "sort_desc": true, "approx_topk": true,
 }
 
 // Which range aggregations take an unwrap, and which a grouping, as
@@ -462,7 +462,7 @@ func (p *parser) vectorAggregation() (Expr, error) {
 		}
 	}
 	switch va.Op {
-	case "topk", "bottomk":
+	case "topk", "bottomk", "approx_topk":
 		if param == nil {
 			return nil, p.errAt(opTok.pos, "parameter required for operation %s", va.Op)
 		}
@@ -479,7 +479,8 @@ func (p *parser) vectorAggregation() (Expr, error) {
 			return nil, p.errAt(param.pos, "unsupported parameter for operation %s(%s,", va.Op, param.text)
 		}
 	}
-	if va.Grouping != nil && (va.Op == "sort" || va.Op == "sort_desc") {
+	// As Loki, after the checks of k: approx_topk has no grouping.
+	if va.Grouping != nil && (va.Op == "sort" || va.Op == "sort_desc" || va.Op == "approx_topk") {
 		return nil, p.errAt(opTok.pos, "grouping not allowed for %s aggregation", va.Op)
 	}
 	return va, nil

@@ -301,7 +301,7 @@ func (e *VectorAggregation) String() string {
 		b.WriteByte(' ')
 	}
 	b.WriteByte('(')
-	if e.Op == "topk" || e.Op == "bottomk" {
+	if e.Op == "topk" || e.Op == "bottomk" || e.Op == "approx_topk" {
 		b.WriteString(strconv.Itoa(e.Param))
 		b.WriteString(", ")
 	}

@@ -3,6 +3,12 @@
 // filters, runs log pipelines over the rows a Source yields, and evaluates
 // range and vector aggregations into Loki's result types.
 //
+// approx_topk(k, expr) is Loki's topk estimated with a count-min sketch
+// across query shards; sluice evaluates every series in one process and
+// computes the exact topk instead, which any estimate approximates. As
+// Loki, it is refused in range queries ("approx_topk error: count min
+// sketches are only supported on instant queries") and takes no grouping.
+//
 // It declares the small storage interface it needs (Source) and knows no
 // part file, WAL or head: a store snapshot answers it.
 package query

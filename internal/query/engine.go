@@ -55,6 +55,11 @@ type Params struct {
 	// (Loki's categorize-labels encoding). Otherwise a stream's labels
 	// are all of its lines' labels.
 	Categorize bool
+
+	// Tenants, when more than one, make a multi-tenant query: it reads
+	// each of them, its streams labelled TenantLabel (tenants.go), and
+	// Tenant is only their name for logs and limits.
+	Tenants []string
 }
 
 // Limits bound what one query may cost. Zero means no limit.
@@ -172,6 +177,9 @@ func (e *Engine) Eval(ctx context.Context, src Source, expr logql.Expr, p Params
 	if p.End < p.Start {
 		return nil, fmt.Errorf("%w: the end time is before the start time", ErrBadRequest)
 	}
+	if len(p.Tenants) > 1 {
+		src = newMultiSource(src, p.Tenants)
+	}
 	ev := &evaluator{e: e, src: src, p: p}
 	var res *Result
 	var err error
@@ -182,6 +190,10 @@ func (e *Engine) Eval(ctx context.Context, src Source, expr logql.Expr, p Params
 		}
 		res, err = ev.logQuery(ctx, x)
 	case logql.SampleExpr:
+		if !p.Instant && hasApproxTopK(x) {
+			// Loki's words; its sketches only merge for one instant.
+			return nil, fmt.Errorf("%w: approx_topk error: count min sketches are only supported on instant queries", ErrBadRequest)
+		}
 		res, err = ev.metricQuery(ctx, x)
 	default:
 		err = fmt.Errorf("%w: unexpected expression %T", ErrBadRequest, expr)
@@ -195,6 +207,19 @@ func (e *Engine) Eval(ctx context.Context, src Source, expr logql.Expr, p Params
 	res.Stats = ev.stats.snapshot()
 	res.Stats.ExecDuration = time.Since(began)
 	return res, nil
+}
+
+// hasApproxTopK reports whether e uses approx_topk.
+func hasApproxTopK(e logql.SampleExpr) bool {
+	switch x := e.(type) {
+	case *logql.VectorAggregation:
+		return x.Op == "approx_topk" || hasApproxTopK(x.Expr)
+	case *logql.BinaryExpr:
+		return hasApproxTopK(x.LHS) || hasApproxTopK(x.RHS)
+	case *logql.LabelReplace:
+		return hasApproxTopK(x.Expr)
+	}
+	return false
 }
 
 // metricQuery evaluates a metric query into a matrix (range), a vector

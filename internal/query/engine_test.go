@@ -26,7 +26,7 @@ func limitStore(t *testing.T) *store.Store {
 			block = append(block, fmt.Sprintf(`{app="a%d"} %ds line %d of stream %d`, s, i, i, s))
 		}
 	}
-	load(t, st, "limits", 0, block)
+	load(t, st, store.DefaultTenant, "limits", 0, block)
 	if err := st.Flush(); err != nil {
 		t.Fatal(err)
 	}

@@ -53,7 +53,9 @@ import (
 //
 // Times are durations after T0 (2026-01-15T00:00:00Z). A blank line ends a
 // block. Each load adds to what earlier loads of the file stored; each
-// file starts empty.
+// file starts empty. "load tenant=a" loads into tenant a (else the
+// default tenant), and "eval ... tenant=a" queries it; "tenant=a|b" makes
+// a multi-tenant query.
 
 var t0 = time.Date(2026, 1, 15, 0, 0, 0, 0, time.UTC).UnixNano()
 
@@ -97,15 +99,19 @@ func runScript(t *testing.T, path string) {
 		l := strings.TrimSpace(lines[i])
 		switch {
 		case l == "" || strings.HasPrefix(l, "#"):
-		case l == "load":
+		case l == "load" || strings.HasPrefix(l, "load "):
+			tenant := store.DefaultTenant
+			if v, ok := strings.CutPrefix(l, "load tenant="); ok {
+				tenant = v
+			}
 			var block []string
 			for i++; i < len(lines) && strings.TrimSpace(lines[i]) != ""; i++ {
 				if !strings.HasPrefix(strings.TrimSpace(lines[i]), "#") {
 					block = append(block, lines[i])
 				}
 			}
-			load(t, head, path, i, block)
-			load(t, parts, path, i, block)
+			load(t, head, tenant, path, i, block)
+			load(t, parts, tenant, path, i, block)
 			if err := parts.Flush(); err != nil {
 				t.Fatal(err)
 			}
@@ -142,7 +148,7 @@ func runScript(t *testing.T, path string) {
 }
 
 // load pushes lines through the Loki decoder into the store.
-func load(t *testing.T, st *store.Store, path string, end int, block []string) {
+func load(t *testing.T, st *store.Store, tenant, path string, end int, block []string) {
 	t.Helper()
 	type pushStream struct {
 		Stream map[string]string `json:"stream"`
@@ -187,7 +193,7 @@ func load(t *testing.T, st *store.Store, path string, end int, block []string) {
 	if err != nil || res.Rejected > 0 {
 		t.Fatalf("%s:%d: load: %v %+v", path, end, err, res)
 	}
-	if err := st.Append(store.DefaultTenant, &b); err != nil {
+	if err := st.Append(tenant, &b); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -232,7 +238,10 @@ func (c *scriptCase) arg(t *testing.T, name, def string) string {
 }
 
 func (c *scriptCase) run(t *testing.T, path string, src Source) {
-	p := Params{Tenant: store.DefaultTenant, Query: c.query}
+	p := Params{Tenant: c.arg(t, "tenant", store.DefaultTenant), Query: c.query}
+	if ts := strings.Split(p.Tenant, "|"); len(ts) > 1 {
+		p.Tenants = ts
+	}
 	switch c.kind {
 	case "log":
 		p.Start, p.End = offset(t, c.arg(t, "start", "0s")), offset(t, c.arg(t, "end", "1h"))

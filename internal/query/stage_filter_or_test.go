@@ -30,7 +30,7 @@ func orStore(t *testing.T) *store.Store {
 		}
 		block = append(block, fmt.Sprintf(`{app="a%d"} %dms login by %s from user%04d`, i%7, i, user, r.IntN(6000)))
 	}
-	load(t, st, "or", 0, block)
+	load(t, st, store.DefaultTenant, "or", 0, block)
 	if err := st.Flush(); err != nil {
 		t.Fatal(err)
 	}

@@ -46,6 +46,11 @@ func evalVectorAgg(e *logql.VectorAggregation, in *matrix) (*matrix, error) {
 		return aggregateGroups(e.Op, e.Grouping, in), nil
 	case "topk", "bottomk":
 		return aggregateK(e.Op == "topk", e.Param, e.Grouping, in), nil
+	case "approx_topk":
+		// Loki estimates it with a count-min sketch over its shards;
+		// sluice has every series at hand and computes the exact topk
+		// (instant queries only, refused in Eval otherwise, as Loki).
+		return aggregateK(true, e.Param, nil, in), nil
 	case "sort", "sort_desc":
 		return sortByValue(e.Op == "sort_desc", e.Grouping, in), nil
 	}

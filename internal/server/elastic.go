@@ -37,6 +37,16 @@ func (s *Server) elasticRoutes() {
 			http.Error(w, "no such endpoint: use /insert/jsonline or /insert/lines?format=...", http.StatusNotFound)
 			return
 		}
+		// Index names never start with "_": these are the management
+		// calls (POST /_index_template/NAME and the like).
+		if strings.HasPrefix(r.PathValue("index"), "_") {
+			if h := s.esMetaHandler(r); h != nil {
+				s.es(h)(w, r)
+				return
+			}
+			http.NotFound(w, r)
+			return
+		}
 		s.es(s.ingest("elastic", s.handleDoc))(w, r)
 	})
 	m.HandleFunc("GET /{$}", s.es(s.handleESRoot))
@@ -46,24 +56,26 @@ func (s *Server) elasticRoutes() {
 		fmt.Fprintf(w, "%d %s sluice green 1 1 - - - - - - - 100.0%%\n", time.Now().Unix(), time.Now().UTC().Format("15:04:05"))
 	}))
 	m.HandleFunc("GET /_license", s.es(jsonReply(`{"license":{"status":"active","uid":"sluice","type":"basic","issue_date_in_millis":0}}`)))
-	m.HandleFunc("GET /_xpack", s.es(jsonReply(`{"build":{},"license":{"status":"active","type":"basic"},"features":{}}`)))
-	// Templates, lifecycle policies and pipelines that shippers install
-	// are acknowledged and have no effect: sluice keeps documents as sent.
-	// (A catch-all, because patterns for them would clash with
-	// /{index}/_bulk in the mux.)
+	// ILM available and enabled: Logstash with ilm_enabled => true checks
+	// it (features.ilm) before it installs its policy, which sluice keeps
+	// (elastic_meta.go) and does not apply.
+	m.HandleFunc("GET /_xpack", s.es(jsonReply(`{"build":{},"license":{"status":"active","type":"basic"},"features":{"ilm":{"available":true,"enabled":true}}}`)))
+	// Templates, lifecycle policies, pipelines, data streams, aliases and
+	// nodes (elastic_meta.go). A catch-all, because patterns for them
+	// would clash with /{index}/_bulk in the mux.
 	m.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		for _, p := range []string{"/_index_template/", "/_template/", "/_ilm/", "/_ingest/pipeline/", "/_component_template/"} {
-			if strings.HasPrefix(r.URL.Path, p) {
-				s.es(jsonReply(`{"acknowledged":true}`))(w, r)
-				return
-			}
+		if h := s.esMetaHandler(r); h != nil {
+			s.es(h)(w, r)
+			return
 		}
 		http.NotFound(w, r)
 	})
 }
 
-// es adds the header Elasticsearch clients check for.
+// es adds the header Elasticsearch clients check for, and applies
+// filter_path to the reply.
 func (s *Server) es(h http.HandlerFunc) http.HandlerFunc {
+	h = filterPath(h)
 	return func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("X-Elastic-Product", "Elasticsearch")
 		h(w, r)
@@ -159,6 +171,13 @@ func (s *Server) handleBulk(w http.ResponseWriter, r *http.Request, tenant strin
 		return bodyError(w, err)
 	}
 	docs, items, err := elastic.Split(data, r.PathValue("index"))
+	var ve *elastic.ValidationError
+	if errors.As(err, &ve) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusBadRequest)
+		w.Write(elastic.ErrorReply("action_request_validation_exception", ve.Reason, http.StatusBadRequest))
+		return http.StatusBadRequest
+	}
 	if err != nil {
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(http.StatusBadRequest)

@@ -258,7 +258,7 @@ func TestStreamLimit(t *testing.T) {
 		t.Errorf("loki: %d %s, want 429", code, reply)
 	}
 	bulk := "{\"index\":{}}\n{\"msg\":\"ok\",\"service\":\"a\"}\n{\"index\":{}}\n{\"msg\":\"new\",\"service\":\"y\"}\n{\"index\":{}}\n{\"msg\":\"ok\",\"service\":\"b\"}\n"
-	code, reply = f.do("POST", "/_bulk?_stream_fields=service", []byte(bulk), "Content-Type", "application/x-ndjson")
+	code, reply = f.do("POST", "/logs/_bulk?_stream_fields=service", []byte(bulk), "Content-Type", "application/x-ndjson")
 	var br struct {
 		Items []map[string]struct {
 			Status int `json:"status"`

@@ -206,6 +206,9 @@ func tenantOf(r *http.Request) (string, error) {
 		}
 		t = u
 	}
+	if strings.Contains(t, "|") {
+		return "", fmt.Errorf("X-Scope-OrgID %q names several tenants: data goes to one tenant; \"|\" joins tenants only in queries", t)
+	}
 	if err := store.CheckTenant(t); err != nil {
 		return "", fmt.Errorf("X-Scope-OrgID: %v", err)
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/sluicelog/sluice/internal/logql"
 	"github.com/sluicelog/sluice/internal/query"
 	"github.com/sluicelog/sluice/internal/record"
+	"github.com/sluicelog/sluice/internal/store"
 )
 
 // The Loki query API: the paths, parameters and JSON shapes of Loki's,
@@ -31,6 +32,7 @@ func (s *Server) queryRoutes() {
 	}
 	m.Handle("GET /loki/api/v1/status/buildinfo", s.anyCredential(http.HandlerFunc(s.handleBuildInfo)))
 	m.HandleFunc("GET /loki/api/v1/tail", s.handleTail)
+	s.drilldownRoutes()
 }
 
 // queryHandler wraps the handler of a query path with tenancy, auth and
@@ -75,20 +77,21 @@ func (s *Server) queryHandler(path string) http.HandlerFunc {
 // its credentials; it answers the request itself and returns false when
 // they are wrong.
 func (s *Server) queryRequest(w http.ResponseWriter, r *http.Request) (*queryRequest, bool) {
-	tenant, err := tenantOf(r)
+	tenants, err := queryTenantsOf(r)
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return nil, false
 	}
-	if code := s.authorize(r, tenant); code != 0 {
+	if code := s.authorizeAll(r, tenants); code != 0 {
 		http.Error(w, http.StatusText(code), code)
 		return nil, false
 	}
+	tenant := strings.Join(tenants, "|")
 	if err := r.ParseForm(); err != nil {
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return nil, false
 	}
-	return &queryRequest{r: r, tenant: tenant, now: time.Now(), maxLines: s.cfg.Query.MaxLines}, true
+	return &queryRequest{r: r, tenant: tenant, tenants: tenants, now: time.Now(), maxLines: s.cfg.Query.MaxLines}, true
 }
 
 // queryError answers an error as Loki does: plain text, 400 for a bad
@@ -125,6 +128,10 @@ type queryRequest struct {
 	now    time.Time
 	// maxLines is the largest limit a log query may ask (0: any).
 	maxLines int
+
+	// tenants are the tenants read: one, or in a multi-tenant query
+	// (query_tenants.go) each, tenant being their names joined by |.
+	tenants []string
 }
 
 func (q *queryRequest) get(name string) string { return q.r.Form.Get(name) }
@@ -200,6 +207,9 @@ func (q *queryRequest) bounds() (start, end time.Time, err error) {
 
 func (q *queryRequest) params() (query.Params, error) {
 	p := query.Params{Tenant: q.tenant, Query: q.get("query"), Limit: 100}
+	if q.multi() {
+		p.Tenants = q.tenants
+	}
 	if p.Query == "" {
 		return p, fmt.Errorf("%w: query must not be empty", errBadParam)
 	}
@@ -308,7 +318,7 @@ func (s *Server) matchingStreams(q *queryRequest, names ...string) ([]record.Lab
 	sn := s.st.Snapshot()
 	defer sn.Release()
 	var out []record.Labels
-	for _, ls := range sn.Streams(q.tenant, start.UnixNano(), end.UnixNano()) {
+	for _, ls := range s.tenantStreams(q, sn, start.UnixNano(), end.UnixNano()) {
 		if len(sels) == 0 || slices.ContainsFunc(sels, func(sel logql.Selector) bool { return sel.Matches(ls.Value) }) {
 			out = append(out, ls)
 		}
@@ -322,6 +332,9 @@ func (s *Server) labelNames(ctx context.Context, q *queryRequest) (any, error) {
 		return nil, err
 	}
 	seen := map[string]bool{}
+	if q.multi() { // as Loki: always a label name of a multi-tenant query
+		seen[query.TenantLabel] = true
+	}
 	for _, ls := range streams {
 		for _, l := range ls {
 			seen[l.Name] = true
@@ -332,6 +345,13 @@ func (s *Server) labelNames(ctx context.Context, q *queryRequest) (any, error) {
 
 func (s *Server) labelValues(ctx context.Context, q *queryRequest) (any, error) {
 	name := q.r.PathValue("name")
+	if q.multi() && name == query.TenantLabel { // as Loki: the tenants asked
+		seen := map[string]bool{}
+		for _, t := range q.tenants {
+			seen[t] = true
+		}
+		return appendStringsData(nil, seen), nil
+	}
 	streams, err := s.matchingStreams(q, "query")
 	if err != nil {
 		return nil, err
@@ -373,23 +393,42 @@ func (s *Server) indexStats(ctx context.Context, q *queryRequest) (any, error) {
 	}
 	sn := s.st.Snapshot()
 	defer sn.Release()
-	st, err := sn.StreamStats(ctx, q.tenant, start.UnixNano(), end.UnixNano(), func(ls record.Labels) bool {
-		return sel.Matches(ls.Value)
-	})
-	if err != nil {
-		return nil, err
+	var st store.StreamStats
+	for _, t := range q.tenants { // summed over the tenants of a multi-tenant query
+		one, err := sn.StreamStats(ctx, t, start.UnixNano(), end.UnixNano(), func(ls record.Labels) bool {
+			if q.multi() {
+				ls = query.WithTenant(ls, t)
+			}
+			return sel.Matches(ls.Value)
+		})
+		if err != nil {
+			return nil, err
+		}
+		st.Streams, st.Blocks, st.Rows, st.Bytes = st.Streams+one.Streams, st.Blocks+one.Blocks, st.Rows+one.Rows, st.Bytes+one.Bytes
 	}
 	return fmt.Appendf(nil, `{"streams":%d,"chunks":%d,"entries":%d,"bytes":%d}`, st.Streams, st.Blocks, st.Rows, st.Bytes), nil
 }
 
+// lokiVersion is the Loki version /loki/api/v1/status/buildinfo reports
+// in "version", as the Elasticsearch API reports esVersion: the Loki whose
+// API sluice answers as (structured metadata, approx_topk, the Drilldown
+// endpoints), so a client that turns features on by Loki's version turns
+// on these. Grafana itself does not read it (its alerting skips Loki's
+// buildinfo; Logs Drilldown gates on Grafana's own version and reads
+// /drilldown-limits). sluice's own version is in "sluiceVersion".
+const lokiVersion = "3.4.0"
+
+// handleBuildInfo answers Loki's buildinfo shape plus sluice's version.
 func (s *Server) handleBuildInfo(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "application/json")
 	b := []byte(`{"version":`)
-	b = strconv.AppendQuote(b, s.cfg.Version)
+	b = strconv.AppendQuote(b, lokiVersion)
 	b = append(b, `,"revision":`...)
 	b = strconv.AppendQuote(b, s.cfg.Revision)
 	b = append(b, `,"branch":"","buildUser":"","buildDate":"","goVersion":`...)
 	b = strconv.AppendQuote(b, goVersion())
+	b = append(b, `,"sluiceVersion":`...)
+	b = strconv.AppendQuote(b, s.cfg.Version)
 	b = append(b, '}')
 	_, _ = w.Write(b)
 }

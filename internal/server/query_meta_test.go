@@ -76,6 +76,10 @@ func TestQueryStructuredMetadata(t *testing.T) {
 			}
 		})
 	}
+	// Drilldown's detected fields see it, without a parser.
+	if _, _, reply := get(t, f, "/loki/api/v1/detected_fields", url.Values{"start": {qStart}, "end": {qEnd}, "query": {`{app="api"}`}}); !strings.Contains(reply, `{"label":"trace_id","type":"string","cardinality":1,"parsers":null}`) {
+		t.Errorf("detected_fields: %s", reply)
+	}
 	// Loki lists no structured metadata among the labels.
 	span := url.Values{"start": {qStart}, "end": {qEnd}}
 	if _, _, reply := get(t, f, "/loki/api/v1/labels", span); reply != `{"status":"success","data":["app"]}` {

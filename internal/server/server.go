@@ -121,6 +121,7 @@ type Server struct {
 	metrics  *metrics
 	inflight chan struct{}
 	mux      *http.ServeMux
+	esMeta   esCatalog // Elasticsearch objects shippers install (elastic_meta.go)
 	ready    chan struct{}
 	once     sync.Once
 	limits   *limiter

@@ -45,6 +45,10 @@ func (s *Server) handleTail(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
+	if q.multi() { // as Loki, whose tailer takes one tenant
+		http.Error(w, "multi-tenant tail is not supported: name one tenant in X-Scope-OrgID", http.StatusBadRequest)
+		return
+	}
 	if err := s.checkQuerySize(q); err != nil {
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return

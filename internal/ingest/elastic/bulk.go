@@ -3,7 +3,8 @@
 // rsyslog's omelasticsearch and the elasticsearch clients send them. The
 // documents are then parsed as JSON lines by package parse; this package
 // says which item each document is, so that every item gets its own
-// status, and writes the reply.
+// status, and writes the reply. FilterPath applies Elasticsearch's
+// filter_path to any JSON reply.
 //
 // It knows nothing of storage or HTTP routing.
 package elastic
@@ -13,6 +14,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"time"
 )
@@ -45,8 +47,10 @@ func (e *RequestError) Error() string { return e.Reason }
 // actions, one per line (the bytes as sent), and the items in order.
 // defaultIndex is the index of the URL path, if any. Blank lines are
 // skipped. As Elasticsearch, it refuses the whole body, with a
-// *RequestError, when an action line is malformed; update and delete are
-// well-formed, and only their items fail.
+// *RequestError, when an action line is malformed, and with a
+// *ValidationError when an action has no index (in its line or the URL)
+// or there is no action; update and delete are well-formed, and only
+// their items fail.
 func Split(body []byte, defaultIndex string) (docs []byte, items []Item, err error) {
 	lines, at := 0, 0 // documents taken; the body's line last read
 	next := func() []byte {
@@ -109,8 +113,34 @@ func Split(body []byte, defaultIndex string) (docs []byte, items []Item, err err
 		}
 		items = append(items, it)
 	}
+	// As Elasticsearch's bulk validation: every action needs an index,
+	// from its line or the URL, and the request fails whole if one has
+	// none (each numbered, "1: index is missing;2: ...").
+	var missing strings.Builder
+	n := 0
+	for _, it := range items {
+		if it.Index == "" {
+			n++
+			fmt.Fprintf(&missing, "%d: index is missing;", n)
+		}
+	}
+	if len(items) == 0 {
+		missing.WriteString("1: no requests added;")
+	}
+	if missing.Len() > 0 {
+		return nil, nil, &ValidationError{Reason: "Validation Failed: " + missing.String()}
+	}
 	return docs, items, nil
 }
+
+// ValidationError is a bulk body that Elasticsearch's request validation
+// refuses whole (400 action_request_validation_exception): an action with
+// no index, or no action at all.
+type ValidationError struct {
+	Reason string
+}
+
+func (e *ValidationError) Error() string { return e.Reason }
 
 // ErrorReply is the body of a request refused whole, as Elasticsearch
 // writes it.

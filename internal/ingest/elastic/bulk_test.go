@@ -102,6 +102,34 @@ func TestSplitRefusesWhole(t *testing.T) {
 	}
 }
 
+// TestSplitValidation: an action with no index anywhere, or a body with
+// no action, fails the whole request as Elasticsearch's validation does,
+// every missing index numbered.
+func TestSplitValidation(t *testing.T) {
+	for _, c := range []struct {
+		name, body, index, want string
+	}{
+		{"no index", "{\"index\":{}}\n{\"a\":1}\n{\"index\":{\"_index\":\"x\"}}\n{\"b\":2}\n{\"delete\":{\"_id\":\"1\"}}\n", "",
+			"Validation Failed: 1: index is missing;2: index is missing;"},
+		{"empty body", "\n\n", "i", "Validation Failed: 1: no requests added;"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			docs, items, err := Split([]byte(c.body), c.index)
+			var ve *ValidationError
+			if !errors.As(err, &ve) || ve.Reason != c.want {
+				t.Fatalf("err %v, want a ValidationError %q", err, c.want)
+			}
+			if docs != nil || items != nil {
+				t.Errorf("docs %q, items %v: want none", docs, items)
+			}
+		})
+	}
+	// The URL's index serves actions without one.
+	if _, items, err := Split([]byte("{\"index\":{}}\n{\"a\":1}\n"), "url"); err != nil || items[0].Index != "url" {
+		t.Errorf("with the URL's index: %v %+v", err, items)
+	}
+}
+
 // FuzzSplit: any body splits into items whose documents are in docs.
 func FuzzSplit(f *testing.F) {
 	f.Add([]byte("{\"index\":{}}\n{\"a\":1}\n{\"delete\":{}}\n"))
@@ -109,8 +137,9 @@ func FuzzSplit(f *testing.F) {
 		docs, items, err := Split(body, "i")
 		if err != nil {
 			var re *RequestError
-			if !errors.As(err, &re) || re.Line < 1 {
-				t.Fatalf("error %v is not a RequestError with a line", err)
+			var ve *ValidationError
+			if !errors.As(err, &ve) && (!errors.As(err, &re) || re.Line < 1) {
+				t.Fatalf("error %v is neither a ValidationError nor a RequestError with a line", err)
 			}
 			return
 		}

@@ -1,0 +1,114 @@
+package query
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/sluicelog/sluice/internal/record"
+	"github.com/sluicelog/sluice/internal/store"
+)
+
+// A multi-tenant query (Loki's X-Scope-OrgID: a|b) reads the streams of
+// every tenant named, each with the label TenantLabel set to its tenant,
+// as Loki's multi-tenant querier does: a selector can match on it
+// ({__tenant_id__="a"}), an aggregation can group by it, and results of
+// different tenants with the same labels stay apart. A stream that has a
+// label of that name keeps it as OriginalTenantLabel.
+//
+// INVARIANT: the query reads only the tenants named, which the caller
+// has checked the request may read; a stream is always scanned in its
+// own tenant.
+const (
+	TenantLabel         = "__tenant_id__"
+	OriginalTenantLabel = "original_" + TenantLabel
+)
+
+// WithTenant returns a copy of ls with TenantLabel set to tenant, its own
+// TenantLabel (if any) renamed OriginalTenantLabel; the result is sorted
+// by name, as every label set.
+func WithTenant(ls record.Labels, tenant string) record.Labels {
+	out := make(record.Labels, 0, len(ls)+2)
+	for _, l := range ls {
+		switch l.Name {
+		case TenantLabel:
+			out = append(out, record.Label{Name: OriginalTenantLabel, Value: l.Value})
+		case OriginalTenantLabel:
+			// replaced by the renamed label, if any, below
+			if _, ok := ls.Get(TenantLabel); !ok {
+				out = append(out, l)
+			}
+		default:
+			out = append(out, l)
+		}
+	}
+	out = append(out, record.Label{Name: TenantLabel, Value: tenant})
+	slices.SortFunc(out, func(a, b record.Label) int { return strings.Compare(a.Name, b.Name) })
+	return out
+}
+
+// multiSource is a Source over several tenants as one: its streams are
+// every tenant's, labelled WithTenant, and a scan of one goes to the
+// tenant it came from with its own labels.
+//
+// Concurrency: safe for concurrent use, as a Source is.
+type multiSource struct {
+	src     Source
+	tenants []string
+
+	mu     sync.Mutex
+	origin map[string]tenantStream // by the labelled set's text
+}
+
+type tenantStream struct {
+	tenant string
+	labels record.Labels
+}
+
+func newMultiSource(src Source, tenants []string) *multiSource {
+	return &multiSource{src: src, tenants: tenants, origin: map[string]tenantStream{}}
+}
+
+// Streams returns every tenant's streams with rows in [from, to]; the
+// tenant argument (the query's, the tenants joined by |) is not read.
+func (m *multiSource) Streams(_ string, from, to int64) []record.Labels {
+	var out []record.Labels
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, t := range m.tenants {
+		for _, ls := range m.src.Streams(t, from, to) {
+			l := WithTenant(ls, t)
+			m.origin[l.String()] = tenantStream{t, ls}
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+func (m *multiSource) resolve(stream record.Labels) (tenantStream, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	ts, ok := m.origin[stream.String()]
+	if !ok {
+		return ts, fmt.Errorf("multi-tenant query: stream %s was not listed by Streams", stream)
+	}
+	return ts, nil
+}
+
+func (m *multiSource) Scan(ctx context.Context, _ string, stream record.Labels, from, to int64, opts store.ScanOptions, fn store.RowFunc) error {
+	ts, err := m.resolve(stream)
+	if err != nil {
+		return err
+	}
+	return m.src.Scan(ctx, ts.tenant, ts.labels, from, to, opts, fn)
+}
+
+func (m *multiSource) ScanColumns(ctx context.Context, _ string, stream record.Labels, from, to int64, blockFn store.BlockFunc, rowFn store.RowFunc) error {
+	ts, err := m.resolve(stream)
+	if err != nil {
+		return err
+	}
+	return m.src.ScanColumns(ctx, ts.tenant, ts.labels, from, to, blockFn, rowFn)
+}
