@@ -50,14 +50,15 @@ func TestLogcliMultiTenant(t *testing.T) {
 	if got := split(out); !slices.Equal(got, []string{"mt-b line 2", "mt-b line 1", "mt-b line 0"}) {
 		t.Errorf("query of one tenant by __tenant_id__: %q", got)
 	}
-	if got := split(logcli("mt-a|mt-b", "labels", "--since=1h")); !slices.Equal(got, []string{"__tenant_id__", "app"}) {
+	// service_name: discovered from app, as Loki 3 does.
+	if got := split(logcli("mt-a|mt-b", "labels", "--since=1h")); !slices.Equal(got, []string{"__tenant_id__", "app", "service_name"}) {
 		t.Errorf("labels: %q", got)
 	}
 	if got := split(logcli("mt-a|mt-b", "labels", "--since=1h", "__tenant_id__")); !slices.Equal(got, []string{"mt-a", "mt-b"}) {
 		t.Errorf("labels __tenant_id__: %q", got)
 	}
 	out = logcli("mt-a|mt-b", "series", "--since=1h", `{app="api"}`)
-	if !strings.Contains(out, `{__tenant_id__="mt-a", app="api"}`) || !strings.Contains(out, `{__tenant_id__="mt-b", app="api"}`) || strings.Contains(out, "mt-c") {
+	if !strings.Contains(out, `{__tenant_id__="mt-a", app="api", service_name="api"}`) || !strings.Contains(out, `{__tenant_id__="mt-b", app="api", service_name="api"}`) || strings.Contains(out, "mt-c") {
 		t.Errorf("series: %s", out)
 	}
 	out = logcli("mt-a|mt-b", "instant-query", `sum by (__tenant_id__) (count_over_time({app="api"}[1h]))`)
@@ -65,7 +66,7 @@ func TestLogcliMultiTenant(t *testing.T) {
 		t.Errorf("instant-query: %s", out)
 	}
 	// One tenant: no label.
-	if got := split(logcli("mt-a", "labels", "--since=1h")); !slices.Equal(got, []string{"app"}) {
+	if got := split(logcli("mt-a", "labels", "--since=1h")); !slices.Equal(got, []string{"app", "service_name"}) {
 		t.Errorf("labels of one tenant: %q", got)
 	}
 }
