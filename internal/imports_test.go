@@ -21,6 +21,9 @@ var allowed = map[string][]string{
 	"internal/parse/":          {"internal/record", "internal/timestamp", "internal/parse/lines", "internal/parse/swar"},
 	// Ingest turns input into batches for a sink; it knows no storage.
 	"internal/ingest/": {"internal/parse", "internal/parse/", "internal/record", "internal/timestamp"},
+	// OTLP becomes a Loki push, as in Loki's distributor: Loki's limits
+	// and discovery apply to it.
+	"internal/ingest/otlp": {"internal/ingest/loki", "internal/record"},
 	// The server wires protocols to the store.
 	"internal/server": {"internal/ingest/", "internal/parse", "internal/record", "internal/store", "internal/vfs", "internal/query", "internal/logql"},
 	// The query engine reads the store through its snapshot; the language
