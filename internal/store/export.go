@@ -4,8 +4,8 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"slices"
 	"runtime"
+	"slices"
 	"sync"
 
 	"github.com/sluicelog/sluice/internal/record"

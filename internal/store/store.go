@@ -62,8 +62,8 @@ type Options struct {
 	// leftovers are left, nothing is flushed, merged or dropped, and
 	// writes fail with ErrReadOnly. The directory must exist. LOCK is
 	// taken if it exists (a directory no store has opened has none).
-	ReadOnly       bool
-	Logger         *slog.Logger
+	ReadOnly bool
+	Logger   *slog.Logger
 	// Now is the clock for retention and for the pause in writes that
 	// starts a deferred flush; nil means time.Now.
 	Now func() time.Time
@@ -145,13 +145,13 @@ type Store struct {
 
 // Stats are the store's counters.
 type Stats struct {
-	Flushes, Merges       int64
-	FlushedBytes          int64 // part bytes written by flushes
-	MergedBytes           int64 // part bytes written by merges
-	DroppedParts          int64 // by retention
-	RecoveredRecords      int64 // WAL records replayed at Open
-	RecoveryTime          time.Duration
-	CorruptWAL, BadParts  int
+	Flushes, Merges      int64
+	FlushedBytes         int64 // part bytes written by flushes
+	MergedBytes          int64 // part bytes written by merges
+	DroppedParts         int64 // by retention
+	RecoveredRecords     int64 // WAL records replayed at Open
+	RecoveryTime         time.Duration
+	CorruptWAL, BadParts int
 	// TornWAL is where the WAL ends in an incomplete frame that a
 	// read-only Open found and left ("" when none, or when it was cut
 	// off).
