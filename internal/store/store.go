@@ -128,6 +128,10 @@ type Store struct {
 	// repairs says what Open changed in the directory.
 	repairs []string
 	walRep  wal.RecoveryReport
+	// dirs are the directories under Dir whose entries mkdirs has made
+	// durable.
+	dirMu sync.Mutex
+	dirs  map[string]bool
 
 	encoders sync.Pool
 	kick     chan struct{} // wakes the flusher
