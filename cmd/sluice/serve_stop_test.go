@@ -23,8 +23,8 @@ type onMessage struct {
 }
 
 func (h *onMessage) Enabled(context.Context, slog.Level) bool { return true }
-func (h *onMessage) WithAttrs([]slog.Attr) slog.Handler        { return h }
-func (h *onMessage) WithGroup(string) slog.Handler             { return h }
+func (h *onMessage) WithAttrs([]slog.Attr) slog.Handler       { return h }
+func (h *onMessage) WithGroup(string) slog.Handler            { return h }
 func (h *onMessage) Handle(_ context.Context, r slog.Record) error {
 	if r.Message == h.msg {
 		h.called = true
