@@ -23,7 +23,9 @@ listed too. Nothing is changed.
 
 Each damage found is one line on standard output:
   FILE: [block N] [at byte OFFSET]: what is wrong
-then a summary line. Exit status: 0 when nothing is damaged, 1 when damage was
+then a summary line. A WAL that ends in an incomplete frame (what a crash
+during a write leaves; that write was never acknowledged) is noted on a line
+starting "note: " and is not counted as damage. Exit status: 0 when nothing is damaged, 1 when damage was
 found (or the check could not run), 2 for a usage error. A directory in use by
 a running serve or ingest is refused. sluice repair fixes what can be fixed
 (a torn WAL tail); queries skip damaged blocks and say so.`,
@@ -48,6 +50,9 @@ a running serve or ingest is refused. sluice repair fixes what can be fixed
 			}
 			if err != nil {
 				return err
+			}
+			if sum.TornTail != nil {
+				fmt.Fprintf(e.stdout, "note: %s\n", sum.TornTail)
 			}
 			fmt.Fprintf(e.stdout, "checked %d parts (%d blocks), %d WAL segments (%d records): ", sum.Parts, sum.Blocks, sum.Segments, sum.Records)
 			if sum.Findings == 0 {

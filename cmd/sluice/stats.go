@@ -74,11 +74,10 @@ func printStats(e *env, st *store.Store) {
 	if s.RecoveredRecords > 0 {
 		fmt.Fprintf(e.stdout, "recovered at open: %d records from the WAL in %s\n", s.RecoveredRecords, s.RecoveryTime)
 	}
-	if s.BadParts > 0 || s.CorruptWAL > 0 || s.TornWAL != "" {
-		fmt.Fprintf(e.stdout, "damage found at open: %d unreadable parts (their rows are not served), %d corrupt WAL regions (skipped)", s.BadParts, s.CorruptWAL)
-		if s.TornWAL != "" {
-			fmt.Fprintf(e.stdout, ", a torn WAL tail at %s", s.TornWAL)
-		}
-		fmt.Fprintln(e.stdout, "; sluice check lists it all, sluice repair repairs what it can")
+	if s.BadParts > 0 || s.CorruptWAL > 0 {
+		fmt.Fprintf(e.stdout, "damage found at open: %d unreadable parts (their rows are not served), %d corrupt WAL regions (skipped); sluice check lists it all\n", s.BadParts, s.CorruptWAL)
+	}
+	if s.TornWAL != "" {
+		fmt.Fprintf(e.stdout, "the WAL ends in a torn tail at %s (an interrupted write, never acknowledged): left as it is; serve or sluice repair cuts it off\n", s.TornWAL)
 	}
 }

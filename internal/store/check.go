@@ -45,13 +45,18 @@ type CheckSummary struct {
 	Segments      int
 	Records       int
 	Findings      int
+	// TornTail, when set, is where the WAL ends in an incomplete frame:
+	// what a crash during a write leaves, not damage (the write was never
+	// acknowledged under the default sync policy), so not a Finding.
+	TornTail *Finding
 }
 
 // Check verifies every checksum of the data directory dir, changing
 // nothing: the MANIFEST's, every WAL segment's frames (and that their
 // records decode), and every part the MANIFEST names (header, footer,
 // index, filters, and each block's CRC and decoding). Parts set aside
-// earlier (ID.part.corrupt) are reported too. fn is called for each
+// earlier (ID.part.corrupt) are reported too; a torn WAL tail is not
+// damage (CheckSummary.TornTail). fn is called for each
 // finding as it is found. It holds LOCK while it reads, if LOCK exists,
 // so a running server is reported as ErrLocked rather than read while it
 // writes.
@@ -133,8 +138,8 @@ func Check(ctx context.Context, fs vfs.FS, dir string, fn func(Finding)) (CheckS
 		report(Finding{File: path.Join(walDir, segmentFile(c.Segment)), Block: -1, Offset: c.Offset, Problem: c.Reason})
 	}
 	if t := rep.TornTail; t != nil {
-		report(Finding{File: path.Join(walDir, segmentFile(t.Segment)), Block: -1, Offset: t.Offset,
-			Problem: "torn tail (" + rep.TornReason + "): an interrupted write, never acknowledged; sluice repair or the next serve cuts it off"})
+		sum.TornTail = &Finding{File: path.Join(walDir, segmentFile(t.Segment)), Block: -1, Offset: t.Offset,
+			Problem: "torn tail (" + rep.TornReason + "): an interrupted write, never acknowledged; sluice repair or the next serve cuts it off"}
 	}
 	return sum, nil
 }
