@@ -73,7 +73,7 @@ func (o *storageFlags) openReadOnly(stderr io.Writer) (*store.Store, error) {
 		return nil, usageError("--data DIR is required")
 	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	return store.Open(store.Options{Dir: o.data, ReadOnly: true, Logger: log, BlockCacheBytes: -1})
+	return store.Open(store.Options{Dir: o.data, ReadOnly: true, Logger: log})
 }
 
 // reportDamage says on w what reading a read-only store found damaged and
