@@ -108,7 +108,7 @@ func TestElasticsearchPython(t *testing.T) {
 	s := startServer(t)
 
 	start := time.Now()
-	out := runClient(t, s, 30*time.Second, py, script, s.url(""), strconv.Itoa(n), tenant, strconv.FormatInt(elasticBase.UnixMilli(), 10))
+	out := runClient(t, s, 2*time.Minute, py, script, s.url(""), strconv.Itoa(n), tenant, strconv.FormatInt(elasticBase.UnixMilli(), 10))
 	t.Logf("the script ran in %v", time.Since(start).Round(time.Millisecond))
 	var res struct {
 		Version       string
@@ -128,6 +128,7 @@ func TestElasticsearchPython(t *testing.T) {
 	if reqs := s.checkNoFailedRequests(t, "elastic"); reqs != n/100+2 {
 		t.Errorf("%d Elasticsearch ingest requests, want %d", reqs, n/100+2)
 	}
+	s.checkSeries(t, tenant, 3)
 	s.stop(t)
 
 	var all, h0, h1 []string
@@ -168,7 +169,7 @@ func TestElasticsearchPython(t *testing.T) {
 		checkOnce(t, c.sel, export(t, s.data, tenant, "--stream", c.sel), c.want, message(c.host))
 	}
 	checkOnce(t, "tenant default", export(t, s.data, "default"), nil, identity)
-	checkStats(t, s.data, tenant, n+2, 3)
+	checkStats(t, s.data, tenant, n+2)
 }
 
 // elasticCheckLine checks a stored document against what the script sent

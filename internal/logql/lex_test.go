@@ -2,6 +2,8 @@ package logql
 
 import (
 	"math"
+	"runtime"
+	"strings"
 	"testing"
 	"time"
 )
@@ -138,5 +140,24 @@ func TestParseDurationExported(t *testing.T) {
 	}
 	if _, err := ParseDuration("5minutes"); err == nil {
 		t.Error("ParseDuration(5minutes): no error")
+	}
+}
+
+// The parser lexes as it goes: a long query it refuses early costs
+// nothing like its length (lexed whole first, these took 180-450 times
+// their size).
+func TestParseLexesLazily(t *testing.T) {
+	n := 1 << 20
+	for _, src := range []string{strings.Repeat("(", n), strings.Repeat("} ", n/2)} {
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		_, err := Parse(src)
+		runtime.ReadMemStats(&after)
+		if err == nil {
+			t.Fatalf("%.10s...: parsed", src)
+		}
+		if got := after.TotalAlloc - before.TotalAlloc; got > uint64(n/8) {
+			t.Errorf("%.10s... (%d bytes): allocated %d bytes to refuse it", src, n, got)
+		}
 	}
 }

@@ -64,34 +64,39 @@ func ParseSelector(src string) (Selector, error) {
 	return sel, nil
 }
 
-// parser is a recursive descent parser over the tokens of one query.
+// parser is a recursive descent parser over the tokens of one query,
+// lexed as it goes: it looks at most three tokens ahead.
 type parser struct {
 	src   string
-	toks  []token
-	i     int
+	lx    lexer
+	ahead []token // lexed, not yet consumed
 	depth int
 }
 
 func newParser(src string) *parser {
-	return &parser{src: src, toks: lex(src)}
+	return &parser{src: src, lx: lexer{src: src}, ahead: make([]token, 0, 4)}
 }
 
 // peek returns the next token. INVARIANT: the last token is a tEOF or a
 // tErr, and the parser never moves past it.
-func (p *parser) peek() token { return p.toks[p.i] }
+func (p *parser) peek() token { return p.peekAt(0) }
 
 // peekAt returns the token n places after the next one.
 func (p *parser) peekAt(n int) token {
-	if p.i+n >= len(p.toks) {
-		return p.toks[len(p.toks)-1]
+	for len(p.ahead) <= n {
+		if k := len(p.ahead); k > 0 && (p.ahead[k-1].kind == tEOF || p.ahead[k-1].kind == tErr) {
+			return p.ahead[k-1]
+		}
+		p.ahead = append(p.ahead, p.lx.next())
 	}
-	return p.toks[p.i+n]
+	return p.ahead[n]
 }
 
 func (p *parser) next() token {
-	t := p.toks[p.i]
+	t := p.peek()
 	if t.kind != tEOF && t.kind != tErr {
-		p.i++
+		copy(p.ahead, p.ahead[1:])
+		p.ahead = p.ahead[:len(p.ahead)-1]
 	}
 	return t
 }

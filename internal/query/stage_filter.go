@@ -8,6 +8,7 @@ import (
 	"regexp/syntax"
 	"strings"
 
+	"github.com/sluicelog/sluice/internal/literal"
 	"github.com/sluicelog/sluice/internal/logql"
 )
 
@@ -28,14 +29,55 @@ func newLineFilter(f *logql.LineFilter) (stage, error) {
 	case logql.FilterNotContains, logql.FilterNotRegexp, logql.FilterNotPattern:
 		s.negate = true
 	}
+	// The values of an "or" chain that are literals, exact or folding
+	// ASCII case, are searched for all at once: one pass over the line
+	// instead of one per value (20,000 of them took 20 s, 15 times one
+	// regexp of them).
+	var exact, folded [][]byte
 	for _, v := range f.Values {
+		if lit, fold, ok := filterLiteral(f.Op, v); ok && len(f.Values) > 1 {
+			if fold {
+				folded = append(folded, lit)
+			} else {
+				exact = append(exact, lit)
+			}
+			continue
+		}
 		m, err := lineMatcher(f.Op, v)
 		if err != nil {
 			return nil, err
 		}
 		s.matches = append(s.matches, m)
 	}
+	if len(exact) > 0 {
+		s.matches = append(s.matches, literal.NewSet(exact, false).Match)
+	}
+	if len(folded) > 0 {
+		s.matches = append(s.matches, literal.NewSet(folded, true).Match)
+	}
 	return s, nil
+}
+
+// filterLiteral returns the literal a line filter's value matches: an
+// exact one for |= and != and for a regexp that is a literal, one that
+// folds ASCII case for a case-insensitive ASCII literal regexp (but not
+// one with k or s, which Unicode folds from non-ASCII letters too).
+func filterLiteral(op logql.FilterOp, v logql.FilterValue) (lit []byte, fold, ok bool) {
+	switch op {
+	case logql.FilterContains, logql.FilterNotContains:
+		return []byte(v.Value), false, !v.IP
+	case logql.FilterRegexp, logql.FilterNotRegexp:
+		if v.Re == nil {
+			return nil, false, false
+		}
+		if l, complete := v.Re.LiteralPrefix(); complete {
+			return []byte(l), false, true
+		}
+		if l, ok := foldedLiteral(v.Re.String()); ok && !bytes.ContainsAny(l, "ks") {
+			return l, true, true
+		}
+	}
+	return nil, false, false
 }
 
 // lineMatcher compiles one value of a line filter.

@@ -33,6 +33,11 @@ type Batch struct {
 	// Unmatched counts lines that a pattern format did not match and kept
 	// as a plain message (see Builder.Unmatched).
 	Unmatched int
+
+	// BadTime counts records whose time field was present but unusable
+	// (unreadable, or outside the accepted range: see Builder): they
+	// carry the receive time, as records without a time field do.
+	BadTime int
 }
 
 // Reset empties the batch for reuse, keeping its buffers.
@@ -44,6 +49,7 @@ func (b *Batch) Reset() {
 	b.ReceiveTime = 0
 	b.BadUTF8 = 0
 	b.Unmatched = 0
+	b.BadTime = 0
 }
 
 // Bytes returns the bytes a span views.

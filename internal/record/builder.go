@@ -395,8 +395,13 @@ func (bl *Builder) End() {
 	fields := b.Fields[bl.rec.FieldStart:]
 	if !bl.hasTime {
 		bl.rec.Time, bl.rec.TimeSource = b.ReceiveTime, FromReceive
-		if bl.timeIdx >= 0 && bl.resolveTime(fields) {
-			bl.rec.TimeSource = FromData
+		if bl.timeIdx >= 0 {
+			if bl.resolveTime(fields) {
+				bl.rec.TimeSource = FromData
+			} else {
+				bl.rec.Time = b.ReceiveTime
+				b.BadTime++
+			}
 		}
 	}
 	if !bl.hasMsg {
@@ -460,11 +465,14 @@ func (bl *Builder) timeFrom(f *Field) bool {
 			ns, ok = bl.parseTime(raw)
 		}
 	}
-	if ok {
+	// Before 1970 is taken for a mistake (a zero, a negative epoch, a
+	// year 0), as is past 2262, which int64 nanoseconds cannot hold.
+	if ok && ns >= 0 {
 		bl.rec.Time = ns
 		f.Role = RoleTime
+		return true
 	}
-	return ok
+	return false
 }
 
 // parseTime reads a time field's text with the Reader, and remembers it

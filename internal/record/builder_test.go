@@ -137,4 +137,37 @@ func TestBuilderTimeLayout(t *testing.T) {
 	if b.Records[1].TimeSource != FromReceive {
 		t.Errorf("a time in another format must not be read with a fixed layout")
 	}
+	if b.BadTime != 1 {
+		t.Errorf("BadTime %d, want 1", b.BadTime)
+	}
+}
+
+// TestBuilderBadTime: a time field that is present but unusable gives the
+// receive time and is counted; a record without one is not counted.
+func TestBuilderBadTime(t *testing.T) {
+	bl := NewBuilder(Config{TimeFields: []string{"ts", "time"}})
+	b := &Batch{ReceiveTime: 42}
+	bl.Start(b)
+	for _, c := range []struct {
+		kv   []string
+		time int64
+		bad  bool
+	}{
+		{[]string{"time", "2026-01-15T08:00:00Z"}, 1768464000e9, false},
+		{[]string{"time", "1970-01-01T00:00:00Z"}, 0, false},
+		{[]string{"time", "1969-12-31T23:59:59Z"}, 42, true}, // before 1970
+		{[]string{"time", "0000-01-01T00:00:00Z"}, 42, true},
+		{[]string{"time", "9999-01-01T00:00:00Z"}, 42, true},
+		{[]string{"time", "NaN"}, 42, true},
+		{[]string{"time", "soon"}, 42, true},
+		{[]string{"ts", "garbage", "time", "2026-01-15T08:00:00Z"}, 1768464000e9, false}, // the next candidate
+		{[]string{"msg", "no time"}, 42, false},
+	} {
+		before := b.BadTime
+		build(bl, b, c.kv...)
+		r := b.Records[len(b.Records)-1]
+		if r.Time != c.time || (b.BadTime > before) != c.bad {
+			t.Errorf("%q: time %d (bad %v), want %d (bad %v)", c.kv, r.Time, b.BadTime > before, c.time, c.bad)
+		}
+	}
 }

@@ -17,6 +17,9 @@ type Credential struct {
 	User     string   `yaml:"user"`
 	Password string   `yaml:"password"`
 	Tenants  []string `yaml:"tenants"`
+	// Admin lets the credential read the operational endpoints (/metrics,
+	// /debug/pprof/), which are closed to the others once auth is on.
+	Admin bool `yaml:"admin"`
 }
 
 func (c *Credential) allows(tenant string) bool {
@@ -30,6 +33,18 @@ func (s *Server) authorize(r *http.Request, tenant string) int {
 	if len(s.cfg.Auth) == 0 {
 		return 0
 	}
+	switch c := s.credential(r); {
+	case c == nil:
+		return http.StatusUnauthorized
+	case !c.allows(tenant):
+		return http.StatusForbidden
+	}
+	return 0
+}
+
+// credential returns the configured credential the request presents, or
+// nil. Every candidate is compared in constant time.
+func (s *Server) credential(r *http.Request) *Credential {
 	var found *Credential
 	if tok, ok := bearer(r); ok {
 		for i := range s.cfg.Auth {
@@ -46,13 +61,38 @@ func (s *Server) authorize(r *http.Request, tenant string) int {
 			}
 		}
 	}
-	switch {
-	case found == nil:
-		return http.StatusUnauthorized
-	case !found.allows(tenant):
-		return http.StatusForbidden
-	}
-	return 0
+	return found
+}
+
+// guarded serves h only to requests whose credential passes ok, once
+// auth is configured: 401 without a known credential, 403 with one that
+// does not pass.
+func (s *Server) guarded(h http.Handler, ok func(*Credential) bool) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if len(s.cfg.Auth) > 0 {
+			switch c := s.credential(r); {
+			case c == nil:
+				w.Header().Set("WWW-Authenticate", `Basic realm="sluice"`)
+				http.Error(w, http.StatusText(http.StatusUnauthorized), http.StatusUnauthorized)
+				return
+			case !ok(c):
+				http.Error(w, "this endpoint needs an admin credential (admin: true)", http.StatusForbidden)
+				return
+			}
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
+// admin serves h only to admin credentials once auth is configured.
+func (s *Server) admin(h http.Handler) http.Handler {
+	return s.guarded(h, func(c *Credential) bool { return c.Admin })
+}
+
+// anyCredential serves h to any known credential once auth is
+// configured.
+func (s *Server) anyCredential(h http.Handler) http.Handler {
+	return s.guarded(h, func(*Credential) bool { return true })
 }
 
 func bearer(r *http.Request) (string, bool) {

@@ -98,12 +98,38 @@ func (s *Server) esDocs(r *http.Request, tenant string, docs []byte) (map[int64]
 	defer put()
 	failed := map[int64]*record.LineError{}
 	stored := 0
+	next := int64(1) // the first document line of the next batch
 	err = p.Bytes(r.Context(), docs, func(b *record.Batch) error {
 		for i := range b.Errors {
 			e := b.Errors[i]
 			failed[e.Line] = &e
 			s.metrics.rejected.WithLabelValues("elastic", e.Kind.String()).Inc()
 		}
+		// Documents are one a line, none blank: record i is the i-th
+		// line of the batch that is not an error. Refused records come
+		// in order, so one walk finds them all.
+		line, k, errs := next, 0, b.Errors
+		next += int64(len(b.Records) + len(b.Errors))
+		rf := s.streams.admit(tenant, b, false, func(i int) {
+			for {
+				if len(errs) > 0 && errs[0].Line == line {
+					errs = errs[1:]
+					line++
+					continue
+				}
+				if k == i {
+					break
+				}
+				k++
+				line++
+			}
+			failed[line] = &record.LineError{Line: line, Msg: streamLimited}
+		})
+		if rf.lines > 0 {
+			s.metrics.rejected.WithLabelValues("elastic", "stream_limit").Add(float64(rf.lines))
+			s.log.Warn("ingest: stream limit", "protocol", "elastic", "msg", rf.message(tenant, s.streams.max))
+		}
+		s.countTimeFallbacks("elastic", b)
 		if err := s.st.Append(tenant, b); err != nil {
 			return storeFailure{err}
 		}
@@ -115,6 +141,10 @@ func (s *Server) esDocs(r *http.Request, tenant string, docs []byte) (map[int64]
 	return failed, stored, err
 }
 
+// streamLimited is the message of a document refused for the stream
+// limit, told apart from parse errors by handleBulk.
+const streamLimited = "stream limit"
+
 // storeFailure marks an error of the store, as opposed to the request.
 type storeFailure struct{ error }
 
@@ -122,13 +152,19 @@ func (e storeFailure) Unwrap() error { return e.error }
 
 // handleBulk serves _bulk: every item gets its own status; a bad document
 // fails its item, not the request.
-func (s *Server) handleBulk(w http.ResponseWriter, r *http.Request, tenant string, body io.Reader) int {
+func (s *Server) handleBulk(w http.ResponseWriter, r *http.Request, tenant string, body *reqBody) int {
 	start := time.Now()
 	data, err := s.readWhole(body)
 	if err != nil {
 		return bodyError(w, err)
 	}
-	docs, items := elastic.Split(data, r.PathValue("index"))
+	docs, items, err := elastic.Split(data, r.PathValue("index"))
+	if err != nil {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusBadRequest)
+		w.Write(elastic.ErrorReply("illegal_argument_exception", err.Error(), http.StatusBadRequest))
+		return http.StatusBadRequest
+	}
 	failed, _, err := s.esDocs(r, tenant, docs)
 	var sf storeFailure
 	switch {
@@ -143,7 +179,11 @@ func (s *Server) handleBulk(w http.ResponseWriter, r *http.Request, tenant strin
 		if it.Doc == 0 {
 			continue
 		}
-		if e := failed[int64(it.Doc)]; e != nil {
+		if e := failed[int64(it.Doc)]; e != nil && e.Msg == streamLimited {
+			// Retried by Beats and Logstash, as Elasticsearch's own 429s.
+			it.Status, it.Type, it.Err = 429, "es_rejected_execution_exception", fmt.Sprintf(
+				"the tenant is at its limit of %d active streams (max_streams_per_tenant): this document's stream is new", s.streams.max)
+		} else if e != nil {
 			it.Status, it.Type, it.Err = 400, "document_parsing_exception", fmt.Sprintf("column %d: %s", e.Col, e.Msg)
 		} else {
 			it.Status = 201
@@ -155,7 +195,7 @@ func (s *Server) handleBulk(w http.ResponseWriter, r *http.Request, tenant strin
 }
 
 // handleDoc serves a single document (_doc, _create, or /index/type).
-func (s *Server) handleDoc(w http.ResponseWriter, r *http.Request, tenant string, body io.Reader) int {
+func (s *Server) handleDoc(w http.ResponseWriter, r *http.Request, tenant string, body *reqBody) int {
 	data, err := s.readWhole(body)
 	if err != nil {
 		return bodyError(w, err)

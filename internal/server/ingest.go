@@ -1,8 +1,6 @@
 package server
 
 import (
-	"compress/flate"
-	"compress/gzip"
 	"context"
 	"encoding/json"
 	"errors"
@@ -15,8 +13,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/klauspost/compress/zstd"
-
 	"github.com/sluicelog/sluice/internal/ingest/jsonline"
 	"github.com/sluicelog/sluice/internal/ingest/loki"
 	"github.com/sluicelog/sluice/internal/record"
@@ -26,7 +22,7 @@ import (
 
 // ingestFunc serves one ingest request whose tenant is known and whose
 // body is limited and decompressed.
-type ingestFunc func(w http.ResponseWriter, r *http.Request, tenant string, body io.Reader) int
+type ingestFunc func(w http.ResponseWriter, r *http.Request, tenant string, body *reqBody) int
 
 // ingest wraps an ingest handler: in-flight limit, tenant, body limits and
 // decompression, metrics.
@@ -57,23 +53,6 @@ func (s *Server) serveIngest(w http.ResponseWriter, r *http.Request, protocol st
 		<-s.inflight
 		s.metrics.inflight.Dec()
 	}()
-	// Memory: wait for room, briefly, then refuse rather than grow.
-	need := s.memoryOf(r, protocol)
-	if !s.memory.TryAcquire(need) {
-		ctx, cancel := context.WithTimeout(r.Context(), s.cfg.InflightWait)
-		err := s.memory.Acquire(ctx, need)
-		cancel()
-		if err != nil {
-			w.Header().Set("Retry-After", "1")
-			return refuse(w, r, http.StatusServiceUnavailable, "too much ingest in flight; retry")
-		}
-	}
-	s.metrics.inflightBytes.Add(float64(need))
-	defer func() {
-		s.memory.Release(need)
-		s.metrics.inflightBytes.Sub(float64(need))
-	}()
-
 	tenant, err := tenantOf(r)
 	if err != nil {
 		return refuse(w, r, http.StatusBadRequest, err.Error())
@@ -94,10 +73,16 @@ func (s *Server) serveIngest(w http.ResponseWriter, r *http.Request, protocol st
 		return refuse(w, r, http.StatusInsufficientStorage,
 			fmt.Sprintf("the data directory's disk is nearly full (%d bytes free, %d needed); retry later", free, s.cfg.MinFreeBytes))
 	}
-	body, err := s.body(w, r)
-	if err != nil {
-		http.Error(w, err.Error(), http.StatusUnsupportedMediaType)
-		return http.StatusUnsupportedMediaType
+	// Memory is reserved as the body arrives: a client that declares a
+	// large body and sends it slowly holds little, and is cut off.
+	base, perByte, most := s.memoryOf(r, protocol)
+	body, err := s.newBody(w, r, base, perByte, most)
+	switch {
+	case errors.Is(err, errBusy):
+		w.Header().Set("Retry-After", "1")
+		return refuse(w, r, http.StatusServiceUnavailable, err.Error())
+	case err != nil:
+		return refuse(w, r, http.StatusUnsupportedMediaType, err.Error())
 	}
 	defer body.Close()
 	var stored int
@@ -175,23 +160,27 @@ const smallBody = 256 << 10
 // chunk buffer, its batch and its encoding.
 const lineRequestMemory = 16 << 20
 
-// memoryOf estimates the memory a request will hold.
-func (s *Server) memoryOf(r *http.Request, protocol string) int64 {
+// memoryOf estimates the memory a request will hold: base at once, and
+// perByte for each byte of its body (decompressed), up to most.
+func (s *Server) memoryOf(r *http.Request, protocol string) (base, perByte, most int64) {
+	known := r.ContentLength >= 0 && r.Header.Get("Content-Encoding") == ""
 	switch protocol {
 	case "jsonline", "lines":
 		// A small body is read whole (see handleLines).
-		if r.ContentLength >= 0 && r.ContentLength <= smallBody && r.Header.Get("Content-Encoding") == "" {
-			return 3*r.ContentLength + 64<<10
+		if known && r.ContentLength <= smallBody {
+			n := 3*r.ContentLength + 64<<10
+			return n, 0, n
 		}
-		return lineRequestMemory
+		// A chunk buffer, its batch and its encoding, reused chunk
+		// after chunk.
+		return 1 << 20, 4, lineRequestMemory
 	}
-	// Decoded whole: the body, decompressed (unknown when encoded), and
-	// what is built from it.
-	n := s.cfg.MaxWholeBodyBytes
-	if r.ContentLength > 0 && r.Header.Get("Content-Encoding") == "" {
-		n = min(n, r.ContentLength)
+	// Decoded whole: the body, decompressed, and what is built from it.
+	base = 1 << 20
+	if known {
+		base = min(base, 2*r.ContentLength+64<<10)
 	}
-	return min(2*n+1<<20, max(s.cfg.MaxInflightBytes, 64<<20))
+	return base, 2, min(2*s.cfg.MaxWholeBodyBytes+1<<20, max(s.cfg.MaxInflightBytes, 64<<20))
 }
 
 // tenantOf returns the request's tenant: X-Scope-OrgID, fully URL-decoded
@@ -215,110 +204,6 @@ func tenantOf(r *http.Request) (string, error) {
 		return "", fmt.Errorf("X-Scope-OrgID: %v", err)
 	}
 	return t, nil
-}
-
-// errTooLarge is the error of a body over a limit.
-var errTooLarge = errors.New("request body too large")
-
-// body returns the request body limited as sent, decompressed as its
-// Content-Encoding says, and limited again once decompressed: a
-// decompression bomb stops at the limit, having used a few buffers.
-func (s *Server) body(w http.ResponseWriter, r *http.Request) (io.ReadCloser, error) {
-	raw := http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes)
-	var dec io.Reader
-	closeDec := func() error { return nil }
-	switch enc := strings.ToLower(strings.TrimSpace(r.Header.Get("Content-Encoding"))); enc {
-	case "", "identity":
-		dec = raw
-	case "gzip", "x-gzip":
-		zr, err := gzip.NewReader(raw)
-		if err != nil {
-			return nil, fmt.Errorf("Content-Encoding gzip: %v", err)
-		}
-		dec, closeDec = zr, zr.Close
-	case "deflate":
-		// HTTP's deflate is zlib; some clients send raw deflate.
-		fr := flate.NewReader(raw)
-		dec, closeDec = fr, fr.Close
-	case "zstd":
-		zr, err := zstd.NewReader(raw, zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxMemory(64<<20))
-		if err != nil {
-			return nil, fmt.Errorf("Content-Encoding zstd: %v", err)
-		}
-		dec, closeDec = zr, func() error { zr.Close(); return nil }
-	default:
-		return nil, fmt.Errorf("Content-Encoding %q is not supported (gzip, deflate, zstd or none)", enc)
-	}
-	return &limitedBody{r: dec, left: s.cfg.MaxDecodedBytes, close: func() error { closeDec(); return raw.Close() }}, nil
-}
-
-// limitedBody fails a read past its limit with errTooLarge.
-type limitedBody struct {
-	r     io.Reader
-	left  int64
-	close func() error
-}
-
-func (l *limitedBody) Read(p []byte) (int, error) {
-	if l.left <= 0 {
-		// Is there more? One byte says.
-		var b [1]byte
-		if n, _ := l.r.Read(b[:]); n > 0 {
-			return 0, errTooLarge
-		}
-		return 0, io.EOF
-	}
-	if int64(len(p)) > l.left {
-		p = p[:l.left]
-	}
-	n, err := l.r.Read(p)
-	l.left -= int64(n)
-	var mbe *http.MaxBytesError
-	if errors.As(err, &mbe) {
-		err = errTooLarge
-	}
-	return n, err
-}
-
-func (l *limitedBody) Close() error { return l.close() }
-
-// readWhole reads a body that is decoded whole, up to MaxWholeBodyBytes
-// decompressed; past it the error matches errTooLarge.
-func (s *Server) readWhole(body io.Reader) ([]byte, error) {
-	data, err := io.ReadAll(io.LimitReader(body, s.cfg.MaxWholeBodyBytes+1))
-	if err == nil && int64(len(data)) > s.cfg.MaxWholeBodyBytes {
-		err = errTooLarge
-	}
-	if errors.Is(err, errTooLarge) {
-		return nil, fmt.Errorf("%w: the limit is %d bytes", errTooLarge, s.cfg.MaxWholeBodyBytes)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("read body: %w", err)
-	}
-	return data, nil
-}
-
-// bodyError answers a readWhole failure: 413 or 400.
-func bodyError(w http.ResponseWriter, err error) int {
-	code := http.StatusBadRequest
-	if errors.Is(err, errTooLarge) {
-		code = http.StatusRequestEntityTooLarge
-	}
-	http.Error(w, err.Error(), code)
-	return code
-}
-
-// fullReader reads until the buffer is full or the input ends, so that a
-// network body is parsed (and made durable) in whole chunks rather than
-// one fsync per TCP read.
-type fullReader struct{ r io.Reader }
-
-func (f fullReader) Read(p []byte) (int, error) {
-	n, err := io.ReadFull(f.r, p)
-	if errors.Is(err, io.ErrUnexpectedEOF) {
-		err = io.EOF
-	}
-	return n, err
 }
 
 // storeStatus maps a store failure to an HTTP status.
@@ -347,13 +232,24 @@ type linesReply struct {
 	Accepted int      `json:"accepted"`
 	Rejected int      `json:"rejected"`
 	Errors   []string `json:"errors,omitempty"` // the first few, as LINE:COL: message
+	// TimeFallbacks counts accepted lines whose timestamp was present but
+	// unusable: they are stored at the receive time.
+	TimeFallbacks int `json:"time_fallbacks,omitempty"`
+}
+
+// countTimeFallbacks counts the batch's lines stored at the receive time
+// although they held a timestamp.
+func (s *Server) countTimeFallbacks(protocol string, b *record.Batch) {
+	if b.BadTime > 0 {
+		s.metrics.timeFallbacks.WithLabelValues(protocol).Add(float64(b.BadTime))
+	}
 }
 
 const maxReplyErrors = 20
 
 // handleLines serves /insert/jsonline and /insert/lines: the body is
 // parsed as a stream, each chunk stored durably before the next is read.
-func (s *Server) handleLines(w http.ResponseWriter, r *http.Request, tenant string, body io.Reader) int {
+func (s *Server) handleLines(w http.ResponseWriter, r *http.Request, tenant string, body *reqBody) int {
 	protocol, format := "jsonline", "json"
 	if r.URL.Path == "/insert/lines" {
 		protocol, format = "lines", r.URL.Query().Get("format")
@@ -374,6 +270,7 @@ func (s *Server) handleLines(w http.ResponseWriter, r *http.Request, tenant stri
 	defer put()
 	var reply linesReply
 	var storeErr error
+	streamRefused := false
 	// Pipelined: a chunk is parsed and encoded while the one before it
 	// waits for its fsync. (Its Wait comes before the next Write: Write
 	// holds the store's cut lock for reading until Wait, and one
@@ -404,6 +301,16 @@ func (s *Server) handleLines(w http.ResponseWriter, r *http.Request, tenant stri
 				reply.Errors = append(reply.Errors, e.Error())
 			}
 		}
+		if rf := s.streams.admit(tenant, b, false, nil); rf.lines > 0 {
+			reply.Rejected += rf.lines
+			streamRefused = true
+			s.metrics.rejected.WithLabelValues(protocol, "stream_limit").Add(float64(rf.lines))
+			if len(reply.Errors) < maxReplyErrors {
+				reply.Errors = append(reply.Errors, rf.message(tenant, s.streams.max))
+			}
+		}
+		s.countTimeFallbacks(protocol, b)
+		reply.TimeFallbacks += b.BadTime
 		next, err := s.st.Prepare(tenant, b)
 		if err != nil {
 			storeErr = err
@@ -443,12 +350,17 @@ func (s *Server) handleLines(w http.ResponseWriter, r *http.Request, tenant stri
 		http.Error(w, fmt.Sprintf("%v: the limit is %d bytes (%d lines stored before it)", err, s.cfg.MaxDecodedBytes, reply.Accepted),
 			http.StatusRequestEntityTooLarge)
 		return http.StatusRequestEntityTooLarge
+	case errors.Is(err, errSlowBody), errors.Is(err, errBusy):
+		return bodyError(w, fmt.Errorf("%w (the first %d lines of the body were stored before it)", err, reply.Accepted))
 	case err != nil:
 		http.Error(w, "read body: "+err.Error(), http.StatusBadRequest)
 		return http.StatusBadRequest
 	}
 	code := http.StatusOK
-	if reply.Accepted == 0 && reply.Rejected > 0 {
+	switch {
+	case reply.Accepted == 0 && streamRefused:
+		code = http.StatusTooManyRequests
+	case reply.Accepted == 0 && reply.Rejected > 0:
 		code = http.StatusBadRequest
 	}
 	w.Header().Set("Content-Type", "application/json")
@@ -459,7 +371,7 @@ func (s *Server) handleLines(w http.ResponseWriter, r *http.Request, tenant stri
 
 // handleLoki serves /loki/api/v1/push as Loki does: 204; 400 with a
 // plain-text reason when entries were left out (the others are stored).
-func (s *Server) handleLoki(w http.ResponseWriter, r *http.Request, tenant string, body io.Reader) int {
+func (s *Server) handleLoki(w http.ResponseWriter, r *http.Request, tenant string, body *reqBody) int {
 	data, err := s.readWhole(body)
 	if err != nil {
 		return bodyError(w, err)
@@ -482,6 +394,12 @@ func (s *Server) handleLoki(w http.ResponseWriter, r *http.Request, tenant strin
 	case err != nil:
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return http.StatusBadRequest
+	}
+	if rf := s.streams.admit(tenant, b, true, nil); rf.lines > 0 {
+		// Refused whole, so that the client's retry stores no line twice.
+		s.metrics.rejected.WithLabelValues("loki", "stream_limit").Add(float64(rf.lines))
+		http.Error(w, rf.message(tenant, s.streams.max)+"; nothing of the push was stored", http.StatusTooManyRequests)
+		return http.StatusTooManyRequests
 	}
 	if err := s.st.Append(tenant, b); err != nil {
 		return s.storeError(w, err, "")

@@ -12,6 +12,38 @@ import (
 type metrics struct {
 	lines, bytes, rejected, requests *prometheus.CounterVec
 	inflight, inflightBytes          prometheus.Gauge
+	conns                            prometheus.Gauge
+	connsRefused                     prometheus.Counter
+	timeFallbacks                    *prometheus.CounterVec
+	syslog                           syslogMetrics
+}
+
+// syslogMetrics count what the syslog listeners truncate, refuse and close,
+// beyond the lines and rejections every protocol counts.
+type syslogMetrics struct {
+	truncated               *prometheus.CounterVec
+	conns                   prometheus.Gauge
+	refused, idle, acceptEr prometheus.Counter
+	udpDrops                *udpDropCollector
+}
+
+func newSyslogMetrics(reg *prometheus.Registry) syslogMetrics {
+	m := syslogMetrics{
+		truncated: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "sluice_syslog_truncated_messages_total",
+			Help: "Syslog messages stored truncated (field truncated=true), by protocol and reason: too_long (over the message limit), incomplete (the connection ended inside an octet-counted frame)."},
+			[]string{"protocol", "reason"}),
+		conns: prometheus.NewGauge(prometheus.GaugeOpts{Name: "sluice_syslog_tcp_connections",
+			Help: "Open syslog TCP connections."}),
+		refused: prometheus.NewCounter(prometheus.CounterOpts{Name: "sluice_syslog_tcp_connections_refused_total",
+			Help: "Syslog TCP connections closed as soon as accepted, over the connection limit."}),
+		idle: prometheus.NewCounter(prometheus.CounterOpts{Name: "sluice_syslog_tcp_idle_timeouts_total",
+			Help: "Syslog TCP connections closed after the idle timeout."}),
+		acceptEr: prometheus.NewCounter(prometheus.CounterOpts{Name: "sluice_syslog_tcp_accept_errors_total",
+			Help: "Failed accepts on the syslog TCP listener (out of file descriptors, say), retried."}),
+		udpDrops: &udpDropCollector{srcs: map[*udpDropSource]struct{}{}},
+	}
+	reg.MustRegister(m.truncated, m.conns, m.refused, m.idle, m.acceptEr, m.udpDrops)
+	return m
 }
 
 func newMetrics(reg *prometheus.Registry, st *store.Store) *metrics {
@@ -28,10 +60,17 @@ func newMetrics(reg *prometheus.Registry, st *store.Store) *metrics {
 			Help: "Ingest requests being served."}),
 		inflightBytes: prometheus.NewGauge(prometheus.GaugeOpts{Name: "sluice_ingest_in_flight_bytes",
 			Help: "Memory reserved by the ingest requests being served."}),
+		conns: prometheus.NewGauge(prometheus.GaugeOpts{Name: "sluice_http_connections_open",
+			Help: "HTTP connections open."}),
+		connsRefused: prometheus.NewCounter(prometheus.CounterOpts{Name: "sluice_http_connections_refused_total",
+			Help: "HTTP connections answered 503 and closed because max_connections were open."}),
+		timeFallbacks: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "sluice_ingest_time_fallbacks_total",
+			Help: "Lines whose timestamp was present but unusable (unreadable, or outside 1970 to 2262), stored at the receive time, by protocol."}, []string{"protocol"}),
 	}
-	reg.MustRegister(m.lines, m.bytes, m.rejected, m.requests, m.inflight, m.inflightBytes,
+	reg.MustRegister(m.lines, m.bytes, m.rejected, m.requests, m.inflight, m.inflightBytes, m.conns, m.connsRefused, m.timeFallbacks,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	reg.MustRegister(storeCollector{st})
+	m.syslog = newSyslogMetrics(reg)
 	return m
 }
 

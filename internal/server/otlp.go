@@ -1,7 +1,6 @@
 package server
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -17,7 +16,7 @@ import (
 // handleOTLP serves POST /v1/logs as OTLP/HTTP says: 200 with an
 // ExportLogsServiceResponse (partial_success when records were left out),
 // 400 with a Status when the request cannot be read.
-func (s *Server) handleOTLP(w http.ResponseWriter, r *http.Request, tenant string, body io.Reader) int {
+func (s *Server) handleOTLP(w http.ResponseWriter, r *http.Request, tenant string, body *reqBody) int {
 	isJSON := strings.HasPrefix(strings.ToLower(r.Header.Get("Content-Type")), "application/json")
 	fail := func(code int, msg string) int {
 		if isJSON {
@@ -37,11 +36,12 @@ func (s *Server) handleOTLP(w http.ResponseWriter, r *http.Request, tenant strin
 		return code
 	}
 	data, err := s.readWhole(body)
-	if errors.Is(err, errTooLarge) {
-		return fail(http.StatusRequestEntityTooLarge, err.Error())
-	}
 	if err != nil {
-		return fail(http.StatusBadRequest, err.Error())
+		code := bodyStatus(err)
+		if code == http.StatusServiceUnavailable {
+			w.Header().Set("Retry-After", "1")
+		}
+		return fail(code, err.Error())
 	}
 	lines, _, err := otlp.Lines(nil, data, isJSON)
 	if err != nil {
@@ -75,6 +75,13 @@ func (s *Server) handleOTLP(w http.ResponseWriter, r *http.Request, tenant strin
 			}
 			s.metrics.rejected.WithLabelValues("otlp", b.Errors[i].Kind.String()).Inc()
 		}
+		// OTLP's partial success: the client is told, and does not retry.
+		if rf := s.streams.admit(tenant, b, false, nil); rf.lines > 0 {
+			rejected += int64(rf.lines)
+			reasons = append(reasons, rf.message(tenant, s.streams.max))
+			s.metrics.rejected.WithLabelValues("otlp", "stream_limit").Add(float64(rf.lines))
+		}
+		s.countTimeFallbacks("otlp", b)
 		if err := s.st.Append(tenant, b); err != nil {
 			storeErr = err
 			return err

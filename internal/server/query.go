@@ -29,7 +29,7 @@ func (s *Server) queryRoutes() {
 		m.HandleFunc("GET "+p, h)
 		m.HandleFunc("POST "+p, h)
 	}
-	m.HandleFunc("GET /loki/api/v1/status/buildinfo", s.handleBuildInfo)
+	m.Handle("GET /loki/api/v1/status/buildinfo", s.anyCredential(http.HandlerFunc(s.handleBuildInfo)))
 	m.HandleFunc("GET /loki/api/v1/tail", s.handleTail)
 }
 
@@ -56,6 +56,11 @@ func (s *Server) queryHandler(path string) http.HandlerFunc {
 		if !ok {
 			return
 		}
+		release, ok := s.admitQuery(w, r, req)
+		if !ok {
+			return
+		}
+		defer release()
 		out, err := h(r.Context(), req)
 		if err != nil {
 			s.queryError(w, r, err)
@@ -83,7 +88,7 @@ func (s *Server) queryRequest(w http.ResponseWriter, r *http.Request) (*queryReq
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return nil, false
 	}
-	return &queryRequest{r: r, tenant: tenant, now: time.Now()}, true
+	return &queryRequest{r: r, tenant: tenant, now: time.Now(), maxLines: s.cfg.Query.MaxLines}, true
 }
 
 // queryError answers an error as Loki does: plain text, 400 for a bad
@@ -118,6 +123,8 @@ type queryRequest struct {
 	r      *http.Request
 	tenant string
 	now    time.Time
+	// maxLines is the largest limit a log query may ask (0: any).
+	maxLines int
 }
 
 func (q *queryRequest) get(name string) string { return q.r.Form.Get(name) }
@@ -200,6 +207,10 @@ func (q *queryRequest) params() (query.Params, error) {
 		n, err := strconv.Atoi(v)
 		if err != nil || n <= 0 {
 			return p, fmt.Errorf("%w: limit must be a positive value", errBadParam)
+		}
+		// As Loki: a limit over the maximum is refused, not cut.
+		if q.maxLines > 0 && n > q.maxLines {
+			return p, fmt.Errorf("%w: max entries limit per query exceeded, limit > max_entries_limit_per_query (%d > %d); see --max-query-lines", errBadParam, n, q.maxLines)
 		}
 		p.Limit = n
 	}

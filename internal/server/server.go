@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
@@ -60,26 +61,49 @@ type Config struct {
 	TLSCertFile, TLSKeyFile string
 	// Query bounds each query's cost.
 	Query query.Limits
+	// Admission bounds query text and the queries and tails at once.
+	Admission Admission
 	// Version and Revision are reported by /loki/api/v1/status/buildinfo.
 	Version, Revision string
+	// BodyIdleTimeout cuts off a request body that brings no byte for
+	// this long (408); MinBodyRate (bytes/s), one that averages less
+	// after its first 10 s. Zero turns either off.
+	BodyIdleTimeout time.Duration
+	MinBodyRate     int64
+	// IdleTimeout closes keep-alive connections idle this long.
+	IdleTimeout time.Duration
+	// MaxConnections bounds the HTTP connections open at once; one more
+	// is answered 503 and closed (0: half the process's open-file limit).
+	MaxConnections int
+	// MaxStreamsPerTenant bounds each tenant's active streams (those
+	// with a line in the last StreamIdle); lines of new streams past it
+	// are refused with 429 (0: no limit).
+	MaxStreamsPerTenant int
 	// FreeSpace reports the free bytes of the data directory's filesystem
 	// (nil: never checked).
 	FreeSpace func() (uint64, error)
+	// Syslog bounds the syslog listeners.
+	Syslog SyslogConfig
 }
 
 // DefaultConfig returns the limits a server runs with unless configured.
 func DefaultConfig() Config {
 	return Config{
-		MaxBodyBytes:      1 << 30,
-		MaxDecodedBytes:   4 << 30,
-		MaxWholeBodyBytes: 64 << 20,
-		MaxInflight:       64,
-		MinFreeBytes:      256 << 20,
-		InflightWait:      time.Second,
-		Loki:              loki.DefaultLimits,
-		Pprof:             true,
-		Query:             query.DefaultLimits,
-		ShutdownTimeout:   30 * time.Second,
+		MaxBodyBytes:        1 << 30,
+		MaxDecodedBytes:     4 << 30,
+		MaxWholeBodyBytes:   64 << 20,
+		MaxInflight:         64,
+		MinFreeBytes:        256 << 20,
+		InflightWait:        time.Second,
+		Loki:                loki.DefaultLimits,
+		Query:               query.DefaultLimits,
+		ShutdownTimeout:     30 * time.Second,
+		BodyIdleTimeout:     30 * time.Second,
+		MinBodyRate:         16 << 10,
+		IdleTimeout:         120 * time.Second,
+		MaxStreamsPerTenant: 5000,
+		Syslog:              DefaultSyslogConfig(),
+		Admission:           DefaultAdmission(),
 	}
 }
 
@@ -100,6 +124,10 @@ type Server struct {
 	memory   *semaphore.Weighted
 	parsers  parsers
 	engine   *query.Engine
+	streams  *streamLimit
+	queries  *gate // queries running
+	tails    *gate // tails open
+	tailSnap tailSnapshots
 }
 
 // New returns a server of st whose metrics are registered in reg.
@@ -113,6 +141,12 @@ func New(cfg Config, st *store.Store, log *slog.Logger, reg *prometheus.Registry
 	s.memory = semaphore.NewWeighted(max(cfg.MaxInflightBytes, 64<<20))
 	s.metrics = newMetrics(reg, st)
 	s.engine = query.NewEngine(cfg.Query)
+	s.streams = newStreamLimit(cfg.MaxStreamsPerTenant)
+	a := cfg.Admission
+	s.queries = newGate("queries", "--max-concurrent-queries", "--max-tenant-concurrent-queries", a.MaxQueries, a.MaxTenantQueries)
+	s.tails = newGate("tails", "--max-tails", "--max-tenant-tails", a.MaxTails, a.MaxTenantTails)
+	s.queries.register(reg)
+	s.tails.register(reg)
 	s.routes(reg)
 	return s
 }
@@ -125,34 +159,56 @@ func (s *Server) routes(reg *prometheus.Registry) {
 	m.HandleFunc("POST /v1/logs", s.ingest("otlp", s.handleOTLP))
 	s.elasticRoutes()
 	s.queryRoutes()
+	// Operational endpoints: with auth on, only /ready stays open.
 	m.HandleFunc("GET /ready", s.handleReady)
-	m.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
+	m.Handle("GET /metrics", s.admin(promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg})))
 	if s.cfg.Pprof {
-		m.HandleFunc("GET /debug/pprof/", pprof.Index)
-		m.HandleFunc("GET /debug/pprof/cmdline", pprof.Cmdline)
-		m.HandleFunc("GET /debug/pprof/profile", pprof.Profile)
-		m.HandleFunc("GET /debug/pprof/symbol", pprof.Symbol)
-		m.HandleFunc("GET /debug/pprof/trace", pprof.Trace)
+		m.Handle("GET /debug/pprof/", s.admin(http.HandlerFunc(pprof.Index)))
+		m.Handle("GET /debug/pprof/cmdline", s.admin(http.HandlerFunc(pprof.Cmdline)))
+		m.Handle("GET /debug/pprof/profile", s.admin(http.HandlerFunc(pprof.Profile)))
+		m.Handle("GET /debug/pprof/symbol", s.admin(http.HandlerFunc(pprof.Symbol)))
+		m.Handle("GET /debug/pprof/trace", s.admin(http.HandlerFunc(pprof.Trace)))
 	}
 }
 
 // Handler returns the server's routes.
 func (s *Server) Handler() http.Handler { return s.mux }
 
+// handleReady answers 200 once the server serves and its store takes
+// writes; 503 with the reason otherwise (starting, the data disk nearly
+// full, the store refusing writes), so that a load balancer sends
+// traffic elsewhere.
 func (s *Server) handleReady(w http.ResponseWriter, r *http.Request) {
 	select {
 	case <-s.ready:
-		w.Write([]byte("ready\n"))
 	default:
-		http.Error(w, "not ready", http.StatusServiceUnavailable)
+		http.Error(w, "not ready: starting", http.StatusServiceUnavailable)
+		return
 	}
+	if free, low := s.disk.low(); low {
+		http.Error(w, fmt.Sprintf("not ready: the data directory's disk is nearly full (%d bytes free, min_free_bytes %d); writes answer 507",
+			free, s.cfg.MinFreeBytes), http.StatusServiceUnavailable)
+		return
+	}
+	if err := s.st.WriteError(); err != nil {
+		http.Error(w, "not ready: "+err.Error(), http.StatusServiceUnavailable)
+		return
+	}
+	w.Write([]byte("ready\n"))
 }
 
 // Serve serves on ln until ctx is done, then stops accepting, lets the
 // requests in flight finish (each one's lines become durable or are
 // refused), and returns.
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
-	hs := &http.Server{Handler: s.mux, ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(s.log.Handler(), slog.LevelWarn)}
+	hs := &http.Server{Handler: s.mux, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: s.cfg.IdleTimeout,
+		ErrorLog: slog.NewLogLogger(s.log.Handler(), slog.LevelWarn)}
+	maxConns := s.cfg.MaxConnections
+	if maxConns <= 0 {
+		maxConns = defaultMaxConnections()
+	}
+	ln = &connLimit{Listener: ln, max: int64(maxConns), tls: s.cfg.TLSCertFile != "",
+		refused: s.metrics.connsRefused.Inc, opened: func(d int) { s.metrics.conns.Add(float64(d)) }}
 	errc := make(chan error, 1)
 	go func() {
 		if s.cfg.TLSCertFile != "" {

@@ -295,8 +295,13 @@ func TestReadyAndMetrics(t *testing.T) {
 			t.Errorf("metrics lack %q", want)
 		}
 	}
-	if code, _ := f.do("GET", "/debug/pprof/", nil); code != 200 {
-		t.Errorf("pprof: %d", code)
+	if code, _ := f.do("GET", "/debug/pprof/", nil); code != 404 {
+		t.Errorf("pprof by default: %d, want 404 (off unless enabled)", code)
+	}
+	cfg := DefaultConfig()
+	cfg.Pprof = true
+	if code, _ := newFixture(t, cfg).do("GET", "/debug/pprof/", nil); code != 200 {
+		t.Errorf("pprof enabled: %d", code)
 	}
 }
 

@@ -5,9 +5,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"net/http"
 	"slices"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/coder/websocket"
@@ -15,6 +17,7 @@ import (
 	"github.com/sluicelog/sluice/internal/logql"
 	"github.com/sluicelog/sluice/internal/query"
 	"github.com/sluicelog/sluice/internal/record"
+	"github.com/sluicelog/sluice/internal/store"
 )
 
 // Tailing: /loki/api/v1/tail upgrades to a WebSocket and sends the lines
@@ -26,6 +29,10 @@ import (
 // delay_for. A line that arrives with a time before the newest already
 // sent (more than delay_for late) is not shown: raise delay_for for
 // shippers that send late.
+//
+// Tails share their snapshots of the store (tailSnapshots), and at most
+// Admission.MaxTails are open at once, MaxTenantTails per tenant: one
+// more gets 429 before the upgrade.
 
 const (
 	tailPoll     = time.Second
@@ -38,11 +45,26 @@ func (s *Server) handleTail(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
+	if err := s.checkQuerySize(q); err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
 	t, err := s.newTail(q)
 	if err != nil {
 		s.queryError(w, r, err)
 		return
 	}
+	release, err := s.tails.enter(r.Context(), q.tenant, 0, 0)
+	if err != nil {
+		refuseGate(w, r, err)
+		return
+	}
+	defer func() {
+		release()
+		if s.tails.running() == 0 {
+			s.tailSnap.idle()
+		}
+	}()
 	// The library refuses a browser's request from another origin (a page
 	// elsewhere reading logs through a user's browser); clients that send
 	// no Origin (logcli, Grafana's server) are let in.
@@ -115,16 +137,20 @@ func (t *tail) run(ctx context.Context, s *Server, send func([]byte) error) erro
 	defer tick.Stop()
 	for {
 		p := t.params
-		p.End = time.Now().Add(-t.delay).UnixNano() + 1
 		if first {
 			p.Direction, p.Limit = query.Backward, t.limit
 		} else {
 			p.Direction, p.Limit = query.Forward, tailMaxBatch
 		}
-		if p.End > p.Start {
-			sn := s.st.Snapshot()
-			res, err := s.engine.Eval(ctx, sn, t.expr, p)
-			sn.Release()
+		sn := s.tailSnap.acquire(s.st)
+		// Up to the time the snapshot was taken: a line stored after it
+		// is in the next one.
+		p.End = sn.at.Add(-t.delay).UnixNano() + 1
+		if p.End <= p.Start {
+			s.tailSnap.release(sn)
+		} else {
+			res, err := s.engine.Eval(ctx, tailSource{sn, t.expr.Selector}, t.expr, p)
+			s.tailSnap.release(sn)
 			if err != nil {
 				return err
 			}
@@ -190,6 +216,108 @@ func (t *tail) message(res *query.Result) []byte {
 	b = append(b, `],"dropped_entries":null}`...)
 	t.params.Start = cmp.Or(t.edge, t.params.Start)
 	return b
+}
+
+// tailSnapshotAge is how old a snapshot tails may share. Taking one
+// copies the head's view of every stream under the head's lock: with a
+// thousand tails each taking its own every second, ingest and every
+// other query waited on that lock (/labels took 19 s).
+const tailSnapshotAge = tailPoll / 2
+
+// tailSnapshots shares store snapshots among the tails polling within
+// tailSnapshotAge of each other.
+//
+// Concurrency: safe for concurrent use.
+type tailSnapshots struct {
+	mu  sync.Mutex
+	cur *sharedSnapshot
+}
+
+// sharedSnapshot is a snapshot, the time just before it was taken, and
+// how many tails use it.
+type sharedSnapshot struct {
+	sn    *store.Snapshot
+	at    time.Time
+	users int // guarded by tailSnapshots.mu
+	// The streams of each tenant and selector, in all time: listing a
+	// tenant's streams walks them all (20,000 streams: milliseconds), too
+	// much for every tail every second.
+	mu      sync.Mutex
+	streams map[string][]record.Labels
+}
+
+// tailSource is the source of one tail's queries: a shared snapshot
+// whose streams it lists once per selector.
+type tailSource struct {
+	*sharedSnapshot
+	sel logql.Selector
+}
+
+// Streams returns every stream of tenant that the tail's selector
+// matches, whatever their times: a stream without rows in [from, to]
+// yields nothing when scanned.
+func (ts tailSource) Streams(tenant string, from, to int64) []record.Labels {
+	key := tenant + "\x00" + ts.sel.String()
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
+	out, ok := ts.streams[key]
+	if !ok {
+		for _, ls := range ts.sn.Streams(tenant, math.MinInt64, math.MaxInt64) {
+			if ts.sel.Matches(ls.Value) {
+				out = append(out, ls)
+			}
+		}
+		if ts.streams == nil {
+			ts.streams = map[string][]record.Labels{}
+		}
+		ts.streams[key] = out
+	}
+	return out
+}
+
+func (ts tailSource) Scan(ctx context.Context, tenant string, stream record.Labels, from, to int64, opts store.ScanOptions, fn store.RowFunc) error {
+	return ts.sn.Scan(ctx, tenant, stream, from, to, opts, fn)
+}
+
+func (ts tailSource) ScanColumns(ctx context.Context, tenant string, stream record.Labels, from, to int64, blockFn store.BlockFunc, rowFn store.RowFunc) error {
+	return ts.sn.ScanColumns(ctx, tenant, stream, from, to, blockFn, rowFn)
+}
+
+// acquire returns a snapshot of st no older than tailSnapshotAge; the
+// caller must release it.
+func (c *tailSnapshots) acquire(st *store.Store) *sharedSnapshot {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.cur != nil && time.Since(c.cur.at) < tailSnapshotAge {
+		c.cur.users++
+		return c.cur
+	}
+	old := c.cur
+	at := time.Now()
+	c.cur = &sharedSnapshot{sn: st.Snapshot(), at: at, users: 1}
+	if old != nil && old.users == 0 {
+		old.sn.Release()
+	}
+	return c.cur
+}
+
+func (c *tailSnapshots) release(s *sharedSnapshot) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if s.users--; s.users == 0 && s != c.cur {
+		s.sn.Release()
+	}
+}
+
+// idle releases the current snapshot if no tail uses it, so that no
+// part stays pinned once the last tail has gone.
+func (c *tailSnapshots) idle() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.cur != nil && c.cur.users == 0 {
+		c.cur.sn.Release()
+		c.cur = nil
+	}
 }
 
 func truncate(s string, n int) string {

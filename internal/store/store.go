@@ -117,9 +117,11 @@ type Store struct {
 	parts       []*livePart
 	man         *manifest
 	bgErr       error // the last flush's failure; nil after a success
-	flushTries  int   // background flush attempts, so a waiter can wait for the next
-	closed      bool
-	stats       Stats
+	// flushFailing is bgErr != nil, read without the lock (WriteError).
+	flushFailing atomic.Bool
+	flushTries   int // background flush attempts, so a waiter can wait for the next
+	closed       bool
+	stats        Stats
 	// badParts are the parts known to be unreadable (set aside at Open,
 	// now or earlier, or skipped by a read-only Open).
 	badParts []Damage
@@ -752,6 +754,7 @@ func (s *Store) setFlushError(err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.bgErr = err
+	s.flushFailing.Store(err != nil)
 	s.flushTries++
 	s.room.Broadcast()
 }

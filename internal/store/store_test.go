@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"errors"
@@ -9,6 +10,7 @@ import (
 	"log/slog"
 	"math"
 	"math/rand/v2"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -342,6 +344,81 @@ func TestRetention(t *testing.T) {
 	}
 }
 
+// TestMaxTenantBytes: with MaxTenantBytes set, a tenant whose parts take
+// more than that loses its oldest parts, whole, until they fit; the other
+// tenants keep everything, and the drop is counted and survives a reopen.
+func TestMaxTenantBytes(t *testing.T) {
+	fs := vfs.NewMem()
+	base := time.Date(2026, 1, 15, 8, 0, 0, 0, time.UTC)
+	batch := func(b, n int) []string {
+		var out []string
+		for i := range n {
+			out = append(out, fmt.Sprintf(`{"time":"%s","msg":"batch %d line %d %s","service":"api"}`,
+				base.Add(time.Duration(b)*time.Hour+time.Duration(i)*time.Millisecond).Format(time.RFC3339Nano), b, i, strings.Repeat("x", i%50)))
+		}
+		return out
+	}
+	// Four parts of tenant big, an hour apart, and one of tenant small.
+	s := open(t, fs, Options{DeferMerges: true})
+	var big [][]string
+	for b := range 4 {
+		big = append(big, batch(b, 500))
+		appendLines(t, s, "big", big[b], 100)
+		if err := s.Flush(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	small := batch(0, 50)
+	appendLines(t, s, "small", small, 50)
+	if err := s.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	var sizes []int64 // of big's parts, oldest first
+	var smallSize int64
+	for _, p := range s.PartStats() {
+		if p.Tenant == "big" {
+			sizes = append(sizes, p.Size)
+		} else {
+			smallSize += p.Size
+		}
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if len(sizes) != 4 {
+		t.Fatalf("%d parts of tenant big, want 4", len(sizes))
+	}
+	// Room for the newest two parts of big: the oldest two go.
+	limit := sizes[2] + sizes[3]
+	if smallSize > limit {
+		t.Fatalf("tenant small takes %d bytes, more than the limit %d: the test's data is wrong", smallSize, limit)
+	}
+	s = open(t, fs, Options{DeferMerges: true, MaxTenantBytes: limit})
+	if err := s.applyRetention(); err != nil {
+		t.Fatal(err)
+	}
+	want := expected(t, map[string][]string{"big": slices.Concat(big[2], big[3]), "small": small})
+	diff(t, exportAll(t, s), want)
+	if st := s.Stats(); st.DroppedParts != 2 {
+		t.Errorf("DroppedParts %d, want 2", st.DroppedParts)
+	}
+	var total int64
+	for _, p := range s.PartStats() {
+		if p.Tenant == "big" {
+			total += p.Size
+		}
+	}
+	if total > limit {
+		t.Errorf("tenant big takes %d bytes after retention, over MaxTenantBytes %d", total, limit)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s = open(t, fs, Options{DeferMerges: true})
+	defer s.Close()
+	diff(t, exportAll(t, s), want)
+}
+
 // TestSyncEIO fails the WAL's fdatasync: the append fails, is not
 // acknowledged, and the store refuses appends until it is reopened (an
 // fsync error is never retried and then acknowledged); what was
@@ -406,6 +483,26 @@ func TestManifestDamage(t *testing.T) {
 	}
 }
 
+// waitingForRoom reports whether a goroutine waits in Store.waitForRoom
+// for a flush to make room (parked in its sync.Cond).
+func waitingForRoom() bool {
+	buf := make([]byte, 1<<20)
+	for {
+		n := runtime.Stack(buf, true)
+		if n < len(buf) {
+			buf = buf[:n]
+			break
+		}
+		buf = make([]byte, 2*len(buf))
+	}
+	for g := range bytes.SplitSeq(buf, []byte("\n\n")) {
+		if bytes.Contains(g, []byte("sync.(*Cond).Wait")) && bytes.Contains(g, []byte(".(*Store).waitForRoom(")) {
+			return true
+		}
+	}
+	return false
+}
+
 // TestMaxHeadBytes: while a flush cannot finish, appends go on until the
 // heads hold MaxHeadBytes, then wait for it; nothing is lost either way.
 func TestMaxHeadBytes(t *testing.T) {
@@ -435,17 +532,26 @@ func TestMaxHeadBytes(t *testing.T) {
 		errc <- nil
 	}()
 	// The appends outrun the stuck flush past twice HeadBytes, up to the
-	// budget, then stop.
+	// budget, then wait for room: the flush is stuck and the appender is
+	// found parked in waitForRoom (it may park before the flusher cuts the
+	// head, which changes where the bytes are, not how many). The deadline
+	// only stops a test that hangs.
 	done := 0
-	for {
+	deadline := time.Now().Add(2 * time.Minute)
+	for !stuck.Load() || !waitingForRoom() {
 		select {
 		case done = <-progress:
-			continue
 		case err := <-errc:
 			t.Fatalf("every append returned (err %v) while the flush was stuck", err)
-		case <-time.After(300 * time.Millisecond):
+		default:
+			if time.Now().After(deadline) {
+				t.Fatalf("no append waits for room after %d lines (stats %+v)", done, s.Stats())
+			}
+			time.Sleep(time.Millisecond)
 		}
-		break
+	}
+	for len(progress) > 0 {
+		done = <-progress
 	}
 	st := s.Stats()
 	if !stuck.Load() || st.FlushingBytes == 0 {
@@ -472,11 +578,11 @@ func TestMaxHeadBytes(t *testing.T) {
 // flushed once writes pause, at once when the heads hold half the budget,
 // and after maxFlushDelay when writes never pause.
 func TestFlushWaitsForAPause(t *testing.T) {
-	var clock atomic.Int64
+	var clock, reads atomic.Int64
 	clock.Store(time.Date(2026, 1, 16, 0, 0, 0, 0, time.UTC).UnixNano())
 	const headBytes, maxHeadBytes = 16 << 10, 256 << 10
 	s := open(t, vfs.NewMem(), Options{HeadBytes: headBytes, MaxHeadBytes: maxHeadBytes,
-		Now: func() time.Time { return time.Unix(0, clock.Load()) }})
+		Now: func() time.Time { reads.Add(1); return time.Unix(0, clock.Load()) }})
 	defer s.Close()
 	lines := genLines(4000, 12)
 	i := 0
@@ -485,18 +591,31 @@ func TestFlushWaitsForAPause(t *testing.T) {
 			appendLines(t, s, "default", lines[i:i+20], 20)
 		}
 	}
+	// The deadlines only stop a test that hangs.
 	eventually := func(what string, cond func(Stats) bool) {
 		t.Helper()
-		for deadline := time.Now().Add(10 * time.Second); !cond(s.Stats()); time.Sleep(5 * time.Millisecond) {
+		for deadline := time.Now().Add(2 * time.Minute); !cond(s.Stats()); time.Sleep(5 * time.Millisecond) {
 			if time.Now().After(deadline) {
 				t.Fatalf("%s: stats %+v", what, s.Stats())
 			}
 		}
 	}
+	// deferred waits until the flusher has looked at the full head twice
+	// since the last append (with retention off, only its deferFlush reads
+	// the clock when no append runs): the first look saw the last append,
+	// and the second means the first deferred the flush rather than run
+	// it. Or until a flush ran, which the caller then reports.
+	deferred := func() {
+		t.Helper()
+		from, flushes := reads.Load(), s.Stats().Flushes
+		eventually("the flusher never looked at the full head", func(st Stats) bool {
+			return reads.Load() >= from+2 || st.Flushes != flushes
+		})
+	}
 
 	// The clock stands still: writes never pause.
 	appendUntil(2 * headBytes)
-	time.Sleep(3 * flushIdle)
+	deferred()
 	if st := s.Stats(); st.Flushes != 0 {
 		t.Fatalf("a head of %d bytes was flushed while writes went on (budget %d)", st.HeadBytes, maxHeadBytes)
 	}
@@ -508,7 +627,7 @@ func TestFlushWaitsForAPause(t *testing.T) {
 
 	// Writes that never pause wait no longer than maxFlushDelay.
 	appendUntil(2 * headBytes)
-	time.Sleep(3 * flushIdle)
+	deferred()
 	if st := s.Stats(); st.Flushes != 2 {
 		t.Fatalf("a head of %d bytes was flushed while writes went on (budget %d)", st.HeadBytes, maxHeadBytes)
 	}

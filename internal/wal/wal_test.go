@@ -570,10 +570,10 @@ func TestSyncInterval(t *testing.T) {
 	base := syncs.Load()
 	p := testPayload(1, 1000)
 	pos := mustAppend(t, l, p)
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(time.Minute) // only stops a test that hangs
 	for syncs.Load() == base {
 		if time.Now().After(deadline) {
-			t.Fatal("no fdatasync within 5s under SyncInterval")
+			t.Fatal("no fdatasync in a minute under SyncInterval")
 		}
 		time.Sleep(time.Millisecond)
 	}

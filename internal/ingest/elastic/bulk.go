@@ -30,16 +30,42 @@ type Item struct {
 	Err    string
 }
 
+// RequestError is a bulk body that Elasticsearch refuses whole (400,
+// nothing stored): an action line that is not an object naming one
+// action, an unknown action, or an action that needs a document and has
+// none.
+type RequestError struct {
+	Line   int // the body's line (from 1) where it was found
+	Reason string
+}
+
+func (e *RequestError) Error() string { return e.Reason }
+
 // Split reads a bulk body: it returns the documents of index and create
 // actions, one per line (the bytes as sent), and the items in order.
 // defaultIndex is the index of the URL path, if any. Blank lines are
-// skipped. An action line that is not JSON fails that item and the next
-// line is taken as its document and dropped with it.
-func Split(body []byte, defaultIndex string) (docs []byte, items []Item) {
-	lines := 0
-	for len(body) > 0 {
-		action, rest := nextLine(body)
+// skipped. As Elasticsearch, it refuses the whole body, with a
+// *RequestError, when an action line is malformed; update and delete are
+// well-formed, and only their items fail.
+func Split(body []byte, defaultIndex string) (docs []byte, items []Item, err error) {
+	lines, at := 0, 0 // documents taken; the body's line last read
+	next := func() []byte {
+		line, rest := nextLine(body)
 		body = rest
+		at++
+		return line
+	}
+	// doc returns the next non-blank line, or nil at the end.
+	doc := func() []byte {
+		for len(body) > 0 {
+			if line := next(); len(bytes.TrimSpace(line)) > 0 {
+				return line
+			}
+		}
+		return nil
+	}
+	for len(body) > 0 {
+		action, line := next(), at
 		if len(bytes.TrimSpace(action)) == 0 {
 			continue
 		}
@@ -48,15 +74,12 @@ func Split(body []byte, defaultIndex string) (docs []byte, items []Item) {
 			Index string `json:"_index"`
 			ID    string `json:"_id"`
 		}
-		if err := json.Unmarshal(action, &a); err != nil || len(a) != 1 {
-			it.Status, it.Type = 400, "illegal_argument_exception"
-			it.Err = "malformed action line: want {\"index\":{...}} or {\"create\":{...}}"
-			if err != nil {
-				it.Err += ": " + err.Error()
+		if jerr := json.Unmarshal(action, &a); jerr != nil || len(a) != 1 {
+			reason := fmt.Sprintf("Malformed action/metadata line [%d], expected an object naming one of [create, delete, index, update]", line)
+			if jerr != nil {
+				reason += ": " + jerr.Error()
 			}
-			_, body = nextDoc(body)
-			items = append(items, it)
-			continue
+			return nil, nil, &RequestError{Line: line, Reason: reason}
 		}
 		for op, meta := range a {
 			it.Op, it.ID = op, meta.ID
@@ -66,26 +89,34 @@ func Split(body []byte, defaultIndex string) (docs []byte, items []Item) {
 		}
 		switch it.Op {
 		case "index", "create":
-			doc, rest := nextDoc(body)
-			body = rest
-			if doc == nil {
-				it.Status, it.Type, it.Err = 400, "action_request_validation_exception", "action without a document line"
-				break
+			d := doc()
+			if d == nil {
+				return nil, nil, &RequestError{Line: line, Reason: fmt.Sprintf("Malformed action/metadata line [%d]: %s without a document line", line, it.Op)}
 			}
-			docs = append(append(docs, doc...), '\n')
+			docs = append(append(docs, d...), '\n')
 			lines++
 			it.Doc = lines
 		case "update":
-			_, body = nextDoc(body) // its partial document
+			if doc() == nil { // its partial document
+				return nil, nil, &RequestError{Line: line, Reason: fmt.Sprintf("Malformed action/metadata line [%d]: update without a document line", line)}
+			}
 			it.Status, it.Type, it.Err = 400, "illegal_argument_exception", "update is not supported: sluice stores documents as sent (index or create)"
 		case "delete":
 			it.Status, it.Type, it.Err = 400, "illegal_argument_exception", "delete is not supported: stored logs are removed by retention"
 		default:
-			it.Status, it.Type, it.Err = 400, "illegal_argument_exception", fmt.Sprintf("unknown action %q", it.Op)
+			return nil, nil, &RequestError{Line: line, Reason: fmt.Sprintf(
+				"Malformed action/metadata line [%d], expected one of [create, delete, index, update] but found [%s]", line, it.Op)}
 		}
 		items = append(items, it)
 	}
-	return docs, items
+	return docs, items, nil
+}
+
+// ErrorReply is the body of a request refused whole, as Elasticsearch
+// writes it.
+func ErrorReply(typ, reason string, status int) []byte {
+	return fmt.Appendf(nil, `{"error":{"root_cause":[{"type":%s,"reason":%s}],"type":%s,"reason":%s},"status":%d}`,
+		quote(typ), quote(reason), quote(typ), quote(reason), status)
 }
 
 func nextLine(b []byte) (line, rest []byte) {
@@ -94,18 +125,6 @@ func nextLine(b []byte) (line, rest []byte) {
 		return bytes.TrimSuffix(b, []byte{'\r'}), nil
 	}
 	return bytes.TrimSuffix(b[:i], []byte{'\r'}), b[i+1:]
-}
-
-// nextDoc returns the next non-blank line, or nil at the end.
-func nextDoc(b []byte) (doc, rest []byte) {
-	for len(b) > 0 {
-		line, r := nextLine(b)
-		b = r
-		if len(bytes.TrimSpace(line)) > 0 {
-			return line, b
-		}
-	}
-	return nil, b
 }
 
 var idSeq atomic.Uint64

@@ -2,6 +2,7 @@ package elastic
 
 import (
 	"encoding/json"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -16,11 +17,13 @@ func TestSplit(t *testing.T) {
 {"delete":{"_index":"x","_id":"1"}}
 {"update":{"_id":"2"}}
 {"doc":{"a":1}}
-not an action
-{"swallowed":true}
-{"index":{"_index":"last"}}`
-	docs, items := Split([]byte(body), "dflt")
-	if got, want := string(docs), "{\"msg\":\"one\"}\n{\"msg\":\"two\"}\n"; got != want {
+{"index":{"_index":"last"}}
+{"msg":"three"}`
+	docs, items, err := Split([]byte(body), "dflt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := string(docs), "{\"msg\":\"one\"}\n{\"msg\":\"two\"}\n{\"msg\":\"three\"}\n"; got != want {
 		t.Errorf("docs %q, want %q", got, want)
 	}
 	want := []Item{
@@ -28,8 +31,7 @@ not an action
 		{Op: "create", Index: "dflt", Doc: 2},
 		{Op: "delete", Index: "x", ID: "1", Status: 400},
 		{Op: "update", Index: "dflt", ID: "2", Status: 400},
-		{Index: "dflt", Status: 400},
-		{Op: "index", Index: "last", Status: 400},
+		{Op: "index", Index: "last", Doc: 3},
 	}
 	if len(items) != len(want) {
 		t.Fatalf("%d items, want %d: %+v", len(items), len(want), items)
@@ -63,11 +65,55 @@ not an action
 	}
 }
 
+// TestSplitRefusesWhole: a malformed action refuses the whole body, as
+// Elasticsearch does, naming the line.
+func TestSplitRefusesWhole(t *testing.T) {
+	for _, c := range []struct {
+		name, body string
+		line       int
+		reason     string
+	}{
+		{"not json", "{\"index\":{}}\n{\"a\":1}\nnot an action\n{\"b\":2}\n", 3, "Malformed action/metadata line [3]"},
+		{"two actions", "{\"index\":{},\"create\":{}}\n{\"a\":1}\n", 1, "Malformed action/metadata line [1]"},
+		{"not an object", "[1]\n{\"a\":1}\n", 1, "expected an object"},
+		{"unknown action", "\n{\"upsert\":{}}\n{\"a\":1}\n", 2, "but found [upsert]"},
+		{"no document", "{\"index\":{}}\n{\"a\":1}\n{\"create\":{}}\n\n", 3, "create without a document line"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			docs, items, err := Split([]byte(c.body), "i")
+			var re *RequestError
+			if !errors.As(err, &re) || re.Line != c.line || !strings.Contains(re.Reason, c.reason) {
+				t.Fatalf("err %v, want a RequestError at line %d with %q", err, c.line, c.reason)
+			}
+			if docs != nil || items != nil {
+				t.Errorf("docs %q, items %v: want none", docs, items)
+			}
+			var reply struct {
+				Error struct {
+					Type, Reason string
+				}
+				Status int
+			}
+			if err := json.Unmarshal(ErrorReply("illegal_argument_exception", re.Reason, 400), &reply); err != nil ||
+				reply.Status != 400 || reply.Error.Reason != re.Reason {
+				t.Errorf("reply %+v, %v", reply, err)
+			}
+		})
+	}
+}
+
 // FuzzSplit: any body splits into items whose documents are in docs.
 func FuzzSplit(f *testing.F) {
 	f.Add([]byte("{\"index\":{}}\n{\"a\":1}\n{\"delete\":{}}\n"))
 	f.Fuzz(func(t *testing.T, body []byte) {
-		docs, items := Split(body, "i")
+		docs, items, err := Split(body, "i")
+		if err != nil {
+			var re *RequestError
+			if !errors.As(err, &re) || re.Line < 1 {
+				t.Fatalf("error %v is not a RequestError with a line", err)
+			}
+			return
+		}
 		lines := 0
 		for _, c := range docs {
 			if c == '\n' {

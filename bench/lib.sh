@@ -1,0 +1,121 @@
+# lib.sh: what the bench scripts share. Sourced, not run: `source "$root/bench/lib.sh"` after
+# setting root (the repository) and name (the script's, for messages).
+
+cache="${SLUICE_BENCH_DIR:-$HOME/.cache/sluice-bench}"
+vl_version=v1.52.1
+vl_bin="$cache/victoria-logs-$vl_version"
+bench_started="$(date -u +%Y-%m-%dT%H:%M:%SZ)"
+bench_load_start="$(cut -d' ' -f1-3 /proc/loadavg)"
+mkdir -p "$cache"
+
+log() { echo "$name.sh: $*" >&2; }
+
+# use_corpus: makes (or finds) the corpus and sets corpus and corpus_name. LINES picks a smaller
+# one than the canonical 2M lines (bench/corpus.sh's CORPUS_LINES).
+use_corpus() {
+	export CORPUS_LINES="${LINES:-${CORPUS_LINES:-2000000}}"
+	corpus="$("$root/bench/corpus.sh")"
+	corpus_name="$(basename "$corpus" .ndjson)"
+}
+
+# free_port: a TCP port of 127.0.0.1 nothing listens on now.
+free_port() {
+	python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+
+# wait_ready URL PID WHAT LOG: polls URL until it answers 2xx; fails, with the end of LOG, if PID
+# exits first or 120 s pass.
+wait_ready() {
+	local i
+	for ((i = 0; i < 1200; i++)); do
+		curl -sf -o /dev/null "$1" && return 0
+		if ! kill -0 "$2" 2>/dev/null; then
+			log "$3 exited before it was ready; the end of its log:"
+			tail -20 "$4" >&2
+			return 1
+		fi
+		sleep 0.1
+	done
+	log "$3 not ready after 120 s"
+	return 1
+}
+
+# Servers the script started, by PID: stop_servers (in the EXIT trap) stops those still running.
+pids=()
+
+# stop_server PID: stops a server this script started, cleanly (SIGINT: VictoriaLogs then writes
+# what it holds to disk; sluice stops as on SIGTERM), waits for it and forgets it. Returns its
+# exit status.
+stop_server() {
+	local p rest=() rc=0
+	kill -INT "$1" 2>/dev/null || true
+	wait "$1" || rc=$?
+	for p in "${pids[@]}"; do
+		if [[ "$p" != "$1" ]]; then rest+=("$p"); fi
+	done
+	pids=("${rest[@]}")
+	return "$rc"
+}
+
+stop_servers() {
+	local p
+	for p in "${pids[@]}"; do
+		kill -TERM "$p" 2>/dev/null || true
+		wait "$p" 2>/dev/null || true
+	done
+	pids=()
+}
+
+# start_vl DIR PORT LOG [FLAG...]: starts VictoriaLogs on the data directory DIR, on 127.0.0.1:PORT,
+# logging to LOG, as ../shared/ANCHORS.md says; sets vl_pid and waits until it is ready.
+start_vl() {
+	"$vl_bin" -storageDataPath="$1" -httpListenAddr="127.0.0.1:$2" -retentionPeriod=100y "${@:4}" >"$3" 2>&1 &
+	vl_pid=$!
+	pids+=("$vl_pid")
+	wait_ready "http://127.0.0.1:$2/health" "$vl_pid" VictoriaLogs "$3"
+}
+
+# build_sluice: builds bin/sluice from the work tree.
+build_sluice() {
+	(cd "$root" && go build -o "$root/bin/sluice" ./cmd/sluice)
+}
+
+# build_vl: builds VictoriaLogs $vl_version with ../shared/anchors/victorialogs/build.sh (from the Go
+# module proxy) into the cache dir, once.
+build_vl() {
+	if [[ ! -x "$vl_bin" ]]; then
+		log "building VictoriaLogs $vl_version into $vl_bin (once)"
+		"$root/../shared/anchors/victorialogs/build.sh" "$vl_bin.tmp" >&2
+		mv "$vl_bin.tmp" "$vl_bin"
+	fi
+}
+
+# vl_load_url PORT: the URL that loads NDJSON into VictoriaLogs as ../shared/ANCHORS.md says.
+vl_load_url() {
+	echo "http://127.0.0.1:$1/insert/jsonline?_stream_fields=service,host&_time_field=time,ts,@timestamp,timestamp&_msg_field=msg"
+}
+
+# vl_post PORT FILE OUT: posts FILE to VictoriaLogs, the reply's body to OUT; prints the status.
+# A Content-Type is needed: with curl's default (a form) the body is read as form fields and nothing
+# is stored, still with a 200. -T streams the file rather than reading it into memory.
+vl_post() {
+	curl -sS -o "$3" -w '%{http_code}' -T "$2" -X POST -H 'Content-Type: application/stream+json' -H 'Expect:' "$(vl_load_url "$1")"
+}
+
+# bench_command VAR...: the command line to paste, with the settings given in the environment.
+bench_command() {
+	local v
+	for v in "$@"; do
+		if [[ -n "${!v:-}" ]]; then printf '%s=%q ' "$v" "${!v}"; fi
+	done
+	printf 'bench/%s.sh' "$name"
+}
+
+# bench_header VAR...: the report's first lines: the command, the commit, the date, the load.
+bench_header() {
+	echo
+	echo "## bench/$name.sh"
+	echo
+	echo "- command: \`$(bench_command "$@")\` (in $(git -C "$root" rev-parse --short HEAD)$(git -C "$root" diff --quiet HEAD -- . 2>/dev/null || echo ', with uncommitted changes'))"
+	echo "- date: $bench_started; load average at the start $bench_load_start, at the end $(cut -d' ' -f1-3 /proc/loadavg); $(nproc) cores, $(sed -n 's/^model name\t: //p' /proc/cpuinfo | head -1)"
+}

@@ -1,0 +1,190 @@
+package literal
+
+import (
+	"bytes"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"testing"
+)
+
+// reference is what a Set must answer: each literal searched in turn.
+func reference(lits [][]byte, fold bool, text []byte) bool {
+	if fold {
+		text = lowerASCII(text)
+	}
+	for _, l := range lits {
+		if fold {
+			l = lowerASCII(l)
+		}
+		if bytes.Contains(text, l) {
+			return true
+		}
+	}
+	return false
+}
+
+// lowerASCII returns b with ASCII letters lowercased, the other bytes as
+// they are (bytes.ToLower would fold UTF-8 letters too).
+func lowerASCII(b []byte) []byte {
+	out := bytes.Clone(b)
+	for i, c := range out {
+		if c >= 'A' && c <= 'Z' {
+			out[i] = c + 'a' - 'A'
+		}
+	}
+	return out
+}
+
+// forms builds lits in each form a Set takes: searched one by one (not
+// folding), the dense automaton and the sparse one.
+func forms(lits [][]byte, fold bool) map[string]*Set {
+	m := map[string]*Set{
+		"dense":  newSet(lits, fold, 0, maxDenseCells),
+		"sparse": newSet(lits, fold, 0, 0),
+	}
+	if !fold {
+		m["few"] = newSet(lits, fold, len(lits), maxDenseCells)
+	}
+	return m
+}
+
+func check(t *testing.T, lits [][]byte, fold bool, text []byte) {
+	t.Helper()
+	want := reference(lits, fold, text)
+	for name, s := range forms(lits, fold) {
+		if got := s.Match(text); got != want {
+			t.Errorf("%s: lits %q fold %v text %q: %v, want %v", name, lits, fold, text, got, want)
+		}
+	}
+}
+
+func split(s string) [][]byte {
+	var out [][]byte
+	for _, f := range strings.Split(s, ",") {
+		out = append(out, []byte(f))
+	}
+	return out
+}
+
+var cases = []struct {
+	lits, text string
+	fold       bool
+}{
+	{"he,she,his,hers", "ushers", false},
+	{"he,she,his,hers", "ahishe", false},
+	{"he,she,his,hers", "hxsxhx", false},
+	{"abcd,bc", "xabcx", false}, // the shorter one inside a failed longer one
+	{"abcd,bcx", "abcx", false}, // found through a failure link
+	{"aab,ab", "aaab", false},
+	{"error,warn", "WARNING: disk", true},
+	{"error,warn", "WARNING: disk", false},
+	{"Kelvin,x", "kelvin", true},
+	{"a,b", "", false},
+	{",b", "", false}, // the empty literal matches everything
+	{"\x00\xff,\xff\x00", "a\xff\x00b", false},
+	{"ÄÖ,ü", "xäöü", true}, // non-ASCII bytes match exactly
+	{"ÄÖ,ü", "xÄÖ", true},
+}
+
+func TestSet(t *testing.T) {
+	for _, tc := range cases {
+		t.Run(fmt.Sprintf("%s/%s/%v", tc.lits, tc.text, tc.fold), func(t *testing.T) {
+			check(t, split(tc.lits), tc.fold, []byte(tc.text))
+		})
+	}
+}
+
+// Many literals over random texts, in every form; all 256 byte values.
+func TestSetRandom(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	for round := range 200 {
+		alphabet := "abcAB"
+		if round%4 == 0 {
+			alphabet = string(allBytes())
+		}
+		word := func(max int) []byte {
+			w := make([]byte, 1+r.IntN(max))
+			for i := range w {
+				w[i] = alphabet[r.IntN(len(alphabet))]
+			}
+			return w
+		}
+		lits := make([][]byte, 1+r.IntN(40))
+		for i := range lits {
+			lits[i] = word(5)
+		}
+		fold := round%2 == 1
+		for range 20 {
+			check(t, lits, fold, word(40))
+		}
+	}
+}
+
+func allBytes() []byte {
+	b := make([]byte, 256)
+	for i := range b {
+		b[i] = byte(i)
+	}
+	return b
+}
+
+// FuzzSet checks every form of a Set against each literal searched in
+// turn. The input is the literals, then 0xFF, then the text; the first
+// byte's low bit asks for folding.
+func FuzzSet(f *testing.F) {
+	for _, tc := range cases {
+		var flag byte
+		if tc.fold {
+			flag = 1
+		}
+		f.Add(append(append([]byte{flag}, strings.ReplaceAll(tc.lits, ",", "\x00")...), append([]byte{0xFF}, tc.text...)...))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if len(data) == 0 {
+			return
+		}
+		fold := data[0]&1 == 1
+		litPart, text, _ := bytes.Cut(data[1:], []byte{0xFF})
+		lits := bytes.Split(litPart, []byte{0})
+		if len(lits) > 200 {
+			return
+		}
+		check(t, lits, fold, text)
+	})
+}
+
+// BenchmarkSet compares the Set with the loop it replaces, on 4 KiB of
+// text that contains none of the literals (the common case of a filter
+// over many lines, and the worst for both).
+func BenchmarkSet(b *testing.B) {
+	r := rand.New(rand.NewPCG(3, 4))
+	text := make([]byte, 4096)
+	for i := range text {
+		text[i] = "abcdefghijklmnopqrstuvwxyz ,.:="[r.IntN(31)]
+	}
+	for _, n := range []int{2, 4, 8, 100, 20000} {
+		lits := make([][]byte, n)
+		for i := range lits {
+			lits[i] = fmt.Appendf(nil, "term%05dq", i) // never in text (no digits there)
+		}
+		run := func(name string, match func([]byte) bool) {
+			b.Run(fmt.Sprintf("n=%d/impl=%s", n, name), func(b *testing.B) {
+				b.ReportAllocs()
+				b.SetBytes(int64(len(text)))
+				for b.Loop() {
+					if match(text) {
+						b.Fatal("matched")
+					}
+				}
+			})
+		}
+		run("set", NewSet(lits, false).Match)
+		if n <= 100 {
+			run("dense", newSet(lits, false, 0, maxDenseCells).Match)
+			run("loop", newSet(lits, false, n, 0).Match)
+		}
+		run("sparse", newSet(lits, false, 0, 0).Match)
+		run("fold", NewSet(lits, true).Match)
+	}
+}

@@ -1,0 +1,287 @@
+package server
+
+import (
+	"bufio"
+	"compress/flate"
+	"compress/gzip"
+	"compress/zlib"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/klauspost/compress/zstd"
+)
+
+// errTooLarge is the error of a body over a limit.
+var errTooLarge = errors.New("request body too large")
+
+// errSlowBody is the error of a body that stalled or trickled: see
+// Config.BodyIdleTimeout and Config.MinBodyRate.
+var errSlowBody = errors.New("request body too slow")
+
+// errBusy is the error of a body whose memory could not be reserved
+// while it arrived: the requests in flight hold MaxInflightBytes.
+var errBusy = errors.New("too much ingest in flight; retry")
+
+// bodyGrace is how long a body may take before MinBodyRate applies:
+// time for a client to get going, and for a small body to arrive at any
+// rate.
+const bodyGrace = 10 * time.Second
+
+// reqBody is an ingest request's body: limited as sent, decompressed,
+// limited again once decompressed, cut off when it stalls or trickles,
+// and charged against the server's in-flight memory as it arrives, not
+// up front, so that clients that declare large bodies and send them
+// slowly cannot hold the budget that others need.
+//
+// Concurrency: one goroutine, the request's.
+type reqBody struct {
+	s     *Server
+	ctx   context.Context
+	r     io.Reader // decompressed
+	left  int64     // decompressed bytes still allowed
+	close func() error
+
+	// Memory: held is reserved now; the request needs base plus perByte
+	// for each byte read, up to most.
+	held, base, perByte, most int64
+	read                      int64
+}
+
+// newBody prepares r's body for an ingest handler, reserving base bytes
+// of in-flight memory at once and perByte for each decompressed byte read,
+// up to most. It returns an error (errBusy when the memory is not to be
+// had, else a bad Content-Encoding) and, then, nothing to release.
+func (s *Server) newBody(w http.ResponseWriter, r *http.Request, base, perByte, most int64) (*reqBody, error) {
+	b := &reqBody{s: s, ctx: r.Context(), base: base, perByte: perByte, most: max(most, base)}
+	if err := b.reserve(base); err != nil {
+		return nil, err
+	}
+	var sent io.Reader = r.Body
+	if s.cfg.BodyIdleTimeout > 0 || s.cfg.MinBodyRate > 0 {
+		sent = &paced{r: r.Body, rc: http.NewResponseController(w), start: time.Now(), idle: s.cfg.BodyIdleTimeout, rate: s.cfg.MinBodyRate}
+	}
+	raw := http.MaxBytesReader(w, io.NopCloser(sent), s.cfg.MaxBodyBytes)
+	dec, closeDec, err := decoder(raw, r.Header.Get("Content-Encoding"))
+	if err != nil {
+		b.release()
+		return nil, err
+	}
+	b.r, b.left = dec, s.cfg.MaxDecodedBytes
+	b.close = func() error { closeDec(); return raw.Close() }
+	return b, nil
+}
+
+// decoder returns raw decompressed as a Content-Encoding says.
+func decoder(raw io.Reader, encoding string) (io.Reader, func() error, error) {
+	none := func() error { return nil }
+	switch enc := strings.ToLower(strings.TrimSpace(encoding)); enc {
+	case "", "identity":
+		return raw, none, nil
+	case "gzip", "x-gzip":
+		zr, err := gzip.NewReader(raw)
+		if err != nil {
+			return nil, nil, fmt.Errorf("Content-Encoding gzip: %v", err)
+		}
+		return zr, zr.Close, nil
+	case "deflate":
+		// HTTP's deflate is zlib (RFC 9110, 8.4.1.2), but some clients
+		// send raw deflate: a zlib header says which it is.
+		br := bufio.NewReader(raw)
+		if h, err := br.Peek(2); err == nil && isZlibHeader(h[0], h[1]) {
+			zr, err := zlib.NewReader(br)
+			if err != nil {
+				return nil, nil, fmt.Errorf("Content-Encoding deflate (zlib): %v", err)
+			}
+			return zr, zr.Close, nil
+		}
+		fr := flate.NewReader(br)
+		return fr, fr.Close, nil
+	case "zstd":
+		zr, err := zstd.NewReader(raw, zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxMemory(64<<20))
+		if err != nil {
+			return nil, nil, fmt.Errorf("Content-Encoding zstd: %v", err)
+		}
+		return zr, func() error { zr.Close(); return nil }, nil
+	default:
+		return nil, nil, fmt.Errorf("Content-Encoding %q is not supported (gzip, deflate, zstd or none)", enc)
+	}
+}
+
+// isZlibHeader reports whether two bytes start a zlib stream (RFC 1950):
+// method 8 (deflate) with a window of at most 32 KiB, and a header that
+// is a multiple of 31. A raw deflate stream starts so by chance with a
+// probability of about 1 in 500; its first block would then have to be
+// a stored or reserved one with matching bits as well.
+func isZlibHeader(cmf, flg byte) bool {
+	return cmf&0x0f == 8 && cmf>>4 <= 7 && (uint16(cmf)<<8|uint16(flg))%31 == 0
+}
+
+func (b *reqBody) Read(p []byte) (int, error) {
+	if b.left <= 0 {
+		// Is there more? One byte says.
+		var one [1]byte
+		if n, _ := b.r.Read(one[:]); n > 0 {
+			return 0, errTooLarge
+		}
+		return 0, io.EOF
+	}
+	if int64(len(p)) > b.left {
+		p = p[:b.left]
+	}
+	n, err := b.r.Read(p)
+	b.left -= int64(n)
+	b.read += int64(n)
+	var mbe *http.MaxBytesError
+	switch {
+	case errors.As(err, &mbe):
+		err = errTooLarge
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		err = b.s.slowBodyError()
+	}
+	if need := min(b.base+b.perByte*b.read, b.most); need > b.held && err == nil {
+		if rerr := b.reserve(need - b.held); rerr != nil {
+			return n, rerr
+		}
+	}
+	return n, err
+}
+
+// reserve takes n more bytes of in-flight memory: at once if free, else
+// waiting up to InflightWait.
+func (b *reqBody) reserve(n int64) error {
+	s := b.s
+	if !s.memory.TryAcquire(n) {
+		ctx, cancel := context.WithTimeout(b.ctx, s.cfg.InflightWait)
+		err := s.memory.Acquire(ctx, n)
+		cancel()
+		if err != nil {
+			return errBusy
+		}
+	}
+	b.held += n
+	s.metrics.inflightBytes.Add(float64(n))
+	return nil
+}
+
+// release gives back the memory the body holds.
+func (b *reqBody) release() {
+	if b.held > 0 {
+		b.s.memory.Release(b.held)
+		b.s.metrics.inflightBytes.Sub(float64(b.held))
+		b.held = 0
+	}
+}
+
+// Close closes the decoders and releases the body's memory.
+func (b *reqBody) Close() error {
+	err := b.close()
+	b.release()
+	return err
+}
+
+func (s *Server) slowBodyError() error {
+	return fmt.Errorf("%w: no bytes for %v, or under %d bytes/s on average after the first %v (body_idle_timeout, min_body_rate)",
+		errSlowBody, s.cfg.BodyIdleTimeout, s.cfg.MinBodyRate, bodyGrace)
+}
+
+// paced sets the connection's read deadline before each read of a body:
+// idle after now, and, past bodyGrace, no later than when the bytes read
+// so far would have come at rate bytes/s. A read past it fails with
+// os.ErrDeadlineExceeded. The HTTP server sets the connection's deadlines
+// anew for the next request.
+type paced struct {
+	r     io.Reader
+	rc    *http.ResponseController
+	start time.Time
+	idle  time.Duration
+	rate  int64
+	read  int64
+	set   time.Time // the deadline set last
+}
+
+func (p *paced) Read(b []byte) (int, error) {
+	now := time.Now()
+	var d time.Time
+	if p.idle > 0 {
+		d = now.Add(p.idle)
+	}
+	if p.rate > 0 {
+		due := p.start.Add(bodyGrace + time.Duration(float64(p.read)/float64(p.rate)*float64(time.Second)))
+		if d.IsZero() || due.Before(d) {
+			d = due
+		}
+	}
+	// A deadline that moves later by under a second is left as it was:
+	// a body of many small reads costs no timer update per read.
+	if d.Before(p.set) || d.Sub(p.set) >= time.Second {
+		if err := p.rc.SetReadDeadline(d); err == nil {
+			p.set = d
+		}
+	}
+	n, err := p.r.Read(b)
+	p.read += int64(n)
+	return n, err
+}
+
+// readWhole reads a body that is decoded whole, up to MaxWholeBodyBytes
+// decompressed; past it the error matches errTooLarge.
+func (s *Server) readWhole(body io.Reader) ([]byte, error) {
+	data, err := io.ReadAll(io.LimitReader(body, s.cfg.MaxWholeBodyBytes+1))
+	if err == nil && int64(len(data)) > s.cfg.MaxWholeBodyBytes {
+		err = errTooLarge
+	}
+	switch {
+	case errors.Is(err, errTooLarge):
+		return nil, fmt.Errorf("%w: the limit is %d bytes", errTooLarge, s.cfg.MaxWholeBodyBytes)
+	case errors.Is(err, errSlowBody), errors.Is(err, errBusy):
+		return nil, err
+	case err != nil:
+		return nil, fmt.Errorf("read body: %w", err)
+	}
+	return data, nil
+}
+
+// bodyError answers a readWhole failure: 413, 408, 503 or 400.
+func bodyError(w http.ResponseWriter, err error) int {
+	code := bodyStatus(err)
+	if code == http.StatusServiceUnavailable {
+		w.Header().Set("Retry-After", "1")
+	}
+	if code != http.StatusBadRequest {
+		w.Header().Set("Connection", "close")
+	}
+	http.Error(w, err.Error(), code)
+	return code
+}
+
+// bodyStatus is the status of a body that could not be read.
+func bodyStatus(err error) int {
+	switch {
+	case errors.Is(err, errTooLarge):
+		return http.StatusRequestEntityTooLarge
+	case errors.Is(err, errSlowBody):
+		return http.StatusRequestTimeout
+	case errors.Is(err, errBusy):
+		return http.StatusServiceUnavailable
+	}
+	return http.StatusBadRequest
+}
+
+// fullReader reads until the buffer is full or the input ends, so that a
+// network body is parsed (and made durable) in whole chunks rather than
+// one fsync per TCP read.
+type fullReader struct{ r io.Reader }
+
+func (f fullReader) Read(p []byte) (int, error) {
+	n, err := io.ReadFull(f.r, p)
+	if errors.Is(err, io.ErrUnexpectedEOF) {
+		err = io.EOF
+	}
+	return n, err
+}
