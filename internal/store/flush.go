@@ -29,10 +29,17 @@ func dayRange(ns int64) (int64, int64) {
 // syncs at once at little more cost than one.
 const flushWorkers = 8
 
+// smallPart is the most rows a part may have to be written alongside
+// others: a part writer holds up to a block (32768 rows) per CPU in
+// flight, so larger parts are written one at a time, and a flush's memory
+// stays what it was when every part was.
+const smallPart = 1 << 15
+
 // writeHead writes h (the flushing head) as one part per tenant and day,
 // then commits them: the manifest names them and says the WAL starts at
 // walFrom, the parts become readable, and h is no longer. Parts are
-// written by up to flushWorkers goroutines. Close stops a flush between
+// written by up to flushWorkers goroutines (the parts of up to smallPart
+// rows; larger ones first, one at a time). Close stops a flush between
 // parts (the WAL still has its rows, and the next Open removes what it
 // wrote).
 func (s *Store) writeHead(h *head, walFrom uint64) error {
@@ -41,6 +48,7 @@ func (s *Store) writeHead(h *head, walFrom uint64) error {
 		tenant string
 		day    int64
 		id     uint64
+		rows   int
 		lp     *livePart
 		err    error
 	}
@@ -64,28 +72,44 @@ func (s *Store) writeHead(h *head, walFrom uint64) error {
 		slices.Sort(days)
 		days = slices.Compact(days)
 		for _, day := range days {
-			jobs = append(jobs, &job{tenant: t, day: day, id: s.nextID()})
+			j := &job{tenant: t, day: day, id: s.nextID()}
+			for _, sv := range streams {
+				j.rows += countBefore(sv.refs, day+int64(24*time.Hour)) - countBefore(sv.refs, day)
+			}
+			jobs = append(jobs, j)
+		}
+	}
+	var failed atomic.Bool
+	run := func(j *job) {
+		if j.err = s.ctx.Err(); j.err == nil {
+			j.lp, j.err = s.writeDay(v, j.tenant, v.tenants[j.tenant], j.day, j.id)
+		}
+		if j.err != nil {
+			failed.Store(true)
+		}
+	}
+	var small []*job
+	for _, j := range jobs {
+		if j.rows > smallPart {
+			if !failed.Load() {
+				run(j)
+			}
+		} else {
+			small = append(small, j)
 		}
 	}
 	var next atomic.Int64
-	var failed atomic.Bool
 	var wg sync.WaitGroup
-	for range min(flushWorkers, len(jobs)) {
+	for range min(flushWorkers, len(small)) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			for {
 				i := int(next.Add(1)) - 1
-				if i >= len(jobs) || failed.Load() {
+				if i >= len(small) || failed.Load() {
 					return
 				}
-				j := jobs[i]
-				if j.err = s.ctx.Err(); j.err == nil {
-					j.lp, j.err = s.writeDay(v, j.tenant, v.tenants[j.tenant], j.day, j.id)
-				}
-				if j.err != nil {
-					failed.Store(true)
-				}
+				run(small[i])
 			}
 		}()
 	}
