@@ -36,8 +36,13 @@ func (p *livePart) release() {
 //
 // Concurrency: a Snapshot may be read by several goroutines at once.
 type Snapshot struct {
-	heads []*headView // oldest first
-	parts []*livePart // by id
+	heads    []*headView // oldest first
+	parts    []*livePart // by id
+	badParts []Damage    // unreadable parts (shared with the Store: never changed)
+	strict   bool        // FailOnDamage
+
+	dmgMu  sync.Mutex
+	damage []Damage // what reads skipped
 }
 
 // Release unpins the snapshot's parts. The snapshot must not be used
@@ -70,7 +75,11 @@ func (sn *Snapshot) Tenants() []string {
 
 // Streams returns the streams of a tenant with data in [from, to],
 // sorted by their String.
+//
+// The unreadable parts of the tenant with rows in [from, to] are noted
+// as skipped (Damage).
 func (sn *Snapshot) Streams(tenant string, from, to int64) []record.Labels {
+	sn.noteBadParts(tenant, from, to)
 	seen := map[string]record.Labels{}
 	for _, h := range sn.heads {
 		for _, sv := range h.tenants[tenant] {
@@ -162,7 +171,9 @@ func (sn *Snapshot) Scan(ctx context.Context, tenant string, stream record.Label
 			continue
 		}
 		if si, ok := p.streams[key]; ok {
-			its = append(its, newPartIter(p.rd, si, from, to, opts))
+			it := newPartIter(p.rd, si, from, to, opts)
+			it.skip = sn.skipper(p)
+			its = append(its, it)
 		}
 	}
 	for _, h := range sn.heads {
@@ -293,7 +304,10 @@ func (it *headIter) close() {}
 var blockPool = sync.Pool{New: func() any { return new(part.Block) }}
 
 type partIter struct {
-	count    func(minTime, maxTime int64) func(n int) error // ScanOptions.BlockCount
+	count func(minTime, maxTime int64) func(n int) error // ScanOptions.BlockCount
+	// skip, if set, is asked about a block that does not read: true
+	// means it was noted as damaged and the read goes on without it.
+	skip     func(error) bool
 	rd       *part.Reader
 	drop     bool // drop each block's pages once read
 	backward bool
@@ -377,6 +391,10 @@ func (it *partIter) next() bool {
 				it.blk.CountOnly = true
 				err := it.rd.ReadBlock(it.blocks[it.bi], it.blk)
 				it.blk.CountOnly = false
+				if err != nil && it.skip != nil && it.skip(err) {
+					it.blk.Rows, it.i = it.blk.Rows[:0], -1
+					continue
+				}
 				if err == nil {
 					err = fn(it.blk.Matches)
 				}
@@ -389,6 +407,10 @@ func (it *partIter) next() bool {
 			}
 		}
 		if err := it.rd.ReadBlock(it.blocks[it.bi], it.blk); err != nil {
+			if it.skip != nil && it.skip(err) {
+				it.blk.Rows, it.i = it.blk.Rows[:0], -1
+				continue
+			}
 			it.e = err
 			return false
 		}
@@ -523,6 +545,7 @@ func (sn *Snapshot) ScanColumns(ctx context.Context, tenant string, stream recor
 		if !ok {
 			continue
 		}
+		skip := sn.skipper(p)
 		for i, b := range p.rd.Blocks {
 			if b.Stream != si || b.MaxTime < from || b.MinTime > to {
 				continue
@@ -531,6 +554,9 @@ func (sn *Snapshot) ScanColumns(ctx context.Context, tenant string, stream recor
 				return err
 			}
 			if err := p.rd.ReadBlock(i, blk); err != nil {
+				if skip != nil && skip(err) {
+					continue
+				}
 				return err
 			}
 			if err := blockFn(blk); err != nil {
