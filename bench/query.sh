@@ -137,6 +137,9 @@ ask() {
 	fi
 	r="$(curl -s --max-time "$timeout" -o "$out" -w '%{http_code} %{time_total}' "${args[@]}" --data-urlencode "query=$expr" "$url")" || rc=$?
 	if ((rc == 28)); then
+		# sluice does not yet stop a query whose client has gone (issue 15): wait until it has
+		# finished, so that it takes no CPU from the questions timed after it.
+		[[ "$side" == sluice ]] && while curl -s "$surl/metrics" | grep -q '^sluice_queries_running [1-9]'; do sleep 1; done
 		echo timeout
 	elif ((rc != 0)); then
 		echo "curl-error-$rc"

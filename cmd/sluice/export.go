@@ -14,6 +14,7 @@ import (
 	"github.com/sluicelog/sluice/internal/logql"
 	"github.com/sluicelog/sluice/internal/record"
 	"github.com/sluicelog/sluice/internal/store"
+	"github.com/sluicelog/sluice/internal/store/part"
 	"github.com/sluicelog/sluice/internal/timestamp"
 )
 
@@ -28,9 +29,17 @@ All tenants are exported unless --tenant names one. --from and --to bound the
 time (inclusive): RFC 3339, Unix seconds/ms/µs/ns, or a duration before now
 (1h, 30m). --stream is a LogQL stream selector such as {service="api"}.
 
-After a crash the directory is recovered first (the WAL is replayed). A data
-directory in use by another process (a running serve or ingest) is refused,
-never read half-written.`,
+The directory is read, never changed: the WAL (lines not yet in parts) is
+replayed into memory, a damaged WAL tail is skipped, not cut off (sluice repair
+does that). A data directory in use by another process (a running serve or
+ingest) is refused, never read half-written.
+
+Damaged data: without --skip-corrupt, export stops at the first damaged block
+it meets, after writing every line before it (the output is an exact prefix of
+the full export), and fails naming the part file, the block and its byte
+offset; a part whose index or footer is damaged fails it before anything is
+written. With --skip-corrupt it writes every readable line, lists each skipped
+block or part on standard error, and exits 0. sluice check lists all damage.`,
 	flags: func(fs *flag.FlagSet) func([]string, *env) error {
 		var o exportOpts
 		o.storage.register(fs)
@@ -38,6 +47,7 @@ never read half-written.`,
 		fs.StringVar(&o.from, "from", "", "export lines at or after this `time`")
 		fs.StringVar(&o.to, "to", "", "export lines at or before this `time`")
 		fs.StringVar(&o.stream, "stream", "", "export only streams matching this LogQL `selector`")
+		fs.BoolVar(&o.skipCorrupt, "skip-corrupt", false, "skip damaged blocks and parts, export the rest, and list what was skipped on standard error")
 		return o.run
 	},
 }
@@ -45,6 +55,7 @@ never read half-written.`,
 type exportOpts struct {
 	storage                  storageFlags
 	tenant, from, to, stream string
+	skipCorrupt              bool
 }
 
 // parseTimeFlag reads a time bound: empty (def), RFC 3339 or epoch text,
@@ -94,7 +105,7 @@ func (o *exportOpts) run(args []string, e *env) error {
 	if _, err := os.Stat(o.storage.data); o.storage.data != "" && err != nil {
 		return fmt.Errorf("data directory: %w", err)
 	}
-	st, err := o.storage.open(e.stderr)
+	st, err := o.storage.openReadOnly(e.stderr)
 	if errors.Is(err, store.ErrLocked) {
 		return fmt.Errorf("%v: stop the process that uses it (sluice serve or ingest) first", err)
 	}
@@ -107,11 +118,25 @@ func (o *exportOpts) run(args []string, e *env) error {
 	out := bufio.NewWriterSize(e.stdout, 1<<20)
 	sn := st.Snapshot()
 	defer sn.Release()
-	if err := sn.Export(ctx, tenants, from, to, match, out); err != nil {
+	if !o.skipCorrupt {
+		sn.FailOnDamage()
+	}
+	reportDamage(e.stderr, st)
+	err = sn.Export(ctx, tenants, from, to, match, out)
+	if ferr := out.Flush(); err == nil {
+		err = ferr
+	}
+	if errors.Is(err, part.ErrCorrupt) {
+		return fmt.Errorf("%w\nthe lines before the damage were written; --skip-corrupt exports the rest, sluice check lists all damage", err)
+	}
+	if err != nil {
 		return err
 	}
-	if err := out.Flush(); err != nil {
-		return err
+	if d := sn.Damage(); len(d) > 0 {
+		for _, x := range d {
+			fmt.Fprintf(e.stderr, "sluice export: skipped %s\n", x.Describe())
+		}
+		fmt.Fprintf(e.stderr, "sluice export: %d damaged blocks or parts skipped; every other line was written\n", len(d))
 	}
 	return st.Close()
 }

@@ -107,6 +107,9 @@ func (o *queryOpts) run(args []string, e *env) error {
 	if err != nil {
 		return err
 	}
+	for _, w := range res.Warnings {
+		fmt.Fprintf(e.stderr, "sluice query: warning: %s\n", w)
+	}
 	return printResult(e.stdout, res, o.output, p.Direction, isTerminal(e.stdout))
 }
 
@@ -114,7 +117,7 @@ func (o *queryOpts) local(ctx context.Context, e *env, expr logql.Expr, p query.
 	if _, err := os.Stat(o.storage.data); err != nil {
 		return nil, fmt.Errorf("data directory: %w", err)
 	}
-	st, err := o.storage.open(e.stderr)
+	st, err := o.storage.openReadOnly(e.stderr)
 	if errors.Is(err, store.ErrLocked) {
 		return nil, fmt.Errorf("%v: a server holds it; query the server with --url instead", err)
 	}
@@ -174,11 +177,12 @@ func decodeLokiResult(body []byte) (*query.Result, error) {
 			ResultType string          `json:"resultType"`
 			Result     json.RawMessage `json:"result"`
 		} `json:"data"`
+		Warnings []string `json:"warnings"`
 	}
 	if err := json.Unmarshal(body, &doc); err != nil {
 		return nil, fmt.Errorf("decode the answer: %w", err)
 	}
-	res := &query.Result{Type: doc.Data.ResultType}
+	res := &query.Result{Type: doc.Data.ResultType, Warnings: doc.Warnings}
 	var err error
 	switch res.Type {
 	case "streams":

@@ -221,9 +221,18 @@ func (o *serveOpts) run(args []string, e *env) error {
 	for err := range errs {
 		return err
 	}
+	return stopStore(st, log)
+}
+
+// stopStore closes the store and only then, once it is true (the WAL
+// synced and closed, parts released, the directory unlocked), says the
+// server stopped cleanly.
+func stopStore(st *store.Store, log *slog.Logger) error {
+	log.Info("closing the store")
+	start := time.Now()
 	if err := st.Close(); err != nil {
 		return fmt.Errorf("close store: %w", err)
 	}
-	log.Info("stopped cleanly")
+	log.Info("stopped cleanly", "close", time.Since(start).Round(time.Millisecond).String())
 	return nil
 }

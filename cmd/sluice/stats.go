@@ -14,7 +14,8 @@ var statsCommand = &command{
 	short: "show what a data directory holds, per tenant and day",
 	long: `Prints, per tenant and day, the parts, streams, lines, the bytes of the
 original lines and the bytes on disk; then the head (acknowledged lines not
-yet flushed into parts, kept in the WAL) and totals.`,
+yet flushed into parts, kept in the WAL), totals, and the damage known. The
+directory is read, never changed (the WAL is replayed into memory).`,
 	flags: func(fs *flag.FlagSet) func([]string, *env) error {
 		var o storageFlags
 		o.register(fs)
@@ -22,7 +23,7 @@ yet flushed into parts, kept in the WAL) and totals.`,
 			if len(args) > 0 {
 				return usageError("stats takes no arguments")
 			}
-			st, err := o.open(e.stderr)
+			st, err := o.openReadOnly(e.stderr)
 			if err != nil {
 				return err
 			}
@@ -74,6 +75,9 @@ func printStats(e *env, st *store.Store) {
 		fmt.Fprintf(e.stdout, "recovered at open: %d records from the WAL in %s\n", s.RecoveredRecords, s.RecoveryTime)
 	}
 	if s.BadParts > 0 || s.CorruptWAL > 0 {
-		fmt.Fprintf(e.stdout, "damage found at open: %d unreadable parts (moved aside), %d corrupt WAL regions (moved aside)\n", s.BadParts, s.CorruptWAL)
+		fmt.Fprintf(e.stdout, "damage found at open: %d unreadable parts (their rows are not served), %d corrupt WAL regions (skipped); sluice check lists it all\n", s.BadParts, s.CorruptWAL)
+	}
+	if s.TornWAL != "" {
+		fmt.Fprintf(e.stdout, "the WAL ends in a torn tail at %s (an interrupted write, never acknowledged): left as it is; serve or sluice repair cuts it off\n", s.TornWAL)
 	}
 }

@@ -26,6 +26,12 @@ type Source interface {
 	ScanColumns(ctx context.Context, tenant string, stream record.Labels, from, to int64, blockFn store.BlockFunc, rowFn store.RowFunc) error
 }
 
+// Warner is a Source that can say what its reads left out (damaged data
+// skipped): the result's Warnings.
+type Warner interface {
+	Warnings() []string
+}
+
 // Direction orders the lines of a log query.
 type Direction uint8
 
@@ -111,6 +117,9 @@ type Result struct {
 	Vector  []Sample
 	Scalar  Point
 	Stats   Stats
+	// Warnings say what the answer may lack: data the source skipped as
+	// damaged (Loki's "warnings").
+	Warnings []string
 }
 
 // Stream is the lines of a log query with one label set.
@@ -203,6 +212,9 @@ func (e *Engine) Eval(ctx context.Context, src Source, expr logql.Expr, p Params
 	}
 	if err != nil {
 		return nil, err
+	}
+	if w, ok := src.(Warner); ok {
+		res.Warnings = w.Warnings()
 	}
 	res.Stats = ev.stats.snapshot()
 	res.Stats.ExecDuration = time.Since(began)

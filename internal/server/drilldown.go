@@ -48,7 +48,8 @@ func (s *Server) drilldownRoutes() {
 }
 
 // serveQuery wraps a query path's handler with tenancy, credentials,
-// admission and error answers, as queryHandler does for the query API.
+// admission and error answers: every query path, Loki's API and
+// Drilldown's, is served through it.
 func (s *Server) serveQuery(h func(context.Context, *queryRequest) (any, error)) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		req, ok := s.queryRequest(w, r)

@@ -104,6 +104,9 @@ var storeGauges = []struct {
 	{prometheus.NewDesc("sluice_wal_fsyncs_total", "WAL fdatasyncs.", nil, nil), func(s store.Stats) float64 { return float64(s.WAL.Syncs) }},
 	{prometheus.NewDesc("sluice_store_flushes_total", "Head flushes.", nil, nil), func(s store.Stats) float64 { return float64(s.Flushes) }},
 	{prometheus.NewDesc("sluice_store_merges_total", "Part merges.", nil, nil), func(s store.Stats) float64 { return float64(s.Merges) }},
+	{prometheus.NewDesc("sluice_store_quarantined_blocks_total", "Part blocks found damaged since start: queries skip them and warn.", nil, nil), func(s store.Stats) float64 { return float64(s.QuarantinedBlocks) }},
+	{prometheus.NewDesc("sluice_store_damaged_blocks", "Blocks of live parts known to be damaged (quarantined).", nil, nil), func(s store.Stats) float64 { return float64(s.BadBlocks) }},
+	{prometheus.NewDesc("sluice_store_damaged_parts", "Parts that do not open (damaged header, footer or index), set aside as .corrupt: queries for their tenant and day warn.", nil, nil), func(s store.Stats) float64 { return float64(s.BadParts) }},
 }
 
 func (c storeCollector) Describe(ch chan<- *prometheus.Desc) {

@@ -53,24 +53,7 @@ func (s *Server) queryHandler(path string) http.HandlerFunc {
 	case "/loki/api/v1/index/stats":
 		h = s.indexStats
 	}
-	return func(w http.ResponseWriter, r *http.Request) {
-		req, ok := s.queryRequest(w, r)
-		if !ok {
-			return
-		}
-		release, ok := s.admitQuery(w, r, req)
-		if !ok {
-			return
-		}
-		defer release()
-		out, err := h(r.Context(), req)
-		if err != nil {
-			s.queryError(w, r, err)
-			return
-		}
-		w.Header().Set("Content-Type", "application/json; charset=utf-8")
-		_, _ = w.Write(out.([]byte))
-	}
+	return s.serveQuery(h)
 }
 
 // queryRequest reads a query request's tenant and parameters, checking

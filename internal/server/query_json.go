@@ -88,7 +88,19 @@ func appendQueryResult(b []byte, res *query.Result, categorize bool) []byte {
 	}
 	b = append(b, `,"stats":`...)
 	b = appendStats(b, res.Stats)
-	return append(b, "}}"...)
+	b = append(b, '}')
+	if len(res.Warnings) > 0 {
+		// Loki's top-level "warnings": what the answer may lack.
+		b = append(b, `,"warnings":[`...)
+		for i, w := range res.Warnings {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = appendJSONString(b, w)
+		}
+		b = append(b, ']')
+	}
+	return append(b, '}')
 }
 
 // appendPoint appends [unix seconds, "value"] as Prometheus and Loki do.

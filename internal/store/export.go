@@ -2,11 +2,14 @@ package store
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"runtime"
+	"slices"
 	"sync"
 
 	"github.com/sluicelog/sluice/internal/record"
+	"github.com/sluicelog/sluice/internal/store/part"
 	"github.com/sluicelog/sluice/internal/store/rows"
 )
 
@@ -17,7 +20,20 @@ const exportChunk = 1 << 20
 // Export writes the lines that Lines would give, each followed by "\n",
 // to w. Streams are decoded in parallel, one per CPU, and written in
 // order; memory stays bounded by a few buffers per CPU.
+//
+// Damaged blocks are skipped and noted (Damage), unless the snapshot
+// fails on damage (FailOnDamage): then an unreadable part with rows in
+// range fails the export before anything is written, and a damaged block
+// ends it there, after the lines before it.
 func (sn *Snapshot) Export(ctx context.Context, tenants []string, from, to int64, match func(record.Labels) bool, w io.Writer) error {
+	for _, d := range sn.badParts {
+		if (len(tenants) == 0 || slices.Contains(tenants, d.Tenant)) && d.overlaps(d.Tenant, from, to) {
+			if sn.strict {
+				return fmt.Errorf("%s: %w", d.Describe(), part.ErrCorrupt)
+			}
+			sn.noteDamage(d)
+		}
+	}
 	if len(tenants) == 0 {
 		tenants = sn.Tenants()
 	}
@@ -95,6 +111,10 @@ func (sn *Snapshot) Export(ctx context.Context, tenants []string, from, to int64
 				select {
 				case todo <- it:
 				case <-ctx.Done():
+					// The writer waits for this item's end: no worker
+					// will take it.
+					it.err = ctx.Err()
+					close(it.out)
 					return
 				}
 			}

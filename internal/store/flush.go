@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"path"
 	"slices"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/sluicelog/sluice/internal/store/part"
@@ -21,22 +23,36 @@ func dayRange(ns int64) (int64, int64) {
 	return start, start + day
 }
 
+// flushWorkers bounds the parts a flush writes at once. A flush of many
+// small tenants is a file fsync and a directory fsync per part: written
+// one after another, 5,000 tenants took 22 s; the disk takes several
+// syncs at once at little more cost than one.
+const flushWorkers = 8
+
+// smallPart is the most rows a part may have to be written alongside
+// others: a part writer holds up to a block (32768 rows) per CPU in
+// flight, so larger parts are written one at a time, and a flush's memory
+// stays what it was when every part was.
+const smallPart = 1 << 15
+
 // writeHead writes h (the flushing head) as one part per tenant and day,
 // then commits them: the manifest names them and says the WAL starts at
-// walFrom, the parts become readable, and h is no longer.
+// walFrom, the parts become readable, and h is no longer. Parts are
+// written by up to flushWorkers goroutines (the parts of up to smallPart
+// rows; larger ones first, one at a time). Close stops a flush between
+// parts (the WAL still has its rows, and the next Open removes what it
+// wrote).
 func (s *Store) writeHead(h *head, walFrom uint64) error {
 	v := h.view()
-	var infos []partInfo
-	var written []*livePart
-	fail := func(err error) error {
-		for _, lp := range written {
-			lp.release()
-		}
-		for _, info := range infos {
-			_ = s.fs.Remove(path.Join(s.opts.Dir, info.path()))
-		}
-		return fmt.Errorf("flush: %w", err)
+	type job struct {
+		tenant string
+		day    int64
+		id     uint64
+		rows   int
+		lp     *livePart
+		err    error
 	}
+	var jobs []*job
 	tenants := make([]string, 0, len(v.tenants))
 	for t := range v.tenants {
 		tenants = append(tenants, t)
@@ -56,13 +72,64 @@ func (s *Store) writeHead(h *head, walFrom uint64) error {
 		slices.Sort(days)
 		days = slices.Compact(days)
 		for _, day := range days {
-			info, lp, err := s.writeDay(v, t, streams, day)
-			if err != nil {
-				return fail(err)
+			j := &job{tenant: t, day: day, id: s.nextID()}
+			for _, sv := range streams {
+				j.rows += countBefore(sv.refs, day+int64(24*time.Hour)) - countBefore(sv.refs, day)
 			}
-			infos = append(infos, info)
-			written = append(written, lp)
+			jobs = append(jobs, j)
 		}
+	}
+	var failed atomic.Bool
+	run := func(j *job) {
+		if j.err = s.ctx.Err(); j.err == nil {
+			j.lp, j.err = s.writeDay(v, j.tenant, v.tenants[j.tenant], j.day, j.id)
+		}
+		if j.err != nil {
+			failed.Store(true)
+		}
+	}
+	var small []*job
+	for _, j := range jobs {
+		if j.rows > smallPart {
+			if !failed.Load() {
+				run(j)
+			}
+		} else {
+			small = append(small, j)
+		}
+	}
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range min(flushWorkers, len(small)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= len(small) || failed.Load() {
+					return
+				}
+				run(small[i])
+			}
+		}()
+	}
+	wg.Wait()
+	written := make([]*livePart, 0, len(jobs))
+	var err error
+	for _, j := range jobs {
+		if j.lp != nil {
+			written = append(written, j.lp)
+		}
+		if err == nil {
+			err = j.err
+		}
+	}
+	if err != nil {
+		for _, lp := range written {
+			lp.release()
+			_ = s.fs.Remove(path.Join(s.opts.Dir, lp.info.path()))
+		}
+		return fmt.Errorf("flush: %w", err)
 	}
 	return s.commit(written, nil, walFrom, h)
 }
@@ -78,9 +145,9 @@ func countBefore(refs []headRef, end int64) int {
 // without it most of a flush waits for memory.
 const prefetchAhead = 6
 
-// writeDay writes the rows of one tenant and day to a new part.
-func (s *Store) writeDay(v *headView, tenant string, streams []streamView, day int64) (partInfo, *livePart, error) {
-	info := partInfo{ID: s.nextID(), Tenant: tenant, Day: dayOf(day), Level: 0}
+// writeDay writes the rows of one tenant and day to a new part, id.
+func (s *Store) writeDay(v *headView, tenant string, streams []streamView, day int64, id uint64) (*livePart, error) {
+	info := partInfo{ID: id, Tenant: tenant, Day: dayOf(day), Level: 0}
 	info.Seq = info.ID
 	end := day + int64(24*time.Hour)
 	err := s.writePart(&info, func(w *part.Writer) error {
@@ -111,19 +178,19 @@ func (s *Store) writeDay(v *headView, tenant string, streams []streamView, day i
 		return nil
 	})
 	if err != nil {
-		return info, nil, err
+		return nil, err
 	}
 	info.Written = info.Size
 	lp, err := s.openPart(info)
 	if err != nil {
 		_ = s.fs.Remove(path.Join(s.opts.Dir, info.path()))
-		return info, nil, fmt.Errorf("reopen written part: %w", err)
+		return nil, fmt.Errorf("reopen written part: %w", err)
 	}
 	s.mu.Lock()
 	s.stats.Flushes++
 	s.stats.FlushedBytes += info.Size
 	s.mu.Unlock()
-	return info, lp, nil
+	return lp, nil
 }
 
 func (s *Store) nextID() uint64 {
@@ -177,17 +244,42 @@ func (s *Store) writePart(info *partInfo, fill func(*part.Writer) error) error {
 // whose own entry was never synced is lost on a crash.
 func (s *Store) mkdirs(rel string) error {
 	dir := path.Join(s.opts.Dir, rel)
+	if s.durableDir(dir) {
+		return nil
+	}
 	// Sync the chain even when it exists: a process that died after
-	// creating it may never have synced it.
+	// creating it may never have synced it. Once synced, it is durable
+	// for good (directories are never removed): later flushes skip it.
 	if err := s.fs.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("create directory: %w", err)
 	}
+	var synced []string
 	for d := dir; d != s.opts.Dir && d != "." && d != "/"; d = path.Dir(d) {
+		if s.durableDir(d) {
+			break // and so are its parents
+		}
 		if err := s.fs.SyncDir(path.Dir(d)); err != nil {
 			return fmt.Errorf("sync directory: %w", err)
 		}
+		synced = append(synced, d)
 	}
+	s.dirMu.Lock()
+	if s.dirs == nil {
+		s.dirs = map[string]bool{}
+	}
+	for _, d := range synced {
+		s.dirs[d] = true
+	}
+	s.dirMu.Unlock()
 	return nil
+}
+
+// durableDir says whether dir's entry (and its parents') is known to be
+// durable.
+func (s *Store) durableDir(dir string) bool {
+	s.dirMu.Lock()
+	defer s.dirMu.Unlock()
+	return s.dirs[dir]
 }
 
 // commit makes added parts live and removed ones dead in one manifest

@@ -37,8 +37,13 @@ func (p *livePart) release() {
 //
 // Concurrency: a Snapshot may be read by several goroutines at once.
 type Snapshot struct {
-	heads []*headView // oldest first
-	parts []*livePart // by id
+	heads    []*headView // oldest first
+	parts    []*livePart // by id
+	badParts []Damage    // unreadable parts (shared with the Store: never changed)
+	strict   bool        // FailOnDamage
+
+	dmgMu  sync.Mutex
+	damage []Damage // what reads skipped
 }
 
 // Release unpins the snapshot's parts. The snapshot must not be used
@@ -71,7 +76,11 @@ func (sn *Snapshot) Tenants() []string {
 
 // Streams returns the streams of a tenant with data in [from, to],
 // sorted by their String.
+//
+// The unreadable parts of the tenant with rows in [from, to] are noted
+// as skipped (Damage).
 func (sn *Snapshot) Streams(tenant string, from, to int64) []record.Labels {
+	sn.noteBadParts(tenant, from, to)
 	seen := map[string]record.Labels{}
 	for _, h := range sn.heads {
 		for _, sv := range h.tenants[tenant] {
@@ -168,7 +177,9 @@ func (sn *Snapshot) Scan(ctx context.Context, tenant string, stream record.Label
 			continue
 		}
 		if si, ok := p.streams[key]; ok {
-			its = append(its, newPartIter(p.rd, si, from, to, opts))
+			it := newPartIter(p.rd, si, from, to, opts)
+			it.skip = sn.skipper(p)
+			its = append(its, it)
 		}
 	}
 	for _, h := range sn.heads {
@@ -299,7 +310,10 @@ func (it *headIter) close() {}
 var blockPool = sync.Pool{New: func() any { return new(part.Block) }}
 
 type partIter struct {
-	count    func(minTime, maxTime int64) func(n int) error // ScanOptions.BlockCount
+	count func(minTime, maxTime int64) func(n int) error // ScanOptions.BlockCount
+	// skip, if set, is asked about a block that does not read: true
+	// means it was noted as damaged and the read goes on without it.
+	skip     func(error) bool
 	rd       *part.Reader
 	drop     bool // drop each block's pages once read
 	backward bool
@@ -384,6 +398,10 @@ func (it *partIter) next() bool {
 				err := it.rd.ReadBlock(it.blocks[it.bi], it.blk)
 				it.blk.CountOnly = false
 				if !errors.Is(err, part.ErrOutOfLine) { // else its rows are read below
+					if err != nil && it.skip != nil && it.skip(err) {
+						it.blk.Rows, it.i = it.blk.Rows[:0], -1
+						continue
+					}
 					if err == nil {
 						err = fn(it.blk.Matches)
 					}
@@ -397,6 +415,10 @@ func (it *partIter) next() bool {
 			}
 		}
 		if err := it.rd.ReadBlock(it.blocks[it.bi], it.blk); err != nil {
+			if it.skip != nil && it.skip(err) {
+				it.blk.Rows, it.i = it.blk.Rows[:0], -1
+				continue
+			}
 			it.e = err
 			return false
 		}
@@ -550,6 +572,7 @@ func (sn *Snapshot) ScanColumns(ctx context.Context, tenant string, stream recor
 		if !ok {
 			continue
 		}
+		skip := sn.skipper(p)
 		for i, b := range p.rd.Blocks {
 			if b.Stream != si || b.MaxTime < from || b.MinTime > to {
 				continue
@@ -558,12 +581,18 @@ func (sn *Snapshot) ScanColumns(ctx context.Context, tenant string, stream recor
 				return err
 			}
 			if err := p.rd.ReadBlock(i, blk); err != nil {
+				if skip != nil && skip(err) {
+					continue
+				}
 				return err
 			}
 			if blk.OutOfLine() {
 				// Its rows may carry structured metadata, which the
 				// columnar path knows nothing of: they go to rowFn.
 				if err := rowsOf(p.rd, i, from, to, rowFn); err != nil {
+					if skip != nil && skip(err) {
+						continue
+					}
 					return err
 				}
 				continue

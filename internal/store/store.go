@@ -56,7 +56,14 @@ type Options struct {
 	BlockCacheBytes int64
 	// WALSegmentSize: see wal.Options.SegmentSize.
 	WALSegmentSize int64
-	Logger         *slog.Logger
+	// ReadOnly opens the directory without changing a byte of it: the
+	// WAL is replayed into memory (damage in it is found and skipped, not
+	// repaired), damaged parts are left where they are and skipped,
+	// leftovers are left, nothing is flushed, merged or dropped, and
+	// writes fail with ErrReadOnly. The directory must exist. LOCK is
+	// taken if it exists (a directory no store has opened has none).
+	ReadOnly bool
+	Logger   *slog.Logger
 	// Now is the clock for retention and for the pause in writes that
 	// starts a deferred flush; nil means time.Now.
 	Now func() time.Time
@@ -77,6 +84,9 @@ var ErrLocked = errors.New("data directory is in use by another process")
 
 // ErrClosed is returned by calls on a closed Store.
 var ErrClosed = errors.New("store is closed")
+
+// ErrReadOnly is returned by writes to a store opened ReadOnly.
+var ErrReadOnly = errors.New("store is open read-only")
 
 // Store is the storage engine of one data directory.
 //
@@ -112,6 +122,18 @@ type Store struct {
 	flushTries   int // background flush attempts, so a waiter can wait for the next
 	closed       bool
 	stats        Stats
+	// badParts are the parts known to be unreadable (set aside at Open,
+	// now or earlier, or skipped by a read-only Open).
+	badParts []Damage
+	// quarantined counts the blocks found damaged since Open.
+	quarantined atomic.Int64
+	// repairs says what Open changed in the directory.
+	repairs []string
+	walRep  wal.RecoveryReport
+	// dirs are the directories under Dir whose entries mkdirs has made
+	// durable.
+	dirMu sync.Mutex
+	dirs  map[string]bool
 
 	encoders sync.Pool
 	kick     chan struct{} // wakes the flusher
@@ -129,13 +151,21 @@ type Store struct {
 
 // Stats are the store's counters.
 type Stats struct {
-	Flushes, Merges       int64
-	FlushedBytes          int64 // part bytes written by flushes
-	MergedBytes           int64 // part bytes written by merges
-	DroppedParts          int64 // by retention
-	RecoveredRecords      int64 // WAL records replayed at Open
-	RecoveryTime          time.Duration
-	CorruptWAL, BadParts  int
+	Flushes, Merges      int64
+	FlushedBytes         int64 // part bytes written by flushes
+	MergedBytes          int64 // part bytes written by merges
+	DroppedParts         int64 // by retention
+	RecoveredRecords     int64 // WAL records replayed at Open
+	RecoveryTime         time.Duration
+	CorruptWAL, BadParts int
+	// TornWAL is where the WAL ends in an incomplete frame that a
+	// read-only Open found and left ("" when none, or when it was cut
+	// off).
+	TornWAL string
+	// QuarantinedBlocks counts the part blocks that reads found damaged
+	// since Open; BadBlocks is how many of them are in live parts.
+	QuarantinedBlocks     int64
+	BadBlocks             int
 	HeadBytes, HeadRows   int64
 	FlushingBytes         int64 // of the head being flushed, if one is
 	BlockCacheBytes       int64 // held by the block cache
@@ -173,13 +203,7 @@ func Open(opts Options) (*Store, error) {
 		opts.Now = time.Now
 	}
 	fs, dir := opts.FS, opts.Dir
-	if err := fs.MkdirAll(dir, 0o755); err != nil {
-		return nil, fmt.Errorf("create data directory: %w", err)
-	}
-	if err := fs.SyncDir(path.Dir(path.Clean(dir))); err != nil {
-		return nil, fmt.Errorf("sync data directory's parent: %w", err)
-	}
-	lock, err := fs.Lock(path.Join(dir, "LOCK"))
+	lock, err := openLock(fs, dir, opts.ReadOnly)
 	if errors.Is(err, vfs.ErrLocked) {
 		return nil, fmt.Errorf("%s: %w", dir, ErrLocked)
 	}
@@ -202,6 +226,9 @@ func Open(opts Options) (*Store, error) {
 		lock.Close()
 		return nil, err
 	}
+	if opts.ReadOnly {
+		return s, nil
+	}
 	s.wg.Add(2)
 	go s.flusher()
 	go s.maintainer()
@@ -211,41 +238,82 @@ func Open(opts Options) (*Store, error) {
 	return s, nil
 }
 
+// openLock takes the directory's LOCK, creating the directory (and
+// LOCK) unless readOnly; read-only, a directory without LOCK (which no
+// store has opened) is read without a lock.
+func openLock(fs vfs.FS, dir string, readOnly bool) (io.Closer, error) {
+	if readOnly {
+		if _, err := fs.Stat(dir); err != nil {
+			return nil, fmt.Errorf("data directory: %w", err)
+		}
+		if _, err := fs.Stat(path.Join(dir, "LOCK")); vfs.IsNotExist(err) {
+			return io.NopCloser(nil), nil
+		}
+		return fs.Lock(path.Join(dir, "LOCK")) // flock changes no byte of it
+	}
+	if err := fs.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("create data directory: %w", err)
+	}
+	if err := fs.SyncDir(path.Dir(path.Clean(dir))); err != nil {
+		return nil, fmt.Errorf("sync data directory's parent: %w", err)
+	}
+	return fs.Lock(path.Join(dir, "LOCK"))
+}
+
 func (s *Store) recover() error {
 	start := time.Now()
+	ro := s.opts.ReadOnly
 	man, err := loadManifest(s.fs, s.opts.Dir)
 	if err != nil {
 		return err
 	}
 	s.man = man
-	if err := s.removeOrphans(); err != nil {
+	if !ro {
+		if err := s.removeOrphans(); err != nil {
+			return err
+		}
+	}
+	aside, err := setAsideParts(s.fs, s.opts.Dir)
+	if err != nil {
 		return err
 	}
-	keep := man.Parts[:0]
+	s.badParts = aside
+	keep := man.Parts[:0:0]
 	for _, info := range man.Parts {
 		lp, err := s.openPart(info)
 		if err != nil && !errors.Is(err, part.ErrCorrupt) {
 			return err // a missing file, too many open files: not damage
 		}
 		if err != nil {
-			// A damaged part is set aside, never deleted, and reported.
-			s.stats.BadParts++
+			// A damaged part is set aside, never deleted, and reported:
+			// in the log, in Stats, and in the warnings of every query
+			// that would have read it.
 			p := path.Join(s.opts.Dir, info.path())
-			s.log.Error("part unreadable; moved aside", "part", p, "err", err)
-			if rerr := s.fs.Rename(p, p+".corrupt"); rerr != nil {
-				return fmt.Errorf("move aside unreadable part %s: %w (read: %v)", p, rerr, err)
+			d := partDamage(p, info, err)
+			if !ro {
+				s.log.Error("part unreadable; moved aside, its rows are not served", "part", p, "err", err)
+				if rerr := s.fs.Rename(p, p+".corrupt"); rerr != nil {
+					return fmt.Errorf("move aside unreadable part %s: %w (read: %v)", p, rerr, err)
+				}
+				d.Part = p + ".corrupt"
+				s.repairs = append(s.repairs, fmt.Sprintf("set aside unreadable part %s as %s (%d rows): %v", p, d.Part, info.Rows, err))
 			}
+			s.badParts = append(s.badParts, d)
 			continue
 		}
 		s.parts = append(s.parts, lp)
 		keep = append(keep, info)
 	}
+	s.stats.BadParts = len(s.badParts)
 	slices.SortFunc(s.parts, func(a, b *livePart) int { return cmp.Compare(a.info.Seq, b.info.Seq) })
-	if len(keep) != len(man.Parts) {
+	if len(keep) != len(man.Parts) && !ro {
 		man.Parts = keep
 		if err := man.save(s.fs, s.opts.Dir); err != nil {
 			return err
 		}
+	}
+	if ro {
+		return s.replayReadOnly(start)
 	}
 
 	// Replay. A head that outgrows its limit is flushed at a segment
@@ -257,6 +325,8 @@ func (s *Store) recover() error {
 		if pos.Segment != lastSeg {
 			if b, _ := s.head.size(); b >= s.opts.HeadBytes && !replayNoFlush {
 				s.flushing, s.head = s.head, newHead()
+				_, n := s.flushing.size()
+				s.repairs = append(s.repairs, fmt.Sprintf("flushed %d replayed rows into parts", n))
 				if err := s.writeHead(s.flushing, pos.Segment); err != nil {
 					// A full disk must not keep the store from opening (and
 					// its data from being read): keep the rest of the WAL in
@@ -268,30 +338,26 @@ func (s *Store) recover() error {
 			}
 			lastSeg = pos.Segment
 		}
-		blk, err := rows.Decode(slices.Clone(payload))
-		if err == nil {
-			err = checkTenant(blk.Tenant)
-		}
-		if err != nil {
-			// The WAL checked the frame's CRC: this is a bug or an
-			// incompatible writer. Report it; don't stop the replay.
-			s.log.Error("WAL record undecodable; skipped", "pos", pos.String(), "err", err)
+		if err := s.replayRecord(pos, payload); err != nil {
 			replayErr = err
-			return nil
 		}
-		s.head.insert(blk, walOrder(pos))
-		s.stats.RecoveredRecords += int64(len(blk.Rows))
 		return nil
 	}
-	log, rep, err := wal.Open(wal.Options{FS: s.fs, Dir: path.Join(s.opts.Dir, "wal"), Sync: s.opts.Sync,
-		SegmentSize: s.opts.WALSegmentSize, Logger: s.log, OnSync: s.opts.OnWALSync}, man.WALFrom, replay)
+	log, rep, err := wal.Open(s.walOptions(), man.WALFrom, replay)
 	if err != nil {
 		return fmt.Errorf("open WAL: %w", err)
 	}
 	s.wal = log
+	s.walRep = rep
 	s.stats.CorruptWAL = len(rep.Corrupt)
 	if replayErr != nil {
 		s.stats.CorruptWAL++
+	}
+	if rep.TornTail != nil {
+		s.repairs = append(s.repairs, fmt.Sprintf("cut the WAL's torn tail at %s", rep.TornTail))
+	}
+	for _, c := range rep.Corrupt {
+		s.repairs = append(s.repairs, fmt.Sprintf("rewrote WAL segment %d without its damaged bytes (%v); the original is kept as .corrupt", c.Segment, c))
 	}
 	if err := log.RemoveBefore(s.man.WALFrom); err != nil {
 		return fmt.Errorf("remove flushed WAL segments: %w", err)
@@ -299,6 +365,67 @@ func (s *Store) recover() error {
 	s.stats.RecoveryTime = time.Since(start)
 	return nil
 }
+
+func (s *Store) walOptions() wal.Options {
+	return wal.Options{FS: s.fs, Dir: path.Join(s.opts.Dir, "wal"), Sync: s.opts.Sync,
+		SegmentSize: s.opts.WALSegmentSize, Logger: s.log, OnSync: s.opts.OnWALSync}
+}
+
+// replayRecord decodes one WAL record into the head. A record that does
+// not decode is reported and skipped: the WAL checked its CRC, so it is
+// a bug or an incompatible writer.
+func (s *Store) replayRecord(pos wal.Pos, payload []byte) error {
+	blk, err := rows.Decode(slices.Clone(payload))
+	if err == nil {
+		err = checkTenant(blk.Tenant)
+	}
+	if err != nil {
+		s.log.Error("WAL record undecodable; skipped", "pos", pos.String(), "err", err)
+		return err
+	}
+	s.head.insert(blk, walOrder(pos))
+	s.stats.RecoveredRecords += int64(len(blk.Rows))
+	return nil
+}
+
+// replayReadOnly replays the WAL into the head, all in memory, changing
+// nothing: damage is skipped and reported, not repaired.
+func (s *Store) replayReadOnly(start time.Time) error {
+	var replayErr error
+	rep, err := wal.Replay(s.walOptions(), s.man.WALFrom, func(pos wal.Pos, payload []byte) error {
+		if err := s.replayRecord(pos, payload); err != nil {
+			replayErr = err
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("read WAL: %w", err)
+	}
+	s.walRep = rep
+	s.stats.CorruptWAL = len(rep.Corrupt)
+	if replayErr != nil {
+		s.stats.CorruptWAL++
+	}
+	if rep.TornTail != nil {
+		s.stats.TornWAL = rep.TornTail.String()
+	}
+	s.stats.RecoveryTime = time.Since(start)
+	return nil
+}
+
+// Repairs says what Open changed in the directory to recover it: a torn
+// WAL tail cut, damaged WAL segments rewritten, unreadable parts set
+// aside, leftovers of interrupted work deleted, replayed rows flushed.
+// A read-only store changes nothing: none.
+func (s *Store) Repairs() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.repairs)
+}
+
+// WALReport is what the WAL's replay at Open found (and, unless the
+// store is read-only, repaired).
+func (s *Store) WALReport() wal.RecoveryReport { return s.walRep }
 
 // removeOrphans deletes part files and temporary files that the manifest
 // does not name.
@@ -334,6 +461,7 @@ func (s *Store) removeOrphans() error {
 				if err := s.fs.Remove(path.Join(s.opts.Dir, rel)); err != nil {
 					return fmt.Errorf("remove leftover %s: %w", rel, err)
 				}
+				s.repairs = append(s.repairs, "deleted "+rel+", a leftover of interrupted work that the MANIFEST does not name")
 			}
 		}
 	}
@@ -348,6 +476,7 @@ func (s *Store) openPart(info partInfo) (*livePart, error) {
 	if s.blocks != nil {
 		rd.UseBlockCache(s.blocks)
 	}
+	rd.OnDamage = s.onBlockDamage
 	lp := &livePart{info: info, rd: rd, streams: make(map[string]uint32, len(rd.Streams)), onFree: s.freePart}
 	for i, ls := range rd.Streams {
 		lp.streams[ls.String()] = uint32(i)
@@ -398,6 +527,9 @@ type Pending struct {
 func (s *Store) Prepare(tenant string, b *record.Batch) (*Pending, error) {
 	if err := checkTenant(tenant); err != nil {
 		return nil, err
+	}
+	if s.opts.ReadOnly {
+		return nil, ErrReadOnly
 	}
 	p := &Pending{s: s}
 	if len(b.Records) == 0 {
@@ -645,6 +777,9 @@ func (s *Store) hasFlushing() bool {
 // flush cuts the head and writes it to parts. If writing fails, the cut
 // head stays readable (and in the WAL) and the next flush retries it.
 func (s *Store) flush() error {
+	if s.opts.ReadOnly {
+		return ErrReadOnly
+	}
 	s.flushMu.Lock()
 	defer s.flushMu.Unlock()
 	s.mu.Lock()
@@ -695,9 +830,12 @@ func (s *Store) Close() error {
 	close(s.stop)
 	s.cancel()
 	s.wg.Wait()
-	s.cut.Lock()
-	err := s.wal.Close()
-	s.cut.Unlock()
+	var err error
+	if s.wal != nil {
+		s.cut.Lock()
+		err = s.wal.Close()
+		s.cut.Unlock()
+	}
 	s.closeParts()
 	if cerr := s.lock.Close(); err == nil {
 		err = cerr
@@ -719,7 +857,7 @@ func (s *Store) closeParts() {
 func (s *Store) Snapshot() *Snapshot {
 	s.cut.RLock()
 	s.mu.Lock()
-	sn := &Snapshot{parts: slices.Clone(s.parts)}
+	sn := &Snapshot{parts: slices.Clone(s.parts), badParts: s.badParts}
 	if s.flushing != nil {
 		sn.heads = append(sn.heads, s.flushing.view())
 	}
@@ -736,7 +874,9 @@ func (s *Store) Snapshot() *Snapshot {
 func (s *Store) Stats() Stats {
 	s.mu.Lock()
 	st := s.stats
+	st.BadParts = len(s.badParts)
 	for _, p := range s.parts {
+		st.BadBlocks += p.rd.BadBlocks()
 		st.Parts++
 		st.PartBytes += p.info.Size
 		st.LineBytes += p.info.LineBytes
@@ -754,7 +894,10 @@ func (s *Store) Stats() Stats {
 	if s.blocks != nil {
 		st.BlockCacheBytes = s.blocks.Used()
 	}
-	st.WAL = s.wal.Stats()
+	st.QuarantinedBlocks = s.quarantined.Load()
+	if s.wal != nil {
+		st.WAL = s.wal.Stats()
+	}
 	if st.PartBytes > 0 {
 		st.WriteAmplification = float64(st.FlushedBytes+st.MergedBytes) / float64(st.PartBytes)
 	}

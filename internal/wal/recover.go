@@ -40,6 +40,8 @@ type RecoveryReport struct {
 	// in an incomplete or damaged frame, as a crash during a write leaves
 	// it; nil if it ended cleanly.
 	TornTail *Pos
+	// TornReason says what is wrong at TornTail.
+	TornReason string
 	// Corrupt lists damage in the middle of the log: a bad header or
 	// frame with valid frames after it, or any damage in a segment that
 	// is not the last. Every valid frame around it was replayed, the
@@ -105,6 +107,26 @@ func Open(opts Options, from uint64, replay func(pos Pos, payload []byte) error)
 	return l, rep, nil
 }
 
+// Replay reads the log in opts.Dir as Open's recovery does, calling
+// replay for every valid frame of every segment numbered from or above,
+// but changes nothing: no lock is taken, nothing is created, and damage
+// is reported in the RecoveryReport (TornTail, Corrupt) but neither cut
+// off nor rewritten. A directory that does not exist holds no frames.
+// For readers of a directory that must stay as it is (export, check).
+func Replay(opts Options, from uint64, replay func(pos Pos, payload []byte) error) (RecoveryReport, error) {
+	var rep RecoveryReport
+	opts, err := opts.withDefaults()
+	if err != nil {
+		return rep, err
+	}
+	if _, err := opts.FS.Stat(opts.Dir); vfs.IsNotExist(err) {
+		return rep, nil
+	}
+	rc := recovery{opts: opts, replay: replay, rep: &rep, readOnly: true}
+	_, _, err = rc.run(from)
+	return rep, err
+}
+
 // makeDir creates dir and its missing parents, and makes their entries
 // durable.
 func makeDir(fs vfs.FS, dir string) error {
@@ -142,6 +164,8 @@ type recovery struct {
 	replay func(Pos, []byte) error
 	rep    *RecoveryReport
 	buf    []byte // read buffer, shared by the segments
+	// readOnly finds damage without repairing it (Replay).
+	readOnly bool
 }
 
 // run recovers every segment numbered from or above and returns the number
@@ -159,7 +183,7 @@ func (rc *recovery) run(from uint64) (next uint64, nsegs int, err error) {
 			segs = append(segs, n)
 			continue
 		}
-		if base, ok := strings.CutSuffix(name, tmpSuffix); ok {
+		if base, ok := strings.CutSuffix(name, tmpSuffix); ok && !rc.readOnly {
 			if _, ok := parseSegmentName(base); ok {
 				// An interrupted repair: the segment itself is intact.
 				if err := fs.Remove(filepath.Join(dir, name)); err != nil {
@@ -224,6 +248,13 @@ func (rc *recovery) segment(n uint64, last bool) error {
 	rc.rep.Records += sc.records
 	rc.rep.Bytes += sc.bytes
 	log := rc.opts.Logger
+	if rc.readOnly {
+		rc.rep.Corrupt = append(rc.rep.Corrupt, sc.corrupt...)
+		if sc.torn != nil {
+			rc.rep.TornTail, rc.rep.TornReason = &Pos{Segment: n, Offset: sc.torn.Offset}, sc.torn.Reason
+		}
+		return nil
+	}
 	for _, c := range sc.corrupt {
 		log.Error("wal: corrupt segment, replayed the valid frames around the damage",
 			"file", path, "offset", c.Offset, "reason", c.Reason)
@@ -232,7 +263,7 @@ func (rc *recovery) segment(n uint64, last bool) error {
 	if sc.torn != nil {
 		log.Warn("wal: torn tail, truncating the last segment", "file", path, "offset", sc.torn.Offset,
 			"bytes", r.size-sc.torn.Offset, "reason", sc.torn.Reason)
-		rc.rep.TornTail = &Pos{Segment: n, Offset: sc.torn.Offset}
+		rc.rep.TornTail, rc.rep.TornReason = &Pos{Segment: n, Offset: sc.torn.Offset}, sc.torn.Reason
 	}
 	switch {
 	case len(sc.corrupt) > 0:

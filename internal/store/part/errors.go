@@ -10,12 +10,19 @@ var ErrCorrupt = errors.New("part: corrupt")
 
 // CorruptionError says where a part is damaged.
 type CorruptionError struct {
-	Path   string
+	Path string
+	// Block is the index of the damaged block, or -1 when the damage is
+	// not in a block (the header, footer, index or filters: the whole
+	// part is unreadable).
+	Block  int
 	Offset int64 // in the file
 	Reason string
 }
 
 func (e *CorruptionError) Error() string {
+	if e.Block >= 0 {
+		return fmt.Sprintf("part %s: block %d corrupt at byte %d: %s", e.Path, e.Block, e.Offset, e.Reason)
+	}
 	return fmt.Sprintf("part %s: corrupt at byte %d: %s", e.Path, e.Offset, e.Reason)
 }
 

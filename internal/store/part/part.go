@@ -1,6 +1,7 @@
 package part
 
 import (
+	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -340,6 +341,12 @@ type Reader struct {
 	// The headers of blocks read, when the reader uses a cache.
 	cache   *BlockCache
 	headers []atomic.Pointer[blockHeader]
+
+	// OnDamage, if set before the first read, is told of each block
+	// found damaged, once (from the goroutine whose read found it).
+	OnDamage func(*CorruptionError)
+	badMu    sync.Mutex
+	bad      map[int]*CorruptionError // quarantined blocks
 }
 
 // StreamsWith returns the indexes of the streams that have the label
@@ -377,7 +384,11 @@ func Open(fs vfs.FS, path string) (*Reader, error) {
 }
 
 func (r *Reader) corrupt(off int64, format string, args ...any) error {
-	return &CorruptionError{Path: r.Path, Offset: off, Reason: fmt.Sprintf(format, args...)}
+	return &CorruptionError{Path: r.Path, Block: -1, Offset: off, Reason: fmt.Sprintf(format, args...)}
+}
+
+func (r *Reader) corruptBlock(i int, format string, args ...any) *CorruptionError {
+	return &CorruptionError{Path: r.Path, Block: i, Offset: r.Blocks[i].Off, Reason: fmt.Sprintf(format, args...)}
 }
 
 func (r *Reader) load() error {
@@ -497,13 +508,18 @@ func (r *Reader) load() error {
 }
 
 // ReadBlock decodes block i into b, checking its checksum at its first
-// read since Open.
+// read since Open. A block found damaged is quarantined: every later read
+// of it fails at once with the same *CorruptionError (matching
+// ErrCorrupt), and OnDamage, if set, is told once.
 func (r *Reader) ReadBlock(i int, b *Block) error {
 	bm := &r.Blocks[i]
 	blob := r.data[bm.Off : bm.Off+bm.Len]
 	if w, bit := &r.checked[i/64], uint64(1)<<(i%64); w.Load()&bit == 0 {
+		if err := r.badBlock(i); err != nil {
+			return err
+		}
 		if crc32.Checksum(blob, crcTable) != bm.CRC {
-			return r.corrupt(bm.Off, "block %d checksum mismatch", i)
+			return r.quarantine(r.corruptBlock(i, "checksum mismatch"))
 		}
 		w.Or(bit)
 	}
@@ -518,15 +534,74 @@ func (r *Reader) ReadBlock(i int, b *Block) error {
 		return err
 	}
 	if err != nil {
-		return r.corrupt(bm.Off, "block %d: %v", i, err)
+		return r.quarantine(r.corruptBlock(i, "%v", err))
 	}
 	for _, row := range b.Rows {
 		if row.Time < bm.MinTime || row.Time > bm.MaxTime {
-			return r.corrupt(bm.Off, "block %d: a row's time is outside the block's range in the index", i)
+			return r.quarantine(r.corruptBlock(i, "a row's time is outside the block's range in the index"))
 		}
 	}
 	if b.nrows != bm.Rows {
-		return r.corrupt(bm.Off, "block %d has %d rows, index %d", i, b.nrows, bm.Rows)
+		return r.quarantine(r.corruptBlock(i, "%d rows, index %d", b.nrows, bm.Rows))
+	}
+	return nil
+}
+
+// badBlock returns the error that quarantined block i, or nil.
+func (r *Reader) badBlock(i int) error {
+	r.badMu.Lock()
+	defer r.badMu.Unlock()
+	if e := r.bad[i]; e != nil {
+		return e
+	}
+	return nil
+}
+
+// quarantine records block damage e; the first report of a block goes
+// to OnDamage. It returns e, or the error recorded first.
+func (r *Reader) quarantine(e *CorruptionError) error {
+	r.badMu.Lock()
+	if first := r.bad[e.Block]; first != nil {
+		r.badMu.Unlock()
+		return first
+	}
+	if r.bad == nil {
+		r.bad = map[int]*CorruptionError{}
+	}
+	r.bad[e.Block] = e
+	fn := r.OnDamage
+	r.badMu.Unlock()
+	if fn != nil {
+		fn(e)
+	}
+	return e
+}
+
+// BadBlocks returns how many blocks reads have found damaged since Open.
+func (r *Reader) BadBlocks() int {
+	r.badMu.Lock()
+	defer r.badMu.Unlock()
+	return len(r.bad)
+}
+
+// Verify reads every block, checking its checksum and that it decodes,
+// and calls fn with the damage of each damaged block, in block order.
+// It stops early, returning ctx's error, when ctx is done.
+func (r *Reader) Verify(ctx context.Context, fn func(*CorruptionError)) error {
+	var b Block
+	b.Scan, b.LinesOnly = true, true
+	for i := range r.Blocks {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		err := r.ReadBlock(i, &b)
+		r.DropBlock(i)
+		var ce *CorruptionError
+		if errors.As(err, &ce) {
+			fn(ce)
+		} else if err != nil {
+			return err
+		}
 	}
 	return nil
 }
