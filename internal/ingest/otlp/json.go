@@ -105,6 +105,7 @@ func jsonAnyValue(raw json.RawMessage, depth int) (value, error) {
 		return value{json: floatJSON(f), str: floatText(f)}, nil
 	case a.ArrayValue != nil:
 		out := []byte{'['}
+		var arr value
 		for i, e := range a.ArrayValue.Values {
 			v, err := jsonAnyValue(e, depth+1)
 			if err != nil {
@@ -114,10 +115,11 @@ func jsonAnyValue(raw json.RawMessage, depth int) (value, error) {
 				out = append(out, ',')
 			}
 			out = append(out, v.json...)
+			arr.elems = append(arr.elems, v)
 		}
-		v := value{json: string(append(out, ']'))}
-		v.setStr()
-		return v, nil
+		arr.json = string(append(out, ']'))
+		arr.setStr()
+		return arr, nil
 	case a.KvlistValue != nil:
 		out := []byte{'{'}
 		m := value{isMap: true}

@@ -28,6 +28,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -51,10 +52,11 @@ var IndexAttributes = []string{"service.name", "service.namespace", "service.ins
 // AsString gives it (Loki's rendering of a value as a label or line), and
 // for a map its entries, which Loki makes labels of their own.
 type value struct {
-	json  string // the value as JSON
+	json  string // the value as JSON, in the order sent
 	str   string // the value as text: a string as it is, others as JSON
 	isMap bool
-	kvs   []kv
+	kvs   []kv    // a map's entries
+	elems []value // an array's
 }
 
 type kv struct {
@@ -271,6 +273,7 @@ func protoAny(b []byte, depth int) (value, error) {
 						return v, err
 					}
 					out = append(out, ev.json...)
+					v.elems = append(v.elems, ev)
 				} else {
 					p, err := protoKV(inner.bytes(), depth+1)
 					if err != nil {
@@ -302,11 +305,46 @@ func protoAny(b []byte, depth int) (value, error) {
 }
 
 // setStr sets the text of a value that is not a string (of a string, or
-// of bytes, it is set already): its JSON, as OpenTelemetry's AsString.
+// of bytes, it is set already): its JSON as OpenTelemetry's AsString
+// writes it, which Go's encoding/json writes: a map's keys sorted (the
+// last of equal keys kept).
 func (v *value) setStr() {
 	if v.str == "" && v.json != "null" && (v.json == "" || v.json[0] != '"') {
-		v.str = v.json
+		v.str = string(v.appendSorted(nil))
 	}
+}
+
+// appendSorted appends the JSON of v with its maps' keys sorted.
+func (v *value) appendSorted(dst []byte) []byte {
+	switch {
+	case v.isMap:
+		kvs := slices.Clone(v.kvs)
+		slices.SortStableFunc(kvs, func(a, b kv) int { return strings.Compare(a.key, b.key) })
+		dst = append(dst, '{')
+		n := 0
+		for i := range kvs {
+			if i+1 < len(kvs) && kvs[i+1].key == kvs[i].key {
+				continue // the last one wins, as in a Go map
+			}
+			if n > 0 {
+				dst = append(dst, ',')
+			}
+			n++
+			dst = append(append(dst, jsonString(kvs[i].key)...), ':')
+			dst = kvs[i].val.appendSorted(dst)
+		}
+		return append(dst, '}')
+	case v.elems != nil:
+		dst = append(dst, '[')
+		for i := range v.elems {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			dst = v.elems[i].appendSorted(dst)
+		}
+		return append(dst, ']')
+	}
+	return append(dst, v.json...)
 }
 
 func protoKV(b []byte, depth int) (kv, error) {

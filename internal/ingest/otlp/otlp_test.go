@@ -45,10 +45,12 @@ func TestDecodeMapping(t *testing.T) {
 			`observed_timestamp=2000 severity_number=17 severity_text=ERROR flags=1 trace_id=5b8efff798038103d269b633813fc60c ` +
 			`span_id=eee19b7ec3c1b174 event_name=ev host_name=h s_a=7 scope_name=lib scope_version=2`},
 	}, {
+		// A map is written as OpenTelemetry's AsString does (Go's JSON):
+		// keys sorted, the last of equal keys kept.
 		name: "other bodies, times, map attributes and odd names",
 		body: `{"resourceLogs":[{"resource":{"attributes":[{"key":"deployment.environment","value":{"stringValue":"prod"}}]},
 			"scopeLogs":[{"logRecords":[
-			{"observedTimeUnixNano":"3000","body":{"kvlistValue":{"values":[{"key":"a","value":{"intValue":"1"}}]}},
+			{"observedTimeUnixNano":"3000","body":{"kvlistValue":{"values":[{"key":"z","value":{"arrayValue":{"values":[{"kvlistValue":{"values":[{"key":"y","value":{"boolValue":true}},{"key":"x","value":{"stringValue":"q"}}]}}]}}},{"key":"a","value":{"intValue":"1"}},{"key":"a","value":{"intValue":"2"}}]}},
 			 "attributes":[{"key":"req","value":{"kvlistValue":{"values":[{"key":"id","value":{"stringValue":"r1"}},
 			  {"key":"h","value":{"kvlistValue":{"values":[{"key":"x-y","value":{"stringValue":"z"}}]}}}]}}},
 			  {"key":"9lives","value":{"stringValue":"cat"}},{"key":"_p","value":{"stringValue":"q"}},{"key":"__r","value":{"stringValue":"s"}}]},
@@ -56,7 +58,7 @@ func TestDecodeMapping(t *testing.T) {
 			{"timeUnixNano":"5000","body":{"bytesValue":"AQI="}},
 			{"timeUnixNano":"6000"}]}]}]}`,
 		want: []string{
-			`{deployment_environment="prod"} 3000 {"a":1} | req_id=r1 req_h_x_y=z key_9lives=cat key_p=q __r=s`,
+			`{deployment_environment="prod"} 3000 {"a":2,"z":[{"x":"q","y":true}]} | req_id=r1 req_h_x_y=z key_9lives=cat key_p=q __r=s`,
 			`{deployment_environment="prod"} 4000 ["x",2.5] | `,
 			`{deployment_environment="prod"} 5000 AQI= | `,
 			`{deployment_environment="prod"} 6000  | `,
