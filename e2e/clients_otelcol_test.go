@@ -56,7 +56,7 @@ func TestOpenTelemetryCollector(t *testing.T) {
 	}
 	writeFile(t, dir, "app.log", text.String())
 	config := fmt.Sprintf(`receivers:
-  filelog:
+  file_log:
     include: [%[1]s]
     start_at: beginning
     multiline:
@@ -78,7 +78,7 @@ processors:
   batch:
     timeout: 200ms
 exporters:
-  otlphttp:
+  otlp_http:
     endpoint: %[2]s
     headers:
       X-Scope-OrgID: %[3]s
@@ -90,9 +90,9 @@ service:
       level: warn
   pipelines:
     logs:
-      receivers: [filelog]
+      receivers: [file_log]
       processors: [batch]
-      exporters: [otlphttp]
+      exporters: [otlp_http]
 `, logFile, s.url(""), tenant)
 	cfgFile := writeFile(t, dir, "otelcol.yaml", config)
 	p := startProc(t, "otelcol", exec.Command(bin, "--config", cfgFile))

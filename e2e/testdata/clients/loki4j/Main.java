@@ -1,7 +1,8 @@
 // Logs N events through loki4j's Loki4jAppender (logback.xml beside this
 // file: the appender's defaults but for the URL, the tenant and a short
 // batch timeout), stops logback (the appender sends what is queued) and
-// exits 1 if logback reported an error (a failed send, say).
+// exits 1 if logback reported an error (loki4j reports a failed send as
+// one).
 //
 // Usage: java -Dlogback.configurationFile=logback.xml -DlokiUrl=URL
 //   -DlokiTenant=TENANT -cp 'classes:libs/*' Main N
@@ -42,13 +43,13 @@ public class Main {
         ctx.stop(); // the appender drains its queue
         int errors = 0;
         for (Status s : ctx.getStatusManager().getCopyOfStatusList()) {
-            if (s.getLevel() >= Status.WARN) {
+            if (s.getLevel() >= Status.ERROR) {
                 System.err.println(s);
                 errors++;
             }
         }
         if (errors > 0) {
-            System.err.println(errors + " warnings or errors from logback");
+            System.err.println(errors + " errors from logback");
             System.exit(1);
         }
         System.out.println("sent " + n);

@@ -1,7 +1,8 @@
 // Command otelcol is a small OpenTelemetry Collector of our own, built by
 // scripts/e2e-setup.sh from the Collector's Go modules (pinned in go.mod)
 // instead of the builder (ocb) binary: the filelog receiver, the batch
-// processor and the otlphttp exporter, with the file config provider.
+// processor and the otlphttp exporter, with the file config provider and
+// the Collector's own telemetry (its logs on stderr).
 //
 // Usage: otelcol --config FILE
 package main
@@ -20,10 +21,11 @@ import (
 	"go.opentelemetry.io/collector/processor"
 	"go.opentelemetry.io/collector/processor/batchprocessor"
 	"go.opentelemetry.io/collector/receiver"
+	"go.opentelemetry.io/collector/service/telemetry/otelconftelemetry"
 )
 
 func components() (otelcol.Factories, error) {
-	var f otelcol.Factories
+	f := otelcol.Factories{Telemetry: otelconftelemetry.NewFactory()}
 	var err error
 	if f.Receivers, err = otelcol.MakeFactoryMap[receiver.Factory](filelogreceiver.NewFactory()); err != nil {
 		return f, err
@@ -49,6 +51,7 @@ func main() {
 		ConfigProviderSettings: otelcol.ConfigProviderSettings{
 			ResolverSettings: confmap.ResolverSettings{
 				ProviderFactories: []confmap.ProviderFactory{fileprovider.NewFactory()},
+				DefaultScheme:     "file",
 			},
 		},
 	}

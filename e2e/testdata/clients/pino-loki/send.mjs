@@ -11,7 +11,7 @@
 // message `node %04d "quoted" back\slash ünïcode ✓`, with two more lines
 // ("  at frame 1", "  at frame 2") when i % 7 == 3. The labels app=e2e-node
 // and env=test; pino-loki adds level and hostname.
-import { finished } from 'node:stream/promises';
+import { once } from 'node:events';
 import pino from 'pino';
 import { pinoLoki } from 'pino-loki';
 
@@ -52,8 +52,11 @@ for (let i = 0; i < n; i++) {
   if (i % 10 === 0) log.warn(rec, message(i));
   else log.info(rec, message(i));
 }
+// The transport's close (which sends the last batch) runs when the stream
+// is destroyed, after its end: wait for 'close'.
+const closed = once(stream, 'close');
 stream.end();
-await finished(stream);
+await closed;
 if (failures > 0) {
   consoleError(`${failures} pushes failed`);
   process.exit(1);

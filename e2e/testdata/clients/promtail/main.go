@@ -3,9 +3,10 @@
 // Promtail library but no longer its command, so scripts/e2e-setup.sh
 // builds this one in a wrapper module that requires Loki (as it builds
 // logcli). It reads one YAML config file, as Promtail's -config.file does,
-// over the defaults of Promtail's flags, and runs until SIGTERM or SIGINT.
+// over the defaults of Promtail's flags, logs at the config's
+// server.log_level, and runs until SIGTERM or SIGINT.
 //
-// Usage: promtail -config.file FILE [-log.level LEVEL]
+// Usage: promtail -config.file FILE
 package main
 
 import (
@@ -36,7 +37,6 @@ func run() error {
 	fs := flag.NewFlagSet("promtail", flag.ContinueOnError)
 	cfg.RegisterFlags(fs) // the defaults
 	file := fs.String("config.file", "", "the YAML config file")
-	logLevel := fs.String("log.level", "info", "debug, info, warn or error")
 	if err := fs.Parse(os.Args[1:]); err != nil {
 		return err
 	}
@@ -51,7 +51,7 @@ func run() error {
 		return fmt.Errorf("%s: %w", *file, err)
 	}
 	var lvl level.Option
-	switch *logLevel {
+	switch l := cfg.ServerConfig.LogLevel.String(); l {
 	case "debug":
 		lvl = level.AllowDebug()
 	case "info":
@@ -61,7 +61,7 @@ func run() error {
 	case "error":
 		lvl = level.AllowError()
 	default:
-		return fmt.Errorf("-log.level %q: want debug, info, warn or error", *logLevel)
+		return fmt.Errorf("server.log_level %q: want debug, info, warn or error", l)
 	}
 	logger := level.NewFilter(log.With(log.NewLogfmtLogger(log.NewSyncWriter(os.Stderr)), "ts", log.DefaultTimestampUTC), lvl)
 	util_log.Logger = logger
