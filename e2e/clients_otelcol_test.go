@@ -30,7 +30,7 @@ import (
 
 func TestOpenTelemetryCollector(t *testing.T) {
 	skipIfOff(t)
-	bin := clientBuild(t, "otelcol-v0.165.0", "otelcol")
+	bin := clientBuild(t, otelcolDir, "otelcol")
 	const n, tenant = 300, "team-otelcol"
 	dir := t.TempDir()
 	s := startServer(t)

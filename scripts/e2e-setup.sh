@@ -44,7 +44,8 @@ LOGCLI_VERSION=v3.7.8
 PROMTAIL_VERSION=$LOGCLI_VERSION
 # The other clients' versions are pinned in their own files under
 # e2e/testdata/clients (go.mod, Cargo.toml and Cargo.lock, pom.xml,
-# package.json and package-lock.json); these name the build directories.
+# package.json and package-lock.json); these name the build directories
+# (e2e/clients_loki_test.go names the same ones).
 OTELCOL_VERSION=v0.165.0
 TRACING_LOKI_VERSION=0.2.7
 LOKI4J_VERSION=2.0.0
