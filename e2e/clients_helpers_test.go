@@ -6,11 +6,16 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -189,4 +194,199 @@ func runClient(t *testing.T, s *server, timeout time.Duration, name string, args
 			name, strings.Join(args, " "), err, tail(string(out), 8<<10), s.requestCodes(t), tail(s.p.out.String(), 4<<10))
 	}
 	return string(out)
+}
+
+// ---- the Loki clients (clients_loki_test.go, clients_otelcol_test.go)
+
+// clientBuild returns the path of what scripts/e2e-setup.sh built for a
+// client in toolsDir()/dir (dir is NAME-VERSION, file is inside it), and
+// fails t when it is missing.
+func clientBuild(t *testing.T, dir, file string) string {
+	t.Helper()
+	p := filepath.Join(toolsDir(), dir, file)
+	if _, err := os.Stat(p); err != nil {
+		t.Fatalf("%s is missing (%v): %s", p, err, setupHint)
+	}
+	return p
+}
+
+// lokiEntry is one line of a /loki/api/v1/query_range answer: the labels
+// of its stream (with Loki, the stream's labels, the line's structured
+// metadata and the labels its pipeline parsed), its time and the line.
+type lokiEntry struct {
+	labels map[string]string
+	time   time.Time
+	line   string
+}
+
+// queryRange runs a log query of tenant over [start, end] through GET
+// /loki/api/v1/query_range, forward, with the largest limit the server
+// takes by default (5000, Loki's max_entries_limit_per_query), and returns
+// every line of the answer. It fails t unless the answer is a successful
+// "streams" result with fewer lines than the limit (so none was cut).
+func (s *server) queryRange(t *testing.T, tenant, query string, start, end time.Time) []lokiEntry {
+	t.Helper()
+	const limit = 5000
+	q := url.Values{
+		"query":     {query},
+		"start":     {strconv.FormatInt(start.UnixNano(), 10)},
+		"end":       {strconv.FormatInt(end.UnixNano(), 10)},
+		"limit":     {strconv.Itoa(limit)},
+		"direction": {"forward"},
+	}
+	req, err := http.NewRequest(http.MethodGet, s.url("/loki/api/v1/query_range?"+q.Encode()), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("X-Scope-OrgID", tenant)
+	c := http.Client{Timeout: time.Minute}
+	resp, err := c.Do(req)
+	if err != nil {
+		t.Fatalf("query_range %s: %v", query, err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("query_range %s (tenant %q): %s %v: %.1000s", query, tenant, resp.Status, err, body)
+	}
+	var doc struct {
+		Status string `json:"status"`
+		Data   struct {
+			ResultType string `json:"resultType"`
+			Result     []struct {
+				Stream map[string]string   `json:"stream"`
+				Values [][]json.RawMessage `json:"values"`
+			} `json:"result"`
+		} `json:"data"`
+	}
+	if err := json.Unmarshal(body, &doc); err != nil || doc.Status != "success" || doc.Data.ResultType != "streams" {
+		t.Fatalf("query_range %s: %v: %.1000s", query, err, body)
+	}
+	var entries []lokiEntry
+	for _, r := range doc.Data.Result {
+		for _, v := range r.Values {
+			var ts, line string
+			if len(v) < 2 || json.Unmarshal(v[0], &ts) != nil || json.Unmarshal(v[1], &line) != nil {
+				t.Fatalf("query_range %s: a value of stream %v is not [\"<ns>\", \"<line>\", ...]: %s", query, r.Stream, v)
+			}
+			ns, err := strconv.ParseInt(ts, 10, 64)
+			if err != nil {
+				t.Fatalf("query_range %s: time %q: %v", query, ts, err)
+			}
+			entries = append(entries, lokiEntry{labels: r.Stream, time: time.Unix(0, ns), line: line})
+		}
+	}
+	if len(entries) >= limit {
+		t.Fatalf("query_range %s: %d lines, the limit: some may be cut", query, len(entries))
+	}
+	return entries
+}
+
+// sentLine is a line a client was told to send, as the test expects to
+// find it through the query API.
+type sentLine struct {
+	key    string            // what the test's key function reads from the stored line
+	labels map[string]string // labels its stream must have (others may be there too)
+	meta   map[string]string // structured metadata (or parsed fields) it must have
+}
+
+// checkClientLines checks what a client sent to tenant through the query
+// API, while the server runs:
+//   - selector (a stream selector, with a pipeline if need be) over
+//     [start, end] gives each sent line exactly once (compared by key, which
+//     reads a stored line), in a stream with the line's labels;
+//   - for every metadata pair (name, value) of the lines at the indexes
+//     picks, `selector <stage> | name="value"` gives exactly the sent lines
+//     with that pair, each labelled name=value in its answer (Loki answers
+//     a line's structured metadata, and the fields its parsers extract, as
+//     labels of its stream). stage is "" for structured metadata, or a
+//     parser (`| json`) for fields inside the line.
+func (s *server) checkClientLines(t *testing.T, tenant, selector, stage string, start, end time.Time,
+	sent []sentLine, key func(string) (string, error), picks ...int) {
+	t.Helper()
+	got := s.queryRange(t, tenant, selector, start, end)
+	checkEntries(t, selector, got, sent, key)
+	pairs := map[[2]string]bool{}
+	for _, i := range picks {
+		for name, value := range sent[i].meta {
+			pairs[[2]string{name, value}] = true
+		}
+	}
+	var sorted [][2]string
+	for p := range pairs {
+		sorted = append(sorted, p)
+	}
+	slices.SortFunc(sorted, func(a, b [2]string) int { return strings.Compare(a[0]+"="+a[1], b[0]+"="+b[1]) })
+	for _, p := range sorted {
+		q := selector
+		if stage != "" {
+			q += " " + stage
+		}
+		q += fmt.Sprintf(" | %s=%q", p[0], p[1])
+		var want []sentLine
+		for _, l := range sent {
+			if l.meta[p[0]] == p[1] {
+				want = append(want, l)
+			}
+		}
+		got := s.queryRange(t, tenant, q, start, end)
+		checkEntries(t, q, got, want, key)
+		for _, e := range got {
+			if e.labels[p[0]] != p[1] {
+				t.Errorf("%s: a line is answered with the labels %v, without %s=%q", q, e.labels, p[0], p[1])
+				break
+			}
+		}
+	}
+}
+
+// checkEntries checks that got holds each of want exactly once (by key)
+// and nothing else, each in a stream with its labels.
+func checkEntries(t *testing.T, what string, got []lokiEntry, want []sentLine, key func(string) (string, error)) {
+	t.Helper()
+	lines := make([]string, len(got))
+	for i, e := range got {
+		lines[i] = e.line
+	}
+	keys := make([]string, len(want))
+	byKey := make(map[string]sentLine, len(want))
+	for i, w := range want {
+		keys[i] = w.key
+		byKey[w.key] = w
+	}
+	checkOnce(t, what, lines, keys, key)
+	bad := 0
+	for _, e := range got {
+		k, err := key(e.line)
+		if err != nil {
+			continue // reported by checkOnce
+		}
+		w, ok := byKey[k]
+		if !ok {
+			continue
+		}
+		for name, value := range w.labels {
+			if e.labels[name] != value {
+				if bad < 3 {
+					t.Errorf("%s: line %q is in the stream %v, want %s=%q", what, e.line, e.labels, name, value)
+				}
+				bad++
+				break
+			}
+		}
+	}
+	if bad > 3 {
+		t.Errorf("%s: %d lines in all in a stream without their labels", what, bad)
+	}
+}
+
+// multiline is the message of record i of the client programs of
+// e2e/testdata/clients: one line, or three when i % 7 == 3 (a stack
+// trace, say).
+func multiline(prefix string, i int) string {
+	m := fmt.Sprintf(`%s %04d "quoted" back\slash ünïcode ✓`, prefix, i)
+	if i%7 == 3 {
+		m += "\n  at frame 1\n  at frame 2"
+	}
+	return m
 }

@@ -7,7 +7,13 @@
 #     the tests run it with LD_LIBRARY_PATH and --module-path);
 #   - Grafana Loki's query CLI, logcli, built from its Go module into
 #     $DIR/logcli-$LOGCLI_VERSION (cold: about 7 minutes and 2.4 GB of Go
-#     module cache; the binary alone is kept).
+#     module cache; the binary alone is kept);
+#   - the real Loki and OTLP clients of e2e/clients_*_test.go, each built
+#     from e2e/testdata/clients/NAME into $DIR/NAME-VERSION: Promtail (from
+#     Loki's module, as logcli), an OpenTelemetry Collector of our own (from
+#     its Go modules), a Rust program with tracing-loki (cargo), a Java one
+#     with loki4j (mvn, javac) and a Node one with pino-loki (npm). Each is
+#     rebuilt when its sources (or its pinned versions) change.
 # DIR is ${SLUICE_E2E_DIR:-$HOME/.cache/sluice-e2e}; the tests look there too.
 #
 # Idempotent: each part leaves a marker naming what it installed and is
@@ -33,6 +39,19 @@ SYSLOG_NG_DEBS=(syslog-ng-core syslog-ng-mod-http)
 # logcli's version; a new one is built beside the old one (e2e/logcli.go
 # names the same file).
 LOGCLI_VERSION=v3.7.8
+# Promtail is built from the same Loki module (its Go module cache is warm
+# from the logcli build).
+PROMTAIL_VERSION=$LOGCLI_VERSION
+# The other clients' versions are pinned in their own files under
+# e2e/testdata/clients (go.mod, Cargo.toml and Cargo.lock, pom.xml,
+# package.json and package-lock.json); these name the build directories
+# (e2e/clients_loki_test.go names the same ones).
+OTELCOL_VERSION=v0.165.0
+TRACING_LOKI_VERSION=0.2.7
+LOKI4J_VERSION=2.0.0
+PINO_LOKI_VERSION=3.0.0
+REPO=$(cd "$(dirname "$0")/.." && pwd)
+CLIENTS=$REPO/e2e/testdata/clients
 
 say() { printf 'e2e-setup: %s\n' "$*"; }
 die() { printf 'e2e-setup: %s\n' "$*" >&2; exit 1; }
@@ -308,8 +327,238 @@ setup_logcli() {
 	say "logcli: built $bin ($("$bin" --version 2>&1 | sed -n 1p))"
 }
 
-setup_venv
-setup_rsyslog
-setup_syslog_ng
-setup_logcli
-say "ready in $((SECONDS - start)) s: $DIR"
+# ---- 5. The clients of e2e/clients_*_test.go, built from
+# e2e/testdata/clients/NAME into $DIR/NAME-VERSION/.
+
+# quiet waits while /tmp/QUIET exists (a benchmark runs on this machine)
+# before a CPU-heavy build.
+quiet() {
+	local said=false
+	while [ -e /tmp/QUIET ]; do
+		$said || say "waiting while /tmp/QUIET exists"
+		said=true
+		sleep 20
+	done
+}
+
+# src_sum prints a checksum of the files of a client's source directory
+# (build outputs excluded) and of extra words (versions): a change to any
+# of them rebuilds the client.
+src_sum() {
+	local src=$1
+	shift
+	{
+		printf '%s\n' "$@"
+		(cd "$src" && find . -type f ! -path './target/*' ! -path './node_modules/*' ! -path './classes/*' -print | LC_ALL=C sort |
+			while read -r f; do printf '%s ' "$f"; sha256sum <"$f"; done)
+	} | sha256sum | cut -c1-16
+}
+
+# client_cached says whether $DIR/NAME-VERSION holds a build of the
+# current sources (its marker names their checksum) that still runs
+# (the command after the checksum exits 0).
+client_cached() {
+	local out=$1 sum=$2
+	shift 2
+	[ -f "$out/.e2e-installed" ] && [ "$(cat "$out/.e2e-installed")" = "$sum" ] && "$@" >/dev/null 2>&1
+}
+
+# client_build_dir makes a fresh build directory beside $out, removed if
+# the script is interrupted (then the next run builds again).
+client_build_dir() {
+	local out=$1
+	find "$DIR" -maxdepth 1 -name "$(basename "$out").build.*" -mmin +120 -exec rm -rf {} + 2>/dev/null || true
+	mktemp -d "$out.build.XXXXXX"
+}
+
+# client_done puts a finished build in place of the old one and writes its
+# marker.
+client_done() {
+	local tmp=$1 out=$2 sum=$3
+	printf '%s' "$sum" >"$tmp/.e2e-installed"
+	rm -rf "$out"
+	mv "$tmp" "$out"
+}
+
+# 5a. Promtail. Loki 3.7's module keeps Promtail's library
+# (clients/pkg/promtail) but not its command, so the command is our own
+# small main.go, built as logcli is: in a wrapper module that requires
+# Loki and copies its replace and exclude directives.
+promtail_runs() { case $("$1" -h 2>&1) in *config.file*) return 0 ;; *) return 1 ;; esac; }
+setup_promtail() {
+	local out=$DIR/promtail-$PROMTAIL_VERSION src=$CLIENTS/promtail sum
+	sum=$(src_sum "$src" "$PROMTAIL_VERSION")
+	if client_cached "$out" "$sum" promtail_runs "$out/promtail"; then
+		say "promtail: cached ($out)"
+		return
+	fi
+	command -v go >/dev/null || die "building promtail needs Go (1.26 or newer): install it and re-run"
+	local tmp log=$DIR/promtail-build.log mod=github.com/grafana/loki/v3 gomod t0=$SECONDS
+	tmp=$(client_build_dir "$out")
+	trap 'rm -rf "$tmp"' EXIT
+	local -x GOWORK=off
+	say "promtail: building $src with $mod@$PROMTAIL_VERSION (log: $log)"
+	: >"$log"
+	printf 'module sluice-e2e/promtail\n' >"$tmp/go.mod"
+	gomod=$(cd "$tmp" && go mod download -json "$mod@$PROMTAIL_VERSION" 2>>"$log" |
+		sed -n 's/^[[:space:]]*"GoMod": "\(.*\)",\{0,1\}$/\1/p') || true
+	[ -n "$gomod" ] && [ -f "$gomod" ] || {
+		tail -n 20 "$log" >&2
+		die "go mod download $mod@$PROMTAIL_VERSION failed (log: $log)"
+	}
+	{
+		printf 'module sluice-e2e/promtail\n\n'
+		go_mod_directives "$gomod" 2>/dev/null
+	} >"$tmp/go.mod"
+	mkdir "$tmp/src"
+	mv "$tmp/go.mod" "$tmp/src/go.mod"
+	cp "$src/main.go" "$tmp/src/"
+	quiet
+	(
+		cd "$tmp/src"
+		go get "$mod@$PROMTAIL_VERSION" &&
+			go build -mod=mod -o "$tmp/promtail" -trimpath -ldflags "-s -w" .
+	) >>"$log" 2>&1 || {
+		tail -n 20 "$log" >&2
+		die "building promtail failed (log: $log)"
+	}
+	rm -rf "$tmp/src"
+	promtail_runs "$tmp/promtail" || die "the promtail just built does not run: $("$tmp/promtail" -h 2>&1 | head -5)"
+	client_done "$tmp" "$out" "$sum"
+	trap - EXIT
+	say "promtail: built $out/promtail in $((SECONDS - t0)) s"
+}
+
+# 5b. An OpenTelemetry Collector of our own (filelog receiver, batch
+# processor, otlphttp exporter), its module versions pinned in its go.mod
+# and go.sum.
+otelcol_runs() { "$1" --version >/dev/null 2>&1; }
+setup_otelcol() {
+	local out=$DIR/otelcol-$OTELCOL_VERSION src=$CLIENTS/otelcol sum
+	sum=$(src_sum "$src" "$OTELCOL_VERSION")
+	if client_cached "$out" "$sum" otelcol_runs "$out/otelcol"; then
+		say "otelcol: cached ($out)"
+		return
+	fi
+	command -v go >/dev/null || die "building the OpenTelemetry Collector needs Go (1.26 or newer): install it and re-run"
+	local tmp log=$DIR/otelcol-build.log t0=$SECONDS
+	tmp=$(client_build_dir "$out")
+	trap 'rm -rf "$tmp"' EXIT
+	say "otelcol: building $src (log: $log)"
+	quiet
+	(cd "$src" && GOWORK=off GOFLAGS=-mod=readonly go build -o "$tmp/otelcol" -trimpath -ldflags "-s -w" .) >"$log" 2>&1 || {
+		tail -n 20 "$log" >&2
+		die "building the OpenTelemetry Collector failed (log: $log)"
+	}
+	otelcol_runs "$tmp/otelcol" || die "the otelcol just built does not run: $("$tmp/otelcol" --version 2>&1 | head -5)"
+	client_done "$tmp" "$out" "$sum"
+	trap - EXIT
+	say "otelcol: built $out/otelcol in $((SECONDS - t0)) s"
+}
+
+# 5c. A Rust program that logs through tracing-loki, built with cargo
+# (versions pinned in its Cargo.lock; crates in cargo's own cache, the
+# build's target directory kept in $DIR/cargo-target for rebuilds).
+setup_tracing_loki() {
+	local out=$DIR/tracing-loki-$TRACING_LOKI_VERSION src=$CLIENTS/tracing-loki sum
+	sum=$(src_sum "$src" "$TRACING_LOKI_VERSION")
+	if client_cached "$out" "$sum" test -x "$out/e2e-tracing-loki"; then
+		say "tracing-loki: cached ($out)"
+		return
+	fi
+	command -v cargo >/dev/null || die "building the tracing-loki program needs Rust's cargo (1.75 or newer): install it (rustup or Debian's cargo) and re-run"
+	local tmp log=$DIR/tracing-loki-build.log t0=$SECONDS
+	tmp=$(client_build_dir "$out")
+	trap 'rm -rf "$tmp"' EXIT
+	say "tracing-loki: building $src with cargo (log: $log)"
+	quiet
+	CARGO_TARGET_DIR=$DIR/cargo-target cargo build --release --locked --quiet \
+		--manifest-path "$src/Cargo.toml" >"$log" 2>&1 || {
+		tail -n 20 "$log" >&2
+		die "building the tracing-loki program failed (log: $log)"
+	}
+	cp "$DIR/cargo-target/release/e2e-tracing-loki" "$tmp/"
+	client_done "$tmp" "$out" "$sum"
+	trap - EXIT
+	say "tracing-loki: built $out/e2e-tracing-loki in $((SECONDS - t0)) s"
+}
+
+# 5d. A Java program that logs through loki4j: its jars copied from Maven
+# Central by mvn (pom.xml), Main.java compiled with javac. Java 11 or newer
+# and Maven come from Debian when missing.
+setup_loki4j() {
+	local out=$DIR/loki4j-$LOKI4J_VERSION src=$CLIENTS/loki4j sum
+	sum=$(src_sum "$src" "$LOKI4J_VERSION")
+	if client_cached "$out" "$sum" test -f "$out/classes/Main.class"; then
+		say "loki4j: cached ($out)"
+		return
+	fi
+	if ! command -v javac >/dev/null || ! command -v mvn >/dev/null; then
+		say "javac or mvn missing: installing Debian's default-jdk-headless and maven"
+		apt_install default-jdk-headless maven
+	fi
+	local tmp log=$DIR/loki4j-build.log t0=$SECONDS
+	tmp=$(client_build_dir "$out")
+	trap 'rm -rf "$tmp"' EXIT
+	say "loki4j: copying the jars of $src/pom.xml and compiling Main.java (log: $log)"
+	quiet
+	# (-f on a copy: mvn writes target/ beside the pom)
+	cp "$src/pom.xml" "$tmp/"
+	{
+		mvn -B -q -f "$tmp/pom.xml" dependency:copy-dependencies -DincludeScope=runtime -DoutputDirectory="$tmp/libs" &&
+			javac -encoding UTF-8 -d "$tmp/classes" -cp "$tmp/libs/*" "$src/Main.java"
+	} >"$log" 2>&1 || {
+		tail -n 20 "$log" >&2
+		die "building the loki4j program failed (log: $log)"
+	}
+	cp "$src/logback.xml" "$tmp/"
+	rm -rf "$tmp/target" "$tmp/pom.xml"
+	client_done "$tmp" "$out" "$sum"
+	trap - EXIT
+	say "loki4j: built $out in $((SECONDS - t0)) s"
+}
+
+# 5e. A Node program that logs through pino-loki, installed with npm ci
+# (versions pinned in its package-lock.json). Node 20 or newer and npm come
+# from Debian when missing.
+setup_pino_loki() {
+	local out=$DIR/pino-loki-$PINO_LOKI_VERSION src=$CLIENTS/pino-loki sum
+	sum=$(src_sum "$src" "$PINO_LOKI_VERSION")
+	if client_cached "$out" "$sum" test -f "$out/node_modules/pino-loki/package.json"; then
+		say "pino-loki: cached ($out)"
+		return
+	fi
+	if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
+		say "node or npm missing: installing Debian's nodejs and npm"
+		apt_install nodejs npm
+	fi
+	local tmp log=$DIR/pino-loki-build.log t0=$SECONDS
+	tmp=$(client_build_dir "$out")
+	trap 'rm -rf "$tmp"' EXIT
+	say "pino-loki: npm ci in a copy of $src (log: $log)"
+	cp "$src/package.json" "$src/package-lock.json" "$src/send.mjs" "$tmp/"
+	quiet
+	(cd "$tmp" && npm ci --ignore-scripts --no-audit --no-fund) >"$log" 2>&1 || {
+		tail -n 20 "$log" >&2
+		die "npm ci for the pino-loki program failed (log: $log)"
+	}
+	client_done "$tmp" "$out" "$sum"
+	trap - EXIT
+	say "pino-loki: installed $out in $((SECONDS - t0)) s"
+}
+
+# (in a function, read whole before it runs: an edit of this file while it
+# runs does not change what it does)
+main() {
+	setup_venv
+	setup_rsyslog
+	setup_syslog_ng
+	setup_logcli
+	setup_promtail
+	setup_otelcol
+	setup_tracing_loki
+	setup_loki4j
+	setup_pino_loki
+	say "ready in $((SECONDS - start)) s: $DIR"
+}
+main "$@"; exit
