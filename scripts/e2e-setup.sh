@@ -330,16 +330,6 @@ setup_logcli() {
 # ---- 5. The clients of e2e/clients_*_test.go, built from
 # e2e/testdata/clients/NAME into $DIR/NAME-VERSION/.
 
-# quiet waits while /tmp/QUIET exists (a benchmark runs on this machine)
-# before a CPU-heavy build.
-quiet() {
-	local said=false
-	while [ -e /tmp/QUIET ]; do
-		$said || say "waiting while /tmp/QUIET exists"
-		said=true
-		sleep 20
-	done
-}
 
 # src_sum prints a checksum of the files of a client's source directory
 # (build outputs excluded) and of extra words (versions): a change to any
@@ -413,7 +403,6 @@ setup_promtail() {
 	mkdir "$tmp/src"
 	mv "$tmp/go.mod" "$tmp/src/go.mod"
 	cp "$src/main.go" "$tmp/src/"
-	quiet
 	(
 		cd "$tmp/src"
 		go get "$mod@$PROMTAIL_VERSION" &&
@@ -445,7 +434,6 @@ setup_otelcol() {
 	tmp=$(client_build_dir "$out")
 	trap 'rm -rf "$tmp"' EXIT
 	say "otelcol: building $src (log: $log)"
-	quiet
 	(cd "$src" && GOWORK=off GOFLAGS=-mod=readonly go build -o "$tmp/otelcol" -trimpath -ldflags "-s -w" .) >"$log" 2>&1 || {
 		tail -n 20 "$log" >&2
 		die "building the OpenTelemetry Collector failed (log: $log)"
@@ -471,7 +459,6 @@ setup_tracing_loki() {
 	tmp=$(client_build_dir "$out")
 	trap 'rm -rf "$tmp"' EXIT
 	say "tracing-loki: building $src with cargo (log: $log)"
-	quiet
 	CARGO_TARGET_DIR=$DIR/cargo-target cargo build --release --locked --quiet \
 		--manifest-path "$src/Cargo.toml" >"$log" 2>&1 || {
 		tail -n 20 "$log" >&2
@@ -501,7 +488,6 @@ setup_loki4j() {
 	tmp=$(client_build_dir "$out")
 	trap 'rm -rf "$tmp"' EXIT
 	say "loki4j: copying the jars of $src/pom.xml and compiling Main.java (log: $log)"
-	quiet
 	# (-f on a copy: mvn writes target/ beside the pom)
 	cp "$src/pom.xml" "$tmp/"
 	{
@@ -537,7 +523,6 @@ setup_pino_loki() {
 	trap 'rm -rf "$tmp"' EXIT
 	say "pino-loki: npm ci in a copy of $src (log: $log)"
 	cp "$src/package.json" "$src/package-lock.json" "$src/send.mjs" "$tmp/"
-	quiet
 	(cd "$tmp" && npm ci --ignore-scripts --no-audit --no-fund) >"$log" 2>&1 || {
 		tail -n 20 "$log" >&2
 		die "npm ci for the pino-loki program failed (log: $log)"
