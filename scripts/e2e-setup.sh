@@ -454,6 +454,8 @@ setup_tracing_loki() {
 		say "tracing-loki: cached ($out)"
 		return
 	fi
+	# rustup installs into ~/.cargo/bin, which a non-login shell may not have.
+	command -v cargo >/dev/null || { [ -x "$HOME/.cargo/bin/cargo" ] && PATH=$HOME/.cargo/bin:$PATH; }
 	command -v cargo >/dev/null || die "building the tracing-loki program needs Rust's cargo (1.75 or newer): install it (rustup or Debian's cargo) and re-run"
 	local tmp log=$DIR/tracing-loki-build.log t0=$SECONDS
 	tmp=$(client_build_dir "$out")
