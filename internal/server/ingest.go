@@ -73,14 +73,14 @@ func (s *Server) serveIngest(w http.ResponseWriter, r *http.Request, protocol st
 		return refuse(w, r, http.StatusInsufficientStorage,
 			fmt.Sprintf("the data directory's disk is nearly full (%d bytes free, %d needed); retry later", free, s.cfg.MinFreeBytes))
 	}
-	// Memory is reserved as the body arrives: a client that declares a
-	// large body and sends it slowly holds little, and is cut off.
 	if protocol == "loki" && strings.EqualFold(strings.TrimSpace(r.Header.Get("Content-Encoding")), "snappy") {
 		// Loki's push body is snappy-compressed protobuf whatever the
 		// header says; tracing-loki and Vector say so in the header, and
 		// Loki ignores it. Decoding it once more would fail.
 		r.Header.Del("Content-Encoding")
 	}
+	// Memory is reserved as the body arrives: a client that declares a
+	// large body and sends it slowly holds little, and is cut off.
 	base, perByte, most := s.memoryOf(r, protocol)
 	body, err := s.newBody(w, r, base, perByte, most)
 	switch {
