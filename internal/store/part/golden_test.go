@@ -1,0 +1,246 @@
+package part_test
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/sluicelog/sluice/internal/store/part"
+	"github.com/sluicelog/sluice/internal/store/rows"
+	"github.com/sluicelog/sluice/internal/vfs"
+)
+
+// Golden parts: the records of testdata/golden/input.txt (8 lines: JSON
+// and text, 3 streams, a time column, a dictionary column, hex, numbers,
+// an escaped message, non-ASCII text), parsed with format "auto" and the
+// default record configuration and written as one part (3 blocks, one per
+// stream) by the writer of each frozen format version:
+//
+//   - v1.part: format version 1, written at commit 3536a93 (the parent of
+//     1a84e54, which introduced version 2);
+//   - v2.part: format version 2, written at commit 5d851ee (the parent of
+//     06a0528, which introduced version 3; version 2's tokens as 5470d2d
+//     fixed them);
+//   - v3.part: format version 3, the current writer's; `go test
+//     ./internal/store/part -run TestGoldenParts -update` rewrites it.
+//
+// v1 and v2 were made with a temporary test file in a git worktree of
+// that commit outside the repository (the writer has no version option):
+//
+//	git worktree add --detach /tmp/gen-v1 3536a93
+//	# internal/store/part/gen_golden_test.go in it:
+//	#   writePart(t, vfs.OS, os.Getenv("GOLDEN_OUT"), encoded(t, "auto", input.txt's bytes))
+//	cd /tmp/gen-v1 && GOLDEN_IN=.../testdata/golden/input.txt \
+//	    GOLDEN_OUT=.../testdata/golden/v1.part go test -run TestGenGolden ./internal/store/part/
+//	git worktree remove --force /tmp/gen-v1
+//
+// They are never rewritten: a change that makes one read differently
+// breaks old data. vN.want is what each must read as, row by row: the
+// block index (stream, rows, time range, longest token: unknown in
+// version 1), then each row's time, time source, stream, line, message
+// and fields, byte-exact, then each column's encodings (ts is a time
+// column, level a dictionary in the api block). The .want files were
+// dumped by dumpPart when the parts were added and checked by hand
+// against input.txt; they differ only in version 1's unknown longest
+// tokens. A new version adds its vN.part and vN.want; none is removed.
+var goldenVersions = []int{1, 2, 3}
+
+func TestGoldenParts(t *testing.T) {
+	if *update {
+		in, err := os.ReadFile("testdata/golden/input.txt")
+		if err != nil {
+			t.Fatal(err)
+		}
+		path := filepath.Join("testdata", "golden", fmt.Sprintf("v%d.part", part.Version))
+		writePart(t, vfs.OS, path+".tmp", encoded(t, "auto", in))
+		if err := os.Rename(path+".tmp", path); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if last := goldenVersions[len(goldenVersions)-1]; last != part.Version {
+		t.Fatalf("part.Version is %d, the newest golden part v%d: add testdata/golden/v%d.part (-update) and its .want",
+			part.Version, last, part.Version)
+	}
+	input, err := os.ReadFile("testdata/golden/input.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSuffix(string(input), "\n"), "\n")
+	for _, v := range goldenVersions {
+		t.Run(fmt.Sprintf("version=%d", v), func(t *testing.T) {
+			path := filepath.Join("testdata", "golden", fmt.Sprintf("v%d.part", v))
+			data, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := int(data[8]); got != v {
+				t.Fatalf("%s: header version %d, want %d", path, got, v)
+			}
+			rd, err := part.Open(vfs.OS, path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer rd.Close()
+			got := dumpPart(t, rd)
+			want, err := os.ReadFile(strings.TrimSuffix(path, ".part") + ".want")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got != string(want) {
+				t.Errorf("%s reads differently from %s.want: old data no longer reads as written\n got:\n%s", path, strings.TrimSuffix(path, ".part"), got)
+			}
+			checkGoldenFilters(t, rd, v)
+			checkGoldenSearch(t, rd, lines)
+		})
+	}
+}
+
+// dumpPart renders a part's index and every row of its blocks as text.
+func dumpPart(t *testing.T, rd *part.Reader) string {
+	t.Helper()
+	var sb strings.Builder
+	fmt.Fprintf(&sb, "streams %d blocks %d\n", len(rd.Streams), len(rd.Blocks))
+	var blk part.Block
+	for i, bm := range rd.Blocks {
+		fmt.Fprintf(&sb, "block %d stream %s rows %d time %d..%d longest %d\n",
+			i, rd.Streams[bm.Stream], bm.Rows, bm.MinTime, bm.MaxTime, bm.LongestToken)
+		if err := rd.ReadBlock(i, &blk); err != nil {
+			t.Fatalf("block %d: %v", i, err)
+		}
+		for _, r := range blk.Rows {
+			dumpRow(&sb, &r, blk.Names, rd.Streams[r.Stream].String())
+		}
+	}
+	stats, err := rd.Stats()
+	if err != nil {
+		t.Fatalf("stats: %v", err)
+	}
+	slices.SortFunc(stats, func(a, b part.ColumnStat) int { return strings.Compare(a.Name, b.Name) })
+	for _, c := range stats {
+		if len(c.Encodings) == 0 {
+			continue
+		}
+		encs := make([]string, 0, len(c.Encodings))
+		for e, n := range c.Encodings {
+			encs = append(encs, fmt.Sprintf("%s=%d", e, n))
+		}
+		slices.Sort(encs)
+		fmt.Fprintf(&sb, "column %s values %d blocks by encoding %s\n", c.Name, c.Values, strings.Join(encs, " "))
+	}
+	return sb.String()
+}
+
+// dumpRow renders one row: every member a reader sees, the byte slices
+// quoted.
+func dumpRow(sb *strings.Builder, r *rows.Row, names []string, stream string) {
+	fmt.Fprintf(sb, "  row time %d source %d stream %s\n", r.Time, r.TimeSource, stream)
+	fmt.Fprintf(sb, "    line %s\n", strconv.Quote(string(r.Line)))
+	fmt.Fprintf(sb, "    msg %s flags %d\n", strconv.Quote(string(r.Msg)), r.MsgFlags)
+	for _, f := range r.Fields {
+		where := "inline"
+		if f.InLine {
+			where = fmt.Sprintf("at %d", f.Off)
+		}
+		fmt.Fprintf(sb, "    field %s=%s kind %s flags %d role %d num %d %s\n",
+			names[f.Name], strconv.Quote(string(f.Value)), f.Kind, f.Flags, f.Role, f.Num, where)
+	}
+}
+
+// checkGoldenFilters checks that each block's token filter holds every
+// token of its lines (version 2 on; version 1 filters are not used).
+func checkGoldenFilters(t *testing.T, rd *part.Reader, v int) {
+	t.Helper()
+	var blk part.Block
+	for i := range rd.Blocks {
+		f := rd.Filter(i)
+		if v == 1 {
+			if f != nil {
+				t.Errorf("block %d: a version 1 filter is used", i)
+			}
+			continue
+		}
+		if len(f) == 0 {
+			t.Fatalf("block %d: no filter", i)
+		}
+		if err := rd.ReadBlock(i, &blk); err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range blk.Rows {
+			// Spaces around the line make every token of it an inner token.
+			for _, h := range part.AppendLiteralTokens(nil, []byte(" "+string(r.Line)+" ")) {
+				if !f.MayContain(h) {
+					t.Errorf("block %d: the filter lacks a token of %q", i, r.Line)
+				}
+			}
+		}
+	}
+}
+
+// checkGoldenSearch searches the part for literals as the store does
+// (token filters and longest tokens skip blocks, the reader's gram
+// filters skip columns) and compares the lines found with the input
+// lines holding them.
+func checkGoldenSearch(t *testing.T, rd *part.Reader, lines []string) {
+	t.Helper()
+	for _, lit := range []part.Literal{
+		{Text: []byte("GET /health")},
+		{Text: []byte("名前")},
+		// Version 1 made one token of 名前query: a reader using its
+		// filter would skip the block.
+		{Text: []byte(`slow 名前query"`)},
+		{Text: []byte("user=bob")},
+		{Text: []byte(`\"main\"`)},
+		{Text: []byte("0123456789abcdef0123456789abcdef")},
+		{Text: []byte("1500.5")},
+		{Text: []byte("not in any line")},
+		{Text: []byte("error"), Fold: true},
+	} {
+		var want []string
+		for _, l := range lines {
+			in := l
+			if lit.Fold {
+				in = strings.ToLower(l)
+			}
+			if strings.Contains(in, string(lit.Text)) {
+				want = append(want, l)
+			}
+		}
+		var got []string
+		var blk part.Block
+		blk.LinesOnly = true
+		blk.Contains = []part.Literal{lit}
+		toks := part.AppendLiteralTokens(nil, lit.Text)
+		needles := part.AppendLiteralNeedles(nil, lit.Text)
+	blocks:
+		for i, bm := range rd.Blocks {
+			// Skip blocks as the store's reader does (store/read.go).
+			f := rd.Filter(i)
+			for _, h := range toks {
+				if !f.MayContain(h) {
+					continue blocks
+				}
+			}
+			for _, n := range needles {
+				if bm.LongestToken <= n.Len && !f.MayContain(n.Hash) {
+					continue blocks
+				}
+			}
+			if err := rd.ReadBlock(i, &blk); err != nil {
+				t.Fatal(err)
+			}
+			for _, r := range blk.Rows {
+				got = append(got, string(r.Line))
+			}
+		}
+		// A part keeps rows by stream, not in input order.
+		slices.Sort(got)
+		slices.Sort(want)
+		if !slices.Equal(got, want) {
+			t.Errorf("search %q (fold %v): got %q, want %q", lit.Text, lit.Fold, got, want)
+		}
+	}
+}
