@@ -28,7 +28,10 @@ var allowed = map[string][]string{
 	"internal/server": {"internal/ingest/", "internal/parse", "internal/record", "internal/store", "internal/vfs", "internal/query", "internal/logql"},
 	// The query engine reads the store through its snapshot; the language
 	// knows nothing of either.
-	"internal/query": {"internal/logql", "internal/record", "internal/store", "internal/store/rows", "internal/store/part", "internal/literal", "internal/pattern"},
+	"internal/query": {"internal/logql", "internal/record", "internal/stage", "internal/store", "internal/store/rows", "internal/store/part", "internal/literal", "internal/pattern"},
+	// The pipeline stages know rows as a line, a time and labels: queries
+	// and rules run the same stages, so they know no store or engine.
+	"internal/stage": {"internal/logql", "internal/record", "internal/literal"},
 	// The pattern miner takes lines and times: it knows no query or store.
 	"internal/pattern": {},
 	// The multi-literal matcher takes bytes: it knows no query, store or

@@ -14,6 +14,7 @@ import (
 	"github.com/sluicelog/sluice/internal/logql"
 	miner "github.com/sluicelog/sluice/internal/pattern"
 	"github.com/sluicelog/sluice/internal/record"
+	"github.com/sluicelog/sluice/internal/stage"
 	"github.com/sluicelog/sluice/internal/store/rows"
 )
 
@@ -70,17 +71,17 @@ func (e *Engine) sample(ctx context.Context, src Source, p SampleParams) ([]samp
 		opts.Newest = limit
 	}
 	type worker struct {
-		pipe  *pipeline
-		lb    *labelsBuilder
+		pipe  *stage.Pipeline
+		lb    *stage.Labels
 		tally tally
 		lines []sampled
 	}
 	setup := func() (*worker, error) {
-		pipe, err := compilePipeline(x.Pipeline)
+		pipe, err := stage.Compile(x.Pipeline)
 		if err != nil {
 			return nil, err
 		}
-		return &worker{pipe: pipe, lb: newLabelsBuilder()}, nil
+		return &worker{pipe: pipe, lb: &stage.Labels{}}, nil
 	}
 	workers, err := forStreams(ctx, ev, ev.streams(x.Selector, from, to), setup, func(ctx context.Context, w *worker, ls record.Labels) error {
 		n := 0
@@ -89,20 +90,20 @@ func (e *Engine) sample(ctx context.Context, src Source, p SampleParams) ([]samp
 				return err
 			}
 			rowLabels(w.lb, ls, r, names)
-			line, ok := w.pipe.process(r.Time, r.Line, w.lb)
+			line, ok := w.pipe.Process(r.Time, r.Line, w.lb)
 			if !ok {
 				return nil
 			}
 			s := sampled{time: r.Time, line: string(line), stream: ls}
-			for _, l := range w.lb.cur {
-				if l.Name == errorLabel || l.Name == errorDetailsLabel {
+			for _, l := range w.lb.Current() {
+				if l.Name == stage.ErrorLabel || l.Name == stage.ErrorDetailsLabel {
 					continue
 				}
 				if v, ok := ls.Get(l.Name); ok && v == l.Value {
 					continue
 				}
 				l = record.Label{Name: strings.Clone(l.Name), Value: strings.Clone(l.Value)}
-				if isMetaLabel(w.lb, l.Name) {
+				if w.lb.IsMeta(l.Name) {
 					s.meta = append(s.meta, l)
 				} else {
 					s.extra = append(s.extra, l)
@@ -139,14 +140,10 @@ func (e *Engine) sample(ctx context.Context, src Source, p SampleParams) ([]samp
 // stream's labels and its structured metadata (the scan asks for the
 // rows' fields with ScanOptions.Meta), so that detection sees what
 // queries see.
-func rowLabels(lb *labelsBuilder, stream record.Labels, r *rows.Row, names []string) {
-	lb.reset(stream)
-	lb.rowMeta(r, names)
+func rowLabels(lb *stage.Labels, stream record.Labels, r *rows.Row, names []string) {
+	lb.Reset(stream)
+	rowMeta(lb, r, names)
 }
-
-// isMetaLabel reports whether a current label is the row's structured
-// metadata.
-func isMetaLabel(lb *labelsBuilder, name string) bool { return lb.isMeta(name) }
 
 // pipelineParsers names the parsers of a pipeline, as Loki names them.
 func pipelineParsers(stages []logql.Stage) []string {
@@ -196,13 +193,16 @@ type detector struct {
 	order  []string
 	limit  int
 	// scratch for the logfmt parse
-	logfmt stage
-	lb     *labelsBuilder
+	logfmt *stage.Pipeline
+	lb     *stage.Labels
 }
 
 func newDetector(limit int) *detector {
-	lf, _ := newLogfmtStage(&logql.LogfmtParser{})
-	return &detector{fields: map[string]*DetectedField{}, limit: limit, logfmt: lf, lb: newLabelsBuilder()}
+	lf, err := stage.Compile([]logql.Stage{&logql.LogfmtParser{}})
+	if err != nil {
+		panic(fmt.Sprintf("compile logfmt: %v", err)) // a programmer bug: the stage has no parameters to fail on
+	}
+	return &detector{fields: map[string]*DetectedField{}, limit: limit, logfmt: lf, lb: &stage.Labels{}}
 }
 
 // add counts one value of a field; parser "" is structured metadata.
@@ -239,10 +239,10 @@ func (d *detector) line(s *sampled, pipeParsers []string) {
 			d.add(f.name, f.value, "json", f.path)
 		}
 	} else {
-		d.lb.reset(s.stream)
-		d.logfmt.process(0, []byte(s.line), d.lb)
-		for _, l := range d.lb.cur {
-			if l.Name == errorLabel || l.Name == errorDetailsLabel || l.Value == "" || d.lb.isStream(l.Name) {
+		d.lb.Reset(s.stream)
+		d.logfmt.Process(0, []byte(s.line), d.lb)
+		for _, l := range d.lb.Current() {
+			if l.Name == stage.ErrorLabel || l.Name == stage.ErrorDetailsLabel || l.Value == "" || d.lb.IsStream(l.Name) {
 				continue
 			}
 			own[l.Name] = true
@@ -367,7 +367,7 @@ func jsonFields(line string, stream record.Labels) ([]jsonField, bool) {
 		}
 		slices.Sort(keys)
 		for _, k := range keys {
-			name := appendSanitized(slices.Clone(prefix), []byte(k), len(prefix) == 0)
+			name := stage.AppendLabelName(slices.Clone(prefix), []byte(k), len(prefix) == 0)
 			p := append(slices.Clip(path), k)
 			switch v := m[k].(type) {
 			case map[string]any:
@@ -384,7 +384,7 @@ func jsonFields(line string, stream record.Labels) ([]jsonField, bool) {
 	walk(nil, nil, obj)
 	for i := range out {
 		if _, ok := stream.Get(out[i].name); ok {
-			out[i].name += extractedSuffix
+			out[i].name += stage.ExtractedSuffix
 		}
 	}
 	return out, true

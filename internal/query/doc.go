@@ -1,7 +1,8 @@
 // Package query evaluates LogQL over stored logs: it plans a query from
 // its syntax tree (package logql), prunes by time, stream and block token
-// filters, runs log pipelines over the rows a Source yields, and evaluates
-// range and vector aggregations into Loki's result types.
+// filters, runs log pipelines (compiled by package stage) over the rows a
+// Source yields, and evaluates range and vector aggregations into Loki's
+// result types.
 //
 // approx_topk(k, expr) is Loki's topk estimated with a count-min sketch
 // across query shards; sluice evaluates every series in one process and

@@ -11,6 +11,7 @@ import (
 
 	"github.com/sluicelog/sluice/internal/logql"
 	"github.com/sluicelog/sluice/internal/record"
+	"github.com/sluicelog/sluice/internal/stage"
 	"github.com/sluicelog/sluice/internal/store"
 )
 
@@ -154,7 +155,7 @@ func pruning(stages []logql.Stage) store.ScanOptions {
 				}
 				if lit, complete := v.Re.LiteralPrefix(); complete && lit != "" {
 					o.Contains = append(o.Contains, store.Literal{Text: []byte(lit)})
-				} else if lit, ok := foldedLiteral(v.Re.String()); ok && len(lit) > 0 {
+				} else if lit, ok := stage.FoldedLiteral(v.Re.String()); ok && len(lit) > 0 {
 					o.Contains = append(o.Contains, store.Literal{Text: lit, Fold: true})
 				}
 			}
@@ -190,7 +191,7 @@ func literalsOnly(stages []logql.Stage) bool {
 			if lit, complete := v.Re.LiteralPrefix(); complete && lit != "" {
 				continue
 			}
-			lit, ok := foldedLiteral(v.Re.String())
+			lit, ok := stage.FoldedLiteral(v.Re.String())
 			if !ok || len(lit) == 0 || bytes.ContainsAny(lit, "ks") {
 				return false
 			}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/sluicelog/sluice/internal/logql"
 	"github.com/sluicelog/sluice/internal/record"
+	"github.com/sluicelog/sluice/internal/stage"
 	"github.com/sluicelog/sluice/internal/store/rows"
 )
 
@@ -26,8 +27,8 @@ type logLine struct {
 
 // logWorker is one worker's state in a log query.
 type logWorker struct {
-	pipe   *pipeline
-	lb     *labelsBuilder
+	pipe   *stage.Pipeline
+	lb     *stage.Labels
 	tally  tally
 	lines  []logLine
 	labels map[string]*keyed
@@ -56,11 +57,11 @@ func (ev *evaluator) logQuery(ctx context.Context, x *logql.LogExpr) (*Result, e
 	}
 	streams := ev.streams(x.Selector, from, to)
 	setup := func() (*logWorker, error) {
-		pipe, err := compilePipeline(x.Pipeline)
+		pipe, err := stage.Compile(x.Pipeline)
 		if err != nil {
 			return nil, err
 		}
-		return &logWorker{pipe: pipe, lb: newLabelsBuilder(), labels: map[string]*keyed{}}, nil
+		return &logWorker{pipe: pipe, lb: &stage.Labels{}, labels: map[string]*keyed{}}, nil
 	}
 	interval := int64(ev.p.Interval)
 	workers, err := forStreams(ctx, ev, streams, setup, func(ctx context.Context, w *logWorker, ls record.Labels) error {
@@ -71,9 +72,9 @@ func (ev *evaluator) logQuery(ctx context.Context, x *logql.LogExpr) (*Result, e
 			if err := ev.scanned(&w.tally, r.Line); err != nil {
 				return err
 			}
-			w.lb.reset(ls)
-			w.lb.rowMeta(r, names)
-			line, ok := w.pipe.process(r.Time, r.Line, w.lb)
+			w.lb.Reset(ls)
+			rowMeta(w.lb, r, names)
+			line, ok := w.pipe.Process(r.Time, r.Line, w.lb)
 			if !ok {
 				return nil
 			}
@@ -84,11 +85,10 @@ func (ev *evaluator) logQuery(ctx context.Context, x *logql.LogExpr) (*Result, e
 			if ev.p.Categorize {
 				// The line's stream is its stream labels alone.
 				var stream record.Labels
-				stream, meta, parsed = w.lb.categories()
-				w.lb.cur = append(w.lb.cur[:0], stream...)
-				w.lb.meta = w.lb.meta[:0]
+				stream, meta, parsed = w.lb.Categories()
+				w.lb.Reset(stream)
 			}
-			w.key = w.lb.appendKey(w.key[:0])
+			w.key = w.lb.AppendKey(w.key[:0])
 			k := intern(w.labels, w.key, w.lb)
 			w.lines = append(w.lines, logLine{time: r.Time, line: string(line), key: k.key, meta: meta, parsed: parsed})
 			n, last = n+1, r.Time
@@ -149,11 +149,11 @@ type keyed struct {
 
 // intern returns the entry of the builder's labels, whose key is given,
 // adding it on first sight. Looking up allocates nothing.
-func intern(m map[string]*keyed, key []byte, lb *labelsBuilder) *keyed {
+func intern(m map[string]*keyed, key []byte, lb *stage.Labels) *keyed {
 	if e := m[unsafe.String(unsafe.SliceData(key), len(key))]; e != nil {
 		return e
 	}
-	e := &keyed{key: string(key), labels: lb.labels()}
+	e := &keyed{key: string(key), labels: lb.Copy()}
 	m[e.key] = e
 	return e
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/sluicelog/sluice/internal/logql"
 	"github.com/sluicelog/sluice/internal/record"
+	"github.com/sluicelog/sluice/internal/stage"
 	"github.com/sluicelog/sluice/internal/store/part"
 	"github.com/sluicelog/sluice/internal/store/rows"
 )
@@ -35,9 +36,9 @@ type tv struct {
 
 // rangeWorker is one worker's state in a range aggregation.
 type rangeWorker struct {
-	pipe   *pipeline
-	post   []stage // the label filters after unwrap
-	lb     *labelsBuilder
+	pipe   *stage.Pipeline
+	post   *stage.Pipeline // the label filters after unwrap
+	lb     *stage.Labels
 	tally  tally
 	series map[string]*rangeSeries
 	key    []byte
@@ -52,11 +53,11 @@ type rangeWorker struct {
 // row runs one row through the pipeline and adds its sample. r, when
 // given, is the stored row, whose structured metadata are labels.
 func (w *rangeWorker) row(ev *evaluator, ls record.Labels, t int64, line []byte, r *rows.Row, names []string) error {
-	w.lb.reset(ls)
+	w.lb.Reset(ls)
 	if r != nil {
-		w.lb.rowMeta(r, names)
+		rowMeta(w.lb, r, names)
 	}
-	line, ok := w.pipe.process(t, line, w.lb)
+	line, ok := w.pipe.Process(t, line, w.lb)
 	if !ok {
 		return nil
 	}
@@ -93,14 +94,14 @@ func (w *rangeWorker) sampleSeries(t int64, line []byte) (*rangeSeries, float64,
 
 // seriesOf returns the series of the labels in w.lb, grouped.
 func (w *rangeWorker) seriesOf() (*rangeSeries, error) {
-	if w.lb.hasError() {
+	if w.lb.HasError() {
 		return nil, pipelineError(w.lb)
 	}
 	group(w.lb, w.x.Grouping)
-	w.key = w.lb.appendKey(w.key[:0])
+	w.key = w.lb.AppendKey(w.key[:0])
 	s := w.series[unsafe.String(unsafe.SliceData(w.key), len(w.key))]
 	if s == nil {
-		s = newRangeSeries(w.lb.labels(), w.op, w.shape.steps)
+		s = newRangeSeries(w.lb.Copy(), w.op, w.shape.steps)
 		w.series[string(w.key)] = s
 	}
 	return s, nil
@@ -156,19 +157,15 @@ func (ev *evaluator) rangeAggregation(ctx context.Context, x *logql.RangeAggrega
 	// exactly needs no line: the stored rows come without.
 	opts.NoLines = unwrap == nil && countsRows(x.Op) && literalsOnly(x.Range.Log.Pipeline)
 	setup := func() (*rangeWorker, error) {
-		pipe, err := compilePipeline(x.Range.Log.Pipeline)
+		pipe, err := stage.Compile(x.Range.Log.Pipeline)
 		if err != nil {
 			return nil, err
 		}
-		w := &rangeWorker{pipe: pipe, lb: newLabelsBuilder(), series: map[string]*rangeSeries{},
+		w := &rangeWorker{pipe: pipe, lb: &stage.Labels{}, series: map[string]*rangeSeries{},
 			x: x, op: op, shape: shape, rng: rng, off: off}
 		if unwrap != nil {
-			for _, f := range unwrap.Filters {
-				st, err := newLabelFilterStage(f)
-				if err != nil {
-					return nil, err
-				}
-				w.post = append(w.post, st)
+			if w.post, err = stage.CompileFilters(unwrap.Filters); err != nil {
+				return nil, err
 			}
 		}
 		return w, nil
@@ -180,7 +177,7 @@ func (ev *evaluator) rangeAggregation(ctx context.Context, x *logql.RangeAggrega
 				return err
 			}
 			if r.Line == nil { // a stored row the store found to hold the literals
-				w.lb.reset(ls)
+				w.lb.Reset(ls)
 				return w.sample(r.Time, nil)
 			}
 			return w.row(ev, ls, r.Time, r.Line, r, names)
@@ -256,7 +253,7 @@ func (w *rangeWorker) countRows(ev *evaluator, ls record.Labels, t int64, n int)
 		return nil
 	}
 	w.tally.rows += int64(n)
-	w.lb.reset(ls)
+	w.lb.Reset(ls)
 	s, _, err := w.sampleSeries(t, nil)
 	if err != nil {
 		return err
@@ -271,7 +268,7 @@ func (w *rangeWorker) countRows(ev *evaluator, ls record.Labels, t int64, n int)
 // label; a value that does not convert sets SampleExtractionErr. The
 // filters after unwrap then decide whether the row counts.
 func (w *rangeWorker) unwrap(u *logql.Unwrap, ts int64, line []byte) (float64, bool) {
-	raw := w.lb.get(u.Label)
+	raw := w.lb.Get(u.Label)
 	if raw == "" {
 		return 0, false // as Loki: a row without the label is no sample, not an error
 	}
@@ -280,41 +277,42 @@ func (w *rangeWorker) unwrap(u *logql.Unwrap, ts int64, line []byte) (float64, b
 	switch u.Conv {
 	case "duration", "duration_seconds":
 		var d time.Duration
-		d, err = parseDurationLabel(raw)
+		d, err = stage.ParseDuration(raw)
 		v = d.Seconds()
 	case "bytes":
 		var b uint64
-		b, err = parseBytesLabel(raw)
+		b, err = stage.ParseBytes(raw)
 		v = float64(b)
 	default:
 		v, err = strconv.ParseFloat(raw, 64)
 	}
-	w.lb.del(u.Label)
+	w.lb.Del(u.Label)
 	if err != nil {
-		replaceError(w.lb, errSampleConv, err.Error())
+		w.lb.ReplaceError(errSampleConv, err.Error())
 	}
-	for _, st := range w.post {
-		var ok bool
-		if line, ok = st.process(ts, line, w.lb); !ok {
-			return 0, false
-		}
+	if _, ok := w.post.Process(ts, line, w.lb); !ok {
+		return 0, false
 	}
 	return v, true
 }
 
+// errSampleConv is the error value of __error__ for an unwrapped value
+// that does not convert, as Loki's.
+const errSampleConv = "SampleExtractionErr"
+
 // pipelineError is Loki's answer to a metric query whose samples carry a
 // pipeline error.
-func pipelineError(lb *labelsBuilder) error {
+func pipelineError(lb *stage.Labels) error {
 	return fmt.Errorf("%w: pipeline error: '%s' for series: '%s'. Use a label filter to intentionally skip this error. (e.g | __error__!=\"%[2]s\"). To skip all potential errors you can match empty errors.(e.g __error__=\"\") The label filter can also be specified after unwrap. (e.g | unwrap latency | __error__=\"\" )",
-		ErrBadRequest, lb.get(errorLabel), lb.labels())
+		ErrBadRequest, lb.Get(stage.ErrorLabel), lb.Copy())
 }
 
 // group reduces the labels to a range aggregation's grouping.
-func group(lb *labelsBuilder, g *logql.Grouping) {
+func group(lb *stage.Labels, g *logql.Grouping) {
 	if g == nil {
 		return
 	}
-	lb.cur = slices.DeleteFunc(lb.cur, func(l record.Label) bool {
+	lb.DeleteFunc(func(l record.Label) bool {
 		return slices.Contains(g.Labels, l.Name) == g.Without
 	})
 }

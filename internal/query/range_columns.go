@@ -7,6 +7,7 @@ import (
 
 	"github.com/sluicelog/sluice/internal/logql"
 	"github.com/sluicelog/sluice/internal/record"
+	"github.com/sluicelog/sluice/internal/stage"
 	"github.com/sluicelog/sluice/internal/store/part"
 )
 
@@ -74,12 +75,13 @@ type oneParam struct {
 type paramPlan struct {
 	hole     int
 	inString bool
-	value    paramValue
+	value    stage.ParamValue
 }
 
 // colPlanner is a worker's state on the columnar path.
 type colPlanner struct {
-	json      *jsonStage // the pipeline's json stage
+	json      stage.JSONParams // the pipeline's json stage
+	rest      *stage.Pipeline  // the label filters after it
 	plans     []tmplPlan
 	cur       []int  // per column needed, the value of the row at hand
 	need      []bool // per column, whether its cursor is kept
@@ -87,9 +89,10 @@ type colPlanner struct {
 	adv       []int  // per template (from advStart), the columns its rows advance
 	advStart  []int
 	line      []byte
-	values    []paramValue
-	arena     rowBuf
-	scan      jsonStage // scratch: planning, checks, unescaping
+	values    []stage.ParamValue
+	arena     valueArena
+	scan      stage.JSONScanner // scratch: planning, checks, unescaping
+	scratch   []byte            // a value a check reads
 
 	planCache map[part.Shape]*tmplPlan // by the shape of a template
 	memo      map[string]*rangeSeries  // the stream's parameters' values -> series (nil: filtered out)
@@ -129,11 +132,12 @@ type colPlanner struct {
 
 func (w *rangeWorker) colPlanner() *colPlanner {
 	if w.cols == nil {
-		w.cols = &colPlanner{json: w.pipe.stages[0].(*jsonStage), memoOn: w.x.Range.Unwrap == nil, unwrapParam: -1,
+		jp, _ := w.pipe.JSONParams() // columnarPipeline made sure
+		w.cols = &colPlanner{json: jp, rest: w.pipe.Tail(), memoOn: w.x.Range.Unwrap == nil, unwrapParam: -1,
 			dropsErrors: dropsErrors(w.x)}
 		if u := w.x.Range.Unwrap; u != nil && u.Conv == "" && !filtersRead(w.x.Range.Log.Pipeline[1:], u.Label) {
-			for i, p := range w.cols.json.params {
-				if p.name == u.Label {
+			for i := range jp.Len() {
+				if jp.Name(i) == u.Label {
 					w.cols.unwrapParam = i
 				}
 			}
@@ -231,7 +235,7 @@ func absentPlan(p *tmplPlan) bool {
 		return false
 	}
 	for _, pp := range p.params {
-		if pp.hole >= 0 || pp.value.found {
+		if pp.hole >= 0 || pp.value.Found {
 			return false
 		}
 	}
@@ -399,15 +403,10 @@ func (w *rangeWorker) columnSeries(ls record.Labels, t int64) (*rangeSeries, err
 // reports whether the filters keep the row.
 func (w *rangeWorker) columnLabels(ls record.Labels, t int64) bool {
 	cp := w.cols
-	w.lb.reset(ls)
-	cp.json.buf.reset()
-	cp.json.apply(w.lb, cp.values)
-	for _, st := range w.pipe.stages[1:] {
-		if _, ok := st.process(t, nil, w.lb); !ok {
-			return false
-		}
-	}
-	return true
+	w.lb.Reset(ls)
+	cp.json.Apply(w.lb, cp.values)
+	_, ok := cp.rest.Process(t, nil, w.lb)
+	return ok
 }
 
 // columnRowOnce is columnRow for one row alone.
@@ -422,7 +421,7 @@ func (w *rangeWorker) columnRowOnce(ls record.Labels, t int64) error {
 	if _, stream := ls.Get(w.x.Range.Unwrap.Label); ui >= 0 && !stream {
 		v, err := cp.num.v, error(nil)
 		if !cp.num.ok {
-			raw := cp.values[ui].v
+			raw := cp.values[ui].Value
 			if raw == "" {
 				return nil // no sample, as unwrap gives
 			}
@@ -502,13 +501,13 @@ func filtersRead(stages []logql.Stage, name string) bool {
 }
 
 // appendParamKey appends a parameter's value to a memo key.
-func appendParamKey(dst []byte, v paramValue) []byte {
-	if v.found {
+func appendParamKey(dst []byte, v stage.ParamValue) []byte {
+	if v.Found {
 		dst = append(dst, 1)
 	} else {
 		dst = append(dst, 0)
 	}
-	dst = append(dst, v.v...)
+	dst = append(dst, v.Value...)
 	return append(dst, 0xff)
 }
 
@@ -590,6 +589,38 @@ func (cp *colPlanner) startBlock(b *part.Block, gives func(p *tmplPlan) (nothing
 	return nil
 }
 
+// valueArena holds the values rowValues reads for a row. Bytes are only
+// appended between two resets, so a value viewing them stays intact until
+// the next reset even when the arena grows (as the stages' row arena).
+type valueArena struct {
+	b []byte
+}
+
+// maxValueArena is the capacity above which a reset drops the arena: one
+// huge value must not pin its memory for the life of the query.
+const maxValueArena = 1 << 20
+
+func (a *valueArena) reset() {
+	if cap(a.b) > maxValueArena {
+		a.b = nil
+	}
+	a.b = a.b[:0]
+}
+
+// view returns a string that views the arena from start to its end.
+func (a *valueArena) view(start int) string {
+	return bytesView(a.b[start:])
+}
+
+// bytesView returns a string viewing b, which must not change while the
+// string is in use.
+func bytesView(b []byte) string {
+	if len(b) == 0 {
+		return ""
+	}
+	return unsafe.String(unsafe.SliceData(b), len(b))
+}
+
 // growClear returns s with length n, zeroed.
 func growClear[T any](s []T, n int) []T {
 	if cap(s) < n {
@@ -653,7 +684,7 @@ func (cp *colPlanner) rowValues(b *part.Block, tm int, t int64) (bool, error) {
 			if f, ok := b.Number(col, vi); ok {
 				// The unwrapped number, its text written only if needed.
 				cp.num = unwrapNum{ok: true, v: f, b: b, col: col, vi: vi, t: t}
-				cp.values = append(cp.values, paramValue{found: true})
+				cp.values = append(cp.values, stage.ParamValue{Found: true})
 				continue
 			}
 		}
@@ -699,7 +730,7 @@ func (cp *colPlanner) numText() error {
 // as the json stage would read it; ok is false when the row must take the
 // row path. The value views the block or cp.arena, valid until the
 // arena's next reset.
-func (cp *colPlanner) holeValue(b *part.Block, col, vi int, t int64, inString bool) (pv paramValue, ok bool, err error) {
+func (cp *colPlanner) holeValue(b *part.Block, col, vi int, t int64, inString bool) (pv stage.ParamValue, ok bool, err error) {
 	v, arena, err := b.Value(col, vi, t, cp.arena.b)
 	cp.arena.b = arena
 	if err != nil {
@@ -712,19 +743,17 @@ func (cp *colPlanner) holeValue(b *part.Block, col, vi int, t int64, inString bo
 		// JSON string.
 		q := len(cp.arena.b)
 		cp.arena.b = append(append(append(cp.arena.b, '"'), text...), '"')
-		cp.scan.buf.reset()
-		cp.scan.sc.reset(cp.arena.b[q:], &cp.scan.buf)
-		s, end := cp.scan.sc.str(0)
-		if end < 0 {
+		s, ok := cp.scan.Unquote(cp.arena.b[q:])
+		if !ok {
 			return pv, false, nil
 		}
 		u := len(cp.arena.b)
 		cp.arena.b = append(cp.arena.b, s...)
-		return paramValue{v: cp.arena.view(u), found: true}, true, nil
+		return stage.ParamValue{Value: cp.arena.view(u), Found: true}, true, nil
 	case !inString && len(text) > 0 && text[0] == 'n':
-		return paramValue{v: "", found: true}, true, nil // null
+		return stage.ParamValue{Value: "", Found: true}, true, nil // null
 	}
-	return paramValue{v: text, found: true}, true, nil
+	return stage.ParamValue{Value: text, Found: true}, true, nil
 }
 
 // wellFormed reports whether the value of slot si (of the row at hand)
@@ -746,8 +775,8 @@ func (cp *colPlanner) wellFormed(b *part.Block, tm, si int, inString bool, t int
 			return m == 2, nil
 		}
 	}
-	v, scratch, err := b.Value(col, vi, t, cp.scan.buf.b[:0])
-	cp.scan.buf.b = scratch
+	v, scratch, err := b.Value(col, vi, t, cp.scratch[:0])
+	cp.scratch = scratch
 	if err != nil {
 		return false, err
 	}
@@ -767,8 +796,7 @@ func (cp *colPlanner) wellFormedValue(v []byte, inString bool) bool {
 	if inString {
 		return validStringContent(v)
 	}
-	cp.scan.sc.reset(v, &cp.scan.buf)
-	return len(v) > 0 && cp.scan.sc.skip(0, 0) == len(v)
+	return cp.scan.Valid(v)
 }
 
 // notStringContent marks the bytes that need a look in string content:
@@ -957,25 +985,22 @@ func (cp *colPlanner) plan(b *part.Block, tm int) {
 		}
 	}
 	ps := &cp.scan
-	ps.holes = cp.holeOff
-	defer func() { ps.holes = nil }()
-	ps.buf.reset()
-	ps.sc.reset(cp.skel, &ps.buf)
-	start := ps.sc.space(0)
+	ps.Reset(cp.skel, cp.holeOff)
+	start := ps.Space(0)
 	if start >= len(cp.skel) || cp.skel[start] != '{' {
 		return
 	}
-	for _, param := range cp.json.params {
-		pos := ps.locate(start, param.path)
-		if ps.sc.errMsg != "" {
+	for i := range cp.json.Len() {
+		pos := ps.Locate(start, cp.json.Path(i))
+		if ps.Failed() {
 			return
 		}
 		if pos < 0 {
-			p.params = append(p.params, paramPlan{hole: -1, value: paramValue{}})
+			p.params = append(p.params, paramPlan{hole: -1, value: stage.ParamValue{}})
 			p.check = len(holes) // the search read the objects it went through whole
 			continue
 		}
-		end := ps.sc.skip(pos, 0)
+		end := ps.Skip(pos)
 		if end < 0 {
 			return
 		}
@@ -988,8 +1013,8 @@ func (cp *colPlanner) plan(b *part.Block, tm int) {
 		}
 		switch {
 		case n == 0:
-			v, found := ps.valueAt(pos)
-			p.params = append(p.params, paramPlan{hole: -1, value: paramValue{v: string([]byte(v)), found: found}})
+			v, found := ps.ValueAt(pos)
+			p.params = append(p.params, paramPlan{hole: -1, value: stage.ParamValue{Value: string([]byte(v)), Found: found}})
 			p.check = max(p.check, holesBefore(cp.holeOff, pos))
 		case n == 1 && cp.holeInStr[h] && cp.skel[pos] == '"' && cp.holeOff[h] == pos+1 && end == pos+2:
 			p.params = append(p.params, paramPlan{hole: h, inString: true})

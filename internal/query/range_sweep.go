@@ -2,6 +2,7 @@ package query
 
 import (
 	"github.com/sluicelog/sluice/internal/record"
+	"github.com/sluicelog/sluice/internal/stage"
 	"github.com/sluicelog/sluice/internal/store/part"
 )
 
@@ -25,7 +26,7 @@ type sweepState struct {
 	consts []int  // templates whose rows all give the parameter alike
 	ids    []idCounts
 	adds   []sweepAdd
-	one    []paramValue
+	one    []stage.ParamValue
 	index  []int  // uncountRaw: per column, 1 + its place in cols, or 0
 	uses   []int  // per template and parameter column
 	raw    []bool // per template
@@ -43,7 +44,7 @@ type sweepAdd struct {
 // reports whether it did; when it did not, it added nothing.
 func (w *rangeWorker) sweep(ev *evaluator, ls record.Labels, b *part.Block, from, to int64) (bool, error) {
 	cp := w.cols
-	if !cp.memoOn || w.op != opSum || len(cp.json.params) != 1 {
+	if !cp.memoOn || w.op != opSum || cp.json.Len() != 1 {
 		return false, nil
 	}
 	lo, hi := b.TimeRange()
@@ -147,7 +148,7 @@ func (w *rangeWorker) sweep(ev *evaluator, ls record.Labels, b *part.Block, from
 	}
 	values := cp.values
 	sw.adds = sw.adds[:0]
-	one := func(pv paramValue, n int) error {
+	one := func(pv stage.ParamValue, n int) error {
 		cp.values = append(sw.one[:0], pv)
 		s, err := w.columnSeries(ls, lo)
 		sw.one, cp.values = cp.values, values

@@ -1,4 +1,4 @@
-package query
+package stage
 
 import (
 	"strconv"
@@ -84,14 +84,14 @@ func TestLabelFormatBuffers(t *testing.T) {
 		{Dst: "a", Template: "{{ __line__ }}"},
 		{Dst: "b", Template: `{{ repeat 100 "b" }}`},
 	}}))
-	lb := newLabelsBuilder()
+	lb := &Labels{}
 	for i, line := range []string{"first", "second"} {
-		lb.reset(nil)
+		lb.Reset(nil)
 		st.process(0, []byte(line), lb)
-		if got := lb.get("a"); got != line {
+		if got := lb.Get("a"); got != line {
 			t.Errorf("row %d: a = %q", i, got)
 		}
-		if got := lb.get("b"); got != strings.Repeat("b", 100) {
+		if got := lb.Get("b"); got != strings.Repeat("b", 100) {
 			t.Errorf("row %d: b = %q", i, got)
 		}
 	}
@@ -146,8 +146,8 @@ func TestTemplateFuncs(t *testing.T) {
 		t.Run(c.tmpl, func(t *testing.T) {
 			st := must(t)(newLineFormatStage(&logql.LineFormat{Template: c.tmpl}))
 			out, ls, _ := runRow(st, stream, "hello")
-			if e, ok := ls.Get(errorLabel); ok {
-				d, _ := ls.Get(errorDetailsLabel)
+			if e, ok := ls.Get(ErrorLabel); ok {
+				d, _ := ls.Get(ErrorDetailsLabel)
 				t.Fatalf("%s: %s", e, d)
 			}
 			if out != c.want {
@@ -165,7 +165,7 @@ func TestTemplateFuncs(t *testing.T) {
 	} {
 		st := must(t)(newLineFormatStage(&logql.LineFormat{Template: tmpl}))
 		out, ls, ok := runRow(st, nil, "orig")
-		if e, _ := ls.Get(errorLabel); !ok || out != "orig" || e != errTemplate {
+		if e, _ := ls.Get(ErrorLabel); !ok || out != "orig" || e != errTemplate {
 			t.Errorf("%s: line %q, labels %s", tmpl, out, ls)
 		}
 	}
@@ -175,7 +175,7 @@ func TestLineFormatOutputLimit(t *testing.T) {
 	big := strings.Repeat("x", 1<<20)
 	st := must(t)(newLineFormatStage(&logql.LineFormat{Template: `{{.a}}{{.a}}{{.a}}{{.a}}{{.a}}{{.a}}{{.a}}{{.a}}{{.a}}{{.a}}{{.a}}{{.a}}{{.a}}{{.a}}{{.a}}{{.a}}{{.a}}`}))
 	out, ls, _ := runRow(st, lbls("a", big), "orig")
-	if e, _ := ls.Get(errorLabel); out != "orig" || e != errTemplate {
+	if e, _ := ls.Get(ErrorLabel); out != "orig" || e != errTemplate {
 		t.Errorf("17 MiB of output: line of %d bytes, error %q", len(out), e)
 	}
 }
@@ -185,12 +185,12 @@ func BenchmarkLineFormat(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	lb := newLabelsBuilder()
+	lb := &Labels{}
 	stream := lbls("app", "api", "method", "GET", "path", "/api/v1/users", "status", "200", "duration", "12ms")
 	line := []byte(realisticLogfmt)
 	b.ReportAllocs()
 	for b.Loop() {
-		lb.reset(stream)
+		lb.Reset(stream)
 		st.process(0, line, lb)
 	}
 }

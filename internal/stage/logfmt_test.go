@@ -1,4 +1,4 @@
-package query
+package stage
 
 import (
 	"strings"
@@ -100,12 +100,12 @@ const realisticLogfmt = `level=info ts=2024-05-01T12:34:56.789012345Z caller=met
 
 func TestLogfmtNoAllocs(t *testing.T) {
 	st := must(t)(newLogfmtStage(&logql.LogfmtParser{}))
-	lb := newLabelsBuilder()
+	lb := &Labels{}
 	stream := lbls("app", "api", "level", "x")
 	line := []byte(realisticLogfmt)
 	run := func() {
-		lb.reset(stream)
-		if _, ok := st.process(0, line, lb); !ok || lb.hasError() {
+		lb.Reset(stream)
+		if _, ok := st.process(0, line, lb); !ok || lb.HasError() {
 			t.Fatal("logfmt failed")
 		}
 	}
@@ -113,10 +113,10 @@ func TestLogfmtNoAllocs(t *testing.T) {
 	if n := testing.AllocsPerRun(100, run); n != 0 {
 		t.Errorf("logfmt allocates %v times per line, want 0", n)
 	}
-	if got := lb.get("query"); got != `sum(rate({app="api"} |= "error" [5m]))` {
+	if got := lb.Get("query"); got != `sum(rate({app="api"} |= "error" [5m]))` {
 		t.Errorf("query = %q", got)
 	}
-	if got := lb.get("level_extracted"); got != "info" {
+	if got := lb.Get("level_extracted"); got != "info" {
 		t.Errorf("level_extracted = %q", got)
 	}
 }
@@ -134,13 +134,13 @@ func BenchmarkLogfmt(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			lb := newLabelsBuilder()
+			lb := &Labels{}
 			stream := lbls("app", "api")
 			line := []byte(realisticLogfmt)
 			b.SetBytes(int64(len(line)))
 			b.ReportAllocs()
 			for b.Loop() {
-				lb.reset(stream)
+				lb.Reset(stream)
 				st.process(0, line, lb)
 			}
 		})
@@ -165,7 +165,7 @@ func FuzzLogfmt(f *testing.F) {
 	f.Fuzz(func(t *testing.T, line string) {
 		_, l1, _ := runRow(loose, nil, line)
 		_, l2, _ := runRow(strict, nil, line)
-		if _, bad := l2.Get(errorLabel); !bad && !strings.Contains(line, "__error") && l1.String() != l2.String() {
+		if _, bad := l2.Get(ErrorLabel); !bad && !strings.Contains(line, "__error") && l1.String() != l2.String() {
 			t.Fatalf("%q: loose %s, strict %s", line, l1, l2)
 		}
 	})

@@ -1,4 +1,4 @@
-package query
+package stage
 
 import (
 	"cmp"
@@ -29,7 +29,7 @@ type labelFilterStage struct {
 }
 
 // labelPred reports whether a row passes; it may set an error label.
-type labelPred func(lb *labelsBuilder) bool
+type labelPred func(lb *Labels) bool
 
 func newLabelFilterStage(f logql.LabelFilter) (stage, error) {
 	p, err := compileLabelFilter(f)
@@ -39,7 +39,7 @@ func newLabelFilterStage(f logql.LabelFilter) (stage, error) {
 	return &labelFilterStage{pred: p}, nil
 }
 
-func (s *labelFilterStage) process(_ int64, line []byte, lb *labelsBuilder) ([]byte, bool) {
+func (s *labelFilterStage) process(_ int64, line []byte, lb *Labels) ([]byte, bool) {
 	return line, s.pred(lb)
 }
 
@@ -57,15 +57,15 @@ func compileLabelFilter(f logql.LabelFilter) (labelPred, error) {
 		// Loki evaluates the right side of "and" even when the left one
 		// failed; that only differs in error labels of a dropped row.
 		if f.And {
-			return func(lb *labelsBuilder) bool { return l(lb) && r(lb) }, nil
+			return func(lb *Labels) bool { return l(lb) && r(lb) }, nil
 		}
-		return func(lb *labelsBuilder) bool { return l(lb) || r(lb) }, nil
+		return func(lb *Labels) bool { return l(lb) || r(lb) }, nil
 	case *logql.LabelFilterString:
 		m := f.Matcher
 		if m == nil {
 			return nil, fmt.Errorf("label filter without a matcher")
 		}
-		return func(lb *labelsBuilder) bool { return m.Matches(lb.get(m.Name)) }, nil
+		return func(lb *Labels) bool { return m.Matches(lb.Get(m.Name)) }, nil
 	case *logql.LabelFilterNumber:
 		name, op, want := f.Name, f.Op, f.Value
 		return convertingFilter(name, false, func(v string) (bool, error) {
@@ -78,13 +78,13 @@ func compileLabelFilter(f logql.LabelFilter) (labelPred, error) {
 	case *logql.LabelFilterDuration:
 		name, op, want := f.Name, f.Op, f.Value
 		return convertingFilter(name, false, func(v string) (bool, error) {
-			got, err := parseDurationLabel(v)
+			got, err := ParseDuration(v)
 			return compareOp(op, got, want), err
 		}), nil
 	case *logql.LabelFilterBytes:
 		name, op, want := f.Name, f.Op, f.Value
 		return convertingFilter(name, false, func(v string) (bool, error) {
-			got, err := parseBytesLabel(v)
+			got, err := ParseBytes(v)
 			return compareOp(op, got, want), err
 		}), nil
 	case *logql.LabelFilterIP:
@@ -113,8 +113,8 @@ var errEmptyNumber = func() error {
 // with the rules shared by number, duration, bytes and ip filters;
 // passErrors keeps the rows that have an error without testing them.
 func convertingFilter(name string, passErrors bool, test func(v string) (bool, error)) labelPred {
-	return func(lb *labelsBuilder) bool {
-		if passErrors && lb.hasError() {
+	return func(lb *Labels) bool {
+		if passErrors && lb.HasError() {
 			return true
 		}
 		v, ok := lb.lookup(name)
@@ -148,12 +148,12 @@ func compareOp[T cmp.Ordered](op logql.CmpOp, got, want T) bool {
 	return false
 }
 
-// parseDurationLabel parses a label value as a duration the way Loki
+// ParseDuration parses a label value as a duration the way Loki
 // does for duration filters and unwrap duration(): Go's syntax, a
 // sequence of decimal numbers with a unit each ("300ms", "1.5h",
 // "2h45m"; units ns, us, µs, ms, s, m, h). A number without a unit is
 // an error, except 0.
-func parseDurationLabel(s string) (time.Duration, error) {
+func ParseDuration(s string) (time.Duration, error) {
 	return time.ParseDuration(s)
 }
 
@@ -171,13 +171,13 @@ var bytesUnits = map[string]uint64{
 	"e": 1e18, "eb": 1e18, "ei": 1 << 60, "eib": 1 << 60,
 }
 
-// parseBytesLabel parses a label value as a byte size the way Loki does
+// ParseBytes parses a label value as a byte size the way Loki does
 // for bytes filters and unwrap bytes() (go-humanize's ParseBytes): a
 // decimal number, possibly with a fraction and ',' digit separators,
 // then optional space and a case-insensitive unit ("42", "20B", "1.5
 // KiB", "42MB", "1,000 kb"). Fractions of a byte are truncated; sizes of
 // 2^64 and more are an error.
-func parseBytesLabel(s string) (uint64, error) {
+func ParseBytes(s string) (uint64, error) {
 	n := 0
 	comma := false
 	for n < len(s) && (s[n] >= '0' && s[n] <= '9' || s[n] == '.' || s[n] == ',') {

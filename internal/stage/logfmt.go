@@ -1,4 +1,4 @@
-package query
+package stage
 
 import (
 	"fmt"
@@ -49,7 +49,7 @@ func newLogfmtStage(l *logql.LogfmtParser) (stage, error) {
 	return s, nil
 }
 
-func (s *logfmtStage) process(_ int64, line []byte, lb *labelsBuilder) ([]byte, bool) {
+func (s *logfmtStage) process(_ int64, line []byte, lb *Labels) ([]byte, bool) {
 	s.buf.reset()
 	s.sc.reset(line, &s.buf)
 	i := 0
@@ -67,7 +67,7 @@ func (s *logfmtStage) process(_ int64, line []byte, lb *labelsBuilder) ([]byte, 
 			continue
 		}
 		if s.strict {
-			replaceError(lb, errLogfmt, fmt.Sprintf("logfmt syntax error at pos %d : %s", errAt+1, msg))
+			lb.ReplaceError(errLogfmt, fmt.Sprintf("logfmt syntax error at pos %d : %s", errAt+1, msg))
 			return line, true
 		}
 		if msg == "invalid quoted value" {
@@ -90,7 +90,7 @@ func (s *logfmtStage) process(_ int64, line []byte, lb *labelsBuilder) ([]byte, 
 // pair reads the pair at i (not space) and extracts it. It returns the
 // offset after the pair or, when the pair is malformed, where it stopped,
 // the offset of the error and a message.
-func (s *logfmtStage) pair(i int, lb *labelsBuilder) (next, errAt int, msg string) {
+func (s *logfmtStage) pair(i int, lb *Labels) (next, errAt int, msg string) {
 	line := s.sc.data
 	ks := i
 	for i < len(line) && line[i] > ' ' && line[i] != '=' && line[i] != '"' {
@@ -141,7 +141,7 @@ func (s *logfmtStage) pair(i int, lb *labelsBuilder) (next, errAt int, msg strin
 
 // extract sets the label of a pair; empty is true for a standalone key
 // or an empty value.
-func (s *logfmtStage) extract(key []byte, value string, empty bool, lb *labelsBuilder) {
+func (s *logfmtStage) extract(key []byte, value string, empty bool, lb *Labels) {
 	if s.params != nil {
 		for _, p := range s.params {
 			if p.Expr == bytesView(key) {
@@ -153,7 +153,7 @@ func (s *logfmtStage) extract(key []byte, value string, empty bool, lb *labelsBu
 	if empty && !s.keepEmpty {
 		return
 	}
-	s.name = appendSanitized(s.name[:0], key, true)
+	s.name = AppendLabelName(s.name[:0], key, true)
 	setParsedName(lb, &s.buf, s.name, value)
 }
 

@@ -1,4 +1,4 @@
-package query
+package stage
 
 import (
 	"bytes"
@@ -73,7 +73,7 @@ func filterLiteral(op logql.FilterOp, v logql.FilterValue) (lit []byte, fold, ok
 		if l, complete := v.Re.LiteralPrefix(); complete {
 			return []byte(l), false, true
 		}
-		if l, ok := foldedLiteral(v.Re.String()); ok && !bytes.ContainsAny(l, "ks") {
+		if l, ok := FoldedLiteral(v.Re.String()); ok && !bytes.ContainsAny(l, "ks") {
 			return l, true, true
 		}
 	}
@@ -115,7 +115,7 @@ func lineMatcher(op logql.FilterOp, v logql.FilterValue) (func([]byte) bool, err
 		// (Unicode folds the Kelvin sign to k and the long s to s: when the
 		// literal has either, a line with non-ASCII bytes where the
 		// lowercased search fails is left to the regexp.)
-		if lit, ok := foldedLiteral(re.String()); ok {
+		if lit, ok := FoldedLiteral(re.String()); ok {
 			var buf []byte
 			unicode := bytes.ContainsAny(lit, "ks")
 			return func(line []byte) bool {
@@ -138,9 +138,9 @@ func lineMatcher(op logql.FilterOp, v logql.FilterValue) (func([]byte) bool, err
 	return nil, fmt.Errorf("unknown line filter operator %d", op)
 }
 
-// foldedLiteral returns, lowercased, the literal a regexp is when it is
+// FoldedLiteral returns, lowercased, the literal a regexp is when it is
 // one case-insensitive ASCII literal and nothing else.
-func foldedLiteral(src string) ([]byte, bool) {
+func FoldedLiteral(src string) ([]byte, bool) {
 	re, err := syntax.Parse(src, syntax.Perl)
 	if err != nil {
 		return nil, false
@@ -151,6 +151,16 @@ func foldedLiteral(src string) ([]byte, bool) {
 	}
 	lit, _ := appendLowerASCII(nil, []byte(string(re.Rune)))
 	return lit, true
+}
+
+// ascii reports whether every rune is ASCII.
+func ascii(rs []rune) bool {
+	for _, r := range rs {
+		if r >= 0x80 {
+			return false
+		}
+	}
+	return true
 }
 
 // appendLowerASCII appends b with ASCII letters lowercased, and reports
@@ -168,7 +178,7 @@ func appendLowerASCII(dst, b []byte) ([]byte, bool) {
 	return dst, high >= 0x80
 }
 
-func (s *lineFilter) process(_ int64, line []byte, _ *labelsBuilder) ([]byte, bool) {
+func (s *lineFilter) process(_ int64, line []byte, _ *Labels) ([]byte, bool) {
 	for _, m := range s.matches {
 		if m(line) {
 			return line, !s.negate

@@ -1,4 +1,4 @@
-package query
+package stage
 
 import (
 	"net/netip"
@@ -259,7 +259,7 @@ func BenchmarkLineFilter(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			lb := newLabelsBuilder()
+			lb := &Labels{}
 			b.SetBytes(int64(len(line)))
 			b.ReportAllocs()
 			for b.Loop() {

@@ -1,4 +1,4 @@
-package query
+package stage
 
 import (
 	"slices"
@@ -34,10 +34,10 @@ const testTS = int64(1_700_000_000_123_456_789)
 
 // runRow passes one row through st.
 func runRow(st stage, stream record.Labels, line string) (string, record.Labels, bool) {
-	lb := newLabelsBuilder()
-	lb.reset(stream)
+	lb := &Labels{}
+	lb.Reset(stream)
 	out, ok := st.process(testTS, []byte(line), lb)
-	return string(out), lb.labels(), ok
+	return string(out), lb.Copy(), ok
 }
 
 // runCases runs each case through the stage mk returns, a new stage per
@@ -136,10 +136,15 @@ func TestDrop(t *testing.T) {
 	}
 }
 
+// stageFunc is a function that runs a row, as a stage (Pipeline.Process).
+type stageFunc func(ts int64, line []byte, lb *Labels) ([]byte, bool)
+
+func (f stageFunc) process(ts int64, line []byte, lb *Labels) ([]byte, bool) { return f(ts, line, lb) }
+
 // pipelineStage chains stages, for tests that need a parser first.
 type pipelineStage struct{ stages []stage }
 
-func (p *pipelineStage) process(ts int64, line []byte, lb *labelsBuilder) ([]byte, bool) {
+func (p *pipelineStage) process(ts int64, line []byte, lb *Labels) ([]byte, bool) {
 	for _, s := range p.stages {
 		var ok bool
 		if line, ok = s.process(ts, line, lb); !ok {
@@ -262,22 +267,22 @@ func TestAppendSanitized(t *testing.T) {
 		{"", true, ""},
 		{"日本", true, "__"},
 	} {
-		if got := string(appendSanitized(nil, []byte(c.key), c.first)); got != c.want {
-			t.Errorf("appendSanitized(%q, %v) = %q, want %q", c.key, c.first, got, c.want)
+		if got := string(AppendLabelName(nil, []byte(c.key), c.first)); got != c.want {
+			t.Errorf("AppendLabelName(%q, %v) = %q, want %q", c.key, c.first, got, c.want)
 		}
 	}
 }
 
 func TestSetParsed(t *testing.T) {
-	lb := newLabelsBuilder()
-	lb.reset(lbls("app", "api"))
+	lb := &Labels{}
+	lb.Reset(lbls("app", "api"))
 	var buf rowBuf
 	setParsed(lb, &buf, "app", "1")
 	setParsed(lb, &buf, "app", "2") // app_extracted is set: first wins
 	setParsed(lb, &buf, "a", "x")
 	setParsed(lb, &buf, "a", "y")
 	setParsed(lb, &buf, "", "z")
-	if got, want := lb.labels().String(), `{a="x", app="api", app_extracted="1"}`; got != want {
+	if got, want := lb.Copy().String(), `{a="x", app="api", app_extracted="1"}`; got != want {
 		t.Errorf("labels = %s, want %s", got, want)
 	}
 }
@@ -347,11 +352,11 @@ func TestPipelineQueries(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			p, err := compilePipeline(le.Pipeline)
+			p, err := Compile(le.Pipeline)
 			if err != nil {
 				t.Fatal(err)
 			}
-			out, ls, ok := runRow(p, stream, c.line)
+			out, ls, ok := runRow(stageFunc(p.Process), stream, c.line)
 			if ok != (c.labels != "") {
 				t.Fatalf("kept = %v, labels %s", ok, ls)
 			}
@@ -376,9 +381,9 @@ func TestPipelineQueries(t *testing.T) {
 // fail: a parser's or a template's replaces an earlier one (Loki's
 // SetErr), a label filter's does not.
 func TestErrorPrecedence(t *testing.T) {
-	pipe := func(stages ...logql.Stage) *pipeline {
+	pipe := func(stages ...logql.Stage) *Pipeline {
 		t.Helper()
-		p, err := compilePipeline(stages)
+		p, err := Compile(stages)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -389,7 +394,7 @@ func TestErrorPrecedence(t *testing.T) {
 	numFilter := &logql.LabelFilterStage{Filter: &logql.LabelFilterNumber{Name: "a", Op: logql.CmpGt, Value: 1}}
 	for _, c := range []struct {
 		name string
-		p    *pipeline
+		p    *Pipeline
 		want string
 	}{
 		{"template after parser", pipe(jsonP, divZero), "TemplateFormatErr"},
@@ -398,15 +403,15 @@ func TestErrorPrecedence(t *testing.T) {
 		{"parser after label filter", pipe(numFilter, jsonP), "JSONParserErr"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			lb := newLabelsBuilder()
-			lb.reset(lbls("a", "x"))
-			if _, ok := c.p.process(testTS, []byte("not json"), lb); !ok {
+			lb := &Labels{}
+			lb.Reset(lbls("a", "x"))
+			if _, ok := c.p.Process(testTS, []byte("not json"), lb); !ok {
 				t.Fatal("row dropped")
 			}
-			if got := lb.get(errorLabel); got != c.want {
+			if got := lb.Get(ErrorLabel); got != c.want {
 				t.Errorf("__error__ = %q, want %q", got, c.want)
 			}
-			if lb.get(errorDetailsLabel) == "" {
+			if lb.Get(ErrorDetailsLabel) == "" {
 				t.Error("no __error_details__")
 			}
 		})

@@ -1,4 +1,4 @@
-package query
+package stage
 
 import (
 	"bytes"
@@ -44,7 +44,7 @@ func newRegexpStage(r *logql.RegexpParser) (stage, error) {
 	return s, nil
 }
 
-func (s *regexpStage) process(_ int64, line []byte, lb *labelsBuilder) ([]byte, bool) {
+func (s *regexpStage) process(_ int64, line []byte, lb *Labels) ([]byte, bool) {
 	s.buf.reset()
 	// FindSubmatchIndex allocates its result; regexp has no variant that
 	// reuses a slice.
@@ -71,7 +71,7 @@ func (s *regexpStage) process(_ int64, line []byte, lb *labelsBuilder) ([]byte, 
 type patternStage struct {
 	p   *pattern
 	buf rowBuf
-	lb  *labelsBuilder
+	lb  *Labels
 	set func(name string, value []byte)
 }
 
@@ -90,7 +90,7 @@ func newPatternStage(p *logql.PatternParser) (stage, error) {
 	return s, nil
 }
 
-func (s *patternStage) process(_ int64, line []byte, lb *labelsBuilder) ([]byte, bool) {
+func (s *patternStage) process(_ int64, line []byte, lb *Labels) ([]byte, bool) {
 	s.buf.reset()
 	s.lb = lb
 	s.p.extract(line, s.set)

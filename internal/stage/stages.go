@@ -1,4 +1,4 @@
-package query
+package stage
 
 import (
 	"fmt"
@@ -66,9 +66,9 @@ func stringBytes(s string) []byte {
 	return unsafe.Slice(unsafe.StringData(s), len(s))
 }
 
-// extractedSuffix is what Loki appends to an extracted label whose name
+// ExtractedSuffix is what Loki appends to an extracted label whose name
 // is one of the stream's labels.
-const extractedSuffix = "_extracted"
+const ExtractedSuffix = "_extracted"
 
 // setParsed sets a label that a parser extracted, as Loki does: a name
 // that is one of the stream's labels or of the row's structured metadata
@@ -76,14 +76,14 @@ const extractedSuffix = "_extracted"
 // name that already has a value in this row (extracted earlier in the
 // line, or by an earlier stage) keeps it: the first value wins. A
 // suffixed name is built in buf. Empty names are ignored.
-func setParsed(lb *labelsBuilder, buf *rowBuf, name, value string) {
+func setParsed(lb *Labels, buf *rowBuf, name, value string) {
 	if name == "" {
 		return
 	}
-	if lb.isStream(name) || lb.isMeta(name) {
+	if lb.IsStream(name) || lb.IsMeta(name) {
 		start := len(buf.b)
 		buf.b = append(buf.b, name...)
-		buf.b = append(buf.b, extractedSuffix...)
+		buf.b = append(buf.b, ExtractedSuffix...)
 		name = buf.view(start)
 	}
 	if _, ok := lb.lookup(name); ok {
@@ -94,12 +94,12 @@ func setParsed(lb *labelsBuilder, buf *rowBuf, name, value string) {
 
 // setParsedName is setParsed for a name in a scratch buffer that the
 // caller reuses: the name is copied into buf only when it is set.
-func setParsedName(lb *labelsBuilder, buf *rowBuf, name []byte, value string) {
+func setParsedName(lb *Labels, buf *rowBuf, name []byte, value string) {
 	if len(name) == 0 {
 		return
 	}
 	n := bytesView(name)
-	if lb.isStream(n) || lb.isMeta(n) {
+	if lb.IsStream(n) || lb.IsMeta(n) {
 		setParsed(lb, buf, n, value)
 		return
 	}
@@ -109,24 +109,11 @@ func setParsedName(lb *labelsBuilder, buf *rowBuf, name []byte, value string) {
 	lb.cur = append(lb.cur, record.Label{Name: buf.str(name), Value: value})
 }
 
-// replaceError records the error of a parser or a template as Loki's
-// stages do (LabelsBuilder.SetErr): it replaces an error an earlier stage
-// recorded, details included when there are new ones. Label filters
-// instead keep an earlier error (labelsBuilder.setError), as Loki's do.
-func replaceError(lb *labelsBuilder, kind, details string) {
-	lb.set(errorLabel, kind)
-	if details != "" {
-		lb.set(errorDetailsLabel, details)
-	} else {
-		lb.del(errorDetailsLabel) // not the details of the error replaced
-	}
-}
-
-// appendSanitized appends key made a valid label name as Loki's parsers
+// AppendLabelName appends key made a valid label name as Loki's parsers
 // make it: surrounding white space trimmed, every character (rune) that
 // is not an ASCII letter, digit or '_' replaced by '_', and, when first
 // is set (the key starts the name), a leading digit prefixed by '_'.
-func appendSanitized(dst, key []byte, first bool) []byte {
+func AppendLabelName(dst, key []byte, first bool) []byte {
 	key = trimSpace(key)
 	if len(key) == 0 {
 		return dst
@@ -211,15 +198,15 @@ func newDropStage(d *logql.Drop) (stage, error) {
 	return &dropStage{items: d.Items}, nil
 }
 
-func (s *dropStage) process(_ int64, line []byte, lb *labelsBuilder) ([]byte, bool) {
+func (s *dropStage) process(_ int64, line []byte, lb *Labels) ([]byte, bool) {
 	for _, it := range s.items {
 		if it.Matcher == nil {
-			lb.del(it.Name)
+			lb.Del(it.Name)
 			continue
 		}
 		v, ok := lb.lookup(it.Matcher.Name)
 		if ok && it.Matcher.Matches(v) {
-			lb.del(it.Matcher.Name)
+			lb.Del(it.Matcher.Name)
 		}
 	}
 	return line, true
@@ -239,7 +226,7 @@ func newKeepStage(k *logql.Keep) (stage, error) {
 	return &keepStage{items: k.Items}, nil
 }
 
-func (s *keepStage) process(_ int64, line []byte, lb *labelsBuilder) ([]byte, bool) {
+func (s *keepStage) process(_ int64, line []byte, lb *Labels) ([]byte, bool) {
 	out := lb.cur[:0]
 	for _, l := range lb.cur {
 		if s.keeps(l) {
@@ -252,7 +239,7 @@ func (s *keepStage) process(_ int64, line []byte, lb *labelsBuilder) ([]byte, bo
 }
 
 func (s *keepStage) keeps(l record.Label) bool {
-	if l.Name == errorLabel || l.Name == errorDetailsLabel {
+	if l.Name == ErrorLabel || l.Name == ErrorDetailsLabel {
 		return true
 	}
 	for _, it := range s.items {
@@ -298,7 +285,7 @@ type unpackStage struct {
 
 func newUnpackStage(*logql.Unpack) (stage, error) { return &unpackStage{}, nil }
 
-func (s *unpackStage) process(_ int64, line []byte, lb *labelsBuilder) ([]byte, bool) {
+func (s *unpackStage) process(_ int64, line []byte, lb *Labels) ([]byte, bool) {
 	s.buf.reset()
 	s.pairs = s.pairs[:0]
 	sc := &s.sc
@@ -306,7 +293,7 @@ func (s *unpackStage) process(_ int64, line []byte, lb *labelsBuilder) ([]byte, 
 	i := sc.space(0)
 	if i >= len(line) || line[i] != '{' {
 		sc.fail(i, "expected a JSON object")
-		replaceError(lb, errJSON, sc.details())
+		lb.ReplaceError(errJSON, sc.details())
 		return line, true
 	}
 	var entry string
@@ -336,7 +323,7 @@ func (s *unpackStage) process(_ int64, line []byte, lb *labelsBuilder) ([]byte, 
 				}
 			} else {
 				start := len(s.buf.b)
-				s.buf.b = appendSanitized(s.buf.b, stringBytes(key), true)
+				s.buf.b = AppendLabelName(s.buf.b, stringBytes(key), true)
 				s.pairs = append(s.pairs, s.buf.view(start), v)
 			}
 		}
@@ -349,7 +336,7 @@ func (s *unpackStage) process(_ int64, line []byte, lb *labelsBuilder) ([]byte, 
 		}
 	}
 	if i < 0 {
-		replaceError(lb, errJSON, sc.details())
+		lb.ReplaceError(errJSON, sc.details())
 		return line, true
 	}
 	if !packed {
@@ -377,7 +364,7 @@ type decolorizeStage struct {
 
 func newDecolorizeStage(*logql.Decolorize) (stage, error) { return &decolorizeStage{}, nil }
 
-func (s *decolorizeStage) process(_ int64, line []byte, _ *labelsBuilder) ([]byte, bool) {
+func (s *decolorizeStage) process(_ int64, line []byte, _ *Labels) ([]byte, bool) {
 	i := indexEscape(line)
 	if i < 0 {
 		return line, true

@@ -1,4 +1,4 @@
-package query
+package stage
 
 import (
 	"fmt"
@@ -13,17 +13,21 @@ import (
 // Concurrency: a stage keeps scratch buffers; one goroutine uses it.
 // Compile a pipeline per goroutine.
 type stage interface {
-	process(ts int64, line []byte, lb *labelsBuilder) ([]byte, bool)
+	process(ts int64, line []byte, lb *Labels) ([]byte, bool)
 }
 
-// pipeline is a compiled log pipeline.
-type pipeline struct {
+// Pipeline is a compiled log pipeline.
+//
+// Concurrency: its stages keep scratch buffers; one goroutine uses a
+// Pipeline. Compile one per goroutine.
+type Pipeline struct {
 	stages []stage
 }
 
-// compilePipeline compiles the stages of a log query.
-func compilePipeline(stages []logql.Stage) (*pipeline, error) {
-	p := &pipeline{}
+// Compile compiles the stages of a log query's pipeline. An error names
+// the stage it is about.
+func Compile(stages []logql.Stage) (*Pipeline, error) {
+	p := &Pipeline{}
 	for _, s := range stages {
 		c, err := compileStage(s)
 		if err != nil {
@@ -34,8 +38,27 @@ func compilePipeline(stages []logql.Stage) (*pipeline, error) {
 	return p, nil
 }
 
-// process runs a row through every stage.
-func (p *pipeline) process(ts int64, line []byte, lb *labelsBuilder) ([]byte, bool) {
+// CompileFilters compiles label filters as a pipeline of label filter
+// stages, one per filter: those that follow unwrap in a range
+// aggregation.
+func CompileFilters(filters []logql.LabelFilter) (*Pipeline, error) {
+	p := &Pipeline{}
+	for _, f := range filters {
+		st, err := newLabelFilterStage(f)
+		if err != nil {
+			return nil, err
+		}
+		p.stages = append(p.stages, st)
+	}
+	return p, nil
+}
+
+// Process runs a row at time ts through every stage. lb holds the row's
+// labels (Reset for the row, its structured metadata added) and the
+// stages change them. It returns the row's line, changed or not, and
+// false when a stage filters the row out. The line may view a buffer of
+// a stage, valid until the next call.
+func (p *Pipeline) Process(ts int64, line []byte, lb *Labels) ([]byte, bool) {
 	for _, s := range p.stages {
 		var ok bool
 		if line, ok = s.process(ts, line, lb); !ok {

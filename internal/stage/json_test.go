@@ -1,4 +1,4 @@
-package query
+package stage
 
 import (
 	"encoding/json"
@@ -202,12 +202,12 @@ const realisticJSON = `{"ts":"2024-05-01T12:34:56.789Z","level":"info","caller":
 
 func TestJSONNoAllocs(t *testing.T) {
 	st := must(t)(newJSONStage(&logql.JSONParser{}))
-	lb := newLabelsBuilder()
+	lb := &Labels{}
 	stream := lbls("app", "api", "level", "x")
 	line := []byte(realisticJSON)
 	run := func() {
-		lb.reset(stream)
-		if _, ok := st.process(0, line, lb); !ok || lb.hasError() {
+		lb.Reset(stream)
+		if _, ok := st.process(0, line, lb); !ok || lb.HasError() {
 			t.Fatal("json failed")
 		}
 	}
@@ -215,10 +215,10 @@ func TestJSONNoAllocs(t *testing.T) {
 	if n := testing.AllocsPerRun(100, run); n != 0 {
 		t.Errorf("json allocates %v times per line, want 0", n)
 	}
-	if got := lb.get("request_headers_X_Req"); got != `a"b` {
+	if got := lb.Get("request_headers_X_Req"); got != `a"b` {
 		t.Errorf("request_headers_X_Req = %q", got)
 	}
-	if got := lb.get("level_extracted"); got != "info" {
+	if got := lb.Get("level_extracted"); got != "info" {
 		t.Errorf("level_extracted = %q", got)
 	}
 }
@@ -236,13 +236,13 @@ func BenchmarkJSON(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			lb := newLabelsBuilder()
+			lb := &Labels{}
 			stream := lbls("app", "api")
 			line := []byte(realisticJSON)
 			b.SetBytes(int64(len(line)))
 			b.ReportAllocs()
 			for b.Loop() {
-				lb.reset(stream)
+				lb.Reset(stream)
 				st.process(0, line, lb)
 			}
 		})
@@ -271,7 +271,7 @@ func FuzzJSON(f *testing.F) {
 		if json.Unmarshal([]byte(line), &top) != nil || top == nil {
 			return
 		}
-		if v, ok := ls.Get(errorLabel); ok {
+		if v, ok := ls.Get(ErrorLabel); ok {
 			t.Fatalf("valid object %q: %s %s", line, v, ls)
 		}
 		for k, v := range top {

@@ -1,4 +1,4 @@
-package query
+package stage
 
 import (
 	"encoding/base64"
@@ -41,12 +41,12 @@ func newLineFormatStage(f *logql.LineFormat) (stage, error) {
 	return &lineFormatStage{tmpl: t, tc: tc, data: map[string]string{}}, nil
 }
 
-func (s *lineFormatStage) process(ts int64, line []byte, lb *labelsBuilder) ([]byte, bool) {
+func (s *lineFormatStage) process(ts int64, line []byte, lb *Labels) ([]byte, bool) {
 	s.tc.row(ts, line)
 	templateData(s.data, lb)
 	s.out.reset()
 	if err := s.tmpl.Execute(&s.out, s.data); err != nil {
-		replaceError(lb, errTemplate, err.Error())
+		lb.ReplaceError(errTemplate, err.Error())
 		return line, true
 	}
 	return s.out.b, true
@@ -82,9 +82,9 @@ func newLabelFormatStage(f *logql.LabelFormat) (stage, error) {
 		if !validLabelName(it.Dst) {
 			return nil, fmt.Errorf("label_format: invalid label name %q", it.Dst)
 		}
-		if it.Dst == errorLabel {
+		if it.Dst == ErrorLabel {
 			// Loki's words: the error label is the pipeline's to set.
-			return nil, fmt.Errorf("label_format: %s cannot be formatted", errorLabel)
+			return nil, fmt.Errorf("label_format: %s cannot be formatted", ErrorLabel)
 		}
 		if seen[it.Dst] {
 			return nil, fmt.Errorf("label_format: label %s is assigned more than once; use a second label_format", it.Dst)
@@ -103,7 +103,7 @@ func newLabelFormatStage(f *logql.LabelFormat) (stage, error) {
 	return s, nil
 }
 
-func (s *labelFormatStage) process(ts int64, line []byte, lb *labelsBuilder) ([]byte, bool) {
+func (s *labelFormatStage) process(ts int64, line []byte, lb *Labels) ([]byte, bool) {
 	s.buf.reset()
 	ready := false
 	for _, it := range s.items {
@@ -113,7 +113,7 @@ func (s *labelFormatStage) process(ts int64, line []byte, lb *labelsBuilder) ([]
 			}
 			if v, ok := lb.lookup(it.src); ok {
 				lb.set(it.dst, v)
-				lb.del(it.src)
+				lb.Del(it.src)
 			}
 			continue
 		}
@@ -124,7 +124,7 @@ func (s *labelFormatStage) process(ts int64, line []byte, lb *labelsBuilder) ([]
 		}
 		s.out.reset()
 		if err := it.tmpl.Execute(&s.out, s.data); err != nil {
-			replaceError(lb, errTemplate, err.Error())
+			lb.ReplaceError(errTemplate, err.Error())
 			continue
 		}
 		lb.set(it.dst, s.buf.str(s.out.b))
@@ -133,7 +133,7 @@ func (s *labelFormatStage) process(ts int64, line []byte, lb *labelsBuilder) ([]
 }
 
 // templateData fills m with the row's labels.
-func templateData(m map[string]string, lb *labelsBuilder) {
+func templateData(m map[string]string, lb *Labels) {
 	clear(m)
 	for _, l := range lb.cur {
 		m[l.Name] = l.Value
@@ -256,7 +256,7 @@ func templateFuncs(c *templateCtx) template.FuncMap {
 
 		// Conversions.
 		"bytes": func(s string) (float64, error) {
-			n, err := parseBytesLabel(s)
+			n, err := ParseBytes(s)
 			return float64(n), err
 		},
 		"duration":         durationSeconds,
@@ -522,7 +522,7 @@ func fromJSON(s string) any {
 }
 
 func durationSeconds(s string) (float64, error) {
-	d, err := parseDurationLabel(s)
+	d, err := ParseDuration(s)
 	return d.Seconds(), err
 }
 

@@ -1,4 +1,4 @@
-package query
+package stage
 
 import (
 	"bytes"
@@ -32,17 +32,11 @@ type jsonStage struct {
 	sc     jsonScanner
 	buf    rowBuf
 	name   []byte // the name being built while walking nested objects
-	values []paramValue
-	// holes, when planning a template (range_columns.go), are the offsets
+	values []ParamValue
+	// holes, when planning a template (JSONScanner), are the offsets
 	// of its values in the skeleton searched: a path that reads a key
 	// from one, or descends into one, fails.
 	holes []int
-}
-
-// paramValue is what a parameter's path found in one line.
-type paramValue struct {
-	v     string
-	found bool
 }
 
 // jsonParam is one `name="path"` parameter of json.
@@ -81,20 +75,20 @@ func newJSONStage(j *logql.JSONParser) (stage, error) {
 	return s, nil
 }
 
-func (s *jsonStage) process(_ int64, line []byte, lb *labelsBuilder) ([]byte, bool) {
+func (s *jsonStage) process(_ int64, line []byte, lb *Labels) ([]byte, bool) {
 	s.buf.reset()
 	sc := &s.sc
 	sc.reset(line, &s.buf)
 	i := sc.space(0)
 	if i >= len(line) || line[i] != '{' {
 		sc.failChar(i, "a JSON object")
-		replaceError(lb, errJSON, sc.details())
+		lb.ReplaceError(errJSON, sc.details())
 		return line, true
 	}
 	if s.params == nil {
 		s.name = s.name[:0]
 		if s.object(i, 0, 0, lb) < 0 {
-			replaceError(lb, errJSON, sc.details())
+			lb.ReplaceError(errJSON, sc.details())
 		}
 		return line, true
 	}
@@ -105,19 +99,19 @@ func (s *jsonStage) process(_ int64, line []byte, lb *labelsBuilder) ([]byte, bo
 	for _, p := range s.params {
 		v, found := s.find(i, p.path)
 		if sc.errMsg != "" {
-			replaceError(lb, errJSON, sc.details())
+			lb.ReplaceError(errJSON, sc.details())
 			return line, true
 		}
-		s.values = append(s.values, paramValue{v, found})
+		s.values = append(s.values, ParamValue{v, found})
 	}
 	s.apply(lb, s.values)
 	return line, true
 }
 
 // apply sets the labels of the parameters' values, as process does.
-func (s *jsonStage) apply(lb *labelsBuilder, values []paramValue) {
+func (s *jsonStage) apply(lb *Labels, values []ParamValue) {
 	for k, p := range s.params {
-		v, found := values[k].v, values[k].found
+		v, found := values[k].Value, values[k].Found
 		// As Loki, a missing path gives "" unless the label is set (a
 		// stream label included).
 		if _, ok := lb.lookup(p.name); found || !ok {
@@ -129,7 +123,7 @@ func (s *jsonStage) apply(lb *labelsBuilder, values []paramValue) {
 // object walks the object at i (line[i] == '{') setting a label for
 // each field; the names start with s.name[:prefix]. It returns the
 // offset after the object, or -1 on a syntax error.
-func (s *jsonStage) object(i, prefix, depth int, lb *labelsBuilder) int {
+func (s *jsonStage) object(i, prefix, depth int, lb *Labels) int {
 	sc := &s.sc
 	d := sc.data
 	if depth >= maxJSONDepth {
@@ -154,7 +148,7 @@ func (s *jsonStage) object(i, prefix, depth int, lb *labelsBuilder) int {
 		if prefix > 0 {
 			s.name = append(s.name, '_')
 		}
-		s.name = appendSanitized(s.name, stringBytes(key), prefix == 0)
+		s.name = AppendLabelName(s.name, stringBytes(key), prefix == 0)
 		switch c := d[i]; {
 		case c == '{':
 			i = s.object(i, len(s.name), depth+1, lb)

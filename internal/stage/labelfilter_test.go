@@ -1,4 +1,4 @@
-package query
+package stage
 
 import (
 	"math"
@@ -196,9 +196,9 @@ func TestParseDurationLabel(t *testing.T) {
 		{"", 0, false},
 		{" 1s", 0, false},
 	} {
-		got, err := parseDurationLabel(c.in)
+		got, err := ParseDuration(c.in)
 		if (err == nil) != c.ok || got != c.want {
-			t.Errorf("parseDurationLabel(%q) = %v, %v", c.in, got, err)
+			t.Errorf("ParseDuration(%q) = %v, %v", c.in, got, err)
 		}
 	}
 }
@@ -242,9 +242,9 @@ func TestParseBytesLabel(t *testing.T) {
 		{"1 X", 0, false},
 		{"1..2", 0, false},
 	} {
-		got, err := parseBytesLabel(c.in)
+		got, err := ParseBytes(c.in)
 		if (err == nil) != c.ok || got != c.want {
-			t.Errorf("parseBytesLabel(%q) = %v, %v", c.in, got, err)
+			t.Errorf("ParseBytes(%q) = %v, %v", c.in, got, err)
 		}
 	}
 }
@@ -258,10 +258,10 @@ func TestLabelFilterNoAllocs(t *testing.T) {
 		&logql.LabelFilterString{Matcher: matcher(t, `s=~"a.*"`)},
 	} {
 		st := must(t)(newLabelFilterStage(f))
-		lb := newLabelsBuilder()
+		lb := &Labels{}
 		stream := lbls("v", "503", "d", "1.5s", "b", "20KB", "ip", "10.1.2.3", "s", "abc")
 		if n := testing.AllocsPerRun(100, func() {
-			lb.reset(stream)
+			lb.Reset(stream)
 			if _, ok := st.process(0, nil, lb); !ok {
 				t.Fatalf("%s dropped the row", f)
 			}

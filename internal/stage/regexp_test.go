@@ -1,4 +1,4 @@
-package query
+package stage
 
 import (
 	"regexp"
@@ -81,10 +81,10 @@ func TestPatternStage(t *testing.T) {
 
 func TestPatternStageNoAllocs(t *testing.T) {
 	st := must(t)(newPatternStage(&logql.PatternParser{Pattern: pat(`<ip> - - <_> "<method> <uri> <_>" <status> <size> <_>`)}))
-	lb := newLabelsBuilder()
+	lb := &Labels{}
 	line := []byte(`0.191.12.2 - - [10/Jun/2021:09:14:29 +0000] "GET /api/plugins/versioncheck HTTP/1.1" 200 2 "-" "Go-http-client/2.0"`)
 	run := func() {
-		lb.reset(nil)
+		lb.Reset(nil)
 		st.process(0, line, lb)
 	}
 	run()

@@ -1,0 +1,124 @@
+package stage
+
+// This file is what the query engine's columnar path (range_columns.go in
+// package query) uses of the json stage. That path reads the values of a
+// json stage's parameters from a stored block's columns instead of its
+// lines, and must read them exactly as the stage reads a line: it plans
+// with the stage's own JSON reader and sets the labels with the stage's
+// own code. The query engine issue replaces that path; keep this surface
+// to what it uses.
+
+// ParamValue is what a json parameter's path found in one line: its
+// value (a string unescaped, "" for null, else its JSON text) and
+// whether the path is there.
+type ParamValue struct {
+	Value string
+	Found bool
+}
+
+// JSONParams is the first stage of a pipeline, a json stage with
+// parameters. It is the pipeline's: the same goroutine uses both.
+type JSONParams struct {
+	s *jsonStage
+}
+
+// JSONParams returns the pipeline's first stage when it is a json stage
+// with parameters.
+func (p *Pipeline) JSONParams() (JSONParams, bool) {
+	if len(p.stages) == 0 {
+		return JSONParams{}, false
+	}
+	s, ok := p.stages[0].(*jsonStage)
+	if !ok || len(s.params) == 0 {
+		return JSONParams{}, false
+	}
+	return JSONParams{s: s}, true
+}
+
+// Tail returns the pipeline of the stages after the first. It shares
+// them with p: the same goroutine uses both.
+func (p *Pipeline) Tail() *Pipeline {
+	if len(p.stages) == 0 {
+		return &Pipeline{}
+	}
+	return &Pipeline{stages: p.stages[1:]}
+}
+
+// Len returns the number of parameters.
+func (j JSONParams) Len() int { return len(j.s.params) }
+
+// Name returns the label name of parameter i.
+func (j JSONParams) Name(i int) string { return j.s.params[i].name }
+
+// Path returns the path of parameter i.
+func (j JSONParams) Path(i int) JSONPath { return JSONPath{elems: j.s.params[i].path} }
+
+// Apply sets the labels that the parameters' values give a row, as the
+// stage sets them for a line in which it found those values: values[i]
+// is parameter i's. The values must stay unchanged until lb's next
+// Reset.
+func (j JSONParams) Apply(lb *Labels, values []ParamValue) {
+	j.s.buf.reset()
+	j.s.apply(lb, values)
+}
+
+// JSONPath is the path of a json parameter.
+type JSONPath struct {
+	elems []jsonPathElem
+}
+
+// JSONScanner reads JSON as the json stage reads a line: the columnar
+// path plans a template with it (where a template's skeleton holds each
+// parameter) and checks a column's values. Offsets are into the input; a
+// method that fails returns -1 and records the first error (Failed). A
+// string it returns views the input or its buffer, valid until the next
+// Reset, Unquote or Valid. The zero JSONScanner is ready to use.
+//
+// Concurrency: one goroutine.
+type JSONScanner struct {
+	s jsonStage
+}
+
+// Reset starts reading data. holes are the offsets in data of a
+// template's values (each a placeholder): a path that reads a key from
+// one, or descends into one, fails (Locate).
+func (sc *JSONScanner) Reset(data []byte, holes []int) {
+	sc.s.holes = holes
+	sc.s.buf.reset()
+	sc.s.sc.reset(data, &sc.s.buf)
+}
+
+// Space returns the offset of the first byte at or after i that is not
+// JSON white space.
+func (sc *JSONScanner) Space(i int) int { return sc.s.sc.space(i) }
+
+// Locate returns the offset of the value at path from the value at i, or
+// -1 when it is not there or on an error.
+func (sc *JSONScanner) Locate(i int, path JSONPath) int { return sc.s.locate(i, path.elems) }
+
+// Failed reports whether reading met an error since Reset.
+func (sc *JSONScanner) Failed() bool { return sc.s.sc.errMsg != "" }
+
+// Skip reads the value at i, validating it, and returns the offset after
+// it, or -1.
+func (sc *JSONScanner) Skip(i int) int { return sc.s.sc.skip(i, 0) }
+
+// ValueAt returns the value at i (a valid one) as a parameter gives it: a
+// string unescaped, "" for null, the JSON text of anything else; false
+// when it cannot be read.
+func (sc *JSONScanner) ValueAt(i int) (string, bool) { return sc.s.valueAt(i) }
+
+// Unquote returns the value of the JSON string that q starts with (q[0]
+// is its opening quote), and whether that string is well-formed.
+func (sc *JSONScanner) Unquote(q []byte) (string, bool) {
+	sc.s.buf.reset()
+	sc.s.sc.reset(q, &sc.s.buf)
+	v, end := sc.s.sc.str(0)
+	return v, end >= 0
+}
+
+// Valid reports whether v is one JSON value, and nothing else.
+func (sc *JSONScanner) Valid(v []byte) bool {
+	sc.s.sc.reset(v, &sc.s.buf)
+	return len(v) > 0 && sc.s.sc.skip(0, 0) == len(v)
+}
