@@ -238,6 +238,26 @@ func (c *scriptCase) arg(t *testing.T, name, def string) string {
 }
 
 func (c *scriptCase) run(t *testing.T, path string, src Source) {
+	p := c.params(t, path)
+	res, err := NewEngine(Limits{MaxPoints: 11000}).Exec(context.Background(), src, p)
+	if len(c.expect) == 1 && strings.HasPrefix(c.expect[0], "error:") {
+		want := strings.TrimSpace(strings.TrimPrefix(c.expect[0], "error:"))
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Fatalf("%s:%d: %s\nerror %v, want one containing %q", path, c.line, c.query, err, want)
+		}
+		return
+	}
+	if err != nil {
+		t.Fatalf("%s:%d: %s\n%v", path, c.line, c.query, err)
+	}
+	got := render(res, p)
+	if !sameLines(got, c.expect) {
+		t.Fatalf("%s:%d: %s\ngot:\n  %s\nwant:\n  %s", path, c.line, c.query, strings.Join(got, "\n  "), strings.Join(c.expect, "\n  "))
+	}
+}
+
+// params are the query parameters of a case.
+func (c *scriptCase) params(t *testing.T, path string) Params {
 	p := Params{Tenant: c.arg(t, "tenant", store.DefaultTenant), Query: c.query}
 	if ts := strings.Split(p.Tenant, "|"); len(ts) > 1 {
 		p.Tenants = ts
@@ -263,21 +283,7 @@ func (c *scriptCase) run(t *testing.T, path string, src Source) {
 	default:
 		t.Fatalf("%s:%d: eval log, instant or range, not %q", path, c.line, c.kind)
 	}
-	res, err := NewEngine(Limits{MaxPoints: 11000}).Exec(context.Background(), src, p)
-	if len(c.expect) == 1 && strings.HasPrefix(c.expect[0], "error:") {
-		want := strings.TrimSpace(strings.TrimPrefix(c.expect[0], "error:"))
-		if err == nil || !strings.Contains(err.Error(), want) {
-			t.Fatalf("%s:%d: %s\nerror %v, want one containing %q", path, c.line, c.query, err, want)
-		}
-		return
-	}
-	if err != nil {
-		t.Fatalf("%s:%d: %s\n%v", path, c.line, c.query, err)
-	}
-	got := render(res, p)
-	if !sameLines(got, c.expect) {
-		t.Fatalf("%s:%d: %s\ngot:\n  %s\nwant:\n  %s", path, c.line, c.query, strings.Join(got, "\n  "), strings.Join(c.expect, "\n  "))
-	}
+	return p
 }
 
 // render writes a result as the script's expected lines.
