@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluicelog/sluice/internal/logql"
 	"github.com/sluicelog/sluice/internal/record"
 	"github.com/sluicelog/sluice/internal/store"
 	"github.com/sluicelog/sluice/internal/vfs"
@@ -52,7 +53,7 @@ type splitStores struct {
 	split [][]*store.Store // [split*2+variant][part]
 }
 
-func openMem(t *testing.T) *store.Store {
+func openMem(t testing.TB) *store.Store {
 	t.Helper()
 	st, err := store.Open(store.Options{FS: vfs.NewMem(), Dir: "data"})
 	if err != nil {
@@ -200,6 +201,11 @@ func compareSplit(t *testing.T, p Params, whole *store.Store, parts []*store.Sto
 	}
 	switch {
 	case werr != nil && gerr != nil:
+		for _, kind := range []error{ErrBadRequest, ErrLimit} {
+			if errors.Is(werr, kind) != errors.Is(gerr, kind) {
+				t.Fatalf("%s\nwhole: %v\nsplit: %v", p.Query, werr, gerr)
+			}
+		}
 		return nil
 	case werr != nil:
 		t.Fatalf("%s\nwhole: %v\nsplit: no error", p.Query, werr)
@@ -318,11 +324,11 @@ func sameLine(got, want string) bool {
 	return true
 }
 
-// TestPartialRandom splits random data row by row at random among two
-// or three stores and compares every range function, vector
-// aggregations, binary operations, topk, label_replace and log queries
-// evaluated in parts with the whole.
-func TestPartialRandom(t *testing.T) {
+// randomMetric and randomLogs are the queries of TestPartialRandom and
+// the seeds of FuzzPartial: every range function (with unwrap, grouping
+// and offset), vector aggregations, binary operations, topk, bottomk and
+// label_replace; log queries with filters, parsers and formats.
+var randomMetric, randomLogs = func() ([]string, []string) {
 	fns := []string{"count_over_time", "rate", "bytes_over_time", "bytes_rate", "absent_over_time"}
 	unwrapped := []string{"sum_over_time", "avg_over_time", "min_over_time", "max_over_time", "first_over_time",
 		"last_over_time", "stddev_over_time", "stdvar_over_time", "quantile_over_time(0.9,", "quantile_over_time(0.25,",
@@ -359,74 +365,112 @@ func TestPartialRandom(t *testing.T) {
 		`quantile_over_time(0.5, {app=~".+"} | logfmt | unwrap latency [1m]) by (app) and on (app) sum by (app) (count_over_time({app="a"}[1m]))`,
 	)
 	logs := []string{`{app=~".+"}`, `{app="a"} |= "error"`, `{app=~".+"} | logfmt | level="warn" | line_format "{{.msg}}"`}
+	return metric, logs
+}()
 
+// randomStores loads 600 random rows into a store whole and, each row in
+// a part picked at random, into n stores: the first of them and, when
+// flushWhole, the whole store flushed to parts, the others in the head.
+func randomStores(t testing.TB, seed uint64, n int, flushWhole bool) (*store.Store, []*store.Store) {
+	t.Helper()
+	rng := rand.New(rand.NewPCG(seed, 7))
+	whole := openMem(t)
+	parts := make([]*store.Store, n)
+	for i := range parts {
+		parts[i] = openMem(t)
+	}
+	var all []string
+	blocks := make([][]string, n)
+	levels := []string{"debug", "info", "warn", "error"}
+	for i := range 600 {
+		ls := fmt.Sprintf(`{app="%c", pod="p%d"}`, "abc"[rng.IntN(3)], rng.IntN(4))
+		// Unique times: ties order lines as neither evaluation fixes.
+		at := time.Duration(i)*time.Second + time.Duration(rng.IntN(1000))*time.Millisecond
+		latency := rng.Float64() * 5
+		if rng.IntN(5) == 0 {
+			latency = -rng.Float64() // negative values, and counter resets
+		}
+		l := fmt.Sprintf("%s %s level=%s latency=%.3f size=%d msg=m%d", ls, at, levels[rng.IntN(4)], latency, rng.IntN(5000), i)
+		all = append(all, l)
+		k := rng.IntN(n)
+		blocks[k] = append(blocks[k], l)
+	}
+	load(t, whole, store.DefaultTenant, "random", 0, all)
+	for k, st := range parts {
+		load(t, st, store.DefaultTenant, "random", 0, blocks[k])
+		if k == 0 {
+			if err := st.Flush(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if flushWhole {
+		if err := whole.Flush(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return whole, parts
+}
+
+// randomParams are the parameters TestPartialRandom evaluates a query
+// with: a range query and an instant one, or a log query in both
+// directions with limits from 1 to more than it has.
+func randomParams(q string) []Params {
+	if _, err := logql.ParseSampleExpr(q); err == nil {
+		return []Params{
+			{Tenant: store.DefaultTenant, Query: q, Start: t0 + int64(2*time.Minute), End: t0 + int64(9*time.Minute), Step: 20 * time.Second},
+			{Tenant: store.DefaultTenant, Query: q, Start: t0 + int64(5*time.Minute), End: t0 + int64(5*time.Minute), Instant: true},
+		}
+	}
+	var ps []Params
+	for _, d := range []Direction{Forward, Backward} {
+		for _, limit := range []int{1, 7, 50, 1000} {
+			ps = append(ps, Params{Tenant: store.DefaultTenant, Query: q, Start: t0 + int64(time.Minute), End: t0 + int64(8*time.Minute),
+				Limit: limit, Direction: d})
+		}
+	}
+	return ps
+}
+
+// TestPartialRandom splits random data row by row at random among two
+// or three stores and compares the queries of randomMetric and
+// randomLogs evaluated in parts with the whole.
+func TestPartialRandom(t *testing.T) {
 	for seed := range uint64(4) {
 		t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) {
-			rng := rand.New(rand.NewPCG(seed, 7))
-			n := 2 + int(seed%2)
-			whole := openMem(t)
-			parts := make([]*store.Store, n)
-			for i := range parts {
-				parts[i] = openMem(t)
-			}
-			var all []string
-			blocks := make([][]string, n)
-			levels := []string{"debug", "info", "warn", "error"}
-			for i := range 600 {
-				ls := fmt.Sprintf(`{app="%c", pod="p%d"}`, "abc"[rng.IntN(3)], rng.IntN(4))
-				// Unique times: ties order lines as neither evaluation fixes.
-				at := time.Duration(i)*time.Second + time.Duration(rng.IntN(1000))*time.Millisecond
-				l := fmt.Sprintf("%s %s level=%s latency=%.3f size=%d msg=m%d", ls, at, levels[rng.IntN(4)],
-					rng.Float64()*5, rng.IntN(5000), i)
-				if rng.IntN(5) == 0 {
-					l = fmt.Sprintf("%s %s level=%s latency=%.3f size=%d msg=m%d", ls, at, levels[rng.IntN(4)],
-						-rng.Float64(), rng.IntN(5000), i) // negative and counter resets
-				}
-				all = append(all, l)
-				k := rng.IntN(n)
-				blocks[k] = append(blocks[k], l)
-			}
-			load(t, whole, store.DefaultTenant, "random", 0, all)
-			for k, st := range parts {
-				load(t, st, store.DefaultTenant, "random", 0, blocks[k])
-				if k == 0 {
-					if err := st.Flush(); err != nil { // one part in parts, the others in the head
-						t.Fatal(err)
-					}
-				}
-			}
-			if seed%2 == 0 {
-				if err := whole.Flush(); err != nil {
-					t.Fatal(err)
-				}
-			}
-			for qi, q := range metric {
-				for _, p := range []Params{
-					{Tenant: store.DefaultTenant, Query: q, Start: t0 + int64(2*time.Minute), End: t0 + int64(9*time.Minute), Step: 20 * time.Second},
-					{Tenant: store.DefaultTenant, Query: q, Start: t0 + int64(5*time.Minute), End: t0 + int64(5*time.Minute), Instant: true},
-				} {
-					t.Run(fmt.Sprintf("metric%d/instant=%v", qi, p.Instant), func(t *testing.T) {
+			whole, parts := randomStores(t, seed, 2+int(seed%2), seed%2 == 0)
+			for qi, q := range append(randomMetric, randomLogs...) {
+				for _, p := range randomParams(q) {
+					t.Run(fmt.Sprintf("query%d/instant=%v/direction=%d/limit=%d", qi, p.Instant, p.Direction, p.Limit), func(t *testing.T) {
 						if err := compareSplit(t, p, whole, parts); err != nil {
 							t.Fatal(err)
 						}
 					})
 				}
 			}
-			for qi, q := range logs {
-				for _, d := range []Direction{Forward, Backward} {
-					for _, limit := range []int{1, 7, 50, 1000} {
-						p := Params{Tenant: store.DefaultTenant, Query: q, Start: t0 + int64(time.Minute), End: t0 + int64(8*time.Minute),
-							Limit: limit, Direction: d}
-						t.Run(fmt.Sprintf("log%d/direction=%d/limit=%d", qi, d, limit), func(t *testing.T) {
-							if err := compareSplit(t, p, whole, parts); err != nil {
-								t.Fatal(err)
-							}
-						})
-					}
-				}
-			}
 		})
 	}
+}
+
+// FuzzPartial evaluates any query on random data split row by row among
+// three stores and compares the merged parts with the whole. A query
+// whose result turns on the last bits of a sum (an equality with a
+// fraction) may differ, as the package doc says.
+func FuzzPartial(f *testing.F) {
+	for _, q := range append(randomMetric, randomLogs...) {
+		f.Add(q)
+	}
+	whole, parts := randomStores(f, 1, 3, true)
+	f.Fuzz(func(t *testing.T, q string) {
+		if _, err := logql.Parse(q); err != nil {
+			return
+		}
+		for _, p := range randomParams(q) {
+			if err := compareSplit(t, p, whole, parts); err != nil && !errors.Is(err, ErrNotSplittable) {
+				t.Fatal(err)
+			}
+		}
+	})
 }
 
 func TestPartialRefuses(t *testing.T) {

@@ -148,7 +148,7 @@ func runScript(t *testing.T, path string) {
 }
 
 // load pushes lines through the Loki decoder into the store.
-func load(t *testing.T, st *store.Store, tenant, path string, end int, block []string) {
+func load(t testing.TB, st *store.Store, tenant, path string, end int, block []string) {
 	t.Helper()
 	type pushStream struct {
 		Stream map[string]string `json:"stream"`
@@ -199,7 +199,7 @@ func load(t *testing.T, st *store.Store, tenant, path string, end int, block []s
 }
 
 // offset reads a time after t0.
-func offset(t *testing.T, s string) int64 {
+func offset(t testing.TB, s string) int64 {
 	t.Helper()
 	d, err := time.ParseDuration(s)
 	if err != nil {
@@ -208,7 +208,7 @@ func offset(t *testing.T, s string) int64 {
 	return t0 + int64(d)
 }
 
-func parseLabels(t *testing.T, s string) record.Labels {
+func parseLabels(t testing.TB, s string) record.Labels {
 	t.Helper()
 	var ls record.Labels
 	s = strings.TrimSpace(strings.TrimSuffix(strings.TrimPrefix(s, "{"), "}"))
