@@ -25,6 +25,9 @@ import (
 // by Chan's formula), quantile_over_time and rate_counter keep every
 // sample. Vector aggregations, binary operations, label_replace and the
 // rest run in Finish on the merged series, as Eval runs them on its own.
+// (A part of quantile_over_time or rate_counter holds what Eval holds:
+// every sample in every window; each part's MaxBytesScanned bounds it,
+// and Finish checks the parts' bytes added against its own.)
 // A log query's part is its newest (or oldest) Limit lines with their
 // labels; merging keeps the newest (oldest) Limit of all the parts'.
 //
@@ -33,8 +36,10 @@ import (
 // of floating-point additions (sum_over_time, avg_over_time and the
 // deviations of values that are not small integers may differ in the
 // last bits, as Eval's own workers already do for a series that spans
-// streams), and for the order of lines of the same time and the same
-// labels, which Eval does not fix either. A log query with an interval
+// streams), and for ties that Eval does not break either: the order of
+// lines of the same time and the same labels, and which of two samples
+// of one series at the same time first_over_time, last_over_time and
+// rate_counter see first. A log query with an interval
 // (Params.Interval) cannot be split: its thinning runs through each
 // stream's lines in order, and a part cannot know the line another part
 // kept last. Engine.Partial refuses it with ErrNotSplittable.
