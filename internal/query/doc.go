@@ -10,6 +10,12 @@
 // Loki, it is refused in range queries ("approx_topk error: count min
 // sketches are only supported on instant queries") and takes no grouping.
 //
+// A query can also be evaluated where its data are, in parts: each node
+// evaluates it on what it holds (Engine.Partial), the parts merge (Merge)
+// and the merge finishes into the whole's result (Partial.Finish). A part
+// is plain data, the range aggregations' per-series state or a log
+// query's lines, that knows no store (partial.go).
+//
 // It declares the small storage interface it needs (Source) and knows no
 // part file, WAL or head: a store snapshot answers it.
 package query

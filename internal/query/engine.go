@@ -183,8 +183,8 @@ func (e *Engine) Eval(ctx context.Context, src Source, expr logql.Expr, p Params
 		ctx, cancel = context.WithTimeout(ctx, e.limits.Timeout)
 		defer cancel()
 	}
-	if p.End < p.Start {
-		return nil, fmt.Errorf("%w: the end time is before the start time", ErrBadRequest)
+	if err := check(expr, p); err != nil {
+		return nil, err
 	}
 	if len(p.Tenants) > 1 {
 		src = newMultiSource(src, p.Tenants)
@@ -194,23 +194,11 @@ func (e *Engine) Eval(ctx context.Context, src Source, expr logql.Expr, p Params
 	var err error
 	switch x := expr.(type) {
 	case *logql.LogExpr:
-		if p.Instant {
-			return nil, fmt.Errorf("%w: log queries are not supported as an instant query type, please change your query to a range query type", ErrBadRequest)
-		}
 		res, err = ev.logQuery(ctx, x)
 	case logql.SampleExpr:
-		if !p.Instant && hasApproxTopK(x) {
-			// Loki's words; its sketches only merge for one instant.
-			return nil, fmt.Errorf("%w: approx_topk error: count min sketches are only supported on instant queries", ErrBadRequest)
-		}
 		res, err = ev.metricQuery(ctx, x)
-	default:
-		err = fmt.Errorf("%w: unexpected expression %T", ErrBadRequest, expr)
 	}
-	if errors.Is(err, context.DeadlineExceeded) && e.limits.Timeout > 0 {
-		err = fmt.Errorf("%w: the query ran longer than %s", ErrLimit, e.limits.Timeout)
-	}
-	if err != nil {
+	if err = e.timedOut(err); err != nil {
 		return nil, err
 	}
 	if w, ok := src.(Warner); ok {
@@ -219,6 +207,35 @@ func (e *Engine) Eval(ctx context.Context, src Source, expr logql.Expr, p Params
 	res.Stats = ev.stats.snapshot()
 	res.Stats.ExecDuration = time.Since(began)
 	return res, nil
+}
+
+// check refuses a query the parameters cannot evaluate.
+func check(expr logql.Expr, p Params) error {
+	if p.End < p.Start {
+		return fmt.Errorf("%w: the end time is before the start time", ErrBadRequest)
+	}
+	switch x := expr.(type) {
+	case *logql.LogExpr:
+		if p.Instant {
+			return fmt.Errorf("%w: log queries are not supported as an instant query type, please change your query to a range query type", ErrBadRequest)
+		}
+	case logql.SampleExpr:
+		if !p.Instant && hasApproxTopK(x) {
+			// Loki's words; its sketches only merge for one instant.
+			return fmt.Errorf("%w: approx_topk error: count min sketches are only supported on instant queries", ErrBadRequest)
+		}
+	default:
+		return fmt.Errorf("%w: unexpected expression %T", ErrBadRequest, expr)
+	}
+	return nil
+}
+
+// timedOut names the timeout limit in an error its deadline caused.
+func (e *Engine) timedOut(err error) error {
+	if errors.Is(err, context.DeadlineExceeded) && e.limits.Timeout > 0 {
+		return fmt.Errorf("%w: the query ran longer than %s", ErrLimit, e.limits.Timeout)
+	}
+	return err
 }
 
 // hasApproxTopK reports whether e uses approx_topk.
@@ -237,21 +254,12 @@ func hasApproxTopK(e logql.SampleExpr) bool {
 // metricQuery evaluates a metric query into a matrix (range), a vector
 // (instant) or a scalar.
 func (ev *evaluator) metricQuery(ctx context.Context, x logql.SampleExpr) (*Result, error) {
-	start, step, steps := ev.p.Start, int64(ev.p.Step), 1
-	if !ev.p.Instant {
-		if step <= 0 {
-			return nil, fmt.Errorf("%w: zero or negative query resolution step widths are not accepted. Try a positive integer", ErrBadRequest)
-		}
-		n := (ev.p.End-ev.p.Start)/step + 1
-		if max := ev.e.limits.MaxPoints; max > 0 && n > int64(max) {
-			return nil, fmt.Errorf("%w: exceeded maximum resolution of %d points per timeseries. Try decreasing the query resolution (?step=XX)", ErrBadRequest, max)
-		}
-		steps = int(n)
+	shape, err := ev.shape()
+	if err != nil {
+		return nil, err
 	}
-	if step <= 0 {
-		step = 1
-	}
-	m, err := ev.sample(ctx, x, newMatrix(start, step, steps))
+	start := shape.start
+	m, err := ev.sample(ctx, x, shape)
 	if err != nil {
 		return nil, err
 	}
@@ -286,6 +294,26 @@ func (ev *evaluator) metricQuery(ctx context.Context, x logql.SampleExpr) (*Resu
 		res.Matrix = append(res.Matrix, out)
 	}
 	return res, nil
+}
+
+// shape returns an empty matrix of the steps a metric query is
+// evaluated at.
+func (ev *evaluator) shape() (*matrix, error) {
+	start, step, steps := ev.p.Start, int64(ev.p.Step), 1
+	if !ev.p.Instant {
+		if step <= 0 {
+			return nil, fmt.Errorf("%w: zero or negative query resolution step widths are not accepted. Try a positive integer", ErrBadRequest)
+		}
+		n := (ev.p.End-ev.p.Start)/step + 1
+		if max := ev.e.limits.MaxPoints; max > 0 && n > int64(max) {
+			return nil, fmt.Errorf("%w: exceeded maximum resolution of %d points per timeseries. Try decreasing the query resolution (?step=XX)", ErrBadRequest, max)
+		}
+		steps = int(n)
+	}
+	if step <= 0 {
+		step = 1
+	}
+	return newMatrix(start, step, steps), nil
 }
 
 // sample evaluates a metric expression at the steps of shape.

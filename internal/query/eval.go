@@ -21,6 +21,9 @@ type evaluator struct {
 	src   Source
 	p     Params
 	stats counters
+	// merged, when Partial.Finish evaluates, are the parts' merged
+	// states of the query's range aggregations, which are not read again.
+	merged map[*logql.RangeAggregation]map[string]*rangeSeries
 }
 
 // counters are Stats counted by concurrent workers.

@@ -38,14 +38,30 @@ type logWorker struct {
 // logQuery returns the lines of a log query in [Start, End), at most
 // Limit of them, newest first unless Forward.
 func (ev *evaluator) logQuery(ctx context.Context, x *logql.LogExpr) (*Result, error) {
-	from, to := ev.p.Start, ev.p.End-1
-	limit := ev.p.Limit
-	if max := ev.e.limits.MaxLines; max > 0 && (limit <= 0 || limit > max) {
+	all, labels, err := ev.logLines(ctx, x)
+	if err != nil {
+		return nil, err
+	}
+	return ev.streamsOf(all, labels), nil
+}
+
+// logLimit is the most lines a log query returns.
+func (e *Engine) logLimit(p Params) int {
+	limit := p.Limit
+	if max := e.limits.MaxLines; max > 0 && (limit <= 0 || limit > max) {
 		limit = max
 	}
 	if limit <= 0 {
 		limit = 100
 	}
+	return limit
+}
+
+// logLines returns the lines a log query returns, in their order, and
+// their labels by key.
+func (ev *evaluator) logLines(ctx context.Context, x *logql.LogExpr) ([]logLine, map[string]record.Labels, error) {
+	from, to := ev.p.Start, ev.p.End-1
+	limit := ev.e.logLimit(ev.p)
 	opts := pruning(x.Pipeline)
 	opts.LinesOnly = true // the stages parse lines
 	opts.Meta = true      // a line's structured metadata are among its labels
@@ -106,7 +122,7 @@ func (ev *evaluator) logQuery(ctx context.Context, x *logql.LogExpr) (*Result, e
 		return err
 	})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	var all []logLine
 	labels := map[string]record.Labels{}
@@ -116,15 +132,24 @@ func (ev *evaluator) logQuery(ctx context.Context, x *logql.LogExpr) (*Result, e
 			labels[k] = e.labels
 		}
 	}
-	backward := ev.p.Direction == Backward
+	sortLines(all, ev.p.Direction)
+	return all[:min(len(all), limit)], labels, nil
+}
+
+// sortLines orders lines as a log query returns them: by time, newest
+// first unless Forward, lines of the same time by their labels' key.
+func sortLines(all []logLine, d Direction) {
 	slices.SortStableFunc(all, func(a, b logLine) int {
 		c := cmp.Or(cmp.Compare(a.time, b.time), strings.Compare(a.key, b.key))
-		if backward {
+		if d == Backward {
 			return -c
 		}
 		return c
 	})
-	all = all[:min(len(all), limit)]
+}
+
+// streamsOf is the result of a log query's lines, in their order.
+func (ev *evaluator) streamsOf(all []logLine, labels map[string]record.Labels) *Result {
 	byKey := map[string]int{}
 	res := &Result{Type: "streams"}
 	for _, l := range all {
@@ -138,7 +163,7 @@ func (ev *evaluator) logQuery(ctx context.Context, x *logql.LogExpr) (*Result, e
 	}
 	slices.SortFunc(res.Streams, func(a, b Stream) int { return compareLabels(a.Labels, b.Labels) })
 	ev.stats.linesOut.Add(int64(len(all)))
-	return res, nil
+	return res
 }
 
 // keyed is a label set with its key (labelsBuilder.appendKey).

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"strconv"
@@ -138,6 +139,19 @@ var rangeOps = map[string]rangeOp{
 
 // rangeAggregation evaluates a range function at the steps of shape.
 func (ev *evaluator) rangeAggregation(ctx context.Context, x *logql.RangeAggregation, shape *matrix) (*matrix, error) {
+	merged, ok := ev.merged[x] // Partial.Finish: the parts' merged states
+	if !ok {
+		var err error
+		if merged, err = ev.rangeStates(ctx, x, shape); err != nil {
+			return nil, err
+		}
+	}
+	return rangeMatrix(x, shape, merged), nil
+}
+
+// rangeStates reads the samples of a range function at the steps of
+// shape: its series' accumulated states, by their labels' key.
+func (ev *evaluator) rangeStates(ctx context.Context, x *logql.RangeAggregation, shape *matrix) (map[string]*rangeSeries, error) {
 	op, ok := rangeOps[x.Op]
 	if !ok {
 		return nil, fmt.Errorf("%w: unknown range aggregation %s", ErrBadRequest, x.Op)
@@ -214,22 +228,27 @@ func (ev *evaluator) rangeAggregation(ctx context.Context, x *logql.RangeAggrega
 		return nil, err
 	}
 	merged := map[string]*rangeSeries{}
-	var keys []string
 	for _, w := range workers {
 		for k, s := range w.series {
 			if m := merged[k]; m != nil {
 				m.merge(op, s)
 			} else {
 				merged[k] = s
-				keys = append(keys, k)
 			}
 		}
 	}
-	slices.Sort(keys)
+	return merged, nil
+}
+
+// rangeMatrix is a range function's value at the steps of shape, from
+// its series' accumulated states.
+func rangeMatrix(x *logql.RangeAggregation, shape *matrix, merged map[string]*rangeSeries) *matrix {
+	rng := int64(x.Range.Interval)
 	out := shape.like()
 	if x.Op == "absent_over_time" {
-		return absent(out, merged, x.Range.Log.Selector), nil
+		return absent(out, merged, x.Range.Log.Selector)
 	}
+	keys := slices.Sorted(maps.Keys(merged))
 	for _, k := range keys {
 		rs := merged[k]
 		s := out.add(rs.labels)
@@ -243,7 +262,7 @@ func (ev *evaluator) rangeAggregation(ctx context.Context, x *logql.RangeAggrega
 		}
 	}
 	out.sortSeries()
-	return out, nil
+	return out
 }
 
 // countRows adds n rows of stream ls that the store counted (they hold

@@ -148,7 +148,7 @@ func runScript(t *testing.T, path string) {
 }
 
 // load pushes lines through the Loki decoder into the store.
-func load(t *testing.T, st *store.Store, tenant, path string, end int, block []string) {
+func load(t testing.TB, st *store.Store, tenant, path string, end int, block []string) {
 	t.Helper()
 	type pushStream struct {
 		Stream map[string]string `json:"stream"`
@@ -199,7 +199,7 @@ func load(t *testing.T, st *store.Store, tenant, path string, end int, block []s
 }
 
 // offset reads a time after t0.
-func offset(t *testing.T, s string) int64 {
+func offset(t testing.TB, s string) int64 {
 	t.Helper()
 	d, err := time.ParseDuration(s)
 	if err != nil {
@@ -208,7 +208,7 @@ func offset(t *testing.T, s string) int64 {
 	return t0 + int64(d)
 }
 
-func parseLabels(t *testing.T, s string) record.Labels {
+func parseLabels(t testing.TB, s string) record.Labels {
 	t.Helper()
 	var ls record.Labels
 	s = strings.TrimSpace(strings.TrimSuffix(strings.TrimPrefix(s, "{"), "}"))
@@ -238,6 +238,26 @@ func (c *scriptCase) arg(t *testing.T, name, def string) string {
 }
 
 func (c *scriptCase) run(t *testing.T, path string, src Source) {
+	p := c.params(t, path)
+	res, err := NewEngine(Limits{MaxPoints: 11000}).Exec(context.Background(), src, p)
+	if len(c.expect) == 1 && strings.HasPrefix(c.expect[0], "error:") {
+		want := strings.TrimSpace(strings.TrimPrefix(c.expect[0], "error:"))
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Fatalf("%s:%d: %s\nerror %v, want one containing %q", path, c.line, c.query, err, want)
+		}
+		return
+	}
+	if err != nil {
+		t.Fatalf("%s:%d: %s\n%v", path, c.line, c.query, err)
+	}
+	got := render(res, p)
+	if !sameLines(got, c.expect) {
+		t.Fatalf("%s:%d: %s\ngot:\n  %s\nwant:\n  %s", path, c.line, c.query, strings.Join(got, "\n  "), strings.Join(c.expect, "\n  "))
+	}
+}
+
+// params are the query parameters of a case.
+func (c *scriptCase) params(t *testing.T, path string) Params {
 	p := Params{Tenant: c.arg(t, "tenant", store.DefaultTenant), Query: c.query}
 	if ts := strings.Split(p.Tenant, "|"); len(ts) > 1 {
 		p.Tenants = ts
@@ -263,21 +283,7 @@ func (c *scriptCase) run(t *testing.T, path string, src Source) {
 	default:
 		t.Fatalf("%s:%d: eval log, instant or range, not %q", path, c.line, c.kind)
 	}
-	res, err := NewEngine(Limits{MaxPoints: 11000}).Exec(context.Background(), src, p)
-	if len(c.expect) == 1 && strings.HasPrefix(c.expect[0], "error:") {
-		want := strings.TrimSpace(strings.TrimPrefix(c.expect[0], "error:"))
-		if err == nil || !strings.Contains(err.Error(), want) {
-			t.Fatalf("%s:%d: %s\nerror %v, want one containing %q", path, c.line, c.query, err, want)
-		}
-		return
-	}
-	if err != nil {
-		t.Fatalf("%s:%d: %s\n%v", path, c.line, c.query, err)
-	}
-	got := render(res, p)
-	if !sameLines(got, c.expect) {
-		t.Fatalf("%s:%d: %s\ngot:\n  %s\nwant:\n  %s", path, c.line, c.query, strings.Join(got, "\n  "), strings.Join(c.expect, "\n  "))
-	}
+	return p
 }
 
 // render writes a result as the script's expected lines.
