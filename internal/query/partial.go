@@ -10,6 +10,7 @@ import (
 
 	"github.com/sluicelog/sluice/internal/logql"
 	"github.com/sluicelog/sluice/internal/record"
+	"github.com/sluicelog/sluice/internal/stage"
 )
 
 // Partial results let a query run where its data are: each node
@@ -446,15 +447,6 @@ func mergeLines(parts []*Partial) ([]logLine, map[string]record.Labels, int) {
 	return all[:min(len(all), limit)], labels, limit
 }
 
-// labelsKey is the key of a sorted label set, as labelsBuilder.appendKey
+// labelsKey is the key of a sorted label set, as the label builder
 // encodes it: lines of the same time are ordered by it.
-func labelsKey(ls record.Labels) string {
-	var b strings.Builder
-	for _, l := range ls {
-		b.WriteString(l.Name)
-		b.WriteByte(0xff)
-		b.WriteString(l.Value)
-		b.WriteByte(0xff)
-	}
-	return b.String()
-}
+func labelsKey(ls record.Labels) string { return string(stage.AppendLabelsKey(nil, ls)) }

@@ -226,7 +226,14 @@ func (b *Labels) changed() bool {
 // identifies the set: the key of a result series.
 func (b *Labels) AppendKey(dst []byte) []byte {
 	b.sort()
-	for _, l := range b.cur {
+	return AppendLabelsKey(dst, b.cur)
+}
+
+// AppendLabelsKey appends the key of a sorted label set, as AppendKey
+// encodes it: each name and value followed by 0xff, a byte no UTF-8 text
+// holds.
+func AppendLabelsKey(dst []byte, ls record.Labels) []byte {
+	for _, l := range ls {
 		dst = append(dst, l.Name...)
 		dst = append(dst, 0xff)
 		dst = append(dst, l.Value...)
