@@ -107,7 +107,7 @@ func TestReadOnlyCommands(t *testing.T) {
 		t.Fatal(err)
 	}
 	p, _ := parse.New(parse.Options{Record: record.DefaultConfig()})
-	err = p.Bytes(context.Background(), []byte(inWAL), func(b *record.Batch) error { return s.Append("default", b) })
+	err = p.Bytes(context.Background(), []byte(inWAL), func(b *record.Batch) error { return s.Append(context.Background(), "default", b) })
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -51,7 +51,7 @@ func TestStoppedCleanlyIsTrue(t *testing.T) {
 	add := func(round int) {
 		for i := range tenants {
 			line := fmt.Sprintf(`{"time":"2026-01-15T08:00:0%dZ","msg":"round %d tenant %d","service":"a"}`+"\n", round, round, i)
-			err := p.Bytes(context.Background(), []byte(line), func(b *record.Batch) error { return st.Append(fmt.Sprintf("t%d", i), b) })
+			err := p.Bytes(context.Background(), []byte(line), func(b *record.Batch) error { return st.Append(context.Background(), fmt.Sprintf("t%d", i), b) })
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -37,13 +37,13 @@ func benchStore(b *testing.B) *store.Store {
 			pick("payment declined", "user logged in", "cache miss", "request completed"), pick("api", "web", "auth", "reports"),
 			rng.IntN(8), rng.Uint64(), rng.Uint64(), pick("GET", "POST"), pick("cart", "users", "orders"), 200+100*rng.IntN(4), rng.IntN(500), rng.IntN(1000))
 		if sb.Len() > 4<<20 {
-			if err := p.Bytes(context.Background(), []byte(sb.String()), func(bt *record.Batch) error { return st.Append(store.DefaultTenant, bt) }); err != nil {
+			if err := p.Bytes(context.Background(), []byte(sb.String()), func(bt *record.Batch) error { return st.Append(context.Background(), store.DefaultTenant, bt) }); err != nil {
 				b.Fatal(err)
 			}
 			sb.Reset()
 		}
 	}
-	if err := p.Bytes(context.Background(), []byte(sb.String()), func(bt *record.Batch) error { return st.Append(store.DefaultTenant, bt) }); err != nil {
+	if err := p.Bytes(context.Background(), []byte(sb.String()), func(bt *record.Batch) error { return st.Append(context.Background(), store.DefaultTenant, bt) }); err != nil {
 		b.Fatal(err)
 	}
 	if err := st.Flush(); err != nil {

@@ -65,7 +65,7 @@ func TestOwnFormatsHaveNoMeta(t *testing.T) {
 				}
 				err = p.Bytes(context.Background(), []byte(in.lines), func(b *record.Batch) error {
 					b.ReceiveTime = t0
-					return st.Append(store.DefaultTenant, b)
+					return st.Append(context.Background(), store.DefaultTenant, b)
 				})
 				if err == nil && flush {
 					err = st.Flush()

@@ -142,7 +142,7 @@ func checkColumnar(t *testing.T, lines []string, swept bool, queries []string) {
 	}
 	for i := 0; i < len(lines); i += 500 {
 		chunk := strings.Join(lines[i:min(i+500, len(lines))], "\n") + "\n"
-		err := p.Bytes(context.Background(), []byte(chunk), func(b *record.Batch) error { return st.Append(store.DefaultTenant, b) })
+		err := p.Bytes(context.Background(), []byte(chunk), func(b *record.Batch) error { return st.Append(context.Background(), store.DefaultTenant, b) })
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -228,7 +228,7 @@ func FuzzColumnarSameAsRows(f *testing.F) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := p.Bytes(context.Background(), []byte(strings.Join(lines, "\n")+"\n"), func(b *record.Batch) error { return st.Append(store.DefaultTenant, b) }); err != nil {
+		if err := p.Bytes(context.Background(), []byte(strings.Join(lines, "\n")+"\n"), func(b *record.Batch) error { return st.Append(context.Background(), store.DefaultTenant, b) }); err != nil {
 			t.Fatal(err)
 		}
 		if err := st.Flush(); err != nil {

@@ -193,7 +193,7 @@ func load(t testing.TB, st *store.Store, tenant, path string, end int, block []s
 	if err != nil || res.Rejected > 0 {
 		t.Fatalf("%s:%d: load: %v %+v", path, end, err, res)
 	}
-	if err := st.Append(tenant, &b); err != nil {
+	if err := st.Append(context.Background(), tenant, &b); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -142,7 +142,7 @@ func (s *Server) esDocs(r *http.Request, tenant string, docs []byte) (map[int64]
 			s.log.Warn("ingest: stream limit", "protocol", "elastic", "msg", rf.message(tenant, s.streams.max))
 		}
 		s.countTimeFallbacks("elastic", b)
-		if err := s.st.Append(tenant, b); err != nil {
+		if err := s.st.Append(r.Context(), tenant, b); err != nil {
 			return storeFailure{err}
 		}
 		stored += len(b.Records)

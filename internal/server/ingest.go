@@ -281,9 +281,7 @@ func (s *Server) handleLines(w http.ResponseWriter, r *http.Request, tenant stri
 	var storeErr error
 	streamRefused := false
 	// Pipelined: a chunk is parsed and encoded while the one before it
-	// waits for its fsync. (Its Wait comes before the next Write: Write
-	// holds the store's cut lock for reading until Wait, and one
-	// goroutine must never hold it twice.)
+	// waits for its fsync.
 	var pending *store.Pending
 	var pendingLines, pendingBytes int
 	settle := func() error {
@@ -328,7 +326,7 @@ func (s *Server) handleLines(w http.ResponseWriter, r *http.Request, tenant stri
 		if err := settle(); err != nil {
 			return err
 		}
-		next.Write()
+		next.Write(r.Context())
 		pending, pendingLines, pendingBytes = next, len(b.Records), len(b.Data)
 		return nil
 	}
@@ -410,7 +408,7 @@ func (s *Server) handleLoki(w http.ResponseWriter, r *http.Request, tenant strin
 		http.Error(w, rf.message(tenant, s.streams.max)+"; nothing of the push was stored", http.StatusTooManyRequests)
 		return http.StatusTooManyRequests
 	}
-	if err := s.st.Append(tenant, b); err != nil {
+	if err := s.st.Append(r.Context(), tenant, b); err != nil {
 		return s.storeError(w, err, "")
 	}
 	s.countLines(r, tenant, "loki", len(b.Records))

@@ -76,7 +76,7 @@ func (s *Server) handleOTLP(w http.ResponseWriter, r *http.Request, tenant strin
 		reasons = append(reasons, rf.message(tenant, s.streams.max))
 		s.metrics.rejected.WithLabelValues("otlp", "stream_limit").Add(float64(rf.lines))
 	}
-	if err := s.st.Append(tenant, b); err != nil {
+	if err := s.st.Append(r.Context(), tenant, b); err != nil {
 		return s.storeError(w, err, "")
 	}
 	s.countLines(r, tenant, "otlp", len(b.Records))

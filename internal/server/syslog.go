@@ -107,7 +107,7 @@ func (in *syslogInput) store(bt *syslog.Batcher, remote string) error {
 	if len(b.Records) == 0 {
 		return nil
 	}
-	if err := s.st.Append(in.tenant, b); err != nil {
+	if err := s.st.Append(context.Background(), in.tenant, b); err != nil { // no request to hang up: what was read is stored
 		s.log.Error("syslog: store refused a batch", "protocol", in.protocol, "err", err)
 		return err
 	}

@@ -22,6 +22,61 @@ type head struct {
 	bytes   int64    // encoded bytes held
 	rows    int64
 	tenants map[string]*headTenant
+
+	// flightMu guards inFlight: the batches queued for this head whose
+	// rows are not inserted yet (a list linked through Pending.prev and
+	// Pending.next). Once the head is cut, it only shrinks.
+	flightMu sync.Mutex
+	inFlight *Pending
+}
+
+// addInFlight adds p to the batches in flight to h.
+// REQUIRES: s.cut is held, and h is s.head.
+func (h *head) addInFlight(p *Pending) {
+	h.flightMu.Lock()
+	p.next = h.inFlight
+	if p.next != nil {
+		p.next.prev = p
+	}
+	h.inFlight = p
+	h.flightMu.Unlock()
+}
+
+// removeInFlight removes p (settled) from the batches in flight to h.
+func (h *head) removeInFlight(p *Pending) {
+	h.flightMu.Lock()
+	if p.prev != nil {
+		p.prev.next = p.next
+	} else {
+		h.inFlight = p.next
+	}
+	if p.next != nil {
+		p.next.prev = p.prev
+	}
+	p.prev, p.next = nil, nil
+	h.flightMu.Unlock()
+}
+
+func (h *head) hasInFlight() bool {
+	h.flightMu.Lock()
+	defer h.flightMu.Unlock()
+	return h.inFlight != nil
+}
+
+// settleInFlight returns once every batch queued to h is inserted or
+// has failed, settling each itself: it waits for the WAL's writer, never
+// for a caller's Wait.
+// REQUIRES: h has been cut (no batch is queued to it any more).
+func (h *head) settleInFlight() {
+	for {
+		h.flightMu.Lock()
+		p := h.inFlight
+		h.flightMu.Unlock()
+		if p == nil {
+			return
+		}
+		_ = p.settle() // its error is its Wait's to report
+	}
 }
 
 type headTenant struct {

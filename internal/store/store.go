@@ -1,5 +1,23 @@
 package store
 
+// Lock order. A goroutine holding one of these takes only locks below it:
+//
+//	flushMu   serializes flushes (the cut and the writing of parts)
+//	mergeMu   serializes merges (never held with flushMu)
+//	cut       held by Pending.Write across choosing the head and queueing
+//	          the batch's frame in the WAL, and by the cut across the
+//	          WAL's rotation and the head swap (see its INVARIANT)
+//	mu        the store's state: heads, parts, manifest, counters (room
+//	          waits on it)
+//	Pending.mu  serializes a batch's settle
+//	head.mu, head.flightMu, dirMu, Snapshot.dmgMu, the WAL's locks:
+//	          leaves
+//
+// No lock is held when a call returns to its caller, and none while a
+// goroutine waits for a caller to act (a flush settles the batches in
+// flight itself rather than wait for their Wait), so a goroutine may Write
+// several batches before it waits for them.
+
 import (
 	"cmp"
 	"context"
@@ -100,11 +118,23 @@ type Store struct {
 	// blocks caches what every part's queries read again of its blocks.
 	blocks *part.BlockCache
 
-	// cut is held for reading by Append across the WAL append and the
-	// head insert, and for writing to swap the head and rotate the WAL, so
-	// that a head holds exactly the records of the WAL segments before
-	// the rotation.
-	cut sync.RWMutex
+	// cut is held by Pending.Write across choosing the head and queueing
+	// its frame in the WAL, and by the cut across the WAL's rotation and
+	// the head swap.
+	//
+	// INVARIANT: a head holds exactly the records of the WAL frames queued
+	// while it was s.head, and those are exactly the frames of the WAL
+	// segments from the previous cut's rotation up to (not including) the
+	// segment its own cut's Rotate returned, which the flush passes as
+	// walFrom. The WAL writes frames in the order they were queued, a
+	// rotation included, so a frame queued before the rotation (under
+	// cut) lands in an earlier segment and one queued after it in a later
+	// one. A batch counts in its head's in-flight list from its Enqueue
+	// until its frame is written and its rows inserted (or it failed); a
+	// flush settles every batch still in flight in the head it cut before
+	// it writes that head, so no batch is lost or split between heads,
+	// and no caller's Wait is needed for a cut to finish.
+	cut sync.Mutex
 
 	flushMu sync.Mutex // serializes flushes
 	mergeMu sync.Mutex // serializes merges
@@ -112,8 +142,8 @@ type Store struct {
 	mu          sync.Mutex
 	room        *sync.Cond // signalled when a flush ends
 	flushingSeg uint64     // the WAL segment after the flushing head's
-	head        *head
-	flushing    *head // the head being written to parts, still readable
+	head        *head      // swapped under both cut and mu: either lock reads it
+	flushing    *head      // the head being written to parts, still readable
 	parts       []*livePart
 	man         *manifest
 	bgErr       error // the last flush's failure; nil after a success
@@ -501,25 +531,36 @@ func (s *Store) freePart(p *livePart) {
 
 // Append makes the records of b durable for tenant and visible to later
 // snapshots. It returns nil only once they are in the WAL as the sync
-// policy says. Rejected lines (b.Errors) are not stored.
-func (s *Store) Append(tenant string, b *record.Batch) error {
+// policy says. Rejected lines (b.Errors) are not stored. While the heads
+// are full it waits for room, or until ctx is done (then it returns
+// ctx's error and stores nothing).
+func (s *Store) Append(ctx context.Context, tenant string, b *record.Batch) error {
 	p, err := s.Prepare(tenant, b)
 	if err != nil {
 		return err
 	}
-	p.Write()
+	p.Write(ctx)
 	return p.Wait()
 }
 
 // Pending is a batch on its way into the store, in two steps: Write gives
 // it its place in the WAL (batches written one after another by one
 // goroutine are stored in that order, which is the order of rows with
-// equal times), Wait waits until it is durable and visible.
+// equal times), Wait waits until it is durable and visible. A goroutine
+// may Write several batches before it waits for them, in any order.
 type Pending struct {
 	s   *Store
 	blk *rows.Block
-	wp  wal.Pending
-	err error // Write's; when set, Write did not take s.cut
+	err error // Write's; when set, the batch was not queued
+
+	h  *head // the head it goes into, once queued
+	wp wal.Pending
+	// prev and next link it in h's in-flight list (under h.flightMu).
+	prev, next *Pending
+
+	mu      sync.Mutex // serializes settle
+	settled bool
+	werr    error // the WAL's, once settled
 }
 
 // Prepare encodes b for tenant. It may run on many goroutines at once;
@@ -544,20 +585,28 @@ func (s *Store) Prepare(tenant string, b *record.Batch) (*Pending, error) {
 	return p, nil
 }
 
-// Write queues the batch for the WAL, after waiting, if the head is full,
-// for a flush to make room.
-// REQUIRES: Wait is called after it.
-func (p *Pending) Write() {
+// Write queues the batch for the WAL, after waiting, if the heads are
+// full, for a flush to make room, or until ctx is done: then the batch is
+// not stored and Wait returns ctx's error. Write holds no lock when it
+// returns.
+// REQUIRES: Write is called once; Wait is called after it.
+func (p *Pending) Write(ctx context.Context) {
 	if p.blk == nil {
 		return
 	}
-	if p.err = p.s.waitForRoom(); p.err != nil {
+	s := p.s
+	if p.err = s.waitForRoom(ctx); p.err != nil {
 		return
 	}
-	p.s.lastWrite.Store(p.s.opts.Now().UnixNano())
-	// Held until Wait: a head cut waits for the batches in flight.
-	p.s.cut.RLock()
-	p.wp = p.s.wal.Enqueue(p.blk.Data)
+	s.lastWrite.Store(s.opts.Now().UnixNano())
+	// See the INVARIANT on Store.cut: the head is chosen and the frame
+	// queued as one step with respect to a cut.
+	s.cut.Lock()
+	h := s.head // swapped under cut (and mu)
+	p.h = h
+	h.addInFlight(p)
+	p.wp = s.wal.Enqueue(p.blk.Data)
+	s.cut.Unlock()
 }
 
 // Wait returns nil once the batch is durable and visible, or why not.
@@ -565,20 +614,31 @@ func (p *Pending) Wait() error {
 	if p.blk == nil || p.err != nil {
 		return p.err
 	}
-	s := p.s
-	pos, err := p.wp.Wait()
-	if err == nil {
-		s.head.insert(p.blk, walOrder(pos))
-	}
-	h := s.head
-	s.cut.RUnlock()
-	if err != nil {
+	if err := p.settle(); err != nil {
 		return fmt.Errorf("store: %w", err)
 	}
-	if b, _ := h.size(); b >= s.opts.HeadBytes {
-		s.signal()
+	if b, _ := p.h.size(); b >= p.s.opts.HeadBytes {
+		p.s.signal()
 	}
 	return nil
+}
+
+// settle waits for the batch's frame to be written and inserts its rows
+// into its head, once: the batch's Wait or the flush that cut its head,
+// whichever comes first, does it. It returns the WAL's error.
+func (p *Pending) settle() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.settled {
+		return p.werr
+	}
+	pos, err := p.wp.Wait()
+	if err == nil {
+		p.h.insert(p.blk, walOrder(pos))
+	}
+	p.h.removeInFlight(p)
+	p.settled, p.werr = true, err
+	return err
 }
 
 // walOrder orders blocks as their frames are in the WAL.
@@ -588,10 +648,16 @@ func walOrder(p wal.Pos) uint64 { return p.Segment<<40 | uint64(p.Offset) }
 // flushed) hold MaxHeadBytes. While flushing fails (a full disk, say) it
 // waits for an attempt begun after it asked and, if that fails too,
 // returns its error rather than let memory grow or block the caller
-// forever.
-func (s *Store) waitForRoom() error {
+// forever. It returns ctx's error if ctx is done while it waits.
+func (s *Store) waitForRoom(ctx context.Context) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	var stop func() bool // unregisters the wake-up on ctx, once set
+	defer func() {
+		if stop != nil {
+			stop()
+		}
+	}()
 	// Attempts that ended since this call began: the first may have been
 	// under way already (begun before the disk had room again), so an
 	// error needs a second attempt, one begun after our signal, to fail
@@ -618,9 +684,19 @@ func (s *Store) waitForRoom() error {
 		if s.bgErr != nil && attempts >= 2 {
 			return fmt.Errorf("store: the head is full and cannot be flushed: %w", s.bgErr)
 		}
+		if err := ctx.Err(); err != nil {
+			return fmt.Errorf("store: wait for room: %w", err)
+		}
+		if stop == nil && ctx.Done() != nil {
+			stop = context.AfterFunc(ctx, func() {
+				s.mu.Lock()
+				s.room.Broadcast()
+				s.mu.Unlock()
+			})
+		}
 		tries := s.flushTries
 		s.signal()
-		for s.flushTries == tries && !s.closed {
+		for s.flushTries == tries && !s.closed && ctx.Err() == nil {
 			s.room.Wait()
 		}
 		attempts += s.flushTries - tries
@@ -787,8 +863,9 @@ func (s *Store) flush() error {
 	s.mu.Unlock()
 	var seg uint64
 	if h == nil {
+		// The cut: see the INVARIANT on Store.cut.
 		s.cut.Lock()
-		if _, n := s.head.size(); n == 0 {
+		if _, n := s.head.size(); n == 0 && !s.head.hasInFlight() {
 			s.cut.Unlock()
 			return nil
 		}
@@ -807,6 +884,9 @@ func (s *Store) flush() error {
 	} else {
 		seg = s.flushingSeg
 	}
+	// No batch is queued to h any more; those queued before the cut are
+	// in segments below seg: wait for them to be in h.
+	h.settleInFlight()
 	if err := s.writeHead(h, seg); err != nil {
 		return err
 	}
@@ -855,7 +935,8 @@ func (s *Store) closeParts() {
 
 // Snapshot returns a consistent view of everything acknowledged so far.
 func (s *Store) Snapshot() *Snapshot {
-	s.cut.RLock()
+	// An acknowledged batch is in its head, and a head is in s.head or
+	// s.flushing until commit has made its parts live, under mu.
 	s.mu.Lock()
 	sn := &Snapshot{parts: slices.Clone(s.parts), badParts: s.badParts}
 	if s.flushing != nil {
@@ -866,7 +947,6 @@ func (s *Store) Snapshot() *Snapshot {
 		p.acquire()
 	}
 	s.mu.Unlock()
-	s.cut.RUnlock()
 	return sn
 }
 

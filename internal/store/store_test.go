@@ -72,7 +72,7 @@ func appendBatch(s *Store, tenant string, lines []string) error {
 		if len(b.Errors) > 0 {
 			return fmt.Errorf("parse: %v", b.Errors[0].Msg)
 		}
-		return s.Append(tenant, b)
+		return s.Append(context.Background(), tenant, b)
 	})
 }
 

@@ -27,9 +27,10 @@ type Sink interface {
 	Prepare(b *record.Batch) (Stored, error)
 }
 
-// Stored is a prepared batch. Write must be followed by Wait.
+// Stored is a prepared batch. Write must be followed by Wait; Write may
+// wait for room until ctx is done (Wait then says so).
 type Stored interface {
-	Write()
+	Write(ctx context.Context)
 	Wait() error
 }
 
@@ -42,8 +43,8 @@ func (f SinkFunc) Prepare(b *record.Batch) (Stored, error) { return done{f(b)}, 
 
 type done struct{ err error }
 
-func (d done) Write()      {}
-func (d done) Wait() error { return d.err }
+func (d done) Write(context.Context) {}
+func (d done) Wait() error           { return d.err }
 
 // Options configure Load.
 type Options struct {
@@ -343,7 +344,7 @@ func work(ctx context.Context, popts parse.Options, in <-chan *chunk, done chan<
 		if err := turn.wait(ctx, c.seq); err != nil {
 			return err
 		}
-		st.Write()
+		st.Write(ctx)
 		turn.pass(c.seq)
 		if err := st.Wait(); err != nil {
 			return err
@@ -378,7 +379,7 @@ func loadJoined(ctx context.Context, inputs []string, stdin io.Reader, opts Opti
 			if err != nil {
 				return err
 			}
-			st.Write()
+			st.Write(ctx)
 			if err := st.Wait(); err != nil {
 				return err
 			}
