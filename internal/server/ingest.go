@@ -229,6 +229,12 @@ func storeStatus(err error) int {
 // storeError answers a store failure; detail, if any, is added to the
 // message.
 func (s *Server) storeError(w http.ResponseWriter, err error, detail string) int {
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		// The client hung up while the store waited for room: nothing
+		// of this batch was stored, and nobody is left to tell.
+		s.log.Debug("ingest: client gone while waiting for room", "err", err)
+		return 499
+	}
 	code := storeStatus(err)
 	s.log.Error("ingest: store refused a batch", "err", err)
 	w.Header().Set("Retry-After", "5")

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"context"
 	"flag"
 	"fmt"
 	"os"
@@ -87,7 +88,7 @@ func writeGoldenDir(t *testing.T, dir string) {
 		if n := p.Parse(b, true); n != len(gb.lines) || len(b.Errors) > 0 {
 			t.Fatalf("parse: %d of %d bytes, errors %v", n, len(gb.lines), b.Errors)
 		}
-		if err := s.Append(gb.tenant, b); err != nil {
+		if err := s.Append(context.Background(), gb.tenant, b); err != nil {
 			t.Fatal(err)
 		}
 		if gb.flush {
