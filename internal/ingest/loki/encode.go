@@ -1,6 +1,8 @@
 package loki
 
 import (
+	"bytes"
+	"hash/maphash"
 	"slices"
 	"strconv"
 
@@ -13,8 +15,10 @@ import (
 // Encoder writes record batches as Loki push bodies, the inverse of
 // Decoder, for a sink that pushes to Loki (or to another sluice):
 //
-//   - Entries are grouped by stream, streams in the order of their first
-//     record, entries in record order within a stream.
+//   - Entries are grouped by the label set they are sent under (below),
+//     streams in the order of their first record, entries in record
+//     order within a stream. Streams of the batch sent under the same
+//     labels go as one stream.
 //   - A record's line is sent as it is: byte for byte in protobuf; in
 //     JSON, whose strings cannot hold invalid UTF-8, with each invalid
 //     sequence replaced by U+FFFD.
@@ -22,7 +26,9 @@ import (
 //     label with an empty value is left out (to Loki an empty value is no
 //     label), and a name that is not a Prometheus label name has each
 //     byte outside [a-zA-Z0-9_] replaced by '_' (and '_' put before a
-//     leading digit), as Loki's OTLP endpoint does with attributes. A
+//     leading digit), as Loki's OTLP endpoint does with attributes (two
+//     names that sanitize alike, "a.b" and "a_b", make a set Loki and
+//     the decoder refuse, "duplicate label name"). A
 //     record whose stream has no labels is sent under NoLabels, since
 //     Loki refuses a stream without labels.
 //   - Structured metadata is sent for records that carry it: a record
@@ -42,34 +48,50 @@ type Encoder struct {
 	// distributor gives a stream it finds no service name for.
 	NoLabels record.Labels
 
-	slot  []int32  // by stream id: its index in order, or -1
-	order []uint32 // stream ids in order of first record
-	start []int32  // by index in order: where its records begin in recs
-	recs  []int32  // record indexes, grouped by stream
-	raw   []byte   // protobuf before compression
-	sbuf  []byte   // one stream's protobuf message
-	lbuf  []byte   // a label set's text
-	vbuf  []byte   // an unescaped value
-	names []string // a label set's sanitized names
+	slot  []int32  // by stream id: its group, or -1
+	used  []uint32 // the stream ids whose slot is set
+	order []uint32 // by group: the stream id of its first record
+	start []int32  // by group: where its records begin in recs
+	recs  []int32  // record indexes, grouped
+	keys  []byte   // by group: its label text, one after another
+	kend  []int32  // by group: where its label text ends in keys
+	table []int32  // open addressing of label texts: group+1, or 0
+	seed  maphash.Seed
+	pairs []pair // a label set as sent
+	nbuf  []byte // the names of pairs
+	raw   []byte // protobuf before compression
+	sbuf  []byte // one stream's protobuf message
+	vbuf  []byte // an unescaped value
+}
+
+// pair is a label as sent: its name, sanitized, in nbuf.
+type pair struct {
+	off, end int32
+	value    string
 }
 
 var unknownService = record.Labels{{Name: ServiceNameLabel, Value: "unknown_service"}}
 
-// group sorts b's records by stream into order, start and recs.
+// group sorts b's records into streams as they are sent: order, start,
+// recs, and the label texts in keys. Streams of b whose label sets are
+// sent alike (they differ in labels with empty values, or in names that
+// sanitize alike) are sent as one.
 func (e *Encoder) group(b *record.Batch) {
-	if n := b.Streams.Len(); len(e.slot) < n {
-		for len(e.slot) < n {
-			e.slot = append(e.slot, -1)
-		}
+	for len(e.slot) < b.Streams.Len() {
+		e.slot = append(e.slot, -1)
 	}
-	e.order = e.order[:0]
-	e.start = e.start[:0]
+	if e.table == nil {
+		e.seed = maphash.MakeSeed()
+		e.table = make([]int32, 64)
+	}
+	e.order, e.start, e.used = e.order[:0], e.start[:0], e.used[:0]
+	e.keys, e.kend = e.keys[:0], e.kend[:0]
+	clear(e.table)
 	for i := range b.Records {
 		id := b.Records[i].Stream
 		if e.slot[id] < 0 {
-			e.slot[id] = int32(len(e.order))
-			e.order = append(e.order, id)
-			e.start = append(e.start, 0)
+			e.slot[id] = e.groupOf(b, id)
+			e.used = append(e.used, id)
 		}
 		e.start[e.slot[id]]++
 	}
@@ -85,21 +107,69 @@ func (e *Encoder) group(b *record.Batch) {
 		e.recs[e.start[k]] = int32(i)
 		e.start[k]++
 	}
-	// The starts moved one stream on; put them back, and clear the slots
-	// used, so that the next batch finds them all -1.
+	// The starts moved one group on: put them back. Clear the slots, so
+	// that the next batch finds them all -1.
 	copy(e.start[1:], e.start[:len(e.order)])
 	e.start[0] = 0
-	for _, id := range e.order {
+	for _, id := range e.used {
 		e.slot[id] = -1
 	}
 }
 
-// streamRecs returns the record indexes of the k-th stream of group.
+// groupOf returns the group of stream id, a new one unless an earlier
+// stream's labels are sent alike.
+func (e *Encoder) groupOf(b *record.Batch, id uint32) int32 {
+	n := len(e.keys)
+	e.keys = e.appendPairs(e.keys, e.labels(b, id))
+	key := e.keys[n:]
+	if 2*(len(e.order)+1) > len(e.table) {
+		e.rehash(2 * len(e.table))
+	}
+	mask := len(e.table) - 1
+	for h := int(maphash.Bytes(e.seed, key)) & mask; ; h = (h + 1) & mask {
+		k := e.table[h] - 1
+		if k < 0 {
+			k = int32(len(e.order))
+			e.table[h] = k + 1
+			e.order = append(e.order, id)
+			e.start = append(e.start, 0)
+			e.kend = append(e.kend, int32(len(e.keys)))
+			return k
+		}
+		if string(e.key(int(k))) == string(key) {
+			e.keys = e.keys[:n]
+			return k
+		}
+	}
+}
+
+// key returns group k's label text.
+func (e *Encoder) key(k int) []byte {
+	start := int32(0)
+	if k > 0 {
+		start = e.kend[k-1]
+	}
+	return e.keys[start:e.kend[k]]
+}
+
+func (e *Encoder) rehash(size int) {
+	e.table = make([]int32, size)
+	mask := size - 1
+	for k := range e.order {
+		h := int(maphash.Bytes(e.seed, e.key(k))) & mask
+		for e.table[h] != 0 {
+			h = (h + 1) & mask
+		}
+		e.table[h] = int32(k) + 1
+	}
+}
+
+// streamRecs returns the record indexes of group k.
 func (e *Encoder) streamRecs(k int) []int32 { return e.recs[e.start[k]:e.start[k+1]] }
 
-// labels returns the label set records of stream id are sent under, and
-// fills e.names with its names, sanitized.
-func (e *Encoder) labels(b *record.Batch, id uint32) record.Labels {
+// labels sets e.pairs to the labels records of stream id are sent under:
+// empty values left out, names sanitized, sorted by name.
+func (e *Encoder) labels(b *record.Batch, id uint32) []pair {
 	ls := b.Streams.Get(id)
 	if !hasValue(ls) {
 		ls = e.NoLabels
@@ -107,12 +177,26 @@ func (e *Encoder) labels(b *record.Batch, id uint32) record.Labels {
 			ls = unknownService
 		}
 	}
-	e.names = e.names[:0]
+	e.pairs, e.nbuf = e.pairs[:0], e.nbuf[:0]
+	sorted := true
 	for _, l := range ls {
-		e.names = append(e.names, sanitizeName(l.Name))
+		if l.Value == "" {
+			continue
+		}
+		off := int32(len(e.nbuf))
+		e.nbuf = appendSanitized(e.nbuf, l.Name)
+		e.pairs = append(e.pairs, pair{off, int32(len(e.nbuf)), l.Value})
+		if n := len(e.pairs); n > 1 && string(e.name(e.pairs[n-2])) > string(e.name(e.pairs[n-1])) {
+			sorted = false
+		}
 	}
-	return ls
+	if !sorted { // only when sanitizing reorders names
+		slices.SortStableFunc(e.pairs, func(x, y pair) int { return bytes.Compare(e.name(x), e.name(y)) })
+	}
+	return e.pairs
 }
+
+func (e *Encoder) name(p pair) []byte { return e.nbuf[p.off:p.end] }
 
 func hasValue(ls record.Labels) bool {
 	for _, l := range ls {
@@ -123,28 +207,40 @@ func hasValue(ls record.Labels) bool {
 	return false
 }
 
-// sanitizeName returns name as a Prometheus label name; it allocates only
-// for a name that needs changing.
-func sanitizeName(name string) string {
+// appendSanitized appends name as a Prometheus label name.
+func appendSanitized(dst []byte, name string) []byte {
 	if validLabelName(name) {
-		return name
+		return append(dst, name...)
 	}
-	b := make([]byte, 0, len(name)+1)
+	if name == "" {
+		return append(dst, '_')
+	}
 	for i := 0; i < len(name); i++ {
 		c := name[i]
 		switch {
 		case i == 0 && c >= '0' && c <= '9':
-			b = append(b, '_', c)
+			dst = append(dst, '_', c)
 		case c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9':
-			b = append(b, c)
+			dst = append(dst, c)
 		default:
-			b = append(b, '_')
+			dst = append(dst, '_')
 		}
 	}
-	if len(b) == 0 {
-		b = append(b, '_')
+	return dst
+}
+
+// appendPairs appends a label set as the protobuf push carries it.
+func (e *Encoder) appendPairs(dst []byte, ps []pair) []byte {
+	dst = append(dst, '{')
+	for i, p := range ps {
+		if i > 0 {
+			dst = append(dst, ", "...)
+		}
+		dst = append(dst, e.name(p)...)
+		dst = append(dst, '=')
+		dst = strconv.AppendQuote(dst, p.value)
 	}
-	return string(b)
+	return append(dst, '}')
 }
 
 // AppendLabels appends ls in the text form of Loki's protobuf push and of
@@ -164,25 +260,6 @@ func AppendLabels(dst []byte, ls record.Labels) []byte {
 		}
 		first = false
 		dst = append(dst, l.Name...)
-		dst = append(dst, '=')
-		dst = strconv.AppendQuote(dst, l.Value)
-	}
-	return append(dst, '}')
-}
-
-// appendLabelsSanitized is AppendLabels with the names of e.names.
-func (e *Encoder) appendLabelsSanitized(dst []byte, ls record.Labels) []byte {
-	dst = append(dst, '{')
-	first := true
-	for i, l := range ls {
-		if l.Value == "" {
-			continue
-		}
-		if !first {
-			dst = append(dst, ", "...)
-		}
-		first = false
-		dst = append(dst, e.names[i]...)
 		dst = append(dst, '=')
 		dst = strconv.AppendQuote(dst, l.Value)
 	}
@@ -237,12 +314,10 @@ func (e *Encoder) AppendPushProto(dst []byte, b *record.Batch) []byte {
 // structured metadata (3: name 1, value 2).
 func (e *Encoder) AppendPushRequest(dst []byte, b *record.Batch) []byte {
 	e.group(b)
-	for k, id := range e.order {
-		ls := e.labels(b, id)
+	for k := range e.order {
 		s := e.sbuf[:0]
-		e.lbuf = e.appendLabelsSanitized(e.lbuf[:0], ls)
 		s = protowire.AppendTag(s, 1, protowire.BytesType)
-		s = protowire.AppendBytes(s, e.lbuf)
+		s = protowire.AppendBytes(s, e.key(k))
 		for _, i := range e.streamRecs(k) {
 			s = protowire.AppendTag(s, 2, protowire.BytesType)
 			s = protowire.AppendVarint(s, uint64(e.entrySize(b, int(i))))
@@ -347,20 +422,14 @@ func (e *Encoder) AppendPushJSON(dst []byte, b *record.Batch) []byte {
 		if k > 0 {
 			dst = append(dst, ',')
 		}
-		ls := e.labels(b, id)
 		dst = append(dst, `{"stream":{`...)
-		first := true
-		for j, l := range ls {
-			if l.Value == "" {
-				continue
-			}
-			if !first {
+		for j, p := range e.labels(b, id) {
+			if j > 0 {
 				dst = append(dst, ',')
 			}
-			first = false
-			dst = appendJSONString(dst, e.names[j])
+			dst = appendJSONString(dst, e.name(p))
 			dst = append(dst, ':')
-			dst = appendJSONString(dst, l.Value)
+			dst = appendJSONString(dst, p.value)
 		}
 		dst = append(dst, `},"values":[`...)
 		for j, i := range e.streamRecs(k) {

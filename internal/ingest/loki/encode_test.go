@@ -65,8 +65,8 @@ func TestSanitizeName(t *testing.T) {
 		{"é", "__"},
 		{"", "_"},
 	} {
-		if got := sanitizeName(tc.in); got != tc.want || !validLabelName(got) {
-			t.Errorf("sanitizeName(%q) = %q, want %q", tc.in, got, tc.want)
+		if got := string(appendSanitized(nil, tc.in)); got != tc.want || !validLabelName(got) {
+			t.Errorf("appendSanitized(%q) = %q, want %q", tc.in, got, tc.want)
 		}
 	}
 }
@@ -113,7 +113,7 @@ func expected(b *record.Batch, json bool) map[string][]entry {
 		var ls record.Labels
 		for _, l := range b.Labels(i) {
 			if l.Value != "" {
-				ls = append(ls, record.Label{Name: sanitizeName(l.Name), Value: text(l.Value)})
+				ls = append(ls, record.Label{Name: string(appendSanitized(nil, l.Name)), Value: text(l.Value)})
 			}
 		}
 		if len(ls) == 0 {
@@ -340,8 +340,9 @@ func FuzzEncode(f *testing.F) {
 		streams := make([]record.Labels, nstreams)
 		names := []string{"app", "env", "k8s.pod", "9lives", "service_name"}
 		for i := range streams {
+			set := in.byte()
 			for j, name := range names {
-				if in.byte()&(1<<j) != 0 {
+				if set&(1<<j) != 0 {
 					streams[i] = append(streams[i], record.Label{Name: name, Value: in.str()})
 				}
 			}
@@ -391,3 +392,29 @@ func (in *fuzzInput) bytes(n int) []byte {
 }
 
 func (in *fuzzInput) str() string { return string(in.bytes(int(in.byte() % 32))) }
+
+// TestEncodeMergesStreams: streams sent under the same labels go as one
+// stream, their entries in record order.
+func TestEncodeMergesStreams(t *testing.T) {
+	p := newPushBatch()
+	p.add(t, record.Labels{{Name: "app", Value: "x"}, {Name: "env", Value: ""}}, 1, "one")
+	p.add(t, record.Labels{{Name: "app", Value: "x"}}, 2, "two")
+	p.add(t, record.Labels{{Name: "app", Value: "x"}, {Name: "env", Value: ""}}, 3, "three")
+	p.add(t, nil, 4, "four")
+	p.add(t, unknownService, 5, "five")
+	var e Encoder
+	var got record.Batch
+	d := Decoder{Limits: testLimits}
+	if _, err := d.DecodeProto(e.AppendPushProto(nil, &p.b), &got, 1<<20); err != nil {
+		t.Fatal(err)
+	}
+	var lines []string
+	for i := range got.Records {
+		lines = append(lines, got.Labels(i).String()+" "+string(got.Bytes(got.Records[i].Line)))
+	}
+	want := []string{`{app="x"} one`, `{app="x"} two`, `{app="x"} three`,
+		`{service_name="unknown_service"} four`, `{service_name="unknown_service"} five`}
+	if !slices.Equal(lines, want) {
+		t.Fatalf("decoded %q, want %q", lines, want)
+	}
+}
