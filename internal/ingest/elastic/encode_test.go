@@ -302,16 +302,6 @@ func TestCheckIndex(t *testing.T) {
 	}
 }
 
-// TestEncodeAllocs: a reused Encoder and buffer allocate nothing.
-func TestEncodeAllocs(t *testing.T) {
-	b := benchBatch(t)
-	var e Encoder
-	buf := e.AppendBulk(nil, b, "logs")
-	if n := testing.AllocsPerRun(20, func() { buf = e.AppendBulk(buf[:0], b, "logs") }); n != 0 {
-		t.Errorf("%v allocations per batch, want 0", n)
-	}
-}
-
 // benchBatch is 1,000 records: JSON lines sent as they are, and logfmt
 // lines written as documents, half each.
 func benchBatch(t testing.TB) *record.Batch {
