@@ -73,10 +73,11 @@ type pair struct {
 var unknownService = record.Labels{{Name: ServiceNameLabel, Value: "unknown_service"}}
 
 // group sorts b's records into streams as they are sent: order, start,
-// recs, and the label texts in keys. Streams of b whose label sets are
+// recs, and the label texts in keys (as the protobuf or, if json, the
+// JSON body writes them). Streams of b whose label sets are
 // sent alike (they differ in labels with empty values, or in names that
 // sanitize alike) are sent as one.
-func (e *Encoder) group(b *record.Batch) {
+func (e *Encoder) group(b *record.Batch, json bool) {
 	for len(e.slot) < b.Streams.Len() {
 		e.slot = append(e.slot, -1)
 	}
@@ -90,7 +91,7 @@ func (e *Encoder) group(b *record.Batch) {
 	for i := range b.Records {
 		id := b.Records[i].Stream
 		if e.slot[id] < 0 {
-			e.slot[id] = e.groupOf(b, id)
+			e.slot[id] = e.groupOf(b, id, json)
 			e.used = append(e.used, id)
 		}
 		e.start[e.slot[id]]++
@@ -118,9 +119,13 @@ func (e *Encoder) group(b *record.Batch) {
 
 // groupOf returns the group of stream id, a new one unless an earlier
 // stream's labels are sent alike.
-func (e *Encoder) groupOf(b *record.Batch, id uint32) int32 {
+func (e *Encoder) groupOf(b *record.Batch, id uint32, json bool) int32 {
 	n := len(e.keys)
-	e.keys = e.appendPairs(e.keys, e.labels(b, id))
+	if json {
+		e.keys = e.appendPairsJSON(e.keys, e.labels(b, id))
+	} else {
+		e.keys = e.appendPairs(e.keys, e.labels(b, id))
+	}
 	key := e.keys[n:]
 	if 2*(len(e.order)+1) > len(e.table) {
 		e.rehash(2 * len(e.table))
@@ -266,6 +271,22 @@ func AppendLabels(dst []byte, ls record.Labels) []byte {
 	return append(dst, '}')
 }
 
+// appendPairsJSON appends a label set as the JSON push carries it: an
+// object, where invalid UTF-8 in a value becomes U+FFFD (so two sets
+// that differ only there are sent as one).
+func (e *Encoder) appendPairsJSON(dst []byte, ps []pair) []byte {
+	dst = append(dst, '{')
+	for i, p := range ps {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = appendJSONString(dst, e.name(p))
+		dst = append(dst, ':')
+		dst = appendJSONString(dst, p.value)
+	}
+	return append(dst, '}')
+}
+
 // Metadata returns the fields of record i that are structured metadata
 // (see Encoder), or nil.
 func Metadata(b *record.Batch, i int) []record.Field {
@@ -313,7 +334,7 @@ func (e *Encoder) AppendPushProto(dst []byte, b *record.Batch) []byte {
 // an EntryAdapter with timestamp (1: seconds 1, nanos 2), line (2) and
 // structured metadata (3: name 1, value 2).
 func (e *Encoder) AppendPushRequest(dst []byte, b *record.Batch) []byte {
-	e.group(b)
+	e.group(b, false)
 	for k := range e.order {
 		s := e.sbuf[:0]
 		s = protowire.AppendTag(s, 1, protowire.BytesType)
@@ -416,22 +437,15 @@ func (e *Encoder) appendEntry(dst []byte, b *record.Batch, i int) []byte {
 // {metadata}]...]}...]}. Strings that hold invalid UTF-8 (lines, label
 // and metadata values) carry U+FFFD in its place: JSON cannot hold it.
 func (e *Encoder) AppendPushJSON(dst []byte, b *record.Batch) []byte {
-	e.group(b)
+	e.group(b, true)
 	dst = append(dst, `{"streams":[`...)
-	for k, id := range e.order {
+	for k := range e.order {
 		if k > 0 {
 			dst = append(dst, ',')
 		}
-		dst = append(dst, `{"stream":{`...)
-		for j, p := range e.labels(b, id) {
-			if j > 0 {
-				dst = append(dst, ',')
-			}
-			dst = appendJSONString(dst, e.name(p))
-			dst = append(dst, ':')
-			dst = appendJSONString(dst, p.value)
-		}
-		dst = append(dst, `},"values":[`...)
+		dst = append(dst, `{"stream":`...)
+		dst = append(dst, e.key(k)...)
+		dst = append(dst, `,"values":[`...)
 		for j, i := range e.streamRecs(k) {
 			if j > 0 {
 				dst = append(dst, ',')

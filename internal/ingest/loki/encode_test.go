@@ -91,7 +91,7 @@ func streamsOf(b *record.Batch, sortMeta bool) map[string][]entry {
 		if sortMeta {
 			slices.Sort(meta)
 		}
-		k := b.Labels(i).String()
+		k := string(AppendLabels(nil, b.Labels(i))) // exact, as String's JSON escapes are not
 		out[k] = append(out[k], entry{r.Time, string(b.Bytes(r.Line)), fmt.Sprintf("%q", meta)})
 	}
 	return out
@@ -139,7 +139,7 @@ func expected(b *record.Batch, json bool) map[string][]entry {
 				meta = append(meta, k+"="+last[k])
 			}
 		}
-		k := ls.String()
+		k := string(AppendLabels(nil, ls))
 		out[k] = append(out[k], entry{r.Time, text(string(b.Bytes(r.Line))), fmt.Sprintf("%q", meta)})
 	}
 	return out
@@ -417,4 +417,21 @@ func TestEncodeMergesStreams(t *testing.T) {
 	if !slices.Equal(lines, want) {
 		t.Fatalf("decoded %q, want %q", lines, want)
 	}
+}
+
+// TestEncodeJSONMergesFixedValues: label values that differ only in
+// invalid UTF-8 are one set in JSON, which has U+FFFD for each, and go
+// as one stream there, their entries in record order.
+func TestEncodeJSONMergesFixedValues(t *testing.T) {
+	p := newPushBatch()
+	p.add(t, record.Labels{{Name: "app", Value: "x\xff"}}, 1, "one")
+	p.add(t, record.Labels{{Name: "app", Value: "x\xfe"}}, 2, "two")
+	p.add(t, record.Labels{{Name: "app", Value: "x\xff"}}, 3, "three")
+	var e Encoder
+	body := string(e.AppendPushJSON(nil, &p.b))
+	want := `{"streams":[{"stream":{"app":"x` + "\uFFFD" + `"},"values":[["1","one"],["2","two"],["3","three"]]}]}`
+	if body != want {
+		t.Fatalf("body\n%s\nwant\n%s", body, want)
+	}
+	roundTrip(t, &p.b)
 }
