@@ -21,16 +21,16 @@ import (
 //     labels go as one stream.
 //   - A record's line is sent as it is: byte for byte in protobuf; in
 //     JSON, whose strings cannot hold invalid UTF-8, with each invalid
-//     sequence replaced by U+FFFD.
-//   - Stream labels are the record's stream labels, sorted by name. A
-//     label with an empty value is left out (to Loki an empty value is no
-//     label), and a name that is not a Prometheus label name has each
-//     byte outside [a-zA-Z0-9_] replaced by '_' (and '_' put before a
-//     leading digit), as Loki's OTLP endpoint does with attributes (two
-//     names that sanitize alike, "a.b" and "a_b", make a set Loki and
-//     the decoder refuse, "duplicate label name"). A
-//     record whose stream has no labels is sent under NoLabels, since
-//     Loki refuses a stream without labels.
+//     byte replaced by U+FFFD (as everywhere below).
+//   - Stream labels are the record's stream labels. A label with an
+//     empty value is left out (to Loki an empty value is no label), and
+//     a name that is not a Prometheus label name has each byte outside
+//     [a-zA-Z0-9_] replaced by '_' (and '_' put before a leading digit),
+//     as Loki's OTLP endpoint does with attributes; two names that
+//     sanitize alike ("a.b" and "a_b") make a set that Loki and the
+//     decoder refuse ("duplicate label name"). Labels go sorted by the
+//     names sent. A record whose stream has no labels is sent under
+//     NoLabels, since Loki refuses a stream without labels.
 //   - Structured metadata is sent for records that carry it: a record
 //     whose message is its whole line and whose fields are all strings
 //     held outside the line, with no time or message role, which is what
@@ -38,7 +38,9 @@ import (
 //     StructuredMetadata). Fields with empty values are left out, as the
 //     decoder leaves them out. The fields of records parsed from their
 //     line by sluice's own formats are not sent: they are in the line,
-//     and Loki extracts them at query time with a parser stage.
+//     and Loki extracts them at query time with a parser stage. In
+//     JSON, metadata is an object: of two fields of one name, the
+//     decoder keeps the last.
 //
 // Concurrency: one goroutine; reuse it for many batches, and it
 // allocates nothing in steady state.
@@ -74,9 +76,9 @@ var unknownService = record.Labels{{Name: ServiceNameLabel, Value: "unknown_serv
 
 // group sorts b's records into streams as they are sent: order, start,
 // recs, and the label texts in keys (as the protobuf or, if json, the
-// JSON body writes them). Streams of b whose label sets are
-// sent alike (they differ in labels with empty values, or in names that
-// sanitize alike) are sent as one.
+// JSON body writes them). Streams of b whose label sets are sent alike
+// (they differ in labels with empty values, in names that sanitize
+// alike, or in JSON in invalid UTF-8) are sent as one.
 func (e *Encoder) group(b *record.Batch, json bool) {
 	for len(e.slot) < b.Streams.Len() {
 		e.slot = append(e.slot, -1)
