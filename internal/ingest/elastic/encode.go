@@ -19,10 +19,13 @@ import (
 //
 //   - The line itself, byte for byte, when it is a one-line JSON object
 //     of valid UTF-8 and holds all the record has: its time read from
-//     one of its fields, and every field parsed from it, which is what
-//     sluice's JSON parsing gives (and so the stream labels, which the
-//     parser takes from fields). A receiver that parses documents as
-//     sluice does, with the same field lists, gets the same record back.
+//     its @timestamp field, an ISO 8601 date and time as Elasticsearch
+//     reads it (a data stream refuses a document without one), and
+//     every field parsed from it, which is what sluice's JSON parsing
+//     gives (and so the stream labels, which the parser takes from
+//     fields). That is what Beats and Logstash send. A receiver that
+//     parses documents as sluice does, with the same field lists, gets
+//     the same record back.
 //   - Otherwise a document written as a shipper writes one:
 //     {"@timestamp":"<RFC 3339, 9 fraction digits, UTC>","message":"<the
 //     line>", then the stream labels as string members, then the
@@ -151,8 +154,9 @@ func appendKey(dst []byte, name string) []byte {
 }
 
 // selfContained reports whether record i holds nothing its line does
-// not: its time was read from one of its fields, and all of its fields
-// are views of the line.
+// not, and has the @timestamp Elasticsearch wants: its time was read
+// from its @timestamp field, and all of its fields are views of the
+// line.
 func selfContained(b *record.Batch, i int) bool {
 	r := &b.Records[i]
 	if r.TimeSource != record.FromData {
@@ -165,9 +169,50 @@ func selfContained(b *record.Batch, i int) bool {
 		if f.Flags&record.Const != 0 || f.Raw.Off < r.Line.Off || f.Raw.End() > r.Line.End() {
 			return false
 		}
-		hasTime = hasTime || f.Role == record.RoleTime
+		if f.Role == record.RoleTime {
+			hasTime = f.Kind == record.String && f.Flags == 0 && b.Names.Get(f.Name) == "@timestamp" && isoTime(b.Raw(f))
+		}
 	}
 	return hasTime
+}
+
+// isoTime reports whether s is a date and time as Elasticsearch's
+// default date format (strict_date_optional_time) reads it, in the
+// shape shippers write: yyyy-MM-ddTHH:mm:ss, an optional fraction of 1
+// to 9 digits, and Z or an offset ±HH:mm.
+func isoTime(s []byte) bool {
+	const shape = "dddd-dd-ddTdd:dd:dd"
+	if len(s) < len(shape)+1 {
+		return false
+	}
+	for i := range len(shape) {
+		if c := s[i]; shape[i] == 'd' && (c < '0' || c > '9') || shape[i] != 'd' && c != shape[i] {
+			return false
+		}
+	}
+	s = s[len(shape):]
+	if s[0] == '.' {
+		n := 1
+		for n < len(s) && s[n] >= '0' && s[n] <= '9' {
+			n++
+		}
+		if n == 1 || n > 10 {
+			return false
+		}
+		s = s[n:]
+	}
+	switch {
+	case len(s) == 1 && s[0] == 'Z':
+		return true
+	case len(s) == 6 && (s[0] == '+' || s[0] == '-') && s[3] == ':':
+		for _, c := range [...]byte{s[1], s[2], s[4], s[5]} {
+			if c < '0' || c > '9' {
+				return false
+			}
+		}
+		return true
+	}
+	return false
 }
 
 // jsonObjectLine reports whether line can be sent as a bulk document as

@@ -213,9 +213,9 @@ func (p *pushBatch) add(t testing.TB, ls record.Labels, ts int64, line string, m
 func TestEncodeRoundTrip(t *testing.T) {
 	cfg := receiverConfig()
 	t.Run("json lines as they are", func(t *testing.T) {
-		in := `{"ts":"2026-01-15T08:00:00.123456789Z","service":"api","msg":"hello \"q\" \\ é ✓","n":1,"f":1.50,"ok":true,"nil":null,"arr":[1,"x"],"http":{"status":200}}
+		in := `{"@timestamp":"2026-01-15T08:00:00.123456789Z","service":"api","msg":"hello \"q\" \\ é ✓","n":1,"f":1.50,"ok":true,"nil":null,"arr":[1,"x"],"http":{"status":200}}
 {"@timestamp":"2026-01-15T08:00:01Z","message":"from beats","host":"h1","env":"prod"}
-  {"time":1768464000123,"app":"x"}
+  {"app":"x","@timestamp":"2026-01-15T09:00:01.5+01:00"}
 `
 		parsed(t, "json", in, cfg, func(b *record.Batch) {
 			for i := range b.Records {
@@ -229,12 +229,15 @@ func TestEncodeRoundTrip(t *testing.T) {
 	t.Run("wrapped", func(t *testing.T) {
 		// JSON without a time, logfmt, plain text: documents written.
 		in := `{"service":"api","msg":"no time"}
+{"ts":"2026-01-15T08:00:00.123456789Z","service":"api","msg":"a time, not @timestamp","n":1,"f":1.50,"ok":true,"nil":null,"arr":[1,"x"],"http":{"status":200}}
+{"@timestamp":"Jan 15 08:00:00","service":"api","msg":"a @timestamp Elasticsearch does not read"}
+{"time":1768464000123,"app":"x"}
 ts=2026-01-15T08:00:00.5Z level=warn service=db msg="slow query" ms=1234 ratio=0.25
 level=info message=shadowed @timestamp=x service=web
 just some text with "quotes" and \backslashes\
 `
 		parsed(t, "auto", in, cfg, func(b *record.Batch) {
-			if len(b.Records) != 4 {
+			if len(b.Records) != 7 {
 				t.Fatalf("%d records", len(b.Records))
 			}
 			for i := range b.Records {
@@ -287,6 +290,22 @@ func TestAppendBulkShape(t *testing.T) {
 	}
 }
 
+func TestISOTime(t *testing.T) {
+	for _, tc := range []struct {
+		s  string
+		ok bool
+	}{
+		{"2026-01-15T08:00:00Z", true}, {"2026-01-15T08:00:00.1Z", true}, {"2026-01-15T08:00:00.123456789Z", true},
+		{"2026-01-15T08:00:00+01:00", true}, {"2026-01-15T08:00:00.5-05:30", true},
+		{"2026-01-15T08:00:00", false}, {"2026-01-15 08:00:00Z", false}, {"2026-01-15T08:00:00.Z", false},
+		{"2026-01-15T08:00:00.1234567890Z", false}, {"2026-01-15T08:00:00+0100", false}, {"Jan 15 08:00:00", false}, {"", false},
+	} {
+		if got := isoTime([]byte(tc.s)); got != tc.ok {
+			t.Errorf("isoTime(%q) = %v, want %v", tc.s, got, tc.ok)
+		}
+	}
+}
+
 func TestCheckIndex(t *testing.T) {
 	for _, tc := range []struct {
 		name string
@@ -307,7 +326,7 @@ func TestCheckIndex(t *testing.T) {
 func benchBatch(t testing.TB) *record.Batch {
 	var sb strings.Builder
 	for i := range 500 {
-		fmt.Fprintf(&sb, `{"ts":"2026-01-15T08:00:00.%06dZ","service":"app-%d","level":"info","msg":"request served","path":"/api/v1/items/%d","status":200,"dur_ms":%d}`+"\n", i, i%20, i, i%97)
+		fmt.Fprintf(&sb, `{"@timestamp":"2026-01-15T08:00:00.%06dZ","service":"app-%d","level":"info","msg":"request served","path":"/api/v1/items/%d","status":200,"dur_ms":%d}`+"\n", i, i%20, i, i%97)
 		fmt.Fprintf(&sb, `ts=2026-01-15T08:00:00.%06dZ service=app-%d level=info caller=handler.go:123 msg="request served" path=/api/v1/items/%d status=200 dur=%dms`+"\n", i, i%20, i, i%97)
 	}
 	var out *record.Batch
@@ -338,7 +357,7 @@ func BenchmarkAppendBulk(b *testing.B) {
 // parsed from the fuzz input by sluice's own formats (JSON lines go as
 // they are, the rest as documents) or built as a push decodes them.
 func FuzzAppendBulk(f *testing.F) {
-	f.Add(false, []byte("{\"ts\":1768464000123,\"service\":\"a\",\"x\":[1]}\nlevel=info ts=2026-01-15T08:00:00Z msg=hi\ntext \"q\" \\ é\n"))
+	f.Add(false, []byte("{\"@timestamp\":\"2026-01-15T08:00:00.5Z\",\"service\":\"a\",\"x\":[1]}\n{\"ts\":1768464000123,\"service\":\"a\",\"x\":[1]}\nlevel=info ts=2026-01-15T08:00:00Z msg=hi\ntext \"q\" \\ é\n"))
 	// Push input: streams-1, then per stream a bitmap of names each
 	// followed by its value; then records: stream, 8 bytes of time,
 	// line, count of metadata, each name, suffix and value.
