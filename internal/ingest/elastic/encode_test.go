@@ -427,3 +427,13 @@ func (in *fuzzInput) bytes(n int) []byte {
 }
 
 func (in *fuzzInput) str() string { return string(in.bytes(int(in.byte() % 32))) }
+
+// TestAppendBulkAppends: the body is appended to dst, whatever it holds.
+func TestAppendBulkAppends(t *testing.T) {
+	b := benchBatch(t)
+	var e Encoder
+	alone := e.AppendBulk(nil, b, "logs")
+	if got := e.AppendBulk([]byte("prefix"), b, "logs"); string(got) != "prefix"+string(alone) {
+		t.Error("appended to a prefix, the body differs")
+	}
+}

@@ -435,3 +435,16 @@ func TestEncodeJSONMergesFixedValues(t *testing.T) {
 	}
 	roundTrip(t, &p.b)
 }
+
+// TestEncodeAppends: the bodies are appended to dst, whatever it holds.
+func TestEncodeAppends(t *testing.T) {
+	b := benchBatch(t)
+	var e Encoder
+	for name, enc := range map[string]func(dst []byte, b *record.Batch) []byte{"proto": e.AppendPushProto, "json": e.AppendPushJSON} {
+		alone := slices.Clone(enc(nil, b))
+		got := enc([]byte("prefix"), b)
+		if string(got) != "prefix"+string(alone) {
+			t.Errorf("%s: appended to a prefix, the body differs", name)
+		}
+	}
+}
