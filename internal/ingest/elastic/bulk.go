@@ -4,7 +4,8 @@
 // documents are then parsed as JSON lines by package parse; this package
 // says which item each document is, so that every item gets its own
 // status, and writes the reply. FilterPath applies Elasticsearch's
-// filter_path to any JSON reply.
+// filter_path to any JSON reply. Encoder is the inverse, for a sink
+// that ships batches to Elasticsearch: a bulk body of create actions.
 //
 // It knows nothing of storage or HTTP routing.
 package elastic

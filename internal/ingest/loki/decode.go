@@ -1,9 +1,11 @@
 package loki
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"unicode/utf8"
 
@@ -217,6 +219,9 @@ func (d *Decoder) DecodeJSON(body []byte, b *record.Batch) (Result, error) {
 			for k, v := range meta {
 				d.meta = append(d.meta, [2][]byte{[]byte(k), []byte(v)})
 			}
+			// A map has no order: sorted by name, the stored fields are
+			// the same from one push of a body to the next.
+			slices.SortFunc(d.meta, func(a, b [2][]byte) int { return bytes.Compare(a[0], b[0]) })
 			d.add(b, id, ts, []byte(line), d.meta, &res)
 		}
 	}

@@ -56,3 +56,24 @@ func FuzzDecode(f *testing.F) {
 		}
 	})
 }
+
+// TestDecodeJSONMetadataOrder: a JSON push's structured metadata, an
+// object, is stored sorted by name, the same every time (it came in a
+// map's random order, which made TestDecodeDiscovery flaky).
+func TestDecodeJSONMetadataOrder(t *testing.T) {
+	body := []byte(`{"streams":[{"stream":{"app":"x"},"values":[["1","l",{"z":"1","b":"2","m":"3","a":"4","q":"5"}]]}]}`)
+	for range 20 {
+		d := Decoder{Limits: DefaultLimits}
+		var b record.Batch
+		if _, err := d.DecodeJSON(body, &b); err != nil {
+			t.Fatal(err)
+		}
+		var names string
+		for _, f := range b.RecordFields(0) {
+			names += b.Name(&f)
+		}
+		if names != "abmqz" {
+			t.Fatalf("metadata in order %q, want abmqz", names)
+		}
+	}
+}
