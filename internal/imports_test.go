@@ -21,6 +21,8 @@ var allowed = map[string][]string{
 	"internal/parse/":          {"internal/record", "internal/timestamp", "internal/parse/lines", "internal/parse/swar"},
 	// Ingest turns input into batches for a sink; it knows no storage.
 	"internal/ingest/": {"internal/parse", "internal/parse/", "internal/record", "internal/timestamp"},
+	// The file loader hands batches to a flow Sink's two steps.
+	"internal/ingest/file": {"internal/flow", "internal/parse", "internal/parse/", "internal/record"},
 	// OTLP becomes a Loki push, as in Loki's distributor: Loki's limits
 	// and discovery apply to it.
 	"internal/ingest/otlp": {"internal/ingest/loki", "internal/record"},
