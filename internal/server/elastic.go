@@ -220,7 +220,7 @@ func (s *Server) handleDoc(w http.ResponseWriter, r *http.Request, tenant string
 	if err := json.Unmarshal(data, &probe); err != nil {
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(http.StatusBadRequest)
-		fmt.Fprintf(w, `{"error":{"type":"document_parsing_exception","reason":%q},"status":400}`, err.Error())
+		w.Write(elastic.DocError(err.Error()))
 		return http.StatusBadRequest, 0
 	}
 	// A document may span lines: store it as one line.
@@ -237,7 +237,7 @@ func (s *Server) handleDoc(w http.ResponseWriter, r *http.Request, tenant string
 	w.Header().Set("Content-Type", "application/json")
 	if e := failed[1]; e != nil {
 		w.WriteHeader(http.StatusBadRequest)
-		fmt.Fprintf(w, `{"error":{"type":"document_parsing_exception","reason":%q},"status":400}`, e.Msg)
+		w.Write(elastic.DocError(e.Msg))
 		return http.StatusBadRequest, stored
 	}
 	w.WriteHeader(http.StatusCreated)
@@ -245,7 +245,7 @@ func (s *Server) handleDoc(w http.ResponseWriter, r *http.Request, tenant string
 	if id == "" {
 		id = fmt.Sprintf("%x", time.Now().UnixNano())
 	}
-	fmt.Fprintf(w, `{"_index":%q,"_id":%q,"_version":1,"result":"created","_shards":{"total":1,"successful":1,"failed":0}}`, r.PathValue("index"), id)
+	w.Write(elastic.DocCreated(r.PathValue("index"), id))
 	return http.StatusCreated, stored
 }
 
