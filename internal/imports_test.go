@@ -21,11 +21,16 @@ var allowed = map[string][]string{
 	"internal/parse/":          {"internal/record", "internal/timestamp", "internal/parse/lines", "internal/parse/swar"},
 	// Ingest turns input into batches for a sink; it knows no storage.
 	"internal/ingest/": {"internal/parse", "internal/parse/", "internal/record", "internal/timestamp"},
+	// The file loader hands batches to a flow Sink's two steps.
+	"internal/ingest/file": {"internal/flow", "internal/parse", "internal/parse/", "internal/record"},
 	// OTLP becomes a Loki push, as in Loki's distributor: Loki's limits
 	// and discovery apply to it.
 	"internal/ingest/otlp": {"internal/ingest/loki", "internal/record"},
+	// The flow runs admission, counting and the write of every batch;
+	// it knows no protocol and no storage, only its Sink.
+	"internal/flow": {"internal/record"},
 	// The server wires protocols to the store.
-	"internal/server": {"internal/ingest/", "internal/parse", "internal/record", "internal/store", "internal/vfs", "internal/query", "internal/logql"},
+	"internal/server": {"internal/flow", "internal/ingest/", "internal/parse", "internal/record", "internal/store", "internal/vfs", "internal/query", "internal/logql"},
 	// The query engine reads the store through its snapshot; the language
 	// knows nothing of either.
 	"internal/query": {"internal/logql", "internal/record", "internal/stage", "internal/store", "internal/store/rows", "internal/store/part", "internal/literal", "internal/pattern"},

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sluicelog/sluice/internal/flow"
 	"github.com/sluicelog/sluice/internal/ingest/elastic"
 	"github.com/sluicelog/sluice/internal/ingest/jsonline"
 	"github.com/sluicelog/sluice/internal/record"
@@ -115,14 +116,13 @@ func (s *Server) esDocs(r *http.Request, tenant string, docs []byte) (map[int64]
 		for i := range b.Errors {
 			e := b.Errors[i]
 			failed[e.Line] = &e
-			s.metrics.rejected.WithLabelValues("elastic", e.Kind.String()).Inc()
 		}
 		// Documents are one a line, none blank: record i is the i-th
 		// line of the batch that is not an error. Refused records come
 		// in order, so one walk finds them all.
 		line, k, errs := next, 0, b.Errors
 		next += int64(len(b.Records) + len(b.Errors))
-		rf := s.streams.admit(tenant, b, false, func(i int) {
+		in := flow.Input{Tenant: tenant, Protocol: "elastic", Refused: func(i int) {
 			for {
 				if len(errs) > 0 && errs[0].Line == line {
 					errs = errs[1:]
@@ -136,18 +136,15 @@ func (s *Server) esDocs(r *http.Request, tenant string, docs []byte) (map[int64]
 				line++
 			}
 			failed[line] = &record.LineError{Line: line, Msg: streamLimited}
-		})
-		if rf.lines > 0 {
-			s.metrics.rejected.WithLabelValues("elastic", "stream_limit").Add(float64(rf.lines))
-			s.log.Warn("ingest: stream limit", "protocol", "elastic", "msg", rf.message(tenant, s.streams.max))
+		}}
+		if res := s.flow.Admit(in, b); res.Refused > 0 {
+			s.log.Warn("ingest: stream limit", "protocol", "elastic", "msg", res.Message)
 		}
-		s.countTimeFallbacks("elastic", b)
-		if err := s.st.Append(r.Context(), tenant, b); err != nil {
+		n, err := s.flow.Store(r.Context(), in, b)
+		if err != nil {
 			return storeFailure{err}
 		}
-		stored += len(b.Records)
-		s.countLines(r, tenant, "elastic", len(b.Records))
-		s.metrics.bytes.WithLabelValues(tenant, "elastic").Add(float64(len(b.Data)))
+		stored += n
 		return nil
 	})
 	return failed, stored, err
@@ -164,11 +161,11 @@ func (e storeFailure) Unwrap() error { return e.error }
 
 // handleBulk serves _bulk: every item gets its own status; a bad document
 // fails its item, not the request.
-func (s *Server) handleBulk(w http.ResponseWriter, r *http.Request, tenant string, body *reqBody) int {
+func (s *Server) handleBulk(w http.ResponseWriter, r *http.Request, tenant string, body *reqBody) (int, int) {
 	start := time.Now()
 	data, err := s.readWhole(body)
 	if err != nil {
-		return bodyError(w, err)
+		return bodyError(w, err), 0
 	}
 	docs, items, err := elastic.Split(data, r.PathValue("index"))
 	var ve *elastic.ValidationError
@@ -176,22 +173,22 @@ func (s *Server) handleBulk(w http.ResponseWriter, r *http.Request, tenant strin
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(http.StatusBadRequest)
 		w.Write(elastic.ErrorReply("action_request_validation_exception", ve.Reason, http.StatusBadRequest))
-		return http.StatusBadRequest
+		return http.StatusBadRequest, 0
 	}
 	if err != nil {
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(http.StatusBadRequest)
 		w.Write(elastic.ErrorReply("illegal_argument_exception", err.Error(), http.StatusBadRequest))
-		return http.StatusBadRequest
+		return http.StatusBadRequest, 0
 	}
-	failed, _, err := s.esDocs(r, tenant, docs)
+	failed, stored, err := s.esDocs(r, tenant, docs)
 	var sf storeFailure
 	switch {
 	case errors.As(err, &sf):
-		return s.storeError(w, sf.error, "")
+		return s.storeError(w, sf.error, ""), stored
 	case err != nil:
 		http.Error(w, err.Error(), http.StatusBadRequest)
-		return http.StatusBadRequest
+		return http.StatusBadRequest, stored
 	}
 	for i := range items {
 		it := &items[i]
@@ -210,46 +207,46 @@ func (s *Server) handleBulk(w http.ResponseWriter, r *http.Request, tenant strin
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.Write(elastic.Reply(time.Since(start), items))
-	return http.StatusOK
+	return http.StatusOK, stored
 }
 
 // handleDoc serves a single document (_doc, _create, or /index/type).
-func (s *Server) handleDoc(w http.ResponseWriter, r *http.Request, tenant string, body *reqBody) int {
+func (s *Server) handleDoc(w http.ResponseWriter, r *http.Request, tenant string, body *reqBody) (int, int) {
 	data, err := s.readWhole(body)
 	if err != nil {
-		return bodyError(w, err)
+		return bodyError(w, err), 0
 	}
 	var probe json.RawMessage
 	if err := json.Unmarshal(data, &probe); err != nil {
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(http.StatusBadRequest)
-		fmt.Fprintf(w, `{"error":{"type":"document_parsing_exception","reason":%q},"status":400}`, err.Error())
-		return http.StatusBadRequest
+		w.Write(elastic.DocError(err.Error()))
+		return http.StatusBadRequest, 0
 	}
 	// A document may span lines: store it as one line.
 	doc := compactJSON(data)
-	failed, _, err := s.esDocs(r, tenant, append(doc, '\n'))
+	failed, stored, err := s.esDocs(r, tenant, append(doc, '\n'))
 	var sf storeFailure
 	switch {
 	case errors.As(err, &sf):
-		return s.storeError(w, sf.error, "")
+		return s.storeError(w, sf.error, ""), stored
 	case err != nil:
 		http.Error(w, err.Error(), http.StatusBadRequest)
-		return http.StatusBadRequest
+		return http.StatusBadRequest, stored
 	}
 	w.Header().Set("Content-Type", "application/json")
 	if e := failed[1]; e != nil {
 		w.WriteHeader(http.StatusBadRequest)
-		fmt.Fprintf(w, `{"error":{"type":"document_parsing_exception","reason":%q},"status":400}`, e.Msg)
-		return http.StatusBadRequest
+		w.Write(elastic.DocError(e.Msg))
+		return http.StatusBadRequest, stored
 	}
 	w.WriteHeader(http.StatusCreated)
 	id := r.PathValue("id")
 	if id == "" {
 		id = fmt.Sprintf("%x", time.Now().UnixNano())
 	}
-	fmt.Fprintf(w, `{"_index":%q,"_id":%q,"_version":1,"result":"created","_shards":{"total":1,"successful":1,"failed":0}}`, r.PathValue("index"), id)
-	return http.StatusCreated
+	w.Write(elastic.DocCreated(r.PathValue("index"), id))
+	return http.StatusCreated, stored
 }
 
 // compactJSON removes the newlines a pretty-printed document has, so it

@@ -2,7 +2,6 @@ package server
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -13,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/sluicelog/sluice/internal/flow"
 	"github.com/sluicelog/sluice/internal/ingest/jsonline"
 	"github.com/sluicelog/sluice/internal/ingest/loki"
 	"github.com/sluicelog/sluice/internal/record"
@@ -21,8 +21,9 @@ import (
 )
 
 // ingestFunc serves one ingest request whose tenant is known and whose
-// body is limited and decompressed.
-type ingestFunc func(w http.ResponseWriter, r *http.Request, tenant string, body *reqBody) int
+// body is limited and decompressed. It returns the status and the lines
+// stored, which are charged against the tenant's rate.
+type ingestFunc func(w http.ResponseWriter, r *http.Request, tenant string, body *reqBody) (code, stored int)
 
 // ingest wraps an ingest handler: in-flight limit, tenant, body limits and
 // decompression, metrics.
@@ -91,8 +92,7 @@ func (s *Server) serveIngest(w http.ResponseWriter, r *http.Request, protocol st
 		return refuse(w, r, http.StatusUnsupportedMediaType, err.Error())
 	}
 	defer body.Close()
-	var stored int
-	code := h(w, r.WithContext(context.WithValue(r.Context(), storedKey{}, &stored)), tenant, body)
+	code, stored := h(w, r, tenant, body)
 	s.limits.take(tenant, stored)
 	return code
 }
@@ -122,15 +122,15 @@ func refuse(w http.ResponseWriter, r *http.Request, code int, msg string) int {
 	return code
 }
 
-type storedKey struct{}
+// storeSink writes batches to the store: the flow's sink.
+type storeSink struct{ st *store.Store }
 
-// countLines records n lines stored for a request: in the metrics, and
-// in what the request is charged against its tenant's rate.
-func (s *Server) countLines(r *http.Request, tenant, protocol string, n int) {
-	s.metrics.lines.WithLabelValues(tenant, protocol).Add(float64(n))
-	if p, ok := r.Context().Value(storedKey{}).(*int); ok {
-		*p += n
+func (s storeSink) Prepare(tenant string, b *record.Batch) (flow.Pending, error) {
+	p, err := s.st.Prepare(tenant, b)
+	if err != nil {
+		return nil, err
 	}
+	return p, nil
 }
 
 // diskCheck caches the free space of the data directory's filesystem for
@@ -242,29 +242,11 @@ func (s *Server) storeError(w http.ResponseWriter, err error, detail string) int
 	return code
 }
 
-// linesReply is the JSON answer of the line protocols.
-type linesReply struct {
-	Accepted int      `json:"accepted"`
-	Rejected int      `json:"rejected"`
-	Errors   []string `json:"errors,omitempty"` // the first few, as LINE:COL: message
-	// TimeFallbacks counts accepted lines whose timestamp was present but
-	// unusable: they are stored at the receive time.
-	TimeFallbacks int `json:"time_fallbacks,omitempty"`
-}
-
-// countTimeFallbacks counts the batch's lines stored at the receive time
-// although they held a timestamp.
-func (s *Server) countTimeFallbacks(protocol string, b *record.Batch) {
-	if b.BadTime > 0 {
-		s.metrics.timeFallbacks.WithLabelValues(protocol).Add(float64(b.BadTime))
-	}
-}
-
 const maxReplyErrors = 20
 
 // handleLines serves /insert/jsonline and /insert/lines: the body is
 // parsed as a stream, each chunk stored durably before the next is read.
-func (s *Server) handleLines(w http.ResponseWriter, r *http.Request, tenant string, body *reqBody) int {
+func (s *Server) handleLines(w http.ResponseWriter, r *http.Request, tenant string, body *reqBody) (int, int) {
 	protocol, format := "jsonline", "json"
 	if r.URL.Path == "/insert/lines" {
 		protocol, format = "lines", r.URL.Query().Get("format")
@@ -275,56 +257,47 @@ func (s *Server) handleLines(w http.ResponseWriter, r *http.Request, tenant stri
 	opts, err := jsonline.Options(r.URL.Query(), r.Header, format, s.cfg.Parse)
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusBadRequest)
-		return http.StatusBadRequest
+		return http.StatusBadRequest, 0
 	}
 	p, put, err := s.parsers.get(opts)
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusBadRequest)
-		return http.StatusBadRequest
+		return http.StatusBadRequest, 0
 	}
 	defer put()
-	var reply linesReply
+	in := flow.Input{Tenant: tenant, Protocol: protocol}
+	var reply jsonline.Reply
 	var storeErr error
 	streamRefused := false
 	// Pipelined: a chunk is parsed and encoded while the one before it
 	// waits for its fsync.
-	var pending *store.Pending
-	var pendingLines, pendingBytes int
+	var pending *flow.Prepared
 	settle := func() error {
 		if pending == nil {
 			return nil
 		}
-		err := pending.Wait()
+		n, err := pending.Wait()
 		pending = nil
 		if err != nil {
 			storeErr = err
 			return err
 		}
-		reply.Accepted += pendingLines
-		s.countLines(r, tenant, protocol, pendingLines)
-		s.metrics.bytes.WithLabelValues(tenant, protocol).Add(float64(pendingBytes))
+		reply.Accepted += n
 		return nil
 	}
 	each := func(b *record.Batch) error {
 		for i := range b.Errors {
-			e := &b.Errors[i]
-			reply.Rejected++
-			s.metrics.rejected.WithLabelValues(protocol, e.Kind.String()).Inc()
-			if len(reply.Errors) < maxReplyErrors {
-				reply.Errors = append(reply.Errors, e.Error())
-			}
+			reply.AddError(b.Errors[i].Error(), maxReplyErrors)
 		}
-		if rf := s.streams.admit(tenant, b, false, nil); rf.lines > 0 {
-			reply.Rejected += rf.lines
+		res := s.flow.Admit(in, b)
+		reply.Rejected += len(b.Errors)
+		if res.Refused > 0 {
+			reply.Rejected += res.Refused
 			streamRefused = true
-			s.metrics.rejected.WithLabelValues(protocol, "stream_limit").Add(float64(rf.lines))
-			if len(reply.Errors) < maxReplyErrors {
-				reply.Errors = append(reply.Errors, rf.message(tenant, s.streams.max))
-			}
+			reply.AddError(res.Message, maxReplyErrors)
 		}
-		s.countTimeFallbacks(protocol, b)
-		reply.TimeFallbacks += b.BadTime
-		next, err := s.st.Prepare(tenant, b)
+		reply.TimeFallbacks += res.TimeFallbacks
+		next, err := s.flow.Prepare(in, b)
 		if err != nil {
 			storeErr = err
 			return err
@@ -333,7 +306,7 @@ func (s *Server) handleLines(w http.ResponseWriter, r *http.Request, tenant stri
 			return err
 		}
 		next.Write(r.Context())
-		pending, pendingLines, pendingBytes = next, len(b.Records), len(b.Data)
+		pending = next
 		return nil
 	}
 	if r.ContentLength >= 0 && r.ContentLength <= smallBody && r.Header.Get("Content-Encoding") == "" {
@@ -358,16 +331,16 @@ func (s *Server) handleLines(w http.ResponseWriter, r *http.Request, tenant stri
 		// What was made durable before stays: say how much, as the 413
 		// does, so that a client can resend only the rest. The body's
 		// lines are stored in order.
-		return s.storeError(w, storeErr, fmt.Sprintf(" (the first %d lines of the body were stored before it)", reply.Accepted))
+		return s.storeError(w, storeErr, fmt.Sprintf(" (the first %d lines of the body were stored before it)", reply.Accepted)), reply.Accepted
 	case errors.Is(err, errTooLarge):
 		http.Error(w, fmt.Sprintf("%v: the limit is %d bytes (%d lines stored before it)", err, s.cfg.MaxDecodedBytes, reply.Accepted),
 			http.StatusRequestEntityTooLarge)
-		return http.StatusRequestEntityTooLarge
+		return http.StatusRequestEntityTooLarge, reply.Accepted
 	case errors.Is(err, errSlowBody), errors.Is(err, errBusy):
-		return bodyError(w, fmt.Errorf("%w (the first %d lines of the body were stored before it)", err, reply.Accepted))
+		return bodyError(w, fmt.Errorf("%w (the first %d lines of the body were stored before it)", err, reply.Accepted)), reply.Accepted
 	case err != nil:
 		http.Error(w, "read body: "+err.Error(), http.StatusBadRequest)
-		return http.StatusBadRequest
+		return http.StatusBadRequest, reply.Accepted
 	}
 	code := http.StatusOK
 	switch {
@@ -378,16 +351,16 @@ func (s *Server) handleLines(w http.ResponseWriter, r *http.Request, tenant stri
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(code)
-	json.NewEncoder(w).Encode(reply)
-	return code
+	w.Write(reply.JSON())
+	return code, reply.Accepted
 }
 
 // handleLoki serves /loki/api/v1/push as Loki does: 204; 400 with a
 // plain-text reason when entries were left out (the others are stored).
-func (s *Server) handleLoki(w http.ResponseWriter, r *http.Request, tenant string, body *reqBody) int {
+func (s *Server) handleLoki(w http.ResponseWriter, r *http.Request, tenant string, body *reqBody) (int, int) {
 	data, err := s.readWhole(body)
 	if err != nil {
-		return bodyError(w, err)
+		return bodyError(w, err), 0
 	}
 	d := loki.Decoder{Limits: s.cfg.Loki, Discover: s.cfg.Discover}
 	b := record.GetBatch()
@@ -403,28 +376,26 @@ func (s *Server) handleLoki(w http.ResponseWriter, r *http.Request, tenant strin
 	switch {
 	case errors.Is(err, loki.ErrTooLarge):
 		http.Error(w, err.Error(), http.StatusRequestEntityTooLarge)
-		return http.StatusRequestEntityTooLarge
+		return http.StatusRequestEntityTooLarge, 0
 	case err != nil:
 		http.Error(w, err.Error(), http.StatusBadRequest)
-		return http.StatusBadRequest
+		return http.StatusBadRequest, 0
 	}
-	if rf := s.streams.admit(tenant, b, true, nil); rf.lines > 0 {
-		// Refused whole, so that the client's retry stores no line twice.
-		s.metrics.rejected.WithLabelValues("loki", "stream_limit").Add(float64(rf.lines))
-		http.Error(w, rf.message(tenant, s.streams.max)+"; nothing of the push was stored", http.StatusTooManyRequests)
-		return http.StatusTooManyRequests
+	// Admitted whole, so that the client's retry stores no line twice.
+	fr, err := s.flow.Write(r.Context(), flow.Input{Tenant: tenant, Protocol: "loki", Whole: true, Bytes: len(data)}, b)
+	switch {
+	case err != nil:
+		return s.storeError(w, err, ""), 0
+	case fr.Refused > 0:
+		http.Error(w, fr.Message+"; nothing of the push was stored", http.StatusTooManyRequests)
+		return http.StatusTooManyRequests, 0
 	}
-	if err := s.st.Append(r.Context(), tenant, b); err != nil {
-		return s.storeError(w, err, "")
-	}
-	s.countLines(r, tenant, "loki", len(b.Records))
-	s.metrics.bytes.WithLabelValues(tenant, "loki").Add(float64(len(data)))
 	if res.Rejected > 0 {
-		s.metrics.rejected.WithLabelValues("loki", "invalid").Add(float64(res.Rejected))
+		s.flow.Reject("loki", "invalid", res.Rejected)
 		msg := fmt.Sprintf("%d of %d entries rejected (the others are stored): %s", res.Rejected, res.Entries, strings.Join(res.Reasons, "; "))
 		http.Error(w, msg, http.StatusBadRequest)
-		return http.StatusBadRequest
+		return http.StatusBadRequest, fr.Accepted
 	}
 	w.WriteHeader(http.StatusNoContent)
-	return http.StatusNoContent
+	return http.StatusNoContent, fr.Accepted
 }

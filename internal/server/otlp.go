@@ -2,14 +2,11 @@ package server
 
 import (
 	"cmp"
-	"fmt"
-	"io"
 	"net/http"
 	"strings"
 	"time"
 
-	"google.golang.org/protobuf/encoding/protowire"
-
+	"github.com/sluicelog/sluice/internal/flow"
 	"github.com/sluicelog/sluice/internal/ingest/loki"
 	"github.com/sluicelog/sluice/internal/ingest/otlp"
 	"github.com/sluicelog/sluice/internal/record"
@@ -19,24 +16,14 @@ import (
 // as Loki 3 does (package otlp): 200 with an
 // ExportLogsServiceResponse (partial_success when records were left out),
 // 400 with a Status when the request cannot be read.
-func (s *Server) handleOTLP(w http.ResponseWriter, r *http.Request, tenant string, body *reqBody) int {
+func (s *Server) handleOTLP(w http.ResponseWriter, r *http.Request, tenant string, body *reqBody) (int, int) {
 	isJSON := strings.HasPrefix(strings.ToLower(r.Header.Get("Content-Type")), "application/json")
-	fail := func(code int, msg string) int {
-		if isJSON {
-			w.Header().Set("Content-Type", "application/json")
-			w.WriteHeader(code)
-			fmt.Fprintf(w, `{"code":3,"message":%q}`, msg)
-			return code
-		}
-		var st []byte
-		st = protowire.AppendTag(st, 1, protowire.VarintType)
-		st = protowire.AppendVarint(st, 3) // INVALID_ARGUMENT
-		st = protowire.AppendTag(st, 2, protowire.BytesType)
-		st = protowire.AppendString(st, msg)
-		w.Header().Set("Content-Type", "application/x-protobuf")
+	fail := func(code int, msg string) (int, int) {
+		ct, b := otlp.ErrorBody(isJSON, msg)
+		w.Header().Set("Content-Type", ct)
 		w.WriteHeader(code)
-		w.Write(st)
-		return code
+		w.Write(b)
+		return code, 0
 	}
 	data, err := s.readWhole(body)
 	if err != nil {
@@ -67,31 +54,18 @@ func (s *Server) handleOTLP(w http.ResponseWriter, r *http.Request, tenant strin
 	}
 	rejected := int64(res.Rejected)
 	reasons := res.Reasons
-	if rejected > 0 {
-		s.metrics.rejected.WithLabelValues("otlp", "invalid").Add(float64(rejected))
-	}
+	s.flow.Reject("otlp", "invalid", res.Rejected)
 	// OTLP's partial success: the client is told, and does not retry.
-	if rf := s.streams.admit(tenant, b, false, nil); rf.lines > 0 {
-		rejected += int64(rf.lines)
-		reasons = append(reasons, rf.message(tenant, s.streams.max))
-		s.metrics.rejected.WithLabelValues("otlp", "stream_limit").Add(float64(rf.lines))
+	fr, err := s.flow.Write(r.Context(), flow.Input{Tenant: tenant, Protocol: "otlp", Bytes: len(data)}, b)
+	if err != nil {
+		return s.storeError(w, err, ""), 0
 	}
-	if err := s.st.Append(r.Context(), tenant, b); err != nil {
-		return s.storeError(w, err, "")
+	if fr.Refused > 0 {
+		rejected += int64(fr.Refused)
+		reasons = append(reasons, fr.Message)
 	}
-	s.countLines(r, tenant, "otlp", len(b.Records))
-	s.metrics.bytes.WithLabelValues(tenant, "otlp").Add(float64(len(data)))
-	msg := strings.Join(reasons, "; ")
-	if isJSON {
-		w.Header().Set("Content-Type", "application/json")
-		if rejected == 0 {
-			io.WriteString(w, "{}")
-		} else {
-			fmt.Fprintf(w, `{"partialSuccess":{"rejectedLogRecords":"%d","errorMessage":%q}}`, rejected, msg)
-		}
-		return http.StatusOK
-	}
-	w.Header().Set("Content-Type", "application/x-protobuf")
-	w.Write(otlp.ExportResponse(rejected, msg))
-	return http.StatusOK
+	ct, reply := otlp.SuccessBody(isJSON, rejected, strings.Join(reasons, "; "))
+	w.Header().Set("Content-Type", ct)
+	w.Write(reply)
+	return http.StatusOK, fr.Accepted
 }

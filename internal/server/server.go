@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"golang.org/x/sync/semaphore"
 
+	"github.com/sluicelog/sluice/internal/flow"
 	"github.com/sluicelog/sluice/internal/ingest/loki"
 	"github.com/sluicelog/sluice/internal/parse"
 	"github.com/sluicelog/sluice/internal/query"
@@ -130,6 +131,7 @@ type Server struct {
 	parsers  parsers
 	engine   *query.Engine
 	streams  *streamLimit
+	flow     *flow.Flow
 	queries  *gate // queries running
 	tails    *gate // tails open
 	tailSnap tailSnapshots
@@ -147,6 +149,8 @@ func New(cfg Config, st *store.Store, log *slog.Logger, reg *prometheus.Registry
 	s.metrics = newMetrics(reg, st)
 	s.engine = query.NewEngine(cfg.Query)
 	s.streams = newStreamLimit(cfg.MaxStreamsPerTenant)
+	s.flow = &flow.Flow{Sink: storeSink{st}, Admission: streamAdmission{s.streams},
+		Metrics: flow.Metrics{Lines: s.metrics.lines, Bytes: s.metrics.bytes, Rejected: s.metrics.rejected, TimeFallbacks: s.metrics.timeFallbacks}}
 	a := cfg.Admission
 	s.queries = newGate("queries", "--max-concurrent-queries", "--max-tenant-concurrent-queries", a.MaxQueries, a.MaxTenantQueries)
 	s.tails = newGate("tails", "--max-tails", "--max-tenant-tails", a.MaxTails, a.MaxTenantTails)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/cespare/xxhash/v2"
 
+	"github.com/sluicelog/sluice/internal/flow"
 	"github.com/sluicelog/sluice/internal/record"
 )
 
@@ -142,4 +143,15 @@ func labelsHash(ls record.Labels) uint64 {
 		}
 	}
 	return d.Sum64()
+}
+
+// streamAdmission is the stream limit as the flow's admission.
+type streamAdmission struct{ l *streamLimit }
+
+func (a streamAdmission) Admit(tenant string, b *record.Batch, whole bool, refused func(i int)) flow.Refusal {
+	rf := a.l.admit(tenant, b, whole, refused)
+	if rf.lines == 0 {
+		return flow.Refusal{}
+	}
+	return flow.Refusal{Lines: rf.lines, Reason: "stream_limit", Message: rf.message(tenant, a.l.max)}
 }

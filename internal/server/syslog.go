@@ -13,6 +13,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/sluicelog/sluice/internal/flow"
 	"github.com/sluicelog/sluice/internal/ingest/syslog"
 	"github.com/sluicelog/sluice/internal/record"
 )
@@ -92,27 +93,21 @@ func (in *syslogInput) warn(msg string, args ...any) {
 func (in *syslogInput) store(bt *syslog.Batcher, remote string) error {
 	s := in.s
 	b := bt.Batch()
-	for i := range b.Errors {
-		s.metrics.rejected.WithLabelValues(in.protocol, b.Errors[i].Kind.String()).Inc()
-	}
 	if len(b.Errors) > 0 {
 		in.warn("syslog: rejected messages", "protocol", in.protocol, "remote", remote, "rejected", len(b.Errors),
 			"first", b.Errors[0].Msg)
 	}
-	if rf := s.streams.admit(in.tenant, b, false, nil); rf.lines > 0 {
-		s.metrics.rejected.WithLabelValues(in.protocol, "stream_limit").Add(float64(rf.lines))
-		in.warn("syslog: stream limit", "protocol", in.protocol, "remote", remote, "msg", rf.message(in.tenant, s.streams.max))
+	fin := flow.Input{Tenant: in.tenant, Protocol: in.protocol}
+	if res := s.flow.Admit(fin, b); res.Refused > 0 {
+		in.warn("syslog: stream limit", "protocol", in.protocol, "remote", remote, "msg", res.Message)
 	}
-	s.countTimeFallbacks(in.protocol, b)
 	if len(b.Records) == 0 {
 		return nil
 	}
-	if err := s.st.Append(context.Background(), in.tenant, b); err != nil { // no request to hang up: what was read is stored
+	if _, err := s.flow.Store(context.Background(), fin, b); err != nil { // no request to hang up: what was read is stored
 		s.log.Error("syslog: store refused a batch", "protocol", in.protocol, "err", err)
 		return err
 	}
-	s.metrics.lines.WithLabelValues(in.tenant, in.protocol).Add(float64(len(b.Records)))
-	s.metrics.bytes.WithLabelValues(in.tenant, in.protocol).Add(float64(len(b.Data)))
 	return nil
 }
 

@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/sluicelog/sluice/internal/flow"
 	"github.com/sluicelog/sluice/internal/parse"
 	"github.com/sluicelog/sluice/internal/parse/lines"
 	"github.com/sluicelog/sluice/internal/record"
@@ -27,12 +28,9 @@ type Sink interface {
 	Prepare(b *record.Batch) (Stored, error)
 }
 
-// Stored is a prepared batch. Write must be followed by Wait; Write may
-// wait for room until ctx is done (Wait then says so).
-type Stored interface {
-	Write(ctx context.Context)
-	Wait() error
-}
+// Stored is a prepared batch: the flow's Pending. Write must be followed
+// by Wait; Write may wait for room until ctx is done (Wait then says so).
+type Stored = flow.Pending
 
 // SinkFunc adapts a function that stores a batch at once, and may be
 // called concurrently, to a Sink; its batches are stored in any order.

@@ -1,0 +1,187 @@
+package flow
+
+import (
+	"context"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/sluicelog/sluice/internal/record"
+)
+
+// Sink takes batches of a tenant in two steps: Prepare encodes a batch
+// (and may run while an earlier batch is being written), the Pending it
+// returns writes it.
+type Sink interface {
+	Prepare(tenant string, b *record.Batch) (Pending, error)
+}
+
+// Pending is a prepared batch. Write must be followed by Wait before the
+// same goroutine calls Write again; Wait reports whether the batch is
+// durable. Write gives up when ctx ends while it waits for room.
+type Pending interface {
+	Write(ctx context.Context)
+	Wait() error
+}
+
+// Admission decides which records of a batch may be stored: the
+// per-tenant limit of active streams today, rules later.
+type Admission interface {
+	// Admit removes from b.Records those it refuses, calling refused (if
+	// not nil) with the index each had, or, with whole set, refuses all
+	// of b or nothing. It says what it refused.
+	Admit(tenant string, b *record.Batch, whole bool, refused func(i int)) Refusal
+}
+
+// Refusal says what admission refused.
+type Refusal struct {
+	Lines   int    // lines refused
+	Reason  string // the reason label of the rejected-lines metric, e.g. stream_limit
+	Message string // for the client: names the limit
+}
+
+// Metrics are the counters a Flow keeps. Any may be nil.
+type Metrics struct {
+	Lines         *prometheus.CounterVec // lines stored, by tenant and protocol
+	Bytes         *prometheus.CounterVec // bytes stored, by tenant and protocol
+	Rejected      *prometheus.CounterVec // lines rejected, by protocol and reason
+	TimeFallbacks *prometheus.CounterVec // lines stored at the receive time although they held a time, by protocol
+}
+
+// Flow runs admission, counting and the write for every batch of every
+// producer.
+//
+// Concurrency: safe for concurrent use.
+type Flow struct {
+	Sink      Sink
+	Admission Admission // nil: every record is admitted
+	Metrics   Metrics
+}
+
+// Input says where a batch comes from and how it is admitted.
+type Input struct {
+	Tenant, Protocol string
+	// Whole admits the batch whole or refuses it whole, so that a
+	// client's retry stores no line twice.
+	Whole bool
+	// Refused, if not nil, is called with the index in b.Records of each
+	// record refused by admission (not with Whole).
+	Refused func(i int)
+	// Bytes is what the batch counts in the bytes metric when stored;
+	// zero counts the batch's data.
+	Bytes int
+}
+
+// Result is what a batch's reply needs.
+type Result struct {
+	// Accepted counts the lines stored.
+	Accepted int
+	// Rejected counts the lines the decoder rejected (b.Errors) and
+	// those refused by admission.
+	Rejected int
+	// Refused counts the lines refused by admission; Message explains
+	// why.
+	Refused int
+	Message string
+	// TimeFallbacks counts lines whose time was present but unusable:
+	// they are stored at the receive time.
+	TimeFallbacks int
+}
+
+// Reject counts n lines of protocol rejected for reason.
+func (f *Flow) Reject(protocol, reason string, n int) {
+	if n > 0 && f.Metrics.Rejected != nil {
+		f.Metrics.Rejected.WithLabelValues(protocol, reason).Add(float64(n))
+	}
+}
+
+// Admit counts the lines of b the decoder rejected, applies the stream
+// limit (removing refused records from b, or, with in.Whole, refusing
+// all), and counts time fallbacks. With in.Whole and a refusal, b must
+// not be stored.
+func (f *Flow) Admit(in Input, b *record.Batch) Result {
+	var res Result
+	for i := range b.Errors {
+		f.Reject(in.Protocol, b.Errors[i].Kind.String(), 1)
+	}
+	res.Rejected = len(b.Errors)
+	if f.Admission != nil {
+		if rf := f.Admission.Admit(in.Tenant, b, in.Whole, in.Refused); rf.Lines > 0 {
+			res.Refused, res.Message = rf.Lines, rf.Message
+			res.Rejected += rf.Lines
+			f.Reject(in.Protocol, rf.Reason, rf.Lines)
+			if in.Whole {
+				return res
+			}
+		}
+	}
+	res.TimeFallbacks = b.BadTime
+	if b.BadTime > 0 && f.Metrics.TimeFallbacks != nil {
+		f.Metrics.TimeFallbacks.WithLabelValues(in.Protocol).Add(float64(b.BadTime))
+	}
+	return res
+}
+
+// Prepared is a batch prepared for its sink.
+type Prepared struct {
+	f     *Flow
+	p     Pending
+	in    Input
+	lines int
+	bytes int
+}
+
+// Prepare prepares b, admitted, for the sink. b may be reused once
+// Prepare returns.
+func (f *Flow) Prepare(in Input, b *record.Batch) (*Prepared, error) {
+	p, err := f.Sink.Prepare(in.Tenant, b)
+	if err != nil {
+		return nil, err
+	}
+	bytes := in.Bytes
+	if bytes == 0 {
+		bytes = len(b.Data)
+	}
+	return &Prepared{f: f, p: p, in: in, lines: len(b.Records), bytes: bytes}, nil
+}
+
+// Write starts writing the batch; see Pending.
+func (p *Prepared) Write(ctx context.Context) { p.p.Write(ctx) }
+
+// Wait waits until the batch is durable, counts it, and returns its
+// lines.
+func (p *Prepared) Wait() (int, error) {
+	if err := p.p.Wait(); err != nil {
+		return 0, err
+	}
+	m := &p.f.Metrics
+	if m.Lines != nil {
+		m.Lines.WithLabelValues(p.in.Tenant, p.in.Protocol).Add(float64(p.lines))
+	}
+	if m.Bytes != nil {
+		m.Bytes.WithLabelValues(p.in.Tenant, p.in.Protocol).Add(float64(p.bytes))
+	}
+	return p.lines, nil
+}
+
+// Store prepares, writes and waits for b, admitted.
+func (f *Flow) Store(ctx context.Context, in Input, b *record.Batch) (int, error) {
+	p, err := f.Prepare(in, b)
+	if err != nil {
+		return 0, err
+	}
+	p.Write(ctx)
+	return p.Wait()
+}
+
+// Write admits b and stores what passes: Admit, then Store unless the
+// batch was refused whole. On a sink error, the Result has the counts of
+// admission and nothing accepted.
+func (f *Flow) Write(ctx context.Context, in Input, b *record.Batch) (Result, error) {
+	res := f.Admit(in, b)
+	if in.Whole && res.Refused > 0 {
+		return res, nil
+	}
+	n, err := f.Store(ctx, in, b)
+	res.Accepted = n
+	return res, err
+}

@@ -1,0 +1,174 @@
+package flow
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/sluicelog/sluice/internal/record"
+)
+
+// memSink keeps what it is given; fail, if set, is its error.
+type memSink struct {
+	tenants []string
+	lines   []int
+	fail    error
+}
+
+type memPending struct {
+	s     *memSink
+	t     string
+	n     int
+	wrote bool
+}
+
+func (s *memSink) Prepare(tenant string, b *record.Batch) (Pending, error) {
+	return &memPending{s: s, t: tenant, n: len(b.Records)}, nil
+}
+
+func (p *memPending) Write(ctx context.Context) { p.wrote = true }
+
+func (p *memPending) Wait() error {
+	if !p.wrote {
+		return errors.New("wait without write")
+	}
+	if p.s.fail != nil {
+		return p.s.fail
+	}
+	p.s.tenants = append(p.s.tenants, p.t)
+	p.s.lines = append(p.s.lines, p.n)
+	return nil
+}
+
+// oddOut refuses the records at odd indexes (or, whole, everything when
+// there is one).
+type oddOut struct{}
+
+func (oddOut) Admit(tenant string, b *record.Batch, whole bool, refused func(i int)) Refusal {
+	n := len(b.Records) / 2
+	if n == 0 {
+		return Refusal{}
+	}
+	if whole {
+		return Refusal{Lines: len(b.Records), Reason: "odd", Message: "odd records"}
+	}
+	kept := b.Records[:0]
+	for i, r := range b.Records {
+		if i%2 == 0 {
+			kept = append(kept, r)
+		} else if refused != nil {
+			refused(i)
+		}
+	}
+	b.Records = kept
+	return Refusal{Lines: n, Reason: "odd", Message: "odd records"}
+}
+
+func newFlow(s Sink) *Flow {
+	return &Flow{Sink: s, Admission: oddOut{}, Metrics: Metrics{
+		Lines:         prometheus.NewCounterVec(prometheus.CounterOpts{Name: "l"}, []string{"tenant", "protocol"}),
+		Bytes:         prometheus.NewCounterVec(prometheus.CounterOpts{Name: "b"}, []string{"tenant", "protocol"}),
+		Rejected:      prometheus.NewCounterVec(prometheus.CounterOpts{Name: "r"}, []string{"protocol", "reason"}),
+		TimeFallbacks: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "t"}, []string{"protocol"}),
+	}}
+}
+
+// batch returns a batch of n records, one rejected line and one time
+// fallback, over 100 bytes of data.
+func batch(n int) *record.Batch {
+	return &record.Batch{
+		Data:    make([]byte, 100),
+		Records: make([]record.Record, n),
+		Errors:  []record.LineError{{Line: 1, Kind: record.ErrSyntax, Msg: "bad"}},
+		BadTime: 1,
+	}
+}
+
+func TestWriteCountsOnce(t *testing.T) {
+	s := &memSink{}
+	f := newFlow(s)
+	var refused []int
+	in := Input{Tenant: "t1", Protocol: "p", Refused: func(i int) { refused = append(refused, i) }}
+	res, err := f.Write(context.Background(), in, batch(4))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := Result{Accepted: 2, Rejected: 3, Refused: 2, Message: "odd records", TimeFallbacks: 1}
+	if res != want {
+		t.Errorf("result %+v, want %+v", res, want)
+	}
+	if len(refused) != 2 || refused[0] != 1 || refused[1] != 3 {
+		t.Errorf("refused indexes %v, want [1 3]", refused)
+	}
+	if len(s.lines) != 1 || s.lines[0] != 2 || s.tenants[0] != "t1" {
+		t.Errorf("sink got %v lines for %v, want [2] for [t1]", s.lines, s.tenants)
+	}
+	m := f.Metrics
+	for name, got := range map[string]float64{
+		"lines":         testutil.ToFloat64(m.Lines.WithLabelValues("t1", "p")),
+		"bytes":         testutil.ToFloat64(m.Bytes.WithLabelValues("t1", "p")),
+		"syntax":        testutil.ToFloat64(m.Rejected.WithLabelValues("p", record.ErrSyntax.String())),
+		"odd":           testutil.ToFloat64(m.Rejected.WithLabelValues("p", "odd")),
+		"timeFallbacks": testutil.ToFloat64(m.TimeFallbacks.WithLabelValues("p")),
+	} {
+		want := map[string]float64{"lines": 2, "bytes": 100, "syntax": 1, "odd": 2, "timeFallbacks": 1}[name]
+		if got != want {
+			t.Errorf("%s = %g, want %g", name, got, want)
+		}
+	}
+}
+
+func TestWriteWholeRefusedStoresNothing(t *testing.T) {
+	s := &memSink{}
+	f := newFlow(s)
+	res, err := f.Write(context.Background(), Input{Tenant: "t1", Protocol: "p", Whole: true, Bytes: 7}, batch(2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Accepted != 0 || res.Refused != 2 || res.Rejected != 3 {
+		t.Errorf("result %+v, want 0 accepted, 2 refused, 3 rejected", res)
+	}
+	if len(s.lines) != 0 {
+		t.Errorf("sink got %v, want nothing", s.lines)
+	}
+	if got := testutil.ToFloat64(f.Metrics.TimeFallbacks.WithLabelValues("p")); got != 0 {
+		t.Errorf("time fallbacks of a refused push counted: %g", got)
+	}
+	// Admitted whole: the bytes counted are the input's.
+	if _, err := f.Write(context.Background(), Input{Tenant: "t1", Protocol: "p", Whole: true, Bytes: 7}, batch(1)); err != nil {
+		t.Fatal(err)
+	}
+	if got := testutil.ToFloat64(f.Metrics.Bytes.WithLabelValues("t1", "p")); got != 7 {
+		t.Errorf("bytes = %g, want 7", got)
+	}
+}
+
+func TestWriteSinkErrorCountsNoLines(t *testing.T) {
+	full := errors.New("disk full")
+	f := newFlow(&memSink{fail: full})
+	res, err := f.Write(context.Background(), Input{Tenant: "t1", Protocol: "p"}, batch(1))
+	if !errors.Is(err, full) {
+		t.Fatalf("err %v, want %v", err, full)
+	}
+	if res.Accepted != 0 {
+		t.Errorf("accepted %d of a failed write", res.Accepted)
+	}
+	if got := testutil.ToFloat64(f.Metrics.Lines.WithLabelValues("t1", "p")); got != 0 {
+		t.Errorf("lines = %g after a failed write", got)
+	}
+}
+
+func TestNilAdmissionAndMetrics(t *testing.T) {
+	s := &memSink{}
+	f := &Flow{Sink: s}
+	res, err := f.Write(context.Background(), Input{Tenant: "t", Protocol: "p"}, batch(3))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Accepted != 3 || res.Rejected != 1 {
+		t.Errorf("result %+v, want 3 accepted, 1 rejected", res)
+	}
+}

@@ -1,0 +1,31 @@
+package jsonline
+
+import "encoding/json"
+
+// Reply is the JSON answer of the line protocols (/insert/jsonline,
+// /insert/lines).
+type Reply struct {
+	Accepted int      `json:"accepted"`
+	Rejected int      `json:"rejected"`
+	Errors   []string `json:"errors,omitempty"` // the first few, as LINE:COL: message
+	// TimeFallbacks counts accepted lines whose timestamp was present but
+	// unusable: they are stored at the receive time.
+	TimeFallbacks int `json:"time_fallbacks,omitempty"`
+}
+
+// AddError keeps msg among the reply's errors while they are fewer than
+// max.
+func (r *Reply) AddError(msg string, max int) {
+	if len(r.Errors) < max {
+		r.Errors = append(r.Errors, msg)
+	}
+}
+
+// JSON returns the reply's body: a JSON object and a newline.
+func (r *Reply) JSON() []byte {
+	b, err := json.Marshal(r)
+	if err != nil {
+		panic("jsonline: marshal reply: " + err.Error()) // ints and strings cannot fail
+	}
+	return append(b, '\n')
+}
