@@ -33,8 +33,8 @@ import (
 	"time"
 
 	"github.com/sluicelog/sluice/internal/record"
+	"github.com/sluicelog/sluice/internal/rows"
 	"github.com/sluicelog/sluice/internal/store/part"
-	"github.com/sluicelog/sluice/internal/store/rows"
 	"github.com/sluicelog/sluice/internal/vfs"
 	"github.com/sluicelog/sluice/internal/wal"
 )

@@ -7,8 +7,8 @@ import (
 	"math"
 	"slices"
 
+	"github.com/sluicelog/sluice/internal/bin"
 	"github.com/sluicelog/sluice/internal/record"
-	"github.com/sluicelog/sluice/internal/store/bin"
 )
 
 // Version is the first byte of every encoded block.
