@@ -314,6 +314,7 @@ func (s *Server) handleLines(w http.ResponseWriter, r *http.Request, tenant stri
 				reply.Errors = append(reply.Errors, e.Error())
 			}
 		}
+		b.Tenant = tenant
 		if rf := s.streams.admit(tenant, b, false, nil); rf.lines > 0 {
 			reply.Rejected += rf.lines
 			streamRefused = true
@@ -408,6 +409,7 @@ func (s *Server) handleLoki(w http.ResponseWriter, r *http.Request, tenant strin
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return http.StatusBadRequest
 	}
+	b.Tenant = tenant
 	if rf := s.streams.admit(tenant, b, true, nil); rf.lines > 0 {
 		// Refused whole, so that the client's retry stores no line twice.
 		s.metrics.rejected.WithLabelValues("loki", "stream_limit").Add(float64(rf.lines))

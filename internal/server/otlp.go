@@ -71,6 +71,7 @@ func (s *Server) handleOTLP(w http.ResponseWriter, r *http.Request, tenant strin
 		s.metrics.rejected.WithLabelValues("otlp", "invalid").Add(float64(rejected))
 	}
 	// OTLP's partial success: the client is told, and does not retry.
+	b.Tenant = tenant
 	if rf := s.streams.admit(tenant, b, false, nil); rf.lines > 0 {
 		rejected += int64(rf.lines)
 		reasons = append(reasons, rf.message(tenant, s.streams.max))

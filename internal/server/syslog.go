@@ -99,6 +99,7 @@ func (in *syslogInput) store(bt *syslog.Batcher, remote string) error {
 		in.warn("syslog: rejected messages", "protocol", in.protocol, "remote", remote, "rejected", len(b.Errors),
 			"first", b.Errors[0].Msg)
 	}
+	b.Tenant = in.tenant
 	if rf := s.streams.admit(in.tenant, b, false, nil); rf.lines > 0 {
 		s.metrics.rejected.WithLabelValues(in.protocol, "stream_limit").Add(float64(rf.lines))
 		in.warn("syslog: stream limit", "protocol", in.protocol, "remote", remote, "msg", rf.message(in.tenant, s.streams.max))
