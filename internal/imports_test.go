@@ -33,7 +33,7 @@ var allowed = map[string][]string{
 	"internal/server": {"internal/flow", "internal/ingest/", "internal/parse", "internal/record", "internal/store", "internal/vfs", "internal/query", "internal/logql"},
 	// The query engine reads the store through its snapshot; the language
 	// knows nothing of either.
-	"internal/query": {"internal/logql", "internal/record", "internal/stage", "internal/store", "internal/store/rows", "internal/store/part", "internal/literal", "internal/pattern"},
+	"internal/query": {"internal/logql", "internal/record", "internal/stage", "internal/store", "internal/rows", "internal/store/part", "internal/literal", "internal/pattern"},
 	// The pipeline stages know rows as a line, a time and labels: queries
 	// and rules run the same stages, so they know no store or engine.
 	"internal/stage": {"internal/logql", "internal/record", "internal/literal"},
@@ -42,12 +42,17 @@ var allowed = map[string][]string{
 	// The multi-literal matcher takes bytes: it knows no query, store or
 	// record (the rules engine will use it too).
 	"internal/literal": {},
+	// The durable encoding of a batch (the WAL's payload, the head's rows):
+	// sinks, sources and the cluster carry it, so it knows no store.
+	"internal/rows": {"internal/record", "internal/bin"},
+	// Bounds-checked varint reading for every binary format: a leaf.
+	"internal/bin": {},
 	// The WAL stores opaque bytes: it never decodes what it carries.
 	"internal/wal": {"internal/vfs"},
 	// The store owns the head, parts and their indexes; it knows records
 	// but no input format.
-	"internal/store":  {"internal/store/", "internal/record", "internal/timestamp", "internal/wal", "internal/vfs"},
-	"internal/store/": {"internal/store/", "internal/record", "internal/timestamp", "internal/vfs"},
+	"internal/store":  {"internal/store/", "internal/record", "internal/rows", "internal/bin", "internal/timestamp", "internal/wal", "internal/vfs"},
+	"internal/store/": {"internal/store/", "internal/record", "internal/rows", "internal/bin", "internal/timestamp", "internal/vfs"},
 }
 
 func TestImportDirection(t *testing.T) {

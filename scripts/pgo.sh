@@ -12,7 +12,7 @@ for p in json logfmt text syslog pattern multiline; do
 	go test -pgo=off -run '^$' -bench . -benchtime=2s -cpuprofile "$dir/$p.prof" "./internal/parse/$p/" >/dev/null
 done
 # The store's hot paths: encoding batches, writing and reading parts.
-go test -pgo=off -run '^$' -bench . -benchtime=2s -cpuprofile "$dir/rows.prof" ./internal/store/rows/ >/dev/null
+go test -pgo=off -run '^$' -bench . -benchtime=2s -cpuprofile "$dir/rows.prof" ./internal/rows/ >/dev/null
 go test -pgo=off -run '^$' -bench 'Write|Read' -benchtime=10x -cpuprofile "$dir/part.prof" ./internal/store/part/ >/dev/null
 # The query engine's: literal counts, columnar json aggregations, the newest lines.
 go test -pgo=off -run '^$' -bench Queries -benchtime=2s -cpuprofile "$dir/query.prof" ./internal/query/ >/dev/null

@@ -182,7 +182,10 @@ type storeSink struct {
 	tenant string
 }
 
-func (s storeSink) Prepare(b *record.Batch) (file.Stored, error) { return s.st.Prepare(s.tenant, b) }
+func (s storeSink) Prepare(b *record.Batch) (file.Stored, error) {
+	b.Tenant = s.tenant
+	return s.st.Prepare(s.tenant, b)
+}
 
 func printIngestSummary(w io.Writer, p *file.Progress, s store.Stats, loaded, all time.Duration) {
 	var rejected int64

@@ -141,7 +141,7 @@ func (f *Flow) Prepare(in Input, b *record.Batch) (*Prepared, error) {
 	if bytes == 0 {
 		bytes = len(b.Data)
 	}
-	return &Prepared{f: f, p: p, in: in, lines: len(b.Records), bytes: bytes}, nil
+	return &Prepared{f: f, p: p, in: in, lines: b.NumKept(), bytes: bytes}, nil
 }
 
 // Write starts writing the batch; see Pending.

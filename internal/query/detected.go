@@ -14,8 +14,8 @@ import (
 	"github.com/sluicelog/sluice/internal/logql"
 	miner "github.com/sluicelog/sluice/internal/pattern"
 	"github.com/sluicelog/sluice/internal/record"
+	"github.com/sluicelog/sluice/internal/rows"
 	"github.com/sluicelog/sluice/internal/stage"
-	"github.com/sluicelog/sluice/internal/store/rows"
 )
 
 // What Grafana Logs Drilldown asks of a log query's lines beyond the lines

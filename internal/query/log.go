@@ -10,8 +10,8 @@ import (
 
 	"github.com/sluicelog/sluice/internal/logql"
 	"github.com/sluicelog/sluice/internal/record"
+	"github.com/sluicelog/sluice/internal/rows"
 	"github.com/sluicelog/sluice/internal/stage"
-	"github.com/sluicelog/sluice/internal/store/rows"
 )
 
 // errEnough stops a stream's scan once it has yielded what is needed.

@@ -4,8 +4,8 @@ import (
 	"strings"
 
 	"github.com/sluicelog/sluice/internal/record"
+	"github.com/sluicelog/sluice/internal/rows"
 	"github.com/sluicelog/sluice/internal/stage"
-	"github.com/sluicelog/sluice/internal/store/rows"
 )
 
 // rowMeta adds to lb the structured metadata of row r, whose field names

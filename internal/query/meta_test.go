@@ -7,8 +7,8 @@ import (
 
 	"github.com/sluicelog/sluice/internal/parse"
 	"github.com/sluicelog/sluice/internal/record"
+	"github.com/sluicelog/sluice/internal/rows"
 	"github.com/sluicelog/sluice/internal/store"
-	"github.com/sluicelog/sluice/internal/store/rows"
 	"github.com/sluicelog/sluice/internal/vfs"
 )
 

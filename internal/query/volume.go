@@ -10,8 +10,8 @@ import (
 
 	"github.com/sluicelog/sluice/internal/logql"
 	"github.com/sluicelog/sluice/internal/record"
+	"github.com/sluicelog/sluice/internal/rows"
 	"github.com/sluicelog/sluice/internal/store"
-	"github.com/sluicelog/sluice/internal/store/rows"
 )
 
 // VolumeParams are a volume request's, as Loki's /index/volume and

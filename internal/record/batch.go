@@ -2,7 +2,9 @@ package record
 
 import (
 	"fmt"
+	"math/bits"
 	"sync"
+	"unicode/utf8"
 	"unsafe"
 )
 
@@ -10,6 +12,11 @@ import (
 //
 // INVARIANT: every Span in Records and Fields lies within Data, and every
 // name and stream id is below the Len of Names and Streams.
+//
+// A stage after parsing changes a batch without copying it: Drop removes a
+// record from the selection (every consumer skips records that are not
+// Kept), and SetLine replaces a record's line, leaving every other record
+// byte-exact.
 //
 // Concurrency: a batch is owned by one goroutine at a time; it is handed
 // from stage to stage, never shared.
@@ -19,6 +26,15 @@ type Batch struct {
 	Fields  []Field
 	Names   *Names
 	Streams *Streams
+
+	// Tenant is the tenant the records belong to, set by whoever makes
+	// the batch (the server's ingest paths, file ingest, syslog).
+	Tenant string
+
+	// dropped has bit i set when record i was dropped; nil when every
+	// record is kept. ndropped counts the set bits.
+	dropped  []uint64
+	ndropped int
 
 	// Errors lists the lines that were rejected, in input order. A
 	// rejected line produces no record and never affects its neighbours.
@@ -46,10 +62,98 @@ func (b *Batch) Reset() {
 	b.Records = b.Records[:0]
 	b.Fields = b.Fields[:0]
 	b.Errors = b.Errors[:0]
+	b.Tenant = ""
+	b.dropped = b.dropped[:0]
+	b.ndropped = 0
 	b.ReceiveTime = 0
 	b.BadUTF8 = 0
 	b.Unmatched = 0
 	b.BadTime = 0
+}
+
+// Drop removes record i from the selection: consumers of the batch (the
+// rows encoder, the protocol encoders, counts of stored lines) skip it.
+// Dropping a dropped record does nothing.
+func (b *Batch) Drop(i int) {
+	_ = b.Records[i] // bounds check: i must name a record
+	w := i / 64
+	if w >= len(b.dropped) {
+		b.dropped = append(b.dropped, make([]uint64, len(b.Records)/64+1-len(b.dropped))...)
+	}
+	m := uint64(1) << (i % 64)
+	if b.dropped[w]&m == 0 {
+		b.dropped[w] |= m
+		b.ndropped++
+	}
+}
+
+// Kept reports whether record i is in the selection.
+func (b *Batch) Kept(i int) bool {
+	w := i / 64
+	return w >= len(b.dropped) || b.dropped[w]&(uint64(1)<<(i%64)) == 0
+}
+
+// NumKept returns the number of records in the selection.
+func (b *Batch) NumKept() int { return len(b.Records) - b.ndropped }
+
+// AllKept reports whether no record was dropped, so that a consumer may
+// skip calling Kept.
+func (b *Batch) AllKept() bool { return b.ndropped == 0 }
+
+// NextKept returns the index of the first kept record at or after i, or
+// len(b.Records) when there is none: for i := b.NextKept(0); i <
+// len(b.Records); i = b.NextKept(i + 1).
+func (b *Batch) NextKept(i int) int {
+	n := len(b.Records)
+	for i < n {
+		w := i / 64
+		if w >= len(b.dropped) {
+			return i
+		}
+		kept := ^b.dropped[w] >> (i % 64)
+		if kept != 0 {
+			return min(i+bits.TrailingZeros64(kept), n)
+		}
+		i = (w + 1) * 64
+	}
+	return n
+}
+
+// ClearSelection keeps every record again. A stage that compacts
+// Records itself calls it once the dropped records are gone.
+func (b *Batch) ClearSelection() {
+	clear(b.dropped)
+	b.dropped = b.dropped[:0]
+	b.ndropped = 0
+}
+
+// SetLine replaces the line of record i with a copy of line, appended to
+// Data; the bytes of every other record are untouched. The old line's
+// bytes stay in Data but nothing refers to them, so no encoder writes
+// them.
+//
+// The record's fields are dropped: they were views of (or values parsed
+// from) the old line, and a redacted value must never reach the WAL
+// through a field. A message that was part of the record (a span of Data)
+// becomes the whole new line; a constant message is kept. Time, time
+// source and stream are kept. A stage that needs fields of the new line
+// parses it again.
+func (b *Batch) SetLine(i int, line []byte) {
+	r := &b.Records[i]
+	if uint64(len(b.Data))+uint64(len(line)) > 1<<32-1 {
+		panic(fmt.Sprintf("record: SetLine would grow the batch's data past 4 GiB (%d + %d bytes)", len(b.Data), len(line)))
+	}
+	off := uint32(len(b.Data))
+	b.Data = append(b.Data, line...)
+	r.Line = Span{Off: off, Len: uint32(len(line))}
+	if r.MsgFlags&Const == 0 && r.Msg.Len > 0 {
+		r.Msg = r.Line
+		r.MsgFlags = 0
+		if !utf8.Valid(line) {
+			r.MsgFlags = BadUTF8
+		}
+	}
+	r.NumFields = 0
 }
 
 // Bytes returns the bytes a span views.

@@ -289,6 +289,7 @@ func (s *Server) handleLines(w http.ResponseWriter, r *http.Request, tenant stri
 		for i := range b.Errors {
 			reply.AddError(b.Errors[i].Error(), maxReplyErrors)
 		}
+		b.Tenant = tenant
 		res := s.flow.Admit(in, b)
 		reply.Rejected += len(b.Errors)
 		if res.Refused > 0 {
@@ -381,6 +382,7 @@ func (s *Server) handleLoki(w http.ResponseWriter, r *http.Request, tenant strin
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return http.StatusBadRequest, 0
 	}
+	b.Tenant = tenant
 	// Admitted whole, so that the client's retry stores no line twice.
 	fr, err := s.flow.Write(r.Context(), flow.Input{Tenant: tenant, Protocol: "loki", Whole: true, Bytes: len(data)}, b)
 	switch {

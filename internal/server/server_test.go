@@ -21,8 +21,8 @@ import (
 	"google.golang.org/protobuf/encoding/protowire"
 
 	"github.com/sluicelog/sluice/internal/record"
+	"github.com/sluicelog/sluice/internal/rows"
 	"github.com/sluicelog/sluice/internal/store"
-	"github.com/sluicelog/sluice/internal/store/rows"
 	"github.com/sluicelog/sluice/internal/vfs"
 )
 

@@ -59,9 +59,11 @@ func (r refusal) message(tenant string, max int) string {
 // limit, none does and nothing is marked (for a request that is stored
 // whole or refused whole, so that its retry stores no line twice).
 // Otherwise the records of refused streams are removed from b.Records,
-// and refused, if not nil, is called with the index each had.
+// and refused, if not nil, is called with the index each had. Records
+// already dropped (record.Batch.Drop) take no stream and are not
+// refused; when refused records are removed, they are removed too.
 func (l *streamLimit) admit(tenant string, b *record.Batch, whole bool, refused func(i int)) refusal {
-	if l == nil || l.max <= 0 || len(b.Records) == 0 {
+	if l == nil || l.max <= 0 || b.NumKept() == 0 {
 		return refusal{}
 	}
 	now := l.now().Unix()
@@ -87,7 +89,7 @@ func (l *streamLimit) admit(tenant string, b *record.Batch, whole bool, refused 
 	defer func() { clear(verdict); l.verdict.Put(verdict) }()
 	var added []uint64 // new streams marked, to unmark if whole fails
 	var r refusal
-	for i := range b.Records {
+	for i := b.NextKept(0); i < len(b.Records); i = b.NextKept(i + 1) {
 		id := b.Records[i].Stream
 		ok, decided := verdict[id]
 		if !decided {
@@ -115,11 +117,14 @@ func (l *streamLimit) admit(tenant string, b *record.Batch, whole bool, refused 
 		for _, h := range added {
 			delete(t.seen, h)
 		}
-		r.lines = len(b.Records)
+		r.lines = b.NumKept()
 		return r
 	}
 	kept := b.Records[:0]
 	for i, rec := range b.Records {
+		if !b.Kept(i) {
+			continue // dropped by an earlier stage: neither kept nor refused
+		}
 		if verdict[rec.Stream] {
 			kept = append(kept, rec)
 		} else if refused != nil {
@@ -127,6 +132,7 @@ func (l *streamLimit) admit(tenant string, b *record.Batch, whole bool, refused 
 		}
 	}
 	b.Records = kept
+	b.ClearSelection() // the dropped records are gone with the refused
 	return r
 }
 

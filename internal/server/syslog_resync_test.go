@@ -18,8 +18,8 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/sluicelog/sluice/internal/record"
+	"github.com/sluicelog/sluice/internal/rows"
 	"github.com/sluicelog/sluice/internal/store"
-	"github.com/sluicelog/sluice/internal/store/rows"
 )
 
 // metric returns the value of one series of /metrics, as printed (labels

@@ -11,8 +11,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/sluicelog/sluice/internal/rows"
 	"github.com/sluicelog/sluice/internal/store/part"
-	"github.com/sluicelog/sluice/internal/store/rows"
 	"github.com/sluicelog/sluice/internal/vfs"
 )
 

@@ -9,8 +9,8 @@ import (
 	"sync"
 
 	"github.com/sluicelog/sluice/internal/record"
+	"github.com/sluicelog/sluice/internal/rows"
 	"github.com/sluicelog/sluice/internal/store/part"
-	"github.com/sluicelog/sluice/internal/store/rows"
 )
 
 // exportChunk is the size of the buffers an export hands from the

@@ -9,8 +9,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/sluicelog/sluice/internal/rows"
 	"github.com/sluicelog/sluice/internal/store/part"
-	"github.com/sluicelog/sluice/internal/store/rows"
 )
 
 // dayOf returns the UTC day of a Unix ns time, as YYYY-MM-DD.

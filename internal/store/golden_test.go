@@ -23,7 +23,7 @@ var update = flag.Bool("update", false, "rewrite testdata/golden/v<ManifestVersi
 // batch that no part has yet, as writeGoldenDir leaves them (LOCK files
 // removed). The parts and the WAL segment are in the formats of the
 // store that wrote them (part version 3, WAL and rows version 1), which
-// internal/store/part, internal/wal and internal/store/rows pin on their
+// internal/store/part, internal/wal and internal/rows pin on their
 // own; this test pins the MANIFEST and the directory as a whole.
 var goldenBatches = []struct {
 	tenant string

@@ -6,7 +6,7 @@ import (
 	"sync"
 
 	"github.com/sluicelog/sluice/internal/record"
-	"github.com/sluicelog/sluice/internal/store/rows"
+	"github.com/sluicelog/sluice/internal/rows"
 )
 
 // head holds the records acknowledged since the last flush, as the rows

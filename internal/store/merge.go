@@ -9,8 +9,8 @@ import (
 	"slices"
 
 	"github.com/sluicelog/sluice/internal/record"
+	"github.com/sluicelog/sluice/internal/rows"
 	"github.com/sluicelog/sluice/internal/store/part"
-	"github.com/sluicelog/sluice/internal/store/rows"
 )
 
 // maxMergeInputs bounds the parts merged at once.

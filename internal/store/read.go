@@ -9,8 +9,8 @@ import (
 	"sync/atomic"
 
 	"github.com/sluicelog/sluice/internal/record"
+	"github.com/sluicelog/sluice/internal/rows"
 	"github.com/sluicelog/sluice/internal/store/part"
-	"github.com/sluicelog/sluice/internal/store/rows"
 )
 
 // livePart is an open part, shared by snapshots and counted so that a

@@ -33,8 +33,8 @@ import (
 	"time"
 
 	"github.com/sluicelog/sluice/internal/record"
+	"github.com/sluicelog/sluice/internal/rows"
 	"github.com/sluicelog/sluice/internal/store/part"
-	"github.com/sluicelog/sluice/internal/store/rows"
 	"github.com/sluicelog/sluice/internal/vfs"
 	"github.com/sluicelog/sluice/internal/wal"
 )
@@ -529,8 +529,8 @@ func (s *Store) freePart(p *livePart) {
 	}
 }
 
-// Append makes the records of b durable for tenant and visible to later
-// snapshots. It returns nil only once they are in the WAL as the sync
+// Append makes the kept records of b durable for tenant and visible to
+// later snapshots (b.Tenant, when set, must be tenant: see Prepare). It returns nil only once they are in the WAL as the sync
 // policy says. Rejected lines (b.Errors) are not stored. While the heads
 // are full it waits for room, or until ctx is done (then it returns
 // ctx's error and stores nothing).
@@ -563,8 +563,10 @@ type Pending struct {
 	werr    error // the WAL's, once settled
 }
 
-// Prepare encodes b for tenant. It may run on many goroutines at once;
-// b is not needed once it returns.
+// Prepare encodes the kept records of b (see record.Batch.Drop) for
+// tenant. A batch that names its tenant (b.Tenant) must name this one;
+// one that does not is stored for tenant. It may run on many goroutines
+// at once; b is not needed once it returns.
 func (s *Store) Prepare(tenant string, b *record.Batch) (*Pending, error) {
 	if err := checkTenant(tenant); err != nil {
 		return nil, err
@@ -572,8 +574,11 @@ func (s *Store) Prepare(tenant string, b *record.Batch) (*Pending, error) {
 	if s.opts.ReadOnly {
 		return nil, ErrReadOnly
 	}
+	if b.Tenant != "" && b.Tenant != tenant {
+		return nil, fmt.Errorf("store: batch of tenant %q prepared for tenant %q", b.Tenant, tenant)
+	}
 	p := &Pending{s: s}
-	if len(b.Records) == 0 {
+	if b.NumKept() == 0 {
 		return p, nil
 	}
 	enc, _ := s.encoders.Get().(*rows.Encoder)

@@ -71,11 +71,12 @@ func CheckIndex(name string) error {
 	return nil
 }
 
-// AppendBulk appends b as a bulk body into index: for each record an
-// action line and a document line, each ending in '\n'.
+// AppendBulk appends b as a bulk body into index: for each kept record
+// (see record.Batch.Drop) an action line and a document line, each ending
+// in '\n'.
 // REQUIRES: CheckIndex(index) == nil, or Elasticsearch refuses the items.
 func (e *Encoder) AppendBulk(dst []byte, b *record.Batch, index string) []byte {
-	for i := range b.Records {
+	for i := b.NextKept(0); i < len(b.Records); i = b.NextKept(i + 1) {
 		dst = appendAction(dst, index)
 		dst = e.AppendDoc(dst, b, i)
 		dst = append(dst, '\n')

@@ -90,7 +90,7 @@ func (e *Encoder) group(b *record.Batch, json bool) {
 	e.order, e.start, e.used = e.order[:0], e.start[:0], e.used[:0]
 	e.keys, e.kend = e.keys[:0], e.kend[:0]
 	clear(e.table)
-	for i := range b.Records {
+	for i := b.NextKept(0); i < len(b.Records); i = b.NextKept(i + 1) {
 		id := b.Records[i].Stream
 		if e.slot[id] < 0 {
 			e.slot[id] = e.groupOf(b, id, json)
@@ -104,8 +104,8 @@ func (e *Encoder) group(b *record.Batch, json bool) {
 		e.start[k], sum = sum, sum+c
 	}
 	e.start = append(e.start, sum)
-	e.recs = slices.Grow(e.recs[:0], len(b.Records))[:len(b.Records)]
-	for i := range b.Records {
+	e.recs = slices.Grow(e.recs[:0], b.NumKept())[:b.NumKept()]
+	for i := b.NextKept(0); i < len(b.Records); i = b.NextKept(i + 1) {
 		k := e.slot[b.Records[i].Stream]
 		e.recs[e.start[k]] = int32(i)
 		e.start[k]++

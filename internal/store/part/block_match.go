@@ -6,8 +6,8 @@ import (
 	"slices"
 	"sort"
 
-	"github.com/sluicelog/sluice/internal/store/bin"
-	"github.com/sluicelog/sluice/internal/store/rows"
+	"github.com/sluicelog/sluice/internal/bin"
+	"github.com/sluicelog/sluice/internal/rows"
 )
 
 // Reading only the rows whose line contains literals (Block.Contains),

@@ -8,9 +8,9 @@ import (
 	"strconv"
 	"unsafe"
 
+	"github.com/sluicelog/sluice/internal/bin"
 	"github.com/sluicelog/sluice/internal/record"
-	"github.com/sluicelog/sluice/internal/store/bin"
-	"github.com/sluicelog/sluice/internal/store/rows"
+	"github.com/sluicelog/sluice/internal/rows"
 	"github.com/sluicelog/sluice/internal/timestamp"
 )
 

@@ -3,7 +3,7 @@ package part
 import (
 	"fmt"
 
-	"github.com/sluicelog/sluice/internal/store/bin"
+	"github.com/sluicelog/sluice/internal/bin"
 )
 
 // ColumnStat is the stored size of one column across a part's blocks.

@@ -1,4 +1,4 @@
-// Package bin reads the varint-based encodings of the store's formats
+// Package bin reads the varint-based encodings of sluice's binary formats
 // (rows blocks, parts) safely: every read is bounds-checked, the first
 // failure sticks, and counts are checked against the bytes left so that a
 // corrupt length never causes a huge allocation. It never panics on input.

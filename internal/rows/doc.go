@@ -1,7 +1,8 @@
 // Package rows encodes a batch of parsed records into the compact,
 // self-contained form that the WAL carries as an opaque payload and that
 // the store's head keeps in memory until it flushes to parts, and decodes
-// it again.
+// it again. It knows no store: sinks, sources and other nodes carry a
+// block as it is.
 //
 // A Block holds the original lines byte-exact and, for each record, its
 // time, stream and typed fields as spans of its line, so that neither a

@@ -7,8 +7,8 @@ import (
 	"math"
 	"slices"
 
+	"github.com/sluicelog/sluice/internal/bin"
 	"github.com/sluicelog/sluice/internal/record"
-	"github.com/sluicelog/sluice/internal/store/bin"
 )
 
 // Version is the first byte of every encoded block.
@@ -75,8 +75,12 @@ type Encoder struct {
 	hdr       []byte
 }
 
-// Append appends to dst the block holding the records of b (its errors
-// are not part of it) for tenant, and returns the extended slice.
+// Append appends to dst the block holding the kept records of b (see
+// record.Batch.Drop; its errors are not part of it) for tenant, and
+// returns the extended slice. Only each kept record's line and the values
+// its fields and message refer to are written: bytes of Data that no kept
+// record refers to (a dropped record's, a line replaced by SetLine) never
+// reach the block.
 func (e *Encoder) Append(dst []byte, tenant string, b *record.Batch) []byte {
 	e.encodeBody(b)
 	dst = e.header(dst, tenant, b)
@@ -109,7 +113,7 @@ func (e *Encoder) encodeBody(b *record.Batch) {
 	body := slices.Grow(e.body[:0], bodySize(b))
 	e.refs = slices.Grow(e.refs[:0], len(b.Records))
 	var prev int64
-	for i := range b.Records {
+	for i := b.NextKept(0); i < len(b.Records); i = b.NextKept(i + 1) {
 		r := &b.Records[i]
 		line := b.Bytes(r.Line)
 		body = binary.AppendVarint(body, r.Time-prev)
@@ -128,7 +132,7 @@ func (e *Encoder) encodeBody(b *record.Batch) {
 		}
 		body = append(body, flags, byte(r.MsgFlags&^record.Const))
 		stream := e.stream(r.Stream)
-		e.refs[i].Stream = stream
+		e.refs[len(e.refs)-1].Stream = stream
 		body = binary.AppendUvarint(body, uint64(stream))
 		body = binary.AppendUvarint(body, uint64(len(line)))
 		body = append(body, line...)
@@ -190,7 +194,7 @@ func (e *Encoder) header(dst []byte, tenant string, b *record.Batch) []byte {
 			dst = bin.AppendString(dst, l.Value)
 		}
 	}
-	return binary.AppendUvarint(dst, uint64(len(b.Records)))
+	return binary.AppendUvarint(dst, uint64(len(e.refs)))
 }
 
 // Block encodes b as Append does and returns it already indexed, without

@@ -12,7 +12,7 @@ import (
 
 	"github.com/sluicelog/sluice/internal/parse"
 	"github.com/sluicelog/sluice/internal/record"
-	"github.com/sluicelog/sluice/internal/store/rows"
+	"github.com/sluicelog/sluice/internal/rows"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/golden/v<Version>.rows from what the encoder makes")
