@@ -699,9 +699,14 @@ func (s *Store) waitForRoom(ctx context.Context) error {
 				s.mu.Unlock()
 			})
 		}
-		tries := s.flushTries
+		// Wait for the flusher's next attempt, or for the heads to
+		// change under us: a Flush by another caller (sluice ingest's
+		// last one, a test) cuts and retires heads without being one of
+		// the flusher's attempts, and the flusher, kicked while it was
+		// busy, may then find nothing to flush and attempt nothing.
+		tries, h, fl := s.flushTries, s.head, s.flushing
 		s.signal()
-		for s.flushTries == tries && !s.closed && ctx.Err() == nil {
+		for s.flushTries == tries && s.head == h && s.flushing == fl && !s.closed && ctx.Err() == nil {
 			s.room.Wait()
 		}
 		attempts += s.flushTries - tries
