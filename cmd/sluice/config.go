@@ -56,6 +56,7 @@ type limitsConfig struct {
 		MaxSeries int    `yaml:"max_series"`
 		MaxBytes  int64  `yaml:"max_bytes"`
 		MaxLines  int    `yaml:"max_lines"`
+		MaxMemory int64  `yaml:"max_memory"`
 		// Admission: see server.Admission.
 		MaxSize                int    `yaml:"max_size"`
 		MaxConcurrent          int    `yaml:"max_concurrent"`
@@ -192,6 +193,7 @@ func (c *fileConfig) apply(o *serveOpts, fs *flag.FlagSet) error {
 	intv("max-query-series", &cfg.Query.MaxSeries, c.Limits.Query.MaxSeries)
 	num("max-query-bytes", &cfg.Query.MaxBytesScanned, c.Limits.Query.MaxBytes)
 	intv("max-query-lines", &cfg.Query.MaxLines, c.Limits.Query.MaxLines)
+	num("max-query-memory", &cfg.Query.MaxMemory, c.Limits.Query.MaxMemory)
 	intv("max-query-size", &cfg.Admission.MaxQuerySize, c.Limits.Query.MaxSize)
 	intv("max-concurrent-queries", &cfg.Admission.MaxQueries, c.Limits.Query.MaxConcurrent)
 	intv("max-tenant-concurrent-queries", &cfg.Admission.MaxTenantQueries, c.Limits.Query.MaxConcurrentPerTenant)

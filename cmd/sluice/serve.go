@@ -50,7 +50,7 @@ Query endpoints (Loki's API: Grafana's Loki data source and logcli work as is):
            /detected_fields, /detected_field/NAME/values, /patterns,
            /drilldown-limits, /format_query      Grafana Logs Drilldown
 Each query is bounded by --query-timeout, --max-query-series, --max-query-bytes,
---max-query-lines and --max-query-size; queries at once by --max-concurrent-queries
+--max-query-memory, --max-query-lines and --max-query-size; queries at once by --max-concurrent-queries
 and --max-tenant-concurrent-queries, tails by --max-tails and --max-tenant-tails.
 
 Also: GET /ready (not ready, 503 with the reason, while the store refuses
@@ -94,6 +94,7 @@ SIGTERM or SIGINT drains the requests in flight, then closes the store.`,
 		fs.DurationVar(&cfg.Query.Timeout, "query-timeout", cfg.Query.Timeout, "stop a query that runs longer than this")
 		fs.IntVar(&cfg.Query.MaxSeries, "max-query-series", cfg.Query.MaxSeries, "refuse a metric query with more series than this")
 		fs.Int64Var(&cfg.Query.MaxBytesScanned, "max-query-bytes", cfg.Query.MaxBytesScanned, "stop a query that would read more than this many bytes of lines (0: no limit)")
+		fs.Int64Var(&cfg.Query.MaxMemory, "max-query-memory", cfg.Query.MaxMemory, "stop a query that would hold more than this many bytes of series and lines in memory; it gets 400 (0 or less: no limit)")
 		fs.IntVar(&cfg.Query.MaxLines, "max-query-lines", cfg.Query.MaxLines, "the largest limit a log query may ask; a larger one gets 400")
 		fs.IntVar(&cfg.Admission.MaxQuerySize, "max-query-size", cfg.Admission.MaxQuerySize, "the longest query text accepted, in bytes; a longer one gets 400 (0: no limit)")
 		fs.IntVar(&cfg.Admission.MaxQueries, "max-concurrent-queries", cfg.Admission.MaxQueries, "queries served at once, every query endpoint counted; more wait --query-queue-wait, then get 429 (0: no limit)")

@@ -74,7 +74,11 @@ type Limits struct {
 	MaxBytesScanned int64
 	MaxLines        int
 	MaxPoints       int // points per series of a range query
-	Timeout         time.Duration
+	// MaxMemory bounds what one query holds while it runs: the series
+	// of its range aggregations (their windows and samples) and the lines
+	// of a log query. Zero means no limit.
+	MaxMemory int64
+	Timeout   time.Duration
 }
 
 // DefaultLimits are the limits a server applies unless configured.
@@ -83,6 +87,7 @@ var DefaultLimits = Limits{
 	MaxBytesScanned: 0,
 	MaxLines:        5000,
 	MaxPoints:       11000,
+	MaxMemory:       1 << 30,
 	Timeout:         5 * time.Minute,
 }
 
@@ -98,9 +103,11 @@ var (
 type Engine struct {
 	limits  Limits
 	workers int
-	// noColumns turns the columnar path of range aggregations off (tests
-	// compare it with the row path).
-	noColumns bool
+	// reference evaluates every query the plain way, the one the fast
+	// paths are tested against: every row of the selected streams read
+	// whole and run through the pipeline, every label set, no pruning
+	// by the store, no columnar path.
+	reference bool
 }
 
 // NewEngine returns an engine with the given limits.
@@ -259,6 +266,7 @@ func (ev *evaluator) metricQuery(ctx context.Context, x logql.SampleExpr) (*Resu
 		return nil, err
 	}
 	start := shape.start
+	ev.hints = queryHints(x)
 	m, err := ev.sample(ctx, x, shape)
 	if err != nil {
 		return nil, err

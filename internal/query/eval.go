@@ -24,11 +24,15 @@ type evaluator struct {
 	// merged, when Partial.Finish evaluates, are the parts' merged
 	// states of the query's range aggregations, which are not read again.
 	merged map[*logql.RangeAggregation]map[string]*rangeSeries
+	// hints are what each range aggregation's place in the query lets
+	// the engine skip (queryHints); one missing gets none.
+	hints map[*logql.RangeAggregation]rangeHints
 }
 
 // counters are Stats counted by concurrent workers.
 type counters struct {
 	streams, rows, bytes, linesOut, columnar, swept atomic.Int64
+	held                                            atomic.Int64 // bytes of state, for Limits.MaxMemory
 }
 
 func (c *counters) snapshot() Stats {
@@ -53,6 +57,7 @@ func (ev *evaluator) streams(sel logql.Selector, from, to int64) []record.Labels
 // workers share, cost a few percent of a scan.
 type tally struct {
 	rows, bytes, columnar, swept int64
+	held                         int64 // bytes of state the worker took since the last flush
 }
 
 // scanned counts a row read and, every 1024 rows, checks the
@@ -72,9 +77,13 @@ func (ev *evaluator) flush(t *tally) error {
 	ev.stats.columnar.Add(t.columnar)
 	ev.stats.swept.Add(t.swept)
 	n := ev.stats.bytes.Add(t.bytes)
+	held := ev.stats.held.Add(t.held)
 	*t = tally{}
 	if max := ev.e.limits.MaxBytesScanned; max > 0 && n > max {
 		return fmt.Errorf("%w: the query would read more than %d bytes", ErrLimit, max)
+	}
+	if max := ev.e.limits.MaxMemory; max > 0 && held > max {
+		return fmt.Errorf("%w: the query would hold more than %d bytes of series and lines in memory (max_query_memory); narrow its selector, time range or grouping, or raise the limit", ErrLimit, max)
 	}
 	return nil
 }
@@ -129,6 +138,23 @@ func forStreams[W any](ctx context.Context, ev *evaluator, streams []record.Labe
 		return nil, err
 	}
 	return states, nil
+}
+
+// pruning is the package's pruning, none for the reference engine.
+func (ev *evaluator) pruning(stages []logql.Stage) store.ScanOptions {
+	if ev.e.reference {
+		return store.ScanOptions{}
+	}
+	return pruning(stages)
+}
+
+// hintsOf returns the hints of a range aggregation: none for the
+// reference engine.
+func (ev *evaluator) hintsOf(x *logql.RangeAggregation) rangeHints {
+	if ev.e.reference {
+		return rangeHints{}
+	}
+	return ev.hints[x]
 }
 
 // pruning returns the scan options that skip the blocks and rows a

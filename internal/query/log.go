@@ -62,11 +62,11 @@ func (e *Engine) logLimit(p Params) int {
 func (ev *evaluator) logLines(ctx context.Context, x *logql.LogExpr) ([]logLine, map[string]record.Labels, error) {
 	from, to := ev.p.Start, ev.p.End-1
 	limit := ev.e.logLimit(ev.p)
-	opts := pruning(x.Pipeline)
+	opts := ev.pruning(x.Pipeline)
 	opts.LinesOnly = true // the stages parse lines
 	opts.Meta = true      // a line's structured metadata are among its labels
 	opts.Backward = ev.p.Direction == Backward
-	if opts.Backward && ev.p.Interval == 0 && literalsOnly(x.Pipeline) {
+	if opts.Backward && ev.p.Interval == 0 && !ev.e.reference && literalsOnly(x.Pipeline) {
 		// Every row the store finds is kept: a stream's newest limit of
 		// them are all its blocks need to find.
 		opts.Newest = limit
@@ -107,6 +107,7 @@ func (ev *evaluator) logLines(ctx context.Context, x *logql.LogExpr) ([]logLine,
 			w.key = w.lb.AppendKey(w.key[:0])
 			k := intern(w.labels, w.key, w.lb)
 			w.lines = append(w.lines, logLine{time: r.Time, line: string(line), key: k.key, meta: meta, parsed: parsed})
+			w.tally.held += int64(len(line)) + 64
 			n, last = n+1, r.Time
 			if n >= limit {
 				return errEnough

@@ -154,6 +154,7 @@ func (ev *evaluator) partialMetric(ctx context.Context, x logql.SampleExpr, out 
 	if err != nil {
 		return err
 	}
+	ev.hints = queryHints(x)
 	for _, ra := range rangeAggs(x, nil) {
 		states, err := ev.rangeStates(ctx, ra, shape)
 		if err != nil {

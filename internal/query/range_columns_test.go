@@ -160,7 +160,7 @@ func checkColumnar(t *testing.T, lines []string, swept bool, queries []string) {
 			{Tenant: store.DefaultTenant, Query: q, Start: at, End: at, Instant: true},
 			{Tenant: store.DefaultTenant, Query: q, Start: at - int64(time.Minute), End: at, Step: 10 * time.Second},
 		} {
-			rows, rerr := (&Engine{workers: 2, noColumns: true}).Exec(context.Background(), sn, p)
+			rows, rerr := (&Engine{workers: 2, reference: true}).Exec(context.Background(), sn, p)
 			cols, cerr := (&Engine{workers: 2}).Exec(context.Background(), sn, p)
 			if fmt.Sprint(rerr) != fmt.Sprint(cerr) {
 				t.Errorf("%s: errors differ: rows %v, columns %v", q, rerr, cerr)
@@ -242,7 +242,7 @@ func FuzzColumnarSameAsRows(f *testing.F) {
 			{Tenant: store.DefaultTenant, Query: q, Start: at, End: at, Instant: true},
 			{Tenant: store.DefaultTenant, Query: q, Start: at - int64(time.Minute), End: at, Step: 20 * time.Second},
 		} {
-			rows, rerr := (&Engine{workers: 1, noColumns: true}).Exec(context.Background(), sn, p)
+			rows, rerr := (&Engine{workers: 1, reference: true}).Exec(context.Background(), sn, p)
 			cols, cerr := (&Engine{workers: 1}).Exec(context.Background(), sn, p)
 			if fmt.Sprint(rerr) != fmt.Sprint(cerr) {
 				t.Fatalf("%s: errors differ: rows %v, columns %v", q, rerr, cerr)

@@ -28,11 +28,12 @@ import (
 // grown: values view the line unless they have escapes, names are built
 // in a per-row arena.
 type jsonStage struct {
-	params []jsonParam // nil: extract every field
-	sc     jsonScanner
-	buf    rowBuf
-	name   []byte // the name being built while walking nested objects
-	values []ParamValue
+	params   []jsonParam // nil: extract every field
+	observed *Observed   // the labels set; nil: all
+	sc       jsonScanner
+	buf      rowBuf
+	name     []byte // the name being built while walking nested objects
+	values   []ParamValue
 	// holes, when planning a template (JSONScanner), are the offsets
 	// of its values in the skeleton searched: a path that reads a key
 	// from one, or descends into one, fails.
@@ -115,7 +116,7 @@ func (s *jsonStage) apply(lb *Labels, values []ParamValue) {
 		// As Loki, a missing path gives "" unless the label is set (a
 		// stream label included).
 		if _, ok := lb.lookup(p.name); found || !ok {
-			setParsed(lb, &s.buf, p.name, v)
+			setParsed(lb, &s.buf, s.observed, p.name, v)
 		}
 	}
 }
@@ -157,7 +158,7 @@ func (s *jsonStage) object(i, prefix, depth int, lb *Labels) int {
 		case c == '"':
 			var v string
 			if v, i = sc.str(i); i >= 0 {
-				setParsedName(lb, &s.buf, s.name, v)
+				setParsedName(lb, &s.buf, s.observed, s.name, v)
 			}
 		case c == 'n':
 			i = sc.lit(i, "null")
@@ -169,12 +170,12 @@ func (s *jsonStage) object(i, prefix, depth int, lb *Labels) int {
 				i = sc.lit(i, "false")
 			}
 			if i >= 0 {
-				setParsedName(lb, &s.buf, s.name, bytesView(d[start:i]))
+				setParsedName(lb, &s.buf, s.observed, s.name, bytesView(d[start:i]))
 			}
 		default:
 			start := i
 			if i = sc.number(i); i >= 0 {
-				setParsedName(lb, &s.buf, s.name, bytesView(d[start:i]))
+				setParsedName(lb, &s.buf, s.observed, s.name, bytesView(d[start:i]))
 			}
 		}
 		if i < 0 {

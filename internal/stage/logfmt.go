@@ -30,6 +30,7 @@ type logfmtStage struct {
 	strict    bool
 	keepEmpty bool
 	params    []logql.LabelExtraction // Expr is the key; nil: every key
+	observed  *Observed               // the labels set; nil: all
 	sc        jsonScanner             // unquotes values
 	buf       rowBuf
 	name      []byte
@@ -81,7 +82,7 @@ func (s *logfmtStage) process(_ int64, line []byte, lb *Labels) ([]byte, bool) {
 	// label is set (a stream label included).
 	for _, p := range s.params {
 		if _, ok := lb.lookup(p.Name); !ok {
-			setParsed(lb, &s.buf, p.Name, "")
+			setParsed(lb, &s.buf, s.observed, p.Name, "")
 		}
 	}
 	return line, true
@@ -145,7 +146,7 @@ func (s *logfmtStage) extract(key []byte, value string, empty bool, lb *Labels) 
 	if s.params != nil {
 		for _, p := range s.params {
 			if p.Expr == bytesView(key) {
-				setParsed(lb, &s.buf, p.Name, value)
+				setParsed(lb, &s.buf, s.observed, p.Name, value)
 			}
 		}
 		return
@@ -154,7 +155,7 @@ func (s *logfmtStage) extract(key []byte, value string, empty bool, lb *Labels) 
 		return
 	}
 	s.name = AppendLabelName(s.name[:0], key, true)
-	setParsedName(lb, &s.buf, s.name, value)
+	setParsedName(lb, &s.buf, s.observed, s.name, value)
 }
 
 // closingLogfmtQuote returns the offset of the quote that closes the

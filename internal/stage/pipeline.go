@@ -38,6 +38,26 @@ func Compile(stages []logql.Stage) (*Pipeline, error) {
 	return p, nil
 }
 
+// CompileObserving compiles a pipeline whose parsers set only the
+// labels o observes (see ObservedBy); nil o is Compile.
+func CompileObserving(stages []logql.Stage, o *Observed) (*Pipeline, error) {
+	p, err := Compile(stages)
+	if err != nil || o == nil {
+		return p, err
+	}
+	for _, s := range p.stages {
+		switch s := s.(type) {
+		case *jsonStage:
+			s.observed = o
+		case *logfmtStage:
+			s.observed = o
+		case *unpackStage:
+			s.observed = o
+		}
+	}
+	return p, nil
+}
+
 // CompileFilters compiles label filters as a pipeline of label filter
 // stages, one per filter: those that follow unwrap in a range
 // aggregation.

@@ -60,7 +60,7 @@ func (s *regexpStage) process(_ int64, line []byte, lb *Labels) ([]byte, bool) {
 		if lo, hi := idx[2*g], idx[2*g+1]; lo >= 0 {
 			v = bytesView(line[lo:hi])
 		}
-		setParsed(lb, &s.buf, name, v)
+		setParsed(lb, &s.buf, nil, name, v)
 	}
 	return line, true
 }
@@ -86,7 +86,7 @@ func newPatternStage(p *logql.PatternParser) (stage, error) {
 	s := &patternStage{p: c}
 	// One closure for the life of the stage: a new one per line would
 	// allocate.
-	s.set = func(name string, value []byte) { setParsed(s.lb, &s.buf, name, bytesView(value)) }
+	s.set = func(name string, value []byte) { setParsed(s.lb, &s.buf, nil, name, bytesView(value)) }
 	return s, nil
 }
 

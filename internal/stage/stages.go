@@ -75,8 +75,9 @@ const ExtractedSuffix = "_extracted"
 // gets the suffix "_extracted", and a
 // name that already has a value in this row (extracted earlier in the
 // line, or by an earlier stage) keeps it: the first value wins. A
-// suffixed name is built in buf. Empty names are ignored.
-func setParsed(lb *Labels, buf *rowBuf, name, value string) {
+// suffixed name is built in buf. Empty names are ignored, and so are
+// names o does not observe.
+func setParsed(lb *Labels, buf *rowBuf, o *Observed, name, value string) {
 	if name == "" {
 		return
 	}
@@ -86,6 +87,9 @@ func setParsed(lb *Labels, buf *rowBuf, name, value string) {
 		buf.b = append(buf.b, ExtractedSuffix...)
 		name = buf.view(start)
 	}
+	if !o.observes(name) {
+		return
+	}
 	if _, ok := lb.lookup(name); ok {
 		return
 	}
@@ -94,13 +98,16 @@ func setParsed(lb *Labels, buf *rowBuf, name, value string) {
 
 // setParsedName is setParsed for a name in a scratch buffer that the
 // caller reuses: the name is copied into buf only when it is set.
-func setParsedName(lb *Labels, buf *rowBuf, name []byte, value string) {
+func setParsedName(lb *Labels, buf *rowBuf, o *Observed, name []byte, value string) {
 	if len(name) == 0 {
 		return
 	}
 	n := bytesView(name)
 	if lb.IsStream(n) || lb.IsMeta(n) {
-		setParsed(lb, buf, n, value)
+		setParsed(lb, buf, o, n, value)
+		return
+	}
+	if !o.observesBytes(name) {
 		return
 	}
 	if _, ok := lb.lookup(n); ok {
@@ -278,9 +285,10 @@ func checkLabelItems(items []logql.LabelItem) error {
 // labels. A line that is not a JSON object gets __error__=JSONParserErr
 // and stays as it is.
 type unpackStage struct {
-	sc    jsonScanner
-	buf   rowBuf
-	pairs []string // name, value, name, value...
+	observed *Observed // the labels set; nil: all
+	sc       jsonScanner
+	buf      rowBuf
+	pairs    []string // name, value, name, value...
 }
 
 func newUnpackStage(*logql.Unpack) (stage, error) { return &unpackStage{}, nil }
@@ -343,7 +351,7 @@ func (s *unpackStage) process(_ int64, line []byte, lb *Labels) ([]byte, bool) {
 		return line, true
 	}
 	for k := 0; k < len(s.pairs); k += 2 {
-		setParsed(lb, &s.buf, s.pairs[k], s.pairs[k+1])
+		setParsed(lb, &s.buf, s.observed, s.pairs[k], s.pairs[k+1])
 	}
 	return stringBytes(entry), true
 }

@@ -277,11 +277,11 @@ func TestSetParsed(t *testing.T) {
 	lb := &Labels{}
 	lb.Reset(lbls("app", "api"))
 	var buf rowBuf
-	setParsed(lb, &buf, "app", "1")
-	setParsed(lb, &buf, "app", "2") // app_extracted is set: first wins
-	setParsed(lb, &buf, "a", "x")
-	setParsed(lb, &buf, "a", "y")
-	setParsed(lb, &buf, "", "z")
+	setParsed(lb, &buf, nil, "app", "1")
+	setParsed(lb, &buf, nil, "app", "2") // app_extracted is set: first wins
+	setParsed(lb, &buf, nil, "a", "x")
+	setParsed(lb, &buf, nil, "a", "y")
+	setParsed(lb, &buf, nil, "", "z")
 	if got, want := lb.Copy().String(), `{a="x", app="api", app_extracted="1"}`; got != want {
 		t.Errorf("labels = %s, want %s", got, want)
 	}

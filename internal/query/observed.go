@@ -1,0 +1,92 @@
+package query
+
+import (
+	"github.com/sluicelog/sluice/internal/logql"
+	"github.com/sluicelog/sluice/internal/stage"
+)
+
+// rangeHints is what a range aggregation's place in its query lets the
+// engine skip.
+type rangeHints struct {
+	// observed are the labels its parsers need set; nil: every label.
+	observed *stage.Observed
+	// sumBy, when a sum of it by these labels is all the query reads of
+	// its series, groups its rows so as they are read: one series per
+	// group, not one per distinct set of labels summed at the end.
+	sumBy *logql.Grouping
+}
+
+// queryHints returns, for the range aggregations of a metric query
+// whose series' other labels cannot change its answer, the labels their
+// pipelines' parsers need set (stage.Observed): those of a grouping that
+// merges the series of the range aggregation before anything else reads
+// them; and, when that grouping is an outer sum's, the sum's grouping. A
+// range aggregation missing from the map observes every label.
+//
+// Two groupings merge series soundly: the range aggregation's own
+// (`sum_over_time(...) by (a)` groups rows before the function), and a
+// sum directly above a function linear in its rows (`sum by (a)
+// (count_over_time(...))`: the sum of the counts of some series is the
+// count of their rows). A maximum, average or count of series, a top-k,
+// a binary operation and label_replace see the series themselves: below
+// them every label counts.
+func queryHints(x logql.SampleExpr) map[*logql.RangeAggregation]rangeHints {
+	out := map[*logql.RangeAggregation]rangeHints{}
+	observeIn(x, nil, false, out)
+	return out
+}
+
+// observeIn walks x; sum is set when x's series are summed by the
+// labels of by on their way to the answer.
+func observeIn(x logql.SampleExpr, by []string, sum bool, out map[*logql.RangeAggregation]rangeHints) {
+	switch x := x.(type) {
+	case *logql.RangeAggregation:
+		var result []string
+		var h rangeHints
+		switch g := x.Grouping; {
+		case g != nil && !g.Without:
+			result = g.Labels
+		case g == nil && sum && linearInRows(x.Op):
+			result = by
+			h.sumBy = &logql.Grouping{Labels: by}
+		default:
+			return
+		}
+		u := x.Range.Unwrap
+		if u != nil {
+			result = append([]string{u.Label}, result...)
+		}
+		o := stage.ObservedBy(x.Range.Log.Pipeline, result)
+		if u != nil {
+			o = o.AddFilters(u.Filters)
+		}
+		h.observed = o
+		out[x] = h
+	case *logql.VectorAggregation:
+		if x.Op == "sum" && (x.Grouping == nil || !x.Grouping.Without) {
+			var labels []string
+			if x.Grouping != nil {
+				labels = x.Grouping.Labels
+			}
+			observeIn(x.Expr, labels, true, out)
+			return
+		}
+		observeIn(x.Expr, nil, false, out)
+	case *logql.BinaryExpr:
+		observeIn(x.LHS, nil, false, out)
+		observeIn(x.RHS, nil, false, out)
+	case *logql.LabelReplace:
+		observeIn(x.Expr, nil, false, out)
+	}
+}
+
+// linearInRows reports whether a range function's value for a set of
+// rows is the sum of its values for any split of them: counts, bytes,
+// sums, and rates of those.
+func linearInRows(op string) bool {
+	switch op {
+	case "count_over_time", "rate", "bytes_over_time", "bytes_rate", "sum_over_time":
+		return true
+	}
+	return false
+}

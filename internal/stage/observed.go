@@ -1,0 +1,127 @@
+package stage
+
+import (
+	"slices"
+
+	"github.com/sluicelog/sluice/internal/logql"
+)
+
+// Observed is the set of label names whose values a query can observe
+// after a pipeline (Loki calls them parser hints): the labels its result
+// is grouped by, and those the pipeline's own label filters, drop and
+// keep read. A parser without parameters (json, logfmt, unpack) sets
+// only these; the others could change nothing the query answers, and
+// setting them is where such a query spent its time and memory (a
+// series per distinct trace id, say, summed away at the end).
+//
+// A name is kept or skipped by every parser of the pipeline alike, so a
+// parser's first-value-wins rule sees the same values for the names
+// kept as without hints. nil is every name.
+type Observed struct {
+	names []string
+}
+
+// observes reports whether a label named name is set.
+func (o *Observed) observes(name string) bool {
+	return o == nil || slices.Contains(o.names, name)
+}
+
+// observesBytes is observes for a name being built in a buffer.
+func (o *Observed) observesBytes(name []byte) bool {
+	if o == nil {
+		return true
+	}
+	for _, n := range o.names {
+		if n == string(name) {
+			return true
+		}
+	}
+	return false
+}
+
+// ObservedBy returns the labels a query can observe after stages when
+// what it does with a row's labels at the end reads only result (the
+// grouping of an outer sum, say): result, the error labels, and the
+// labels the stages' own filters, drop and keep name. It returns nil
+// (every label) when a stage can read labels it does not name:
+// line_format and label_format templates.
+func ObservedBy(stages []logql.Stage, result []string) *Observed {
+	o := &Observed{names: append([]string{ErrorLabel, ErrorDetailsLabel}, result...)}
+	for _, s := range stages {
+		switch s := s.(type) {
+		case *logql.LineFormat, *logql.LabelFormat:
+			return nil
+		case *logql.LabelFilterStage:
+			var ok bool
+			if o.names, ok = appendFilterNames(o.names, s.Filter); !ok {
+				return nil
+			}
+		case *logql.Drop:
+			o.names = appendItemNames(o.names, s.Items)
+		case *logql.Keep:
+			o.names = appendItemNames(o.names, s.Items)
+		}
+	}
+	slices.Sort(o.names)
+	o.names = slices.Compact(o.names)
+	return o
+}
+
+// AddFilters adds the labels filters read (those after unwrap) to o.
+func (o *Observed) AddFilters(filters []logql.LabelFilter) *Observed {
+	if o == nil {
+		return nil
+	}
+	names := slices.Clone(o.names)
+	for _, f := range filters {
+		var ok bool
+		if names, ok = appendFilterNames(names, f); !ok {
+			return nil
+		}
+	}
+	slices.Sort(names)
+	return &Observed{names: slices.Compact(names)}
+}
+
+// Names returns the names observed, sorted; nil for every name.
+func (o *Observed) Names() []string {
+	if o == nil {
+		return nil
+	}
+	return slices.Clone(o.names)
+}
+
+func appendItemNames(dst []string, items []logql.LabelItem) []string {
+	for _, it := range items {
+		if it.Matcher != nil {
+			dst = append(dst, it.Matcher.Name)
+		} else {
+			dst = append(dst, it.Name)
+		}
+	}
+	return dst
+}
+
+// appendFilterNames appends the labels a filter reads; false for a
+// filter it does not know (then every label counts as observed).
+func appendFilterNames(dst []string, f logql.LabelFilter) ([]string, bool) {
+	switch f := f.(type) {
+	case *logql.LabelFilterBinary:
+		dst, ok := appendFilterNames(dst, f.Left)
+		if !ok {
+			return dst, false
+		}
+		return appendFilterNames(dst, f.Right)
+	case *logql.LabelFilterString:
+		return append(dst, f.Matcher.Name), true
+	case *logql.LabelFilterNumber:
+		return append(dst, f.Name), true
+	case *logql.LabelFilterDuration:
+		return append(dst, f.Name), true
+	case *logql.LabelFilterBytes:
+		return append(dst, f.Name), true
+	case *logql.LabelFilterIP:
+		return append(dst, f.Name), true
+	}
+	return dst, false
+}
