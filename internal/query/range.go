@@ -4,10 +4,10 @@ import (
 	"cmp"
 	"context"
 	"fmt"
-	"maps"
 	"math"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 	"unsafe"
 
@@ -44,6 +44,7 @@ type rangeWorker struct {
 	series map[string]*rangeSeries
 	key    []byte
 
+	alloc    seriesAlloc
 	x        *logql.RangeAggregation
 	sumBy    *logql.Grouping // rangeHints.sumBy
 	op       rangeOp
@@ -104,8 +105,13 @@ func (w *rangeWorker) seriesOf() (*rangeSeries, error) {
 	w.key = w.lb.AppendKey(w.key[:0])
 	s := w.series[unsafe.String(unsafe.SliceData(w.key), len(w.key))]
 	if s == nil {
-		s = newRangeSeries(w.lb.Copy(), w.op, w.shape.steps)
-		w.series[string(w.key)] = s
+		k := string(w.key)
+		ls, ok := labelsOfKey(k, len(w.lb.Current()))
+		if !ok {
+			ls = w.lb.Copy() // a value holds the separator
+		}
+		s = w.alloc.series(ls, w.op, w.shape.steps)
+		w.series[k] = s
 		w.tally.held += s.size(len(w.key))
 	}
 	return s, nil
@@ -152,7 +158,11 @@ func (ev *evaluator) rangeAggregation(ctx context.Context, x *logql.RangeAggrega
 			return nil, err
 		}
 	}
-	return rangeMatrix(x, shape, merged), nil
+	m := rangeMatrix(x, shape, merged)
+	if g := ev.hintsOf(x).sumBy; g != nil {
+		m.summedBy = g.Labels
+	}
+	return m, nil
 }
 
 // rangeStates reads the samples of a range function at the steps of
@@ -255,9 +265,7 @@ func rangeMatrix(x *logql.RangeAggregation, shape *matrix, merged map[string]*ra
 	if x.Op == "absent_over_time" {
 		return absent(out, merged, x.Range.Log.Selector)
 	}
-	keys := slices.Sorted(maps.Keys(merged))
-	for _, k := range keys {
-		rs := merged[k]
+	for _, rs := range merged { // sortSeries orders them
 		s := out.add(rs.labels)
 		for i, n := range rs.n {
 			if n == 0 {
@@ -341,6 +349,69 @@ func group(lb *stage.Labels, g *logql.Grouping) {
 	lb.DeleteFunc(func(l record.Label) bool {
 		return slices.Contains(g.Labels, l.Name) == g.Without
 	})
+}
+
+// seriesAlloc hands out a worker's series and their windows from chunks:
+// a query with millions of series makes a few hundred allocations for
+// them rather than several per series, and the windows, which hold no
+// pointers, are not scanned by the collector.
+type seriesAlloc struct {
+	structs []rangeSeries
+	f64     []float64
+	i64     []int64
+}
+
+// chunk is how many series or windows a chunk holds at least.
+const chunk = 4096
+
+// series returns a new series as newRangeSeries does.
+func (a *seriesAlloc) series(ls record.Labels, op rangeOp, steps int) *rangeSeries {
+	if len(a.structs) == 0 {
+		a.structs = make([]rangeSeries, chunk)
+	}
+	s := &a.structs[0]
+	a.structs = a.structs[1:]
+	*s = rangeSeries{labels: ls, n: a.floats(steps), v: a.floats(steps)}
+	switch op {
+	case opFirst, opLast:
+		if len(a.i64) < steps {
+			a.i64 = make([]int64, max(steps, chunk))
+		}
+		s.t, a.i64 = a.i64[:steps:steps], a.i64[steps:]
+	case opVar:
+		s.m2 = a.floats(steps)
+	case opList:
+		s.lists = make([][]tv, steps)
+	}
+	return s
+}
+
+// floats returns n zeroed floats; their capacity is n, so that nothing
+// appends into the next ones.
+func (a *seriesAlloc) floats(n int) []float64 {
+	if len(a.f64) < n {
+		a.f64 = make([]float64, max(n, 4*chunk))
+	}
+	f := a.f64[:n:n]
+	a.f64 = a.f64[n:]
+	return f
+}
+
+// labelsOfKey returns the n labels a key of AppendLabelsKey holds, their
+// strings viewing the key's; false if a value holds the separator 0xff
+// (bytes that are no UTF-8), so that the key does not say where it ends.
+func labelsOfKey(k string, n int) (record.Labels, bool) {
+	if strings.Count(k, "\xff") != 2*n {
+		return nil, false
+	}
+	ls := make(record.Labels, 0, n)
+	for len(k) > 0 {
+		i := strings.IndexByte(k, 0xff)
+		j := i + 1 + strings.IndexByte(k[i+1:], 0xff)
+		ls = append(ls, record.Label{Name: k[:i], Value: k[i+1 : j]})
+		k = k[j+1:]
+	}
+	return ls, true
 }
 
 func newRangeSeries(ls record.Labels, op rangeOp, steps int) *rangeSeries {

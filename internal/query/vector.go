@@ -43,6 +43,9 @@ func evalVectorAgg(e *logql.VectorAggregation, in *matrix) (*matrix, error) {
 	}
 	switch e.Op {
 	case "sum", "avg", "min", "max", "count", "stddev", "stdvar":
+		if e.Op == "sum" && in.summedBy != nil && (e.Grouping == nil || !e.Grouping.Without) && sameNames(in.summedBy, e.Grouping) {
+			return in, nil // the rows were summed by the group as they were read
+		}
 		return aggregateGroups(e.Op, e.Grouping, in), nil
 	case "topk", "bottomk":
 		return aggregateK(e.Op == "topk", e.Param, e.Grouping, in), nil
@@ -55,6 +58,19 @@ func evalVectorAgg(e *logql.VectorAggregation, in *matrix) (*matrix, error) {
 		return sortByValue(e.Op == "sort_desc", e.Grouping, in), nil
 	}
 	return nil, fmt.Errorf("%w: unknown vector aggregation %q", ErrBadRequest, e.Op)
+}
+
+// sameNames reports whether a by-grouping (nil: by nothing) names the
+// labels of names.
+func sameNames(names []string, g *logql.Grouping) bool {
+	var by []string
+	if g != nil {
+		by = g.Labels
+	}
+	a, b := slices.Clone(names), slices.Clone(by)
+	slices.Sort(a)
+	slices.Sort(b)
+	return slices.Equal(slices.Compact(a), slices.Compact(b))
 }
 
 // aggGroup is the input series of one output group.
