@@ -14,8 +14,8 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/sluicelog/sluice/internal/ingest/file"
 	"github.com/sluicelog/sluice/internal/record"
+	"github.com/sluicelog/sluice/internal/source/file"
 	"github.com/sluicelog/sluice/internal/store"
 	"github.com/sluicelog/sluice/internal/wal"
 )

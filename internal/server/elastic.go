@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"github.com/sluicelog/sluice/internal/flow"
-	"github.com/sluicelog/sluice/internal/ingest/elastic"
-	"github.com/sluicelog/sluice/internal/ingest/jsonline"
+	"github.com/sluicelog/sluice/internal/protocol/elastic"
+	"github.com/sluicelog/sluice/internal/protocol/jsonline"
 	"github.com/sluicelog/sluice/internal/record"
 )
 

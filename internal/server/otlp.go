@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/sluicelog/sluice/internal/flow"
-	"github.com/sluicelog/sluice/internal/ingest/loki"
-	"github.com/sluicelog/sluice/internal/ingest/otlp"
+	"github.com/sluicelog/sluice/internal/protocol/loki"
+	"github.com/sluicelog/sluice/internal/protocol/otlp"
 	"github.com/sluicelog/sluice/internal/record"
 )
 

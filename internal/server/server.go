@@ -16,8 +16,8 @@ import (
 	"golang.org/x/sync/semaphore"
 
 	"github.com/sluicelog/sluice/internal/flow"
-	"github.com/sluicelog/sluice/internal/ingest/loki"
 	"github.com/sluicelog/sluice/internal/parse"
+	"github.com/sluicelog/sluice/internal/protocol/loki"
 	"github.com/sluicelog/sluice/internal/query"
 	"github.com/sluicelog/sluice/internal/store"
 )

@@ -14,7 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/sluicelog/sluice/internal/flow"
-	"github.com/sluicelog/sluice/internal/ingest/syslog"
+	"github.com/sluicelog/sluice/internal/protocol/syslog"
 	"github.com/sluicelog/sluice/internal/record"
 )
 

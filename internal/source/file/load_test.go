@@ -18,9 +18,9 @@ import (
 
 	"go.uber.org/goleak"
 
-	"github.com/sluicelog/sluice/internal/ingest/file"
 	"github.com/sluicelog/sluice/internal/parse"
 	"github.com/sluicelog/sluice/internal/record"
+	"github.com/sluicelog/sluice/internal/source/file"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
