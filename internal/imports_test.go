@@ -30,8 +30,11 @@ var allowed = map[string][]string{
 	// The flow runs admission, counting and the write of every batch;
 	// it knows no protocol and no storage, only its Sink.
 	"internal/flow": {"internal/record"},
+	// A sink is one more implementation of the flow's Sink: the store's
+	// adapter knows the store and no protocol.
+	"internal/sink/store": {"internal/flow", "internal/record", "internal/store"},
 	// The server wires protocols to the store.
-	"internal/server": {"internal/flow", "internal/protocol/", "internal/parse", "internal/record", "internal/store", "internal/vfs", "internal/query", "internal/logql"},
+	"internal/server": {"internal/flow", "internal/protocol/", "internal/sink/", "internal/parse", "internal/record", "internal/store", "internal/vfs", "internal/query", "internal/logql"},
 	// The query engine reads the store through its snapshot; the language
 	// knows nothing of either.
 	"internal/query": {"internal/logql", "internal/record", "internal/stage", "internal/store", "internal/rows", "internal/store/part", "internal/literal", "internal/pattern"},

@@ -8,9 +8,9 @@
 // rejected, and refused by a limit. The producer owns its reply body.
 //
 // Sink is the interface every writer of batches implements: the store
-// (through an adapter in the server's wiring: flow knows nothing of
-// storage), and later the rule stage, a fan-out to several sinks and the
-// cluster's Kafka producer, each one more implementation of Sink or a
-// wrapper around one. Its two steps, Prepare then Write and Wait, let a
+// (through internal/sink/store: flow knows nothing of storage), and
+// later the rule stage, a fan-out to several sinks and the cluster's
+// Kafka producer, each one more implementation of Sink or a wrapper
+// around one. Its two steps, Prepare then Write and Wait, let a
 // producer encode one batch while the one before waits for its fsync.
 package flow

@@ -15,6 +15,19 @@ type Sink interface {
 	Prepare(tenant string, b *record.Batch) (Pending, error)
 }
 
+// SinkFunc adapts a function that stores a batch at once, and may be
+// called concurrently, to a Sink: Prepare calls it (so batches are stored
+// in the order Prepare is called, not Write's), Wait returns its error.
+type SinkFunc func(b *record.Batch) error
+
+// Prepare stores b.
+func (f SinkFunc) Prepare(tenant string, b *record.Batch) (Pending, error) { return done{f(b)}, nil }
+
+type done struct{ err error }
+
+func (d done) Write(context.Context) {}
+func (d done) Wait() error           { return d.err }
+
 // Pending is a prepared batch. Write must be followed by Wait before the
 // same goroutine calls Write again; Wait reports whether the batch is
 // durable. Write gives up when ctx ends while it waits for room.

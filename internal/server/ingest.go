@@ -122,17 +122,6 @@ func refuse(w http.ResponseWriter, r *http.Request, code int, msg string) int {
 	return code
 }
 
-// storeSink writes batches to the store: the flow's sink.
-type storeSink struct{ st *store.Store }
-
-func (s storeSink) Prepare(tenant string, b *record.Batch) (flow.Pending, error) {
-	p, err := s.st.Prepare(tenant, b)
-	if err != nil {
-		return nil, err
-	}
-	return p, nil
-}
-
 // diskCheck caches the free space of the data directory's filesystem for
 // a second, so that a request costs no statfs.
 type diskCheck struct {

@@ -19,6 +19,7 @@ import (
 	"github.com/sluicelog/sluice/internal/parse"
 	"github.com/sluicelog/sluice/internal/protocol/loki"
 	"github.com/sluicelog/sluice/internal/query"
+	sinkstore "github.com/sluicelog/sluice/internal/sink/store"
 	"github.com/sluicelog/sluice/internal/store"
 )
 
@@ -149,7 +150,7 @@ func New(cfg Config, st *store.Store, log *slog.Logger, reg *prometheus.Registry
 	s.metrics = newMetrics(reg, st)
 	s.engine = query.NewEngine(cfg.Query)
 	s.streams = newStreamLimit(cfg.MaxStreamsPerTenant)
-	s.flow = &flow.Flow{Sink: storeSink{st}, Admission: streamAdmission{s.streams},
+	s.flow = &flow.Flow{Sink: sinkstore.New(st), Admission: streamAdmission{s.streams},
 		Metrics: flow.Metrics{Lines: s.metrics.lines, Bytes: s.metrics.bytes, Rejected: s.metrics.rejected, TimeFallbacks: s.metrics.timeFallbacks}}
 	a := cfg.Admission
 	s.queries = newGate("queries", "--max-concurrent-queries", "--max-tenant-concurrent-queries", a.MaxQueries, a.MaxTenantQueries)

@@ -18,12 +18,16 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/sluicelog/sluice/internal/flow"
 	"github.com/sluicelog/sluice/internal/parse"
 	"github.com/sluicelog/sluice/internal/record"
 	"github.com/sluicelog/sluice/internal/source/file"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// through is a flow without admission or metrics into s.
+func through(s flow.SinkFunc) *flow.Flow { return &flow.Flow{Sink: s} }
 
 // maxLine is the line limit of most cases: small, because a chunk's
 // buffer holds ChunkSize+MaxLineSize bytes, and a tiny ChunkSize only
@@ -398,7 +402,7 @@ func TestLoad(t *testing.T) {
 				s.slow = true
 				var prog file.Progress
 				opts := s.options(file.Options{Parse: jsonOpts, Workers: workers, ChunkSize: chunk})
-				if err := file.Load(context.Background(), names, nil, opts, file.SinkFunc(s.store), &prog); err != nil {
+				if err := file.Load(context.Background(), names, nil, opts, through(s.store), &prog); err != nil {
 					t.Fatal(err)
 				}
 				s.check(ref, refErrs, &prog)
@@ -449,7 +453,7 @@ func TestLoadLineErrors(t *testing.T) {
 			s := newSink(t, ins, ref, refErrs)
 			s.slow = true
 			opts := s.options(file.Options{Parse: jsonOpts, Workers: 4, ChunkSize: 256})
-			if err := file.Load(context.Background(), names, nil, opts, file.SinkFunc(s.store), nil); err != nil {
+			if err := file.Load(context.Background(), names, nil, opts, through(s.store), nil); err != nil {
 				t.Fatal(err)
 			}
 			s.check(ref, refErrs, nil)
@@ -509,7 +513,7 @@ func TestLoadTooLong(t *testing.T) {
 				s := newSink(t, ins, ref, refErrs)
 				opts := s.options(file.Options{Parse: jsonOpts, Workers: 3, ChunkSize: chunk})
 				var prog file.Progress
-				if err := file.Load(context.Background(), names, nil, opts, file.SinkFunc(s.store), &prog); err != nil {
+				if err := file.Load(context.Background(), names, nil, opts, through(s.store), &prog); err != nil {
 					t.Fatal(err)
 				}
 				s.check(ref, refErrs, &prog)
@@ -555,7 +559,7 @@ func TestLoadChunkSize(t *testing.T) {
 			var mu sync.Mutex
 			largest := 0
 			err := file.Load(context.Background(), names, nil, file.Options{Parse: popts, ChunkSize: chunk, Workers: 2},
-				file.SinkFunc(func(b *record.Batch) error {
+				through(func(b *record.Batch) error {
 					mu.Lock()
 					largest = max(largest, len(b.Data))
 					mu.Unlock()
@@ -611,7 +615,7 @@ func TestLoadEdges(t *testing.T) {
 					OnError: func(in string, e *record.LineError) {
 						t.Errorf("%s:%v", in, e.Error())
 					}}
-				err := file.Load(context.Background(), names, nil, opts, file.SinkFunc(func(b *record.Batch) error {
+				err := file.Load(context.Background(), names, nil, opts, through(func(b *record.Batch) error {
 					mu.Lock()
 					defer mu.Unlock()
 					for i := range b.Records {
@@ -678,7 +682,7 @@ func TestLoadStdin(t *testing.T) {
 			ref, refErrs := reference(t, jsonOpts, ins)
 			s := newSink(t, ins, ref, refErrs)
 			opts := s.options(file.Options{Parse: jsonOpts, Workers: 3, ChunkSize: 50})
-			if err := file.Load(context.Background(), names, stdin, opts, file.SinkFunc(s.store), nil); err != nil {
+			if err := file.Load(context.Background(), names, stdin, opts, through(s.store), nil); err != nil {
 				t.Fatal(err)
 			}
 			s.check(ref, refErrs, nil)
@@ -723,7 +727,7 @@ func TestLoadSinkError(t *testing.T) {
 				return nil
 			}
 			opts := s.options(file.Options{Parse: jsonOpts, Workers: tc.workers, ChunkSize: 64})
-			err := file.Load(context.Background(), names, nil, opts, file.SinkFunc(s.store), nil)
+			err := file.Load(context.Background(), names, nil, opts, through(s.store), nil)
 			if !errors.Is(err, errSink) {
 				t.Fatalf("Load returned %v, want the sink's error", err)
 			}
@@ -751,7 +755,7 @@ func TestLoadCancel(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		cancel()
 		s := newSink(t, ins, ref, refErrs)
-		err := file.Load(ctx, names, nil, s.options(file.Options{Parse: jsonOpts, Workers: 2, ChunkSize: 64}), file.SinkFunc(s.store), nil)
+		err := file.Load(ctx, names, nil, s.options(file.Options{Parse: jsonOpts, Workers: 2, ChunkSize: 64}), through(s.store), nil)
 		if !errors.Is(err, context.Canceled) {
 			t.Errorf("Load returned %v, want context.Canceled", err)
 		}
@@ -767,7 +771,7 @@ func TestLoadCancel(t *testing.T) {
 					cancel()
 				}
 			}
-			err := file.Load(ctx, names, nil, s.options(file.Options{Parse: jsonOpts, Workers: workers, ChunkSize: 64}), file.SinkFunc(s.store), nil)
+			err := file.Load(ctx, names, nil, s.options(file.Options{Parse: jsonOpts, Workers: workers, ChunkSize: 64}), through(s.store), nil)
 			if !errors.Is(err, context.Canceled) {
 				t.Errorf("Load returned %v, want context.Canceled", err)
 			}
@@ -782,7 +786,7 @@ func TestLoadCancel(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
 		defer cancel()
 		s := newSink(t, ins, ref, refErrs)
-		slowSink := file.SinkFunc(func(b *record.Batch) error {
+		slowSink := through(func(b *record.Batch) error {
 			time.Sleep(time.Millisecond)
 			return s.store(b)
 		})
@@ -809,7 +813,7 @@ func TestLoadCancelBlockedStdin(t *testing.T) {
 	errc := make(chan error, 1)
 	go func() {
 		errc <- file.Load(ctx, []string{"-"}, pr, file.Options{Parse: jsonOpts, Workers: 2, ChunkSize: 4},
-			file.SinkFunc(func(b *record.Batch) error {
+			through(func(b *record.Batch) error {
 				select {
 				case stored <- struct{}{}:
 				default:
@@ -880,7 +884,7 @@ func loadMultiline(t *testing.T, inputs []string, data string) (got []string, do
 			t.Errorf("%s:%s", in, e.Error())
 		}}
 	prog = new(file.Progress)
-	err := file.Load(context.Background(), names, strings.NewReader(data), opts, file.SinkFunc(func(b *record.Batch) error {
+	err := file.Load(context.Background(), names, strings.NewReader(data), opts, through(func(b *record.Batch) error {
 		mu.Lock()
 		defer mu.Unlock()
 		for i := range b.Records {
