@@ -2,9 +2,9 @@
 // batches (a protocol handler, a listener, a file loader) decodes its
 // input into a record.Batch and hands it to a Flow, which runs, for every
 // batch, the same steps: it counts the lines the decoder rejected,
-// admits the batch (the per-tenant limit of active streams; later rules),
-// counts time fallbacks, writes what is left to a Sink, and counts what
-// was stored. It returns what the producer's reply needs: lines accepted,
+// admits the batch (StreamLimit, the per-tenant limit of active streams;
+// later rules), counts time fallbacks, writes what is left to a Sink, and
+// counts what was stored. It returns what the producer's reply needs: lines accepted,
 // rejected, and refused by a limit. The producer owns its reply body.
 //
 // Sink is the interface every writer of batches implements: the store

@@ -199,7 +199,7 @@ func (s *Server) handleBulk(w http.ResponseWriter, r *http.Request, tenant strin
 		if e := failed[int64(it.Doc)]; e != nil && e.Msg == streamLimited {
 			// Retried by Beats and Logstash, as Elasticsearch's own 429s.
 			it.Status, it.Type, it.Err = 429, "es_rejected_execution_exception", fmt.Sprintf(
-				"the tenant is at its limit of %d active streams (max_streams_per_tenant): this document's stream is new", s.streams.max)
+				"the tenant is at its limit of %d active streams (max_streams_per_tenant): this document's stream is new", s.streams.Max())
 		} else if e != nil {
 			it.Status, it.Type, it.Err = 400, "document_parsing_exception", fmt.Sprintf("column %d: %s", e.Col, e.Msg)
 		} else {
