@@ -4,8 +4,10 @@
 // batch, the same steps: it counts the lines the decoder rejected,
 // admits the batch (StreamLimit, the per-tenant limit of active streams;
 // later rules), counts time fallbacks, writes what is left to a Sink, and
-// counts what was stored. It returns what the producer's reply needs: lines accepted,
-// rejected, and refused by a limit. The producer owns its reply body.
+// counts what was stored. It returns what the producer's reply needs:
+// lines accepted, rejected, and refused by a limit. The producer owns its
+// reply body. The tenant of a batch is its own, record.Batch.Tenant, set
+// by the producer: nothing else carries it.
 //
 // Sink is the interface every writer of batches implements: the store
 // (through internal/sink/store: flow knows nothing of storage), and

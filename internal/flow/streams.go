@@ -50,13 +50,13 @@ func NewStreamLimit(max int) *StreamLimit {
 // Max returns the limit.
 func (l *StreamLimit) Max() int { return l.max }
 
-// Admit is admit as the flow's Admission.
-func (l *StreamLimit) Admit(tenant string, b *record.Batch, whole bool, refused func(i int)) Refusal {
-	rf := l.admit(tenant, b, whole, refused)
+// Admit is admit, for b's tenant, as the flow's Admission.
+func (l *StreamLimit) Admit(b *record.Batch, whole bool, refused func(i int)) Refusal {
+	rf := l.admit(b.Tenant, b, whole, refused)
 	if rf.lines == 0 {
 		return Refusal{}
 	}
-	return Refusal{Lines: rf.lines, Reason: "stream_limit", Message: rf.message(tenant, l.max)}
+	return Refusal{Lines: rf.lines, Reason: "stream_limit", Message: rf.message(b.Tenant, l.max)}
 }
 
 // streamRefusal says what admit refused.

@@ -66,11 +66,16 @@ func mustIntern(t *testing.T, b *record.Batch, app string) uint32 {
 	return id
 }
 
-// batchOf returns a batch of one record per app, each of stream
-// {app=APP}.
+// batchOf returns a batch of tenant t with one record per app, each of
+// stream {app=APP}.
 func batchOf(t *testing.T, apps ...string) *record.Batch {
 	t.Helper()
-	b := &record.Batch{Names: record.NewNames(), Streams: record.NewStreams()}
+	return batchOfTenant(t, "t", apps...)
+}
+
+func batchOfTenant(t *testing.T, tenant string, apps ...string) *record.Batch {
+	t.Helper()
+	b := &record.Batch{Tenant: tenant, Names: record.NewNames(), Streams: record.NewStreams()}
 	for i, app := range apps {
 		off := uint32(len(b.Data))
 		b.Data = append(b.Data, app...)
@@ -94,7 +99,7 @@ func TestStreamLimitAdmit(t *testing.T) {
 	l := NewStreamLimit(2)
 	b := batchOf(t, "a", "b", "c", "a", "d")
 	var refused []int
-	rf := l.Admit("t", b, false, func(i int) { refused = append(refused, i) })
+	rf := l.Admit(b, false, func(i int) { refused = append(refused, i) })
 	if rf.Lines != 2 || rf.Reason != "stream_limit" || !slices.Equal(refused, []int{2, 4}) {
 		t.Errorf("refusal %+v, refused %v: want 2 lines (c and d, at 2 and 4) for stream_limit", rf, refused)
 	}
@@ -106,13 +111,13 @@ func TestStreamLimitAdmit(t *testing.T) {
 	if got := apps(b); !slices.Equal(got, []string{"a", "b", "a"}) {
 		t.Errorf("left %v, want [a b a]", got)
 	}
-	if rf := l.Admit("t", batchOf(t, "b", "a"), false, nil); rf.Lines != 0 {
+	if rf := l.Admit(batchOf(t, "b", "a"), false, nil); rf.Lines != 0 {
 		t.Errorf("known streams refused: %+v", rf)
 	}
-	if rf := l.Admit("other", batchOf(t, "c", "d"), false, nil); rf.Lines != 0 {
+	if rf := l.Admit(batchOfTenant(t, "other", "c", "d"), false, nil); rf.Lines != 0 {
 		t.Errorf("another tenant refused: %+v", rf)
 	}
-	if rf := NewStreamLimit(0).Admit("t", batchOf(t, "a", "b", "c"), false, nil); rf.Lines != 0 {
+	if rf := NewStreamLimit(0).Admit(batchOf(t, "a", "b", "c"), false, nil); rf.Lines != 0 {
 		t.Errorf("no limit refused: %+v", rf)
 	}
 }
@@ -121,16 +126,16 @@ func TestStreamLimitAdmit(t *testing.T) {
 // so that they do not take the room of a later batch.
 func TestStreamLimitWhole(t *testing.T) {
 	l := NewStreamLimit(2)
-	l.Admit("t", batchOf(t, "a"), true, nil)
+	l.Admit(batchOf(t, "a"), true, nil)
 	b := batchOf(t, "a", "b", "c")
-	if rf := l.Admit("t", b, true, nil); rf.Lines != 3 {
+	if rf := l.Admit(b, true, nil); rf.Lines != 3 {
 		t.Errorf("whole refusal %+v, want all 3 lines", rf)
 	}
 	if len(b.Records) != 3 {
 		t.Errorf("a batch refused whole lost records: %d left", len(b.Records))
 	}
 	// b was not marked by the refused batch: c fits beside a.
-	if rf := l.Admit("t", batchOf(t, "c"), true, nil); rf.Lines != 0 {
+	if rf := l.Admit(batchOf(t, "c"), true, nil); rf.Lines != 0 {
 		t.Errorf("c refused after a whole refusal: %+v", rf)
 	}
 }
@@ -141,17 +146,17 @@ func TestStreamLimitIdle(t *testing.T) {
 	now := time.Unix(1_768_464_000, 0)
 	l := NewStreamLimit(2)
 	l.Now = func() time.Time { return now }
-	l.Admit("t", batchOf(t, "a", "b"), false, nil)
+	l.Admit(batchOf(t, "a", "b"), false, nil)
 	now = now.Add(StreamIdle / 2)
-	if rf := l.Admit("t", batchOf(t, "a", "c"), false, nil); rf.Lines != 1 {
+	if rf := l.Admit(batchOf(t, "a", "c"), false, nil); rf.Lines != 1 {
 		t.Errorf("within StreamIdle: %+v, want c refused", rf)
 	}
 	// b has been idle past StreamIdle, a has not.
 	now = now.Add(StreamIdle/2 + 2*time.Minute)
-	if rf := l.Admit("t", batchOf(t, "c"), false, nil); rf.Lines != 0 {
+	if rf := l.Admit(batchOf(t, "c"), false, nil); rf.Lines != 0 {
 		t.Errorf("after b went idle: %+v, want c admitted", rf)
 	}
-	if rf := l.Admit("t", batchOf(t, "b"), false, nil); rf.Lines != 1 {
+	if rf := l.Admit(batchOf(t, "b"), false, nil); rf.Lines != 1 {
 		t.Errorf("b came back past the limit: %+v, want refused", rf)
 	}
 }

@@ -123,7 +123,7 @@ func (s *Server) esDocs(r *http.Request, tenant string, docs []byte) (map[int64]
 		line, k, errs := next, 0, b.Errors
 		next += int64(len(b.Records) + len(b.Errors))
 		b.Tenant = tenant
-		in := flow.Input{Tenant: tenant, Protocol: "elastic", Refused: func(i int) {
+		in := flow.Input{Protocol: "elastic", Refused: func(i int) {
 			for {
 				if len(errs) > 0 && errs[0].Line == line {
 					errs = errs[1:]

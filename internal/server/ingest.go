@@ -254,7 +254,7 @@ func (s *Server) handleLines(w http.ResponseWriter, r *http.Request, tenant stri
 		return http.StatusBadRequest, 0
 	}
 	defer put()
-	in := flow.Input{Tenant: tenant, Protocol: protocol}
+	in := flow.Input{Protocol: protocol}
 	var reply jsonline.Reply
 	var storeErr error
 	streamRefused := false
@@ -373,7 +373,7 @@ func (s *Server) handleLoki(w http.ResponseWriter, r *http.Request, tenant strin
 	}
 	b.Tenant = tenant
 	// Admitted whole, so that the client's retry stores no line twice.
-	fr, err := s.flow.Write(r.Context(), flow.Input{Tenant: tenant, Protocol: "loki", Whole: true, Bytes: len(data)}, b)
+	fr, err := s.flow.Write(r.Context(), flow.Input{Protocol: "loki", Whole: true, Bytes: len(data)}, b)
 	switch {
 	case err != nil:
 		return s.storeError(w, err, ""), 0

@@ -57,7 +57,7 @@ func (s *Server) handleOTLP(w http.ResponseWriter, r *http.Request, tenant strin
 	s.flow.Reject("otlp", "invalid", res.Rejected)
 	// OTLP's partial success: the client is told, and does not retry.
 	b.Tenant = tenant
-	fr, err := s.flow.Write(r.Context(), flow.Input{Tenant: tenant, Protocol: "otlp", Bytes: len(data)}, b)
+	fr, err := s.flow.Write(r.Context(), flow.Input{Protocol: "otlp", Bytes: len(data)}, b)
 	if err != nil {
 		return s.storeError(w, err, ""), 0
 	}

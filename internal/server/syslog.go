@@ -98,7 +98,7 @@ func (in *syslogInput) store(bt *syslog.Batcher, remote string) error {
 			"first", b.Errors[0].Msg)
 	}
 	b.Tenant = in.tenant
-	fin := flow.Input{Tenant: in.tenant, Protocol: in.protocol}
+	fin := flow.Input{Protocol: in.protocol}
 	if res := s.flow.Admit(fin, b); res.Refused > 0 {
 		in.warn("syslog: stream limit", "protocol", in.protocol, "remote", remote, "msg", res.Message)
 	}

@@ -19,10 +19,10 @@ type Sink struct{ st *store.Store }
 // New returns the sink of st.
 func New(st *store.Store) Sink { return Sink{st: st} }
 
-// Prepare encodes the kept records of b for tenant (store.Store.Prepare);
-// b may be reused once it returns.
-func (s Sink) Prepare(tenant string, b *record.Batch) (flow.Pending, error) {
-	p, err := s.st.Prepare(tenant, b)
+// Prepare encodes the kept records of b for its tenant, b.Tenant
+// (store.Store.Prepare); b may be reused once it returns.
+func (s Sink) Prepare(b *record.Batch) (flow.Pending, error) {
+	p, err := s.st.Prepare(b.Tenant, b)
 	if err != nil {
 		// Not p: a nil *store.Pending in a flow.Pending is not nil.
 		return nil, err

@@ -51,7 +51,7 @@ func batch(t *testing.T, tenant string, n int) *record.Batch {
 func TestFlowIntoStore(t *testing.T) {
 	st := open(t)
 	f := &flow.Flow{Sink: sinkstore.New(st)}
-	res, err := f.Write(context.Background(), flow.Input{Tenant: "t1", Protocol: "test"}, batch(t, "t1", 3))
+	res, err := f.Write(context.Background(), flow.Input{Protocol: "test"}, batch(t, "t1", 3))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,7 +72,7 @@ func TestFlowIntoStore(t *testing.T) {
 // nil Pending (not a nil *store.Pending in an interface).
 func TestPrepareError(t *testing.T) {
 	st := open(t)
-	p, err := sinkstore.New(st).Prepare("no/such", batch(t, "no/such", 1))
+	p, err := sinkstore.New(st).Prepare(batch(t, "no/such", 1))
 	if !errors.Is(err, store.ErrBadTenant) {
 		t.Fatalf("err %v, want %v", err, store.ErrBadTenant)
 	}

@@ -26,7 +26,8 @@ const Protocol = "file"
 // Options configure Load.
 type Options struct {
 	Parse parse.Options
-	// Tenant is the tenant of every batch.
+	// Tenant is the tenant of every batch; the flow refuses batches
+	// without one (flow.ErrNoTenant).
 	Tenant string
 	// Workers parse and store chunks in parallel; 0 means twice the
 	// number of CPUs, so that one worker parses while another waits for
@@ -79,6 +80,9 @@ type chunk struct {
 // counts the lines f stored. Load stops at the first error of f's sink or
 // of reading, and when ctx is done.
 func Load(ctx context.Context, inputs []string, stdin io.Reader, opts Options, f *flow.Flow, prog *Progress) error {
+	if prog == nil {
+		prog = new(Progress)
+	}
 	if opts.Parse.Multiline != "" {
 		return loadJoined(ctx, inputs, stdin, opts, f, prog)
 	}
@@ -91,9 +95,6 @@ func Load(ctx context.Context, inputs []string, stdin io.Reader, opts Options, f
 	maxLine := opts.Parse.MaxLineSize
 	if maxLine <= 0 {
 		maxLine = lines.DefaultMaxLineSize
-	}
-	if prog == nil {
-		prog = new(Progress)
 	}
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
@@ -321,7 +322,7 @@ func work(ctx context.Context, opts Options, in <-chan *chunk, done chan<- *chun
 			report(c.input, &b.Errors[i])
 		}
 		prog.BadUTF8.Add(int64(b.BadUTF8))
-		st, err := prepare(f, opts.Tenant, b, prog)
+		st, err := prepare(f, b, prog)
 		if err != nil {
 			return err
 		}
@@ -344,8 +345,8 @@ func work(ctx context.Context, opts Options, in <-chan *chunk, done chan<- *chun
 }
 
 // prepare admits b through f and prepares what passes.
-func prepare(f *flow.Flow, tenant string, b *record.Batch, prog *Progress) (*flow.Prepared, error) {
-	in := flow.Input{Tenant: tenant, Protocol: Protocol}
+func prepare(f *flow.Flow, b *record.Batch, prog *Progress) (*flow.Prepared, error) {
+	in := flow.Input{Protocol: Protocol}
 	res := f.Admit(in, b)
 	prog.Refused.Add(int64(res.Refused))
 	return f.Prepare(in, b)
@@ -370,7 +371,7 @@ func loadJoined(ctx context.Context, inputs []string, stdin io.Reader, opts Opti
 			}
 			prog.BadUTF8.Add(int64(b.BadUTF8))
 			b.Tenant = opts.Tenant
-			st, err := prepare(f, opts.Tenant, b, prog)
+			st, err := prepare(f, b, prog)
 			if err != nil {
 				return err
 			}

@@ -207,6 +207,9 @@ func (s *sink) store(b *record.Batch) error {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if b.Tenant != "t" {
+		s.t.Errorf("batch of tenant %q, want the Options' t", b.Tenant)
+	}
 	prev := 0
 	for i := range b.Records {
 		l := string(b.Bytes(b.Records[i].Line))
@@ -261,6 +264,7 @@ func (s *sink) onDone(n int64) {
 }
 
 func (s *sink) options(o file.Options) file.Options {
+	o.Tenant = "t"
 	o.OnDone = s.onDone
 	o.OnError = s.onError
 	return o
@@ -558,7 +562,7 @@ func TestLoadChunkSize(t *testing.T) {
 			}
 			var mu sync.Mutex
 			largest := 0
-			err := file.Load(context.Background(), names, nil, file.Options{Parse: popts, ChunkSize: chunk, Workers: 2},
+			err := file.Load(context.Background(), names, nil, file.Options{Parse: popts, Tenant: "t", ChunkSize: chunk, Workers: 2},
 				through(func(b *record.Batch) error {
 					mu.Lock()
 					largest = max(largest, len(b.Data))
@@ -610,7 +614,7 @@ func TestLoadEdges(t *testing.T) {
 				var mu sync.Mutex
 				var stored []string
 				var last int64 = -1
-				opts := file.Options{Parse: jsonOpts, Workers: 2, ChunkSize: chunk,
+				opts := file.Options{Parse: jsonOpts, Tenant: "t", Workers: 2, ChunkSize: chunk,
 					OnDone: func(n int64) { last = n },
 					OnError: func(in string, e *record.LineError) {
 						t.Errorf("%s:%v", in, e.Error())
@@ -812,7 +816,7 @@ func TestLoadCancelBlockedStdin(t *testing.T) {
 	stored := make(chan struct{}, 1)
 	errc := make(chan error, 1)
 	go func() {
-		errc <- file.Load(ctx, []string{"-"}, pr, file.Options{Parse: jsonOpts, Workers: 2, ChunkSize: 4},
+		errc <- file.Load(ctx, []string{"-"}, pr, file.Options{Parse: jsonOpts, Tenant: "t", Workers: 2, ChunkSize: 4},
 			through(func(b *record.Batch) error {
 				select {
 				case stored <- struct{}{}:
@@ -878,7 +882,7 @@ func loadMultiline(t *testing.T, inputs []string, data string) (got []string, do
 		}
 	}
 	var mu sync.Mutex
-	opts := file.Options{Parse: multilineOpts, ChunkSize: 64, Workers: 4,
+	opts := file.Options{Parse: multilineOpts, Tenant: "t", ChunkSize: 64, Workers: 4,
 		OnDone: func(n int64) { dones = append(dones, n) },
 		OnError: func(in string, e *record.LineError) {
 			t.Errorf("%s:%s", in, e.Error())
@@ -960,4 +964,28 @@ func firstDiff(got, want []string) string {
 		}
 	}
 	return "none"
+}
+
+// TestLoadNoTenant: without Options.Tenant the flow refuses the first
+// batch, on both paths (chunks in parallel, and joined lines), and Load
+// says why.
+func TestLoadNoTenant(t *testing.T) {
+	dir := t.TempDir()
+	name := filepath.Join(dir, "in.log")
+	if err := os.WriteFile(name, []byte("2026-01-15 one\n2026-01-15 two\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, popts := range []parse.Options{jsonOpts, multilineOpts} {
+		t.Run("multiline="+popts.Multiline, func(t *testing.T) {
+			stored := 0
+			err := file.Load(context.Background(), []string{name}, nil, file.Options{Parse: popts, Workers: 1},
+				through(func(b *record.Batch) error { stored++; return nil }), nil)
+			if !errors.Is(err, flow.ErrNoTenant) {
+				t.Errorf("err %v, want %v", err, flow.ErrNoTenant)
+			}
+			if stored != 0 {
+				t.Errorf("%d batches stored without a tenant", stored)
+			}
+		})
+	}
 }
