@@ -196,14 +196,13 @@ func (s *Server) handleBulk(w http.ResponseWriter, r *http.Request, tenant strin
 		if it.Doc == 0 {
 			continue
 		}
-		if e := failed[int64(it.Doc)]; e != nil && e.Msg == streamLimited {
-			// Retried by Beats and Logstash, as Elasticsearch's own 429s.
-			it.Status, it.Type, it.Err = 429, "es_rejected_execution_exception", fmt.Sprintf(
-				"the tenant is at its limit of %d active streams (max_streams_per_tenant): this document's stream is new", s.streams.Max())
-		} else if e != nil {
-			it.Status, it.Type, it.Err = 400, "document_parsing_exception", fmt.Sprintf("column %d: %s", e.Col, e.Msg)
-		} else {
-			it.Status = 201
+		switch e := failed[int64(it.Doc)]; {
+		case e == nil:
+			it.Created()
+		case e.Msg == streamLimited:
+			it.StreamLimited(s.streams.Max())
+		default:
+			it.Unreadable(e.Col, e.Msg)
 		}
 	}
 	w.Header().Set("Content-Type", "application/json")
