@@ -234,7 +234,7 @@ func TestOpenTelemetryPython(t *testing.T) {
 	t.Run("stream selected by service_name", func(t *testing.T) {
 		// As Loki, sluice makes the stream of an OTLP record from its
 		// resource's service.name, deployment.environment, ...
-		// (internal/ingest/otlp.IndexAttributes), named as Loki's OTLP
+		// (internal/protocol/otlp.IndexAttributes), named as Loki's OTLP
 		// ingestion names them, dots replaced by underscores.
 		for _, c := range []struct {
 			service string

@@ -19,18 +19,22 @@ var allowed = map[string][]string{
 	"internal/parse/lines":     {"internal/record"},
 	"internal/parse/parsetest": {"internal/parse/lines", "internal/record"},
 	"internal/parse/":          {"internal/record", "internal/timestamp", "internal/parse/lines", "internal/parse/swar"},
-	// Ingest turns input into batches for a sink; it knows no storage.
-	"internal/ingest/": {"internal/parse", "internal/parse/", "internal/record", "internal/timestamp"},
-	// The file loader hands batches to a flow Sink's two steps.
-	"internal/ingest/file": {"internal/flow", "internal/parse", "internal/parse/", "internal/record"},
+	// Protocols are wire codecs both ways: they turn a body into batches
+	// and batches into a body; they know no storage.
+	"internal/protocol/": {"internal/parse", "internal/parse/", "internal/record", "internal/timestamp"},
 	// OTLP becomes a Loki push, as in Loki's distributor: Loki's limits
 	// and discovery apply to it.
-	"internal/ingest/otlp": {"internal/ingest/loki", "internal/record"},
+	"internal/protocol/otlp": {"internal/protocol/loki", "internal/record"},
+	// The file loader, a source, hands batches to a flow Sink's two steps.
+	"internal/source/file": {"internal/flow", "internal/parse", "internal/parse/", "internal/record"},
 	// The flow runs admission, counting and the write of every batch;
 	// it knows no protocol and no storage, only its Sink.
 	"internal/flow": {"internal/record"},
+	// A sink is one more implementation of the flow's Sink: the store's
+	// adapter knows the store and no protocol.
+	"internal/sink/store": {"internal/flow", "internal/record", "internal/store"},
 	// The server wires protocols to the store.
-	"internal/server": {"internal/flow", "internal/ingest/", "internal/parse", "internal/record", "internal/store", "internal/vfs", "internal/query", "internal/logql"},
+	"internal/server": {"internal/flow", "internal/protocol/", "internal/sink/", "internal/parse", "internal/record", "internal/store", "internal/vfs", "internal/query", "internal/logql"},
 	// The query engine reads the store through its snapshot; the language
 	// knows nothing of either.
 	"internal/query": {"internal/logql", "internal/record", "internal/stage", "internal/store", "internal/rows", "internal/store/part", "internal/literal", "internal/pattern"},

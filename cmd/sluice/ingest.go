@@ -14,8 +14,10 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/sluicelog/sluice/internal/ingest/file"
+	"github.com/sluicelog/sluice/internal/flow"
 	"github.com/sluicelog/sluice/internal/record"
+	sinkstore "github.com/sluicelog/sluice/internal/sink/store"
+	"github.com/sluicelog/sluice/internal/source/file"
 	"github.com/sluicelog/sluice/internal/store"
 	"github.com/sluicelog/sluice/internal/wal"
 )
@@ -144,6 +146,7 @@ func (o *ingestOpts) run(args []string, e *env) error {
 	var ackBuf []byte
 	opts := file.Options{
 		Parse:   popts,
+		Tenant:  o.tenant,
 		Workers: o.workers,
 		OnDone: func(lines int64) {
 			if ack == nil || ackErr != nil {
@@ -158,7 +161,9 @@ func (o *ingestOpts) run(args []string, e *env) error {
 			fmt.Fprintf(e.stderr, "%s:%s\n", input, le.Error())
 		},
 	}
-	err = file.Load(ctx, args, e.stdin, opts, storeSink{st, o.tenant}, &prog)
+	// The same flow as the server's protocols, without a stream limit
+	// (a bulk load is the operator's own) or metrics (the summary counts).
+	err = file.Load(ctx, args, e.stdin, opts, &flow.Flow{Sink: sinkstore.New(st)}, &prog)
 	bar.stop()
 	if err != nil {
 		return err
@@ -176,17 +181,6 @@ func (o *ingestOpts) run(args []string, e *env) error {
 	return st.Close()
 }
 
-// storeSink stores a load's batches for one tenant, in input order.
-type storeSink struct {
-	st     *store.Store
-	tenant string
-}
-
-func (s storeSink) Prepare(b *record.Batch) (file.Stored, error) {
-	b.Tenant = s.tenant
-	return s.st.Prepare(s.tenant, b)
-}
-
 func printIngestSummary(w io.Writer, p *file.Progress, s store.Stats, loaded, all time.Duration) {
 	var rejected int64
 	for i := range p.Rejected {
@@ -196,11 +190,14 @@ func printIngestSummary(w io.Writer, p *file.Progress, s store.Stats, loaded, al
 	bytes := p.BytesDone.Load()
 	fmt.Fprintf(w, "lines read     %d (%.1f MB)\n", lines, float64(bytes)/1e6)
 	fmt.Fprintf(w, "lines stored   %d\n", p.Records.Load())
-	fmt.Fprintf(w, "lines rejected %d\n", rejected)
+	fmt.Fprintf(w, "lines rejected %d\n", rejected+p.Refused.Load())
 	for _, k := range record.ErrKinds() {
 		if n := p.Rejected[k].Load(); n > 0 {
 			fmt.Fprintf(w, "  %-15s %d\n", k, n)
 		}
+	}
+	if n := p.Refused.Load(); n > 0 {
+		fmt.Fprintf(w, "  %-15s %d\n", "refused", n)
 	}
 	if n := p.BadUTF8.Load(); n > 0 {
 		fmt.Fprintf(w, "values with invalid UTF-8 (kept, see docs) %d\n", n)

@@ -2,18 +2,37 @@ package flow
 
 import (
 	"context"
+	"errors"
+	"fmt"
 
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/sluicelog/sluice/internal/record"
 )
 
-// Sink takes batches of a tenant in two steps: Prepare encodes a batch
-// (and may run while an earlier batch is being written), the Pending it
-// returns writes it.
+// Sink takes batches in two steps: Prepare encodes a batch, of the
+// tenant b.Tenant (and may run while an earlier batch is being written),
+// the Pending it returns writes it.
 type Sink interface {
-	Prepare(tenant string, b *record.Batch) (Pending, error)
+	Prepare(b *record.Batch) (Pending, error)
 }
+
+// ErrNoTenant is the error for a batch without a tenant (b.Tenant ""):
+// the producer must say whose records they are.
+var ErrNoTenant = errors.New("batch has no tenant (record.Batch.Tenant is empty)")
+
+// SinkFunc adapts a function that stores a batch at once, and may be
+// called concurrently, to a Sink: Prepare calls it (so batches are stored
+// in the order Prepare is called, not Write's), Wait returns its error.
+type SinkFunc func(b *record.Batch) error
+
+// Prepare stores b.
+func (f SinkFunc) Prepare(b *record.Batch) (Pending, error) { return done{f(b)}, nil }
+
+type done struct{ err error }
+
+func (d done) Write(context.Context) {}
+func (d done) Wait() error           { return d.err }
 
 // Pending is a prepared batch. Write must be followed by Wait before the
 // same goroutine calls Write again; Wait reports whether the batch is
@@ -28,8 +47,9 @@ type Pending interface {
 type Admission interface {
 	// Admit removes from b.Records those it refuses, calling refused (if
 	// not nil) with the index each had, or, with whole set, refuses all
-	// of b or nothing. It says what it refused.
-	Admit(tenant string, b *record.Batch, whole bool, refused func(i int)) Refusal
+	// of b or nothing. It says what it refused. b.Tenant is the tenant,
+	// never "".
+	Admit(b *record.Batch, whole bool, refused func(i int)) Refusal
 }
 
 // Refusal says what admission refused.
@@ -48,7 +68,9 @@ type Metrics struct {
 }
 
 // Flow runs admission, counting and the write for every batch of every
-// producer.
+// producer. A batch's tenant is b.Tenant, which its producer sets: a
+// batch without one is refused by Prepare (and so by Store and Write)
+// with ErrNoTenant, and Admit passes it to no Admission.
 //
 // Concurrency: safe for concurrent use.
 type Flow struct {
@@ -57,9 +79,10 @@ type Flow struct {
 	Metrics   Metrics
 }
 
-// Input says where a batch comes from and how it is admitted.
+// Input says where a batch comes from and how it is admitted. The
+// batch's tenant is its own (record.Batch.Tenant).
 type Input struct {
-	Tenant, Protocol string
+	Protocol string
 	// Whole admits the batch whole or refuses it whole, so that a
 	// client's retry stores no line twice.
 	Whole bool
@@ -104,8 +127,8 @@ func (f *Flow) Admit(in Input, b *record.Batch) Result {
 		f.Reject(in.Protocol, b.Errors[i].Kind.String(), 1)
 	}
 	res.Rejected = len(b.Errors)
-	if f.Admission != nil {
-		if rf := f.Admission.Admit(in.Tenant, b, in.Whole, in.Refused); rf.Lines > 0 {
+	if f.Admission != nil && b.Tenant != "" {
+		if rf := f.Admission.Admit(b, in.Whole, in.Refused); rf.Lines > 0 {
 			res.Refused, res.Message = rf.Lines, rf.Message
 			res.Rejected += rf.Lines
 			f.Reject(in.Protocol, rf.Reason, rf.Lines)
@@ -123,17 +146,21 @@ func (f *Flow) Admit(in Input, b *record.Batch) Result {
 
 // Prepared is a batch prepared for its sink.
 type Prepared struct {
-	f     *Flow
-	p     Pending
-	in    Input
-	lines int
-	bytes int
+	f        *Flow
+	p        Pending
+	tenant   string
+	protocol string
+	lines    int
+	bytes    int
 }
 
 // Prepare prepares b, admitted, for the sink. b may be reused once
 // Prepare returns.
 func (f *Flow) Prepare(in Input, b *record.Batch) (*Prepared, error) {
-	p, err := f.Sink.Prepare(in.Tenant, b)
+	if b.Tenant == "" {
+		return nil, fmt.Errorf("flow: %s batch of %d records: %w", in.Protocol, len(b.Records), ErrNoTenant)
+	}
+	p, err := f.Sink.Prepare(b)
 	if err != nil {
 		return nil, err
 	}
@@ -141,7 +168,7 @@ func (f *Flow) Prepare(in Input, b *record.Batch) (*Prepared, error) {
 	if bytes == 0 {
 		bytes = len(b.Data)
 	}
-	return &Prepared{f: f, p: p, in: in, lines: b.NumKept(), bytes: bytes}, nil
+	return &Prepared{f: f, p: p, tenant: b.Tenant, protocol: in.Protocol, lines: b.NumKept(), bytes: bytes}, nil
 }
 
 // Write starts writing the batch; see Pending.
@@ -155,10 +182,10 @@ func (p *Prepared) Wait() (int, error) {
 	}
 	m := &p.f.Metrics
 	if m.Lines != nil {
-		m.Lines.WithLabelValues(p.in.Tenant, p.in.Protocol).Add(float64(p.lines))
+		m.Lines.WithLabelValues(p.tenant, p.protocol).Add(float64(p.lines))
 	}
 	if m.Bytes != nil {
-		m.Bytes.WithLabelValues(p.in.Tenant, p.in.Protocol).Add(float64(p.bytes))
+		m.Bytes.WithLabelValues(p.tenant, p.protocol).Add(float64(p.bytes))
 	}
 	return p.lines, nil
 }

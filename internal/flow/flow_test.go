@@ -3,6 +3,7 @@ package flow
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -25,8 +26,8 @@ type memPending struct {
 	wrote bool
 }
 
-func (s *memSink) Prepare(tenant string, b *record.Batch) (Pending, error) {
-	return &memPending{s: s, t: tenant, n: len(b.Records)}, nil
+func (s *memSink) Prepare(b *record.Batch) (Pending, error) {
+	return &memPending{s: s, t: b.Tenant, n: len(b.Records)}, nil
 }
 
 func (p *memPending) Write(ctx context.Context) { p.wrote = true }
@@ -47,7 +48,7 @@ func (p *memPending) Wait() error {
 // there is one).
 type oddOut struct{}
 
-func (oddOut) Admit(tenant string, b *record.Batch, whole bool, refused func(i int)) Refusal {
+func (oddOut) Admit(b *record.Batch, whole bool, refused func(i int)) Refusal {
 	n := len(b.Records) / 2
 	if n == 0 {
 		return Refusal{}
@@ -76,10 +77,11 @@ func newFlow(s Sink) *Flow {
 	}}
 }
 
-// batch returns a batch of n records, one rejected line and one time
-// fallback, over 100 bytes of data.
+// batch returns a batch of tenant t1 with n records, one rejected line
+// and one time fallback, over 100 bytes of data.
 func batch(n int) *record.Batch {
 	return &record.Batch{
+		Tenant:  "t1",
 		Data:    make([]byte, 100),
 		Records: make([]record.Record, n),
 		Errors:  []record.LineError{{Line: 1, Kind: record.ErrSyntax, Msg: "bad"}},
@@ -91,7 +93,7 @@ func TestWriteCountsOnce(t *testing.T) {
 	s := &memSink{}
 	f := newFlow(s)
 	var refused []int
-	in := Input{Tenant: "t1", Protocol: "p", Refused: func(i int) { refused = append(refused, i) }}
+	in := Input{Protocol: "p", Refused: func(i int) { refused = append(refused, i) }}
 	res, err := f.Write(context.Background(), in, batch(4))
 	if err != nil {
 		t.Fatal(err)
@@ -124,7 +126,7 @@ func TestWriteCountsOnce(t *testing.T) {
 func TestWriteWholeRefusedStoresNothing(t *testing.T) {
 	s := &memSink{}
 	f := newFlow(s)
-	res, err := f.Write(context.Background(), Input{Tenant: "t1", Protocol: "p", Whole: true, Bytes: 7}, batch(2))
+	res, err := f.Write(context.Background(), Input{Protocol: "p", Whole: true, Bytes: 7}, batch(2))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -138,7 +140,7 @@ func TestWriteWholeRefusedStoresNothing(t *testing.T) {
 		t.Errorf("time fallbacks of a refused push counted: %g", got)
 	}
 	// Admitted whole: the bytes counted are the input's.
-	if _, err := f.Write(context.Background(), Input{Tenant: "t1", Protocol: "p", Whole: true, Bytes: 7}, batch(1)); err != nil {
+	if _, err := f.Write(context.Background(), Input{Protocol: "p", Whole: true, Bytes: 7}, batch(1)); err != nil {
 		t.Fatal(err)
 	}
 	if got := testutil.ToFloat64(f.Metrics.Bytes.WithLabelValues("t1", "p")); got != 7 {
@@ -149,7 +151,7 @@ func TestWriteWholeRefusedStoresNothing(t *testing.T) {
 func TestWriteSinkErrorCountsNoLines(t *testing.T) {
 	full := errors.New("disk full")
 	f := newFlow(&memSink{fail: full})
-	res, err := f.Write(context.Background(), Input{Tenant: "t1", Protocol: "p"}, batch(1))
+	res, err := f.Write(context.Background(), Input{Protocol: "p"}, batch(1))
 	if !errors.Is(err, full) {
 		t.Fatalf("err %v, want %v", err, full)
 	}
@@ -164,11 +166,53 @@ func TestWriteSinkErrorCountsNoLines(t *testing.T) {
 func TestNilAdmissionAndMetrics(t *testing.T) {
 	s := &memSink{}
 	f := &Flow{Sink: s}
-	res, err := f.Write(context.Background(), Input{Tenant: "t", Protocol: "p"}, batch(3))
+	res, err := f.Write(context.Background(), Input{Protocol: "p"}, batch(3))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if res.Accepted != 3 || res.Rejected != 1 {
 		t.Errorf("result %+v, want 3 accepted, 1 rejected", res)
+	}
+}
+
+// admitCalls counts its calls and admits everything.
+type admitCalls struct{ n int }
+
+func (a *admitCalls) Admit(b *record.Batch, whole bool, refused func(i int)) Refusal {
+	a.n++
+	return Refusal{}
+}
+
+// TestNoTenantRefused: a batch without a tenant is refused by every way
+// into the sink, with ErrNoTenant; no admission sees it, nothing is
+// stored or counted as stored.
+func TestNoTenantRefused(t *testing.T) {
+	s := &memSink{}
+	f := newFlow(s)
+	adm := &admitCalls{}
+	f.Admission = adm
+	in := Input{Protocol: "p"}
+	noTenant := func() *record.Batch { b := batch(2); b.Tenant = ""; return b }
+	if res, err := f.Write(context.Background(), in, noTenant()); !errors.Is(err, ErrNoTenant) || res.Accepted != 0 {
+		t.Errorf("Write: %+v, %v, want %v", res, err, ErrNoTenant)
+	}
+	if _, err := f.Store(context.Background(), in, noTenant()); !errors.Is(err, ErrNoTenant) {
+		t.Errorf("Store: %v, want %v", err, ErrNoTenant)
+	}
+	p, err := f.Prepare(in, noTenant())
+	if !errors.Is(err, ErrNoTenant) || p != nil {
+		t.Errorf("Prepare: %v, %v, want %v", p, err, ErrNoTenant)
+	}
+	if err != nil && !strings.Contains(err.Error(), "p batch of 2 records") {
+		t.Errorf("error %q does not say which batch", err)
+	}
+	if adm.n != 0 {
+		t.Errorf("admission saw %d batches without a tenant", adm.n)
+	}
+	if len(s.lines) != 0 {
+		t.Errorf("sink got %v", s.lines)
+	}
+	if got := testutil.ToFloat64(f.Metrics.Lines.WithLabelValues("", "p")); got != 0 {
+		t.Errorf("lines = %g for no tenant", got)
 	}
 }

@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"github.com/sluicelog/sluice/internal/flow"
-	"github.com/sluicelog/sluice/internal/ingest/elastic"
-	"github.com/sluicelog/sluice/internal/ingest/jsonline"
+	"github.com/sluicelog/sluice/internal/protocol/elastic"
+	"github.com/sluicelog/sluice/internal/protocol/jsonline"
 	"github.com/sluicelog/sluice/internal/record"
 )
 
@@ -123,7 +123,7 @@ func (s *Server) esDocs(r *http.Request, tenant string, docs []byte) (map[int64]
 		line, k, errs := next, 0, b.Errors
 		next += int64(len(b.Records) + len(b.Errors))
 		b.Tenant = tenant
-		in := flow.Input{Tenant: tenant, Protocol: "elastic", Refused: func(i int) {
+		in := flow.Input{Protocol: "elastic", Refused: func(i int) {
 			for {
 				if len(errs) > 0 && errs[0].Line == line {
 					errs = errs[1:]
@@ -196,14 +196,13 @@ func (s *Server) handleBulk(w http.ResponseWriter, r *http.Request, tenant strin
 		if it.Doc == 0 {
 			continue
 		}
-		if e := failed[int64(it.Doc)]; e != nil && e.Msg == streamLimited {
-			// Retried by Beats and Logstash, as Elasticsearch's own 429s.
-			it.Status, it.Type, it.Err = 429, "es_rejected_execution_exception", fmt.Sprintf(
-				"the tenant is at its limit of %d active streams (max_streams_per_tenant): this document's stream is new", s.streams.max)
-		} else if e != nil {
-			it.Status, it.Type, it.Err = 400, "document_parsing_exception", fmt.Sprintf("column %d: %s", e.Col, e.Msg)
-		} else {
-			it.Status = 201
+		switch e := failed[int64(it.Doc)]; {
+		case e == nil:
+			it.Created()
+		case e.Msg == streamLimited:
+			it.StreamLimited(s.streams.Max())
+		default:
+			it.Unreadable(e.Col, e.Msg)
 		}
 	}
 	w.Header().Set("Content-Type", "application/json")

@@ -16,7 +16,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/sluicelog/sluice/internal/ingest/elastic"
+	"github.com/sluicelog/sluice/internal/protocol/elastic"
 )
 
 // The index-management calls shippers make before they send: Filebeat

@@ -7,8 +7,8 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/sluicelog/sluice/internal/ingest/elastic"
-	"github.com/sluicelog/sluice/internal/ingest/loki"
+	"github.com/sluicelog/sluice/internal/protocol/elastic"
+	"github.com/sluicelog/sluice/internal/protocol/loki"
 	"github.com/sluicelog/sluice/internal/record"
 )
 

@@ -20,6 +20,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/sluicelog/sluice/internal/flow"
 	"github.com/sluicelog/sluice/internal/store"
 	"github.com/sluicelog/sluice/internal/vfs"
 )
@@ -273,8 +274,8 @@ func TestStreamLimit(t *testing.T) {
 	if got := f.stored("default"); strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("stored:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
-	// A stream idle for longer than streamIdle no longer counts.
-	f.srv.streams.now = func() time.Time { return time.Now().Add(streamIdle + 2*time.Minute) }
+	// A stream idle for longer than flow.StreamIdle no longer counts.
+	f.srv.streams.Now = func() time.Time { return time.Now().Add(flow.StreamIdle + 2*time.Minute) }
 	if code, reply := f.do("POST", "/insert/jsonline", lines("e", "f")); code != 200 || !strings.Contains(reply, `"accepted":2`) {
 		t.Errorf("after the others went idle: %d %s", code, reply)
 	}

@@ -13,8 +13,8 @@ import (
 	"time"
 
 	"github.com/sluicelog/sluice/internal/flow"
-	"github.com/sluicelog/sluice/internal/ingest/jsonline"
-	"github.com/sluicelog/sluice/internal/ingest/loki"
+	"github.com/sluicelog/sluice/internal/protocol/jsonline"
+	"github.com/sluicelog/sluice/internal/protocol/loki"
 	"github.com/sluicelog/sluice/internal/record"
 	"github.com/sluicelog/sluice/internal/store"
 	"github.com/sluicelog/sluice/internal/vfs"
@@ -120,17 +120,6 @@ func refuse(w http.ResponseWriter, r *http.Request, code int, msg string) int {
 	}
 	http.Error(w, msg, code)
 	return code
-}
-
-// storeSink writes batches to the store: the flow's sink.
-type storeSink struct{ st *store.Store }
-
-func (s storeSink) Prepare(tenant string, b *record.Batch) (flow.Pending, error) {
-	p, err := s.st.Prepare(tenant, b)
-	if err != nil {
-		return nil, err
-	}
-	return p, nil
 }
 
 // diskCheck caches the free space of the data directory's filesystem for
@@ -265,7 +254,7 @@ func (s *Server) handleLines(w http.ResponseWriter, r *http.Request, tenant stri
 		return http.StatusBadRequest, 0
 	}
 	defer put()
-	in := flow.Input{Tenant: tenant, Protocol: protocol}
+	in := flow.Input{Protocol: protocol}
 	var reply jsonline.Reply
 	var storeErr error
 	streamRefused := false
@@ -384,7 +373,7 @@ func (s *Server) handleLoki(w http.ResponseWriter, r *http.Request, tenant strin
 	}
 	b.Tenant = tenant
 	// Admitted whole, so that the client's retry stores no line twice.
-	fr, err := s.flow.Write(r.Context(), flow.Input{Tenant: tenant, Protocol: "loki", Whole: true, Bytes: len(data)}, b)
+	fr, err := s.flow.Write(r.Context(), flow.Input{Protocol: "loki", Whole: true, Bytes: len(data)}, b)
 	switch {
 	case err != nil:
 		return s.storeError(w, err, ""), 0

@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/sluicelog/sluice/internal/flow"
-	"github.com/sluicelog/sluice/internal/ingest/loki"
-	"github.com/sluicelog/sluice/internal/ingest/otlp"
+	"github.com/sluicelog/sluice/internal/protocol/loki"
+	"github.com/sluicelog/sluice/internal/protocol/otlp"
 	"github.com/sluicelog/sluice/internal/record"
 )
 
@@ -57,7 +57,7 @@ func (s *Server) handleOTLP(w http.ResponseWriter, r *http.Request, tenant strin
 	s.flow.Reject("otlp", "invalid", res.Rejected)
 	// OTLP's partial success: the client is told, and does not retry.
 	b.Tenant = tenant
-	fr, err := s.flow.Write(r.Context(), flow.Input{Tenant: tenant, Protocol: "otlp", Bytes: len(data)}, b)
+	fr, err := s.flow.Write(r.Context(), flow.Input{Protocol: "otlp", Bytes: len(data)}, b)
 	if err != nil {
 		return s.storeError(w, err, ""), 0
 	}

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/sluicelog/sluice/internal/ingest/loki"
+	"github.com/sluicelog/sluice/internal/protocol/loki"
 )
 
 // plainConfig is DefaultConfig without Loki's discovery: for tests of

@@ -16,9 +16,10 @@ import (
 	"golang.org/x/sync/semaphore"
 
 	"github.com/sluicelog/sluice/internal/flow"
-	"github.com/sluicelog/sluice/internal/ingest/loki"
 	"github.com/sluicelog/sluice/internal/parse"
+	"github.com/sluicelog/sluice/internal/protocol/loki"
 	"github.com/sluicelog/sluice/internal/query"
+	sinkstore "github.com/sluicelog/sluice/internal/sink/store"
 	"github.com/sluicelog/sluice/internal/store"
 )
 
@@ -80,7 +81,7 @@ type Config struct {
 	// is answered 503 and closed (0: half the process's open-file limit).
 	MaxConnections int
 	// MaxStreamsPerTenant bounds each tenant's active streams (those
-	// with a line in the last StreamIdle); lines of new streams past it
+	// with a line in the last flow.StreamIdle); lines of new streams past it
 	// are refused with 429 (0: no limit).
 	MaxStreamsPerTenant int
 	// FreeSpace reports the free bytes of the data directory's filesystem
@@ -130,7 +131,7 @@ type Server struct {
 	memory   *semaphore.Weighted
 	parsers  parsers
 	engine   *query.Engine
-	streams  *streamLimit
+	streams  *flow.StreamLimit
 	flow     *flow.Flow
 	queries  *gate // queries running
 	tails    *gate // tails open
@@ -148,8 +149,8 @@ func New(cfg Config, st *store.Store, log *slog.Logger, reg *prometheus.Registry
 	s.memory = semaphore.NewWeighted(max(cfg.MaxInflightBytes, 64<<20))
 	s.metrics = newMetrics(reg, st)
 	s.engine = query.NewEngine(cfg.Query)
-	s.streams = newStreamLimit(cfg.MaxStreamsPerTenant)
-	s.flow = &flow.Flow{Sink: storeSink{st}, Admission: streamAdmission{s.streams},
+	s.streams = flow.NewStreamLimit(cfg.MaxStreamsPerTenant)
+	s.flow = &flow.Flow{Sink: sinkstore.New(st), Admission: s.streams,
 		Metrics: flow.Metrics{Lines: s.metrics.lines, Bytes: s.metrics.bytes, Rejected: s.metrics.rejected, TimeFallbacks: s.metrics.timeFallbacks}}
 	a := cfg.Admission
 	s.queries = newGate("queries", "--max-concurrent-queries", "--max-tenant-concurrent-queries", a.MaxQueries, a.MaxTenantQueries)

@@ -14,7 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/sluicelog/sluice/internal/flow"
-	"github.com/sluicelog/sluice/internal/ingest/syslog"
+	"github.com/sluicelog/sluice/internal/protocol/syslog"
 	"github.com/sluicelog/sluice/internal/record"
 )
 
@@ -98,7 +98,7 @@ func (in *syslogInput) store(bt *syslog.Batcher, remote string) error {
 			"first", b.Errors[0].Msg)
 	}
 	b.Tenant = in.tenant
-	fin := flow.Input{Tenant: in.tenant, Protocol: in.protocol}
+	fin := flow.Input{Protocol: in.protocol}
 	if res := s.flow.Admit(fin, b); res.Refused > 0 {
 		in.warn("syslog: stream limit", "protocol", in.protocol, "remote", remote, "msg", res.Message)
 	}

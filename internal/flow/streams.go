@@ -1,4 +1,4 @@
-package server
+package flow
 
 import (
 	"encoding/binary"
@@ -8,26 +8,28 @@ import (
 
 	"github.com/cespare/xxhash/v2"
 
-	"github.com/sluicelog/sluice/internal/flow"
 	"github.com/sluicelog/sluice/internal/record"
 )
 
-// streamIdle is how long a stream stays active after its last line: as
+// StreamIdle is how long a stream stays active after its last line: as
 // long as Loki keeps an idle stream's chunk in an ingester (30 minutes by
 // default), so that a tenant's limit means what it means there.
-const streamIdle = 30 * time.Minute
+const StreamIdle = 30 * time.Minute
 
-// streamLimit bounds each tenant's active streams, as Loki's
+// StreamLimit bounds each tenant's active streams, as Loki's
 // max_global_streams_per_user does: every stream costs memory in the
 // head and an entry in every index, so one tenant sending a label with a
 // new value per line (a request id, say) must not take the server from
 // the others. Lines of known streams always pass; a new stream passes
-// while its tenant has fewer than max active ones.
+// while its tenant has fewer than max active ones. It is an Admission;
+// its refusals have the reason stream_limit.
 //
-// Concurrency: safe for concurrent use.
-type streamLimit struct {
+// Concurrency: safe for concurrent use (Now aside).
+type StreamLimit struct {
 	max int
-	now func() time.Time
+	// Now is the limit's clock (time.Now unless set). Set it before the
+	// limit is used.
+	Now func() time.Time
 
 	mu      sync.Mutex
 	tenants map[string]*tenantStreams
@@ -39,19 +41,33 @@ type tenantStreams struct {
 	swept int64
 }
 
-func newStreamLimit(max int) *streamLimit {
-	return &streamLimit{max: max, now: time.Now, tenants: map[string]*tenantStreams{}}
+// NewStreamLimit returns a limit of max active streams per tenant; 0 or
+// less means no limit.
+func NewStreamLimit(max int) *StreamLimit {
+	return &StreamLimit{max: max, Now: time.Now, tenants: map[string]*tenantStreams{}}
 }
 
-// refusal says what admit refused.
-type refusal struct {
+// Max returns the limit.
+func (l *StreamLimit) Max() int { return l.max }
+
+// Admit is admit, for b's tenant, as the flow's Admission.
+func (l *StreamLimit) Admit(b *record.Batch, whole bool, refused func(i int)) Refusal {
+	rf := l.admit(b.Tenant, b, whole, refused)
+	if rf.lines == 0 {
+		return Refusal{}
+	}
+	return Refusal{Lines: rf.lines, Reason: "stream_limit", Message: rf.message(b.Tenant, l.max)}
+}
+
+// streamRefusal says what admit refused.
+type streamRefusal struct {
 	lines, streams int
 }
 
 // message explains a refusal to the client.
-func (r refusal) message(tenant string, max int) string {
+func (r streamRefusal) message(tenant string, max int) string {
 	return fmt.Sprintf("tenant %s is at its limit of %d active streams (max_streams_per_tenant; a stream is active until it has had no line for %v): %d lines of %d new streams refused",
-		tenant, max, streamIdle, r.lines, r.streams)
+		tenant, max, StreamIdle, r.lines, r.streams)
 }
 
 // admit marks the streams of b's records as active for tenant. With
@@ -62,11 +78,11 @@ func (r refusal) message(tenant string, max int) string {
 // and refused, if not nil, is called with the index each had. Records
 // already dropped (record.Batch.Drop) take no stream and are not
 // refused; when refused records are removed, they are removed too.
-func (l *streamLimit) admit(tenant string, b *record.Batch, whole bool, refused func(i int)) refusal {
+func (l *StreamLimit) admit(tenant string, b *record.Batch, whole bool, refused func(i int)) streamRefusal {
 	if l == nil || l.max <= 0 || b.NumKept() == 0 {
-		return refusal{}
+		return streamRefusal{}
 	}
-	now := l.now().Unix()
+	now := l.Now().Unix()
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	t := l.tenants[tenant]
@@ -76,7 +92,7 @@ func (l *streamLimit) admit(tenant string, b *record.Batch, whole bool, refused 
 	}
 	if now-t.swept >= 60 {
 		for h, last := range t.seen {
-			if now-last > int64(streamIdle/time.Second) {
+			if now-last > int64(StreamIdle/time.Second) {
 				delete(t.seen, h)
 			}
 		}
@@ -88,7 +104,7 @@ func (l *streamLimit) admit(tenant string, b *record.Batch, whole bool, refused 
 	}
 	defer func() { clear(verdict); l.verdict.Put(verdict) }()
 	var added []uint64 // new streams marked, to unmark if whole fails
-	var r refusal
+	var r streamRefusal
 	for i := b.NextKept(0); i < len(b.Records); i = b.NextKept(i + 1) {
 		id := b.Records[i].Stream
 		ok, decided := verdict[id]
@@ -149,15 +165,4 @@ func labelsHash(ls record.Labels) uint64 {
 		}
 	}
 	return d.Sum64()
-}
-
-// streamAdmission is the stream limit as the flow's admission.
-type streamAdmission struct{ l *streamLimit }
-
-func (a streamAdmission) Admit(tenant string, b *record.Batch, whole bool, refused func(i int)) flow.Refusal {
-	rf := a.l.admit(tenant, b, whole, refused)
-	if rf.lines == 0 {
-		return flow.Refusal{}
-	}
-	return flow.Refusal{Lines: rf.lines, Reason: "stream_limit", Message: rf.message(tenant, a.l.max)}
 }

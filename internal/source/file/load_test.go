@@ -18,12 +18,16 @@ import (
 
 	"go.uber.org/goleak"
 
-	"github.com/sluicelog/sluice/internal/ingest/file"
+	"github.com/sluicelog/sluice/internal/flow"
 	"github.com/sluicelog/sluice/internal/parse"
 	"github.com/sluicelog/sluice/internal/record"
+	"github.com/sluicelog/sluice/internal/source/file"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// through is a flow without admission or metrics into s.
+func through(s flow.SinkFunc) *flow.Flow { return &flow.Flow{Sink: s} }
 
 // maxLine is the line limit of most cases: small, because a chunk's
 // buffer holds ChunkSize+MaxLineSize bytes, and a tiny ChunkSize only
@@ -203,6 +207,9 @@ func (s *sink) store(b *record.Batch) error {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if b.Tenant != "t" {
+		s.t.Errorf("batch of tenant %q, want the Options' t", b.Tenant)
+	}
 	prev := 0
 	for i := range b.Records {
 		l := string(b.Bytes(b.Records[i].Line))
@@ -257,6 +264,7 @@ func (s *sink) onDone(n int64) {
 }
 
 func (s *sink) options(o file.Options) file.Options {
+	o.Tenant = "t"
 	o.OnDone = s.onDone
 	o.OnError = s.onError
 	return o
@@ -398,7 +406,7 @@ func TestLoad(t *testing.T) {
 				s.slow = true
 				var prog file.Progress
 				opts := s.options(file.Options{Parse: jsonOpts, Workers: workers, ChunkSize: chunk})
-				if err := file.Load(context.Background(), names, nil, opts, file.SinkFunc(s.store), &prog); err != nil {
+				if err := file.Load(context.Background(), names, nil, opts, through(s.store), &prog); err != nil {
 					t.Fatal(err)
 				}
 				s.check(ref, refErrs, &prog)
@@ -449,7 +457,7 @@ func TestLoadLineErrors(t *testing.T) {
 			s := newSink(t, ins, ref, refErrs)
 			s.slow = true
 			opts := s.options(file.Options{Parse: jsonOpts, Workers: 4, ChunkSize: 256})
-			if err := file.Load(context.Background(), names, nil, opts, file.SinkFunc(s.store), nil); err != nil {
+			if err := file.Load(context.Background(), names, nil, opts, through(s.store), nil); err != nil {
 				t.Fatal(err)
 			}
 			s.check(ref, refErrs, nil)
@@ -509,7 +517,7 @@ func TestLoadTooLong(t *testing.T) {
 				s := newSink(t, ins, ref, refErrs)
 				opts := s.options(file.Options{Parse: jsonOpts, Workers: 3, ChunkSize: chunk})
 				var prog file.Progress
-				if err := file.Load(context.Background(), names, nil, opts, file.SinkFunc(s.store), &prog); err != nil {
+				if err := file.Load(context.Background(), names, nil, opts, through(s.store), &prog); err != nil {
 					t.Fatal(err)
 				}
 				s.check(ref, refErrs, &prog)
@@ -554,8 +562,8 @@ func TestLoadChunkSize(t *testing.T) {
 			}
 			var mu sync.Mutex
 			largest := 0
-			err := file.Load(context.Background(), names, nil, file.Options{Parse: popts, ChunkSize: chunk, Workers: 2},
-				file.SinkFunc(func(b *record.Batch) error {
+			err := file.Load(context.Background(), names, nil, file.Options{Parse: popts, Tenant: "t", ChunkSize: chunk, Workers: 2},
+				through(func(b *record.Batch) error {
 					mu.Lock()
 					largest = max(largest, len(b.Data))
 					mu.Unlock()
@@ -606,12 +614,12 @@ func TestLoadEdges(t *testing.T) {
 				var mu sync.Mutex
 				var stored []string
 				var last int64 = -1
-				opts := file.Options{Parse: jsonOpts, Workers: 2, ChunkSize: chunk,
+				opts := file.Options{Parse: jsonOpts, Tenant: "t", Workers: 2, ChunkSize: chunk,
 					OnDone: func(n int64) { last = n },
 					OnError: func(in string, e *record.LineError) {
 						t.Errorf("%s:%v", in, e.Error())
 					}}
-				err := file.Load(context.Background(), names, nil, opts, file.SinkFunc(func(b *record.Batch) error {
+				err := file.Load(context.Background(), names, nil, opts, through(func(b *record.Batch) error {
 					mu.Lock()
 					defer mu.Unlock()
 					for i := range b.Records {
@@ -678,7 +686,7 @@ func TestLoadStdin(t *testing.T) {
 			ref, refErrs := reference(t, jsonOpts, ins)
 			s := newSink(t, ins, ref, refErrs)
 			opts := s.options(file.Options{Parse: jsonOpts, Workers: 3, ChunkSize: 50})
-			if err := file.Load(context.Background(), names, stdin, opts, file.SinkFunc(s.store), nil); err != nil {
+			if err := file.Load(context.Background(), names, stdin, opts, through(s.store), nil); err != nil {
 				t.Fatal(err)
 			}
 			s.check(ref, refErrs, nil)
@@ -723,7 +731,7 @@ func TestLoadSinkError(t *testing.T) {
 				return nil
 			}
 			opts := s.options(file.Options{Parse: jsonOpts, Workers: tc.workers, ChunkSize: 64})
-			err := file.Load(context.Background(), names, nil, opts, file.SinkFunc(s.store), nil)
+			err := file.Load(context.Background(), names, nil, opts, through(s.store), nil)
 			if !errors.Is(err, errSink) {
 				t.Fatalf("Load returned %v, want the sink's error", err)
 			}
@@ -751,7 +759,7 @@ func TestLoadCancel(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		cancel()
 		s := newSink(t, ins, ref, refErrs)
-		err := file.Load(ctx, names, nil, s.options(file.Options{Parse: jsonOpts, Workers: 2, ChunkSize: 64}), file.SinkFunc(s.store), nil)
+		err := file.Load(ctx, names, nil, s.options(file.Options{Parse: jsonOpts, Workers: 2, ChunkSize: 64}), through(s.store), nil)
 		if !errors.Is(err, context.Canceled) {
 			t.Errorf("Load returned %v, want context.Canceled", err)
 		}
@@ -767,7 +775,7 @@ func TestLoadCancel(t *testing.T) {
 					cancel()
 				}
 			}
-			err := file.Load(ctx, names, nil, s.options(file.Options{Parse: jsonOpts, Workers: workers, ChunkSize: 64}), file.SinkFunc(s.store), nil)
+			err := file.Load(ctx, names, nil, s.options(file.Options{Parse: jsonOpts, Workers: workers, ChunkSize: 64}), through(s.store), nil)
 			if !errors.Is(err, context.Canceled) {
 				t.Errorf("Load returned %v, want context.Canceled", err)
 			}
@@ -782,7 +790,7 @@ func TestLoadCancel(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
 		defer cancel()
 		s := newSink(t, ins, ref, refErrs)
-		slowSink := file.SinkFunc(func(b *record.Batch) error {
+		slowSink := through(func(b *record.Batch) error {
 			time.Sleep(time.Millisecond)
 			return s.store(b)
 		})
@@ -808,8 +816,8 @@ func TestLoadCancelBlockedStdin(t *testing.T) {
 	stored := make(chan struct{}, 1)
 	errc := make(chan error, 1)
 	go func() {
-		errc <- file.Load(ctx, []string{"-"}, pr, file.Options{Parse: jsonOpts, Workers: 2, ChunkSize: 4},
-			file.SinkFunc(func(b *record.Batch) error {
+		errc <- file.Load(ctx, []string{"-"}, pr, file.Options{Parse: jsonOpts, Tenant: "t", Workers: 2, ChunkSize: 4},
+			through(func(b *record.Batch) error {
 				select {
 				case stored <- struct{}{}:
 				default:
@@ -874,13 +882,13 @@ func loadMultiline(t *testing.T, inputs []string, data string) (got []string, do
 		}
 	}
 	var mu sync.Mutex
-	opts := file.Options{Parse: multilineOpts, ChunkSize: 64, Workers: 4,
+	opts := file.Options{Parse: multilineOpts, Tenant: "t", ChunkSize: 64, Workers: 4,
 		OnDone: func(n int64) { dones = append(dones, n) },
 		OnError: func(in string, e *record.LineError) {
 			t.Errorf("%s:%s", in, e.Error())
 		}}
 	prog = new(file.Progress)
-	err := file.Load(context.Background(), names, strings.NewReader(data), opts, file.SinkFunc(func(b *record.Batch) error {
+	err := file.Load(context.Background(), names, strings.NewReader(data), opts, through(func(b *record.Batch) error {
 		mu.Lock()
 		defer mu.Unlock()
 		for i := range b.Records {
@@ -956,4 +964,28 @@ func firstDiff(got, want []string) string {
 		}
 	}
 	return "none"
+}
+
+// TestLoadNoTenant: without Options.Tenant the flow refuses the first
+// batch, on both paths (chunks in parallel, and joined lines), and Load
+// says why.
+func TestLoadNoTenant(t *testing.T) {
+	dir := t.TempDir()
+	name := filepath.Join(dir, "in.log")
+	if err := os.WriteFile(name, []byte("2026-01-15 one\n2026-01-15 two\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, popts := range []parse.Options{jsonOpts, multilineOpts} {
+		t.Run("multiline="+popts.Multiline, func(t *testing.T) {
+			stored := 0
+			err := file.Load(context.Background(), []string{name}, nil, file.Options{Parse: popts, Workers: 1},
+				through(func(b *record.Batch) error { stored++; return nil }), nil)
+			if !errors.Is(err, flow.ErrNoTenant) {
+				t.Errorf("err %v, want %v", err, flow.ErrNoTenant)
+			}
+			if stored != 0 {
+				t.Errorf("%d batches stored without a tenant", stored)
+			}
+		})
+	}
 }

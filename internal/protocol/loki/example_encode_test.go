@@ -3,7 +3,7 @@ package loki_test
 import (
 	"fmt"
 
-	"github.com/sluicelog/sluice/internal/ingest/loki"
+	"github.com/sluicelog/sluice/internal/protocol/loki"
 	"github.com/sluicelog/sluice/internal/record"
 )
 

@@ -4,8 +4,8 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/sluicelog/sluice/internal/ingest/elastic"
 	"github.com/sluicelog/sluice/internal/parse"
+	"github.com/sluicelog/sluice/internal/protocol/elastic"
 	"github.com/sluicelog/sluice/internal/record"
 )
 

@@ -3,9 +3,11 @@
 // rsyslog's omelasticsearch and the elasticsearch clients send them. The
 // documents are then parsed as JSON lines by package parse; this package
 // says which item each document is, so that every item gets its own
-// status, and writes the reply. FilterPath applies Elasticsearch's
-// filter_path to any JSON reply. Encoder is the inverse, for a sink
-// that ships batches to Elasticsearch: a bulk body of create actions.
+// status, and writes the reply, with each item's status and error
+// (Item.Created, Unreadable, StreamLimited). FilterPath applies
+// Elasticsearch's filter_path to any JSON reply. Encoder is the inverse,
+// for a sink that ships batches to Elasticsearch: a bulk body of create
+// actions.
 //
 // It knows nothing of storage or HTTP routing.
 package elastic
@@ -27,7 +29,8 @@ type Item struct {
 	ID    string
 	Doc   int // the document's line number (from 1) in Docs, or 0 if none
 	// Status and Err are set by Split for items refused outright, and by
-	// the caller for documents that could not be stored.
+	// the caller, with Created, Unreadable or StreamLimited, for the
+	// others.
 	Status int
 	Type   string
 	Err    string

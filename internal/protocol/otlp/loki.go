@@ -6,7 +6,7 @@ import (
 	"slices"
 	"strconv"
 
-	"github.com/sluicelog/sluice/internal/ingest/loki"
+	"github.com/sluicelog/sluice/internal/protocol/loki"
 	"github.com/sluicelog/sluice/internal/record"
 )
 

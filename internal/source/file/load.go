@@ -19,34 +19,16 @@ import (
 	"github.com/sluicelog/sluice/internal/record"
 )
 
-// Sink stores batches in two steps, so that they are parsed and prepared
-// in parallel but stored in input order: Prepare runs on many goroutines
-// at once (the batch is valid only during the call); Load then calls the
-// result's Write in input order, one at a time, and its Wait, which
-// returns once the batch is durable, in parallel.
-type Sink interface {
-	Prepare(b *record.Batch) (Stored, error)
-}
-
-// Stored is a prepared batch: the flow's Pending. Write must be followed
-// by Wait; Write may wait for room until ctx is done (Wait then says so).
-type Stored = flow.Pending
-
-// SinkFunc adapts a function that stores a batch at once, and may be
-// called concurrently, to a Sink; its batches are stored in any order.
-type SinkFunc func(b *record.Batch) error
-
-// Prepare stores b.
-func (f SinkFunc) Prepare(b *record.Batch) (Stored, error) { return done{f(b)}, nil }
-
-type done struct{ err error }
-
-func (d done) Write(context.Context) {}
-func (d done) Wait() error           { return d.err }
+// Protocol is the protocol label of the loader's batches in the flow's
+// metrics.
+const Protocol = "file"
 
 // Options configure Load.
 type Options struct {
 	Parse parse.Options
+	// Tenant is the tenant of every batch; the flow refuses batches
+	// without one (flow.ErrNoTenant).
+	Tenant string
 	// Workers parse and store chunks in parallel; 0 means twice the
 	// number of CPUs, so that one worker parses while another waits for
 	// its batch to be durable.
@@ -72,6 +54,9 @@ type Progress struct {
 	Records   atomic.Int64
 	BadUTF8   atomic.Int64
 	Rejected  [8]atomic.Int64 // by record.ErrKind
+	// Refused counts the lines the flow's admission refused (none
+	// without an Admission).
+	Refused atomic.Int64
 }
 
 // chunk is a piece of one input that starts and ends at line boundaries.
@@ -89,11 +74,17 @@ type chunk struct {
 }
 
 // Load reads every input ("-" is stdin), parses it as opts.Parse says and
-// calls sink for each batch. It stops at the first error of the sink or
+// writes each batch, of opts.Tenant, through f: batches are parsed and
+// prepared (f.Admit, f.Prepare) on many goroutines at once, written in
+// input order, one at a time, and waited for in parallel. Progress.Records
+// counts the lines f stored. Load stops at the first error of f's sink or
 // of reading, and when ctx is done.
-func Load(ctx context.Context, inputs []string, stdin io.Reader, opts Options, sink Sink, prog *Progress) error {
+func Load(ctx context.Context, inputs []string, stdin io.Reader, opts Options, f *flow.Flow, prog *Progress) error {
+	if prog == nil {
+		prog = new(Progress)
+	}
 	if opts.Parse.Multiline != "" {
-		return loadJoined(ctx, inputs, stdin, opts, sink, prog)
+		return loadJoined(ctx, inputs, stdin, opts, f, prog)
 	}
 	if opts.Workers <= 0 {
 		opts.Workers = 2 * runtime.GOMAXPROCS(0)
@@ -104,9 +95,6 @@ func Load(ctx context.Context, inputs []string, stdin io.Reader, opts Options, s
 	maxLine := opts.Parse.MaxLineSize
 	if maxLine <= 0 {
 		maxLine = lines.DefaultMaxLineSize
-	}
-	if prog == nil {
-		prog = new(Progress)
 	}
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
@@ -130,7 +118,7 @@ func Load(ctx context.Context, inputs []string, stdin io.Reader, opts Options, s
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if err := work(ctx, opts.Parse, chunks, doneCh, sink, turn, report, prog); err != nil {
+			if err := work(ctx, opts, chunks, doneCh, f, turn, report, prog); err != nil {
 				cancel(err)
 			}
 		}()
@@ -297,8 +285,8 @@ func skipLine(r io.Reader, buf []byte, prog *Progress) ([]byte, int64, error) {
 }
 
 // work parses chunks and stores their batches.
-func work(ctx context.Context, popts parse.Options, in <-chan *chunk, done chan<- *chunk, sink Sink, turn *turnstile, report func(string, *record.LineError), prog *Progress) error {
-	p, err := parse.New(popts)
+func work(ctx context.Context, opts Options, in <-chan *chunk, done chan<- *chunk, f *flow.Flow, turn *turnstile, report func(string, *record.LineError), prog *Progress) error {
+	p, err := parse.New(opts.Parse)
 	if err != nil {
 		return err
 	}
@@ -328,13 +316,13 @@ func work(ctx context.Context, popts parse.Options, in <-chan *chunk, done chan<
 		b.Reset()
 		b.Data = c.data
 		b.ReceiveTime = c.received
+		b.Tenant = opts.Tenant
 		p.Parse(b, true)
 		for i := range b.Errors {
 			report(c.input, &b.Errors[i])
 		}
-		prog.Records.Add(int64(len(b.Records)))
 		prog.BadUTF8.Add(int64(b.BadUTF8))
-		st, err := sink.Prepare(b)
+		st, err := prepare(f, b, prog)
 		if err != nil {
 			return err
 		}
@@ -344,9 +332,11 @@ func work(ctx context.Context, popts parse.Options, in <-chan *chunk, done chan<
 		}
 		st.Write(ctx)
 		turn.pass(c.seq)
-		if err := st.Wait(); err != nil {
+		n, err := st.Wait()
+		if err != nil {
 			return err
 		}
+		prog.Records.Add(int64(n))
 		prog.BytesDone.Add(int64(len(c.data)))
 		b.Data = nil
 		done <- c
@@ -354,9 +344,17 @@ func work(ctx context.Context, popts parse.Options, in <-chan *chunk, done chan<
 	return nil
 }
 
+// prepare admits b through f and prepares what passes.
+func prepare(f *flow.Flow, b *record.Batch, prog *Progress) (*flow.Prepared, error) {
+	in := flow.Input{Protocol: Protocol}
+	res := f.Admit(in, b)
+	prog.Refused.Add(int64(res.Refused))
+	return f.Prepare(in, b)
+}
+
 // loadJoined loads inputs whose records span lines (opts.Parse.Multiline)
 // in one goroutine: joining needs the lines before each line.
-func loadJoined(ctx context.Context, inputs []string, stdin io.Reader, opts Options, sink Sink, prog *Progress) error {
+func loadJoined(ctx context.Context, inputs []string, stdin io.Reader, opts Options, f *flow.Flow, prog *Progress) error {
 	var total int64
 	for _, name := range inputs {
 		p, err := parse.New(opts.Parse)
@@ -371,16 +369,18 @@ func loadJoined(ctx context.Context, inputs []string, stdin io.Reader, opts Opti
 					opts.OnError(name, &b.Errors[i])
 				}
 			}
-			prog.Records.Add(int64(len(b.Records)))
 			prog.BadUTF8.Add(int64(b.BadUTF8))
-			st, err := sink.Prepare(b)
+			b.Tenant = opts.Tenant
+			st, err := prepare(f, b, prog)
 			if err != nil {
 				return err
 			}
 			st.Write(ctx)
-			if err := st.Wait(); err != nil {
+			n, err := st.Wait()
+			if err != nil {
 				return err
 			}
+			prog.Records.Add(int64(n))
 			prog.BytesDone.Add(p.Offset() - seen)
 			prog.BytesRead.Add(p.Offset() - seen)
 			seen = p.Offset()
