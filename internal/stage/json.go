@@ -151,6 +151,10 @@ func (s *jsonStage) object(i, prefix, depth int, lb *Labels) int {
 		}
 		s.name = AppendLabelName(s.name, stringBytes(key), prefix == 0)
 		switch c := d[i]; {
+		case c == '{' && !s.observed.underPrefix(s.name):
+			// No label the query observes is named in it: read over it
+			// (as strictly: its errors are the same).
+			i = sc.skip(i, depth+1)
 		case c == '{':
 			i = s.object(i, len(s.name), depth+1, lb)
 		case c == '[':
@@ -651,6 +655,9 @@ func (sc *jsonScanner) skip(i, depth int) int {
 		}
 		for {
 			if closing == '}' {
+				if i >= len(d) || d[i] != '"' {
+					return sc.failChar(i, "a string key") // as object says
+				}
 				if i = sc.skipStr(i); i < 0 {
 					return -1
 				}
@@ -684,13 +691,18 @@ func (sc *jsonScanner) skipStr(i int) int {
 	if i >= len(d) || d[i] != '"' {
 		return sc.failChar(i, "a string")
 	}
+	// It fails where str fails, with the same words: a hinted json
+	// parser reads over what it does not observe with skip.
+	if bytes.IndexByte(d[i+1:], '"') < 0 {
+		return sc.fail(i, "unterminated string")
+	}
 	for j := i + 1; j < len(d); j++ {
 		switch d[j] {
 		case '"':
 			return j + 1
 		case '\\':
 			if j+1 >= len(d) {
-				break
+				return sc.fail(j, "unterminated string")
 			}
 			switch d[j+1] {
 			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':

@@ -39,6 +39,20 @@ func (o *Observed) observesBytes(name []byte) bool {
 	return false
 }
 
+// underPrefix reports whether a name observed starts with prefix and
+// "_": a field of the object a json parser would name prefix.
+func (o *Observed) underPrefix(prefix []byte) bool {
+	if o == nil {
+		return true
+	}
+	for _, n := range o.names {
+		if len(n) > len(prefix) && n[len(prefix)] == '_' && n[:len(prefix)] == string(prefix) {
+			return true
+		}
+	}
+	return false
+}
+
 // ObservedBy returns the labels a query can observe after stages when
 // what it does with a row's labels at the end reads only result (the
 // grouping of an outer sum, say): result, the error labels, and the

@@ -1,10 +1,12 @@
 package stage
 
 import (
+	"fmt"
 	"slices"
 	"testing"
 
 	"github.com/sluicelog/sluice/internal/logql"
+	"github.com/sluicelog/sluice/internal/record"
 )
 
 // TestObserving: parsers compiled with the labels a query observes set
@@ -44,5 +46,64 @@ func TestObserving(t *testing.T) {
 	o := ObservedBy(stages(`{a="b"} | json | x > 1 or y=~"z" | drop d | keep k="v"`), []string{"g"})
 	if got, want := o.Names(), []string{"__error__", "__error_details__", "d", "g", "k", "x", "y"}; !slices.Equal(got, want) {
 		t.Errorf("observed %v, want %v", got, want)
+	}
+}
+
+// FuzzJSONObserving: for any line, json with hints sets, of the labels
+// json sets, exactly those observed, errors included: the objects it
+// reads over fail where the walk would.
+func FuzzJSONObserving(f *testing.F) {
+	for _, s := range []string{jsonDocLine, realisticJSON, `{"a":{"b":"\u12"},"c":1}`, `{"a":{"b":[1,{"c":2}]},"d":"x"}`, `{"a":{"b":{"c":null}},"a_b":2}`, `{"a":{"b":`, `{"x":{"y\"":"\q"}}`} {
+		f.Add(s, uint8(5))
+	}
+	full, err := newJSONStage(&logql.JSONParser{})
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Fuzz(func(t *testing.T, line string, pick uint8) {
+		_, all, _ := runRow(full, nil, line)
+		// Observe some of the names json set, and one it did not.
+		names := []string{"nope_x"}
+		for i, l := range all {
+			if pick>>(i%8)&1 == 1 {
+				names = append(names, l.Name)
+			}
+		}
+		o := ObservedBy(nil, names)
+		hinted := must(t)(newJSONStage(&logql.JSONParser{})).(*jsonStage)
+		hinted.observed = o
+		_, got, _ := runRow(hinted, nil, line)
+		var want record.Labels
+		for _, l := range all {
+			if o.observes(l.Name) {
+				want = append(want, l)
+			}
+		}
+		if got.String() != want.String() {
+			t.Fatalf("%q observing %v:\n got %s\nwant %s", line, o.Names(), got, want)
+		}
+	})
+}
+
+// BenchmarkJSONObserving: json on a realistic line setting every label,
+// and observing one nested label (the objects without it read over).
+func BenchmarkJSONObserving(b *testing.B) {
+	for _, names := range [][]string{nil, {"user_vip"}, {"level"}} {
+		b.Run(fmt.Sprint(names), func(b *testing.B) {
+			st, err := newJSONStage(&logql.JSONParser{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			if names != nil {
+				st.(*jsonStage).observed = ObservedBy(nil, names)
+			}
+			line := []byte(realisticJSON)
+			var lb Labels
+			b.SetBytes(int64(len(line)))
+			for b.Loop() {
+				lb.Reset(nil)
+				st.process(0, line, &lb)
+			}
+		})
 	}
 }
