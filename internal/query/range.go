@@ -224,7 +224,10 @@ func (ev *evaluator) rangeStates(ctx context.Context, x *logql.RangeAggregation,
 			}, row)
 		} else {
 			o := opts
-			if o.NoLines {
+			// A count of every row of a stream reads no block that
+			// falls in the same windows: the part's index counts it.
+			o.CountAll = !ev.e.reference && unwrap == nil && countsRows(x.Op) && len(x.Range.Log.Pipeline) == 0
+			if o.NoLines || o.CountAll {
 				// A block whose rows all count in the same windows is
 				// counted by the store, its rows never yielded.
 				o.BlockCount = func(lo, hi int64) func(int) error {

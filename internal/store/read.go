@@ -163,6 +163,12 @@ type ScanOptions struct {
 	// and the function is given their number (the caller only counts, and
 	// the block's rows all count alike).
 	BlockCount func(minTime, maxTime int64) func(n int) error
+	// CountAll, with BlockCount and without Contains, says every row
+	// counts (the caller has no filter): a stored block BlockCount takes
+	// is counted from the part's index, its rows never decoded, unless,
+	// with Meta, its rows may have structured metadata (which are labels
+	// to the caller): then its rows are yielded.
+	CountAll bool
 }
 
 // Scan calls fn for every row of one stream of a tenant with a time in
@@ -310,7 +316,9 @@ func (it *headIter) close() {}
 var blockPool = sync.Pool{New: func() any { return new(part.Block) }}
 
 type partIter struct {
-	count func(minTime, maxTime int64) func(n int) error // ScanOptions.BlockCount
+	count    func(minTime, maxTime int64) func(n int) error // ScanOptions.BlockCount
+	countAll bool                                           // ScanOptions.CountAll
+	meta     bool                                           // ScanOptions.Meta
 	// skip, if set, is asked about a block that does not read: true
 	// means it was noted as damaged and the read goes on without it.
 	skip     func(error) bool
@@ -338,6 +346,9 @@ func newPartIter(rd *part.Reader, stream uint32, from, to int64, opts ScanOption
 		if len(opts.Contains) > 0 && opts.Backward && opts.Newest > 0 {
 			it.blk.Newest, it.blk.From, it.blk.To = opts.Newest, from, to
 		}
+	}
+	if opts.CountAll && len(opts.Contains) == 0 && opts.BlockCount != nil {
+		it.count, it.countAll, it.meta = opts.BlockCount, true, opts.Meta
 	}
 blocks:
 	for i, b := range rd.Blocks {
@@ -391,7 +402,21 @@ func (it *partIter) next() bool {
 		if it.bi >= len(it.blocks) {
 			return false
 		}
-		if it.count != nil {
+		if it.countAll {
+			counted, err := it.countFromIndex()
+			if err != nil {
+				if it.skip != nil && it.skip(err) {
+					it.blk.Rows, it.i = it.blk.Rows[:0], -1
+					continue
+				}
+				it.e = err
+				return false
+			}
+			if counted {
+				it.blk.Rows, it.i = it.blk.Rows[:0], -1
+				continue
+			}
+		} else if it.count != nil {
 			bm := &it.rd.Blocks[it.blocks[it.bi]]
 			if fn := it.count(bm.MinTime, bm.MaxTime); fn != nil {
 				it.blk.CountOnly = true
@@ -427,6 +452,23 @@ func (it *partIter) next() bool {
 			it.i = len(it.blk.Rows)
 		}
 	}
+}
+
+// countFromIndex counts the rows of the current block from the part's
+// index if BlockCount takes the block and, with Meta, its rows have no
+// structured metadata; it reports whether it did.
+func (it *partIter) countFromIndex() (bool, error) {
+	i := it.blocks[it.bi]
+	bm := &it.rd.Blocks[i]
+	fn := it.count(bm.MinTime, bm.MaxTime)
+	if fn == nil {
+		return false, nil
+	}
+	out, err := it.rd.BlockOutOfLine(i, it.blk) // also checks the block is sound
+	if err != nil || (out && it.meta) {
+		return false, err
+	}
+	return true, fn(bm.Rows)
 }
 
 func (it *partIter) row() (*rows.Row, []string) { return &it.blk.Rows[it.i], it.blk.Names }

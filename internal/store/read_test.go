@@ -150,3 +150,40 @@ func TestScanBlockCount(t *testing.T) {
 		t.Fatalf("%d rows yielded and %d counted in %d blocks, want %d in all", yielded, counted, blocks, want)
 	}
 }
+
+// TestScanCountAll: a scan that counts every row counts from the index
+// the stored blocks BlockCount takes, and yields the others' rows and the
+// head's: as many rows in all as a plain scan yields.
+func TestScanCountAll(t *testing.T) {
+	_, sn := partsAndHead(t, 4)
+	scan := func(opts ScanOptions) (yielded int) {
+		for _, ls := range sn.Streams("default", math.MinInt64, math.MaxInt64) {
+			err := sn.Scan(context.Background(), "default", ls, math.MinInt64, math.MaxInt64, opts, func(*rows.Row, []string) error {
+				yielded++
+				return nil
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		return yielded
+	}
+	want := scan(ScanOptions{LinesOnly: true, Meta: true})
+	var counted, blocks int
+	half := true
+	opts := ScanOptions{LinesOnly: true, Meta: true, CountAll: true, BlockCount: func(lo, hi int64) func(int) error {
+		half = !half // every other block
+		if half {
+			return nil
+		}
+		return func(n int) error {
+			counted += n
+			blocks++
+			return nil
+		}
+	}}
+	yielded := scan(opts)
+	if blocks == 0 || yielded+counted != want {
+		t.Fatalf("%d rows yielded and %d counted in %d blocks, want %d in all", yielded, counted, blocks, want)
+	}
+}

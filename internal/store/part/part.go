@@ -514,14 +514,8 @@ func (r *Reader) load() error {
 func (r *Reader) ReadBlock(i int, b *Block) error {
 	bm := &r.Blocks[i]
 	blob := r.data[bm.Off : bm.Off+bm.Len]
-	if w, bit := &r.checked[i/64], uint64(1)<<(i%64); w.Load()&bit == 0 {
-		if err := r.badBlock(i); err != nil {
-			return err
-		}
-		if crc32.Checksum(blob, crcTable) != bm.CRC {
-			return r.quarantine(r.corruptBlock(i, "checksum mismatch"))
-		}
-		w.Or(bit)
+	if err := r.verify(i, blob); err != nil {
+		return err
 	}
 	b.minTime, b.maxTime = bm.MinTime, bm.MaxTime
 	b.raw, b.lines, b.vals, b.fields = b.raw[:0], b.lines[:0], b.vals[:0], b.fields[:0]
@@ -545,6 +539,43 @@ func (r *Reader) ReadBlock(i int, b *Block) error {
 		return r.quarantine(r.corruptBlock(i, "%d rows, index %d", b.nrows, bm.Rows))
 	}
 	return nil
+}
+
+// verify checks block i's checksum the first time it is read; it
+// returns the error that quarantined the block, if one did.
+func (r *Reader) verify(i int, blob []byte) error {
+	w, bit := &r.checked[i/64], uint64(1)<<(i%64)
+	if w.Load()&bit != 0 {
+		return nil
+	}
+	if err := r.badBlock(i); err != nil {
+		return err
+	}
+	if crc32.Checksum(blob, crcTable) != r.Blocks[i].CRC {
+		return r.quarantine(r.corruptBlock(i, "checksum mismatch"))
+	}
+	w.Or(bit)
+	return nil
+}
+
+// BlockOutOfLine reports whether a row of block i may have a field stored
+// out of its line (structured metadata: see Block.Meta), reading only the
+// block's header (cached as ReadBlock caches it); b lends its buffers. A
+// caller that counts the block's rows from its BlockMeta learns so, as
+// ReadBlock would, that the block is sound and whether its rows' labels
+// differ by their metadata.
+func (r *Reader) BlockOutOfLine(i int, b *Block) (bool, error) {
+	bm := &r.Blocks[i]
+	blob := r.data[bm.Off : bm.Off+bm.Len]
+	if err := r.verify(i, blob); err != nil {
+		return false, err
+	}
+	d := bin.NewReader(blob)
+	hd, err := r.header(i, &d, b)
+	if err != nil {
+		return false, r.quarantine(r.corruptBlock(i, "%v", err))
+	}
+	return hd.outOfLine(), nil
 }
 
 // badBlock returns the error that quarantined block i, or nil.
