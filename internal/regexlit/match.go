@@ -1,6 +1,10 @@
 package regexlit
 
-import "github.com/sluicelog/sluice/internal/literal"
+import (
+	"strings"
+
+	"github.com/sluicelog/sluice/internal/literal"
+)
 
 // Matcher evaluates a prefilter's groups over texts.
 //
@@ -125,4 +129,52 @@ func equalFoldASCII(s, low string) bool {
 		}
 	}
 	return true
+}
+
+// Common returns the longest text that every literal of a group holds
+// (folding when one of them folds), which every text holding one of
+// them holds: a single literal to search for, or to give a store that
+// tests one literal at a time, where a group cannot go.
+func Common(g []Lit) (Lit, bool) {
+	if len(g) == 0 {
+		return Lit{}, false
+	}
+	fold := false
+	for _, l := range g {
+		fold = fold || l.Fold
+	}
+	texts := make([]string, len(g))
+	short := 0
+	for i, l := range g {
+		texts[i] = l.Text
+		if fold {
+			texts[i] = asciiLower(l.Text)
+		}
+		if len(texts[i]) < len(texts[short]) {
+			short = i
+		}
+	}
+	// The substrings of the shortest, longest first (the literals are
+	// short; past maxCommon bytes only its prefixes and suffixes).
+	const maxCommon = 256
+	s := texts[short]
+	for n := len(s); n > 0; n-- {
+		for i := 0; i+n <= len(s); i++ {
+			if len(s) > maxCommon && i > 0 && i+n < len(s) {
+				continue
+			}
+			sub := s[i : i+n]
+			all := true
+			for _, t := range texts {
+				if !strings.Contains(t, sub) {
+					all = false
+					break
+				}
+			}
+			if all {
+				return Lit{Text: sub, Fold: fold}, true
+			}
+		}
+	}
+	return Lit{}, false
 }

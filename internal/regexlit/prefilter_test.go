@@ -105,6 +105,25 @@ func TestParseError(t *testing.T) {
 	}
 }
 
+func TestCommon(t *testing.T) {
+	for _, tc := range []struct {
+		g    []Lit
+		want Lit
+		ok   bool
+	}{
+		{[]Lit{{Text: "foo0"}, {Text: "foo1"}}, Lit{Text: "foo"}, true},
+		{[]Lit{{Text: "0bar"}, {Text: "1bar"}, {Text: "22bar"}}, Lit{Text: "bar"}, true},
+		{[]Lit{{Text: "Error"}, {Text: "error"}}, Lit{Text: "rror"}, true},
+		{[]Lit{{Text: "Error: x"}, {Text: "warn: x", Fold: true}}, Lit{Text: ": x", Fold: true}, true},
+		{[]Lit{{Text: "Error: 1"}, {Text: "error: 2"}}, Lit{Text: "rror: "}, true},
+		{[]Lit{{Text: "error"}, {Text: "panic"}}, Lit{}, false},
+	} {
+		if got, ok := Common(tc.g); got != tc.want || ok != tc.ok {
+			t.Errorf("Common(%v) = %v %v, want %v %v", tc.g, got, ok, tc.want, tc.ok)
+		}
+	}
+}
+
 func sameLits(a, b []Lit) bool {
 	a, b = slices.Clone(a), slices.Clone(b)
 	cmp := func(x, y Lit) int { return strings.Compare(x.String(), y.String()) }
