@@ -144,7 +144,9 @@ func pruning(stages []logql.Stage) store.ScanOptions {
 		switch s := s.(type) {
 		case *logql.LineFilter:
 			if len(s.Values) != 1 {
-				continue // an "or" chain needs any one of its values
+				// An "or" chain needs any one of its values: a group.
+				o = chainPruning(o, s)
+				continue
 			}
 			switch v := s.Values[0]; s.Op {
 			case logql.FilterContains:
@@ -254,6 +256,49 @@ func regexpPruning(o store.ScanOptions, src string) store.ScanOptions {
 			o.Any = append(o.Any, probes)
 		}
 	}
+	return o
+}
+
+// maxChainProbes bounds the literals of an "or" chain that prune blocks:
+// every block asks its filter about each.
+const maxChainProbes = 64
+
+// chainPruning adds to o the group of an "or" chain of positive line
+// filters whose every value is a literal, or a regexp that is exactly
+// "contains one of these literals": a block must hold one of them.
+func chainPruning(o store.ScanOptions, f *logql.LineFilter) store.ScanOptions {
+	var lits []string
+	for _, v := range f.Values {
+		switch f.Op {
+		case logql.FilterContains:
+			if v.IP {
+				return o
+			}
+			lits = append(lits, v.Value)
+		case logql.FilterRegexp:
+			p, err := regexlit.Parse(v.Re.String(), false)
+			if err != nil || !p.Exact || len(p.Groups) != 1 {
+				return o
+			}
+			for _, l := range p.Groups[0] {
+				lits = append(lits, l.Text)
+			}
+		default:
+			return o
+		}
+		if len(lits) > maxChainProbes {
+			return o
+		}
+	}
+	probes := make([]store.Probe, 0, len(lits))
+	for _, l := range lits {
+		pr := store.NewProbe([]byte(l))
+		if pr.Empty() {
+			return o // that value rules no block out
+		}
+		probes = append(probes, pr)
+	}
+	o.Any = append(o.Any, probes)
 	return o
 }
 

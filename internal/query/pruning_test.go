@@ -47,3 +47,29 @@ func TestRegexpPruning(t *testing.T) {
 		})
 	}
 }
+
+// TestChainPruning: an "or" chain of literals, or of regexps that are
+// only literals, is a group of probes for the blocks; one with a value
+// that is neither, or a negative one, prunes nothing.
+func TestChainPruning(t *testing.T) {
+	for _, tc := range []struct {
+		f      *logql.LineFilter
+		probes int
+	}{
+		{&logql.LineFilter{Op: logql.FilterContains, Values: []logql.FilterValue{{Value: "error"}, {Value: "fatal"}}}, 2},
+		{&logql.LineFilter{Op: logql.FilterRegexp, Values: []logql.FilterValue{{Value: "error|warn", Re: regexp.MustCompile("error|warn")}, {Value: "(?i)fatal", Re: regexp.MustCompile("(?i)fatal")}}}, 3},
+		{&logql.LineFilter{Op: logql.FilterRegexp, Values: []logql.FilterValue{{Value: "error", Re: regexp.MustCompile("error")}, {Value: "fa.al", Re: regexp.MustCompile("fa.al")}}}, 0},
+		{&logql.LineFilter{Op: logql.FilterNotContains, Values: []logql.FilterValue{{Value: "error"}, {Value: "fatal"}}}, 0},
+		{&logql.LineFilter{Op: logql.FilterContains, Values: []logql.FilterValue{{Value: "error"}, {Value: "-"}}}, 0},
+		{&logql.LineFilter{Op: logql.FilterContains, Values: []logql.FilterValue{{Value: "error"}, {Value: "10.0.0.1", IP: true}}}, 0},
+	} {
+		o := pruning([]logql.Stage{tc.f})
+		n := 0
+		for _, g := range o.Any {
+			n += len(g)
+		}
+		if n != tc.probes || len(o.Tokens)+len(o.Needles)+len(o.Contains) > 0 {
+			t.Errorf("%v: %d probes (%d tokens, %d needles, %d literals), want %d probes only", tc.f.Values, n, len(o.Tokens), len(o.Needles), len(o.Contains), tc.probes)
+		}
+	}
+}

@@ -86,4 +86,33 @@ func TestRegexpFilterPruned(t *testing.T) {
 			}
 		}
 	}
+	// "or" chains: a group of their literals prunes blocks.
+	for _, tc := range []struct {
+		filter string
+		re     string
+	}{
+		{`|= "error" or "fatal" or "zebra"`, `error|fatal|zebra`},
+		{`|~ "error|fatal" or "(?i)warn"`, `error|fatal|(?i:warn)`},
+		{`|= "giraffe" or "zebra"`, `giraffe|zebra`},
+	} {
+		re := regexp.MustCompile(tc.re)
+		want := 0
+		for _, l := range lines {
+			if re.MatchString(l) {
+				want++
+			}
+		}
+		end := t0 + int64(time.Hour)
+		res, err := NewEngine(Limits{}).Exec(context.Background(), sn, Params{Tenant: store.DefaultTenant, Query: `sum(count_over_time({app=~"a.+"} ` + tc.filter + ` [2h]))`, Start: end, End: end, Instant: true})
+		if err != nil {
+			t.Fatalf("%s: %v", tc.filter, err)
+		}
+		n := 0.0
+		for _, s := range res.Vector {
+			n += s.Value
+		}
+		if int(n) != want {
+			t.Errorf("count_over_time(... %s): %v, want %d", tc.filter, n, want)
+		}
+	}
 }
