@@ -37,15 +37,18 @@ var allowed = map[string][]string{
 	"internal/server": {"internal/flow", "internal/protocol/", "internal/sink/", "internal/parse", "internal/record", "internal/store", "internal/vfs", "internal/query", "internal/logql"},
 	// The query engine reads the store through its snapshot; the language
 	// knows nothing of either.
-	"internal/query": {"internal/logql", "internal/record", "internal/stage", "internal/store", "internal/rows", "internal/store/part", "internal/literal", "internal/pattern"},
+	"internal/query": {"internal/logql", "internal/record", "internal/stage", "internal/store", "internal/rows", "internal/store/part", "internal/literal", "internal/pattern", "internal/regexlit"},
 	// The pipeline stages know rows as a line, a time and labels: queries
 	// and rules run the same stages, so they know no store or engine.
-	"internal/stage": {"internal/logql", "internal/record", "internal/literal"},
+	"internal/stage": {"internal/logql", "internal/record", "internal/literal", "internal/regexlit"},
 	// The pattern miner takes lines and times: it knows no query or store.
 	"internal/pattern": {},
 	// The multi-literal matcher takes bytes: it knows no query, store or
 	// record (the rules engine will use it too).
 	"internal/literal": {},
+	// The regexp analysis takes a regexp's syntax and returns literals,
+	// which it searches with the literal matcher.
+	"internal/regexlit": {"internal/literal"},
 	// The durable encoding of a batch (the WAL's payload, the head's rows):
 	// sinks, sources and the cluster carry it, so it knows no store.
 	"internal/rows": {"internal/record", "internal/bin"},

@@ -5,12 +5,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"regexp/syntax"
+	"strings"
 	"sync"
 	"sync/atomic"
 
 	"github.com/sluicelog/sluice/internal/logql"
 	"github.com/sluicelog/sluice/internal/record"
+	"github.com/sluicelog/sluice/internal/regexlit"
 	"github.com/sluicelog/sluice/internal/stage"
 	"github.com/sluicelog/sluice/internal/store"
 )
@@ -161,32 +162,25 @@ func (ev *evaluator) hintsOf(x *logql.RangeAggregation) rangeHints {
 // pipeline's line filters rule out: those before the first stage that
 // changes the line, from the literals every kept line contains (the
 // tokens held whole and the edge tokens as needles, for blocks; the
-// literals themselves, for rows).
+// literals themselves, for rows), and for a regexp also from the groups
+// of alternatives it requires one of (blocks only).
 func pruning(stages []logql.Stage) store.ScanOptions {
 	var o store.ScanOptions
 	for _, s := range stages {
 		switch s := s.(type) {
 		case *logql.LineFilter:
 			if len(s.Values) != 1 {
-				continue // an "or" chain needs any one of its values
+				// An "or" chain needs any one of its values: a group.
+				o = chainPruning(o, s)
+				continue
 			}
 			switch v := s.Values[0]; s.Op {
 			case logql.FilterContains:
 				if !v.IP && v.Value != "" {
-					o.Tokens = store.AppendLiteralTokens(o.Tokens, []byte(v.Value))
-					o.Needles = store.AppendLiteralNeedles(o.Needles, []byte(v.Value))
-					o.Contains = append(o.Contains, store.Literal{Text: []byte(v.Value)})
+					o = requireLiteral(o, []byte(v.Value), false)
 				}
 			case logql.FilterRegexp:
-				for _, lit := range regexpLiterals(v.Re.String()) {
-					o.Tokens = store.AppendLiteralTokens(o.Tokens, lit)
-					o.Needles = store.AppendLiteralNeedles(o.Needles, lit)
-				}
-				if lit, complete := v.Re.LiteralPrefix(); complete && lit != "" {
-					o.Contains = append(o.Contains, store.Literal{Text: []byte(lit)})
-				} else if lit, ok := stage.FoldedLiteral(v.Re.String()); ok && len(lit) > 0 {
-					o.Contains = append(o.Contains, store.Literal{Text: lit, Fold: true})
-				}
+				o = regexpPruning(o, v.Re.String())
 			}
 		case *logql.LineFormat, *logql.Unpack, *logql.Decolorize:
 			return o
@@ -204,7 +198,8 @@ func countsRows(op string) bool {
 // literalsOnly reports whether a pipeline is only line filters that
 // pruning gives the store as literals it checks exactly (ScanOptions
 // Contains): one literal each, exact or folding ASCII case of a literal
-// without k or s.
+// without k or s (a literal one, or a regexp that is exactly "contains
+// this literal", error.* say).
 func literalsOnly(stages []logql.Stage) bool {
 	for _, s := range stages {
 		f, ok := s.(*logql.LineFilter)
@@ -220,8 +215,18 @@ func literalsOnly(stages []logql.Stage) bool {
 			if lit, complete := v.Re.LiteralPrefix(); complete && lit != "" {
 				continue
 			}
-			lit, ok := stage.FoldedLiteral(v.Re.String())
-			if !ok || len(lit) == 0 || bytes.ContainsAny(lit, "ks") {
+			if lit, ok := stage.FoldedLiteral(v.Re.String()); ok {
+				if len(lit) == 0 || bytes.ContainsAny(lit, "ks") {
+					return false
+				}
+				continue
+			}
+			// What regexpPruning gives as the one literal of Contains.
+			p, err := regexlit.Parse(v.Re.String(), false)
+			if err != nil || !p.Exact || len(p.Groups) != 1 || len(p.Groups[0]) != 1 {
+				return false
+			}
+			if l := p.Groups[0][0]; l.Text == "" || l.Fold && strings.ContainsAny(l.Text, "ks") {
 				return false
 			}
 		default:
@@ -231,35 +236,102 @@ func literalsOnly(stages []logql.Stage) bool {
 	return len(stages) > 0
 }
 
-// regexpLiterals returns literals every match of a regexp contains: the
-// literal parts of a top-level concatenation. The filters fold ASCII case
-// only, so a case-insensitive literal counts only when it is ASCII.
-func regexpLiterals(src string) [][]byte {
-	re, err := syntax.Parse(src, syntax.Perl)
+// regexpPruning adds to o what a line filter's regexp requires
+// (regexlit): each literal it requires alone as tokens, needles and a
+// literal of Contains; each group of alternatives as a group of probes
+// (Any) for the blocks, and the prefix or suffix the group's literals
+// share as a literal of its own. (Contains takes literals, not groups:
+// the rows are left to the filter.)
+func regexpPruning(o store.ScanOptions, src string) store.ScanOptions {
+	// One case-insensitive literal: the store's folding search also
+	// keeps the lines where Unicode folds a rune to its k or s.
+	if lit, ok := stage.FoldedLiteral(src); ok {
+		if len(lit) > 0 {
+			o = requireLiteral(o, lit, true)
+		}
+		return o
+	}
+	p, err := regexlit.Parse(src, false)
 	if err != nil {
-		return nil
+		return o
 	}
-	re = re.Simplify()
-	subs := []*syntax.Regexp{re}
-	if re.Op == syntax.OpConcat {
-		subs = re.Sub
-	}
-	var out [][]byte
-	for _, s := range subs {
-		if s.Op == syntax.OpLiteral && (s.Flags&syntax.FoldCase == 0 || ascii(s.Rune)) {
-			out = append(out, []byte(string(s.Rune)))
+	// A literal of a byte or two is in most lines: searching each row
+	// for it costs more than it rules out, unless it is the whole
+	// regexp (literalsOnly counts on Contains then).
+	const minLen = 3
+	for _, g := range p.Groups {
+		if len(g) == 1 {
+			if p.Exact || len(g[0].Text) >= minLen {
+				o = requireLiteral(o, []byte(g[0].Text), g[0].Fold)
+			}
+			continue
+		}
+		if c, ok := regexlit.Common(g); ok && len(c.Text) >= minLen {
+			o = requireLiteral(o, []byte(c.Text), c.Fold)
+		}
+		probes := make([]store.Probe, 0, len(g))
+		for _, l := range g {
+			pr := store.NewProbe([]byte(l.Text))
+			if pr.Empty() {
+				probes = nil // that alternative rules no block out
+				break
+			}
+			probes = append(probes, pr)
+		}
+		if probes != nil {
+			o.Any = append(o.Any, probes)
 		}
 	}
-	return out
+	return o
 }
 
-// ascii reports whether every rune is ASCII: the filters fold ASCII case
-// only, so a case-insensitive literal prunes only when it is ASCII.
-func ascii(rs []rune) bool {
-	for _, r := range rs {
-		if r >= 0x80 {
-			return false
+// maxChainProbes bounds the literals of an "or" chain that prune blocks:
+// every block asks its filter about each.
+const maxChainProbes = 64
+
+// chainPruning adds to o the group of an "or" chain of positive line
+// filters whose every value is a literal, or a regexp that is exactly
+// "contains one of these literals": a block must hold one of them.
+func chainPruning(o store.ScanOptions, f *logql.LineFilter) store.ScanOptions {
+	var lits []string
+	for _, v := range f.Values {
+		switch f.Op {
+		case logql.FilterContains:
+			if v.IP {
+				return o
+			}
+			lits = append(lits, v.Value)
+		case logql.FilterRegexp:
+			p, err := regexlit.Parse(v.Re.String(), false)
+			if err != nil || !p.Exact || len(p.Groups) != 1 {
+				return o
+			}
+			for _, l := range p.Groups[0] {
+				lits = append(lits, l.Text)
+			}
+		default:
+			return o
+		}
+		if len(lits) > maxChainProbes {
+			return o
 		}
 	}
-	return true
+	probes := make([]store.Probe, 0, len(lits))
+	for _, l := range lits {
+		pr := store.NewProbe([]byte(l))
+		if pr.Empty() {
+			return o // that value rules no block out
+		}
+		probes = append(probes, pr)
+	}
+	o.Any = append(o.Any, probes)
+	return o
+}
+
+// requireLiteral adds a literal every line wanted contains to o.
+func requireLiteral(o store.ScanOptions, lit []byte, fold bool) store.ScanOptions {
+	o.Tokens = store.AppendLiteralTokens(o.Tokens, lit)
+	o.Needles = store.AppendLiteralNeedles(o.Needles, lit)
+	o.Contains = append(o.Contains, store.Literal{Text: lit, Fold: fold})
+	return o
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/sluicelog/sluice/internal/literal"
 	"github.com/sluicelog/sluice/internal/logql"
+	"github.com/sluicelog/sluice/internal/regexlit"
 )
 
 // lineFilter is a line filter stage: |= != |~ !~ |> !> with one value
@@ -124,7 +125,7 @@ func lineMatcher(op logql.FilterOp, v logql.FilterValue) (func([]byte) bool, err
 				return bytes.Contains(buf, lit) || high && unicode && re.Match(line)
 			}, nil
 		}
-		return re.Match, nil
+		return regexpMatcher(re, re.String(), false), nil
 	case logql.FilterPattern, logql.FilterNotPattern:
 		if v.Pattern == nil {
 			return nil, fmt.Errorf("pattern filter %q is not compiled", v.Value)
@@ -136,6 +137,74 @@ func lineMatcher(op logql.FilterOp, v logql.FilterValue) (func([]byte) bool, err
 		return p.matchWhole, nil
 	}
 	return nil, fmt.Errorf("unknown line filter operator %d", op)
+}
+
+// minPrefilterLen is the shortest literal worth a search before a
+// regexp: a group with a shorter one is in most lines and rules little
+// out, while its search costs a pass over the line.
+const minPrefilterLen = 3
+
+// regexpMatcher returns a matcher equivalent to re, compiled from src:
+// unanchored (a line filter's), or with anchored, compiled from
+// ^(?:src)$ (a label matcher's).
+// When the regexp is exactly "contains one of these literals" (error|
+// fatal|panic, (?i)timeout) or, anchored, "is one of these strings"
+// (info|warn), the literals are searched and the regexp never runs;
+// otherwise the literals every match contains are searched first
+// (regexlit), and the regexp runs only on the texts that hold them.
+func regexpMatcher(re *regexp.Regexp, src string, anchored bool) func([]byte) bool {
+	p, err := regexlit.Parse(src, anchored)
+	if err != nil {
+		return re.Match
+	}
+	if eq := p.Equals(); eq != nil {
+		return func(b []byte) bool { return eq(bytesView(b)) }
+	}
+	if p.Exact {
+		m := p.Matcher(0)
+		switch {
+		case m == nil:
+			if p.NoNewline {
+				return func(b []byte) bool { return bytes.IndexByte(b, '\n') < 0 || re.Match(b) }
+			}
+			return func([]byte) bool { return true }
+		case p.NoNewline:
+			return func(b []byte) bool {
+				if bytes.IndexByte(b, '\n') >= 0 {
+					return re.Match(b)
+				}
+				return m.Match(b)
+			}
+		}
+		return m.Match
+	}
+	// Anchored at a literal prefix (api-.*), the regexp fails at the
+	// first byte that differs, before a search would find the literal
+	// (BenchmarkRegexpFilter/re=label-prefix: 1.2 ms against 1.7).
+	// Unanchored, it searches for its literal prefix itself, as fast
+	// as a prefilter would (re=required: 3.0 ms against 2.1, noise).
+	if anchored && literalStart(src) {
+		return re.Match
+	}
+	if prefix, _ := re.LiteralPrefix(); !anchored && len(prefix) >= minPrefilterLen {
+		return re.Match
+	}
+	if m := p.Matcher(minPrefilterLen); m != nil {
+		return func(b []byte) bool { return m.Match(b) && re.Match(b) }
+	}
+	return re.Match
+}
+
+// literalStart reports whether a regexp starts with an exact literal.
+func literalStart(src string) bool {
+	re, err := syntax.Parse(src, syntax.Perl)
+	if err != nil {
+		return false
+	}
+	for re.Op == syntax.OpCapture || re.Op == syntax.OpConcat && len(re.Sub) > 0 {
+		re = re.Sub[0]
+	}
+	return re.Op == syntax.OpLiteral && re.Flags&syntax.FoldCase == 0
 }
 
 // FoldedLiteral returns, lowercased, the literal a regexp is when it is

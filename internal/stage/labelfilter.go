@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -64,6 +65,15 @@ func compileLabelFilter(f logql.LabelFilter) (labelPred, error) {
 		m := f.Matcher
 		if m == nil {
 			return nil, fmt.Errorf("label filter without a matcher")
+		}
+		if m.Type == logql.MatchRegexp || m.Type == logql.MatchNotRegexp {
+			// The matcher's regexp, searched for its literals first.
+			re, err := regexp.Compile("^(?:" + m.Value + ")$")
+			if err != nil {
+				return nil, fmt.Errorf("invalid regexp %q: %w", m.Value, err)
+			}
+			match, name, negate := regexpMatcher(re, m.Value, true), m.Name, m.Type == logql.MatchNotRegexp
+			return func(lb *Labels) bool { return match(stringBytes(lb.Get(name))) != negate }, nil
 		}
 		return func(lb *Labels) bool { return m.Matches(lb.Get(m.Name)) }, nil
 	case *logql.LabelFilterNumber:

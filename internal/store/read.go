@@ -130,6 +130,11 @@ type ScanOptions struct {
 	// block whose filter lacks one and whose longest token is no longer
 	// than it is skipped unread.
 	Needles []Needle
+	// Any are groups of literals of which every row wanted holds one
+	// (a regexp's alternatives, error|fatal): a block whose token filter
+	// rules out every literal of a group, as Tokens and Needles rule out
+	// one, is skipped unread.
+	Any [][]Probe
 	// Drop drops the pages of each block once read, and adds no block to
 	// the block cache: for a scan of everything, which reads each block
 	// once.
@@ -355,15 +360,13 @@ blocks:
 		if b.Stream != stream || b.MaxTime < from || b.MinTime > to {
 			continue
 		}
-		if len(opts.Tokens) > 0 || len(opts.Needles) > 0 {
+		if len(opts.Tokens) > 0 || len(opts.Needles) > 0 || len(opts.Any) > 0 {
 			f := rd.Filter(i)
-			for _, h := range opts.Tokens {
-				if !f.MayContain(h) {
-					continue blocks
-				}
+			if !mayHold(f, b.LongestToken, opts.Tokens, opts.Needles) {
+				continue blocks
 			}
-			for _, n := range opts.Needles {
-				if b.LongestToken <= n.Len && !f.MayContain(n.Hash) {
+			for _, g := range opts.Any {
+				if !slices.ContainsFunc(g, func(p Probe) bool { return mayHold(f, b.LongestToken, p.Tokens, p.Needles) }) {
 					continue blocks
 				}
 			}
@@ -517,6 +520,38 @@ type Needle = part.Needle
 // literal every line wanted contains.
 func AppendLiteralNeedles(dst []Needle, lit []byte) []Needle {
 	return part.AppendLiteralNeedles(dst, lit)
+}
+
+// Probe is what a block's token filter is asked of one literal: the
+// tokens and needles every text holding it has (ScanOptions.Any).
+type Probe struct {
+	Tokens  []uint64
+	Needles []Needle
+}
+
+// NewProbe returns the probe of a literal. One with no tokens or needles
+// rules no block out.
+func NewProbe(lit []byte) Probe {
+	return Probe{Tokens: AppendLiteralTokens(nil, lit), Needles: AppendLiteralNeedles(nil, lit)}
+}
+
+// Empty reports whether the probe rules no block out.
+func (p Probe) Empty() bool { return len(p.Tokens) == 0 && len(p.Needles) == 0 }
+
+// mayHold reports whether a block, by its token filter and its longest
+// token, may hold a text with the tokens and needles.
+func mayHold(f part.Filter, longest int, tokens []uint64, needles []Needle) bool {
+	for _, h := range tokens {
+		if !f.MayContain(h) {
+			return false
+		}
+	}
+	for _, n := range needles {
+		if longest <= n.Len && !f.MayContain(n.Hash) {
+			return false
+		}
+	}
+	return true
 }
 
 // AppendLiteralTokens appends the token hashes (for ScanOptions.Tokens)

@@ -112,6 +112,43 @@ func TestScanBackwardAndTokens(t *testing.T) {
 	}
 }
 
+// TestScanAny: a group of literals keeps the blocks that may hold any
+// of them and rules out those that can hold none.
+func TestScanAny(t *testing.T) {
+	lines, sn := partsAndHead(t, 3)
+	all := scanLines(t, sn, ScanOptions{})
+	headRows := len(scanLines(t, sn, ScanOptions{Tokens: []uint64{part.TokenHash([]byte("zebra"))}}))
+	probes := func(lits ...string) []Probe {
+		var g []Probe
+		for _, l := range lits {
+			g = append(g, NewProbe([]byte(l)))
+		}
+		return g
+	}
+	// No literal of the group in any line: the head's rows come, and
+	// those of the few blocks where the filter has a false positive.
+	if got := scanLines(t, sn, ScanOptions{Any: [][]Probe{probes(" zebra ", " giraffe ")}}); len(got) < headRows || len(got) > headRows+(len(all)-headRows)/4 {
+		t.Errorf("absent group: %d rows, want the head's %d and few more (of %d)", len(got), headRows, len(all))
+	}
+	// One literal present: every line holding it comes.
+	got := scanLines(t, sn, ScanOptions{Any: [][]Probe{probes(" zebra ", " WARN ")}})
+	count := func(ls []string) (n int) {
+		for _, l := range ls {
+			if strings.Contains(l, " WARN ") {
+				n++
+			}
+		}
+		return n
+	}
+	if count(got) != count(lines) {
+		t.Errorf("group with WARN: %d lines with WARN, want %d", count(got), count(lines))
+	}
+	// A literal without tokens rules nothing out, so neither does its group.
+	if got := scanLines(t, sn, ScanOptions{Any: [][]Probe{probes(" zebra ", "-")}}); len(got) != len(all) {
+		t.Errorf("group with a probe that rules nothing out: %d rows, want all %d", len(got), len(all))
+	}
+}
+
 // TestScanBlockCount: a scan that counts the stored blocks it may counts
 // as many rows as it would yield, and yields the others.
 func TestScanBlockCount(t *testing.T) {
