@@ -201,7 +201,7 @@ func (ev *evaluator) rangeStates(ctx context.Context, x *logql.RangeAggregation,
 		}
 		return w, nil
 	}
-	columnar := !ev.e.reference && columnarPipeline(x)
+	columnar := !ev.e.reference && columnarPipeline(x, hints.observed)
 	workers, err := forStreams(ctx, ev, streams, setup, func(ctx context.Context, w *rangeWorker, ls record.Labels) error {
 		row := func(r *rows.Row, names []string) error {
 			if err := ev.scanned(&w.tally, r.Line); err != nil {

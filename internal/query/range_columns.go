@@ -29,8 +29,10 @@ import (
 // value), raw lines, and rows that fail the check take the row path.
 
 // columnarPipeline reports whether a range aggregation can take the
-// columnar path.
-func columnarPipeline(x *logql.RangeAggregation) bool {
+// columnar path: its pipeline is json with parameters, or without them
+// when its parsers set only the labels observed (not nil), followed by
+// label filters.
+func columnarPipeline(x *logql.RangeAggregation, observed *stage.Observed) bool {
 	switch x.Op {
 	case "bytes_over_time", "bytes_rate":
 		return false // they need the line
@@ -39,7 +41,7 @@ func columnarPipeline(x *logql.RangeAggregation) bool {
 	if len(stages) == 0 {
 		return false
 	}
-	if j, ok := stages[0].(*logql.JSONParser); !ok || len(j.Params) == 0 {
+	if j, ok := stages[0].(*logql.JSONParser); !ok || len(j.Params) == 0 && observed == nil {
 		return false
 	}
 	for _, s := range stages[1:] {
@@ -52,8 +54,12 @@ func columnarPipeline(x *logql.RangeAggregation) bool {
 
 // tmplPlan is how a template's rows give the json parameters.
 type tmplPlan struct {
-	ok       bool // false: rebuild each row's line and take the row path
-	params   []paramPlan
+	ok     bool // false: rebuild each row's line and take the row path
+	params []paramPlan
+	// names, for json without parameters (colPlanner.named), are the
+	// fields of params: those of the template that may set a label the
+	// query observes, in the order of its lines.
+	names    []string
 	check    int    // values [0, check) of a row must be well-formed
 	inString []bool // per value, whether it sits inside a JSON string
 	checks   []int  // the values of [0, check) that a row's check reads (others are well-formed by their column's kind)
@@ -80,7 +86,13 @@ type paramPlan struct {
 
 // colPlanner is a worker's state on the columnar path.
 type colPlanner struct {
-	json      stage.JSONParams // the pipeline's json stage
+	json stage.JSONParams // the pipeline's json stage, with parameters
+	// named: the json stage has no parameters and sets only the labels
+	// the query observes (fields): a template's plan finds the fields
+	// that may set one, and its parameters are those.
+	named     bool
+	fields    stage.JSONFields
+	curNames  []string         // the names of the row at hand's values (named)
 	rest      *stage.Pipeline  // the label filters after it
 	plans     []tmplPlan
 	cur       []int  // per column needed, the value of the row at hand
@@ -132,10 +144,11 @@ type colPlanner struct {
 
 func (w *rangeWorker) colPlanner() *colPlanner {
 	if w.cols == nil {
-		jp, _ := w.pipe.JSONParams() // columnarPipeline made sure
-		w.cols = &colPlanner{json: jp, rest: w.pipe.Tail(), memoOn: w.x.Range.Unwrap == nil, unwrapParam: -1,
+		jp, params := w.pipe.JSONParams() // columnarPipeline made sure of one or the other
+		jf, _ := w.pipe.JSONFields()
+		w.cols = &colPlanner{json: jp, named: !params, fields: jf, rest: w.pipe.Tail(), memoOn: w.x.Range.Unwrap == nil, unwrapParam: -1,
 			dropsErrors: dropsErrors(w.x)}
-		if u := w.x.Range.Unwrap; u != nil && u.Conv == "" && !filtersRead(w.x.Range.Log.Pipeline[1:], u.Label) {
+		if u := w.x.Range.Unwrap; params && u != nil && u.Conv == "" && !filtersRead(w.x.Range.Log.Pipeline[1:], u.Label) {
 			for i := range jp.Len() {
 				if jp.Name(i) == u.Label {
 					w.cols.unwrapParam = i
@@ -252,7 +265,7 @@ func (w *rangeWorker) givesNothing(ls record.Labels, p *tmplPlan) (bool, error) 
 		return false, nil
 	}
 	if cp.noneMemo == 0 { // worked out once per stream
-		cp.values = cp.values[:0]
+		cp.values, cp.curNames = cp.values[:0], p.names
 		for _, pp := range p.params {
 			cp.values = append(cp.values, pp.value)
 		}
@@ -343,6 +356,11 @@ func (w *rangeWorker) columnRow(ls record.Labels, t int64) error {
 	for _, v := range cp.values {
 		cp.memoKey = appendParamKey(cp.memoKey, v)
 	}
+	if cp.named { // templates differ in the fields their values are
+		for _, n := range cp.curNames {
+			cp.memoKey = append(append(cp.memoKey, n...), 0xff)
+		}
+	}
 	if o, ok := cp.memoed(); ok {
 		if o != nil {
 			w.add(o, t, 1)
@@ -404,7 +422,11 @@ func (w *rangeWorker) columnSeries(ls record.Labels, t int64) (*rangeSeries, err
 func (w *rangeWorker) columnLabels(ls record.Labels, t int64) bool {
 	cp := w.cols
 	w.lb.Reset(ls)
-	cp.json.Apply(w.lb, cp.values)
+	if cp.named {
+		cp.fields.Apply(w.lb, cp.curNames, cp.values)
+	} else {
+		cp.json.Apply(w.lb, cp.values)
+	}
 	_, ok := cp.rest.Process(t, nil, w.lb)
 	return ok
 }
@@ -565,7 +587,7 @@ func (cp *colPlanner) startBlock(b *part.Block, gives func(p *tmplPlan) (nothing
 					cp.paramTime = cp.paramTime || b.ColumnKind(col) == part.ColumnTime
 				}
 			}
-			if len(p.params) == 1 && p.params[0].hole >= 0 {
+			if !cp.named && len(p.params) == 1 && p.params[0].hole >= 0 {
 				si := holes[p.params[0].hole]
 				col := b.SlotColumn(t, si)
 				if ids, ok := b.ValueIDs(col); ok {
@@ -654,7 +676,7 @@ func (cp *colPlanner) rowValues(b *part.Block, tm int, t int64) (bool, error) {
 			return false, err
 		}
 	}
-	cp.values = cp.values[:0]
+	cp.values, cp.curNames = cp.values[:0], p.names
 	cp.valueID = -1
 	if o := &p.one; o.col >= 0 {
 		id := 0
@@ -750,6 +772,8 @@ func (cp *colPlanner) holeValue(b *part.Block, col, vi int, t int64, inString bo
 		u := len(cp.arena.b)
 		cp.arena.b = append(cp.arena.b, s...)
 		return stage.ParamValue{Value: cp.arena.view(u), Found: true}, true, nil
+	case !inString && len(text) > 0 && cp.named && (text[0] == 'n' || text[0] == '['):
+		return stage.ParamValue{}, true, nil // null or an array: json without parameters sets no label
 	case !inString && len(text) > 0 && text[0] == 'n':
 		return stage.ParamValue{Value: "", Found: true}, true, nil // null
 	}
@@ -796,7 +820,9 @@ func (cp *colPlanner) wellFormedValue(v []byte, inString bool) bool {
 	if inString {
 		return validStringContent(v)
 	}
-	return cp.scan.Valid(v)
+	// json without parameters names the fields of an object: a value
+	// that is one sets labels the template's plan did not see.
+	return cp.scan.Valid(v) && !(cp.named && v[0] == '{')
 }
 
 // notStringContent marks the bytes that need a look in string content:
@@ -930,10 +956,10 @@ func (cp *colPlanner) planCached(b *part.Block, tm int) {
 	}
 	shape := b.TemplateShape(tm)
 	if c, ok := cp.planCache[shape]; ok {
-		*p = tmplPlan{ok: c.ok, check: c.check, params: c.params, inString: c.inString, checks: p.checks[:0]}
+		*p = tmplPlan{ok: c.ok, check: c.check, params: c.params, names: c.names, inString: c.inString, checks: p.checks[:0]}
 		return
 	}
-	p.params, p.inString = nil, nil // new slices: a plan cached is shared
+	p.params, p.names, p.inString = nil, nil, nil // new slices: a plan cached is shared
 	cp.plan(b, tm)
 	if cp.planCache == nil {
 		cp.planCache = map[part.Shape]*tmplPlan{}
@@ -951,39 +977,15 @@ const maxPlanCache = 8192
 // plan finds where template tm's rows hold the parameters.
 func (cp *colPlanner) plan(b *part.Block, tm int) {
 	p := &cp.plans[tm]
-	*p = tmplPlan{params: p.params[:0], inString: p.inString[:0], checks: p.checks[:0]}
-	if b.TemplateRaw(tm) {
-		return // a raw line
+	*p = tmplPlan{params: p.params[:0], names: p.names[:0], inString: p.inString[:0], checks: p.checks[:0]}
+	if b.TemplateRaw(tm) || !cp.skeleton(b, tm) {
+		return // a raw line, or a value in an escape
 	}
-	gaps, holes := b.TemplateLine(tm)
-	// The skeleton, tracking whether each value sits inside a string.
-	cp.skel, cp.holeOff, cp.holeInStr = cp.skel[:0], cp.holeOff[:0], cp.holeInStr[:0]
-	inString, escaped := false, false
-	for hi := range gaps.Len() {
-		g := gaps.At(hi)
-		for _, c := range g {
-			switch {
-			case escaped:
-				escaped = false
-			case inString && c == '\\':
-				escaped = true
-			case c == '"':
-				inString = !inString
-			}
-		}
-		cp.skel = append(cp.skel, g...)
-		if hi == len(holes) {
-			break
-		}
-		if escaped {
-			return // a value right after a backslash: it is part of an escape
-		}
-		cp.holeOff = append(cp.holeOff, len(cp.skel))
-		cp.holeInStr = append(cp.holeInStr, inString)
-		if !inString {
-			cp.skel = append(cp.skel, '0')
-		}
+	if cp.named {
+		cp.planNamed(b, tm)
+		return
 	}
+	_, holes := b.TemplateLine(tm)
 	ps := &cp.scan
 	ps.Reset(cp.skel, cp.holeOff)
 	start := ps.Space(0)
@@ -1004,28 +1006,130 @@ func (cp *colPlanner) plan(b *part.Block, tm int) {
 		if end < 0 {
 			return
 		}
-		h := -1 // the values in [pos, end)
-		n := 0
-		for i, off := range cp.holeOff {
-			if off >= pos && off < end {
-				h, n = i, n+1
-			}
-		}
-		switch {
-		case n == 0:
-			v, found := ps.ValueAt(pos)
-			p.params = append(p.params, paramPlan{hole: -1, value: stage.ParamValue{Value: string([]byte(v)), Found: found}})
-			p.check = max(p.check, holesBefore(cp.holeOff, pos))
-		case n == 1 && cp.holeInStr[h] && cp.skel[pos] == '"' && cp.holeOff[h] == pos+1 && end == pos+2:
-			p.params = append(p.params, paramPlan{hole: h, inString: true})
-			p.check = max(p.check, h+1)
-		case n == 1 && !cp.holeInStr[h] && cp.holeOff[h] == pos && end == pos+1:
-			p.params = append(p.params, paramPlan{hole: h})
-			p.check = max(p.check, h+1)
-		default:
+		pp, ok := cp.valuePlan(pos, end)
+		if !ok {
 			return // the parameter's value is built of values and gaps
 		}
+		p.params = append(p.params, pp)
+		if pp.hole >= 0 {
+			p.check = max(p.check, pp.hole+1)
+		} else {
+			p.check = max(p.check, holesBefore(cp.holeOff, pos))
+		}
 	}
+	p.inString = append(p.inString[:0], cp.holeInStr...)
+	p.ok = true
+}
+
+// skeleton builds the skeleton of template tm in cp.skel: its gaps with
+// a placeholder for each value (cp.holeOff, and whether it sits inside a
+// string, cp.holeInStr). false: a value follows a backslash, part of an
+// escape.
+func (cp *colPlanner) skeleton(b *part.Block, tm int) bool {
+	gaps, holes := b.TemplateLine(tm)
+	cp.skel, cp.holeOff, cp.holeInStr = cp.skel[:0], cp.holeOff[:0], cp.holeInStr[:0]
+	inString, escaped := false, false
+	for hi := range gaps.Len() {
+		g := gaps.At(hi)
+		for _, c := range g {
+			switch {
+			case escaped:
+				escaped = false
+			case inString && c == '\\':
+				escaped = true
+			case c == '"':
+				inString = !inString
+			}
+		}
+		cp.skel = append(cp.skel, g...)
+		if hi == len(holes) {
+			break
+		}
+		if escaped {
+			return false // a value right after a backslash: it is part of an escape
+		}
+		cp.holeOff = append(cp.holeOff, len(cp.skel))
+		cp.holeInStr = append(cp.holeInStr, inString)
+		if !inString {
+			cp.skel = append(cp.skel, '0')
+		}
+	}
+	return true
+}
+
+
+
+// valuePlan returns where a value at [pos, end) of the skeleton is: a
+// value of the template, inside a string or not, or (hole < 0) in the
+// gaps, the same in every row; false when it is built of values and
+// gaps.
+func (cp *colPlanner) valuePlan(pos, end int) (paramPlan, bool) {
+	h := -1 // the values in [pos, end)
+	n := 0
+	for i, off := range cp.holeOff {
+		if off >= pos && off < end {
+			h, n = i, n+1
+		}
+	}
+	switch {
+	case n == 0:
+		v, found := cp.scan.ValueAt(pos)
+		return paramPlan{hole: -1, value: stage.ParamValue{Value: string([]byte(v)), Found: found}}, true
+	case n == 1 && cp.holeInStr[h] && cp.skel[pos] == '"' && cp.holeOff[h] == pos+1 && end == pos+2:
+		return paramPlan{hole: h, inString: true}, true
+	case n == 1 && !cp.holeInStr[h] && cp.holeOff[h] == pos && end == pos+1:
+		return paramPlan{hole: h}, true
+	}
+	return paramPlan{}, false
+}
+
+// planNamed plans template tm, its skeleton built, for json without
+// parameters: the fields of the template whose names may set a label the
+// query observes, and where each is. Every value of a row must be
+// well-formed (the stage walks the whole line; wellFormedValue also
+// refuses an object outside a string, whose fields would set labels). A
+// template where a key is a value, a field the query observes is built
+// of values and gaps, or two fields may set the same label (whose first
+// value wins by the order of the line), takes the row path.
+func (cp *colPlanner) planNamed(b *part.Block, tm int) {
+	p := &cp.plans[tm]
+	_, holes := b.TemplateLine(tm)
+	ps := &cp.scan
+	ps.Reset(cp.skel, cp.holeOff)
+	start := ps.Space(0)
+	if start >= len(cp.skel) || cp.skel[start] != '{' {
+		return
+	}
+	type field struct {
+		name       string
+		start, end int
+	}
+	var fields []field
+	if ps.Fields(start, func(name []byte, s, e int) {
+		if cp.fields.Observes(name) {
+			fields = append(fields, field{string(name), s, e})
+		}
+	}) < 0 {
+		return
+	}
+	p.names = p.names[:0]
+	for i, f := range fields {
+		for _, g := range fields[:i] {
+			if f.name == g.name || f.name == g.name+stage.ExtractedSuffix || g.name == f.name+stage.ExtractedSuffix {
+				return
+			}
+		}
+		pp, ok := cp.valuePlan(f.start, f.end)
+		if !ok {
+			return
+		}
+		if pp.hole < 0 && !pp.value.Found {
+			continue
+		}
+		p.params = append(p.params, pp)
+		p.names = append(p.names, f.name)
+	}
+	p.check = len(holes)
 	p.inString = append(p.inString[:0], cp.holeInStr...)
 	p.ok = true
 }

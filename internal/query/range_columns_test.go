@@ -81,6 +81,16 @@ func TestColumnarSameAsRows(t *testing.T) {
 		`sum by (level) (count_over_time(` + all + ` | json level, s="http.status" | s >= 500 | __error__="" [1h]))`,
 		`sum(count_over_time(` + all + ` | json s="nope" | __error__="" [1h]))`,
 		`sum by (service) (max_over_time(` + all + ` | json lat="http.latency_ms" | __error__="" | unwrap lat [1h]))`,
+		// json without parameters, its labels those the query observes.
+		`sum by (level) (count_over_time(` + all + ` | json [1h]))`,
+		`sum by (level) (count_over_time(` + all + ` | json | level=~"(?i)error" | __error__="" [1h]))`,
+		`sum(count_over_time(` + all + ` | json | http_status >= 500 | __error__="" [1h]))`,
+		`sum by (nested_deep_k, http_status) (count_over_time(` + all + ` | json | __error__="" [1h]))`,
+		`sum by (service, service_extracted) (count_over_time(` + all + ` | json [1h]))`,
+		`sum by (dup, esc, nul, arr, obj_k) (count_over_time(` + all + ` | json [1h]))`,
+		`sum by (http_status) (rate(` + all + ` | json | __error__="" [10m]))`,
+		`sum by (level) (sum_over_time(` + all + ` | json | __error__="" | unwrap http_latency_ms [1h]))`,
+		`sum by (__error__, __error_details__) (count_over_time(` + all + ` | json [1h]))`,
 	})
 }
 
@@ -209,6 +219,10 @@ func FuzzColumnarSameAsRows(f *testing.F) {
 		`sum by (a, b) (count_over_time({service="api"} | json a="level", b="x" | __error__="" [1h]))`,
 		`quantile_over_time(0.9, {service="api"} | json lat="http.latency_ms" | unwrap lat | __error__="" [1h])`,
 		`last_over_time({service="api"} | json lat="http.latency_ms" | unwrap lat | __error__="" [1h])`,
+		`sum by (level) (count_over_time({service="api"} | json [1h]))`,
+		`sum by (http_status, __error__, __error_details__) (count_over_time({service="api"} | json [1h]))`,
+		`sum by (level, service_extracted) (sum_over_time({service="api"} | json | __error__="" | unwrap http_latency_ms [1h]))`,
+		`sum by (x, http) (count_over_time({service="api"} | json | level=~"err.*" [1h]))`,
 	}
 	f.Fuzz(func(t *testing.T, data string, qi uint8) {
 		var lines []string

@@ -44,7 +44,7 @@ type sweepAdd struct {
 // reports whether it did; when it did not, it added nothing.
 func (w *rangeWorker) sweep(ev *evaluator, ls record.Labels, b *part.Block, from, to int64) (bool, error) {
 	cp := w.cols
-	if !cp.memoOn || w.op != opSum || cp.json.Len() != 1 {
+	if !cp.memoOn || w.op != opSum || cp.named || cp.json.Len() != 1 {
 		return false, nil
 	}
 	lo, hi := b.TimeRange()

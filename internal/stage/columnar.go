@@ -62,6 +62,55 @@ func (j JSONParams) Apply(lb *Labels, values []ParamValue) {
 	j.s.apply(lb, values)
 }
 
+// JSONFields is the first stage of a pipeline, a json stage without
+// parameters compiled to set only the labels a query observes
+// (CompileObserving). It is the pipeline's: the same goroutine uses both.
+type JSONFields struct {
+	s *jsonStage
+}
+
+// JSONFields returns the pipeline's first stage when it is a json stage
+// without parameters that sets only observed labels.
+func (p *Pipeline) JSONFields() (JSONFields, bool) {
+	if len(p.stages) == 0 {
+		return JSONFields{}, false
+	}
+	s, ok := p.stages[0].(*jsonStage)
+	if !ok || len(s.params) > 0 || s.observed == nil {
+		return JSONFields{}, false
+	}
+	return JSONFields{s: s}, true
+}
+
+// Observes reports whether a field json names name may set a label the
+// query observes: name, or name with ExtractedSuffix when name is one of
+// a stream's labels.
+func (j JSONFields) Observes(name []byte) bool {
+	o := j.s.observed
+	if o.observesBytes(name) {
+		return true
+	}
+	for _, n := range o.names {
+		if len(n) == len(name)+len(ExtractedSuffix) && n[:len(name)] == string(name) && n[len(name):] == ExtractedSuffix {
+			return true
+		}
+	}
+	return false
+}
+
+// Apply sets the labels that fields named names[i] with values values[i]
+// (Found false: a value that sets none, null or an array) give a row, in
+// that order, as the stage sets them walking a line with those fields.
+// The values must stay unchanged until lb's next Reset.
+func (j JSONFields) Apply(lb *Labels, names []string, values []ParamValue) {
+	j.s.buf.reset()
+	for i, n := range names {
+		if values[i].Found {
+			setParsed(lb, &j.s.buf, j.s.observed, n, values[i].Value)
+		}
+	}
+}
+
 // JSONPath is the path of a json parameter.
 type JSONPath struct {
 	elems []jsonPathElem
@@ -115,6 +164,19 @@ func (sc *JSONScanner) Unquote(q []byte) (string, bool) {
 	sc.s.sc.reset(q, &sc.s.buf)
 	v, end := sc.s.sc.str(0)
 	return v, end >= 0
+}
+
+// Fields walks the object at i as json without parameters walks a line,
+// telling field of each field it would set a label for (not those whose
+// value is null, an array or an object: an object's own fields are told)
+// with its name, valid only during the call, and its value's offsets. It
+// returns the offset after the object, or -1 when reading fails: a
+// syntax error, or a key in one of the holes given to Reset.
+func (sc *JSONScanner) Fields(i int, field func(name []byte, start, end int)) int {
+	s := &sc.s
+	s.field, s.observed, s.name = field, nil, s.name[:0]
+	defer func() { s.field = nil }()
+	return s.object(i, 0, 0, nil)
 }
 
 // Valid reports whether v is one JSON value, and nothing else.

@@ -38,6 +38,10 @@ type jsonStage struct {
 	// of its values in the skeleton searched: a path that reads a key
 	// from one, or descends into one, fails.
 	holes []int
+	// field, when planning a template (JSONScanner.Fields), is told of
+	// each field the walk of an object would set a label for, instead of
+	// the label being set: its name and its value's offsets.
+	field func(name []byte, start, end int)
 }
 
 // jsonParam is one `name="path"` parameter of json.
@@ -139,8 +143,12 @@ func (s *jsonStage) object(i, prefix, depth int, lb *Labels) int {
 			return sc.failChar(i, "a string key")
 		}
 		var key string
+		k := i
 		if key, i = sc.str(i); i < 0 {
 			return -1
+		}
+		if s.field != nil && s.holeWithin(k, i) {
+			return sc.fail(k, "a key in a template's value")
 		}
 		if i = sc.colon(i); i < 0 {
 			return -1
@@ -160,9 +168,10 @@ func (s *jsonStage) object(i, prefix, depth int, lb *Labels) int {
 		case c == '[':
 			i = sc.skip(i, depth+1)
 		case c == '"':
+			start := i
 			var v string
 			if v, i = sc.str(i); i >= 0 {
-				setParsedName(lb, &s.buf, s.observed, s.name, v)
+				s.set(lb, start, i, v)
 			}
 		case c == 'n':
 			i = sc.lit(i, "null")
@@ -174,12 +183,12 @@ func (s *jsonStage) object(i, prefix, depth int, lb *Labels) int {
 				i = sc.lit(i, "false")
 			}
 			if i >= 0 {
-				setParsedName(lb, &s.buf, s.observed, s.name, bytesView(d[start:i]))
+				s.set(lb, start, i, bytesView(d[start:i]))
 			}
 		default:
 			start := i
 			if i = sc.number(i); i >= 0 {
-				setParsedName(lb, &s.buf, s.observed, s.name, bytesView(d[start:i]))
+				s.set(lb, start, i, bytesView(d[start:i]))
 			}
 		}
 		if i < 0 {
@@ -190,6 +199,16 @@ func (s *jsonStage) object(i, prefix, depth int, lb *Labels) int {
 			return i
 		}
 	}
+}
+
+// set sets the label of the field named s.name whose value, v, is
+// line[start:end]; or, planning a template, tells s.field of it.
+func (s *jsonStage) set(lb *Labels, start, end int, v string) {
+	if s.field != nil {
+		s.field(s.name, start, end)
+		return
+	}
+	setParsedName(lb, &s.buf, s.observed, s.name, v)
 }
 
 // find returns the value at path from the (valid) value at i, and
