@@ -92,8 +92,8 @@ type colPlanner struct {
 	// that may set one, and its parameters are those.
 	named     bool
 	fields    stage.JSONFields
-	curNames  []string         // the names of the row at hand's values (named)
-	rest      *stage.Pipeline  // the label filters after it
+	curNames  []string        // the names of the row at hand's values (named)
+	rest      *stage.Pipeline // the label filters after it
 	plans     []tmplPlan
 	cur       []int  // per column needed, the value of the row at hand
 	need      []bool // per column, whether its cursor is kept
@@ -1056,8 +1056,6 @@ func (cp *colPlanner) skeleton(b *part.Block, tm int) bool {
 	}
 	return true
 }
-
-
 
 // valuePlan returns where a value at [pos, end) of the skeleton is: a
 // value of the template, inside a string or not, or (hole < 0) in the
