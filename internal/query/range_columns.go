@@ -3,6 +3,7 @@ package query
 import (
 	"bytes"
 	"strconv"
+	"strings"
 	"unsafe"
 
 	"github.com/sluicelog/sluice/internal/logql"
@@ -90,9 +91,14 @@ type colPlanner struct {
 	// named: the json stage has no parameters and sets only the labels
 	// the query observes (fields): a template's plan finds the fields
 	// that may set one, and its parameters are those.
-	named     bool
-	fields    stage.JSONFields
-	curNames  []string        // the names of the row at hand's values (named)
+	named    bool
+	fields   stage.JSONFields
+	curNames []string // the names of the row at hand's values (named)
+	// single, when the labels observed are one besides the error labels
+	// (and not a suffixed one), is that label: every template's plan then
+	// has the one parameter, absent where no field sets it, and blocks
+	// can be swept as for json with one parameter.
+	single    []string
 	rest      *stage.Pipeline // the label filters after it
 	plans     []tmplPlan
 	cur       []int  // per column needed, the value of the row at hand
@@ -148,6 +154,17 @@ func (w *rangeWorker) colPlanner() *colPlanner {
 		jf, _ := w.pipe.JSONFields()
 		w.cols = &colPlanner{json: jp, named: !params, fields: jf, rest: w.pipe.Tail(), memoOn: w.x.Range.Unwrap == nil, unwrapParam: -1,
 			dropsErrors: dropsErrors(w.x)}
+		if !params {
+			var names []string
+			for _, n := range jf.Observed() {
+				if n != stage.ErrorLabel && n != stage.ErrorDetailsLabel {
+					names = append(names, n)
+				}
+			}
+			if len(names) == 1 && !strings.HasSuffix(names[0], stage.ExtractedSuffix) {
+				w.cols.single = names
+			}
+		}
 		if u := w.x.Range.Unwrap; params && u != nil && u.Conv == "" && !filtersRead(w.x.Range.Log.Pipeline[1:], u.Label) {
 			for i := range jp.Len() {
 				if jp.Name(i) == u.Label {
@@ -1126,6 +1143,9 @@ func (cp *colPlanner) planNamed(b *part.Block, tm int) {
 		}
 		p.params = append(p.params, pp)
 		p.names = append(p.names, f.name)
+	}
+	if cp.single != nil && len(p.params) == 0 {
+		p.params, p.names = append(p.params, paramPlan{hole: -1}), append(p.names, cp.single[0])
 	}
 	p.check = len(holes)
 	p.inString = append(p.inString[:0], cp.holeInStr...)

@@ -132,6 +132,9 @@ func TestSweepSameAsRows(t *testing.T) {
 		`sum by (msg) (count_over_time(` + all + ` | json msg | msg != "m1" [1h]))`,
 		`sum(count_over_time(` + all + ` | json s="http.status" | s >= 500 | __error__="" [1h]))`,
 		`absent_over_time(` + all + ` | json level | level="fatal" [1h])`,
+		`sum by (level) (count_over_time(` + all + ` | json [1h]))`,
+		`sum by (level) (count_over_time(` + all + ` | json | level="error" [1h]))`,
+		`sum(count_over_time(` + all + ` | json | http_status >= 500 | __error__="" [1h]))`,
 	})
 }
 

@@ -44,9 +44,10 @@ type sweepAdd struct {
 // reports whether it did; when it did not, it added nothing.
 func (w *rangeWorker) sweep(ev *evaluator, ls record.Labels, b *part.Block, from, to int64) (bool, error) {
 	cp := w.cols
-	if !cp.memoOn || w.op != opSum || cp.named || cp.json.Len() != 1 {
+	if !cp.memoOn || w.op != opSum || cp.named && cp.single == nil || !cp.named && cp.json.Len() != 1 {
 		return false, nil
 	}
+	cp.curNames = cp.single // the one parameter's name, json without parameters
 	lo, hi := b.TimeRange()
 	if lo < from || hi > to || !w.sameWindows(lo, hi) {
 		return false, nil

@@ -98,6 +98,10 @@ func (j JSONFields) Observes(name []byte) bool {
 	return false
 }
 
+// Observed returns the labels the stage sets, sorted, the error labels
+// among them.
+func (j JSONFields) Observed() []string { return j.s.observed.Names() }
+
 // Apply sets the labels that fields named names[i] with values values[i]
 // (Found false: a value that sets none, null or an array) give a row, in
 // that order, as the stage sets them walking a line with those fields.
