@@ -267,7 +267,7 @@ func (ev *evaluator) metricQuery(ctx context.Context, x logql.SampleExpr) (*Resu
 	}
 	start := shape.start
 	ev.hints = queryHints(x)
-	m, err := ev.sample(ctx, x, shape)
+	m, err := ev.sample(ctx, x, shape, true)
 	if err != nil {
 		return nil, err
 	}
@@ -325,28 +325,44 @@ func (ev *evaluator) shape() (*matrix, error) {
 }
 
 // sample evaluates a metric expression at the steps of shape.
-func (ev *evaluator) sample(ctx context.Context, x logql.SampleExpr, shape *matrix) (*matrix, error) {
+//
+// ordered says whether the series must be in label order, as a result
+// is: a top-k, which breaks ties by labels, reads the series in any
+// order, and so does a sum of a range aggregation that grouped its rows
+// by the sum's labels (the sum is then the range aggregation itself).
+func (ev *evaluator) sample(ctx context.Context, x logql.SampleExpr, shape *matrix, ordered bool) (*matrix, error) {
 	switch x := x.(type) {
 	case *logql.RangeAggregation:
-		return ev.rangeAggregation(ctx, x, shape)
+		return ev.rangeAggregation(ctx, x, shape, ordered)
 	case *logql.VectorAggregation:
-		in, err := ev.sample(ctx, x.Expr, shape)
+		childOrdered := true
+		switch x.Op {
+		case "topk", "bottomk", "approx_topk":
+			childOrdered = false
+		case "sum":
+			if ra, ok := x.Expr.(*logql.RangeAggregation); ok {
+				if g := ev.hintsOf(ra).sumBy; g != nil && (x.Grouping == nil || !x.Grouping.Without) && sameNames(g.Labels, x.Grouping) {
+					childOrdered = ordered
+				}
+			}
+		}
+		in, err := ev.sample(ctx, x.Expr, shape, childOrdered)
 		if err != nil {
 			return nil, err
 		}
 		return evalVectorAgg(x, in)
 	case *logql.BinaryExpr:
-		lhs, err := ev.sample(ctx, x.LHS, shape)
+		lhs, err := ev.sample(ctx, x.LHS, shape, true)
 		if err != nil {
 			return nil, err
 		}
-		rhs, err := ev.sample(ctx, x.RHS, shape)
+		rhs, err := ev.sample(ctx, x.RHS, shape, true)
 		if err != nil {
 			return nil, err
 		}
 		return evalBinary(x, lhs, rhs)
 	case *logql.LabelReplace:
-		in, err := ev.sample(ctx, x.Expr, shape)
+		in, err := ev.sample(ctx, x.Expr, shape, true)
 		if err != nil {
 			return nil, err
 		}

@@ -150,7 +150,7 @@ var rangeOps = map[string]rangeOp{
 }
 
 // rangeAggregation evaluates a range function at the steps of shape.
-func (ev *evaluator) rangeAggregation(ctx context.Context, x *logql.RangeAggregation, shape *matrix) (*matrix, error) {
+func (ev *evaluator) rangeAggregation(ctx context.Context, x *logql.RangeAggregation, shape *matrix, ordered bool) (*matrix, error) {
 	merged, ok := ev.merged[x] // Partial.Finish: the parts' merged states
 	if !ok {
 		var err error
@@ -158,7 +158,7 @@ func (ev *evaluator) rangeAggregation(ctx context.Context, x *logql.RangeAggrega
 			return nil, err
 		}
 	}
-	m := rangeMatrix(x, shape, merged)
+	m := rangeMatrix(x, shape, merged, ordered)
 	if g := ev.hintsOf(x).sumBy; g != nil {
 		m.summedBy = g.Labels
 	}
@@ -262,13 +262,13 @@ func (ev *evaluator) rangeStates(ctx context.Context, x *logql.RangeAggregation,
 
 // rangeMatrix is a range function's value at the steps of shape, from
 // its series' accumulated states.
-func rangeMatrix(x *logql.RangeAggregation, shape *matrix, merged map[string]*rangeSeries) *matrix {
+func rangeMatrix(x *logql.RangeAggregation, shape *matrix, merged map[string]*rangeSeries, ordered bool) *matrix {
 	rng := int64(x.Range.Interval)
 	out := shape.like()
 	if x.Op == "absent_over_time" {
 		return absent(out, merged, x.Range.Log.Selector)
 	}
-	for _, rs := range merged { // sortSeries orders them
+	for _, rs := range merged { // sortSeries orders them, if they must be
 		s := out.add(rs.labels)
 		for i, n := range rs.n {
 			if n == 0 {
@@ -279,7 +279,9 @@ func rangeMatrix(x *logql.RangeAggregation, shape *matrix, merged map[string]*ra
 			}
 		}
 	}
-	out.sortSeries()
+	if ordered {
+		out.sortSeries()
+	}
 	return out
 }
 

@@ -360,8 +360,9 @@ func aggregateK(top bool, k int, g *logql.Grouping, in *matrix) *matrix {
 }
 
 // selectK appends to dst the k series of members with the highest (top)
-// or lowest values at step i, ties to the earlier member, in no
-// particular order.
+// or lowest values at step i, ties to the series with the lower labels
+// (the earlier member of an input in label order; the input's order does
+// not matter), in no particular order.
 //
 // REQUIRES: k >= 1.
 func selectK(dst, members []*series, i, k int, top bool) []*series {
@@ -377,7 +378,7 @@ func selectK(dst, members []*series, i, k int, top bool) []*series {
 		if len(dst)-start <= k {
 			return dst
 		}
-		slices.SortStableFunc(dst[start:], func(a, b *series) int { return compareValues(a.vals[i], b.vals[i], top) })
+		slices.SortFunc(dst[start:], func(a, b *series) int { return compareRanked(a, b, i, top) })
 		return dst[:start+k]
 	}
 	// Keep the best k so far, best first: a member enters when it beats
@@ -386,11 +387,11 @@ func selectK(dst, members []*series, i, k int, top bool) []*series {
 		if !m.has[i] {
 			continue
 		}
-		v, best := m.vals[i], dst[start:]
-		if len(best) == k && compareValues(v, best[k-1].vals[i], top) >= 0 {
+		best := dst[start:]
+		if len(best) == k && compareRanked(m, best[k-1], i, top) >= 0 {
 			continue
 		}
-		j := start + sort.Search(len(best), func(j int) bool { return compareValues(v, best[j].vals[i], top) < 0 })
+		j := start + sort.Search(len(best), func(j int) bool { return compareRanked(m, best[j], i, top) < 0 })
 		if len(best) < k {
 			dst = append(dst, nil)
 		}
@@ -398,6 +399,15 @@ func selectK(dst, members []*series, i, k int, top bool) []*series {
 		dst[j] = m
 	}
 	return dst
+}
+
+// compareRanked orders series a before b when its value at step i is
+// higher (top) or lower, or, the values equal, when its labels are lower.
+func compareRanked(a, b *series, i int, top bool) int {
+	if c := compareValues(a.vals[i], b.vals[i], top); c != 0 {
+		return c
+	}
+	return compareLabels(a.labels, b.labels)
 }
 
 // compareValues orders a before b when it is higher (desc) or lower,

@@ -508,7 +508,8 @@ func BenchmarkVectorAggregation(b *testing.B) {
 }
 
 // TestVectorSelectK checks both ways selectK picks (insertion for a small k, a
-// sort for a large one) against a stable sort of the whole group.
+// sort for a large one) against a stable sort of the whole group in label
+// order, whatever the order selectK is given the members in.
 func TestVectorSelectK(t *testing.T) {
 	rnd := rand.New(rand.NewPCG(1, 2))
 	values := []float64{math.NaN(), math.Inf(1), math.Inf(-1), 0, 1, 2, 3}
@@ -516,9 +517,13 @@ func TestVectorSelectK(t *testing.T) {
 		n := rnd.IntN(150)
 		members := make([]*series, n)
 		for j := range members {
-			members[j] = &series{vals: []float64{0}, has: []bool{rnd.IntN(5) > 0}}
+			members[j] = &series{labels: record.Labels{{Name: "i", Value: fmt.Sprintf("%04d", j)}}, vals: []float64{0}, has: []bool{rnd.IntN(5) > 0}}
 			members[j].vals[0] = values[rnd.IntN(len(values))]
 		}
+		// In label order, ties go to the earlier member; selectK gets
+		// the members in any order.
+		shuffled := slices.Clone(members)
+		rnd.Shuffle(len(shuffled), func(i, j int) { shuffled[i], shuffled[j] = shuffled[j], shuffled[i] })
 		for _, k := range []int{1, 2, 5, 64, 65, 100, 200} {
 			for _, top := range []bool{true, false} {
 				var want []*series
@@ -529,7 +534,7 @@ func TestVectorSelectK(t *testing.T) {
 				}
 				slices.SortStableFunc(want, func(a, b *series) int { return compareValues(a.vals[0], b.vals[0], top) })
 				want = want[:min(k, len(want))]
-				got := selectK([]*series{nil}, members, 0, k, top)[1:]
+				got := selectK([]*series{nil}, shuffled, 0, k, top)[1:]
 				if !sameSeriesSet(got, want) {
 					t.Fatalf("n=%d k=%d top=%v: got %d series, want %d or another set", n, k, top, len(got), len(want))
 				}
