@@ -235,6 +235,13 @@ func (s *Server) handleDoc(w http.ResponseWriter, r *http.Request, tenant string
 		return http.StatusBadRequest, stored
 	}
 	w.Header().Set("Content-Type", "application/json")
+	if e := failed[1]; e != nil && e.Msg == streamLimited {
+		// As a bulk item of a new stream over the limit: retry-safe.
+		w.Header().Set("Retry-After", "1")
+		w.WriteHeader(http.StatusTooManyRequests)
+		w.Write(elastic.DocStreamLimited(s.streams.Max()))
+		return http.StatusTooManyRequests, stored
+	}
 	if e := failed[1]; e != nil {
 		w.WriteHeader(http.StatusBadRequest)
 		w.Write(elastic.DocError(e.Msg))

@@ -269,6 +269,10 @@ func TestStreamLimit(t *testing.T) {
 		br.Items[0]["index"].Status != 201 || br.Items[1]["index"].Status != 429 || br.Items[2]["index"].Status != 201 {
 		t.Errorf("bulk: %d %s", code, reply)
 	}
+	if code, reply := f.do("POST", "/logs/_doc?_stream_fields=service", []byte(`{"msg":"new","service":"x"}`), "Content-Type", "application/json"); code != 429 ||
+		!strings.Contains(reply, "es_rejected_execution_exception") || !strings.Contains(reply, "max_streams_per_tenant") {
+		t.Errorf("_doc of a new stream: %d %s, want 429", code, reply)
+	}
 	want := []string{`{service="a"} {"msg":"m","service":"a"}`, `{service="a"} {"msg":"m","service":"a"}`, `{service="a"} {"msg":"ok","service":"a"}`,
 		`{service="b"} {"msg":"m","service":"b"}`, `{service="b"} {"msg":"ok","service":"b"}`}
 	if got := f.stored("default"); strings.Join(got, "\n") != strings.Join(want, "\n") {
