@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 )
 
@@ -69,6 +70,24 @@ func run(in io.Reader, out io.Writer) error {
 				if !strings.HasPrefix(strings.TrimSpace(o), "=== ") {
 					w.WriteString(o)
 				}
+			}
+		case e.Action == "fail" && e.Test == "":
+			// The package failed with tests that never ended: its binary
+			// timed out or was killed. What they printed (the timeout's
+			// goroutine dump included) is the only clue.
+			var open []string
+			for k := range roots {
+				if strings.HasPrefix(k, e.Package+" ") {
+					open = append(open, k)
+				}
+			}
+			slices.Sort(open)
+			for _, k := range open {
+				fmt.Fprintf(w, "--- %s never ended; its output:\n", strings.TrimPrefix(k, e.Package+" "))
+				for _, o := range roots[k] {
+					w.WriteString(o)
+				}
+				delete(roots, k)
 			}
 		case e.Action == "skip" && e.Test != "":
 			skips = append(skips, skip{e.Package, e.Test, reason(outputs[key])})
