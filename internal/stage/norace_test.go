@@ -1,0 +1,5 @@
+//go:build !race
+
+package stage
+
+const raceEnabled = false
