@@ -6,7 +6,7 @@ runs it against the servers it started.
     questions.py cold-ids FILE CORPUS [ONLY]      # the ids of the questions marked `cold: yes`
     questions.py run  --corpus C --questions FILE --sluice URL --vl URL --runs N --timeout S
                       --lines N --out RESULTS.json --replies DIR [--only REGEX]
-    questions.py cold (the same arguments) --id ID  # one untimed-before ask per side, added to RESULTS
+    questions.py cold (the same arguments) --id ID  # one ask per side of servers just restarted, added to RESULTS
     questions.py report [--header TEXT] [--total S] [--load TEXT] RESULTS.json...
 
 The questions file: blocks of `key: value` lines separated by blank lines; `#` starts a comment
@@ -171,6 +171,8 @@ class Asker:
     def __init__(self, a, corpus):
         self.sluice, self.vl, self.timeout, self.corpus = a.sluice, a.vl, a.timeout, corpus
         self.step_start = self.step_end = None
+        self.pids = [p for p in (a.sluice_pid, a.vl_pid) if p]
+        self.dirty = False  # a query timed out since the last wait_idle
 
     def request(self, side, q):
         """(base, path, params) of question q for side."""
@@ -198,6 +200,7 @@ class Asker:
         try:
             code, body, secs = get(base, path, params, self.timeout)
         except Timeout:
+            self.dirty = True
             return "timeout", None, None
         except OSError as e:
             return "error", "%s: %s" % (type(e).__name__, e), None
@@ -218,14 +221,34 @@ class Asker:
                     n += int(float(line.rsplit(" ", 1)[1]))
         return n
 
+    def cpu_busy(self):
+        """Whether a server process used more than a tenth of a core over the last half second."""
+        def ticks():
+            t = []
+            for pid in self.pids:
+                try:
+                    with open("/proc/%d/stat" % pid) as f:
+                        fields = f.read().rsplit(")", 1)[1].split()
+                    t.append(int(fields[11]) + int(fields[12]))  # utime + stime
+                except (OSError, IndexError, ValueError):
+                    t.append(0)
+            return t
+        a = ticks()
+        time.sleep(0.5)
+        b = ticks()
+        hz = os.sysconf("SC_CLK_TCK")
+        return any((y - x) / hz > 0.05 for x, y in zip(a, b))
+
     def wait_idle(self, bound):
-        """Waits until neither server runs a query, at most bound seconds; returns the seconds
-        waited, or None if they were still busy at the bound."""
+        """Waits until neither server runs a query, at most bound seconds; after a timeout, also
+        until neither process burns CPU (a query whose client has gone may still be computing
+        after its request ended). Returns the seconds waited, or None if still busy at the bound."""
         t0 = time.monotonic()
-        while self.running() > 0:
+        while self.running() > 0 or (self.dirty and self.pids and self.cpu_busy()):
             if time.monotonic() - t0 > bound:
                 return None
-            time.sleep(0.5)
+            time.sleep(0.2)
+        self.dirty = False
         return time.monotonic() - t0
 
 
@@ -341,7 +364,7 @@ def fmt(v):
 def show_series(s, n=8):
     items = sorted(s.items(), key=lambda kv: (kv[0][1] or 0, kv[0][0]))
     txt = ", ".join("%s: %s" % (show_key(k), fmt(v)) for k, v in items[:n])
-    return "{%s%s} (%d series)" % (txt, ", ..." if len(items) > n else "", len(items))
+    return "{%s%s} (%d values)" % (txt, ", ..." if len(items) > n else "", len(items))
 
 
 def summarize(q, ans):
@@ -402,12 +425,19 @@ def log(msg):
     print("questions.sh: " + msg, file=sys.stderr, flush=True)
 
 
+class SetupError(Exception):
+    pass
+
+
 def setup(a):
+    """The corpus' questions and an Asker, after checking that both sides hold every line of the
+    corpus and finding the range of its times. Raises SetupError."""
     corpora = parse_questions(a.questions)
     if a.corpus not in corpora:
-        die("no questions for corpus %s in %s" % (a.corpus, a.questions))
+        raise SetupError("no questions for corpus %s in %s" % (a.corpus, a.questions))
     c = corpora[a.corpus]
     asker = Asker(a, a.corpus)
+    asker.timeout = max(a.timeout, 300)  # these questions are not timed
     os.makedirs(a.replies, exist_ok=True)
     # What each side holds, and the whole range for the step questions.
     count_q = {"kind": "instant", "compare": "series", "id": "-",
@@ -416,19 +446,20 @@ def setup(a):
     for side in ("sluice", "vl"):
         st, body, _ = asker.ask(side, count_q)
         if st != "ok":
-            die("%s: counting the lines: %s %s" % (side, st, body or ""))
+            raise SetupError("%s: counting the lines: %s %s" % (side, st, body or ""))
         ans = (read_sluice if side == "sluice" else read_vl)(body, count_q, c["line-id"])
         got[side] = int(sum(ans.values()))
     if got["sluice"] != a.lines or got["vl"] != a.lines:
-        die("%s: the corpus has %d lines; sluice holds %d, VictoriaLogs %d" % (a.corpus, a.lines, got["sluice"], got["vl"]))
+        raise SetupError("%s: the corpus has %d lines; sluice holds %d, VictoriaLogs %d" % (a.corpus, a.lines, got["sluice"], got["vl"]))
     st, body, _ = asker.ask("vl", {"kind": "instant", "logsql": "* | stats min(_time) tmin, max(_time) tmax"})
     if st != "ok":
-        die("VictoriaLogs: the time range: %s %s" % (st, body))
+        raise SetupError("VictoriaLogs: the time range: %s %s" % (st, body))
     r = json.loads(body.decode().splitlines()[0])
     tmin, tmax = rfc3339_ns(r["tmin"]), rfc3339_ns(r["tmax"])
     step = STEP * 10**9
     asker.step_start, asker.step_end = tmin // step * step, tmax // step * step
     log("%s: both hold %d lines, %s to %s" % (a.corpus, a.lines, r["tmin"], r["tmax"]))
+    asker.timeout = a.timeout
     return c, asker
 
 
@@ -473,6 +504,8 @@ def run_question(asker, c, q, runs, first, replies, bound):
     for side in order:
         if state[side] == "ok":
             res[side] = median(times[side]) * 1000 if times[side] else None
+    if res["waited"] >= 1:
+        res["detail"] += " waited %.0f s in all for queries still running (after a timeout) before asking;" % res["waited"]
     errs = [(side, state[side]) for side in order if state[side] != "ok"]
     if errs:
         res["status"] = "; ".join("%s %s" % ("sluice" if s == "sluice" else "VL", "timeout" if st == "timeout" else "error") for s, st in errs)
@@ -494,10 +527,18 @@ def run_question(asker, c, q, runs, first, replies, bound):
 
 
 def cmd_run(a):
-    c, asker = setup(a)
+    try:
+        c, asker = setup(a)
+    except SetupError as e:
+        log("!!! %s: %s" % (a.corpus, e))
+        doc = {"corpus": a.corpus, "lines": a.lines, "runs": a.runs, "timeout": a.timeout, "results": [], "cold": [],
+               "error": str(e)}
+        with open(a.out, "w", encoding="utf-8") as f:
+            json.dump(doc, f, indent=1)
+        return 1
     qs = selected(c["questions"], a.only)
     results = []
-    bound = 10 * a.timeout
+    bound = a.wait or 10 * a.timeout
     for n, q in enumerate(qs):
         first = "sluice" if n % 2 == 0 else "vl"
         r = run_question(asker, c, q, a.runs, first, a.replies, bound)
@@ -505,14 +546,22 @@ def cmd_run(a):
         ratio = "%.2f" % (r["sluice"] / r["vl"]) if r["status"] == "ok" and r["sluice"] and r["vl"] else "-"
         log("%s %s: sluice %s ms, VL %s ms, ratio %s, %s %s %s" % (a.corpus, q["id"], ms(r["sluice"]), ms(r["vl"]), ratio,
                                                              r["status"], r["answer"], r["detail"]))
-    doc = {"corpus": a.corpus, "lines": a.lines, "runs": a.runs, "timeout": a.timeout, "results": results, "cold": []}
+    doc = {"corpus": a.corpus, "lines": a.lines, "runs": a.runs, "timeout": a.timeout, "results": results, "cold": [],
+           "step_start": asker.step_start, "step_end": asker.step_end}
     with open(a.out, "w", encoding="utf-8") as f:
         json.dump(doc, f, indent=1)
     return 1 if any(r["status"] == "DIFF" or "error" in r["status"] for r in results) else 0
 
 
 def cmd_cold(a):
-    c, asker = setup(a)
+    # No other query before this one: the servers have just started.
+    with open(a.out, encoding="utf-8") as f:
+        doc = json.load(f)
+    if doc.get("error"):
+        return 1
+    c = parse_questions(a.questions)[a.corpus]
+    asker = Asker(a, a.corpus)
+    asker.step_start, asker.step_end = doc["step_start"], doc["step_end"]
     q = [q for q in c["questions"] if q["id"] == a.id]
     if not q:
         die("no question %s" % a.id)
@@ -521,7 +570,7 @@ def cmd_cold(a):
     for side in ("sluice", "vl"):
         st, _, secs = asker.ask(side, q)
         out[side] = secs * 1000 if st == "ok" else st
-        asker.wait_idle(10 * a.timeout)
+        asker.wait_idle(a.wait or 10 * a.timeout)
     with open(a.out, encoding="utf-8") as f:
         doc = json.load(f)
     doc["cold"].append(out)
@@ -551,6 +600,9 @@ def md(s):
 
 def cmd_report(a):
     docs = []
+    if not a.results:
+        print("questions.py: no results to report", file=sys.stderr)
+        return 1
     for p in a.results:
         with open(p, encoding="utf-8") as f:
             docs.append(json.load(f))
@@ -564,7 +616,7 @@ def cmd_report(a):
                % (END, START, END, LIMIT, STEP))
     if docs:
         out.append("- each question asked once per side untimed (the answers compared), then %d times per side alternating;"
-                   " median; timeout %d s" % (docs[0]["runs"], docs[0]["timeout"]))
+                   " median; timeout %g s" % (docs[0]["runs"], docs[0]["timeout"]))
     if a.total is not None:
         out.append("- the whole run took %d s%s" % (a.total, "; making and loading each corpus (seconds; a few when cached): " + a.load.rstrip(", ") if a.load else ""))
     bad = 0
@@ -576,6 +628,10 @@ def cmd_report(a):
         out.append("")
         out.append("### %s (%d lines)" % (d["corpus"], d["lines"]))
         out.append("")
+        if d.get("error"):
+            out.append("Not run: %s" % md(d["error"]))
+            bad += 1
+            continue
         out.append("| id | question | sluice ms | VL ms | sluice / VL | status |")
         out.append("|---|---|---|---|---|---|")
         for r in rs:
@@ -639,6 +695,9 @@ def main():
         c.add_argument("--vl", required=True)
         c.add_argument("--runs", type=int, default=3)
         c.add_argument("--timeout", type=float, default=30)
+        c.add_argument("--sluice-pid", type=int, default=0)
+        c.add_argument("--vl-pid", type=int, default=0)
+        c.add_argument("--wait", type=float, default=0, help="seconds to wait for running queries (0: 10 x timeout)")
         c.add_argument("--lines", type=int, required=True)
         c.add_argument("--out", required=True)
         c.add_argument("--replies", required=True)

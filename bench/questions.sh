@@ -20,8 +20,9 @@
 #     question one untimed ask per side (the answers compared), then RUNS timed asks per side,
 #     alternating sluice and VictoriaLogs (which goes first alternates from question to question),
 #     the median of each side; past TIMEOUT seconds a side is "timeout", is not asked again, and the
-#     next question waits until sluice's sluice_queries_running and VictoriaLogs' running selects are
-#     0 (at most 10 x TIMEOUT more);
+#     next ask waits until sluice's sluice_queries_running and VictoriaLogs' running selects are 0
+#     and neither process uses CPU (over a tenth of a core for half a second) any more: at most WAIT
+#     seconds, default 10 x TIMEOUT, and the row says if they were still busy then;
 #  4. with COLD=1 (the default), for the questions marked cold: restarts both servers and asks each
 #     side once (the first query of a fresh process; the OS page cache stays warm);
 #  5. prints a table per corpus (id, question, sluice ms, VL ms, ratio, status), the geometric mean and
@@ -38,7 +39,7 @@ timeout="${TIMEOUT:-30}"
 cold="${COLD:-1}"
 only="${ONLY:-}"
 corpora_arg="${CORPUS:-app k8s mixed loghub}"
-qfile="$root/bench/questions.txt"
+qfile="${QUESTIONS:-$root/bench/questions.txt}"
 py="$root/bench/questions.py"
 feed="$root/bench/feed.py"
 version="$(sed -n 's/^\tVersion *= \([0-9]*\)$/\1/p' "$root/internal/store/part/part.go")"
@@ -57,8 +58,10 @@ cleanup() {
 	if [[ -n "${KEEP:-}" ]]; then log "replies and logs kept in $run"; else rm -rf "$run"; fi
 }
 trap cleanup EXIT
-vl_flags=(-search.maxQueryDuration="${timeout}s" -loggerLevel=WARN)
-sluice_flags=(--query-timeout "${timeout}s" --discover-service-name= --discover-log-levels=false)
+# The servers' own limits lie past the client's TIMEOUT, so that a slow query is the client's timeout.
+limit="$(python3 -c 'import sys; print(float(sys.argv[1]) + 5)' "$timeout")s"
+vl_flags=(-search.maxQueryDuration="$limit" -loggerLevel=WARN)
+sluice_flags=(--query-timeout "$limit" --discover-service-name= --discover-log-levels=false)
 t_all=$SECONDS
 
 log "building sluice"
@@ -96,7 +99,7 @@ load() {
 	if [[ $c == loghub ]]; then key=loghub; else key="$c-$lines_wanted"; fi
 	sdata="$cache/q40-sluice-v$version-$key" vdata="$cache/q40-vl-$vl_version-$key"
 	if [[ ! -e "$sdata/MANIFEST" ]]; then
-		rm -rf "$sdata.tmp"
+		rm -rf "$sdata" "$sdata.tmp"
 		t0=$SECONDS
 		case $c in
 		app | k8s)
@@ -112,6 +115,10 @@ load() {
 			wait_ready "http://127.0.0.1:$port/ready" "$spid" sluice "$run/sluice-load-$c.log"
 			python3 "$feed" push "http://127.0.0.1:$port/loki/api/v1/push" "$feed_file" "$stream" >/dev/null
 			stop_server "$spid" || { log "sluice did not stop cleanly after the load; its log:"; tail -20 "$run/sluice-load-$c.log" >&2; exit 1; }
+			# What a push leaves is in the WAL (and small parts); an ingest of nothing replays it,
+			# then flushes and merges it into parts as a bulk load ends (store.Compact), so that
+			# the questions read parts, as on the other corpora, and no merge runs while they are timed.
+			"$bin" ingest --quiet --data "$sdata.tmp" /dev/null >&2
 			;;
 		esac
 		mv "$sdata.tmp" "$sdata"
@@ -155,8 +162,9 @@ stop_both() {
 
 # set_args: questions.py's arguments for corpus $c and the servers running now.
 set_args() {
-	args=(--corpus "$c" --questions "$qfile" --sluice "$surl" --vl "$vurl" --runs "$runs" --timeout "$timeout"
-		--lines "$(wc -l <"$feed_file")" --out "$run/results-$c.json" --replies "$run/replies-$c")
+	args=(--corpus "$c" --questions "$qfile" --sluice "$surl" --vl "$vurl" --runs "$runs" --timeout "$timeout" --wait "${WAIT:-0}"
+		--sluice-pid "$sluice_pid" --vl-pid "$vl_pid"
+		--lines "$feed_lines" --out "$run/results-$c.json" --replies "$run/replies-$c")
 	if [[ -n "$only" ]]; then args+=(--only "$only"); fi
 }
 
@@ -167,6 +175,7 @@ for c in "${corpora[@]}"; do
 	feed_for "$c"
 	load "$c"
 	load_secs+=("$c $((SECONDS - t0))")
+	feed_lines="$(wc -l <"$feed_file")"
 	cp -a "$sdata" "$run/sluice-data"
 	cp -a "$vdata" "$run/vl-data"
 	start_both
@@ -184,6 +193,7 @@ for c in "${corpora[@]}"; do
 	rm -rf "$run/sluice-data" "$run/vl-data"
 done
 
+shopt -s nullglob
 header="$(bench_header LINES RUNS TIMEOUT CORPUS ONLY COLD SLUICE_BENCH_DIR)"
 python3 "$py" report --header "$header" --total "$((SECONDS - t_all))" --load "$(printf '%s, ' "${load_secs[@]}")" "$run"/results-*.json || status=1
 exit "$status"
