@@ -636,7 +636,9 @@ def cmd_report(a):
         out.append("|---|---|---|---|---|---|")
         for r in rs:
             ratio = "%.2f" % (r["sluice"] / r["vl"]) if r["status"] == "ok" and r["sluice"] and r["vl"] else "-"
-            status = r["status"] + ("" if r["status"] != "ok" else " (%s)" % r["answer"] if r["answer"] else "")
+            # A side that timed out in a timed run may have answered the untimed ask: then the
+            # answers were compared all the same.
+            status = r["status"] + (" (%s)" % r["answer"] if r["answer"] and r["status"] != "DIFF" else "")
             out.append("| %s | %s | %s | %s | %s | %s |" % (r["id"], md(r["ask"]), ms(r["sluice"]), ms(r["vl"]), ratio, md(status)))
         g = geomean([x for x, _ in ratios])
         out.append("")

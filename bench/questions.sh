@@ -77,10 +77,10 @@ feed_for() {
 		[[ -s "$feed_file" ]] || python3 "$feed" text-loghub "$root/../shared/loghub" "$feed_file.tmp"
 		;;
 	*)
-		raw="$(CORPUS_KIND=$c CORPUS_LINES=$lines_wanted "$root/bench/corpus.sh")"
 		feed_file="$cache/q40-feed-$c-$lines_wanted.ndjson"
 		case $c in app) stream=service,host ;; k8s) stream=namespace,container ;; mixed) stream=kind ;; esac
 		if [[ ! -s "$feed_file" ]]; then
+			raw="$(CORPUS_KIND=$c CORPUS_LINES=$lines_wanted "$root/bench/corpus.sh")"
 			case $c in app) python3 "$feed" json-app "$raw" "$feed_file.tmp" ;; k8s) python3 "$feed" json-k8s "$raw" "$feed_file.tmp" ;; mixed) python3 "$feed" text-mixed "$raw" "$feed_file.tmp" ;; esac
 		fi
 		;;
