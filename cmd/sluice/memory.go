@@ -31,6 +31,30 @@ func defaultBlockCacheBytes() int64 {
 	return budget
 }
 
+// defaultQueryMemory is the memory one query may hold by default (its
+// series, windows and lines, query.Limits.MaxMemory): an eighth of the
+// memory, from 512 MiB to 4 GiB. A high-cardinality question (a series per
+// user among millions of lines) needs a few hundred MB.
+func defaultQueryMemory() int64 {
+	budget := int64(1 << 30)
+	if m := memoryBytes(); m > 0 {
+		budget = min(max(m/8, 512<<20), 4<<30)
+	}
+	return budget
+}
+
+// queryMemory is the query memory limit a flag or key asks for: 0 the
+// default, below 0 none.
+func queryMemory(v int64) int64 {
+	switch {
+	case v == 0:
+		return defaultQueryMemory()
+	case v < 0:
+		return 0
+	}
+	return v
+}
+
 // memoryBytes is the memory this process may use: its cgroup's limit
 // (v2, then v1) when it has one, else the machine's. 0 when unknown.
 func memoryBytes() int64 {

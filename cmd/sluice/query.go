@@ -50,7 +50,7 @@ before --to.`,
 		fs.StringVar(&o.from, "from", "", "start `time` (overrides --since)")
 		fs.StringVar(&o.to, "to", "", "end `time` (default now)")
 		fs.IntVar(&o.limit, "limit", 100, "at most this many lines")
-		fs.Int64Var(&o.maxMemory, "max-query-memory", query.DefaultLimits.MaxMemory, "with --data, stop a query that would hold more than this many bytes of series and lines (0: no limit)")
+		fs.Int64Var(&o.maxMemory, "max-query-memory", 0, "with --data, stop a query that would hold more than this many bytes of series and lines (0: an eighth of the memory, 512 MiB to 4 GiB; -1: no limit)")
 		fs.DurationVar(&o.step, "step", 0, "evaluate a metric query at every `step` from --from to --to")
 		fs.BoolVar(&o.forward, "forward", false, "oldest lines first")
 		fs.StringVar(&o.output, "output", "text", "text, jsonl or raw")
@@ -129,7 +129,7 @@ func (o *queryOpts) local(ctx context.Context, e *env, expr logql.Expr, p query.
 	defer st.Close()
 	sn := st.Snapshot()
 	defer sn.Release()
-	return query.NewEngine(query.Limits{MaxMemory: o.maxMemory}).Eval(ctx, sn, expr, p)
+	return query.NewEngine(query.Limits{MaxMemory: queryMemory(o.maxMemory)}).Eval(ctx, sn, expr, p)
 }
 
 // remote asks a server's Loki API.

@@ -94,7 +94,7 @@ SIGTERM or SIGINT drains the requests in flight, then closes the store.`,
 		fs.DurationVar(&cfg.Query.Timeout, "query-timeout", cfg.Query.Timeout, "stop a query that runs longer than this")
 		fs.IntVar(&cfg.Query.MaxSeries, "max-query-series", cfg.Query.MaxSeries, "refuse a metric query with more series than this")
 		fs.Int64Var(&cfg.Query.MaxBytesScanned, "max-query-bytes", cfg.Query.MaxBytesScanned, "stop a query that would read more than this many bytes of lines (0: no limit)")
-		fs.Int64Var(&cfg.Query.MaxMemory, "max-query-memory", cfg.Query.MaxMemory, "stop a query that would hold more than this many bytes of series and lines in memory; it gets 400 (0 or less: no limit)")
+		fs.Int64Var(&cfg.Query.MaxMemory, "max-query-memory", 0, "stop a query that would hold more than this many bytes of series and lines in memory; it gets 400 (0: an eighth of the memory, 512 MiB to 4 GiB; -1: no limit)")
 		fs.IntVar(&cfg.Query.MaxLines, "max-query-lines", cfg.Query.MaxLines, "the largest limit a log query may ask; a larger one gets 400")
 		fs.IntVar(&cfg.Admission.MaxQuerySize, "max-query-size", cfg.Admission.MaxQuerySize, "the longest query text accepted, in bytes; a longer one gets 400 (0: no limit)")
 		fs.IntVar(&cfg.Admission.MaxQueries, "max-concurrent-queries", cfg.Admission.MaxQueries, "queries served at once, every query endpoint counted; more wait --query-queue-wait, then get 429 (0: no limit)")
@@ -154,6 +154,7 @@ func (o *serveOpts) run(args []string, e *env) error {
 	if o.maxHeadBytes <= 0 {
 		o.maxHeadBytes = defaultMaxHeadBytes(o.storage.headBytes)
 	}
+	o.cfg.Query.MaxMemory = queryMemory(o.cfg.Query.MaxMemory)
 	if o.blockCacheBytes == 0 {
 		o.blockCacheBytes = defaultBlockCacheBytes()
 	}
