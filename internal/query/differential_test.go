@@ -311,3 +311,23 @@ func FuzzEngineSameAsReference(f *testing.F) {
 		}
 	})
 }
+
+// TestHintsSameAsReference: the shapes the engine's hints rewrite, each
+// against the reference.
+func TestHintsSameAsReference(t *testing.T) {
+	sn := diffSnapshot(t)
+	for _, q := range []string{
+		`sum by (level) (count_over_time({service=~"api|web"} | json [1h]))`,
+		`topk(3, sum by (trace_id) (count_over_time({service=~".+"} | json | __error__="" [1h])))`,
+		`count(count by (level) (count_over_time({service=~"api|web"} | json [1h])))`,
+		`count(count by (http_status) (count_over_time({service=~".+"} | json | __error__="" [10m])))`,
+		`count by (service) (count by (service, level) (rate({service=~".+"} | json | __error__="" [10m])))`,
+		`count(count by (lvl) (sum_over_time({service="lf"} | logfmt | label_format lvl=level | unwrap lat [1h])))`,
+		`sum(count_over_time({service=~".+"}[1h])) by (service)`,
+		`count(count by (service) (count_over_time({service=~".+"}[1h])))`,
+	} {
+		if diff := sameAnswer(sn, q, false, false); diff != "" {
+			t.Errorf("%s: %s", q, diff)
+		}
+	}
+}

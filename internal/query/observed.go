@@ -1,6 +1,8 @@
 package query
 
 import (
+	"slices"
+
 	"github.com/sluicelog/sluice/internal/logql"
 	"github.com/sluicelog/sluice/internal/stage"
 )
@@ -37,7 +39,8 @@ func queryHints(x logql.SampleExpr) map[*logql.RangeAggregation]rangeHints {
 }
 
 // observeIn walks x; sum is set when x's series are summed by the
-// labels of by on their way to the answer.
+// labels of by on their way to the answer, or when only which groups by
+// those labels have a value reaches it (see countOfGroups).
 func observeIn(x logql.SampleExpr, by []string, sum bool, out map[*logql.RangeAggregation]rangeHints) {
 	switch x := x.(type) {
 	case *logql.RangeAggregation:
@@ -63,6 +66,10 @@ func observeIn(x logql.SampleExpr, by []string, sum bool, out map[*logql.RangeAg
 		h.observed = o
 		out[x] = h
 	case *logql.VectorAggregation:
+		if g, ok := countOfGroups(x); ok {
+			observeIn(x.Expr.(*logql.VectorAggregation).Expr, g, true, out)
+			return
+		}
 		if x.Op == "sum" && (x.Grouping == nil || !x.Grouping.Without) {
 			var labels []string
 			if x.Grouping != nil {
@@ -78,6 +85,30 @@ func observeIn(x logql.SampleExpr, by []string, sum bool, out map[*logql.RangeAg
 	case *logql.LabelReplace:
 		observeIn(x.Expr, nil, false, out)
 	}
+}
+
+// countOfGroups reports whether x is a count of the groups of an inner
+// count by some labels, by some of those labels (`count(count by (host)
+// (...))`, the number of distinct hosts): then only which groups have a
+// value at a step reaches the answer, not how many series they count,
+// and a range aggregation linear in its rows under the inner count may
+// group its rows by the inner count's labels as they are read (a group
+// has a value at a step exactly when one of its series has). It returns
+// the inner count's labels.
+func countOfGroups(x *logql.VectorAggregation) ([]string, bool) {
+	in, ok := x.Expr.(*logql.VectorAggregation)
+	if x.Op != "count" || !ok || in.Op != "count" || in.Grouping == nil || in.Grouping.Without ||
+		x.Grouping != nil && x.Grouping.Without {
+		return nil, false
+	}
+	if x.Grouping != nil {
+		for _, l := range x.Grouping.Labels {
+			if !slices.Contains(in.Grouping.Labels, l) {
+				return nil, false
+			}
+		}
+	}
+	return in.Grouping.Labels, true
 }
 
 // linearInRows reports whether a range function's value for a set of

@@ -87,6 +87,11 @@ func TestSumByEarly(t *testing.T) {
 		{`max by (level) (count_over_time({a="b"} | json [1m]))`, `none`},
 		{`sum by (level) (avg_over_time({a="b"} | json | unwrap x [1m]) by (level))`, `none`},
 		{`sum without (level) (count_over_time({a="b"}[1m]))`, `none`},
+		{`count(count by (host) (count_over_time({a="b"} | json [1m])))`, `host`},
+		{`count by (h) (count by (h, p) (rate({a="b"}[1m])))`, `h,p`},
+		{`count by (host) (count_over_time({a="b"} | json [1m]))`, `none`},
+		{`count by (x) (count by (host) (count_over_time({a="b"}[1m])))`, `none`},
+		{`count(count by (host) (max_over_time({a="b"} | json | unwrap x [1m])))`, `none`},
 	} {
 		expr, err := logql.Parse(c.q)
 		if err != nil {
