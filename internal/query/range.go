@@ -202,6 +202,9 @@ func (ev *evaluator) rangeStates(ctx context.Context, x *logql.RangeAggregation,
 		return w, nil
 	}
 	columnar := !ev.e.reference && columnarPipeline(x, hints.observed)
+	// A count of every row of the streams reads their rows' times only:
+	// a block whose rows all count in the same windows, not even those.
+	timesOnly := !ev.e.reference && unwrap == nil && countsRows(x.Op) && len(x.Range.Log.Pipeline) == 0 && shape.steps > 1
 	workers, err := forStreams(ctx, ev, streams, setup, func(ctx context.Context, w *rangeWorker, ls record.Labels) error {
 		row := func(r *rows.Row, names []string) error {
 			if err := ev.scanned(&w.tally, r.Line); err != nil {
@@ -218,11 +221,16 @@ func (ev *evaluator) rangeStates(ctx context.Context, x *logql.RangeAggregation,
 			clear(w.cols.memo) // its outcomes hold for one stream
 			w.cols.noneMemo = 0
 		}
-		if columnar {
+		switch {
+		case timesOnly:
+			err = ev.src.ScanColumns(ctx, ev.p.Tenant, ls, from, to, func(b *part.Block) error {
+				return w.countTimes(ev, ls, b, from, to)
+			}, row)
+		case columnar:
 			err = ev.src.ScanColumns(ctx, ev.p.Tenant, ls, from, to, func(b *part.Block) error {
 				return w.block(ev, ls, b, from, to)
 			}, row)
-		} else {
+		default:
 			o := opts
 			// A count of every row of a stream reads no block that
 			// falls in the same windows: the part's index counts it.
@@ -299,6 +307,31 @@ func (w *rangeWorker) countRows(ev *evaluator, ls record.Labels, t int64, n int)
 	}
 	if s != nil {
 		w.addN(s, t, n)
+	}
+	return ev.flush(&w.tally)
+}
+
+// countTimes counts the rows of a stored block of stream ls in [from,
+// to] in the windows their times fall in, reading nothing but the times
+// (and those only when the rows do not all count in the same windows).
+func (w *rangeWorker) countTimes(ev *evaluator, ls record.Labels, b *part.Block, from, to int64) error {
+	lo, hi := b.TimeRange()
+	if lo >= from && hi <= to && w.sameWindows(lo, hi) {
+		return w.countRows(ev, ls, hi, b.NumRows())
+	}
+	if err := b.DecodeTimes(); err != nil {
+		return err
+	}
+	w.lb.Reset(ls)
+	s, _, err := w.sampleSeries(hi, nil)
+	if err != nil || s == nil {
+		return err
+	}
+	for k := range b.NumRows() {
+		if t := b.RowTime(k); t >= from && t <= to {
+			w.tally.rows++
+			w.add(s, t, 1)
+		}
 	}
 	return ev.flush(&w.tally)
 }
