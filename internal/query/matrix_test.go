@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/sluicelog/sluice/internal/record"
@@ -22,20 +23,10 @@ func randomSeries(n int, rng *rand.Rand) *matrix {
 				ls = append(ls, record.Label{Name: name, Value: values[rng.IntN(len(values))] + fmt.Sprint(rng.IntN(3))})
 			}
 		}
-		slices.SortFunc(ls, func(a, b record.Label) int { return compareStrings(a.Name, b.Name) })
+		slices.SortFunc(ls, func(a, b record.Label) int { return strings.Compare(a.Name, b.Name) })
 		m.add(ls)
 	}
 	return m
-}
-
-func compareStrings(a, b string) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // TestSortSeriesByKey: the keyed sort of many series orders them as

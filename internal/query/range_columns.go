@@ -998,15 +998,15 @@ func (cp *colPlanner) plan(b *part.Block, tm int) {
 	if b.TemplateRaw(tm) || !cp.skeleton(b, tm) {
 		return // a raw line, or a value in an escape
 	}
-	if cp.named {
-		cp.planNamed(b, tm)
-		return
-	}
-	_, holes := b.TemplateLine(tm)
 	ps := &cp.scan
 	ps.Reset(cp.skel, cp.holeOff)
 	start := ps.Space(0)
 	if start >= len(cp.skel) || cp.skel[start] != '{' {
+		return
+	}
+	_, holes := b.TemplateLine(tm)
+	if cp.named {
+		cp.planNamed(p, len(holes), start)
 		return
 	}
 	for i := range cp.json.Len() {
@@ -1098,23 +1098,16 @@ func (cp *colPlanner) valuePlan(pos, end int) (paramPlan, bool) {
 	return paramPlan{}, false
 }
 
-// planNamed plans template tm, its skeleton built, for json without
-// parameters: the fields of the template whose names may set a label the
+// planNamed makes plan p of a template of holes values, its skeleton in
+// cp.scan and an object at start, for json without parameters: the fields of the template whose names may set a label the
 // query observes, and where each is. Every value of a row must be
 // well-formed (the stage walks the whole line; wellFormedValue also
 // refuses an object outside a string, whose fields would set labels). A
 // template where a key is a value, a field the query observes is built
 // of values and gaps, or two fields may set the same label (whose first
 // value wins by the order of the line), takes the row path.
-func (cp *colPlanner) planNamed(b *part.Block, tm int) {
-	p := &cp.plans[tm]
-	_, holes := b.TemplateLine(tm)
+func (cp *colPlanner) planNamed(p *tmplPlan, holes, start int) {
 	ps := &cp.scan
-	ps.Reset(cp.skel, cp.holeOff)
-	start := ps.Space(0)
-	if start >= len(cp.skel) || cp.skel[start] != '{' {
-		return
-	}
 	type field struct {
 		name       string
 		start, end int
@@ -1147,7 +1140,7 @@ func (cp *colPlanner) planNamed(b *part.Block, tm int) {
 	if cp.single != nil && len(p.params) == 0 {
 		p.params, p.names = append(p.params, paramPlan{hole: -1}), append(p.names, cp.single[0])
 	}
-	p.check = len(holes)
+	p.check = holes
 	p.inString = append(p.inString[:0], cp.holeInStr...)
 	p.ok = true
 }
