@@ -228,11 +228,13 @@ func sameAnswer(sn *store.Snapshot, q string, log bool, backward bool) string {
 	at := time.Date(2026, 1, 15, 8, 0, 20, 0, time.UTC).UnixNano()
 	var ps []Params
 	if log {
-		p := Params{Tenant: store.DefaultTenant, Query: q, Start: at - int64(time.Minute), End: at, Limit: 5000}
-		if backward {
-			p.Direction = Backward
+		for _, limit := range []int{5000, 7} { // all lines, and the newest (or oldest) few of all streams
+			p := Params{Tenant: store.DefaultTenant, Query: q, Start: at - int64(time.Minute), End: at, Limit: limit}
+			if backward {
+				p.Direction = Backward
+			}
+			ps = append(ps, p)
 		}
-		ps = append(ps, p)
 	} else {
 		ps = append(ps,
 			Params{Tenant: store.DefaultTenant, Query: q, Start: at, End: at, Instant: true},

@@ -2,10 +2,13 @@ package query
 
 import (
 	"cmp"
+	"container/heap"
 	"context"
 	"errors"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"unsafe"
 
 	"github.com/sluicelog/sluice/internal/logql"
@@ -80,11 +83,22 @@ func (ev *evaluator) logLines(ctx context.Context, x *logql.LogExpr) ([]logLine,
 		return &logWorker{pipe: pipe, lb: &stage.Labels{}, labels: map[string]*keyed{}}, nil
 	}
 	interval := int64(ev.p.Interval)
+	// The limit lines nearest the scans' start across all streams: a
+	// stream's scan stops at a row beyond the farthest of them, which
+	// could not be among the lines returned. (Not with an interval, which
+	// thins each stream's lines by their own.)
+	var cut *cutoff
+	if interval == 0 && !ev.e.reference {
+		cut = newCutoff(limit, opts.Backward)
+	}
 	workers, err := forStreams(ctx, ev, streams, setup, func(ctx context.Context, w *logWorker, ls record.Labels) error {
 		// Each stream yields at most limit lines: its newest (or oldest)
 		// ones are all the merged result can use.
 		n, last := 0, int64(0)
 		err := ev.src.Scan(ctx, ev.p.Tenant, ls, from, to, opts, func(r *rows.Row, names []string) error {
+			if cut.beyond(r.Time) {
+				return errEnough // this stream's rows from here on come too late
+			}
 			if err := ev.scanned(&w.tally, r.Line); err != nil {
 				return err
 			}
@@ -109,6 +123,7 @@ func (ev *evaluator) logLines(ctx context.Context, x *logql.LogExpr) ([]logLine,
 			w.lines = append(w.lines, logLine{time: r.Time, line: string(line), key: k.key, meta: meta, parsed: parsed})
 			w.tally.held += int64(len(line)) + 64
 			n, last = n+1, r.Time
+			cut.add(r.Time)
 			if n >= limit {
 				return errEnough
 			}
@@ -189,4 +204,79 @@ func absDiff(a, b int64) int64 {
 		return a - b
 	}
 	return b - a
+}
+
+// cutoff keeps the times of the limit lines nearest the scans' start
+// (the newest when backward) that a log query's streams have yielded, so
+// that each stream's scan stops at a row farther than all of them.
+//
+// Concurrency: safe for the query's workers; beyond is one atomic load.
+type cutoff struct {
+	limit    int
+	backward bool
+	mu       sync.Mutex
+	times    []int64      // a heap whose root is the farthest kept
+	bound    atomic.Int64 // the root once limit are kept; until then none
+	full     atomic.Bool
+}
+
+func newCutoff(limit int, backward bool) *cutoff {
+	return &cutoff{limit: limit, backward: backward}
+}
+
+// beyond reports whether a row at time t is farther from the start than
+// limit lines already kept, so that neither it nor any later row of its
+// stream can be returned. Rows at the bound itself are not beyond it.
+func (c *cutoff) beyond(t int64) bool {
+	if c == nil || !c.full.Load() {
+		return false
+	}
+	if c.backward {
+		return t < c.bound.Load()
+	}
+	return t > c.bound.Load()
+}
+
+// add counts a line kept at time t.
+func (c *cutoff) add(t int64) {
+	if c == nil || c.limit <= 0 {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	h := (*timeHeap)(c)
+	switch {
+	case len(c.times) < c.limit:
+		heap.Push(h, t)
+	case !c.farther(t, c.times[0]): // nearer than the farthest kept: it takes its place
+		c.times[0] = t
+		heap.Fix(h, 0)
+	default:
+		return // farther than every kept line
+	}
+	if len(c.times) == c.limit {
+		c.bound.Store(c.times[0])
+		c.full.Store(true)
+	}
+}
+
+// farther reports whether time a is farther from the scans' start than b.
+func (c *cutoff) farther(a, b int64) bool {
+	if c.backward {
+		return a < b
+	}
+	return a > b
+}
+
+// timeHeap orders a cutoff's times with the farthest at the root.
+type timeHeap cutoff
+
+func (h *timeHeap) Len() int           { return len(h.times) }
+func (h *timeHeap) Less(i, j int) bool { return (*cutoff)(h).farther(h.times[i], h.times[j]) }
+func (h *timeHeap) Swap(i, j int)      { h.times[i], h.times[j] = h.times[j], h.times[i] }
+func (h *timeHeap) Push(x any)         { h.times = append(h.times, x.(int64)) }
+func (h *timeHeap) Pop() any {
+	t := h.times[len(h.times)-1]
+	h.times = h.times[:len(h.times)-1]
+	return t
 }
