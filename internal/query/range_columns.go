@@ -872,6 +872,10 @@ func (cp *colPlanner) wellFormedColumn(b *part.Block, col int, inString bool) bo
 		cp.plainCols[col] = 1
 		if ok, err := b.NoneOf(col, &notStringContent); err == nil && ok {
 			cp.plainCols[col] = 2
+		} else if ok, err := b.Every(col, validStringContent); err == nil && ok {
+			// Escapes, all valid: one walk of the column, and no row
+			// of the block checks it.
+			cp.plainCols[col] = 2
 		}
 	}
 	return cp.plainCols[col] == 2

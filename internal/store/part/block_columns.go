@@ -423,6 +423,38 @@ func (b *Block) loadedCol(i int) (*colData, error) {
 // NoneOf reports whether no value of column col holds a byte of set,
 // for a column that stores its texts (string, dictionary or constant);
 // false for the others.
+// Every reports whether ok holds for every value of a text column (one
+// stored as strings, a dictionary or a constant), each value passed
+// once, in one walk of the column's bytes; false for other columns. The
+// value passed views the block: ok must not keep it.
+func (b *Block) Every(col int, ok func(v []byte) bool) (bool, error) {
+	c, err := b.loadedCol(col)
+	if err != nil {
+		return false, err
+	}
+	switch c.enc {
+	case encConst:
+		return ok(c.data), nil
+	case encDict:
+		for _, e := range c.dict {
+			if !ok(e) {
+				return false, nil
+			}
+		}
+		return true, nil
+	case encString:
+		start := uint32(0)
+		for _, end := range c.ends {
+			if !ok(c.data[start:end]) {
+				return false, nil
+			}
+			start = end
+		}
+		return true, nil
+	}
+	return false, nil
+}
+
 func (b *Block) NoneOf(col int, set *[256]bool) (bool, error) {
 	c, err := b.loadedCol(col)
 	if err != nil {
