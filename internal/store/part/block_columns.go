@@ -420,9 +420,6 @@ func (b *Block) loadedCol(i int) (*colData, error) {
 	return c, nil
 }
 
-// NoneOf reports whether no value of column col holds a byte of set,
-// for a column that stores its texts (string, dictionary or constant);
-// false for the others.
 // Every reports whether ok holds for every value of a text column (one
 // stored as strings, a dictionary or a constant), each value passed
 // once, in one walk of the column's bytes; false for other columns. The
@@ -455,29 +452,16 @@ func (b *Block) Every(col int, ok func(v []byte) bool) (bool, error) {
 	return false, nil
 }
 
+// NoneOf reports whether no value of column col holds a byte of set,
+// for a column that stores its texts (string, dictionary or constant);
+// false for the others.
 func (b *Block) NoneOf(col int, set *[256]bool) (bool, error) {
-	c, err := b.loadedCol(col)
-	if err != nil {
-		return false, err
-	}
-	none := func(v []byte) bool {
+	return b.Every(col, func(v []byte) bool {
 		for _, x := range v {
 			if set[x] {
 				return false
 			}
 		}
 		return true
-	}
-	switch c.enc {
-	case encString, encConst:
-		return none(c.data), nil
-	case encDict:
-		for _, e := range c.dict {
-			if !none(e) {
-				return false, nil
-			}
-		}
-		return true, nil
-	}
-	return false, nil
+	})
 }
