@@ -202,9 +202,11 @@ func (ev *evaluator) rangeStates(ctx context.Context, x *logql.RangeAggregation,
 		return w, nil
 	}
 	columnar := !ev.e.reference && columnarPipeline(x, hints.observed)
-	// A count of every row of the streams reads their rows' times only:
-	// a block whose rows all count in the same windows, not even those.
-	timesOnly := !ev.e.reference && unwrap == nil && countsRows(x.Op) && len(x.Range.Log.Pipeline) == 0 && shape.steps > 1
+	// A count of every row of the streams: over steps it reads their
+	// rows' times only (a block whose rows all count in the same windows,
+	// not even those); at one instant the parts' index counts them.
+	countsAll := !ev.e.reference && unwrap == nil && countsRows(x.Op) && len(x.Range.Log.Pipeline) == 0
+	timesOnly := countsAll && shape.steps > 1
 	workers, err := forStreams(ctx, ev, streams, setup, func(ctx context.Context, w *rangeWorker, ls record.Labels) error {
 		row := func(r *rows.Row, names []string) error {
 			if err := ev.scanned(&w.tally, r.Line); err != nil {
@@ -232,9 +234,7 @@ func (ev *evaluator) rangeStates(ctx context.Context, x *logql.RangeAggregation,
 			}, row)
 		default:
 			o := opts
-			// A count of every row of a stream reads no block that
-			// falls in the same windows: the part's index counts it.
-			o.CountAll = !ev.e.reference && unwrap == nil && countsRows(x.Op) && len(x.Range.Log.Pipeline) == 0
+			o.CountAll = countsAll
 			if o.NoLines || o.CountAll {
 				// A block whose rows all count in the same windows is
 				// counted by the store, its rows never yielded.
