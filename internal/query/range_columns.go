@@ -835,30 +835,23 @@ func (cp *colPlanner) wellFormed(b *part.Block, tm, si int, inString bool, t int
 // JSON value.
 func (cp *colPlanner) wellFormedValue(v []byte, inString bool) bool {
 	if inString {
-		return validStringContent(v)
+		return part.JSONStringContent(v)
 	}
 	// json without parameters names the fields of an object: a value
 	// that is one sets labels the template's plan did not see.
 	return cp.scan.Valid(v) && !(cp.named && v[0] == '{')
 }
 
-// notStringContent marks the bytes that need a look in string content:
-// quotes, backslashes (escapes) and control characters.
-var notStringContent = func() (set [256]bool) {
-	for c := range 0x20 {
-		set[c] = true
-	}
-	set['"'], set['\\'] = true, true
-	return set
-}()
-
 // wellFormedColumn reports whether every value of a column is well-formed
-// in the context: by its kind, by each distinct value of a constant or
-// dictionary column, or, for string content, because none of its values
-// has a quote, a backslash or a control character (computed once per
-// block and column).
+// in the context: by its kind, by what its writer found (part format 4
+// on), by each distinct value of a constant or dictionary column, or, in
+// an older part, by one walk of a string column (once per block and
+// column).
 func (cp *colPlanner) wellFormedColumn(b *part.Block, col int, inString bool) bool {
-	if wellFormedByKind(b.ColumnKind(col), inString) {
+	switch {
+	case wellFormedByKind(b.ColumnKind(col), inString),
+		inString && b.ColumnJSONString(col),
+		!inString && b.ColumnJSONValues(col):
 		return true
 	}
 	switch b.ColumnKind(col) {
@@ -870,11 +863,7 @@ func (cp *colPlanner) wellFormedColumn(b *part.Block, col int, inString bool) bo
 	}
 	if cp.plainCols[col] == 0 {
 		cp.plainCols[col] = 1
-		if ok, err := b.NoneOf(col, &notStringContent); err == nil && ok {
-			cp.plainCols[col] = 2
-		} else if ok, err := b.Every(col, validStringContent); err == nil && ok {
-			// Escapes, all valid: one walk of the column, and no row
-			// of the block checks it.
+		if ok, err := b.Every(col, part.JSONStringContent); err == nil && ok {
 			cp.plainCols[col] = 2
 		}
 	}
@@ -932,38 +921,6 @@ func wellFormedByKind(k part.ColumnKind, inString bool) bool {
 		return inString
 	}
 	return false
-}
-
-// validStringContent reports whether v can stand between the quotes of a
-// JSON string: no quote or control character, every escape valid.
-func validStringContent(v []byte) bool {
-	for i := 0; i < len(v); i++ {
-		switch c := v[i]; {
-		case c < 0x20 || c == '"':
-			return false
-		case c == '\\':
-			if i+1 >= len(v) {
-				return false
-			}
-			i++
-			switch v[i] {
-			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
-			case 'u':
-				if i+4 >= len(v) {
-					return false
-				}
-				for _, h := range v[i+1 : i+5] {
-					if !(h >= '0' && h <= '9' || h >= 'a' && h <= 'f' || h >= 'A' && h <= 'F') {
-						return false
-					}
-				}
-				i += 4
-			default:
-				return false
-			}
-		}
-	}
-	return true
 }
 
 // planCached plans template tm, or takes the plan of a template with the

@@ -11,7 +11,9 @@ import (
 
 	"github.com/sluicelog/sluice/internal/parse"
 	"github.com/sluicelog/sluice/internal/record"
+	"github.com/sluicelog/sluice/internal/stage"
 	"github.com/sluicelog/sluice/internal/store"
+	"github.com/sluicelog/sluice/internal/store/part"
 	"github.com/sluicelog/sluice/internal/vfs"
 )
 
@@ -270,6 +272,29 @@ func FuzzColumnarSameAsRows(f *testing.F) {
 			if r, c := render(rows, p), render(cols, p); !slices.Equal(r, c) {
 				t.Fatalf("%s (instant %v):\nrows:\n  %s\ncolumns:\n  %s", q, p.Instant, strings.Join(r, "\n  "), strings.Join(c, "\n  "))
 			}
+		}
+	})
+}
+
+// FuzzJSONFlagsImplyStage checks the promise the columnar path takes from
+// a part's JSON column flags: a value part.JSONStringContent accepts is
+// string content the json stage reads, and one part.JSONValue accepts is
+// a value it reads whole (and not an object, which json without
+// parameters would flatten).
+func FuzzJSONFlagsImplyStage(f *testing.F) {
+	for _, s := range []string{`abc`, `a \"b\" \u00e9 \n`, `\u12`, `\x`, "a\tb", `"`, `\`,
+		`12`, `-0.5e+3`, `01`, `1.`, `true`, `nul`, `null `, `[1, "a", {"b": [true]}]`, `[1,]`, `{}`, `"s"`, `"\ud800"`, `[[[[]]]]`} {
+		f.Add([]byte(s))
+	}
+	var sc stage.JSONScanner
+	f.Fuzz(func(t *testing.T, v []byte) {
+		if part.JSONStringContent(v) {
+			if _, ok := sc.Unquote([]byte(`"` + string(v) + `"`)); !ok {
+				t.Errorf("%q: JSONStringContent accepts it, the json stage does not read it as a string's content", v)
+			}
+		}
+		if part.JSONValue(v) && (!sc.Valid(v) || v[0] == '{') {
+			t.Errorf("%q: JSONValue accepts it, the json stage does not read it as one value (or it is an object)", v)
 		}
 	})
 }

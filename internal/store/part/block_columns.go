@@ -280,6 +280,17 @@ func (b *Block) LineColumn() int {
 // ColumnKind returns how column i stores its values.
 func (b *Block) ColumnKind(i int) ColumnKind { return columnKinds[b.cols[i].enc] }
 
+// ColumnJSONString reports whether every value of column i, as stored,
+// can stand between the quotes of a JSON string (JSONStringContent), as
+// its writer found. False when not, or not known (a part older than
+// version 4, or a column whose kind says it: int, decimal, hex, time).
+func (b *Block) ColumnJSONString(i int) bool { return b.cols[i].flags&colJSONString != 0 }
+
+// ColumnJSONValues reports whether every value of column i is one JSON
+// value other than an object (JSONValue), as its writer found; false as
+// ColumnJSONString.
+func (b *Block) ColumnJSONValues(i int) bool { return b.cols[i].flags&colJSONValue != 0 }
+
 // TemplateRaw reports whether template t stores its rows' lines whole.
 func (b *Block) TemplateRaw(t int) bool { return b.tmpls[t].raw }
 
@@ -450,18 +461,4 @@ func (b *Block) Every(col int, ok func(v []byte) bool) (bool, error) {
 		return true, nil
 	}
 	return false, nil
-}
-
-// NoneOf reports whether no value of column col holds a byte of set,
-// for a column that stores its texts (string, dictionary or constant);
-// false for the others.
-func (b *Block) NoneOf(col int, set *[256]bool) (bool, error) {
-	return b.Every(col, func(v []byte) bool {
-		for _, x := range v {
-			if set[x] {
-				return false
-			}
-		}
-		return true
-	})
 }

@@ -464,6 +464,10 @@ func (c *colData) decode(h, cr *bin.Reader, raw []byte) []byte {
 	default:
 		h.Fail("column encoding")
 	}
+	if flags&^(colMsg|colLine|colMinMax|colGrams|colJSONString|colJSONValue) != 0 ||
+		flags&(colJSONString|colJSONValue) != 0 && c.enc != encString && c.enc != encConst && c.enc != encDict {
+		h.Fail("column flags")
+	}
 	if flags&colMinMax != 0 {
 		h.Bytes(16, "min and max")
 	}

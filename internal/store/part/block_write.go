@@ -27,6 +27,9 @@ const (
 	colLine   = 1 << 1 // holds whole lines that no template fits
 	colMinMax = 1 << 2 // the directory entry has the numeric min and max
 	colGrams  = 1 << 3 // the directory entry has the values' gram filter (grams.go)
+	// Version 4 on, text columns only (jsontext.go):
+	colJSONString = 1 << 4 // every value is JSONStringContent
+	colJSONValue  = 1 << 5 // every value is a JSONValue
 )
 
 // Column encodings.
@@ -485,6 +488,7 @@ func (w *blockWriter) encodeColumn(c *column, body, s []byte) (desc, _, _ []byte
 	if ok {
 		flags |= colGrams
 	}
+	flags |= w.jsonFlags(c, enc)
 	desc = append(desc, flags, enc)
 	desc = binary.AppendUvarint(desc, uint64(n))
 	sameMeta := allSame(c.meta)
@@ -581,6 +585,38 @@ func (w *blockWriter) gramFilter(c *column, enc byte) ([]byte, bool) {
 	var ok bool
 	w.gramBuf, ok = g.appendFilter(w.gramBuf[:0])
 	return w.gramBuf, ok
+}
+
+// jsonFlags returns which of colJSONString and colJSONValue hold for
+// every value of a text column (encodings string, dict and const; a
+// reader knows the others' alphabets).
+func (w *blockWriter) jsonFlags(c *column, enc byte) byte {
+	flags := byte(colJSONString | colJSONValue)
+	holds := func(v []byte) bool { // false once neither holds
+		if flags&colJSONString != 0 && !JSONStringContent(v) {
+			flags &^= colJSONString
+		}
+		if flags&colJSONValue != 0 && !JSONValue(v) {
+			flags &^= colJSONValue
+		}
+		return flags != 0
+	}
+	switch enc {
+	case encConst:
+		holds(c.value(0))
+	case encDict:
+		for r := bin.NewReader(w.dictEntries); r.Len() > 0 && r.Err() == nil && holds(r.BytesN("dictionary entry")); {
+		}
+	case encString:
+		for i := range c.ends {
+			if !holds(c.value(i)) {
+				break
+			}
+		}
+	default:
+		return 0
+	}
+	return flags
 }
 
 // hasNums reports whether any value of c carries a number to store.

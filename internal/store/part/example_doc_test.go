@@ -9,7 +9,7 @@ import (
 	"github.com/sluicelog/sluice/internal/vfs"
 )
 
-var update = flag.Bool("update", false, "rewrite testdata/example.hex and testdata/golden/v3.part (the current version's) from what the writer makes")
+var update = flag.Bool("update", false, "rewrite testdata/example.hex and testdata/golden/vN.part (N: the current version) from what the writer makes")
 
 // TestExample writes the part of docs/format/part.md's example and
 // compares it with testdata/example.hex, the dump the document quotes:

@@ -25,7 +25,9 @@ import (
 //   - v2.part: format version 2, written at commit 5d851ee (the parent of
 //     06a0528, which introduced version 3; version 2's tokens as 5470d2d
 //     fixed them);
-//   - v3.part: format version 3, the current writer's; `go test
+//   - v3.part: format version 3, written at commit 6e6673f (the parent
+//     of the commit that introduced version 4);
+//   - v4.part: format version 4, the current writer's; `go test
 //     ./internal/store/part -run TestGoldenParts -update` rewrites it.
 //
 // v1 and v2 were made with a temporary test file in a git worktree of
@@ -46,8 +48,9 @@ import (
 // column, level a dictionary in the api block). The .want files were
 // dumped by dumpPart when the parts were added and checked by hand
 // against input.txt; they differ only in version 1's unknown longest
-// tokens. A new version adds its vN.part and vN.want; none is removed.
-var goldenVersions = []int{1, 2, 3}
+// tokens; v4.want adds the JSON flags of the text columns (jsontext.go).
+// A new version adds its vN.part and vN.want; none is removed.
+var goldenVersions = []int{1, 2, 3, 4}
 
 func TestGoldenParts(t *testing.T) {
 	if *update {
@@ -113,6 +116,11 @@ func dumpPart(t *testing.T, rd *part.Reader) string {
 		}
 		for _, r := range blk.Rows {
 			dumpRow(&sb, &r, blk.Names, rd.Streams[r.Stream].String())
+		}
+		for c := range blk.NumColumns() {
+			if s, v := blk.ColumnJSONString(c), blk.ColumnJSONValues(c); s || v {
+				fmt.Fprintf(&sb, "  column %q json string %v value %v\n", blk.Names[c], s, v)
+			}
 		}
 	}
 	stats, err := rd.Stats()
