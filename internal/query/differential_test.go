@@ -327,6 +327,10 @@ func TestHintsSameAsReference(t *testing.T) {
 		`count(count by (lvl) (sum_over_time({service="lf"} | logfmt | label_format lvl=level | unwrap lat [1h])))`,
 		`sum(count_over_time({service=~".+"}[1h])) by (service)`,
 		`count(count by (service) (count_over_time({service=~".+"}[1h])))`,
+		// service is every stream's label: json sets service_extracted.
+		`sum by (service) (count_over_time({service=~".+"} | json | level="error" [1h]))`,
+		`sum by (service, service_extracted) (count_over_time({service=~".+"} | json [1h]))`,
+		`sum by (service) (count_over_time({service=~".*"} | logfmt | level="error" [1h]))`,
 	} {
 		if diff := sameAnswer(sn, q, false, false); diff != "" {
 			t.Errorf("%s: %s", q, diff)

@@ -63,6 +63,7 @@ func observeIn(x logql.SampleExpr, by []string, sum bool, out map[*logql.RangeAg
 		if u != nil {
 			o = o.AddFilters(u.Filters)
 		}
+		o = o.Except(streamBound(x.Range.Log.Selector))
 		h.observed = o
 		out[x] = h
 	case *logql.VectorAggregation:
@@ -85,6 +86,22 @@ func observeIn(x logql.SampleExpr, by []string, sum bool, out map[*logql.RangeAg
 	case *logql.LabelReplace:
 		observeIn(x.Expr, nil, false, out)
 	}
+}
+
+// streamBound returns the labels that every stream a selector selects
+// has: those of a matcher that the empty value (an absent label) fails.
+// A parser never sets one of them (it sets name_extracted instead), so
+// the labels observed after it need not include them: `sum by (service)
+// (count_over_time({service=~".+"} | json [1m]))` reads no field of the
+// lines.
+func streamBound(sel logql.Selector) []string {
+	var names []string
+	for _, m := range sel {
+		if !m.Matches("") {
+			names = append(names, m.Name)
+		}
+	}
+	return names
 }
 
 // countOfGroups reports whether x is a count of the groups of an inner

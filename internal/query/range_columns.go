@@ -593,7 +593,7 @@ func (cp *colPlanner) startBlock(b *part.Block, gives func(p *tmplPlan) (nothing
 			for h := range p.check {
 				col := b.SlotColumn(t, holes[h])
 				need[col] = true
-				if !cp.wellFormedColumn(b, col, p.inString[h]) {
+				if str, val := b.SlotJSON(t, holes[h]); !(p.inString[h] && str || !p.inString[h] && val || cp.wellFormedColumn(b, col, p.inString[h])) {
 					p.checks = append(p.checks, h)
 				}
 			}
@@ -843,15 +843,12 @@ func (cp *colPlanner) wellFormedValue(v []byte, inString bool) bool {
 }
 
 // wellFormedColumn reports whether every value of a column is well-formed
-// in the context: by its kind, by what its writer found (part format 4
-// on), by each distinct value of a constant or dictionary column, or, in
-// an older part, by one walk of a string column (once per block and
-// column).
+// in the context: by its kind, by each distinct value of a constant or
+// dictionary column, or by one walk of a string column (once per block
+// and column). (A slot's values may be vouched for by its writer first:
+// part.Block.SlotJSON.)
 func (cp *colPlanner) wellFormedColumn(b *part.Block, col int, inString bool) bool {
-	switch {
-	case wellFormedByKind(b.ColumnKind(col), inString),
-		inString && b.ColumnJSONString(col),
-		!inString && b.ColumnJSONValues(col):
+	if wellFormedByKind(b.ColumnKind(col), inString) {
 		return true
 	}
 	switch b.ColumnKind(col) {

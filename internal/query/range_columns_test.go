@@ -277,7 +277,7 @@ func FuzzColumnarSameAsRows(f *testing.F) {
 }
 
 // FuzzJSONFlagsImplyStage checks the promise the columnar path takes from
-// a part's JSON column flags: a value part.JSONStringContent accepts is
+// a part's JSON slot flags (part.Block.SlotJSON): a value part.JSONStringContent accepts is
 // string content the json stage reads, and one part.JSONValue accepts is
 // a value it reads whole (and not an object, which json without
 // parameters would flatten).

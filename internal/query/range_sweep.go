@@ -31,6 +31,10 @@ type sweepState struct {
 	uses   []int  // per template and parameter column
 	raw    []bool // per template
 	cur    []int  // per parameter column
+	// checkRows: per column, whether a row checks it; per template (from
+	// advStart), the checked columns its rows advance.
+	checked       []bool
+	adv, advStart []int
 }
 
 type idCounts struct{ counts, first [256]int }
@@ -189,13 +193,40 @@ func (w *rangeWorker) sweep(ev *evaluator, ls record.Labels, b *part.Block, from
 }
 
 // checkRows checks the values that the rows of a block must have
-// well-formed (tmplPlan.check), walking the rows with the column cursors
-// the row path keeps; it leaves them at zero.
+// well-formed (tmplPlan.check) in one walk of the rows that advances only
+// the cursors of the columns checked; it leaves the cursors at zero.
 func (w *rangeWorker) checkRows(b *part.Block, t int64) (bool, error) {
 	cp := w.cols
 	defer clear(cp.cur)
+	nt := b.NumTemplates()
+	sw := &cp.sweep
+	checked := growClear(sw.checked, b.NumColumns())
+	sw.checked = checked
+	for tm := range nt {
+		if p := &cp.plans[tm]; p.ok && len(p.checks) > 0 && !cp.knownNothing(p) {
+			_, holes := b.TemplateLine(tm)
+			for _, h := range p.checks {
+				checked[b.SlotColumn(tm, holes[h])] = true
+			}
+		}
+	}
+	// Per template, the checked columns its rows advance; a template
+	// whose rows neither check nor advance one is passed over.
+	sw.adv, sw.advStart = sw.adv[:0], append(sw.advStart[:0], 0)
+	for tm := range nt {
+		for _, c := range cp.adv[cp.advStart[tm]:cp.advStart[tm+1]] {
+			if checked[c] {
+				sw.adv = append(sw.adv, c)
+			}
+		}
+		sw.advStart = append(sw.advStart, len(sw.adv))
+	}
 	for k := range b.NumRows() {
 		tm := b.RowTemplate(k)
+		adv := sw.adv[sw.advStart[tm]:sw.advStart[tm+1]]
+		if len(adv) == 0 {
+			continue // it uses no checked column: it has no check
+		}
 		if p := &cp.plans[tm]; p.ok && len(p.checks) > 0 && !cp.knownNothing(p) {
 			_, holes := b.TemplateLine(tm)
 			for _, h := range p.checks {
@@ -204,7 +235,7 @@ func (w *rangeWorker) checkRows(b *part.Block, t int64) (bool, error) {
 				}
 			}
 		}
-		for _, c := range cp.adv[cp.advStart[tm]:cp.advStart[tm+1]] {
+		for _, c := range adv {
 			cp.cur[c]++
 		}
 	}

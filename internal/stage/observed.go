@@ -97,6 +97,22 @@ func (o *Observed) AddFilters(filters []logql.LabelFilter) *Observed {
 	return &Observed{names: slices.Compact(names)}
 }
 
+// Except returns o without names (the error labels stay): labels a
+// parser of the query cannot set, such as those every stream it reads
+// has (a parser sets name_extracted for a stream's label name).
+func (o *Observed) Except(names []string) *Observed {
+	if o == nil || len(names) == 0 {
+		return o
+	}
+	kept := make([]string, 0, len(o.names))
+	for _, n := range o.names {
+		if n == ErrorLabel || n == ErrorDetailsLabel || !slices.Contains(names, n) {
+			kept = append(kept, n)
+		}
+	}
+	return &Observed{names: kept}
+}
+
 // Names returns the names observed, sorted; nil for every name.
 func (o *Observed) Names() []string {
 	if o == nil {

@@ -280,16 +280,16 @@ func (b *Block) LineColumn() int {
 // ColumnKind returns how column i stores its values.
 func (b *Block) ColumnKind(i int) ColumnKind { return columnKinds[b.cols[i].enc] }
 
-// ColumnJSONString reports whether every value of column i, as stored,
-// can stand between the quotes of a JSON string (JSONStringContent), as
-// its writer found. False when not, or not known (a part older than
-// version 4, or a column whose kind says it: int, decimal, hex, time).
-func (b *Block) ColumnJSONString(i int) bool { return b.cols[i].flags&colJSONString != 0 }
-
-// ColumnJSONValues reports whether every value of column i is one JSON
-// value other than an object (JSONValue), as its writer found; false as
-// ColumnJSONString.
-func (b *Block) ColumnJSONValues(i int) bool { return b.cols[i].flags&colJSONValue != 0 }
+// SlotJSON reports what the values of slot s of template t (an in-line
+// slot) are in every row of the block as JSON text, as its writer found:
+// str, each can stand between the quotes of a JSON string
+// (JSONStringContent); value, each is one JSON value other than an
+// object (JSONValue). Both false when not, or not known (a part older
+// than version 4).
+func (b *Block) SlotJSON(t, s int) (str, value bool) {
+	f := b.tmpls[t].slots[s].flags
+	return f&slotJSONString != 0, f&slotJSONValue != 0
+}
 
 // TemplateRaw reports whether template t stores its rows' lines whole.
 func (b *Block) TemplateRaw(t int) bool { return b.tmpls[t].raw }

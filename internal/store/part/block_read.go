@@ -417,7 +417,8 @@ func (h *blockHeader) parseTemplate(enc []byte, t *template) error {
 		if (sl.flags&slotInLine != 0) != seen[i] {
 			r.Fail("in-line slot without a hole")
 		}
-		if sl.flags&^(slotInLine|slotMsg|slotRoleMsk) != 0 || sl.flags&slotRoleMsk>>slotRoleSh > byte(record.RoleMsg) {
+		if sl.flags&^(slotInLine|slotMsg|slotRoleMsk|slotJSONString|slotJSONValue) != 0 || sl.flags&slotRoleMsk>>slotRoleSh > byte(record.RoleMsg) ||
+			sl.flags&(slotJSONString|slotJSONValue) != 0 && sl.flags&slotInLine == 0 {
 			r.Fail("slot flags")
 		}
 	}
@@ -463,10 +464,6 @@ func (c *colData) decode(h, cr *bin.Reader, raw []byte) []byte {
 	case encString, encConst, encDict, encInt, encDecimal:
 	default:
 		h.Fail("column encoding")
-	}
-	if flags&^(colMsg|colLine|colMinMax|colGrams|colJSONString|colJSONValue) != 0 ||
-		flags&(colJSONString|colJSONValue) != 0 && c.enc != encString && c.enc != encConst && c.enc != encDict {
-		h.Fail("column flags")
 	}
 	if flags&colMinMax != 0 {
 		h.Bytes(16, "min and max")

@@ -27,9 +27,6 @@ const (
 	colLine   = 1 << 1 // holds whole lines that no template fits
 	colMinMax = 1 << 2 // the directory entry has the numeric min and max
 	colGrams  = 1 << 3 // the directory entry has the values' gram filter (grams.go)
-	// Version 4 on, text columns only (jsontext.go):
-	colJSONString = 1 << 4 // every value is JSONStringContent
-	colJSONValue  = 1 << 5 // every value is a JSONValue
 )
 
 // Column encodings.
@@ -49,6 +46,10 @@ const (
 	slotMsg     = 1 << 1 // the value is the message (a colMsg column)
 	slotRoleSh  = 2      // bits 2–3: record.Role
 	slotRoleMsk = 3 << slotRoleSh
+	// Version 4 on, in-line slots only (jsontext.go): every value the
+	// slot takes in the block's rows is JSONStringContent, or a JSONValue.
+	slotJSONString = 1 << 4
+	slotJSONValue  = 1 << 5
 )
 
 // Template modes.
@@ -119,6 +120,12 @@ type blockWriter struct {
 	tmplIndex map[string]uint32
 	tmpls     []byte // encoded templates, one after another
 	nTmpls    int
+	// The JSON flags of the templates' slots, known once every row is
+	// in: per template (from slotsAt), per slot, the flags that hold so
+	// far and where its flags byte is in tmpls.
+	slotJSON    []byte
+	slotFlagOff []int
+	slotsAt     []int
 
 	cols     []*column
 	colIndex map[colKey]int
@@ -180,6 +187,7 @@ func (w *blockWriter) reset() {
 	w.times, w.rowFlags, w.tmplIDs, w.msgSpans = w.times[:0], w.rowFlags[:0], w.tmplIDs[:0], w.msgSpans[:0]
 	clear(w.tmplIndex)
 	w.tmpls, w.nTmpls = w.tmpls[:0], 0
+	w.slotJSON, w.slotFlagOff, w.slotsAt = w.slotJSON[:0], w.slotFlagOff[:0], w.slotsAt[:0]
 	for _, c := range w.cols {
 		c.reset()
 		w.spare = append(w.spare, c)
@@ -322,8 +330,17 @@ func (w *blockWriter) add(r *rows.Row, names []string) {
 		w.nTmpls++
 		w.tmplIndex[string(key)] = id
 		w.tmpls = bin.AppendBytes(w.tmpls, key)
+		w.addSlotFlags(len(w.tmpls) - len(key))
 	}
 	w.tmplIDs = append(w.tmplIDs, id)
+	if mode == tmplHoles {
+		fl := w.slotJSON[w.slotsAt[id]:]
+		for _, h := range w.holes {
+			if f := &fl[h.slot]; *f != 0 {
+				*f = jsonFlags(r.Line[h.off:h.end], *f)
+			}
+		}
+	}
 
 	// The values, in slot order.
 	for j := range r.Fields {
@@ -340,6 +357,36 @@ func (w *blockWriter) add(r *rows.Row, names []string) {
 		c.add(r.Line, meta(record.String, 0), 0, row, false)
 	}
 	w.rowFlags = append(w.rowFlags, flags)
+}
+
+// addSlotFlags notes the slots of the template just stored at tmpls[at:]:
+// where each one's flags byte is, and, for an in-line slot, the JSON
+// flags its values have not yet disproved (all).
+func (w *blockWriter) addSlotFlags(at int) {
+	w.slotsAt = append(w.slotsAt, len(w.slotJSON))
+	r := bin.NewReader(w.tmpls[at+1:]) // after the mode
+	n := int(r.Uvarint("slots"))
+	for range n {
+		r.Uvarint("slot column")
+		off := len(w.tmpls) - r.Len()
+		var f byte
+		if r.Byte("slot flags")&slotInLine != 0 {
+			f = slotJSONString | slotJSONValue
+		}
+		w.slotJSON = append(w.slotJSON, f)
+		w.slotFlagOff = append(w.slotFlagOff, off)
+	}
+}
+
+// jsonFlags returns which of the flags f still hold with value v.
+func jsonFlags(v []byte, f byte) byte {
+	if f&slotJSONString != 0 && !JSONStringContent(v) {
+		f &^= slotJSONString
+	}
+	if f&slotJSONValue != 0 && !JSONValue(v) {
+		f &^= slotJSONValue
+	}
+	return f
 }
 
 // known reports whether the row's template would be one the block has;
@@ -447,6 +494,9 @@ func (w *blockWriter) encode(dst []byte) []byte {
 
 	hdr := binary.AppendUvarint(nil, uint64(len(w.times)))
 	hdr = binary.AppendUvarint(hdr, uint64(w.nTmpls))
+	for i, off := range w.slotFlagOff {
+		w.tmpls[off] |= w.slotJSON[i]
+	}
 	hdr = append(hdr, w.tmpls...)
 	hdr = binary.AppendUvarint(hdr, uint64(len(w.cols)))
 	hdr = binary.AppendUvarint(hdr, uint64(len(body)))
@@ -488,7 +538,6 @@ func (w *blockWriter) encodeColumn(c *column, body, s []byte) (desc, _, _ []byte
 	if ok {
 		flags |= colGrams
 	}
-	flags |= w.jsonFlags(c, enc)
 	desc = append(desc, flags, enc)
 	desc = binary.AppendUvarint(desc, uint64(n))
 	sameMeta := allSame(c.meta)
@@ -585,38 +634,6 @@ func (w *blockWriter) gramFilter(c *column, enc byte) ([]byte, bool) {
 	var ok bool
 	w.gramBuf, ok = g.appendFilter(w.gramBuf[:0])
 	return w.gramBuf, ok
-}
-
-// jsonFlags returns which of colJSONString and colJSONValue hold for
-// every value of a text column (encodings string, dict and const; a
-// reader knows the others' alphabets).
-func (w *blockWriter) jsonFlags(c *column, enc byte) byte {
-	flags := byte(colJSONString | colJSONValue)
-	holds := func(v []byte) bool { // false once neither holds
-		if flags&colJSONString != 0 && !JSONStringContent(v) {
-			flags &^= colJSONString
-		}
-		if flags&colJSONValue != 0 && !JSONValue(v) {
-			flags &^= colJSONValue
-		}
-		return flags != 0
-	}
-	switch enc {
-	case encConst:
-		holds(c.value(0))
-	case encDict:
-		for r := bin.NewReader(w.dictEntries); r.Len() > 0 && r.Err() == nil && holds(r.BytesN("dictionary entry")); {
-		}
-	case encString:
-		for i := range c.ends {
-			if !holds(c.value(i)) {
-				break
-			}
-		}
-	default:
-		return 0
-	}
-	return flags
 }
 
 // hasNums reports whether any value of c carries a number to store.

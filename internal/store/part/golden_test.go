@@ -48,7 +48,7 @@ import (
 // column, level a dictionary in the api block). The .want files were
 // dumped by dumpPart when the parts were added and checked by hand
 // against input.txt; they differ only in version 1's unknown longest
-// tokens; v4.want adds the JSON flags of the text columns (jsontext.go).
+// tokens; v4.want adds the JSON flags of the templates' slots (jsontext.go).
 // A new version adds its vN.part and vN.want; none is removed.
 var goldenVersions = []int{1, 2, 3, 4}
 
@@ -117,9 +117,11 @@ func dumpPart(t *testing.T, rd *part.Reader) string {
 		for _, r := range blk.Rows {
 			dumpRow(&sb, &r, blk.Names, rd.Streams[r.Stream].String())
 		}
-		for c := range blk.NumColumns() {
-			if s, v := blk.ColumnJSONString(c), blk.ColumnJSONValues(c); s || v {
-				fmt.Fprintf(&sb, "  column %q json string %v value %v\n", blk.Names[c], s, v)
+		for tm := range blk.NumTemplates() {
+			for sl := range blk.TemplateSlots(tm) {
+				if s, v := blk.SlotJSON(tm, sl); s || v {
+					fmt.Fprintf(&sb, "  template %d slot %d (%q) json string %v value %v\n", tm, sl, blk.Names[blk.SlotColumn(tm, sl)], s, v)
+				}
 			}
 		}
 	}

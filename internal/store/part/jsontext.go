@@ -1,10 +1,11 @@
 package part
 
-// What a text column's values are as JSON text, stated once per column by
-// the writer (column flags colJSONString and colJSONValue, version 4 on)
-// so that a reader that must know it (LogQL's json parser fails on a line
-// that is not well-formed, and a columnar read of a line's values must
-// fail alike) does not decompress and walk the column to find out.
+// What the values of a template's in-line slot are as JSON text, stated
+// once per block by the writer (slot flags slotJSONString and
+// slotJSONValue, version 4 on), so that a reader that must know it
+// (LogQL's json parser fails on a line that is not well-formed, and a
+// columnar read of a line's values must fail alike) does not decompress
+// and walk the columns to find out.
 
 // JSONStringContent reports whether v can stand between the quotes of a
 // JSON string (RFC 8259): no quote and no control character (below

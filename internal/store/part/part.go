@@ -20,8 +20,8 @@ import (
 // Version is the part format's version, written in every header and
 // footer. FROZEN: parts written with any version from minVersion on must
 // stay readable. Version 2 added each block's longest token to the index;
-// version 3 the text columns' gram filters (grams.go); version 4 the text
-// columns' JSON flags (jsontext.go).
+// version 3 the text columns' gram filters (grams.go); version 4 the JSON
+// flags of the templates' in-line slots (jsontext.go).
 const (
 	Version    = 4
 	minVersion = 1

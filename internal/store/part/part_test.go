@@ -821,6 +821,79 @@ func TestColumnar(t *testing.T) {
 	}
 }
 
+// TestSlotJSON: a slot's JSON flags say exactly whether every value the
+// slot takes in the block's rows is JSONStringContent, and a JSONValue.
+func TestSlotJSON(t *testing.T) {
+	input := `x="a \\"b\\"" n=12 v=true
+x=plain n=012 v=true
+x=a"b n=7 v=null
+{"s":"q\\"uote","n":-1.5e3,"a":[1,{"k":"v"}],"o":{"p":"x"}}
+{"s":"plain","n":0,"a":[],"o":{"p":"y"}}
+`
+	fs := vfs.NewMem()
+	writePart(t, fs, "s.part", encoded(t, "auto", []byte(input)))
+	rd, err := part.Open(fs, "s.part")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rd.Close()
+	for _, r := range []*part.Reader{rd, mixedPart(t)} {
+		seen := 0
+		for i := range r.Blocks {
+			var b part.Block
+			b.Columnar = true
+			if err := r.ReadBlock(i, &b); err != nil {
+				t.Fatal(err)
+			}
+			if err := b.DecodeTimes(); err != nil {
+				t.Fatal(err)
+			}
+			nt := b.NumTemplates()
+			str, val := make([][]bool, nt), make([][]bool, nt)
+			for tm := range nt {
+				str[tm], val[tm] = make([]bool, b.TemplateSlots(tm)), make([]bool, b.TemplateSlots(tm))
+				for s := range b.TemplateSlots(tm) {
+					str[tm][s], val[tm][s] = true, true
+				}
+			}
+			cur := make([]int, b.NumColumns())
+			for k := range b.NumRows() {
+				tm := b.RowTemplate(k)
+				_, holes := b.TemplateLine(tm)
+				for _, s := range holes {
+					v, _, err := b.Value(b.SlotColumn(tm, s), cur[b.SlotColumn(tm, s)]+b.SlotRank(tm, s), b.RowTime(k), nil)
+					if err != nil {
+						t.Fatal(err)
+					}
+					str[tm][s] = str[tm][s] && part.JSONStringContent(v)
+					val[tm][s] = val[tm][s] && part.JSONValue(v)
+				}
+				for s := range b.TemplateSlots(tm) {
+					cur[b.SlotColumn(tm, s)]++
+				}
+				if b.TemplateRaw(tm) {
+					cur[b.LineColumn()]++
+				}
+			}
+			for tm := range nt {
+				_, holes := b.TemplateLine(tm)
+				for _, s := range holes {
+					gs, gv := b.SlotJSON(tm, s)
+					if b.TemplateRows(tm) > 0 && (gs != str[tm][s] || gv != val[tm][s]) {
+						t.Errorf("block %d template %d slot %d: flags string %v value %v, the values say %v %v", i, tm, s, gs, gv, str[tm][s], val[tm][s])
+					}
+					if gs != gv {
+						seen++
+					}
+				}
+			}
+		}
+		if seen == 0 {
+			t.Error("no slot whose two flags differ: the input tests little")
+		}
+	}
+}
+
 // TestNumber: a number column's Number is what strconv.ParseFloat gives
 // for the value's text.
 func TestNumber(t *testing.T) {
