@@ -316,6 +316,26 @@ func FuzzEngineSameAsReference(f *testing.F) {
 
 // TestHintsSameAsReference: the shapes the engine's hints rewrite, each
 // against the reference.
+// TestLogColumnarSameAsReference pins the columnar path of log queries
+// (log_columns.go): newest first, json with parameters and label filters.
+func TestLogColumnarSameAsReference(t *testing.T) {
+	sn := diffSnapshot(t)
+	for _, q := range []string{
+		`{service=~".+"} | json lat="http.latency_ms" | lat > 100 | __error__=""`,
+		`{service=~".+"} | json lat="http.latency_ms" | lat > 100`,
+		`{service=~"api|web"} | json s="http.status", lat="http.latency_ms" | s >= 500 or lat < 50.5`,
+		`{service="api"} | json level | level="error"`,
+		`{service=~".+"} | json level, msg | __error__!=""`,
+		`{service=~".+"} | json msg | msg=~"m[0-3]" | __error__=""`,
+	} {
+		for _, backward := range []bool{true, false} {
+			if diff := sameAnswer(sn, q, true, backward); diff != "" {
+				t.Errorf("%s (backward %v): %s", q, backward, diff)
+			}
+		}
+	}
+}
+
 func TestHintsSameAsReference(t *testing.T) {
 	sn := diffSnapshot(t)
 	for _, q := range []string{
@@ -331,6 +351,10 @@ func TestHintsSameAsReference(t *testing.T) {
 		`sum by (service) (count_over_time({service=~".+"} | json | level="error" [1h]))`,
 		`sum by (service, service_extracted) (count_over_time({service=~".+"} | json [1h]))`,
 		`sum by (service) (count_over_time({service=~".*"} | logfmt | level="error" [1h]))`,
+		// Several parameters in dictionaries: outcomes remembered by ids.
+		`sum by (service) (count_over_time({service=~".+"} | json | level="error" | msg=~"m[0-3]" [1h]))`,
+		`sum(count_over_time({service=~".+"} | json level, msg | level!="info" or msg="m1" [1h]))`,
+		`sum by (level) (count_over_time({service=~".+"} | json level, msg | __error__="" [1h]))`,
 	} {
 		if diff := sameAnswer(sn, q, false, false); diff != "" {
 			t.Errorf("%s: %s", q, diff)

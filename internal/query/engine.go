@@ -20,9 +20,10 @@ type Source interface {
 	// Scan calls fn for the rows of one stream with a time in [from, to]
 	// in time order, or newest first when opts say so.
 	Scan(ctx context.Context, tenant string, stream record.Labels, from, to int64, opts store.ScanOptions, fn store.RowFunc) error
-	// ScanColumns calls blockFn for the stream's stored blocks with rows
-	// in [from, to], read columnar, and rowFn for its other rows in
-	// [from, to], in no particular order.
+	// ScanColumns calls rowFn for the stream's rows in [from, to] that
+	// are not in stored blocks read columnar (the head's first), then
+	// blockFn for its stored blocks with rows in [from, to], read
+	// columnar, newest first (blocks may overlap in time).
 	ScanColumns(ctx context.Context, tenant string, stream record.Labels, from, to int64, blockFn store.BlockFunc, rowFn store.RowFunc) error
 }
 
@@ -328,7 +329,7 @@ func (ev *evaluator) shape() (*matrix, error) {
 //
 // ordered says whether the series must be in label order, as a result
 // is: a top-k, which breaks ties by labels, reads the series in any
-// order, and so does a sum of a range aggregation that grouped its rows
+// order, as a count does, and so does a sum of a range aggregation that grouped its rows
 // by the sum's labels (the sum is then the range aggregation itself).
 func (ev *evaluator) sample(ctx context.Context, x logql.SampleExpr, shape *matrix, ordered bool) (*matrix, error) {
 	switch x := x.(type) {
@@ -338,6 +339,8 @@ func (ev *evaluator) sample(ctx context.Context, x logql.SampleExpr, shape *matr
 		childOrdered := true
 		switch x.Op {
 		case "topk", "bottomk", "approx_topk":
+			childOrdered = false
+		case "count": // how many series a group has a value in: their order cannot change it
 			childOrdered = false
 		case "sum":
 			if ra, ok := x.Expr.(*logql.RangeAggregation); ok {

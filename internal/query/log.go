@@ -15,6 +15,7 @@ import (
 	"github.com/sluicelog/sluice/internal/record"
 	"github.com/sluicelog/sluice/internal/rows"
 	"github.com/sluicelog/sluice/internal/stage"
+	"github.com/sluicelog/sluice/internal/store/part"
 )
 
 // errEnough stops a stream's scan once it has yielded what is needed.
@@ -36,6 +37,7 @@ type logWorker struct {
 	lines  []logLine
 	labels map[string]*keyed
 	key    []byte
+	cols   *logCols // the columnar path's state
 }
 
 // logQuery returns the lines of a log query in [Start, End), at most
@@ -91,24 +93,16 @@ func (ev *evaluator) logLines(ctx context.Context, x *logql.LogExpr) ([]logLine,
 	if interval == 0 && !ev.e.reference {
 		cut = newCutoff(limit, opts.Backward)
 	}
+	// Newest first, no interval: stored blocks are read columnar when
+	// the pipeline allows, each walked from its newest row (log_columns.go).
+	columnar := opts.Backward && cut != nil && logColumnar(x)
 	workers, err := forStreams(ctx, ev, streams, setup, func(ctx context.Context, w *logWorker, ls record.Labels) error {
 		// Each stream yields at most limit lines: its newest (or oldest)
 		// ones are all the merged result can use.
 		n, last := 0, int64(0)
-		err := ev.src.Scan(ctx, ev.p.Tenant, ls, from, to, opts, func(r *rows.Row, names []string) error {
-			if cut.beyond(r.Time) {
-				return errEnough // this stream's rows from here on come too late
-			}
-			if err := ev.scanned(&w.tally, r.Line); err != nil {
-				return err
-			}
-			w.lb.Reset(ls)
-			rowMeta(w.lb, r, names)
-			line, ok := w.pipe.Process(r.Time, r.Line, w.lb)
-			if !ok {
-				return nil
-			}
-			if interval > 0 && n > 0 && absDiff(r.Time, last) < interval {
+		// keep keeps a line the pipeline kept, whose labels are in w.lb.
+		keep := func(t int64, line []byte) error {
+			if interval > 0 && n > 0 && absDiff(t, last) < interval {
 				return nil
 			}
 			var meta, parsed record.Labels
@@ -120,15 +114,42 @@ func (ev *evaluator) logLines(ctx context.Context, x *logql.LogExpr) ([]logLine,
 			}
 			w.key = w.lb.AppendKey(w.key[:0])
 			k := intern(w.labels, w.key, w.lb)
-			w.lines = append(w.lines, logLine{time: r.Time, line: string(line), key: k.key, meta: meta, parsed: parsed})
+			w.lines = append(w.lines, logLine{time: t, line: string(line), key: k.key, meta: meta, parsed: parsed})
 			w.tally.held += int64(len(line)) + 64
-			n, last = n+1, r.Time
-			cut.add(r.Time)
-			if n >= limit {
+			n, last = n+1, t
+			cut.add(t)
+			if n >= limit && !columnar {
 				return errEnough
 			}
 			return nil
-		})
+		}
+		row := func(r *rows.Row, names []string) error {
+			if cut.beyond(r.Time) {
+				if columnar {
+					return nil // rows do not come in time order
+				}
+				return errEnough // this stream's rows from here on come too late
+			}
+			if err := ev.scanned(&w.tally, r.Line); err != nil {
+				return err
+			}
+			w.lb.Reset(ls)
+			rowMeta(w.lb, r, names)
+			line, ok := w.pipe.Process(r.Time, r.Line, w.lb)
+			if !ok {
+				return nil
+			}
+			return keep(r.Time, line)
+		}
+		var err error
+		if columnar {
+			w.columns(x).none = 0 // its outcome holds for one stream
+			err = ev.src.ScanColumns(ctx, ev.p.Tenant, ls, from, to, func(b *part.Block) error {
+				return w.block(ev, ls, b, from, to, cut, keep)
+			}, row)
+		} else {
+			err = ev.src.Scan(ctx, ev.p.Tenant, ls, from, to, opts, row)
+		}
 		if errors.Is(err, errEnough) {
 			err = nil
 		}

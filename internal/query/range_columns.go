@@ -2,6 +2,7 @@ package query
 
 import (
 	"bytes"
+	"slices"
 	"strconv"
 	"strings"
 	"unsafe"
@@ -38,7 +39,13 @@ func columnarPipeline(x *logql.RangeAggregation, observed *stage.Observed) bool 
 	case "bytes_over_time", "bytes_rate":
 		return false // they need the line
 	}
-	stages := x.Range.Log.Pipeline
+	return columnarStages(x.Range.Log.Pipeline, observed)
+}
+
+// columnarStages reports whether a pipeline is json with parameters, or
+// without them when its parsers set only the labels observed (not nil),
+// followed by label filters.
+func columnarStages(stages []logql.Stage, observed *stage.Observed) bool {
 	if len(stages) == 0 {
 		return false
 	}
@@ -67,6 +74,11 @@ type tmplPlan struct {
 	// one: for a template of one parameter in a constant or dictionary
 	// column, where its rows' value ids are (startBlock, per block).
 	one oneParam
+	// ids: for a template whose parameters (two to four, or json
+	// without parameters) are each in a constant or dictionary column or
+	// absent, where each one's value ids are (col -1: absent), so that a
+	// row's outcome is remembered by its ids (colPlanner.idMemo).
+	ids []oneParam
 }
 
 // oneParam is where the value ids of a template's one parameter are: the
@@ -122,6 +134,12 @@ type colPlanner struct {
 	unwrapParam int  // the parameter a plain unwrap reads, when no filter before it does; -1
 	dictMemo    []uint8
 	dictSeries  []*rangeSeries
+	// Several parameters from dictionaries (tmplPlan.ids): the block's
+	// outcomes by the row's packed ids (idKey, when idKeyed), nil for
+	// rows the filters drop.
+	idKey   uint64
+	idKeyed bool
+	idMemo  map[uint64]*rangeSeries
 
 	skel      []byte
 	holeOff   []int
@@ -313,6 +331,17 @@ func (cp *colPlanner) knownNothing(p *tmplPlan) bool {
 // dropsErrors reports whether a label filter __error__="" (alone, or
 // and-ed with others) follows the json stage, before or after unwrap.
 func dropsErrors(x *logql.RangeAggregation) bool {
+	var after []logql.LabelFilter
+	if u := x.Range.Unwrap; u != nil {
+		after = u.Filters
+	}
+	return stagesDropErrors(x.Range.Log.Pipeline, after)
+}
+
+// stagesDropErrors reports whether a label filter __error__="" (alone,
+// or and-ed with others) follows the first stage, among the stages or
+// the filters after them.
+func stagesDropErrors(stages []logql.Stage, after []logql.LabelFilter) bool {
 	var drops func(f logql.LabelFilter) bool
 	drops = func(f logql.LabelFilter) bool {
 		switch f := f.(type) {
@@ -324,19 +353,12 @@ func dropsErrors(x *logql.RangeAggregation) bool {
 		}
 		return false
 	}
-	for _, st := range x.Range.Log.Pipeline[1:] {
+	for _, st := range stages[1:] {
 		if lf, ok := st.(*logql.LabelFilterStage); ok && drops(lf.Filter) {
 			return true
 		}
 	}
-	if u := x.Range.Unwrap; u != nil {
-		for _, f := range u.Filters {
-			if drops(f) {
-				return true
-			}
-		}
-	}
-	return false
+	return slices.ContainsFunc(after, drops)
 }
 
 // columnRow finishes a row whose parameters are in cp.values: the json
@@ -365,6 +387,24 @@ func (w *rangeWorker) columnRow(ls record.Labels, t int64) error {
 		cp.dictMemo[cp.valueID] = memoDropped
 		if s != nil {
 			cp.dictMemo[cp.valueID], cp.dictSeries[cp.valueID] = memoKept, s
+			w.add(s, t, 1)
+		}
+		return nil
+	}
+	if cp.idKeyed {
+		// Parameters from dictionaries: their ids name their values.
+		s, ok := cp.idMemo[cp.idKey]
+		if !ok {
+			var err error
+			if s, err = w.columnSeries(ls, t); err != nil {
+				return err
+			}
+			if cp.idMemo == nil {
+				cp.idMemo = map[uint64]*rangeSeries{}
+			}
+			cp.idMemo[cp.idKey] = s
+		}
+		if s != nil {
 			w.add(s, t, 1)
 		}
 		return nil
@@ -539,6 +579,61 @@ func filtersRead(stages []logql.Stage, name string) bool {
 	return false
 }
 
+// maxIDParams is the most parameters a row's packed ids hold (16 bits
+// each: column and entry).
+const maxIDParams = 4
+
+// idParams returns where the value ids of a template's parameters are,
+// when each is in a constant or dictionary column (of index below 255)
+// or absent, and there are at most maxIDParams; else nil. In a block, a
+// column is one field's, so the ids, in the plan's order, say both the
+// values and (json without parameters) the fields they are of.
+func idParams(b *part.Block, t int, p *tmplPlan, holes []int) []oneParam {
+	if len(p.params) == 0 || len(p.params) > maxIDParams {
+		return nil
+	}
+	out := p.ids[:0]
+	for _, pp := range p.params {
+		if pp.hole < 0 {
+			if pp.value.Found {
+				return nil // a value in the gaps: the ids cannot say it
+			}
+			out = append(out, oneParam{col: -1})
+			continue
+		}
+		si := holes[pp.hole]
+		col := b.SlotColumn(t, si)
+		ids, ok := b.ValueIDs(col)
+		if !ok || col >= 255 {
+			return nil
+		}
+		out = append(out, oneParam{col: col, rank: b.SlotRank(t, si), ids: ids})
+	}
+	return out
+}
+
+// rowIDKey packs the value ids of the row at hand's parameters (ps, from
+// idParams), or reports that one is past its column's values.
+func (cp *colPlanner) rowIDKey(ps []oneParam) (uint64, bool) {
+	var key uint64
+	for _, o := range ps {
+		k := uint64(0xffff) // absent
+		if o.col >= 0 {
+			id := 0
+			if o.ids != nil {
+				vi := cp.cur[o.col] + o.rank
+				if vi >= len(o.ids) {
+					return 0, false
+				}
+				id = int(o.ids[vi])
+			}
+			k = uint64(o.col)<<8 | uint64(id)
+		}
+		key = key<<16 | k
+	}
+	return key, true
+}
+
 // appendParamKey appends a parameter's value to a memo key.
 func appendParamKey(dst []byte, v stage.ParamValue) []byte {
 	if v.Found {
@@ -568,6 +663,7 @@ func (cp *colPlanner) startBlock(b *part.Block, gives func(p *tmplPlan) (nothing
 	cp.wholeValid = growClear(cp.wholeValid, b.NumColumns())
 	cp.dictMemo = growClear(cp.dictMemo, 256*b.NumColumns())
 	cp.dictSeries = growClear(cp.dictSeries, 256*b.NumColumns())
+	clear(cp.idMemo)
 	need := growClear(cp.need, b.NumColumns())
 	cp.need = need
 	cp.paramTime = false
@@ -584,7 +680,7 @@ func (cp *colPlanner) startBlock(b *part.Block, gives func(p *tmplPlan) (nothing
 				need[b.SlotColumn(t, si)] = true
 			}
 		default:
-			p.checks, p.one.col = p.checks[:0], -1
+			p.checks, p.one.col, p.ids = p.checks[:0], -1, p.ids[:0]
 			if nothing, err := gives(p); err != nil {
 				return err
 			} else if nothing {
@@ -610,6 +706,8 @@ func (cp *colPlanner) startBlock(b *part.Block, gives func(p *tmplPlan) (nothing
 				if ids, ok := b.ValueIDs(col); ok {
 					p.one = oneParam{col: col, rank: b.SlotRank(t, si), ids: ids}
 				}
+			} else {
+				p.ids = idParams(b, t, p, holes)
 			}
 		}
 	}
@@ -707,6 +805,14 @@ func (cp *colPlanner) rowValues(b *part.Block, tm int, t int64) (bool, error) {
 			cp.valueID = o.col*256 + id
 			if cp.dictMemo[cp.valueID] != memoUnknown && cp.memoOn {
 				return true, nil // columnRow knows the outcome: no value needed
+			}
+		}
+	}
+	cp.idKeyed = false
+	if len(p.ids) > 0 && cp.memoOn {
+		if cp.idKey, cp.idKeyed = cp.rowIDKey(p.ids); cp.idKeyed {
+			if _, ok := cp.idMemo[cp.idKey]; ok {
+				return true, nil // columnRow knows the outcome
 			}
 		}
 	}
@@ -926,12 +1032,12 @@ func wellFormedByKind(k part.ColumnKind, inString bool) bool {
 func (cp *colPlanner) planCached(b *part.Block, tm int) {
 	p := &cp.plans[tm]
 	if b.TemplateRaw(tm) {
-		*p = tmplPlan{checks: p.checks[:0]}
+		*p = tmplPlan{checks: p.checks[:0], ids: p.ids[:0]}
 		return
 	}
 	shape := b.TemplateShape(tm)
 	if c, ok := cp.planCache[shape]; ok {
-		*p = tmplPlan{ok: c.ok, check: c.check, params: c.params, names: c.names, inString: c.inString, checks: p.checks[:0]}
+		*p = tmplPlan{ok: c.ok, check: c.check, params: c.params, names: c.names, inString: c.inString, checks: p.checks[:0], ids: p.ids[:0]}
 		return
 	}
 	p.params, p.names, p.inString = nil, nil, nil // new slices: a plan cached is shared
@@ -941,7 +1047,7 @@ func (cp *colPlanner) planCached(b *part.Block, tm int) {
 	}
 	if len(cp.planCache) < maxPlanCache {
 		c := *p
-		c.checks, c.one = nil, oneParam{} // of this block
+		c.checks, c.one, c.ids = nil, oneParam{}, nil // of this block
 		cp.planCache[shape] = &c
 	}
 }

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"slices"
@@ -628,19 +629,30 @@ func rowsOf(rd *part.Reader, i int, from, to int64, fn RowFunc) error {
 	return nil
 }
 
-// ScanColumns calls blockFn for each stored block of one stream of a
-// tenant with rows in [from, to], and rowFn for each row of the head in
-// [from, to] and of each stored block with fields out of its lines
-// (structured metadata, see ScanOptions.Meta); in no particular order.
-// For queries that read a few values of every row rather than lines.
+// ScanColumns calls rowFn for each row of the head in [from, to], then
+// blockFn for each stored block of one stream of a tenant with rows in
+// [from, to], newest first (by their newest row; blocks may overlap in
+// time), or rowFn for each row in [from, to] of a block with fields out
+// of its lines (structured metadata, see ScanOptions.Meta). For queries
+// that read a few values of every row rather than lines, and for log
+// queries that want the newest lines and can stop early.
 func (sn *Snapshot) ScanColumns(ctx context.Context, tenant string, stream record.Labels, from, to int64, blockFn BlockFunc, rowFn RowFunc) error {
 	key := stream.String()
-	blk := blockPool.Get().(*part.Block)
-	defer func() {
-		blk.Columnar = false
-		blockPool.Put(blk)
-	}()
-	blk.Columnar, blk.LinesOnly, blk.Meta, blk.Contains, blk.NoLines, blk.Newest, blk.Scan = true, false, false, nil, false, 0, false
+	var its []rowIter
+	for _, h := range sn.heads {
+		if sv := h.stream(tenant, key); sv != nil {
+			its = append(its, newHeadIter(h, sv, from, to, false))
+		}
+	}
+	if err := mergeRows(ctx, its, false, rowFn); err != nil {
+		return err
+	}
+	type stored struct {
+		p   *livePart
+		i   int
+		max int64
+	}
+	var blocks []stored
 	for _, p := range sn.parts {
 		if p.info.Tenant != tenant || p.info.MaxTime < from || p.info.MinTime > to {
 			continue
@@ -649,41 +661,45 @@ func (sn *Snapshot) ScanColumns(ctx context.Context, tenant string, stream recor
 		if !ok {
 			continue
 		}
-		skip := sn.skipper(p)
 		for i, b := range p.rd.Blocks {
-			if b.Stream != si || b.MaxTime < from || b.MinTime > to {
+			if b.Stream == si && b.MaxTime >= from && b.MinTime <= to {
+				blocks = append(blocks, stored{p, i, b.MaxTime})
+			}
+		}
+	}
+	slices.SortStableFunc(blocks, func(a, b stored) int { return cmp.Compare(b.max, a.max) })
+	blk := blockPool.Get().(*part.Block)
+	defer func() {
+		blk.Columnar = false
+		blockPool.Put(blk)
+	}()
+	blk.Columnar, blk.LinesOnly, blk.Meta, blk.Contains, blk.NoLines, blk.Newest, blk.Scan = true, false, false, nil, false, 0, false
+	for _, sb := range blocks {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		p, i := sb.p, sb.i
+		skip := sn.skipper(p)
+		if err := p.rd.ReadBlock(i, blk); err != nil {
+			if skip != nil && skip(err) {
 				continue
 			}
-			if err := ctx.Err(); err != nil {
-				return err
-			}
-			if err := p.rd.ReadBlock(i, blk); err != nil {
+			return err
+		}
+		if blk.OutOfLine() {
+			// Its rows may carry structured metadata, which the
+			// columnar path knows nothing of: they go to rowFn.
+			if err := rowsOf(p.rd, i, from, to, rowFn); err != nil {
 				if skip != nil && skip(err) {
 					continue
 				}
 				return err
 			}
-			if blk.OutOfLine() {
-				// Its rows may carry structured metadata, which the
-				// columnar path knows nothing of: they go to rowFn.
-				if err := rowsOf(p.rd, i, from, to, rowFn); err != nil {
-					if skip != nil && skip(err) {
-						continue
-					}
-					return err
-				}
-				continue
-			}
-			if err := blockFn(blk); err != nil {
-				return err
-			}
+			continue
+		}
+		if err := blockFn(blk); err != nil {
+			return err
 		}
 	}
-	var its []rowIter
-	for _, h := range sn.heads {
-		if sv := h.stream(tenant, key); sv != nil {
-			its = append(its, newHeadIter(h, sv, from, to, false))
-		}
-	}
-	return mergeRows(ctx, its, false, rowFn)
+	return nil
 }

@@ -1,0 +1,152 @@
+package query
+
+import (
+	"github.com/sluicelog/sluice/internal/logql"
+	"github.com/sluicelog/sluice/internal/record"
+	"github.com/sluicelog/sluice/internal/store/part"
+)
+
+// The columnar path of a log query, newest first, whose pipeline is
+// `| json` with parameters followed by label filters: each stored block
+// is walked from its newest row, a row's parameters are read from the
+// columns that hold them (colPlanner, as for range aggregations), the
+// filters decide on them, and only the lines kept are rebuilt. A block's
+// walk ends at the first row older than the cutoff (the limit newest
+// lines kept so far across every stream), so a query for the newest
+// lines with a selective filter reads the newest blocks' few columns,
+// not every line of them.
+
+// logCols is a log worker's state on the columnar path.
+type logCols struct {
+	cp          *colPlanner
+	dropsErrors bool
+	// none, per stream: whether rows without any parameter are all
+	// dropped (0 unknown, 1 no, 2 yes), as colPlanner.noneMemo.
+	none int8
+	cur  []int // per column, the first value of the row at hand
+	line []byte
+}
+
+// logColumnar reports whether a log query's pipeline can take the
+// columnar path.
+func logColumnar(x *logql.LogExpr) bool {
+	if len(x.Pipeline) == 0 {
+		return false
+	}
+	j, ok := x.Pipeline[0].(*logql.JSONParser)
+	return ok && len(j.Params) > 0 && columnarStages(x.Pipeline, nil)
+}
+
+// columns returns the worker's columnar state.
+func (w *logWorker) columns(x *logql.LogExpr) *logCols {
+	if w.cols == nil {
+		jp, _ := w.pipe.JSONParams() // logColumnar made sure of it
+		w.cols = &logCols{
+			cp:          &colPlanner{json: jp, rest: w.pipe.Tail(), unwrapParam: -1},
+			dropsErrors: stagesDropErrors(x.Pipeline, nil),
+		}
+	}
+	return w.cols
+}
+
+// givesNothing reports whether the rows of a template with plan p (of
+// stream ls) are all dropped: none of the parameters is found in them,
+// the filters drop a row without them, and __error__="" drops one whose
+// line is malformed.
+func (lc *logCols) givesNothing(w *logWorker, ls record.Labels, p *tmplPlan) bool {
+	if !lc.dropsErrors || !absentPlan(p) {
+		return false
+	}
+	if lc.none == 0 {
+		cp := lc.cp
+		cp.values = cp.values[:0]
+		for _, pp := range p.params {
+			cp.values = append(cp.values, pp.value)
+		}
+		lc.none = 1
+		if !lc.labels(w, ls, 0) {
+			lc.none = 2
+		}
+	}
+	return lc.none == 2
+}
+
+// labels sets w.lb to a row's labels, from the parameters in cp.values,
+// and reports whether the filters keep the row.
+func (lc *logCols) labels(w *logWorker, ls record.Labels, t int64) bool {
+	w.lb.Reset(ls)
+	lc.cp.json.Apply(w.lb, lc.cp.values)
+	_, ok := lc.cp.rest.Process(t, nil, w.lb)
+	return ok
+}
+
+// block keeps the lines of a stored block's rows in [from, to] that the
+// pipeline keeps, newest first, until a row older than the cutoff; keep
+// takes a row's time and line, with its labels in w.lb.
+func (w *logWorker) block(ev *evaluator, ls record.Labels, b *part.Block, from, to int64, cut *cutoff, keep func(t int64, line []byte) error) error {
+	if _, hi := b.TimeRange(); cut.beyond(min(hi, to)) {
+		// Blocks come newest first: this one and every one after it
+		// come too late.
+		return errEnough
+	}
+	lc := w.cols
+	cp := lc.cp
+	if err := cp.startBlock(b, func(p *tmplPlan) (bool, error) { return lc.givesNothing(w, ls, p), nil }); err != nil {
+		return err
+	}
+	if err := b.DecodeTimes(); err != nil {
+		return err
+	}
+	// Cursors at each column's end, stepped back over each row's values.
+	cur := grown(lc.cur, b.NumColumns())
+	for c := range cur {
+		cur[c] = b.ColumnValues(c)
+	}
+	lc.cur, cp.cur = cur, cur
+	lci := b.LineColumn()
+	for k := b.NumRows() - 1; k >= 0; k-- {
+		tm := b.RowTemplate(k)
+		for s := range b.TemplateSlots(tm) {
+			cur[b.SlotColumn(tm, s)]--
+		}
+		if b.TemplateRaw(tm) {
+			cur[lci]--
+		}
+		t := b.RowTime(k)
+		if t < from || t > to {
+			continue
+		}
+		if cut.beyond(t) {
+			return nil // the block's older rows come too late too
+		}
+		if err := ev.scanned(&w.tally, nil); err != nil {
+			return err
+		}
+		p := &cp.plans[tm]
+		if lc.givesNothing(w, ls, p) {
+			continue
+		}
+		ok, err := cp.rowValues(b, tm, t)
+		if err != nil {
+			return err
+		}
+		if ok && !lc.labels(w, ls, t) {
+			continue
+		}
+		if lc.line, err = b.AppendLine(lc.line[:0], tm, cur, t); err != nil {
+			return err
+		}
+		line := lc.line
+		if !ok { // the row path: the whole pipeline on the line
+			w.lb.Reset(ls)
+			var kept bool
+			if line, kept = w.pipe.Process(t, line, w.lb); !kept {
+				continue
+			}
+		}
+		if err := keep(t, line); err != nil {
+			return err
+		}
+	}
+	return nil
+}
