@@ -351,6 +351,11 @@ func TestHintsSameAsReference(t *testing.T) {
 		`sum by (service) (count_over_time({service=~".+"} | json | level="error" [1h]))`,
 		`sum by (service, service_extracted) (count_over_time({service=~".+"} | json [1h]))`,
 		`sum by (service) (count_over_time({service=~".*"} | logfmt | level="error" [1h]))`,
+		// Number filters decided on columns (range_pred.go).
+		`sum by (service) (count_over_time({service=~".+"} | json lat="http.latency_ms" | lat > 100 and lat <= 400 | __error__="" [1h]))`,
+		`sum(count_over_time({service=~".+"} | json s="http.status", lat="http.latency_ms" | s >= 500 or lat < 50.5 [1h]))`,
+		`sum by (level) (rate({service=~"api|web"} | json s="http.status", level | s != 200 [10m]))`,
+		`count_over_time({service=~".+"} | json s="http.status" | s > 300 | __error__="" [1h]) without (s)`,
 		// Several parameters in dictionaries: outcomes remembered by ids.
 		`sum by (service) (count_over_time({service=~".+"} | json | level="error" | msg=~"m[0-3]" [1h]))`,
 		`sum(count_over_time({service=~".+"} | json level, msg | level!="info" or msg="m1" [1h]))`,

@@ -219,9 +219,13 @@ func (ev *evaluator) rangeStates(ctx context.Context, x *logql.RangeAggregation,
 			return w.row(ev, ls, r.Time, r.Line, r, names)
 		}
 		var err error
-		if w.cols != nil {
-			clear(w.cols.memo) // its outcomes hold for one stream
-			w.cols.noneMemo = 0
+		if columnar {
+			cp := w.colPlanner()
+			clear(cp.memo) // its outcomes hold for one stream
+			cp.noneMemo = 0
+			if cp.pred != nil {
+				cp.pred.startStream(ls)
+			}
 		}
 		switch {
 		case timesOnly:

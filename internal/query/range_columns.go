@@ -79,7 +79,17 @@ type tmplPlan struct {
 	// absent, where each one's value ids are (col -1: absent), so that a
 	// row's outcome is remembered by its ids (colPlanner.idMemo).
 	ids []oneParam
+	// nothing: givesNothing said its rows give nothing (this block).
+	nothing bool
+	// nums: where the parameters a predState reads are (this block), when
+	// each is in a number column or absent; numsOK false otherwise.
+	nums   []numParam
+	numsOK bool
 }
+
+// numParam is where a parameter's number is: value cur[col]+rank of
+// number column col, or absent (col < 0).
+type numParam struct{ col, rank int }
 
 // oneParam is where the value ids of a template's one parameter are: the
 // value of a row is cur[col]+rank of column col, whose id is ids[value]
@@ -150,6 +160,7 @@ type colPlanner struct {
 	wholeValid [][2]int8
 
 	sweep sweepState
+	pred  *predState // number filters decided on columns (range_pred.go), or nil
 
 	// dropsErrors: a label filter __error__="" drops the rows whose line
 	// the json stage cannot parse. Then rows of a template in which no
@@ -182,6 +193,9 @@ func (w *rangeWorker) colPlanner() *colPlanner {
 			if len(names) == 1 && !strings.HasSuffix(names[0], stage.ExtractedSuffix) {
 				w.cols.single = names
 			}
+		}
+		if params {
+			w.cols.pred = newPredState(w, jp)
 		}
 		if u := w.x.Range.Unwrap; params && u != nil && u.Conv == "" && !filtersRead(w.x.Range.Log.Pipeline[1:], u.Label) {
 			for i := range jp.Len() {
@@ -222,11 +236,16 @@ func (w *rangeWorker) block(ev *evaluator, ls record.Labels, b *part.Block, from
 			if err := ev.scanned(&w.tally, nil); err != nil {
 				return err
 			}
-			skip, err := w.givesNothing(ls, &cp.plans[tm])
-			if err != nil {
-				return err
+			if cp.plans[tm].nothing { // startBlock asked givesNothing
+				w.tally.columnar++
+				for _, c := range cp.adv[cp.advStart[tm]:cp.advStart[tm+1]] {
+					cp.cur[c]++
+				}
+				continue
 			}
-			if skip {
+			if done, err := w.predRow(ls, b, tm, t); err != nil {
+				return err
+			} else if done {
 				w.tally.columnar++
 				for _, c := range cp.adv[cp.advStart[tm]:cp.advStart[tm+1]] {
 					cp.cur[c]++
@@ -684,7 +703,11 @@ func (cp *colPlanner) startBlock(b *part.Block, gives func(p *tmplPlan) (nothing
 			if nothing, err := gives(p); err != nil {
 				return err
 			} else if nothing {
+				p.nothing = true
 				continue
+			}
+			if cp.pred != nil {
+				p.nums, p.numsOK = cp.pred.numParams(b, t, p, holes, p.nums[:0])
 			}
 			for h := range p.check {
 				col := b.SlotColumn(t, holes[h])
@@ -1032,12 +1055,12 @@ func wellFormedByKind(k part.ColumnKind, inString bool) bool {
 func (cp *colPlanner) planCached(b *part.Block, tm int) {
 	p := &cp.plans[tm]
 	if b.TemplateRaw(tm) {
-		*p = tmplPlan{checks: p.checks[:0], ids: p.ids[:0]}
+		*p = tmplPlan{checks: p.checks[:0], ids: p.ids[:0], nums: p.nums[:0]}
 		return
 	}
 	shape := b.TemplateShape(tm)
 	if c, ok := cp.planCache[shape]; ok {
-		*p = tmplPlan{ok: c.ok, check: c.check, params: c.params, names: c.names, inString: c.inString, checks: p.checks[:0], ids: p.ids[:0]}
+		*p = tmplPlan{ok: c.ok, check: c.check, params: c.params, names: c.names, inString: c.inString, checks: p.checks[:0], ids: p.ids[:0], nums: p.nums[:0]}
 		return
 	}
 	p.params, p.names, p.inString = nil, nil, nil // new slices: a plan cached is shared
@@ -1047,7 +1070,7 @@ func (cp *colPlanner) planCached(b *part.Block, tm int) {
 	}
 	if len(cp.planCache) < maxPlanCache {
 		c := *p
-		c.checks, c.one, c.ids = nil, oneParam{}, nil // of this block
+		c.checks, c.one, c.ids, c.nums, c.nothing, c.numsOK = nil, oneParam{}, nil, nil, false, false // of this block
 		cp.planCache[shape] = &c
 	}
 }

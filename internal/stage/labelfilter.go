@@ -140,6 +140,9 @@ func convertingFilter(name string, passErrors bool, test func(v string) (bool, e
 	}
 }
 
+// CompareNumbers compares two numbers as a number label filter does.
+func CompareNumbers(op logql.CmpOp, got, want float64) bool { return compareOp(op, got, want) }
+
 func compareOp[T cmp.Ordered](op logql.CmpOp, got, want T) bool {
 	switch op {
 	case logql.CmpEq:
