@@ -401,6 +401,15 @@ type seriesAlloc struct {
 	structs []rangeSeries
 	f64     []float64
 	i64     []int64
+	// n is the series the next chunk holds: chunks grow from 16 to
+	// chunk, so that a query of a few series zeroes little memory.
+	n int
+}
+
+// grow returns the series the next chunk is for.
+func (a *seriesAlloc) grow() int {
+	a.n = min(max(2*a.n, 16), chunk)
+	return a.n
 }
 
 // chunk is how many series or windows a chunk holds at least.
@@ -409,7 +418,7 @@ const chunk = 4096
 // series returns a new series as newRangeSeries does.
 func (a *seriesAlloc) series(ls record.Labels, op rangeOp, steps int) *rangeSeries {
 	if len(a.structs) == 0 {
-		a.structs = make([]rangeSeries, chunk)
+		a.structs = make([]rangeSeries, a.grow())
 	}
 	s := &a.structs[0]
 	a.structs = a.structs[1:]
@@ -417,7 +426,7 @@ func (a *seriesAlloc) series(ls record.Labels, op rangeOp, steps int) *rangeSeri
 	switch op {
 	case opFirst, opLast:
 		if len(a.i64) < steps {
-			a.i64 = make([]int64, max(steps, chunk))
+			a.i64 = make([]int64, max(steps, a.n))
 		}
 		s.t, a.i64 = a.i64[:steps:steps], a.i64[steps:]
 	case opVar:
@@ -432,7 +441,7 @@ func (a *seriesAlloc) series(ls record.Labels, op rangeOp, steps int) *rangeSeri
 // appends into the next ones.
 func (a *seriesAlloc) floats(n int) []float64 {
 	if len(a.f64) < n {
-		a.f64 = make([]float64, max(n, 4*chunk))
+		a.f64 = make([]float64, max(n, 4*a.n))
 	}
 	f := a.f64[:n:n]
 	a.f64 = a.f64[n:]
