@@ -24,7 +24,9 @@ type Source interface {
 	// are not in stored blocks read columnar (the head's first), then
 	// blockFn for its stored blocks with rows in [from, to], read
 	// columnar, newest first (blocks may overlap in time).
-	ScanColumns(ctx context.Context, tenant string, stream record.Labels, from, to int64, blockFn store.BlockFunc, rowFn store.RowFunc) error
+	// Only the share of the stream that shard names (ScanOptions.Shard
+	// for Scan).
+	ScanColumns(ctx context.Context, tenant string, stream record.Labels, from, to int64, shard store.Shard, blockFn store.BlockFunc, rowFn store.RowFunc) error
 }
 
 // Warner is a Source that can say what its reads left out (damaged data

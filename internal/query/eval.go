@@ -93,8 +93,43 @@ func (ev *evaluator) flush(t *tally) error {
 // worker first calls setup for its own state (a compiled pipeline, say).
 // The first error stops the others.
 func forStreams[W any](ctx context.Context, ev *evaluator, streams []record.Labels, setup func() (W, error), work func(ctx context.Context, w W, ls record.Labels) error) ([]W, error) {
+	return forUnits(ctx, ev, streams, func(record.Labels) bool { return true }, setup, work)
+}
+
+// streamShard is a share of one stream's rows (store.Shard): the unit of
+// work of a range aggregation, whose workers' series merge whatever rows
+// each read.
+type streamShard struct {
+	ls    record.Labels
+	shard store.Shard
+}
+
+// shardStreams returns the units of work of a range aggregation over
+// streams: each stream whole, or, when they are too few to keep every
+// worker busy (one big stream, say) and split says the function's
+// states merge whatever rows each share read, each cut in a share per
+// worker.
+func (ev *evaluator) shardStreams(streams []record.Labels, split bool) []streamShard {
+	n := 1
+	if w := ev.e.workers; split && w > 1 && len(streams) < 4*w && !ev.e.reference {
+		n = w
+	}
+	out := make([]streamShard, 0, n*len(streams))
+	for _, ls := range streams {
+		for i := range n {
+			out = append(out, streamShard{ls: ls, shard: store.Shard{I: i, N: n}})
+		}
+	}
+	return out
+}
+
+// forUnits runs work for each unit on the engine's workers, as
+// forStreams; begins says which units begin a stream (for the count of
+// streams read).
+func forUnits[W, U any](ctx context.Context, ev *evaluator, units []U, begins func(U) bool, setup func() (W, error), work func(ctx context.Context, w W, u U) error) ([]W, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	streams := units
 	n := min(ev.e.workers, len(streams))
 	states := make([]W, n)
 	errs := make([]error, n)
@@ -114,7 +149,9 @@ func forStreams[W any](ctx context.Context, ev *evaluator, streams []record.Labe
 				if j >= len(streams) || ctx.Err() != nil {
 					return
 				}
-				ev.stats.streams.Add(1)
+				if begins(streams[j]) {
+					ev.stats.streams.Add(1)
+				}
 				if err := work(ctx, st, streams[j]); err != nil {
 					errs[i] = err
 					cancel()

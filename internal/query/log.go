@@ -15,6 +15,7 @@ import (
 	"github.com/sluicelog/sluice/internal/record"
 	"github.com/sluicelog/sluice/internal/rows"
 	"github.com/sluicelog/sluice/internal/stage"
+	"github.com/sluicelog/sluice/internal/store"
 	"github.com/sluicelog/sluice/internal/store/part"
 )
 
@@ -144,7 +145,7 @@ func (ev *evaluator) logLines(ctx context.Context, x *logql.LogExpr) ([]logLine,
 		var err error
 		if columnar {
 			w.columns(x).none = 0 // its outcome holds for one stream
-			err = ev.src.ScanColumns(ctx, ev.p.Tenant, ls, from, to, func(b *part.Block) error {
+			err = ev.src.ScanColumns(ctx, ev.p.Tenant, ls, from, to, store.Shard{}, func(b *part.Block) error {
 				return w.block(ev, ls, b, from, to, cut, keep)
 			}, row)
 		} else {

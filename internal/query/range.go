@@ -207,7 +207,12 @@ func (ev *evaluator) rangeStates(ctx context.Context, x *logql.RangeAggregation,
 	// not even those); at one instant the parts' index counts them.
 	countsAll := !ev.e.reference && unwrap == nil && countsRows(x.Op) && len(x.Range.Log.Pipeline) == 0
 	timesOnly := countsAll && shape.steps > 1
-	workers, err := forStreams(ctx, ev, streams, setup, func(ctx context.Context, w *rangeWorker, ls record.Labels) error {
+	// Shares of a stream merge as streams do, but for first and last
+	// (rows of the same time in two shares: which one is first?) and the
+	// lists of samples, whose order among equal times would change.
+	units := ev.shardStreams(streams, op != opFirst && op != opLast && op != opList)
+	workers, err := forUnits(ctx, ev, units, func(u streamShard) bool { return u.shard.I == 0 }, setup, func(ctx context.Context, w *rangeWorker, u streamShard) error {
+		ls := u.ls
 		row := func(r *rows.Row, names []string) error {
 			if err := ev.scanned(&w.tally, r.Line); err != nil {
 				return err
@@ -229,11 +234,11 @@ func (ev *evaluator) rangeStates(ctx context.Context, x *logql.RangeAggregation,
 		}
 		switch {
 		case timesOnly:
-			err = ev.src.ScanColumns(ctx, ev.p.Tenant, ls, from, to, func(b *part.Block) error {
+			err = ev.src.ScanColumns(ctx, ev.p.Tenant, ls, from, to, u.shard, func(b *part.Block) error {
 				return w.countTimes(ev, ls, b, from, to)
 			}, row)
 		case columnar:
-			err = ev.src.ScanColumns(ctx, ev.p.Tenant, ls, from, to, func(b *part.Block) error {
+			err = ev.src.ScanColumns(ctx, ev.p.Tenant, ls, from, to, u.shard, func(b *part.Block) error {
 				return w.block(ev, ls, b, from, to)
 			}, row)
 		default:
@@ -249,6 +254,7 @@ func (ev *evaluator) rangeStates(ctx context.Context, x *logql.RangeAggregation,
 					return func(n int) error { return w.countRows(ev, ls, lo, n) }
 				}
 			}
+			o.Shard = u.shard
 			err = ev.src.Scan(ctx, ev.p.Tenant, ls, from, to, o, row)
 		}
 		if ferr := ev.flush(&w.tally); err == nil {

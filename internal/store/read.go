@@ -119,6 +119,10 @@ type RowFunc func(r *rows.Row, names []string) error
 
 // ScanOptions shape a scan.
 type ScanOptions struct {
+	// Shard, when its N is above 1, reads only the share of the stream
+	// it names (see Shard).
+	Shard Shard
+
 	// Backward yields the newest rows first.
 	Backward bool
 	// Tokens are token hashes (part.TokenHash) that every row wanted
@@ -195,12 +199,24 @@ func (sn *Snapshot) Scan(ctx context.Context, tenant string, stream record.Label
 		}
 	}
 	for _, h := range sn.heads {
-		if sv := h.stream(tenant, key); sv != nil {
+		if sv := h.stream(tenant, key); sv != nil && opts.Shard.head() {
 			its = append(its, newHeadIter(h, sv, from, to, opts.Backward))
 		}
 	}
 	return mergeRows(ctx, its, opts.Backward, fn)
 }
+
+// Shard names one of N shares of a stream's rows, so that N workers can
+// read one stream together: stored block i of a part (its index in the
+// part) is in share i mod N, and the head's rows are in share 0. A Shard
+// with N of 0 or 1 is the whole stream.
+type Shard struct{ I, N int }
+
+// block reports whether stored block i is in the share.
+func (s Shard) block(i int) bool { return s.N <= 1 || i%s.N == s.I }
+
+// head reports whether the head's rows are in the share.
+func (s Shard) head() bool { return s.N <= 1 || s.I == 0 }
 
 // rowIter yields rows of one stream in time order (or reversed).
 type rowIter interface {
@@ -358,7 +374,7 @@ func newPartIter(rd *part.Reader, stream uint32, from, to int64, opts ScanOption
 	}
 blocks:
 	for i, b := range rd.Blocks {
-		if b.Stream != stream || b.MaxTime < from || b.MinTime > to {
+		if b.Stream != stream || b.MaxTime < from || b.MinTime > to || !opts.Shard.block(i) {
 			continue
 		}
 		if len(opts.Tokens) > 0 || len(opts.Needles) > 0 || len(opts.Any) > 0 {
@@ -633,14 +649,15 @@ func rowsOf(rd *part.Reader, i int, from, to int64, fn RowFunc) error {
 // blockFn for each stored block of one stream of a tenant with rows in
 // [from, to], newest first (by their newest row; blocks may overlap in
 // time), or rowFn for each row in [from, to] of a block with fields out
-// of its lines (structured metadata, see ScanOptions.Meta). For queries
+// of its lines (structured metadata, see ScanOptions.Meta); only the
+// share of the stream that shard names. For queries
 // that read a few values of every row rather than lines, and for log
 // queries that want the newest lines and can stop early.
-func (sn *Snapshot) ScanColumns(ctx context.Context, tenant string, stream record.Labels, from, to int64, blockFn BlockFunc, rowFn RowFunc) error {
+func (sn *Snapshot) ScanColumns(ctx context.Context, tenant string, stream record.Labels, from, to int64, shard Shard, blockFn BlockFunc, rowFn RowFunc) error {
 	key := stream.String()
 	var its []rowIter
 	for _, h := range sn.heads {
-		if sv := h.stream(tenant, key); sv != nil {
+		if sv := h.stream(tenant, key); sv != nil && shard.head() {
 			its = append(its, newHeadIter(h, sv, from, to, false))
 		}
 	}
@@ -662,7 +679,7 @@ func (sn *Snapshot) ScanColumns(ctx context.Context, tenant string, stream recor
 			continue
 		}
 		for i, b := range p.rd.Blocks {
-			if b.Stream == si && b.MaxTime >= from && b.MinTime <= to {
+			if b.Stream == si && b.MaxTime >= from && b.MinTime <= to && shard.block(i) {
 				blocks = append(blocks, stored{p, i, b.MaxTime})
 			}
 		}

@@ -213,3 +213,71 @@ func TestScanCountAll(t *testing.T) {
 	}
 	countHalf(t, scan, ScanOptions{LinesOnly: true, Meta: true, CountAll: true}, scan(ScanOptions{LinesOnly: true, Meta: true}))
 }
+
+// TestShards: the shares of a stream (Shard) hold each of its rows once,
+// for Scan and for ScanColumns, and the shares of ScanColumns come
+// newest block first.
+func TestShards(t *testing.T) {
+	lines, sn := partsAndHead(t, 9)
+	whole := scanLines(t, sn, ScanOptions{})
+	slices.Sort(whole)
+	if len(whole) != len(lines) {
+		t.Fatalf("%d lines scanned, %d stored", len(whole), len(lines))
+	}
+	for n := 1; n <= 3; n++ {
+		var got, cols []string
+		var blocks int
+		for i := range n {
+			got = append(got, scanLines(t, sn, ScanOptions{Shard: Shard{I: i, N: n}})...)
+			for _, ls := range sn.Streams("default", math.MinInt64, math.MaxInt64) {
+				last := int64(math.MaxInt64)
+				err := sn.ScanColumns(context.Background(), "default", ls, math.MinInt64, math.MaxInt64, Shard{I: i, N: n},
+					func(b *part.Block) error {
+						blocks++
+						if _, hi := b.TimeRange(); hi > last {
+							t.Errorf("shard %d/%d: a block with rows up to %d after one up to %d", i, n, hi, last)
+						} else {
+							last = hi
+						}
+						cur := make([]int, b.NumColumns())
+						if err := b.DecodeTimes(); err != nil {
+							return err
+						}
+						for k := range b.NumRows() {
+							tm := b.RowTemplate(k)
+							line, err := b.AppendLine(nil, tm, cur, b.RowTime(k))
+							if err != nil {
+								return err
+							}
+							cols = append(cols, string(line))
+							for s := range b.TemplateSlots(tm) {
+								cur[b.SlotColumn(tm, s)]++
+							}
+							if b.TemplateRaw(tm) {
+								cur[b.LineColumn()]++
+							}
+						}
+						return nil
+					},
+					func(r *rows.Row, _ []string) error {
+						cols = append(cols, string(r.Line))
+						return nil
+					})
+				if err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		slices.Sort(got)
+		slices.Sort(cols)
+		if !slices.Equal(got, whole) {
+			t.Errorf("%d shards: Scan read %d lines, want the %d of the whole once each", n, len(got), len(whole))
+		}
+		if !slices.Equal(cols, whole) {
+			t.Errorf("%d shards: ScanColumns read %d lines, want the %d of the whole once each", n, len(cols), len(whole))
+		}
+		if blocks == 0 {
+			t.Errorf("%d shards: no stored block read", n)
+		}
+	}
+}
