@@ -227,7 +227,7 @@ func (ev *evaluator) rangeStates(ctx context.Context, x *logql.RangeAggregation,
 		if columnar {
 			cp := w.colPlanner()
 			clear(cp.memo) // its outcomes hold for one stream
-			cp.noneMemo = 0
+			cp.noneMemo, cp.memoLooks, cp.memoMisses = 0, 0, 0
 			if cp.pred != nil {
 				cp.pred.startStream(ls)
 			}

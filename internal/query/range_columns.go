@@ -141,6 +141,9 @@ type colPlanner struct {
 	// column*256 + entry (valueID, -1 for other rows).
 	valueID     int
 	memoOn      bool // outcomes are remembered (no unwrap)
+	// memoLooks and memoMisses count the stream's memo lookups and
+	// misses (columnRow).
+	memoLooks, memoMisses int
 	unwrapParam int  // the parameter a plain unwrap reads, when no filter before it does; -1
 	dictMemo    []uint8
 	dictSeries  []*rangeSeries
@@ -428,6 +431,15 @@ func (w *rangeWorker) columnRow(ls record.Labels, t int64) error {
 		}
 		return nil
 	}
+	if cp.memoMisses >= memoTrial && cp.memoMisses*2 > cp.memoLooks {
+		// The values hardly repeat in this stream: the memo would
+		// cost a key and a lookup per row, and save nothing.
+		s, err := w.columnSeries(ls, t)
+		if s != nil {
+			w.add(s, t, 1)
+		}
+		return err
+	}
 	cp.memoKey = cp.memoKey[:0]
 	for _, v := range cp.values {
 		cp.memoKey = appendParamKey(cp.memoKey, v)
@@ -437,12 +449,14 @@ func (w *rangeWorker) columnRow(ls record.Labels, t int64) error {
 			cp.memoKey = append(append(cp.memoKey, n...), 0xff)
 		}
 	}
+	cp.memoLooks++
 	if o, ok := cp.memoed(); ok {
 		if o != nil {
 			w.add(o, t, 1)
 		}
 		return nil
 	}
+	cp.memoMisses++
 	s, err := w.columnSeries(ls, t)
 	if err != nil {
 		return err
@@ -453,6 +467,10 @@ func (w *rangeWorker) columnRow(ls record.Labels, t int64) error {
 	}
 	return nil
 }
+
+// memoTrial is the misses after which a stream whose memo misses more
+// often than it hits stops using it.
+const memoTrial = 1024
 
 // memoed returns the series remembered for the parameters' values in
 // cp.memoKey (nil: filtered out), if any is.
