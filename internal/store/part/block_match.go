@@ -8,6 +8,7 @@ import (
 
 	"github.com/sluicelog/sluice/internal/bin"
 	"github.com/sluicelog/sluice/internal/rows"
+	"github.com/sluicelog/sluice/internal/timestamp"
 )
 
 // Reading only the rows whose line holds clauses of literals
@@ -293,8 +294,32 @@ func (b *Block) colMatchOf(ci, li int) (*colMatch, error) {
 	c := &b.cols[ci]
 	lit := &b.lits[li]
 	// Known from the header: a column ruled out is never loaded.
-	if set := alphabets[c.enc]; set != nil {
+	set := alphabets[c.enc]
+	if c.enc == encTime && !slices.ContainsFunc(c.shapes, func(s timestamp.Shape) bool { return s.Kind == timestamp.Civil }) {
+		set = alphabets[encInt] // epoch times: integers
+	}
+	if set != nil {
 		m.state = rejectOr(lit, set)
+		if m.state == matchNever || c.enc == encTime {
+			return m, nil // a time is written with its row's time: searched per row
+		}
+		// Numbers and hex: each value written once and searched, for a
+		// bit per value as a string column has.
+		if _, err := b.loadedCol(ci); err != nil {
+			return nil, err
+		}
+		m.bits = append(m.bits[:0], make([]uint64, (c.n+63)/64)...)
+		for vi := range c.n {
+			v, vals, _, _, err := c.valueAt(vi, b.vals[:0], 0, true)
+			b.vals = vals
+			if err != nil {
+				return nil, fmt.Errorf("column %q: %w", b.Names[ci], err)
+			}
+			if lit.in(v, &b.scratch) {
+				m.bits[vi/64] |= 1 << (vi % 64)
+			}
+		}
+		m.state = matchBits
 		return m, nil
 	}
 	if c.grams != nil && !(lit.Fold && lit.unicodeFolds()) && !gramsMayHold(c.grams, lit.Text) {

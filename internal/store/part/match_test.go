@@ -132,7 +132,11 @@ func checkClauses(t testing.TB, rd *part.Reader, i int, cs []part.Clause, reused
 			continue
 		}
 		if !maybe || isASCII(g.line) {
-			t.Fatalf("block %d, %s: kept %q, which does not hold the clauses", i, name, g.line)
+			next := "no more rows"
+			if j < len(want) {
+				next = want[j].line
+			}
+			t.Fatalf("block %d, %s: kept %q, where the next row that holds the clauses is %q", i, name, g.line, next)
 		}
 	}
 	if j != len(want) {
@@ -208,7 +212,7 @@ func clausePart(t *testing.T) *part.Reader {
 	for i := range 2400 {
 		ts := time.Date(2026, 1, 15, 8, 0, 0, 0, time.UTC).Add(time.Duration(i) * 1234567 * time.Microsecond)
 		msg := fmt.Sprintf(msgs[rng.IntN(len(msgs))], rng.IntN(5000))
-		switch i % 5 {
+		switch i % 6 {
 		case 0, 1:
 			fmt.Fprintf(&in, `{"ts":"%s","svc":"api","level":"%s","msg":"%s","n":%d,"x":%d.%02d,"id":"%016x"}`+"\n",
 				ts.Format(time.RFC3339Nano), []string{"info", "ERROR", "warn"}[rng.IntN(3)], msg, rng.IntN(1000), rng.IntN(100), rng.IntN(100), rng.Uint64())
@@ -216,6 +220,8 @@ func clausePart(t *testing.T) *part.Reader {
 			fmt.Fprintf(&in, "ts=%s level=%s msg=%q took=%dms\n", ts.Format(time.RFC3339), []string{"info", "debug"}[rng.IntN(2)], msg, rng.IntN(900))
 		case 3:
 			fmt.Fprintf(&in, "%s WARN free text line %d: %s\n", ts.Format("2006-01-02 15:04:05.000"), i, msg)
+		case 4: // a time in epoch milliseconds
+			fmt.Fprintf(&in, `{"time":%d,"msg":"%s","user":{"id":%d,"vip":%v}}`+"\n", ts.UnixMilli(), msg, rng.IntN(90), rng.IntN(2) == 1)
 		default: // mostly keys: stored raw
 			fmt.Fprintf(&in, `{"ts":%d,"a_rather_long_key_name_for_a_flag":%d,"another_long_and_wordy_key_name":"%c","payment_declined_reason_code":%d}`+"\n",
 				ts.UnixMilli(), rng.IntN(2), 'a'+rune(rng.IntN(3)), rng.IntN(4))
@@ -277,6 +283,9 @@ func TestContainsClauses(t *testing.T) {
 		{"decimal values", [][]string{{".05", "9.9"}}},
 		{"hex values", [][]string{{"ab", "ff0"}}},
 		{"time values", [][]string{{"08:01:1", "T08:02"}}},
+		{"epoch time values", [][]string{{"768464001", "zzz"}}},
+		{"epoch time or decimal values", [][]string{{"17684640", ".5"}}},
+		{"time or integer values", [][]string{{"08:01:1", "917"}}},
 		{"gap", [][]string{{`","level":"`, "zzz"}}},
 		{"gap or value", [][]string{{"level=", "payment declined"}}},
 		{"gap and values", [][]string{{"WARN free"}, {"declined", "timeout"}}},
@@ -348,5 +357,42 @@ func TestContainsClausesRandom(t *testing.T) {
 		for i := range rd.Blocks {
 			checkClauses(t, rd, i, cs, &reused)
 		}
+	}
+}
+
+// BenchmarkContains counts the rows of every block holding clauses of
+// alternatives in values (service and host, dictionaries; latency, a
+// decimal column), as a count of a|b|c reads them.
+func BenchmarkContains(b *testing.B) {
+	blocks, n := benchRows(b)
+	fs := vfs.NewMem()
+	writePart(b, fs, "p.part", blocks)
+	rd, err := part.Open(fs, "p.part")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer rd.Close()
+	for _, bc := range []struct {
+		name    string
+		clauses [][]string
+	}{
+		{"alts=1", [][]string{{"s3"}}},
+		{"alts=2", [][]string{{"s3", "h7"}}},
+		{"alts=3", [][]string{{"s3", "h7", "12.5"}}},
+		{"alts=2x2", [][]string{{"s3", "h7"}, {"h1", "s5"}}},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			var blk part.Block
+			blk.LinesOnly, blk.NoLines, blk.CountOnly, blk.Contains = true, true, true, clausesOf(bc.clauses)
+			b.SetBytes(n)
+			b.ReportAllocs()
+			for b.Loop() {
+				for i := range rd.Blocks {
+					if err := rd.ReadBlock(i, &blk); err != nil {
+						b.Fatal(err)
+					}
+				}
+			}
+		})
 	}
 }
