@@ -194,8 +194,9 @@ func countsRows(op string) bool {
 // clauses (lineClauses, which pruning gives the store as Contains) hold
 // in exactly the lines the filters keep, as the store finds them: so
 // that every row the store keeps is one the pipeline keeps. (A folding
-// literal with a k or an s does not: the store's folding search also
-// keeps lines with a non-ASCII byte, where Unicode may fold a rune to it.)
+// literal with a k or an s, unless ASCII, does not: the store's folding
+// search also keeps lines with a non-ASCII byte, where Unicode may fold a
+// rune to it.)
 func literalsOnly(stages []logql.Stage) bool {
 	for _, s := range stages {
 		f, ok := s.(*logql.LineFilter)
@@ -208,7 +209,7 @@ func literalsOnly(stages []logql.Stage) bool {
 		}
 		for _, c := range req.clauses {
 			for _, l := range c {
-				if l.Fold && bytes.ContainsAny(l.Text, "ks") {
+				if l.Fold && !l.ASCII && bytes.ContainsAny(l.Text, "ks") {
 					return false
 				}
 			}
@@ -289,12 +290,12 @@ func lineClauses(f *logql.LineFilter) lineReq {
 
 // regexpClauses returns what a line filter's regexp requires.
 func regexpClauses(src string) lineReq {
-	// One case-insensitive literal: the store's folding search also
-	// keeps the lines where Unicode folds a rune to its k or s.
-	if lit, ok := stage.FoldedLiteral(src); ok {
-		if len(lit) == 0 {
-			return lineReq{}
-		}
+	// One case-insensitive literal without a k or an s: one folding
+	// search. (With one, regexlit writes the runes Unicode folds to it
+	// as alternatives of their own, and the store's search of each is
+	// exact.)
+	lit, folded := stage.FoldedLiteral(src)
+	if folded && len(lit) > 0 && !bytes.ContainsAny(lit, "ks") {
 		return lineReq{clauses: []store.Clause{{{Text: lit, Fold: true}}}, exact: true}
 	}
 	p, err := regexlit.Parse(src, false)
@@ -308,6 +309,12 @@ func regexpClauses(src string) lineReq {
 		}
 		return lineReq{clauses: []store.Clause{clauseOf(p.Groups[0])}, exact: true}
 	}
+	if folded && len(lit) > 0 {
+		// Too many variants for regexlit: the store's folding search,
+		// which also keeps the lines where Unicode folds a rune to a k
+		// or an s.
+		return lineReq{clauses: []store.Clause{{{Text: lit, Fold: true}}}, exact: true}
+	}
 	var req lineReq
 	for _, g := range p.Groups {
 		switch {
@@ -319,7 +326,7 @@ func regexpClauses(src string) lineReq {
 			// the text they share, if it is long enough, and the group
 			// for the blocks.
 			if c, ok := regexlit.Common(g); ok && len(c.Text) >= minLen {
-				req.clauses = append(req.clauses, store.Clause{{Text: []byte(c.Text), Fold: c.Fold}})
+				req.clauses = append(req.clauses, store.Clause{{Text: []byte(c.Text), Fold: c.Fold, ASCII: c.Fold}})
 			}
 			req.blocksOnly = append(req.blocksOnly, clauseOf(g))
 		}
@@ -327,10 +334,14 @@ func regexpClauses(src string) lineReq {
 	return req
 }
 
+// clauseOf returns a group of regexlit's literals as a clause. A folding
+// one ignores ASCII case alone: regexlit writes the runes Unicode folds
+// to an ASCII letter (the Kelvin sign, the long s) as literals of their
+// own.
 func clauseOf(g []regexlit.Lit) store.Clause {
 	c := make(store.Clause, len(g))
 	for i, l := range g {
-		c[i] = store.Literal{Text: []byte(l.Text), Fold: l.Fold}
+		c[i] = store.Literal{Text: []byte(l.Text), Fold: l.Fold, ASCII: l.Fold}
 	}
 	return c
 }

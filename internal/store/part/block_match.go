@@ -42,10 +42,13 @@ import (
 // two other runes to ASCII letters, the Kelvin sign to k and the long s
 // to s: a folding search for a literal with a k or an s keeps any text
 // with a non-ASCII byte, for the caller (which checks every row it is
-// given) to decide.
+// given) to decide, unless ASCII says the caller has those runes' texts
+// as literals of their own (as regexlit writes a case-insensitive k:
+// a folding k, or the Kelvin sign) and the search ignores no other case.
 type Literal struct {
-	Text []byte
-	Fold bool
+	Text  []byte
+	Fold  bool
+	ASCII bool
 }
 
 // Clause is a set of literals a line must contain one of. An empty
@@ -72,9 +75,9 @@ func ascii(b []byte) bool {
 }
 
 // unicodeFolds reports whether a folding literal has a letter that a
-// non-ASCII rune folds to.
+// non-ASCII rune folds to, and the search must allow for it.
 func (l *Literal) unicodeFolds() bool {
-	return l.Fold && bytes.ContainsAny(l.Text, "ks")
+	return l.Fold && !l.ASCII && bytes.ContainsAny(l.Text, "ks")
 }
 
 // litPlan says how a template's rows are tested for one literal.
@@ -116,7 +119,7 @@ type shapeLit struct {
 func (b *Block) keepShapePlans() {
 	same := b.shapePlans != nil && len(b.planLits) == len(b.lits)
 	for i := 0; same && i < len(b.lits); i++ {
-		same = b.planLits[i].Fold == b.lits[i].Fold && bytes.Equal(b.planLits[i].Text, b.lits[i].Text)
+		same = b.planLits[i].Fold == b.lits[i].Fold && b.planLits[i].ASCII == b.lits[i].ASCII && bytes.Equal(b.planLits[i].Text, b.lits[i].Text)
 	}
 	if same {
 		return
@@ -127,7 +130,7 @@ func (b *Block) keepShapePlans() {
 	clear(b.shapePlans)
 	b.planLits = b.planLits[:0]
 	for _, l := range b.lits {
-		b.planLits = append(b.planLits, Literal{Text: bytes.Clone(l.Text), Fold: l.Fold})
+		b.planLits = append(b.planLits, Literal{Text: bytes.Clone(l.Text), Fold: l.Fold, ASCII: l.ASCII})
 	}
 }
 

@@ -15,7 +15,8 @@ import (
 // counted or for the newest few, it keeps the same (checkClauses).
 //
 // lits holds the clauses a line each, their literals split by "|";
-// with fold, every other literal (the first, the third...) folds case.
+// with fold, every other literal (the first, the third...) folds case,
+// every other of those ASCII case alone (Literal.ASCII).
 func FuzzContains(f *testing.F) {
 	f.Add(`{"ts":"2026-01-15T08:00:00Z","msg":"payment declined","n":12}
 {"ts":"2026-01-15T08:00:01Z","msg":"ok","n":3}`, "payment", false)
@@ -41,7 +42,7 @@ func FuzzContains(f *testing.F) {
 				if alt == "" {
 					continue
 				}
-				l := part.Literal{Text: []byte(alt), Fold: fold && n%2 == 0}
+				l := part.Literal{Text: []byte(alt), Fold: fold && n%2 == 0, ASCII: fold && n%4 == 2}
 				if l.Fold {
 					l.Text = lowerASCII(l.Text)
 				}

@@ -15,7 +15,8 @@ import (
 )
 
 // clausesOf returns clauses written as text: a literal starting with
-// (?i) folds (its text lowercased).
+// (?i) folds (its text lowercased), with (?I) it folds ASCII case alone
+// (Literal.ASCII).
 func clausesOf(spec [][]string) []part.Clause {
 	cs := make([]part.Clause, 0, len(spec))
 	for _, alts := range spec {
@@ -23,6 +24,10 @@ func clausesOf(spec [][]string) []part.Clause {
 		for _, a := range alts {
 			if low, ok := strings.CutPrefix(a, "(?i)"); ok {
 				c = append(c, part.Literal{Text: lowerASCII([]byte(low)), Fold: true})
+				continue
+			}
+			if low, ok := strings.CutPrefix(a, "(?I)"); ok {
+				c = append(c, part.Literal{Text: lowerASCII([]byte(low)), Fold: true, ASCII: true})
 				continue
 			}
 			c = append(c, part.Literal{Text: []byte(a)})
@@ -49,13 +54,13 @@ func holdsClauses(line []byte, cs []part.Clause) bool {
 	return true
 }
 
-// unicodeFolds reports whether a folding literal of cs has a letter a
-// non-ASCII rune folds to: a read may then keep any line with a
+// unicodeFolds reports whether a folding literal of cs (not ASCII) has a
+// letter a non-ASCII rune folds to: a read may then keep any line with a
 // non-ASCII byte besides those holding the clauses.
 func unicodeFolds(cs []part.Clause) bool {
 	for _, c := range cs {
 		for _, l := range c {
-			if l.Fold && bytes.ContainsAny(l.Text, "ks") {
+			if l.Fold && !l.ASCII && bytes.ContainsAny(l.Text, "ks") {
 				return true
 			}
 		}
@@ -75,7 +80,10 @@ func clausesText(cs []part.Clause) string {
 			if j > 0 {
 				s.WriteString(" or ")
 			}
-			if l.Fold {
+			switch {
+			case l.Fold && l.ASCII:
+				s.WriteString("(?I)")
+			case l.Fold:
 				s.WriteString("(?i)")
 			}
 			fmt.Fprintf(&s, "%q", l.Text)
@@ -207,7 +215,7 @@ func checkClauses(t testing.TB, rd *part.Reader, i int, cs []part.Clause, reused
 func clausePart(t *testing.T) *part.Reader {
 	t.Helper()
 	rng := rand.New(rand.NewPCG(15, 15))
-	msgs := []string{"payment declined for order %d", "upstream timeout after %dms", "user %d logged in", "cache miss %d", "Kafka rebalance %d"}
+	msgs := []string{"payment declined for order %d", "upstream timeout after %dms", "user %d logged in", "cache miss %d", "Kafka rebalance %d", "\u212aafka lag %d in cla\u017fs"}
 	var in strings.Builder
 	for i := range 2400 {
 		ts := time.Date(2026, 1, 15, 8, 0, 0, 0, time.UTC).Add(time.Duration(i) * 1234567 * time.Microsecond)
@@ -303,6 +311,9 @@ func TestContainsClauses(t *testing.T) {
 		{"folded and exact", [][]string{{"(?i)Error", "timeout"}}},
 		{"folded across a boundary", [][]string{{`(?i)error","msg":"`, "(?i)zzz"}}},
 		{"folded k and s", [][]string{{"(?i)kafka", "(?i)miss"}}},
+		{"ASCII-folded k and s", [][]string{{"(?I)kafka", "(?I)miss"}}},
+		{"ASCII-folded with the Kelvin sign", [][]string{{"(?I)kafka", "\u212aafka"}, {"(?I)LAG", "(?I)rebalance"}}},
+		{"ASCII-folded with the long s", [][]string{{"(?I)class", "cla\u017fs"}}},
 		{"folded gap", [][]string{{"(?i)warn FREE", "(?i)qqq"}}},
 		{"duplicates", [][]string{{"declined", "declined"}, {"declined"}}},
 		{"one implies another", [][]string{{"payment declined", "declined"}}},
