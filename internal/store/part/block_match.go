@@ -312,8 +312,9 @@ func (b *Block) colMatchOf(ci, li int) (*colMatch, error) {
 			return nil, err
 		}
 		m.bits = append(m.bits[:0], make([]uint64, (c.n+63)/64)...)
+		start := len(b.vals) // what is before may be viewed: written after it
 		for vi := range c.n {
-			v, vals, _, _, err := c.valueAt(vi, b.vals[:0], 0, true)
+			v, vals, _, _, err := c.valueAt(vi, b.vals[:start], 0, true)
 			b.vals = vals
 			if err != nil {
 				return nil, fmt.Errorf("column %q: %w", b.Names[ci], err)
@@ -322,6 +323,7 @@ func (b *Block) colMatchOf(ci, li int) (*colMatch, error) {
 				m.bits[vi/64] |= 1 << (vi % 64)
 			}
 		}
+		b.vals = b.vals[:start]
 		m.state = matchBits
 		return m, nil
 	}
