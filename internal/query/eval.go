@@ -259,13 +259,10 @@ func lineClauses(f *logql.LineFilter) lineReq {
 	case logql.FilterContains:
 		c := make(store.Clause, 0, len(f.Values))
 		for _, v := range f.Values {
-			if v.IP || v.Value == "" {
+			if v.IP || v.Value == "" || len(c) == maxClause {
 				return lineReq{}
 			}
 			c = append(c, store.Literal{Text: []byte(v.Value)})
-		}
-		if len(c) > maxClause {
-			return lineReq{}
 		}
 		return lineReq{clauses: []store.Clause{c}, exact: true}
 	case logql.FilterRegexp:
@@ -275,13 +272,10 @@ func lineClauses(f *logql.LineFilter) lineReq {
 		var c store.Clause
 		for _, v := range f.Values {
 			req := regexpClauses(v.Re.String())
-			if !req.exact || len(req.clauses) != 1 {
+			if !req.exact || len(req.clauses) != 1 || len(c)+len(req.clauses[0]) > maxClause {
 				return lineReq{}
 			}
 			c = append(c, req.clauses[0]...)
-		}
-		if len(c) > maxClause {
-			return lineReq{}
 		}
 		return lineReq{clauses: []store.Clause{c}, exact: true}
 	}

@@ -113,3 +113,31 @@ func TestChainPruning(t *testing.T) {
 		}
 	}
 }
+
+// TestChainPruningBound: an "or" chain of more than maxClause literals
+// gives the store nothing (each literal would be a search per block).
+func TestChainPruningBound(t *testing.T) {
+	for _, n := range []int{maxClause, maxClause + 1} {
+		for _, op := range []logql.FilterOp{logql.FilterContains, logql.FilterRegexp} {
+			f := &logql.LineFilter{Op: op}
+			for i := range n {
+				v := fmt.Sprintf("term%03d", i)
+				f.Values = append(f.Values, logql.FilterValue{Value: v, Re: regexp.MustCompile(v)})
+			}
+			o := pruning([]logql.Stage{f})
+			if got, want := len(o.Contains), btoi(n <= maxClause); got != want {
+				t.Errorf("%d values (op %v): %d clauses, want %d", n, op, got, want)
+			}
+			if got, want := literalsOnly([]logql.Stage{f}), n <= maxClause; got != want {
+				t.Errorf("%d values (op %v): literalsOnly %v, want %v", n, op, got, want)
+			}
+		}
+	}
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
