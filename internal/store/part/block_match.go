@@ -827,6 +827,7 @@ func (b *Block) clauseBits(c, ci int) ([]uint64, error) {
 	}
 	var has [256]bool
 	dict := false
+	times := b.timeLits[:0] // the literals a time column's values are searched for
 	for li := lo; li < hi; li++ {
 		m, err := b.colMatchOf(ci, li)
 		if err != nil {
@@ -854,7 +855,17 @@ func (b *Block) clauseBits(c, ci int) ([]uint64, error) {
 				has[e] = has[e] || b.lits[li].in(v, &b.scratch)
 			}
 		default:
-			return nil, nil
+			if col.enc != encTime {
+				return nil, nil // searched value by value (unicodeFolds)
+			}
+			times = append(times, li)
+		}
+	}
+	b.timeLits = times
+	if len(times) > 0 {
+		own()
+		if err := b.timeBits(ci, times, bits); err != nil {
+			return nil, err
 		}
 	}
 	if dict {
@@ -880,6 +891,50 @@ func (b *Block) clauseBits(c, ci int) ([]uint64, error) {
 	}
 	b.cbits[k], b.cbitsState[k] = bits, 1
 	return bits, nil
+}
+
+// timeBits sets the bit of each value of time column ci that holds one
+// of the literals lits. A time is written with its row's time: the rows
+// are walked, as countMatches walks them, to find each value's row, and
+// each value is written once.
+func (b *Block) timeBits(ci int, lits []int, bits []uint64) error {
+	if err := b.DecodeTimes(); err != nil {
+		return err
+	}
+	col, err := b.loadedCol(ci)
+	if err != nil {
+		return err
+	}
+	start := len(b.vals) // what is before may be viewed: written after it
+	defer func() { b.vals = b.vals[:start] }()
+	cur := 0
+	for k, tid := range b.tids {
+		tm := &b.tmpls[tid]
+		n := 0
+		for si, c := range tm.cols {
+			if int(c) != ci {
+				continue
+			}
+			n++
+			vi := cur + tm.nth(si)
+			if vi >= col.n {
+				return fmt.Errorf("%w: row %d: column %q has only %d values", ErrCorrupt, k, b.Names[ci], col.n)
+			}
+			v, vals, _, _, err := col.valueAt(vi, b.vals[:start], b.times[k], true)
+			b.vals = vals
+			if err != nil {
+				return fmt.Errorf("%w: column %q: %v", ErrCorrupt, b.Names[ci], err)
+			}
+			for _, li := range lits {
+				if b.lits[li].in(v, &b.scratch) {
+					bits[vi/64] |= 1 << (vi % 64)
+					break
+				}
+			}
+		}
+		cur += n
+	}
+	return nil
 }
 
 // allTests reports whether the row at hand (template tid) has, for each

@@ -98,6 +98,7 @@ type Block struct {
 	cbits      [][]uint64
 	cbitsBuf   [][]uint64
 	cbitsState []uint8
+	timeLits   []int // clauseBits' scratch
 	adv        []int // and, per template from advStart, those its rows advance
 	advStart   []int
 	cursors    []int

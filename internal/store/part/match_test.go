@@ -373,7 +373,8 @@ func TestContainsClausesRandom(t *testing.T) {
 
 // BenchmarkContains counts the rows of every block holding clauses of
 // alternatives in values (service and host, dictionaries; latency, a
-// decimal column), as a count of a|b|c reads them.
+// decimal column; ts, a time column of epoch milliseconds), as a count of
+// a|b|c reads them.
 func BenchmarkContains(b *testing.B) {
 	blocks, n := benchRows(b)
 	fs := vfs.NewMem()
@@ -391,6 +392,7 @@ func BenchmarkContains(b *testing.B) {
 		{"alts=2", [][]string{{"s3", "h7"}}},
 		{"alts=3", [][]string{{"s3", "h7", "12.5"}}},
 		{"alts=2x2", [][]string{{"s3", "h7"}, {"h1", "s5"}}},
+		{"alts=2,time", [][]string{{"s3", "4640001"}}},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
 			var blk part.Block
