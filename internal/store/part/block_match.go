@@ -600,6 +600,9 @@ func (b *Block) matchCounting(nrows int, stream uint32, lci int) error {
 	b.need = need
 	for t := range b.tmpls {
 		tm := &b.tmpls[t]
+		if b.perTmpl[t] == 0 {
+			continue // no row of the block has it: nothing to plan or read
+		}
 		if tm.raw {
 			if lci >= 0 {
 				need[lci] = true
@@ -685,11 +688,14 @@ func (b *Block) countMatches(nrows int, stream uint32, rowFlags []byte, lci int)
 	b.cbitsState = grown(b.cbitsState, nb)
 	clear(b.cbitsState)
 	for t := range nt {
-		v, err := b.tmplTests(t)
-		if err != nil {
-			return err
+		verdict[t] = rowsNone // a template without rows in the block reads nothing
+		if b.perTmpl[t] > 0 {
+			v, err := b.tmplTests(t)
+			if err != nil {
+				return err
+			}
+			verdict[t] = v
 		}
-		verdict[t] = v
 		b.testStart = append(b.testStart, len(b.tests))
 	}
 	// Times are needed for the rows kept, and for the templated rows
