@@ -67,6 +67,10 @@ func BenchmarkQueries(b *testing.B) {
 		{"kind=json-status", `sum(count_over_time(` + all + ` | json s="http.status" | s >= 500 | __error__="" [1h]))`},
 		{"kind=quantile", `quantile_over_time(0.99, ` + all + ` | json lat="http.latency_ms" | unwrap lat | __error__="" [1h]) by (service)`},
 		{"kind=newest", `{service="reports"} |= "declined"`},
+		{"kind=alternation", `sum(count_over_time(` + all + ` |~ "payment declined|cache miss" [1h]))`},
+		{"kind=alternation-fold", `sum(count_over_time(` + all + ` |~ "(?i)payment declined|cache miss" [1h]))`},
+		{"kind=alternation-chain", `sum(count_over_time(` + all + ` |= "payment declined" or "node-3" [1h]))`},
+		{"kind=alternation-newest", `{service="reports"} |~ "declined|cache miss"`},
 	} {
 		b.Run(q.name, func(b *testing.B) {
 			p := Params{Tenant: store.DefaultTenant, Query: q.query, Start: at, End: at, Instant: true}

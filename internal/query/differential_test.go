@@ -43,7 +43,11 @@ func (g *queryGen) one(s ...string) string { return s[g.pick(len(s))] }
 
 var (
 	genSelectors = []string{`{service=~"api|web"}`, `{service="api"}`, `{service=~".+"}`, `{service!="web", service=~".+"}`, `{service="lf"}`, `{job="nginx"}`}
-	genFilters   = []string{`|= "error"`, `!= "debug"`, `|~ "(?i)err(or)?"`, `|~ "m[0-3]"`, `|= "error" or "warn"`, `!~ "declined|ok"`, `|> "<_>error<_>"`, `|= "GET"`, `|~ "status\":5"`, `|= ip("10.0.0.0/8")`}
+	genFilters   = []string{`|= "error"`, `!= "debug"`, `|~ "(?i)err(or)?"`, `|~ "m[0-3]"`, `|= "error" or "warn"`, `!~ "declined|ok"`, `|> "<_>error<_>"`, `|= "GET"`, `|~ "status\":5"`, `|= ip("10.0.0.0/8")`,
+		// Alternations: exact (the store decides the rows), folding (with
+		// an s: the store keeps candidates), a chain, and required
+		// alternatives of a regexp that is more than them.
+		`|~ "error|warn"`, `|~ "(?i)ERROR|declined"`, `|~ "(?i)payment|GET"`, `|~ "(?i)kafka|ok"`, `|= "m1" or "POST"`, `|~ "error|warn" or "GET"`, `|~ "(error|warn).*m[0-9]"`, `|~ "payment (declined|ok)"`}
 	genParsers   = []string{`| json`, `| json`, `| json level`, `| json s="http.status", lat="http.latency_ms"`, `| logfmt`, `| logfmt --strict`, `| regexp "(?P<word>[a-z]+) (?P<rest>.*)"`, `| pattern "<ip> - - <_> \"<method> <path> <_>\" <status> <size>"`, `| unpack`, `| json level, msg`}
 	genLabelF    = []string{`| level="error"`, `| level=~"(?i)err.*"`, `| http_status >= 500`, `| s > 300`, `| __error__=""`, `| __error__=""`, `| level!="info" or msg="m1"`, `| status >= 400`, `| lat > 100`, `| http_latency_ms < 50.5`, `| level="" `, `| size > 1KB`}
 	genOther     = []string{`| line_format "{{.level}} {{.msg}}"`, `| label_format lvl=level`, `| label_format x="{{.service}}-{{.level}}"`, `| drop trace_id, ts`, `| keep level, service`, `| drop __error__, __error_details__`, `| decolorize`, `| drop level="info"`}
@@ -163,6 +167,11 @@ func diffLines(n int) []string {
 		case 1:
 			lines[i] = fmt.Sprintf(`ts=%s service=lf level=%s msg="took %dms" lat=%d size=%dKB status=%d`,
 				ts.Format(time.RFC3339Nano), []string{"info", "error", "warn"}[rng.IntN(3)], rng.IntN(900), rng.IntN(900), rng.IntN(4), 200+100*rng.IntN(4))
+		case 2:
+			// Runes that Unicode folds to k and s: a case-insensitive k
+			// or s matches them.
+			lines[i] = fmt.Sprintf(`ts=%s service=lf level=%s msg="%s"`,
+				ts.Format(time.RFC3339Nano), []string{"info", "error"}[rng.IntN(2)], []string{"\u212aafka ok", "cla\u017fs ERROR", "kafka class", "OK"}[rng.IntN(4)])
 		}
 	}
 	return lines
@@ -312,6 +321,46 @@ func FuzzEngineSameAsReference(f *testing.F) {
 			t.Fatalf("%s: %s", q, diff)
 		}
 	})
+}
+
+// TestAlternationsSameAsReference: line filters the store gives as
+// clauses of alternatives, counted and read newest first, each against
+// the reference.
+func TestAlternationsSameAsReference(t *testing.T) {
+	sn := diffSnapshot(t)
+	for _, f := range []string{
+		`|~ "error|warn"`,
+		`|~ "payment declined|m3"`,
+		`|~ "(?i)error|declined"`,
+		`|~ "(?i)payment|ok"`,
+		`|= "GET" or "ERROR plain"`,
+		`|~ "error" or "m1|m2"`,
+		`|~ "(error|warn).*m[0-9]"`,
+		`|~ "\"level\":\"(error|warn)\",\"service\":\"api"`,
+		`|~ "api\",\"msg|web\",\"msg"`,
+		`|~ "error|warn" |= "api" |~ "m1|m2|m3|payment"`,
+		`|~ "error|warn" != "POST"`,
+		`|~ "lf|zz|m4"`,
+		`|~ "(?i)kafka|class"`,
+		`|~ "(?i)ok"`,
+		`|~ "(?i)OK|declined" |~ "(?i)ERROR|class"`,
+		`|~ "(?i)ka.ka|cla[sx]s"`,
+	} {
+		for _, q := range []string{
+			`sum(count_over_time({service=~".+"} ` + f + ` [1h]))`,
+			`sum by (service) (rate({service=~"api|web"} ` + f + ` [10s]))`,
+		} {
+			if diff := sameAnswer(sn, q, false, false); diff != "" {
+				t.Errorf("%s: %s", q, diff)
+			}
+		}
+		q := `{service=~".+"} ` + f
+		for _, backward := range []bool{true, false} {
+			if diff := sameAnswer(sn, q, true, backward); diff != "" {
+				t.Errorf("%s (backward %v): %s", q, backward, diff)
+			}
+		}
+	}
 }
 
 // TestHintsSameAsReference: the shapes the engine's hints rewrite, each

@@ -5,7 +5,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
+	"math"
+	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -197,27 +198,21 @@ func (ev *evaluator) hintsOf(x *logql.RangeAggregation) rangeHints {
 
 // pruning returns the scan options that skip the blocks and rows a
 // pipeline's line filters rule out: those before the first stage that
-// changes the line, from the literals every kept line contains (the
-// tokens held whole and the edge tokens as needles, for blocks; the
-// literals themselves, for rows), and for a regexp also from the groups
-// of alternatives it requires one of (blocks only).
+// changes the line, from the clauses of literals every kept line holds
+// (lineClauses): a literal alone as the tokens it holds whole and its
+// edge tokens as needles, a clause of alternatives as a group of probes
+// (Any), for blocks; the clauses themselves, for rows (Contains).
 func pruning(stages []logql.Stage) store.ScanOptions {
 	var o store.ScanOptions
 	for _, s := range stages {
 		switch s := s.(type) {
 		case *logql.LineFilter:
-			if len(s.Values) != 1 {
-				// An "or" chain needs any one of its values: a group.
-				o = chainPruning(o, s)
-				continue
+			req := lineClauses(s)
+			for _, c := range req.clauses {
+				o = requireClause(o, c)
 			}
-			switch v := s.Values[0]; s.Op {
-			case logql.FilterContains:
-				if !v.IP && v.Value != "" {
-					o = requireLiteral(o, []byte(v.Value), false)
-				}
-			case logql.FilterRegexp:
-				o = regexpPruning(o, v.Re.String())
+			for _, g := range req.blocksOnly {
+				o = requireProbes(o, g)
 			}
 		case *logql.LineFormat, *logql.Unpack, *logql.Decolorize:
 			return o
@@ -232,143 +227,204 @@ func countsRows(op string) bool {
 	return op == "count_over_time" || op == "rate" || op == "absent_over_time"
 }
 
-// literalsOnly reports whether a pipeline is only line filters that
-// pruning gives the store as literals it checks exactly (ScanOptions
-// Contains): one literal each, exact or folding ASCII case of a literal
-// without k or s (a literal one, or a regexp that is exactly "contains
-// this literal", error.* say).
+// literalsOnly reports whether a pipeline is only line filters whose
+// clauses (lineClauses, which pruning gives the store as Contains) hold
+// in exactly the lines the filters keep, as the store finds them: so
+// that every row the store keeps is one the pipeline keeps. (A folding
+// literal with a k or an s, unless ASCII, does not: the store's folding
+// search also keeps lines with a non-ASCII byte, where Unicode may fold a
+// rune to it.)
 func literalsOnly(stages []logql.Stage) bool {
 	for _, s := range stages {
 		f, ok := s.(*logql.LineFilter)
-		if !ok || len(f.Values) != 1 {
+		if !ok {
 			return false
 		}
-		switch v := f.Values[0]; f.Op {
-		case logql.FilterContains:
-			if v.IP || v.Value == "" {
-				return false
-			}
-		case logql.FilterRegexp:
-			if lit, complete := v.Re.LiteralPrefix(); complete && lit != "" {
-				continue
-			}
-			if lit, ok := stage.FoldedLiteral(v.Re.String()); ok {
-				if len(lit) == 0 || bytes.ContainsAny(lit, "ks") {
+		req := lineClauses(f)
+		if !req.exact {
+			return false
+		}
+		for _, c := range req.clauses {
+			for _, l := range c {
+				if l.Fold && !l.ASCII && bytes.ContainsAny(l.Text, "ks") {
 					return false
 				}
-				continue
 			}
-			// What regexpPruning gives as the one literal of Contains.
-			p, err := regexlit.Parse(v.Re.String(), false)
-			if err != nil || !p.Exact || len(p.Groups) != 1 || len(p.Groups[0]) != 1 {
-				return false
-			}
-			if l := p.Groups[0][0]; l.Text == "" || l.Fold && strings.ContainsAny(l.Text, "ks") {
-				return false
-			}
-		default:
-			return false
 		}
 	}
 	return len(stages) > 0
 }
 
-// regexpPruning adds to o what a line filter's regexp requires
-// (regexlit): each literal it requires alone as tokens, needles and a
-// literal of Contains; each group of alternatives as a group of probes
-// (Any) for the blocks, and the prefix or suffix the group's literals
-// share as a literal of its own. (Contains takes literals, not groups:
-// the rows are left to the filter.)
-func regexpPruning(o store.ScanOptions, src string) store.ScanOptions {
-	// One case-insensitive literal: the store's folding search also
-	// keeps the lines where Unicode folds a rune to its k or s.
-	if lit, ok := stage.FoldedLiteral(src); ok {
-		if len(lit) > 0 {
-			o = requireLiteral(o, lit, true)
+// maxClause bounds the literals of a clause given the store: a block
+// searches its candidate columns for each. A regexp that is not exactly
+// its clauses gives one of at most maxInexact (the regexp runs on the
+// rows kept anyway: a clause of more literals costs more searches than
+// the rows it rules out would).
+const (
+	maxClause  = 64
+	maxInexact = 8
+)
+
+// minLen is the shortest literal of a clause a regexp requires that is
+// worth giving the store when the regexp is not exactly its clauses: a
+// literal of a byte or two is in most lines, and searching each row for
+// it costs more than it rules out.
+const minLen = 3
+
+// lineReq is what a line filter requires of the lines it keeps.
+type lineReq struct {
+	// clauses of literals (each: one of them) every line kept holds
+	clauses []store.Clause
+	// exact: a line holds them exactly when the filter keeps it
+	exact bool
+	// blocksOnly are more clauses, of alternatives too many to search
+	// each row for: for the blocks' token filters.
+	blocksOnly []store.Clause
+}
+
+// lineClauses returns the clauses of literals (each: one of them) that
+// every line a positive line filter keeps holds, and whether a line
+// holds them exactly when the filter keeps it (exact). A literal filter,
+// or an "or" chain of them, is one clause; a regexp's are what it
+// requires (regexlit): exact when it is exactly "contains one of these
+// literals" (error|fatal, (?i)timeout); an "or" chain of such regexps is
+// the union of their literals. Others give no clause: negative filters,
+// IP filters, an empty literal (every line holds it), an "or" chain with
+// a regexp that is not exact.
+func lineClauses(f *logql.LineFilter) lineReq {
+	switch f.Op {
+	case logql.FilterContains:
+		c := make(store.Clause, 0, len(f.Values))
+		for _, v := range f.Values {
+			if v.IP || v.Value == "" || len(c) == maxClause {
+				return lineReq{}
+			}
+			c = append(c, store.Literal{Text: []byte(v.Value)})
 		}
-		return o
+		return lineReq{clauses: []store.Clause{c}, exact: true}
+	case logql.FilterRegexp:
+		if len(f.Values) == 1 {
+			return regexpClauses(f.Values[0].Re.String())
+		}
+		var c store.Clause
+		for _, v := range f.Values {
+			req := regexpClauses(v.Re.String())
+			if !req.exact || len(req.clauses) != 1 || len(c)+len(req.clauses[0]) > maxClause {
+				return lineReq{}
+			}
+			c = append(c, req.clauses[0]...)
+		}
+		return lineReq{clauses: []store.Clause{c}, exact: true}
+	}
+	return lineReq{}
+}
+
+// regexpClauses returns what a line filter's regexp requires.
+func regexpClauses(src string) lineReq {
+	// One case-insensitive literal without a k or an s: one folding
+	// search. (With one, regexlit writes the runes Unicode folds to it
+	// as alternatives of their own, and the store's search of each is
+	// exact.)
+	lit, folded := stage.FoldedLiteral(src)
+	if folded && len(lit) > 0 && !bytes.ContainsAny(lit, "ks") {
+		return lineReq{clauses: []store.Clause{{{Text: lit, Fold: true}}}, exact: true}
 	}
 	p, err := regexlit.Parse(src, false)
 	if err != nil {
+		return lineReq{}
+	}
+	if p.Exact {
+		// No group: every line matches, and there is nothing to give.
+		if len(p.Groups) != 1 || len(p.Groups[0]) > maxClause || !nonEmpty(p.Groups[0]) {
+			return lineReq{}
+		}
+		return lineReq{clauses: []store.Clause{clauseOf(p.Groups[0])}, exact: true}
+	}
+	if folded && len(lit) > 0 {
+		// Too many variants for regexlit: the store's folding search,
+		// which also keeps the lines where Unicode folds a rune to a k
+		// or an s.
+		return lineReq{clauses: []store.Clause{{{Text: lit, Fold: true}}}, exact: true}
+	}
+	var req lineReq
+	for _, g := range p.Groups {
+		switch {
+		case !nonEmpty(g):
+		case len(g) <= maxInexact && shortestText(g) >= minLen:
+			req.clauses = append(req.clauses, clauseOf(g))
+		case len(g) > 1:
+			// Too many or too short alternatives to search each row for:
+			// the text they share, if it is long enough, and the group
+			// for the blocks.
+			if c, ok := regexlit.Common(g); ok && len(c.Text) >= minLen {
+				req.clauses = append(req.clauses, store.Clause{{Text: []byte(c.Text), Fold: c.Fold, ASCII: c.Fold}})
+			}
+			req.blocksOnly = append(req.blocksOnly, clauseOf(g))
+		}
+	}
+	return req
+}
+
+// clauseOf returns a group of regexlit's literals as a clause. A folding
+// one ignores ASCII case alone: regexlit writes the runes Unicode folds
+// to an ASCII letter (the Kelvin sign, the long s) as literals of their
+// own.
+func clauseOf(g []regexlit.Lit) store.Clause {
+	c := make(store.Clause, len(g))
+	for i, l := range g {
+		c[i] = store.Literal{Text: []byte(l.Text), Fold: l.Fold, ASCII: l.Fold}
+	}
+	return c
+}
+
+func nonEmpty(g []regexlit.Lit) bool {
+	return len(g) > 0 && !slices.ContainsFunc(g, func(l regexlit.Lit) bool { return l.Text == "" })
+}
+
+func shortestText(g []regexlit.Lit) int {
+	n := math.MaxInt
+	for _, l := range g {
+		n = min(n, len(l.Text))
+	}
+	return n
+}
+
+// requireClause adds a clause every line wanted holds to o: as rows'
+// Contains, and for blocks a literal alone as tokens and needles, a
+// clause of several as a group of probes (unless one of its literals
+// has none: that one rules no block out) and the tokens and needles of
+// the text they share.
+func requireClause(o store.ScanOptions, c store.Clause) store.ScanOptions {
+	o.Contains = append(o.Contains, c)
+	if len(c) == 1 {
+		o.Tokens = store.AppendLiteralTokens(o.Tokens, c[0].Text)
+		o.Needles = store.AppendLiteralNeedles(o.Needles, c[0].Text)
 		return o
 	}
-	// A literal of a byte or two is in most lines: searching each row
-	// for it costs more than it rules out, unless it is the whole
-	// regexp (literalsOnly counts on Contains then).
-	const minLen = 3
-	for _, g := range p.Groups {
-		if len(g) == 1 {
-			if p.Exact || len(g[0].Text) >= minLen {
-				o = requireLiteral(o, []byte(g[0].Text), g[0].Fold)
-			}
-			continue
-		}
-		if c, ok := regexlit.Common(g); ok && len(c.Text) >= minLen {
-			o = requireLiteral(o, []byte(c.Text), c.Fold)
-		}
-		probes := make([]store.Probe, 0, len(g))
-		for _, l := range g {
-			pr := store.NewProbe([]byte(l.Text))
-			if pr.Empty() {
-				probes = nil // that alternative rules no block out
-				break
-			}
-			probes = append(probes, pr)
-		}
-		if probes != nil {
-			o.Any = append(o.Any, probes)
-		}
+	o = requireProbes(o, c)
+	g := make([]regexlit.Lit, len(c))
+	for i, l := range c {
+		g[i] = regexlit.Lit{Text: string(l.Text), Fold: l.Fold}
+	}
+	if common, ok := regexlit.Common(g); ok && len(common.Text) >= minLen {
+		o.Tokens = store.AppendLiteralTokens(o.Tokens, []byte(common.Text))
+		o.Needles = store.AppendLiteralNeedles(o.Needles, []byte(common.Text))
 	}
 	return o
 }
 
-// maxChainProbes bounds the literals of an "or" chain that prune blocks:
-// every block asks its filter about each.
-const maxChainProbes = 64
-
-// chainPruning adds to o the group of an "or" chain of positive line
-// filters whose every value is a literal, or a regexp that is exactly
-// "contains one of these literals": a block must hold one of them.
-func chainPruning(o store.ScanOptions, f *logql.LineFilter) store.ScanOptions {
-	var lits []string
-	for _, v := range f.Values {
-		switch f.Op {
-		case logql.FilterContains:
-			if v.IP {
-				return o
-			}
-			lits = append(lits, v.Value)
-		case logql.FilterRegexp:
-			p, err := regexlit.Parse(v.Re.String(), false)
-			if err != nil || !p.Exact || len(p.Groups) != 1 {
-				return o
-			}
-			for _, l := range p.Groups[0] {
-				lits = append(lits, l.Text)
-			}
-		default:
-			return o
-		}
-		if len(lits) > maxChainProbes {
-			return o
-		}
-	}
-	probes := make([]store.Probe, 0, len(lits))
-	for _, l := range lits {
-		pr := store.NewProbe([]byte(l))
+// requireProbes adds to o a group of probes of the blocks, one of which
+// every line wanted holds: none when a literal has no token to probe
+// (that one rules no block out).
+func requireProbes(o store.ScanOptions, c store.Clause) store.ScanOptions {
+	probes := make([]store.Probe, 0, len(c))
+	for _, l := range c {
+		pr := store.NewProbe(l.Text)
 		if pr.Empty() {
-			return o // that value rules no block out
+			return o
 		}
 		probes = append(probes, pr)
 	}
 	o.Any = append(o.Any, probes)
-	return o
-}
-
-// requireLiteral adds a literal every line wanted contains to o.
-func requireLiteral(o store.ScanOptions, lit []byte, fold bool) store.ScanOptions {
-	o.Tokens = store.AppendLiteralTokens(o.Tokens, lit)
-	o.Needles = store.AppendLiteralNeedles(o.Needles, lit)
-	o.Contains = append(o.Contains, store.Literal{Text: lit, Fold: fold})
 	return o
 }

@@ -1,42 +1,75 @@
 package query
 
 import (
+	"fmt"
 	"regexp"
-	"slices"
+	"strings"
 	"testing"
 
 	"github.com/sluicelog/sluice/internal/logql"
 	"github.com/sluicelog/sluice/internal/store"
 )
 
-// TestRegexpPruning: a line filter regexp gives the store the literals
-// it requires alone (tokens, needles, Contains) and its groups of
-// alternatives as probes of the blocks.
+// clausesText writes clauses as the tests below expect them: a clause's
+// literals in brackets, a folding one after (?i), or (?I) when it folds
+// ASCII letters alone (Literal.ASCII).
+func clausesText(cs []store.Clause) string {
+	var s strings.Builder
+	for _, c := range cs {
+		s.WriteString("[")
+		for i, l := range c {
+			if i > 0 {
+				s.WriteString(" ")
+			}
+			switch {
+			case l.Fold && l.ASCII:
+				s.WriteString("(?I)")
+			case l.Fold:
+				s.WriteString("(?i)")
+			}
+			fmt.Fprintf(&s, "%q", l.Text)
+		}
+		s.WriteString("]")
+	}
+	return s.String()
+}
+
+// TestRegexpPruning: a line filter regexp gives the store the clauses of
+// literals it requires (Contains), a literal alone also as tokens and
+// needles and a clause of several as a group of probes of the blocks
+// (Any); literalsOnly says whether the clauses are exactly the regexp.
 func TestRegexpPruning(t *testing.T) {
-	lit := func(s string, fold bool) store.Literal { return store.Literal{Text: []byte(s), Fold: fold} }
 	for _, tc := range []struct {
 		re       string
-		contains []store.Literal
+		contains string
 		any      int
 		only     bool // literalsOnly
 	}{
-		{"error", []store.Literal{lit("error", false)}, 0, true},
-		{"error.*", []store.Literal{lit("error", false)}, 0, true},
-		{"(?i)error", []store.Literal{lit("error", true)}, 0, true},
-		{"(?i)kafka", []store.Literal{lit("kafka", true)}, 0, false},
-		{"error|fatal|panic", nil, 1, false},
-		{".*user.*root", []store.Literal{lit("user", false), lit("root", false)}, 0, false},
-		{"connection (refused|reset)", []store.Literal{lit("connection re", false)}, 1, false},
-		{"[Ee]rror: \\d+", []store.Literal{lit("rror: ", false)}, 1, false},
-		{"a.*b", nil, 0, false},
-		{"\\d+", nil, 0, false},
+		{"error", `["error"]`, 0, true},
+		{"error.*", `["error"]`, 0, true},
+		{"(?i)error", `[(?i)"error"]`, 0, true},
+		// With a k or an s: the runes Unicode folds to them as literals
+		// of their own, and each literal folds ASCII case alone.
+		{"(?i)kafka", "[(?I)\"kafka\" (?I)\"kaf\u212aa\" (?I)\"\u212aafka\" (?I)\"\u212aaf\u212aa\"]", 1, true},
+		{"error|fatal|panic", `["error" "fatal" "panic"]`, 1, true},
+		{"upstream timeout|payment declined", `["upstream timeout" "payment declined"]`, 1, true},
+		{"(?i)timeout|DECLINED", `[(?I)"timeout" (?I)"declined"]`, 1, true},
+		{"(?i)upstream|declined", `[(?I)"upstream" (?I)"upſtream" (?I)"declined"]`, 1, true},
+		{".*user.*root", `["user"]["root"]`, 0, false},
+		{"connection (refused|reset)", `["connection refused" "connection reset"]`, 1, true},
+		{"(error|warn).*m[0-9]", `["error" "warn"]`, 2, false},
+		{"(error|warn)ing: \\d+", `["ing: "]`, 1, false},
+		{"[Ee]rror: \\d+", `["rror: "]`, 1, false},
+		{"a.*b", ``, 0, false},
+		{"\\d+", ``, 0, false},
+		{"x|yz", `["x" "yz"]`, 1, true},
+		{"", ``, 0, false},
 	} {
 		t.Run(tc.re, func(t *testing.T) {
 			stages := []logql.Stage{&logql.LineFilter{Op: logql.FilterRegexp, Values: []logql.FilterValue{{Value: tc.re, Re: regexp.MustCompile("(?s)" + tc.re)}}}}
 			o := pruning(stages)
-			eq := func(a, b store.Literal) bool { return string(a.Text) == string(b.Text) && a.Fold == b.Fold }
-			if !slices.EqualFunc(o.Contains, tc.contains, eq) {
-				t.Errorf("Contains %+v, want %+v", o.Contains, tc.contains)
+			if got := clausesText(o.Contains); got != tc.contains {
+				t.Errorf("Contains %s, want %s", got, tc.contains)
 			}
 			if len(o.Any) != tc.any {
 				t.Errorf("%d groups, want %d", len(o.Any), tc.any)
@@ -49,27 +82,62 @@ func TestRegexpPruning(t *testing.T) {
 }
 
 // TestChainPruning: an "or" chain of literals, or of regexps that are
-// only literals, is a group of probes for the blocks; one with a value
-// that is neither, or a negative one, prunes nothing.
+// only literals, is one clause of them for the rows and a group of
+// probes for the blocks (none when a literal has no token to probe); one
+// with a value that is neither, or a negative one, prunes nothing.
 func TestChainPruning(t *testing.T) {
 	for _, tc := range []struct {
-		f      *logql.LineFilter
-		probes int
+		f        *logql.LineFilter
+		contains string
+		probes   int
 	}{
-		{&logql.LineFilter{Op: logql.FilterContains, Values: []logql.FilterValue{{Value: "error"}, {Value: "fatal"}}}, 2},
-		{&logql.LineFilter{Op: logql.FilterRegexp, Values: []logql.FilterValue{{Value: "error|warn", Re: regexp.MustCompile("error|warn")}, {Value: "(?i)fatal", Re: regexp.MustCompile("(?i)fatal")}}}, 3},
-		{&logql.LineFilter{Op: logql.FilterRegexp, Values: []logql.FilterValue{{Value: "error", Re: regexp.MustCompile("error")}, {Value: "fa.al", Re: regexp.MustCompile("fa.al")}}}, 0},
-		{&logql.LineFilter{Op: logql.FilterNotContains, Values: []logql.FilterValue{{Value: "error"}, {Value: "fatal"}}}, 0},
-		{&logql.LineFilter{Op: logql.FilterContains, Values: []logql.FilterValue{{Value: "error"}, {Value: "-"}}}, 0},
-		{&logql.LineFilter{Op: logql.FilterContains, Values: []logql.FilterValue{{Value: "error"}, {Value: "10.0.0.1", IP: true}}}, 0},
+		{&logql.LineFilter{Op: logql.FilterContains, Values: []logql.FilterValue{{Value: "error"}, {Value: "fatal"}}}, `["error" "fatal"]`, 2},
+		{&logql.LineFilter{Op: logql.FilterRegexp, Values: []logql.FilterValue{{Value: "error|warn", Re: regexp.MustCompile("error|warn")}, {Value: "(?i)fatal", Re: regexp.MustCompile("(?i)fatal")}}}, `["error" "warn" (?i)"fatal"]`, 3},
+		{&logql.LineFilter{Op: logql.FilterRegexp, Values: []logql.FilterValue{{Value: "error", Re: regexp.MustCompile("error")}, {Value: "fa.al", Re: regexp.MustCompile("fa.al")}}}, ``, 0},
+		{&logql.LineFilter{Op: logql.FilterNotContains, Values: []logql.FilterValue{{Value: "error"}, {Value: "fatal"}}}, ``, 0},
+		{&logql.LineFilter{Op: logql.FilterContains, Values: []logql.FilterValue{{Value: "error"}, {Value: "-"}}}, `["error" "-"]`, 0},
+		{&logql.LineFilter{Op: logql.FilterContains, Values: []logql.FilterValue{{Value: "error"}, {Value: ""}}}, ``, 0},
+		{&logql.LineFilter{Op: logql.FilterContains, Values: []logql.FilterValue{{Value: "error"}, {Value: "10.0.0.1", IP: true}}}, ``, 0},
 	} {
-		o := pruning([]logql.Stage{tc.f})
+		stages := []logql.Stage{tc.f}
+		o := pruning(stages)
 		n := 0
 		for _, g := range o.Any {
 			n += len(g)
 		}
-		if n != tc.probes || len(o.Tokens)+len(o.Needles)+len(o.Contains) > 0 {
-			t.Errorf("%v: %d probes (%d tokens, %d needles, %d literals), want %d probes only", tc.f.Values, n, len(o.Tokens), len(o.Needles), len(o.Contains), tc.probes)
+		if got := clausesText(o.Contains); n != tc.probes || len(o.Tokens)+len(o.Needles) > 0 || got != tc.contains {
+			t.Errorf("%v: %d probes (%d tokens, %d needles), clauses %s; want %d probes only, clauses %s", tc.f.Values, n, len(o.Tokens), len(o.Needles), got, tc.probes, tc.contains)
+		}
+		if got, want := literalsOnly(stages), tc.contains != ""; got != want {
+			t.Errorf("%v: literalsOnly %v, want %v", tc.f.Values, got, want)
 		}
 	}
+}
+
+// TestChainPruningBound: an "or" chain of more than maxClause literals
+// gives the store nothing (each literal would be a search per block).
+func TestChainPruningBound(t *testing.T) {
+	for _, n := range []int{maxClause, maxClause + 1} {
+		for _, op := range []logql.FilterOp{logql.FilterContains, logql.FilterRegexp} {
+			f := &logql.LineFilter{Op: op}
+			for i := range n {
+				v := fmt.Sprintf("term%03d", i)
+				f.Values = append(f.Values, logql.FilterValue{Value: v, Re: regexp.MustCompile(v)})
+			}
+			o := pruning([]logql.Stage{f})
+			if got, want := len(o.Contains), btoi(n <= maxClause); got != want {
+				t.Errorf("%d values (op %v): %d clauses, want %d", n, op, got, want)
+			}
+			if got, want := literalsOnly([]logql.Stage{f}), n <= maxClause; got != want {
+				t.Errorf("%d values (op %v): literalsOnly %v, want %v", n, op, got, want)
+			}
+		}
+	}
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }

@@ -154,22 +154,23 @@ type ScanOptions struct {
 	// read whole, without Contains and NoLines.
 	Meta bool
 	// Contains, with LinesOnly, leaves out the stored rows whose line
-	// lacks one of these literals, without rebuilding their lines. (The
-	// head's rows all come: the caller still checks each row.)
-	Contains []Literal
+	// lacks one of these clauses (holds none of a clause's literals),
+	// without rebuilding their lines. (The head's rows all come: the
+	// caller still checks each row.)
+	Contains []Clause
 	// NoLines, with Contains, yields the stored rows found to hold every
-	// literal without their line (Line nil): for callers that only count.
+	// clause without their line (Line nil): for callers that only count.
 	// Rows whose line is given (the head's, and some stored ones) are the
 	// caller's to check.
 	NoLines bool
 	// Newest, with Contains and Backward, says the caller wants at most
-	// the newest Newest rows of the stream that contain the literals: a
+	// the newest Newest rows of the stream that hold the clauses: a
 	// stored block tests only as many of its rows, from the newest, as it
 	// takes to find them.
 	Newest int
 	// BlockCount, with NoLines, is asked of each stored block before it
 	// is read, with the block's time range: when it returns a function,
-	// the block's rows that hold the literals are not yielded but counted,
+	// the block's rows that hold the clauses are not yielded but counted,
 	// and the function is given their number (the caller only counts, and
 	// the block's rows all count alike).
 	BlockCount func(minTime, maxTime int64) func(n int) error
@@ -526,9 +527,14 @@ func (sn *Snapshot) Lines(ctx context.Context, tenants []string, from, to int64,
 	return nil
 }
 
-// Literal is a text every row wanted contains (ScanOptions.Contains),
+// Literal is a text a row wanted contains (in ScanOptions.Contains),
 // exactly or ignoring ASCII case.
 type Literal = part.Literal
+
+// Clause is a set of literals every row wanted contains one of
+// (ScanOptions.Contains): an alternation, error|fatal, or a literal
+// alone.
+type Clause = part.Clause
 
 // Needle is an edge token of a searched literal (ScanOptions.Needles).
 type Needle = part.Needle

@@ -149,11 +149,74 @@ func TestScanAny(t *testing.T) {
 	}
 }
 
+// TestScanClauses: a scan with Contains clauses of alternatives yields
+// every row holding one literal of each clause (the head's rows all
+// come, for the caller to check) and, without lines, the same rows;
+// backward for the newest few, the newest of them.
+func TestScanClauses(t *testing.T) {
+	lines, sn := partsAndHead(t, 5)
+	cs := []Clause{{{Text: []byte("WARN plain")}, {Text: []byte(`"status":500`)}}, {{Text: []byte("api")}, {Text: []byte("line 1")}}}
+	holds := func(l string) bool {
+		return (strings.Contains(l, "WARN plain") || strings.Contains(l, `"status":500`)) && (strings.Contains(l, "api") || strings.Contains(l, "line 1"))
+	}
+	want := 0
+	for _, l := range lines {
+		if holds(l) {
+			want++
+		}
+	}
+	for _, noLines := range []bool{false, true} {
+		got := 0
+		for _, ls := range sn.Streams("default", math.MinInt64, math.MaxInt64) {
+			err := sn.Scan(context.Background(), "default", ls, math.MinInt64, math.MaxInt64, ScanOptions{LinesOnly: true, Contains: cs, NoLines: noLines}, func(r *rows.Row, _ []string) error {
+				if r.Line == nil && !noLines {
+					t.Fatal("a row without its line")
+				}
+				if r.Line == nil || holds(string(r.Line)) {
+					got++
+				}
+				return nil
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		if got != want {
+			t.Errorf("NoLines %v: %d rows hold the clauses, want %d", noLines, got, want)
+		}
+	}
+	// The newest 3 of each stream: the stored rows yielded are the
+	// newest stored ones holding the clauses.
+	for _, ls := range sn.Streams("default", math.MinInt64, math.MaxInt64) {
+		var all, newest []string
+		for _, o := range []ScanOptions{{LinesOnly: true, Backward: true}, {LinesOnly: true, Backward: true, Contains: cs, Newest: 3}} {
+			var out []string
+			err := sn.Scan(context.Background(), "default", ls, math.MinInt64, math.MaxInt64, o, func(r *rows.Row, _ []string) error {
+				if holds(string(r.Line)) {
+					out = append(out, string(r.Line))
+				}
+				return nil
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if o.Newest == 0 {
+				all = out
+			} else {
+				newest = out
+			}
+		}
+		if len(newest) < min(3, len(all)) || !slices.Equal(newest[:min(3, len(all))], all[:min(3, len(all))]) {
+			t.Errorf("stream %s: newest %q, want the first 3 of %q", ls, newest, all[:min(3, len(all))])
+		}
+	}
+}
+
 // TestScanBlockCount: a scan that counts the stored blocks it may counts
 // as many rows as it would yield, and yields the others.
 func TestScanBlockCount(t *testing.T) {
 	_, sn := partsAndHead(t, 4)
-	opts := ScanOptions{LinesOnly: true, NoLines: true, Contains: []Literal{{Text: []byte("request 1")}}}
+	opts := ScanOptions{LinesOnly: true, NoLines: true, Contains: []Clause{{{Text: []byte("request 1")}}}}
 	scan := func(opts ScanOptions) (yielded int) {
 		for _, ls := range sn.Streams("default", math.MinInt64, math.MaxInt64) {
 			err := sn.Scan(context.Background(), "default", ls, math.MinInt64, math.MaxInt64, opts, func(r *rows.Row, _ []string) error {

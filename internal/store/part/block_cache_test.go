@@ -47,7 +47,7 @@ func TestBlockCache(t *testing.T) {
 			fmt.Fprintf(&s, "%d %s\n", r.Time, r.Line)
 		}
 		var c part.Block
-		c.LinesOnly, c.Contains, c.NoLines, c.CountOnly, c.Scan = true, []part.Literal{{Text: []byte("error")}}, true, true, scan
+		c.LinesOnly, c.Contains, c.NoLines, c.CountOnly, c.Scan = true, []part.Clause{{{Text: []byte("error")}}}, true, true, scan
 		if err := rd.ReadBlock(i, &c); err != nil {
 			return "", err
 		}

@@ -8,10 +8,12 @@ import (
 
 	"github.com/sluicelog/sluice/internal/bin"
 	"github.com/sluicelog/sluice/internal/rows"
+	"github.com/sluicelog/sluice/internal/timestamp"
 )
 
-// Reading only the rows whose line contains literals (Block.Contains),
-// without rebuilding the others' lines.
+// Reading only the rows whose line holds clauses of literals
+// (Block.Contains: every clause, a clause holding when the line contains
+// any one of its literals), without rebuilding the others' lines.
 //
 // A templated line is gap₀ value₀ gap₁ … gapₙ. A literal is found in it
 // either inside one gap (then in every row of the template), inside one
@@ -27,17 +29,31 @@ import (
 // not at all when the literal is not made of a number's bytes.
 // Rows of other templates (the literal could cross a boundary) have their
 // line rebuilt and searched, as raw rows are.
+//
+// A clause of several literals (an alternation, error|fatal) holds in
+// every row of a template whose gaps hold one of them; otherwise, when
+// none of them can cross a boundary, in exactly the rows with a value
+// holding one of them (each value tested once for all of them: the union
+// of their candidate values); otherwise the line is rebuilt, unless a
+// value already holds one. A literal alone is a clause of one literal.
 
 // Literal is a text a line must contain: exactly, or with Fold, ignoring
 // the case of ASCII letters (Text is then lowercase). Unicode also folds
 // two other runes to ASCII letters, the Kelvin sign to k and the long s
 // to s: a folding search for a literal with a k or an s keeps any text
 // with a non-ASCII byte, for the caller (which checks every row it is
-// given) to decide.
+// given) to decide, unless ASCII says the caller has those runes' texts
+// as literals of their own (as regexlit writes a case-insensitive k:
+// a folding k, or the Kelvin sign) and the search ignores no other case.
 type Literal struct {
-	Text []byte
-	Fold bool
+	Text  []byte
+	Fold  bool
+	ASCII bool
 }
+
+// Clause is a set of literals a line must contain one of. An empty
+// clause holds in no line.
+type Clause []Literal
 
 // in reports whether text contains the literal (or, folding, may).
 func (l *Literal) in(text []byte, scratch *[]byte) bool {
@@ -59,9 +75,9 @@ func ascii(b []byte) bool {
 }
 
 // unicodeFolds reports whether a folding literal has a letter that a
-// non-ASCII rune folds to.
+// non-ASCII rune folds to, and the search must allow for it.
 func (l *Literal) unicodeFolds() bool {
-	return l.Fold && bytes.ContainsAny(l.Text, "ks")
+	return l.Fold && !l.ASCII && bytes.ContainsAny(l.Text, "ks")
 }
 
 // litPlan says how a template's rows are tested for one literal.
@@ -79,7 +95,7 @@ const (
 // also kept by shape, for the templates of the next blocks read with the
 // same literals.
 func (b *Block) plan(ti, li int) litPlan {
-	p := &b.plans[ti*len(b.Contains)+li]
+	p := &b.plans[ti*len(b.lits)+li]
 	if *p == planUnknown {
 		tm := &b.tmpls[ti]
 		key := shapeLit{tm.shape, li}
@@ -101,9 +117,9 @@ type shapeLit struct {
 // keepShapePlans empties the plans kept by shape unless they are for
 // the literals of this read.
 func (b *Block) keepShapePlans() {
-	same := b.shapePlans != nil && len(b.planLits) == len(b.Contains)
-	for i := 0; same && i < len(b.Contains); i++ {
-		same = b.planLits[i].Fold == b.Contains[i].Fold && bytes.Equal(b.planLits[i].Text, b.Contains[i].Text)
+	same := b.shapePlans != nil && len(b.planLits) == len(b.lits)
+	for i := 0; same && i < len(b.lits); i++ {
+		same = b.planLits[i].Fold == b.lits[i].Fold && b.planLits[i].ASCII == b.lits[i].ASCII && bytes.Equal(b.planLits[i].Text, b.lits[i].Text)
 	}
 	if same {
 		return
@@ -113,13 +129,13 @@ func (b *Block) keepShapePlans() {
 	}
 	clear(b.shapePlans)
 	b.planLits = b.planLits[:0]
-	for _, l := range b.Contains {
-		b.planLits = append(b.planLits, Literal{Text: bytes.Clone(l.Text), Fold: l.Fold})
+	for _, l := range b.lits {
+		b.planLits = append(b.planLits, Literal{Text: bytes.Clone(l.Text), Fold: l.Fold, ASCII: l.ASCII})
 	}
 }
 
 func (b *Block) templatePlan(tm *template, li int) litPlan {
-	l := &b.Contains[li]
+	l := &b.lits[li]
 	lit := l.Text
 	if l.Fold {
 		// Gaps lowercased; one with a non-ASCII byte is searched in the
@@ -207,7 +223,7 @@ func startsWithSuffix(g, lit []byte) bool {
 // candidates returns (computing them once per block) the slots of
 // template ti whose column may hold literal li.
 func (b *Block) candidates(ti, li int) ([]int, error) {
-	k := ti*len(b.Contains) + li
+	k := ti*len(b.lits) + li
 	if b.candDone[k] {
 		return b.cands[k], nil
 	}
@@ -279,10 +295,36 @@ func (b *Block) colMatchOf(ci, li int) (*colMatch, error) {
 		return m, nil
 	}
 	c := &b.cols[ci]
-	lit := &b.Contains[li]
+	lit := &b.lits[li]
 	// Known from the header: a column ruled out is never loaded.
-	if set := alphabets[c.enc]; set != nil {
+	set := alphabets[c.enc]
+	if c.enc == encTime && !slices.ContainsFunc(c.shapes, func(s timestamp.Shape) bool { return s.Kind == timestamp.Civil }) {
+		set = alphabets[encInt] // epoch times: integers
+	}
+	if set != nil {
 		m.state = rejectOr(lit, set)
+		if m.state == matchNever || c.enc == encTime {
+			return m, nil // a time is written with its row's time: searched per row
+		}
+		// Numbers and hex: each value written once and searched, for a
+		// bit per value as a string column has.
+		if _, err := b.loadedCol(ci); err != nil {
+			return nil, err
+		}
+		m.bits = append(m.bits[:0], make([]uint64, (c.n+63)/64)...)
+		start := len(b.vals) // what is before may be viewed: written after it
+		for vi := range c.n {
+			v, vals, _, _, err := c.valueAt(vi, b.vals[:start], 0, true)
+			b.vals = vals
+			if err != nil {
+				return nil, fmt.Errorf("column %q: %w", b.Names[ci], err)
+			}
+			if lit.in(v, &b.scratch) {
+				m.bits[vi/64] |= 1 << (vi % 64)
+			}
+		}
+		b.vals = b.vals[:start]
+		m.state = matchBits
 		return m, nil
 	}
 	if c.grams != nil && !(lit.Fold && lit.unicodeFolds()) && !gramsMayHold(c.grams, lit.Text) {
@@ -377,7 +419,7 @@ func (b *Block) valueHas(ci, vi, li int, t int64) (bool, error) {
 		d := &c.dictHas[k]
 		if *d == 0 {
 			*d = 1
-			if b.Contains[li].in(c.dict[c.idx[vi]], &b.scratch) {
+			if b.lits[li].in(c.dict[c.idx[vi]], &b.scratch) {
 				*d = 2
 			}
 		}
@@ -388,14 +430,21 @@ func (b *Block) valueHas(ci, vi, li int, t int64) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	return b.Contains[li].in(v, &b.scratch), nil
+	return b.lits[li].in(v, &b.scratch), nil
 }
 
 // assembleMatching is assemble for LinesOnly reads with Contains: it
-// keeps only the rows whose line holds every literal.
+// keeps only the rows whose line holds every clause.
 func (b *Block) assembleMatching(nrows int, stream uint32, times, subms, tids, rowFlags, msgSpans []byte) error {
 	rs, mr := newRowStreams(times, subms, tids, len(b.tmpls)), bin.NewReader(msgSpans)
 	b.Rows = b.Rows[:0]
+	// The clauses' literals end to end: what is planned, searched and
+	// kept per literal is indexed by a literal's place among them.
+	b.lits, b.clauseEnd = b.lits[:0], b.clauseEnd[:0]
+	for _, c := range b.Contains {
+		b.lits = append(b.lits, c...)
+		b.clauseEnd = append(b.clauseEnd, len(b.lits))
+	}
 	lci := -1
 	for i := range b.cols {
 		if b.cols[i].flags&colLine != 0 {
@@ -403,20 +452,22 @@ func (b *Block) assembleMatching(nrows int, stream uint32, times, subms, tids, r
 		}
 		c := &b.cols[i]
 		if c.enc == encDict {
-			c.dictHas = grown(c.dictHas, 256*len(b.Contains))
+			c.dictHas = grown(c.dictHas, 256*len(b.lits))
 			clear(c.dictHas)
 		}
 	}
-	b.plans = grown(b.plans, len(b.tmpls)*len(b.Contains))
+	b.plans = grown(b.plans, len(b.tmpls)*len(b.lits))
 	clear(b.plans)
+	b.cplans = grown(b.cplans, len(b.tmpls)*len(b.clauseEnd))
+	clear(b.cplans)
 	b.keepShapePlans()
-	b.litBytes = grown(b.litBytes, len(b.Contains))
-	for i := range b.Contains {
-		b.litBytes[i] = asciiSet(b.Contains[i].Text)
+	b.litBytes = grown(b.litBytes, len(b.lits))
+	for i := range b.lits {
+		b.litBytes[i] = asciiSet(b.lits[i].Text)
 	}
-	b.matches = grown(b.matches, len(b.Contains)*len(b.cols))
-	b.cands = grown(b.cands, len(b.tmpls)*len(b.Contains))
-	b.candDone = grown(b.candDone, len(b.tmpls)*len(b.Contains))
+	b.matches = grown(b.matches, len(b.lits)*len(b.cols))
+	b.cands = grown(b.cands, len(b.tmpls)*len(b.lits))
+	b.candDone = grown(b.candDone, len(b.tmpls)*len(b.lits))
 	clear(b.candDone)
 	for i := range b.matches {
 		b.matches[i].state = matchUnknown
@@ -503,6 +554,37 @@ func (b *Block) matchNewest(nrows int, stream uint32, lci int) error {
 	return nil
 }
 
+// clause returns the range of b.lits of clause c.
+func (b *Block) clause(c int) (lo, hi int) {
+	if c > 0 {
+		lo = b.clauseEnd[c-1]
+	}
+	return lo, b.clauseEnd[c]
+}
+
+// clausePlan returns (computing it once per block) how template ti is
+// tested for clause c: planGap when a gap holds one of its literals,
+// planLine when none does and one may cross a boundary, planValues when
+// the clause holds exactly in the rows with a value holding one of them.
+func (b *Block) clausePlan(ti, c int) litPlan {
+	p := &b.cplans[ti*len(b.clauseEnd)+c]
+	if *p != planUnknown {
+		return *p
+	}
+	*p = planValues
+	lo, hi := b.clause(c)
+	for li := lo; li < hi; li++ {
+		switch b.plan(ti, li) {
+		case planGap:
+			*p = planGap
+			return *p
+		case planLine:
+			*p = planLine
+		}
+	}
+	return *p
+}
+
 // matchCounting is the read of NoLines: the rows' times and templates
 // first (which checks the columns' value counts), then each row tested
 // with the cursors of only the columns the tests read: a literal's
@@ -518,25 +600,31 @@ func (b *Block) matchCounting(nrows int, stream uint32, lci int) error {
 	b.need = need
 	for t := range b.tmpls {
 		tm := &b.tmpls[t]
+		if b.perTmpl[t] == 0 {
+			continue // no row of the block has it: nothing to plan or read
+		}
 		if tm.raw {
 			if lci >= 0 {
 				need[lci] = true
 			}
 			continue
 		}
-		for li := range b.Contains {
-			switch b.plan(t, li) {
+		for c := range b.clauseEnd {
+			switch b.clausePlan(t, c) {
 			case planLine:
 				for _, si := range tm.holes {
 					need[tm.cols[si]] = true
 				}
 			case planValues:
-				cands, err := b.candidates(t, li)
-				if err != nil {
-					return err
-				}
-				for _, si := range cands {
-					need[tm.cols[si]] = true
+				lo, hi := b.clause(c)
+				for li := lo; li < hi; li++ {
+					cands, err := b.candidates(t, li)
+					if err != nil {
+						return err
+					}
+					for _, si := range cands {
+						need[tm.cols[si]] = true
+					}
 				}
 			}
 		}
@@ -553,27 +641,8 @@ func (b *Block) matchCounting(nrows int, stream uint32, lci int) error {
 		}
 		b.advStart = append(b.advStart, len(b.adv))
 	}
-	cur := b.cursors
-	clear(cur)
-	if len(b.Contains) == 1 {
-		return b.countOne(nrows, stream, rowFlags, lci)
-	}
-	if err := b.DecodeTimes(); err != nil {
-		return err
-	}
-	for k := range nrows {
-		tid := int(b.tids[k])
-		r := rowOf(b.times[k], stream, rowFlags[k])
-		keep, err := b.matchRow(k, &b.tmpls[tid], tid, lci, r.Time, rowFlags[k], nil, &r)
-		if err != nil {
-			return err
-		}
-		b.keep(keep, r)
-		for _, c := range b.adv[b.advStart[tid]:b.advStart[tid+1]] {
-			cur[c]++
-		}
-	}
-	return nil
+	clear(b.cursors)
+	return b.countMatches(nrows, stream, rowFlags, lci)
 }
 
 // keep keeps a matching row of a NoLines read, or counts it.
@@ -587,93 +656,45 @@ func (b *Block) keep(match bool, r rows.Row) {
 	}
 }
 
-// Verdicts of countOne on a template's rows.
+// Verdicts of countMatches on a template's rows.
 const (
-	rowsNone  uint8 = iota // none holds the literal
-	rowsAll                // every one does (a gap holds it)
-	rowsTest               // one of the candidate values must (tests)
+	rowsNone  uint8 = iota // none holds every clause
+	rowsAll                // every one does (gaps hold them)
+	rowsTest               // the candidate values decide (tests)
 	rowsMatch              // matchRow decides (raw lines, lines to rebuild, values searched one by one)
 )
 
-// oneTest is a candidate value of a template's row for countOne: value
-// cur[col]+nth of column col, whose bit in bits says whether it holds the
-// literal.
+// oneTest is a candidate value of a template's row for countMatches:
+// value cur[col]+nth of column col, whose bit in bits says whether it
+// holds a literal of the clause. The tests of a clause follow each
+// other, the last one marked.
 type oneTest struct {
 	col, nth int
 	bits     []uint64
+	last     bool
 }
 
-// countOne is matchCounting's loop for one literal: each template's
-// verdict and its candidate values are worked out before the rows, a
-// dictionary's entries searched once, so that a row costs a few lookups.
-func (b *Block) countOne(nrows int, stream uint32, rowFlags []byte, lci int) error {
+// countMatches is matchCounting's loop: each template's verdict and, per
+// clause, its candidate values are worked out before the rows (a
+// dictionary's entries searched once, a column's values once for all the
+// literals of a clause), so that a row costs a few lookups.
+func (b *Block) countMatches(nrows int, stream uint32, rowFlags []byte, lci int) error {
 	nt := len(b.tmpls)
 	verdict := grown(b.verdict, nt)
 	b.verdict = verdict
 	b.tests, b.testStart = b.tests[:0], append(b.testStart[:0], 0)
-	b.dictBits = grown(b.dictBits, len(b.cols))
-	dictDone := grown(b.dictDone, len(b.cols))
-	clear(dictDone)
-	b.dictDone = dictDone
-	lit := &b.Contains[0]
+	nb := len(b.clauseEnd) * len(b.cols)
+	b.cbits, b.cbitsBuf = grown(b.cbits, nb), grown(b.cbitsBuf, nb)
+	b.cbitsState = grown(b.cbitsState, nb)
+	clear(b.cbitsState)
 	for t := range nt {
-		tm := &b.tmpls[t]
-		verdict[t] = rowsMatch
-		plan := planLine // a raw line: matchRow searches it
-		if !tm.raw {
-			plan = b.plan(t, 0)
-		}
-		switch plan {
-		case planGap:
-			verdict[t] = rowsAll
-		case planValues:
-			cands, err := b.candidates(t, 0)
+		verdict[t] = rowsNone // a template without rows in the block reads nothing
+		if b.perTmpl[t] > 0 {
+			v, err := b.tmplTests(t)
 			if err != nil {
 				return err
 			}
-			start := len(b.tests)
-			ok := true
-			for _, si := range cands {
-				col := int(tm.cols[si])
-				m, err := b.colMatchOf(col, 0)
-				if err != nil {
-					return err
-				}
-				test := oneTest{col: col, nth: tm.nth(si)}
-				switch m.state {
-				case matchBits:
-					test.bits = m.bits
-				case matchDict:
-					// Each entry searched once; then a bit per value, as
-					// a string column has.
-					if !dictDone[col] {
-						c := &b.cols[col]
-						var has [256]bool
-						for e, v := range c.dict {
-							has[e] = lit.in(v, &b.scratch)
-						}
-						bits := append(b.dictBits[col][:0], make([]uint64, (c.n+63)/64)...)
-						for vi, e := range c.idx[:c.n] {
-							if has[e] {
-								bits[vi/64] |= 1 << (vi % 64)
-							}
-						}
-						b.dictBits[col], dictDone[col] = bits, true
-					}
-					test.bits = b.dictBits[col]
-				default:
-					ok = false
-				}
-				b.tests = append(b.tests, test)
-			}
-			switch {
-			case !ok:
-				b.tests = b.tests[:start]
-			case len(cands) == 0:
-				verdict[t] = rowsNone
-			default:
-				verdict[t] = rowsTest
-			}
+			verdict[t] = v
 		}
 		b.testStart = append(b.testStart, len(b.tests))
 	}
@@ -700,7 +721,7 @@ func (b *Block) countOne(nrows int, stream uint32, rowFlags []byte, lci int) err
 		var r rows.Row
 		switch v {
 		case rowsTest:
-			keep = b.anyTest(tid)
+			keep = b.allTests(tid)
 		case rowsMatch:
 			var t int64 // a raw row's line needs no time
 			if b.timesRead {
@@ -723,19 +744,225 @@ func (b *Block) countOne(nrows int, stream uint32, rowFlags []byte, lci int) err
 	return nil
 }
 
-// anyTest reports whether a candidate value of the row at hand (template
-// tid) holds the literal.
-func (b *Block) anyTest(tid int) bool {
-	for _, x := range b.tests[b.testStart[tid]:b.testStart[tid+1]] {
-		vi := b.cursors[x.col] + x.nth
-		if x.bits[vi/64]&(1<<(vi%64)) != 0 {
-			return true
+// tmplTests returns the verdict of template t and, for rowsTest, appends
+// its tests to b.tests: per clause the gaps decide, or its candidate
+// values (a slot once, whichever literals it may hold), or matchRow.
+func (b *Block) tmplTests(t int) (uint8, error) {
+	tm := &b.tmpls[t]
+	if tm.raw {
+		return rowsMatch, nil // matchRow searches the line
+	}
+	start := len(b.tests)
+	v := rowsAll
+	for c := range b.clauseEnd {
+		switch b.clausePlan(t, c) {
+		case planGap:
+			continue
+		case planLine:
+			v = rowsMatch
+			continue
+		}
+		c0 := len(b.tests)
+		ok := true
+		lo, hi := b.clause(c)
+		for li := lo; li < hi; li++ {
+			cands, err := b.candidates(t, li)
+			if err != nil {
+				return 0, err
+			}
+		slots:
+			for _, si := range cands {
+				col, nth := int(tm.cols[si]), tm.nth(si)
+				for _, x := range b.tests[c0:] {
+					if x.col == col && x.nth == nth {
+						continue slots
+					}
+				}
+				bits, err := b.clauseBits(c, col)
+				if err != nil {
+					return 0, err
+				}
+				ok = ok && bits != nil
+				b.tests = append(b.tests, oneTest{col: col, nth: nth, bits: bits})
+			}
+		}
+		switch {
+		case len(b.tests) == c0:
+			// No value may hold a literal of the clause: no row does.
+			b.tests = b.tests[:start]
+			return rowsNone, nil
+		case !ok:
+			v = rowsMatch
+		default:
+			b.tests[len(b.tests)-1].last = true
+			if v == rowsAll {
+				v = rowsTest
+			}
 		}
 	}
-	return false
+	if v != rowsTest {
+		b.tests = b.tests[:start]
+	}
+	return v, nil
 }
 
-// countTests is countOne's loop when it only counts and no row needs
+// clauseBits returns (computing it once per block) a bit per value of
+// column ci saying whether the value holds a literal of clause c, or nil
+// when a literal's values are searched one by one (matchPerValue): a
+// string column's bits of each literal, and a dictionary's entries each
+// searched once for all the literals.
+func (b *Block) clauseBits(c, ci int) ([]uint64, error) {
+	k := c*len(b.cols) + ci
+	switch b.cbitsState[k] {
+	case 1:
+		return b.cbits[k], nil
+	case 2:
+		return nil, nil
+	}
+	b.cbitsState[k] = 2
+	lo, hi := b.clause(c)
+	col := &b.cols[ci]
+	var only []uint64 // the bits of the one literal with some, if one has
+	bits := b.cbitsBuf[k][:0]
+	owned := false
+	own := func() {
+		if !owned {
+			bits = append(bits, make([]uint64, (col.n+63)/64)...)
+			owned = true
+		}
+	}
+	var has [256]bool
+	dict := false
+	times := b.timeLits[:0] // the literals a time column's values are searched for
+	for li := lo; li < hi; li++ {
+		m, err := b.colMatchOf(ci, li)
+		if err != nil {
+			return nil, err
+		}
+		switch m.state {
+		case matchNever, matchNone:
+		case matchAlways:
+			own()
+			for i := range bits {
+				bits[i] = ^uint64(0)
+			}
+		case matchBits:
+			if only == nil && !owned {
+				only = m.bits
+				continue
+			}
+			own()
+			for i, w := range m.bits {
+				bits[i] |= w
+			}
+		case matchDict:
+			dict = true
+			for e, v := range col.dict {
+				has[e] = has[e] || b.lits[li].in(v, &b.scratch)
+			}
+		default:
+			if col.enc != encTime {
+				return nil, nil // searched value by value (unicodeFolds)
+			}
+			times = append(times, li)
+		}
+	}
+	b.timeLits = times
+	if len(times) > 0 {
+		own()
+		if err := b.timeBits(ci, times, bits); err != nil {
+			return nil, err
+		}
+	}
+	if dict {
+		own()
+		for vi, e := range col.idx[:col.n] {
+			if has[e] {
+				bits[vi/64] |= 1 << (vi % 64)
+			}
+		}
+	}
+	switch {
+	case owned && only != nil:
+		for i, w := range only {
+			bits[i] |= w
+		}
+	case !owned && only != nil:
+		bits = only // a view of the literal's bits, not copied
+	default:
+		own()
+	}
+	if owned {
+		b.cbitsBuf[k] = bits
+	}
+	b.cbits[k], b.cbitsState[k] = bits, 1
+	return bits, nil
+}
+
+// timeBits sets the bit of each value of time column ci that holds one
+// of the literals lits. A time is written with its row's time: the rows
+// are walked, as countMatches walks them, to find each value's row, and
+// each value is written once.
+func (b *Block) timeBits(ci int, lits []int, bits []uint64) error {
+	if err := b.DecodeTimes(); err != nil {
+		return err
+	}
+	col, err := b.loadedCol(ci)
+	if err != nil {
+		return err
+	}
+	start := len(b.vals) // what is before may be viewed: written after it
+	defer func() { b.vals = b.vals[:start] }()
+	cur := 0
+	for k, tid := range b.tids {
+		tm := &b.tmpls[tid]
+		n := 0
+		for si, c := range tm.cols {
+			if int(c) != ci {
+				continue
+			}
+			n++
+			vi := cur + tm.nth(si)
+			if vi >= col.n {
+				return fmt.Errorf("%w: row %d: column %q has only %d values", ErrCorrupt, k, b.Names[ci], col.n)
+			}
+			v, vals, _, _, err := col.valueAt(vi, b.vals[:start], b.times[k], true)
+			b.vals = vals
+			if err != nil {
+				return fmt.Errorf("%w: column %q: %v", ErrCorrupt, b.Names[ci], err)
+			}
+			for _, li := range lits {
+				if b.lits[li].in(v, &b.scratch) {
+					bits[vi/64] |= 1 << (vi % 64)
+					break
+				}
+			}
+		}
+		cur += n
+	}
+	return nil
+}
+
+// allTests reports whether the row at hand (template tid) has, for each
+// clause tested, a candidate value holding one of its literals.
+func (b *Block) allTests(tid int) bool {
+	hit := false
+	for _, x := range b.tests[b.testStart[tid]:b.testStart[tid+1]] {
+		if !hit {
+			vi := b.cursors[x.col] + x.nth
+			hit = x.bits[vi/64]&(1<<(vi%64)) != 0
+		}
+		if x.last {
+			if !hit {
+				return false
+			}
+			hit = false
+		}
+	}
+	return true
+}
+
+// countTests is countMatches' loop when it only counts and no row needs
 // matchRow: a row costs its template's verdict, its tests and the
 // cursors it advances.
 func (b *Block) countTests(verdict []uint8) int {
@@ -746,7 +973,7 @@ func (b *Block) countTests(verdict []uint8) int {
 		case rowsAll:
 			n++
 		case rowsTest:
-			if b.anyTest(int(tid)) {
+			if b.allTests(int(tid)) {
 				n++
 			}
 		}
@@ -757,7 +984,7 @@ func (b *Block) countTests(verdict []uint8) int {
 	return n
 }
 
-// matchRow decides whether row k (template tm) holds every literal and,
+// matchRow decides whether row k (template tm) holds every clause and,
 // if so, sets r.Line. mr, the message spans, is nil when they are not
 // read.
 func (b *Block) matchRow(k int, tm *template, tid, lci int, t int64, fl byte, mr *bin.Reader, r *rows.Row) (bool, error) {
@@ -780,16 +1007,22 @@ func (b *Block) matchRow(k int, tm *template, tid, lci int, t int64, fl byte, mr
 			}
 		}
 		r.Line = v
-		return b.containsAll(v), nil
+		return b.holdsAll(v), nil
 	}
 	rebuild := false
-	for li := range b.Contains {
-		switch b.plan(tid, li) {
-		case planGap:
-		case planLine:
-			rebuild = true
-		default:
-			found := false
+	for c := range b.clauseEnd {
+		if b.clausePlan(tid, c) == planGap {
+			continue
+		}
+		// A value holding a literal decides the clause, even where
+		// another literal of it would need the line.
+		found, line := false, false
+		lo, hi := b.clause(c)
+		for li := lo; li < hi && !found; li++ {
+			if b.plan(tid, li) == planLine {
+				line = true
+				continue
+			}
 			cands, err := b.candidates(tid, li)
 			if err != nil {
 				return false, fmt.Errorf("row %d: %w", k, err)
@@ -805,9 +1038,13 @@ func (b *Block) matchRow(k int, tm *template, tid, lci int, t int64, fl byte, mr
 					break
 				}
 			}
-			if !found {
-				return false, nil
-			}
+		}
+		switch {
+		case found:
+		case line:
+			rebuild = true
+		default:
+			return false, nil
 		}
 	}
 	if b.NoLines && !rebuild {
@@ -827,16 +1064,22 @@ func (b *Block) matchRow(k int, tm *template, tid, lci int, t int64, fl byte, mr
 	}
 	b.lines = append(b.lines, tm.gaps.Last()...)
 	r.Line = b.lines[start:len(b.lines):len(b.lines)]
-	if rebuild && !b.containsAll(r.Line) {
+	if rebuild && !b.holdsAll(r.Line) {
 		b.lines = b.lines[:start]
 		return false, nil
 	}
 	return true, nil
 }
 
-func (b *Block) containsAll(line []byte) bool {
-	for i := range b.Contains {
-		if !b.Contains[i].in(line, &b.scratch) {
+// holdsAll reports whether line holds every clause.
+func (b *Block) holdsAll(line []byte) bool {
+	for c := range b.clauseEnd {
+		lo, hi := b.clause(c)
+		found := false
+		for li := lo; li < hi && !found; li++ {
+			found = b.lits[li].in(line, &b.scratch)
+		}
+		if !found {
 			return false
 		}
 	}

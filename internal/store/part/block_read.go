@@ -36,15 +36,15 @@ type Block struct {
 	// structured metadata, which readers of lines still want.
 	Meta bool
 	// Contains, set before a read with LinesOnly, keeps only the rows
-	// whose line contains every one of these literals, and rebuilds no
-	// other line (block_match.go).
-	Contains []Literal
+	// whose line holds every one of these clauses (contains one of the
+	// literals of each), and rebuilds no other line (block_match.go).
+	Contains []Clause
 	// NoLines, with Contains, leaves out the line of each row kept whose
-	// every literal was found in its values or gaps (its Line is nil): for
+	// every clause was found in its values or gaps (its Line is nil): for
 	// a caller that only counts the rows.
 	NoLines bool
 	// CountOnly, with NoLines, keeps no row: Matches is set to how many
-	// rows hold every literal.
+	// rows hold every clause.
 	CountOnly bool
 	Matches   int
 	// Newest, with Contains, keeps only the newest Newest matching rows
@@ -75,24 +75,35 @@ type Block struct {
 	ownTimes  []int64
 	ownCounts []int // rows per template, when not the skeleton's
 
-	nrows    int // rows in the block read, kept or not
-	plans    []litPlan
-	matches  []colMatch // per literal and column (block_match.go)
-	cands    [][]int    // per template and literal
-	candDone []bool
-	need     []bool // matchCounting: the columns whose cursors are kept
-	// countOne: a verdict per template, the candidate tests of each
-	// (from testStart), and per dictionary column a bit per value holding it.
-	verdict   []uint8
-	tests     []oneTest
-	testStart []int
-	dictBits  [][]uint64 // per dictionary column, a bit per value holding the literal
-	dictDone  []bool
-	adv       []int // and, per template from advStart, those its rows advance
-	advStart  []int
-	cursors   []int
-	scratch   []byte
-	litBytes  [][256]bool // block_match.go: the bytes of each literal
+	nrows int // rows in the block read, kept or not
+	// block_match.go: the literals of Contains end to end, and where each
+	// clause's end among them; what is known per literal is indexed by
+	// its place there.
+	lits      []Literal
+	clauseEnd []int
+	plans     []litPlan  // per template and literal
+	cplans    []litPlan  // per template and clause
+	matches   []colMatch // per literal and column
+	cands     [][]int    // per template and literal
+	candDone  []bool
+	need      []bool // matchCounting: the columns whose cursors are kept
+	// countMatches: a verdict per template, the candidate tests of each
+	// (from testStart), and per clause and column a bit per value
+	// holding one of the clause's literals (a view of cbitsBuf, or of a
+	// literal's colMatch bits), 0 unknown, 1 known, 2 none (a literal
+	// searched value by value).
+	verdict    []uint8
+	tests      []oneTest
+	testStart  []int
+	cbits      [][]uint64
+	cbitsBuf   [][]uint64
+	cbitsState []uint8
+	timeLits   []int // clauseBits' scratch
+	adv        []int // and, per template from advStart, those its rows advance
+	advStart   []int
+	cursors    []int
+	scratch    []byte
+	litBytes   [][256]bool // block_match.go: the bytes of each literal
 	// and the plans of the templates of earlier reads by their shape,
 	// for the literals planLits
 	shapePlans map[shapeLit]litPlan

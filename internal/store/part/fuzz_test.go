@@ -1,16 +1,22 @@
 package part_test
 
 import (
-	"bytes"
+	"strings"
 	"testing"
 
 	"github.com/sluicelog/sluice/internal/store/part"
 	"github.com/sluicelog/sluice/internal/vfs"
 )
 
-// FuzzContains: for any lines and literal, a read keeping the rows whose
-// line contains the literal keeps exactly those (exact search), or at
-// least those and no ASCII line without it (folding search).
+// FuzzContains: for any lines and clauses of literals, a read keeping
+// the rows whose line holds every clause (one of its literals) keeps
+// exactly those, or with a folding literal that a non-ASCII rune may
+// match, at least those and no ASCII line more; read without lines,
+// counted or for the newest few, it keeps the same (checkClauses).
+//
+// lits holds the clauses a line each, their literals split by "|";
+// with fold, every other literal (the first, the third...) folds case,
+// every other of those ASCII case alone (Literal.ASCII).
 func FuzzContains(f *testing.F) {
 	f.Add(`{"ts":"2026-01-15T08:00:00Z","msg":"payment declined","n":12}
 {"ts":"2026-01-15T08:00:01Z","msg":"ok","n":3}`, "payment", false)
@@ -18,12 +24,35 @@ func FuzzContains(f *testing.F) {
 {"ts":1768464000001,"a":"xx","b":"yy"}`, `x","b`, false)
 	f.Add("ts=2026-01-15T08:00:00Z level=INFO msg=\"a b\"\nts=2026-01-15T08:00:02Z level=warn msg=c", "Level=Info", true)
 	f.Add("2026-01-15 08:00:00.000 WARN free text \u212a\n2026-01-15 08:00:01.000 INFO k", "k", true)
-	f.Fuzz(func(t *testing.T, input, lit string, fold bool) {
-		if lit == "" || len(input) > 1<<14 {
+	f.Add(`{"ts":"2026-01-15T08:00:00Z","level":"error","msg":"upstream timeout","n":12}
+{"ts":"2026-01-15T08:00:01Z","level":"info","msg":"payment declined","n":3}
+{"ts":"2026-01-15T08:00:02Z","level":"warn","msg":"ok","n":7}`, "upstream timeout|payment declined", false)
+	f.Add(`{"ts":"2026-01-15T08:00:00Z","level":"error","msg":"upstream timeout","n":12}
+{"ts":"2026-01-15T08:00:01Z","level":"info","msg":"payment declined","n":3}`, "ERROR|warn\ntimeout|\"n\":3", true)
+	f.Add("ts=2026-01-15T08:00:00Z level=info msg=a took=5ms\nts=2026-01-15T08:00:01Z level=debug msg=b took=17ms", "o=5|fo\nms|g=d", false)
+	f.Fuzz(func(t *testing.T, input, lits string, fold bool) {
+		if lits == "" || len(input) > 1<<14 || len(lits) > 1<<10 {
 			return
 		}
-		if fold {
-			lit = string(lowerASCII([]byte(lit)))
+		var cs []part.Clause
+		n := 0
+		for _, line := range strings.Split(lits, "\n") {
+			c := part.Clause{}
+			for _, alt := range strings.Split(line, "|") {
+				if alt == "" {
+					continue
+				}
+				l := part.Literal{Text: []byte(alt), Fold: fold && n%2 == 0, ASCII: fold && n%4 == 2}
+				if l.Fold {
+					l.Text = lowerASCII(l.Text)
+				}
+				c = append(c, l)
+				n++
+			}
+			cs = append(cs, c)
+		}
+		if len(cs) > 8 || n > 32 {
+			return
 		}
 		fs := vfs.NewMem()
 		blocks := encoded(t, "auto", []byte(input+"\n"))
@@ -37,61 +66,7 @@ func FuzzContains(f *testing.F) {
 		}
 		defer rd.Close()
 		for i := range rd.Blocks {
-			var all, some part.Block
-			all.LinesOnly, some.LinesOnly = true, true
-			some.Contains = []part.Literal{{Text: []byte(lit), Fold: fold}}
-			if err := rd.ReadBlock(i, &all); err != nil {
-				t.Fatal(err)
-			}
-			if err := rd.ReadBlock(i, &some); err != nil {
-				t.Fatal(err)
-			}
-			var want [][]byte
-			for _, r := range all.Rows {
-				line := r.Line
-				if fold {
-					line = lowerASCII(line)
-				}
-				if bytes.Contains(line, []byte(lit)) {
-					want = append(want, r.Line)
-				}
-			}
-			j := 0
-			for _, r := range some.Rows {
-				if j < len(want) && bytes.Equal(r.Line, want[j]) {
-					j++
-					continue
-				}
-				if !fold || isASCII(string(r.Line)) {
-					t.Fatalf("literal %q (fold %v): kept %q, which lacks it", lit, fold, r.Line)
-				}
-			}
-			if j != len(want) {
-				t.Fatalf("literal %q (fold %v): %d of %d matching rows kept", lit, fold, j, len(want))
-			}
-			// Without lines: the same rows, by their times.
-			var bare part.Block
-			bare.LinesOnly, bare.NoLines = true, true
-			bare.Contains = some.Contains
-			if err := rd.ReadBlock(i, &bare); err != nil {
-				t.Fatal(err)
-			}
-			if len(bare.Rows) != len(some.Rows) {
-				t.Fatalf("literal %q (fold %v): %d rows without lines, %d with", lit, fold, len(bare.Rows), len(some.Rows))
-			}
-			for k := range bare.Rows {
-				if bare.Rows[k].Time != some.Rows[k].Time || bare.Rows[k].Line != nil && !bytes.Equal(bare.Rows[k].Line, some.Rows[k].Line) {
-					t.Fatalf("literal %q (fold %v): row %d differs without lines", lit, fold, k)
-				}
-			}
-			// Counted: as many.
-			bare.CountOnly = true
-			if err := rd.ReadBlock(i, &bare); err != nil {
-				t.Fatal(err)
-			}
-			if bare.Matches != len(some.Rows) || len(bare.Rows) != 0 {
-				t.Fatalf("literal %q (fold %v): %d rows counted (%d kept), %d read", lit, fold, bare.Matches, len(bare.Rows), len(some.Rows))
-			}
+			checkClauses(t, rd, i, cs, nil)
 		}
 	})
 }

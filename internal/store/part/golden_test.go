@@ -222,7 +222,7 @@ func checkGoldenSearch(t *testing.T, rd *part.Reader, lines []string) {
 		var got []string
 		var blk part.Block
 		blk.LinesOnly = true
-		blk.Contains = []part.Literal{lit}
+		blk.Contains = []part.Clause{{lit}}
 		toks := part.AppendLiteralTokens(nil, lit.Text)
 		needles := part.AppendLiteralNeedles(nil, lit.Text)
 	blocks:

@@ -643,7 +643,7 @@ func TestContains(t *testing.T) {
 				var some part.Block
 				some.LinesOnly = true
 				for _, l := range pair {
-					some.Contains = append(some.Contains, part.Literal{Text: []byte(l)})
+					some.Contains = append(some.Contains, part.Clause{{Text: []byte(l)}})
 				}
 				if err := rd.ReadBlock(i, &some); err != nil {
 					t.Fatal(err)
@@ -696,7 +696,7 @@ func TestContains(t *testing.T) {
 				var all, some part.Block
 				all.LinesOnly, some.LinesOnly = true, true
 				for _, l := range pair {
-					some.Contains = append(some.Contains, part.Literal{Text: []byte(strings.ToLower(l)), Fold: true})
+					some.Contains = append(some.Contains, part.Clause{{Text: []byte(strings.ToLower(l)), Fold: true}})
 				}
 				if err := rd.ReadBlock(i, &all); err != nil {
 					t.Fatal(err)

@@ -1,0 +1,411 @@
+package part_test
+
+import (
+	"bytes"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sluicelog/sluice/internal/store/part"
+	"github.com/sluicelog/sluice/internal/vfs"
+)
+
+// clausesOf returns clauses written as text: a literal starting with
+// (?i) folds (its text lowercased), with (?I) it folds ASCII case alone
+// (Literal.ASCII).
+func clausesOf(spec [][]string) []part.Clause {
+	cs := make([]part.Clause, 0, len(spec))
+	for _, alts := range spec {
+		c := part.Clause{}
+		for _, a := range alts {
+			if low, ok := strings.CutPrefix(a, "(?i)"); ok {
+				c = append(c, part.Literal{Text: lowerASCII([]byte(low)), Fold: true})
+				continue
+			}
+			if low, ok := strings.CutPrefix(a, "(?I)"); ok {
+				c = append(c, part.Literal{Text: lowerASCII([]byte(low)), Fold: true, ASCII: true})
+				continue
+			}
+			c = append(c, part.Literal{Text: []byte(a)})
+		}
+		cs = append(cs, c)
+	}
+	return cs
+}
+
+// holdsClauses is the reference: whether line holds one literal of each
+// clause (a folding one in the line's ASCII lowercase).
+func holdsClauses(line []byte, cs []part.Clause) bool {
+	low := lowerASCII(line)
+	for _, c := range cs {
+		if !slices.ContainsFunc(c, func(l part.Literal) bool {
+			if l.Fold {
+				return bytes.Contains(low, l.Text)
+			}
+			return bytes.Contains(line, l.Text)
+		}) {
+			return false
+		}
+	}
+	return true
+}
+
+// unicodeFolds reports whether a folding literal of cs (not ASCII) has a
+// letter a non-ASCII rune folds to: a read may then keep any line with a
+// non-ASCII byte besides those holding the clauses.
+func unicodeFolds(cs []part.Clause) bool {
+	for _, c := range cs {
+		for _, l := range c {
+			if l.Fold && !l.ASCII && bytes.ContainsAny(l.Text, "ks") {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// clausesText writes clauses for a test's messages.
+func clausesText(cs []part.Clause) string {
+	var s strings.Builder
+	for i, c := range cs {
+		if i > 0 {
+			s.WriteString(" and ")
+		}
+		s.WriteString("(")
+		for j, l := range c {
+			if j > 0 {
+				s.WriteString(" or ")
+			}
+			switch {
+			case l.Fold && l.ASCII:
+				s.WriteString("(?I)")
+			case l.Fold:
+				s.WriteString("(?i)")
+			}
+			fmt.Fprintf(&s, "%q", l.Text)
+		}
+		s.WriteString(")")
+	}
+	return s.String()
+}
+
+type timedLine struct {
+	time int64
+	line string
+}
+
+func timedLines(b *part.Block) []timedLine {
+	var out []timedLine
+	for _, r := range b.Rows {
+		out = append(out, timedLine{r.Time, string(r.Line)})
+	}
+	return out
+}
+
+// checkClauses reads block i of rd keeping the rows that hold cs, in
+// every way a read can (rows with lines, into a block read before with
+// other clauses, without lines, counted, the newest few), and checks
+// each against the reference over the block's lines read whole.
+func checkClauses(t testing.TB, rd *part.Reader, i int, cs []part.Clause, reused *part.Block) {
+	t.Helper()
+	name := clausesText(cs)
+	var all part.Block
+	all.LinesOnly = true
+	if err := rd.ReadBlock(i, &all); err != nil {
+		t.Fatal(err)
+	}
+	var want []timedLine
+	for _, r := range all.Rows {
+		if holdsClauses(r.Line, cs) {
+			want = append(want, timedLine{r.Time, string(r.Line)})
+		}
+	}
+	var some part.Block
+	some.LinesOnly, some.Contains = true, cs
+	if err := rd.ReadBlock(i, &some); err != nil {
+		t.Fatal(err)
+	}
+	got := timedLines(&some)
+	// Exactly the rows wanted, and where a folding literal may match a
+	// non-ASCII rune, perhaps also rows with a non-ASCII byte.
+	maybe := unicodeFolds(cs)
+	j := 0
+	for _, g := range got {
+		if j < len(want) && g == want[j] {
+			j++
+			continue
+		}
+		if !maybe || isASCII(g.line) {
+			next := "no more rows"
+			if j < len(want) {
+				next = want[j].line
+			}
+			t.Fatalf("block %d, %s: kept %q, where the next row that holds the clauses is %q", i, name, g.line, next)
+		}
+	}
+	if j != len(want) {
+		t.Fatalf("block %d, %s: %d of %d matching rows kept", i, name, j, len(want))
+	}
+
+	if reused != nil {
+		reused.LinesOnly, reused.NoLines, reused.CountOnly, reused.Newest, reused.Contains = true, false, false, 0, cs
+		if err := rd.ReadBlock(i, reused); err != nil {
+			t.Fatal(err)
+		}
+		if r := timedLines(reused); !slices.Equal(r, got) {
+			t.Fatalf("block %d, %s: a block read before with other clauses keeps %d rows, a new one %d", i, name, len(r), len(got))
+		}
+	}
+
+	// Without lines: the same rows, a line given only where one was
+	// rebuilt (and then the same line).
+	var bare part.Block
+	bare.LinesOnly, bare.NoLines, bare.Contains = true, true, cs
+	if err := rd.ReadBlock(i, &bare); err != nil {
+		t.Fatal(err)
+	}
+	if len(bare.Rows) != len(got) {
+		t.Fatalf("block %d, %s: %d rows without lines, %d with", i, name, len(bare.Rows), len(got))
+	}
+	for k, r := range bare.Rows {
+		if r.Time != got[k].time || r.Line != nil && string(r.Line) != got[k].line {
+			t.Fatalf("block %d, %s: row %d differs without lines", i, name, k)
+		}
+	}
+	bare.CountOnly = true
+	if err := rd.ReadBlock(i, &bare); err != nil {
+		t.Fatal(err)
+	}
+	if bare.Matches != len(got) || len(bare.Rows) != 0 {
+		t.Fatalf("block %d, %s: %d rows counted (%d kept), %d read", i, name, bare.Matches, len(bare.Rows), len(got))
+	}
+
+	// The newest few, within a range that leaves out the first and the
+	// last row kept.
+	lo, hi := int64(math.MinInt64), int64(math.MaxInt64)
+	if len(got) > 2 {
+		lo, hi = got[1].time, got[len(got)-2].time
+	}
+	var in []timedLine
+	for _, g := range got {
+		if g.time >= lo && g.time <= hi {
+			in = append(in, g)
+		}
+	}
+	for _, n := range []int{1, 3, 1000} {
+		var nw part.Block
+		nw.LinesOnly, nw.Contains, nw.Newest, nw.From, nw.To = true, cs, n, lo, hi
+		if err := rd.ReadBlock(i, &nw); err != nil {
+			t.Fatal(err)
+		}
+		if r, w := timedLines(&nw), in[max(0, len(in)-n):]; !slices.Equal(r, w) {
+			t.Fatalf("block %d, %s: newest %d: %d rows, want %d", i, name, n, len(r), len(w))
+		}
+	}
+}
+
+// clausePart writes a part whose blocks have a column of each kind a
+// literal can be found in (string, dictionary, constant, integer,
+// decimal, hexadecimal, time), templates of JSON, logfmt and text, and
+// lines stored raw.
+func clausePart(t *testing.T) *part.Reader {
+	t.Helper()
+	rng := rand.New(rand.NewPCG(15, 15))
+	msgs := []string{"payment declined for order %d", "upstream timeout after %dms", "user %d logged in", "cache miss %d", "Kafka rebalance %d", "\u212aafka lag %d in cla\u017fs"}
+	var in strings.Builder
+	for i := range 2400 {
+		ts := time.Date(2026, 1, 15, 8, 0, 0, 0, time.UTC).Add(time.Duration(i) * 1234567 * time.Microsecond)
+		msg := fmt.Sprintf(msgs[rng.IntN(len(msgs))], rng.IntN(5000))
+		switch i % 6 {
+		case 0, 1:
+			fmt.Fprintf(&in, `{"ts":"%s","svc":"api","level":"%s","msg":"%s","n":%d,"x":%d.%02d,"id":"%016x"}`+"\n",
+				ts.Format(time.RFC3339Nano), []string{"info", "ERROR", "warn"}[rng.IntN(3)], msg, rng.IntN(1000), rng.IntN(100), rng.IntN(100), rng.Uint64())
+		case 2:
+			fmt.Fprintf(&in, "ts=%s level=%s msg=%q took=%dms\n", ts.Format(time.RFC3339), []string{"info", "debug"}[rng.IntN(2)], msg, rng.IntN(900))
+		case 3:
+			fmt.Fprintf(&in, "%s WARN free text line %d: %s\n", ts.Format("2006-01-02 15:04:05.000"), i, msg)
+		case 4: // a time in epoch milliseconds
+			fmt.Fprintf(&in, `{"time":%d,"msg":"%s","user":{"id":%d,"vip":%v}}`+"\n", ts.UnixMilli(), msg, rng.IntN(90), rng.IntN(2) == 1)
+		default: // mostly keys: stored raw
+			fmt.Fprintf(&in, `{"ts":%d,"a_rather_long_key_name_for_a_flag":%d,"another_long_and_wordy_key_name":"%c","payment_declined_reason_code":%d}`+"\n",
+				ts.UnixMilli(), rng.IntN(2), 'a'+rune(rng.IntN(3)), rng.IntN(4))
+		}
+	}
+	fs := vfs.NewMem()
+	writePart(t, fs, "m.part", encoded(t, "auto", []byte(in.String())))
+	rd, err := part.Open(fs, "m.part")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { rd.Close() })
+	// The cases below count on these: every kind of column, and raw rows.
+	kinds := map[part.ColumnKind]bool{}
+	raw := false
+	for i := range rd.Blocks {
+		var b part.Block
+		b.Columnar = true
+		if err := rd.ReadBlock(i, &b); err != nil {
+			t.Fatal(err)
+		}
+		for c := range b.NumColumns() {
+			kinds[b.ColumnKind(c)] = true
+		}
+		for tm := range b.NumTemplates() {
+			raw = raw || b.TemplateRaw(tm)
+		}
+	}
+	for _, k := range []part.ColumnKind{part.ColumnString, part.ColumnConst, part.ColumnDict, part.ColumnInt, part.ColumnDecimal, part.ColumnHex, part.ColumnTime} {
+		if !kinds[k] {
+			t.Fatalf("the part has no column of kind %d", k)
+		}
+	}
+	if !raw {
+		t.Fatal("the part has no raw rows")
+	}
+	return rd
+}
+
+// TestContainsClauses: a read keeping the rows whose line holds clauses
+// of alternatives (each clause: one of its literals) keeps exactly those,
+// wherever the literals are found.
+func TestContainsClauses(t *testing.T) {
+	rd := clausePart(t)
+	var reused part.Block // read with every case in turn: what it keeps of earlier reads must not matter
+	for _, tc := range []struct {
+		name    string
+		clauses [][]string
+	}{
+		{"one literal", [][]string{{"payment declined"}}},
+		{"string values", [][]string{{"payment declined", "upstream timeout"}}},
+		{"string values three", [][]string{{"declined", "timeout", "logged in"}}},
+		{"dictionary values", [][]string{{"ERROR", "warn"}}},
+		{"dictionary and string values", [][]string{{"ERROR", "logged in"}}},
+		{"constant value", [][]string{{"api", "zzz"}}},
+		{"constant value or none", [][]string{{"apx", "zzz"}}},
+		{"integer values", [][]string{{"42", "917"}}},
+		{"integer or string", [][]string{{"ms\"", "404"}}},
+		{"decimal values", [][]string{{".05", "9.9"}}},
+		{"hex values", [][]string{{"ab", "ff0"}}},
+		{"time values", [][]string{{"08:01:1", "T08:02"}}},
+		{"epoch time values", [][]string{{"768464001", "zzz"}}},
+		{"epoch time or decimal values", [][]string{{"17684640", ".5"}}},
+		{"time or integer values", [][]string{{"08:01:1", "917"}}},
+		{"gap", [][]string{{`","level":"`, "zzz"}}},
+		{"gap or value", [][]string{{"level=", "payment declined"}}},
+		{"gap and values", [][]string{{"WARN free"}, {"declined", "timeout"}}},
+		{"across a boundary", [][]string{{`ERROR","msg":"pay`, `declined for`}}},
+		{"across a boundary or a value", [][]string{{`info","msg":"user`, "upstream timeout"}}},
+		{"raw lines", [][]string{{"a_rather_long_key", "another_long"}}},
+		{"raw values", [][]string{{`_code":3`, `"wordy_key_name":"b`}}},
+		{"two clauses of values", [][]string{{"ERROR", "warn"}, {"declined", "logged"}}},
+		{"three clauses", [][]string{{"payment", "user"}, {"1", "2"}, {"ms", "in"}}},
+		{"none can hold it", [][]string{{"zzzz", "qqqq"}}},
+		{"one clause none can hold", [][]string{{"ERROR"}, {"zzzz"}}},
+		{"empty clause", [][]string{{}}},
+		{"one byte alternatives", [][]string{{"Z", "\""}}},
+		{"folded", [][]string{{"(?i)error", "(?i)DECLINED"}}},
+		{"folded and exact", [][]string{{"(?i)Error", "timeout"}}},
+		{"folded across a boundary", [][]string{{`(?i)error","msg":"`, "(?i)zzz"}}},
+		{"folded k and s", [][]string{{"(?i)kafka", "(?i)miss"}}},
+		{"ASCII-folded k and s", [][]string{{"(?I)kafka", "(?I)miss"}}},
+		{"ASCII-folded with the Kelvin sign", [][]string{{"(?I)kafka", "\u212aafka"}, {"(?I)LAG", "(?I)rebalance"}}},
+		{"ASCII-folded with the long s", [][]string{{"(?I)class", "cla\u017fs"}}},
+		{"folded gap", [][]string{{"(?i)warn FREE", "(?i)qqq"}}},
+		{"duplicates", [][]string{{"declined", "declined"}, {"declined"}}},
+		{"one implies another", [][]string{{"payment declined", "declined"}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cs := clausesOf(tc.clauses)
+			for i := range rd.Blocks {
+				checkClauses(t, rd, i, cs, &reused)
+			}
+		})
+	}
+}
+
+// TestContainsClausesRandom: random clauses of literals cut from the
+// part's own lines (so that they are found in values, in gaps and across
+// boundaries), some folding, checked as TestContainsClauses checks.
+func TestContainsClausesRandom(t *testing.T) {
+	rd := clausePart(t)
+	var lines []string
+	for i := range rd.Blocks {
+		var b part.Block
+		b.LinesOnly = true
+		if err := rd.ReadBlock(i, &b); err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range b.Rows {
+			lines = append(lines, string(r.Line))
+		}
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	var reused part.Block
+	n := 300
+	if testing.Short() {
+		n = 50
+	}
+	for range n {
+		var spec [][]string
+		for range 1 + rng.IntN(3) {
+			var alts []string
+			for range 1 + rng.IntN(4) {
+				l := lines[rng.IntN(len(lines))]
+				a := rng.IntN(len(l))
+				lit := l[a : a+1+rng.IntN(min(12, len(l)-a))]
+				if rng.IntN(4) == 0 {
+					lit = "(?i)" + strings.ToUpper(lit)
+				}
+				alts = append(alts, lit)
+			}
+			spec = append(spec, alts)
+		}
+		cs := clausesOf(spec)
+		for i := range rd.Blocks {
+			checkClauses(t, rd, i, cs, &reused)
+		}
+	}
+}
+
+// BenchmarkContains counts the rows of every block holding clauses of
+// alternatives in values (service and host, dictionaries; latency, a
+// decimal column; ts, a time column of epoch milliseconds), as a count of
+// a|b|c reads them.
+func BenchmarkContains(b *testing.B) {
+	blocks, n := benchRows(b)
+	fs := vfs.NewMem()
+	writePart(b, fs, "p.part", blocks)
+	rd, err := part.Open(fs, "p.part")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer rd.Close()
+	for _, bc := range []struct {
+		name    string
+		clauses [][]string
+	}{
+		{"alts=1", [][]string{{"s3"}}},
+		{"alts=2", [][]string{{"s3", "h7"}}},
+		{"alts=3", [][]string{{"s3", "h7", "12.5"}}},
+		{"alts=2x2", [][]string{{"s3", "h7"}, {"h1", "s5"}}},
+		{"alts=2,time", [][]string{{"s3", "4640001"}}},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			var blk part.Block
+			blk.LinesOnly, blk.NoLines, blk.CountOnly, blk.Contains = true, true, true, clausesOf(bc.clauses)
+			b.SetBytes(n)
+			b.ReportAllocs()
+			for b.Loop() {
+				for i := range rd.Blocks {
+					if err := rd.ReadBlock(i, &blk); err != nil {
+						b.Fatal(err)
+					}
+				}
+			}
+		})
+	}
+}
