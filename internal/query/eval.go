@@ -136,30 +136,39 @@ func forUnits[W, U any](ctx context.Context, ev *evaluator, units []U, begins fu
 	errs := make([]error, n)
 	var next atomic.Int64
 	var wg sync.WaitGroup
+	loop := func(i int) {
+		for {
+			j := int(next.Add(1) - 1)
+			if j >= len(streams) || ctx.Err() != nil {
+				return
+			}
+			if begins(streams[j]) {
+				ev.stats.streams.Add(1)
+			}
+			if err := work(ctx, states[i], streams[j]); err != nil {
+				errs[i] = err
+				cancel()
+				return
+			}
+		}
+	}
 	for i := range n {
 		st, err := setup()
 		if err != nil {
 			return nil, err
 		}
 		states[i] = st
+	}
+	// Worker 0 is the calling goroutine: a small query wakes no other.
+	for i := 1; i < n; i++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for {
-				j := int(next.Add(1) - 1)
-				if j >= len(streams) || ctx.Err() != nil {
-					return
-				}
-				if begins(streams[j]) {
-					ev.stats.streams.Add(1)
-				}
-				if err := work(ctx, st, streams[j]); err != nil {
-					errs[i] = err
-					cancel()
-					return
-				}
-			}
+			loop(i)
 		}()
+	}
+	if n > 0 {
+		loop(0)
 	}
 	wg.Wait()
 	// The first error that is not the cancellation it caused in the

@@ -139,14 +139,14 @@ type colPlanner struct {
 	memoKey   []byte
 	// One parameter from a dictionary column: the block's outcomes by
 	// column*256 + entry (valueID, -1 for other rows).
-	valueID     int
-	memoOn      bool // outcomes are remembered (no unwrap)
+	valueID int
+	memoOn  bool // outcomes are remembered (no unwrap)
 	// memoLooks and memoMisses count the stream's memo lookups and
 	// misses (columnRow).
 	memoLooks, memoMisses int
-	unwrapParam int  // the parameter a plain unwrap reads, when no filter before it does; -1
-	dictMemo    []uint8
-	dictSeries  []*rangeSeries
+	unwrapParam           int // the parameter a plain unwrap reads, when no filter before it does; -1
+	dictMemo              []uint8
+	dictSeries            []*rangeSeries
 	// Several parameters from dictionaries (tmplPlan.ids): the block's
 	// outcomes by the row's packed ids (idKey, when idKeyed), nil for
 	// rows the filters drop.
