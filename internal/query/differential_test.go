@@ -405,6 +405,10 @@ func TestHintsSameAsReference(t *testing.T) {
 		`sum(count_over_time({service=~".+"} | json s="http.status", lat="http.latency_ms" | s >= 500 or lat < 50.5 [1h]))`,
 		`sum by (level) (rate({service=~"api|web"} | json s="http.status", level | s != 200 [10m]))`,
 		`count_over_time({service=~".+"} | json s="http.status" | s > 300 | __error__="" [1h]) without (s)`,
+		`avg_over_time({service=~".+"} | json lat="http.latency_ms" | unwrap lat | __error__="" [1h]) by (service)`,
+		`sum by (service) (sum_over_time({service=~".+"} | json lat="http.latency_ms", s="http.status" | s >= 400 | unwrap lat [10m]))`,
+		`quantile_over_time(0.9, {service=~"api|web"} | json lat="http.latency_ms" | unwrap lat [1h]) by (service)`,
+		`max_over_time({service=~".+"} | json s="http.status" | unwrap s | __error__="" [1h]) without (s)`,
 		// Several parameters in dictionaries: outcomes remembered by ids.
 		`sum by (service) (count_over_time({service=~".+"} | json | level="error" | msg=~"m[0-3]" [1h]))`,
 		`sum(count_over_time({service=~".+"} | json level, msg | level!="info" or msg="m1" [1h]))`,

@@ -16,10 +16,11 @@ import (
 // of the value, its labels or its series, which the grouping makes the
 // stream's alone.
 //
-// It applies when the label filters after the json stage are number
-// filters on its parameters and `__error__=""`, combined with and/or, and
-// the grouping keeps no parameter: then a passing row counts in the one
-// series of its stream's labels. On a row whose values are all in number
+// It applies when the label filters after the json stage (and after a
+// plain unwrap of a parameter, whose number is then the sample) are
+// number filters on its parameters and `__error__=""`, combined with
+// and/or, and the grouping keeps no parameter: then a passing row counts
+// in the one series of its stream's labels. On a row whose values are all in number
 // columns (or absent) the filters cannot fail to convert, so the row has
 // no error label, and a number filter compares the column's number (what
 // strconv.ParseFloat gives for the value's text, as the filter does).
@@ -28,10 +29,11 @@ import (
 // is parameter i's number when has[i].
 type numPred func(nums []float64, has []bool) bool
 
-// compileNumPred returns the filters after the json stage as a numPred,
-// and the parameters they read; ok false when they are not all number
+// compileNumPred returns the filters after the json stage (the label
+// filter stages, then after, the filters after unwrap) as a numPred, and
+// the parameters they read; ok false when they are not all number
 // filters on parameters and __error__="".
-func compileNumPred(stages []logql.Stage, names []string) (numPred, []int, bool) {
+func compileNumPred(stages []logql.Stage, after []logql.LabelFilter, names []string) (numPred, []int, bool) {
 	var reads []int
 	var leaf func(f logql.LabelFilter) (numPred, bool)
 	leaf = func(f logql.LabelFilter) (numPred, bool) {
@@ -68,20 +70,21 @@ func compileNumPred(stages []logql.Stage, names []string) (numPred, []int, bool)
 		}
 		return nil, false
 	}
-	var preds []numPred
+	filters := slices.Clone(after)
 	for _, s := range stages {
 		lf, ok := s.(*logql.LabelFilterStage)
 		if !ok {
 			return nil, nil, false
 		}
-		p, ok := leaf(lf.Filter)
+		filters = append(filters, lf.Filter)
+	}
+	var preds []numPred
+	for _, f := range filters {
+		p, ok := leaf(f)
 		if !ok {
 			return nil, nil, false
 		}
 		preds = append(preds, p)
-	}
-	if len(preds) == 0 {
-		return nil, nil, false
 	}
 	return func(n []float64, h []bool) bool {
 		for _, p := range preds {
@@ -114,7 +117,8 @@ func keepsAny(names []string, gs ...*logql.Grouping) bool {
 // columns (colPlanner.pred).
 type predState struct {
 	pred   numPred
-	reads  []int    // the parameters it reads
+	unwrap int      // the parameter whose number is the sample (plain unwrap), or -1
+	reads  []int    // the parameters it reads, the unwrapped one among them
 	names  []string // every parameter's label name
 	on     bool     // for the stream at hand: no parameter is one of its labels
 	series *rangeSeries
@@ -125,7 +129,7 @@ type predState struct {
 // newPredState returns the state when a range aggregation's filters can
 // be decided on numbers and its grouping keeps no parameter; else nil.
 func newPredState(w *rangeWorker, jp stage.JSONParams) *predState {
-	if w.x.Range.Unwrap != nil || w.x.Grouping == nil && w.sumBy == nil {
+	if w.x.Grouping == nil && w.sumBy == nil {
 		return nil
 	}
 	names := make([]string, jp.Len())
@@ -140,11 +144,23 @@ func newPredState(w *rangeWorker, jp stage.JSONParams) *predState {
 	if keepsAny(names, w.x.Grouping, w.sumBy) {
 		return nil
 	}
-	pred, reads, ok := compileNumPred(w.x.Range.Log.Pipeline[1:], names)
+	unwrap := -1
+	var after []logql.LabelFilter
+	if u := w.x.Range.Unwrap; u != nil {
+		// A plain unwrap of a parameter: the sample is its number.
+		if unwrap = slices.Index(names, u.Label); u.Conv != "" || unwrap < 0 {
+			return nil
+		}
+		after = u.Filters
+	}
+	pred, reads, ok := compileNumPred(w.x.Range.Log.Pipeline[1:], after, names)
 	if !ok {
 		return nil
 	}
-	return &predState{pred: pred, reads: reads, names: names, nums: make([]float64, len(names)), has: make([]bool, len(names))}
+	if unwrap >= 0 && !slices.Contains(reads, unwrap) {
+		reads = append(reads, unwrap)
+	}
+	return &predState{pred: pred, unwrap: unwrap, reads: reads, names: names, nums: make([]float64, len(names)), has: make([]bool, len(names))}
 }
 
 // startStream readies the state for a stream's rows.
@@ -209,6 +225,13 @@ func (w *rangeWorker) predRow(ls record.Labels, b *part.Block, tm int, t int64) 
 	if !ps.pred(ps.nums, ps.has) {
 		return true, nil
 	}
+	v := 1.0
+	if ps.unwrap >= 0 {
+		if !ps.has[ps.unwrap] {
+			return true, nil // no value to unwrap: no sample
+		}
+		v = ps.nums[ps.unwrap]
+	}
 	if ps.series == nil {
 		// The grouping keeps no parameter: the stream's labels alone.
 		w.lb.Reset(ls)
@@ -218,6 +241,6 @@ func (w *rangeWorker) predRow(ls record.Labels, b *part.Block, tm int, t int64) 
 		}
 		ps.series = s
 	}
-	w.add(ps.series, t, 1)
+	w.add(ps.series, t, v)
 	return true, nil
 }
