@@ -44,10 +44,11 @@ type evaluator struct {
 	pipes    []*stage.Pipeline
 	setPipes [][]*stage.Pipeline
 	lb       stage.Labels
-	// sel maps a stream id of the batch to the offset in slab of a
-	// bitmap of the rules whose tenant and selector it satisfies.
+	// sel maps a stream id of the batch to where in slab the list of
+	// the rules whose tenant and selector it satisfies is: slab[off] is
+	// its length, the indexes follow.
 	sel     map[uint32]int
-	slab    []uint64
+	slab    []int32
 	line    []byte
 	out     []byte
 	scratch []byte
@@ -131,25 +132,23 @@ func (r *rule) selects(tenant string, ls record.Labels) bool {
 	return r.all || r.selector.Matches(ls.Value)
 }
 
-// streamBits returns the bitmap of rules that take records of stream
-// id: decided once per stream and batch.
-func (s *Set) streamBits(ev *evaluator, b *record.Batch, id uint32) []uint64 {
-	words := (len(s.rules) + 63) / 64
+// streamRules returns the indexes of the rules that take records of
+// stream id, in order: decided once per stream and batch.
+func (s *Set) streamRules(ev *evaluator, b *record.Batch, id uint32) []int32 {
 	if off, ok := ev.sel[id]; ok {
-		return ev.slab[off : off+words]
+		return ev.slab[off+1 : off+1+int(ev.slab[off])]
 	}
 	off := len(ev.slab)
-	ev.slab = slices.Grow(ev.slab, words)[:off+words]
-	bits := ev.slab[off:]
-	clear(bits)
+	ev.slab = append(ev.slab, 0)
 	ls := b.Streams.Get(id)
 	for ri, r := range s.rules {
 		if r.selects(b.Tenant, ls) {
-			bits[ri/64] |= 1 << (ri % 64)
+			ev.slab = append(ev.slab, int32(ri))
 		}
 	}
+	ev.slab[off] = int32(len(ev.slab) - off - 1)
 	ev.sel[id] = off
-	return bits
+	return ev.slab[off+1:]
 }
 
 // record applies the rules to record i.
@@ -159,17 +158,27 @@ func (s *Set) record(ev *evaluator, b *record.Batch, i int) {
 	lineChanged := false
 	stream := b.Streams.Get(rec.Stream)
 	relabeled := false
-	bits := s.streamBits(ev, b, rec.Stream)
+	// The rules that take the record's stream; once a rule relabels
+	// it, the later rules' selectors are matched on its new labels.
+	cand := s.streamRules(ev, b, rec.Stream)
 	gateKnown, gateHit := false, false
 	ev.redacts = ev.redacts[:0]
-	for ri, r := range s.rules {
+	for k := 0; ; k++ {
+		var ri int
 		if relabeled {
-			if !r.selects(b.Tenant, stream) {
+			if ri = k; ri >= len(s.rules) {
+				break
+			}
+			if !s.rules[ri].selects(b.Tenant, stream) {
 				continue
 			}
-		} else if bits[ri/64]&(1<<(ri%64)) == 0 {
-			continue
+		} else {
+			if k >= len(cand) {
+				break
+			}
+			ri = int(cand[k])
 		}
+		r := s.rules[ri]
 		if r.pre != nil {
 			if !gateKnown {
 				gateHit, gateKnown = s.gate.Match(line), true
@@ -207,6 +216,9 @@ func (s *Set) record(ev *evaluator, b *record.Batch, i int) {
 				continue
 			}
 			if !labelsEqual(next, stream) {
+				if !relabeled {
+					k = ri // from here on k counts rules, not candidates
+				}
 				stream, relabeled = next, true
 				c.relabeled.Add(1)
 				ev.step(i, r, Relabeled, "")

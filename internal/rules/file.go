@@ -13,9 +13,11 @@ import (
 
 // spec is one rule as the file states it, checked but not compiled.
 type spec struct {
-	index  int // 0-based position in the file
-	name   string
-	line   int // where the rule starts in the file
+	index int // 0-based position in the file
+	name  string
+	line  int // where the rule starts in the file
+	// pos holds where each key's value is, for the errors of compiling it.
+	pos    map[string][2]int
 	match  string
 	tenant string
 
@@ -194,7 +196,7 @@ func yamlProblem(err error) Problem {
 
 // rule checks one rule's mapping.
 func (l *loader) rule(i int, n *yaml.Node) (spec, bool) {
-	s := spec{index: i, line: n.Line}
+	s := spec{index: i, line: n.Line, pos: map[string][2]int{}}
 	if n.Kind != yaml.MappingNode {
 		l.errorf(n, "rule %d: want a mapping with name, match and actions", i+1)
 		return s, false
@@ -220,6 +222,7 @@ func (l *loader) rule(i int, n *yaml.Node) (spec, bool) {
 			continue
 		}
 		seen[k.Value] = true
+		s.pos[k.Value] = [2]int{v.Line, v.Column}
 		switch k.Value {
 		case "name":
 		case "match":

@@ -6,6 +6,9 @@ import (
 	"regexp"
 	"slices"
 	"sort"
+	"unsafe"
+
+	"github.com/sluicelog/sluice/internal/literal"
 )
 
 // A detector finds one kind of secret in a text. find returns the spans
@@ -51,7 +54,7 @@ var detectors = map[string]*detector{
 		re:  regexp.MustCompile(`[0-9A-Fa-f]{0,4}(?::[0-9A-Fa-f]{0,4}){2,7}(?:%[0-9A-Za-z]+)?`),
 		pre: func(t []byte) bool { return bytes.Count(t, []byte{':'}) >= 2 },
 		valid: func(t []byte, s, e int) bool {
-			if s > 0 && (isHex(t[s-1]) || t[s-1] == ':') || e < len(t) && (isHex(t[e]) || t[e] == ':') {
+			if s > 0 && (isWord(t[s-1]) || t[s-1] == ':') || e < len(t) && (isWord(t[e]) || t[e] == ':') {
 				return false
 			}
 			c := t[s:e]
@@ -69,7 +72,7 @@ var detectors = map[string]*detector{
 			if s > 0 && isWordOrDigit(t[s-1]) || e < len(t) && isWordOrDigit(t[e]) {
 				return false
 			}
-			return luhn(t[s:e])
+			return cardPrefix(t[s:e]) && luhn(t[s:e])
 		},
 	},
 	"jwt": {
@@ -90,13 +93,18 @@ var detectors = map[string]*detector{
 	"secret_pairs": {
 		re:    regexp.MustCompile(`(?i)(?:^|[^A-Za-z0-9_.\-])"?` + secretKey + `"?\s*[:=]\s*("(?:[^"\\]|\\.)*"|'[^']*'|[^\s,;&"'}\]]+)`),
 		group: 1,
-		pre:   func(t []byte) bool { return bytes.IndexAny(t, "=:") >= 0 },
+		pre:   func(t []byte) bool { return bytes.IndexAny(t, "=:") >= 0 && secretWords.Match(t) },
 	},
 }
 
 // secretKey is a key that names a secret: password, db_password,
 // client_secret, access_token, api_key, apikey...
 const secretKey = `[A-Za-z0-9_.\-]*(?:password|passwd|pwd|secret|token|api_?key|apikey|access_?key|private_?key|credentials?)[A-Za-z0-9_]*`
+
+// secretWords holds a word of every secretKey, so that a text without
+// one skips the regexp.
+var secretWords = literal.NewSet([][]byte{[]byte("passw"), []byte("pwd"), []byte("secret"), []byte("token"),
+	[]byte("key"), []byte("credential")}, true)
 
 var secretKeyRe = regexp.MustCompile(`(?i)^` + secretKey + `$`)
 
@@ -122,6 +130,44 @@ func containsFold(t []byte, low string) bool {
 		if bytes.EqualFold(t[i:i+len(low)], []byte(low)) {
 			return true
 		}
+	}
+	return false
+}
+
+// cardPrefix reports whether digits start as a card network's numbers
+// do (Visa, Mastercard, American Express, Discover, Diners, JCB,
+// UnionPay, Maestro): a long number that passes Luhn by chance (one in
+// ten: nanosecond timestamps, ids) mostly does not.
+func cardPrefix(s []byte) bool {
+	var d []byte
+	for _, c := range s {
+		if isDigit(c) {
+			d = append(d, c)
+			if len(d) == 4 {
+				break
+			}
+		}
+	}
+	if len(d) < 4 {
+		return false
+	}
+	n2 := int(d[0]-'0')*10 + int(d[1]-'0')
+	n4 := n2*100 + int(d[2]-'0')*10 + int(d[3]-'0')
+	switch {
+	case d[0] == '4': // Visa
+		return true
+	case n2 >= 51 && n2 <= 55, n4 >= 2221 && n4 <= 2720: // Mastercard
+		return true
+	case n2 == 34 || n2 == 37: // American Express
+		return true
+	case n4 == 6011, n2 == 65, n4 >= 6440 && n4 <= 6499, n2 == 62: // Discover, UnionPay
+		return true
+	case n2 == 36 || n2 == 38 || n2 == 39 || n4 >= 3000 && n4 <= 3059: // Diners
+		return true
+	case n2 == 35: // JCB
+		return true
+	case n2 == 50 || n2 >= 56 && n2 <= 58 || n2 == 67: // Maestro
+		return true
 	}
 	return false
 }
@@ -256,8 +302,11 @@ func (r *redactor) redact(dst, text []byte, spans [][2]int) ([]byte, int, [][2]i
 // field redacts a field's value, knowing its name: a value whose name is
 // a secret key is replaced whole.
 func (r *redactor) field(dst []byte, name string, value []byte, spans [][2]int) ([]byte, int, [][2]int) {
-	if r.secretNames && secretKeyRe.MatchString(name) && len(value) > 0 {
+	if r.secretNames && len(value) > 0 && secretWords.Match(unsafeBytes(name)) && secretKeyRe.MatchString(name) {
 		return append(dst, r.replacement...), 1, spans
 	}
 	return r.redact(dst, value, spans)
 }
+
+// unsafeBytes views s as bytes, for a read-only matcher.
+func unsafeBytes(s string) []byte { return unsafe.Slice(unsafe.StringData(s), len(s)) }

@@ -83,18 +83,17 @@ func Compile(name string, data []byte, m *Metrics) (*Set, error) {
 	for i := range specs {
 		sp := &specs[i]
 		where := fmt.Sprintf("rule %d (%s)", sp.index+1, sp.name)
-		at := &problemAt{line: sp.line}
 		r := &rule{spec: *sp}
 		if sp.match == "" {
 			r.all = true
 		} else {
 			expr, err := logql.ParseLogExpr(sp.match)
 			if err != nil {
-				l.add(at, "%s: match: %v", where, err)
+				l.add(problemAt{sp, "match"}, "%s: match: %v", where, err)
 				continue
 			}
 			if _, err := stage.Compile(expr.Pipeline); err != nil {
-				l.add(at, "%s: match: %v", where, err)
+				l.add(problemAt{sp, "match"}, "%s: match: %v", where, err)
 				continue
 			}
 			r.selector, r.stages = expr.Selector, expr.Pipeline
@@ -110,7 +109,7 @@ func Compile(name string, data []byte, m *Metrics) (*Set, error) {
 		for _, lt := range sp.setLabels {
 			lf := &logql.LabelFormat{Items: []logql.LabelFormatItem{{Dst: lt.name, Template: lt.template}}}
 			if _, err := stage.Compile([]logql.Stage{lf}); err != nil {
-				l.add(at, "%s: set_labels.%s: %v", where, lt.name, err)
+				l.add(problemAt{sp, "set_labels"}, "%s: set_labels.%s: %v", where, lt.name, err)
 				continue
 			}
 			r.setStages = append(r.setStages, lf)
@@ -125,11 +124,11 @@ func Compile(name string, data []byte, m *Metrics) (*Set, error) {
 		}
 		if mt := sp.metric; mt != nil {
 			if reservedMetric(mt.name) {
-				l.add(at, "%s: metric.name: %q: names starting with sluice_, go_, process_ or promhttp_ are the server's own", where, mt.name)
+				l.add(problemAt{sp, "metric"}, "%s: metric.name: %q: names starting with sluice_, go_, process_ or promhttp_ are the server's own", where, mt.name)
 				continue
 			}
 			if other, dup := metricNames[mt.name]; dup {
-				l.add(at, "%s: metric.name: %q is also the metric of rule %s", where, mt.name, other)
+				l.add(problemAt{sp, "metric"}, "%s: metric.name: %q is also the metric of rule %s", where, mt.name, other)
 				continue
 			}
 			metricNames[mt.name] = sp.name
@@ -147,10 +146,19 @@ func Compile(name string, data []byte, m *Metrics) (*Set, error) {
 	return s, nil
 }
 
-type problemAt struct{ line int }
+// problemAt places the problems of compiling one rule: at the value of
+// the key they are about.
+type problemAt struct {
+	sp  *spec
+	key string
+}
 
-func (l *loader) add(at *problemAt, format string, args ...any) {
-	l.problems = append(l.problems, Problem{Line: at.line, Col: 1, Msg: fmt.Sprintf(format, args...)})
+func (l *loader) add(at problemAt, format string, args ...any) {
+	p := Problem{Line: at.sp.line, Col: 1, Msg: fmt.Sprintf(format, args...)}
+	if lc, ok := at.sp.pos[at.key]; ok {
+		p.Line, p.Col = lc[0], lc[1]
+	}
+	l.problems = append(l.problems, p)
 }
 
 // requiredLiterals returns literals one of which every line that stages
