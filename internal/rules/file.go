@@ -134,7 +134,10 @@ func parseFile(name string, data []byte) ([]spec, error) {
 	l := &loader{}
 	var specs []spec
 	if len(doc.Content) == 0 {
-		return nil, nil // an empty file: no rules
+		// Most likely a file caught between its truncation and its
+		// write: running no rules would let through what the file
+		// drops and redacts. No rules is said so: rules: [].
+		return nil, &Error{File: name, Problems: []Problem{{Msg: "the file is empty (for no rules, write rules: [])"}}}
 	}
 	root := doc.Content[0]
 	if root.Kind != yaml.MappingNode {

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/fsnotify/fsnotify"
 
@@ -25,6 +26,8 @@ type Live struct {
 	log     *slog.Logger
 	cur     atomic.Pointer[Set]
 	mu      sync.Mutex // serializes reloads
+	// watching, if set, is called once Watch watches (for tests).
+	watching func()
 }
 
 // Open loads the rules file at path; a bad file is an error (the server
@@ -97,9 +100,14 @@ func (l *Live) count(result string) {
 	}
 }
 
+// WatchSettle is how long Watch waits after the last change it saw
+// before it reloads.
+const WatchSettle = 100 * time.Millisecond
+
 // Watch reloads the file whenever its directory changes (an editor's
-// write, or an atomic rename over it, as configuration managers do)
-// until ctx ends. It watches the directory, not the file, so that a
+// write, or an atomic rename over it, as configuration managers do:
+// the safe way, since a reload may read a file half written) until ctx
+// ends. It watches the directory, not the file, so that a
 // renamed-over file stays watched. Reloads that find the same bytes
 // change nothing. changed, if not nil, is called after each reload
 // attempt (for tests).
@@ -112,6 +120,14 @@ func (l *Live) Watch(ctx context.Context, changed func(bool, error)) error {
 	if err := w.Add(filepath.Dir(l.file)); err != nil {
 		return fmt.Errorf("watch rules file: %w", err)
 	}
+	if l.watching != nil {
+		l.watching()
+	}
+	// An editor or a deploy tool makes several events of one change:
+	// reload once they have stopped for a moment.
+	settle := time.NewTimer(time.Hour)
+	settle.Stop()
+	defer settle.Stop()
 	for {
 		select {
 		case <-ctx.Done():
@@ -123,6 +139,8 @@ func (l *Live) Watch(ctx context.Context, changed func(bool, error)) error {
 			if ev.Op == fsnotify.Chmod {
 				continue
 			}
+			settle.Reset(WatchSettle)
+		case <-settle.C:
 			ok2, err := l.Reload()
 			if changed != nil {
 				changed(ok2, err)

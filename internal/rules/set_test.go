@@ -303,8 +303,11 @@ func TestLoadErrors(t *testing.T) {
 			t.Errorf("%q: error %T, want *Error", c.src, err)
 		}
 	}
-	// An empty file and an empty list are no rules.
-	for _, src := range []string{"", "rules:", "rules: []"} {
+	if _, err := Compile("r", nil, nil); err == nil || !strings.Contains(err.Error(), "r: the file is empty") {
+		t.Errorf("empty file: %v", err)
+	}
+	// An empty list is no rules.
+	for _, src := range []string{"rules:", "rules: []"} {
 		if s, err := Compile("r", []byte(src), nil); err != nil || s.Len() != 0 {
 			t.Errorf("%q: %v", src, err)
 		}
