@@ -1,6 +1,7 @@
 package rules
 
 import (
+	"bytes"
 	"slices"
 	"strings"
 	"unicode/utf8"
@@ -58,6 +59,8 @@ type evaluator struct {
 	key     []byte
 	capped  bool // b.Data was cut to its length for this batch
 	trace   func(Step)
+	val     []byte      // a value as redactAll redacts it
+	patches [][2][]byte // escaped text in the line, and its redacted replacement
 }
 
 func (s *Set) get() *evaluator {
@@ -386,26 +389,30 @@ func (ev *evaluator) commitRedaction(b *record.Batch, i int, line []byte, lineCh
 		ev.capped = true
 	}
 	rec := &b.Records[i]
-	need := uint64(len(b.Data)) + uint64(len(line))*2
+	need := uint64(len(b.Data)) + uint64(len(line))*3
 	for _, f := range b.RecordFields(i) {
 		need += uint64(f.Raw.Len)*2 + 64
 	}
 	if need > 1<<32-1 {
 		return false
 	}
-	if lineChanged {
-		msgIsLine := rec.MsgFlags&record.Const == 0 && rec.Msg == rec.Line
-		off := uint32(len(b.Data))
-		b.Data = append(b.Data, line...)
-		rec.Line = record.Span{Off: off, Len: uint32(len(line))}
-		if msgIsLine {
-			rec.Msg = rec.Line
-			rec.MsgFlags = utf8Flag(line)
+	oldLine := rec.Line
+	msgIsLine := rec.MsgFlags&record.Const == 0 && rec.Msg == rec.Line
+	// A value parsed from the line with escapes (JSON's \u0040 for @)
+	// may hold a secret that the line's own bytes hide from the
+	// detectors: once its decoded value is redacted, its escaped text
+	// in the line is replaced too.
+	ev.patches = ev.patches[:0]
+	patch := func(raw record.Span, flags record.Flags, v []byte) {
+		if flags&(record.Escaped|record.SDEscaped) != 0 && flags&record.Const == 0 &&
+			raw.Off >= oldLine.Off && raw.End() <= oldLine.End() && raw.Len > 0 {
+			ev.patches = append(ev.patches, [2][]byte{slices.Clone(b.Bytes(raw)), record.AppendJSONEscaped(nil, v)})
 		}
 	}
-	if rec.Msg.Len > 0 && rec.MsgFlags&record.Const == 0 && rec.Msg != rec.Line {
+	if rec.Msg.Len > 0 && rec.MsgFlags&record.Const == 0 && !msgIsLine {
 		ev.scratch = b.AppendMsg(ev.scratch[:0], i)
 		if v, ok := ev.redactAll("", ev.scratch); ok {
+			patch(rec.Msg, rec.MsgFlags, v)
 			off := uint32(len(b.Data))
 			b.Data = append(b.Data, v...)
 			rec.Msg = record.Span{Off: off, Len: uint32(len(v))}
@@ -423,10 +430,26 @@ func (ev *evaluator) commitRedaction(b *record.Batch, i int, line []byte, lineCh
 		if !ok {
 			continue
 		}
+		patch(f.Raw, f.Flags, v)
 		off := uint32(len(b.Data))
 		b.Data = append(b.Data, v...)
 		f.Kind, f.Flags, f.Num = record.String, utf8Flag(v), 0
 		f.Raw = record.Span{Off: off, Len: uint32(len(v))}
+	}
+	for _, p := range ev.patches {
+		if bytes.Contains(line, p[0]) {
+			line = bytes.ReplaceAll(line, p[0], p[1])
+			lineChanged = true
+		}
+	}
+	if lineChanged {
+		off := uint32(len(b.Data))
+		b.Data = append(b.Data, line...)
+		rec.Line = record.Span{Off: off, Len: uint32(len(line))}
+		if msgIsLine {
+			rec.Msg = rec.Line
+			rec.MsgFlags = utf8Flag(line)
+		}
 	}
 	return true
 }
@@ -445,8 +468,8 @@ func (ev *evaluator) redactAll(name string, v []byte) ([]byte, bool) {
 		}
 		if n > 0 {
 			changed = true
-			ev.line = append(ev.line[:0], ev.out...)
-			cur = ev.line
+			ev.val = append(ev.val[:0], ev.out...)
+			cur = ev.val
 		}
 	}
 	return cur, changed

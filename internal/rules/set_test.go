@@ -177,6 +177,23 @@ rules:
 	}
 }
 
+// TestRedactEscaped: a secret the line hides behind JSON escapes is
+// found in the decoded field and replaced in the line too.
+func TestRedactEscaped(t *testing.T) {
+	s := compile(t, "rules:\n  - name: m\n    redact: {detectors: [email]}\n")
+	b := parseLines(t, `{"msg":"mail bob\u0040example.com now","to":"x\u0040corp.io"}`)
+	s.Apply(b)
+	line := string(b.Bytes(b.Records[0].Line))
+	if strings.Contains(line, "u0040") || !strings.Contains(line, `"msg":"mail <redacted> now"`) || !strings.Contains(line, `"to":"<redacted>"`) {
+		t.Errorf("line %s", line)
+	}
+	for _, f := range b.RecordFields(0) {
+		if v := string(b.AppendString(nil, &f)); strings.Contains(v, "@") {
+			t.Errorf("field %s=%s", b.Name(&f), v)
+		}
+	}
+}
+
 // TestRedactKeepsNeighbours checks that a redacted record's new bytes
 // leave every other record byte-exact, and that appending never writes
 // into the producer's buffer past the batch's data.
