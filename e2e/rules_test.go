@@ -158,7 +158,10 @@ func TestRulesIngest(t *testing.T) {
 		t.Fatal(err)
 	}
 	data := filepath.Join(dir, "data")
-	runSluice(t, "ingest", "--data", data, "--rules", file, "--quiet", input)
+	summary := runSluice(t, "ingest", "--data", data, "--rules", file, input)
+	if !strings.Contains(summary, "rule drop-health: 100 matched, 100 dropped,") || !strings.Contains(summary, "rule redact: 900 matched, 0 dropped, 0 sampled out, 900 redactions,") {
+		t.Errorf("ingest summary:\n%s", summary)
+	}
 	lines := export(t, data, "default")
 	if len(lines) != 900 {
 		t.Errorf("%d lines stored, want 900", len(lines))

@@ -167,9 +167,10 @@ func (o *ingestOpts) run(args []string, e *env) error {
 	// The same flow as the server's protocols, without a stream limit
 	// (a bulk load is the operator's own) or metrics (the summary counts).
 	fl := &flow.Flow{Sink: sinkstore.New(st)}
+	var live *rules.Live
+	ruleCounts := rules.NewMetrics(nil)
 	if o.rules != "" {
-		live, err := rules.Open(o.rules, nil, nil)
-		if err != nil {
+		if live, err = rules.Open(o.rules, ruleCounts, nil); err != nil {
 			return fmt.Errorf("rules: %w", err)
 		}
 		fl.Rules = live
@@ -188,6 +189,9 @@ func (o *ingestOpts) run(args []string, e *env) error {
 	}
 	if !o.quiet {
 		printIngestSummary(e.stdout, &prog, st.Stats(), loaded, time.Since(start))
+		if live != nil {
+			printRuleCounts(e.stdout, live.Current(), ruleCounts)
+		}
 	}
 	return st.Close()
 }
