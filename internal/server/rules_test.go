@@ -11,6 +11,7 @@ import (
 	"os"
 	"path"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -303,4 +304,32 @@ func TestRulesReloadUnderLoad(t *testing.T) {
 		t.Errorf("versions stored %v: the swaps changed nothing under load", versions)
 	}
 	t.Logf("%d requests of %d lines, %d swaps", total, perRequest, swaps)
+}
+
+// TestRulesSeeStructuredMetadata: a rule matches a Loki push entry's
+// structured metadata as a query over the stored entry would.
+func TestRulesSeeStructuredMetadata(t *testing.T) {
+	set, err := rules.Compile("rules.yaml", []byte(`
+rules:
+  - name: drop-trace
+    match: '{app="x"} | trace_id="abc"'
+    drop: true
+  - name: tag-by-meta
+    match: '{app="x"}'
+    set_labels: {team: '{{ .owner }}'}
+`), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := plainConfig()
+	cfg.Rules = set
+	f := newFixture(t, cfg)
+	body := []byte(`{"streams":[{"stream":{"app":"x"},"values":[["1768464000000000000","one",{"trace_id":"abc"}],
+["1768464000000000001","two",{"trace_id":"def","owner":"core"}]]}]}`)
+	if code, reply := f.do("POST", "/loki/api/v1/push", body, "Content-Type", "application/json"); code != 204 {
+		t.Fatalf("push: %d %s", code, reply)
+	}
+	if got := f.stored("default"); !slices.Equal(got, []string{`{app="x", team="core"} two`}) {
+		t.Errorf("stored %q", got)
+	}
 }
