@@ -2,6 +2,7 @@ package rules
 
 import (
 	"bytes"
+	"fmt"
 	"slices"
 	"strings"
 	"unicode/utf8"
@@ -278,6 +279,10 @@ func (s *Set) record(ev *evaluator, b *record.Batch, i int) {
 	}
 }
 
+// MaxLabelValue bounds a label value a rule sets (Loki's default
+// max_label_value_length): a longer one fails the rule on the line.
+const MaxLabelValue = 2048
+
 // relabel returns the labels of the record after r's set_labels and
 // drop_labels, or why it failed.
 func (ev *evaluator) relabel(ri int, r *rule, ts int64, line []byte, stream record.Labels) (record.Labels, string) {
@@ -305,6 +310,9 @@ func (ev *evaluator) relabel(ri int, r *rule, ts int64, line []byte, stream reco
 			v := ev.lb.Get(name)
 			if !utf8.ValidString(v) {
 				return nil, "set_labels." + name + ": the value is not valid UTF-8"
+			}
+			if len(v) > MaxLabelValue {
+				return nil, fmt.Sprintf("set_labels.%s: a value of %d bytes, longer than %d", name, len(v), MaxLabelValue)
 			}
 			ev.labels = setLabel(ev.labels, name, strings.Clone(v))
 		}

@@ -121,8 +121,12 @@ var notImplemented = map[string]string{
 }
 
 var (
-	labelNameRe  = regexp.MustCompile(`^[a-zA-Z_][a-zA-Z0-9_]*$`)
-	metricNameRe = regexp.MustCompile(`^[a-zA-Z_:][a-zA-Z0-9_:]*$`)
+	// unsafeTemplate finds what a rule's template may not use: a loop,
+	// or repeat, which could make one line cost a loop of a billion or
+	// a gigabyte.
+	unsafeTemplate = regexp.MustCompile(`\{\{-?[^}]*\b(range|repeat|while)\b`)
+	labelNameRe    = regexp.MustCompile(`^[a-zA-Z_][a-zA-Z0-9_]*$`)
+	metricNameRe   = regexp.MustCompile(`^[a-zA-Z_:][a-zA-Z0-9_:]*$`)
 )
 
 // parseFile reads a rules file's bytes into checked specs.
@@ -440,6 +444,10 @@ func (l *loader) setLabels(where string, v *yaml.Node) []labelTemplate {
 		}
 		t, ok := l.str(where, "set_labels."+kn.Value, vn)
 		if !ok {
+			continue
+		}
+		if m := unsafeTemplate.FindStringSubmatch(t); m != nil {
+			l.errorf(vn, "%s: set_labels.%s: %s is not allowed in a rule's template: it could run long or grow large on every line", where, kn.Value, m[1])
 			continue
 		}
 		out = append(out, labelTemplate{name: kn.Value, template: t})

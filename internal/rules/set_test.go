@@ -276,6 +276,25 @@ rules:
 	if c := m.Rule("bad"); c.Errors != 1 {
 		t.Errorf("counted %+v, want one error", c)
 	}
+	// A value past MaxLabelValue fails the rule too.
+	s, err = Compile("r.yaml", []byte(`
+rules:
+  - name: long
+    match: '{service=~".+"} | logfmt'
+    set_labels: {x: '{{ .msg }}'}
+`), m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	long := strings.Repeat("y", MaxLabelValue+1)
+	b = parseLines(t, `service=a msg=short`, `service=a msg=`+long)
+	s.Apply(b)
+	if got := result(b); !slices.Equal(got, []string{`{service="a", x="short"} service=a msg=short`, `{service="a"} service=a msg=` + long}) {
+		t.Errorf("got %q", got)
+	}
+	if c := m.Rule("long"); c.Errors != 1 || c.Relabeled != 1 {
+		t.Errorf("counted %+v, want one error, one relabeled", c)
+	}
 }
 
 func TestLoadErrors(t *testing.T) {
@@ -309,6 +328,8 @@ func TestLoadErrors(t *testing.T) {
 		{"rules:\n  - name: x\n    metric: {name: a, labels: [9]}", `rule 1 (x): metric.labels: "9" is not a label name`},
 		{"rules:\n  - name: x\n    drop: true\n    drop: false", "rule 1 (x): drop: given twice"},
 		{"rules:\n  - 3", "rule 1: want a mapping"},
+		{"rules:\n  - name: x\n    set_labels: {a: '{{range 1000000000}}x{{end}}'}", "rule 1 (x): set_labels.a: range is not allowed"},
+		{"rules:\n  - name: x\n    set_labels: {a: '{{ repeat 1000000000 .b }}'}", "rule 1 (x): set_labels.a: repeat is not allowed"},
 	}
 	for _, c := range cases {
 		_, err := Compile("rules.yaml", []byte(c.src), nil)
