@@ -60,6 +60,7 @@ type evaluator struct {
 	key     []byte
 	capped  bool // b.Data was cut to its length for this batch
 	trace   func(Step)
+	cands   []int32     // scratch of streamRules
 	val     []byte      // a value as redactAll redacts it
 	patches [][2][]byte // escaped text in the line, and its redacted replacement
 }
@@ -145,9 +146,20 @@ func (s *Set) streamRules(ev *evaluator, b *record.Batch, id uint32) []int32 {
 	off := len(ev.slab)
 	ev.slab = append(ev.slab, 0)
 	ls := b.Streams.Get(id)
-	for ri, r := range s.rules {
-		if r.selects(b.Tenant, ls) {
-			ev.slab = append(ev.slab, int32(ri))
+	// The candidates: the rules indexed under one of the stream's labels
+	// and the unindexed. A rule is indexed once and a stream has a
+	// label once, so none comes twice; sorted, they are in file order.
+	cands := append(ev.cands[:0], s.unindexed...)
+	for _, l := range ls {
+		if vals := s.byLabel[l.Name]; vals != nil {
+			cands = append(cands, vals[l.Value]...)
+		}
+	}
+	slices.Sort(cands)
+	ev.cands = cands
+	for _, ri := range cands {
+		if s.rules[ri].selects(b.Tenant, ls) {
+			ev.slab = append(ev.slab, ri)
 		}
 	}
 	ev.slab[off] = int32(len(ev.slab) - off - 1)

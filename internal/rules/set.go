@@ -25,6 +25,12 @@ type Set struct {
 	// gate holds the required literals of every gated rule (one with a
 	// pre): a line it finds nothing in skips them all with one scan.
 	gate *literal.Set
+	// byLabel indexes the rules whose selector has an equality matcher
+	// with a value (label name, then value: the rules, in order);
+	// unindexed are the others. A stream's candidate rules are those of
+	// its labels and the unindexed, not all rules.
+	byLabel   map[string]map[string][]int32
+	unindexed []int32
 	// File, Hash (hex SHA-256 of the file's bytes) and Loaded say which
 	// version this is.
 	File   string
@@ -143,6 +149,20 @@ func Compile(name string, data []byte, m *Metrics) (*Set, error) {
 	if len(gateLits) > 0 {
 		s.gate = literal.NewSet(gateLits, gateFold)
 	}
+	s.byLabel = map[string]map[string][]int32{}
+	for ri, r := range s.rules {
+		m := r.indexMatcher()
+		if m == nil {
+			s.unindexed = append(s.unindexed, int32(ri))
+			continue
+		}
+		vals := s.byLabel[m.Name]
+		if vals == nil {
+			vals = map[string][]int32{}
+			s.byLabel[m.Name] = vals
+		}
+		vals[m.Value] = append(vals[m.Value], int32(ri))
+	}
 	return s, nil
 }
 
@@ -159,6 +179,21 @@ func (l *loader) add(at problemAt, format string, args ...any) {
 		p.Line, p.Col = lc[0], lc[1]
 	}
 	l.problems = append(l.problems, p)
+}
+
+// indexMatcher returns a matcher of r's selector that only a stream
+// with that label and value passes (name="value", value not empty), or
+// nil.
+func (r *rule) indexMatcher() *logql.Matcher {
+	if r.all {
+		return nil
+	}
+	for _, m := range r.selector {
+		if m.Type == logql.MatchEqual && m.Value != "" {
+			return m
+		}
+	}
+	return nil
 }
 
 // requiredLiterals returns literals one of which every line that stages
