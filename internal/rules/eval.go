@@ -199,7 +199,7 @@ func (s *Set) record(ev *evaluator, b *record.Batch, i int) {
 			if !gateKnown {
 				gateHit, gateKnown = s.gate.Match(line), true
 			}
-			if !gateHit || !r.pre.Match(line) {
+			if !gateHit || !r.candidate(line) {
 				continue
 			}
 		}
