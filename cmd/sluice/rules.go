@@ -193,10 +193,14 @@ func startRules(ctx context.Context, path string, reg *prometheus.Registry, log 
 	return live, func() { cancel(); wg.Wait() }, nil
 }
 
-// printRuleCounts prints what each rule did, for ingest's summary.
+// printRuleCounts prints what each rule that matched a line did, for
+// ingest's summary.
 func printRuleCounts(w io.Writer, set *rules.Set, m *rules.Metrics) {
 	for _, name := range set.Names() {
 		c := m.Rule(name)
+		if c.Matched == 0 && c.Errors == 0 {
+			continue
+		}
 		fmt.Fprintf(w, "rule %s: %d matched, %d dropped, %d sampled out, %d redactions, %d relabeled, %d errors\n",
 			name, c.Matched, c.Dropped, c.SampledOut, c.Redactions, c.Relabeled, c.Errors)
 	}
