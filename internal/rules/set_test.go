@@ -378,6 +378,11 @@ func FuzzCompile(f *testing.F) {
 				if p.Msg == "" {
 					t.Fatalf("empty problem in %v", err)
 				}
+				// Every problem has its place, but a YAML syntax error
+				// the parser gives none for, and an empty file.
+				if p.Line == 0 && !strings.HasPrefix(p.Msg, "yaml: ") && !strings.HasPrefix(p.Msg, "the file is empty") {
+					t.Fatalf("problem without a line: %v", err)
+				}
 			}
 			if !strings.HasPrefix(err.Error(), "f.yaml") {
 				t.Fatalf("error does not name the file: %v", err)
