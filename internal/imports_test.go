@@ -41,6 +41,9 @@ var allowed = map[string][]string{
 	// The pipeline stages know rows as a line, a time and labels: queries
 	// and rules run the same stages, so they know no store or engine.
 	"internal/stage": {"internal/logql", "internal/record", "internal/literal", "internal/regexlit"},
+	// The rule stage compiles LogQL with the query's stages and changes
+	// batches in place: it knows no store, protocol or flow.
+	"internal/rules": {"internal/logql", "internal/record", "internal/stage", "internal/literal", "internal/regexlit"},
 	// The pattern miner takes lines and times: it knows no query or store.
 	"internal/pattern": {},
 	// The multi-literal matcher takes bytes: it knows no query, store or

@@ -30,6 +30,7 @@ type fileConfig struct {
 	Limits         limitsConfig        `yaml:"limits"`
 	Syslog         syslogConfig        `yaml:"syslog"`
 	Auth           []server.Credential `yaml:"auth"`
+	Rules          string              `yaml:"rules"`
 	TLS            struct {
 		CertFile string `yaml:"cert_file"`
 		KeyFile  string `yaml:"key_file"`
@@ -232,5 +233,6 @@ func (c *fileConfig) apply(o *serveOpts, fs *flag.FlagSet) error {
 	cfg.Auth = c.Auth
 	str("tls-cert", &cfg.TLSCertFile, c.TLS.CertFile)
 	str("tls-key", &cfg.TLSKeyFile, c.TLS.KeyFile)
+	str("rules", &o.rules, c.Rules)
 	return nil
 }

@@ -316,3 +316,31 @@ func TestConfigErrors(t *testing.T) {
 		}
 	}
 }
+
+func TestConfigRules(t *testing.T) {
+	path := writeFile(t, "sluice.yaml", "rules: /etc/sluice/rules.yaml\n")
+	c, err := loadConfig(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{nil, {"--rules", "flag.yaml"}} {
+		fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+		serveCommand.flags(fs)
+		if err := fs.Parse(args); err != nil {
+			t.Fatal(err)
+		}
+		o := serveOpts{rules: fs.Lookup("rules").Value.String()}
+		cfg := server.DefaultConfig()
+		o.cfg = &cfg
+		if err := c.apply(&o, fs); err != nil {
+			t.Fatal(err)
+		}
+		want := "/etc/sluice/rules.yaml"
+		if args != nil {
+			want = "flag.yaml" // the flag wins
+		}
+		if o.rules != want {
+			t.Errorf("%q: rules %q, want %q", args, o.rules, want)
+		}
+	}
+}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/sluicelog/sluice/internal/flow"
 	"github.com/sluicelog/sluice/internal/record"
+	"github.com/sluicelog/sluice/internal/rules"
 	sinkstore "github.com/sluicelog/sluice/internal/sink/store"
 	"github.com/sluicelog/sluice/internal/source/file"
 	"github.com/sluicelog/sluice/internal/store"
@@ -49,6 +50,7 @@ check what survived.`,
 		fs.StringVar(&o.ackLog, "ack-log", "", "append the count of durable input lines to this `file` after each commit")
 		fs.IntVar(&o.workers, "workers", 0, "parsing and storing goroutines (0: twice the CPUs)")
 		fs.BoolVar(&o.quiet, "quiet", false, "no progress line and no summary")
+		fs.StringVar(&o.rules, "rules", "", "apply the rules in this YAML `file` (see rules.example.yaml) to every line before it is stored")
 		fs.Int64Var(&o.memLimit, "memory-limit", 0, "soft limit of the Go heap in `bytes`, which the GC works to stay under (0: three heads and 32 MiB, at least 128 MiB; GOMEMLIMIT overrides)")
 		return o.run
 	},
@@ -62,6 +64,7 @@ type ingestOpts struct {
 	workers  int
 	quiet    bool
 	memLimit int64
+	rules    string // --rules
 }
 
 // storageFlags open a data directory.
@@ -163,7 +166,16 @@ func (o *ingestOpts) run(args []string, e *env) error {
 	}
 	// The same flow as the server's protocols, without a stream limit
 	// (a bulk load is the operator's own) or metrics (the summary counts).
-	err = file.Load(ctx, args, e.stdin, opts, &flow.Flow{Sink: sinkstore.New(st)}, &prog)
+	fl := &flow.Flow{Sink: sinkstore.New(st)}
+	var live *rules.Live
+	ruleCounts := rules.NewMetrics(nil)
+	if o.rules != "" {
+		if live, err = rules.Open(o.rules, ruleCounts, nil); err != nil {
+			return fmt.Errorf("rules: %w", err)
+		}
+		fl.Rules = live
+	}
+	err = file.Load(ctx, args, e.stdin, opts, fl, &prog)
 	bar.stop()
 	if err != nil {
 		return err
@@ -177,6 +189,9 @@ func (o *ingestOpts) run(args []string, e *env) error {
 	}
 	if !o.quiet {
 		printIngestSummary(e.stdout, &prog, st.Stats(), loaded, time.Since(start))
+		if live != nil {
+			printRuleCounts(e.stdout, live.Current(), ruleCounts)
+		}
 	}
 	return st.Close()
 }

@@ -104,6 +104,7 @@ SIGTERM or SIGINT drains the requests in flight, then closes the store.`,
 		fs.IntVar(&cfg.Admission.MaxTenantTails, "max-tenant-tails", cfg.Admission.MaxTenantTails, "tail WebSockets one tenant may have open; one more gets 429 (0: no limit)")
 		fs.StringVar(&o.discoverService, "discover-service-name", strings.Join(loki.DefaultServiceNameLabels, ","), "as Loki, give a Loki or OTLP push stream without service_name the first of these `labels` (comma-separated) it has as service_name, else unknown_service (empty: add none)")
 		fs.BoolVar(&cfg.Discover.LogLevels, "discover-log-levels", true, "as Loki, give each Loki or OTLP push entry a detected_level structured metadata, from a level label, metadata or field, or the line")
+		fs.StringVar(&o.rules, "rules", "", "apply the rules in this YAML `file` (see rules.example.yaml) to every line before it is stored; reloaded on change and on SIGHUP")
 		fs.StringVar(&o.config, "config", "", "read settings from this YAML `file` (see sluice.example.yaml); flags given win")
 		o.fs = fs
 		return o.run
@@ -113,6 +114,7 @@ SIGTERM or SIGINT drains the requests in flight, then closes the store.`,
 type serveOpts struct {
 	storage                            storageFlags
 	listen, config                     string
+	rules                              string // --rules
 	syslogTCP, syslogUDP, syslogTenant string
 	retention                          time.Duration
 	maxTenantBytes, memLimit           int64
@@ -186,9 +188,17 @@ func (o *serveOpts) run(args []string, e *env) error {
 	o.cfg.FreeSpace = func() (uint64, error) { return vfs.OS.Free(o.storage.data) }
 	o.cfg.Version = version
 	o.cfg.Revision, _, _ = buildInfo()
-	srv := server.New(*o.cfg, st, log, reg)
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	if o.rules != "" {
+		live, wait, err := startRules(ctx, o.rules, reg, log)
+		if err != nil {
+			return err
+		}
+		defer wait()
+		o.cfg.Rules = live
+	}
+	srv := server.New(*o.cfg, st, log, reg)
 	var wg sync.WaitGroup
 	errs := make(chan error, 3)
 	run := func(f func() error) {

@@ -1,11 +1,12 @@
 // Package flow is the one way from a protocol to storage. A producer of
 // batches (a protocol handler, a listener, a file loader) decodes its
 // input into a record.Batch and hands it to a Flow, which runs, for every
-// batch, the same steps: it counts the lines the decoder rejected,
-// admits the batch (StreamLimit, the per-tenant limit of active streams;
-// later rules), counts time fallbacks, writes what is left to a Sink, and
-// counts what was stored. It returns what the producer's reply needs:
-// lines accepted, rejected, and refused by a limit. The producer owns its
+// batch, the same steps: it counts the lines the decoder rejected, runs
+// the rule stage (Flow.Rules), admits the batch (StreamLimit, the
+// per-tenant limit of active streams), counts time fallbacks, writes
+// what is left to a Sink, and counts what was stored. It returns what
+// the producer's reply needs: lines accepted, rejected, and refused by a
+// limit. The producer owns its
 // reply body. The tenant of a batch is its own, record.Batch.Tenant, set
 // by the producer: nothing else carries it.
 //

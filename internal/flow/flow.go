@@ -59,6 +59,15 @@ type Refusal struct {
 	Message string // for the client: names the limit
 }
 
+// Stage changes a batch before admission: the rule stage (package
+// rules). It may drop records (record.Batch.Drop), give records new
+// lines and streams; it never fails a batch, and counts what it does
+// itself. It runs on the producer's goroutine, the single writer of the
+// batch's stream table.
+type Stage interface {
+	Apply(b *record.Batch)
+}
+
 // Metrics are the counters a Flow keeps. Any may be nil.
 type Metrics struct {
 	Lines         *prometheus.CounterVec // lines stored, by tenant and protocol
@@ -77,6 +86,9 @@ type Flow struct {
 	Sink      Sink
 	Admission Admission // nil: every record is admitted
 	Metrics   Metrics
+	// Rules, if set, runs on every batch with a tenant before
+	// admission, so that what rules drop takes no stream of the limit.
+	Rules Stage
 }
 
 // Input says where a batch comes from and how it is admitted. The
@@ -117,9 +129,9 @@ func (f *Flow) Reject(protocol, reason string, n int) {
 	}
 }
 
-// Admit counts the lines of b the decoder rejected, applies the stream
-// limit (removing refused records from b, or, with in.Whole, refusing
-// all), and counts time fallbacks. With in.Whole and a refusal, b must
+// Admit counts the lines of b the decoder rejected, applies the rules
+// (Rules), applies the stream limit (removing refused records from b,
+// or, with in.Whole, refusing all), and counts time fallbacks. With in.Whole and a refusal, b must
 // not be stored.
 func (f *Flow) Admit(in Input, b *record.Batch) Result {
 	var res Result
@@ -127,6 +139,9 @@ func (f *Flow) Admit(in Input, b *record.Batch) Result {
 		f.Reject(in.Protocol, b.Errors[i].Kind.String(), 1)
 	}
 	res.Rejected = len(b.Errors)
+	if f.Rules != nil && b.Tenant != "" {
+		f.Rules.Apply(b)
+	}
 	if f.Admission != nil && b.Tenant != "" {
 		if rf := f.Admission.Admit(b, in.Whole, in.Refused); rf.Lines > 0 {
 			res.Refused, res.Message = rf.Lines, rf.Message

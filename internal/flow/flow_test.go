@@ -216,3 +216,46 @@ func TestNoTenantRefused(t *testing.T) {
 		t.Errorf("lines = %g for no tenant", got)
 	}
 }
+
+// dropFirst is a rule stage that drops record 0 and notes the order of
+// the steps it sees.
+type dropFirst struct{ order *[]string }
+
+func (d dropFirst) Apply(b *record.Batch) {
+	*d.order = append(*d.order, "rules")
+	b.Drop(0)
+}
+
+type noteAdmission struct{ order *[]string }
+
+func (n noteAdmission) Admit(b *record.Batch, whole bool, refused func(i int)) Refusal {
+	*n.order = append(*n.order, "admission")
+	if b.Kept(0) {
+		*n.order = append(*n.order, "record 0 still kept")
+	}
+	return Refusal{}
+}
+
+func TestRulesRunBeforeAdmission(t *testing.T) {
+	var order []string
+	s := &memSink{}
+	f := &Flow{Sink: s, Admission: noteAdmission{&order}, Rules: dropFirst{&order}}
+	b := &record.Batch{Tenant: "t", Records: make([]record.Record, 3)}
+	res, err := f.Write(context.Background(), Input{Protocol: "test"}, b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(order, ",") != "rules,admission" {
+		t.Errorf("steps %q, want rules then admission, record 0 dropped before admission", order)
+	}
+	// What rules drop is neither accepted nor rejected.
+	if res.Accepted != 2 || res.Rejected != 0 || res.Refused != 0 {
+		t.Errorf("result %+v, want 2 accepted", res)
+	}
+	// A batch without a tenant reaches no rules.
+	order = nil
+	f.Admit(Input{Protocol: "test"}, &record.Batch{Records: make([]record.Record, 1)})
+	if len(order) != 0 {
+		t.Errorf("a batch without a tenant went through %q", order)
+	}
+}

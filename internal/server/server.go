@@ -89,6 +89,9 @@ type Config struct {
 	FreeSpace func() (uint64, error)
 	// Syslog bounds the syslog listeners.
 	Syslog SyslogConfig
+	// Rules, if set, is the rule stage every ingest path's batches pass
+	// before admission (flow.Flow.Rules).
+	Rules flow.Stage
 }
 
 // DefaultConfig returns the limits a server runs with unless configured.
@@ -152,6 +155,7 @@ func New(cfg Config, st *store.Store, log *slog.Logger, reg *prometheus.Registry
 	s.streams = flow.NewStreamLimit(cfg.MaxStreamsPerTenant)
 	s.flow = &flow.Flow{Sink: sinkstore.New(st), Admission: s.streams,
 		Metrics: flow.Metrics{Lines: s.metrics.lines, Bytes: s.metrics.bytes, Rejected: s.metrics.rejected, TimeFallbacks: s.metrics.timeFallbacks}}
+	s.flow.Rules = cfg.Rules
 	a := cfg.Admission
 	s.queries = newGate("queries", "--max-concurrent-queries", "--max-tenant-concurrent-queries", a.MaxQueries, a.MaxTenantQueries)
 	s.tails = newGate("tails", "--max-tails", "--max-tenant-tails", a.MaxTails, a.MaxTenantTails)

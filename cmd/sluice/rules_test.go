@@ -1,0 +1,59 @@
+package main
+
+import (
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata")
+
+// TestRulesTestGolden checks the output of `sluice rules test` on the
+// example rules file.
+func TestRulesTestGolden(t *testing.T) {
+	input := strings.Join([]string{
+		`{"service":"api","msg":"GET /healthz 200"}`,
+		`{"service":"api","msg":"login bob@example.com","password":"hunter2","level":"error"}`,
+		`service=web msg="card 4111 1111 1111 1111, not 4111 1111 1111 1112" error=timeout`,
+		`not json at all, mail carol@corp.io`,
+		`{"service":"db","msg":"slow query","took_ms":1200}`,
+	}, "\n") + "\n"
+	out, errOut, st := sluice(t, input, "rules", "test", "../../rules.example.yaml")
+	if st != 0 {
+		t.Fatalf("status %d: %s", st, errOut)
+	}
+	golden := filepath.Join("testdata", "rules_test.golden")
+	if *update {
+		if err := os.WriteFile(golden, []byte(out), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(golden)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out != string(want) {
+		t.Errorf("got\n%s\nwant\n%s", out, want)
+	}
+}
+
+func TestRulesCheck(t *testing.T) {
+	out, _, st := sluice(t, "", "rules", "check", "../../rules.example.yaml")
+	if st != 0 || !strings.Contains(out, "3 rules, sha256 ") {
+		t.Errorf("check of the example: %d %q", st, out)
+	}
+	bad := writeFile(t, "bad.yaml", "rules:\n  - name: a\n    drop: true\n    extract: {json: [x]}\n  - name: b\n")
+	_, errOut, st := sluice(t, "", "rules", "check", bad)
+	want := bad + ":4:5: rule 1 (a): extract: extract is not implemented yet"
+	if st != 1 || !strings.Contains(errOut, want) || !strings.Contains(errOut, bad+":5:5: rule 2 (b): no action") {
+		t.Errorf("check of a bad file: %d %q, want %q", st, errOut, want)
+	}
+	if _, _, st := sluice(t, "", "rules", "frob", bad); st != 1 {
+		t.Errorf("a bad file is reported before the subcommand: %d", st)
+	}
+	if _, errOut, st := sluice(t, "", "rules", "frob", "../../rules.example.yaml"); st != 2 || !strings.Contains(errOut, "unknown rules subcommand") {
+		t.Errorf("unknown subcommand: %d %q", st, errOut)
+	}
+}

@@ -1,0 +1,78 @@
+package rules
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"testing"
+)
+
+// genRules writes n rules as operators write them: mostly literal line
+// filters per service and path, some regexps on error text, a tenth
+// redactions (the issue's mix: 70% literal, 20% regexp, 10% redact).
+func genRules(n int) string {
+	var sb strings.Builder
+	sb.WriteString("rules:\n")
+	for i := range n {
+		svc := fmt.Sprintf("svc%d", i%50)
+		fmt.Fprintf(&sb, "  - name: r%d\n", i)
+		switch {
+		case i%10 < 7:
+			fmt.Fprintf(&sb, "    match: '{service=\"%s\"} |= \"/path/%d\"'\n    drop: true\n", svc, i)
+		case i%10 < 9:
+			fmt.Fprintf(&sb, "    match: '{service=\"%s\"} |~ \"(timeout|refused) on shard-%d\"'\n    metric: {name: m%d, labels: [service]}\n", svc, i, i)
+		default:
+			fmt.Fprintf(&sb, "    match: '{service=\"%s\"}'\n    redact: {detectors: [email, secret_pairs]}\n", svc)
+		}
+	}
+	return sb.String()
+}
+
+func genLines(n int) []string {
+	rng := rand.New(rand.NewPCG(3, 4))
+	paths := []string{"/users", "/orders", "/healthz", "/path"}
+	lines := make([]string, n)
+	for i := range lines {
+		lines[i] = fmt.Sprintf(`{"service":"svc%d","msg":"GET %s/%d 200","took_ms":%d,"user":"u%d"}`,
+			rng.IntN(60), paths[rng.IntN(len(paths))], rng.IntN(1000), rng.IntN(500), rng.IntN(100))
+	}
+	return lines
+}
+
+// BenchmarkApply reports the rule stage's cost per line for 0, 10, 100
+// and 1,000 rules (ns/op is per line).
+func BenchmarkApply(b *testing.B) {
+	lines := genLines(1000)
+	for _, n := range []int{0, 10, 100, 1000} {
+		b.Run(fmt.Sprintf("rules=%d", n), func(b *testing.B) {
+			s := compile(b, genRules(n))
+			batch := parseLines(b, lines...)
+			data, recs, fields := batch.Data, batch.Records, batch.Fields
+			b.ReportAllocs()
+			b.SetBytes(int64(len(data)) / int64(len(recs)))
+			i := 0
+			for b.Loop() {
+				if i%len(recs) == 0 {
+					// A fresh copy of the batch: rules change it in place.
+					b.StopTimer()
+					batch.Data = append(batch.Data[:0:0], data...)
+					batch.Records = append(batch.Records[:0:0], recs...)
+					batch.Fields = append(batch.Fields[:0:0], fields...)
+					batch.ClearSelection()
+					b.StartTimer()
+					s.Apply(batch)
+				}
+				i++
+			}
+		})
+	}
+}
+
+func TestGenRulesCompile(t *testing.T) {
+	s := compile(t, genRules(1000))
+	b := parseLines(t, genLines(100)...)
+	s.Apply(b)
+	if b.NumKept() == 0 || b.NumKept() == len(b.Records) {
+		t.Errorf("%d of %d kept: the generated rules should drop some lines", b.NumKept(), len(b.Records))
+	}
+}

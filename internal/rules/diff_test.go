@@ -1,0 +1,119 @@
+package rules
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/sluicelog/sluice/internal/logql"
+	"github.com/sluicelog/sluice/internal/stage"
+)
+
+// TestDifferential checks the compiled evaluation (streams decided once
+// per batch, the literal pre-check over all rules) against running each
+// rule's LogQL pipeline alone on each line, for random lines and rules.
+func TestDifferential(t *testing.T) {
+	words := []string{"error", "ERROR", "Error", "warn", "timeout", "GET", "POST", "/healthz", "/users", "user=bob",
+		"status=500", "status=200", "level=error", "level=info", "took=3ms", "a.b", "x|y", "héllo", "k8s", "δ"}
+	services := []string{"api", "web", "db"}
+	filters := []string{
+		`|= "%s"`, `!= "%s"`, `|~ "%s"`, `!~ "%s"`, `|~ "(?i)%s"`, `|= "%s" or "%s"`, `|~ "%s|%s"`, `|~ "%s.*%s"`,
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	gated := 0
+	defer func() {
+		if gated == 0 {
+			t.Error("no rule had a literal pre-check: the test checks nothing of it")
+		}
+	}()
+	for round := range 40 {
+		var src strings.Builder
+		src.WriteString("rules:\n")
+		var exprs []string
+		for r := range 2 + rng.IntN(30) {
+			var e strings.Builder
+			switch rng.IntN(3) {
+			case 0:
+				fmt.Fprintf(&e, `{service="%s"}`, services[rng.IntN(len(services))])
+			case 1:
+				fmt.Fprintf(&e, `{service=~"%s|%s"}`, services[rng.IntN(len(services))], services[rng.IntN(len(services))])
+			default:
+				e.WriteString(`{service=~".+"}`)
+			}
+			for range rng.IntN(3) {
+				f := filters[rng.IntN(len(filters))]
+				a, b := quoteRe(words[rng.IntN(len(words))]), quoteRe(words[rng.IntN(len(words))])
+				if strings.Count(f, "%s") == 1 {
+					fmt.Fprintf(&e, " "+f, a)
+				} else {
+					fmt.Fprintf(&e, " "+f, a, b)
+				}
+			}
+			if rng.IntN(4) == 0 {
+				e.WriteString(` | logfmt | level="error"`)
+			}
+			exprs = append(exprs, e.String())
+			fmt.Fprintf(&src, "  - name: r%d\n    match: '%s'\n    metric: {name: m%d_%d}\n", r, strings.ReplaceAll(e.String(), "'", "''"), round, r)
+		}
+		s, err := Compile("diff.yaml", []byte(src.String()), nil)
+		if err != nil {
+			t.Fatalf("%v\n%s", err, src.String())
+		}
+		for _, r := range s.rules {
+			if r.pre != nil {
+				gated++
+			}
+		}
+		var lines []string
+		for range 200 {
+			var l strings.Builder
+			fmt.Fprintf(&l, "service=%s", services[rng.IntN(len(services))])
+			for range 1 + rng.IntN(6) {
+				l.WriteByte(' ')
+				l.WriteString(words[rng.IntN(len(words))])
+			}
+			lines = append(lines, l.String())
+		}
+		b := parseLines(t, lines...)
+		got := make([][]string, len(b.Records))
+		s.Trace(b, func(st Step) {
+			if st.Action == Matched {
+				got[st.Record] = append(got[st.Record], st.Rule)
+			}
+		})
+		for i := range b.Records {
+			var want []string
+			line := b.Bytes(b.Records[i].Line)
+			for r, src := range exprs {
+				expr, err := logql.ParseLogExpr(src)
+				if err != nil {
+					t.Fatal(err)
+				}
+				p, err := stage.Compile(expr.Pipeline)
+				if err != nil {
+					t.Fatal(err)
+				}
+				var lb stage.Labels
+				ls := b.Labels(i)
+				lb.Reset(ls)
+				if !expr.Selector.Matches(ls.Value) {
+					continue
+				}
+				if _, ok := p.Process(b.Records[i].Time, line, &lb); ok {
+					want = append(want, fmt.Sprintf("r%d", r))
+				}
+			}
+			if !slices.Equal(got[i], want) {
+				t.Fatalf("round %d, line %q: compiled matched %q, each pipeline alone %q\nrules:\n%s", round, line, got[i], want, src.String())
+			}
+		}
+	}
+}
+
+// quoteRe escapes what a LogQL string and a regexp would take as
+// syntax in a word.
+func quoteRe(w string) string {
+	return strings.NewReplacer(`|`, `\\|`, `.`, `\\.`).Replace(w)
+}

@@ -1,0 +1,503 @@
+package rules
+
+import (
+	"bytes"
+	"fmt"
+	"slices"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/cespare/xxhash/v2"
+
+	"github.com/sluicelog/sluice/internal/record"
+	"github.com/sluicelog/sluice/internal/stage"
+)
+
+// Action is what a rule did to a record, for Trace.
+type Action uint8
+
+const (
+	Matched Action = iota // the rule's match kept the line
+	Dropped
+	SampledOut
+	SampledIn
+	Redacted // the line or a field changed
+	Relabeled
+	Counted // the rule's metric counted the line
+	Stopped // keep/stop: no later rule sees the line
+	Failed  // the rule failed on the line and left it as it was
+)
+
+var actionNames = [...]string{"matched", "dropped", "sampled_out", "sampled_in", "redacted", "relabeled", "counted", "stopped", "failed"}
+
+func (a Action) String() string { return actionNames[a] }
+
+// Step is one thing a rule did to one record, for Trace.
+type Step struct {
+	Record int // index in b.Records
+	Rule   string
+	Action Action
+	Detail string // for Failed: why
+}
+
+// evaluator is what one goroutine needs to apply a Set: the rules'
+// pipelines (compiled on first use), the labels builder and scratch.
+type evaluator struct {
+	pipes    []*stage.Pipeline
+	setPipes [][]*stage.Pipeline
+	lb       stage.Labels
+	// sel maps a stream id of the batch to where in slab the list of
+	// the rules whose tenant and selector it satisfies is: slab[off] is
+	// its length, the indexes follow.
+	sel     map[uint32]int
+	slab    []int32
+	line    []byte
+	out     []byte
+	scratch []byte
+	spans   [][2]int
+	redacts []*redactor
+	labels  record.Labels
+	key     []byte
+	capped  bool // b.Data was cut to its length for this batch
+	trace   func(Step)
+	cands   []int32     // scratch of streamRules
+	val     []byte      // a value as redactAll redacts it
+	patches [][2][]byte // escaped text in the line, and its redacted replacement
+}
+
+func (s *Set) get() *evaluator {
+	s.mu.Lock()
+	if n := len(s.free); n > 0 {
+		ev := s.free[n-1]
+		s.free = s.free[:n-1]
+		s.mu.Unlock()
+		return ev
+	}
+	s.mu.Unlock()
+	return &evaluator{
+		pipes:    make([]*stage.Pipeline, len(s.rules)),
+		setPipes: make([][]*stage.Pipeline, len(s.rules)),
+		sel:      map[uint32]int{},
+	}
+}
+
+// maxFree bounds the evaluators a set keeps: about one per goroutine
+// that applies it at once.
+const maxFree = 256
+
+func (s *Set) put(ev *evaluator) {
+	ev.trace = nil
+	s.mu.Lock()
+	if len(s.free) < maxFree {
+		s.free = append(s.free, ev)
+	}
+	s.mu.Unlock()
+}
+
+// Apply applies the set to every kept record of b, in order: it drops
+// records (record.Batch.Drop), replaces redacted lines and field values
+// with new bytes appended to b.Data, and moves relabeled records to
+// their new stream in b.Streams. It never fails: a rule that fails on a
+// record counts an error and leaves the record as it was.
+//
+// REQUIRES: the caller is the single writer of b.Streams (the goroutine
+// that parsed b), as record.Streams.Intern requires.
+func (s *Set) Apply(b *record.Batch) { s.apply(b, nil) }
+
+// Trace is Apply, calling fn with each step it takes.
+func (s *Set) Trace(b *record.Batch, fn func(Step)) { s.apply(b, fn) }
+
+func (s *Set) apply(b *record.Batch, trace func(Step)) {
+	if len(s.rules) == 0 || len(b.Records) == 0 {
+		return
+	}
+	ev := s.get()
+	defer s.put(ev)
+	ev.trace = trace
+	clear(ev.sel)
+	ev.slab = ev.slab[:0]
+	ev.capped = false
+	for i := b.NextKept(0); i < len(b.Records); i = b.NextKept(i + 1) {
+		s.record(ev, b, i)
+	}
+}
+
+func (ev *evaluator) step(i int, r *rule, a Action, detail string) {
+	if ev.trace != nil {
+		ev.trace(Step{Record: i, Rule: r.name, Action: a, Detail: detail})
+	}
+}
+
+// selects reports whether r's tenant and selector take a record of
+// tenant whose labels are ls.
+func (r *rule) selects(tenant string, ls record.Labels) bool {
+	if r.tenant != "" && r.tenant != tenant {
+		return false
+	}
+	return r.all || r.selector.Matches(ls.Value)
+}
+
+// streamRules returns the indexes of the rules that take records of
+// stream id, in order: decided once per stream and batch.
+func (s *Set) streamRules(ev *evaluator, b *record.Batch, id uint32) []int32 {
+	if off, ok := ev.sel[id]; ok {
+		return ev.slab[off+1 : off+1+int(ev.slab[off])]
+	}
+	off := len(ev.slab)
+	ev.slab = append(ev.slab, 0)
+	ls := b.Streams.Get(id)
+	// The candidates: the rules indexed under one of the stream's labels
+	// and the unindexed. A rule is indexed once and a stream has a
+	// label once, so none comes twice; sorted, they are in file order.
+	cands := append(ev.cands[:0], s.unindexed...)
+	for _, l := range ls {
+		if vals := s.byLabel[l.Name]; vals != nil {
+			cands = append(cands, vals[l.Value]...)
+		}
+	}
+	slices.Sort(cands)
+	ev.cands = cands
+	for _, ri := range cands {
+		if s.rules[ri].selects(b.Tenant, ls) {
+			ev.slab = append(ev.slab, ri)
+		}
+	}
+	ev.slab[off] = int32(len(ev.slab) - off - 1)
+	ev.sel[id] = off
+	return ev.slab[off+1:]
+}
+
+// record applies the rules to record i.
+func (s *Set) record(ev *evaluator, b *record.Batch, i int) {
+	rec := &b.Records[i]
+	line := b.Bytes(rec.Line)
+	lineChanged := false
+	stream := b.Streams.Get(rec.Stream)
+	relabeled := false
+	// The rules that take the record's stream; once a rule relabels
+	// it, the later rules' selectors are matched on its new labels.
+	cand := s.streamRules(ev, b, rec.Stream)
+	gateKnown, gateHit := false, false
+	ev.redacts = ev.redacts[:0]
+	for k := 0; ; k++ {
+		var ri int
+		if relabeled {
+			if ri = k; ri >= len(s.rules) {
+				break
+			}
+			if !s.rules[ri].selects(b.Tenant, stream) {
+				continue
+			}
+		} else {
+			if k >= len(cand) {
+				break
+			}
+			ri = int(cand[k])
+		}
+		r := s.rules[ri]
+		if r.pre != nil {
+			if !gateKnown {
+				gateHit, gateKnown = s.gate.Match(line), true
+			}
+			if !gateHit || !r.candidate(line) {
+				continue
+			}
+		}
+		ev.lb.Reset(stream)
+		addMeta(&ev.lb, b, i)
+		if !r.all {
+			p := ev.pipes[ri]
+			if p == nil {
+				var err error
+				if p, err = stage.Compile(r.stages); err != nil {
+					// Compile checked it when the set loaded.
+					panic("rules: a checked pipeline fails to compile: " + err.Error())
+				}
+				ev.pipes[ri] = p
+			}
+			if _, ok := p.Process(rec.Time, line, &ev.lb); !ok {
+				continue
+			}
+		}
+		c := r.counters
+		c.matched.Add(1)
+		ev.step(i, r, Matched, "")
+		// Relabel first: it is the one action that can fail, and a
+		// rule that fails does nothing to the line.
+		if len(r.setStages) > 0 || len(r.dropLabels) > 0 {
+			next, err := ev.relabel(ri, r, rec.Time, line, stream)
+			if err != "" {
+				c.errors.Add(1)
+				ev.step(i, r, Failed, err)
+				continue
+			}
+			if !labelsEqual(next, stream) {
+				if !relabeled {
+					k = ri // from here on k counts rules, not candidates
+				}
+				stream, relabeled = next, true
+				c.relabeled.Add(1)
+				ev.step(i, r, Relabeled, "")
+			}
+		}
+		if r.metric != nil {
+			if r.metric.count(&ev.lb, &ev.key) {
+				ev.step(i, r, Counted, "")
+			}
+		}
+		if r.redactor != nil {
+			ev.redacts = append(ev.redacts, r.redactor)
+			var n int
+			ev.out, n, ev.spans = r.redactor.redact(ev.out[:0], line, ev.spans)
+			if n > 0 {
+				ev.line = append(ev.line[:0], ev.out...)
+				line, lineChanged, gateKnown = ev.line, true, false
+				c.redactions.Add(uint64(n))
+				ev.step(i, r, Redacted, "")
+			}
+		}
+		if r.drop {
+			c.dropped.Add(1)
+			ev.step(i, r, Dropped, "")
+			b.Drop(i)
+			return
+		}
+		if r.sample != nil && !r.keepAll {
+			if !r.sampleKeep(&ev.lb, line) {
+				c.sampledOut.Add(1)
+				ev.step(i, r, SampledOut, "")
+				b.Drop(i)
+				return
+			}
+			ev.step(i, r, SampledIn, "")
+		}
+		if r.keep {
+			ev.step(i, r, Stopped, "")
+			break
+		}
+	}
+	if len(ev.redacts) > 0 {
+		if !ev.commitRedaction(b, i, line, lineChanged) {
+			// The batch's data would pass 4 GiB: a line that cannot be
+			// redacted is not stored.
+			b.Drop(i)
+			return
+		}
+	}
+	if relabeled {
+		if id, ok := b.Streams.Intern(stream); ok {
+			rec.Stream = id
+		}
+	}
+}
+
+// MaxLabelValue bounds a label value a rule sets (Loki's default
+// max_label_value_length): a longer one fails the rule on the line.
+const MaxLabelValue = 2048
+
+// relabel returns the labels of the record after r's set_labels and
+// drop_labels, or why it failed.
+func (ev *evaluator) relabel(ri int, r *rule, ts int64, line []byte, stream record.Labels) (record.Labels, string) {
+	ev.labels = append(ev.labels[:0], stream...)
+	if len(r.setStages) > 0 {
+		pipes := ev.setPipes[ri]
+		if pipes == nil {
+			for _, st := range r.setStages {
+				p, err := stage.Compile(r.setStages[len(pipes) : len(pipes)+1])
+				if err != nil {
+					panic("rules: a checked label template fails to compile: " + err.Error())
+				}
+				_ = st
+				pipes = append(pipes, p)
+			}
+			ev.setPipes[ri] = pipes
+		}
+		hadErr := ev.lb.Get(stage.ErrorLabel)
+		for k, p := range pipes {
+			name := r.setLabels[k].name
+			p.Process(ts, line, &ev.lb)
+			if e := ev.lb.Get(stage.ErrorLabel); e != hadErr {
+				return nil, "set_labels." + name + ": " + e + ": " + ev.lb.Get(stage.ErrorDetailsLabel)
+			}
+			v := ev.lb.Get(name)
+			if !utf8.ValidString(v) {
+				return nil, "set_labels." + name + ": the value is not valid UTF-8"
+			}
+			if len(v) > MaxLabelValue {
+				return nil, fmt.Sprintf("set_labels.%s: a value of %d bytes, longer than %d", name, len(v), MaxLabelValue)
+			}
+			ev.labels = setLabel(ev.labels, name, strings.Clone(v))
+		}
+	}
+	for _, name := range r.dropLabels {
+		ev.labels = setLabel(ev.labels, name, "")
+	}
+	return slices.Clone(ev.labels), ""
+}
+
+// setLabel sets name to value in the sorted set ls; an empty value
+// removes the label (an empty label is no label, in LogQL).
+func setLabel(ls record.Labels, name, value string) record.Labels {
+	i, found := slices.BinarySearchFunc(ls, name, func(l record.Label, n string) int { return strings.Compare(l.Name, n) })
+	switch {
+	case found && value == "":
+		return slices.Delete(ls, i, i+1)
+	case found:
+		ls[i].Value = value
+	case value != "":
+		ls = slices.Insert(ls, i, record.Label{Name: name, Value: value})
+	}
+	return ls
+}
+
+func labelsEqual(a, b record.Labels) bool { return slices.Equal(a, b) }
+
+// sampleKeep decides a sampled line: by a hash of the label named by
+// sample.by, or of the line when it names none or the line has no such
+// label, so that the same trace id is kept or dropped everywhere.
+func (r *rule) sampleKeep(lb *stage.Labels, line []byte) bool {
+	var h uint64
+	if v := ""; r.sample.by != "" {
+		if v = lb.Get(r.sample.by); v != "" {
+			h = xxhash.Sum64String(v)
+		} else {
+			h = xxhash.Sum64(line)
+		}
+	} else {
+		h = xxhash.Sum64(line)
+	}
+	return h < r.threshold
+}
+
+// addMeta adds record i's structured metadata to lb, as a query over the
+// stored record would see it: the fields of a record whose message is
+// its whole line and whose fields are all stored apart from it (a Loki
+// push or OTLP record); nothing for records of sluice's own formats,
+// whose fields are parsed from the line.
+func addMeta(lb *stage.Labels, b *record.Batch, i int) {
+	r := &b.Records[i]
+	fs := b.RecordFields(i)
+	if len(fs) == 0 {
+		return
+	}
+	if r.Line.Len > 0 && !(r.MsgFlags&record.Const == 0 && r.Msg == r.Line) {
+		return
+	}
+	for k := range fs {
+		f := &fs[k]
+		inLine := f.Flags&record.Const == 0 && f.Raw.Off >= r.Line.Off && f.Raw.End() <= r.Line.End()
+		if inLine || f.Role != record.RoleNone || f.Kind != record.String {
+			return
+		}
+	}
+	for k := range fs {
+		f := &fs[k]
+		lb.SetMeta(b.Name(f), b.Raw(f), f.Flags)
+	}
+}
+
+// commitRedaction gives record i its redacted line, and runs every
+// redaction that matched it over its message and each field value, so
+// that no redacted value reaches the WAL through them. New bytes are
+// appended to b.Data; the old ones stay but nothing refers to them.
+func (ev *evaluator) commitRedaction(b *record.Batch, i int, line []byte, lineChanged bool) bool {
+	if !ev.capped {
+		// b.Data may be a slice of a buffer that holds more than this
+		// batch (file ingest hands a chunk's slice): cut its capacity so
+		// that appending copies instead of writing past it.
+		b.Data = b.Data[:len(b.Data):len(b.Data)]
+		ev.capped = true
+	}
+	rec := &b.Records[i]
+	need := uint64(len(b.Data)) + uint64(len(line))*3
+	for _, f := range b.RecordFields(i) {
+		need += uint64(f.Raw.Len)*2 + 64
+	}
+	if need > 1<<32-1 {
+		return false
+	}
+	oldLine := rec.Line
+	msgIsLine := rec.MsgFlags&record.Const == 0 && rec.Msg == rec.Line
+	// A value parsed from the line with escapes (JSON's \u0040 for @)
+	// may hold a secret that the line's own bytes hide from the
+	// detectors: once its decoded value is redacted, its escaped text
+	// in the line is replaced too.
+	ev.patches = ev.patches[:0]
+	patch := func(raw record.Span, flags record.Flags, v []byte) {
+		if flags&(record.Escaped|record.SDEscaped) != 0 && flags&record.Const == 0 &&
+			raw.Off >= oldLine.Off && raw.End() <= oldLine.End() && raw.Len > 0 {
+			ev.patches = append(ev.patches, [2][]byte{slices.Clone(b.Bytes(raw)), record.AppendJSONEscaped(nil, v)})
+		}
+	}
+	if rec.Msg.Len > 0 && rec.MsgFlags&record.Const == 0 && !msgIsLine {
+		ev.scratch = b.AppendMsg(ev.scratch[:0], i)
+		if v, ok := ev.redactAll("", ev.scratch); ok {
+			patch(rec.Msg, rec.MsgFlags, v)
+			off := uint32(len(b.Data))
+			b.Data = append(b.Data, v...)
+			rec.Msg = record.Span{Off: off, Len: uint32(len(v))}
+			rec.MsgFlags = utf8Flag(v)
+		}
+	}
+	fs := b.RecordFields(i)
+	for k := range fs {
+		f := &fs[k]
+		if f.Kind == record.Null || f.Kind == record.Bool {
+			continue
+		}
+		ev.scratch = b.AppendString(ev.scratch[:0], f)
+		v, ok := ev.redactAll(b.Name(f), ev.scratch)
+		if !ok {
+			continue
+		}
+		patch(f.Raw, f.Flags, v)
+		off := uint32(len(b.Data))
+		b.Data = append(b.Data, v...)
+		f.Kind, f.Flags, f.Num = record.String, utf8Flag(v), 0
+		f.Raw = record.Span{Off: off, Len: uint32(len(v))}
+	}
+	for _, p := range ev.patches {
+		if bytes.Contains(line, p[0]) {
+			line = bytes.ReplaceAll(line, p[0], p[1])
+			lineChanged = true
+		}
+	}
+	if lineChanged {
+		off := uint32(len(b.Data))
+		b.Data = append(b.Data, line...)
+		rec.Line = record.Span{Off: off, Len: uint32(len(line))}
+		if msgIsLine {
+			rec.Msg = rec.Line
+			rec.MsgFlags = utf8Flag(line)
+		}
+	}
+	return true
+}
+
+// redactAll runs every redaction that matched the record over a value;
+// it returns the result and whether it differs.
+func (ev *evaluator) redactAll(name string, v []byte) ([]byte, bool) {
+	changed := false
+	cur := v
+	for _, r := range ev.redacts {
+		var n int
+		if name != "" {
+			ev.out, n, ev.spans = r.field(ev.out[:0], name, cur, ev.spans)
+		} else {
+			ev.out, n, ev.spans = r.redact(ev.out[:0], cur, ev.spans)
+		}
+		if n > 0 {
+			changed = true
+			ev.val = append(ev.val[:0], ev.out...)
+			cur = ev.val
+		}
+	}
+	return cur, changed
+}
+
+func utf8Flag(v []byte) record.Flags {
+	if utf8.Valid(v) {
+		return 0
+	}
+	return record.BadUTF8
+}

@@ -1,0 +1,512 @@
+package rules
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// spec is one rule as the file states it, checked but not compiled.
+type spec struct {
+	index int // 0-based position in the file
+	name  string
+	line  int // where the rule starts in the file
+	// pos holds where each key's value is, for the errors of compiling it.
+	pos    map[string][2]int
+	match  string
+	tenant string
+
+	drop, keep bool
+	sample     *sampleSpec
+	redact     *redactSpec
+	setLabels  []labelTemplate
+	dropLabels []string
+	metric     *metricSpec
+}
+
+type sampleSpec struct {
+	rate float64
+	by   string // a label (stream, parsed or metadata) to hash; "" hashes the line
+}
+
+type redactSpec struct {
+	detectors   []string
+	replacement string
+	patterns    []patternSpec
+}
+
+type patternSpec struct {
+	regex   string
+	replace string
+}
+
+type labelTemplate struct {
+	name, template string
+}
+
+type metricSpec struct {
+	name      string
+	help      string
+	labels    []string
+	maxSeries int
+}
+
+// DefaultMaxSeries bounds a rule metric's series when the rule says
+// nothing: beyond it, new label sets are counted as overflow.
+const DefaultMaxSeries = 1000
+
+// DefaultReplacement replaces what a built-in detector finds.
+const DefaultReplacement = "<redacted>"
+
+// Error is a rules file that cannot be loaded: each problem with its
+// place, FILE:LINE:COL: message.
+type Error struct {
+	File     string
+	Problems []Problem
+}
+
+// Problem is one thing wrong in a rules file.
+type Problem struct {
+	Line, Col int // 1-based; 0 when unknown
+	Msg       string
+}
+
+func (e *Error) Error() string {
+	var sb strings.Builder
+	for i, p := range e.Problems {
+		if i > 0 {
+			sb.WriteByte('\n')
+		}
+		sb.WriteString(e.File)
+		if p.Line > 0 {
+			fmt.Fprintf(&sb, ":%d:%d", p.Line, p.Col)
+		}
+		sb.WriteString(": ")
+		sb.WriteString(p.Msg)
+	}
+	return sb.String()
+}
+
+// loader collects the problems of one file.
+type loader struct {
+	problems []Problem
+}
+
+func (l *loader) errorf(n *yaml.Node, format string, args ...any) {
+	p := Problem{Msg: fmt.Sprintf(format, args...)}
+	if n != nil {
+		p.Line, p.Col = n.Line, n.Column
+	}
+	if len(l.problems) < 100 {
+		l.problems = append(l.problems, p)
+	}
+}
+
+// notImplemented names the actions of issue 16 that this version refuses
+// with a load error rather than ignoring: a rule that silently did
+// nothing would pass secrets or volume an operator meant to stop.
+var notImplemented = map[string]string{
+	"rate_limit":  "rate_limit is not implemented yet",
+	"extract":     "extract is not implemented yet (parse in match: | json, | logfmt, | regexp, | pattern)",
+	"rewrite":     "rewrite is not implemented yet",
+	"set_fields":  "set_fields is not implemented yet",
+	"drop_fields": "drop_fields is not implemented yet",
+	"continue":    "continue belongs to route, and sinks are not implemented yet",
+	"on_error":    "on_error is not implemented yet: a rule failing on a line always leaves it as it was",
+}
+
+var (
+	// unsafeTemplate finds what a rule's template may not use: a loop,
+	// or repeat, which could make one line cost a loop of a billion or
+	// a gigabyte.
+	unsafeTemplate = regexp.MustCompile(`\{\{-?[^}]*\b(range|repeat|while)\b`)
+	labelNameRe    = regexp.MustCompile(`^[a-zA-Z_][a-zA-Z0-9_]*$`)
+	metricNameRe   = regexp.MustCompile(`^[a-zA-Z_:][a-zA-Z0-9_:]*$`)
+)
+
+// parseFile reads a rules file's bytes into checked specs.
+func parseFile(name string, data []byte) ([]spec, error) {
+	var doc yaml.Node
+	if err := yaml.Unmarshal(data, &doc); err != nil {
+		return nil, &Error{File: name, Problems: []Problem{yamlProblem(err)}}
+	}
+	l := &loader{}
+	var specs []spec
+	if len(doc.Content) == 0 {
+		// Most likely a file caught between its truncation and its
+		// write: running no rules would let through what the file
+		// drops and redacts. No rules is said so: rules: [].
+		return nil, &Error{File: name, Problems: []Problem{{Msg: "the file is empty (for no rules, write rules: [])"}}}
+	}
+	root := doc.Content[0]
+	if root.Kind != yaml.MappingNode {
+		l.errorf(root, "the rules file must be a mapping with the key rules")
+		return nil, &Error{File: name, Problems: l.problems}
+	}
+	for i := 0; i+1 < len(root.Content); i += 2 {
+		k, v := root.Content[i], root.Content[i+1]
+		switch k.Value {
+		case "rules":
+			if v.Kind == yaml.ScalarNode && v.Tag == "!!null" {
+				continue
+			}
+			if v.Kind != yaml.SequenceNode {
+				l.errorf(v, "rules: want a list of rules")
+				continue
+			}
+			names := map[string]int{}
+			for j, rn := range v.Content {
+				s, ok := l.rule(j, rn)
+				if !ok {
+					continue
+				}
+				if prev, dup := names[s.name]; dup {
+					l.errorf(rn, "rule %d (%s): name: %q is also the name of rule %d", j+1, s.name, s.name, prev+1)
+					continue
+				}
+				names[s.name] = j
+				specs = append(specs, s)
+			}
+		default:
+			l.errorf(k, "unknown key %q (want rules)", k.Value)
+		}
+	}
+	if len(l.problems) > 0 {
+		return nil, &Error{File: name, Problems: l.problems}
+	}
+	return specs, nil
+}
+
+// yamlProblem turns a YAML syntax error ("yaml: line 3: ...") into a
+// Problem with its line.
+func yamlProblem(err error) Problem {
+	msg := err.Error()
+	var te *yaml.TypeError
+	if errors.As(err, &te) && len(te.Errors) > 0 {
+		msg = te.Errors[0]
+	}
+	msg = strings.TrimPrefix(msg, "yaml: ")
+	if rest, ok := strings.CutPrefix(msg, "line "); ok {
+		if n, tail, ok := strings.Cut(rest, ":"); ok {
+			if ln, err := strconv.Atoi(n); err == nil {
+				return Problem{Line: ln, Col: 1, Msg: "yaml: " + strings.TrimSpace(tail)}
+			}
+		}
+	}
+	return Problem{Msg: "yaml: " + msg}
+}
+
+// rule checks one rule's mapping.
+func (l *loader) rule(i int, n *yaml.Node) (spec, bool) {
+	s := spec{index: i, line: n.Line, pos: map[string][2]int{}}
+	if n.Kind != yaml.MappingNode {
+		l.errorf(n, "rule %d: want a mapping with name, match and actions", i+1)
+		return s, false
+	}
+	before := len(l.problems)
+	// The name first, so that every other problem can name the rule.
+	for j := 0; j+1 < len(n.Content); j += 2 {
+		if n.Content[j].Value == "name" {
+			s.name, _ = l.str(fmt.Sprintf("rule %d", i+1), "name", n.Content[j+1])
+		}
+	}
+	where := fmt.Sprintf("rule %d (%s)", i+1, s.name)
+	if s.name == "" {
+		where = fmt.Sprintf("rule %d", i+1)
+		l.errorf(n, "%s: name: missing (every rule needs a name, for its metrics)", where)
+	}
+	actions := 0
+	seen := map[string]bool{}
+	for j := 0; j+1 < len(n.Content); j += 2 {
+		k, v := n.Content[j], n.Content[j+1]
+		if seen[k.Value] {
+			l.errorf(k, "%s: %s: given twice", where, k.Value)
+			continue
+		}
+		seen[k.Value] = true
+		s.pos[k.Value] = [2]int{v.Line, v.Column}
+		switch k.Value {
+		case "name":
+		case "match":
+			s.match, _ = l.str(where, "match", v)
+		case "tenant":
+			s.tenant, _ = l.str(where, "tenant", v)
+		case "drop":
+			s.drop = l.flag(where, "drop", v)
+			actions += b2i(s.drop)
+		case "keep", "stop":
+			if l.flag(where, k.Value, v) {
+				if s.keep {
+					l.errorf(k, "%s: keep and stop are the same action: give one", where)
+				}
+				s.keep = true
+				actions++
+			}
+		case "sample":
+			s.sample = l.sample(where, v)
+			actions++
+		case "redact":
+			s.redact = l.redact(where, v)
+			actions++
+		case "set_labels":
+			s.setLabels = l.setLabels(where, v)
+			actions++
+		case "drop_labels":
+			s.dropLabels = l.labelNames(where, "drop_labels", v)
+			actions++
+		case "metric":
+			s.metric = l.metric(where, v)
+			actions++
+		case "route":
+			l.errorf(k, "%s: route: sinks are not implemented yet: rule %s cannot route", where, s.name)
+		default:
+			if msg, ok := notImplemented[k.Value]; ok {
+				l.errorf(k, "%s: %s: %s", where, k.Value, msg)
+				continue
+			}
+			l.errorf(k, "%s: unknown key %q (want name, match, tenant, drop, keep, stop, sample, redact, set_labels, drop_labels, metric)", where, k.Value)
+		}
+	}
+	switch {
+	case s.drop && s.keep:
+		l.errorf(n, "%s: drop and keep/stop: a rule either drops a line or keeps it", where)
+	case s.drop && s.sample != nil:
+		l.errorf(n, "%s: drop and sample: a rule either drops a line or samples it", where)
+	}
+	if actions == 0 && len(l.problems) == before {
+		l.errorf(n, "%s: no action (want one of drop, keep, stop, sample, redact, set_labels, drop_labels, metric)", where)
+	}
+	return s, len(l.problems) == before
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+func (l *loader) str(where, key string, v *yaml.Node) (string, bool) {
+	if v.Kind != yaml.ScalarNode || v.Tag == "!!null" {
+		l.errorf(v, "%s: %s: want a string", where, key)
+		return "", false
+	}
+	return v.Value, true
+}
+
+func (l *loader) flag(where, key string, v *yaml.Node) bool {
+	if v.Kind != yaml.ScalarNode || v.Tag != "!!bool" {
+		l.errorf(v, "%s: %s: want true or false", where, key)
+		return false
+	}
+	return v.Value == "true" || v.Value == "True" || v.Value == "TRUE"
+}
+
+// mapping walks a mapping's keys, refusing those not in keys.
+func (l *loader) mapping(where, key string, v *yaml.Node, keys []string, each func(k string, kn, v *yaml.Node)) bool {
+	if v.Kind != yaml.MappingNode {
+		l.errorf(v, "%s: %s: want a mapping with %s", where, key, strings.Join(keys, ", "))
+		return false
+	}
+	seen := map[string]bool{}
+	for j := 0; j+1 < len(v.Content); j += 2 {
+		kn := v.Content[j]
+		if !containsString(keys, kn.Value) {
+			l.errorf(kn, "%s: %s: unknown key %q (want %s)", where, key, kn.Value, strings.Join(keys, ", "))
+			continue
+		}
+		if seen[kn.Value] {
+			l.errorf(kn, "%s: %s.%s: given twice", where, key, kn.Value)
+			continue
+		}
+		seen[kn.Value] = true
+		each(kn.Value, kn, v.Content[j+1])
+	}
+	return true
+}
+
+func containsString(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+func (l *loader) sample(where string, v *yaml.Node) *sampleSpec {
+	s := &sampleSpec{rate: -1}
+	l.mapping(where, "sample", v, []string{"rate", "by"}, func(k string, kn, v *yaml.Node) {
+		switch k {
+		case "rate":
+			f, err := strconv.ParseFloat(v.Value, 64)
+			if v.Kind != yaml.ScalarNode || err != nil || math.IsNaN(f) || f < 0 || f > 1 {
+				l.errorf(v, "%s: sample.rate: want a number from 0 to 1 (the share of lines kept), not %q", where, v.Value)
+				s.rate = 0
+				return
+			}
+			s.rate = f
+		case "by":
+			if by, ok := l.str(where, "sample.by", v); ok {
+				if !labelNameRe.MatchString(by) {
+					l.errorf(v, "%s: sample.by: %q is not a label name", where, by)
+				}
+				s.by = by
+			}
+		}
+	})
+	if s.rate < 0 && v.Kind == yaml.MappingNode {
+		l.errorf(v, "%s: sample.rate: missing", where)
+	}
+	return s
+}
+
+func (l *loader) redact(where string, v *yaml.Node) *redactSpec {
+	r := &redactSpec{replacement: DefaultReplacement}
+	l.mapping(where, "redact", v, []string{"detectors", "replacement", "patterns"}, func(k string, kn, v *yaml.Node) {
+		switch k {
+		case "detectors":
+			if v.Kind != yaml.SequenceNode {
+				l.errorf(v, "%s: redact.detectors: want a list of detector names (%s)", where, strings.Join(detectorNames(), ", "))
+				return
+			}
+			for _, d := range v.Content {
+				name, ok := l.str(where, "redact.detectors", d)
+				if !ok {
+					continue
+				}
+				if _, ok := detectors[name]; !ok {
+					l.errorf(d, "%s: redact.detectors: unknown detector %q (want %s)", where, name, strings.Join(detectorNames(), ", "))
+					continue
+				}
+				r.detectors = append(r.detectors, name)
+			}
+		case "replacement":
+			r.replacement, _ = l.str(where, "redact.replacement", v)
+		case "patterns":
+			if v.Kind != yaml.SequenceNode {
+				l.errorf(v, "%s: redact.patterns: want a list of {regex, replace}", where)
+				return
+			}
+			for pi, pn := range v.Content {
+				p := patternSpec{replace: DefaultReplacement}
+				key := fmt.Sprintf("redact.patterns[%d]", pi)
+				hasRe := false
+				l.mapping(where, key, pn, []string{"regex", "replace"}, func(k string, kn, v *yaml.Node) {
+					s, ok := l.str(where, key+"."+k, v)
+					if !ok {
+						return
+					}
+					if k == "replace" {
+						p.replace = s
+						return
+					}
+					hasRe = true
+					if s == "" {
+						l.errorf(v, "%s: %s.regex: empty", where, key)
+						return
+					}
+					if _, err := regexp.Compile(s); err != nil {
+						l.errorf(v, "%s: %s.regex: %v", where, key, err)
+						return
+					}
+					p.regex = s
+				})
+				if !hasRe && pn.Kind == yaml.MappingNode {
+					l.errorf(pn, "%s: %s.regex: missing", where, key)
+				}
+				r.patterns = append(r.patterns, p)
+			}
+		}
+	})
+	if v.Kind == yaml.MappingNode && len(r.detectors) == 0 && len(r.patterns) == 0 {
+		l.errorf(v, "%s: redact: names no detectors and no patterns", where)
+	}
+	return r
+}
+
+func (l *loader) setLabels(where string, v *yaml.Node) []labelTemplate {
+	if v.Kind != yaml.MappingNode {
+		l.errorf(v, "%s: set_labels: want a mapping of label name to template", where)
+		return nil
+	}
+	var out []labelTemplate
+	for j := 0; j+1 < len(v.Content); j += 2 {
+		kn, vn := v.Content[j], v.Content[j+1]
+		if !labelNameRe.MatchString(kn.Value) || strings.HasPrefix(kn.Value, "__") {
+			l.errorf(kn, "%s: set_labels: %q is not a label name a rule may set", where, kn.Value)
+			continue
+		}
+		t, ok := l.str(where, "set_labels."+kn.Value, vn)
+		if !ok {
+			continue
+		}
+		if m := unsafeTemplate.FindStringSubmatch(t); m != nil {
+			l.errorf(vn, "%s: set_labels.%s: %s is not allowed in a rule's template: it could run long or grow large on every line", where, kn.Value, m[1])
+			continue
+		}
+		out = append(out, labelTemplate{name: kn.Value, template: t})
+	}
+	return out
+}
+
+func (l *loader) labelNames(where, key string, v *yaml.Node) []string {
+	if v.Kind != yaml.SequenceNode {
+		l.errorf(v, "%s: %s: want a list of label names", where, key)
+		return nil
+	}
+	var out []string
+	for _, n := range v.Content {
+		s, ok := l.str(where, key, n)
+		if !ok {
+			continue
+		}
+		if !labelNameRe.MatchString(s) {
+			l.errorf(n, "%s: %s: %q is not a label name", where, key, s)
+			continue
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+func (l *loader) metric(where string, v *yaml.Node) *metricSpec {
+	m := &metricSpec{maxSeries: DefaultMaxSeries}
+	hasName := false
+	l.mapping(where, "metric", v, []string{"name", "help", "labels", "max_series", "type"}, func(k string, kn, v *yaml.Node) {
+		switch k {
+		case "name":
+			hasName = true
+			if s, ok := l.str(where, "metric.name", v); ok {
+				if !metricNameRe.MatchString(s) {
+					l.errorf(v, "%s: metric.name: %q is not a Prometheus metric name", where, s)
+				}
+				m.name = s
+			}
+		case "help":
+			m.help, _ = l.str(where, "metric.help", v)
+		case "labels":
+			m.labels = l.labelNames(where, "metric.labels", v)
+		case "max_series":
+			n, err := strconv.Atoi(v.Value)
+			if v.Kind != yaml.ScalarNode || err != nil || n < 1 || n > 1_000_000 {
+				l.errorf(v, "%s: metric.max_series: want a whole number from 1 to 1000000, not %q", where, v.Value)
+				return
+			}
+			m.maxSeries = n
+		case "type":
+			if s, _ := l.str(where, "metric.type", v); s != "counter" {
+				l.errorf(v, "%s: metric.type: %q is not implemented yet (only counter)", where, s)
+			}
+		}
+	})
+	if !hasName && v.Kind == yaml.MappingNode {
+		l.errorf(v, "%s: metric.name: missing", where)
+	}
+	return m
+}

@@ -1,0 +1,106 @@
+package rules
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+func writeAtomic(t *testing.T, file, src string) {
+	t.Helper()
+	if err := os.WriteFile(file+".tmp", []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(file+".tmp", file); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestLiveReload(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "rules.yaml")
+	writeAtomic(t, file, "rules:\n  - name: a\n    drop: true\n")
+	reg := prometheus.NewRegistry()
+	m := NewMetrics(reg)
+	l, err := Open(file, m, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := l.Current()
+	// The same bytes: nothing changes.
+	if changed, err := l.Reload(); changed || err != nil {
+		t.Errorf("reload of the same file: %v %v", changed, err)
+	}
+	// A bad file: the old set keeps running, the error says where.
+	writeAtomic(t, file, "rules:\n  - name: a\n    dorp: true\n")
+	if _, err := l.Reload(); err == nil || !strings.Contains(err.Error(), file+":3:5: rule 1 (a): unknown key \"dorp\"") {
+		t.Errorf("bad reload: %v", err)
+	}
+	if l.Current() != first {
+		t.Error("a failed reload replaced the running set")
+	}
+	writeAtomic(t, file, "rules:\n  - name: b\n    keep: true\n")
+	if changed, err := l.Reload(); !changed || err != nil {
+		t.Errorf("reload: %v %v", changed, err)
+	}
+	if got := l.Current().Names(); len(got) != 1 || got[0] != "b" {
+		t.Errorf("running %q after the reload", got)
+	}
+	for result, want := range map[string]float64{"ok": 1, "error": 1, "unchanged": 1} {
+		if got := testutil.ToFloat64(m.reloads.WithLabelValues(result)); got != want {
+			t.Errorf("reloads{result=%s} = %v, want %v", result, got, want)
+		}
+	}
+	if _, err := Open(filepath.Join(t.TempDir(), "missing.yaml"), nil, nil); err == nil {
+		t.Error("opened a missing file")
+	}
+	// The rules' metrics gather (the collector is unchecked).
+	if _, err := reg.Gather(); err != nil {
+		t.Error(err)
+	}
+}
+
+func TestLiveWatch(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "rules.yaml")
+	writeAtomic(t, file, "rules:\n  - name: a\n    drop: true\n")
+	l, err := Open(file, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	reloads := make(chan error, 100)
+	done := make(chan error)
+	watching := make(chan struct{})
+	l.watching = func() { close(watching) }
+	go func() { done <- l.Watch(ctx, func(_ bool, err error) { reloads <- err }) }()
+	<-watching
+	writeAtomic(t, file, "rules:\n  - name: w\n    drop: true\n")
+	// The rename's event comes: a reload after it runs the new file (a
+	// stalled test may see one reload before it, of the old file).
+	for l.Current().Names()[0] != "w" {
+		if err := <-reloads; err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A bad file is reported and leaves the running set.
+	writeAtomic(t, file, "rules: [")
+	for err := range reloads {
+		if err != nil {
+			break
+		}
+	}
+	if got := l.Current().Names(); got[0] != "w" {
+		t.Errorf("running %q after a bad file", got)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}

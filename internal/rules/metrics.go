@@ -1,0 +1,193 @@
+package rules
+
+import (
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"unicode/utf8"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/sluicelog/sluice/internal/stage"
+)
+
+// Metrics are the rule stage's counters: per rule (kept across reloads
+// by the rule's name), the rules' own metrics (kept by metric name while
+// its labels stay the same), and reloads. A nil *Metrics counts into
+// counters nobody exports (for `sluice rules test`).
+//
+// Concurrency: safe for concurrent use.
+type Metrics struct {
+	mu      sync.Mutex
+	rules   map[string]*ruleCounters
+	metrics map[string]*userMetric
+
+	reloads    *prometheus.CounterVec // by result: ok, error, unchanged
+	loadedTime prometheus.Gauge
+	active     prometheus.Gauge
+}
+
+// ruleCounters count what one rule did.
+type ruleCounters struct {
+	matched, dropped, sampledOut, redactions, relabeled, errors atomic.Uint64
+}
+
+// NewMetrics returns the counters, registered in reg (nil: not
+// registered).
+func NewMetrics(reg prometheus.Registerer) *Metrics {
+	m := &Metrics{rules: map[string]*ruleCounters{}, metrics: map[string]*userMetric{}}
+	m.reloads = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "sluice_rules_reloads_total",
+		Help: "Loads of the rules file, by result: ok (a new version runs), unchanged (same bytes), error (the old version keeps running).",
+	}, []string{"result"})
+	m.loadedTime = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "sluice_rules_loaded_timestamp_seconds",
+		Help: "When the running version of the rules file was loaded.",
+	})
+	m.active = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "sluice_rules_active",
+		Help: "Rules in the running version of the rules file.",
+	})
+	if reg != nil {
+		reg.MustRegister(m.reloads, m.loadedTime, m.active, (*collector)(m))
+	}
+	return m
+}
+
+// rule returns the counters of the rule named name.
+func (m *Metrics) rule(name string) *ruleCounters {
+	if m == nil {
+		return new(ruleCounters)
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	c, ok := m.rules[name]
+	if !ok {
+		c = new(ruleCounters)
+		m.rules[name] = c
+	}
+	return c
+}
+
+// Rule returns what the rule named name has counted: matched, dropped,
+// sampled out, redactions, relabeled and errors.
+func (m *Metrics) Rule(name string) RuleCounts {
+	c := m.rule(name)
+	return RuleCounts{Matched: c.matched.Load(), Dropped: c.dropped.Load(), SampledOut: c.sampledOut.Load(),
+		Redactions: c.redactions.Load(), Relabeled: c.relabeled.Load(), Errors: c.errors.Load()}
+}
+
+// RuleCounts is a snapshot of one rule's counters.
+type RuleCounts struct {
+	Matched, Dropped, SampledOut, Redactions, Relabeled, Errors uint64
+}
+
+// userMetric is a rule's metric: a counter by label values, at most max
+// series; lines of further label sets count as overflow.
+type userMetric struct {
+	name, help string
+	labels     []string
+	max        int
+
+	mu       sync.Mutex
+	series   map[string]*atomic.Uint64 // key: label values joined by 0xff
+	overflow atomic.Uint64
+}
+
+// userMetric returns the metric a spec describes: the one already
+// counting under its name if its labels and bound are the same.
+func (m *Metrics) userMetric(s *metricSpec) *userMetric {
+	fresh := &userMetric{name: s.name, help: s.help, labels: s.labels, max: s.maxSeries, series: map[string]*atomic.Uint64{}}
+	if fresh.help == "" {
+		fresh.help = "Lines counted by a sluice rule."
+	}
+	if m == nil {
+		return fresh
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if old, ok := m.metrics[s.name]; ok && slices.Equal(old.labels, s.labels) && old.max == s.maxSeries && old.help == fresh.help {
+		return old
+	}
+	m.metrics[s.name] = fresh
+	return fresh
+}
+
+// count counts a line whose labels are lb; false when its label set is
+// past the bound.
+func (u *userMetric) count(lb *stage.Labels, key *[]byte) bool {
+	k := (*key)[:0]
+	for i, name := range u.labels {
+		if i > 0 {
+			k = append(k, 0xff)
+		}
+		v := lb.Get(name)
+		if !utf8.ValidString(v) {
+			v = strings.ToValidUTF8(v, "\uFFFD") // Prometheus takes UTF-8 only; 0xff never is, so it can join
+		}
+		k = append(k, v...)
+	}
+	*key = k
+	u.mu.Lock()
+	c, ok := u.series[string(k)]
+	if !ok {
+		if len(u.series) >= u.max {
+			u.mu.Unlock()
+			u.overflow.Add(1)
+			return false
+		}
+		c = new(atomic.Uint64)
+		u.series[string(k)] = c
+	}
+	u.mu.Unlock()
+	c.Add(1)
+	return true
+}
+
+// collector exports the per-rule counters and the rules' metrics. It is
+// unchecked (Describe sends nothing): the rules' metric names change
+// with the file.
+type collector Metrics
+
+var (
+	ruleLinesDesc = prometheus.NewDesc("sluice_rule_lines_total",
+		"Lines a rule acted on, by rule and action: matched, dropped, sampled_out, relabeled.", []string{"rule", "action"}, nil)
+	ruleRedactionsDesc = prometheus.NewDesc("sluice_rule_redactions_total",
+		"Values a rule's redact replaced.", []string{"rule"}, nil)
+	ruleErrorsDesc = prometheus.NewDesc("sluice_rule_errors_total",
+		"Lines a rule failed on (a label template that failed, say) and left as they were.", []string{"rule"}, nil)
+	overflowDesc = prometheus.NewDesc("sluice_rule_metric_overflow_total",
+		"Lines a rule's metric did not count because a new label set was past its max_series.", []string{"metric"}, nil)
+)
+
+func (c *collector) Describe(chan<- *prometheus.Desc) {}
+
+func (c *collector) Collect(ch chan<- prometheus.Metric) {
+	m := (*Metrics)(c)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for name, rc := range m.rules {
+		for _, v := range []struct {
+			action string
+			n      *atomic.Uint64
+		}{{"matched", &rc.matched}, {"dropped", &rc.dropped}, {"sampled_out", &rc.sampledOut}, {"relabeled", &rc.relabeled}} {
+			ch <- prometheus.MustNewConstMetric(ruleLinesDesc, prometheus.CounterValue, float64(v.n.Load()), name, v.action)
+		}
+		ch <- prometheus.MustNewConstMetric(ruleRedactionsDesc, prometheus.CounterValue, float64(rc.redactions.Load()), name)
+		ch <- prometheus.MustNewConstMetric(ruleErrorsDesc, prometheus.CounterValue, float64(rc.errors.Load()), name)
+	}
+	for _, u := range m.metrics {
+		desc := prometheus.NewDesc(u.name, u.help, u.labels, nil)
+		u.mu.Lock()
+		for k, n := range u.series {
+			values := strings.Split(k, "\xff")
+			if len(u.labels) == 0 {
+				values = nil
+			}
+			ch <- prometheus.MustNewConstMetric(desc, prometheus.CounterValue, float64(n.Load()), values...)
+		}
+		u.mu.Unlock()
+		ch <- prometheus.MustNewConstMetric(overflowDesc, prometheus.CounterValue, float64(u.overflow.Load()), u.name)
+	}
+}

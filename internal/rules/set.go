@@ -1,0 +1,299 @@
+package rules
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"math"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/sluicelog/sluice/internal/literal"
+	"github.com/sluicelog/sluice/internal/logql"
+	"github.com/sluicelog/sluice/internal/regexlit"
+	"github.com/sluicelog/sluice/internal/stage"
+)
+
+// Set is a compiled rules file.
+//
+// Concurrency: immutable once compiled; Apply is safe for concurrent use
+// (each call takes a per-goroutine evaluator from the set's free list).
+type Set struct {
+	rules []*rule
+	// gate holds the required literals of every gated rule (one with a
+	// pre): a line it finds nothing in skips them all with one scan.
+	gate *literal.Set
+	// byLabel indexes the rules whose selector has an equality matcher
+	// with a value (label name, then value: the rules, in order);
+	// unindexed are the others. A stream's candidate rules are those of
+	// its labels and the unindexed, not all rules.
+	byLabel   map[string]map[string][]int32
+	unindexed []int32
+	// File, Hash (hex SHA-256 of the file's bytes) and Loaded say which
+	// version this is.
+	File   string
+	Hash   string
+	Loaded time.Time
+
+	mu   sync.Mutex
+	free []*evaluator
+}
+
+// rule is one compiled rule.
+type rule struct {
+	spec
+	all      bool // no match: every line
+	selector logql.Selector
+	stages   []logql.Stage
+	// pre, if set, holds literals one of which every line the pipeline
+	// keeps contains: taken from its first positive line filters before
+	// anything rewrites the line.
+	pre *literal.Set
+	// preLits, when set, are pre's literals, few and exact: searched
+	// with bytes.Index, faster than the automaton for so few.
+	preLits   [][]byte
+	redactor  *redactor
+	setStages []logql.Stage // one label_format per set_labels entry
+	threshold uint64        // sample: keep when the hash is below it
+	keepAll   bool          // sample rate 1
+	counters  *ruleCounters
+	metric    *userMetric
+}
+
+// Len returns the number of rules.
+func (s *Set) Len() int { return len(s.rules) }
+
+// Names returns the rules' names in order.
+func (s *Set) Names() []string {
+	out := make([]string, len(s.rules))
+	for i, r := range s.rules {
+		out[i] = r.name
+	}
+	return out
+}
+
+// Compile parses, checks and compiles a rules file's bytes; name is the
+// file's name for errors. m, if not nil, holds the counters the set's
+// rules count into (kept across reloads, by rule and metric name). A
+// bad file returns an *Error listing each problem with its line.
+func Compile(name string, data []byte, m *Metrics) (*Set, error) {
+	specs, err := parseFile(name, data)
+	if err != nil {
+		return nil, err
+	}
+	sum := sha256.Sum256(data)
+	s := &Set{File: name, Hash: hex.EncodeToString(sum[:]), Loaded: time.Now()}
+	l := &loader{}
+	var gateLits [][]byte
+	gateFold := false
+	metricNames := map[string]string{}
+	for i := range specs {
+		sp := &specs[i]
+		where := fmt.Sprintf("rule %d (%s)", sp.index+1, sp.name)
+		r := &rule{spec: *sp}
+		if sp.match == "" {
+			r.all = true
+		} else {
+			expr, err := logql.ParseLogExpr(sp.match)
+			if err != nil {
+				l.add(problemAt{sp, "match"}, "%s: match: %v", where, err)
+				continue
+			}
+			if _, err := stage.Compile(expr.Pipeline); err != nil {
+				l.add(problemAt{sp, "match"}, "%s: match: %v", where, err)
+				continue
+			}
+			r.selector, r.stages = expr.Selector, expr.Pipeline
+			if lits, fold := requiredLiterals(expr.Pipeline); lits != nil {
+				r.pre = literal.NewSet(lits, fold)
+				if !fold && len(lits) <= 3 {
+					r.preLits = lits
+				}
+				gateLits = append(gateLits, lits...)
+				gateFold = gateFold || fold
+			}
+		}
+		if sp.redact != nil {
+			r.redactor = newRedactor(sp.redact)
+		}
+		for _, lt := range sp.setLabels {
+			lf := &logql.LabelFormat{Items: []logql.LabelFormatItem{{Dst: lt.name, Template: lt.template}}}
+			if _, err := stage.Compile([]logql.Stage{lf}); err != nil {
+				l.add(problemAt{sp, "set_labels"}, "%s: set_labels.%s: %v", where, lt.name, err)
+				continue
+			}
+			r.setStages = append(r.setStages, lf)
+		}
+		if sp.sample != nil {
+			switch {
+			case sp.sample.rate >= 1:
+				r.keepAll = true
+			default:
+				r.threshold = uint64(sp.sample.rate * math.Exp2(64))
+			}
+		}
+		if mt := sp.metric; mt != nil {
+			if reservedMetric(mt.name) {
+				l.add(problemAt{sp, "metric"}, "%s: metric.name: %q: names starting with sluice_, go_, process_ or promhttp_ are the server's own", where, mt.name)
+				continue
+			}
+			if other, dup := metricNames[mt.name]; dup {
+				l.add(problemAt{sp, "metric"}, "%s: metric.name: %q is also the metric of rule %s", where, mt.name, other)
+				continue
+			}
+			metricNames[mt.name] = sp.name
+			r.metric = m.userMetric(mt)
+		}
+		r.counters = m.rule(sp.name)
+		s.rules = append(s.rules, r)
+	}
+	if len(l.problems) > 0 {
+		return nil, &Error{File: name, Problems: l.problems}
+	}
+	if len(gateLits) > 0 {
+		s.gate = literal.NewSet(gateLits, gateFold)
+	}
+	s.byLabel = map[string]map[string][]int32{}
+	for ri, r := range s.rules {
+		m := r.indexMatcher()
+		if m == nil {
+			s.unindexed = append(s.unindexed, int32(ri))
+			continue
+		}
+		vals := s.byLabel[m.Name]
+		if vals == nil {
+			vals = map[string][]int32{}
+			s.byLabel[m.Name] = vals
+		}
+		vals[m.Value] = append(vals[m.Value], int32(ri))
+	}
+	return s, nil
+}
+
+// problemAt places the problems of compiling one rule: at the value of
+// the key they are about.
+type problemAt struct {
+	sp  *spec
+	key string
+}
+
+func (l *loader) add(at problemAt, format string, args ...any) {
+	p := Problem{Line: at.sp.line, Col: 1, Msg: fmt.Sprintf(format, args...)}
+	if lc, ok := at.sp.pos[at.key]; ok {
+		p.Line, p.Col = lc[0], lc[1]
+	}
+	l.problems = append(l.problems, p)
+}
+
+// indexMatcher returns a matcher of r's selector that only a stream
+// with that label and value passes (name="value", value not empty), or
+// nil.
+func (r *rule) indexMatcher() *logql.Matcher {
+	if r.all {
+		return nil
+	}
+	for _, m := range r.selector {
+		if m.Type == logql.MatchEqual && m.Value != "" {
+			return m
+		}
+	}
+	return nil
+}
+
+// requiredLiterals returns literals one of which every line that stages
+// keep contains, or nil when it knows none: from the first line filter
+// with a positive operator before any stage that rewrites the line
+// (line_format, decolorize). fold says some literal matches either case
+// of ASCII letters, so the set must fold.
+func requiredLiterals(stages []logql.Stage) ([][]byte, bool) {
+	for _, st := range stages {
+		switch st := st.(type) {
+		case *logql.LineFormat, *logql.Decolorize:
+			return nil, false
+		case *logql.LineFilter:
+			if lits, fold, ok := filterLiterals(st); ok {
+				return lits, fold
+			}
+		}
+	}
+	return nil, false
+}
+
+// filterLiterals returns the literals one of which a line f keeps holds.
+func filterLiterals(f *logql.LineFilter) ([][]byte, bool, bool) {
+	var lits [][]byte
+	fold := false
+	switch f.Op {
+	case logql.FilterContains:
+		for _, v := range f.Values {
+			if v.IP || v.Value == "" {
+				return nil, false, false
+			}
+			lits = append(lits, []byte(v.Value))
+		}
+	case logql.FilterRegexp:
+		for _, v := range f.Values {
+			if v.Re == nil {
+				return nil, false, false
+			}
+			p, err := regexlit.Parse(v.Re.String(), false)
+			if err != nil || len(p.Groups) == 0 {
+				return nil, false, false
+			}
+			// One group's literals: any line the regexp matches holds one.
+			g := p.Groups[0]
+			for _, lit := range p.Groups[1:] {
+				if shortest(lit) > shortest(g) {
+					g = lit
+				}
+			}
+			for _, lit := range g {
+				if lit.Text == "" {
+					return nil, false, false
+				}
+				lits = append(lits, []byte(lit.Text))
+				fold = fold || lit.Fold
+			}
+		}
+	default:
+		return nil, false, false
+	}
+	return lits, fold, len(lits) > 0
+}
+
+func shortest(g []regexlit.Lit) int {
+	n := math.MaxInt
+	for _, l := range g {
+		n = min(n, len(l.Text))
+	}
+	return n
+}
+
+// errNoFile is returned by a Live without a file to reload.
+var errNoFile = errors.New("rules: no rules file")
+
+func reservedMetric(name string) bool {
+	for _, p := range []string{"sluice_", "go_", "process_", "promhttp_"} {
+		if strings.HasPrefix(name, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// candidate reports whether line holds one of r's required literals.
+// REQUIRES: r.pre != nil.
+func (r *rule) candidate(line []byte) bool {
+	if r.preLits == nil {
+		return r.pre.Match(line)
+	}
+	for _, l := range r.preLits {
+		if bytes.Contains(line, l) {
+			return true
+		}
+	}
+	return false
+}

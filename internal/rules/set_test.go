@@ -1,0 +1,414 @@
+package rules
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/sluicelog/sluice/internal/parse"
+	"github.com/sluicelog/sluice/internal/record"
+)
+
+// parseLines parses lines (JSON, logfmt or text: auto) into one batch of
+// tenant "t", copied so that the test may keep it.
+func parseLines(t testing.TB, lines ...string) *record.Batch {
+	t.Helper()
+	p, err := parse.New(parse.Options{Record: record.DefaultConfig()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out *record.Batch
+	data := []byte(strings.Join(lines, "\n") + "\n")
+	err = p.Bytes(context.Background(), data, func(b *record.Batch) error {
+		if out != nil {
+			return errors.New("more than one batch")
+		}
+		c := *b
+		c.Data = slices.Clone(b.Data)
+		c.Records = slices.Clone(b.Records)
+		c.Fields = slices.Clone(b.Fields)
+		out = &c
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out.Tenant = "t"
+	return out
+}
+
+func compile(t testing.TB, src string) *Set {
+	t.Helper()
+	s, err := Compile("rules.yaml", []byte(src), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// result renders what is stored of b: "labels line" per kept record.
+func result(b *record.Batch) []string {
+	var out []string
+	for i := b.NextKept(0); i < len(b.Records); i = b.NextKept(i + 1) {
+		out = append(out, b.Labels(i).String()+" "+string(b.Bytes(b.Records[i].Line)))
+	}
+	return out
+}
+
+func TestActions(t *testing.T) {
+	lines := []string{
+		`{"service":"api","msg":"GET /healthz 200"}`,
+		`{"service":"api","msg":"GET /users 200","trace":"t1"}`,
+		`{"service":"web","msg":"POST /login 500 bob@example.com","level":"error"}`,
+		`service=db msg="slow query" took=3s`,
+	}
+	cases := []struct {
+		name, rules string
+		want        []string
+	}{
+		{"drop", `
+rules:
+  - name: health
+    match: '{service="api"} |= "/healthz"'
+    drop: true`, []string{
+			`{service="api"} {"service":"api","msg":"GET /users 200","trace":"t1"}`,
+			`{service="web"} {"service":"web","msg":"POST /login 500 bob@example.com","level":"error"}`,
+			`{service="db"} service=db msg="slow query" took=3s`}},
+		{"keep stops later rules", `
+rules:
+  - name: keep-web
+    match: '{service="web"}'
+    keep: true
+  - name: drop-all
+    drop: true`, []string{
+			`{service="web"} {"service":"web","msg":"POST /login 500 bob@example.com","level":"error"}`}},
+		{"redact", `
+rules:
+  - name: mail
+    match: '{service=~".+"} | json | level="error"'
+    redact: {detectors: [email], replacement: "<email>"}`, []string{
+			`{service="api"} {"service":"api","msg":"GET /healthz 200"}`,
+			`{service="api"} {"service":"api","msg":"GET /users 200","trace":"t1"}`,
+			`{service="web"} {"service":"web","msg":"POST /login 500 <email>","level":"error"}`,
+			`{service="db"} service=db msg="slow query" took=3s`}},
+		{"set and drop labels", `
+rules:
+  - name: tag
+    match: '{service=~"api|db"} | logfmt | json'
+    set_labels: {team: 'core-{{.service}}', env: prod}
+  - name: untag
+    match: '{service="db"}'
+    drop_labels: [env]`, []string{
+			`{env="prod", service="api", team="core-api"} {"service":"api","msg":"GET /healthz 200"}`,
+			`{env="prod", service="api", team="core-api"} {"service":"api","msg":"GET /users 200","trace":"t1"}`,
+			`{service="web"} {"service":"web","msg":"POST /login 500 bob@example.com","level":"error"}`,
+			`{service="db", team="core-db"} service=db msg="slow query" took=3s`}},
+		{"labels set by a rule select for later rules", `
+rules:
+  - name: tag
+    match: '{service="db"}'
+    set_labels: {tier: slow}
+  - name: drop-slow
+    match: '{tier="slow"}'
+    drop: true`, []string{
+			`{service="api"} {"service":"api","msg":"GET /healthz 200"}`,
+			`{service="api"} {"service":"api","msg":"GET /users 200","trace":"t1"}`,
+			`{service="web"} {"service":"web","msg":"POST /login 500 bob@example.com","level":"error"}`}},
+		{"sample 0 and 1", `
+rules:
+  - name: none-of-api
+    match: '{service="api"}'
+    sample: {rate: 0}
+  - name: all-of-web
+    match: '{service="web"}'
+    sample: {rate: 1, by: trace}`, []string{
+			`{service="web"} {"service":"web","msg":"POST /login 500 bob@example.com","level":"error"}`,
+			`{service="db"} service=db msg="slow query" took=3s`}},
+		{"tenant", `
+rules:
+  - name: other
+    tenant: someone-else
+    drop: true`, []string{
+			`{service="api"} {"service":"api","msg":"GET /healthz 200"}`,
+			`{service="api"} {"service":"api","msg":"GET /users 200","trace":"t1"}`,
+			`{service="web"} {"service":"web","msg":"POST /login 500 bob@example.com","level":"error"}`,
+			`{service="db"} service=db msg="slow query" took=3s`}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			s := compile(t, c.rules)
+			b := parseLines(t, lines...)
+			s.Apply(b)
+			if got := result(b); !slices.Equal(got, c.want) {
+				t.Errorf("got\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(c.want, "\n"))
+			}
+		})
+	}
+}
+
+func TestRedactFields(t *testing.T) {
+	s := compile(t, `
+rules:
+  - name: secrets
+    redact: {detectors: [email, secret_pairs, card]}`)
+	b := parseLines(t,
+		`{"msg":"hi bob@example.com","user":{"mail":"alice@corp.io","password":"hunter2"},"card":4111111111111111,"n":7}`,
+		`level=info msg="pay 4111 1111 1111 1111" token=abc123`)
+	s.Apply(b)
+	joined := string(b.Bytes(b.Records[0].Line)) + string(b.Bytes(b.Records[1].Line))
+	for i := range b.Records {
+		joined += string(b.AppendMsg(nil, i))
+		for _, f := range b.RecordFields(i) {
+			joined += " " + b.Name(&f) + "=" + string(b.AppendString(nil, &f))
+		}
+	}
+	for _, secret := range []string{"bob@example.com", "alice@corp.io", "hunter2", "4111111111111111", "4111 1111 1111 1111", "abc123"} {
+		if strings.Contains(joined, secret) {
+			t.Errorf("%q survived: %s", secret, joined)
+		}
+	}
+	for _, kept := range []string{"n=7", "level=info", "hi <redacted>"} {
+		if !strings.Contains(joined, kept) {
+			t.Errorf("%q lost: %s", kept, joined)
+		}
+	}
+}
+
+// TestRedactEscaped: a secret the line hides behind JSON escapes is
+// found in the decoded field and replaced in the line too.
+func TestRedactEscaped(t *testing.T) {
+	s := compile(t, "rules:\n  - name: m\n    redact: {detectors: [email]}\n")
+	b := parseLines(t, `{"msg":"mail bob\u0040example.com now","to":"x\u0040corp.io"}`)
+	s.Apply(b)
+	line := string(b.Bytes(b.Records[0].Line))
+	if strings.Contains(line, "u0040") || !strings.Contains(line, `"msg":"mail <redacted> now"`) || !strings.Contains(line, `"to":"<redacted>"`) {
+		t.Errorf("line %s", line)
+	}
+	for _, f := range b.RecordFields(0) {
+		if v := string(b.AppendString(nil, &f)); strings.Contains(v, "@") {
+			t.Errorf("field %s=%s", b.Name(&f), v)
+		}
+	}
+}
+
+// TestRedactKeepsNeighbours checks that a redacted record's new bytes
+// leave every other record byte-exact, and that appending never writes
+// into the producer's buffer past the batch's data.
+func TestRedactKeepsNeighbours(t *testing.T) {
+	s := compile(t, "rules:\n  - name: m\n    redact: {detectors: [email]}\n")
+	b := parseLines(t, `a@b.io one`, `two`, `c@d.io three`)
+	buf := make([]byte, len(b.Data), len(b.Data)+100)
+	copy(buf, b.Data)
+	for i := len(b.Data); i < cap(buf); i++ {
+		buf[:cap(buf)][i] = '#'
+	}
+	b.Data = buf
+	s.Apply(b)
+	if got := result(b); !slices.Equal(got, []string{"{} <redacted> one", "{} two", "{} <redacted> three"}) {
+		t.Errorf("got %q", got)
+	}
+	for i, c := range buf[:cap(buf)][len(buf):] {
+		if c != '#' {
+			t.Fatalf("byte %d past the batch's data was written", i)
+		}
+	}
+}
+
+func TestMetricAndCounters(t *testing.T) {
+	m := NewMetrics(nil)
+	s, err := Compile("r.yaml", []byte(`
+rules:
+  - name: errors
+    match: '{service=~".+"} |= "error"'
+    metric: {name: errors_total, labels: [service], max_series: 2}
+  - name: drop-debug
+    match: '{service=~".+"} |= "debug"'
+    drop: true
+`), m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := parseLines(t, `service=a msg=error`, `service=b msg=error`, `service=c msg=error`, `service=a msg="error again"`, `service=a msg=debug`)
+	s.Apply(b)
+	u := s.rules[0].metric
+	if got := u.series["a"].Load(); got != 2 {
+		t.Errorf("errors_total{service=a} = %d, want 2", got)
+	}
+	if len(u.series) != 2 || u.overflow.Load() != 1 {
+		t.Errorf("%d series, overflow %d; want 2 and 1", len(u.series), u.overflow.Load())
+	}
+	if c := m.Rule("drop-debug"); c.Dropped != 1 || c.Matched != 1 {
+		t.Errorf("drop-debug counted %+v", c)
+	}
+	if c := m.Rule("errors"); c.Matched != 4 {
+		t.Errorf("errors counted %+v", c)
+	}
+	// A reload with the same metric keeps counting into it.
+	s2, err := Compile("r.yaml", []byte("rules:\n  - name: errors\n    metric: {name: errors_total, labels: [service], max_series: 2}\n"), m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s2.rules[0].metric != u {
+		t.Error("a reload of the same metric started a new one")
+	}
+}
+
+func TestTemplateErrorLeavesLine(t *testing.T) {
+	m := NewMetrics(nil)
+	s, err := Compile("r.yaml", []byte(`
+rules:
+  - name: bad
+    match: '{service=~".+"}'
+    set_labels: {x: '{{ div 1 0 }}'}
+    redact: {detectors: [email]}
+`), m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := parseLines(t, `service=a msg=a@b.io`)
+	s.Apply(b)
+	if got := result(b); !slices.Equal(got, []string{`{service="a"} service=a msg=a@b.io`}) {
+		t.Errorf("got %q", got)
+	}
+	if c := m.Rule("bad"); c.Errors != 1 {
+		t.Errorf("counted %+v, want one error", c)
+	}
+	// A value past MaxLabelValue fails the rule too.
+	s, err = Compile("r.yaml", []byte(`
+rules:
+  - name: long
+    match: '{service=~".+"} | logfmt'
+    set_labels: {x: '{{ .msg }}'}
+`), m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	long := strings.Repeat("y", MaxLabelValue+1)
+	b = parseLines(t, `service=a msg=short`, `service=a msg=`+long)
+	s.Apply(b)
+	if got := result(b); !slices.Equal(got, []string{`{service="a", x="short"} service=a msg=short`, `{service="a"} service=a msg=` + long}) {
+		t.Errorf("got %q", got)
+	}
+	if c := m.Rule("long"); c.Errors != 1 || c.Relabeled != 1 {
+		t.Errorf("counted %+v, want one error, one relabeled", c)
+	}
+}
+
+func TestLoadErrors(t *testing.T) {
+	cases := []struct{ src, want string }{
+		{"rules: [", "rules.yaml:1:1: yaml:"},
+		{"rulez: []", `rules.yaml:1:1: unknown key "rulez"`},
+		{"rules:\n  - match: '{a=\"b\"}'\n    drop: true", "rules.yaml:2:5: rule 1: name: missing"},
+		{"rules:\n  - name: x\n    match: '{a=\"b\"'\n    drop: true", "rules.yaml:3:12: rule 1 (x): match: parse error"},
+		{"rules:\n  - name: x\n    dorp: true", `rules.yaml:3:5: rule 1 (x): unknown key "dorp"`},
+		{"rules:\n  - name: x\n    route: kafka", "rule 1 (x): route: sinks are not implemented yet: rule x cannot route"},
+		{"rules:\n  - name: x\n    rate_limit: {lines: 10}", "rule 1 (x): rate_limit: rate_limit is not implemented yet"},
+		{"rules:\n  - name: x\n    extract: {json: [a]}", "rule 1 (x): extract: extract is not implemented yet"},
+		{"rules:\n  - name: x\n    rewrite: '{{.a}}'", "rule 1 (x): rewrite: rewrite is not implemented yet"},
+		{"rules:\n  - name: x\n    set_fields: {a: b}", "set_fields is not implemented yet"},
+		{"rules:\n  - name: x\n    drop: true\n  - name: x\n    drop: true", `rules.yaml:4:5: rule 2 (x): name: "x" is also the name of rule 1`},
+		{"rules:\n  - name: x", "rule 1 (x): no action"},
+		{"rules:\n  - name: x\n    drop: true\n    keep: true", "rule 1 (x): drop and keep/stop"},
+		{"rules:\n  - name: x\n    drop: yes please", "rules.yaml:3:11: rule 1 (x): drop: want true or false"},
+		{"rules:\n  - name: x\n    sample: {rate: 2}", "rules.yaml:3:20: rule 1 (x): sample.rate: want a number from 0 to 1"},
+		{"rules:\n  - name: x\n    sample: {by: a}", "rule 1 (x): sample.rate: missing"},
+		{"rules:\n  - name: x\n    redact: {detectors: [emails]}", `rule 1 (x): redact.detectors: unknown detector "emails"`},
+		{"rules:\n  - name: x\n    redact: {patterns: [{regex: '('}]}", "rule 1 (x): redact.patterns[0].regex: error parsing regexp"},
+		{"rules:\n  - name: x\n    redact: {}", "rule 1 (x): redact: names no detectors and no patterns"},
+		{"rules:\n  - name: x\n    set_labels: {__name__: a}", `rule 1 (x): set_labels: "__name__" is not a label name a rule may set`},
+		{"rules:\n  - name: x\n    set_labels: {a: '{{.b'}", "rule 1 (x): set_labels.a:"},
+		{"rules:\n  - name: x\n    metric: {name: sluice_lines}", `rule 1 (x): metric.name: "sluice_lines": names starting with sluice_`},
+		{"rules:\n  - name: x\n    metric: {name: a-b}", `rule 1 (x): metric.name: "a-b" is not a Prometheus metric name`},
+		{"rules:\n  - name: x\n    metric: {name: a, type: histogram}", `rule 1 (x): metric.type: "histogram" is not implemented yet`},
+		{"rules:\n  - name: x\n    metric: {name: a, max_series: 0}", "rule 1 (x): metric.max_series: want a whole number"},
+		{"rules:\n  - name: x\n    metric: {name: a}\n  - name: y\n    metric: {name: a}", `rule 2 (y): metric.name: "a" is also the metric of rule x`},
+		{"rules:\n  - name: x\n    metric: {name: a, labels: [9]}", `rule 1 (x): metric.labels: "9" is not a label name`},
+		{"rules:\n  - name: x\n    drop: true\n    drop: false", "rule 1 (x): drop: given twice"},
+		{"rules:\n  - 3", "rule 1: want a mapping"},
+		{"rules:\n  - name: x\n    set_labels: {a: '{{range 1000000000}}x{{end}}'}", "rule 1 (x): set_labels.a: range is not allowed"},
+		{"rules:\n  - name: x\n    set_labels: {a: '{{ repeat 1000000000 .b }}'}", "rule 1 (x): set_labels.a: repeat is not allowed"},
+	}
+	for _, c := range cases {
+		_, err := Compile("rules.yaml", []byte(c.src), nil)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%q:\n got %v\nwant %s", c.src, err, c.want)
+		}
+		var e *Error
+		if err != nil && !errors.As(err, &e) {
+			t.Errorf("%q: error %T, want *Error", c.src, err)
+		}
+	}
+	if _, err := Compile("r", nil, nil); err == nil || !strings.Contains(err.Error(), "r: the file is empty") {
+		t.Errorf("empty file: %v", err)
+	}
+	// An empty list is no rules.
+	for _, src := range []string{"rules:", "rules: []"} {
+		if s, err := Compile("r", []byte(src), nil); err != nil || s.Len() != 0 {
+			t.Errorf("%q: %v", src, err)
+		}
+	}
+}
+
+func FuzzCompile(f *testing.F) {
+	for _, seed := range []string{
+		"rules:\n  - name: x\n    match: '{a=\"b\"} |= \"c\" | json | d > 1'\n    drop: true",
+		"rules:\n  - name: x\n    redact: {detectors: [email], patterns: [{regex: 'a(b)', replace: '$1'}]}\n    set_labels: {a: '{{.b}}'}",
+		"rules:\n  - name: x\n    sample: {rate: 0.5, by: t}\n    metric: {name: m, labels: [a]}",
+		"rules: [{name: a, keep: true}, {name: b, drop_labels: [c]}]",
+		"rules: {",
+		"- a\n- b",
+		"rules:\n  - name: &a x\n    drop: *a",
+	} {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		s, err := Compile("f.yaml", data, nil)
+		if err != nil {
+			var e *Error
+			if !errors.As(err, &e) {
+				if !strings.HasPrefix(err.Error(), "f.yaml") {
+					t.Fatalf("error does not name the file: %v", err)
+				}
+				return
+			}
+			for _, p := range e.Problems {
+				if p.Msg == "" {
+					t.Fatalf("empty problem in %v", err)
+				}
+				// Every problem has its place, but a YAML syntax error
+				// the parser gives none for, and an empty file.
+				if p.Line == 0 && !strings.HasPrefix(p.Msg, "yaml: ") && !strings.HasPrefix(p.Msg, "the file is empty") {
+					t.Fatalf("problem without a line: %v", err)
+				}
+			}
+			if !strings.HasPrefix(err.Error(), "f.yaml") {
+				t.Fatalf("error does not name the file: %v", err)
+			}
+			return
+		}
+		// What loads runs.
+		b := parseLines(t, `{"service":"api","msg":"a@b.io password=x"}`, `plain line`)
+		s.Apply(b)
+	})
+}
+
+func TestTrace(t *testing.T) {
+	s := compile(t, `
+rules:
+  - name: a
+    match: '{service="x"} |= "y"'
+    metric: {name: c}
+  - name: b
+    sample: {rate: 0}
+`)
+	b := parseLines(t, `service=x msg=y`)
+	var got []string
+	s.Trace(b, func(st Step) { got = append(got, fmt.Sprintf("%d %s %s", st.Record, st.Rule, st.Action)) })
+	want := []string{"0 a matched", "0 a counted", "0 b matched", "0 b sampled_out"}
+	if !slices.Equal(got, want) {
+		t.Errorf("got %q, want %q", got, want)
+	}
+}
