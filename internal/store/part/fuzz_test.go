@@ -81,3 +81,43 @@ func lowerASCII(b []byte) []byte {
 	}
 	return out
 }
+
+// FuzzJSONStringContent checks JSONStringContent's eight-bytes-at-a-time
+// scan against a plain byte loop.
+func FuzzJSONStringContent(f *testing.F) {
+	for _, s := range []string{"", "plain text of some length", `a \"b\" \u00e9`, "tab\there", `\u12`, `x\`, "ñ and \x80\xff bytes", `"quoted"`, `0123456789abcdef\n`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, v []byte) {
+		want := true
+		for i := 0; i < len(v) && want; i++ {
+			switch c := v[i]; {
+			case c < 0x20 || c == '"':
+				want = false
+			case c == '\\':
+				i++
+				switch {
+				case i >= len(v):
+					want = false
+				case strings.IndexByte(`"\/bfnrt`, v[i]) >= 0:
+				case v[i] == 'u' && i+4 < len(v) && isHex(v[i+1:i+5]):
+					i += 4
+				default:
+					want = false
+				}
+			}
+		}
+		if got := part.JSONStringContent(v); got != want {
+			t.Errorf("JSONStringContent(%q) = %v, the byte loop says %v", v, got, want)
+		}
+	})
+}
+
+func isHex(b []byte) bool {
+	for _, c := range b {
+		if !strings.ContainsRune("0123456789abcdefABCDEF", rune(c)) {
+			return false
+		}
+	}
+	return true
+}

@@ -1,5 +1,7 @@
 package part
 
+import "encoding/binary"
+
 // What the values of a template's in-line slot are as JSON text, stated
 // once per block by the writer (slot flags slotJSONString and
 // slotJSONValue, version 4 on), so that a reader that must know it
@@ -13,7 +15,18 @@ package part
 // \r \t, or \u and four hex digits. (JSON parsers that accept raw control
 // characters in strings accept every such v too.)
 func JSONStringContent(v []byte) bool {
-	for i := 0; i < len(v); i++ {
+	// Eight bytes at a time while none needs a look (most values have
+	// none): a word with a byte below 0x20, a quote or a backslash may
+	// also flag a byte after it (a borrow), never miss one; the byte loop
+	// then decides.
+	i := 0
+	for ; i+8 <= len(v); i += 8 {
+		x := binary.LittleEndian.Uint64(v[i:])
+		if below(x, 0x20)|zeroByte(x^(lsb*'"'))|zeroByte(x^(lsb*'\\')) != 0 {
+			break
+		}
+	}
+	for ; i < len(v); i++ {
 		c := v[i]
 		if !jsonSpecial[c] {
 			continue
@@ -35,6 +48,17 @@ func JSONStringContent(v []byte) bool {
 	}
 	return true
 }
+
+const (
+	lsb = 0x0101010101010101 // the lowest bit of each byte
+	msb = 0x8080808080808080 // the highest bit of each byte
+)
+
+// zeroByte is non-zero when a byte of x is zero.
+func zeroByte(x uint64) uint64 { return (x - lsb) & ^x & msb }
+
+// below is non-zero when a byte of x is below n (n at most 0x80).
+func below(x uint64, n uint64) uint64 { return (x - lsb*n) & ^x & msb }
 
 // jsonSpecial marks the bytes that need a look in string content.
 var jsonSpecial = func() (set [256]bool) {
