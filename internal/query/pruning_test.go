@@ -21,13 +21,7 @@ func clausesText(cs []store.Clause) string {
 			if i > 0 {
 				s.WriteString(" ")
 			}
-			switch {
-			case l.Fold && l.ASCII:
-				s.WriteString("(?I)")
-			case l.Fold:
-				s.WriteString("(?i)")
-			}
-			fmt.Fprintf(&s, "%q", l.Text)
+			s.WriteString(l.String())
 		}
 		s.WriteString("]")
 	}

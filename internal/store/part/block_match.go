@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strconv"
 
 	"github.com/sluicelog/sluice/internal/bin"
 	"github.com/sluicelog/sluice/internal/rows"
@@ -49,6 +50,19 @@ type Literal struct {
 	Text  []byte
 	Fold  bool
 	ASCII bool
+}
+
+// String writes the literal as tests and messages show it: quoted,
+// after (?i) when it folds case, (?I) when it folds ASCII case alone.
+func (l Literal) String() string {
+	prefix := ""
+	switch {
+	case l.Fold && l.ASCII:
+		prefix = "(?I)"
+	case l.Fold:
+		prefix = "(?i)"
+	}
+	return prefix + strconv.Quote(string(l.Text))
 }
 
 // Clause is a set of literals a line must contain one of. An empty

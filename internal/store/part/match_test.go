@@ -80,13 +80,7 @@ func clausesText(cs []part.Clause) string {
 			if j > 0 {
 				s.WriteString(" or ")
 			}
-			switch {
-			case l.Fold && l.ASCII:
-				s.WriteString("(?I)")
-			case l.Fold:
-				s.WriteString("(?i)")
-			}
-			fmt.Fprintf(&s, "%q", l.Text)
+			s.WriteString(l.String())
 		}
 		s.WriteString(")")
 	}
