@@ -59,18 +59,12 @@ func dirBytes(t *testing.T, fs *vfs.MemFS, dir string) []byte {
 // secrets in the data directory's raw bytes (WAL, then parts after a
 // flush), in every stored line and field, and in query results.
 func TestRulesRedactEveryProtocol(t *testing.T) {
-	set, err := rules.Compile("rules.yaml", []byte(`
+	f := rulesFixture(t, `
 rules:
   - name: secrets
     redact:
       detectors: [email, secret_pairs, card, aws_key, jwt, bearer]
-`), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg := plainConfig()
-	cfg.Rules = set
-	f := newFixture(t, cfg)
+`)
 	secrets := []string{"@example.com", "Hunter2Pw", "4111 1111 1111 1111", "4111111111111111", "AKIAIOSFODNN7EXAMPLE",
 		"s3cr3tT0ken", "eyJzdWIiOiJib2IifQ"}
 	const ts = "2026-01-15T08:00:00Z"
@@ -128,7 +122,7 @@ rules:
 	sn := f.st.Snapshot()
 	var stored bytes.Buffer
 	n := 0
-	err = sn.Lines(context.Background(), nil, math.MinInt64, math.MaxInt64, nil, func(_ string, ls record.Labels, r *rows.Row) error {
+	err := sn.Lines(context.Background(), nil, math.MinInt64, math.MaxInt64, nil, func(_ string, ls record.Labels, r *rows.Row) error {
 		n++
 		fmt.Fprintf(&stored, "%s %s %s", ls, r.Line, r.Msg)
 		for _, fl := range r.Fields {
@@ -309,7 +303,7 @@ func TestRulesReloadUnderLoad(t *testing.T) {
 // TestRulesSeeStructuredMetadata: a rule matches a Loki push entry's
 // structured metadata as a query over the stored entry would.
 func TestRulesSeeStructuredMetadata(t *testing.T) {
-	set, err := rules.Compile("rules.yaml", []byte(`
+	f := rulesFixture(t, `
 rules:
   - name: drop-trace
     match: '{app="x"} | trace_id="abc"'
@@ -317,13 +311,7 @@ rules:
   - name: tag-by-meta
     match: '{app="x"}'
     set_labels: {team: '{{ .owner }}'}
-`), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg := plainConfig()
-	cfg.Rules = set
-	f := newFixture(t, cfg)
+`)
 	body := []byte(`{"streams":[{"stream":{"app":"x"},"values":[["1768464000000000000","one",{"trace_id":"abc"}],
 ["1768464000000000001","two",{"trace_id":"def","owner":"core"}]]}]}`)
 	if code, reply := f.do("POST", "/loki/api/v1/push", body, "Content-Type", "application/json"); code != 204 {
@@ -332,4 +320,16 @@ rules:
 	if got := f.stored("default"); !slices.Equal(got, []string{`{app="x", team="core"} two`}) {
 		t.Errorf("stored %q", got)
 	}
+}
+
+// rulesFixture is a server whose rule stage is the rules file given.
+func rulesFixture(t *testing.T, file string) *fixture {
+	t.Helper()
+	set, err := rules.Compile("rules.yaml", []byte(file), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := plainConfig()
+	cfg.Rules = set
+	return newFixture(t, cfg)
 }
