@@ -2,6 +2,7 @@ package part
 
 import (
 	"bytes"
+	"encoding/hex"
 	"fmt"
 	"slices"
 	"sort"
@@ -326,6 +327,21 @@ func (b *Block) colMatchOf(ci, li int) (*colMatch, error) {
 			return nil, err
 		}
 		m.bits = append(m.bits[:0], make([]uint64, (c.n+63)/64)...)
+		if c.enc == encHex && len(lit.Text) == c.hexLen {
+			// A whole value (a trace id): its bytes compared, no value
+			// written. The literal is lowercase hex, as the alphabet
+			// check found (a folding one is lowercase).
+			want := make([]byte, c.hexLen/2)
+			if _, err := hex.Decode(want, lit.Text); err == nil {
+				for vi := range c.n {
+					if bytes.Equal(c.data[vi*len(want):(vi+1)*len(want)], want) {
+						m.bits[vi/64] |= 1 << (vi % 64)
+					}
+				}
+				m.state = matchBits
+				return m, nil
+			}
+		}
 		start := len(b.vals) // what is before may be viewed: written after it
 		for vi := range c.n {
 			v, vals, _, _, err := c.valueAt(vi, b.vals[:start], 0, true)
@@ -537,6 +553,14 @@ func (b *Block) matchNewest(nrows int, stream uint32, lci int) error {
 	if err := b.decodeRows(); err != nil {
 		return err
 	}
+	// A needle: most blocks its token filter lets through have no value
+	// holding it, and need no walk of their rows.
+	if err := b.verdicts(); err != nil {
+		return err
+	}
+	if !b.mayMatch() {
+		return nil
+	}
 	rowFlags := b.rowFlags
 	if err := b.DecodeTimes(); err != nil {
 		return err
@@ -693,25 +717,10 @@ type oneTest struct {
 // dictionary's entries searched once, a column's values once for all the
 // literals of a clause), so that a row costs a few lookups.
 func (b *Block) countMatches(nrows int, stream uint32, rowFlags []byte, lci int) error {
-	nt := len(b.tmpls)
-	verdict := grown(b.verdict, nt)
-	b.verdict = verdict
-	b.tests, b.testStart = b.tests[:0], append(b.testStart[:0], 0)
-	nb := len(b.clauseEnd) * len(b.cols)
-	b.cbits, b.cbitsBuf = grown(b.cbits, nb), grown(b.cbitsBuf, nb)
-	b.cbitsState = grown(b.cbitsState, nb)
-	clear(b.cbitsState)
-	for t := range nt {
-		verdict[t] = rowsNone // a template without rows in the block reads nothing
-		if b.perTmpl[t] > 0 {
-			v, err := b.tmplTests(t)
-			if err != nil {
-				return err
-			}
-			verdict[t] = v
-		}
-		b.testStart = append(b.testStart, len(b.tests))
+	if err := b.verdicts(); err != nil {
+		return err
 	}
+	verdict := b.verdict
 	// Times are needed for the rows kept, and for the templated rows
 	// matchRow tests (a time column's values are written with them).
 	needTimes := !b.CountOnly
@@ -756,6 +765,55 @@ func (b *Block) countMatches(nrows int, stream uint32, rowFlags []byte, lci int)
 		}
 	}
 	return nil
+}
+
+// verdicts works out each template's verdict (b.verdict) and tests
+// (tmplTests), after decodeRows.
+func (b *Block) verdicts() error {
+	nt := len(b.tmpls)
+	verdict := grown(b.verdict, nt)
+	b.verdict = verdict
+	b.tests, b.testStart = b.tests[:0], append(b.testStart[:0], 0)
+	nb := len(b.clauseEnd) * len(b.cols)
+	b.cbits, b.cbitsBuf = grown(b.cbits, nb), grown(b.cbitsBuf, nb)
+	b.cbitsState = grown(b.cbitsState, nb)
+	clear(b.cbitsState)
+	for t := range nt {
+		verdict[t] = rowsNone // a template without rows in the block reads nothing
+		if b.perTmpl[t] > 0 {
+			v, err := b.tmplTests(t)
+			if err != nil {
+				return err
+			}
+			verdict[t] = v
+		}
+		b.testStart = append(b.testStart, len(b.tests))
+	}
+	return nil
+}
+
+// mayMatch reports whether a row of the block may hold every clause, by
+// the verdicts: false when every template's rows hold none (the gaps say
+// so, or no value of a clause's candidate columns holds a literal of it).
+func (b *Block) mayMatch() bool {
+	for t, v := range b.verdict {
+		switch v {
+		case rowsAll, rowsMatch:
+			return true
+		case rowsTest:
+			all, any := true, false
+			for _, x := range b.tests[b.testStart[t]:b.testStart[t+1]] {
+				any = any || slices.ContainsFunc(x.bits, func(w uint64) bool { return w != 0 })
+				if x.last {
+					all, any = all && any, false
+				}
+			}
+			if all {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // tmplTests returns the verdict of template t and, for rowsTest, appends

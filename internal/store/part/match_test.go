@@ -321,6 +321,35 @@ func TestContainsClauses(t *testing.T) {
 	}
 }
 
+// TestContainsWholeHex: a literal that is a whole value of a hex column
+// (a trace id) is compared with the values' bytes: found exactly, in
+// capitals only when folding, and not as a longer or shorter text.
+func TestContainsWholeHex(t *testing.T) {
+	rd := clausePart(t)
+	var blk part.Block
+	blk.LinesOnly = true
+	if err := rd.ReadBlock(0, &blk); err != nil {
+		t.Fatal(err)
+	}
+	var id string
+	for _, r := range blk.Rows {
+		if i := strings.Index(string(r.Line), `"id":"`); i >= 0 {
+			id = string(r.Line[i+6 : i+6+16])
+			break
+		}
+	}
+	if id == "" {
+		t.Fatal("no id in block 0")
+	}
+	var reused part.Block
+	for _, c := range [][][]string{{{id}}, {{strings.ToUpper(id)}}, {{"(?i)" + strings.ToUpper(id)}}, {{id + "0"}}, {{id[1:]}}, {{id, "zzz"}}} {
+		cs := clausesOf(c)
+		for i := range rd.Blocks {
+			checkClauses(t, rd, i, cs, &reused)
+		}
+	}
+}
+
 // TestContainsClausesRandom: random clauses of literals cut from the
 // part's own lines (so that they are found in values, in gaps and across
 // boundaries), some folding, checked as TestContainsClauses checks.
