@@ -153,6 +153,11 @@ type colPlanner struct {
 	idKey   uint64
 	idKeyed bool
 	idMemo  map[uint64]*rangeSeries
+	// idCache holds the outcomes of the block's last keys met, by a hash
+	// of the key: a block has few combinations, found here without the
+	// map. idHit is the outcome rowValues found for the row at hand.
+	idCache [256]idSlot
+	idHit   *idSlot
 
 	skel      []byte
 	holeOff   []int
@@ -415,18 +420,19 @@ func (w *rangeWorker) columnRow(ls record.Labels, t int64) error {
 	}
 	if cp.idKeyed {
 		// Parameters from dictionaries: their ids name their values.
-		s, ok := cp.idMemo[cp.idKey]
-		if !ok {
-			var err error
-			if s, err = w.columnSeries(ls, t); err != nil {
+		if cp.idHit == nil {
+			s, err := w.columnSeries(ls, t)
+			if err != nil {
 				return err
 			}
 			if cp.idMemo == nil {
 				cp.idMemo = map[uint64]*rangeSeries{}
 			}
 			cp.idMemo[cp.idKey] = s
+			cp.idCache[idSlotOf(cp.idKey)] = idSlot{key: cp.idKey, s: s, ok: true}
+			cp.idHit = &cp.idCache[idSlotOf(cp.idKey)]
 		}
-		if s != nil {
+		if s := cp.idHit.s; s != nil {
 			w.add(s, t, 1)
 		}
 		return nil
@@ -616,6 +622,32 @@ func filtersRead(stages []logql.Stage, name string) bool {
 	return false
 }
 
+// idSlot is an outcome of the block's id memo: the series of the rows
+// whose packed ids are key (nil: the filters drop them).
+type idSlot struct {
+	key uint64
+	s   *rangeSeries
+	ok  bool
+}
+
+// idSlotOf is the place of a packed key in colPlanner.idCache.
+func idSlotOf(key uint64) int { return int((key ^ key>>16 ^ key>>32 ^ key>>48) & 255) }
+
+// idOutcome returns the outcome remembered for a row's packed ids, or
+// nil when none is.
+func (cp *colPlanner) idOutcome(key uint64) *idSlot {
+	slot := &cp.idCache[idSlotOf(key)]
+	if slot.ok && slot.key == key {
+		return slot
+	}
+	s, ok := cp.idMemo[key]
+	if !ok {
+		return nil
+	}
+	*slot = idSlot{key: key, s: s, ok: true}
+	return slot
+}
+
 // maxIDParams is the most parameters a row's packed ids hold (16 bits
 // each: column and entry).
 const maxIDParams = 4
@@ -701,6 +733,7 @@ func (cp *colPlanner) startBlock(b *part.Block, gives func(p *tmplPlan) (nothing
 	cp.dictMemo = growClear(cp.dictMemo, 256*b.NumColumns())
 	cp.dictSeries = growClear(cp.dictSeries, 256*b.NumColumns())
 	clear(cp.idMemo)
+	cp.idCache = [256]idSlot{}
 	need := growClear(cp.need, b.NumColumns())
 	cp.need = need
 	cp.paramTime = false
@@ -852,7 +885,7 @@ func (cp *colPlanner) rowValues(b *part.Block, tm int, t int64) (bool, error) {
 	cp.idKeyed = false
 	if len(p.ids) > 0 && cp.memoOn {
 		if cp.idKey, cp.idKeyed = cp.rowIDKey(p.ids); cp.idKeyed {
-			if _, ok := cp.idMemo[cp.idKey]; ok {
+			if cp.idHit = cp.idOutcome(cp.idKey); cp.idHit != nil {
 				return true, nil // columnRow knows the outcome
 			}
 		}
