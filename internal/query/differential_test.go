@@ -400,6 +400,11 @@ func TestHintsSameAsReference(t *testing.T) {
 		`sum by (service) (count_over_time({service=~".+"} | json | level="error" [1h]))`,
 		`sum by (service, service_extracted) (count_over_time({service=~".+"} | json [1h]))`,
 		`sum by (service) (count_over_time({service=~".*"} | logfmt | level="error" [1h]))`,
+		// A line_format template that names its labels: the parsers
+		// before it set only those.
+		`sum by (service) (count_over_time({service=~".+"} | json | line_format "{{.msg}} {{ if .level }}{{.level | upper}}{{end}}" |= "M1" [1h]))`,
+		`sum by (level) (count_over_time({service=~".+"} | json | line_format "level={{.level}} msg={{.msg}}" | logfmt | __error__="" [1h]))`,
+		`sum by (service) (count_over_time({service=~".+"} | json | line_format "{{ . }}" [1h]))`,
 		// Number filters decided on columns (range_pred.go).
 		`sum by (service) (count_over_time({service=~".+"} | json lat="http.latency_ms" | lat > 100 and lat <= 400 | __error__="" [1h]))`,
 		`sum(count_over_time({service=~".+"} | json s="http.status", lat="http.latency_ms" | s >= 500 or lat < 50.5 [1h]))`,

@@ -2,6 +2,7 @@ package stage
 
 import (
 	"slices"
+	"text/template/parse"
 
 	"github.com/sluicelog/sluice/internal/logql"
 )
@@ -56,14 +57,21 @@ func (o *Observed) underPrefix(prefix []byte) bool {
 // ObservedBy returns the labels a query can observe after stages when
 // what it does with a row's labels at the end reads only result (the
 // grouping of an outer sum, say): result, the error labels, and the
-// labels the stages' own filters, drop and keep name. It returns nil
-// (every label) when a stage can read labels it does not name:
-// line_format and label_format templates.
+// labels the stages' own filters, drop, keep and line_format templates
+// name. It returns nil (every label) when a stage can read labels it
+// does not name: label_format, and a line_format template that may read
+// the whole data (templateLabels).
 func ObservedBy(stages []logql.Stage, result []string) *Observed {
 	o := &Observed{names: append([]string{ErrorLabel, ErrorDetailsLabel}, result...)}
 	for _, s := range stages {
 		switch s := s.(type) {
-		case *logql.LineFormat, *logql.LabelFormat:
+		case *logql.LineFormat:
+			refs, ok := templateLabels(s.Template)
+			if !ok {
+				return nil
+			}
+			o.names = append(o.names, refs...)
+		case *logql.LabelFormat:
 			return nil
 		case *logql.LabelFilterStage:
 			var ok bool
@@ -79,6 +87,70 @@ func ObservedBy(stages []logql.Stage, result []string) *Observed {
 	slices.Sort(o.names)
 	o.names = slices.Compact(o.names)
 	return o
+}
+
+// templateLabels returns the labels a line_format template reads, when
+// it reads them only by name (`{{.msg}}`, in actions, conditions and
+// function arguments); false when it may read others: the whole data
+// (`.` or `$` passed on, `range`, `with`, a chain), or a template it
+// includes.
+func templateLabels(src string) ([]string, bool) {
+	t, err := parseTemplate("line", src, &templateCtx{})
+	if err != nil || t.Tree == nil {
+		return nil, false
+	}
+	var names []string
+	var walk func(n parse.Node) bool
+	walk = func(n parse.Node) bool {
+		switch n := n.(type) {
+		case nil:
+			return true
+		case *parse.ListNode:
+			if n == nil {
+				return true
+			}
+			for _, c := range n.Nodes {
+				if !walk(c) {
+					return false
+				}
+			}
+			return true
+		case *parse.TextNode, *parse.StringNode, *parse.NumberNode, *parse.BoolNode, *parse.IdentifierNode, *parse.NilNode:
+			return true
+		case *parse.FieldNode:
+			names = append(names, n.Ident[0])
+			return true
+		case *parse.ActionNode:
+			return walk(n.Pipe)
+		case *parse.PipeNode:
+			if n == nil {
+				return true
+			}
+			if len(n.Decl) > 0 {
+				return false // a variable may hold the data
+			}
+			for _, c := range n.Cmds {
+				if !walk(c) {
+					return false
+				}
+			}
+			return true
+		case *parse.CommandNode:
+			for _, a := range n.Args {
+				if !walk(a) {
+					return false
+				}
+			}
+			return true
+		case *parse.IfNode:
+			return walk(n.Pipe) && walk(n.List) && walk(n.ElseList)
+		}
+		return false // ., $, range, with, template, chains, ...
+	}
+	if !walk(t.Tree.Root) {
+		return nil, false
+	}
+	return names, true
 }
 
 // AddFilters adds the labels filters read (those after unwrap) to o.

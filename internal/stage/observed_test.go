@@ -12,7 +12,7 @@ import (
 // TestObserving: parsers compiled with the labels a query observes set
 // those, the first value winning and stream labels suffixed as without
 // hints, and errors as before; the names come from the pipeline's
-// filters, drop and keep, and formats observe every label.
+// filters, drop and keep; a line_format the labels its template names.
 func TestObserving(t *testing.T) {
 	stages := func(q string) []logql.Stage {
 		expr, err := logql.Parse(q)
@@ -40,8 +40,11 @@ func TestObserving(t *testing.T) {
 			t.Errorf("%s on %s:\n got %s\nwant %s", c.q, c.line, got, c.want)
 		}
 	}
-	if o := ObservedBy(stages(`{a="b"} | json | line_format "{{.x}}"`), nil); o != nil {
-		t.Errorf("line_format: observed %v, want every label", o.Names())
+	if o := ObservedBy(stages(`{a="b"} | json | line_format "{{.}}"`), nil); o != nil {
+		t.Errorf("line_format of the whole data: observed %v, want every label", o.Names())
+	}
+	if o := ObservedBy(stages(`{a="b"} | json | line_format "{{.x}}"`), nil); o == nil || !slices.Equal(o.Names(), []string{"__error__", "__error_details__", "x"}) {
+		t.Errorf("line_format of x: observed %v, want x and the error labels", o.Names())
 	}
 	o := ObservedBy(stages(`{a="b"} | json | x > 1 or y=~"z" | drop d | keep k="v"`), []string{"g"})
 	if got, want := o.Names(), []string{"__error__", "__error_details__", "d", "g", "k", "x", "y"}; !slices.Equal(got, want) {
@@ -105,5 +108,35 @@ func BenchmarkJSONObserving(b *testing.B) {
 				st.process(0, line, &lb)
 			}
 		})
+	}
+}
+
+// TestTemplateLabels: the labels a line_format template reads by name,
+// or none known when it may read the whole data.
+func TestTemplateLabels(t *testing.T) {
+	for _, tc := range []struct {
+		src  string
+		want []string // nil: not known
+	}{
+		{`{{.log}}`, []string{"log"}},
+		{`{{.a}} and {{ .b | upper }} {{ if eq .c "x" }}{{.d}}{{ else }}{{ __line__ }}{{end}}`, []string{"a", "b", "c", "d"}},
+		{`plain text`, []string{}},
+		{`{{ . }}`, nil},
+		{`{{ range $k, $v := . }}{{$k}}{{end}}`, nil},
+		{`{{ with .a }}{{.}}{{end}}`, nil},
+		{`{{ $x := .a }}{{$x}}`, nil},
+		{`{{ index . "a" }}`, nil},
+		{`{{ toJson . }}`, nil},
+	} {
+		got, ok := templateLabels(tc.src)
+		if tc.want == nil {
+			if ok {
+				t.Errorf("%s: %q, want not known", tc.src, got)
+			}
+			continue
+		}
+		if !ok || !slices.Equal(got, tc.want) && !(len(got) == 0 && len(tc.want) == 0) {
+			t.Errorf("%s: %q %v, want %q", tc.src, got, ok, tc.want)
+		}
 	}
 }
