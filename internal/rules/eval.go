@@ -137,14 +137,20 @@ func (r *rule) selects(tenant string, ls record.Labels) bool {
 	return r.all || r.selector.Matches(ls.Value)
 }
 
+// gateMin is the gated rules a stream must have for the set's gate (one
+// search for every rule's literals) to pay before each rule's own: below
+// it, each rule's few literals are searched alone.
+const gateMin = 8
+
 // streamRules returns the indexes of the rules that take records of
-// stream id, in order: decided once per stream and batch.
-func (s *Set) streamRules(ev *evaluator, b *record.Batch, id uint32) []int32 {
+// stream id, in order, and how many of them have required literals
+// (rule.pre): decided once per stream and batch.
+func (s *Set) streamRules(ev *evaluator, b *record.Batch, id uint32) ([]int32, int) {
 	if off, ok := ev.sel[id]; ok {
-		return ev.slab[off+1 : off+1+int(ev.slab[off])]
+		return ev.slab[off+2 : off+2+int(ev.slab[off])], int(ev.slab[off+1])
 	}
 	off := len(ev.slab)
-	ev.slab = append(ev.slab, 0)
+	ev.slab = append(ev.slab, 0, 0)
 	ls := b.Streams.Get(id)
 	// The candidates: the rules indexed under one of the stream's labels
 	// and the unindexed. A rule is indexed once and a stream has a
@@ -157,14 +163,18 @@ func (s *Set) streamRules(ev *evaluator, b *record.Batch, id uint32) []int32 {
 	}
 	slices.Sort(cands)
 	ev.cands = cands
+	gated := int32(0)
 	for _, ri := range cands {
 		if s.rules[ri].selects(b.Tenant, ls) {
 			ev.slab = append(ev.slab, ri)
+			if s.rules[ri].pre != nil {
+				gated++
+			}
 		}
 	}
-	ev.slab[off] = int32(len(ev.slab) - off - 1)
+	ev.slab[off], ev.slab[off+1] = int32(len(ev.slab)-off-2), gated
 	ev.sel[id] = off
-	return ev.slab[off+1:]
+	return ev.slab[off+2:], int(gated)
 }
 
 // record applies the rules to record i.
@@ -176,7 +186,8 @@ func (s *Set) record(ev *evaluator, b *record.Batch, i int) {
 	relabeled := false
 	// The rules that take the record's stream; once a rule relabels
 	// it, the later rules' selectors are matched on its new labels.
-	cand := s.streamRules(ev, b, rec.Stream)
+	cand, gated := s.streamRules(ev, b, rec.Stream)
+	useGate := gated >= gateMin
 	gateKnown, gateHit := false, false
 	ev.redacts = ev.redacts[:0]
 	for k := 0; ; k++ {
@@ -196,10 +207,10 @@ func (s *Set) record(ev *evaluator, b *record.Batch, i int) {
 		}
 		r := s.rules[ri]
 		if r.pre != nil {
-			if !gateKnown {
+			if useGate && !gateKnown {
 				gateHit, gateKnown = s.gate.Match(line), true
 			}
-			if !gateHit || !r.candidate(line) {
+			if useGate && !gateHit || !r.candidate(line) {
 				continue
 			}
 		}
