@@ -130,8 +130,7 @@ func (ev *evaluator) shardStreams(streams []record.Labels, split bool) []streamS
 func forUnits[W, U any](ctx context.Context, ev *evaluator, units []U, begins func(U) bool, setup func() (W, error), work func(ctx context.Context, w W, u U) error) ([]W, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	streams := units
-	n := min(ev.e.workers, len(streams))
+	n := min(ev.e.workers, len(units))
 	states := make([]W, n)
 	errs := make([]error, n)
 	var next atomic.Int64
@@ -139,13 +138,13 @@ func forUnits[W, U any](ctx context.Context, ev *evaluator, units []U, begins fu
 	loop := func(i int) {
 		for {
 			j := int(next.Add(1) - 1)
-			if j >= len(streams) || ctx.Err() != nil {
+			if j >= len(units) || ctx.Err() != nil {
 				return
 			}
-			if begins(streams[j]) {
+			if begins(units[j]) {
 				ev.stats.streams.Add(1)
 			}
-			if err := work(ctx, states[i], streams[j]); err != nil {
+			if err := work(ctx, states[i], units[j]); err != nil {
 				errs[i] = err
 				cancel()
 				return
