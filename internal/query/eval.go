@@ -25,7 +25,7 @@ type evaluator struct {
 	stats counters
 	// merged, when Partial.Finish evaluates, are the parts' merged
 	// states of the query's range aggregations, which are not read again.
-	merged map[*logql.RangeAggregation]map[string]*rangeSeries
+	merged map[*logql.RangeAggregation]*seriesTable
 	// hints are what each range aggregation's place in the query lets
 	// the engine skip (queryHints); one missing gets none.
 	hints map[*logql.RangeAggregation]rangeHints

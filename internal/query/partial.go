@@ -241,7 +241,7 @@ func (p *Partial) Finish(e *Engine) (*Result, error) {
 		if err != nil {
 			return nil, err
 		}
-		ev.merged = map[*logql.RangeAggregation]map[string]*rangeSeries{}
+		ev.merged = map[*logql.RangeAggregation]*seriesTable{}
 		for i, ra := range rangeAggs(x, nil) {
 			ev.merged[ra] = ranges[i]
 		}
@@ -316,16 +316,16 @@ func steps(p Params) int {
 // mergeRanges merges the parts' states of each range aggregation of x,
 // checking that each part's are whole: a part decoded from elsewhere
 // may be damaged.
-func mergeRanges(x logql.SampleExpr, parts []*Partial) ([]map[string]*rangeSeries, error) {
+func mergeRanges(x logql.SampleExpr, parts []*Partial) ([]*seriesTable, error) {
 	ras := rangeAggs(x, nil)
 	n := steps(parts[0].Params)
-	out := make([]map[string]*rangeSeries, len(ras))
+	out := make([]*seriesTable, len(ras))
 	for i, ra := range ras {
 		op, ok := rangeOps[ra.Op]
 		if !ok {
 			return nil, fmt.Errorf("merge partial results: %w: unknown range aggregation %s", ErrBadRequest, ra.Op)
 		}
-		out[i] = map[string]*rangeSeries{}
+		out[i] = &seriesTable{}
 		for j, part := range parts {
 			if len(part.Ranges) != len(ras) {
 				return nil, fmt.Errorf("merge partial results: part %d has %d range aggregations, the query %d", j, len(part.Ranges), len(ras))
@@ -335,10 +335,10 @@ func mergeRanges(x logql.SampleExpr, parts []*Partial) ([]map[string]*rangeSerie
 					return nil, fmt.Errorf("merge partial results: part %d, range aggregation %d (%s): %w", j, i, ra.Op, err)
 				}
 				key := labelsKey(ps.Labels)
-				if s := out[i][key]; s != nil {
+				if s := out[i].getString(key); s != nil {
 					s.merge(op, importSeries(ps, op, false))
 				} else {
-					out[i][key] = importSeries(ps, op, true)
+					out[i].addString(key, importSeries(ps, op, true))
 				}
 			}
 		}
@@ -401,9 +401,9 @@ func importSeries(ps PartialSeries, op rangeOp, copying bool) *rangeSeries {
 
 // exportSeries returns the series of a range aggregation, sorted by
 // labels, taking their memory.
-func exportSeries(states map[string]*rangeSeries) []PartialSeries {
-	out := make([]PartialSeries, 0, len(states))
-	for _, s := range states {
+func exportSeries(states *seriesTable) []PartialSeries {
+	out := make([]PartialSeries, 0, states.len())
+	for _, s := range states.all() {
 		ps := PartialSeries{Labels: s.labels, Count: s.n, Value: s.v, Time: s.t, M2: s.m2}
 		if s.lists != nil {
 			ps.Samples = make([][]Point, len(s.lists))

@@ -9,7 +9,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unsafe"
 
 	"github.com/sluicelog/sluice/internal/logql"
 	"github.com/sluicelog/sluice/internal/record"
@@ -21,9 +20,13 @@ import (
 // rangeSeries accumulates one series of a range aggregation: per step,
 // the count of samples in the step's window and what the function needs.
 type rangeSeries struct {
+	n []float64 // samples in each window
+	v []float64 // sum, min, max, first or last value, or the mean
+	// one holds n and v of a series of one step (an instant query),
+	// beside their headers: one cache miss, not two, to add a sample
+	// to one of many series.
+	one    [2]float64
 	labels record.Labels
-	n      []float64 // samples in each window
-	v      []float64 // sum, min, max, first or last value, or the mean
 	t      []int64   // first_ and last_over_time: the value's time
 	m2     []float64 // stddev_ and stdvar_over_time (Welford)
 	lists  [][]tv    // quantile_over_time and rate_counter: every sample
@@ -41,7 +44,7 @@ type rangeWorker struct {
 	post   *stage.Pipeline // the label filters after unwrap
 	lb     *stage.Labels
 	tally  tally
-	series map[string]*rangeSeries
+	series seriesTable
 	key    []byte
 
 	alloc    seriesAlloc
@@ -103,15 +106,15 @@ func (w *rangeWorker) seriesOf() (*rangeSeries, error) {
 	group(w.lb, w.x.Grouping)
 	group(w.lb, w.sumBy)
 	w.key = w.lb.AppendKey(w.key[:0])
-	s := w.series[unsafe.String(unsafe.SliceData(w.key), len(w.key))]
+	s := w.series.get(w.key)
 	if s == nil {
-		k := string(w.key)
-		ls, ok := labelsOfKey(k, len(w.lb.Current()))
+		s = w.alloc.series(nil, w.op, w.shape.steps)
+		k := w.series.add(w.key, s)
+		ls, ok := w.alloc.labelsOfKey(k, len(w.lb.Current()))
 		if !ok {
 			ls = w.lb.Copy() // a value holds the separator
 		}
-		s = w.alloc.series(ls, w.op, w.shape.steps)
-		w.series[k] = s
+		s.labels = ls
 		w.tally.held += s.size(len(w.key))
 	}
 	return s, nil
@@ -167,7 +170,7 @@ func (ev *evaluator) rangeAggregation(ctx context.Context, x *logql.RangeAggrega
 
 // rangeStates reads the samples of a range function at the steps of
 // shape: its series' accumulated states, by their labels' key.
-func (ev *evaluator) rangeStates(ctx context.Context, x *logql.RangeAggregation, shape *matrix) (map[string]*rangeSeries, error) {
+func (ev *evaluator) rangeStates(ctx context.Context, x *logql.RangeAggregation, shape *matrix) (*seriesTable, error) {
 	op, ok := rangeOps[x.Op]
 	if !ok {
 		return nil, fmt.Errorf("%w: unknown range aggregation %s", ErrBadRequest, x.Op)
@@ -192,7 +195,7 @@ func (ev *evaluator) rangeStates(ctx context.Context, x *logql.RangeAggregation,
 		if err != nil {
 			return nil, err
 		}
-		w := &rangeWorker{pipe: pipe, lb: &stage.Labels{}, series: map[string]*rangeSeries{},
+		w := &rangeWorker{pipe: pipe, lb: &stage.Labels{},
 			x: x, sumBy: hints.sumBy, op: op, shape: shape, rng: rng, off: off}
 		if unwrap != nil {
 			if w.post, err = stage.CompileFilters(unwrap.Filters); err != nil {
@@ -265,28 +268,31 @@ func (ev *evaluator) rangeStates(ctx context.Context, x *logql.RangeAggregation,
 	if err != nil {
 		return nil, err
 	}
-	merged := map[string]*rangeSeries{}
-	for _, w := range workers {
-		for k, s := range w.series {
-			if m := merged[k]; m != nil {
+	if len(workers) == 0 {
+		return &seriesTable{}, nil
+	}
+	merged := &workers[0].series
+	for _, w := range workers[1:] {
+		w.series.each(func(k string, s *rangeSeries) {
+			if m := merged.getString(k); m != nil {
 				m.merge(op, s)
 			} else {
-				merged[k] = s
+				merged.addString(k, s)
 			}
-		}
+		})
 	}
 	return merged, nil
 }
 
 // rangeMatrix is a range function's value at the steps of shape, from
 // its series' accumulated states.
-func rangeMatrix(x *logql.RangeAggregation, shape *matrix, merged map[string]*rangeSeries, ordered bool) *matrix {
+func rangeMatrix(x *logql.RangeAggregation, shape *matrix, merged *seriesTable, ordered bool) *matrix {
 	rng := int64(x.Range.Interval)
 	out := shape.like()
 	if x.Op == "absent_over_time" {
 		return absent(out, merged, x.Range.Log.Selector)
 	}
-	for _, rs := range merged { // sortSeries orders them, if they must be
+	for _, rs := range merged.all() { // sortSeries orders them, if they must be
 		s := out.add(rs.labels)
 		for i, n := range rs.n {
 			if n == 0 {
@@ -407,6 +413,7 @@ type seriesAlloc struct {
 	structs []rangeSeries
 	f64     []float64
 	i64     []int64
+	labels  record.Labels
 	// n is the series the next chunk holds: chunks grow from 16 to
 	// chunk, so that a query of a few series zeroes little memory.
 	n int
@@ -428,7 +435,12 @@ func (a *seriesAlloc) series(ls record.Labels, op rangeOp, steps int) *rangeSeri
 	}
 	s := &a.structs[0]
 	a.structs = a.structs[1:]
-	*s = rangeSeries{labels: ls, n: a.floats(steps), v: a.floats(steps)}
+	if steps == 1 {
+		*s = rangeSeries{labels: ls}
+		s.n, s.v = s.one[0:1:1], s.one[1:2:2]
+	} else {
+		*s = rangeSeries{labels: ls, n: a.floats(steps), v: a.floats(steps)}
+	}
 	switch op {
 	case opFirst, opLast:
 		if len(a.i64) < steps {
@@ -441,6 +453,18 @@ func (a *seriesAlloc) series(ls record.Labels, op rangeOp, steps int) *rangeSeri
 		s.lists = make([][]tv, steps)
 	}
 	return s
+}
+
+// labelsOfKey is labelsOfKey with the labels taken from chunks.
+func (a *seriesAlloc) labelsOfKey(k string, n int) (record.Labels, bool) {
+	if len(a.labels) < n {
+		a.labels = make(record.Labels, max(n, 4*a.n))
+	}
+	ls, ok := appendLabelsOfKey(a.labels[:0:n], k, n)
+	if ok {
+		a.labels = a.labels[n:]
+	}
+	return ls, ok
 }
 
 // floats returns n zeroed floats; their capacity is n, so that nothing
@@ -458,10 +482,14 @@ func (a *seriesAlloc) floats(n int) []float64 {
 // strings viewing the key's; false if a value holds the separator 0xff
 // (bytes that are no UTF-8), so that the key does not say where it ends.
 func labelsOfKey(k string, n int) (record.Labels, bool) {
+	return appendLabelsOfKey(make(record.Labels, 0, n), k, n)
+}
+
+// appendLabelsOfKey is labelsOfKey appending to ls.
+func appendLabelsOfKey(ls record.Labels, k string, n int) (record.Labels, bool) {
 	if strings.Count(k, "\xff") != 2*n {
 		return nil, false
 	}
-	ls := make(record.Labels, 0, n)
 	for len(k) > 0 {
 		i := strings.IndexByte(k, 0xff)
 		j := i + 1 + strings.IndexByte(k[i+1:], 0xff)
@@ -719,7 +747,7 @@ func counterRate(samples []tv, rng int64) float64 {
 
 // absent is absent_over_time: 1 at each step where no series has a
 // sample, labelled with the selector's equality matchers.
-func absent(out *matrix, merged map[string]*rangeSeries, sel logql.Selector) *matrix {
+func absent(out *matrix, merged *seriesTable, sel logql.Selector) *matrix {
 	var ls record.Labels
 	for _, m := range sel {
 		if m.Type == logql.MatchEqual && !slices.ContainsFunc(ls, func(l record.Label) bool { return l.Name == m.Name }) {
@@ -730,7 +758,7 @@ func absent(out *matrix, merged map[string]*rangeSeries, sel logql.Selector) *ma
 	s := out.add(ls)
 	for i := range s.has {
 		seen := false
-		for _, rs := range merged {
+		for _, rs := range merged.all() {
 			if rs.n[i] > 0 {
 				seen = true
 				break

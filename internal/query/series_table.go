@@ -1,0 +1,145 @@
+package query
+
+import (
+	"hash/maphash"
+	"unsafe"
+)
+
+// seriesTable holds the series of a range aggregation by the key of
+// their labels (stage.Labels.AppendKey). It is an open-addressing table
+// whose slot holds two independent 64-bit hashes of the key and the
+// series: finding one of a million series reads one slot, where a Go
+// map of strings reads a control word, a slot in another line and the
+// key before the series, each a cache miss when the series are many
+// (k8s-nodes, 65,536 series over 2M rows: 30% less time than a map).
+// Two keys are taken for the same when both hashes agree, as
+// ClickHouse's uniqExact takes strings by a 128-bit hash: for a billion
+// series the chance that any two collide is below 10^-20.
+//
+// Keys are copied into chunks that never move, so the labels of a
+// series can view its key. Series are kept in the order they were added.
+type seriesTable struct {
+	slots  []tableSlot // a power of two long, or nil
+	used   int
+	order  []*rangeSeries
+	keys   []string // by order
+	chunk  []byte   // the free tail of the chunk keys are copied into
+	seeded bool
+	seeds  [2]maphash.Seed
+}
+
+type tableSlot struct {
+	h1 uint64 // 0: empty (a key's h1 is never 0)
+	h2 uint64
+	s  *rangeSeries
+}
+
+// keyChunk is the size of the chunks keys are copied into.
+const keyChunk = 64 << 10
+
+func (t *seriesTable) hash(key []byte) (uint64, uint64) {
+	if !t.seeded {
+		t.seeds, t.seeded = [2]maphash.Seed{maphash.MakeSeed(), maphash.MakeSeed()}, true
+	}
+	return maphash.Bytes(t.seeds[0], key) | 1, maphash.Bytes(t.seeds[1], key)
+}
+
+// get returns the series of key, or nil.
+func (t *seriesTable) get(key []byte) *rangeSeries {
+	if t.used == 0 {
+		return nil
+	}
+	h1, h2 := t.hash(key)
+	mask := uint64(len(t.slots) - 1)
+	for i := h1 & mask; ; i = (i + 1) & mask {
+		sl := &t.slots[i]
+		if sl.h1 == 0 {
+			return nil
+		}
+		if sl.h1 == h1 && sl.h2 == h2 {
+			return sl.s
+		}
+	}
+}
+
+// add adds series s under key, which the table must not hold yet, and
+// returns the copy of key the table keeps (it never moves).
+func (t *seriesTable) add(key []byte, s *rangeSeries) string {
+	k := t.keep(key)
+	h1, h2 := t.hash(key)
+	t.insert(h1, h2, s)
+	t.order, t.keys = append(t.order, s), append(t.keys, k)
+	return k
+}
+
+// addString is add for a key that is a string already; the table keeps
+// it as it is.
+func (t *seriesTable) addString(key string, s *rangeSeries) {
+	h1, h2 := t.hash(unsafe.Slice(unsafe.StringData(key), len(key)))
+	t.insert(h1, h2, s)
+	t.order, t.keys = append(t.order, s), append(t.keys, key)
+}
+
+// getString is get for a key that is a string.
+func (t *seriesTable) getString(key string) *rangeSeries {
+	return t.get(unsafe.Slice(unsafe.StringData(key), len(key)))
+}
+
+func (t *seriesTable) insert(h1, h2 uint64, s *rangeSeries) {
+	if (t.used+1)*4 > len(t.slots)*3 {
+		t.grow()
+	}
+	mask := uint64(len(t.slots) - 1)
+	i := h1 & mask
+	for t.slots[i].h1 != 0 {
+		i = (i + 1) & mask
+	}
+	t.slots[i] = tableSlot{h1: h1, h2: h2, s: s}
+	t.used++
+}
+
+func (t *seriesTable) grow() {
+	old := t.slots
+	t.slots = make([]tableSlot, max(2*len(old), 16))
+	mask := uint64(len(t.slots) - 1)
+	for _, sl := range old {
+		if sl.h1 == 0 {
+			continue
+		}
+		i := sl.h1 & mask
+		for t.slots[i].h1 != 0 {
+			i = (i + 1) & mask
+		}
+		t.slots[i] = sl
+	}
+}
+
+// keep copies key into the table's chunks.
+func (t *seriesTable) keep(key []byte) string {
+	if len(key) == 0 {
+		return ""
+	}
+	if len(key) > len(t.chunk) {
+		if len(key) > keyChunk/4 {
+			return string(key)
+		}
+		t.chunk = make([]byte, keyChunk)
+	}
+	n := copy(t.chunk, key)
+	k := unsafe.String(unsafe.SliceData(t.chunk), n)
+	t.chunk = t.chunk[n:]
+	return k
+}
+
+// len is the number of series.
+func (t *seriesTable) len() int { return t.used }
+
+// all is the series in the order they were added.
+func (t *seriesTable) all() []*rangeSeries { return t.order }
+
+// each calls f with each key and series, in the order they were added.
+func (t *seriesTable) each(f func(key string, s *rangeSeries)) {
+	for i, s := range t.order {
+		f(t.keys[i], s)
+	}
+}
