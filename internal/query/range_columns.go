@@ -145,8 +145,12 @@ type colPlanner struct {
 	// misses (columnRow).
 	memoLooks, memoMisses int
 	unwrapParam           int // the parameter a plain unwrap reads, when no filter before it does; -1
-	dictMemo              []uint8
-	dictSeries            []*rangeSeries
+	// unwrapIDs: the stream has no label of unwrapParam's name, so that
+	// a row's outcome but for its number can be remembered by the other
+	// parameters' ids (idParams).
+	unwrapIDs  bool
+	dictMemo   []uint8
+	dictSeries []*rangeSeries
 	// Several parameters from dictionaries (tmplPlan.ids): the block's
 	// outcomes by the row's packed ids (idKey, when idKeyed), nil for
 	// rows the filters drop.
@@ -425,12 +429,7 @@ func (w *rangeWorker) columnRow(ls record.Labels, t int64) error {
 			if err != nil {
 				return err
 			}
-			if cp.idMemo == nil {
-				cp.idMemo = map[uint64]*rangeSeries{}
-			}
-			cp.idMemo[cp.idKey] = s
-			cp.idCache[idSlotOf(cp.idKey)] = idSlot{key: cp.idKey, s: s, ok: true}
-			cp.idHit = &cp.idCache[idSlotOf(cp.idKey)]
+			cp.rememberID(s)
 		}
 		if s := cp.idHit.s; s != nil {
 			w.add(s, t, 1)
@@ -472,6 +471,16 @@ func (w *rangeWorker) columnRow(ls record.Labels, t int64) error {
 		w.add(s, t, 1)
 	}
 	return nil
+}
+
+// rememberID keeps s as the outcome of the row's packed ids, cp.idKey.
+func (cp *colPlanner) rememberID(s *rangeSeries) {
+	if cp.idMemo == nil {
+		cp.idMemo = map[uint64]*rangeSeries{}
+	}
+	cp.idMemo[cp.idKey] = s
+	cp.idCache[idSlotOf(cp.idKey)] = idSlot{key: cp.idKey, s: s, ok: true}
+	cp.idHit = &cp.idCache[idSlotOf(cp.idKey)]
 }
 
 // memoTrial is the misses after which a stream whose memo misses more
@@ -548,6 +557,24 @@ func (w *rangeWorker) columnRowOnce(ls record.Labels, t int64) error {
 				return nil // no sample, as unwrap gives
 			}
 			v, err = strconv.ParseFloat(raw, 64)
+		}
+		if err == nil && cp.idKeyed {
+			// The labels' outcome by the other parameters' packed ids.
+			if cp.idHit == nil {
+				if err := cp.numText(); err != nil {
+					return err
+				}
+				s, sv, err := w.columnSample(ls, t)
+				if err != nil {
+					return err
+				}
+				cp.rememberID(s)
+				v = sv
+			}
+			if s := cp.idHit.s; s != nil {
+				w.add(s, t, v)
+			}
+			return nil
 		}
 		if err == nil {
 			cp.memoKey = cp.memoKey[:0]
@@ -657,12 +684,22 @@ const maxIDParams = 4
 // or absent, and there are at most maxIDParams; else nil. In a block, a
 // column is one field's, so the ids, in the plan's order, say both the
 // values and (json without parameters) the fields they are of.
-func idParams(b *part.Block, t int, p *tmplPlan, holes []int) []oneParam {
-	if len(p.params) == 0 || len(p.params) > maxIDParams {
+//
+// Parameter skip (the unwrapped one; -1: none) is left out: the outcome
+// of a row's labels does not depend on it.
+func idParams(b *part.Block, t int, p *tmplPlan, holes []int, skip int) []oneParam {
+	n := len(p.params)
+	if skip >= 0 && skip < n {
+		n--
+	}
+	if n == 0 || n > maxIDParams {
 		return nil
 	}
 	out := p.ids[:0]
-	for _, pp := range p.params {
+	for i, pp := range p.params {
+		if i == skip {
+			continue
+		}
 		if pp.hole < 0 {
 			if pp.value.Found {
 				return nil // a value in the gaps: the ids cannot say it
@@ -780,8 +817,10 @@ func (cp *colPlanner) startBlock(b *part.Block, gives func(p *tmplPlan) (nothing
 				if ids, ok := b.ValueIDs(col); ok {
 					p.one = oneParam{col: col, rank: b.SlotRank(t, si), ids: ids}
 				}
-			} else {
-				p.ids = idParams(b, t, p, holes)
+			} else if cp.memoOn {
+				p.ids = idParams(b, t, p, holes, -1)
+			} else if cp.unwrapIDs {
+				p.ids = idParams(b, t, p, holes, cp.unwrapParam)
 			}
 		}
 	}
@@ -883,14 +922,17 @@ func (cp *colPlanner) rowValues(b *part.Block, tm int, t int64) (bool, error) {
 		}
 	}
 	cp.idKeyed = false
-	if len(p.ids) > 0 && cp.memoOn {
+	cp.num.ok = false
+	if len(p.ids) > 0 {
 		if cp.idKey, cp.idKeyed = cp.rowIDKey(p.ids); cp.idKeyed {
 			if cp.idHit = cp.idOutcome(cp.idKey); cp.idHit != nil {
-				return true, nil // columnRow knows the outcome
+				if cp.memoOn || cp.unwrapNumber(b, tm, p, holes, t) {
+					return true, nil // columnRow knows the outcome (and the number)
+				}
+				cp.idHit = nil // not a number: the row is read whole
 			}
 		}
 	}
-	cp.num.ok = false
 	for i, pp := range p.params {
 		if pp.hole < 0 {
 			cp.values = append(cp.values, pp.value)
@@ -914,6 +956,24 @@ func (cp *colPlanner) rowValues(b *part.Block, tm int, t int64) (bool, error) {
 		cp.values = append(cp.values, pv)
 	}
 	return true, nil
+}
+
+// unwrapNumber sets cp.num to the unwrapped parameter of the row at hand
+// (of template tm, time t) and reports whether it is a number in a
+// number column.
+func (cp *colPlanner) unwrapNumber(b *part.Block, tm int, p *tmplPlan, holes []int, t int64) bool {
+	pp := p.params[cp.unwrapParam]
+	if pp.hole < 0 || pp.inString {
+		return false
+	}
+	si := holes[pp.hole]
+	col := b.SlotColumn(tm, si)
+	vi := cp.cur[col] + b.SlotRank(tm, si)
+	f, ok := b.Number(col, vi)
+	if ok {
+		cp.num = unwrapNum{ok: true, v: f, b: b, col: col, vi: vi, t: t}
+	}
+	return ok
 }
 
 // unwrapNum is the number of the unwrapped parameter of the row at hand
