@@ -88,6 +88,25 @@ func TestQueryStructuredMetadata(t *testing.T) {
 	if _, _, reply := get(t, f, "/loki/api/v1/series", url.Values{"start": {qStart}, "end": {qEnd}, "match[]": {`{app="api"}`}}); reply != `{"status":"success","data":[{"app":"api"}]}` {
 		t.Errorf("series: %s", reply)
 	}
+
+	// A count of every row grouped by metadata reads the rows whose
+	// block may have it, from the head and from a part alike (a part's
+	// index says which blocks: part.BlockMeta.Fields).
+	instant := func() string {
+		_, _, reply := get(t, f, "/loki/api/v1/query", url.Values{"query": {`sum by (trace_id) (count_over_time({app="api"}[1h]))`}, "time": {qEnd}})
+		return reply[:max(0, strings.Index(reply, `,"stats":`))]
+	}
+	want := `{"status":"success","data":{"resultType":"vector","result":[{"metric":{},"value":[`
+	head := instant()
+	if !strings.HasPrefix(head, want) || !strings.Contains(head, `{"metric":{"trace_id":"t1"},"value":[`) {
+		t.Fatalf("count by trace_id from the head: %s", head)
+	}
+	if err := f.st.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if got := instant(); got != head {
+		t.Errorf("count by trace_id from a part:\n got %s\nwant %s", got, head)
+	}
 }
 
 // TestLokiDiscovery: as Loki 3's distributor by default, a push gets a

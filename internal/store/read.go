@@ -485,7 +485,7 @@ func (it *partIter) countFromIndex() (bool, error) {
 	if fn == nil {
 		return false, nil
 	}
-	out, err := it.rd.BlockOutOfLine(i, it.blk) // also checks the block is sound
+	out, err := it.rd.BlockOutOfLine(i, it.blk)
 	if err != nil || (out && it.meta) {
 		return false, err
 	}

@@ -141,6 +141,10 @@ type blockWriter struct {
 	lineCol   int                 // the line column, or -1
 
 	lineBytes int
+	// outOfLine: encode found a template whose rows may have a field out
+	// of their line (blockHeader.outOfLine), parsing the header into hd.
+	outOfLine bool
+	hd        blockHeader
 	text      []byte   // the block's lines, each followed by '\n', for the token filter
 	tokens    tokenSet // scratch of encode
 	filter    []byte   // encode's output: the token filter
@@ -498,6 +502,12 @@ func (w *blockWriter) encode(dst []byte) []byte {
 		w.tmpls[off] |= w.slotJSON[i]
 	}
 	hdr = append(hdr, w.tmpls...)
+	// Whether a row may have a field out of its line, for the index: as
+	// a reader parses the header, so that the two never disagree.
+	w.outOfLine = true // if the header did not parse, readers read it
+	if err := parseHeader(hdr, &w.hd); err == nil {
+		w.outOfLine = w.hd.outOfLine()
+	}
 	hdr = binary.AppendUvarint(hdr, uint64(len(w.cols)))
 	hdr = binary.AppendUvarint(hdr, uint64(len(body)))
 	for _, c := range w.cols {

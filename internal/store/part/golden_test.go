@@ -27,7 +27,9 @@ import (
 //     fixed them);
 //   - v3.part: format version 3, written at commit 6e6673f (the parent
 //     of the commit that introduced version 4);
-//   - v4.part: format version 4, the current writer's; `go test
+//   - v4.part: format version 4, as the writer wrote it until commit 308e986 (the parent
+//     of the commit that introduced version 5);
+//   - v5.part: format version 5, the current writer's; `go test
 //     ./internal/store/part -run TestGoldenParts -update` rewrites it.
 //
 // v1 and v2 were made with a temporary test file in a git worktree of
@@ -48,9 +50,10 @@ import (
 // column, level a dictionary in the api block). The .want files were
 // dumped by dumpPart when the parts were added and checked by hand
 // against input.txt; they differ only in version 1's unknown longest
-// tokens; v4.want adds the JSON flags of the templates' slots (jsontext.go).
+// tokens; v4.want adds the JSON flags of the templates' slots (jsontext.go);
+// v5.want each block's fields flag from the index (BlockMeta.Fields).
 // A new version adds its vN.part and vN.want; none is removed.
-var goldenVersions = []int{1, 2, 3, 4}
+var goldenVersions = []int{1, 2, 3, 4, 5}
 
 func TestGoldenParts(t *testing.T) {
 	if *update {
@@ -109,8 +112,12 @@ func dumpPart(t *testing.T, rd *part.Reader) string {
 	fmt.Fprintf(&sb, "streams %d blocks %d\n", len(rd.Streams), len(rd.Blocks))
 	var blk part.Block
 	for i, bm := range rd.Blocks {
-		fmt.Fprintf(&sb, "block %d stream %s rows %d time %d..%d longest %d\n",
+		fmt.Fprintf(&sb, "block %d stream %s rows %d time %d..%d longest %d",
 			i, rd.Streams[bm.Stream], bm.Rows, bm.MinTime, bm.MaxTime, bm.LongestToken)
+		if bm.Fields != part.FieldsUnknown {
+			fmt.Fprintf(&sb, " fields out of line %v", bm.Fields == part.FieldsOutOfLine)
+		}
+		sb.WriteByte('\n')
 		if err := rd.ReadBlock(i, &blk); err != nil {
 			t.Fatalf("block %d: %v", i, err)
 		}

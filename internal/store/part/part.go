@@ -21,9 +21,10 @@ import (
 // footer. FROZEN: parts written with any version from minVersion on must
 // stay readable. Version 2 added each block's longest token to the index;
 // version 3 the text columns' gram filters (grams.go); version 4 the JSON
-// flags of the templates' in-line slots (jsontext.go).
+// flags of the templates' in-line slots (jsontext.go); version 5 each
+// block's flags in the index (BlockMeta.Fields).
 const (
-	Version    = 4
+	Version    = 5
 	minVersion = 1
 )
 
@@ -58,9 +59,31 @@ type BlockMeta struct {
 	// lines (math.MaxInt32 when unknown: parts of format version 1).
 	LongestToken int
 
+	// Fields says whether a row of the block may have a field stored out
+	// of its line (structured metadata: see Block.Meta), as the block's
+	// header would (Block.OutOfLine), so that a count from the index
+	// reads no block to learn it: FieldsUnknown in parts before
+	// version 5.
+	Fields BlockFields
+
 	// The block's token filter, in the filter section.
 	filterOff, filterLen int64
 }
+
+// BlockFields says where the fields of a block's rows are.
+type BlockFields uint8
+
+const (
+	FieldsUnknown   BlockFields = iota // parts before version 5: read the block's header
+	FieldsInLine                       // every field of every row is in its line
+	FieldsOutOfLine                    // some row may have a field out of its line
+)
+
+// Flags of a block in the index (version 5 on).
+const (
+	blockOutOfLine  = 1 << 0 // FieldsOutOfLine
+	blockFlagsKnown = blockOutOfLine
+)
 
 // Writer writes one part file.
 //
@@ -205,6 +228,10 @@ func (w *Writer) drain(wait bool) {
 		w.write(j.out)
 		j.meta.filterOff, j.meta.filterLen = int64(len(w.filters)), int64(len(j.filter))
 		j.meta.LongestToken = j.bw.tokens.longest
+		j.meta.Fields = FieldsInLine
+		if j.bw.outOfLine {
+			j.meta.Fields = FieldsOutOfLine
+		}
 		w.filters = append(w.filters, j.filter...)
 		w.blocks = append(w.blocks, j.meta)
 		w.meta.Rows += int64(j.meta.Rows)
@@ -275,6 +302,11 @@ func (w *Writer) Finish() (Meta, error) {
 		idx = binary.AppendUvarint(idx, uint64(b.filterOff))
 		idx = binary.AppendUvarint(idx, uint64(b.filterLen))
 		idx = binary.AppendUvarint(idx, uint64(b.LongestToken))
+		var flags uint64
+		if b.Fields == FieldsOutOfLine {
+			flags |= blockOutOfLine
+		}
+		idx = binary.AppendUvarint(idx, flags)
 	}
 	idx = binary.AppendUvarint(idx, uint64(filtersOff))
 	idx = binary.AppendUvarint(idx, uint64(len(w.filters)))
@@ -457,6 +489,16 @@ func (r *Reader) load() error {
 		if r.version >= 2 {
 			b.LongestToken = int(x.Bounded("longest token", math.MaxInt32))
 		}
+		if r.version >= 5 {
+			flags := x.Uvarint("block flags")
+			if flags&^blockFlagsKnown != 0 {
+				x.Fail("block flags")
+			}
+			b.Fields = FieldsInLine
+			if flags&blockOutOfLine != 0 {
+				b.Fields = FieldsOutOfLine
+			}
+		}
 		if x.Err() == nil && (int(b.Stream) >= len(r.Streams) || b.Off < headerSize || b.Len < 0 || b.Off > indexOff || b.Len > indexOff-b.Off) {
 			x.Fail("block location")
 		}
@@ -560,13 +602,17 @@ func (r *Reader) verify(i int, blob []byte) error {
 }
 
 // BlockOutOfLine reports whether a row of block i may have a field stored
-// out of its line (structured metadata: see Block.Meta), reading only the
-// block's header (cached as ReadBlock caches it); b lends its buffers. A
-// caller that counts the block's rows from its BlockMeta learns so, as
-// ReadBlock would, that the block is sound and whether its rows' labels
-// differ by their metadata.
+// out of its line (structured metadata: see Block.Meta): from the index
+// (BlockMeta.Fields), or in parts before version 5 from the block's
+// header (cached as ReadBlock caches it), after checking the block is
+// sound; b lends its buffers. A caller that counts the block's rows from
+// its BlockMeta learns so whether its rows' labels differ by their
+// metadata.
 func (r *Reader) BlockOutOfLine(i int, b *Block) (bool, error) {
 	bm := &r.Blocks[i]
+	if bm.Fields != FieldsUnknown {
+		return bm.Fields == FieldsOutOfLine, nil
+	}
 	blob := r.data[bm.Off : bm.Off+bm.Len]
 	if err := r.verify(i, blob); err != nil {
 		return false, err

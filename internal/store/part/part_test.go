@@ -132,6 +132,10 @@ func check(t testing.TB, fs vfs.FS, path string, want []ref) {
 		if err := rd.ReadBlock(i, &blk); err != nil {
 			t.Fatal(err)
 		}
+		// The index says what the header says (version 5 on).
+		if got, want := rd.Blocks[i].Fields, map[bool]part.BlockFields{false: part.FieldsInLine, true: part.FieldsOutOfLine}[blk.OutOfLine()]; got != want {
+			t.Fatalf("block %d: the index says fields %d, the header %d", i, got, want)
+		}
 		for _, g := range blk.Rows {
 			if k >= len(want) {
 				t.Fatalf("more rows than written")
