@@ -172,7 +172,7 @@ func (o *serveOpts) run(args []string, e *env) error {
 	}
 	reg := prometheus.NewRegistry()
 	st, err := o.storage.openWith(e.stderr, store.Options{Retention: o.retention, MaxTenantBytes: o.maxTenantBytes,
-		MaxHeadBytes: o.maxHeadBytes, BlockCacheBytes: o.blockCacheBytes, OnWALSync: server.WALSyncObserver(reg)})
+		MaxHeadBytes: o.maxHeadBytes, BlockCacheBytes: o.blockCacheBytes, WarmBlockCache: true, OnWALSync: server.WALSyncObserver(reg)})
 	if err != nil {
 		return err
 	}

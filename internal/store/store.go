@@ -72,6 +72,11 @@ type Options struct {
 	// the parsed headers, row templates and times of the blocks queries
 	// read) may hold; 0 means DefaultBlockCacheBytes, below 0 none.
 	BlockCacheBytes int64
+	// WarmBlockCache fills up to half of the block cache after Open, in
+	// the background, with the blocks of the newest parts first, so that
+	// the first queries after a start run as warm ones (a server's; a
+	// one-shot command has no use for it).
+	WarmBlockCache bool
 	// WALSegmentSize: see wal.Options.SegmentSize.
 	WALSegmentSize int64
 	// ReadOnly opens the directory without changing a byte of it: the
@@ -174,6 +179,7 @@ type Store struct {
 	fullSince int64         // deferFlush: when the head waiting was found full (Unix ns; 0: none waits)
 	maintain  chan struct{} // wakes the maintainer
 	stop      chan struct{}
+	warmed    chan struct{} // closed when warm is done
 	ctx       context.Context // cancelled by Close, to stop a merge
 	cancel    context.CancelFunc
 	wg        sync.WaitGroup
@@ -262,6 +268,13 @@ func Open(opts Options) (*Store, error) {
 	s.wg.Add(2)
 	go s.flusher()
 	go s.maintainer()
+	s.warmed = make(chan struct{})
+	if opts.WarmBlockCache && s.blocks != nil {
+		s.wg.Add(1)
+		go s.warm()
+	} else {
+		close(s.warmed)
+	}
 	if b, _ := s.head.size(); b >= s.opts.HeadBytes {
 		s.signal() // a replay that could not flush (a full disk) left a full head
 	}
@@ -717,6 +730,28 @@ func (s *Store) signal() {
 	select {
 	case s.kick <- struct{}{}:
 	default:
+	}
+}
+
+// warm reads the blocks of the parts live at Open into the block cache,
+// the newest part first, until the cache holds half of its budget (the
+// rest is the queries'), or the store closes: one goroutine, so that
+// queries arriving meanwhile keep a core. A damaged block is quarantined
+// and reported as a query's read would (OnDamage); warming goes on.
+func (s *Store) warm() {
+	defer s.wg.Done()
+	defer close(s.warmed)
+	sn := s.Snapshot()
+	defer sn.Release()
+	var blk part.Block
+	for i := len(sn.parts) - 1; i >= 0; i-- { // parts are by id: the newest last
+		rd := sn.parts[i].rd
+		for b := range rd.Blocks {
+			if s.ctx.Err() != nil || s.blocks.Used() >= s.blocks.Budget()/2 {
+				return
+			}
+			_ = rd.Warm(b, &blk) // damage is quarantined, and reported by the reader
+		}
 	}
 }
 

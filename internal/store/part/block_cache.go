@@ -111,6 +111,9 @@ type cachedHeader struct {
 // NewBlockCache returns a cache holding at most budget bytes.
 func NewBlockCache(budget int64) *BlockCache { return &BlockCache{budget: budget} }
 
+// Budget returns the bytes the cache may hold.
+func (c *BlockCache) Budget() int64 { return c.budget }
+
 // Used returns the bytes the cache holds.
 func (c *BlockCache) Used() int64 {
 	c.mu.Lock()

@@ -550,6 +550,22 @@ func (r *Reader) load() error {
 	return nil
 }
 
+// Warm reads block i as a columnar read does (b lends its buffers), so
+// that the block cache holds its parsed header, the templates and flags
+// of its rows, and their times: what a query finds there it neither
+// checksums, decompresses nor parses again. Without a cache it does
+// nothing. Damage is found and quarantined as by ReadBlock.
+func (r *Reader) Warm(i int, b *Block) error {
+	if r.headers == nil {
+		return nil
+	}
+	*b = Block{raw: b.raw, lines: b.lines, vals: b.vals, fields: b.fields, Columnar: true}
+	if err := r.ReadBlock(i, b); err != nil {
+		return err
+	}
+	return b.DecodeTimes()
+}
+
 // ReadBlock decodes block i into b, checking its checksum at its first
 // read since Open. A block found damaged is quarantined: every later read
 // of it fails at once with the same *CorruptionError (matching
