@@ -179,7 +179,7 @@ type Store struct {
 	fullSince int64         // deferFlush: when the head waiting was found full (Unix ns; 0: none waits)
 	maintain  chan struct{} // wakes the maintainer
 	stop      chan struct{}
-	warmed    chan struct{} // closed when warm is done
+	warmed    chan struct{}   // closed when warm is done
 	ctx       context.Context // cancelled by Close, to stop a merge
 	cancel    context.CancelFunc
 	wg        sync.WaitGroup
