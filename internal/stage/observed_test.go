@@ -140,3 +140,65 @@ func TestTemplateLabels(t *testing.T) {
 		}
 	}
 }
+
+// FuzzPatternRegexpObserving: for any line, pattern and regexp with
+// hints set, of the labels they set without hints, exactly those
+// observed (a stream label's name suffixed), though pattern stops at the
+// last capture observed and regexp does not run when none is.
+func FuzzPatternRegexpObserving(f *testing.F) {
+	for _, s := range []string{
+		`10.0.0.1 - - [15/Jan/2026:08:00:00 +0000] "GET /api/v1/orders HTTP/1.1" 500 1234 "-" "curl/8.5"`,
+		`10.0.0.1 - - [x] "GET /a b" 200`, `GET /x 500 ERROR failed`, `level=info msg=x`, ``, `a b c d e`,
+	} {
+		f.Add(s, uint8(5))
+	}
+	parse := func(t *testing.T, q string) logql.Stage {
+		expr, err := logql.Parse(q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return expr.(*logql.LogExpr).Pipeline[0]
+	}
+	stream := lbls("app", "api")
+	f.Fuzz(func(t *testing.T, line string, pick uint8) {
+		for _, q := range []string{
+			`{app="api"} | pattern "<ip> - - [<_>] \"<method> <path> <_>\" <status> <size> <_>"`,
+			`{app="api"} | pattern "<app> <path> <status> <_>"`,
+			`{app="api"} | pattern "[<a>]<b>"`,
+			`{app="api"} | regexp "(?P<method>[A-Z]+) (?P<path>\\S+)(?: (?P<status>\\d+))?"`,
+			`{app="api"} | regexp "^(?P<app>\\w+) (?P<x>.*)$"`,
+		} {
+			full, err := CompileObserving([]logql.Stage{parse(t, q)}, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var lb Labels
+			lb.Reset(stream)
+			full.Process(0, []byte(line), &lb)
+			all := lb.Copy()
+			// Observe some of the labels set, and one never set.
+			names := []string{"nope"}
+			for i, l := range all {
+				if pick>>(i%8)&1 == 1 {
+					names = append(names, l.Name)
+				}
+			}
+			o := ObservedBy(nil, names)
+			hinted, err := CompileObserving([]logql.Stage{parse(t, q)}, o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			lb.Reset(stream)
+			hinted.Process(0, []byte(line), &lb)
+			var want record.Labels
+			for _, l := range all {
+				if l.Name == "app" || o.observes(l.Name) {
+					want = append(want, l)
+				}
+			}
+			if got := lb.Copy(); got.String() != want.String() {
+				t.Fatalf("%s on %q observing %v:\n got %s\nwant %s", q, line, o.Names(), got, want)
+			}
+		}
+	})
+}

@@ -53,6 +53,10 @@ func CompileObserving(stages []logql.Stage, o *Observed) (*Pipeline, error) {
 			s.observed = o
 		case *unpackStage:
 			s.observed = o
+		case *regexpStage:
+			s.observe(o)
+		case *patternStage:
+			s.observe(o)
 		}
 	}
 	return p, nil

@@ -3,6 +3,7 @@ package stage
 import (
 	"bytes"
 	"fmt"
+	"slices"
 
 	"github.com/sluicelog/sluice/internal/logql"
 )
@@ -13,9 +14,13 @@ import (
 // error is set, as in Loki. Names follow the _extracted and first-wins
 // rules of every parser.
 type regexpStage struct {
-	p     *logql.RegexpParser
-	names []string // by group index; "" for unnamed groups
-	buf   rowBuf
+	p        *logql.RegexpParser
+	names    []string // by group index; "" for unnamed groups
+	buf      rowBuf
+	observed *Observed // the labels set; nil: all
+	// none: no group's label is observed, so that a match could change
+	// nothing the query answers and is not tried.
+	none bool
 }
 
 func newRegexpStage(r *logql.RegexpParser) (stage, error) {
@@ -44,7 +49,21 @@ func newRegexpStage(r *logql.RegexpParser) (stage, error) {
 	return s, nil
 }
 
+// observe makes s set only the labels o observes.
+func (s *regexpStage) observe(o *Observed) {
+	s.observed, s.none = o, !slices.ContainsFunc(s.names, func(n string) bool { return n != "" && observesParsed(o, n) })
+}
+
+// observesParsed reports whether o observes the label a parser sets for
+// name: name, or name with ExtractedSuffix when a stream label has it.
+func observesParsed(o *Observed, name string) bool {
+	return o.observes(name) || o.observes(name+ExtractedSuffix)
+}
+
 func (s *regexpStage) process(_ int64, line []byte, lb *Labels) ([]byte, bool) {
+	if s.none {
+		return line, true
+	}
 	s.buf.reset()
 	// FindSubmatchIndex allocates its result; regexp has no variant that
 	// reuses a slice.
@@ -60,7 +79,7 @@ func (s *regexpStage) process(_ int64, line []byte, lb *Labels) ([]byte, bool) {
 		if lo, hi := idx[2*g], idx[2*g+1]; lo >= 0 {
 			v = bytesView(line[lo:hi])
 		}
-		setParsed(lb, &s.buf, nil, name, v)
+		setParsed(lb, &s.buf, s.observed, name, v)
 	}
 	return line, true
 }
@@ -69,10 +88,11 @@ func (s *regexpStage) process(_ int64, line []byte, lb *Labels) ([]byte, bool) {
 // matches. When the pattern's leading literal does not start the line
 // nothing is extracted; no error is set.
 type patternStage struct {
-	p   *pattern
-	buf rowBuf
-	lb  *Labels
-	set func(name string, value []byte)
+	p        *pattern
+	buf      rowBuf
+	lb       *Labels
+	set      func(name string, value []byte)
+	observed *Observed // the labels set; nil: all
 }
 
 func newPatternStage(p *logql.PatternParser) (stage, error) {
@@ -86,8 +106,23 @@ func newPatternStage(p *logql.PatternParser) (stage, error) {
 	s := &patternStage{p: c}
 	// One closure for the life of the stage: a new one per line would
 	// allocate.
-	s.set = func(name string, value []byte) { setParsed(s.lb, &s.buf, nil, name, bytesView(value)) }
+	s.set = func(name string, value []byte) { setParsed(s.lb, &s.buf, s.observed, name, bytesView(value)) }
 	return s, nil
+}
+
+// observe makes s set only the labels o observes, and stop matching at
+// the literal that ends the last capture whose label o observes: a
+// capture ends where the first literal after it starts, so the captures
+// before are what they are without the rest.
+func (s *patternStage) observe(o *Observed) {
+	s.observed = o
+	end := 0
+	for i, part := range s.p.parts {
+		if part.Capture && part.Name != "" && observesParsed(o, part.Name) {
+			end = min(i+2, len(s.p.parts))
+		}
+	}
+	s.p = &pattern{parts: s.p.parts[:end], names: s.p.names}
 }
 
 func (s *patternStage) process(_ int64, line []byte, lb *Labels) ([]byte, bool) {
@@ -198,6 +233,9 @@ func (p *pattern) matchWhole(line []byte) bool {
 // literal matched.
 func (p *pattern) extract(line []byte, set func(name string, value []byte)) bool {
 	parts := p.parts
+	if len(parts) == 0 { // patternStage.observe: no capture observed
+		return true
+	}
 	pos := 0
 	if !parts[0].Capture {
 		if !bytes.HasPrefix(line, stringBytes(parts[0].Literal)) {
