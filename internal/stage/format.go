@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"text/template"
+	"text/template/parse"
 	"time"
 	"unicode"
 	"unicode/utf8"
@@ -30,6 +31,9 @@ type lineFormatStage struct {
 	tc   *templateCtx
 	data map[string]string
 	out  appendWriter
+	// plain, when ok, is tmpl as text and label values to append.
+	plain   plainTemplate
+	plainOK bool
 }
 
 func newLineFormatStage(f *logql.LineFormat) (stage, error) {
@@ -38,10 +42,26 @@ func newLineFormatStage(f *logql.LineFormat) (stage, error) {
 	if err != nil {
 		return nil, fmt.Errorf("line_format: %w", err)
 	}
-	return &lineFormatStage{tmpl: t, tc: tc, data: map[string]string{}}, nil
+	s := &lineFormatStage{tmpl: t, tc: tc, data: map[string]string{}}
+	s.plain, s.plainOK = plainOf(t)
+	return s, nil
 }
 
 func (s *lineFormatStage) process(ts int64, line []byte, lb *Labels) ([]byte, bool) {
+	if s.plainOK {
+		s.out.reset()
+		for _, p := range s.plain {
+			v := p.text
+			if p.isLabel {
+				v = lb.Get(p.label) // an absent label prints as "" (missingkey=zero)
+			}
+			if _, err := s.out.WriteString(v); err != nil {
+				lb.ReplaceError(errTemplate, err.Error())
+				return line, true
+			}
+		}
+		return s.out.b, true
+	}
 	s.tc.row(ts, line)
 	templateData(s.data, lb)
 	s.out.reset()
@@ -132,6 +152,45 @@ func (s *labelFormatStage) process(ts int64, line []byte, lb *Labels) ([]byte, b
 	return line, true
 }
 
+// plainTemplate is a template of text and label references alone
+// ({{.name}}, {{- .name }}...), executed by appending the text and the
+// labels' values as text/template prints them, without its reflection:
+// line_format "{{.log}}" was a sixth of the time of a query parsing the
+// JSON inside a field (k8s-inner-errors).
+type plainTemplate []plainPart
+
+type plainPart struct {
+	text    string
+	label   string
+	isLabel bool
+}
+
+// plainOf returns t as a plainTemplate, if it is one.
+func plainOf(t *template.Template) (plainTemplate, bool) {
+	if t.Tree == nil || t.Tree.Root == nil {
+		return nil, false
+	}
+	var p plainTemplate
+	for _, n := range t.Tree.Root.Nodes {
+		switch n := n.(type) {
+		case *parse.TextNode:
+			p = append(p, plainPart{text: string(n.Text)})
+		case *parse.ActionNode:
+			if n.Pipe == nil || len(n.Pipe.Decl) > 0 || len(n.Pipe.Cmds) != 1 || len(n.Pipe.Cmds[0].Args) != 1 {
+				return nil, false
+			}
+			f, ok := n.Pipe.Cmds[0].Args[0].(*parse.FieldNode)
+			if !ok || len(f.Ident) != 1 {
+				return nil, false
+			}
+			p = append(p, plainPart{label: f.Ident[0], isLabel: true})
+		default:
+			return nil, false
+		}
+	}
+	return p, true
+}
+
 // templateData fills m with the row's labels.
 func templateData(m map[string]string, lb *Labels) {
 	clear(m)
@@ -151,6 +210,15 @@ func (w *appendWriter) Write(p []byte) (int, error) {
 	}
 	w.b = append(w.b, p...)
 	return len(p), nil
+}
+
+// WriteString is Write for a string.
+func (w *appendWriter) WriteString(s string) (int, error) {
+	if len(w.b)+len(s) > maxTemplateOutput {
+		return 0, errTemplateTooLarge
+	}
+	w.b = append(w.b, s...)
+	return len(s), nil
 }
 
 func (w *appendWriter) reset() {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/sluicelog/sluice/internal/logql"
+	"github.com/sluicelog/sluice/internal/record"
 )
 
 func TestLineFormat(t *testing.T) {
@@ -193,4 +194,44 @@ func BenchmarkLineFormat(b *testing.B) {
 		lb.Reset(stream)
 		st.process(0, line, lb)
 	}
+}
+
+// FuzzPlainLineFormat: a line_format template of text and label
+// references alone, appended without text/template, gives what
+// text/template gives, for any label values and any text around them.
+func FuzzPlainLineFormat(f *testing.F) {
+	f.Add("{{.log}}", "a \"b\" c", "", true)
+	f.Add("x={{ .log }} y={{.level}}!", "v\x00w", "error", false)
+	f.Add("{{- .log -}}  {{.missing}}", "\xff\xfe", "", true)
+	f.Add("plain text only", "", "", false)
+	f.Fuzz(func(t *testing.T, src, log, level string, withLevel bool) {
+		tmpl, err := parseTemplate("line", src, &templateCtx{})
+		if err != nil {
+			return
+		}
+		if _, ok := plainOf(tmpl); !ok {
+			return
+		}
+		plain, err := newLineFormatStage(&logql.LineFormat{Template: src})
+		if err != nil {
+			t.Fatal(err)
+		}
+		full, err := newLineFormatStage(&logql.LineFormat{Template: src})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !plain.(*lineFormatStage).plainOK {
+			t.Fatalf("%q: plain once, not plain the second time", src)
+		}
+		full.(*lineFormatStage).plainOK = false
+		stream := record.Labels{{Name: "app", Value: "api"}, {Name: "log", Value: log}}
+		if withLevel {
+			stream = append(stream, record.Label{Name: "level", Value: level})
+		}
+		gotLine, gotLabels, _ := runRow(plain, stream, "the line")
+		wantLine, wantLabels, _ := runRow(full, stream, "the line")
+		if gotLine != wantLine || gotLabels.String() != wantLabels.String() {
+			t.Fatalf("%q:\n got %q %s\nwant %q %s", src, gotLine, gotLabels, wantLine, wantLabels)
+		}
+	})
 }
