@@ -34,7 +34,7 @@ func logColumnar(x *logql.LogExpr) bool {
 		return false
 	}
 	j, ok := x.Pipeline[0].(*logql.JSONParser)
-	return ok && len(j.Params) > 0 && columnarStages(x.Pipeline, nil)
+	return ok && len(j.Params) > 0 && columnarStages(x.Pipeline, nil, false)
 }
 
 // columns returns the worker's columnar state.

@@ -39,23 +39,41 @@ func columnarPipeline(x *logql.RangeAggregation, observed *stage.Observed) bool 
 	case "bytes_over_time", "bytes_rate":
 		return false // they need the line
 	}
-	return columnarStages(x.Range.Log.Pipeline, observed)
+	return columnarStages(x.Range.Log.Pipeline, observed, true)
 }
 
 // columnarStages reports whether a pipeline is json with parameters, or
 // without them when its parsers set only the labels observed (not nil),
-// followed by label filters.
-func columnarStages(stages []logql.Stage, observed *stage.Observed) bool {
+// followed by label filters. With lineTail, a line_format of labels alone
+// (stage.PlainTemplate) may follow them, and after it parsers, line
+// filters and label filters: they read the line it makes of the json
+// stage's labels, never the stored line, so that they are run on the
+// labels the columns give (`| json log | line_format "{{.log}}" | json
+// level`), and what a row gives still depends only on its stream and
+// its values.
+func columnarStages(stages []logql.Stage, observed *stage.Observed, lineTail bool) bool {
 	if len(stages) == 0 {
 		return false
 	}
 	if j, ok := stages[0].(*logql.JSONParser); !ok || len(j.Params) == 0 && observed == nil {
 		return false
 	}
+	formatted := false
 	for _, s := range stages[1:] {
-		if _, ok := s.(*logql.LabelFilterStage); !ok {
-			return false
+		switch s := s.(type) {
+		case *logql.LabelFilterStage:
+			continue
+		case *logql.LineFormat:
+			if lineTail && stage.PlainTemplate(s.Template) {
+				formatted = true
+				continue
+			}
+		case *logql.JSONParser, *logql.LogfmtParser, *logql.RegexpParser, *logql.PatternParser, *logql.LineFilter:
+			if formatted {
+				continue
+			}
 		}
+		return false
 	}
 	return true
 }
@@ -121,7 +139,7 @@ type colPlanner struct {
 	// has the one parameter, absent where no field sets it, and blocks
 	// can be swept as for json with one parameter.
 	single    []string
-	rest      *stage.Pipeline // the label filters after it
+	rest      *stage.Pipeline // the stages after it (columnarStages): label filters, and what reads a line_format's line
 	plans     []tmplPlan
 	cur       []int  // per column needed, the value of the row at hand
 	need      []bool // per column, whether its cursor is kept

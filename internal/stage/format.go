@@ -165,6 +165,18 @@ type plainPart struct {
 	isLabel bool
 }
 
+// PlainTemplate reports whether a line_format template is text and label
+// references alone: its output depends on the row's labels only, not on
+// its line, its time or anything else.
+func PlainTemplate(src string) bool {
+	t, err := parseTemplate("line", src, &templateCtx{})
+	if err != nil {
+		return false
+	}
+	_, ok := plainOf(t)
+	return ok
+}
+
 // plainOf returns t as a plainTemplate, if it is one.
 func plainOf(t *template.Template) (plainTemplate, bool) {
 	if t.Tree == nil || t.Tree.Root == nil {
