@@ -3,6 +3,7 @@ package stage
 import (
 	"bytes"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf16"
@@ -514,66 +515,76 @@ func (sc *jsonScanner) str(i int) (string, int) {
 }
 
 // unescape unescapes the string whose text starts at start and has its
-// first backslash at j.
+// first backslash at j. Its text unescaped is never longer than it is
+// escaped (\uXXXX is at most three bytes, a surrogate pair of twelve
+// four), so the arena grows once, to what is left of the data, and the
+// loop writes by index, without a check of capacity per byte: escaped
+// JSON inside a field (k8s' log) has an escape every few bytes.
 func (sc *jsonScanner) unescape(start, j int) (string, int) {
 	d := sc.data
 	buf := sc.buf
 	b0 := len(buf.b)
-	buf.b = append(buf.b, d[start:j]...)
+	out := slices.Grow(buf.b, len(d)-start)
+	n := b0 + copy(out[b0:b0+j-start], d[start:j])
+	out = out[:cap(out)]
 	for j < len(d) {
-		switch c := d[j]; c {
-		case '"':
+		c := d[j]
+		if c == '"' {
+			buf.b = out[:n]
 			return buf.view(b0), j + 1
-		case '\\':
-			if j+1 >= len(d) {
-				return "", sc.fail(j, "unterminated string")
-			}
-			switch e := d[j+1]; e {
-			case '"', '\\', '/':
-				buf.b = append(buf.b, e)
-			case 'b':
-				buf.b = append(buf.b, '\b')
-			case 'f':
-				buf.b = append(buf.b, '\f')
-			case 'n':
-				buf.b = append(buf.b, '\n')
-			case 'r':
-				buf.b = append(buf.b, '\r')
-			case 't':
-				buf.b = append(buf.b, '\t')
-			case 'u':
-				r, ok := hex4(d, j+2)
-				if !ok {
-					return "", sc.fail(j, "invalid \\u escape")
-				}
-				j += 6
-				if utf16.IsSurrogate(r) {
-					r2, ok := rune(0), false
-					if r < 0xdc00 && j+1 < len(d) && d[j] == '\\' && d[j+1] == 'u' {
-						r2, ok = hex4(d, j+2)
-					}
-					if dec := utf16.DecodeRune(r, r2); ok && dec != utf8.RuneError {
-						r = dec
-						j += 6
-					} else {
-						r = utf8.RuneError
-					}
-				}
-				buf.b = utf8.AppendRune(buf.b, r)
-				continue
-			default:
-				return "", sc.fail(j, fmt.Sprintf("invalid escape %q", "\\"+string(rune(e))))
-			}
-			j += 2
-		default:
-			k := j + 1
-			for k < len(d) && d[k] != '"' && d[k] != '\\' {
-				k++
-			}
-			buf.b = append(buf.b, d[j:k]...)
-			j = k
 		}
+		if c != '\\' {
+			out[n] = c
+			n++
+			j++
+			continue
+		}
+		if j+1 >= len(d) {
+			buf.b = out[:b0]
+			return "", sc.fail(j, "unterminated string")
+		}
+		switch e := d[j+1]; e {
+		case '"', '\\', '/':
+			out[n] = e
+		case 'b':
+			out[n] = '\b'
+		case 'f':
+			out[n] = '\f'
+		case 'n':
+			out[n] = '\n'
+		case 'r':
+			out[n] = '\r'
+		case 't':
+			out[n] = '\t'
+		case 'u':
+			r, ok := hex4(d, j+2)
+			if !ok {
+				buf.b = out[:b0]
+				return "", sc.fail(j, "invalid \\u escape")
+			}
+			j += 6
+			if utf16.IsSurrogate(r) {
+				r2, ok := rune(0), false
+				if r < 0xdc00 && j+1 < len(d) && d[j] == '\\' && d[j+1] == 'u' {
+					r2, ok = hex4(d, j+2)
+				}
+				if dec := utf16.DecodeRune(r, r2); ok && dec != utf8.RuneError {
+					r = dec
+					j += 6
+				} else {
+					r = utf8.RuneError
+				}
+			}
+			n += utf8.EncodeRune(out[n:], r)
+			continue
+		default:
+			buf.b = out[:b0]
+			return "", sc.fail(j, fmt.Sprintf("invalid escape %q", "\\"+string(rune(e))))
+		}
+		n++
+		j += 2
 	}
+	buf.b = out[:b0]
 	return "", sc.fail(start-1, "unterminated string")
 }
 

@@ -1,9 +1,12 @@
 package stage
 
 import (
+	"bytes"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
+	"unicode/utf16"
 	"unicode/utf8"
 
 	"github.com/sluicelog/sluice/internal/logql"
@@ -282,6 +285,121 @@ func FuzzJSON(f *testing.F) {
 			if got, _ := ls.Get(k); got != s {
 				t.Fatalf("%q: %s = %q, want %q", line, k, got, s)
 			}
+		}
+	})
+}
+
+// unescapeReference is the plain unescape the arena-writing one replaced:
+// an append per byte, to b. It returns the string appended and the
+// offset after it, or the offset and message of the failure.
+func unescapeReference(b, d []byte, start, j int) ([]byte, int, string) {
+	b = append(b, d[start:j]...)
+	for j < len(d) {
+		switch c := d[j]; c {
+		case '"':
+			return b, j + 1, ""
+		case '\\':
+			if j+1 >= len(d) {
+				return nil, j, "unterminated string"
+			}
+			switch e := d[j+1]; e {
+			case '"', '\\', '/':
+				b = append(b, e)
+			case 'b':
+				b = append(b, '\b')
+			case 'f':
+				b = append(b, '\f')
+			case 'n':
+				b = append(b, '\n')
+			case 'r':
+				b = append(b, '\r')
+			case 't':
+				b = append(b, '\t')
+			case 'u':
+				r, ok := hex4(d, j+2)
+				if !ok {
+					return nil, j, "invalid \\u escape"
+				}
+				j += 6
+				if utf16.IsSurrogate(r) {
+					r2, ok := rune(0), false
+					if r < 0xdc00 && j+1 < len(d) && d[j] == '\\' && d[j+1] == 'u' {
+						r2, ok = hex4(d, j+2)
+					}
+					if dec := utf16.DecodeRune(r, r2); ok && dec != utf8.RuneError {
+						r = dec
+						j += 6
+					} else {
+						r = utf8.RuneError
+					}
+				}
+				b = utf8.AppendRune(b, r)
+				continue
+			default:
+				return nil, j, fmt.Sprintf("invalid escape %q", "\\"+string(rune(e)))
+			}
+			j += 2
+		default:
+			b = append(b, c)
+			j++
+		}
+	}
+	return nil, start - 1, "unterminated string"
+}
+
+// FuzzUnescape: the arena-writing unescape gives what the plain one
+// gives, string, end and failure, for any bytes after any prefix of the
+// arena (a row's earlier values).
+func FuzzUnescape(f *testing.F) {
+	for _, s := range []string{`a\"b\\c"`, `{\"ts\":1,\"level\":\"info\"}"x`, `\u00e9\ud83d\ude00\ud800x"`, `\ud83d\u0041"`, `\q"`, `\u12"`, `abc\`, `\n\t\r\b\f\/"tail`, "\xff\\\"\x00\""} {
+		f.Add(s, uint8(3))
+	}
+	f.Fuzz(func(t *testing.T, s string, pre uint8) {
+		d := []byte(`"` + s)
+		j := bytes.IndexByte(d[1:], '\\')
+		if j < 0 {
+			return // str views strings without escapes; unescape is for the others
+		}
+		j++
+		wantBytes, wantEnd, wantErr := unescapeReference(nil, d, 1, j)
+		want := string(wantBytes)
+		buf := &rowBuf{b: bytes.Repeat([]byte("p"), int(pre))}
+		var sc jsonScanner
+		sc.reset(d, buf)
+		got, end := sc.unescape(1, j)
+		if wantErr != "" {
+			if end != -1 || sc.errMsg != wantErr || sc.errOff != wantEnd {
+				t.Fatalf("%q: got %q, end %d, error %q at %d; want error %q at %d", s, got, end, sc.errMsg, sc.errOff, wantErr, wantEnd)
+			}
+		} else if got != want || end != wantEnd || sc.errMsg != "" {
+			t.Fatalf("%q: got %q, end %d, error %q; want %q, end %d", s, got, end, sc.errMsg, want, wantEnd)
+		}
+		if string(buf.b[:pre]) != strings.Repeat("p", int(pre)) {
+			t.Fatalf("%q: the arena before the string changed: %q", s, buf.b[:pre])
+		}
+	})
+}
+
+// BenchmarkUnescape: a k8s log field holding escaped JSON, unescaped by
+// the arena-writing unescape and by the plain one it replaced.
+func BenchmarkUnescape(b *testing.B) {
+	d := []byte(`"{\"ts\":1768464000001,\"level\":\"info\",\"msg\":\"payment declined\",\"service\":\"auth\",\"host\":\"node-37\",\"trace_id\":\"51431193e6c3f3391a2b8f1ff1fd42a2\",\"http\":{\"method\":\"GET\",\"path\":\"/metrics\",\"status\":502,\"latency_ms\":0.416},\"tags\":[\"us-east-2\"]}"`)
+	j := bytes.IndexByte(d, '\\')
+	b.Run("arena", func(b *testing.B) {
+		b.SetBytes(int64(len(d)))
+		var buf rowBuf
+		var sc jsonScanner
+		for b.Loop() {
+			buf.reset()
+			sc.reset(d, &buf)
+			sc.unescape(1, j)
+		}
+	})
+	b.Run("plain", func(b *testing.B) {
+		b.SetBytes(int64(len(d)))
+		var buf []byte
+		for b.Loop() {
+			buf, _, _ = unescapeReference(buf[:0], d, 1, j)
 		}
 	})
 }
