@@ -2,6 +2,7 @@ package stage
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/sluicelog/sluice/internal/logql"
 )
@@ -34,6 +35,46 @@ type logfmtStage struct {
 	sc        jsonScanner             // unquotes values
 	buf       rowBuf
 	name      []byte
+
+	// Without --strict a malformed pair sets nothing and the first value
+	// of a key wins, so once every label the stage can still change for
+	// the query has been given a value, no later pair matters and the
+	// scan stops: all has a bit per parameter (by index), or per name
+	// observed (wanted; a name set before the stage counts as given);
+	// found are those given on the line at hand. all is 0 when the scan
+	// never stops early (--strict; without parameters or hints; over 64).
+	wanted []string
+	all    uint64
+	found  uint64
+}
+
+// stopEarly readies s's early stop for its parameters, or the names o
+// observes; called when both are known.
+func (s *logfmtStage) stopEarly() {
+	s.all, s.wanted = 0, nil
+	switch {
+	case s.strict:
+	case s.params != nil:
+		if len(s.params) <= 64 {
+			s.all = 1<<len(s.params) - 1
+		}
+	case s.observed != nil:
+		for _, n := range s.observed.names {
+			if n != ErrorLabel && n != ErrorDetailsLabel && !slices.Contains(s.wanted, n) {
+				s.wanted = append(s.wanted, n)
+			}
+		}
+		if len(s.wanted) > 0 && len(s.wanted) <= 64 {
+			s.all = 1<<len(s.wanted) - 1
+		}
+	}
+}
+
+// give marks the wanted name n given.
+func (s *logfmtStage) give(n string) {
+	if i := slices.Index(s.wanted, n); i >= 0 {
+		s.found |= 1 << i
+	}
 }
 
 func newLogfmtStage(l *logql.LogfmtParser) (stage, error) {
@@ -47,14 +88,24 @@ func newLogfmtStage(l *logql.LogfmtParser) (stage, error) {
 		}
 		s.params = append(s.params, p)
 	}
+	s.stopEarly()
 	return s, nil
 }
 
 func (s *logfmtStage) process(_ int64, line []byte, lb *Labels) ([]byte, bool) {
 	s.buf.reset()
 	s.sc.reset(line, &s.buf)
+	s.found = 0
+	for k, n := range s.wanted {
+		if _, ok := lb.lookup(n); ok {
+			s.found |= 1 << k
+		}
+	}
 	i := 0
 	for {
+		if s.all != 0 && s.found == s.all {
+			break
+		}
 		for i < len(line) && line[i] <= ' ' {
 			i++
 		}
@@ -144,9 +195,10 @@ func (s *logfmtStage) pair(i int, lb *Labels) (next, errAt int, msg string) {
 // or an empty value.
 func (s *logfmtStage) extract(key []byte, value string, empty bool, lb *Labels) {
 	if s.params != nil {
-		for _, p := range s.params {
+		for k, p := range s.params {
 			if p.Expr == bytesView(key) {
 				setParsed(lb, &s.buf, s.observed, p.Name, value)
+				s.found |= 1 << k
 			}
 		}
 		return
@@ -156,6 +208,13 @@ func (s *logfmtStage) extract(key []byte, value string, empty bool, lb *Labels) 
 	}
 	s.name = AppendLabelName(s.name[:0], key, true)
 	setParsedName(lb, &s.buf, s.observed, s.name, value)
+	if s.all != 0 {
+		n := bytesView(s.name)
+		if lb.IsStream(n) || lb.IsMeta(n) {
+			return // set as n_extracted: never marked, so a query observing it reads every pair
+		}
+		s.give(n)
+	}
 }
 
 // closingLogfmtQuote returns the offset of the quote that closes the

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/sluicelog/sluice/internal/logql"
+	"github.com/sluicelog/sluice/internal/record"
 )
 
 const logfmtDocLine = `at=info method=GET path=/ host=grafana.net fwd="124.133.124.161" service=8ms status=200`
@@ -167,6 +168,58 @@ func FuzzLogfmt(f *testing.F) {
 		_, l2, _ := runRow(strict, nil, line)
 		if _, bad := l2.Get(ErrorLabel); !bad && !strings.Contains(line, "__error") && l1.String() != l2.String() {
 			t.Fatalf("%q: loose %s, strict %s", line, l1, l2)
+		}
+	})
+}
+
+// FuzzLogfmtStopsEarly: logfmt stopping once every parameter, or every
+// label observed, has its value sets what it sets reading every pair,
+// for any line, stream labels and parameters or hints.
+func FuzzLogfmtStopsEarly(f *testing.F) {
+	for _, s := range []string{realisticLogfmt, `level=info msg="a \"b\"" service=api level=error`, `level= service service=x`, `a=1 =x level="bad\q" level=ok`, `service=s1 app=a level=l`} {
+		f.Add(s, uint8(3))
+	}
+	stream := record.Labels{{Name: "app", Value: "api"}}
+	f.Fuzz(func(t *testing.T, line string, pick uint8) {
+		names := []string{"level", "service", "app", "app_extracted", "msg", "nope"}
+		var chosen []string
+		for i, n := range names {
+			if pick>>i&1 == 1 {
+				chosen = append(chosen, n)
+			}
+		}
+		var params []logql.LabelExtraction
+		for _, n := range chosen {
+			params = append(params, logql.LabelExtraction{Name: n, Expr: n})
+		}
+		for _, mode := range []struct {
+			p *logql.LogfmtParser
+			o *Observed
+		}{
+			{&logql.LogfmtParser{Params: params}, nil},
+			{&logql.LogfmtParser{KeepEmpty: pick&0x80 != 0}, ObservedBy(nil, chosen)},
+			{&logql.LogfmtParser{Params: params}, ObservedBy(nil, chosen[:len(chosen)/2])},
+		} {
+			if len(mode.p.Params) == 0 && mode.o == nil {
+				continue
+			}
+			mk := func() *logfmtStage {
+				st, err := newLogfmtStage(mode.p)
+				if err != nil {
+					t.Fatal(err)
+				}
+				s := st.(*logfmtStage)
+				s.observed = mode.o
+				s.stopEarly()
+				return s
+			}
+			early, every := mk(), mk()
+			every.all = 0
+			_, got, _ := runRow(early, stream, line)
+			_, want, _ := runRow(every, stream, line)
+			if got.String() != want.String() {
+				t.Fatalf("%q (params %v, observed %v):\n got %s\nwant %s", line, mode.p.Params, chosen, got, want)
+			}
 		}
 	})
 }

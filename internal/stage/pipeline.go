@@ -51,6 +51,7 @@ func CompileObserving(stages []logql.Stage, o *Observed) (*Pipeline, error) {
 			s.observed = o
 		case *logfmtStage:
 			s.observed = o
+			s.stopEarly()
 		case *unpackStage:
 			s.observed = o
 		case *regexpStage:
