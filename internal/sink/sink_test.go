@@ -40,7 +40,9 @@ type memDest struct {
 	calls    chan struct{} // receives after every Deliver
 }
 
-func newMemDest(failures int) *memDest { return &memDest{failures: failures, calls: make(chan struct{}, 1)} }
+func newMemDest(failures int) *memDest {
+	return &memDest{failures: failures, calls: make(chan struct{}, 1)}
+}
 
 func (d *memDest) Open(context.Context) (wal.Pos, bool, error) {
 	d.mu.Lock()
