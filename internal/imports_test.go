@@ -39,6 +39,8 @@ var allowed = map[string][]string{
 	"internal/sink":          {"internal/flow", "internal/logql", "internal/record", "internal/rows", "internal/wal"},
 	"internal/sink/postgres": {"internal/sink", "internal/wal"},
 	"internal/sink/file":     {"internal/sink", "internal/wal"},
+	// Starts a private PostgreSQL for tests: knows nothing of sluice.
+	"internal/sink/postgres/pgtest": {},
 	// The server wires protocols to the store.
 	"internal/server": {"internal/flow", "internal/protocol/", "internal/sink/", "internal/parse", "internal/record", "internal/store", "internal/vfs", "internal/query", "internal/logql"},
 	// The query engine reads the store through its snapshot; the language
