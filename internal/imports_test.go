@@ -38,7 +38,7 @@ var allowed = map[string][]string{
 	// block policy. Destinations know the runtime and the WAL's positions.
 	"internal/sink":          {"internal/flow", "internal/logql", "internal/record", "internal/rows", "internal/wal"},
 	"internal/sink/postgres": {"internal/sink", "internal/wal"},
-	"internal/sink/file":     {"internal/sink", "internal/wal"},
+	"internal/sink/file":     {"internal/sink", "internal/wal", "internal/record"},
 	// Starts a private PostgreSQL for tests: knows nothing of sluice.
 	"internal/sink/postgres/pgtest": {},
 	// The server wires protocols to the store.
