@@ -53,9 +53,26 @@ func (m *Manager) Hold() uint64 {
 	return h
 }
 
+// Start fixes where sinks without a position begin: at what l has
+// acknowledged so far, so that every line acknowledged from now on is
+// theirs (and held for them). Call it before ingest starts; Run calls it
+// too. Idempotent.
+func (m *Manager) Start(l *wal.Log) {
+	end := l.Committed()
+	for _, s := range m.sinks {
+		s.mu.Lock()
+		if !s.hasDone && !s.initial {
+			s.done, s.initial = end, true
+			s.hold.Store(end.Segment)
+		}
+		s.mu.Unlock()
+	}
+}
+
 // Run runs every sink on l, and the budget monitor, until ctx ends, and
 // returns the first sink's fault (the other sinks keep running).
 func (m *Manager) Run(ctx context.Context, l *wal.Log) error {
+	m.Start(l)
 	var wg sync.WaitGroup
 	errs := make(chan error, len(m.sinks))
 	for _, s := range m.sinks {

@@ -96,7 +96,8 @@ type Sink struct {
 	// needs the WAL before it again. Kept in the position file.
 	mu      sync.Mutex
 	done    wal.Pos
-	hasDone bool
+	hasDone bool    // done is known: from the position file, or set by Run
+	initial bool    // done was set by Manager.Start: where a new sink begins
 	saved   wal.Pos // what the position file holds
 	lastErr string
 
@@ -173,6 +174,9 @@ func (s *Sink) Run(ctx context.Context, l *wal.Log) error {
 		}
 		s.setErr(err)
 		s.log.Warn("sink: open destination; retrying", "attempt", attempt, "err", err)
+		if err := s.dropWhileClosed(l); err != nil {
+			return err
+		}
 		if !s.sleep(ctx, s.cfg.Retry.delay(attempt, s.rnd)) {
 			return nil
 		}
@@ -186,9 +190,12 @@ func (s *Sink) Run(ctx context.Context, l *wal.Log) error {
 	if dok && (!has || posLess(start, dpos)) {
 		start, has = dpos, true
 	}
-	if !has {
-		// A new sink starts at what ingest acknowledges from now on.
-		start = l.Committed()
+	if !has && !dok {
+		// A new sink starts where Manager.Start put it: at what ingest
+		// acknowledges from then on.
+		if !s.initial {
+			start = l.Committed()
+		}
 	}
 	s.setDone(start)
 	if err := s.savePosition(); err != nil {
@@ -374,6 +381,24 @@ func (s *Sink) drop(l *wal.Log, cur *wal.Cursor, b *Batch) {
 	s.over.Store(false)
 	s.log.Error("sink: over its budget with policy drop_oldest; dropped records", "records", n,
 		"budget", s.cfg.Budget, "resume", b.End.String())
+}
+
+// dropWhileClosed applies drop_oldest while the destination cannot even be
+// opened: the sink's own position moves forward (the destination's, behind
+// it, is ignored at start since ours is ahead).
+func (s *Sink) dropWhileClosed(l *wal.Log) error {
+	s.mu.Lock()
+	done, known := s.done, s.hasDone || s.initial
+	s.mu.Unlock()
+	if s.cfg.Policy != DropOldest || !s.over.Load() || !known {
+		return nil
+	}
+	cur := l.Cursor(done)
+	defer cur.Close()
+	b := Batch{End: done}
+	s.drop(l, cur, &b)
+	s.setDone(b.End)
+	return s.savePosition()
 }
 
 func (s *Sink) sleep(ctx context.Context, d time.Duration) bool {
