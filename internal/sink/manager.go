@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -28,6 +29,7 @@ type Manager struct {
 	m     *metrics
 	// Interval is how often backlogs are measured against the budgets.
 	Interval time.Duration
+	wal      atomic.Pointer[wal.Log] // set by Start
 }
 
 // NewManager returns a manager of sinks, registering the per-sink metrics
@@ -58,6 +60,7 @@ func (m *Manager) Hold() uint64 {
 // theirs (and held for them). Call it before ingest starts; Run calls it
 // too. Idempotent.
 func (m *Manager) Start(l *wal.Log) {
+	m.wal.Store(l)
 	end := l.Committed()
 	for _, s := range m.sinks {
 		s.mu.Lock()
@@ -195,8 +198,16 @@ func (m *Manager) Status() []Status {
 	out := make([]Status, 0, len(m.sinks))
 	for _, s := range m.sinks {
 		s.mu.Lock()
-		pos, lastErr := s.done.String(), s.lastErr
+		done, lastErr := s.done, s.lastErr
 		s.mu.Unlock()
+		backlog := s.backlog.Load()
+		if l := m.wal.Load(); l != nil {
+			// Measured now, so that a reader sees the state after what
+			// it just did, not the monitor's last look.
+			if n, err := l.BytesSince(done); err == nil {
+				backlog = n
+			}
+		}
 		tenant := s.cfg.Tenant
 		if tenant == "" {
 			tenant = "*"
@@ -206,7 +217,7 @@ func (m *Manager) Status() []Status {
 			age = time.Since(time.Unix(0, t)).Seconds()
 		}
 		out = append(out, Status{Name: s.cfg.Name, Type: s.cfg.Type, Tenant: tenant, Selector: s.cfg.Selector,
-			Position: pos, Backlog: s.backlog.Load(), Budget: s.cfg.Budget, Policy: s.cfg.Policy.String(),
+			Position: done.String(), Backlog: backlog, Budget: s.cfg.Budget, Policy: s.cfg.Policy.String(),
 			Blocked: s.over.Load(), OldestAge: age, Records: value(s.m.records), Bytes: value(s.m.bytes),
 			Batches: value(s.m.batches), Retries: value(s.m.retries), DeadLettered: value(s.m.deadLettered),
 			Dropped: value(s.m.dropped), LastError: lastErr})
