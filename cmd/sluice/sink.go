@@ -33,20 +33,27 @@ type sinkConfig struct {
 		Initial string `yaml:"initial"`
 		Max     string `yaml:"max"`
 	} `yaml:"retry"`
-	Budget   int64  `yaml:"budget_bytes"`
-	Policy   string `yaml:"policy"` // block, drop_oldest
-	Postgres struct {
-		DSN     string            `yaml:"dsn"`
-		Table   string            `yaml:"table"`
-		Columns map[string]string `yaml:"columns"`
-		Pool    int               `yaml:"pool"`
-	} `yaml:"postgres"`
-	File struct {
-		Dir         string `yaml:"dir"`
-		MaxBytes    int64  `yaml:"max_bytes"`
-		MaxAge      string `yaml:"max_age"`
-		Compression string `yaml:"compression"`
-	} `yaml:"file"`
+	Budget   int64          `yaml:"budget_bytes"`
+	Policy   string         `yaml:"policy"` // block, drop_oldest
+	Postgres pgSinkConfig   `yaml:"postgres"`
+	File     fileSinkConfig `yaml:"file"`
+}
+
+// pgSinkConfig is the postgres: block of a sink.
+type pgSinkConfig struct {
+	DSN     string            `yaml:"dsn"`
+	Table   string            `yaml:"table"`
+	Columns map[string]string `yaml:"columns"`
+	Pool    int               `yaml:"pool"`
+	Timeout string            `yaml:"timeout"`
+}
+
+// fileSinkConfig is the file: block of a sink.
+type fileSinkConfig struct {
+	Dir         string `yaml:"dir"`
+	MaxBytes    int64  `yaml:"max_bytes"`
+	MaxAge      string `yaml:"max_age"`
+	Compression string `yaml:"compression"`
 }
 
 var sinkName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$`)
@@ -99,8 +106,11 @@ func buildSinks(cfgs []sinkConfig, data string, reg prometheus.Registerer, log *
 		var dest sink.Destination
 		switch c.Type {
 		case "postgres":
-			dest, err = postgres.New(postgres.Config{Sink: c.Name, DSN: c.Postgres.DSN, Table: c.Postgres.Table,
-				Columns: c.Postgres.Columns, Pool: c.Postgres.Pool})
+			var timeout time.Duration
+			if timeout, err = dur("postgres.timeout", c.Postgres.Timeout); err == nil {
+				dest, err = postgres.New(postgres.Config{Sink: c.Name, DSN: c.Postgres.DSN, Table: c.Postgres.Table,
+					Columns: c.Postgres.Columns, Pool: c.Postgres.Pool, Timeout: timeout})
+			}
 		case "file":
 			var age time.Duration
 			if age, err = dur("file.max_age", c.File.MaxAge); err == nil {

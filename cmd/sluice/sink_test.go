@@ -25,12 +25,8 @@ func TestSinkConfigErrors(t *testing.T) {
 		{"linger", []sinkConfig{file(sinkConfig{Name: "l", Type: "file", Linger: "soon"})}, `sink "l": linger "soon"`},
 		{"selector", []sinkConfig{file(sinkConfig{Name: "s", Type: "file", Selector: `{app=}`})}, `sink "s": sink "s": selector`},
 		{"dsn", []sinkConfig{{Name: "pg", Type: "postgres"}}, `sink "pg": postgres sink "pg": no dsn`},
-		{"compression", []sinkConfig{{Name: "f", Type: "file", File: struct {
-			Dir         string `yaml:"dir"`
-			MaxBytes    int64  `yaml:"max_bytes"`
-			MaxAge      string `yaml:"max_age"`
-			Compression string `yaml:"compression"`
-		}{Dir: "/tmp/x", Compression: "brotli"}}}, `compression "brotli"`},
+		{"bad dsn", []sinkConfig{{Name: "pg", Type: "postgres", Postgres: pgSinkConfig{DSN: "postgres://a:b@host:notaport/db"}}}, `postgres sink "pg": dsn`},
+		{"compression", []sinkConfig{{Name: "f", Type: "file", File: fileSinkConfig{Dir: "/tmp/x", Compression: "brotli"}}}, `compression "brotli"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := buildSinks(tc.cfgs, t.TempDir(), nil, slog.New(slog.NewTextHandler(io.Discard, nil)))

@@ -56,7 +56,13 @@ type Config struct {
 	// Pool is the connections the sink may open (DefaultPoolConns if 0):
 	// one delivers, one is spare for a retry while a broken one closes.
 	Pool int
+	// Timeout bounds one delivery, connecting included (DefaultTimeout
+	// if 0): a destination that hangs is retried like one that fails.
+	Timeout time.Duration
 }
+
+// DefaultTimeout bounds a delivery.
+const DefaultTimeout = time.Minute
 
 // Dest is the PostgreSQL destination.
 type Dest struct {
@@ -82,6 +88,12 @@ func New(cfg Config) (*Dest, error) {
 	}
 	if cfg.Pool <= 0 {
 		cfg.Pool = DefaultPoolConns
+	}
+	if cfg.Timeout <= 0 {
+		cfg.Timeout = DefaultTimeout
+	}
+	if _, err := pgxpool.ParseConfig(cfg.DSN); err != nil {
+		return nil, fmt.Errorf("postgres sink %q: dsn: %w", cfg.Sink, err)
 	}
 	d := &Dest{cfg: cfg, table: pgx.Identifier(strings.Split(cfg.Table, "."))}
 	cols := cfg.Columns
@@ -118,6 +130,9 @@ func (d *Dest) Open(ctx context.Context) (wal.Pos, bool, error) {
 		}
 		pc.MaxConns = int32(d.cfg.Pool)
 		pc.MinConns = 0
+		if pc.ConnConfig.ConnectTimeout == 0 {
+			pc.ConnConfig.ConnectTimeout = 10 * time.Second
+		}
 		pool, err := pgxpool.NewWithConfig(ctx, pc)
 		if err != nil {
 			return wal.Pos{}, false, fmt.Errorf("postgres sink %q: connect: %w", d.cfg.Sink, err)
@@ -146,6 +161,8 @@ func (d *Dest) Open(ctx context.Context) (wal.Pos, bool, error) {
 
 // Deliver copies b's records and commits b.End in one transaction.
 func (d *Dest) Deliver(ctx context.Context, b *sink.Batch) ([]sink.Rejected, error) {
+	ctx, cancel := context.WithTimeout(ctx, d.cfg.Timeout)
+	defer cancel()
 	err := d.tx(ctx, b, func(tx pgx.Tx) error {
 		_, err := tx.CopyFrom(ctx, d.table, d.cols, &rowSource{d: d, recs: b.Records, i: -1})
 		return err
