@@ -315,7 +315,9 @@ func (s *Sink) fill(ctx context.Context, l *wal.Log, cur *wal.Cursor, b *Batch) 
 // retrying with backoff; records rejected for good go to the dead letter.
 // Under DropOldest, a sink over its budget drops b and skips ahead.
 func (s *Sink) deliver(ctx context.Context, l *wal.Log, cur *wal.Cursor, b *Batch) bool {
+	b.deadLetter = func(rej []Rejected) error { return s.deadLetterWrite(b, rej) }
 	for attempt := 1; ; attempt++ {
+		b.lettered = false
 		start := time.Now()
 		rej, err := s.dest.Deliver(ctx, b)
 		s.m.latency.Observe(time.Since(start).Seconds())
@@ -326,10 +328,15 @@ func (s *Sink) deliver(ctx context.Context, l *wal.Log, cur *wal.Cursor, b *Batc
 					rej = append(rej, Rejected{Index: i, Reason: err.Error()})
 				}
 			}
-			if len(rej) > 0 {
-				if derr := s.deadLetter(b, rej); derr != nil {
+			if len(rej) > 0 && !b.lettered {
+				if derr := s.deadLetterWrite(b, rej); derr != nil {
 					s.log.Error("sink: write dead letter", "err", derr)
 				}
+			}
+			if len(rej) > 0 {
+				s.m.deadLettered.Add(float64(len(rej)))
+				s.log.Warn("sink: records rejected for good went to the dead letter", "records", len(rej),
+					"file", s.deadLetterPath(), "first_reason", rej[0].Reason)
 			}
 			sent := len(b.Records) - len(rej)
 			s.m.records.Add(float64(sent))
@@ -524,9 +531,9 @@ type DeadLetter struct {
 	At     time.Time       `json:"dead_lettered_at"`
 }
 
-// deadLetter appends the rejected records of b to the dead-letter file and
-// syncs it.
-func (s *Sink) deadLetter(b *Batch, rej []Rejected) error {
+// deadLetterWrite appends the rejected records of b to the dead-letter
+// file and syncs it.
+func (s *Sink) deadLetterWrite(b *Batch, rej []Rejected) error {
 	f, err := os.OpenFile(s.deadLetterPath(), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
 	if err != nil {
 		return err
@@ -549,10 +556,6 @@ func (s *Sink) deadLetter(b *Batch, rej []Rejected) error {
 	}
 	if cerr := f.Close(); err == nil {
 		err = cerr
-	}
-	if err == nil {
-		s.m.deadLettered.Add(float64(len(rej)))
-		s.log.Warn("sink: records rejected for good went to the dead letter", "records", len(rej), "file", s.deadLetterPath(), "first_reason", rej[0].Reason)
 	}
 	return err
 }

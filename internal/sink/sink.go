@@ -104,6 +104,26 @@ type Batch struct {
 	// oldest is the receive time (Unix ns) of the batch's first frame.
 	oldest int64
 	arena  []byte
+	// deadLetter writes rejected records durably (set by the runtime);
+	// lettered says it was called for this delivery.
+	deadLetter func([]Rejected) error
+	lettered   bool
+}
+
+// DeadLetter writes rej to the sink's dead-letter file, durably. A
+// destination that commits a position calls it before the commit, so
+// that a crash in between repeats the dead letter rather than lose it (at
+// least once); records it returns without calling it are written after
+// Deliver returns.
+func (b *Batch) DeadLetter(rej []Rejected) error {
+	if len(rej) == 0 || b.deadLetter == nil {
+		return nil
+	}
+	if err := b.deadLetter(rej); err != nil {
+		return fmt.Errorf("write dead letter: %w", err)
+	}
+	b.lettered = true
+	return nil
 }
 
 // Reset empties b, keeping its memory.

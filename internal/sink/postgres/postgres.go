@@ -196,7 +196,8 @@ func (d *Dest) Deliver(ctx context.Context, b *sink.Batch) ([]sink.Rejected, err
 				return err
 			}
 		}
-		return nil
+		// Before the commit: a crash after it must not lose them.
+		return b.DeadLetter(rej)
 	})
 	if err != nil {
 		return nil, err
