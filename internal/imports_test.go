@@ -33,6 +33,14 @@ var allowed = map[string][]string{
 	// A sink is one more implementation of the flow's Sink: the store's
 	// adapter knows the store and no protocol.
 	"internal/sink/store": {"internal/flow", "internal/record", "internal/store"},
+	// The sink runtime follows the WAL with a cursor, decodes its records
+	// and filters them with a LogQL selector; it gates the flow for the
+	// block policy. Destinations know the runtime and the WAL's positions.
+	"internal/sink":          {"internal/flow", "internal/logql", "internal/record", "internal/rows", "internal/wal"},
+	"internal/sink/postgres": {"internal/sink", "internal/wal"},
+	"internal/sink/file":     {"internal/sink", "internal/wal", "internal/record"},
+	// Starts a private PostgreSQL for tests: knows nothing of sluice.
+	"internal/sink/postgres/pgtest": {},
 	// The server wires protocols to the store.
 	"internal/server": {"internal/flow", "internal/protocol/", "internal/sink/", "internal/parse", "internal/record", "internal/store", "internal/vfs", "internal/query", "internal/logql"},
 	// The query engine reads the store through its snapshot; the language

@@ -173,6 +173,18 @@ setup_rsyslog() {
 	say "rsyslog: installed ($(dpkg-query -W -f='${Version}' rsyslog))"
 }
 
+# ---- 2b. PostgreSQL 15 for the sink tests (a system package: the tests
+# run initdb and pg_ctl from /usr/lib/postgresql/15/bin as the postgres user,
+# on a temporary directory and a free port on 127.0.0.1).
+setup_postgres() {
+	if installed postgresql-15; then
+		say "postgresql: installed ($(dpkg-query -W -f='${Version}' postgresql-15))"
+		return
+	fi
+	apt_install postgresql-15
+	say "postgresql: installed ($(dpkg-query -W -f='${Version}' postgresql-15))"
+}
+
 # ---- 3. syslog-ng, unpacked beside (not over) rsyslog.
 syslog_ng_runs() {
 	local root=$1
@@ -539,6 +551,7 @@ setup_pino_loki() {
 main() {
 	setup_venv
 	setup_rsyslog
+	setup_postgres
 	setup_syslog_ng
 	setup_logcli
 	setup_promtail

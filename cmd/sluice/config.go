@@ -31,6 +31,7 @@ type fileConfig struct {
 	Syslog         syslogConfig        `yaml:"syslog"`
 	Auth           []server.Credential `yaml:"auth"`
 	Rules          string              `yaml:"rules"`
+	Sinks          []sinkConfig        `yaml:"sinks"`
 	TLS            struct {
 		CertFile string `yaml:"cert_file"`
 		KeyFile  string `yaml:"key_file"`
@@ -234,5 +235,6 @@ func (c *fileConfig) apply(o *serveOpts, fs *flag.FlagSet) error {
 	str("tls-cert", &cfg.TLSCertFile, c.TLS.CertFile)
 	str("tls-key", &cfg.TLSKeyFile, c.TLS.KeyFile)
 	str("rules", &o.rules, c.Rules)
+	o.sinks = c.Sinks
 	return nil
 }

@@ -52,6 +52,7 @@ var sequenceSamples = map[string]struct {
 }{
 	"auth":                  {[]any{map[string]any{"token": "sample-token-4711", "tenants": []any{"sample-tenant"}}}, "sample-token-4711"},
 	"discover.service_name": {[]any{"sample-label-4712"}, "sample-label-4712"},
+	"sinks":                 {[]any{map[string]any{"name": "sample-sink-4713", "type": "file"}}, "sample-sink-4713"},
 }
 
 // TestExampleConfigKeys checks every key of sluice.example.yaml, whatever

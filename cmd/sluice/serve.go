@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/http"
 	"os"
 	"os/signal"
 	"runtime/debug"
@@ -121,6 +122,7 @@ type serveOpts struct {
 	maxHeadBytes                       int64
 	blockCacheBytes                    int64
 	discoverService                    string // --discover-service-name
+	sinks                              []sinkConfig
 	cfg                                *server.Config
 	fs                                 *flag.FlagSet
 }
@@ -171,12 +173,19 @@ func (o *serveOpts) run(args []string, e *env) error {
 		debug.SetMemoryLimit(limit)
 	}
 	reg := prometheus.NewRegistry()
+	sinks, err := buildSinks(o.sinks, o.storage.data, reg, log)
+	if err != nil {
+		return err
+	}
 	st, err := o.storage.openWith(e.stderr, store.Options{Retention: o.retention, MaxTenantBytes: o.maxTenantBytes,
-		MaxHeadBytes: o.maxHeadBytes, BlockCacheBytes: o.blockCacheBytes, WarmBlockCache: true, OnWALSync: server.WALSyncObserver(reg)})
+		MaxHeadBytes: o.maxHeadBytes, BlockCacheBytes: o.blockCacheBytes, WarmBlockCache: true, OnWALSync: server.WALSyncObserver(reg),
+		WALHold: sinks.Hold})
 	if err != nil {
 		return err
 	}
 	defer st.Close()
+	o.cfg.WrapSink = sinks.Gate
+	o.cfg.AdminRoutes = map[string]http.Handler{"/api/v1/sinks": sinks.Handler()}
 	ln, err := net.Listen("tcp", o.listen)
 	if err != nil {
 		return fmt.Errorf("listen: %w", err)
@@ -199,6 +208,16 @@ func (o *serveOpts) run(args []string, e *env) error {
 		o.cfg.Rules = live
 	}
 	srv := server.New(*o.cfg, st, log, reg)
+	// Sinks follow the WAL until the server has drained, then stop before
+	// the store closes.
+	sinkCtx, stopSinks := context.WithCancel(context.Background())
+	sinksDone := make(chan struct{})
+	sinks.Start(st.WAL()) // before ingest: new sinks take every line from now on
+	go func() {
+		defer close(sinksDone)
+		sinks.Run(sinkCtx, st.WAL())
+	}()
+	defer func() { stopSinks(); <-sinksDone }()
 	var wg sync.WaitGroup
 	errs := make(chan error, 3)
 	run := func(f func() error) {
@@ -229,6 +248,8 @@ func (o *serveOpts) run(args []string, e *env) error {
 	}
 	run(func() error { return srv.Serve(ctx, ln) })
 	wg.Wait()
+	stopSinks()
+	<-sinksDone
 	close(errs)
 	for err := range errs {
 		return err

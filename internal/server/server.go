@@ -92,6 +92,12 @@ type Config struct {
 	// Rules, if set, is the rule stage every ingest path's batches pass
 	// before admission (flow.Flow.Rules).
 	Rules flow.Stage
+	// WrapSink, if set, wraps the flow's sink into the store (the sinks'
+	// gate: a blocked sink refuses its tenants' batches).
+	WrapSink func(flow.Sink) flow.Sink
+	// AdminRoutes are more GET endpoints (pattern → handler), served to
+	// admin credentials when auth is on, e.g. /api/v1/sinks.
+	AdminRoutes map[string]http.Handler
 }
 
 // DefaultConfig returns the limits a server runs with unless configured.
@@ -156,6 +162,9 @@ func New(cfg Config, st *store.Store, log *slog.Logger, reg *prometheus.Registry
 	s.flow = &flow.Flow{Sink: sinkstore.New(st), Admission: s.streams,
 		Metrics: flow.Metrics{Lines: s.metrics.lines, Bytes: s.metrics.bytes, Rejected: s.metrics.rejected, TimeFallbacks: s.metrics.timeFallbacks}}
 	s.flow.Rules = cfg.Rules
+	if cfg.WrapSink != nil {
+		s.flow.Sink = cfg.WrapSink(s.flow.Sink)
+	}
 	a := cfg.Admission
 	s.queries = newGate("queries", "--max-concurrent-queries", "--max-tenant-concurrent-queries", a.MaxQueries, a.MaxTenantQueries)
 	s.tails = newGate("tails", "--max-tails", "--max-tenant-tails", a.MaxTails, a.MaxTenantTails)
@@ -176,6 +185,9 @@ func (s *Server) routes(reg *prometheus.Registry) {
 	// Operational endpoints: with auth on, only /ready stays open.
 	m.HandleFunc("GET /ready", s.handleReady)
 	m.Handle("GET /metrics", s.admin(promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg})))
+	for pattern, h := range s.cfg.AdminRoutes {
+		m.Handle("GET "+pattern, s.admin(h))
+	}
 	if s.cfg.Pprof {
 		m.Handle("GET /debug/pprof/", s.admin(http.HandlerFunc(pprof.Index)))
 		m.Handle("GET /debug/pprof/cmdline", s.admin(http.HandlerFunc(pprof.Cmdline)))

@@ -79,6 +79,11 @@ type Options struct {
 	WarmBlockCache bool
 	// WALSegmentSize: see wal.Options.SegmentSize.
 	WALSegmentSize int64
+	// WALHold, if set, returns the lowest WAL segment another reader
+	// still needs (the sinks' cursors): segments from it on are kept even
+	// when flushed. It is asked before every removal of WAL segments, at
+	// Open too, and must not block.
+	WALHold func() uint64
 	// ReadOnly opens the directory without changing a byte of it: the
 	// WAL is replayed into memory (damage in it is found and skipped, not
 	// repaired), damaged parts are left where they are and skipped,
@@ -402,7 +407,7 @@ func (s *Store) recover() error {
 	for _, c := range rep.Corrupt {
 		s.repairs = append(s.repairs, fmt.Sprintf("rewrote WAL segment %d without its damaged bytes (%v); the original is kept as .corrupt", c.Segment, c))
 	}
-	if err := log.RemoveBefore(s.man.WALFrom); err != nil {
+	if err := log.RemoveBefore(s.walRemovable(s.man.WALFrom)); err != nil {
 		return fmt.Errorf("remove flushed WAL segments: %w", err)
 	}
 	s.stats.RecoveryTime = time.Since(start)
@@ -935,11 +940,25 @@ func (s *Store) flush() error {
 	if err := s.writeHead(h, seg); err != nil {
 		return err
 	}
-	if err := s.wal.RemoveBefore(seg); err != nil {
+	if err := s.wal.RemoveBefore(s.walRemovable(seg)); err != nil {
 		return fmt.Errorf("flush: remove WAL segments: %w", err)
 	}
 	return nil
 }
+
+// walRemovable returns the segment below which the WAL may be removed:
+// seg, the flush point, unless a WALHold reader still needs less.
+func (s *Store) walRemovable(seg uint64) uint64 {
+	if s.opts.WALHold != nil {
+		seg = min(seg, s.opts.WALHold())
+	}
+	return seg
+}
+
+// WAL returns the store's write-ahead log, for readers that follow it
+// (sink cursors: wal.Log.Cursor). It is nil for a store opened ReadOnly.
+// Callers must not append to it or remove segments from it.
+func (s *Store) WAL() *wal.Log { return s.wal }
 
 // Close flushes nothing (the WAL has everything), stops background work,
 // and closes the WAL and parts. Idempotent.

@@ -58,6 +58,12 @@ type Log struct {
 
 	removeMu sync.Mutex // serializes RemoveBefore
 
+	// notifyMu guards committed and changed (cursor.go): the end of what
+	// was acknowledged, and a channel closed when it moves.
+	notifyMu  sync.Mutex
+	committed Pos
+	changed   chan struct{}
+
 	// Owned by the writer goroutine.
 	seg      *segment // nil after a segment could not be created
 	next     uint64   // number of the next segment to create
@@ -491,6 +497,7 @@ func (l *Log) rotate() (uint64, error) {
 	l.syncs.Add(1) // of the header
 	l.segments.Add(1)
 	l.segmentNum.Store(s.n)
+	l.setCommitted(Pos{Segment: s.n, Offset: headerSize})
 	return s.n, nil
 }
 
@@ -544,6 +551,9 @@ func (l *Log) complete(reqs []*request) {
 	// Counted first, so that Stats after an Append returned includes it.
 	l.appends.Add(uint64(len(reqs)))
 	l.bytes.Add(bytes)
+	// Before the callers wake, so that a cursor can read what Append
+	// returned.
+	l.setCommitted(Pos{Segment: l.seg.n, Offset: l.seg.size})
 	for _, r := range reqs {
 		r.err = nil
 		r.done <- struct{}{}

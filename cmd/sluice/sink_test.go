@@ -1,0 +1,61 @@
+package main
+
+import (
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestSinkConfigErrors: every mistake in a sinks: entry is refused at
+// start with the sink and the key named.
+func TestSinkConfigErrors(t *testing.T) {
+	file := func(c sinkConfig) sinkConfig { c.File.Dir = "/tmp/x"; return c }
+	for _, tc := range []struct {
+		name string
+		cfgs []sinkConfig
+		want string
+	}{
+		{"no name", []sinkConfig{file(sinkConfig{Type: "file"})}, `sinks[0]: name ""`},
+		{"twice", []sinkConfig{file(sinkConfig{Name: "a", Type: "file"}), file(sinkConfig{Name: "a", Type: "file"})}, `sink "a": named twice`},
+		{"type", []sinkConfig{{Name: "k", Type: "kafka"}}, `sink "k": type "kafka": want postgres or file`},
+		{"policy", []sinkConfig{file(sinkConfig{Name: "p", Type: "file", Policy: "drop_newest"})}, `sink "p": policy "drop_newest"`},
+		{"linger", []sinkConfig{file(sinkConfig{Name: "l", Type: "file", Linger: "soon"})}, `sink "l": linger "soon"`},
+		{"selector", []sinkConfig{file(sinkConfig{Name: "s", Type: "file", Selector: `{app=}`})}, `sink "s": sink "s": selector`},
+		{"dsn", []sinkConfig{{Name: "pg", Type: "postgres"}}, `sink "pg": postgres sink "pg": no dsn`},
+		{"bad dsn", []sinkConfig{{Name: "pg", Type: "postgres", Postgres: pgSinkConfig{DSN: "postgres://a:b@host:notaport/db"}}}, `postgres sink "pg": dsn`},
+		{"compression", []sinkConfig{{Name: "f", Type: "file", File: fileSinkConfig{Dir: "/tmp/x", Compression: "brotli"}}}, `compression "brotli"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := buildSinks(tc.cfgs, t.TempDir(), nil, slog.New(slog.NewTextHandler(io.Discard, nil)))
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("got %v, want an error containing %q", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestSinkDeadLetterCommand(t *testing.T) {
+	data := t.TempDir()
+	dir := filepath.Join(data, "sinks", "audit")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	line := `{"line":"x","reason":"check constraint"}` + "\n"
+	if err := os.WriteFile(filepath.Join(dir, "dead-letter.ndjson"), []byte(line), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, errOut, st := sluice(t, "", "sink", "dead-letter", "--data", data, "audit")
+	if st != 0 || out != line {
+		t.Fatalf("status %d, out %q, err %q", st, out, errOut)
+	}
+	_, errOut, st = sluice(t, "", "sink", "dead-letter", "--data", data, "other")
+	if st != 0 || !strings.Contains(errOut, `sink "other" has no dead letter`) {
+		t.Fatalf("no file: status %d, err %q", st, errOut)
+	}
+	if _, errOut, st = sluice(t, "", "sink", "dead-letter", "audit"); st != 2 || !strings.Contains(errOut, "needs --data") {
+		t.Fatalf("without --data: status %d, err %q", st, errOut)
+	}
+}

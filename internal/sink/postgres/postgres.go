@@ -1,0 +1,283 @@
+// Package postgres is the PostgreSQL destination of a sink: batches of
+// records written with COPY inside a transaction that also commits the
+// sink's WAL position, in a positions table keyed by sink name, so a crash
+// or a retry never inserts a row twice (exactly once).
+//
+// The default table, created if absent:
+//
+//	CREATE TABLE sluice_logs (time timestamptz NOT NULL, tenant text NOT NULL,
+//	    labels jsonb NOT NULL, fields jsonb NOT NULL, line text NOT NULL)
+//
+// A user table takes a column mapping (Columns: column → source, sources
+// time, tenant, labels, fields, line, wal, and label.NAME for one label's
+// value). Rows PostgreSQL rejects for their data (SQLSTATE classes 22 and
+// 23: invalid text, a constraint) are found one by one under savepoints and
+// go to the sink's dead letter; the rest of the batch is committed.
+//
+// It must never commit rows without the position that covers them.
+package postgres
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/sluicelog/sluice/internal/sink"
+	"github.com/sluicelog/sluice/internal/wal"
+)
+
+// Defaults.
+const (
+	DefaultTable     = "sluice_logs"
+	PositionsTable   = "sluice_sink_positions"
+	DefaultPoolConns = 2
+)
+
+// Config configures the destination.
+type Config struct {
+	// Sink is the sink's name: the key of its row in the positions table.
+	Sink string
+	// DSN is a libpq connection string or URL.
+	DSN string
+	// Table is the table rows go to (DefaultTable if empty), schema-
+	// qualified or not.
+	Table string
+	// Columns maps the table's columns to sources; empty means the
+	// default table's five columns.
+	Columns map[string]string
+	// Pool is the connections the sink may open (DefaultPoolConns if 0):
+	// one delivers, one is spare for a retry while a broken one closes.
+	Pool int
+	// Timeout bounds one delivery, connecting included (DefaultTimeout
+	// if 0): a destination that hangs is retried like one that fails.
+	Timeout time.Duration
+}
+
+// DefaultTimeout bounds a delivery.
+const DefaultTimeout = time.Minute
+
+// Dest is the PostgreSQL destination.
+type Dest struct {
+	cfg   Config
+	table pgx.Identifier
+	cols  []string
+	srcs  []source
+	pool  *pgxpool.Pool
+}
+
+type source struct {
+	kind  string // time, tenant, labels, fields, line, wal, label
+	label string
+}
+
+// New checks cfg and returns the destination; Open connects.
+func New(cfg Config) (*Dest, error) {
+	if cfg.DSN == "" {
+		return nil, fmt.Errorf("postgres sink %q: no dsn", cfg.Sink)
+	}
+	if cfg.Table == "" {
+		cfg.Table = DefaultTable
+	}
+	if cfg.Pool <= 0 {
+		cfg.Pool = DefaultPoolConns
+	}
+	if cfg.Timeout <= 0 {
+		cfg.Timeout = DefaultTimeout
+	}
+	if _, err := pgxpool.ParseConfig(cfg.DSN); err != nil {
+		return nil, fmt.Errorf("postgres sink %q: dsn: %w", cfg.Sink, err)
+	}
+	d := &Dest{cfg: cfg, table: pgx.Identifier(strings.Split(cfg.Table, "."))}
+	cols := cfg.Columns
+	if len(cols) == 0 {
+		cols = map[string]string{"time": "time", "tenant": "tenant", "labels": "labels", "fields": "fields", "line": "line"}
+		d.cols = []string{"time", "tenant", "labels", "fields", "line"}
+	} else {
+		for c := range cols {
+			d.cols = append(d.cols, c)
+		}
+		sort.Strings(d.cols)
+	}
+	for _, c := range d.cols {
+		src := cols[c]
+		switch {
+		case src == "time" || src == "tenant" || src == "labels" || src == "fields" || src == "line" || src == "wal":
+			d.srcs = append(d.srcs, source{kind: src})
+		case strings.HasPrefix(src, "label.") && len(src) > len("label."):
+			d.srcs = append(d.srcs, source{kind: "label", label: strings.TrimPrefix(src, "label.")})
+		default:
+			return nil, fmt.Errorf("postgres sink %q: column %q: source %q: want time, tenant, labels, fields, line, wal or label.NAME", cfg.Sink, c, src)
+		}
+	}
+	return d, nil
+}
+
+// Open connects, creates the default table and the positions table if
+// absent, and reads the sink's position.
+func (d *Dest) Open(ctx context.Context) (wal.Pos, bool, error) {
+	if d.pool == nil {
+		pc, err := pgxpool.ParseConfig(d.cfg.DSN)
+		if err != nil {
+			return wal.Pos{}, false, sink.Permanent(fmt.Errorf("postgres sink %q: dsn: %w", d.cfg.Sink, err))
+		}
+		pc.MaxConns = int32(d.cfg.Pool)
+		pc.MinConns = 0
+		if pc.ConnConfig.ConnectTimeout == 0 {
+			pc.ConnConfig.ConnectTimeout = 10 * time.Second
+		}
+		pool, err := pgxpool.NewWithConfig(ctx, pc)
+		if err != nil {
+			return wal.Pos{}, false, fmt.Errorf("postgres sink %q: connect: %w", d.cfg.Sink, err)
+		}
+		d.pool = pool
+	}
+	stmts := []string{`CREATE TABLE IF NOT EXISTS ` + PositionsTable + ` (sink text PRIMARY KEY, segment bigint NOT NULL, "offset" bigint NOT NULL, updated_at timestamptz NOT NULL)`}
+	if len(d.cfg.Columns) == 0 {
+		stmts = append(stmts, `CREATE TABLE IF NOT EXISTS `+d.table.Sanitize()+` (time timestamptz NOT NULL, tenant text NOT NULL, labels jsonb NOT NULL, fields jsonb NOT NULL, line text NOT NULL)`)
+	}
+	for _, s := range stmts {
+		if _, err := d.pool.Exec(ctx, s); err != nil {
+			return wal.Pos{}, false, fmt.Errorf("postgres sink %q: create tables: %w", d.cfg.Sink, err)
+		}
+	}
+	var seg, off int64
+	err := d.pool.QueryRow(ctx, `SELECT segment, "offset" FROM `+PositionsTable+` WHERE sink = $1`, d.cfg.Sink).Scan(&seg, &off)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return wal.Pos{}, false, nil
+	}
+	if err != nil {
+		return wal.Pos{}, false, fmt.Errorf("postgres sink %q: read position: %w", d.cfg.Sink, err)
+	}
+	return wal.Pos{Segment: uint64(seg), Offset: off}, true, nil
+}
+
+// Deliver copies b's records and commits b.End in one transaction.
+func (d *Dest) Deliver(ctx context.Context, b *sink.Batch) ([]sink.Rejected, error) {
+	ctx, cancel := context.WithTimeout(ctx, d.cfg.Timeout)
+	defer cancel()
+	err := d.tx(ctx, b, func(tx pgx.Tx) error {
+		_, err := tx.CopyFrom(ctx, d.table, d.cols, &rowSource{d: d, recs: b.Records, i: -1})
+		return err
+	})
+	if err == nil {
+		return nil, nil
+	}
+	if !dataError(err) {
+		return nil, err
+	}
+	// Some row is refused for its data: find which, one by one.
+	var rej []sink.Rejected
+	err = d.tx(ctx, b, func(tx pgx.Tx) error {
+		rej = rej[:0]
+		for i := range b.Records {
+			if _, err := tx.Exec(ctx, "SAVEPOINT r"); err != nil {
+				return err
+			}
+			_, err := tx.CopyFrom(ctx, d.table, d.cols, &rowSource{d: d, recs: b.Records[i : i+1], i: -1})
+			if err != nil {
+				if !dataError(err) {
+					return err
+				}
+				rej = append(rej, sink.Rejected{Index: i, Reason: err.Error()})
+				if _, err := tx.Exec(ctx, "ROLLBACK TO SAVEPOINT r"); err != nil {
+					return err
+				}
+				continue
+			}
+			if _, err := tx.Exec(ctx, "RELEASE SAVEPOINT r"); err != nil {
+				return err
+			}
+		}
+		// Before the commit: a crash after it must not lose them.
+		return b.DeadLetter(rej)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return rej, nil
+}
+
+// tx runs write and the position update in one transaction.
+func (d *Dest) tx(ctx context.Context, b *sink.Batch, write func(pgx.Tx) error) error {
+	tx, err := d.pool.Begin(ctx)
+	if err != nil {
+		return fmt.Errorf("postgres sink %q: begin: %w", d.cfg.Sink, err)
+	}
+	defer tx.Rollback(context.WithoutCancel(ctx))
+	if err := write(tx); err != nil {
+		return fmt.Errorf("postgres sink %q: copy %d rows into %s: %w", d.cfg.Sink, len(b.Records), d.cfg.Table, err)
+	}
+	_, err = tx.Exec(ctx, `INSERT INTO `+PositionsTable+` (sink, segment, "offset", updated_at) VALUES ($1, $2, $3, now())
+		ON CONFLICT (sink) DO UPDATE SET segment = excluded.segment, "offset" = excluded."offset", updated_at = excluded.updated_at`,
+		d.cfg.Sink, int64(b.End.Segment), b.End.Offset)
+	if err != nil {
+		return fmt.Errorf("postgres sink %q: save position: %w", d.cfg.Sink, err)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return fmt.Errorf("postgres sink %q: commit: %w", d.cfg.Sink, err)
+	}
+	return nil
+}
+
+// dataError reports whether PostgreSQL refused a row for its data: a data
+// exception (class 22) or an integrity constraint violation (class 23).
+func dataError(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && (strings.HasPrefix(pe.Code, "22") || strings.HasPrefix(pe.Code, "23"))
+}
+
+// Close closes the pool.
+func (d *Dest) Close() error {
+	if d.pool != nil {
+		d.pool.Close()
+		d.pool = nil
+	}
+	return nil
+}
+
+// rowSource feeds records to COPY.
+type rowSource struct {
+	d    *Dest
+	recs []sink.Record
+	i    int
+	vals []any
+}
+
+func (s *rowSource) Next() bool { s.i++; return s.i < len(s.recs) }
+func (s *rowSource) Err() error { return nil }
+
+func (s *rowSource) Values() ([]any, error) {
+	r := &s.recs[s.i]
+	s.vals = s.vals[:0]
+	for _, src := range s.d.srcs {
+		var v any
+		switch src.kind {
+		case "time":
+			v = time.Unix(0, r.Time).UTC()
+		case "tenant":
+			v = r.Tenant
+		case "labels":
+			v = json.RawMessage(r.LabelsJSON)
+		case "fields":
+			v = json.RawMessage(r.FieldsJSON)
+		case "line":
+			v = string(r.Line)
+		case "wal":
+			v = r.Pos.String()
+		case "label":
+			if lv, ok := r.Labels.Get(src.label); ok {
+				v = lv
+			}
+		}
+		s.vals = append(s.vals, v)
+	}
+	return s.vals, nil
+}

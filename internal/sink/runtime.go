@@ -1,0 +1,565 @@
+package sink
+
+import (
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/sluicelog/sluice/internal/logql"
+	"github.com/sluicelog/sluice/internal/rows"
+	"github.com/sluicelog/sluice/internal/wal"
+)
+
+// Config is one sink's runtime settings; the destination has its own.
+type Config struct {
+	Name string
+	Type string // for status: postgres, file
+	// Tenant is the tenant whose records the sink takes; "" or "*" all.
+	Tenant string
+	// Selector, if not empty, is a LogQL stream selector the records'
+	// streams must match, e.g. {app="api", level=~"error|warn"}.
+	Selector string
+	// BatchSize is the records a batch aims at; a batch ends at a WAL
+	// record's end, so it may hold one record's worth more.
+	BatchSize int
+	// Linger is how long a batch waits for more records once it has one.
+	Linger time.Duration
+	Retry  Backoff
+	// Budget is the WAL bytes the sink may hold behind it; 0 means
+	// DefaultBudget.
+	Budget int64
+	Policy Policy
+	// Dir holds the sink's position file and dead-letter file.
+	Dir string
+}
+
+// Defaults for zero Config fields.
+const (
+	DefaultBatchSize = 10000
+	DefaultLinger    = time.Second
+	DefaultBudget    = 1 << 30
+	DefaultRetryMin  = 100 * time.Millisecond
+	DefaultRetryMax  = 30 * time.Second
+)
+
+func (c Config) withDefaults() (Config, error) {
+	if c.Name == "" {
+		return c, errors.New("sink without a name")
+	}
+	if c.Tenant == "*" {
+		c.Tenant = ""
+	}
+	if c.BatchSize <= 0 {
+		c.BatchSize = DefaultBatchSize
+	}
+	if c.Linger <= 0 {
+		c.Linger = DefaultLinger
+	}
+	if c.Retry.Initial <= 0 {
+		c.Retry.Initial = DefaultRetryMin
+	}
+	if c.Retry.Max <= 0 {
+		c.Retry.Max = DefaultRetryMax
+	}
+	c.Retry.Max = max(c.Retry.Max, c.Retry.Initial)
+	if c.Budget <= 0 {
+		c.Budget = DefaultBudget
+	}
+	if c.Dir == "" {
+		return c, fmt.Errorf("sink %q: no directory for its position and dead letter", c.Name)
+	}
+	return c, nil
+}
+
+// Sink is one configured sink: a cursor on the WAL, its filter, and a
+// Destination. Run delivers; the other methods are safe for concurrent
+// use.
+type Sink struct {
+	cfg  Config
+	dest Destination
+	filt filter
+	log  *slog.Logger
+	m    *sinkMetrics
+
+	// done is the position before which every record was delivered,
+	// dead-lettered, dropped by policy or filtered out: the sink never
+	// needs the WAL before it again. Kept in the position file.
+	mu      sync.Mutex
+	done    wal.Pos
+	hasDone bool    // done is known: from the position file, or set by Run
+	initial bool    // done was set by Manager.Start: where a new sink begins
+	saved   wal.Pos // what the position file holds
+	lastErr string
+
+	hold    atomic.Uint64 // done.Segment, or MaxUint64 before a position is known
+	backlog atomic.Int64  // WAL bytes after done
+	over    atomic.Bool   // backlog above the budget
+	oldest  atomic.Int64  // receive time (Unix ns) of the oldest undelivered record, 0 if none
+	dropped atomic.Uint64 // records dropped by policy (also in metrics)
+
+	rnd func(int64) int64
+	// onDone, if set (by tests), is called after each move of the
+	// position.
+	onDone func()
+}
+
+// New returns the sink of cfg delivering to dest. It reads the sink's
+// position file, so that Hold is right before the store opens.
+func New(cfg Config, dest Destination, log *slog.Logger) (*Sink, error) {
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	s := &Sink{cfg: cfg, dest: dest, log: log.With("sink", cfg.Name), filt: filter{tenant: cfg.Tenant},
+		rnd: rand.Int64N}
+	if cfg.Selector != "" {
+		sel, err := logql.ParseSelector(cfg.Selector)
+		if err != nil {
+			return nil, fmt.Errorf("sink %q: selector: %w", cfg.Name, err)
+		}
+		s.filt.selector = sel
+	}
+	if err := os.MkdirAll(cfg.Dir, 0o755); err != nil {
+		return nil, fmt.Errorf("sink %q: %w", cfg.Name, err)
+	}
+	s.hold.Store(^uint64(0))
+	p, ok, err := readPosition(s.positionPath())
+	if err != nil {
+		return nil, fmt.Errorf("sink %q: %w", cfg.Name, err)
+	}
+	if ok {
+		s.done, s.hasDone, s.saved = p, true, p
+		s.hold.Store(p.Segment)
+	}
+	return s, nil
+}
+
+// Name returns the sink's name.
+func (s *Sink) Name() string { return s.cfg.Name }
+
+func (s *Sink) positionPath() string   { return filepath.Join(s.cfg.Dir, "position") }
+func (s *Sink) deadLetterPath() string { return DeadLetterPath(s.cfg.Dir) }
+
+// DeadLetterPath is the dead-letter file of the sink whose directory is
+// dir.
+func DeadLetterPath(dir string) string { return filepath.Join(dir, "dead-letter.ndjson") }
+
+// Hold returns the lowest WAL segment the sink may still read.
+func (s *Sink) Hold() uint64 { return s.hold.Load() }
+
+// Run delivers until ctx ends (returning nil) or a fault that retrying
+// cannot fix.
+func (s *Sink) Run(ctx context.Context, l *wal.Log) error {
+	defer s.dest.Close()
+	var dpos wal.Pos
+	var dok bool
+	for attempt := 1; ; attempt++ {
+		var err error
+		dpos, dok, err = s.dest.Open(ctx)
+		if err == nil {
+			break
+		}
+		if ctx.Err() != nil {
+			return nil
+		}
+		s.setErr(err)
+		s.log.Warn("sink: open destination; retrying", "attempt", attempt, "err", err)
+		if err := s.dropWhileClosed(l); err != nil {
+			return err
+		}
+		if !s.sleep(ctx, s.cfg.Retry.delay(attempt, s.rnd)) {
+			return nil
+		}
+	}
+	s.mu.Lock()
+	start, has := s.done, s.hasDone
+	s.mu.Unlock()
+	// The destination's position wins when it is ahead: a crash between
+	// its commit and our position file. Ours wins when ahead: records
+	// after the destination's were filtered out or dropped.
+	if dok && (!has || posLess(start, dpos)) {
+		start, has = dpos, true
+	}
+	if !has && !dok {
+		// A new sink starts where Manager.Start put it: at what ingest
+		// acknowledges from then on.
+		if !s.initial {
+			start = l.Committed()
+		}
+	}
+	s.setDone(start)
+	if err := s.savePosition(); err != nil {
+		return err
+	}
+	s.log.Info("sink: started", "position", start.String(), "destination_position", dok)
+	cur := l.Cursor(start)
+	defer cur.Close()
+	var b Batch
+	for ctx.Err() == nil {
+		b.Reset()
+		if err := s.fill(ctx, l, cur, &b); err != nil {
+			return err
+		}
+		if ctx.Err() != nil {
+			break
+		}
+		if len(b.Records) > 0 {
+			if !s.deliver(ctx, l, cur, &b) {
+				break
+			}
+		}
+		s.setDone(b.End)
+		s.oldest.Store(0)
+		if err := s.maybeSave(); err != nil {
+			return err
+		}
+		if s.onDone != nil {
+			s.onDone()
+		}
+	}
+	if err := s.savePosition(); err != nil {
+		return err
+	}
+	return nil
+}
+
+// fill reads frames into b until it holds BatchSize records, or it holds
+// some and Linger has passed, or it holds none and everything committed
+// was read (then b.End says how far the filter skipped).
+func (s *Sink) fill(ctx context.Context, l *wal.Log, cur *wal.Cursor, b *Batch) error {
+	var deadline time.Time
+	var timer *time.Timer
+	defer func() {
+		if timer != nil {
+			timer.Stop()
+		}
+	}()
+	scanned := 0
+	b.End = cur.Pos()
+	for {
+		changed := l.Changed()
+		p, at, err := cur.Next()
+		switch {
+		case err == nil:
+			blk, derr := rows.Decode(p)
+			if derr != nil {
+				// The WAL checked the CRC: a bug or a foreign writer.
+				s.log.Error("sink: WAL record undecodable; skipped", "pos", at.String(), "err", derr)
+			} else if n := b.appendBlock(&s.filt, blk, at); n > 0 && deadline.IsZero() {
+				deadline = time.Now().Add(s.cfg.Linger)
+				s.oldest.Store(b.oldest)
+			}
+			b.End = cur.Pos()
+			if len(b.Records) >= s.cfg.BatchSize {
+				return nil
+			}
+			if scanned++; len(b.Records) == 0 && scanned >= 1000 {
+				return nil // commit how far the filter skipped now and then
+			}
+			continue
+		case errors.Is(err, io.EOF):
+		case errors.Is(err, wal.ErrGone):
+			var g *wal.GoneError
+			errors.As(err, &g)
+			s.log.Error("sink: WAL segments removed before the sink read them; records lost, count unknown",
+				"from", g.Want.String(), "to", wal.Pos{Segment: g.Oldest}.String())
+			cur.Seek(wal.Pos{Segment: g.Oldest})
+			b.End = cur.Pos()
+			continue
+		case errors.Is(err, wal.ErrCorrupt):
+			next := wal.Pos{Segment: cur.Pos().Segment + 1}
+			s.log.Error("sink: corrupt WAL frame; skipping to the next segment", "err", err, "to", next.String())
+			s.m.dropped.Add(1)
+			cur.Seek(next)
+			continue
+		default:
+			return fmt.Errorf("sink %q: read WAL: %w", s.cfg.Name, err)
+		}
+		// Everything committed is read.
+		b.End = cur.Pos()
+		if len(b.Records) == 0 {
+			if b.End != s.donePos() {
+				return nil
+			}
+		} else if !time.Now().Before(deadline) {
+			return nil
+		}
+		var wake <-chan time.Time
+		if len(b.Records) > 0 {
+			if timer == nil {
+				timer = time.NewTimer(time.Until(deadline))
+			}
+			wake = timer.C
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-changed:
+		case <-wake:
+			return nil
+		}
+	}
+}
+
+// deliver sends b until it is delivered (true) or ctx ends (false),
+// retrying with backoff; records rejected for good go to the dead letter.
+// Under DropOldest, a sink over its budget drops b and skips ahead.
+func (s *Sink) deliver(ctx context.Context, l *wal.Log, cur *wal.Cursor, b *Batch) bool {
+	b.deadLetter = func(rej []Rejected) error { return s.deadLetterWrite(b, rej) }
+	for attempt := 1; ; attempt++ {
+		b.lettered = false
+		start := time.Now()
+		rej, err := s.dest.Deliver(ctx, b)
+		s.m.latency.Observe(time.Since(start).Seconds())
+		if err == nil || errors.Is(err, ErrPermanent) {
+			if err != nil {
+				rej = rej[:0]
+				for i := range b.Records {
+					rej = append(rej, Rejected{Index: i, Reason: err.Error()})
+				}
+			}
+			if len(rej) > 0 && !b.lettered {
+				if derr := s.deadLetterWrite(b, rej); derr != nil {
+					s.log.Error("sink: write dead letter", "err", derr)
+				}
+			}
+			if len(rej) > 0 {
+				s.m.deadLettered.Add(float64(len(rej)))
+				s.log.Warn("sink: records rejected for good went to the dead letter", "records", len(rej),
+					"file", s.deadLetterPath(), "first_reason", rej[0].Reason)
+			}
+			sent := len(b.Records) - len(rej)
+			s.m.records.Add(float64(sent))
+			s.m.bytes.Add(float64(b.Bytes))
+			s.m.batches.Inc()
+			s.setErr(nil)
+			return true
+		}
+		if ctx.Err() != nil {
+			return false
+		}
+		s.setErr(err)
+		s.m.retries.Inc()
+		s.log.Warn("sink: deliver; retrying", "attempt", attempt, "records", len(b.Records), "err", err)
+		if s.cfg.Policy == DropOldest && s.over.Load() {
+			s.drop(l, cur, b)
+			return true
+		}
+		if !s.sleep(ctx, s.cfg.Retry.delay(attempt, s.rnd)) {
+			return false
+		}
+	}
+}
+
+// drop counts b as dropped and moves the cursor forward until the backlog
+// is under half the budget, counting what it skips.
+func (s *Sink) drop(l *wal.Log, cur *wal.Cursor, b *Batch) {
+	n := len(b.Records)
+	backlog, err := l.BytesSince(b.End)
+	if err != nil {
+		backlog = s.backlog.Load()
+	}
+	var tmp Batch
+	for backlog > s.cfg.Budget/2 {
+		p, at, err := cur.Next()
+		if err != nil {
+			break // EOF, or a fault fill reports next
+		}
+		backlog -= int64(len(p)) + 12
+		if blk, derr := rows.Decode(p); derr == nil {
+			tmp.Reset()
+			n += tmp.appendBlock(&s.filt, blk, at)
+		}
+		b.End = cur.Pos()
+	}
+	s.m.dropped.Add(float64(n))
+	s.dropped.Add(uint64(n))
+	s.backlog.Store(max(backlog, 0))
+	s.over.Store(false)
+	s.log.Error("sink: over its budget with policy drop_oldest; dropped records", "records", n,
+		"budget", s.cfg.Budget, "resume", b.End.String())
+}
+
+// dropWhileClosed applies drop_oldest while the destination cannot even be
+// opened: the sink's own position moves forward (the destination's, behind
+// it, is ignored at start since ours is ahead).
+func (s *Sink) dropWhileClosed(l *wal.Log) error {
+	s.mu.Lock()
+	done, known := s.done, s.hasDone || s.initial
+	s.mu.Unlock()
+	if s.cfg.Policy != DropOldest || !s.over.Load() || !known {
+		return nil
+	}
+	cur := l.Cursor(done)
+	defer cur.Close()
+	b := Batch{End: done}
+	s.drop(l, cur, &b)
+	s.setDone(b.End)
+	return s.savePosition()
+}
+
+func (s *Sink) sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}
+
+func (s *Sink) setErr(err error) {
+	s.mu.Lock()
+	if err == nil {
+		s.lastErr = ""
+	} else {
+		s.lastErr = err.Error()
+	}
+	s.mu.Unlock()
+}
+
+func (s *Sink) donePos() wal.Pos {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.done
+}
+
+func (s *Sink) setDone(p wal.Pos) {
+	s.mu.Lock()
+	s.done, s.hasDone = p, true
+	s.mu.Unlock()
+	s.hold.Store(p.Segment)
+}
+
+// maybeSave writes the position file when the position entered another
+// segment: the file only has to be at or below the truth (it bounds what
+// the store keeps and where a destination without positions resumes).
+func (s *Sink) maybeSave() error {
+	s.mu.Lock()
+	need := s.done.Segment != s.saved.Segment
+	s.mu.Unlock()
+	if !need {
+		return nil
+	}
+	return s.savePosition()
+}
+
+// savePosition writes the position file atomically and durably.
+func (s *Sink) savePosition() error {
+	p := s.donePos()
+	b := binary.LittleEndian.AppendUint64(nil, p.Segment)
+	b = binary.LittleEndian.AppendUint64(b, uint64(p.Offset))
+	if err := writeFileAtomic(s.positionPath(), b); err != nil {
+		return fmt.Errorf("sink %q: save position: %w", s.cfg.Name, err)
+	}
+	s.mu.Lock()
+	s.saved = p
+	s.mu.Unlock()
+	return nil
+}
+
+func readPosition(path string) (wal.Pos, bool, error) {
+	b, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return wal.Pos{}, false, nil
+	}
+	if err != nil {
+		return wal.Pos{}, false, fmt.Errorf("read position: %w", err)
+	}
+	if len(b) != 16 {
+		return wal.Pos{}, false, fmt.Errorf("read position %s: %d bytes, want 16", path, len(b))
+	}
+	return wal.Pos{Segment: binary.LittleEndian.Uint64(b), Offset: int64(binary.LittleEndian.Uint64(b[8:]))}, true, nil
+}
+
+// writeFileAtomic replaces path with data: a temporary file, fsynced,
+// renamed over it, and the directory fsynced.
+func writeFileAtomic(path string, data []byte) error {
+	tmp := path + ".tmp"
+	f, err := os.Create(tmp)
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(data)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, path)
+	}
+	if err == nil {
+		err = syncDir(filepath.Dir(path))
+	}
+	return err
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	err = d.Sync()
+	if cerr := d.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// DeadLetter is one line of a dead-letter file.
+type DeadLetter struct {
+	Time   time.Time       `json:"time"`
+	Tenant string          `json:"tenant"`
+	Labels json.RawMessage `json:"labels"`
+	Fields json.RawMessage `json:"fields"`
+	Line   string          `json:"line"`
+	WAL    string          `json:"wal"`
+	Reason string          `json:"reason"`
+	At     time.Time       `json:"dead_lettered_at"`
+}
+
+// deadLetterWrite appends the rejected records of b to the dead-letter
+// file and syncs it.
+func (s *Sink) deadLetterWrite(b *Batch, rej []Rejected) error {
+	f, err := os.OpenFile(s.deadLetterPath(), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	if err != nil {
+		return err
+	}
+	now := time.Now().UTC()
+	var buf []byte
+	for _, r := range rej {
+		rec := &b.Records[r.Index]
+		line, err := json.Marshal(DeadLetter{Time: time.Unix(0, rec.Time).UTC(), Tenant: rec.Tenant, Labels: rec.LabelsJSON,
+			Fields: rec.FieldsJSON, Line: string(rec.Line), WAL: rec.Pos.String(), Reason: r.Reason, At: now})
+		if err != nil {
+			f.Close()
+			return err
+		}
+		buf = append(append(buf, line...), '\n')
+	}
+	_, err = f.Write(buf)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+func posLess(a, b wal.Pos) bool {
+	return a.Segment < b.Segment || (a.Segment == b.Segment && a.Offset < b.Offset)
+}

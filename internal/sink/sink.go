@@ -1,0 +1,317 @@
+// Package sink forwards what sluice stored to other systems (PostgreSQL and
+// files in this slice; Kafka, Loki and Elasticsearch next): the runtime
+// every destination shares.
+//
+// A sink has no queue of its own. It follows the WAL with a wal.Cursor from
+// a durable position, as a PostgreSQL replication slot follows its WAL:
+// everything a sink must deliver is in the WAL before ingest acknowledged
+// it, and the store keeps every WAL segment a sink has not passed (the
+// Manager's Hold, the store's WALHold) up to the sink's disk budget. Past
+// the budget the sink's policy decides: block (ingest of the sink's tenants
+// answers 503 naming the sink) or drop_oldest (the cursor jumps forward;
+// what it skipped is counted and logged).
+//
+// The runtime decodes WAL records (package rows), keeps the records of the
+// sink's subscription (a tenant or all, and an optional LogQL stream
+// selector), batches them (batch size, linger), and hands each batch to its
+// Destination with retries (jittered exponential backoff with a cap). A
+// Destination that keeps the position with its data (PostgreSQL: in the
+// same transaction as the rows; files: beside the file's size, truncated
+// back on restart) makes delivery exactly once. Records a destination
+// rejects for good go to the sink's dead-letter file with the reason.
+//
+// Routing by rules (the rules' route action, a later slice) will be carried
+// in the WAL with the record: the rule stage runs before the WAL append, so
+// its decision must be durable with the batch, as a list of sink names per
+// row (or per block) in a new rows version; the runtime's filter will then
+// test that list instead of, or as well as, the subscription. Nothing here
+// assumes the subscription is the only filter.
+//
+// It must never deliver a record that ingest did not acknowledge, never move
+// a position past a record it neither delivered, dead-lettered nor counted
+// as dropped, and never let the store remove a segment below a position it
+// may still resume from.
+package sink
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+	"time"
+
+	"github.com/sluicelog/sluice/internal/record"
+	"github.com/sluicelog/sluice/internal/rows"
+	"github.com/sluicelog/sluice/internal/wal"
+)
+
+// Destination is where a sink delivers: one per sink. PostgreSQL and files
+// implement it here; Kafka, Loki and Elasticsearch will.
+//
+// Concurrency: the runtime calls a Destination from one goroutine.
+type Destination interface {
+	// Open connects and returns the position the destination keeps
+	// durably with its data (ok false if it keeps none: the runtime's own
+	// position file is then all there is, and delivery is at least once).
+	Open(ctx context.Context) (pos wal.Pos, ok bool, err error)
+	// Deliver writes the records of b and, if the destination keeps
+	// positions, b.End with them, atomically. It returns the records it
+	// rejected for good (the others are delivered). An error means that
+	// nothing of b was delivered and b is retried, unless it wraps
+	// ErrPermanent: then every record of b goes to the dead letter with
+	// the error as the reason.
+	Deliver(ctx context.Context, b *Batch) ([]Rejected, error)
+	// Close releases what Open took. Idempotent.
+	Close() error
+}
+
+// ErrPermanent marks a Deliver error that retrying cannot fix.
+var ErrPermanent = errors.New("rejected for good")
+
+// Permanent wraps err as a permanent failure (errors.Is ErrPermanent).
+func Permanent(err error) error { return fmt.Errorf("%w: %w", ErrPermanent, err) }
+
+// Rejected is a record a destination refused for good, and why.
+type Rejected struct {
+	Index  int // in Batch.Records
+	Reason string
+}
+
+// Record is one log record as destinations see it. Its slices are owned by
+// the Batch and valid until the Batch is reused.
+type Record struct {
+	Time   int64 // Unix nanoseconds
+	Tenant string
+	Labels record.Labels
+	// LabelsJSON and FieldsJSON are the labels and the fields (those that
+	// did not become the time or the message) as JSON objects.
+	LabelsJSON json.RawMessage
+	FieldsJSON json.RawMessage
+	Line       []byte
+	Pos        wal.Pos // the WAL frame the record came from
+}
+
+// Batch is what one Deliver call carries: records of consecutive WAL
+// frames, and the position after the last frame they cover.
+type Batch struct {
+	Records []Record
+	// End is the WAL position after the batch: what a destination that
+	// keeps positions commits with it.
+	End   wal.Pos
+	Bytes int // bytes of lines
+	// oldest is the receive time (Unix ns) of the batch's first frame.
+	oldest int64
+	arena  []byte
+	// deadLetter writes rejected records durably (set by the runtime);
+	// lettered says it was called for this delivery.
+	deadLetter func([]Rejected) error
+	lettered   bool
+}
+
+// DeadLetter writes rej to the sink's dead-letter file, durably. A
+// destination that commits a position calls it before the commit, so
+// that a crash in between repeats the dead letter rather than lose it (at
+// least once); records it returns without calling it are written after
+// Deliver returns.
+func (b *Batch) DeadLetter(rej []Rejected) error {
+	if len(rej) == 0 || b.deadLetter == nil {
+		return nil
+	}
+	if err := b.deadLetter(rej); err != nil {
+		return fmt.Errorf("write dead letter: %w", err)
+	}
+	b.lettered = true
+	return nil
+}
+
+// Reset empties b, keeping its memory.
+func (b *Batch) Reset() {
+	clear(b.Records)
+	b.Records, b.Bytes, b.oldest, b.arena = b.Records[:0], 0, 0, b.arena[:0]
+}
+
+// filter is a sink's subscription.
+type filter struct {
+	tenant   string // "" matches every tenant
+	selector interface {
+		Matches(get func(string) string) bool
+	}
+}
+
+func (f *filter) tenantMatches(t string) bool { return f.tenant == "" || f.tenant == t }
+
+// appendBlock adds the rows of blk that f keeps to b and returns how many.
+// Every byte kept is copied into b's arena: blk views the cursor's buffer.
+func (b *Batch) appendBlock(f *filter, blk *rows.Block, at wal.Pos) int {
+	if !f.tenantMatches(blk.Tenant) {
+		return 0
+	}
+	keep := make([]bool, len(blk.Streams))
+	labelsAt := make([][2]int, len(blk.Streams))
+	any := false
+	for i, ls := range blk.Streams {
+		keep[i] = f.selector == nil || f.selector.Matches(func(n string) string { v, _ := ls.Get(n); return v })
+		any = any || keep[i]
+	}
+	if !any {
+		return 0
+	}
+	if len(b.Records) == 0 {
+		b.oldest = blk.ReceiveTime
+	}
+	// The arena may move while it grows: offsets first, slices at the end.
+	type span struct{ lab, fields, line [2]int }
+	start := len(b.Records)
+	var spans []span
+	for i, ls := range blk.Streams {
+		if keep[i] {
+			s := len(b.arena)
+			b.arena = appendLabelsJSON(b.arena, ls)
+			labelsAt[i] = [2]int{s, len(b.arena)}
+		}
+	}
+	var r rows.Row
+	var fields []rows.Field
+	for i := range blk.Rows {
+		if !keep[blk.Rows[i].Stream] {
+			continue
+		}
+		fields = blk.Row(i, &r, fields)
+		var sp span
+		sp.lab = labelsAt[r.Stream]
+		s := len(b.arena)
+		b.arena = appendFieldsJSON(b.arena, blk, r.Fields)
+		sp.fields = [2]int{s, len(b.arena)}
+		s = len(b.arena)
+		b.arena = append(b.arena, r.Line...)
+		sp.line = [2]int{s, len(b.arena)}
+		spans = append(spans, sp)
+		b.Records = append(b.Records, Record{Time: r.Time, Tenant: blk.Tenant, Labels: blk.Streams[r.Stream], Pos: at})
+		b.Bytes += len(r.Line)
+	}
+	for k, sp := range spans {
+		r := &b.Records[start+k]
+		r.LabelsJSON = b.arena[sp.lab[0]:sp.lab[1]:sp.lab[1]]
+		r.FieldsJSON = b.arena[sp.fields[0]:sp.fields[1]:sp.fields[1]]
+		r.Line = b.arena[sp.line[0]:sp.line[1]:sp.line[1]]
+	}
+	return len(b.Records) - start
+}
+
+// appendLabelsJSON appends ls as a JSON object of strings.
+func appendLabelsJSON(dst []byte, ls record.Labels) []byte {
+	dst = append(dst, '{')
+	for i, l := range ls {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = append(dst, '"')
+		dst = record.AppendJSONEscaped(dst, l.Name)
+		dst = append(dst, `":"`...)
+		dst = record.AppendJSONEscaped(dst, l.Value)
+		dst = append(dst, '"')
+	}
+	return append(dst, '}')
+}
+
+// appendFieldsJSON appends the fields that are neither the time nor the
+// message as a JSON object, typed as they were parsed.
+func appendFieldsJSON(dst []byte, blk *rows.Block, fields []rows.Field) []byte {
+	dst = append(dst, '{')
+	n := 0
+	var scratch []byte
+	for i := range fields {
+		f := &fields[i]
+		if f.Role != record.RoleNone {
+			continue
+		}
+		if n > 0 {
+			dst = append(dst, ',')
+		}
+		n++
+		dst = append(dst, '"')
+		dst = record.AppendJSONEscaped(dst, blk.Names[f.Name])
+		dst = append(dst, '"', ':')
+		switch f.Kind {
+		case record.Null:
+			dst = append(dst, "null"...)
+		case record.Bool:
+			dst = strconv.AppendBool(dst, f.Num != 0)
+		case record.Int:
+			dst = strconv.AppendInt(dst, int64(f.Num), 10)
+		case record.Float:
+			v := f.Float()
+			switch {
+			case len(f.Value) > 0:
+				dst = append(dst, f.Value...)
+			case math.IsInf(v, 0) || math.IsNaN(v):
+				dst = strconv.AppendQuote(dst, strconv.FormatFloat(v, 'g', -1, 64))
+			default:
+				dst = strconv.AppendFloat(dst, v, 'g', -1, 64)
+			}
+		case record.BigInt, record.JSON:
+			dst = append(dst, f.Value...)
+		default:
+			scratch = record.AppendUnescaped(scratch[:0], f.Value, f.Flags)
+			dst = append(dst, '"')
+			dst = record.AppendJSONEscaped(dst, scratch)
+			dst = append(dst, '"')
+		}
+	}
+	return append(dst, '}')
+}
+
+// Policy is what a sink does when its backlog passes its budget.
+type Policy int
+
+const (
+	// Block refuses ingest for the sink's tenants (503, Retry-After,
+	// naming the sink) until the sink is back under its budget.
+	Block Policy = iota
+	// DropOldest moves the sink's position forward past the oldest
+	// records, counting and logging them, so the WAL it holds stays
+	// within the budget.
+	DropOldest
+)
+
+func (p Policy) String() string {
+	if p == DropOldest {
+		return "drop_oldest"
+	}
+	return "block"
+}
+
+// ParsePolicy parses "block" or "drop_oldest".
+func ParsePolicy(s string) (Policy, error) {
+	switch s {
+	case "", "block":
+		return Block, nil
+	case "drop_oldest":
+		return DropOldest, nil
+	}
+	return 0, fmt.Errorf("policy %q: want block or drop_oldest", s)
+}
+
+// Backoff is a retry schedule: jittered exponential from Initial, capped
+// at Max.
+type Backoff struct {
+	Initial, Max time.Duration
+}
+
+// delay returns the wait before retry number n (1 for the first retry):
+// "equal jitter", half of the exponential step plus a random half, so
+// sinks that failed together do not retry together.
+func (b Backoff) delay(n int, rnd func(int64) int64) time.Duration {
+	d := b.Initial
+	for i := 1; i < n && d < b.Max; i++ {
+		d *= 2
+	}
+	d = min(d, b.Max)
+	if d <= 1 {
+		return d
+	}
+	half := int64(d) / 2
+	return time.Duration(half + rnd(half+1))
+}
