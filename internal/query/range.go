@@ -53,6 +53,7 @@ type rangeWorker struct {
 	op       rangeOp
 	shape    *matrix
 	rng, off int64
+	win      windowCache // windowsAt's last answer
 	cols     *colPlanner // the columnar path's state (range_columns.go)
 }
 

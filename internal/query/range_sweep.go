@@ -320,11 +320,36 @@ func (w *rangeWorker) sameWindows(lo, hi int64) bool {
 // windows returns the first and last window that count a sample at time
 // t (hi < lo: none).
 func (w *rangeWorker) windows(t int64) (lo, hi int64) {
-	shape := w.shape
 	ts := t + w.off
-	lo = max(ceilDiv(ts-shape.start, shape.step), 0)
-	hi = min(floorDiv(ts+w.rng-1-shape.start, shape.step), int64(shape.steps-1))
-	return lo, hi
+	if c := &w.win; c.ok && ts >= c.from && ts <= c.to {
+		return c.lo, c.hi
+	}
+	return w.windowsAt(ts)
+}
+
+// windowsAt is windows for ts, t+off, computed; it keeps in w.win the
+// times for which the answer is the same: a block's rows come in time
+// order, most in the windows of the row before (a 10 s step holds
+// hundreds of a stream's rows), and each computation costs two divisions.
+func (w *rangeWorker) windowsAt(ts int64) (lo, hi int64) {
+	shape := w.shape
+	ulo := ceilDiv(ts-shape.start, shape.step)
+	uhi := floorDiv(ts+w.rng-1-shape.start, shape.step)
+	// ulo is the same for ts in [start+(ulo-1)*step+1, start+ulo*step],
+	// uhi for ts in [start+uhi*step-rng+1, start+(uhi+1)*step-rng].
+	w.win = windowCache{ok: true,
+		from: max(shape.start+(ulo-1)*shape.step+1, shape.start+uhi*shape.step-w.rng+1),
+		to:   min(shape.start+ulo*shape.step, shape.start+(uhi+1)*shape.step-w.rng),
+		lo:   max(ulo, 0), hi: min(uhi, int64(shape.steps-1))}
+	return w.win.lo, w.win.hi
+}
+
+// windowCache is what windowsAt last found: the windows of the times
+// from..to (windows' ts).
+type windowCache struct {
+	ok       bool
+	from, to int64
+	lo, hi   int64
 }
 
 // addN adds n samples of value 1 at time t: n rows counted (opSum).
