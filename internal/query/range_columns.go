@@ -99,6 +99,11 @@ type tmplPlan struct {
 	ids []oneParam
 	// nothing: givesNothing said its rows give nothing (this block).
 	nothing bool
+	// fastOne: a row's outcome is its one parameter's dictionary entry's
+	// (one, dictMemo), and needs no check, number filter nor unwrap: once
+	// the entry's outcome is known, block decides the row itself, without
+	// rowValues and columnRow (this block).
+	fastOne bool
 	// nums: where the parameters a predState reads are (this block), when
 	// each is in a number column or absent; numsOK false otherwise.
 	nums   []numParam
@@ -266,20 +271,32 @@ func (w *rangeWorker) block(ev *evaluator, ls record.Labels, b *part.Block, from
 			if err := ev.scanned(&w.tally, nil); err != nil {
 				return err
 			}
-			if cp.plans[tm].nothing { // startBlock asked givesNothing
+			p := &cp.plans[tm]
+			if p.nothing { // startBlock asked givesNothing
 				w.tally.columnar++
-				for _, c := range cp.adv[cp.advStart[tm]:cp.advStart[tm+1]] {
-					cp.cur[c]++
-				}
+				cp.advance(tm)
 				continue
+			}
+			if p.fastOne {
+				if id := cp.oneID(&p.one); id >= 0 {
+					switch cp.dictMemo[id] {
+					case memoDropped:
+						w.tally.columnar++
+						cp.advance(tm)
+						continue
+					case memoKept:
+						w.tally.columnar++
+						w.add(cp.dictSeries[id], t, 1)
+						cp.advance(tm)
+						continue
+					}
+				}
 			}
 			if done, err := w.predRow(ls, b, tm, t); err != nil {
 				return err
 			} else if done {
 				w.tally.columnar++
-				for _, c := range cp.adv[cp.advStart[tm]:cp.advStart[tm+1]] {
-					cp.cur[c]++
-				}
+				cp.advance(tm)
 				continue
 			}
 			ok, err := cp.rowValues(b, tm, t)
@@ -306,9 +323,7 @@ func (w *rangeWorker) block(ev *evaluator, ls record.Labels, b *part.Block, from
 				}
 			}
 		}
-		for _, c := range cp.adv[cp.advStart[tm]:cp.advStart[tm+1]] {
-			cp.cur[c]++
-		}
+		cp.advance(tm)
 	}
 	return nil
 }
@@ -837,6 +852,7 @@ func (cp *colPlanner) startBlock(b *part.Block, gives func(p *tmplPlan) (nothing
 				col := b.SlotColumn(t, si)
 				if ids, ok := b.ValueIDs(col); ok {
 					p.one = oneParam{col: col, rank: b.SlotRank(t, si), ids: ids}
+					p.fastOne = len(p.checks) == 0 && cp.memoOn && cp.pred == nil
 				}
 			} else if cp.memoOn {
 				p.ids = idParams(b, t, p, holes, -1)
@@ -928,15 +944,8 @@ func (cp *colPlanner) rowValues(b *part.Block, tm int, t int64) (bool, error) {
 	cp.values, cp.curNames = cp.values[:0], p.names
 	cp.valueID = -1
 	if o := &p.one; o.col >= 0 {
-		id := 0
-		if o.ids != nil {
-			id = -1
-			if vi := cp.cur[o.col] + o.rank; vi < len(o.ids) {
-				id = int(o.ids[vi])
-			}
-		}
-		if id >= 0 {
-			cp.valueID = o.col*256 + id
+		if id := cp.oneID(o); id >= 0 {
+			cp.valueID = id
 			if cp.dictMemo[cp.valueID] != memoUnknown && cp.memoOn {
 				return true, nil // columnRow knows the outcome: no value needed
 			}
@@ -977,6 +986,27 @@ func (cp *colPlanner) rowValues(b *part.Block, tm int, t int64) (bool, error) {
 		cp.values = append(cp.values, pv)
 	}
 	return true, nil
+}
+
+// oneID returns the row at hand's entry of its one parameter's column, as
+// column*256 + id (dictMemo's index), or -1 when the row is past the
+// column's values.
+func (cp *colPlanner) oneID(o *oneParam) int {
+	if o.ids == nil {
+		return o.col * 256 // a constant: entry 0
+	}
+	if vi := cp.cur[o.col] + o.rank; vi < len(o.ids) {
+		return o.col*256 + int(o.ids[vi])
+	}
+	return -1
+}
+
+// advance moves the cursors of the columns the rows of template tm read
+// past the row at hand.
+func (cp *colPlanner) advance(tm int) {
+	for _, c := range cp.adv[cp.advStart[tm]:cp.advStart[tm+1]] {
+		cp.cur[c]++
+	}
 }
 
 // unwrapNumber sets cp.num to the unwrapped parameter of the row at hand
