@@ -41,6 +41,8 @@ var allowed = map[string][]string{
 	"internal/sink/file":     {"internal/sink", "internal/wal", "internal/record"},
 	// Starts a private PostgreSQL for tests: knows nothing of sluice.
 	"internal/sink/postgres/pgtest": {},
+	// What the sinks' tests share: a WAL written as ingest writes it.
+	"internal/sink/sinktest": {"internal/parse", "internal/record", "internal/rows", "internal/wal"},
 	// The server wires protocols to the store.
 	"internal/server": {"internal/flow", "internal/protocol/", "internal/sink/", "internal/parse", "internal/record", "internal/store", "internal/vfs", "internal/query", "internal/logql"},
 	// The query engine reads the store through its snapshot; the language

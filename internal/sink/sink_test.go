@@ -6,8 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -19,9 +17,8 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/sluicelog/sluice/internal/flow"
-	"github.com/sluicelog/sluice/internal/parse"
 	"github.com/sluicelog/sluice/internal/record"
-	"github.com/sluicelog/sluice/internal/rows"
+	"github.com/sluicelog/sluice/internal/sink/sinktest"
 	"github.com/sluicelog/sluice/internal/wal"
 )
 
@@ -85,39 +82,19 @@ func (d *memDest) got() []string {
 	return append([]string(nil), d.lines...)
 }
 
-// appendLines parses JSON lines and appends them to l as one WAL record of
-// tenant.
-func appendLines(t *testing.T, l *wal.Log, tenant string, lines ...string) {
-	t.Helper()
-	p, err := parse.New(parse.Options{Format: "json", Record: record.DefaultConfig()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var enc rows.Encoder
-	err = p.Bytes(context.Background(), []byte(strings.Join(lines, "\n")+"\n"), func(b *record.Batch) error {
-		_, err := l.Append(enc.Append(nil, tenant, b))
-		return err
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-}
-
 func jsonLine(service string, i int, extra string) string {
 	return fmt.Sprintf(`{"time":"2026-01-15T08:00:%02d.000Z","service":"%s","msg":"line %d%s","n":%d}`, i%60, service, i, extra, i)
 }
 
 func openWAL(t *testing.T, dir string) *wal.Log {
 	t.Helper()
-	l, _, err := wal.Open(wal.Options{Dir: dir, SegmentSize: 4 << 10, Logger: quiet()}, 0, nil)
+	l, _, err := wal.Open(wal.Options{Dir: dir, SegmentSize: 4 << 10, Logger: sinktest.Quiet()}, 0, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { l.Close() })
 	return l
 }
-
-func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
 
 // running is a manager running in the background.
 type running struct {
@@ -161,7 +138,7 @@ func TestRetriesThenExactlyOnceAcrossRestart(t *testing.T) {
 	dest := newMemDest(3)
 	cfg := Config{Name: "pg", Type: "mem", Tenant: "t1", Selector: `{service="api"}`, BatchSize: 7, Linger: time.Millisecond,
 		Retry: Backoff{Initial: time.Millisecond, Max: 4 * time.Millisecond}, Dir: filepath.Join(dir, "sinks", "pg")}
-	s, err := New(cfg, dest, quiet())
+	s, err := New(cfg, dest, sinktest.Quiet())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -169,7 +146,7 @@ func TestRetriesThenExactlyOnceAcrossRestart(t *testing.T) {
 		t.Fatalf("a new sink holds segment %d before it started", s.Hold())
 	}
 	s.onDone = dest.notify
-	m := NewManager([]*Sink{s}, prometheus.NewRegistry(), quiet())
+	m := NewManager([]*Sink{s}, prometheus.NewRegistry(), sinktest.Quiet())
 	r := start(t, m, l)
 	// The sink starts at the end of the log: wait for its position file.
 	waitFile(t, filepath.Join(cfg.Dir, "position"))
@@ -180,8 +157,8 @@ func TestRetriesThenExactlyOnceAcrossRestart(t *testing.T) {
 			svc = "web" // not the selector's
 		}
 		line := jsonLine(svc, i, "")
-		appendLines(t, l, "t1", line)
-		appendLines(t, l, "t2", jsonLine("api", i, " other tenant"))
+		sinktest.AppendLines(t, l, "t1", line)
+		sinktest.AppendLines(t, l, "t2", jsonLine("api", i, " other tenant"))
 		if svc == "api" {
 			want = append(want, line)
 		}
@@ -197,7 +174,7 @@ func TestRetriesThenExactlyOnceAcrossRestart(t *testing.T) {
 	r.stop()
 
 	// A restart resumes where the destination is: nothing twice.
-	s2, err := New(cfg, dest, quiet())
+	s2, err := New(cfg, dest, sinktest.Quiet())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -205,10 +182,10 @@ func TestRetriesThenExactlyOnceAcrossRestart(t *testing.T) {
 		t.Fatalf("restarted sink holds %d, beyond the log's %d", s2.Hold(), l.Committed().Segment)
 	}
 	s2.onDone = dest.notify
-	m2 := NewManager([]*Sink{s2}, prometheus.NewRegistry(), quiet())
+	m2 := NewManager([]*Sink{s2}, prometheus.NewRegistry(), sinktest.Quiet())
 	start(t, m2, l)
 	more := jsonLine("api", 99, " after restart")
-	appendLines(t, l, "t1", more)
+	sinktest.AppendLines(t, l, "t1", more)
 	want = append(want, more)
 	waitCalls(t, dest, "the line after the restart", func() bool { return len(dest.got()) >= len(want) })
 	if got := dest.got(); strings.Join(got, "\n") != strings.Join(want, "\n") {
@@ -234,15 +211,15 @@ func TestDeadLetter(t *testing.T) {
 	l := openWAL(t, filepath.Join(dir, "wal"))
 	dest := newMemDest(0)
 	cfg := Config{Name: "files", Linger: time.Millisecond, Dir: filepath.Join(dir, "sinks", "files")}
-	s, err := New(cfg, dest, quiet())
+	s, err := New(cfg, dest, sinktest.Quiet())
 	if err != nil {
 		t.Fatal(err)
 	}
 	s.onDone = dest.notify
-	m := NewManager([]*Sink{s}, nil, quiet())
+	m := NewManager([]*Sink{s}, nil, sinktest.Quiet())
 	start(t, m, l)
 	waitFile(t, filepath.Join(cfg.Dir, "position"))
-	appendLines(t, l, "t1", jsonLine("api", 1, ""), jsonLine("api", 2, " bad"), jsonLine("api", 3, ""))
+	sinktest.AppendLines(t, l, "t1", jsonLine("api", 1, ""), jsonLine("api", 2, " bad"), jsonLine("api", 3, ""))
 	waitCalls(t, dest, "the good lines", func() bool { return len(dest.got()) >= 2 })
 	waitCalls(t, dest, "the dead letter count", func() bool { return m.Status()[0].DeadLettered == 1 })
 	f, err := os.Open(DeadLetterPath(cfg.Dir))
@@ -276,12 +253,12 @@ func TestBudgetBlock(t *testing.T) {
 	dest.fail = true
 	cfg := Config{Name: "pg-audit", Tenant: "t1", Linger: time.Millisecond, Budget: 8 << 10, Policy: Block,
 		Retry: Backoff{Initial: time.Millisecond, Max: 2 * time.Millisecond}, Dir: filepath.Join(dir, "sinks", "a")}
-	s, err := New(cfg, dest, quiet())
+	s, err := New(cfg, dest, sinktest.Quiet())
 	if err != nil {
 		t.Fatal(err)
 	}
 	s.onDone = dest.notify
-	m := NewManager([]*Sink{s}, nil, quiet())
+	m := NewManager([]*Sink{s}, nil, sinktest.Quiet())
 	m.Interval = time.Hour // measured by hand below
 	start(t, m, l)
 	waitFile(t, filepath.Join(cfg.Dir, "position"))
@@ -290,7 +267,7 @@ func TestBudgetBlock(t *testing.T) {
 	next := flow.SinkFunc(func(*record.Batch) error { stored++; return nil })
 	g := m.Gate(next)
 	for i := range 200 {
-		appendLines(t, l, "t1", jsonLine("api", i, strings.Repeat("x", 100)))
+		sinktest.AppendLines(t, l, "t1", jsonLine("api", i, strings.Repeat("x", 100)))
 	}
 	m.measure(l)
 	if st := m.Status()[0]; !st.Blocked || st.Backlog <= cfg.Budget {
@@ -326,17 +303,17 @@ func TestBudgetDropOldest(t *testing.T) {
 	dest.fail = true
 	cfg := Config{Name: "lossy", Linger: time.Millisecond, Budget: 8 << 10, Policy: DropOldest, BatchSize: 10,
 		Retry: Backoff{Initial: time.Millisecond, Max: 2 * time.Millisecond}, Dir: filepath.Join(dir, "sinks", "l")}
-	s, err := New(cfg, dest, quiet())
+	s, err := New(cfg, dest, sinktest.Quiet())
 	if err != nil {
 		t.Fatal(err)
 	}
 	s.onDone = dest.notify
-	m := NewManager([]*Sink{s}, nil, quiet())
+	m := NewManager([]*Sink{s}, nil, sinktest.Quiet())
 	m.Interval = time.Hour
 	start(t, m, l)
 	waitFile(t, filepath.Join(cfg.Dir, "position"))
 	for i := range 200 {
-		appendLines(t, l, "t1", jsonLine("api", i, strings.Repeat("x", 100)))
+		sinktest.AppendLines(t, l, "t1", jsonLine("api", i, strings.Repeat("x", 100)))
 	}
 	m.measure(l)
 	if _, err := m.Gate(flow.SinkFunc(func(*record.Batch) error { return nil })).Prepare(&record.Batch{Tenant: "t1"}); err != nil {

@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -16,30 +15,11 @@ import (
 
 	"github.com/klauspost/compress/zstd"
 
-	"github.com/sluicelog/sluice/internal/parse"
-	"github.com/sluicelog/sluice/internal/record"
 	"github.com/sluicelog/sluice/internal/rows"
 	"github.com/sluicelog/sluice/internal/sink"
+	"github.com/sluicelog/sluice/internal/sink/sinktest"
 	"github.com/sluicelog/sluice/internal/wal"
 )
-
-func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
-
-func appendLines(t *testing.T, l *wal.Log, tenant string, lines ...string) {
-	t.Helper()
-	p, err := parse.New(parse.Options{Format: "json", Record: record.DefaultConfig()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var enc rows.Encoder
-	err = p.Bytes(context.Background(), []byte(strings.Join(lines, "\n")+"\n"), func(b *record.Batch) error {
-		_, err := l.Append(enc.Append(nil, tenant, b))
-		return err
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-}
 
 // readAll decodes every file of d, in order, into its lines.
 func readAll(t *testing.T, d *Dest) []map[string]any {
@@ -128,7 +108,7 @@ func TestRotationCompressionAndRestart(t *testing.T) {
 	for _, comp := range []string{"none", "gzip", "zstd"} {
 		t.Run("compression="+comp, func(t *testing.T) {
 			dir := t.TempDir()
-			l, _, err := wal.Open(wal.Options{Dir: filepath.Join(dir, "wal"), Logger: quiet()}, 0, nil)
+			l, _, err := wal.Open(wal.Options{Dir: filepath.Join(dir, "wal"), Logger: sinktest.Quiet()}, 0, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -151,7 +131,7 @@ func TestRotationCompressionAndRestart(t *testing.T) {
 			n := 0
 			batch := func(k int) {
 				for range k {
-					appendLines(t, l, "t1", fmt.Sprintf(`{"service":"api","msg":"line %d \"quoted\" %s"}`, n, strings.Repeat("y", 40)))
+					sinktest.AppendLines(t, l, "t1", fmt.Sprintf(`{"service":"api","msg":"line %d \"quoted\" %s"}`, n, strings.Repeat("y", 40)))
 					n++
 				}
 				pos = deliverAll(t, l, d, pos)

@@ -3,8 +3,6 @@ package postgres_test
 import (
 	"context"
 	"fmt"
-	"io"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,32 +11,12 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/sluicelog/sluice/internal/parse"
-	"github.com/sluicelog/sluice/internal/record"
-	"github.com/sluicelog/sluice/internal/rows"
 	"github.com/sluicelog/sluice/internal/sink"
 	"github.com/sluicelog/sluice/internal/sink/postgres"
 	"github.com/sluicelog/sluice/internal/sink/postgres/pgtest"
+	"github.com/sluicelog/sluice/internal/sink/sinktest"
 	"github.com/sluicelog/sluice/internal/wal"
 )
-
-func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
-
-func appendLines(t *testing.T, l *wal.Log, tenant string, lines ...string) {
-	t.Helper()
-	p, err := parse.New(parse.Options{Format: "json", Record: record.DefaultConfig()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var enc rows.Encoder
-	err = p.Bytes(context.Background(), []byte(strings.Join(lines, "\n")+"\n"), func(b *record.Batch) error {
-		_, err := l.Append(enc.Append(nil, tenant, b))
-		return err
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-}
 
 type running struct {
 	cancel context.CancelFunc
@@ -52,11 +30,11 @@ func run(t *testing.T, dsn, dir string, l *wal.Log, columns map[string]string, t
 		t.Fatal(err)
 	}
 	s, err := sink.New(sink.Config{Name: "pg", Type: "postgres", Tenant: "t1", BatchSize: 50, Linger: time.Millisecond,
-		Retry: sink.Backoff{Initial: 5 * time.Millisecond, Max: 50 * time.Millisecond}, Dir: dir}, dest, quiet())
+		Retry: sink.Backoff{Initial: 5 * time.Millisecond, Max: 50 * time.Millisecond}, Dir: dir}, dest, sinktest.Quiet())
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := sink.NewManager([]*sink.Sink{s}, nil, quiet())
+	m := sink.NewManager([]*sink.Sink{s}, nil, sinktest.Quiet())
 	ctx, cancel := context.WithCancel(context.Background())
 	r := &running{cancel: cancel, done: make(chan error, 1)}
 	go func() { r.done <- m.Run(ctx, l) }()
@@ -96,7 +74,7 @@ func TestExactlyOnceWithOutageAndRestart(t *testing.T) {
 	pg := pgtest.Start(t)
 	ctx := context.Background()
 	dir := t.TempDir()
-	l, _, err := wal.Open(wal.Options{Dir: filepath.Join(dir, "wal"), SegmentSize: 16 << 10, Logger: quiet()}, 0, nil)
+	l, _, err := wal.Open(wal.Options{Dir: filepath.Join(dir, "wal"), SegmentSize: 16 << 10, Logger: sinktest.Quiet()}, 0, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -119,14 +97,14 @@ func TestExactlyOnceWithOutageAndRestart(t *testing.T) {
 	n := 0
 	push := func(k int) {
 		for range k {
-			appendLines(t, l, "t1", line(n, ""))
-			appendLines(t, l, "t2", line(n, " (not the sink's tenant)"))
+			sinktest.AppendLines(t, l, "t1", line(n, ""))
+			sinktest.AppendLines(t, l, "t2", line(n, " (not the sink's tenant)"))
 			n++
 		}
 	}
 	push(300)
 	// One row PostgreSQL refuses: jsonb takes no \u0000.
-	appendLines(t, l, "t1", `{"service":"api","msg":"nul","bad":"a\u0000b"}`)
+	sinktest.AppendLines(t, l, "t1", `{"service":"api","msg":"nul","bad":"a\u0000b"}`)
 	waitRows(t, conn, "SELECT count(*) FROM sluice_logs", 300)
 
 	// PostgreSQL goes away mid-stream and comes back.
@@ -191,7 +169,7 @@ func TestUserTableColumnMapping(t *testing.T) {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
-	l, _, err := wal.Open(wal.Options{Dir: filepath.Join(dir, "wal"), Logger: quiet()}, 0, nil)
+	l, _, err := wal.Open(wal.Options{Dir: filepath.Join(dir, "wal"), Logger: sinktest.Quiet()}, 0, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -208,7 +186,7 @@ func TestUserTableColumnMapping(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	appendLines(t, l, "t1", `{"service":"db","msg":"ok 1"}`, `{"service":"db","msg":"forbidden"}`, `{"service":"db","msg":"ok 2"}`)
+	sinktest.AppendLines(t, l, "t1", `{"service":"db","msg":"ok 1"}`, `{"service":"db","msg":"forbidden"}`, `{"service":"db","msg":"ok 2"}`)
 	waitRows(t, conn, "SELECT count(*) FROM audit", 2)
 	for i := 0; m.Status()[0].DeadLettered != 1; i++ {
 		if i > 6000 {
