@@ -36,7 +36,20 @@ type blockHeader struct {
 	// times, once one has read them.
 	skeleton atomic.Pointer[rowSkeleton]
 	times    atomic.Pointer[[]int64]
-	inCache  bool // guarded by cache.mu
+	// colRaw holds, per column, its stream decompressed once a read has
+	// loaded it (small columns only: Block.loadedCol): a warm query over
+	// dictionaries and numbers decompressed the same columns every time.
+	colRaw  []atomic.Pointer[[]byte]
+	inCache bool // guarded by cache.mu
+}
+
+// keptColumn returns column i's stream decompressed by an earlier read,
+// or nil.
+func (h *blockHeader) keptColumn(i int) *[]byte {
+	if h == nil || i >= len(h.colRaw) {
+		return nil
+	}
+	return h.colRaw[i].Load()
 }
 
 // rowSkeleton is what a walk of a block's rows finds (decodeRows): each
@@ -145,6 +158,10 @@ func (r *Reader) header(i int, d *bin.Reader, b *Block) (*blockHeader, error) {
 		return nil, err
 	}
 	h.rest = slices.Clone(h.rest) // the templates hold no view of hdr, which b.raw's next use overwrites
+	cr := bin.NewReader(h.rest)
+	if n := cr.Count("column count", 4); cr.Err() == nil {
+		h.colRaw = make([]atomic.Pointer[[]byte], n)
+	}
 	h.size = headerMemory(h)
 	r.cache.add(r, i, h)
 	return h, nil
@@ -154,7 +171,7 @@ func (r *Reader) header(i int, d *bin.Reader, b *Block) (*blockHeader, error) {
 func headerMemory(h *blockHeader) int64 {
 	return int64(unsafe.Sizeof(*h)) + int64(cap(h.rest)) + int64(cap(h.tmpls))*int64(unsafe.Sizeof(template{})) +
 		int64(cap(h.slots))*int64(unsafe.Sizeof(slot{})) + 4*int64(cap(h.cols)) + int64(cap(h.holes))*int64(unsafe.Sizeof(0)) +
-		int64(cap(h.line)) + 4*int64(cap(h.ends))
+		int64(cap(h.line)) + 4*int64(cap(h.ends)) + 8*int64(len(h.colRaw))
 }
 
 func (c *BlockCache) add(r *Reader, i int, h *blockHeader) {

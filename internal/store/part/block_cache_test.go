@@ -74,6 +74,20 @@ func TestBlockCache(t *testing.T) {
 		for tm := range col.NumTemplates() {
 			fmt.Fprintf(&s, "t%d=%d ", tm, col.TemplateRows(tm))
 		}
+		// Every value of every column: the small ones decoded, from the
+		// second read on, from the stream the cache keeps decompressed.
+		for ci := range col.NumColumns() {
+			if col.ColumnKind(ci) == part.ColumnTime {
+				continue
+			}
+			for vi := range col.ColumnValues(ci) {
+				v, _, err := col.Value(ci, vi, 0, nil)
+				if err != nil {
+					return "", err
+				}
+				fmt.Fprintf(&s, "c%d:%q ", ci, v)
+			}
+		}
 		return s.String(), nil
 	}
 	want := make([]string, len(plain.Blocks))

@@ -422,14 +422,32 @@ func (b *Block) NumTemplates() int { return len(b.tmpls) }
 // loadedCol returns column i, loaded.
 func (b *Block) loadedCol(i int) (*colData, error) {
 	c := &b.cols[i]
-	if !c.loaded {
-		var err error
-		if b.raw, err = c.load(b.raw); err != nil {
-			return nil, fmt.Errorf("%w: column %q: %v", ErrCorrupt, b.Names[i], err)
-		}
+	if c.loaded {
+		return c, nil
+	}
+	hd := b.hd
+	var kept []byte
+	if p := hd.keptColumn(i); p != nil {
+		kept = *p
+	}
+	var colRaw []byte
+	var decompressed bool
+	var err error
+	if b.raw, colRaw, decompressed, err = c.load(b.raw, kept); err != nil {
+		return nil, fmt.Errorf("%w: column %q: %v", ErrCorrupt, b.Names[i], err)
+	}
+	if decompressed && hd.cache != nil && len(colRaw) <= maxKeptColumn {
+		k := slices.Clone(colRaw)
+		hd.cache.keep(hd, int64(cap(k)), func() bool { return hd.colRaw[i].CompareAndSwap(nil, &k) })
 	}
 	return c, nil
 }
+
+// maxKeptColumn is the largest decompressed column the block cache keeps
+// (blockHeader.colRaw): a dictionary's ids for a full block are 32 KiB,
+// numbers about three bytes each; text columns, larger, are read at
+// the speed of the disk's cache anyway, and would crowd out the rest.
+const maxKeptColumn = 128 << 10
 
 // Every reports whether ok holds for every value of a text column (one
 // stored as strings, a dictionary or a constant), each value passed

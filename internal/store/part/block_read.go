@@ -244,7 +244,7 @@ func decodeBlock(body []byte, hd *blockHeader, stream uint32, b *Block) error {
 		}
 		if !b.Columnar && !(b.LinesOnly && len(b.Contains) > 0) { // those load a column at its first use
 			var err error
-			if b.raw, err = c.load(b.raw); err != nil {
+			if b.raw, _, _, err = c.load(b.raw, nil); err != nil {
 				return fmt.Errorf("column %d (%q): %w", i, name, err)
 			}
 		}
@@ -495,18 +495,26 @@ func (c *colData) decode(h, cr *bin.Reader, raw []byte) []byte {
 
 // load decompresses and decodes the column's values (which a columnar
 // read leaves for the first use), appending what it decompresses to raw.
-func (c *colData) load(raw []byte) ([]byte, error) {
+// kept, when not nil, is the column's stream decompressed by an earlier
+// read (blockHeader.colRaw), decoded without decompressing it again.
+// load returns the stream it decoded, and whether it decompressed it.
+func (c *colData) load(raw, kept []byte) (_, colRaw []byte, decompressed bool, _ error) {
 	if c.loaded {
-		return raw, nil
+		return raw, nil, false, nil
 	}
 	c.loaded = true
-	cd := bin.NewReader(c.stored)
-	var colRaw, s []byte
-	colRaw, raw = readStream(&cd, raw)
-	cd.Done("column")
-	if err := cd.Err(); err != nil {
-		return raw, err
+	if kept != nil {
+		colRaw = kept
+	} else {
+		cd := bin.NewReader(c.stored)
+		decompressed = len(c.stored) > 0 && c.stored[0] != codecRaw
+		colRaw, raw = readStream(&cd, raw)
+		cd.Done("column")
+		if err := cd.Err(); err != nil {
+			return raw, nil, false, err
+		}
 	}
+	var s []byte
 	r := bin.NewReader(colRaw)
 	if c.meta0 == 0xff {
 		c.metas = r.BytesN("column part")
@@ -608,7 +616,7 @@ func (c *colData) load(raw []byte) ([]byte, error) {
 		c.nums = bin.NewReader(s)
 	}
 	r.Done("column")
-	return raw, r.Err()
+	return raw, colRaw, decompressed, r.Err()
 }
 
 // next appends value i of the column to dst when it must be rendered, and
