@@ -232,15 +232,22 @@ func (l *Log) Committed() Pos {
 func (l *Log) Changed() <-chan struct{} {
 	l.notifyMu.Lock()
 	defer l.notifyMu.Unlock()
+	if l.changed == nil {
+		l.changed = make(chan struct{})
+	}
 	return l.changed
 }
 
-// setCommitted moves Committed to p and wakes the waiters.
+// setCommitted moves Committed to p and wakes the waiters. The channel is
+// made only when someone asks for it (Changed): an Append with no cursor
+// waiting allocates nothing (TestAppendAllocs).
 func (l *Log) setCommitted(p Pos) {
 	l.notifyMu.Lock()
 	l.committed = p
-	close(l.changed)
-	l.changed = make(chan struct{})
+	if l.changed != nil {
+		close(l.changed)
+		l.changed = nil
+	}
 	l.notifyMu.Unlock()
 }
 

@@ -90,7 +90,6 @@ func Open(opts Options, from uint64, replay func(pos Pos, payload []byte) error)
 		next:        next,
 		corruptions: len(rep.Corrupt),
 		lastSync:    time.Now(),
-		changed:     make(chan struct{}),
 	}
 	l.segments.Store(int64(nsegs))
 	if _, err := l.rotate(); err != nil {
