@@ -23,12 +23,13 @@ const (
 	SampledIn
 	Redacted // the line or a field changed
 	Relabeled
-	Counted // the rule's metric counted the line
-	Stopped // keep/stop: no later rule sees the line
-	Failed  // the rule failed on the line and left it as it was
+	Counted   // the rule's metric counted the line
+	Stopped   // keep/stop: no later rule sees the line
+	Failed    // the rule failed on the line and left it as it was
+	Extracted // extract stored fields (labels extracted show as Relabeled)
 )
 
-var actionNames = [...]string{"matched", "dropped", "sampled_out", "sampled_in", "redacted", "relabeled", "counted", "stopped", "failed"}
+var actionNames = [...]string{"matched", "dropped", "sampled_out", "sampled_in", "redacted", "relabeled", "counted", "stopped", "failed", "extracted"}
 
 func (a Action) String() string { return actionNames[a] }
 
@@ -63,6 +64,9 @@ type evaluator struct {
 	cands   []int32     // scratch of streamRules
 	val     []byte      // a value as redactAll redacts it
 	patches [][2][]byte // escaped text in the line, and its redacted replacement
+	xpipes  []*stage.Pipeline
+	xlb     stage.Labels   // what extract's parser found, alone
+	xvals   []record.Label // what extract keeps of it
 }
 
 func (s *Set) get() *evaluator {
@@ -77,6 +81,7 @@ func (s *Set) get() *evaluator {
 	return &evaluator{
 		pipes:    make([]*stage.Pipeline, len(s.rules)),
 		setPipes: make([][]*stage.Pipeline, len(s.rules)),
+		xpipes:   make([]*stage.Pipeline, len(s.rules)),
 		sel:      map[uint32]int{},
 	}
 }
@@ -100,8 +105,11 @@ func (s *Set) put(ev *evaluator) {
 // their new stream in b.Streams. It never fails: a rule that fails on a
 // record counts an error and leaves the record as it was.
 //
-// REQUIRES: the caller is the single writer of b.Streams (the goroutine
-// that parsed b), as record.Streams.Intern requires.
+// Extracted fields are new fields of the record (its fields are copied
+// to the end of b.Fields with them), their values appended to b.Data.
+//
+// REQUIRES: the caller is the single writer of b.Streams and b.Names (the
+// goroutine that parsed b), as record.Streams.Intern requires.
 func (s *Set) Apply(b *record.Batch) { s.apply(b, nil) }
 
 // Trace is Apply, calling fn with each step it takes.
@@ -233,9 +241,18 @@ func (s *Set) record(ev *evaluator, b *record.Batch, i int) {
 		c := r.counters
 		c.matched.Add(1)
 		ev.step(i, r, Matched, "")
-		// Relabel first: it is the one action that can fail, and a
-		// rule that fails does nothing to the line.
-		if len(r.setStages) > 0 || len(r.dropLabels) > 0 {
+		// Extract and relabel first: they are the actions that can fail,
+		// and a rule that fails does nothing to the line.
+		ev.xvals = ev.xvals[:0]
+		if r.extract != nil {
+			if err := ev.runExtract(ri, r, rec.Time, line); err != "" {
+				c.errors.Add(1)
+				ev.step(i, r, Failed, err)
+				continue
+			}
+		}
+		intoLabels := r.extract != nil && r.extract.into == "labels" && len(ev.xvals) > 0
+		if len(r.setStages) > 0 || len(r.dropLabels) > 0 || intoLabels {
 			next, err := ev.relabel(ri, r, rec.Time, line, stream)
 			if err != "" {
 				c.errors.Add(1)
@@ -250,6 +267,15 @@ func (s *Set) record(ev *evaluator, b *record.Batch, i int) {
 				c.relabeled.Add(1)
 				ev.step(i, r, Relabeled, "")
 			}
+		}
+		if r.extract != nil && r.extract.into == "fields" && len(ev.xvals) > 0 {
+			if err := ev.addFields(b, i, ev.xvals); err != "" {
+				c.errors.Add(1)
+				ev.step(i, r, Failed, err)
+				continue
+			}
+			c.extracted.Add(1)
+			ev.step(i, r, Extracted, "")
 		}
 		if r.metric != nil {
 			if r.metric.count(&ev.lb, &ev.key) {
@@ -310,6 +336,14 @@ const MaxLabelValue = 2048
 // drop_labels, or why it failed.
 func (ev *evaluator) relabel(ri int, r *rule, ts int64, line []byte, stream record.Labels) (record.Labels, string) {
 	ev.labels = append(ev.labels[:0], stream...)
+	if r.extract != nil && r.extract.into == "labels" {
+		for _, l := range ev.xvals {
+			if err := checkLabelValue("extract."+l.Name, l.Value); err != "" {
+				return nil, err
+			}
+			ev.labels = setLabel(ev.labels, l.Name, strings.Clone(l.Value))
+		}
+	}
 	if len(r.setStages) > 0 {
 		pipes := ev.setPipes[ri]
 		if pipes == nil {
@@ -331,11 +365,8 @@ func (ev *evaluator) relabel(ri int, r *rule, ts int64, line []byte, stream reco
 				return nil, "set_labels." + name + ": " + e + ": " + ev.lb.Get(stage.ErrorDetailsLabel)
 			}
 			v := ev.lb.Get(name)
-			if !utf8.ValidString(v) {
-				return nil, "set_labels." + name + ": the value is not valid UTF-8"
-			}
-			if len(v) > MaxLabelValue {
-				return nil, fmt.Sprintf("set_labels.%s: a value of %d bytes, longer than %d", name, len(v), MaxLabelValue)
+			if err := checkLabelValue("set_labels."+name, v); err != "" {
+				return nil, err
 			}
 			ev.labels = setLabel(ev.labels, name, strings.Clone(v))
 		}
@@ -344,6 +375,117 @@ func (ev *evaluator) relabel(ri int, r *rule, ts int64, line []byte, stream reco
 		ev.labels = setLabel(ev.labels, name, "")
 	}
 	return slices.Clone(ev.labels), ""
+}
+
+// checkLabelValue says why v cannot be a label's value, or "".
+func checkLabelValue(key, v string) string {
+	if !utf8.ValidString(v) {
+		return key + ": the value is not valid UTF-8"
+	}
+	if len(v) > MaxLabelValue {
+		return fmt.Sprintf("%s: a value of %d bytes, longer than %d", key, len(v), MaxLabelValue)
+	}
+	return ""
+}
+
+// runExtract runs r's extract parser over line into ev.xvals (all it
+// found, or the keys it names), and adds them to ev.lb so that the
+// rule's templates and metric labels see them. It returns why it
+// failed: the parser's error (a line that is not JSON, say).
+func (ev *evaluator) runExtract(ri int, r *rule, ts int64, line []byte) string {
+	p := ev.xpipes[ri]
+	if p == nil {
+		var err error
+		if p, err = stage.Compile(r.xstages); err != nil {
+			panic("rules: a checked extract fails to compile: " + err.Error())
+		}
+		ev.xpipes[ri] = p
+	}
+	ev.xlb.Reset(nil)
+	p.Process(ts, line, &ev.xlb)
+	if e := ev.xlb.Get(stage.ErrorLabel); e != "" {
+		return "extract: " + e + ": " + ev.xlb.Get(stage.ErrorDetailsLabel)
+	}
+	x := r.extract
+	if x.keys == nil {
+		for _, l := range ev.xlb.Current() {
+			if l.Value != "" {
+				ev.xvals = append(ev.xvals, l)
+			}
+		}
+	} else {
+		for _, k := range x.keys {
+			if v := ev.xlb.Get(k); v != "" {
+				ev.xvals = append(ev.xvals, record.Label{Name: k, Value: v})
+			}
+		}
+	}
+	if len(r.setStages) > 0 || r.metric != nil {
+		for _, l := range ev.xvals {
+			ev.lb.SetMeta(l.Name, []byte(l.Value), 0)
+		}
+	}
+	return ""
+}
+
+// capData cuts b.Data's capacity to its length, once per batch: b.Data
+// may be a slice of a buffer that holds more than this batch (file
+// ingest hands a chunk's slice), and appending must copy instead of
+// writing past it.
+func (ev *evaluator) capData(b *record.Batch) {
+	if !ev.capped {
+		b.Data = b.Data[:len(b.Data):len(b.Data)]
+		ev.capped = true
+	}
+}
+
+// addFields stores vals as string fields of record i: its fields are
+// copied to the end of b.Fields and the new ones added (a field of the
+// same name replaced), the values appended to b.Data. It returns why
+// it cannot.
+func (ev *evaluator) addFields(b *record.Batch, i int, vals []record.Label) string {
+	ev.capData(b)
+	need := uint64(len(b.Data))
+	for _, l := range vals {
+		need += uint64(len(l.Value))
+	}
+	if need > 1<<32-1 {
+		return "extract: the batch's data would pass 4 GiB"
+	}
+	rec := &b.Records[i]
+	ids := make([]uint32, len(vals))
+	for k, l := range vals {
+		id, ok := b.Names.Lookup([]byte(l.Name))
+		if !ok {
+			return "extract: the batch's table of field names is full"
+		}
+		for _, f := range b.RecordFields(i) {
+			if f.Name == id && f.Role != record.RoleNone {
+				return "extract: " + l.Name + " is the record's time or message field"
+			}
+		}
+		ids[k] = id
+	}
+	start := len(b.Fields)
+	b.Fields = append(b.Fields, b.RecordFields(i)...)
+	for k, l := range vals {
+		off := uint32(len(b.Data))
+		b.Data = append(b.Data, l.Value...)
+		f := record.Field{Name: ids[k], Kind: record.String, Flags: utf8Flag([]byte(l.Value)),
+			Raw: record.Span{Off: off, Len: uint32(len(l.Value))}}
+		replaced := false
+		for j := start; j < len(b.Fields); j++ {
+			if b.Fields[j].Name == f.Name {
+				b.Fields[j], replaced = f, true
+				break
+			}
+		}
+		if !replaced {
+			b.Fields = append(b.Fields, f)
+		}
+	}
+	rec.FieldStart, rec.NumFields = uint32(start), uint32(len(b.Fields)-start)
+	return ""
 }
 
 // setLabel sets name to value in the sorted set ls; an empty value
@@ -412,13 +554,7 @@ func addMeta(lb *stage.Labels, b *record.Batch, i int) {
 // that no redacted value reaches the WAL through them. New bytes are
 // appended to b.Data; the old ones stay but nothing refers to them.
 func (ev *evaluator) commitRedaction(b *record.Batch, i int, line []byte, lineChanged bool) bool {
-	if !ev.capped {
-		// b.Data may be a slice of a buffer that holds more than this
-		// batch (file ingest hands a chunk's slice): cut its capacity so
-		// that appending copies instead of writing past it.
-		b.Data = b.Data[:len(b.Data):len(b.Data)]
-		ev.capped = true
-	}
+	ev.capData(b)
 	rec := &b.Records[i]
 	need := uint64(len(b.Data)) + uint64(len(line))*3
 	for _, f := range b.RecordFields(i) {

@@ -27,7 +27,21 @@ type spec struct {
 	setLabels  []labelTemplate
 	dropLabels []string
 	metric     *metricSpec
+	extract    *extractSpec
 }
+
+// extractSpec is a rule's extract: one parser run over the line, the
+// values it finds (all, or those of keys) stored as fields of the record
+// or set as its stream labels.
+type extractSpec struct {
+	parser string // json, logfmt, regexp, pattern
+	expr   string // the regexp or pattern
+	into   string // "fields" or "labels"
+	keys   []string
+}
+
+// extractParsers are the parsers extract runs, as LogQL's.
+var extractParsers = []string{"json", "logfmt", "regexp", "pattern"}
 
 type sampleSpec struct {
 	rate float64
@@ -112,7 +126,6 @@ func (l *loader) errorf(n *yaml.Node, format string, args ...any) {
 // nothing would pass secrets or volume an operator meant to stop.
 var notImplemented = map[string]string{
 	"rate_limit":  "rate_limit is not implemented yet",
-	"extract":     "extract is not implemented yet (parse in match: | json, | logfmt, | regexp, | pattern)",
 	"rewrite":     "rewrite is not implemented yet",
 	"set_fields":  "set_fields is not implemented yet",
 	"drop_fields": "drop_fields is not implemented yet",
@@ -262,6 +275,9 @@ func (l *loader) rule(i int, n *yaml.Node) (spec, bool) {
 		case "metric":
 			s.metric = l.metric(where, v)
 			actions++
+		case "extract":
+			s.extract = l.extract(where, v)
+			actions++
 		case "route":
 			l.errorf(k, "%s: route: sinks are not implemented yet: rule %s cannot route", where, s.name)
 		default:
@@ -269,7 +285,7 @@ func (l *loader) rule(i int, n *yaml.Node) (spec, bool) {
 				l.errorf(k, "%s: %s: %s", where, k.Value, msg)
 				continue
 			}
-			l.errorf(k, "%s: unknown key %q (want name, match, tenant, drop, keep, stop, sample, redact, set_labels, drop_labels, metric)", where, k.Value)
+			l.errorf(k, "%s: unknown key %q (want name, match, tenant, drop, keep, stop, sample, redact, set_labels, drop_labels, extract, metric)", where, k.Value)
 		}
 	}
 	switch {
@@ -279,7 +295,7 @@ func (l *loader) rule(i int, n *yaml.Node) (spec, bool) {
 		l.errorf(n, "%s: drop and sample: a rule either drops a line or samples it", where)
 	}
 	if actions == 0 && len(l.problems) == before {
-		l.errorf(n, "%s: no action (want one of drop, keep, stop, sample, redact, set_labels, drop_labels, metric)", where)
+		l.errorf(n, "%s: no action (want one of drop, keep, stop, sample, redact, set_labels, drop_labels, extract, metric)", where)
 	}
 	return s, len(l.problems) == before
 }
@@ -509,4 +525,67 @@ func (l *loader) metric(where string, v *yaml.Node) *metricSpec {
 		l.errorf(v, "%s: metric.name: missing", where)
 	}
 	return m
+}
+
+func (l *loader) extract(where string, v *yaml.Node) *extractSpec {
+	x := &extractSpec{into: "fields"}
+	var parserNode, exprNode, keysNode *yaml.Node
+	l.mapping(where, "extract", v, []string{"parser", "expr", "into", "keys"}, func(k string, kn, v *yaml.Node) {
+		switch k {
+		case "parser":
+			parserNode = v
+			if s, ok := l.str(where, "extract.parser", v); ok {
+				if !containsString(extractParsers, s) {
+					l.errorf(v, "%s: extract.parser: unknown parser %q (want %s)", where, s, strings.Join(extractParsers, ", "))
+					return
+				}
+				x.parser = s
+			}
+		case "expr":
+			exprNode = v
+			x.expr, _ = l.str(where, "extract.expr", v)
+		case "into":
+			if s, ok := l.str(where, "extract.into", v); ok {
+				if s != "fields" && s != "labels" {
+					l.errorf(v, "%s: extract.into: %q (want fields or labels)", where, s)
+					return
+				}
+				x.into = s
+			}
+		case "keys":
+			keysNode = v
+			x.keys = l.labelNames(where, "extract.keys", v)
+		}
+	})
+	if v.Kind != yaml.MappingNode {
+		return x
+	}
+	switch x.parser {
+	case "":
+		if parserNode != nil {
+			break // said above
+		}
+		l.errorf(v, "%s: extract.parser: missing (want %s)", where, strings.Join(extractParsers, ", "))
+	case "regexp", "pattern":
+		if x.expr == "" && exprNode == nil {
+			l.errorf(v, "%s: extract.expr: missing (the %s to run)", where, x.parser)
+		}
+	default:
+		if exprNode != nil {
+			l.errorf(exprNode, "%s: extract.expr: %s takes no expr", where, x.parser)
+		}
+	}
+	if x.into == "labels" {
+		if keysNode == nil {
+			// A label per key the line happens to hold would make a
+			// stream per line: labels come from keys named up front.
+			l.errorf(v, "%s: extract.keys: missing (into: labels sets only the labels it names)", where)
+		}
+		for _, k := range x.keys {
+			if strings.HasPrefix(k, "__") {
+				l.errorf(keysNode, "%s: extract.keys: %q is not a label name a rule may set", where, k)
+			}
+		}
+	}
+	return x
 }

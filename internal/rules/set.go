@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -61,6 +62,8 @@ type rule struct {
 	keepAll   bool          // sample rate 1
 	counters  *ruleCounters
 	metric    *userMetric
+	// xstages is the parser extract runs, one stage.
+	xstages []logql.Stage
 }
 
 // Len returns the number of rules.
@@ -118,6 +121,17 @@ func Compile(name string, data []byte, m *Metrics) (*Set, error) {
 		}
 		if sp.redact != nil {
 			r.redactor = newRedactor(sp.redact)
+		}
+		if x := sp.extract; x != nil {
+			st, err := extractStage(x)
+			if err == nil {
+				_, err = stage.Compile([]logql.Stage{st})
+			}
+			if err != nil {
+				l.add(problemAt{sp, "extract"}, "%s: extract: %v", where, err)
+				continue
+			}
+			r.xstages = []logql.Stage{st}
 		}
 		for _, lt := range sp.setLabels {
 			lf := &logql.LabelFormat{Items: []logql.LabelFormatItem{{Dst: lt.name, Template: lt.template}}}
@@ -296,4 +310,32 @@ func (r *rule) candidate(line []byte) bool {
 		}
 	}
 	return false
+}
+
+// extractStage returns the LogQL parser stage an extract runs. A regexp
+// or pattern goes through the LogQL parser, so that it means what it
+// means in a query.
+func extractStage(x *extractSpec) (logql.Stage, error) {
+	switch x.parser {
+	case "json":
+		return &logql.JSONParser{}, nil
+	case "logfmt":
+		return &logql.LogfmtParser{}, nil
+	}
+	q := "`" + x.expr + "`"
+	if strings.Contains(x.expr, "`") {
+		q = strconv.Quote(x.expr)
+	}
+	expr, err := logql.ParseLogExpr(`{rule="extract"} | ` + x.parser + " " + q)
+	if err != nil {
+		var pe *logql.ParseError
+		if errors.As(err, &pe) {
+			return nil, fmt.Errorf("expr: %s", pe.Msg)
+		}
+		return nil, fmt.Errorf("expr: %w", err)
+	}
+	if len(expr.Pipeline) != 1 {
+		return nil, fmt.Errorf("expr: want one %s expression", x.parser)
+	}
+	return expr.Pipeline[0], nil
 }
