@@ -9,6 +9,7 @@ import (
 
 	"github.com/cespare/xxhash/v2"
 
+	"github.com/sluicelog/sluice/internal/logql"
 	"github.com/sluicelog/sluice/internal/record"
 	"github.com/sluicelog/sluice/internal/stage"
 )
@@ -64,9 +65,15 @@ type evaluator struct {
 	cands   []int32     // scratch of streamRules
 	val     []byte      // a value as redactAll redacts it
 	patches [][2][]byte // escaped text in the line, and its redacted replacement
-	xpipes  []*stage.Pipeline
-	xlb     stage.Labels   // what extract's parser found, alone
-	xvals   []record.Label // what extract keeps of it
+	// heads, parsers and tails are the parts of the rules' split
+	// pipelines (see rule.splitParser); parsed holds what each parser
+	// found of the current line, until the line or its labels change.
+	heads, parsers, tails []*stage.Pipeline
+	parsed                []parsedLabels
+	nparsed               int
+	xpipes                []*stage.Pipeline
+	xlb                   stage.Labels   // what extract's parser found, alone
+	xvals                 []record.Label // what extract keeps of it
 }
 
 func (s *Set) get() *evaluator {
@@ -82,6 +89,9 @@ func (s *Set) get() *evaluator {
 		pipes:    make([]*stage.Pipeline, len(s.rules)),
 		setPipes: make([][]*stage.Pipeline, len(s.rules)),
 		xpipes:   make([]*stage.Pipeline, len(s.rules)),
+		heads:    make([]*stage.Pipeline, len(s.rules)),
+		parsers:  make([]*stage.Pipeline, len(s.rules)),
+		tails:    make([]*stage.Pipeline, len(s.rules)),
 		sel:      map[uint32]int{},
 	}
 }
@@ -198,6 +208,7 @@ func (s *Set) record(ev *evaluator, b *record.Batch, i int) {
 	useGate := gated >= gateMin
 	gateKnown, gateHit := false, false
 	ev.redacts = ev.redacts[:0]
+	ev.nparsed = 0
 	for k := 0; ; k++ {
 		var ri int
 		if relabeled {
@@ -224,7 +235,11 @@ func (s *Set) record(ev *evaluator, b *record.Batch, i int) {
 		}
 		ev.lb.Reset(stream)
 		addMeta(&ev.lb, b, i)
-		if !r.all {
+		if r.parseKey != "" {
+			if !ev.matchParsed(ri, r, rec.Time, line) {
+				continue
+			}
+		} else if !r.all {
 			p := ev.pipes[ri]
 			if p == nil {
 				var err error
@@ -264,6 +279,7 @@ func (s *Set) record(ev *evaluator, b *record.Batch, i int) {
 					k = ri // from here on k counts rules, not candidates
 				}
 				stream, relabeled = next, true
+				ev.nparsed = 0 // parsed under the old labels
 				c.relabeled.Add(1)
 				ev.step(i, r, Relabeled, "")
 			}
@@ -289,6 +305,7 @@ func (s *Set) record(ev *evaluator, b *record.Batch, i int) {
 			if n > 0 {
 				ev.line = append(ev.line[:0], ev.out...)
 				line, lineChanged, gateKnown = ev.line, true, false
+				ev.nparsed = 0 // parsed from the old line
 				c.redactions.Add(uint64(n))
 				ev.step(i, r, Redacted, "")
 			}
@@ -375,6 +392,57 @@ func (ev *evaluator) relabel(ri int, r *rule, ts int64, line []byte, stream reco
 		ev.labels = setLabel(ev.labels, name, "")
 	}
 	return slices.Clone(ev.labels), ""
+}
+
+// parsedLabels is what one parser found of the current line: the labels
+// after it ran.
+type parsedLabels struct {
+	key    string
+	labels []record.Label
+}
+
+// matchParsed runs r's split match pipeline on line: the line filters,
+// then the parser, or what a rule with the same parser found of the line
+// already, then the rest.
+func (ev *evaluator) matchParsed(ri int, r *rule, ts int64, line []byte) bool {
+	if _, ok := compiled(ev.heads, ri, r.head).Process(ts, line, &ev.lb); !ok {
+		return false
+	}
+	hit := false
+	for k := range ev.nparsed {
+		if p := &ev.parsed[k]; p.key == r.parseKey {
+			ev.lb.Restore(p.labels)
+			hit = true
+			break
+		}
+	}
+	if !hit {
+		// A parser keeps every line (a line it cannot parse gets
+		// __error__) and leaves it as it is.
+		compiled(ev.parsers, ri, r.parser).Process(ts, line, &ev.lb)
+		if ev.nparsed == len(ev.parsed) {
+			ev.parsed = append(ev.parsed, parsedLabels{})
+		}
+		p := &ev.parsed[ev.nparsed]
+		p.key, p.labels = r.parseKey, append(p.labels[:0], ev.lb.Current()...)
+		ev.nparsed++
+	}
+	_, ok := compiled(ev.tails, ri, r.tail).Process(ts, line, &ev.lb)
+	return ok
+}
+
+// compiled returns pipes[ri], compiling stages into it on first use.
+func compiled(pipes []*stage.Pipeline, ri int, stages []logql.Stage) *stage.Pipeline {
+	p := pipes[ri]
+	if p == nil {
+		var err error
+		if p, err = stage.Compile(stages); err != nil {
+			// Compile checked the whole pipeline when the set loaded.
+			panic("rules: a checked pipeline fails to compile: " + err.Error())
+		}
+		pipes[ri] = p
+	}
+	return p
 }
 
 // checkLabelValue says why v cannot be a label's value, or "".

@@ -136,3 +136,34 @@ rules:
 		t.Errorf("counts %+v", c)
 	}
 }
+
+// TestSharedParseInvalidated: rules that share a parser take the first
+// one's parse of a line, but not once an earlier rule changed the labels
+// (a parsed name that is now a stream label becomes name_extracted) or
+// the line (redacted).
+func TestSharedParseInvalidated(t *testing.T) {
+	s := compile(t, `
+rules:
+  - name: parse
+    match: '{service="api"} | logfmt'
+    metric: {name: seen}
+  - name: relabel
+    match: '{service="api"}'
+    set_labels: {user: fixed}
+  - name: sees-new-labels
+    match: '{service="api"} | logfmt | user_extracted="bob"'
+    set_labels: {saw: extracted}
+  - name: mail
+    redact: {detectors: [email]}
+  - name: sees-new-line
+    match: '{service="api"} | logfmt | mail="<redacted>"'
+    drop: true
+`)
+	b := parseLines(t, `service=api user=bob mail=bob@example.com`, `service=api user=bob mail=none`)
+	s.Apply(b)
+	got := result(b)
+	want := []string{`{saw="extracted", service="api", user="fixed"} service=api user=bob mail=none`}
+	if !slices.Equal(got, want) {
+		t.Errorf("got %q, want %q", got, want)
+	}
+}

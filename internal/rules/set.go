@@ -62,6 +62,12 @@ type rule struct {
 	keepAll   bool          // sample rate 1
 	counters  *ruleCounters
 	metric    *userMetric
+	// When match's pipeline is line filters, then a parser (json,
+	// logfmt, regexp, pattern), then the rest, head, parser and tail are
+	// those parts and parseKey names the parser: rules with the same
+	// parseKey take what the first of them parsed of a line.
+	head, parser, tail []logql.Stage
+	parseKey           string
 	// xstages is the parser extract runs, one stage.
 	xstages []logql.Stage
 }
@@ -110,6 +116,7 @@ func Compile(name string, data []byte, m *Metrics) (*Set, error) {
 				continue
 			}
 			r.selector, r.stages = expr.Selector, expr.Pipeline
+			r.splitParser()
 			if lits, fold := requiredLiterals(expr.Pipeline); lits != nil {
 				r.pre = literal.NewSet(lits, fold)
 				if !fold && len(lits) <= 3 {
@@ -338,4 +345,21 @@ func extractStage(x *extractSpec) (logql.Stage, error) {
 		return nil, fmt.Errorf("expr: want one %s expression", x.parser)
 	}
 	return expr.Pipeline[0], nil
+}
+
+// splitParser sets r's head, parser, tail and parseKey when its pipeline
+// parses before anything but line filters: line filters do not change
+// the labels, so what the parser finds depends on the line and the labels
+// the record had before the rule, the same for every such rule.
+func (r *rule) splitParser() {
+	for k, st := range r.stages {
+		switch st.(type) {
+		case *logql.LineFilter:
+			continue
+		case *logql.JSONParser, *logql.LogfmtParser, *logql.RegexpParser, *logql.PatternParser:
+			r.head, r.parser, r.tail = r.stages[:k], r.stages[k:k+1], r.stages[k+1:]
+			r.parseKey = st.String()
+		}
+		return
+	}
 }
