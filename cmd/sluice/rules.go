@@ -118,7 +118,7 @@ func (o *rulesOpts) test(set *rules.Set, in io.Reader, w io.Writer) error {
 			fmt.Fprintf(w, "  stored %s %s\n", b.Labels(i), b.Bytes(b.Records[i].Line))
 			changed := false
 			for _, s := range steps[i] {
-				changed = changed || s.Action == rules.Redacted || s.Action == rules.Extracted
+				changed = changed || s.Action == rules.Redacted || s.Action == rules.Extracted || s.Action == rules.FieldsSet
 			}
 			if changed {
 				for _, f := range b.RecordFields(i) {

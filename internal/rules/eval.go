@@ -28,9 +28,11 @@ const (
 	Stopped   // keep/stop: no later rule sees the line
 	Failed    // the rule failed on the line and left it as it was
 	Extracted // extract stored fields (labels extracted show as Relabeled)
+	FieldsSet // set_fields or drop_fields changed the record's fields
+	Rewritten // rewrite replaced the line
 )
 
-var actionNames = [...]string{"matched", "dropped", "sampled_out", "sampled_in", "redacted", "relabeled", "counted", "stopped", "failed", "extracted"}
+var actionNames = [...]string{"matched", "dropped", "sampled_out", "sampled_in", "redacted", "relabeled", "counted", "stopped", "failed", "extracted", "fields_set", "rewritten"}
 
 func (a Action) String() string { return actionNames[a] }
 
@@ -74,6 +76,10 @@ type evaluator struct {
 	xpipes                []*stage.Pipeline
 	xlb                   stage.Labels   // what extract's parser found, alone
 	xvals                 []record.Label // what extract keeps of it
+	fvals                 []record.Label // the rule's field changes: a value "" removes
+	rw                    []byte         // the rule's rewritten line
+	fpipes                [][]*stage.Pipeline
+	rwpipes               []*stage.Pipeline
 }
 
 func (s *Set) get() *evaluator {
@@ -90,6 +96,8 @@ func (s *Set) get() *evaluator {
 		setPipes: make([][]*stage.Pipeline, len(s.rules)),
 		xpipes:   make([]*stage.Pipeline, len(s.rules)),
 		heads:    make([]*stage.Pipeline, len(s.rules)),
+		fpipes:   make([][]*stage.Pipeline, len(s.rules)),
+		rwpipes:  make([]*stage.Pipeline, len(s.rules)),
 		parsers:  make([]*stage.Pipeline, len(s.rules)),
 		tails:    make([]*stage.Pipeline, len(s.rules)),
 		sel:      map[uint32]int{},
@@ -199,7 +207,7 @@ func (s *Set) streamRules(ev *evaluator, b *record.Batch, id uint32) ([]int32, i
 func (s *Set) record(ev *evaluator, b *record.Batch, i int) {
 	rec := &b.Records[i]
 	line := b.Bytes(rec.Line)
-	lineChanged := false
+	lineChanged, rewrote := false, false
 	stream := b.Streams.Get(rec.Stream)
 	relabeled := false
 	// The rules that take the record's stream; once a rule relabels
@@ -256,42 +264,42 @@ func (s *Set) record(ev *evaluator, b *record.Batch, i int) {
 		c := r.counters
 		c.matched.Add(1)
 		ev.step(i, r, Matched, "")
-		// Extract and relabel first: they are the actions that can fail,
-		// and a rule that fails does nothing to the line.
-		ev.xvals = ev.xvals[:0]
-		if r.extract != nil {
-			if err := ev.runExtract(ri, r, rec.Time, line); err != "" {
-				c.errors.Add(1)
-				ev.step(i, r, Failed, err)
-				continue
-			}
+		// First what can fail: extract, the label, field and line
+		// templates, computed before any is applied, so that a rule that
+		// fails does nothing to the line.
+		next, err := ev.prepare(ri, r, b, i, rec.Time, line, stream)
+		if err != "" {
+			c.errors.Add(1)
+			ev.step(i, r, Failed, err)
+			continue
 		}
-		intoLabels := r.extract != nil && r.extract.into == "labels" && len(ev.xvals) > 0
-		if len(r.setStages) > 0 || len(r.dropLabels) > 0 || intoLabels {
-			next, err := ev.relabel(ri, r, rec.Time, line, stream)
-			if err != "" {
-				c.errors.Add(1)
-				ev.step(i, r, Failed, err)
-				continue
+		if next != nil && !labelsEqual(next, stream) {
+			if !relabeled {
+				k = ri // from here on k counts rules, not candidates
 			}
-			if !labelsEqual(next, stream) {
-				if !relabeled {
-					k = ri // from here on k counts rules, not candidates
+			stream, relabeled = next, true
+			ev.nparsed = 0 // parsed under the old labels
+			c.relabeled.Add(1)
+			ev.step(i, r, Relabeled, "")
+		}
+		if len(ev.fvals) > 0 {
+			if ev.setFields(b, i, ev.fvals) {
+				if r.extract != nil && r.extract.into == "fields" && len(ev.xvals) > 0 {
+					c.extracted.Add(1)
+					ev.step(i, r, Extracted, "")
 				}
-				stream, relabeled = next, true
-				ev.nparsed = 0 // parsed under the old labels
-				c.relabeled.Add(1)
-				ev.step(i, r, Relabeled, "")
+				if len(r.fieldStages) > 0 || len(r.dropFields) > 0 {
+					c.fieldsSet.Add(1)
+					ev.step(i, r, FieldsSet, "")
+				}
 			}
 		}
-		if r.extract != nil && r.extract.into == "fields" && len(ev.xvals) > 0 {
-			if err := ev.addFields(b, i, ev.xvals); err != "" {
-				c.errors.Add(1)
-				ev.step(i, r, Failed, err)
-				continue
-			}
-			c.extracted.Add(1)
-			ev.step(i, r, Extracted, "")
+		if r.rewrite != "" && !bytes.Equal(ev.rw, line) {
+			ev.line = append(ev.line[:0], ev.rw...)
+			line, lineChanged, rewrote, gateKnown = ev.line, true, true, false
+			ev.nparsed = 0 // parsed from the old line
+			c.rewritten.Add(1)
+			ev.step(i, r, Rewritten, "")
 		}
 		if r.metric != nil {
 			if r.metric.count(&ev.lb, &ev.key) {
@@ -330,8 +338,8 @@ func (s *Set) record(ev *evaluator, b *record.Batch, i int) {
 			break
 		}
 	}
-	if len(ev.redacts) > 0 {
-		if !ev.commitRedaction(b, i, line, lineChanged) {
+	if len(ev.redacts) > 0 || lineChanged {
+		if !ev.commitRedaction(b, i, line, lineChanged, rewrote) {
 			// The batch's data would pass 4 GiB: a line that cannot be
 			// redacted is not stored.
 			b.Drop(i)
@@ -507,53 +515,145 @@ func (ev *evaluator) capData(b *record.Batch) {
 	}
 }
 
-// addFields stores vals as string fields of record i: its fields are
-// copied to the end of b.Fields and the new ones added (a field of the
-// same name replaced), the values appended to b.Data. It returns why
-// it cannot.
-func (ev *evaluator) addFields(b *record.Batch, i int, vals []record.Label) string {
-	ev.capData(b)
+// prepare computes what r does to record i that can fail: what its
+// extract finds (ev.xvals), its new labels (nil when it sets none), its
+// field changes (ev.fvals) and its rewritten line (ev.rw). It returns
+// why it failed, and changes nothing of the record.
+func (ev *evaluator) prepare(ri int, r *rule, b *record.Batch, i int, ts int64, line []byte, stream record.Labels) (record.Labels, string) {
+	ev.xvals, ev.fvals = ev.xvals[:0], ev.fvals[:0]
+	if r.extract != nil {
+		if err := ev.runExtract(ri, r, ts, line); err != "" {
+			return nil, err
+		}
+	}
+	var next record.Labels
+	intoLabels := r.extract != nil && r.extract.into == "labels" && len(ev.xvals) > 0
+	if len(r.setStages) > 0 || len(r.dropLabels) > 0 || intoLabels {
+		var err string
+		if next, err = ev.relabel(ri, r, ts, line, stream); err != "" {
+			return nil, err
+		}
+	}
+	if r.extract != nil && r.extract.into == "fields" {
+		ev.fvals = append(ev.fvals, ev.xvals...)
+	}
+	if len(r.fieldStages) > 0 {
+		pipes := ev.fpipes[ri]
+		if pipes == nil {
+			for k := range r.fieldStages {
+				pipes = append(pipes, compiled(make([]*stage.Pipeline, 1), 0, r.fieldStages[k:k+1]))
+			}
+			ev.fpipes[ri] = pipes
+		}
+		hadErr := ev.lb.Get(stage.ErrorLabel)
+		for k, p := range pipes {
+			name := r.setFields[k].name
+			p.Process(ts, line, &ev.lb)
+			if e := ev.lb.Get(stage.ErrorLabel); e != hadErr {
+				return nil, "set_fields." + name + ": " + e + ": " + ev.lb.Get(stage.ErrorDetailsLabel)
+			}
+			ev.fvals = append(ev.fvals, record.Label{Name: name, Value: ev.lb.Get(name)})
+		}
+	}
+	for _, name := range r.dropFields {
+		ev.fvals = append(ev.fvals, record.Label{Name: name})
+	}
+	if err := ev.checkFields(b, i, ev.fvals); err != "" {
+		return nil, err
+	}
+	if r.rewrite != "" {
+		hadErr := ev.lb.Get(stage.ErrorLabel)
+		out, _ := compiled(ev.rwpipes, ri, r.rwStages).Process(ts, line, &ev.lb)
+		if e := ev.lb.Get(stage.ErrorLabel); e != hadErr {
+			return nil, "rewrite: " + e + ": " + ev.lb.Get(stage.ErrorDetailsLabel)
+		}
+		if len(out) > MaxRewrite {
+			return nil, fmt.Sprintf("rewrite: a line of %d bytes, longer than %d", len(out), MaxRewrite)
+		}
+		ev.rw = append(ev.rw[:0], out...)
+	}
+	return next, ""
+}
+
+// MaxRewrite bounds a line a rule's rewrite makes: a longer one fails
+// the rule on the line.
+const MaxRewrite = 1 << 20
+
+// checkFields says why setFields cannot change record i's fields by vals,
+// or "".
+func (ev *evaluator) checkFields(b *record.Batch, i int, vals []record.Label) string {
+	if len(vals) == 0 {
+		return ""
+	}
 	need := uint64(len(b.Data))
 	for _, l := range vals {
 		need += uint64(len(l.Value))
 	}
 	if need > 1<<32-1 {
-		return "extract: the batch's data would pass 4 GiB"
+		return "fields: the batch's data would pass 4 GiB"
 	}
-	rec := &b.Records[i]
-	ids := make([]uint32, len(vals))
-	for k, l := range vals {
-		id, ok := b.Names.Lookup([]byte(l.Name))
-		if !ok {
-			return "extract: the batch's table of field names is full"
-		}
-		for _, f := range b.RecordFields(i) {
-			if f.Name == id && f.Role != record.RoleNone {
-				return "extract: " + l.Name + " is the record's time or message field"
+	if uint64(len(b.Fields))+uint64(b.Records[i].NumFields)+uint64(len(vals)) > 1<<32-1 {
+		return "fields: the batch holds too many fields"
+	}
+	fs := b.RecordFields(i)
+	for _, l := range vals {
+		for k := range fs {
+			if f := &fs[k]; f.Role != record.RoleNone && b.Name(f) == l.Name {
+				return "fields: " + l.Name + " is the record's time or message field"
 			}
 		}
-		ids[k] = id
+		if l.Value != "" {
+			if _, ok := b.Names.Lookup([]byte(l.Name)); !ok {
+				return "fields: the batch's table of field names is full"
+			}
+		}
 	}
+	return ""
+}
+
+// setFields changes record i's fields by vals, which checkFields passed:
+// a value sets the field (a string; one of the same name is replaced), ""
+// removes it. The record's fields are copied to the end of b.Fields and
+// changed there, new values appended to b.Data. It reports whether the
+// fields changed.
+func (ev *evaluator) setFields(b *record.Batch, i int, vals []record.Label) bool {
+	ev.capData(b)
+	rec := &b.Records[i]
 	start := len(b.Fields)
 	b.Fields = append(b.Fields, b.RecordFields(i)...)
-	for k, l := range vals {
-		off := uint32(len(b.Data))
-		b.Data = append(b.Data, l.Value...)
-		f := record.Field{Name: ids[k], Kind: record.String, Flags: utf8Flag([]byte(l.Value)),
-			Raw: record.Span{Off: off, Len: uint32(len(l.Value))}}
-		replaced := false
+	changed := false
+	for _, l := range vals {
+		at := -1
 		for j := start; j < len(b.Fields); j++ {
-			if b.Fields[j].Name == f.Name {
-				b.Fields[j], replaced = f, true
+			if b.Name(&b.Fields[j]) == l.Name {
+				at = j
 				break
 			}
 		}
-		if !replaced {
+		if l.Value == "" {
+			if at >= 0 {
+				b.Fields = slices.Delete(b.Fields, at, at+1)
+				changed = true
+			}
+			continue
+		}
+		id, ok := b.Names.Lookup([]byte(l.Name))
+		if !ok {
+			continue // checkFields found room; not reached
+		}
+		off := uint32(len(b.Data))
+		b.Data = append(b.Data, l.Value...)
+		f := record.Field{Name: id, Kind: record.String, Flags: utf8Flag(b.Data[off:]),
+			Raw: record.Span{Off: off, Len: uint32(len(l.Value))}}
+		if at >= 0 {
+			b.Fields[at] = f
+		} else {
 			b.Fields = append(b.Fields, f)
 		}
+		changed = true
 	}
 	rec.FieldStart, rec.NumFields = uint32(start), uint32(len(b.Fields)-start)
-	return ""
+	return changed
 }
 
 // setLabel sets name to value in the sorted set ls; an empty value
@@ -621,7 +721,11 @@ func addMeta(lb *stage.Labels, b *record.Batch, i int) {
 // redaction that matched it over its message and each field value, so
 // that no redacted value reaches the WAL through them. New bytes are
 // appended to b.Data; the old ones stay but nothing refers to them.
-func (ev *evaluator) commitRedaction(b *record.Batch, i int, line []byte, lineChanged bool) bool {
+//
+// A line a rule rewrote is stored too, and, when a rewrite came after a
+// redaction (its template may hold a value the redaction took out of the
+// line), every redaction runs over the rewritten line again.
+func (ev *evaluator) commitRedaction(b *record.Batch, i int, line []byte, lineChanged, rewrote bool) bool {
 	ev.capData(b)
 	rec := &b.Records[i]
 	need := uint64(len(b.Data)) + uint64(len(line))*3
@@ -675,6 +779,11 @@ func (ev *evaluator) commitRedaction(b *record.Batch, i int, line []byte, lineCh
 		if bytes.Contains(line, p[0]) {
 			line = bytes.ReplaceAll(line, p[0], p[1])
 			lineChanged = true
+		}
+	}
+	if rewrote && len(ev.redacts) > 0 {
+		if v, ok := ev.redactAll("", line); ok {
+			line = v
 		}
 	}
 	if lineChanged {

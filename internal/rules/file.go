@@ -28,6 +28,9 @@ type spec struct {
 	dropLabels []string
 	metric     *metricSpec
 	extract    *extractSpec
+	setFields  []labelTemplate
+	dropFields []string
+	rewrite    string // a line_format template
 }
 
 // extractSpec is a rule's extract: one parser run over the line, the
@@ -125,12 +128,9 @@ func (l *loader) errorf(n *yaml.Node, format string, args ...any) {
 // with a load error rather than ignoring: a rule that silently did
 // nothing would pass secrets or volume an operator meant to stop.
 var notImplemented = map[string]string{
-	"rate_limit":  "rate_limit is not implemented yet",
-	"rewrite":     "rewrite is not implemented yet",
-	"set_fields":  "set_fields is not implemented yet",
-	"drop_fields": "drop_fields is not implemented yet",
-	"continue":    "continue belongs to route, and sinks are not implemented yet",
-	"on_error":    "on_error is not implemented yet: a rule failing on a line always leaves it as it was",
+	"rate_limit": "rate_limit is not implemented yet",
+	"continue":   "continue belongs to route, and sinks are not implemented yet",
+	"on_error":   "on_error is not implemented yet: a rule failing on a line always leaves it as it was",
 }
 
 var (
@@ -267,7 +267,7 @@ func (l *loader) rule(i int, n *yaml.Node) (spec, bool) {
 			s.redact = l.redact(where, v)
 			actions++
 		case "set_labels":
-			s.setLabels = l.setLabels(where, v)
+			s.setLabels = l.templates(where, "set_labels", "label", v)
 			actions++
 		case "drop_labels":
 			s.dropLabels = l.labelNames(where, "drop_labels", v)
@@ -278,6 +278,22 @@ func (l *loader) rule(i int, n *yaml.Node) (spec, bool) {
 		case "extract":
 			s.extract = l.extract(where, v)
 			actions++
+		case "set_fields":
+			s.setFields = l.templates(where, "set_fields", "field", v)
+			actions++
+		case "drop_fields":
+			s.dropFields = l.fieldNames(where, "drop_fields", v)
+			actions++
+		case "rewrite":
+			if t, ok := l.str(where, "rewrite", v); ok {
+				if m := unsafeTemplate.FindStringSubmatch(t); m != nil {
+					l.errorf(v, "%s: rewrite: %s is not allowed in a rule's template: it could run long or grow large on every line", where, m[1])
+				} else if t == "" {
+					l.errorf(v, "%s: rewrite: empty (to drop the line, drop: true)", where)
+				}
+				s.rewrite = t
+			}
+			actions++
 		case "route":
 			l.errorf(k, "%s: route: sinks are not implemented yet: rule %s cannot route", where, s.name)
 		default:
@@ -285,7 +301,7 @@ func (l *loader) rule(i int, n *yaml.Node) (spec, bool) {
 				l.errorf(k, "%s: %s: %s", where, k.Value, msg)
 				continue
 			}
-			l.errorf(k, "%s: unknown key %q (want name, match, tenant, drop, keep, stop, sample, redact, set_labels, drop_labels, extract, metric)", where, k.Value)
+			l.errorf(k, "%s: unknown key %q (want name, match, tenant, drop, keep, stop, sample, redact, set_labels, drop_labels, set_fields, drop_fields, rewrite, extract, metric)", where, k.Value)
 		}
 	}
 	switch {
@@ -295,7 +311,7 @@ func (l *loader) rule(i int, n *yaml.Node) (spec, bool) {
 		l.errorf(n, "%s: drop and sample: a rule either drops a line or samples it", where)
 	}
 	if actions == 0 && len(l.problems) == before {
-		l.errorf(n, "%s: no action (want one of drop, keep, stop, sample, redact, set_labels, drop_labels, extract, metric)", where)
+		l.errorf(n, "%s: no action (want one of drop, keep, stop, sample, redact, set_labels, drop_labels, set_fields, drop_fields, rewrite, extract, metric)", where)
 	}
 	return s, len(l.problems) == before
 }
@@ -446,27 +462,48 @@ func (l *loader) redact(where string, v *yaml.Node) *redactSpec {
 	return r
 }
 
-func (l *loader) setLabels(where string, v *yaml.Node) []labelTemplate {
+// templates checks a mapping of label (or field) name to template.
+func (l *loader) templates(where, key, what string, v *yaml.Node) []labelTemplate {
 	if v.Kind != yaml.MappingNode {
-		l.errorf(v, "%s: set_labels: want a mapping of label name to template", where)
+		l.errorf(v, "%s: %s: want a mapping of %s name to template", where, key, what)
 		return nil
 	}
 	var out []labelTemplate
 	for j := 0; j+1 < len(v.Content); j += 2 {
 		kn, vn := v.Content[j], v.Content[j+1]
 		if !labelNameRe.MatchString(kn.Value) || strings.HasPrefix(kn.Value, "__") {
-			l.errorf(kn, "%s: set_labels: %q is not a label name a rule may set", where, kn.Value)
+			l.errorf(kn, "%s: %s: %q is not a %s name a rule may set", where, key, kn.Value, what)
 			continue
 		}
-		t, ok := l.str(where, "set_labels."+kn.Value, vn)
+		t, ok := l.str(where, key+"."+kn.Value, vn)
 		if !ok {
 			continue
 		}
 		if m := unsafeTemplate.FindStringSubmatch(t); m != nil {
-			l.errorf(vn, "%s: set_labels.%s: %s is not allowed in a rule's template: it could run long or grow large on every line", where, kn.Value, m[1])
+			l.errorf(vn, "%s: %s.%s: %s is not allowed in a rule's template: it could run long or grow large on every line", where, key, kn.Value, m[1])
 			continue
 		}
 		out = append(out, labelTemplate{name: kn.Value, template: t})
+	}
+	return out
+}
+
+// fieldNames checks a list of field names: any text but empty (fields
+// parsed from JSON are named by their path, a.b).
+func (l *loader) fieldNames(where, key string, v *yaml.Node) []string {
+	if v.Kind != yaml.SequenceNode {
+		l.errorf(v, "%s: %s: want a list of field names", where, key)
+		return nil
+	}
+	var out []string
+	for _, n := range v.Content {
+		if s, ok := l.str(where, key, n); ok {
+			if s == "" {
+				l.errorf(n, "%s: %s: an empty field name", where, key)
+				continue
+			}
+			out = append(out, s)
+		}
 	}
 	return out
 }

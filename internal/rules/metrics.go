@@ -30,7 +30,7 @@ type Metrics struct {
 
 // ruleCounters count what one rule did.
 type ruleCounters struct {
-	matched, dropped, sampledOut, redactions, relabeled, extracted, errors atomic.Uint64
+	matched, dropped, sampledOut, redactions, relabeled, extracted, fieldsSet, rewritten, errors atomic.Uint64
 }
 
 // NewMetrics returns the counters, registered in reg (nil: not
@@ -71,16 +71,17 @@ func (m *Metrics) rule(name string) *ruleCounters {
 }
 
 // Rule returns what the rule named name has counted: matched, dropped,
-// sampled out, redactions, relabeled, extracted and errors.
+// sampled out, redactions, relabeled, extracted, fields set, rewritten and
+// errors.
 func (m *Metrics) Rule(name string) RuleCounts {
 	c := m.rule(name)
 	return RuleCounts{Matched: c.matched.Load(), Dropped: c.dropped.Load(), SampledOut: c.sampledOut.Load(),
-		Redactions: c.redactions.Load(), Relabeled: c.relabeled.Load(), Extracted: c.extracted.Load(), Errors: c.errors.Load()}
+		Redactions: c.redactions.Load(), Relabeled: c.relabeled.Load(), Extracted: c.extracted.Load(), FieldsSet: c.fieldsSet.Load(), Rewritten: c.rewritten.Load(), Errors: c.errors.Load()}
 }
 
 // RuleCounts is a snapshot of one rule's counters.
 type RuleCounts struct {
-	Matched, Dropped, SampledOut, Redactions, Relabeled, Extracted, Errors uint64
+	Matched, Dropped, SampledOut, Redactions, Relabeled, Extracted, FieldsSet, Rewritten, Errors uint64
 }
 
 // userMetric is a rule's metric: a counter by label values, at most max
@@ -152,7 +153,7 @@ type collector Metrics
 
 var (
 	ruleLinesDesc = prometheus.NewDesc("sluice_rule_lines_total",
-		"Lines a rule acted on, by rule and action: matched, dropped, sampled_out, relabeled, extracted (fields stored).", []string{"rule", "action"}, nil)
+		"Lines a rule acted on, by rule and action: matched, dropped, sampled_out, relabeled, extracted (fields stored), fields_set, rewritten.", []string{"rule", "action"}, nil)
 	ruleRedactionsDesc = prometheus.NewDesc("sluice_rule_redactions_total",
 		"Values a rule's redact replaced.", []string{"rule"}, nil)
 	ruleErrorsDesc = prometheus.NewDesc("sluice_rule_errors_total",
@@ -171,7 +172,7 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		for _, v := range []struct {
 			action string
 			n      *atomic.Uint64
-		}{{"matched", &rc.matched}, {"dropped", &rc.dropped}, {"sampled_out", &rc.sampledOut}, {"relabeled", &rc.relabeled}, {"extracted", &rc.extracted}} {
+		}{{"matched", &rc.matched}, {"dropped", &rc.dropped}, {"sampled_out", &rc.sampledOut}, {"relabeled", &rc.relabeled}, {"extracted", &rc.extracted}, {"fields_set", &rc.fieldsSet}, {"rewritten", &rc.rewritten}} {
 			ch <- prometheus.MustNewConstMetric(ruleLinesDesc, prometheus.CounterValue, float64(v.n.Load()), name, v.action)
 		}
 		ch <- prometheus.MustNewConstMetric(ruleRedactionsDesc, prometheus.CounterValue, float64(rc.redactions.Load()), name)

@@ -68,6 +68,8 @@ type rule struct {
 	// parseKey take what the first of them parsed of a line.
 	head, parser, tail []logql.Stage
 	parseKey           string
+	fieldStages        []logql.Stage // one label_format per set_fields entry
+	rwStages           []logql.Stage // rewrite's line_format
 	// xstages is the parser extract runs, one stage.
 	xstages []logql.Stage
 }
@@ -147,6 +149,22 @@ func Compile(name string, data []byte, m *Metrics) (*Set, error) {
 				continue
 			}
 			r.setStages = append(r.setStages, lf)
+		}
+		for _, ft := range sp.setFields {
+			lf := &logql.LabelFormat{Items: []logql.LabelFormatItem{{Dst: ft.name, Template: ft.template}}}
+			if _, err := stage.Compile([]logql.Stage{lf}); err != nil {
+				l.add(problemAt{sp, "set_fields"}, "%s: set_fields.%s: %v", where, ft.name, err)
+				continue
+			}
+			r.fieldStages = append(r.fieldStages, lf)
+		}
+		if sp.rewrite != "" {
+			lf := &logql.LineFormat{Template: sp.rewrite}
+			if _, err := stage.Compile([]logql.Stage{lf}); err != nil {
+				l.add(problemAt{sp, "rewrite"}, "%s: rewrite: %v", where, err)
+				continue
+			}
+			r.rwStages = []logql.Stage{lf}
 		}
 		if sp.sample != nil {
 			switch {
