@@ -45,9 +45,9 @@ func TestRulesCheck(t *testing.T) {
 	if st != 0 || !strings.Contains(out, "4 rules, sha256 ") {
 		t.Errorf("check of the example: %d %q", st, out)
 	}
-	bad := writeFile(t, "bad.yaml", "rules:\n  - name: a\n    drop: true\n    rate_limit: {lines: 1}\n  - name: b\n")
+	bad := writeFile(t, "bad.yaml", "rules:\n  - name: a\n    drop: true\n    route: kafka\n  - name: b\n")
 	_, errOut, st := sluice(t, "", "rules", "check", bad)
-	want := bad + ":4:5: rule 1 (a): rate_limit: rate_limit is not implemented yet"
+	want := bad + ":4:5: rule 1 (a): route: sinks are not implemented yet"
 	if st != 1 || !strings.Contains(errOut, want) || !strings.Contains(errOut, bad+":5:5: rule 2 (b): no action") {
 		t.Errorf("check of a bad file: %d %q, want %q", st, errOut, want)
 	}

@@ -24,15 +24,16 @@ const (
 	SampledIn
 	Redacted // the line or a field changed
 	Relabeled
-	Counted   // the rule's metric counted the line
-	Stopped   // keep/stop: no later rule sees the line
-	Failed    // the rule failed on the line and left it as it was
-	Extracted // extract stored fields (labels extracted show as Relabeled)
-	FieldsSet // set_fields or drop_fields changed the record's fields
-	Rewritten // rewrite replaced the line
+	Counted     // the rule's metric counted the line
+	Stopped     // keep/stop: no later rule sees the line
+	Failed      // the rule failed on the line and left it as it was
+	Extracted   // extract stored fields (labels extracted show as Relabeled)
+	FieldsSet   // set_fields or drop_fields changed the record's fields
+	Rewritten   // rewrite replaced the line
+	RateLimited // rate_limit dropped the line
 )
 
-var actionNames = [...]string{"matched", "dropped", "sampled_out", "sampled_in", "redacted", "relabeled", "counted", "stopped", "failed", "extracted", "fields_set", "rewritten"}
+var actionNames = [...]string{"matched", "dropped", "sampled_out", "sampled_in", "redacted", "relabeled", "counted", "stopped", "failed", "extracted", "fields_set", "rewritten", "rate_limited"}
 
 func (a Action) String() string { return actionNames[a] }
 
@@ -321,6 +322,12 @@ func (s *Set) record(ev *evaluator, b *record.Batch, i int) {
 		if r.drop {
 			c.dropped.Add(1)
 			ev.step(i, r, Dropped, "")
+			b.Drop(i)
+			return
+		}
+		if r.limiter != nil && !r.limiter.allow(&ev.lb, len(line), &ev.key) {
+			c.rateLimited.Add(1)
+			ev.step(i, r, RateLimited, "")
 			b.Drop(i)
 			return
 		}

@@ -31,6 +31,7 @@ type spec struct {
 	setFields  []labelTemplate
 	dropFields []string
 	rewrite    string // a line_format template
+	rateLimit  *rateSpec
 }
 
 // extractSpec is a rule's extract: one parser run over the line, the
@@ -284,6 +285,9 @@ func (l *loader) rule(i int, n *yaml.Node) (spec, bool) {
 		case "drop_fields":
 			s.dropFields = l.fieldNames(where, "drop_fields", v)
 			actions++
+		case "rate_limit":
+			s.rateLimit = l.rateLimit(where, v)
+			actions++
 		case "rewrite":
 			if t, ok := l.str(where, "rewrite", v); ok {
 				if m := unsafeTemplate.FindStringSubmatch(t); m != nil {
@@ -301,7 +305,7 @@ func (l *loader) rule(i int, n *yaml.Node) (spec, bool) {
 				l.errorf(k, "%s: %s: %s", where, k.Value, msg)
 				continue
 			}
-			l.errorf(k, "%s: unknown key %q (want name, match, tenant, drop, keep, stop, sample, redact, set_labels, drop_labels, set_fields, drop_fields, rewrite, extract, metric)", where, k.Value)
+			l.errorf(k, "%s: unknown key %q (want name, match, tenant, drop, keep, stop, sample, redact, set_labels, drop_labels, set_fields, drop_fields, rewrite, extract, rate_limit, metric)", where, k.Value)
 		}
 	}
 	switch {
@@ -309,9 +313,11 @@ func (l *loader) rule(i int, n *yaml.Node) (spec, bool) {
 		l.errorf(n, "%s: drop and keep/stop: a rule either drops a line or keeps it", where)
 	case s.drop && s.sample != nil:
 		l.errorf(n, "%s: drop and sample: a rule either drops a line or samples it", where)
+	case s.drop && s.rateLimit != nil:
+		l.errorf(n, "%s: drop and rate_limit: a rule either drops a line or limits it", where)
 	}
 	if actions == 0 && len(l.problems) == before {
-		l.errorf(n, "%s: no action (want one of drop, keep, stop, sample, redact, set_labels, drop_labels, set_fields, drop_fields, rewrite, extract, metric)", where)
+		l.errorf(n, "%s: no action (want one of drop, keep, stop, sample, redact, set_labels, drop_labels, set_fields, drop_fields, rewrite, extract, rate_limit, metric)", where)
 	}
 	return s, len(l.problems) == before
 }
@@ -625,4 +631,56 @@ func (l *loader) extract(where string, v *yaml.Node) *extractSpec {
 		}
 	}
 	return x
+}
+
+func (l *loader) rateLimit(where string, v *yaml.Node) *rateSpec {
+	r := &rateSpec{maxSets: DefaultMaxSets, burstLines: -1, burstBytes: -1}
+	bad := false
+	num := func(key string, v *yaml.Node) float64 {
+		f, err := strconv.ParseFloat(v.Value, 64)
+		if v.Kind != yaml.ScalarNode || err != nil || math.IsNaN(f) || math.IsInf(f, 0) || f <= 0 {
+			bad = true
+			l.errorf(v, "%s: rate_limit.%s: want a number above 0, not %q", where, key, v.Value)
+			return 0
+		}
+		return f
+	}
+	l.mapping(where, "rate_limit", v, []string{"by", "lines", "bytes", "burst_lines", "burst_bytes", "max_sets"}, func(k string, kn, v *yaml.Node) {
+		switch k {
+		case "by":
+			r.by = l.labelNames(where, "rate_limit.by", v)
+		case "lines":
+			r.lines = num(k, v)
+		case "bytes":
+			r.bytes = num(k, v)
+		case "burst_lines":
+			r.burstLines = num(k, v)
+		case "burst_bytes":
+			r.burstBytes = num(k, v)
+		case "max_sets":
+			n, err := strconv.Atoi(v.Value)
+			if v.Kind != yaml.ScalarNode || err != nil || n < 1 || n > 1_000_000 {
+				l.errorf(v, "%s: rate_limit.max_sets: want a whole number from 1 to 1000000, not %q", where, v.Value)
+				return
+			}
+			r.maxSets = n
+		}
+	})
+	if v.Kind != yaml.MappingNode {
+		return r
+	}
+	if r.lines == 0 && r.bytes == 0 && !bad {
+		l.errorf(v, "%s: rate_limit: names neither lines nor bytes (per second)", where)
+	}
+	// A burst defaults to one second's worth, at least one line.
+	if r.burstLines < 0 {
+		r.burstLines = max(r.lines, 1)
+	}
+	if r.burstBytes < 0 {
+		r.burstBytes = r.bytes
+	}
+	if r.lines > 0 && r.burstLines < 1 {
+		l.errorf(v, "%s: rate_limit.burst_lines: below 1, no line would pass", where)
+	}
+	return r
 }

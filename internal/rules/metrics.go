@@ -22,6 +22,9 @@ type Metrics struct {
 	mu      sync.Mutex
 	rules   map[string]*ruleCounters
 	metrics map[string]*userMetric
+	// limiters are the rules' rate limits by rule name, kept across
+	// reloads that do not change them.
+	limiters map[string]*limiter
 
 	reloads    *prometheus.CounterVec // by result: ok, error, unchanged
 	loadedTime prometheus.Gauge
@@ -30,13 +33,13 @@ type Metrics struct {
 
 // ruleCounters count what one rule did.
 type ruleCounters struct {
-	matched, dropped, sampledOut, redactions, relabeled, extracted, fieldsSet, rewritten, errors atomic.Uint64
+	matched, dropped, sampledOut, redactions, relabeled, extracted, fieldsSet, rewritten, rateLimited, errors atomic.Uint64
 }
 
 // NewMetrics returns the counters, registered in reg (nil: not
 // registered).
 func NewMetrics(reg prometheus.Registerer) *Metrics {
-	m := &Metrics{rules: map[string]*ruleCounters{}, metrics: map[string]*userMetric{}}
+	m := &Metrics{rules: map[string]*ruleCounters{}, metrics: map[string]*userMetric{}, limiters: map[string]*limiter{}}
 	m.reloads = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "sluice_rules_reloads_total",
 		Help: "Loads of the rules file, by result: ok (a new version runs), unchanged (same bytes), error (the old version keeps running).",
@@ -71,17 +74,17 @@ func (m *Metrics) rule(name string) *ruleCounters {
 }
 
 // Rule returns what the rule named name has counted: matched, dropped,
-// sampled out, redactions, relabeled, extracted, fields set, rewritten and
-// errors.
+// sampled out, redactions, relabeled, extracted, fields set, rewritten,
+// rate limited and errors.
 func (m *Metrics) Rule(name string) RuleCounts {
 	c := m.rule(name)
 	return RuleCounts{Matched: c.matched.Load(), Dropped: c.dropped.Load(), SampledOut: c.sampledOut.Load(),
-		Redactions: c.redactions.Load(), Relabeled: c.relabeled.Load(), Extracted: c.extracted.Load(), FieldsSet: c.fieldsSet.Load(), Rewritten: c.rewritten.Load(), Errors: c.errors.Load()}
+		Redactions: c.redactions.Load(), Relabeled: c.relabeled.Load(), Extracted: c.extracted.Load(), FieldsSet: c.fieldsSet.Load(), Rewritten: c.rewritten.Load(), RateLimited: c.rateLimited.Load(), Errors: c.errors.Load()}
 }
 
 // RuleCounts is a snapshot of one rule's counters.
 type RuleCounts struct {
-	Matched, Dropped, SampledOut, Redactions, Relabeled, Extracted, FieldsSet, Rewritten, Errors uint64
+	Matched, Dropped, SampledOut, Redactions, Relabeled, Extracted, FieldsSet, Rewritten, RateLimited, Errors uint64
 }
 
 // userMetric is a rule's metric: a counter by label values, at most max
@@ -153,11 +156,13 @@ type collector Metrics
 
 var (
 	ruleLinesDesc = prometheus.NewDesc("sluice_rule_lines_total",
-		"Lines a rule acted on, by rule and action: matched, dropped, sampled_out, relabeled, extracted (fields stored), fields_set, rewritten.", []string{"rule", "action"}, nil)
+		"Lines a rule acted on, by rule and action: matched, dropped, sampled_out, relabeled, extracted (fields stored), fields_set, rewritten, rate_limited.", []string{"rule", "action"}, nil)
 	ruleRedactionsDesc = prometheus.NewDesc("sluice_rule_redactions_total",
 		"Values a rule's redact replaced.", []string{"rule"}, nil)
 	ruleErrorsDesc = prometheus.NewDesc("sluice_rule_errors_total",
 		"Lines a rule failed on (a label template that failed, say) and left as they were.", []string{"rule"}, nil)
+	rateOverflowDesc = prometheus.NewDesc("sluice_rule_rate_limit_overflow_total",
+		"Lines of a label set past a rule's rate_limit max_sets, limited together in one shared bucket.", []string{"rule"}, nil)
 	overflowDesc = prometheus.NewDesc("sluice_rule_metric_overflow_total",
 		"Lines a rule's metric did not count because a new label set was past its max_series.", []string{"metric"}, nil)
 )
@@ -172,11 +177,14 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		for _, v := range []struct {
 			action string
 			n      *atomic.Uint64
-		}{{"matched", &rc.matched}, {"dropped", &rc.dropped}, {"sampled_out", &rc.sampledOut}, {"relabeled", &rc.relabeled}, {"extracted", &rc.extracted}, {"fields_set", &rc.fieldsSet}, {"rewritten", &rc.rewritten}} {
+		}{{"matched", &rc.matched}, {"dropped", &rc.dropped}, {"sampled_out", &rc.sampledOut}, {"relabeled", &rc.relabeled}, {"extracted", &rc.extracted}, {"fields_set", &rc.fieldsSet}, {"rewritten", &rc.rewritten}, {"rate_limited", &rc.rateLimited}} {
 			ch <- prometheus.MustNewConstMetric(ruleLinesDesc, prometheus.CounterValue, float64(v.n.Load()), name, v.action)
 		}
 		ch <- prometheus.MustNewConstMetric(ruleRedactionsDesc, prometheus.CounterValue, float64(rc.redactions.Load()), name)
 		ch <- prometheus.MustNewConstMetric(ruleErrorsDesc, prometheus.CounterValue, float64(rc.errors.Load()), name)
+	}
+	for name, l := range m.limiters {
+		ch <- prometheus.MustNewConstMetric(rateOverflowDesc, prometheus.CounterValue, float64(l.overflow.Load()), name)
 	}
 	for _, u := range m.metrics {
 		desc := prometheus.NewDesc(u.name, u.help, u.labels, nil)

@@ -68,6 +68,7 @@ type rule struct {
 	// parseKey take what the first of them parsed of a line.
 	head, parser, tail []logql.Stage
 	parseKey           string
+	limiter            *limiter
 	fieldStages        []logql.Stage // one label_format per set_fields entry
 	rwStages           []logql.Stage // rewrite's line_format
 	// xstages is the parser extract runs, one stage.
@@ -185,6 +186,9 @@ func Compile(name string, data []byte, m *Metrics) (*Set, error) {
 			}
 			metricNames[mt.name] = sp.name
 			r.metric = m.userMetric(mt)
+		}
+		if sp.rateLimit != nil {
+			r.limiter = m.limiter(sp.name, sp.rateLimit)
 		}
 		r.counters = m.rule(sp.name)
 		s.rules = append(s.rules, r)
