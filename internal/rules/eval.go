@@ -79,6 +79,7 @@ type evaluator struct {
 	xvals                 []record.Label // what extract keeps of it
 	fvals                 []record.Label // the rule's field changes: a value "" removes
 	rw                    []byte         // the rule's rewritten line
+	mval                  float64        // the rule's metric's value for the line
 	fpipes                [][]*stage.Pipeline
 	rwpipes               []*stage.Pipeline
 }
@@ -272,6 +273,12 @@ func (s *Set) record(ev *evaluator, b *record.Batch, i int) {
 		if err != "" {
 			c.errors.Add(1)
 			ev.step(i, r, Failed, err)
+			if r.onErrorDrop {
+				c.dropped.Add(1)
+				ev.step(i, r, Dropped, "")
+				b.Drop(i)
+				return
+			}
 			continue
 		}
 		if next != nil && !labelsEqual(next, stream) {
@@ -303,7 +310,7 @@ func (s *Set) record(ev *evaluator, b *record.Batch, i int) {
 			ev.step(i, r, Rewritten, "")
 		}
 		if r.metric != nil {
-			if r.metric.count(&ev.lb, &ev.key) {
+			if r.metric.count(&ev.lb, ev.mval, &ev.key) {
 				ev.step(i, r, Counted, "")
 			}
 		}
@@ -567,6 +574,12 @@ func (ev *evaluator) prepare(ri int, r *rule, b *record.Batch, i int, ts int64, 
 	}
 	if err := ev.checkFields(b, i, ev.fvals); err != "" {
 		return nil, err
+	}
+	if r.metric != nil {
+		var ok bool
+		if ev.mval, ok = r.metric.value(&ev.lb); !ok {
+			return nil, fmt.Sprintf("metric.unwrap: %s: %q is not a number", r.metric.unwrap, ev.lb.Get(r.metric.unwrap))
+		}
 	}
 	if r.rewrite != "" {
 		hadErr := ev.lb.Get(stage.ErrorLabel)

@@ -21,17 +21,18 @@ type spec struct {
 	match  string
 	tenant string
 
-	drop, keep bool
-	sample     *sampleSpec
-	redact     *redactSpec
-	setLabels  []labelTemplate
-	dropLabels []string
-	metric     *metricSpec
-	extract    *extractSpec
-	setFields  []labelTemplate
-	dropFields []string
-	rewrite    string // a line_format template
-	rateLimit  *rateSpec
+	drop, keep  bool
+	sample      *sampleSpec
+	redact      *redactSpec
+	setLabels   []labelTemplate
+	dropLabels  []string
+	metric      *metricSpec
+	extract     *extractSpec
+	setFields   []labelTemplate
+	dropFields  []string
+	rewrite     string // a line_format template
+	rateLimit   *rateSpec
+	onErrorDrop bool // on_error: drop
 }
 
 // extractSpec is a rule's extract: one parser run over the line, the
@@ -70,6 +71,9 @@ type labelTemplate struct {
 type metricSpec struct {
 	name      string
 	help      string
+	typ       string // counter (default), gauge, histogram
+	unwrap    string // the label whose number is the value
+	buckets   []float64
 	labels    []string
 	maxSeries int
 }
@@ -77,6 +81,10 @@ type metricSpec struct {
 // DefaultMaxSeries bounds a rule metric's series when the rule says
 // nothing: beyond it, new label sets are counted as overflow.
 const DefaultMaxSeries = 1000
+
+// DefaultBuckets are a histogram's when the rule names none
+// (Prometheus's defaults).
+var DefaultBuckets = []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10}
 
 // DefaultReplacement replaces what a built-in detector finds.
 const DefaultReplacement = "<redacted>"
@@ -285,6 +293,14 @@ func (l *loader) rule(i int, n *yaml.Node) (spec, bool) {
 		case "drop_fields":
 			s.dropFields = l.fieldNames(where, "drop_fields", v)
 			actions++
+		case "on_error":
+			switch t, _ := l.str(where, "on_error", v); t {
+			case "drop":
+				s.onErrorDrop = true
+			case "keep":
+			default:
+				l.errorf(v, "%s: on_error: %q (want keep, the default: the line as it was, or drop)", where, t)
+			}
 		case "rate_limit":
 			s.rateLimit = l.rateLimit(where, v)
 			actions++
@@ -305,7 +321,7 @@ func (l *loader) rule(i int, n *yaml.Node) (spec, bool) {
 				l.errorf(k, "%s: %s: %s", where, k.Value, msg)
 				continue
 			}
-			l.errorf(k, "%s: unknown key %q (want name, match, tenant, drop, keep, stop, sample, redact, set_labels, drop_labels, set_fields, drop_fields, rewrite, extract, rate_limit, metric)", where, k.Value)
+			l.errorf(k, "%s: unknown key %q (want name, match, tenant, on_error, drop, keep, stop, sample, redact, set_labels, drop_labels, set_fields, drop_fields, rewrite, extract, rate_limit, metric)", where, k.Value)
 		}
 	}
 	switch {
@@ -535,9 +551,10 @@ func (l *loader) labelNames(where, key string, v *yaml.Node) []string {
 }
 
 func (l *loader) metric(where string, v *yaml.Node) *metricSpec {
-	m := &metricSpec{maxSeries: DefaultMaxSeries}
+	m := &metricSpec{maxSeries: DefaultMaxSeries, typ: "counter"}
 	hasName := false
-	l.mapping(where, "metric", v, []string{"name", "help", "labels", "max_series", "type"}, func(k string, kn, v *yaml.Node) {
+	var bucketsNode *yaml.Node
+	l.mapping(where, "metric", v, []string{"name", "help", "type", "unwrap", "buckets", "labels", "max_series"}, func(k string, kn, v *yaml.Node) {
 		switch k {
 		case "name":
 			hasName = true
@@ -559,13 +576,53 @@ func (l *loader) metric(where string, v *yaml.Node) *metricSpec {
 			}
 			m.maxSeries = n
 		case "type":
-			if s, _ := l.str(where, "metric.type", v); s != "counter" {
-				l.errorf(v, "%s: metric.type: %q is not implemented yet (only counter)", where, s)
+			s, _ := l.str(where, "metric.type", v)
+			if s != "counter" && s != "gauge" && s != "histogram" {
+				l.errorf(v, "%s: metric.type: %q (want counter, gauge or histogram)", where, s)
+				return
+			}
+			m.typ = s
+		case "unwrap":
+			if s, ok := l.str(where, "metric.unwrap", v); ok {
+				if !labelNameRe.MatchString(s) {
+					l.errorf(v, "%s: metric.unwrap: %q is not a label name", where, s)
+				}
+				m.unwrap = s
+			}
+		case "buckets":
+			bucketsNode = v
+			if v.Kind != yaml.SequenceNode || len(v.Content) == 0 {
+				l.errorf(v, "%s: metric.buckets: want a list of upper bounds, ascending", where)
+				return
+			}
+			for _, n := range v.Content {
+				f, err := strconv.ParseFloat(n.Value, 64)
+				if n.Kind != yaml.ScalarNode || err != nil || math.IsNaN(f) || math.IsInf(f, 0) {
+					l.errorf(n, "%s: metric.buckets: %q is not a number", where, n.Value)
+					return
+				}
+				if k := len(m.buckets); k > 0 && f <= m.buckets[k-1] {
+					l.errorf(n, "%s: metric.buckets: %v after %v: want them ascending", where, f, m.buckets[k-1])
+					return
+				}
+				m.buckets = append(m.buckets, f)
 			}
 		}
 	})
-	if !hasName && v.Kind == yaml.MappingNode {
+	if v.Kind != yaml.MappingNode {
+		return m
+	}
+	if !hasName {
 		l.errorf(v, "%s: metric.name: missing", where)
+	}
+	if m.typ != "counter" && m.unwrap == "" {
+		l.errorf(v, "%s: metric.unwrap: missing (a %s needs a number: unwrap names the label that holds it)", where, m.typ)
+	}
+	switch {
+	case m.typ != "histogram" && bucketsNode != nil:
+		l.errorf(bucketsNode, "%s: metric.buckets: only a histogram has buckets", where)
+	case m.typ == "histogram" && m.buckets == nil:
+		m.buckets = DefaultBuckets
 	}
 	return m
 }

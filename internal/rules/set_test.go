@@ -234,7 +234,7 @@ rules:
 	b := parseLines(t, `service=a msg=error`, `service=b msg=error`, `service=c msg=error`, `service=a msg="error again"`, `service=a msg=debug`)
 	s.Apply(b)
 	u := s.rules[0].metric
-	if got := u.series["a"].Load(); got != 2 {
+	if got := u.series["a"].n.Load(); got != 2 {
 		t.Errorf("errors_total{service=a} = %d, want 2", got)
 	}
 	if len(u.series) != 2 || u.overflow.Load() != 1 {
@@ -342,7 +342,12 @@ func TestLoadErrors(t *testing.T) {
 		{"rules:\n  - name: x\n    set_labels: {a: '{{.b'}", "rule 1 (x): set_labels.a:"},
 		{"rules:\n  - name: x\n    metric: {name: sluice_lines}", `rule 1 (x): metric.name: "sluice_lines": names starting with sluice_`},
 		{"rules:\n  - name: x\n    metric: {name: a-b}", `rule 1 (x): metric.name: "a-b" is not a Prometheus metric name`},
-		{"rules:\n  - name: x\n    metric: {name: a, type: histogram}", `rule 1 (x): metric.type: "histogram" is not implemented yet`},
+		{"rules:\n  - name: x\n    metric: {name: a, type: histogram}", "rule 1 (x): metric.unwrap: missing (a histogram needs a number"},
+		{"rules:\n  - name: x\n    metric: {name: a, type: summary}", `rule 1 (x): metric.type: "summary" (want counter, gauge or histogram)`},
+		{"rules:\n  - name: x\n    metric: {name: a, buckets: [1]}", "rule 1 (x): metric.buckets: only a histogram has buckets"},
+		{"rules:\n  - name: x\n    metric: {name: a, type: histogram, unwrap: t, buckets: [1, 1]}", "rule 1 (x): metric.buckets: 1 after 1: want them ascending"},
+		{"rules:\n  - name: x\n    metric: {name: a, type: gauge, unwrap: 9}", `rule 1 (x): metric.unwrap: "9" is not a label name`},
+		{"rules:\n  - name: x\n    drop_labels: [a]\n    on_error: never", `rule 1 (x): on_error: "never" (want keep`},
 		{"rules:\n  - name: x\n    metric: {name: a, max_series: 0}", "rule 1 (x): metric.max_series: want a whole number"},
 		{"rules:\n  - name: x\n    metric: {name: a}\n  - name: y\n    metric: {name: a}", `rule 2 (y): metric.name: "a" is also the metric of rule x`},
 		{"rules:\n  - name: x\n    metric: {name: a, labels: [9]}", `rule 1 (x): metric.labels: "9" is not a label name`},
