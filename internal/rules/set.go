@@ -38,6 +38,8 @@ type Set struct {
 	File   string
 	Hash   string
 	Loaded time.Time
+	// Source is the file's bytes.
+	Source []byte
 
 	mu   sync.Mutex
 	free []*evaluator
@@ -97,7 +99,7 @@ func Compile(name string, data []byte, m *Metrics) (*Set, error) {
 		return nil, err
 	}
 	sum := sha256.Sum256(data)
-	s := &Set{File: name, Hash: hex.EncodeToString(sum[:]), Loaded: time.Now()}
+	s := &Set{File: name, Hash: hex.EncodeToString(sum[:]), Loaded: time.Now(), Source: bytes.Clone(data)}
 	l := &loader{}
 	var gateLits [][]byte
 	gateFold := false
