@@ -88,7 +88,8 @@ func TestRulesAPI(t *testing.T) {
 		t.Fatalf("GET after PUT: %+v", info)
 	}
 	push := "{\"service\":\"a\",\"msg\":\"one\"}\n{\"service\":\"b\",\"msg\":\"two\"}\n"
-	if code, body := f.do("POST", "/insert/jsonline", []byte(push)); code != 200 {
+	// The reply counts the line the rules dropped.
+	if code, body := f.do("POST", "/insert/jsonline", []byte(push)); code != 200 || !strings.Contains(body, `"accepted":1,"rejected":0,"dropped":1`) {
 		t.Fatalf("push: %d %s", code, body)
 	}
 	if got := f.stored("default"); len(got) != 1 || !strings.HasPrefix(got[0], `{service="a"}`) {
