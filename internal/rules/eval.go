@@ -250,16 +250,7 @@ func (s *Set) record(ev *evaluator, b *record.Batch, i int) {
 				continue
 			}
 		} else if !r.all {
-			p := ev.pipes[ri]
-			if p == nil {
-				var err error
-				if p, err = stage.Compile(r.stages); err != nil {
-					// Compile checked it when the set loaded.
-					panic("rules: a checked pipeline fails to compile: " + err.Error())
-				}
-				ev.pipes[ri] = p
-			}
-			if _, ok := p.Process(rec.Time, line, &ev.lb); !ok {
+			if _, ok := compiled(ev.pipes, ri, r.stages).Process(rec.Time, line, &ev.lb); !ok {
 				continue
 			}
 		}
