@@ -46,7 +46,8 @@ func swapRules(n int, v string) string {
 // by more than 10 ms). Four clients push 100-line /insert/jsonline
 // requests flat out through the handler (no network) while each
 // iteration replaces the rules with PUT's path (rules.Live.Put: compile,
-// write, one pointer store), alternating two versions. It reports the
+// write, one pointer store), alternating two versions, then lets each
+// client answer 20 requests more before the next (not timed). It reports the
 // longest request that overlapped a swap (max-ms-swap), the longest
 // that did not (max-ms-other), and the swap's own time (ms/swap).
 //
@@ -81,6 +82,11 @@ func BenchmarkIngestAcrossSwap(b *testing.B) {
 	var mu sync.Mutex
 	var maxSwap, maxOther time.Duration
 	var failed atomic.Value
+	// done counts the requests answered; after each swap the benchmark
+	// waits for a few per client, so that requests that overlap no swap
+	// are measured too.
+	var done int64
+	doneCond := sync.NewCond(&mu)
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
 	for range clients {
@@ -100,6 +106,9 @@ func BenchmarkIngestAcrossSwap(b *testing.B) {
 				d := time.Since(start)
 				if rec.Code != 200 {
 					failed.Store(fmt.Sprintf("push: %d %s", rec.Code, rec.Body))
+					mu.Lock()
+					doneCond.Broadcast()
+					mu.Unlock()
 					return
 				}
 				overlapped := s0 > 0 || swapping.Load() > 0 || swaps.Load() != n0
@@ -109,6 +118,8 @@ func BenchmarkIngestAcrossSwap(b *testing.B) {
 				} else {
 					maxOther = max(maxOther, d)
 				}
+				done++
+				doneCond.Broadcast()
 				mu.Unlock()
 			}
 		}()
@@ -126,6 +137,13 @@ func BenchmarkIngestAcrossSwap(b *testing.B) {
 		if err != nil || !changed {
 			b.Fatalf("swap %d: changed %v, %v", k, changed, err)
 		}
+		b.StopTimer()
+		mu.Lock()
+		for target := done + 20*clients; done < target && failed.Load() == nil; {
+			doneCond.Wait()
+		}
+		mu.Unlock()
+		b.StartTimer()
 	}
 	close(stop)
 	wg.Wait()
