@@ -471,7 +471,7 @@ func checkLabelValue(key, v string) string {
 
 // runExtract runs r's extract parser over line into ev.xvals (all it
 // found, or the keys it names), and adds them to ev.lb so that the
-// rule's templates and metric labels see them. It returns why it
+// rule's other actions see them. It returns why it
 // failed: the parser's error (a line that is not JSON, say).
 func (ev *evaluator) runExtract(ri int, r *rule, ts int64, line []byte) string {
 	p := ev.xpipes[ri]
@@ -501,7 +501,9 @@ func (ev *evaluator) runExtract(ri int, r *rule, ts int64, line []byte) string {
 			}
 		}
 	}
-	if len(r.setStages) > 0 || r.metric != nil {
+	// For the rule's other actions: templates, metric labels and
+	// unwrap, rate_limit's and sample's labels.
+	if len(r.setStages) > 0 || len(r.fieldStages) > 0 || r.rewrite != "" || r.metric != nil || r.limiter != nil || r.sample != nil {
 		for _, l := range ev.xvals {
 			ev.lb.SetMeta(l.Name, []byte(l.Value), 0)
 		}

@@ -167,3 +167,31 @@ rules:
 		t.Errorf("got %q, want %q", got, want)
 	}
 }
+
+// TestExtractFeedsActions: what extract finds is what the rule's
+// rewrite, set_fields and metric unwrap see.
+func TestExtractFeedsActions(t *testing.T) {
+	m := NewMetrics(nil)
+	s, err := Compile("rules.yaml", []byte(`
+rules:
+  - name: x
+    extract: {parser: regexp, expr: 'took=(?P<ms>\d+)', keys: [ms]}
+    rewrite: 'took {{.ms}} ms'
+    set_fields: {slow: '{{ if gt (int .ms) 100 }}yes{{ end }}'}
+    metric: {name: took_ms, type: histogram, unwrap: ms, buckets: [100]}
+`), m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := parseLines(t, `level=info took=250`)
+	s.Apply(b)
+	if got := string(b.Bytes(b.Records[0].Line)) + " | " + fieldsOf(b, 0); got != "took 250 ms | level=info took=250 ms=250 slow=yes" {
+		t.Errorf("got %q", got)
+	}
+	if c := m.Rule("x"); c.Errors != 0 || c.Rewritten != 1 {
+		t.Errorf("counts %+v", c)
+	}
+	if se := s.rules[0].metric.series[""]; se == nil || se.n.Load() != 1 || se.buckets[0].Load() != 0 {
+		t.Errorf("took_ms: %+v, want one observation above 100", se)
+	}
+}
