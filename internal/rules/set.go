@@ -89,6 +89,18 @@ func (s *Set) Names() []string {
 	return out
 }
 
+// NamesFor returns the names of the rules that apply to tenant's lines
+// (those without tenant: and those of that tenant), in order.
+func (s *Set) NamesFor(tenant string) []string {
+	var out []string
+	for _, r := range s.rules {
+		if r.tenant == "" || r.tenant == tenant {
+			out = append(out, r.name)
+		}
+	}
+	return out
+}
+
 // Compile parses, checks and compiles a rules file's bytes; name is the
 // file's name for errors. m, if not nil, holds the counters the set's
 // rules count into (kept across reloads, by rule and metric name). A

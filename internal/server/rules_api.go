@@ -30,8 +30,9 @@ func (s *Server) rulesRoutes() {
 type rulesInfo struct {
 	File   string   `json:"file"`
 	SHA256 string   `json:"sha256"`
-	Loaded string   `json:"loaded"` // RFC 3339
-	Rules  []string `json:"rules"`  // the names, in order
+	Loaded string   `json:"loaded"`           // RFC 3339
+	Tenant string   `json:"tenant,omitempty"` // ?tenant=: rules lists this tenant's alone
+	Rules  []string `json:"rules"`            // the names, in order
 	Source string   `json:"source,omitempty"`
 }
 
@@ -56,13 +57,19 @@ func (s *Server) liveRules(w http.ResponseWriter) (rulesAdmin, bool) {
 
 // handleRulesGet answers the running rules file: its path, SHA-256, load
 // time, rule names and bytes. The file is one for every tenant (a rule's
-// tenant: key limits it to one).
+// tenant: key limits it to one); ?tenant=T lists the names of the rules
+// that apply to T's lines alone.
 func (s *Server) handleRulesGet(w http.ResponseWriter, r *http.Request) {
 	live, ok := s.liveRules(w)
 	if !ok {
 		return
 	}
-	writeRulesJSON(w, http.StatusOK, infoOf(live.Current(), true))
+	set := live.Current()
+	info := infoOf(set, true)
+	if t := r.URL.Query().Get("tenant"); t != "" {
+		info.Tenant, info.Rules = t, set.NamesFor(t)
+	}
+	writeRulesJSON(w, http.StatusOK, info)
 }
 
 // handleRulesPut checks the body as a rules file and, unless

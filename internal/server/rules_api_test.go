@@ -122,3 +122,16 @@ func TestRulesAPIWithoutRules(t *testing.T) {
 		}
 	}
 }
+
+// TestRulesAPITenant: ?tenant= lists the rules that apply to a tenant.
+func TestRulesAPITenant(t *testing.T) {
+	f, _, _ := liveFixture(t, "rules:\n  - name: all\n    drop: false\n    keep: true\n  - name: mine\n    tenant: t1\n    keep: true\n  - name: theirs\n    tenant: t2\n    keep: true\n")
+	code, body := f.do("GET", "/api/v1/rules?tenant=t1", nil)
+	var info struct {
+		Tenant string
+		Rules  []string
+	}
+	if err := json.Unmarshal([]byte(body), &info); code != 200 || err != nil || info.Tenant != "t1" || !slices.Equal(info.Rules, []string{"all", "mine"}) {
+		t.Errorf("GET ?tenant=t1: %d %s", code, body)
+	}
+}
