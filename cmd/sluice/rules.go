@@ -118,7 +118,7 @@ func (o *rulesOpts) test(set *rules.Set, in io.Reader, w io.Writer) error {
 			fmt.Fprintf(w, "  stored %s %s\n", b.Labels(i), b.Bytes(b.Records[i].Line))
 			changed := false
 			for _, s := range steps[i] {
-				changed = changed || s.Action == rules.Redacted
+				changed = changed || s.Action == rules.Redacted || s.Action == rules.Extracted || s.Action == rules.FieldsSet
 			}
 			if changed {
 				for _, f := range b.RecordFields(i) {
@@ -201,7 +201,17 @@ func printRuleCounts(w io.Writer, set *rules.Set, m *rules.Metrics) {
 		if c.Matched == 0 && c.Errors == 0 {
 			continue
 		}
-		fmt.Fprintf(w, "rule %s: %d matched, %d dropped, %d sampled out, %d redactions, %d relabeled, %d errors\n",
+		fmt.Fprintf(w, "rule %s: %d matched, %d dropped, %d sampled out, %d redactions, %d relabeled, %d errors",
 			name, c.Matched, c.Dropped, c.SampledOut, c.Redactions, c.Relabeled, c.Errors)
+		// The newer actions' counts, when a rule has them.
+		for _, x := range []struct {
+			n    uint64
+			what string
+		}{{c.RateLimited, "rate limited"}, {c.Extracted, "extracted"}, {c.FieldsSet, "fields set"}, {c.Rewritten, "rewritten"}} {
+			if x.n > 0 {
+				fmt.Fprintf(w, ", %d %s", x.n, x.what)
+			}
+		}
+		fmt.Fprintln(w)
 	}
 }

@@ -19,6 +19,7 @@ func TestRulesTestGolden(t *testing.T) {
 		`service=web msg="card 4111 1111 1111 1111, not 4111 1111 1111 1112" error=timeout`,
 		`not json at all, mail carol@corp.io`,
 		`{"service":"db","msg":"slow query","took_ms":1200}`,
+		`service=web req="GET /users HTTP/1.1" 200 512`,
 	}, "\n") + "\n"
 	out, errOut, st := sluice(t, input, "rules", "test", "../../rules.example.yaml")
 	if st != 0 {
@@ -41,12 +42,12 @@ func TestRulesTestGolden(t *testing.T) {
 
 func TestRulesCheck(t *testing.T) {
 	out, _, st := sluice(t, "", "rules", "check", "../../rules.example.yaml")
-	if st != 0 || !strings.Contains(out, "3 rules, sha256 ") {
+	if st != 0 || !strings.Contains(out, "4 rules, sha256 ") {
 		t.Errorf("check of the example: %d %q", st, out)
 	}
-	bad := writeFile(t, "bad.yaml", "rules:\n  - name: a\n    drop: true\n    extract: {json: [x]}\n  - name: b\n")
+	bad := writeFile(t, "bad.yaml", "rules:\n  - name: a\n    drop: true\n    route: kafka\n  - name: b\n")
 	_, errOut, st := sluice(t, "", "rules", "check", bad)
-	want := bad + ":4:5: rule 1 (a): extract: extract is not implemented yet"
+	want := bad + ":4:5: rule 1 (a): route: sinks are not implemented yet"
 	if st != 1 || !strings.Contains(errOut, want) || !strings.Contains(errOut, bad+":5:5: rule 2 (b): no action") {
 		t.Errorf("check of a bad file: %d %q, want %q", st, errOut, want)
 	}

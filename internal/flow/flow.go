@@ -120,6 +120,9 @@ type Result struct {
 	// TimeFallbacks counts lines whose time was present but unusable:
 	// they are stored at the receive time.
 	TimeFallbacks int
+	// Dropped counts the lines the rules dropped (drop, sample,
+	// rate_limit, on_error: drop): not stored, and no error.
+	Dropped int
 }
 
 // Reject counts n lines of protocol rejected for reason.
@@ -140,7 +143,9 @@ func (f *Flow) Admit(in Input, b *record.Batch) Result {
 	}
 	res.Rejected = len(b.Errors)
 	if f.Rules != nil && b.Tenant != "" {
+		kept := b.NumKept()
 		f.Rules.Apply(b)
+		res.Dropped = kept - b.NumKept()
 	}
 	if f.Admission != nil && b.Tenant != "" {
 		if rf := f.Admission.Admit(b, in.Whole, in.Refused); rf.Lines > 0 {

@@ -12,7 +12,8 @@ import (
 )
 
 // TestDifferential checks the compiled evaluation (streams decided once
-// per batch, the literal pre-check over all rules) against running each
+// per batch, the literal pre-check over all rules, one parse of a line
+// for the rules that share a parser) against running each
 // rule's LogQL pipeline alone on each line, for random lines and rules.
 func TestDifferential(t *testing.T) {
 	words := []string{"error", "ERROR", "Error", "warn", "timeout", "GET", "POST", "/healthz", "/users", "user=bob",
@@ -21,6 +22,8 @@ func TestDifferential(t *testing.T) {
 	filters := []string{
 		`|= "%s"`, `!= "%s"`, `|~ "%s"`, `!~ "%s"`, `|~ "(?i)%s"`, `|= "%s" or "%s"`, `|~ "%s|%s"`, `|~ "%s.*%s"`,
 	}
+	parsers := []string{` | logfmt`, ` | json`, ` | regexp "level=(?P<level>\\w+)"`, ` | pattern "<_> <word> <_>"`, ` |= "e" | logfmt`}
+	after := []string{` | level="error"`, ` | level=~"err.*"`, ` | word="GET"`, ` | __error__=""`, ` | service="api"`, ""}
 	rng := rand.New(rand.NewPCG(1, 2))
 	gated := 0
 	defer func() {
@@ -51,8 +54,11 @@ func TestDifferential(t *testing.T) {
 					fmt.Fprintf(&e, " "+f, a, b)
 				}
 			}
-			if rng.IntN(4) == 0 {
-				e.WriteString(` | logfmt | level="error"`)
+			if rng.IntN(3) == 0 {
+				// Rules that share a parser share its parse of a line:
+				// the same parsers, with different filters after them.
+				e.WriteString(parsers[rng.IntN(len(parsers))])
+				e.WriteString(after[rng.IntN(len(after))])
 			}
 			exprs = append(exprs, e.String())
 			fmt.Fprintf(&src, "  - name: r%d\n    match: '%s'\n    metric: {name: m%d_%d}\n", r, strings.ReplaceAll(e.String(), "'", "''"), round, r)

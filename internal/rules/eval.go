@@ -9,6 +9,7 @@ import (
 
 	"github.com/cespare/xxhash/v2"
 
+	"github.com/sluicelog/sluice/internal/logql"
 	"github.com/sluicelog/sluice/internal/record"
 	"github.com/sluicelog/sluice/internal/stage"
 )
@@ -23,12 +24,16 @@ const (
 	SampledIn
 	Redacted // the line or a field changed
 	Relabeled
-	Counted // the rule's metric counted the line
-	Stopped // keep/stop: no later rule sees the line
-	Failed  // the rule failed on the line and left it as it was
+	Counted     // the rule's metric counted the line
+	Stopped     // keep/stop: no later rule sees the line
+	Failed      // the rule failed on the line and left it as it was
+	Extracted   // extract stored fields (labels extracted show as Relabeled)
+	FieldsSet   // set_fields or drop_fields changed the record's fields
+	Rewritten   // rewrite replaced the line
+	RateLimited // rate_limit dropped the line
 )
 
-var actionNames = [...]string{"matched", "dropped", "sampled_out", "sampled_in", "redacted", "relabeled", "counted", "stopped", "failed"}
+var actionNames = [...]string{"matched", "dropped", "sampled_out", "sampled_in", "redacted", "relabeled", "counted", "stopped", "failed", "extracted", "fields_set", "rewritten", "rate_limited"}
 
 func (a Action) String() string { return actionNames[a] }
 
@@ -63,6 +68,20 @@ type evaluator struct {
 	cands   []int32     // scratch of streamRules
 	val     []byte      // a value as redactAll redacts it
 	patches [][2][]byte // escaped text in the line, and its redacted replacement
+	// heads, parsers and tails are the parts of the rules' split
+	// pipelines (see rule.splitParser); parsed holds what each parser
+	// found of the current line, until the line or its labels change.
+	heads, parsers, tails []*stage.Pipeline
+	parsed                []parsedLabels
+	nparsed               int
+	xpipes                []*stage.Pipeline
+	xlb                   stage.Labels   // what extract's parser found, alone
+	xvals                 []record.Label // what extract keeps of it
+	fvals                 []record.Label // the rule's field changes: a value "" removes
+	rw                    []byte         // the rule's rewritten line
+	mval                  float64        // the rule's metric's value for the line
+	fpipes                [][]*stage.Pipeline
+	rwpipes               []*stage.Pipeline
 }
 
 func (s *Set) get() *evaluator {
@@ -77,6 +96,12 @@ func (s *Set) get() *evaluator {
 	return &evaluator{
 		pipes:    make([]*stage.Pipeline, len(s.rules)),
 		setPipes: make([][]*stage.Pipeline, len(s.rules)),
+		xpipes:   make([]*stage.Pipeline, len(s.rules)),
+		heads:    make([]*stage.Pipeline, len(s.rules)),
+		fpipes:   make([][]*stage.Pipeline, len(s.rules)),
+		rwpipes:  make([]*stage.Pipeline, len(s.rules)),
+		parsers:  make([]*stage.Pipeline, len(s.rules)),
+		tails:    make([]*stage.Pipeline, len(s.rules)),
 		sel:      map[uint32]int{},
 	}
 }
@@ -100,8 +125,11 @@ func (s *Set) put(ev *evaluator) {
 // their new stream in b.Streams. It never fails: a rule that fails on a
 // record counts an error and leaves the record as it was.
 //
-// REQUIRES: the caller is the single writer of b.Streams (the goroutine
-// that parsed b), as record.Streams.Intern requires.
+// Extracted fields are new fields of the record (its fields are copied
+// to the end of b.Fields with them), their values appended to b.Data.
+//
+// REQUIRES: the caller is the single writer of b.Streams and b.Names (the
+// goroutine that parsed b), as record.Streams.Intern requires.
 func (s *Set) Apply(b *record.Batch) { s.apply(b, nil) }
 
 // Trace is Apply, calling fn with each step it takes.
@@ -181,7 +209,7 @@ func (s *Set) streamRules(ev *evaluator, b *record.Batch, id uint32) ([]int32, i
 func (s *Set) record(ev *evaluator, b *record.Batch, i int) {
 	rec := &b.Records[i]
 	line := b.Bytes(rec.Line)
-	lineChanged := false
+	lineChanged, rewrote := false, false
 	stream := b.Streams.Get(rec.Stream)
 	relabeled := false
 	// The rules that take the record's stream; once a rule relabels
@@ -190,6 +218,7 @@ func (s *Set) record(ev *evaluator, b *record.Batch, i int) {
 	useGate := gated >= gateMin
 	gateKnown, gateHit := false, false
 	ev.redacts = ev.redacts[:0]
+	ev.nparsed = 0
 	for k := 0; ; k++ {
 		var ri int
 		if relabeled {
@@ -216,43 +245,63 @@ func (s *Set) record(ev *evaluator, b *record.Batch, i int) {
 		}
 		ev.lb.Reset(stream)
 		addMeta(&ev.lb, b, i)
-		if !r.all {
-			p := ev.pipes[ri]
-			if p == nil {
-				var err error
-				if p, err = stage.Compile(r.stages); err != nil {
-					// Compile checked it when the set loaded.
-					panic("rules: a checked pipeline fails to compile: " + err.Error())
-				}
-				ev.pipes[ri] = p
+		if r.parseKey != "" {
+			if !ev.matchParsed(ri, r, rec.Time, line) {
+				continue
 			}
-			if _, ok := p.Process(rec.Time, line, &ev.lb); !ok {
+		} else if !r.all {
+			if _, ok := compiled(ev.pipes, ri, r.stages).Process(rec.Time, line, &ev.lb); !ok {
 				continue
 			}
 		}
 		c := r.counters
 		c.matched.Add(1)
 		ev.step(i, r, Matched, "")
-		// Relabel first: it is the one action that can fail, and a
-		// rule that fails does nothing to the line.
-		if len(r.setStages) > 0 || len(r.dropLabels) > 0 {
-			next, err := ev.relabel(ri, r, rec.Time, line, stream)
-			if err != "" {
-				c.errors.Add(1)
-				ev.step(i, r, Failed, err)
-				continue
+		// First what can fail: extract, the label, field and line
+		// templates, computed before any is applied, so that a rule that
+		// fails does nothing to the line.
+		next, err := ev.prepare(ri, r, b, i, rec.Time, line, stream)
+		if err != "" {
+			c.errors.Add(1)
+			ev.step(i, r, Failed, err)
+			if r.onErrorDrop {
+				c.dropped.Add(1)
+				ev.step(i, r, Dropped, "")
+				b.Drop(i)
+				return
 			}
-			if !labelsEqual(next, stream) {
-				if !relabeled {
-					k = ri // from here on k counts rules, not candidates
+			continue
+		}
+		if next != nil && !labelsEqual(next, stream) {
+			if !relabeled {
+				k = ri // from here on k counts rules, not candidates
+			}
+			stream, relabeled = next, true
+			ev.nparsed = 0 // parsed under the old labels
+			c.relabeled.Add(1)
+			ev.step(i, r, Relabeled, "")
+		}
+		if len(ev.fvals) > 0 {
+			if ev.setFields(b, i, ev.fvals) {
+				if r.extract != nil && r.extract.into == "fields" && len(ev.xvals) > 0 {
+					c.extracted.Add(1)
+					ev.step(i, r, Extracted, "")
 				}
-				stream, relabeled = next, true
-				c.relabeled.Add(1)
-				ev.step(i, r, Relabeled, "")
+				if len(r.fieldStages) > 0 || len(r.dropFields) > 0 {
+					c.fieldsSet.Add(1)
+					ev.step(i, r, FieldsSet, "")
+				}
 			}
 		}
+		if r.rewrite != "" && !bytes.Equal(ev.rw, line) {
+			ev.line = append(ev.line[:0], ev.rw...)
+			line, lineChanged, rewrote, gateKnown = ev.line, true, true, false
+			ev.nparsed = 0 // parsed from the old line
+			c.rewritten.Add(1)
+			ev.step(i, r, Rewritten, "")
+		}
 		if r.metric != nil {
-			if r.metric.count(&ev.lb, &ev.key) {
+			if r.metric.count(&ev.lb, ev.mval, &ev.key) {
 				ev.step(i, r, Counted, "")
 			}
 		}
@@ -263,6 +312,7 @@ func (s *Set) record(ev *evaluator, b *record.Batch, i int) {
 			if n > 0 {
 				ev.line = append(ev.line[:0], ev.out...)
 				line, lineChanged, gateKnown = ev.line, true, false
+				ev.nparsed = 0 // parsed from the old line
 				c.redactions.Add(uint64(n))
 				ev.step(i, r, Redacted, "")
 			}
@@ -270,6 +320,12 @@ func (s *Set) record(ev *evaluator, b *record.Batch, i int) {
 		if r.drop {
 			c.dropped.Add(1)
 			ev.step(i, r, Dropped, "")
+			b.Drop(i)
+			return
+		}
+		if r.limiter != nil && !r.limiter.allow(&ev.lb, len(line), &ev.key) {
+			c.rateLimited.Add(1)
+			ev.step(i, r, RateLimited, "")
 			b.Drop(i)
 			return
 		}
@@ -287,8 +343,8 @@ func (s *Set) record(ev *evaluator, b *record.Batch, i int) {
 			break
 		}
 	}
-	if len(ev.redacts) > 0 {
-		if !ev.commitRedaction(b, i, line, lineChanged) {
+	if len(ev.redacts) > 0 || lineChanged {
+		if !ev.commitRedaction(b, i, line, lineChanged, rewrote) {
 			// The batch's data would pass 4 GiB: a line that cannot be
 			// redacted is not stored.
 			b.Drop(i)
@@ -310,6 +366,14 @@ const MaxLabelValue = 2048
 // drop_labels, or why it failed.
 func (ev *evaluator) relabel(ri int, r *rule, ts int64, line []byte, stream record.Labels) (record.Labels, string) {
 	ev.labels = append(ev.labels[:0], stream...)
+	if r.extract != nil && r.extract.into == "labels" {
+		for _, l := range ev.xvals {
+			if err := checkLabelValue("extract."+l.Name, l.Value); err != "" {
+				return nil, err
+			}
+			ev.labels = setLabel(ev.labels, l.Name, strings.Clone(l.Value))
+		}
+	}
 	if len(r.setStages) > 0 {
 		pipes := ev.setPipes[ri]
 		if pipes == nil {
@@ -331,11 +395,8 @@ func (ev *evaluator) relabel(ri int, r *rule, ts int64, line []byte, stream reco
 				return nil, "set_labels." + name + ": " + e + ": " + ev.lb.Get(stage.ErrorDetailsLabel)
 			}
 			v := ev.lb.Get(name)
-			if !utf8.ValidString(v) {
-				return nil, "set_labels." + name + ": the value is not valid UTF-8"
-			}
-			if len(v) > MaxLabelValue {
-				return nil, fmt.Sprintf("set_labels.%s: a value of %d bytes, longer than %d", name, len(v), MaxLabelValue)
+			if err := checkLabelValue("set_labels."+name, v); err != "" {
+				return nil, err
 			}
 			ev.labels = setLabel(ev.labels, name, strings.Clone(v))
 		}
@@ -344,6 +405,268 @@ func (ev *evaluator) relabel(ri int, r *rule, ts int64, line []byte, stream reco
 		ev.labels = setLabel(ev.labels, name, "")
 	}
 	return slices.Clone(ev.labels), ""
+}
+
+// parsedLabels is what one parser found of the current line: the labels
+// after it ran.
+type parsedLabels struct {
+	key    string
+	labels []record.Label
+}
+
+// matchParsed runs r's split match pipeline on line: the line filters,
+// then the parser, or what a rule with the same parser found of the line
+// already, then the rest.
+func (ev *evaluator) matchParsed(ri int, r *rule, ts int64, line []byte) bool {
+	if _, ok := compiled(ev.heads, ri, r.head).Process(ts, line, &ev.lb); !ok {
+		return false
+	}
+	hit := false
+	for k := range ev.nparsed {
+		if p := &ev.parsed[k]; p.key == r.parseKey {
+			ev.lb.Restore(p.labels)
+			hit = true
+			break
+		}
+	}
+	if !hit {
+		// A parser keeps every line (a line it cannot parse gets
+		// __error__) and leaves it as it is.
+		compiled(ev.parsers, ri, r.parser).Process(ts, line, &ev.lb)
+		if ev.nparsed == len(ev.parsed) {
+			ev.parsed = append(ev.parsed, parsedLabels{})
+		}
+		p := &ev.parsed[ev.nparsed]
+		p.key, p.labels = r.parseKey, append(p.labels[:0], ev.lb.Current()...)
+		ev.nparsed++
+	}
+	_, ok := compiled(ev.tails, ri, r.tail).Process(ts, line, &ev.lb)
+	return ok
+}
+
+// compiled returns pipes[ri], compiling stages into it on first use.
+func compiled(pipes []*stage.Pipeline, ri int, stages []logql.Stage) *stage.Pipeline {
+	p := pipes[ri]
+	if p == nil {
+		var err error
+		if p, err = stage.Compile(stages); err != nil {
+			// Compile checked the whole pipeline when the set loaded.
+			panic("rules: a checked pipeline fails to compile: " + err.Error())
+		}
+		pipes[ri] = p
+	}
+	return p
+}
+
+// checkLabelValue says why v cannot be a label's value, or "".
+func checkLabelValue(key, v string) string {
+	if !utf8.ValidString(v) {
+		return key + ": the value is not valid UTF-8"
+	}
+	if len(v) > MaxLabelValue {
+		return fmt.Sprintf("%s: a value of %d bytes, longer than %d", key, len(v), MaxLabelValue)
+	}
+	return ""
+}
+
+// runExtract runs r's extract parser over line into ev.xvals (all it
+// found, or the keys it names), and adds them to ev.lb so that the
+// rule's other actions see them. It returns why it
+// failed: the parser's error (a line that is not JSON, say).
+func (ev *evaluator) runExtract(ri int, r *rule, ts int64, line []byte) string {
+	p := ev.xpipes[ri]
+	if p == nil {
+		var err error
+		if p, err = stage.Compile(r.xstages); err != nil {
+			panic("rules: a checked extract fails to compile: " + err.Error())
+		}
+		ev.xpipes[ri] = p
+	}
+	ev.xlb.Reset(nil)
+	p.Process(ts, line, &ev.xlb)
+	if e := ev.xlb.Get(stage.ErrorLabel); e != "" {
+		return "extract: " + e + ": " + ev.xlb.Get(stage.ErrorDetailsLabel)
+	}
+	x := r.extract
+	if x.keys == nil {
+		for _, l := range ev.xlb.Current() {
+			if l.Value != "" {
+				ev.xvals = append(ev.xvals, l)
+			}
+		}
+	} else {
+		for _, k := range x.keys {
+			if v := ev.xlb.Get(k); v != "" {
+				ev.xvals = append(ev.xvals, record.Label{Name: k, Value: v})
+			}
+		}
+	}
+	// For the rule's other actions: templates, metric labels and
+	// unwrap, rate_limit's and sample's labels.
+	if len(r.setStages) > 0 || len(r.fieldStages) > 0 || r.rewrite != "" || r.metric != nil || r.limiter != nil || r.sample != nil {
+		for _, l := range ev.xvals {
+			ev.lb.SetMeta(l.Name, []byte(l.Value), 0)
+		}
+	}
+	return ""
+}
+
+// capData cuts b.Data's capacity to its length, once per batch: b.Data
+// may be a slice of a buffer that holds more than this batch (file
+// ingest hands a chunk's slice), and appending must copy instead of
+// writing past it.
+func (ev *evaluator) capData(b *record.Batch) {
+	if !ev.capped {
+		b.Data = b.Data[:len(b.Data):len(b.Data)]
+		ev.capped = true
+	}
+}
+
+// prepare computes what r does to record i that can fail: what its
+// extract finds (ev.xvals), its new labels (nil when it sets none), its
+// field changes (ev.fvals) and its rewritten line (ev.rw). It returns
+// why it failed, and changes nothing of the record.
+func (ev *evaluator) prepare(ri int, r *rule, b *record.Batch, i int, ts int64, line []byte, stream record.Labels) (record.Labels, string) {
+	ev.xvals, ev.fvals = ev.xvals[:0], ev.fvals[:0]
+	if r.extract != nil {
+		if err := ev.runExtract(ri, r, ts, line); err != "" {
+			return nil, err
+		}
+	}
+	var next record.Labels
+	intoLabels := r.extract != nil && r.extract.into == "labels" && len(ev.xvals) > 0
+	if len(r.setStages) > 0 || len(r.dropLabels) > 0 || intoLabels {
+		var err string
+		if next, err = ev.relabel(ri, r, ts, line, stream); err != "" {
+			return nil, err
+		}
+	}
+	if r.extract != nil && r.extract.into == "fields" {
+		ev.fvals = append(ev.fvals, ev.xvals...)
+	}
+	if len(r.fieldStages) > 0 {
+		pipes := ev.fpipes[ri]
+		if pipes == nil {
+			for k := range r.fieldStages {
+				pipes = append(pipes, compiled(make([]*stage.Pipeline, 1), 0, r.fieldStages[k:k+1]))
+			}
+			ev.fpipes[ri] = pipes
+		}
+		hadErr := ev.lb.Get(stage.ErrorLabel)
+		for k, p := range pipes {
+			name := r.setFields[k].name
+			p.Process(ts, line, &ev.lb)
+			if e := ev.lb.Get(stage.ErrorLabel); e != hadErr {
+				return nil, "set_fields." + name + ": " + e + ": " + ev.lb.Get(stage.ErrorDetailsLabel)
+			}
+			ev.fvals = append(ev.fvals, record.Label{Name: name, Value: ev.lb.Get(name)})
+		}
+	}
+	for _, name := range r.dropFields {
+		ev.fvals = append(ev.fvals, record.Label{Name: name})
+	}
+	if err := ev.checkFields(b, i, ev.fvals); err != "" {
+		return nil, err
+	}
+	if r.metric != nil {
+		var ok bool
+		if ev.mval, ok = r.metric.value(&ev.lb); !ok {
+			return nil, fmt.Sprintf("metric.unwrap: %s: %q is not a number", r.metric.unwrap, ev.lb.Get(r.metric.unwrap))
+		}
+	}
+	if r.rewrite != "" {
+		hadErr := ev.lb.Get(stage.ErrorLabel)
+		out, _ := compiled(ev.rwpipes, ri, r.rwStages).Process(ts, line, &ev.lb)
+		if e := ev.lb.Get(stage.ErrorLabel); e != hadErr {
+			return nil, "rewrite: " + e + ": " + ev.lb.Get(stage.ErrorDetailsLabel)
+		}
+		if len(out) > MaxRewrite {
+			return nil, fmt.Sprintf("rewrite: a line of %d bytes, longer than %d", len(out), MaxRewrite)
+		}
+		ev.rw = append(ev.rw[:0], out...)
+	}
+	return next, ""
+}
+
+// MaxRewrite bounds a line a rule's rewrite makes: a longer one fails
+// the rule on the line.
+const MaxRewrite = 1 << 20
+
+// checkFields says why setFields cannot change record i's fields by vals,
+// or "".
+func (ev *evaluator) checkFields(b *record.Batch, i int, vals []record.Label) string {
+	if len(vals) == 0 {
+		return ""
+	}
+	need := uint64(len(b.Data))
+	for _, l := range vals {
+		need += uint64(len(l.Value))
+	}
+	if need > 1<<32-1 {
+		return "fields: the batch's data would pass 4 GiB"
+	}
+	if uint64(len(b.Fields))+uint64(b.Records[i].NumFields)+uint64(len(vals)) > 1<<32-1 {
+		return "fields: the batch holds too many fields"
+	}
+	fs := b.RecordFields(i)
+	for _, l := range vals {
+		for k := range fs {
+			if f := &fs[k]; f.Role != record.RoleNone && b.Name(f) == l.Name {
+				return "fields: " + l.Name + " is the record's time or message field"
+			}
+		}
+		if l.Value != "" {
+			if _, ok := b.Names.Lookup([]byte(l.Name)); !ok {
+				return "fields: the batch's table of field names is full"
+			}
+		}
+	}
+	return ""
+}
+
+// setFields changes record i's fields by vals, which checkFields passed:
+// a value sets the field (a string; one of the same name is replaced), ""
+// removes it. The record's fields are copied to the end of b.Fields and
+// changed there, new values appended to b.Data. It reports whether the
+// fields changed.
+func (ev *evaluator) setFields(b *record.Batch, i int, vals []record.Label) bool {
+	ev.capData(b)
+	rec := &b.Records[i]
+	start := len(b.Fields)
+	b.Fields = append(b.Fields, b.RecordFields(i)...)
+	changed := false
+	for _, l := range vals {
+		at := -1
+		for j := start; j < len(b.Fields); j++ {
+			if b.Name(&b.Fields[j]) == l.Name {
+				at = j
+				break
+			}
+		}
+		if l.Value == "" {
+			if at >= 0 {
+				b.Fields = slices.Delete(b.Fields, at, at+1)
+				changed = true
+			}
+			continue
+		}
+		id, ok := b.Names.Lookup([]byte(l.Name))
+		if !ok {
+			continue // checkFields found room; not reached
+		}
+		off := uint32(len(b.Data))
+		b.Data = append(b.Data, l.Value...)
+		f := record.Field{Name: id, Kind: record.String, Flags: utf8Flag(b.Data[off:]),
+			Raw: record.Span{Off: off, Len: uint32(len(l.Value))}}
+		if at >= 0 {
+			b.Fields[at] = f
+		} else {
+			b.Fields = append(b.Fields, f)
+		}
+		changed = true
+	}
+	rec.FieldStart, rec.NumFields = uint32(start), uint32(len(b.Fields)-start)
+	return changed
 }
 
 // setLabel sets name to value in the sorted set ls; an empty value
@@ -411,14 +734,12 @@ func addMeta(lb *stage.Labels, b *record.Batch, i int) {
 // redaction that matched it over its message and each field value, so
 // that no redacted value reaches the WAL through them. New bytes are
 // appended to b.Data; the old ones stay but nothing refers to them.
-func (ev *evaluator) commitRedaction(b *record.Batch, i int, line []byte, lineChanged bool) bool {
-	if !ev.capped {
-		// b.Data may be a slice of a buffer that holds more than this
-		// batch (file ingest hands a chunk's slice): cut its capacity so
-		// that appending copies instead of writing past it.
-		b.Data = b.Data[:len(b.Data):len(b.Data)]
-		ev.capped = true
-	}
+//
+// A line a rule rewrote is stored too, and, when a rewrite came after a
+// redaction (its template may hold a value the redaction took out of the
+// line), every redaction runs over the rewritten line again.
+func (ev *evaluator) commitRedaction(b *record.Batch, i int, line []byte, lineChanged, rewrote bool) bool {
+	ev.capData(b)
 	rec := &b.Records[i]
 	need := uint64(len(b.Data)) + uint64(len(line))*3
 	for _, f := range b.RecordFields(i) {
@@ -471,6 +792,11 @@ func (ev *evaluator) commitRedaction(b *record.Batch, i int, line []byte, lineCh
 		if bytes.Contains(line, p[0]) {
 			line = bytes.ReplaceAll(line, p[0], p[1])
 			lineChanged = true
+		}
+	}
+	if rewrote && len(ev.redacts) > 0 {
+		if v, ok := ev.redactAll("", line); ok {
+			line = v
 		}
 	}
 	if lineChanged {

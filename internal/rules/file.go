@@ -21,13 +21,32 @@ type spec struct {
 	match  string
 	tenant string
 
-	drop, keep bool
-	sample     *sampleSpec
-	redact     *redactSpec
-	setLabels  []labelTemplate
-	dropLabels []string
-	metric     *metricSpec
+	drop, keep  bool
+	sample      *sampleSpec
+	redact      *redactSpec
+	setLabels   []labelTemplate
+	dropLabels  []string
+	metric      *metricSpec
+	extract     *extractSpec
+	setFields   []labelTemplate
+	dropFields  []string
+	rewrite     string // a line_format template
+	rateLimit   *rateSpec
+	onErrorDrop bool // on_error: drop
 }
+
+// extractSpec is a rule's extract: one parser run over the line, the
+// values it finds (all, or those of keys) stored as fields of the record
+// or set as its stream labels.
+type extractSpec struct {
+	parser string // json, logfmt, regexp, pattern
+	expr   string // the regexp or pattern
+	into   string // "fields" or "labels"
+	keys   []string
+}
+
+// extractParsers are the parsers extract runs, as LogQL's.
+var extractParsers = []string{"json", "logfmt", "regexp", "pattern"}
 
 type sampleSpec struct {
 	rate float64
@@ -52,6 +71,9 @@ type labelTemplate struct {
 type metricSpec struct {
 	name      string
 	help      string
+	typ       string // counter (default), gauge, histogram
+	unwrap    string // the label whose number is the value
+	buckets   []float64
 	labels    []string
 	maxSeries int
 }
@@ -59,6 +81,10 @@ type metricSpec struct {
 // DefaultMaxSeries bounds a rule metric's series when the rule says
 // nothing: beyond it, new label sets are counted as overflow.
 const DefaultMaxSeries = 1000
+
+// DefaultBuckets are a histogram's when the rule names none
+// (Prometheus's defaults).
+var DefaultBuckets = []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10}
 
 // DefaultReplacement replaces what a built-in detector finds.
 const DefaultReplacement = "<redacted>"
@@ -111,13 +137,9 @@ func (l *loader) errorf(n *yaml.Node, format string, args ...any) {
 // with a load error rather than ignoring: a rule that silently did
 // nothing would pass secrets or volume an operator meant to stop.
 var notImplemented = map[string]string{
-	"rate_limit":  "rate_limit is not implemented yet",
-	"extract":     "extract is not implemented yet (parse in match: | json, | logfmt, | regexp, | pattern)",
-	"rewrite":     "rewrite is not implemented yet",
-	"set_fields":  "set_fields is not implemented yet",
-	"drop_fields": "drop_fields is not implemented yet",
-	"continue":    "continue belongs to route, and sinks are not implemented yet",
-	"on_error":    "on_error is not implemented yet: a rule failing on a line always leaves it as it was",
+	"rate_limit": "rate_limit is not implemented yet",
+	"continue":   "continue belongs to route, and sinks are not implemented yet",
+	"on_error":   "on_error is not implemented yet: a rule failing on a line always leaves it as it was",
 }
 
 var (
@@ -254,13 +276,43 @@ func (l *loader) rule(i int, n *yaml.Node) (spec, bool) {
 			s.redact = l.redact(where, v)
 			actions++
 		case "set_labels":
-			s.setLabels = l.setLabels(where, v)
+			s.setLabels = l.templates(where, "set_labels", "label", v)
 			actions++
 		case "drop_labels":
 			s.dropLabels = l.labelNames(where, "drop_labels", v)
 			actions++
 		case "metric":
 			s.metric = l.metric(where, v)
+			actions++
+		case "extract":
+			s.extract = l.extract(where, v)
+			actions++
+		case "set_fields":
+			s.setFields = l.templates(where, "set_fields", "field", v)
+			actions++
+		case "drop_fields":
+			s.dropFields = l.fieldNames(where, "drop_fields", v)
+			actions++
+		case "on_error":
+			switch t, _ := l.str(where, "on_error", v); t {
+			case "drop":
+				s.onErrorDrop = true
+			case "keep":
+			default:
+				l.errorf(v, "%s: on_error: %q (want keep, the default: the line as it was, or drop)", where, t)
+			}
+		case "rate_limit":
+			s.rateLimit = l.rateLimit(where, v)
+			actions++
+		case "rewrite":
+			if t, ok := l.str(where, "rewrite", v); ok {
+				if m := unsafeTemplate.FindStringSubmatch(t); m != nil {
+					l.errorf(v, "%s: rewrite: %s is not allowed in a rule's template: it could run long or grow large on every line", where, m[1])
+				} else if t == "" {
+					l.errorf(v, "%s: rewrite: empty (to drop the line, drop: true)", where)
+				}
+				s.rewrite = t
+			}
 			actions++
 		case "route":
 			l.errorf(k, "%s: route: sinks are not implemented yet: rule %s cannot route", where, s.name)
@@ -269,7 +321,7 @@ func (l *loader) rule(i int, n *yaml.Node) (spec, bool) {
 				l.errorf(k, "%s: %s: %s", where, k.Value, msg)
 				continue
 			}
-			l.errorf(k, "%s: unknown key %q (want name, match, tenant, drop, keep, stop, sample, redact, set_labels, drop_labels, metric)", where, k.Value)
+			l.errorf(k, "%s: unknown key %q (want name, match, tenant, on_error, drop, keep, stop, sample, redact, set_labels, drop_labels, set_fields, drop_fields, rewrite, extract, rate_limit, metric)", where, k.Value)
 		}
 	}
 	switch {
@@ -277,9 +329,11 @@ func (l *loader) rule(i int, n *yaml.Node) (spec, bool) {
 		l.errorf(n, "%s: drop and keep/stop: a rule either drops a line or keeps it", where)
 	case s.drop && s.sample != nil:
 		l.errorf(n, "%s: drop and sample: a rule either drops a line or samples it", where)
+	case s.drop && s.rateLimit != nil:
+		l.errorf(n, "%s: drop and rate_limit: a rule either drops a line or limits it", where)
 	}
 	if actions == 0 && len(l.problems) == before {
-		l.errorf(n, "%s: no action (want one of drop, keep, stop, sample, redact, set_labels, drop_labels, metric)", where)
+		l.errorf(n, "%s: no action (want one of drop, keep, stop, sample, redact, set_labels, drop_labels, set_fields, drop_fields, rewrite, extract, rate_limit, metric)", where)
 	}
 	return s, len(l.problems) == before
 }
@@ -430,27 +484,48 @@ func (l *loader) redact(where string, v *yaml.Node) *redactSpec {
 	return r
 }
 
-func (l *loader) setLabels(where string, v *yaml.Node) []labelTemplate {
+// templates checks a mapping of label (or field) name to template.
+func (l *loader) templates(where, key, what string, v *yaml.Node) []labelTemplate {
 	if v.Kind != yaml.MappingNode {
-		l.errorf(v, "%s: set_labels: want a mapping of label name to template", where)
+		l.errorf(v, "%s: %s: want a mapping of %s name to template", where, key, what)
 		return nil
 	}
 	var out []labelTemplate
 	for j := 0; j+1 < len(v.Content); j += 2 {
 		kn, vn := v.Content[j], v.Content[j+1]
 		if !labelNameRe.MatchString(kn.Value) || strings.HasPrefix(kn.Value, "__") {
-			l.errorf(kn, "%s: set_labels: %q is not a label name a rule may set", where, kn.Value)
+			l.errorf(kn, "%s: %s: %q is not a %s name a rule may set", where, key, kn.Value, what)
 			continue
 		}
-		t, ok := l.str(where, "set_labels."+kn.Value, vn)
+		t, ok := l.str(where, key+"."+kn.Value, vn)
 		if !ok {
 			continue
 		}
 		if m := unsafeTemplate.FindStringSubmatch(t); m != nil {
-			l.errorf(vn, "%s: set_labels.%s: %s is not allowed in a rule's template: it could run long or grow large on every line", where, kn.Value, m[1])
+			l.errorf(vn, "%s: %s.%s: %s is not allowed in a rule's template: it could run long or grow large on every line", where, key, kn.Value, m[1])
 			continue
 		}
 		out = append(out, labelTemplate{name: kn.Value, template: t})
+	}
+	return out
+}
+
+// fieldNames checks a list of field names: any text but empty (fields
+// parsed from JSON are named by their path, a.b).
+func (l *loader) fieldNames(where, key string, v *yaml.Node) []string {
+	if v.Kind != yaml.SequenceNode {
+		l.errorf(v, "%s: %s: want a list of field names", where, key)
+		return nil
+	}
+	var out []string
+	for _, n := range v.Content {
+		if s, ok := l.str(where, key, n); ok {
+			if s == "" {
+				l.errorf(n, "%s: %s: an empty field name", where, key)
+				continue
+			}
+			out = append(out, s)
+		}
 	}
 	return out
 }
@@ -476,9 +551,10 @@ func (l *loader) labelNames(where, key string, v *yaml.Node) []string {
 }
 
 func (l *loader) metric(where string, v *yaml.Node) *metricSpec {
-	m := &metricSpec{maxSeries: DefaultMaxSeries}
+	m := &metricSpec{maxSeries: DefaultMaxSeries, typ: "counter"}
 	hasName := false
-	l.mapping(where, "metric", v, []string{"name", "help", "labels", "max_series", "type"}, func(k string, kn, v *yaml.Node) {
+	var bucketsNode *yaml.Node
+	l.mapping(where, "metric", v, []string{"name", "help", "type", "unwrap", "buckets", "labels", "max_series"}, func(k string, kn, v *yaml.Node) {
 		switch k {
 		case "name":
 			hasName = true
@@ -500,13 +576,168 @@ func (l *loader) metric(where string, v *yaml.Node) *metricSpec {
 			}
 			m.maxSeries = n
 		case "type":
-			if s, _ := l.str(where, "metric.type", v); s != "counter" {
-				l.errorf(v, "%s: metric.type: %q is not implemented yet (only counter)", where, s)
+			s, _ := l.str(where, "metric.type", v)
+			if s != "counter" && s != "gauge" && s != "histogram" {
+				l.errorf(v, "%s: metric.type: %q (want counter, gauge or histogram)", where, s)
+				return
+			}
+			m.typ = s
+		case "unwrap":
+			if s, ok := l.str(where, "metric.unwrap", v); ok {
+				if !labelNameRe.MatchString(s) {
+					l.errorf(v, "%s: metric.unwrap: %q is not a label name", where, s)
+				}
+				m.unwrap = s
+			}
+		case "buckets":
+			bucketsNode = v
+			if v.Kind != yaml.SequenceNode || len(v.Content) == 0 {
+				l.errorf(v, "%s: metric.buckets: want a list of upper bounds, ascending", where)
+				return
+			}
+			for _, n := range v.Content {
+				f, err := strconv.ParseFloat(n.Value, 64)
+				if n.Kind != yaml.ScalarNode || err != nil || math.IsNaN(f) || math.IsInf(f, 0) {
+					l.errorf(n, "%s: metric.buckets: %q is not a number", where, n.Value)
+					return
+				}
+				if k := len(m.buckets); k > 0 && f <= m.buckets[k-1] {
+					l.errorf(n, "%s: metric.buckets: %v after %v: want them ascending", where, f, m.buckets[k-1])
+					return
+				}
+				m.buckets = append(m.buckets, f)
 			}
 		}
 	})
-	if !hasName && v.Kind == yaml.MappingNode {
+	if v.Kind != yaml.MappingNode {
+		return m
+	}
+	if !hasName {
 		l.errorf(v, "%s: metric.name: missing", where)
 	}
+	if m.typ != "counter" && m.unwrap == "" {
+		l.errorf(v, "%s: metric.unwrap: missing (a %s needs a number: unwrap names the label that holds it)", where, m.typ)
+	}
+	switch {
+	case m.typ != "histogram" && bucketsNode != nil:
+		l.errorf(bucketsNode, "%s: metric.buckets: only a histogram has buckets", where)
+	case m.typ == "histogram" && m.buckets == nil:
+		m.buckets = DefaultBuckets
+	}
 	return m
+}
+
+func (l *loader) extract(where string, v *yaml.Node) *extractSpec {
+	x := &extractSpec{into: "fields"}
+	var parserNode, exprNode, keysNode *yaml.Node
+	l.mapping(where, "extract", v, []string{"parser", "expr", "into", "keys"}, func(k string, kn, v *yaml.Node) {
+		switch k {
+		case "parser":
+			parserNode = v
+			if s, ok := l.str(where, "extract.parser", v); ok {
+				if !containsString(extractParsers, s) {
+					l.errorf(v, "%s: extract.parser: unknown parser %q (want %s)", where, s, strings.Join(extractParsers, ", "))
+					return
+				}
+				x.parser = s
+			}
+		case "expr":
+			exprNode = v
+			x.expr, _ = l.str(where, "extract.expr", v)
+		case "into":
+			if s, ok := l.str(where, "extract.into", v); ok {
+				if s != "fields" && s != "labels" {
+					l.errorf(v, "%s: extract.into: %q (want fields or labels)", where, s)
+					return
+				}
+				x.into = s
+			}
+		case "keys":
+			keysNode = v
+			x.keys = l.labelNames(where, "extract.keys", v)
+		}
+	})
+	if v.Kind != yaml.MappingNode {
+		return x
+	}
+	switch x.parser {
+	case "":
+		if parserNode != nil {
+			break // said above
+		}
+		l.errorf(v, "%s: extract.parser: missing (want %s)", where, strings.Join(extractParsers, ", "))
+	case "regexp", "pattern":
+		if x.expr == "" && exprNode == nil {
+			l.errorf(v, "%s: extract.expr: missing (the %s to run)", where, x.parser)
+		}
+	default:
+		if exprNode != nil {
+			l.errorf(exprNode, "%s: extract.expr: %s takes no expr", where, x.parser)
+		}
+	}
+	if x.into == "labels" {
+		if keysNode == nil {
+			// A label per key the line happens to hold would make a
+			// stream per line: labels come from keys named up front.
+			l.errorf(v, "%s: extract.keys: missing (into: labels sets only the labels it names)", where)
+		}
+		for _, k := range x.keys {
+			if strings.HasPrefix(k, "__") {
+				l.errorf(keysNode, "%s: extract.keys: %q is not a label name a rule may set", where, k)
+			}
+		}
+	}
+	return x
+}
+
+func (l *loader) rateLimit(where string, v *yaml.Node) *rateSpec {
+	r := &rateSpec{maxSets: DefaultMaxSets, burstLines: -1, burstBytes: -1}
+	bad := false
+	num := func(key string, v *yaml.Node) float64 {
+		f, err := strconv.ParseFloat(v.Value, 64)
+		if v.Kind != yaml.ScalarNode || err != nil || math.IsNaN(f) || math.IsInf(f, 0) || f <= 0 {
+			bad = true
+			l.errorf(v, "%s: rate_limit.%s: want a number above 0, not %q", where, key, v.Value)
+			return 0
+		}
+		return f
+	}
+	l.mapping(where, "rate_limit", v, []string{"by", "lines", "bytes", "burst_lines", "burst_bytes", "max_sets"}, func(k string, kn, v *yaml.Node) {
+		switch k {
+		case "by":
+			r.by = l.labelNames(where, "rate_limit.by", v)
+		case "lines":
+			r.lines = num(k, v)
+		case "bytes":
+			r.bytes = num(k, v)
+		case "burst_lines":
+			r.burstLines = num(k, v)
+		case "burst_bytes":
+			r.burstBytes = num(k, v)
+		case "max_sets":
+			n, err := strconv.Atoi(v.Value)
+			if v.Kind != yaml.ScalarNode || err != nil || n < 1 || n > 1_000_000 {
+				l.errorf(v, "%s: rate_limit.max_sets: want a whole number from 1 to 1000000, not %q", where, v.Value)
+				return
+			}
+			r.maxSets = n
+		}
+	})
+	if v.Kind != yaml.MappingNode {
+		return r
+	}
+	if r.lines == 0 && r.bytes == 0 && !bad {
+		l.errorf(v, "%s: rate_limit: names neither lines nor bytes (per second)", where)
+	}
+	// A burst defaults to one second's worth, at least one line.
+	if r.burstLines < 0 {
+		r.burstLines = max(r.lines, 1)
+	}
+	if r.burstBytes < 0 {
+		r.burstBytes = r.bytes
+	}
+	if r.lines > 0 && r.burstLines < 1 {
+		l.errorf(v, "%s: rate_limit.burst_lines: below 1, no line would pass", where)
+	}
+	return r
 }

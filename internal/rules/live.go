@@ -94,6 +94,77 @@ func (l *Live) Reload() (changed bool, err error) {
 	return true, nil
 }
 
+// Put checks and compiles data as the rules file and, unless dryRun,
+// writes it over the file (a new file renamed over it, so that a restart
+// and the watcher read it whole) and swaps it in. A file that fails to
+// load is an *Error and leaves the running set and the file as they are;
+// a file of the running set's bytes changes nothing. It returns the set
+// data compiled to and whether the running set changed.
+func (l *Live) Put(data []byte, dryRun bool) (*Set, bool, error) {
+	m := l.metrics
+	if dryRun {
+		m = nil // a dry run counts into nothing the running set exports
+	}
+	s, err := Compile(l.file, data, m)
+	if err != nil {
+		if !dryRun {
+			l.count("error")
+			l.log.Error("rules: PUT /api/v1/rules refused; the running rules stay", "file", l.file, "err", err)
+		}
+		return nil, false, err
+	}
+	if dryRun {
+		return s, false, nil
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if old := l.cur.Load(); old != nil && old.Hash == s.Hash {
+		l.count("unchanged")
+		return old, false, nil
+	}
+	if err := replaceFile(l.file, data); err != nil {
+		l.count("error")
+		l.log.Error("rules: PUT: cannot write the rules file; the running rules stay", "file", l.file, "err", err)
+		return nil, false, err
+	}
+	l.swap(s)
+	l.count("ok")
+	l.log.Info("rules: replaced by PUT /api/v1/rules", "file", l.file, "rules", s.Len(), "sha256", s.Hash)
+	return s, true, nil
+}
+
+// replaceFile writes data to a new file beside path, syncs it and renames
+// it over path.
+func replaceFile(path string, data []byte) error {
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
+	if err != nil {
+		return fmt.Errorf("write rules file: %w", err)
+	}
+	tmp := f.Name()
+	_, err = f.Write(data)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		if fi, serr := os.Stat(path); serr == nil {
+			err = os.Chmod(tmp, fi.Mode().Perm())
+		} else {
+			err = os.Chmod(tmp, 0o644)
+		}
+	}
+	if err == nil {
+		err = os.Rename(tmp, path)
+	}
+	if err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("write rules file: %w", err)
+	}
+	return nil
+}
+
 func (l *Live) count(result string) {
 	if l.metrics != nil {
 		l.metrics.reloads.WithLabelValues(result).Inc()

@@ -1,7 +1,9 @@
 package rules
 
 import (
+	"math"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -22,6 +24,9 @@ type Metrics struct {
 	mu      sync.Mutex
 	rules   map[string]*ruleCounters
 	metrics map[string]*userMetric
+	// limiters are the rules' rate limits by rule name, kept across
+	// reloads that do not change them.
+	limiters map[string]*limiter
 
 	reloads    *prometheus.CounterVec // by result: ok, error, unchanged
 	loadedTime prometheus.Gauge
@@ -30,13 +35,13 @@ type Metrics struct {
 
 // ruleCounters count what one rule did.
 type ruleCounters struct {
-	matched, dropped, sampledOut, redactions, relabeled, errors atomic.Uint64
+	matched, dropped, sampledOut, redactions, relabeled, extracted, fieldsSet, rewritten, rateLimited, errors atomic.Uint64
 }
 
 // NewMetrics returns the counters, registered in reg (nil: not
 // registered).
 func NewMetrics(reg prometheus.Registerer) *Metrics {
-	m := &Metrics{rules: map[string]*ruleCounters{}, metrics: map[string]*userMetric{}}
+	m := &Metrics{rules: map[string]*ruleCounters{}, metrics: map[string]*userMetric{}, limiters: map[string]*limiter{}}
 	m.reloads = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "sluice_rules_reloads_total",
 		Help: "Loads of the rules file, by result: ok (a new version runs), unchanged (same bytes), error (the old version keeps running).",
@@ -71,34 +76,58 @@ func (m *Metrics) rule(name string) *ruleCounters {
 }
 
 // Rule returns what the rule named name has counted: matched, dropped,
-// sampled out, redactions, relabeled and errors.
+// sampled out, redactions, relabeled, extracted, fields set, rewritten,
+// rate limited and errors.
 func (m *Metrics) Rule(name string) RuleCounts {
 	c := m.rule(name)
 	return RuleCounts{Matched: c.matched.Load(), Dropped: c.dropped.Load(), SampledOut: c.sampledOut.Load(),
-		Redactions: c.redactions.Load(), Relabeled: c.relabeled.Load(), Errors: c.errors.Load()}
+		Redactions: c.redactions.Load(), Relabeled: c.relabeled.Load(), Extracted: c.extracted.Load(), FieldsSet: c.fieldsSet.Load(), Rewritten: c.rewritten.Load(), RateLimited: c.rateLimited.Load(), Errors: c.errors.Load()}
 }
 
 // RuleCounts is a snapshot of one rule's counters.
 type RuleCounts struct {
-	Matched, Dropped, SampledOut, Redactions, Relabeled, Errors uint64
+	Matched, Dropped, SampledOut, Redactions, Relabeled, Extracted, FieldsSet, Rewritten, RateLimited, Errors uint64
 }
 
-// userMetric is a rule's metric: a counter by label values, at most max
-// series; lines of further label sets count as overflow.
+// userMetric is a rule's metric: a counter, gauge or histogram by label
+// values, at most max series; lines of further label sets count as
+// overflow. A counter counts lines, or adds the unwrapped value; a gauge
+// is the last unwrapped value; a histogram observes it.
 type userMetric struct {
 	name, help string
+	typ        string // counter, gauge, histogram
+	unwrap     string // the label whose number is the value; "": none
+	buckets    []float64
 	labels     []string
 	max        int
 
 	mu       sync.Mutex
-	series   map[string]*atomic.Uint64 // key: label values joined by 0xff
+	series   map[string]*series // key: label values joined by 0xff
 	overflow atomic.Uint64
 }
 
+// series is one label set's value.
+type series struct {
+	n       atomic.Uint64   // a counter without unwrap: lines; a histogram: observations
+	v       atomic.Uint64   // float64 bits: a counter's sum, a gauge's value, a histogram's sum
+	buckets []atomic.Uint64 // a histogram's observations per bucket (not cumulative)
+}
+
+// addFloat adds d to the float64 whose bits a holds.
+func addFloat(a *atomic.Uint64, d float64) {
+	for {
+		old := a.Load()
+		if a.CompareAndSwap(old, math.Float64bits(math.Float64frombits(old)+d)) {
+			return
+		}
+	}
+}
+
 // userMetric returns the metric a spec describes: the one already
-// counting under its name if its labels and bound are the same.
+// counting under its name if it is described the same.
 func (m *Metrics) userMetric(s *metricSpec) *userMetric {
-	fresh := &userMetric{name: s.name, help: s.help, labels: s.labels, max: s.maxSeries, series: map[string]*atomic.Uint64{}}
+	fresh := &userMetric{name: s.name, help: s.help, typ: s.typ, unwrap: s.unwrap, buckets: s.buckets,
+		labels: s.labels, max: s.maxSeries, series: map[string]*series{}}
 	if fresh.help == "" {
 		fresh.help = "Lines counted by a sluice rule."
 	}
@@ -107,16 +136,30 @@ func (m *Metrics) userMetric(s *metricSpec) *userMetric {
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if old, ok := m.metrics[s.name]; ok && slices.Equal(old.labels, s.labels) && old.max == s.maxSeries && old.help == fresh.help {
+	if old, ok := m.metrics[s.name]; ok && slices.Equal(old.labels, s.labels) && old.max == s.maxSeries && old.help == fresh.help &&
+		old.typ == s.typ && old.unwrap == s.unwrap && slices.Equal(old.buckets, s.buckets) {
 		return old
 	}
 	m.metrics[s.name] = fresh
 	return fresh
 }
 
-// count counts a line whose labels are lb; false when its label set is
-// past the bound.
-func (u *userMetric) count(lb *stage.Labels, key *[]byte) bool {
+// value returns the number a line gives the metric: its unwrap label's
+// value (false when absent or not a number), or 1.
+func (u *userMetric) value(lb *stage.Labels) (float64, bool) {
+	if u.unwrap == "" {
+		return 1, true
+	}
+	f, err := strconv.ParseFloat(strings.TrimSpace(lb.Get(u.unwrap)), 64)
+	if err != nil || math.IsNaN(f) {
+		return 0, false
+	}
+	return f, true
+}
+
+// count adds v, a line's value, to the series of its labels lb; false
+// when its label set is past the bound.
+func (u *userMetric) count(lb *stage.Labels, v float64, key *[]byte) bool {
 	k := (*key)[:0]
 	for i, name := range u.labels {
 		if i > 0 {
@@ -137,12 +180,50 @@ func (u *userMetric) count(lb *stage.Labels, key *[]byte) bool {
 			u.overflow.Add(1)
 			return false
 		}
-		c = new(atomic.Uint64)
+		c = &series{}
+		if u.typ == "histogram" {
+			c.buckets = make([]atomic.Uint64, len(u.buckets))
+		}
 		u.series[string(k)] = c
 	}
 	u.mu.Unlock()
-	c.Add(1)
+	switch {
+	case u.typ == "gauge":
+		c.v.Store(math.Float64bits(v))
+	case u.typ == "histogram":
+		// The first bucket whose upper bound is v or above; past the
+		// last, only +Inf (the count) holds it.
+		if b, _ := slices.BinarySearch(u.buckets, v); b < len(u.buckets) {
+			c.buckets[b].Add(1)
+		}
+		c.n.Add(1)
+		addFloat(&c.v, v)
+	case u.unwrap != "":
+		addFloat(&c.v, v)
+	default:
+		c.n.Add(1)
+	}
 	return true
+}
+
+// metric returns the Prometheus sample of one series.
+func (u *userMetric) metric(desc *prometheus.Desc, c *series, values []string) prometheus.Metric {
+	switch {
+	case u.typ == "gauge":
+		return prometheus.MustNewConstMetric(desc, prometheus.GaugeValue, math.Float64frombits(c.v.Load()), values...)
+	case u.typ == "histogram":
+		cum := make(map[float64]uint64, len(u.buckets))
+		var n uint64
+		for i, ub := range u.buckets {
+			n += c.buckets[i].Load()
+			cum[ub] = n
+		}
+		return prometheus.MustNewConstHistogram(desc, c.n.Load(), math.Float64frombits(c.v.Load()), cum, values...)
+	case u.unwrap != "":
+		return prometheus.MustNewConstMetric(desc, prometheus.CounterValue, math.Float64frombits(c.v.Load()), values...)
+	default:
+		return prometheus.MustNewConstMetric(desc, prometheus.CounterValue, float64(c.n.Load()), values...)
+	}
 }
 
 // collector exports the per-rule counters and the rules' metrics. It is
@@ -152,11 +233,13 @@ type collector Metrics
 
 var (
 	ruleLinesDesc = prometheus.NewDesc("sluice_rule_lines_total",
-		"Lines a rule acted on, by rule and action: matched, dropped, sampled_out, relabeled.", []string{"rule", "action"}, nil)
+		"Lines a rule acted on, by rule and action: matched, dropped, sampled_out, relabeled, extracted (fields stored), fields_set, rewritten, rate_limited.", []string{"rule", "action"}, nil)
 	ruleRedactionsDesc = prometheus.NewDesc("sluice_rule_redactions_total",
 		"Values a rule's redact replaced.", []string{"rule"}, nil)
 	ruleErrorsDesc = prometheus.NewDesc("sluice_rule_errors_total",
 		"Lines a rule failed on (a label template that failed, say) and left as they were.", []string{"rule"}, nil)
+	rateOverflowDesc = prometheus.NewDesc("sluice_rule_rate_limit_overflow_total",
+		"Lines of a label set past a rule's rate_limit max_sets, limited together in one shared bucket.", []string{"rule"}, nil)
 	overflowDesc = prometheus.NewDesc("sluice_rule_metric_overflow_total",
 		"Lines a rule's metric did not count because a new label set was past its max_series.", []string{"metric"}, nil)
 )
@@ -171,11 +254,14 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		for _, v := range []struct {
 			action string
 			n      *atomic.Uint64
-		}{{"matched", &rc.matched}, {"dropped", &rc.dropped}, {"sampled_out", &rc.sampledOut}, {"relabeled", &rc.relabeled}} {
+		}{{"matched", &rc.matched}, {"dropped", &rc.dropped}, {"sampled_out", &rc.sampledOut}, {"relabeled", &rc.relabeled}, {"extracted", &rc.extracted}, {"fields_set", &rc.fieldsSet}, {"rewritten", &rc.rewritten}, {"rate_limited", &rc.rateLimited}} {
 			ch <- prometheus.MustNewConstMetric(ruleLinesDesc, prometheus.CounterValue, float64(v.n.Load()), name, v.action)
 		}
 		ch <- prometheus.MustNewConstMetric(ruleRedactionsDesc, prometheus.CounterValue, float64(rc.redactions.Load()), name)
 		ch <- prometheus.MustNewConstMetric(ruleErrorsDesc, prometheus.CounterValue, float64(rc.errors.Load()), name)
+	}
+	for name, l := range m.limiters {
+		ch <- prometheus.MustNewConstMetric(rateOverflowDesc, prometheus.CounterValue, float64(l.overflow.Load()), name)
 	}
 	for _, u := range m.metrics {
 		desc := prometheus.NewDesc(u.name, u.help, u.labels, nil)
@@ -185,7 +271,7 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 			if len(u.labels) == 0 {
 				values = nil
 			}
-			ch <- prometheus.MustNewConstMetric(desc, prometheus.CounterValue, float64(n.Load()), values...)
+			ch <- u.metric(desc, n, values)
 		}
 		u.mu.Unlock()
 		ch <- prometheus.MustNewConstMetric(overflowDesc, prometheus.CounterValue, float64(u.overflow.Load()), u.name)

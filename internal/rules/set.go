@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -37,6 +38,8 @@ type Set struct {
 	File   string
 	Hash   string
 	Loaded time.Time
+	// Source is the file's bytes.
+	Source []byte
 
 	mu   sync.Mutex
 	free []*evaluator
@@ -61,6 +64,17 @@ type rule struct {
 	keepAll   bool          // sample rate 1
 	counters  *ruleCounters
 	metric    *userMetric
+	// When match's pipeline is line filters, then a parser (json,
+	// logfmt, regexp, pattern), then the rest, head, parser and tail are
+	// those parts and parseKey names the parser: rules with the same
+	// parseKey take what the first of them parsed of a line.
+	head, parser, tail []logql.Stage
+	parseKey           string
+	limiter            *limiter
+	fieldStages        []logql.Stage // one label_format per set_fields entry
+	rwStages           []logql.Stage // rewrite's line_format
+	// xstages is the parser extract runs, one stage.
+	xstages []logql.Stage
 }
 
 // Len returns the number of rules.
@@ -75,6 +89,18 @@ func (s *Set) Names() []string {
 	return out
 }
 
+// NamesFor returns the names of the rules that apply to tenant's lines
+// (those without tenant: and those of that tenant), in order.
+func (s *Set) NamesFor(tenant string) []string {
+	var out []string
+	for _, r := range s.rules {
+		if r.tenant == "" || r.tenant == tenant {
+			out = append(out, r.name)
+		}
+	}
+	return out
+}
+
 // Compile parses, checks and compiles a rules file's bytes; name is the
 // file's name for errors. m, if not nil, holds the counters the set's
 // rules count into (kept across reloads, by rule and metric name). A
@@ -85,7 +111,7 @@ func Compile(name string, data []byte, m *Metrics) (*Set, error) {
 		return nil, err
 	}
 	sum := sha256.Sum256(data)
-	s := &Set{File: name, Hash: hex.EncodeToString(sum[:]), Loaded: time.Now()}
+	s := &Set{File: name, Hash: hex.EncodeToString(sum[:]), Loaded: time.Now(), Source: bytes.Clone(data)}
 	l := &loader{}
 	var gateLits [][]byte
 	gateFold := false
@@ -107,6 +133,7 @@ func Compile(name string, data []byte, m *Metrics) (*Set, error) {
 				continue
 			}
 			r.selector, r.stages = expr.Selector, expr.Pipeline
+			r.splitParser()
 			if lits, fold := requiredLiterals(expr.Pipeline); lits != nil {
 				r.pre = literal.NewSet(lits, fold)
 				if !fold && len(lits) <= 3 {
@@ -119,6 +146,17 @@ func Compile(name string, data []byte, m *Metrics) (*Set, error) {
 		if sp.redact != nil {
 			r.redactor = newRedactor(sp.redact)
 		}
+		if x := sp.extract; x != nil {
+			st, err := extractStage(x)
+			if err == nil {
+				_, err = stage.Compile([]logql.Stage{st})
+			}
+			if err != nil {
+				l.add(problemAt{sp, "extract"}, "%s: extract: %v", where, err)
+				continue
+			}
+			r.xstages = []logql.Stage{st}
+		}
 		for _, lt := range sp.setLabels {
 			lf := &logql.LabelFormat{Items: []logql.LabelFormatItem{{Dst: lt.name, Template: lt.template}}}
 			if _, err := stage.Compile([]logql.Stage{lf}); err != nil {
@@ -126,6 +164,22 @@ func Compile(name string, data []byte, m *Metrics) (*Set, error) {
 				continue
 			}
 			r.setStages = append(r.setStages, lf)
+		}
+		for _, ft := range sp.setFields {
+			lf := &logql.LabelFormat{Items: []logql.LabelFormatItem{{Dst: ft.name, Template: ft.template}}}
+			if _, err := stage.Compile([]logql.Stage{lf}); err != nil {
+				l.add(problemAt{sp, "set_fields"}, "%s: set_fields.%s: %v", where, ft.name, err)
+				continue
+			}
+			r.fieldStages = append(r.fieldStages, lf)
+		}
+		if sp.rewrite != "" {
+			lf := &logql.LineFormat{Template: sp.rewrite}
+			if _, err := stage.Compile([]logql.Stage{lf}); err != nil {
+				l.add(problemAt{sp, "rewrite"}, "%s: rewrite: %v", where, err)
+				continue
+			}
+			r.rwStages = []logql.Stage{lf}
 		}
 		if sp.sample != nil {
 			switch {
@@ -146,6 +200,9 @@ func Compile(name string, data []byte, m *Metrics) (*Set, error) {
 			}
 			metricNames[mt.name] = sp.name
 			r.metric = m.userMetric(mt)
+		}
+		if sp.rateLimit != nil {
+			r.limiter = m.limiter(sp.name, sp.rateLimit)
 		}
 		r.counters = m.rule(sp.name)
 		s.rules = append(s.rules, r)
@@ -296,4 +353,49 @@ func (r *rule) candidate(line []byte) bool {
 		}
 	}
 	return false
+}
+
+// extractStage returns the LogQL parser stage an extract runs. A regexp
+// or pattern goes through the LogQL parser, so that it means what it
+// means in a query.
+func extractStage(x *extractSpec) (logql.Stage, error) {
+	switch x.parser {
+	case "json":
+		return &logql.JSONParser{}, nil
+	case "logfmt":
+		return &logql.LogfmtParser{}, nil
+	}
+	q := "`" + x.expr + "`"
+	if strings.Contains(x.expr, "`") {
+		q = strconv.Quote(x.expr)
+	}
+	expr, err := logql.ParseLogExpr(`{rule="extract"} | ` + x.parser + " " + q)
+	if err != nil {
+		var pe *logql.ParseError
+		if errors.As(err, &pe) {
+			return nil, fmt.Errorf("expr: %s", pe.Msg)
+		}
+		return nil, fmt.Errorf("expr: %w", err)
+	}
+	if len(expr.Pipeline) != 1 {
+		return nil, fmt.Errorf("expr: want one %s expression", x.parser)
+	}
+	return expr.Pipeline[0], nil
+}
+
+// splitParser sets r's head, parser, tail and parseKey when its pipeline
+// parses before anything but line filters: line filters do not change
+// the labels, so what the parser finds depends on the line and the labels
+// the record had before the rule, the same for every such rule.
+func (r *rule) splitParser() {
+	for k, st := range r.stages {
+		switch st.(type) {
+		case *logql.LineFilter:
+			continue
+		case *logql.JSONParser, *logql.LogfmtParser, *logql.RegexpParser, *logql.PatternParser:
+			r.head, r.parser, r.tail = r.stages[:k], r.stages[k:k+1], r.stages[k+1:]
+			r.parseKey = st.String()
+		}
+		return
+	}
 }

@@ -287,6 +287,7 @@ func (s *Server) handleLines(w http.ResponseWriter, r *http.Request, tenant stri
 			reply.AddError(res.Message, maxReplyErrors)
 		}
 		reply.TimeFallbacks += res.TimeFallbacks
+		reply.Dropped += res.Dropped
 		next, err := s.flow.Prepare(in, b)
 		if err != nil {
 			storeErr = err

@@ -182,6 +182,7 @@ func (s *Server) routes(reg *prometheus.Registry) {
 	m.HandleFunc("POST /v1/logs", s.ingest("otlp", s.handleOTLP))
 	s.elasticRoutes()
 	s.queryRoutes()
+	s.rulesRoutes()
 	// Operational endpoints: with auth on, only /ready stays open.
 	m.HandleFunc("GET /ready", s.handleReady)
 	m.Handle("GET /metrics", s.admin(promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg})))

@@ -253,6 +253,15 @@ func (b *Labels) sort() {
 // of the builder: valid until its next change, and not to be modified.
 func (b *Labels) Current() []record.Label { return b.cur }
 
+// Restore sets the current labels to ls: what Current returned for the
+// same row, after the same Reset and metadata, once one pipeline's parser
+// ran. Another pipeline that starts with the same parser (only line
+// filters before it) takes it instead of parsing the row again: the rules
+// stage parses a line once however many rules parse it. The values must
+// still be valid (a parser's values view its stage's buffer until its
+// next row).
+func (b *Labels) Restore(ls []record.Label) { b.cur = append(b.cur[:0], ls...) }
+
 // Copy returns a sorted copy of the current labels that owns its
 // strings.
 func (b *Labels) Copy() record.Labels {

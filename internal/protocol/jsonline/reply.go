@@ -11,6 +11,9 @@ type Reply struct {
 	// TimeFallbacks counts accepted lines whose timestamp was present but
 	// unusable: they are stored at the receive time.
 	TimeFallbacks int `json:"time_fallbacks,omitempty"`
+	// Dropped counts the lines the server's rules dropped (drop, sample,
+	// rate_limit): not stored, and no error.
+	Dropped int `json:"dropped,omitempty"`
 }
 
 // AddError keeps msg among the reply's errors while they are fewer than

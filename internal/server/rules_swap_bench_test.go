@@ -1,0 +1,156 @@
+package server
+
+import (
+	"bytes"
+	"fmt"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/sluicelog/sluice/internal/rules"
+	"github.com/sluicelog/sluice/internal/store"
+	"github.com/sluicelog/sluice/internal/vfs"
+)
+
+// swapRules writes n rules as operators write them (literal filters per
+// service and path, some regexps, a few redactions), the last of which
+// tags every line with version v.
+func swapRules(n int, v string) string {
+	var sb strings.Builder
+	sb.WriteString("rules:\n")
+	for i := range n - 1 {
+		svc := fmt.Sprintf("svc%d", i%50)
+		fmt.Fprintf(&sb, "  - name: r%d\n", i)
+		switch {
+		case i%10 < 7:
+			fmt.Fprintf(&sb, "    match: '{service=\"%s\"} |= \"/path/%d\"'\n    drop: true\n", svc, i)
+		case i%10 < 9:
+			fmt.Fprintf(&sb, "    match: '{service=\"%s\"} |~ \"(timeout|refused) on shard-%d\"'\n    metric: {name: m%d, labels: [service]}\n", svc, i, i)
+		default:
+			fmt.Fprintf(&sb, "    match: '{service=\"%s\"}'\n    redact: {detectors: [email]}\n", svc)
+		}
+	}
+	fmt.Fprintf(&sb, "  - name: version\n    set_labels: {v: %s}\n", v)
+	return sb.String()
+}
+
+// BenchmarkIngestAcrossSwap measures what swapping a 10,000-rule file
+// costs the ingest requests in flight (the issue's target: none paused
+// by more than 10 ms). Four clients push 100-line /insert/jsonline
+// requests flat out through the handler (no network) while each
+// iteration replaces the rules with PUT's path (rules.Live.Put: compile,
+// write, one pointer store), alternating two versions, then lets each
+// client answer 20 requests more before the next (not timed). It reports the
+// longest request that overlapped a swap (max-ms-swap), the longest
+// that did not (max-ms-other), and the swap's own time (ms/swap).
+//
+//	go test -run '^$' -bench IngestAcrossSwap -benchtime 20x ./internal/server/
+func BenchmarkIngestAcrossSwap(b *testing.B) {
+	const rulesN, clients, perRequest = 10000, 4, 100
+	file := filepath.Join(b.TempDir(), "rules.yaml")
+	versions := [2][]byte{[]byte(swapRules(rulesN, "a")), []byte(swapRules(rulesN, "b"))}
+	if err := os.WriteFile(file, versions[0], 0o644); err != nil {
+		b.Fatal(err)
+	}
+	live, err := rules.Open(file, rules.NewMetrics(nil), nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	st, err := store.Open(store.Options{FS: vfs.NewMem(), Dir: "data", Logger: quiet})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer st.Close()
+	cfg := plainConfig()
+	cfg.Rules = live
+	h := New(cfg, st, quiet, prometheus.NewRegistry()).Handler()
+
+	var body bytes.Buffer
+	for i := range perRequest {
+		fmt.Fprintf(&body, `{"service":"svc%d","msg":"GET /users/%d 200 from bob@example.com","took_ms":%d}`+"\n", i%60, i, i)
+	}
+	// swapping is the number of swaps under way; a request that saw it
+	// above 0 at its start or end, or saw swaps change, overlapped one.
+	var swapping, swaps atomic.Int64
+	var mu sync.Mutex
+	var maxSwap, maxOther time.Duration
+	var failed atomic.Value
+	// done counts the requests answered; after each swap the benchmark
+	// waits for a few per client, so that requests that overlap no swap
+	// are measured too.
+	var done int64
+	doneCond := sync.NewCond(&mu)
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for range clients {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				n0, s0 := swaps.Load(), swapping.Load()
+				start := time.Now()
+				rec := httptest.NewRecorder()
+				h.ServeHTTP(rec, httptest.NewRequest("POST", "/insert/jsonline", bytes.NewReader(body.Bytes())))
+				d := time.Since(start)
+				if rec.Code != 200 {
+					failed.Store(fmt.Sprintf("push: %d %s", rec.Code, rec.Body))
+					mu.Lock()
+					doneCond.Broadcast()
+					mu.Unlock()
+					return
+				}
+				overlapped := s0 > 0 || swapping.Load() > 0 || swaps.Load() != n0
+				mu.Lock()
+				if overlapped {
+					maxSwap = max(maxSwap, d)
+				} else {
+					maxOther = max(maxOther, d)
+				}
+				done++
+				doneCond.Broadcast()
+				mu.Unlock()
+			}
+		}()
+	}
+	var swapTime time.Duration
+	k := 0
+	for b.Loop() {
+		k++
+		swapping.Add(1)
+		start := time.Now()
+		_, changed, err := live.Put(versions[k%2], false)
+		swapTime += time.Since(start)
+		swaps.Add(1)
+		swapping.Add(-1)
+		if err != nil || !changed {
+			b.Fatalf("swap %d: changed %v, %v", k, changed, err)
+		}
+		b.StopTimer()
+		mu.Lock()
+		for target := done + 20*clients; done < target && failed.Load() == nil; {
+			doneCond.Wait()
+		}
+		mu.Unlock()
+		b.StartTimer()
+	}
+	close(stop)
+	wg.Wait()
+	if msg := failed.Load(); msg != nil {
+		b.Fatal(msg)
+	}
+	b.ReportMetric(float64(maxSwap)/1e6, "max-ms-swap")
+	b.ReportMetric(float64(maxOther)/1e6, "max-ms-other")
+	b.ReportMetric(float64(swapTime)/1e6/float64(k), "ms/swap")
+}
