@@ -181,6 +181,10 @@ type Client struct {
 	names      map[string]struct{}
 	ndjsonURL  string
 	key        []byte
+
+	// testPost, set by tests, takes each request body in place of the
+	// server.
+	testPost func(body []byte) error
 }
 
 type stream struct {

@@ -164,6 +164,9 @@ func (e *errStatus) Error() string {
 // unless the server took the body.
 func (s *sender) post(u string, body []byte, ctype, cenc string) (int, time.Duration, error) {
 	c := s.c
+	if c.testPost != nil {
+		return 0, 0, c.testPost(body)
+	}
 	ctx, cancel := context.WithTimeout(c.ctx, c.cfg.RequestTimeout)
 	defer cancel()
 	s.body.Reset(body)
