@@ -68,11 +68,13 @@ func (c Compression) String() string {
 type Overflow int
 
 const (
-	// OverflowBlock makes Send wait for room (or for Close).
-	OverflowBlock Overflow = iota
-	// OverflowDropOldest drops the oldest queued batch to make room;
-	// its records are counted in Stats.Dropped.
-	OverflowDropOldest
+	// OverflowDropOldest, the default, drops the oldest queued batch to
+	// make room, so that logging never waits for a slow or absent
+	// server; its records are counted in Stats.Dropped.
+	OverflowDropOldest Overflow = iota
+	// OverflowBlock makes Send wait for room (or for Close); the waits
+	// are counted in Stats.Blocked.
+	OverflowBlock
 )
 
 // Label is one stream label.
@@ -135,7 +137,7 @@ type Config struct {
 type Stats struct {
 	Sent     uint64 // acknowledged by the server
 	Dropped  uint64 // dropped by OverflowDropOldest, or undelivered at Close
-	Failed   uint64 // refused for good (4xx other than 408 and 429) or out of attempts
+	Failed   uint64 // refused for good (4xx other than 408 and 429, or lines the answer says it refused) or out of attempts
 	Blocked  uint64 // Send calls that waited for room (OverflowBlock)
 	Retries  uint64 // requests retried
 	Requests uint64 // requests sent, retries included

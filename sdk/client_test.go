@@ -31,8 +31,8 @@ type sink struct {
 	lines    []map[string]any // NDJSON records
 	entries  []lokiEntry      // Loki records
 	queries  []string
-	// answer, if set, decides each request's status (0: 204) before
-	// its body is read; n counts from 1.
+	// answer, if set, decides each request's status (0: 204, -1: it
+	// answered itself) before its body is read; n counts from 1.
 	answer func(n int, w http.ResponseWriter, r *http.Request) int
 }
 
@@ -48,7 +48,10 @@ func (s *sink) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	n := s.requests
 	s.mu.Unlock()
 	if s.answer != nil {
-		if code := s.answer(n, w, r); code != 0 {
+		switch code := s.answer(n, w, r); {
+		case code < 0: // answered
+			return
+		case code > 0:
 			http.Error(w, "refused by test", code)
 			return
 		}
@@ -479,7 +482,7 @@ func TestBoundedDropOldest(t *testing.T) {
 
 func TestBoundedBlock(t *testing.T) {
 	c := mustNew(t, Config{URL: unreachable(t), BatchRecords: 10, BatchBytes: 4096, MaxBufferedBytes: 4096,
-		Senders: 1, MinBackoff: time.Millisecond, MaxBackoff: time.Millisecond, Linger: time.Hour})
+		Overflow: OverflowBlock, Senders: 1, MinBackoff: time.Millisecond, MaxBackoff: time.Millisecond, Linger: time.Hour})
 	done := make(chan int)
 	go func() {
 		i := 0
@@ -512,7 +515,9 @@ func TestBoundedBlock(t *testing.T) {
 
 func TestCloseDeliversEverything(t *testing.T) {
 	s := &sink{}
-	c := mustNew(t, Config{URL: newSink(t, s), BatchRecords: 100, Linger: time.Hour, Senders: 3,
+	// OverflowBlock: eight goroutines outrun one test server, and this
+	// test wants every record, not the newest.
+	c := mustNew(t, Config{URL: newSink(t, s), BatchRecords: 100, Linger: time.Hour, Senders: 3, Overflow: OverflowBlock,
 		Labels: []Label{{"app", "x"}}})
 	var wg sync.WaitGroup
 	for g := range 8 {
@@ -587,5 +592,33 @@ func TestRetryAfterAndBackoff(t *testing.T) {
 		if d < 50*time.Millisecond || d > 10*time.Second {
 			t.Errorf("backoff(%d) = %v", attempt, d)
 		}
+	}
+}
+
+func TestPartialRejectCounted(t *testing.T) {
+	s := &sink{answer: func(_ int, w http.ResponseWriter, r *http.Request) int {
+		_, _ = io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, `{"accepted":3,"rejected":2,"errors":["1:1: bad JSON"]}`+"\n")
+		return -1
+	}}
+	var got []string
+	var mu sync.Mutex
+	c := mustNew(t, Config{URL: newSink(t, s), OnError: func(err error) {
+		mu.Lock()
+		got = append(got, err.Error())
+		mu.Unlock()
+	}})
+	for range 5 {
+		_ = c.Send(time.Now(), []byte("x"))
+	}
+	if err := c.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if st := c.Stats(); st.Sent != 3 || st.Failed != 2 {
+		t.Errorf("stats %+v, want 3 sent and 2 failed", st)
+	}
+	if len(got) != 1 || !strings.Contains(got[0], "refused 2 of 5") || !strings.Contains(got[0], "bad JSON") {
+		t.Errorf("OnError got %q", got)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -29,6 +30,10 @@ type sender struct {
 	zs    *zstd.Encoder
 	body  bytes.Reader
 	timer *time.Timer
+	// Of the last request taken: the records the server refused in its
+	// answer, and why.
+	rejected  int
+	rejectMsg string
 }
 
 func newSender(c *Client) *sender {
@@ -68,6 +73,11 @@ func (s *sender) run() {
 		c.mu.Unlock()
 
 		sent, retries, requests, err := s.deliver(b, streams, u)
+		rejected := 0
+		if sent && s.rejected > 0 {
+			rejected = min(s.rejected, b.n)
+			err = fmt.Errorf("sdk: the server refused %d of %d records: %s", rejected, b.n, s.rejectMsg)
+		}
 
 		c.mu.Lock()
 		c.inflight--
@@ -76,7 +86,8 @@ func (s *sender) run() {
 		c.stats.Requests += uint64(requests)
 		switch {
 		case sent:
-			c.stats.Sent += uint64(b.n)
+			c.stats.Sent += uint64(b.n - rejected)
+			c.stats.Failed += uint64(rejected)
 		case c.ctx.Err() != nil:
 			c.stats.Dropped += uint64(b.n)
 		default:
@@ -194,6 +205,18 @@ func (s *sender) post(u string, body []byte, ctype, cenc string) (int, time.Dura
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode/100 == 2 {
+		s.rejected, s.rejectMsg = 0, ""
+		if resp.ContentLength != 0 && strings.HasPrefix(resp.Header.Get("Content-Type"), "application/json") {
+			// The line protocols' answer counts the lines refused (bad
+			// JSON, a stream over its limit) among those taken.
+			var reply struct {
+				Rejected int      `json:"rejected"`
+				Errors   []string `json:"errors"`
+			}
+			if json.NewDecoder(io.LimitReader(resp.Body, 64<<10)).Decode(&reply) == nil && reply.Rejected > 0 {
+				s.rejected, s.rejectMsg = reply.Rejected, strings.Join(reply.Errors, "; ")
+			}
+		}
 		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
 		return resp.StatusCode, 0, nil
 	}
