@@ -127,6 +127,15 @@ type Config struct {
 	// HTTPClient sends the requests (default: a client of its own with
 	// kept-alive connections).
 	HTTPClient *http.Client
+	// SpoolDir, if set, is a directory where a batch that cannot reach
+	// the server (no connection, no answer) is written instead of being
+	// retried in memory; the files are sent, oldest first, once the
+	// server answers, and those left at Close by the next Client with
+	// the same SpoolDir. SpoolMaxBytes bounds it (default 1 GiB); past
+	// it batches are retried in memory as without a spool.
+	SpoolDir      string
+	SpoolMaxBytes int64
+
 	// OnError, if set, is told of each batch given up (refused for good,
 	// out of attempts, or dropped). It is called from the Client's
 	// goroutines and must not block.
@@ -141,6 +150,7 @@ type Stats struct {
 	Blocked  uint64 // Send calls that waited for room (OverflowBlock)
 	Retries  uint64 // requests retried
 	Requests uint64 // requests sent, retries included
+	Spooled  uint64 // written to the spool (and counted in Sent once the spool sends them)
 	Buffered int    // records held now, queued or being sent
 }
 
@@ -157,7 +167,9 @@ type Client struct {
 	cfg      Config
 	http     *http.Client
 	pushURL  string
+	base     string // Config.URL without a trailing slash
 	maxQueue int
+	spool    *spool
 
 	ctx    context.Context // ends when Close gives up
 	cancel context.CancelFunc
@@ -270,6 +282,18 @@ func New(cfg Config) (*Client, error) {
 		c.http = &http.Client{Transport: tr}
 	}
 	base := strings.TrimRight(cfg.URL, "/")
+	c.base = base
+	if cfg.SpoolDir != "" {
+		if cfg.SpoolMaxBytes <= 0 {
+			cfg.SpoolMaxBytes = 1 << 30
+			c.cfg.SpoolMaxBytes = cfg.SpoolMaxBytes
+		}
+		sp, err := openSpool(cfg.SpoolDir, cfg.SpoolMaxBytes)
+		if err != nil {
+			return nil, err
+		}
+		c.spool = sp
+	}
 	if cfg.Protocol == NDJSON {
 		c.pushURL = base + "/insert/jsonline"
 	} else {
@@ -285,6 +309,9 @@ func New(cfg Config) (*Client, error) {
 		c.wg.Go(s.run)
 	}
 	c.wg.Go(c.lingerLoop)
+	if c.spool != nil {
+		c.wg.Go(c.drainSpool)
+	}
 	return c, nil
 }
 

@@ -12,6 +12,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"runtime"
 	"strings"
 	"sync"
@@ -620,5 +621,58 @@ func TestPartialRejectCounted(t *testing.T) {
 	}
 	if len(got) != 1 || !strings.Contains(got[0], "refused 2 of 5") || !strings.Contains(got[0], "bad JSON") {
 		t.Errorf("OnError got %q", got)
+	}
+}
+
+// With the server unreachable, batches go to the spool directory, not
+// memory; a later Client with the same directory sends them once the
+// server is there.
+func TestSpoolWhileUnreachable(t *testing.T) {
+	dir := t.TempDir()
+	c := mustNew(t, Config{URL: unreachable(t), SpoolDir: dir, BatchRecords: 10, Linger: time.Hour,
+		MinBackoff: time.Millisecond, MaxBackoff: time.Millisecond})
+	for i := range 95 {
+		if err := c.Send(time.Now(), fmt.Appendf(nil, `{"i":%d}`, i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := c.Flush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if st := c.Stats(); st.Spooled != 95 || st.Buffered != 0 || st.Dropped != 0 {
+		t.Errorf("stats %+v, want 95 spooled and none buffered", st)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := c.Close(ctx); err != nil {
+		t.Fatalf("Close with everything spooled: %v", err)
+	}
+	files, _ := os.ReadDir(dir)
+	if len(files) != 10 {
+		t.Errorf("%d spool files, want 10", len(files))
+	}
+
+	s := &sink{}
+	c2 := mustNew(t, Config{URL: newSink(t, s), SpoolDir: dir})
+	// Wait for the spool to be sent: the event is the count.
+	for c2.Stats().Sent < 95 {
+		runtime.Gosched()
+	}
+	_, lines, _ := s.snapshot()
+	seen := map[float64]bool{}
+	for _, m := range lines {
+		seen[m["i"].(float64)] = true
+	}
+	if len(seen) != 95 || len(lines) != 95 {
+		t.Errorf("%d records, %d distinct from the spool, want 95", len(lines), len(seen))
+	}
+	if err := c2.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if st := c2.Stats(); st.Sent != 95 {
+		t.Errorf("second client stats %+v, want 95 sent", st)
+	}
+	if files, _ := os.ReadDir(dir); len(files) != 0 {
+		t.Errorf("%d spool files left", len(files))
 	}
 }

@@ -10,6 +10,12 @@
 // batches is full, Send either blocks (OverflowBlock) or drops the oldest
 // queued batch (OverflowDropOldest); both are counted in Stats.
 //
+// With Config.SpoolDir set, a batch that cannot reach the server at all
+// (no connection, no answer) is written to a file there instead of being
+// held in memory, and sent, oldest first, once the server answers again,
+// by this Client or the next one given the same directory. Delivery from
+// the spool is at least once: a request cut off by Close is sent again.
+//
 // Send copies the record into a preallocated batch: in steady state it
 // allocates nothing. A Client is safe for concurrent use. Close flushes
 // what is buffered and waits for it to be delivered.

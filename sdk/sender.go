@@ -34,6 +34,7 @@ type sender struct {
 	// answer, and why.
 	rejected  int
 	rejectMsg string
+	spooled   bool // the last batch delivered went to the spool
 }
 
 func newSender(c *Client) *sender {
@@ -72,6 +73,7 @@ func (s *sender) run() {
 		streams, u := c.streamList, c.ndjsonURL
 		c.mu.Unlock()
 
+		s.spooled = false
 		sent, retries, requests, err := s.deliver(b, streams, u)
 		rejected := 0
 		if sent && s.rejected > 0 {
@@ -85,6 +87,8 @@ func (s *sender) run() {
 		c.stats.Retries += uint64(retries)
 		c.stats.Requests += uint64(requests)
 		switch {
+		case s.spooled:
+			c.stats.Spooled += uint64(b.n)
 		case sent:
 			c.stats.Sent += uint64(b.n - rejected)
 			c.stats.Failed += uint64(rejected)
@@ -136,9 +140,17 @@ func (s *sender) deliver(b *batch, streams []stream, u string) (sent bool, retri
 	body, ctype, cenc := s.encode(b, streams)
 	for attempt := 1; ; attempt++ {
 		requests++
-		status, wait, err := s.post(u, body, ctype, cenc)
+		status, wait, err := s.post(c.ctx, u, body, ctype, cenc)
 		if err == nil {
 			return true, retries, requests, nil
+		}
+		if status == 0 && c.spool != nil && c.ctx.Err() == nil {
+			// Unreachable: the batch waits on disk, not in memory.
+			h := spoolHeader{Path: strings.TrimPrefix(u, c.base), Type: ctype, Encoding: cenc, Records: b.n}
+			if c.spool.put(h, body) == nil {
+				s.spooled = true
+				return false, retries, requests, nil
+			}
 		}
 		if !retryable(status) {
 			return false, retries, requests, fmt.Errorf("sdk: batch of %d records refused: %w", b.n, err)
@@ -173,12 +185,12 @@ func (e *errStatus) Error() string {
 // post sends one request. It returns the status (0 for a transport
 // error), the wait the server asked for (Retry-After), and an error
 // unless the server took the body.
-func (s *sender) post(u string, body []byte, ctype, cenc string) (int, time.Duration, error) {
+func (s *sender) post(ctx context.Context, u string, body []byte, ctype, cenc string) (int, time.Duration, error) {
 	c := s.c
 	if c.testPost != nil {
 		return 0, 0, c.testPost(body)
 	}
-	ctx, cancel := context.WithTimeout(c.ctx, c.cfg.RequestTimeout)
+	ctx, cancel := context.WithTimeout(ctx, c.cfg.RequestTimeout)
 	defer cancel()
 	s.body.Reset(body)
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u, &s.body)
