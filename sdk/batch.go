@@ -30,7 +30,21 @@ func (b *batch) reset() {
 	b.n = 0
 }
 
-func (b *batch) add(p Protocol, t time.Time, line []byte, id uint32, s *stream) {
+// blank replaces each c in b with a space.
+func blank(b []byte, c byte) {
+	for {
+		i := bytes.IndexByte(b, c)
+		if i < 0 {
+			return
+		}
+		b[i] = ' '
+		b = b[i+1:]
+	}
+}
+
+// add appends one record. compact says line is a JSON object with no
+// white space between its tokens (the Handler's).
+func (b *batch) add(p Protocol, t time.Time, line []byte, id uint32, s *stream, compact bool) {
 	if b.n == 0 {
 		b.first = time.Now()
 	}
@@ -48,7 +62,7 @@ func (b *batch) add(p Protocol, t time.Time, line []byte, id uint32, s *stream) 
 	sep := false
 	if !t.IsZero() {
 		d = append(d, `"_time":"`...)
-		d = t.UTC().AppendFormat(d, time.RFC3339Nano)
+		d = appendTime(d, t)
 		d = append(d, '"')
 		sep = true
 	}
@@ -59,7 +73,15 @@ func (b *batch) add(p Protocol, t time.Time, line []byte, id uint32, s *stream) 
 		d = append(d, s.json...)
 		sep = true
 	}
-	if obj := bytes.TrimSpace(line); len(obj) >= 2 && obj[0] == '{' && obj[len(obj)-1] == '}' {
+	if compact {
+		// The Handler's own object: no white space, no raw newline.
+		if len(line) > 2 {
+			if sep {
+				d = append(d, ',')
+			}
+			d = append(d, line[1:len(line)-1]...)
+		}
+	} else if obj := bytes.TrimSpace(line); len(obj) >= 2 && obj[0] == '{' && obj[len(obj)-1] == '}' {
 		inner := bytes.TrimSpace(obj[1 : len(obj)-1])
 		if len(inner) > 0 {
 			if sep {
@@ -69,11 +91,8 @@ func (b *batch) add(p Protocol, t time.Time, line []byte, id uint32, s *stream) 
 			// between tokens is white space, and NDJSON wants none.
 			start := len(d)
 			d = append(d, inner...)
-			for i := start; i < len(d); i++ {
-				if d[i] == '\n' || d[i] == '\r' {
-					d[i] = ' '
-				}
-			}
+			blank(d[start:], '\n')
+			blank(d[start:], '\r')
 		}
 	} else {
 		if sep {
@@ -244,4 +263,37 @@ func appendLokiQuoted(dst []byte, s string) []byte {
 		}
 	}
 	return append(dst, '"')
+}
+
+// appendTime appends t in UTC as RFC 3339 with nine fractional digits,
+// faster than time.Format.
+func appendTime(d []byte, t time.Time) []byte {
+	t = t.UTC()
+	year, month, day := t.Date()
+	hour, min, sec := t.Clock()
+	if year < 0 || year > 9999 {
+		return t.AppendFormat(d, time.RFC3339Nano)
+	}
+	var b [30]byte
+	put := func(i, v, n int) {
+		for k := i + n - 1; k >= i; k-- {
+			b[k] = byte('0' + v%10)
+			v /= 10
+		}
+	}
+	put(0, year, 4)
+	b[4] = '-'
+	put(5, int(month), 2)
+	b[7] = '-'
+	put(8, day, 2)
+	b[10] = 'T'
+	put(11, hour, 2)
+	b[13] = ':'
+	put(14, min, 2)
+	b[16] = ':'
+	put(17, sec, 2)
+	b[19] = '.'
+	put(20, t.Nanosecond(), 9)
+	b[29] = 'Z'
+	return append(d, b[:]...)
 }

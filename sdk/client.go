@@ -321,6 +321,12 @@ func New(cfg Config) (*Client, error) {
 // labels added; any other line becomes the object's _msg. Send copies
 // what it is given; it allocates nothing once the label set is known.
 func (c *Client) Send(t time.Time, line []byte, labels ...Label) error {
+	return c.send(t, line, labels, false)
+}
+
+// send is Send; compact says line is a JSON object with no white space
+// between its tokens.
+func (c *Client) send(t time.Time, line []byte, labels []Label, compact bool) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.closed {
@@ -340,7 +346,7 @@ func (c *Client) Send(t time.Time, line []byte, labels ...Label) error {
 			return ErrClosed
 		}
 	}
-	c.cur.add(c.cfg.Protocol, t, line, id, &c.streamList[id])
+	c.cur.add(c.cfg.Protocol, t, line, id, &c.streamList[id], compact)
 	c.stats.Buffered++
 	if c.cur.n >= c.cfg.BatchRecords || len(c.cur.data) >= c.cfg.BatchBytes {
 		if c.seal(&blocked) != nil {

@@ -676,3 +676,16 @@ func TestSpoolWhileUnreachable(t *testing.T) {
 		t.Errorf("%d spool files left", len(files))
 	}
 }
+
+func TestAppendTime(t *testing.T) {
+	for _, ts := range []time.Time{
+		time.Date(2026, 1, 15, 8, 0, 0, 0, time.UTC),
+		time.Date(1999, 12, 31, 23, 59, 59, 999999999, time.FixedZone("x", 3600)),
+		time.Unix(0, 1),
+	} {
+		got, err := time.Parse(time.RFC3339Nano, string(appendTime(nil, ts)))
+		if err != nil || !got.Equal(ts) {
+			t.Errorf("appendTime(%v) = %s (%v)", ts, appendTime(nil, ts), err)
+		}
+	}
+}

@@ -51,8 +51,8 @@ func Example() {
 	}
 	fmt.Println(c.Stats().Sent, "sent")
 	// Output:
-	// {"_time":"2026-01-15T08:00:00Z","service":"billing","host":"node-1","_msg":"invoice sent"}
-	// {"_time":"2026-01-15T08:00:00Z","service":"billing","host":"node-1","msg":"paid","amount":12.5}
+	// {"_time":"2026-01-15T08:00:00.000000000Z","service":"billing","host":"node-1","_msg":"invoice sent"}
+	// {"_time":"2026-01-15T08:00:00.000000000Z","service":"billing","host":"node-1","msg":"paid","amount":12.5}
 	// 2 sent
 }
 

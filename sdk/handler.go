@@ -118,7 +118,7 @@ func (h *Handler) Handle(_ context.Context, r slog.Record) error {
 		return true
 	})
 	st.buf = append(st.buf, '}')
-	err := h.c.Send(r.Time, st.buf, st.labels...)
+	err := h.c.send(r.Time, st.buf, st.labels, true)
 	if cap(st.buf) <= 64<<10 {
 		clear(st.labels)
 		st.h = nil
