@@ -138,7 +138,8 @@ type Config struct {
 
 	// OnError, if set, is told of each batch given up (refused for good,
 	// out of attempts, or dropped). It is called from the Client's
-	// goroutines and must not block.
+	// goroutines, and from Send when the queue overflows with the
+	// Client's lock held: it must not block nor call the Client.
 	OnError func(error)
 }
 

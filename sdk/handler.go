@@ -22,7 +22,9 @@ type HandlerOptions struct {
 	AddSource bool
 	// LabelKeys names the attributes that become stream labels instead
 	// of fields, by their full dotted name (a key "service", or "req.id"
-	// inside group "req"). Keep them few and of low cardinality.
+	// inside group "req"). Keep them few and of low cardinality. With
+	// LokiProtobuf a record needs at least one label: give the Client
+	// Config.Labels, or Handle returns ErrNoLabels.
 	LabelKeys []string
 }
 

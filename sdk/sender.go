@@ -97,12 +97,12 @@ func (s *sender) run() {
 		default:
 			c.stats.Failed += uint64(b.n)
 		}
-		if err != nil && c.cfg.OnError != nil {
-			c.cfg.OnError(err)
-		}
 		c.recycle(b)
 		c.idle.Broadcast()
 		c.mu.Unlock()
+		if err != nil {
+			c.report(err)
+		}
 	}
 }
 
