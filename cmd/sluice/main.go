@@ -74,7 +74,7 @@ func (e errExit) Error() string { return fmt.Sprintf("exit status %d", int(e)) }
 var commands []*command
 
 func init() {
-	commands = []*command{serveCommand, ingestCommand, queryCommand, tailCommand, exportCommand, statsCommand, checkCommand, repairCommand, parseCommand, rulesCommand, sinkCommand, versionCommand}
+	commands = []*command{serveCommand, ingestCommand, queryCommand, tailCommand, exportCommand, statsCommand, checkCommand, repairCommand, parseCommand, rulesCommand, sinkCommand, benchCommand, versionCommand}
 }
 
 func main() {

@@ -1,0 +1,190 @@
+package sdk
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"maps"
+	"strings"
+	"testing"
+	"testing/slogtest"
+	"time"
+
+	"github.com/rs/zerolog"
+)
+
+func TestHandlerSlogtest(t *testing.T) {
+	s := &sink{}
+	c := mustNew(t, Config{URL: newSink(t, s), Compression: CompressionNone, Senders: 1,
+		BatchRecords: 1 << 20, Linger: time.Hour})
+	h := NewHandler(c, &HandlerOptions{Level: slog.LevelDebug})
+	results := func() []map[string]any {
+		if err := c.Flush(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		_, lines, _ := s.snapshot()
+		var out []map[string]any
+		for _, m := range lines {
+			// The time travels as _time; dotted names are groups.
+			if v, ok := m["_time"]; ok {
+				delete(m, "_time")
+				m[slog.TimeKey] = v
+			}
+			out = append(out, nest(m))
+		}
+		return out
+	}
+	if err := slogtest.TestHandler(h, results); err != nil {
+		t.Error(err)
+	}
+}
+
+// nest turns dotted keys into nested maps, as slogtest wants groups.
+func nest(m map[string]any) map[string]any {
+	out := map[string]any{}
+	for _, k := range slicesSorted(m) {
+		parts := strings.Split(k, ".")
+		cur := out
+		for _, p := range parts[:len(parts)-1] {
+			next, ok := cur[p].(map[string]any)
+			if !ok {
+				next = map[string]any{}
+				cur[p] = next
+			}
+			cur = next
+		}
+		cur[parts[len(parts)-1]] = m[k]
+	}
+	return out
+}
+
+func slicesSorted(m map[string]any) []string {
+	ks := make([]string, 0, len(m))
+	for k := range maps.Keys(m) {
+		ks = append(ks, k)
+	}
+	return ks
+}
+
+func TestHandlerFieldsAndLabels(t *testing.T) {
+	s := &sink{}
+	c := mustNew(t, Config{URL: newSink(t, s), Linger: time.Hour})
+	h := NewHandler(c, &HandlerOptions{LabelKeys: []string{"service", "req.route"}, AddSource: true})
+	log := slog.New(h).With("service", "api", "version", 3).WithGroup("req")
+	log.Info("served", "route", "/users", "status", 200, "took", time.Millisecond,
+		slog.Group("user", "id", 7, "admin", true), "err", errors.New("it \"broke\""))
+	log.Debug("not logged")
+	if err := c.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	_, lines, _ := s.snapshot()
+	if len(lines) != 1 {
+		t.Fatalf("%d lines, want 1", len(lines))
+	}
+	m := lines[0]
+	want := map[string]any{
+		"level": "INFO", "msg": "served", "service": "api", "version": float64(3),
+		"req.route": "/users", "req.status": float64(200), "req.took": float64(time.Millisecond),
+		"req.user.id": float64(7), "req.user.admin": true, "req.err": `it "broke"`,
+	}
+	for k, v := range want {
+		if m[k] != v {
+			t.Errorf("%s = %#v, want %#v", k, m[k], v)
+		}
+	}
+	if src, _ := m["source"].(string); !strings.Contains(src, "handler_test.go:") {
+		t.Errorf("source = %q", src)
+	}
+	s.mu.Lock()
+	q := s.queries[0]
+	s.mu.Unlock()
+	if !strings.Contains(q, "service") || !strings.Contains(q, "req.route") || strings.Contains(q, "version") {
+		t.Errorf("stream fields in %q: want service and req.route only", q)
+	}
+}
+
+func TestHandlerAllocs(t *testing.T) {
+	c := mustNew(t, Config{URL: "http://127.0.0.1:1", BatchRecords: 1 << 20, BatchBytes: 256 << 20, Linger: time.Hour})
+	log := slog.New(NewHandler(c, &HandlerOptions{LabelKeys: []string{"service"}})).With("service", "api", "host", "h1")
+	ctx := context.Background()
+	call := func() {
+		log.LogAttrs(ctx, slog.LevelInfo, "request served",
+			slog.String("method", "GET"), slog.Int("status", 200), slog.Duration("took", time.Millisecond),
+			slog.Bool("cached", false), slog.Float64("ratio", 0.5))
+	}
+	call()
+	if allocs := testing.AllocsPerRun(1000, call); allocs != 0 {
+		t.Errorf("a log call allocates %v times", allocs)
+	}
+}
+
+// discard is a Client whose batches are encoded and then discarded
+// instead of posted: the benchmarks measure the handler, Send and the
+// encoding, not the network.
+func discard(b *testing.B) *Client {
+	c, err := New(Config{URL: "http://127.0.0.1:1", Compression: CompressionNone, Linger: time.Hour})
+	if err != nil {
+		b.Fatal(err)
+	}
+	c.testPost = func([]byte) error { return nil }
+	b.Cleanup(func() {
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		_ = c.Close(ctx)
+	})
+	return c
+}
+
+func benchLog(b *testing.B, log *slog.Logger) {
+	ctx := context.Background()
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		log.LogAttrs(ctx, slog.LevelInfo, "request served",
+			slog.String("method", "GET"), slog.Int("status", 200), slog.Duration("took", time.Millisecond),
+			slog.Bool("cached", false), slog.Float64("ratio", 0.5))
+	}
+}
+
+func BenchmarkHandler(b *testing.B) {
+	benchLog(b, slog.New(NewHandler(discard(b), nil)).With("service", "api", "host", "h1"))
+}
+
+func BenchmarkSlogJSONHandler(b *testing.B) {
+	benchLog(b, slog.New(slog.NewJSONHandler(io.Discard, nil)).With("service", "api", "host", "h1"))
+}
+
+func BenchmarkZerolog(b *testing.B) {
+	log := zerolog.New(io.Discard).With().Timestamp().Str("service", "api").Str("host", "h1").Logger()
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		log.Info().Str("method", "GET").Int("status", 200).Dur("took", time.Millisecond).
+			Bool("cached", false).Float64("ratio", 0.5).Msg("request served")
+	}
+}
+
+// BenchmarkSend is the Client's cost per record from several goroutines,
+// batches encoded and zstd-compressed but not posted; records/s is
+// 1e9 / ns/op.
+func BenchmarkSend(b *testing.B) {
+	c, err := New(Config{URL: "http://127.0.0.1:1", Linger: time.Hour, Overflow: OverflowBlock})
+	if err != nil {
+		b.Fatal(err)
+	}
+	c.testPost = func([]byte) error { return nil }
+	line := []byte(`{"level":"info","msg":"GET /api/users 200","status":200,"bytes":5120,"duration_ms":3.2,"trace_id":"4bf92f3577b34da6"}`)
+	b.ReportAllocs()
+	b.SetBytes(int64(len(line)))
+	b.RunParallel(func(pb *testing.PB) {
+		ts := time.Now()
+		for pb.Next() {
+			_ = c.Send(ts, line, Label{Name: "service", Value: "api"})
+		}
+	})
+	b.StopTimer()
+	if err := c.Close(context.Background()); err != nil {
+		b.Fatal(err)
+	}
+}
