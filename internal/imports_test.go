@@ -43,8 +43,9 @@ var allowed = map[string][]string{
 	"internal/sink/postgres/pgtest": {},
 	// What the sinks' tests share: a WAL written as ingest writes it.
 	"internal/sink/sinktest": {"internal/parse", "internal/record", "internal/rows", "internal/wal"},
-	// The server wires protocols to the store.
-	"internal/server": {"internal/flow", "internal/protocol/", "internal/sink/", "internal/parse", "internal/record", "internal/store", "internal/vfs", "internal/query", "internal/logql"},
+	// The server wires protocols to the store, and serves the rules file
+	// (GET and PUT /api/v1/rules: it loads and swaps the rule set).
+	"internal/server": {"internal/flow", "internal/protocol/", "internal/sink/", "internal/parse", "internal/record", "internal/store", "internal/vfs", "internal/query", "internal/logql", "internal/rules"},
 	// The query engine reads the store through its snapshot; the language
 	// knows nothing of either.
 	"internal/query": {"internal/logql", "internal/record", "internal/stage", "internal/store", "internal/rows", "internal/store/part", "internal/literal", "internal/pattern", "internal/regexlit"},
