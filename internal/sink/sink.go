@@ -59,9 +59,15 @@ type Destination interface {
 	// Deliver writes the records of b and, if the destination keeps
 	// positions, b.End with them, atomically. It returns the records it
 	// rejected for good (the others are delivered). An error means that
-	// nothing of b was delivered and b is retried, unless it wraps
-	// ErrPermanent: then every record of b goes to the dead letter with
-	// the error as the reason.
+	// the records of b neither returned as rejected nor marked with
+	// b.Settle were not delivered, and b is retried with those alone:
+	// a retry skips the records b.Settled reports (a destination without
+	// positions, such as Loki or Elasticsearch, settles what a partial
+	// success delivered, so that only the rest is sent again). Rejected
+	// records returned with an error go to the dead letter before the
+	// retry. An error wrapping ErrPermanent sends every record not yet
+	// settled to the dead letter with the error as the reason. An error
+	// made by RetryAfter makes the retry wait at least its duration.
 	Deliver(ctx context.Context, b *Batch) ([]Rejected, error)
 	// Close releases what Open took. Idempotent.
 	Close() error
@@ -72,6 +78,32 @@ var ErrPermanent = errors.New("rejected for good")
 
 // Permanent wraps err as a permanent failure (errors.Is ErrPermanent).
 func Permanent(err error) error { return fmt.Errorf("%w: %w", ErrPermanent, err) }
+
+// RetryAfterError is a retryable Deliver error whose destination asked
+// for a minimum wait (HTTP 429 or 503 with Retry-After).
+type RetryAfterError struct {
+	Wait time.Duration
+	Err  error
+}
+
+func (e *RetryAfterError) Error() string {
+	return fmt.Sprintf("%v (retry after %v)", e.Err, e.Wait)
+}
+
+func (e *RetryAfterError) Unwrap() error { return e.Err }
+
+// RetryAfter wraps err so that the runtime waits at least d before the
+// retry (longer if its backoff says so).
+func RetryAfter(err error, d time.Duration) error { return &RetryAfterError{Wait: d, Err: err} }
+
+// minWait returns the wait a RetryAfterError in err's chain asks for.
+func minWait(err error) time.Duration {
+	var ra *RetryAfterError
+	if errors.As(err, &ra) {
+		return ra.Wait
+	}
+	return 0
+}
 
 // Rejected is a record a destination refused for good, and why.
 type Rejected struct {
@@ -91,6 +123,9 @@ type Record struct {
 	FieldsJSON json.RawMessage
 	Line       []byte
 	Pos        wal.Pos // the WAL frame the record came from
+	// Row is the record's index among the rows of its WAL frame: with
+	// Pos, an identity that reading the WAL again gives again.
+	Row int
 }
 
 // Batch is what one Deliver call carries: records of consecutive WAL
@@ -108,7 +143,33 @@ type Batch struct {
 	// lettered says it was called for this delivery.
 	deadLetter func([]Rejected) error
 	lettered   bool
+	// settled has bit i set when record i was delivered or dead-lettered
+	// by an earlier attempt; nsettled counts the set bits and nrejected
+	// those that went to the dead letter.
+	settled             []uint64
+	nsettled, nrejected int
 }
+
+// Settle marks record i as delivered, so that a retry of b skips it.
+func (b *Batch) Settle(i int) {
+	for len(b.settled) <= i/64 {
+		b.settled = append(b.settled, 0)
+	}
+	if b.settled[i/64]&(1<<(i%64)) == 0 {
+		b.settled[i/64] |= 1 << (i % 64)
+		b.nsettled++
+	}
+}
+
+// Settled reports whether record i was delivered or dead-lettered by an
+// earlier attempt.
+func (b *Batch) Settled(i int) bool {
+	return i/64 < len(b.settled) && b.settled[i/64]&(1<<(i%64)) != 0
+}
+
+// Unsettled returns how many records of b are neither delivered nor
+// dead-lettered yet.
+func (b *Batch) Unsettled() int { return len(b.Records) - b.nsettled }
 
 // DeadLetter writes rej to the sink's dead-letter file, durably. A
 // destination that commits a position calls it before the commit, so
@@ -130,6 +191,8 @@ func (b *Batch) DeadLetter(rej []Rejected) error {
 func (b *Batch) Reset() {
 	clear(b.Records)
 	b.Records, b.Bytes, b.oldest, b.arena = b.Records[:0], 0, 0, b.arena[:0]
+	clear(b.settled)
+	b.settled, b.nsettled, b.nrejected = b.settled[:0], 0, 0
 }
 
 // filter is a sink's subscription.
@@ -188,7 +251,7 @@ func (b *Batch) appendBlock(f *filter, blk *rows.Block, at wal.Pos) int {
 		b.arena = append(b.arena, r.Line...)
 		sp.line = [2]int{s, len(b.arena)}
 		spans = append(spans, sp)
-		b.Records = append(b.Records, Record{Time: r.Time, Tenant: blk.Tenant, Labels: blk.Streams[r.Stream], Pos: at})
+		b.Records = append(b.Records, Record{Time: r.Time, Tenant: blk.Tenant, Labels: blk.Streams[r.Stream], Pos: at, Row: i})
 		b.Bytes += len(r.Line)
 	}
 	for k, sp := range spans {

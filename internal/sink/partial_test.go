@@ -1,0 +1,151 @@
+package sink
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/sluicelog/sluice/internal/wal"
+)
+
+// partialDest delivers part of a batch on its first attempt (every other
+// record, and "bad" ones rejected), then fails asking for a wait; the
+// retry must carry only the rest.
+type partialDest struct {
+	mu       sync.Mutex
+	attempts [][]string // lines offered (not settled) per attempt
+	lines    []string   // delivered
+	calls    chan struct{}
+}
+
+func (d *partialDest) Open(context.Context) (wal.Pos, bool, error) { return wal.Pos{}, false, nil }
+func (d *partialDest) Close() error                                { return nil }
+
+func (d *partialDest) Deliver(_ context.Context, b *Batch) ([]Rejected, error) {
+	defer func() {
+		select {
+		case d.calls <- struct{}{}:
+		default:
+		}
+	}()
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	var offered []string
+	for i := range b.Records {
+		if !b.Settled(i) {
+			offered = append(offered, string(b.Records[i].Line))
+		}
+	}
+	d.attempts = append(d.attempts, offered)
+	first := len(d.attempts) == 1
+	var rej []Rejected
+	for i := range b.Records {
+		if b.Settled(i) {
+			continue
+		}
+		line := string(b.Records[i].Line)
+		switch {
+		case first && strings.Contains(line, "bad"):
+			rej = append(rej, Rejected{Index: i, Reason: "mapper_parsing_exception"})
+		case !first || i%2 == 0:
+			d.lines = append(d.lines, line)
+			b.Settle(i)
+		}
+	}
+	if first {
+		return rej, RetryAfter(errors.New("429 Too Many Requests"), 7*time.Second)
+	}
+	return nil, nil
+}
+
+func TestPartialRetryAndRetryAfter(t *testing.T) {
+	dir := t.TempDir()
+	l := openWAL(t, filepath.Join(dir, "wal"))
+	dest := &partialDest{calls: make(chan struct{}, 1)}
+	cfg := Config{Name: "es", BatchSize: 10, Linger: time.Hour, Retry: Backoff{Initial: time.Millisecond, Max: time.Millisecond},
+		Dir: filepath.Join(dir, "sinks", "es")}
+	s, err := New(cfg, dest, quiet())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var waits []time.Duration
+	s.waitFn = func(_ context.Context, d time.Duration) bool {
+		mu.Lock()
+		waits = append(waits, d)
+		mu.Unlock()
+		return true
+	}
+	m := NewManager([]*Sink{s}, nil, quiet())
+	m.Start(l)
+	var all []string
+	for i := range 10 {
+		extra := ""
+		if i == 3 {
+			extra = " bad"
+		}
+		all = append(all, jsonLine("api", i, extra))
+	}
+	// One WAL record of 10 lines: the batch is full at once (no linger).
+	appendLines(t, l, "t1", all...)
+	s.onDone = func() {
+		select {
+		case dest.calls <- struct{}{}:
+		default:
+		}
+	}
+	start(t, m, l)
+	cond := func() bool {
+		dest.mu.Lock()
+		defer dest.mu.Unlock()
+		return len(dest.attempts) >= 2
+	}
+	for !cond() {
+		select {
+		case <-dest.calls:
+		case <-time.After(30 * time.Second):
+			t.Fatal("gave up waiting for the retry")
+		}
+	}
+	// The counters settle once the batch is done (onDone).
+	for m.Status()[0].Records != 9 || m.Status()[0].DeadLettered != 1 {
+		select {
+		case <-dest.calls:
+		case <-time.After(30 * time.Second):
+			t.Fatalf("status %+v: want 9 records sent, 1 dead-lettered", m.Status()[0])
+		}
+	}
+	dest.mu.Lock()
+	defer dest.mu.Unlock()
+	if len(dest.attempts[0]) != 10 {
+		t.Fatalf("first attempt offered %d records, want 10", len(dest.attempts[0]))
+	}
+	var wantRetry []string
+	for i, line := range all {
+		if i%2 == 1 && i != 3 {
+			wantRetry = append(wantRetry, line)
+		}
+	}
+	if !slices.Equal(dest.attempts[1], wantRetry) {
+		t.Fatalf("retry offered %d records:\n%s\nwant only the undelivered, not rejected %d:\n%s", len(dest.attempts[1]),
+			strings.Join(dest.attempts[1], "\n"), len(wantRetry), strings.Join(wantRetry, "\n"))
+	}
+	got := slices.Clone(dest.lines)
+	slices.Sort(got)
+	want := slices.Clone(all)
+	want = slices.Delete(want, 3, 4)
+	slices.Sort(want)
+	if !slices.Equal(got, want) {
+		t.Fatalf("delivered %d lines, want each of %d once", len(got), len(want))
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(waits) != 1 || waits[0] < 7*time.Second {
+		t.Fatalf("waits before retries %v: want one of at least the 7s Retry-After", waits)
+	}
+}
