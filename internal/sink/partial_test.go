@@ -149,3 +149,27 @@ func TestPartialRetryAndRetryAfter(t *testing.T) {
 		t.Fatalf("waits before retries %v: want one of at least the 7s Retry-After", waits)
 	}
 }
+
+func TestParseRetryAfter(t *testing.T) {
+	now := time.Date(2026, 1, 15, 8, 0, 0, 0, time.UTC)
+	for _, c := range []struct {
+		in   string
+		want time.Duration
+	}{
+		{"", 0},
+		{"0", 0},
+		{"-3", 0},
+		{"7", 7 * time.Second},
+		{"soon", 0},
+		{"99999999999", MaxRetryAfter},
+		{"Thu, 15 Jan 2026 08:00:30 GMT", 30 * time.Second},
+		{"Thu, 15 Jan 2026 07:59:30 GMT", 0},
+		{"Fri, 16 Jan 2026 08:00:00 GMT", MaxRetryAfter},
+	} {
+		t.Run(c.in, func(t *testing.T) {
+			if got := ParseRetryAfter(c.in, now); got != c.want {
+				t.Fatalf("ParseRetryAfter(%q) = %v, want %v", c.in, got, c.want)
+			}
+		})
+	}
+}

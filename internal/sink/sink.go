@@ -39,6 +39,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"net/http"
 	"strconv"
 	"time"
 
@@ -377,4 +378,27 @@ func (b Backoff) delay(n int, rnd func(int64) int64) time.Duration {
 	}
 	half := int64(d) / 2
 	return time.Duration(half + rnd(half+1))
+}
+
+// MaxRetryAfter bounds the wait a Retry-After header can ask for, so
+// that a wrong header cannot stall a sink for days.
+const MaxRetryAfter = time.Hour
+
+// ParseRetryAfter reads an HTTP Retry-After value, delay-seconds or an
+// HTTP date (RFC 9110 10.2.3), as a wait from now, at most MaxRetryAfter.
+// It returns 0 for an empty, unreadable or past value.
+func ParseRetryAfter(v string, now time.Time) time.Duration {
+	if v == "" {
+		return 0
+	}
+	if n, err := strconv.ParseInt(v, 10, 64); err == nil {
+		if n <= 0 {
+			return 0
+		}
+		return min(time.Duration(min(n, int64(MaxRetryAfter/time.Second)))*time.Second, MaxRetryAfter)
+	}
+	if t, err := http.ParseTime(v); err == nil && t.After(now) {
+		return min(t.Sub(now), MaxRetryAfter)
+	}
+	return 0
 }
