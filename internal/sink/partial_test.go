@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -25,6 +26,8 @@ type partialDest struct {
 
 func (d *partialDest) Open(context.Context) (wal.Pos, bool, error) { return wal.Pos{}, false, nil }
 func (d *partialDest) Close() error                                { return nil }
+
+func (d *partialDest) Positionless() {}
 
 func (d *partialDest) Deliver(_ context.Context, b *Batch) ([]Rejected, error) {
 	defer func() {
@@ -93,7 +96,9 @@ func TestPartialRetryAndRetryAfter(t *testing.T) {
 	}
 	// One WAL record of 10 lines: the batch is full at once (no linger).
 	appendLines(t, l, "t1", all...)
+	var dones atomic.Int32
 	s.onDone = func() {
+		dones.Add(1)
 		select {
 		case dest.calls <- struct{}{}:
 		default:
@@ -113,12 +118,17 @@ func TestPartialRetryAndRetryAfter(t *testing.T) {
 		}
 	}
 	// The counters settle once the batch is done (onDone).
-	for m.Status()[0].Records != 9 || m.Status()[0].DeadLettered != 1 {
+	for dones.Load() == 0 || m.Status()[0].Records != 9 || m.Status()[0].DeadLettered != 1 {
 		select {
 		case <-dest.calls:
 		case <-time.After(30 * time.Second):
 			t.Fatalf("status %+v: want 9 records sent, 1 dead-lettered", m.Status()[0])
 		}
+	}
+	// A destination without positions has the position file saved after
+	// each batch, not only when a WAL segment is passed.
+	if p, ok, err := readPosition(s.positionPath()); err != nil || !ok || p != l.Committed() {
+		t.Fatalf("position file %v (%v, %v) after the batch, want the log's end %v", p, ok, err, l.Committed())
 	}
 	dest.mu.Lock()
 	defer dest.mu.Unlock()

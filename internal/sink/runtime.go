@@ -224,7 +224,11 @@ func (s *Sink) Run(ctx context.Context, l *wal.Log) error {
 		}
 		s.setDone(b.End)
 		s.oldest.Store(0)
-		if err := s.maybeSave(); err != nil {
+		save := s.maybeSave
+		if _, ok := s.dest.(Positionless); ok && len(b.Records) > 0 {
+			save = s.savePosition
+		}
+		if err := save(); err != nil {
 			return err
 		}
 		if s.onDone != nil {

@@ -74,6 +74,15 @@ type Destination interface {
 	Close() error
 }
 
+// Positionless is a Destination that keeps no position with its data
+// (Loki, Elasticsearch): the runtime's position file is all there is, so
+// the runtime saves it after every delivered batch (an fsync each), and a
+// crash re-sends the batch in flight at most, not everything since the
+// WAL segment began. Delivery stays at least once.
+type Positionless interface {
+	Positionless()
+}
+
 // ErrPermanent marks a Deliver error that retrying cannot fix.
 var ErrPermanent = errors.New("rejected for good")
 

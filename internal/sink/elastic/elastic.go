@@ -132,6 +132,9 @@ func New(cfg Config) (*Dest, error) {
 // Open keeps no position: ids make retries harmless instead.
 func (d *Dest) Open(context.Context) (wal.Pos, bool, error) { return wal.Pos{}, false, nil }
 
+// Positionless says the runtime's position file is all there is.
+func (d *Dest) Positionless() {}
+
 // Close releases idle connections.
 func (d *Dest) Close() error {
 	d.client.CloseIdleConnections()

@@ -99,6 +99,9 @@ func New(cfg Config) (*Dest, error) {
 // Open keeps no position: Loki has none for us (at least once).
 func (d *Dest) Open(context.Context) (wal.Pos, bool, error) { return wal.Pos{}, false, nil }
 
+// Positionless says the runtime's position file is all there is.
+func (d *Dest) Positionless() {}
+
 // Close does nothing: requests hold nothing between deliveries.
 func (d *Dest) Close() error {
 	d.client.CloseIdleConnections()
