@@ -1,6 +1,6 @@
-// Package sink forwards what sluice stored to other systems (PostgreSQL and
-// files in this slice; Kafka, Loki and Elasticsearch next): the runtime
-// every destination shares.
+// Package sink forwards what sluice stored to other systems (PostgreSQL,
+// files, Loki and Elasticsearch; Kafka next): the runtime every
+// destination shares.
 //
 // A sink has no queue of its own. It follows the WAL with a wal.Cursor from
 // a durable position, as a PostgreSQL replication slot follows its WAL:
@@ -17,7 +17,9 @@
 // Destination with retries (jittered exponential backoff with a cap). A
 // Destination that keeps the position with its data (PostgreSQL: in the
 // same transaction as the rows; files: beside the file's size, truncated
-// back on restart) makes delivery exactly once. Records a destination
+// back on restart) makes delivery exactly once; one that keeps none (Loki,
+// Elasticsearch: Positionless) has the sink's position file saved after
+// every batch, and delivery is at least once. Records a destination
 // rejects for good go to the sink's dead-letter file with the reason.
 //
 // Routing by rules (the rules' route action, a later slice) will be carried
@@ -48,8 +50,8 @@ import (
 	"github.com/sluicelog/sluice/internal/wal"
 )
 
-// Destination is where a sink delivers: one per sink. PostgreSQL and files
-// implement it here; Kafka, Loki and Elasticsearch will.
+// Destination is where a sink delivers: one per sink. PostgreSQL, files,
+// Loki and Elasticsearch implement it; Kafka will.
 //
 // Concurrency: the runtime calls a Destination from one goroutine.
 type Destination interface {
