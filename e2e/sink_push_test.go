@@ -11,6 +11,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -19,7 +20,8 @@ import (
 )
 
 // TestSinkLokiElasticKill9 runs sluice B (the destination: it speaks
-// Loki push and _bulk) and sluice A with two sinks to B: loki (each
+// Loki push and _bulk; down during the first cycle, so that the sinks
+// retry) and sluice A with two sinks to B: loki (each
 // record's tenant as X-Scope-OrgID) and elasticsearch (create actions
 // with ids, into B's tenant "es"). Clients post lines of the stream
 // {service="pushtest"} (and of another, which no sink takes) to A under
@@ -36,7 +38,17 @@ func TestSinkLokiElasticKill9(t *testing.T) {
 	rng := rand.New(rand.NewPCG(seed, 3))
 	start := time.Now().Add(-time.Minute)
 	dir := t.TempDir()
-	b := mustStartServerOn(t, filepath.Join(dir, "b"))
+	// B is down during the first cycle: both sinks retry connection
+	// errors, then deliver once B is up on the address A was given.
+	b := &server{data: filepath.Join(dir, "b"), addr: freeAddr(t)}
+	startB := func() {
+		cmd := exec.Command(sluiceBin, "serve", "--data", b.data, "--listen", b.addr, "--pprof=false")
+		cmd.Env = sluiceEnv()
+		b.p = startProc(t, "sluice serve (B, the destination)", cmd)
+		if err := b.waitReady(2 * time.Minute); err != nil {
+			t.Fatalf("sluice B on %s: %v", b.addr, err)
+		}
+	}
 	cfg := filepath.Join(dir, "a.yaml")
 	conf := fmt.Sprintf(`sinks:
   - name: to-loki
@@ -115,6 +127,25 @@ func TestSinkLokiElasticKill9(t *testing.T) {
 				}
 			})
 		}
+		if c == 0 {
+			// Wait for both sinks to have failed against the absent B.
+			for i := 0; ; i++ {
+				failing := 0
+				for _, st := range pushSinkStatus(t, a) {
+					if st.LastError != "" {
+						failing++
+					}
+				}
+				if failing == 2 {
+					break
+				}
+				if i > 3000 {
+					t.Fatalf("the sinks report no error with their destination down: %+v", pushSinkStatus(t, a))
+				}
+				time.Sleep(20 * time.Millisecond) // polling a status: no event to wait on
+			}
+			t.Logf("with B down: %+v", pushSinkStatus(t, a))
+		}
 		time.Sleep(time.Duration(30+rng.IntN(200)) * time.Millisecond)
 		close(stopped)
 		a.kill9(t)
@@ -123,6 +154,9 @@ func TestSinkLokiElasticKill9(t *testing.T) {
 		client.CloseIdleConnections()
 		if t.Failed() {
 			t.FailNow()
+		}
+		if c == 0 {
+			startB()
 		}
 	}
 	a := mustStartServerOn(t, data, args...)
