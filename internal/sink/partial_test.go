@@ -3,6 +3,7 @@ package sink
 import (
 	"context"
 	"errors"
+	"fmt"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -11,6 +12,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluicelog/sluice/internal/parse"
+	lokiproto "github.com/sluicelog/sluice/internal/protocol/loki"
+	"github.com/sluicelog/sluice/internal/record"
+	"github.com/sluicelog/sluice/internal/rows"
 	"github.com/sluicelog/sluice/internal/wal"
 )
 
@@ -181,5 +186,48 @@ func TestParseRetryAfter(t *testing.T) {
 				t.Fatalf("ParseRetryAfter(%q) = %v, want %v", c.in, got, c.want)
 			}
 		})
+	}
+}
+
+// Structured metadata of a Loki push survives the WAL into Record.Metadata;
+// fields parsed from a line do not become metadata.
+func TestRecordMetadata(t *testing.T) {
+	d := lokiproto.Decoder{Limits: lokiproto.DefaultLimits}
+	var pushed record.Batch
+	if _, err := d.DecodeJSON([]byte(`{"streams":[{"stream":{"app":"api"},"values":[
+		["1768464000000000001","plain"],
+		["1768464000000000002","with meta",{"trace_id":"abc","user":"a\"b"}]]}]}`), &pushed); err != nil {
+		t.Fatal(err)
+	}
+	var enc rows.Encoder
+	var b Batch
+	for _, src := range []*record.Batch{&pushed} {
+		blk, err := rows.Decode(enc.Append(nil, "t1", src))
+		if err != nil {
+			t.Fatal(err)
+		}
+		b.appendBlock(&filter{}, blk, wal.Pos{})
+	}
+	p, err := parse.New(parse.Options{Format: "json", Record: record.DefaultConfig()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = p.Bytes(context.Background(), []byte(`{"service":"api","trace_id":"abc","msg":"parsed"}`+"\n"), func(rb *record.Batch) error {
+		blk, err := rows.Decode(enc.Append(nil, "t1", rb))
+		if err == nil {
+			b.appendBlock(&filter{}, blk, wal.Pos{})
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, r := range b.Records {
+		got = append(got, fmt.Sprintf("%s %v", r.Line, r.Metadata))
+	}
+	want := []string{`plain {}`, `with meta {trace_id="abc", user="a\"b"}`, `{"service":"api","trace_id":"abc","msg":"parsed"} {}`}
+	if !slices.Equal(got, want) {
+		t.Fatalf("records and metadata:\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }

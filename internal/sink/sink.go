@@ -138,6 +138,12 @@ type Record struct {
 	// Row is the record's index among the rows of its WAL frame: with
 	// Pos, an identity that reading the WAL again gives again.
 	Row int
+	// Metadata is the record's structured metadata, as a Loki or OTLP
+	// push carried it (names and unescaped values), for destinations
+	// that keep it apart from the line; nil when the record's fields
+	// were parsed from its line (see protocol/loki.Metadata for the
+	// rule). Its fields are in FieldsJSON too.
+	Metadata record.Labels
 }
 
 // Batch is what one Deliver call carries: records of consecutive WAL
@@ -263,7 +269,8 @@ func (b *Batch) appendBlock(f *filter, blk *rows.Block, at wal.Pos) int {
 		b.arena = append(b.arena, r.Line...)
 		sp.line = [2]int{s, len(b.arena)}
 		spans = append(spans, sp)
-		b.Records = append(b.Records, Record{Time: r.Time, Tenant: blk.Tenant, Labels: blk.Streams[r.Stream], Pos: at, Row: i})
+		b.Records = append(b.Records, Record{Time: r.Time, Tenant: blk.Tenant, Labels: blk.Streams[r.Stream], Pos: at, Row: i,
+			Metadata: metadataOf(blk, &r)})
 		b.Bytes += len(r.Line)
 	}
 	for k, sp := range spans {
@@ -273,6 +280,31 @@ func (b *Batch) appendBlock(f *filter, blk *rows.Block, at wal.Pos) int {
 		r.Line = b.arena[sp.line[0]:sp.line[1]:sp.line[1]]
 	}
 	return len(b.Records) - start
+}
+
+// metadataOf returns the fields of r as structured metadata when they
+// are that, by the rule of protocol/loki.Metadata: the message is the
+// whole line, and every field is a string held apart from the line, with
+// no time or message role. Otherwise nil: the fields were parsed from
+// the line, which a destination sends as it is.
+func metadataOf(blk *rows.Block, r *rows.Row) record.Labels {
+	if len(r.Fields) == 0 {
+		return nil
+	}
+	if len(r.Line) > 0 && !(r.MsgInLine && r.MsgOff == 0 && len(r.Msg) == len(r.Line)) {
+		return nil
+	}
+	for k := range r.Fields {
+		if f := &r.Fields[k]; f.InLine || f.Role != record.RoleNone || f.Kind != record.String {
+			return nil
+		}
+	}
+	md := make(record.Labels, len(r.Fields))
+	for k := range r.Fields {
+		f := &r.Fields[k]
+		md[k] = record.Label{Name: blk.Names[f.Name], Value: string(record.AppendUnescaped(nil, f.Value, f.Flags&^record.BadUTF8))}
+	}
+	return md
 }
 
 // appendLabelsJSON appends ls as a JSON object of strings.

@@ -18,8 +18,10 @@
 // entry identical to one already in its stream, same time and line, in
 // most cases, but not across ingester restarts: do not count on it.)
 //
-// Fields are not sent: lines parsed by sluice hold them, and Loki
-// extracts them at query time with a parser stage.
+// Structured metadata is sent for records that carry it (a Loki or OTLP
+// push's, sink.Record.Metadata). Fields parsed from the line are not
+// sent: the line holds them, and Loki extracts them at query time with a
+// parser stage.
 package loki
 
 import (
@@ -173,8 +175,9 @@ func wait(err error) time.Duration {
 	return 0
 }
 
-// build fills d.rb with records idx of b: lines, times and stream labels
-// (no fields: see the package doc).
+// build fills d.rb with records idx of b: lines, times, stream labels and
+// structured metadata (string fields held after the line in Data, which
+// is what protocol/loki.Metadata sends).
 func (d *Dest) build(b *sink.Batch, idx []int) *record.Batch {
 	rb := &d.rb
 	rb.Reset()
@@ -189,7 +192,18 @@ func (d *Dest) build(b *sink.Batch, idx []int) *record.Batch {
 		off := uint32(len(rb.Data))
 		rb.Data = append(rb.Data, r.Line...)
 		line := record.Span{Off: off, Len: uint32(len(r.Line))}
-		rb.Records = append(rb.Records, record.Record{Time: r.Time, Stream: id, Line: line, Msg: line})
+		start := len(rb.Fields)
+		for _, m := range r.Metadata {
+			nid, ok := rb.Names.Lookup([]byte(m.Name))
+			if !ok {
+				break
+			}
+			voff := uint32(len(rb.Data))
+			rb.Data = append(rb.Data, m.Value...)
+			rb.Fields = append(rb.Fields, record.Field{Name: nid, Kind: record.String, Raw: record.Span{Off: voff, Len: uint32(len(m.Value))}})
+		}
+		rb.Records = append(rb.Records, record.Record{Time: r.Time, Stream: id, Line: line, Msg: line,
+			FieldStart: uint32(start), NumFields: uint32(len(rb.Fields) - start)})
 	}
 	return rb
 }

@@ -220,3 +220,42 @@ func TestConfigErrors(t *testing.T) {
 		}
 	}
 }
+
+// Structured metadata goes as the push's entry metadata.
+func TestMetadata(t *testing.T) {
+	var got []string
+	var mu sync.Mutex
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		var b record.Batch
+		d := lokiproto.Decoder{Limits: lokiproto.DefaultLimits}
+		if _, err := d.DecodeProto(body, &b, 1<<20); err != nil {
+			http.Error(w, err.Error(), 400)
+			return
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		for i := range b.Records {
+			s := string(b.Bytes(b.Records[i].Line))
+			for _, f := range b.RecordFields(i) {
+				s += " " + b.Name(&f) + "=" + string(b.AppendString(nil, &f))
+			}
+			got = append(got, s)
+		}
+		w.WriteHeader(204)
+	}))
+	defer ts.Close()
+	d, err := New(Config{URL: ts.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	b := batch("t1", "t1")
+	b.Records[1].Metadata = record.Labels{{Name: "trace_id", Value: "abc"}, {Name: "user", Value: `a"b`}}
+	if _, err := d.Deliver(context.Background(), b); err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"line a", `line b trace_id=abc user=a"b`}; !slices.Equal(got, want) {
+		t.Fatalf("received %q, want %q", got, want)
+	}
+}
