@@ -5,16 +5,20 @@ package e2e
 // during delivery.
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -29,10 +33,12 @@ import (
 // cycle; a last run lets both sinks catch up. Every acknowledged line
 // must then be in B, through B's /loki/api/v1/query_range, for each sink.
 // Both sinks are at least once into a sluice (B ignores _id): duplicates
-// are counted and logged, not failed on.
+// are counted and logged, not failed on. A third sink, elasticsearch
+// into a stand-in that keeps documents by _id as Elasticsearch does,
+// must give every acknowledged line exactly once: create with ids.
 func TestSinkLokiElasticKill9(t *testing.T) {
 	skipIfOff(t)
-	cycles := int(envNumber(t, "SLUICE_SINK_PUSH_CYCLES", 4))
+	cycles := int(envNumber(t, "SLUICE_SINK_PUSH_CYCLES", 10))
 	seed := uint64(time.Now().UnixNano())
 	t.Logf("seed %d, %d cycles", seed, cycles)
 	rng := rand.New(rand.NewPCG(seed, 3))
@@ -49,6 +55,13 @@ func TestSinkLokiElasticKill9(t *testing.T) {
 			t.Fatalf("sluice B on %s: %v", b.addr, err)
 		}
 	}
+	// A third sink posts to an Elasticsearch stand-in that keeps
+	// documents by _id, as Elasticsearch does: create with ids must give
+	// exactly once there, kill -9 or not.
+	ids := &idStore{docs: map[string]string{}}
+	idsServer := httptest.NewServer(ids)
+	defer idsServer.Close()
+	ids.URL = idsServer.URL
 	cfg := filepath.Join(dir, "a.yaml")
 	conf := fmt.Sprintf(`sinks:
   - name: to-loki
@@ -69,7 +82,16 @@ func TestSinkLokiElasticKill9(t *testing.T) {
       url: %s
       index: logs-pushtest
       org_id: es
-`, b.url("/loki/api/v1/push"), b.url("/?_stream_fields=service&_msg_field=message&_time_field=@timestamp"))
+  - name: to-ids
+    type: elasticsearch
+    selector: '{service="pushtest"}'
+    batch: 200
+    linger: 10ms
+    retry: {initial: 10ms, max: 200ms}
+    elasticsearch:
+      url: %s
+      index: logs-pushtest
+`, b.url("/loki/api/v1/push"), b.url("/?_stream_fields=service&_msg_field=message&_time_field=@timestamp"), ids.URL)
 	if err := os.WriteFile(cfg, []byte(conf), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -128,7 +150,9 @@ func TestSinkLokiElasticKill9(t *testing.T) {
 			})
 		}
 		if c == 0 {
-			// Wait for both sinks to have failed against the absent B.
+			// Wait for the sinks to B to have failed against the absent B
+			// (the stand-in fails too: it refuses everything until B is
+			// up).
 			for i := 0; ; i++ {
 				failing := 0
 				for _, st := range pushSinkStatus(t, a) {
@@ -136,7 +160,7 @@ func TestSinkLokiElasticKill9(t *testing.T) {
 						failing++
 					}
 				}
-				if failing == 2 {
+				if failing == 3 {
 					break
 				}
 				if i > 3000 {
@@ -157,6 +181,7 @@ func TestSinkLokiElasticKill9(t *testing.T) {
 		}
 		if c == 0 {
 			startB()
+			ids.up.Store(true)
 		}
 	}
 	a := mustStartServerOn(t, data, args...)
@@ -210,7 +235,7 @@ func TestSinkLokiElasticKill9(t *testing.T) {
 				foreign++
 			}
 		}
-		t.Logf("%s: %d acknowledged lines, %d distinct in B, %d missing; at least once: %d lines came more than once (%d extra copies)",
+		t.Logf("%s: %d acknowledged lines, %d distinct at the destination, %d missing; at least once: %d lines came more than once (%d extra copies)",
 			sinkName, len(acked), len(seen), missing, twice, extra)
 		if missing > 0 || foreign > 0 {
 			t.Fatalf("%s: %d acknowledged lines missing, %d lines never sent (or under another tenant)", sinkName, missing, foreign)
@@ -246,6 +271,28 @@ func TestSinkLokiElasticKill9(t *testing.T) {
 		}
 	}
 	check("elasticsearch", esSeen)
+
+	// The stand-in: each acknowledged line once, under one _id.
+	ids.mu.Lock()
+	defer ids.mu.Unlock()
+	if ids.mismatch != "" {
+		t.Fatalf("one _id for two records: %s", ids.mismatch)
+	}
+	idSeen := map[string]int{}
+	for _, lineID := range ids.docs {
+		idSeen[sent[lineID]+"/"+lineID]++
+	}
+	check("elasticsearch create with ids", idSeen)
+	twice := 0
+	for _, n := range idSeen {
+		if n > 1 {
+			twice++
+		}
+	}
+	t.Logf("elasticsearch create with ids: %d creates refused with 409 (re-sent after a kill or a refusal, counted as delivered)", ids.conflicts)
+	if twice > 0 {
+		t.Fatalf("elasticsearch create with ids: %d lines indexed more than once: not exactly once", twice)
+	}
 }
 
 // pushSinkStatus returns every sink's state.
@@ -263,4 +310,59 @@ func pushSinkStatus(t *testing.T, s *server) []sinkState {
 		t.Fatalf("GET /api/v1/sinks: %v %+v", err, st)
 	}
 	return st.Sinks
+}
+
+// idStore is an Elasticsearch _bulk stand-in that keeps documents by _id:
+// create of an id it holds answers 409, as Elasticsearch does. Until up,
+// it answers 503 to everything.
+type idStore struct {
+	URL       string
+	up        atomic.Bool
+	mu        sync.Mutex
+	docs      map[string]string // _id: the line's id
+	conflicts int
+	mismatch  string // an _id seen with two different lines
+}
+
+func (s *idStore) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if !s.up.Load() {
+		http.Error(w, "not up yet", http.StatusServiceUnavailable)
+		return
+	}
+	body, err := io.ReadAll(r.Body)
+	if err != nil || r.URL.Path != "/_bulk" {
+		http.Error(w, "bad request", http.StatusBadRequest)
+		return
+	}
+	lines := bytes.Split(bytes.TrimSuffix(body, []byte("\n")), []byte("\n"))
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var items []string
+	for k := 0; k+1 < len(lines); k += 2 {
+		var action struct {
+			Create struct {
+				ID string `json:"_id"`
+			} `json:"create"`
+		}
+		var doc struct {
+			ID string `json:"id"`
+		}
+		if json.Unmarshal(lines[k], &action) != nil || action.Create.ID == "" || json.Unmarshal(lines[k+1], &doc) != nil {
+			http.Error(w, "not a create with an _id and a document", http.StatusBadRequest)
+			return
+		}
+		status := 201
+		if held, ok := s.docs[action.Create.ID]; ok {
+			status = 409
+			s.conflicts++
+			if held != doc.ID && s.mismatch == "" {
+				s.mismatch = fmt.Sprintf("_id %s: lines %s and %s", action.Create.ID, held, doc.ID)
+			}
+		} else {
+			s.docs[action.Create.ID] = doc.ID
+		}
+		items = append(items, fmt.Sprintf(`{"create":{"_id":%q,"status":%d}}`, action.Create.ID, status))
+	}
+	w.Header().Set("Content-Type", "application/json")
+	fmt.Fprintf(w, `{"errors":false,"items":[%s]}`, strings.Join(items, ","))
 }

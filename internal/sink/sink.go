@@ -99,6 +99,9 @@ type RetryAfterError struct {
 }
 
 func (e *RetryAfterError) Error() string {
+	if e.Wait <= 0 {
+		return e.Err.Error()
+	}
 	return fmt.Sprintf("%v (retry after %v)", e.Err, e.Wait)
 }
 
