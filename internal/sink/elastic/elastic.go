@@ -17,9 +17,12 @@
 // deliver the item; 429, 502, 503 and 504 leave it for the retry, which
 // sends those items alone (sink.Batch.Settle); any other status sends
 // the item to the dead letter with its error. The whole request: 429 and
-// 503 are retried no sooner than Retry-After, other 4xx send the batch to
-// the dead letter with the status and the start of the body, 5xx and
-// connection errors are retried.
+// 503 are retried no sooner than Retry-After; 413 (larger than the
+// cluster's http.max_content_length) splits the request in halves until
+// they fit, and a single document refused so goes to the dead letter;
+// other 4xx send the request's records to the dead letter with the
+// status and the start of the body; 5xx and connection errors are
+// retried.
 package elastic
 
 import (
@@ -84,7 +87,6 @@ type Dest struct {
 	enc    esproto.Encoder
 	rb     record.Batch
 	body   []byte
-	sent   []int // record indexes in the order of the body's items
 }
 
 // New checks cfg.
@@ -147,24 +149,42 @@ func (d *Dest) ID(r *sink.Record) string {
 	return d.cfg.IDPrefix + strconv.FormatUint(r.Pos.Segment, 10) + "-" + strconv.FormatInt(r.Pos.Offset, 10) + "-" + strconv.Itoa(r.Row)
 }
 
-// Deliver posts the records of b not yet settled as one _bulk request.
+// Deliver posts the records of b not yet settled as one _bulk request
+// (split in halves while Elasticsearch answers 413).
 func (d *Dest) Deliver(ctx context.Context, b *sink.Batch) ([]sink.Rejected, error) {
-	if err := d.build(b); err != nil {
-		return nil, err
+	var idx []int
+	for i := range b.Records {
+		if !b.Settled(i) {
+			idx = append(idx, i)
+		}
 	}
-	if len(d.sent) == 0 {
+	if len(idx) == 0 {
 		return nil, nil
+	}
+	return d.deliver(ctx, b, idx)
+}
+
+// deliver posts records idx of b as one _bulk request.
+func (d *Dest) deliver(ctx context.Context, b *sink.Batch, idx []int) ([]sink.Rejected, error) {
+	if err := d.build(b, idx); err != nil {
+		return nil, err
 	}
 	res := d.post(ctx)
 	switch {
 	case res.err != nil:
 		return nil, res.err
+	case res.status == http.StatusRequestEntityTooLarge && len(idx) > 1:
+		// Too large for the cluster's http.max_content_length: each
+		// half alone.
+		rej, err := d.deliver(ctx, b, idx[:len(idx)/2])
+		rej2, err2 := d.deliver(ctx, b, idx[len(idx)/2:])
+		return append(rej, rej2...), errors.Join(err, err2)
 	case res.status == http.StatusTooManyRequests || res.status == http.StatusServiceUnavailable:
 		return nil, sink.RetryAfter(res.refusal(), res.retryAfter)
 	case res.status/100 == 4:
 		reason := res.refusal().Error()
-		rej := make([]sink.Rejected, len(d.sent))
-		for k, i := range d.sent {
+		rej := make([]sink.Rejected, len(idx))
+		for k, i := range idx {
 			rej[k] = sink.Rejected{Index: i, Reason: reason}
 		}
 		return rej, nil
@@ -175,14 +195,14 @@ func (d *Dest) Deliver(ctx context.Context, b *sink.Batch) ([]sink.Rejected, err
 	if err != nil {
 		return nil, fmt.Errorf("elasticsearch _bulk reply: %w", err)
 	}
-	if len(items) != len(d.sent) {
-		return nil, fmt.Errorf("elasticsearch _bulk reply: %d items for %d actions", len(items), len(d.sent))
+	if len(items) != len(idx) {
+		return nil, fmt.Errorf("elasticsearch _bulk reply: %d items for %d actions", len(items), len(idx))
 	}
 	var rej []sink.Rejected
 	retry := 0
 	var firstRetry string
 	for k, it := range items {
-		i := d.sent[k]
+		i := idx[k]
 		switch {
 		case it.Status/100 == 2 || it.Status == http.StatusConflict && d.cfg.Action == "create":
 			b.Settle(i)
@@ -208,17 +228,13 @@ func retryable(status int) bool {
 	return false
 }
 
-// build writes the _bulk body of b's unsettled records into d.body, and
-// their indexes into d.sent.
-func (d *Dest) build(b *sink.Batch) error {
+// build writes the _bulk body of records idx of b into d.body.
+func (d *Dest) build(b *sink.Batch, idx []int) error {
 	rb := &d.rb
 	rb.Reset()
 	rb.Names, rb.Streams = record.NewNames(), record.NewStreams()
-	d.body, d.sent = d.body[:0], d.sent[:0]
-	for i := range b.Records {
-		if b.Settled(i) {
-			continue
-		}
+	d.body = d.body[:0]
+	for _, i := range idx {
 		r := &b.Records[i]
 		k, err := addRecord(rb, r)
 		if err != nil {
@@ -233,7 +249,6 @@ func (d *Dest) build(b *sink.Batch) error {
 		d.body = append(d.body, "\"}}\n"...)
 		d.body = d.enc.AppendDoc(d.body, rb, k)
 		d.body = append(d.body, '\n')
-		d.sent = append(d.sent, i)
 	}
 	return nil
 }

@@ -35,6 +35,9 @@ type fakeES struct {
 	whole func(w http.ResponseWriter, req int) bool
 	// loseReply stores request req's documents, then answers 500.
 	loseReply func(req int) bool
+	// tooLarge, if not 0, answers 413 to requests of more documents, and
+	// to any holding the message "huge".
+	tooLarge int
 }
 
 func (f *fakeES) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -51,7 +54,21 @@ func (f *fakeES) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	var msgs []string
 	var items []string
-	sc := bufio.NewScanner(r.Body)
+	body, _ := io.ReadAll(r.Body)
+	if f.tooLarge != 0 {
+		var n int
+		var huge bool
+		for _, l := range strings.Split(strings.TrimSuffix(string(body), "\n"), "\n") {
+			n++
+			huge = huge || strings.Contains(l, `"message":"huge"`)
+		}
+		if n/2 > f.tooLarge || huge {
+			f.requests = append(f.requests, []string{fmt.Sprintf("413 for %d", n/2)})
+			http.Error(w, "Request Entity Too Large", http.StatusRequestEntityTooLarge)
+			return
+		}
+	}
+	sc := bufio.NewScanner(strings.NewReader(string(body)))
 	sc.Buffer(nil, 1<<20)
 	for sc.Scan() {
 		var action map[string]struct {
@@ -320,5 +337,29 @@ func TestConfigErrors(t *testing.T) {
 		if _, err := New(c.cfg); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("New(%+v) = %v, want an error naming %q", c.cfg, err, c.want)
 		}
+	}
+}
+
+// A request too large for the cluster (413) is split in halves until the
+// halves fit; a document too large alone goes to the dead letter.
+func TestTooLargeSplits(t *testing.T) {
+	f := &fakeES{tooLarge: 2}
+	d := newDest(t, f, Config{})
+	b := batch(6)
+	b.Records[4].Line = []byte("huge")
+	rej, err := d.Deliver(context.Background(), b)
+	if err != nil || len(rej) != 1 || rej[0].Index != 4 || !strings.Contains(rej[0].Reason, "413") {
+		t.Fatalf("Deliver: %v, rejected %+v: want only the huge record rejected", err, rej)
+	}
+	if b.Unsettled() != 1 || len(f.docs) != 5 {
+		t.Fatalf("%d unsettled (want only the rejected one), %d documents stored (want 5)", b.Unsettled(), len(f.docs))
+	}
+	var got []string
+	for _, r := range f.requests {
+		got = append(got, strings.Join(r, " "))
+	}
+	want := "413 for 6|413 for 3|m0|m1 m2|413 for 3|m3|413 for 2|413 for 1|m5"
+	if strings.Join(got, "|") != want {
+		t.Fatalf("requests %q\nwant %q", strings.Join(got, "|"), want)
 	}
 }

@@ -6,10 +6,11 @@
 // record's tenant, or the configured OrgID).
 //
 // Answers: 2xx delivers the tenant's records; 429 and 503 are retried,
-// no sooner than their Retry-After; other 4xx are permanent: the
-// tenant's records go to the dead letter with the status and the start
-// of the body; anything else (5xx, a connection error, a timeout) is
-// retried. When one tenant's push succeeds and another's fails, the
+// no sooner than their Retry-After; 413 splits the push in halves until
+// they fit (a single record refused so goes to the dead letter); other
+// 4xx are permanent: the push's records go to the dead letter with the
+// status and the start of the body; anything else (5xx, a connection
+// error, a timeout) is retried. When one tenant's push succeeds and another's fails, the
 // retry sends only the failed tenant's records (sink.Batch.Settle).
 //
 // Loki keeps no position for us: the sink resumes from its own position
@@ -131,26 +132,7 @@ func (d *Dest) Deliver(ctx context.Context, b *sink.Batch) ([]sink.Rejected, err
 	var rej []sink.Rejected
 	var errs []error
 	for _, tenant := range d.order {
-		idx := d.groups[tenant]
-		d.body = d.enc.AppendPushProto(d.body[:0], d.build(b, idx))
-		res := d.push(ctx, tenant, d.body)
-		switch {
-		case res.err != nil:
-			errs = append(errs, res.err)
-		case res.status/100 == 2:
-			for _, i := range idx {
-				b.Settle(i)
-			}
-		case res.status == http.StatusTooManyRequests || res.status == http.StatusServiceUnavailable:
-			errs = append(errs, sink.RetryAfter(res.refusal(tenant), res.retryAfter))
-		case res.status/100 == 4:
-			reason := res.refusal(tenant).Error()
-			for _, i := range idx {
-				rej = append(rej, sink.Rejected{Index: i, Reason: reason})
-			}
-		default:
-			errs = append(errs, res.refusal(tenant))
-		}
+		rej, errs = d.pushSet(ctx, b, tenant, d.groups[tenant], rej, errs)
 	}
 	if len(errs) > 0 {
 		// The longest Retry-After wins: errors.Join keeps each, and the
@@ -165,6 +147,36 @@ func (d *Dest) Deliver(ctx context.Context, b *sink.Batch) ([]sink.Rejected, err
 		return rej, errors.Join(errs...)
 	}
 	return rej, nil
+}
+
+// pushSet pushes records idx of b for tenant, appending what it rejects
+// and its errors to rej and errs. A 413 (the push is larger than the
+// receiver takes) splits idx in halves until they fit.
+func (d *Dest) pushSet(ctx context.Context, b *sink.Batch, tenant string, idx []int, rej []sink.Rejected, errs []error) (
+	[]sink.Rejected, []error) {
+	d.body = d.enc.AppendPushProto(d.body[:0], d.build(b, idx))
+	res := d.push(ctx, tenant, d.body)
+	switch {
+	case res.err != nil:
+		errs = append(errs, res.err)
+	case res.status/100 == 2:
+		for _, i := range idx {
+			b.Settle(i)
+		}
+	case res.status == http.StatusRequestEntityTooLarge && len(idx) > 1:
+		rej, errs = d.pushSet(ctx, b, tenant, idx[:len(idx)/2], rej, errs)
+		rej, errs = d.pushSet(ctx, b, tenant, idx[len(idx)/2:], rej, errs)
+	case res.status == http.StatusTooManyRequests || res.status == http.StatusServiceUnavailable:
+		errs = append(errs, sink.RetryAfter(res.refusal(tenant), res.retryAfter))
+	case res.status/100 == 4:
+		reason := res.refusal(tenant).Error()
+		for _, i := range idx {
+			rej = append(rej, sink.Rejected{Index: i, Reason: reason})
+		}
+	default:
+		errs = append(errs, res.refusal(tenant))
+	}
+	return rej, errs
 }
 
 func wait(err error) time.Duration {

@@ -143,10 +143,14 @@ func TestAnswers(t *testing.T) {
 		{name: "429 without Retry-After", answer: status(429, "", ""), retry: true},
 		{name: "500", answer: status(500, "", "boom"), retry: true},
 		{name: "400", answer: status(400, "", "entry too far behind\n"), rejected: true, inReasons: "400 Bad Request: entry too far behind"},
-		{name: "413", answer: status(413, "", "too big"), rejected: true, inReasons: "413"},
+		{name: "413 each record", answer: status(413, "", "too big"), rejected: true, inReasons: "413"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			s := &server{answers: []func(http.ResponseWriter, string) bool{c.answer}}
+			if c.name == "413 each record" {
+				// Split in halves, each refused again.
+				s.answers = append(s.answers, c.answer, c.answer)
+			}
 			d := newDest(t, s, Config{})
 			b := batch("t1", "t1")
 			rej, err := d.Deliver(context.Background(), b)
@@ -257,5 +261,48 @@ func TestMetadata(t *testing.T) {
 	}
 	if want := []string{"line a", `line b trace_id=abc user=a"b`}; !slices.Equal(got, want) {
 		t.Fatalf("received %q, want %q", got, want)
+	}
+}
+
+// A push too large for the receiver (413) is split in halves until they
+// fit; a record too large alone goes to the dead letter.
+func TestTooLargeSplits(t *testing.T) {
+	var mu sync.Mutex
+	var sizes []int
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		var b record.Batch
+		d := lokiproto.Decoder{Limits: lokiproto.DefaultLimits}
+		if _, err := d.DecodeProto(body, &b, 1<<20); err != nil {
+			http.Error(w, err.Error(), 400)
+			return
+		}
+		huge := false
+		for i := range b.Records {
+			huge = huge || string(b.Bytes(b.Records[i].Line)) == "huge"
+		}
+		mu.Lock()
+		sizes = append(sizes, len(b.Records))
+		mu.Unlock()
+		if len(b.Records) > 2 || huge {
+			http.Error(w, "request body too large", 413)
+			return
+		}
+		w.WriteHeader(204)
+	}))
+	defer ts.Close()
+	d, err := New(Config{URL: ts.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	b := batch("t1", "t1", "t1", "t1", "t1")
+	b.Records[3].Line = []byte("huge")
+	rej, err := d.Deliver(context.Background(), b)
+	if err != nil || len(rej) != 1 || rej[0].Index != 3 || !strings.Contains(rej[0].Reason, "413") || b.Unsettled() != 1 {
+		t.Fatalf("Deliver: %v, rejected %+v, %d unsettled: want only the huge record rejected", err, rej, b.Unsettled())
+	}
+	if want := []int{5, 2, 3, 1, 2, 1, 1}; !slices.Equal(sizes, want) {
+		t.Fatalf("pushes of %v records, want %v", sizes, want)
 	}
 }
