@@ -17,14 +17,16 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/sluicelog/sluice/internal/sink"
+	"github.com/sluicelog/sluice/internal/sink/elastic"
 	"github.com/sluicelog/sluice/internal/sink/file"
+	"github.com/sluicelog/sluice/internal/sink/loki"
 	"github.com/sluicelog/sluice/internal/sink/postgres"
 )
 
 // sinkConfig is one entry of `sinks:` in the config file.
 type sinkConfig struct {
 	Name     string `yaml:"name"`
-	Type     string `yaml:"type"`     // postgres, file
+	Type     string `yaml:"type"`     // postgres, file, loki, elasticsearch
 	Tenant   string `yaml:"tenant"`   // a tenant, or "*" (the default) for all
 	Selector string `yaml:"selector"` // a LogQL stream selector
 	Batch    int    `yaml:"batch"`    // records per batch
@@ -37,6 +39,32 @@ type sinkConfig struct {
 	Policy   string         `yaml:"policy"` // block, drop_oldest
 	Postgres pgSinkConfig   `yaml:"postgres"`
 	File     fileSinkConfig `yaml:"file"`
+	Loki     lokiSinkConfig `yaml:"loki"`
+	Elastic  esSinkConfig   `yaml:"elasticsearch"`
+}
+
+// lokiSinkConfig is the loki: block of a sink.
+type lokiSinkConfig struct {
+	URL         string `yaml:"url"`
+	OrgID       string `yaml:"org_id"`
+	User        string `yaml:"user"`
+	Password    string `yaml:"password"`
+	BearerToken string `yaml:"bearer_token"`
+	Timeout     string `yaml:"timeout"`
+}
+
+// esSinkConfig is the elasticsearch: block of a sink.
+type esSinkConfig struct {
+	URL         string `yaml:"url"`
+	Index       string `yaml:"index"`
+	Action      string `yaml:"action"`
+	IDPrefix    string `yaml:"id_prefix"`
+	OrgID       string `yaml:"org_id"`
+	User        string `yaml:"user"`
+	Password    string `yaml:"password"`
+	APIKey      string `yaml:"api_key"`
+	BearerToken string `yaml:"bearer_token"`
+	Timeout     string `yaml:"timeout"`
 }
 
 // pgSinkConfig is the postgres: block of a sink.
@@ -117,8 +145,21 @@ func buildSinks(cfgs []sinkConfig, data string, reg prometheus.Registerer, log *
 				dest, err = file.New(file.Config{Sink: c.Name, Dir: c.File.Dir, MaxBytes: c.File.MaxBytes, MaxAge: age,
 					Compression: c.File.Compression})
 			}
+		case "loki":
+			var timeout time.Duration
+			if timeout, err = dur("loki.timeout", c.Loki.Timeout); err == nil {
+				dest, err = loki.New(loki.Config{Sink: c.Name, URL: c.Loki.URL, OrgID: c.Loki.OrgID, User: c.Loki.User,
+					Password: c.Loki.Password, BearerToken: c.Loki.BearerToken, Timeout: timeout})
+			}
+		case "elasticsearch":
+			var timeout time.Duration
+			if timeout, err = dur("elasticsearch.timeout", c.Elastic.Timeout); err == nil {
+				dest, err = elastic.New(elastic.Config{Sink: c.Name, URL: c.Elastic.URL, Index: c.Elastic.Index,
+					Action: c.Elastic.Action, IDPrefix: c.Elastic.IDPrefix, OrgID: c.Elastic.OrgID, User: c.Elastic.User,
+					Password: c.Elastic.Password, APIKey: c.Elastic.APIKey, BearerToken: c.Elastic.BearerToken, Timeout: timeout})
+			}
 		default:
-			err = fmt.Errorf("type %q: want postgres or file (kafka, loki and elasticsearch are not built yet)", c.Type)
+			err = fmt.Errorf("type %q: want postgres, file, loki or elasticsearch (kafka is not built yet)", c.Type)
 		}
 		if err != nil {
 			return nil, fmt.Errorf("%s: %v", where, err)

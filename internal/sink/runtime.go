@@ -11,6 +11,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -111,6 +112,9 @@ type Sink struct {
 	// onDone, if set (by tests), is called after each move of the
 	// position.
 	onDone func()
+	// waitFn, if set (by tests), replaces the sleep before a retry of
+	// Deliver.
+	waitFn func(ctx context.Context, d time.Duration) bool
 }
 
 // New returns the sink of cfg delivering to dest. It reads the sink's
@@ -220,7 +224,11 @@ func (s *Sink) Run(ctx context.Context, l *wal.Log) error {
 		}
 		s.setDone(b.End)
 		s.oldest.Store(0)
-		if err := s.maybeSave(); err != nil {
+		save := s.maybeSave
+		if _, ok := s.dest.(Positionless); ok && len(b.Records) > 0 {
+			save = s.savePosition
+		}
+		if err := save(); err != nil {
 			return err
 		}
 		if s.onDone != nil {
@@ -321,24 +329,29 @@ func (s *Sink) deliver(ctx context.Context, l *wal.Log, cur *wal.Cursor, b *Batc
 		start := time.Now()
 		rej, err := s.dest.Deliver(ctx, b)
 		s.m.latency.Observe(time.Since(start).Seconds())
-		if err == nil || errors.Is(err, ErrPermanent) {
-			if err != nil {
-				rej = rej[:0]
-				for i := range b.Records {
+		if err != nil && errors.Is(err, ErrPermanent) {
+			for i := range b.Records {
+				if !b.Settled(i) && !slices.ContainsFunc(rej, func(r Rejected) bool { return r.Index == i }) {
 					rej = append(rej, Rejected{Index: i, Reason: err.Error()})
 				}
 			}
-			if len(rej) > 0 && !b.lettered {
+		}
+		if len(rej) > 0 {
+			if !b.lettered {
 				if derr := s.deadLetterWrite(b, rej); derr != nil {
 					s.log.Error("sink: write dead letter", "err", derr)
 				}
 			}
-			if len(rej) > 0 {
-				s.m.deadLettered.Add(float64(len(rej)))
-				s.log.Warn("sink: records rejected for good went to the dead letter", "records", len(rej),
-					"file", s.deadLetterPath(), "first_reason", rej[0].Reason)
+			for _, r := range rej {
+				b.Settle(r.Index)
 			}
-			sent := len(b.Records) - len(rej)
+			b.nrejected += len(rej)
+			s.m.deadLettered.Add(float64(len(rej)))
+			s.log.Warn("sink: records rejected for good went to the dead letter", "records", len(rej),
+				"file", s.deadLetterPath(), "first_reason", rej[0].Reason)
+		}
+		if err == nil || errors.Is(err, ErrPermanent) {
+			sent := len(b.Records) - b.nrejected
 			s.m.records.Add(float64(sent))
 			s.m.bytes.Add(float64(b.Bytes))
 			s.m.batches.Inc()
@@ -355,7 +368,7 @@ func (s *Sink) deliver(ctx context.Context, l *wal.Log, cur *wal.Cursor, b *Batc
 			s.drop(l, cur, b)
 			return true
 		}
-		if !s.sleep(ctx, s.cfg.Retry.delay(attempt, s.rnd)) {
+		if !s.wait(ctx, max(s.cfg.Retry.delay(attempt, s.rnd), minWait(err))) {
 			return false
 		}
 	}
@@ -364,7 +377,7 @@ func (s *Sink) deliver(ctx context.Context, l *wal.Log, cur *wal.Cursor, b *Batc
 // drop counts b as dropped and moves the cursor forward until the backlog
 // is under half the budget, counting what it skips.
 func (s *Sink) drop(l *wal.Log, cur *wal.Cursor, b *Batch) {
-	n := len(b.Records)
+	n := b.Unsettled()
 	backlog, err := l.BytesSince(b.End)
 	if err != nil {
 		backlog = s.backlog.Load()
@@ -406,6 +419,15 @@ func (s *Sink) dropWhileClosed(l *wal.Log) error {
 	s.drop(l, cur, &b)
 	s.setDone(b.End)
 	return s.savePosition()
+}
+
+// wait sleeps d before a retry of Deliver (s.waitFn instead, if a test
+// set it).
+func (s *Sink) wait(ctx context.Context, d time.Duration) bool {
+	if s.waitFn != nil {
+		return s.waitFn(ctx, d)
+	}
+	return s.sleep(ctx, d)
 }
 
 func (s *Sink) sleep(ctx context.Context, d time.Duration) bool {

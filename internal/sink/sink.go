@@ -1,6 +1,6 @@
-// Package sink forwards what sluice stored to other systems (PostgreSQL and
-// files in this slice; Kafka, Loki and Elasticsearch next): the runtime
-// every destination shares.
+// Package sink forwards what sluice stored to other systems (PostgreSQL,
+// files, Loki and Elasticsearch; Kafka next): the runtime every
+// destination shares.
 //
 // A sink has no queue of its own. It follows the WAL with a wal.Cursor from
 // a durable position, as a PostgreSQL replication slot follows its WAL:
@@ -17,7 +17,9 @@
 // Destination with retries (jittered exponential backoff with a cap). A
 // Destination that keeps the position with its data (PostgreSQL: in the
 // same transaction as the rows; files: beside the file's size, truncated
-// back on restart) makes delivery exactly once. Records a destination
+// back on restart) makes delivery exactly once; one that keeps none (Loki,
+// Elasticsearch: Positionless) has the sink's position file saved after
+// every batch, and delivery is at least once. Records a destination
 // rejects for good go to the sink's dead-letter file with the reason.
 //
 // Routing by rules (the rules' route action, a later slice) will be carried
@@ -39,6 +41,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"net/http"
 	"strconv"
 	"time"
 
@@ -47,8 +50,8 @@ import (
 	"github.com/sluicelog/sluice/internal/wal"
 )
 
-// Destination is where a sink delivers: one per sink. PostgreSQL and files
-// implement it here; Kafka, Loki and Elasticsearch will.
+// Destination is where a sink delivers: one per sink. PostgreSQL, files,
+// Loki and Elasticsearch implement it; Kafka will.
 //
 // Concurrency: the runtime calls a Destination from one goroutine.
 type Destination interface {
@@ -59,12 +62,27 @@ type Destination interface {
 	// Deliver writes the records of b and, if the destination keeps
 	// positions, b.End with them, atomically. It returns the records it
 	// rejected for good (the others are delivered). An error means that
-	// nothing of b was delivered and b is retried, unless it wraps
-	// ErrPermanent: then every record of b goes to the dead letter with
-	// the error as the reason.
+	// the records of b neither returned as rejected nor marked with
+	// b.Settle were not delivered, and b is retried with those alone:
+	// a retry skips the records b.Settled reports (a destination without
+	// positions, such as Loki or Elasticsearch, settles what a partial
+	// success delivered, so that only the rest is sent again). Rejected
+	// records returned with an error go to the dead letter before the
+	// retry. An error wrapping ErrPermanent sends every record not yet
+	// settled to the dead letter with the error as the reason. An error
+	// made by RetryAfter makes the retry wait at least its duration.
 	Deliver(ctx context.Context, b *Batch) ([]Rejected, error)
 	// Close releases what Open took. Idempotent.
 	Close() error
+}
+
+// Positionless is a Destination that keeps no position with its data
+// (Loki, Elasticsearch): the runtime's position file is all there is, so
+// the runtime saves it after every delivered batch (an fsync each), and a
+// crash re-sends the batch in flight at most, not everything since the
+// WAL segment began. Delivery stays at least once.
+type Positionless interface {
+	Positionless()
 }
 
 // ErrPermanent marks a Deliver error that retrying cannot fix.
@@ -72,6 +90,35 @@ var ErrPermanent = errors.New("rejected for good")
 
 // Permanent wraps err as a permanent failure (errors.Is ErrPermanent).
 func Permanent(err error) error { return fmt.Errorf("%w: %w", ErrPermanent, err) }
+
+// RetryAfterError is a retryable Deliver error whose destination asked
+// for a minimum wait (HTTP 429 or 503 with Retry-After).
+type RetryAfterError struct {
+	Wait time.Duration
+	Err  error
+}
+
+func (e *RetryAfterError) Error() string {
+	if e.Wait <= 0 {
+		return e.Err.Error()
+	}
+	return fmt.Sprintf("%v (retry after %v)", e.Err, e.Wait)
+}
+
+func (e *RetryAfterError) Unwrap() error { return e.Err }
+
+// RetryAfter wraps err so that the runtime waits at least d before the
+// retry (longer if its backoff says so).
+func RetryAfter(err error, d time.Duration) error { return &RetryAfterError{Wait: d, Err: err} }
+
+// minWait returns the wait a RetryAfterError in err's chain asks for.
+func minWait(err error) time.Duration {
+	var ra *RetryAfterError
+	if errors.As(err, &ra) {
+		return ra.Wait
+	}
+	return 0
+}
 
 // Rejected is a record a destination refused for good, and why.
 type Rejected struct {
@@ -91,6 +138,15 @@ type Record struct {
 	FieldsJSON json.RawMessage
 	Line       []byte
 	Pos        wal.Pos // the WAL frame the record came from
+	// Row is the record's index among the rows of its WAL frame: with
+	// Pos, an identity that reading the WAL again gives again.
+	Row int
+	// Metadata is the record's structured metadata, as a Loki or OTLP
+	// push carried it (names and unescaped values), for destinations
+	// that keep it apart from the line; nil when the record's fields
+	// were parsed from its line (see protocol/loki.Metadata for the
+	// rule). Its fields are in FieldsJSON too.
+	Metadata record.Labels
 }
 
 // Batch is what one Deliver call carries: records of consecutive WAL
@@ -108,7 +164,33 @@ type Batch struct {
 	// lettered says it was called for this delivery.
 	deadLetter func([]Rejected) error
 	lettered   bool
+	// settled has bit i set when record i was delivered or dead-lettered
+	// by an earlier attempt; nsettled counts the set bits and nrejected
+	// those that went to the dead letter.
+	settled             []uint64
+	nsettled, nrejected int
 }
+
+// Settle marks record i as delivered, so that a retry of b skips it.
+func (b *Batch) Settle(i int) {
+	for len(b.settled) <= i/64 {
+		b.settled = append(b.settled, 0)
+	}
+	if b.settled[i/64]&(1<<(i%64)) == 0 {
+		b.settled[i/64] |= 1 << (i % 64)
+		b.nsettled++
+	}
+}
+
+// Settled reports whether record i was delivered or dead-lettered by an
+// earlier attempt.
+func (b *Batch) Settled(i int) bool {
+	return i/64 < len(b.settled) && b.settled[i/64]&(1<<(i%64)) != 0
+}
+
+// Unsettled returns how many records of b are neither delivered nor
+// dead-lettered yet.
+func (b *Batch) Unsettled() int { return len(b.Records) - b.nsettled }
 
 // DeadLetter writes rej to the sink's dead-letter file, durably. A
 // destination that commits a position calls it before the commit, so
@@ -130,6 +212,8 @@ func (b *Batch) DeadLetter(rej []Rejected) error {
 func (b *Batch) Reset() {
 	clear(b.Records)
 	b.Records, b.Bytes, b.oldest, b.arena = b.Records[:0], 0, 0, b.arena[:0]
+	clear(b.settled)
+	b.settled, b.nsettled, b.nrejected = b.settled[:0], 0, 0
 }
 
 // filter is a sink's subscription.
@@ -188,7 +272,8 @@ func (b *Batch) appendBlock(f *filter, blk *rows.Block, at wal.Pos) int {
 		b.arena = append(b.arena, r.Line...)
 		sp.line = [2]int{s, len(b.arena)}
 		spans = append(spans, sp)
-		b.Records = append(b.Records, Record{Time: r.Time, Tenant: blk.Tenant, Labels: blk.Streams[r.Stream], Pos: at})
+		b.Records = append(b.Records, Record{Time: r.Time, Tenant: blk.Tenant, Labels: blk.Streams[r.Stream], Pos: at, Row: i,
+			Metadata: metadataOf(blk, &r)})
 		b.Bytes += len(r.Line)
 	}
 	for k, sp := range spans {
@@ -198,6 +283,31 @@ func (b *Batch) appendBlock(f *filter, blk *rows.Block, at wal.Pos) int {
 		r.Line = b.arena[sp.line[0]:sp.line[1]:sp.line[1]]
 	}
 	return len(b.Records) - start
+}
+
+// metadataOf returns the fields of r as structured metadata when they
+// are that, by the rule of protocol/loki.Metadata: the message is the
+// whole line, and every field is a string held apart from the line, with
+// no time or message role. Otherwise nil: the fields were parsed from
+// the line, which a destination sends as it is.
+func metadataOf(blk *rows.Block, r *rows.Row) record.Labels {
+	if len(r.Fields) == 0 {
+		return nil
+	}
+	if len(r.Line) > 0 && !(r.MsgInLine && r.MsgOff == 0 && len(r.Msg) == len(r.Line)) {
+		return nil
+	}
+	for k := range r.Fields {
+		if f := &r.Fields[k]; f.InLine || f.Role != record.RoleNone || f.Kind != record.String {
+			return nil
+		}
+	}
+	md := make(record.Labels, len(r.Fields))
+	for k := range r.Fields {
+		f := &r.Fields[k]
+		md[k] = record.Label{Name: blk.Names[f.Name], Value: string(record.AppendUnescaped(nil, f.Value, f.Flags&^record.BadUTF8))}
+	}
+	return md
 }
 
 // appendLabelsJSON appends ls as a JSON object of strings.
@@ -314,4 +424,27 @@ func (b Backoff) delay(n int, rnd func(int64) int64) time.Duration {
 	}
 	half := int64(d) / 2
 	return time.Duration(half + rnd(half+1))
+}
+
+// MaxRetryAfter bounds the wait a Retry-After header can ask for, so
+// that a wrong header cannot stall a sink for days.
+const MaxRetryAfter = time.Hour
+
+// ParseRetryAfter reads an HTTP Retry-After value, delay-seconds or an
+// HTTP date (RFC 9110 10.2.3), as a wait from now, at most MaxRetryAfter.
+// It returns 0 for an empty, unreadable or past value.
+func ParseRetryAfter(v string, now time.Time) time.Duration {
+	if v == "" {
+		return 0
+	}
+	if n, err := strconv.ParseInt(v, 10, 64); err == nil {
+		if n <= 0 {
+			return 0
+		}
+		return min(time.Duration(min(n, int64(MaxRetryAfter/time.Second)))*time.Second, MaxRetryAfter)
+	}
+	if t, err := http.ParseTime(v); err == nil && t.After(now) {
+		return min(t.Sub(now), MaxRetryAfter)
+	}
+	return 0
 }
