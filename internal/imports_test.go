@@ -39,6 +39,10 @@ var allowed = map[string][]string{
 	"internal/sink":          {"internal/flow", "internal/logql", "internal/record", "internal/rows", "internal/wal"},
 	"internal/sink/postgres": {"internal/sink", "internal/wal"},
 	"internal/sink/file":     {"internal/sink", "internal/wal", "internal/record"},
+	// Push destinations encode with their protocol's codec (the encode
+	// side of what ingest decodes).
+	"internal/sink/loki":    {"internal/sink", "internal/wal", "internal/record", "internal/protocol/loki"},
+	"internal/sink/elastic": {"internal/sink", "internal/wal", "internal/record", "internal/protocol/elastic"},
 	// Starts a private PostgreSQL for tests: knows nothing of sluice.
 	"internal/sink/postgres/pgtest": {},
 	// What the sinks' tests share: a WAL written as ingest writes it.

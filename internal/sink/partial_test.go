@@ -16,6 +16,7 @@ import (
 	lokiproto "github.com/sluicelog/sluice/internal/protocol/loki"
 	"github.com/sluicelog/sluice/internal/record"
 	"github.com/sluicelog/sluice/internal/rows"
+	"github.com/sluicelog/sluice/internal/sink/sinktest"
 	"github.com/sluicelog/sluice/internal/wal"
 )
 
@@ -77,7 +78,7 @@ func TestPartialRetryAndRetryAfter(t *testing.T) {
 	dest := &partialDest{calls: make(chan struct{}, 1)}
 	cfg := Config{Name: "es", BatchSize: 10, Linger: time.Hour, Retry: Backoff{Initial: time.Millisecond, Max: time.Millisecond},
 		Dir: filepath.Join(dir, "sinks", "es")}
-	s, err := New(cfg, dest, quiet())
+	s, err := New(cfg, dest, sinktest.Quiet())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -89,7 +90,7 @@ func TestPartialRetryAndRetryAfter(t *testing.T) {
 		mu.Unlock()
 		return true
 	}
-	m := NewManager([]*Sink{s}, nil, quiet())
+	m := NewManager([]*Sink{s}, nil, sinktest.Quiet())
 	m.Start(l)
 	var all []string
 	for i := range 10 {
@@ -100,7 +101,7 @@ func TestPartialRetryAndRetryAfter(t *testing.T) {
 		all = append(all, jsonLine("api", i, extra))
 	}
 	// One WAL record of 10 lines: the batch is full at once (no linger).
-	appendLines(t, l, "t1", all...)
+	sinktest.AppendLines(t, l, "t1", all...)
 	var dones atomic.Int32
 	s.onDone = func() {
 		dones.Add(1)
