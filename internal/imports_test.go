@@ -36,7 +36,7 @@ var allowed = map[string][]string{
 	// The sink runtime follows the WAL with a cursor, decodes its records
 	// and filters them with a LogQL selector; it gates the flow for the
 	// block policy. Destinations know the runtime and the WAL's positions.
-	"internal/sink":          {"internal/flow", "internal/logql", "internal/record", "internal/rows", "internal/wal"},
+	"internal/sink":          {"internal/flow", "internal/logql", "internal/record", "internal/rows", "internal/wal", "internal/vfs"},
 	"internal/sink/postgres": {"internal/sink", "internal/wal"},
 	"internal/sink/file":     {"internal/sink", "internal/wal", "internal/record"},
 	// Push destinations encode with their protocol's codec (the encode
@@ -58,7 +58,7 @@ var allowed = map[string][]string{
 	"internal/stage": {"internal/logql", "internal/record", "internal/literal", "internal/regexlit"},
 	// The rule stage compiles LogQL with the query's stages and changes
 	// batches in place: it knows no store, protocol or flow.
-	"internal/rules": {"internal/logql", "internal/record", "internal/stage", "internal/literal", "internal/regexlit"},
+	"internal/rules": {"internal/logql", "internal/record", "internal/stage", "internal/literal", "internal/regexlit", "internal/vfs"},
 	// The pattern miner takes lines and times: it knows no query or store.
 	"internal/pattern": {},
 	// The multi-literal matcher takes bytes: it knows no query, store or

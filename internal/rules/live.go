@@ -13,6 +13,7 @@ import (
 	"github.com/fsnotify/fsnotify"
 
 	"github.com/sluicelog/sluice/internal/record"
+	"github.com/sluicelog/sluice/internal/vfs"
 )
 
 // Live is the running rules: the current Set behind one atomic pointer,
@@ -133,33 +134,14 @@ func (l *Live) Put(data []byte, dryRun bool) (*Set, bool, error) {
 	return s, true, nil
 }
 
-// replaceFile writes data to a new file beside path, syncs it and renames
-// it over path.
+// replaceFile replaces the rules file at path with data, durably, keeping
+// its permissions (0644 for a new one).
 func replaceFile(path string, data []byte) error {
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
-	if err != nil {
-		return fmt.Errorf("write rules file: %w", err)
+	perm := os.FileMode(0o644)
+	if fi, err := os.Stat(path); err == nil {
+		perm = fi.Mode().Perm()
 	}
-	tmp := f.Name()
-	_, err = f.Write(data)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		if fi, serr := os.Stat(path); serr == nil {
-			err = os.Chmod(tmp, fi.Mode().Perm())
-		} else {
-			err = os.Chmod(tmp, 0o644)
-		}
-	}
-	if err == nil {
-		err = os.Rename(tmp, path)
-	}
-	if err != nil {
-		os.Remove(tmp)
+	if err := vfs.ReplaceFile(path, data, perm); err != nil {
 		return fmt.Errorf("write rules file: %w", err)
 	}
 	return nil

@@ -18,6 +18,7 @@ import (
 
 	"github.com/sluicelog/sluice/internal/logql"
 	"github.com/sluicelog/sluice/internal/rows"
+	"github.com/sluicelog/sluice/internal/vfs"
 	"github.com/sluicelog/sluice/internal/wal"
 )
 
@@ -482,7 +483,7 @@ func (s *Sink) savePosition() error {
 	p := s.donePos()
 	b := binary.LittleEndian.AppendUint64(nil, p.Segment)
 	b = binary.LittleEndian.AppendUint64(b, uint64(p.Offset))
-	if err := writeFileAtomic(s.positionPath(), b); err != nil {
+	if err := vfs.ReplaceFile(s.positionPath(), b, 0o644); err != nil {
 		return fmt.Errorf("sink %q: save position: %w", s.cfg.Name, err)
 	}
 	s.mu.Lock()
@@ -503,42 +504,6 @@ func readPosition(path string) (wal.Pos, bool, error) {
 		return wal.Pos{}, false, fmt.Errorf("read position %s: %d bytes, want 16", path, len(b))
 	}
 	return wal.Pos{Segment: binary.LittleEndian.Uint64(b), Offset: int64(binary.LittleEndian.Uint64(b[8:]))}, true, nil
-}
-
-// writeFileAtomic replaces path with data: a temporary file, fsynced,
-// renamed over it, and the directory fsynced.
-func writeFileAtomic(path string, data []byte) error {
-	tmp := path + ".tmp"
-	f, err := os.Create(tmp)
-	if err != nil {
-		return err
-	}
-	_, err = f.Write(data)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, path)
-	}
-	if err == nil {
-		err = syncDir(filepath.Dir(path))
-	}
-	return err
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	err = d.Sync()
-	if cerr := d.Close(); err == nil {
-		err = cerr
-	}
-	return err
 }
 
 // DeadLetter is one line of a dead-letter file.

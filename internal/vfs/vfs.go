@@ -225,3 +225,34 @@ func (osFS) dropPages(b []byte) {
 	p := unsafe.Add(unsafe.Pointer(unsafe.SliceData(b)), first-start)
 	_ = unix.Madvise(unsafe.Slice((*byte)(p), n), unix.MADV_DONTNEED)
 }
+
+// ReplaceFile replaces the file at path (on the OS's filesystem) with
+// data, durably and whole: data goes to a new file beside it, which is
+// fsynced, given perm, renamed over path, and the directory fsynced. When
+// it returns nil, path holds data across a crash; when it fails, path
+// holds what it held.
+func ReplaceFile(path string, data []byte, perm os.FileMode) error {
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
+	if err != nil {
+		return err
+	}
+	tmp := f.Name()
+	_, err = f.Write(data)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Chmod(tmp, perm)
+	}
+	if err == nil {
+		err = os.Rename(tmp, path)
+	}
+	if err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	return OS.SyncDir(filepath.Dir(path))
+}
