@@ -38,7 +38,7 @@ var allowed = map[string][]string{
 	// block policy. Destinations know the runtime and the WAL's positions.
 	"internal/sink":          {"internal/flow", "internal/logql", "internal/record", "internal/rows", "internal/wal", "internal/vfs"},
 	"internal/sink/postgres": {"internal/sink", "internal/wal"},
-	"internal/sink/file":     {"internal/sink", "internal/wal", "internal/record"},
+	"internal/sink/file":     {"internal/sink", "internal/wal", "internal/record", "internal/vfs"},
 	// Push destinations encode with their protocol's codec (the encode
 	// side of what ingest decodes).
 	"internal/sink/loki":    {"internal/sink", "internal/wal", "internal/record", "internal/protocol/loki"},

@@ -34,6 +34,7 @@ import (
 
 	"github.com/sluicelog/sluice/internal/record"
 	"github.com/sluicelog/sluice/internal/sink"
+	"github.com/sluicelog/sluice/internal/vfs"
 	"github.com/sluicelog/sluice/internal/wal"
 )
 
@@ -314,25 +315,7 @@ func (d *Dest) saveState(s state) error {
 	b = binary.LittleEndian.AppendUint64(b, uint64(s.created))
 	b = binary.LittleEndian.AppendUint64(b, s.pos.Segment)
 	b = binary.LittleEndian.AppendUint64(b, uint64(s.pos.Offset))
-	tmp := d.statePath() + ".tmp"
-	err := os.WriteFile(tmp, b, 0o644)
-	if err == nil {
-		var f *os.File
-		if f, err = os.OpenFile(tmp, os.O_WRONLY, 0); err == nil {
-			err = f.Sync()
-			f.Close()
-		}
-	}
-	if err == nil {
-		err = os.Rename(tmp, d.statePath())
-	}
-	if err == nil {
-		var dir *os.File
-		if dir, err = os.Open(d.cfg.Dir); err == nil {
-			err = dir.Sync()
-			dir.Close()
-		}
-	}
+	err := vfs.ReplaceFile(d.statePath(), b, 0o644)
 	if err != nil {
 		return fmt.Errorf("file sink %q: save state: %w", d.cfg.Sink, err)
 	}
