@@ -423,6 +423,11 @@ func TestHintsSameAsReference(t *testing.T) {
 		`sum by (level) (count_over_time({service=~"api|web"} | json level [3s]))`,
 		`sum by (service) (rate({service=~".+"} | json level | level="error" [4s]))`,
 		`sum by (level) (count_over_time({service=~".+"} | json lvl="level" | lvl!="info" [2s] offset 1s))`,
+		// Several parameters in dictionaries, windows shorter than a
+		// block: rows decided by their ids' outcome in block's loop
+		// (fastIDs).
+		`sum by (level) (count_over_time({service=~".+"} | json level, msg | level!="info" [3s]))`,
+		`sum by (service) (count_over_time({service=~"api|web"} | json | level="error" | msg=~"m[0-3]" [2s]))`,
 		// A line_format of labels alone, and stages reading its line,
 		// after json read from columns (columnarStages' lineTail).
 		`sum by (status) (count_over_time({job="nginx"} | json msg | line_format "{{.msg}}" | pattern "<ip> - - <_> \"<method> <path> <_>\" <status> <size>" | status >= 300 [1h]))`,

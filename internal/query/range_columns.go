@@ -104,6 +104,9 @@ type tmplPlan struct {
 	// the entry's outcome is known, block decides the row itself, without
 	// rowValues and columnRow (this block).
 	fastOne bool
+	// fastIDs: the same for a row whose outcome is its parameters'
+	// packed ids' (ids, idMemo): once known, block decides the row.
+	fastIDs bool
 	// nums: where the parameters a predState reads are (this block), when
 	// each is in a number column or absent; numsOK false otherwise.
 	nums   []numParam
@@ -287,6 +290,18 @@ func (w *rangeWorker) block(ev *evaluator, ls record.Labels, b *part.Block, from
 					case memoKept:
 						w.tally.columnar++
 						w.add(cp.dictSeries[id], t, 1)
+						cp.advance(tm)
+						continue
+					}
+				}
+			}
+			if p.fastIDs {
+				if key, ok := cp.rowIDKey(p.ids); ok {
+					if hit := cp.idOutcome(key); hit != nil {
+						w.tally.columnar++
+						if hit.s != nil {
+							w.add(hit.s, t, 1)
+						}
 						cp.advance(tm)
 						continue
 					}
@@ -856,6 +871,7 @@ func (cp *colPlanner) startBlock(b *part.Block, gives func(p *tmplPlan) (nothing
 				}
 			} else if cp.memoOn {
 				p.ids = idParams(b, t, p, holes, -1)
+				p.fastIDs = len(p.ids) > 0 && len(p.checks) == 0 && cp.pred == nil
 			} else if cp.unwrapIDs {
 				p.ids = idParams(b, t, p, holes, cp.unwrapParam)
 			}
