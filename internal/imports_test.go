@@ -81,6 +81,8 @@ var allowed = map[string][]string{
 	// The SDK is public: programs import it, so it imports nothing of
 	// sluice (its wire formats are written anew).
 	"sdk": {},
+	// A load program of the benchmarks: a user of the public SDK, nothing else.
+	"bench/sdkload": {"sdk"},
 }
 
 func TestImportDirection(t *testing.T) {
