@@ -133,13 +133,12 @@ func (l *loader) errorf(n *yaml.Node, format string, args ...any) {
 	}
 }
 
-// notImplemented names the actions of issue 16 that this version refuses
-// with a load error rather than ignoring: a rule that silently did
-// nothing would pass secrets or volume an operator meant to stop.
+// notImplemented names the rule keys this version refuses with a load
+// error rather than ignoring: a rule that silently did nothing would
+// pass lines an operator meant to send elsewhere. (route is refused where
+// it is read, naming the rule.)
 var notImplemented = map[string]string{
-	"rate_limit": "rate_limit is not implemented yet",
-	"continue":   "continue belongs to route, and sinks are not implemented yet",
-	"on_error":   "on_error is not implemented yet: a rule failing on a line always leaves it as it was",
+	"continue": "continue belongs to route, and routing rules to sinks is not implemented yet",
 }
 
 var (
