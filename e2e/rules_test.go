@@ -172,7 +172,7 @@ func TestRulesIngest(t *testing.T) {
 	bad := filepath.Join(dir, "bad.yaml")
 	writeRules(t, bad, "rules:\n  - name: x\n    route: kafka\n")
 	out, err := runSluiceFailing(t, "rules", "check", bad)
-	if err == nil || !strings.Contains(out, bad+":3:5: rule 1 (x): route: sinks are not implemented yet") {
+	if err == nil || !strings.Contains(out, bad+":3:5: rule 1 (x): route: routing rules to sinks is not implemented yet") {
 		t.Errorf("rules check of a bad file: %v\n%s", err, out)
 	}
 }

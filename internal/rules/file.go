@@ -314,7 +314,7 @@ func (l *loader) rule(i int, n *yaml.Node) (spec, bool) {
 			}
 			actions++
 		case "route":
-			l.errorf(k, "%s: route: sinks are not implemented yet: rule %s cannot route", where, s.name)
+			l.errorf(k, "%s: route: routing rules to sinks is not implemented yet: rule %s cannot route", where, s.name)
 		default:
 			if msg, ok := notImplemented[k.Value]; ok {
 				l.errorf(k, "%s: %s: %s", where, k.Value, msg)

@@ -304,7 +304,7 @@ func TestLoadErrors(t *testing.T) {
 		{"rules:\n  - match: '{a=\"b\"}'\n    drop: true", "rules.yaml:2:5: rule 1: name: missing"},
 		{"rules:\n  - name: x\n    match: '{a=\"b\"'\n    drop: true", "rules.yaml:3:12: rule 1 (x): match: parse error"},
 		{"rules:\n  - name: x\n    dorp: true", `rules.yaml:3:5: rule 1 (x): unknown key "dorp"`},
-		{"rules:\n  - name: x\n    route: kafka", "rule 1 (x): route: sinks are not implemented yet: rule x cannot route"},
+		{"rules:\n  - name: x\n    route: kafka", "rule 1 (x): route: routing rules to sinks is not implemented yet: rule x cannot route"},
 		{"rules:\n  - name: x\n    rate_limit: {by: [service]}", "rule 1 (x): rate_limit: names neither lines nor bytes (per second)"},
 		{"rules:\n  - name: x\n    rate_limit: {lines: -1}", `rules.yaml:3:25: rule 1 (x): rate_limit.lines: want a number above 0, not "-1"`},
 		{"rules:\n  - name: x\n    rate_limit: {lines: 10, burst_lines: 0.5}", "rule 1 (x): rate_limit.burst_lines: below 1, no line would pass"},
