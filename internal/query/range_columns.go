@@ -199,6 +199,7 @@ type colPlanner struct {
 
 	sweep sweepState
 	pred  *predState // number filters decided on columns (range_pred.go), or nil
+	keys  *keyPlan   // series keys from the parameters' values (range_keys.go), or nil
 
 	// dropsErrors: a label filter __error__="" drops the rows whose line
 	// the json stage cannot parse. Then rows of a template in which no
@@ -241,6 +242,9 @@ func (w *rangeWorker) colPlanner() *colPlanner {
 					w.cols.unwrapParam = i
 				}
 			}
+		}
+		if params {
+			w.cols.keys = newKeyPlan(w, jp)
 		}
 	}
 	return w.cols
@@ -567,6 +571,9 @@ const maxMemo = 4096
 // columnSeries runs the label stages on a row's parameters and returns
 // the series it counts in, or nil when a filter drops it.
 func (w *rangeWorker) columnSeries(ls record.Labels, t int64) (*rangeSeries, error) {
+	if kp := w.cols.keys; kp != nil && kp.on {
+		return w.keySeries(), nil
+	}
 	if !w.columnLabels(ls, t) {
 		return nil, nil
 	}
@@ -620,6 +627,12 @@ func (w *rangeWorker) columnRowOnce(ls record.Labels, t int64) error {
 				v = sv
 			}
 			if s := cp.idHit.s; s != nil {
+				w.add(s, t, v)
+			}
+			return nil
+		}
+		if err == nil && cp.keys != nil && cp.keys.on {
+			if s := w.keySeries(); s != nil {
 				w.add(s, t, v)
 			}
 			return nil

@@ -83,6 +83,15 @@ func TestColumnarSameAsRows(t *testing.T) {
 		`sum by (level) (count_over_time(` + all + ` | json level, s="http.status" | s >= 500 | __error__="" [1h]))`,
 		`sum(count_over_time(` + all + ` | json s="nope" | __error__="" [1h]))`,
 		`sum by (service) (max_over_time(` + all + ` | json lat="http.latency_ms" | __error__="" | unwrap lat [1h]))`,
+		// Series keys written from the values (range_keys.go): many
+		// series, string filters on parameters and stream labels.
+		`count(sum by (tid) (count_over_time(` + all + ` | json tid="trace_id" | tid!="" [1h])))`,
+		`sum by (service, tid) (count_over_time(` + all + ` | json tid="trace_id", level | level=~"err.*" or tid="" [1h]))`,
+		`sum without (level) (count_over_time(` + all + ` | json tid="trace_id", level | service="api" [1h]))`,
+		`topk(3, sum by (tid) (sum_over_time(` + all + ` | json tid="trace_id", lat="http.latency_ms" | tid!="" | unwrap lat | __error__="" [1h])))`,
+		`count(count by (m) (count_over_time(` + all + ` | json m="msg", other="level" | other != "debug" | __error__="" [1h])))`,
+		`sum by (lvl, nope) (count_over_time(` + all + ` | json lvl="level", nope="zzz" | nope="" [1h]))`,
+		`sum by (service) (count_over_time(` + all + ` | json service, tid="trace_id" | tid!="" [1h]))`,
 		// json without parameters, its labels those the query observes.
 		`sum by (level) (count_over_time(` + all + ` | json [1h]))`,
 		`sum by (level) (count_over_time(` + all + ` | json | level=~"(?i)error" | __error__="" [1h]))`,
@@ -228,6 +237,8 @@ func FuzzColumnarSameAsRows(f *testing.F) {
 		`sum by (http_status, __error__, __error_details__) (count_over_time({service="api"} | json [1h]))`,
 		`sum by (level, service_extracted) (sum_over_time({service="api"} | json | __error__="" | unwrap http_latency_ms [1h]))`,
 		`sum by (x, http) (count_over_time({service="api"} | json | level=~"err.*" [1h]))`,
+		`count(sum by (l, x) (count_over_time({service="api"} | json l="level", x | l!="" or x=~"1.*" [1h])))`,
+		`sum by (x) (sum_over_time({service="api"} | json x, lat="http.latency_ms" | x!="" | unwrap lat | __error__="" [1h]))`,
 	}
 	f.Fuzz(func(t *testing.T, data string, qi uint8) {
 		var lines []string

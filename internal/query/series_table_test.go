@@ -110,3 +110,16 @@ func BenchmarkSeriesTable(b *testing.B) {
 		})
 	}
 }
+
+// TestRangeSeriesLayout: a one-step series' hot fields share its first
+// cache line, and the struct's size keeps every series of a chunk on a
+// line boundary.
+func TestRangeSeriesLayout(t *testing.T) {
+	var s rangeSeries
+	if sz := unsafe.Sizeof(s); sz%64 != 0 {
+		t.Errorf("rangeSeries is %d bytes, not a multiple of 64", sz)
+	}
+	if end := unsafe.Offsetof(s.v) + unsafe.Sizeof(s.v); end > 64 {
+		t.Errorf("one, n and v end at byte %d, past the first cache line", end)
+	}
+}
