@@ -1033,8 +1033,9 @@ func (cp *colPlanner) oneID(o *oneParam) int {
 // advance moves the cursors of the columns the rows of template tm read
 // past the row at hand.
 func (cp *colPlanner) advance(tm int) {
+	cur := cp.cur // a local: the stores need not reload it
 	for _, c := range cp.adv[cp.advStart[tm]:cp.advStart[tm+1]] {
-		cp.cur[c]++
+		cur[c]++
 	}
 }
 
