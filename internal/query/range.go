@@ -296,6 +296,75 @@ func (ev *evaluator) rangeStates(ctx context.Context, x *logql.RangeAggregation,
 	return merged, nil
 }
 
+// seriesCount reports whether x, a vector aggregation, is a count of
+// the series of a range aggregation ra, without grouping: `count(ra)`,
+// or `count(sum by (g) (ra))` and `count(count by (g) (ra))` where ra
+// groups its rows by g as they are read (rangeHints.sumBy), so that each
+// of its series is one group of the inner aggregation, which has a value
+// at a step exactly when the series has. Then the answer at a step is
+// how many of ra's series have a value at it: countSeries, without the
+// labels and matrices of every series (the distinct users of a day, a
+// million of them, counted).
+func (ev *evaluator) seriesCount(x *logql.VectorAggregation) (*logql.RangeAggregation, bool) {
+	if ev.e.reference || x.Op != "count" || x.Grouping != nil && (x.Grouping.Without || len(x.Grouping.Labels) > 0) {
+		return nil, false
+	}
+	var ra *logql.RangeAggregation
+	switch in := x.Expr.(type) {
+	case *logql.RangeAggregation:
+		ra = in
+	case *logql.VectorAggregation:
+		r, ok := in.Expr.(*logql.RangeAggregation)
+		if !ok || in.Op != "sum" && in.Op != "count" || in.Grouping == nil || in.Grouping.Without {
+			return nil, false
+		}
+		if g := ev.hintsOf(r).sumBy; g == nil || !sameNames(g.Labels, in.Grouping) {
+			return nil, false
+		}
+		ra = r
+	default:
+		return nil, false
+	}
+	return ra, ra.Op != "absent_over_time"
+}
+
+// countSeries is the count of the series of x with a value, per step of
+// shape: what rangeMatrix and two aggregations give for seriesCount's
+// forms, one series without labels (none when x has no series).
+func (ev *evaluator) countSeries(ctx context.Context, x *logql.RangeAggregation, shape *matrix) (*matrix, error) {
+	merged, ok := ev.merged[x] // Partial.Finish: the parts' merged states
+	if !ok {
+		var err error
+		if merged, err = ev.rangeStates(ctx, x, shape); err != nil {
+			return nil, err
+		}
+	}
+	rng := int64(x.Range.Interval)
+	counts := make([]float64, shape.steps)
+	for _, rs := range merged.all() {
+		for i, n := range rs.n {
+			if n == 0 {
+				continue
+			}
+			if _, ok := rs.result(x, i, n, rng); ok {
+				counts[i]++
+			}
+		}
+	}
+	out := shape.like()
+	var s *series
+	for i, c := range counts {
+		if c == 0 {
+			continue
+		}
+		if s == nil {
+			s = out.add(record.Labels{})
+		}
+		s.set(i, c)
+	}
+	return out, nil
+}
+
 // rangeMatrix is a range function's value at the steps of shape, from
 // its series' accumulated states.
 func rangeMatrix(x *logql.RangeAggregation, shape *matrix, merged *seriesTable, ordered bool) *matrix {
