@@ -24,12 +24,12 @@ type rangeSeries struct {
 	// beside their headers, the three in the first 64 bytes: adding a
 	// sample to one of many series is one cache miss, not two.
 	one    [2]float64
-	n      []float64 // samples in each window
-	v      []float64 // sum, min, max, first or last value, or the mean
-	labels record.Labels
-	t      []int64   // first_ and last_over_time: the value's time
-	m2     []float64 // stddev_ and stdvar_over_time (Welford)
-	lists  [][]tv    // quantile_over_time and rate_counter: every sample
+	n      []float64     // samples in each window
+	v      []float64     // sum, min, max, first or last value, or the mean
+	labels record.Labels // nil: those its key says (labelChunks.of)
+	t      []int64       // first_ and last_over_time: the value's time
+	m2     []float64     // stddev_ and stdvar_over_time (Welford)
+	lists  [][]tv        // quantile_over_time and rate_counter: every sample
 	// The size a multiple of 64, so that in seriesAlloc's chunks (whose
 	// size classes are multiples of 64) every series starts a cache
 	// line. The collector scans none of it: no pointer follows.
@@ -115,11 +115,9 @@ func (w *rangeWorker) seriesOf() (*rangeSeries, error) {
 	if s == nil {
 		s = w.alloc.series(nil, w.op, w.shape.steps)
 		k := w.series.add(w.key, s)
-		ls, ok := w.alloc.labelsOfKey(k, len(w.lb.Current()))
-		if !ok {
-			ls = w.lb.Copy() // a value holds the separator
+		if !keyHolds(k, len(w.lb.Current())) {
+			s.labels = w.lb.Copy() // a value holds the separator
 		}
-		s.labels = ls
 		w.tally.held += s.size(len(w.key))
 	}
 	return s, nil
@@ -373,8 +371,9 @@ func rangeMatrix(x *logql.RangeAggregation, shape *matrix, merged *seriesTable, 
 	if x.Op == "absent_over_time" {
 		return absent(out, merged, x.Range.Log.Selector)
 	}
-	for _, rs := range merged.all() { // sortSeries orders them, if they must be
-		s := out.add(rs.labels)
+	var labels labelChunks
+	merged.each(func(k string, rs *rangeSeries) { // sortSeries orders them, if they must be
+		s := out.add(labels.of(k, rs))
 		for i, n := range rs.n {
 			if n == 0 {
 				continue
@@ -383,7 +382,7 @@ func rangeMatrix(x *logql.RangeAggregation, shape *matrix, merged *seriesTable, 
 				s.set(i, v)
 			}
 		}
-	}
+	})
 	if ordered {
 		out.sortSeries()
 	}
@@ -494,7 +493,6 @@ type seriesAlloc struct {
 	structs []rangeSeries
 	f64     []float64
 	i64     []int64
-	labels  record.Labels
 	// n is the series the next chunk holds: chunks grow from 16 to
 	// chunk, so that a query of a few series zeroes little memory.
 	n int
@@ -536,16 +534,30 @@ func (a *seriesAlloc) series(ls record.Labels, op rangeOp, steps int) *rangeSeri
 	return s
 }
 
-// labelsOfKey is labelsOfKey with the labels taken from chunks.
-func (a *seriesAlloc) labelsOfKey(k string, n int) (record.Labels, bool) {
-	if len(a.labels) < n {
-		a.labels = make(record.Labels, max(n, 4*a.n))
+// A range series' labels are those its key in the series table says
+// (keyHolds), and are made from it only when the series is read
+// (labelChunks.of): a count of a million series (countSeries) makes none.
+// A series whose key cannot say them (a value holds the separator) has
+// them set when it is made.
+
+// keyHolds reports whether key k, of n labels, says them (labelsOfKey).
+func keyHolds(k string, n int) bool { return strings.Count(k, "\xff") == 2*n }
+
+// labelChunks hands out the labels of series from chunks.
+type labelChunks struct{ free record.Labels }
+
+// of returns the labels of series s, whose key in its table is k.
+func (c *labelChunks) of(k string, s *rangeSeries) record.Labels {
+	if s.labels != nil {
+		return s.labels
 	}
-	ls, ok := appendLabelsOfKey(a.labels[:0:n], k, n)
-	if ok {
-		a.labels = a.labels[n:]
+	n := strings.Count(k, "\xff") / 2
+	if len(c.free) < n {
+		c.free = make(record.Labels, max(n, chunk))
 	}
-	return ls, ok
+	ls, _ := appendLabelsOfKey(c.free[:0:n], k, n)
+	c.free = c.free[n:]
+	return ls
 }
 
 // floats returns n zeroed floats; their capacity is n, so that nothing

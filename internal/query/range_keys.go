@@ -205,19 +205,16 @@ func (w *rangeWorker) keySeries() *rangeSeries {
 	s := w.series.get(w.key)
 	if s == nil {
 		s = w.alloc.series(nil, w.op, w.shape.steps)
-		k := w.series.add(w.key, s)
-		ls, ok := w.alloc.labelsOfKey(k, len(kp.items))
-		if !ok { // a value holds the separator
-			ls = make(record.Labels, len(kp.items))
+		if k := w.series.add(w.key, s); !keyHolds(k, len(kp.items)) { // a value holds the separator
+			s.labels = make(record.Labels, len(kp.items))
 			for i, it := range kp.items {
 				v := it.value
 				if it.param >= 0 {
 					v = values[it.param].Value
 				}
-				ls[i] = record.Label{Name: it.name, Value: strings.Clone(v)}
+				s.labels[i] = record.Label{Name: it.name, Value: strings.Clone(v)}
 			}
 		}
-		s.labels = ls
 		w.tally.held += s.size(len(w.key))
 	}
 	return s
