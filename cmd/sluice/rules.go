@@ -33,7 +33,8 @@ sluice rules test FILE [INPUT] parses INPUT (default: standard input) as
 sluice ingest would (--format and the other input flags), applies the rules to
 each record, and prints, per record, which rules matched and what each did,
 then the record that would be stored (its labels and line, and its fields when
-a rule changed them) or that it is dropped.`,
+a rule changed them, and the sinks a route sends it to) or that it is dropped.
+Neither checks route's sink names against a config: sluice serve does.`,
 	flags: func(fs *flag.FlagSet) func([]string, *env) error {
 		var o rulesOpts
 		o.input.register(fs)
@@ -116,6 +117,9 @@ func (o *rulesOpts) test(set *rules.Set, in io.Reader, w io.Writer) error {
 				continue
 			}
 			fmt.Fprintf(w, "  stored %s %s\n", b.Labels(i), b.Bytes(b.Records[i].Line))
+			if r := b.RouteOf(i); r != nil {
+				fmt.Fprintf(w, "  routed to %s\n", strings.Join(r, ", "))
+			}
 			changed := false
 			for _, s := range steps[i] {
 				changed = changed || s.Action == rules.Redacted || s.Action == rules.Extracted || s.Action == rules.FieldsSet
@@ -150,8 +154,8 @@ func printSteps(w io.Writer, steps []rules.Step) {
 // startRules loads the rules file for the server and keeps it current:
 // reloaded on SIGHUP and when its directory changes, until ctx ends or
 // stop is called (which waits for both watchers).
-func startRules(ctx context.Context, path string, reg *prometheus.Registry, log *slog.Logger) (*rules.Live, func(), error) {
-	live, err := rules.Open(path, rules.NewMetrics(reg), log)
+func startRules(ctx context.Context, path string, reg *prometheus.Registry, log *slog.Logger, sinks rules.Sinks) (*rules.Live, func(), error) {
+	live, err := rules.OpenRouted(path, rules.NewMetrics(reg), log, sinks)
 	if err != nil {
 		return nil, nil, fmt.Errorf("rules: %w", err)
 	}

@@ -47,7 +47,7 @@ func TestRulesCheck(t *testing.T) {
 	}
 	bad := writeFile(t, "bad.yaml", "rules:\n  - name: a\n    drop: true\n    route: kafka\n  - name: b\n")
 	_, errOut, st := sluice(t, "", "rules", "check", bad)
-	want := bad + ":4:5: rule 1 (a): route: routing rules to sinks is not implemented yet"
+	want := bad + ":2:5: rule 1 (a): drop and route: a dropped line is neither stored nor routed"
 	if st != 1 || !strings.Contains(errOut, want) || !strings.Contains(errOut, bad+":5:5: rule 2 (b): no action") {
 		t.Errorf("check of a bad file: %d %q, want %q", st, errOut, want)
 	}

@@ -200,7 +200,7 @@ func (o *serveOpts) run(args []string, e *env) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	if o.rules != "" {
-		live, wait, err := startRules(ctx, o.rules, reg, log)
+		live, wait, err := startRules(ctx, o.rules, reg, log, routeSinks(o.sinks))
 		if err != nil {
 			return err
 		}
