@@ -58,3 +58,27 @@ func TestRulesCheck(t *testing.T) {
 		t.Errorf("unknown subcommand: %d %q", st, errOut)
 	}
 }
+
+// TestServeChecksRoutes: sluice serve refuses a rules file that routes to
+// a sink the config does not have, or to one without from: rules, naming
+// the rule and the sink; rules check, which knows no config, takes it.
+func TestServeChecksRoutes(t *testing.T) {
+	dir := t.TempDir()
+	rules := writeFile(t, "rules.yaml", "rules:\n  - name: errors\n    route: [pg, archive]\n")
+	for _, tc := range []struct{ sinks, want string }{
+		{"  - {name: pg, type: file, from: rules, file: {dir: " + filepath.Join(dir, "pg") + "}}\n",
+			`:3:12: rule 1 (errors): route: no sink named "archive" is configured (sinks: [pg])`},
+		{"  - {name: pg, type: file, from: rules, file: {dir: " + filepath.Join(dir, "pg") + "}}\n" +
+			"  - {name: archive, type: file, file: {dir: " + filepath.Join(dir, "archive") + "}}\n",
+			`:3:12: rule 1 (errors): route: sink "archive" does not take routed lines: give it from: rules in the config`},
+	} {
+		cfg := writeFile(t, "sluice.yaml", "rules: "+rules+"\nsinks:\n"+tc.sinks)
+		_, errOut, st := sluice(t, "", "serve", "--config", cfg, "--listen", "127.0.0.1:0", "--data", filepath.Join(t.TempDir(), "data"))
+		if st == 0 || !strings.Contains(errOut, rules+tc.want) {
+			t.Errorf("serve: status %d, stderr:\n%s\nwant %q", st, errOut, tc.want)
+		}
+	}
+	if out, errOut, st := sluice(t, "", "rules", "check", rules); st != 0 || !strings.Contains(out, "1 rules") {
+		t.Errorf("rules check: %d %q %q", st, out, errOut)
+	}
+}

@@ -164,7 +164,9 @@ func (e *Encoder) encodeBody(b *record.Batch) {
 		if route > 0 {
 			body = binary.AppendUvarint(body, uint64(route-1))
 		}
-		e.rowRoutes = append(e.rowRoutes, route)
+		if len(b.Routes) > 0 {
+			e.rowRoutes = append(e.rowRoutes, route)
+		}
 		body = binary.AppendUvarint(body, uint64(len(line)))
 		body = append(body, line...)
 		switch {

@@ -3,6 +3,7 @@ package rules
 import (
 	"errors"
 	"fmt"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -259,5 +260,33 @@ func TestRouteTooManySinks(t *testing.T) {
 	sb.WriteString("]\n")
 	if _, err := Compile("r.yaml", []byte(sb.String()), nil); err == nil || !strings.Contains(err.Error(), "rule 1 (wide): route: the rules route to 65 sinks, more than 64") {
 		t.Errorf("err %v", err)
+	}
+}
+
+// TestLiveRouted checks that every version of a Live's file is checked
+// against its sinks: at open, on reload and on PUT (dry run or not).
+func TestLiveRouted(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "rules.yaml")
+	sinks := Sinks{"pg": true, "archive": false}
+	writeAtomic(t, file, "rules:\n  - name: a\n    route: nope\n")
+	if _, err := OpenRouted(file, nil, nil, sinks); err == nil || !strings.Contains(err.Error(), `:3:12: rule 1 (a): route: no sink named "nope" is configured (sinks: [archive pg])`) {
+		t.Fatalf("open: %v", err)
+	}
+	writeAtomic(t, file, "rules:\n  - name: a\n    route: pg\n")
+	l, err := OpenRouted(file, nil, nil, sinks)
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeAtomic(t, file, "rules:\n  - name: a\n    route: archive\n")
+	if _, err := l.Reload(); err == nil || !strings.Contains(err.Error(), `sink "archive" does not take routed lines`) {
+		t.Errorf("reload: %v", err)
+	}
+	for _, dry := range []bool{true, false} {
+		if _, _, err := l.Put([]byte("rules:\n  - name: a\n    route: [pg, nope]\n"), dry); err == nil || !strings.Contains(err.Error(), `no sink named "nope"`) {
+			t.Errorf("put (dry run %v): %v", dry, err)
+		}
+	}
+	if got := l.Current().Sinks(); !slices.Equal(got, []string{"pg"}) {
+		t.Errorf("running set routes to %q, want the first version's", got)
 	}
 }
