@@ -227,3 +227,132 @@ func waitRouted(t *testing.T, s *server) {
 		time.Sleep(20 * time.Millisecond) // polling the status: no event to wait on
 	}
 }
+
+// TestSinkRouteBlock fills the budget of a PostgreSQL sink that takes
+// what the rules route to it (errors), policy block, while PostgreSQL is
+// down: a batch holding an error is refused with 503 naming the sink,
+// while a batch of the same tenant that routes nothing to it is stored.
+// Once PostgreSQL is back, errors are taken again and every acknowledged
+// error is in the table once.
+func TestSinkRouteBlock(t *testing.T) {
+	skipIfOff(t)
+	pg := pgtest.Start(t)
+	dir := t.TempDir()
+	rulesFile := filepath.Join(dir, "rules.yaml")
+	writeRules(t, rulesFile, `rules:
+  - name: errors-to-pg
+    match: '{service=~".+"} | json | level="error"'
+    route: pg-errors
+`)
+	cfg := filepath.Join(dir, "sluice.yaml")
+	conf := fmt.Sprintf(`rules: %q
+sinks:
+  - name: pg-errors
+    type: postgres
+    from: rules
+    linger: 10ms
+    retry: {initial: 10ms, max: 100ms}
+    budget_bytes: 65536
+    policy: block
+    postgres:
+      dsn: %q
+      table: blocked_errors
+`, rulesFile, pg.DSN())
+	if err := os.WriteFile(cfg, []byte(conf), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s := mustStartServerOn(t, filepath.Join(dir, "data"), "--config", cfg)
+	defer s.stop(t)
+	client := newLoadClient(1)
+	n := 0
+	batch := func(level string, lines int) []byte {
+		var body []byte
+		for range lines {
+			n++
+			body = fmt.Appendf(body, `{"service":"blocktest","level":%q,"id":"%d","msg":"%s"}`+"\n", level, n, strings.Repeat("z", 200))
+		}
+		return body
+	}
+	acked := map[string]bool{}
+	postErrors := func(lines int) postAnswer {
+		first := n + 1
+		a := postTenant(context.Background(), client, s.url("/insert/jsonline"), "default", batch("error", lines))
+		if a.ok() {
+			for id := first; id <= n; id++ {
+				acked[fmt.Sprint(id)] = true
+			}
+		}
+		return a
+	}
+	if a := postErrors(1); !a.ok() {
+		t.Fatalf("first error: %d %s %v", a.code, a.body, a.err)
+	}
+	for i := 0; pushSinkStatus(t, s)[0].Records < 1; i++ {
+		if i > 3000 {
+			t.Fatalf("the sink delivered nothing: %+v", pushSinkStatus(t, s))
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	pg.Stop()
+	restarted := false
+	defer func() {
+		if !restarted {
+			pg.Start()
+		}
+	}()
+	var refused *postAnswer
+	for i := 0; i < 3000 && refused == nil; i++ {
+		switch a := postErrors(20); {
+		case a.ok():
+		case a.code == 503:
+			refused = &a
+		default:
+			t.Fatalf("request %d: %d %q %v", i, a.code, a.body, a.err)
+		}
+		time.Sleep(time.Millisecond) // let the monitor (every 500 ms) see the backlog
+	}
+	if refused == nil || !strings.Contains(refused.body, `sink "pg-errors"`) || !strings.Contains(refused.body, "budget") {
+		t.Fatalf("over the budget with block: %+v; status %+v", refused, pushSinkStatus(t, s))
+	}
+	// The same tenant's lines that route nothing to the sink are stored.
+	if a := postTenant(context.Background(), client, s.url("/insert/jsonline"), "default", batch("info", 20)); !a.ok() || a.accepted != 20 {
+		t.Fatalf("info lines while the errors' sink blocks: %d %s %v", a.code, a.body, a.err)
+	}
+	if a := postErrors(1); a.code != 503 {
+		t.Fatalf("an error while the sink blocks: %d %s", a.code, a.body)
+	}
+	pg.Start()
+	restarted = true
+	for i := 0; ; i++ {
+		if a := postErrors(1); a.ok() {
+			break
+		}
+		if i > 3000 {
+			t.Fatalf("errors still refused after PostgreSQL came back: %+v", pushSinkStatus(t, s))
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	waitRouted(t, s)
+	conn, err := pgx.Connect(context.Background(), pg.DSN())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	rows, err := conn.Query(context.Background(), `SELECT fields->>'id' FROM blocked_errors`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]int{}
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			t.Fatal(err)
+		}
+		got[id]++
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	routedOnce(t, "PostgreSQL", got, acked)
+	t.Logf("%d errors acknowledged and delivered; refused: %s", len(acked), refused.body)
+}
