@@ -34,18 +34,32 @@ sluice ingest would (--format and the other input flags), applies the rules to
 each record, and prints, per record, which rules matched and what each did,
 then the record that would be stored (its labels and line, and its fields when
 a rule changed them, and the sinks a route sends it to) or that it is dropped.
-Neither checks route's sink names against a config: sluice serve does.`,
+
+With --config FILE (sluice serve's config), both check every route against
+its sinks: as sluice serve does, a route to a sink that is not there, or has
+no from: rules, is an error. Without, route's sink names are not checked.`,
 	flags: func(fs *flag.FlagSet) func([]string, *env) error {
 		var o rulesOpts
 		o.input.register(fs)
 		fs.StringVar(&o.tenant, "tenant", store.DefaultTenant, "the tenant the records belong to (rules with tenant: apply to it only)")
-		return o.run
+		fs.StringVar(&o.config, "config", "", "check routes against the sinks of this config `file` (sluice serve's)")
+		return func(args []string, e *env) error {
+			// Flags may follow the subcommand too: rules test --format json FILE.
+			if len(args) > 0 {
+				if err := fs.Parse(args[1:]); err != nil {
+					return usageError("%v", err)
+				}
+				args = append(args[:1], fs.Args()...)
+			}
+			return o.run(args, e)
+		}
 	},
 }
 
 type rulesOpts struct {
 	input  inputFlags
 	tenant string
+	config string // --config: the sinks routes may name
 }
 
 func (o *rulesOpts) run(args []string, e *env) error {
@@ -56,7 +70,15 @@ func (o *rulesOpts) run(args []string, e *env) error {
 	if err != nil {
 		return err
 	}
-	set, err := rules.Compile(args[1], data, nil)
+	var sinks rules.Sinks
+	if o.config != "" {
+		cfg, err := loadConfig(o.config)
+		if err != nil {
+			return err
+		}
+		sinks = routeSinks(cfg.Sinks)
+	}
+	set, err := rules.CompileRouted(args[1], data, nil, sinks)
 	if err != nil {
 		fmt.Fprintln(e.stderr, err)
 		return errExit(1)

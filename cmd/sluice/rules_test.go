@@ -81,4 +81,13 @@ func TestServeChecksRoutes(t *testing.T) {
 	if out, errOut, st := sluice(t, "", "rules", "check", rules); st != 0 || !strings.Contains(out, "1 rules") {
 		t.Errorf("rules check: %d %q %q", st, out, errOut)
 	}
+	// With the config, rules check says what serve would.
+	cfg := writeFile(t, "sluice.yaml", "sinks:\n  - {name: pg, type: file, from: rules, file: {dir: "+filepath.Join(dir, "pg")+"}}\n")
+	if _, errOut, st := sluice(t, "", "rules", "check", "--config", cfg, rules); st != 1 || !strings.Contains(errOut, rules+`:3:12: rule 1 (errors): route: no sink named "archive"`) {
+		t.Errorf("rules check --config: %d %q", st, errOut)
+	}
+	cfg = writeFile(t, "sluice.yaml", "sinks:\n  - {name: pg, type: file, from: rules, file: {dir: /x}}\n  - {name: archive, type: file, from: rules, file: {dir: /y}}\n")
+	if out, errOut, st := sluice(t, "", "rules", "check", "--config", cfg, rules); st != 0 || !strings.Contains(out, "1 rules") {
+		t.Errorf("rules check --config of a config with both sinks: %d %q %q", st, out, errOut)
+	}
 }
