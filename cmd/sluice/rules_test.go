@@ -91,3 +91,14 @@ func TestServeChecksRoutes(t *testing.T) {
 		t.Errorf("rules check --config of a config with both sinks: %d %q %q", st, out, errOut)
 	}
 }
+
+// TestRulesTestRoutes: rules test shows where a route sends a line.
+func TestRulesTestRoutes(t *testing.T) {
+	rules := writeFile(t, "rules.yaml", "rules:\n  - name: errors\n    match: '{service=~\".+\"} |= \"error\"'\n    route: [pg, archive]\n")
+	out, errOut, st := sluice(t, "service=api msg=\"an error\"\nservice=api msg=ok\n", "rules", "test", rules)
+	want := "record 1:\n  rule errors: matched, routed (archive, pg), stopped\n  stored {service=\"api\"} service=api msg=\"an error\"\n  routed to archive, pg\n" +
+		"record 2:\n  stored {service=\"api\"} service=api msg=ok\n"
+	if st != 0 || out != want {
+		t.Errorf("status %d %q\ngot\n%s\nwant\n%s", st, errOut, out, want)
+	}
+}

@@ -207,6 +207,7 @@ func (o *serveOpts) run(args []string, e *env) error {
 		defer wait()
 		o.cfg.Rules = live
 	}
+	warnRoutedSinks(o.sinks, o.rules, log)
 	srv := server.New(*o.cfg, st, log, reg)
 	// Sinks follow the WAL until the server has drained, then stop before
 	// the store closes.

@@ -187,6 +187,16 @@ func routeSinks(cfgs []sinkConfig) rules.Sinks {
 	return out
 }
 
+// warnRoutedSinks logs each sink with from: rules when there is no rules
+// file: nothing routes to it.
+func warnRoutedSinks(cfgs []sinkConfig, rulesFile string, log *slog.Logger) {
+	for _, c := range cfgs {
+		if c.From == sink.FromRules && rulesFile == "" {
+			log.Warn("sink takes only what rules route to it, and no rules file is given: it gets nothing", "sink", c.Name)
+		}
+	}
+}
+
 var sinkCommand = &command{
 	name:  "sink",
 	args:  "status [--url URL] | dead-letter --data DIR NAME",

@@ -43,7 +43,7 @@ type Step struct {
 	Record int // index in b.Records
 	Rule   string
 	Action Action
-	Detail string // for Failed: why; for Routed: the sinks, comma-separated
+	Detail string // for Failed: why; for Routed: the sinks, ", "-separated
 }
 
 // evaluator is what one goroutine needs to apply a Set: the rules'
@@ -356,7 +356,7 @@ func (s *Set) record(ev *evaluator, b *record.Batch, i int) {
 			route |= r.routeMask
 			ev.routedBy = append(ev.routedBy, r)
 			if ev.trace != nil {
-				ev.step(i, r, Routed, strings.Join(r.route, ","))
+				ev.step(i, r, Routed, strings.Join(r.route, ", "))
 			}
 			if !r.cont {
 				// As Vector's route and Promtail's match: a routed line

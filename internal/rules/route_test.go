@@ -209,7 +209,7 @@ rules:
 	s.Trace(b, func(st Step) {
 		steps = append(steps, st.Rule+" "+st.Action.String()+" "+st.Detail)
 	})
-	want := []string{"all matched ", "all routed files,pg", "all matched ", "all routed files,pg", "debug matched ", "debug dropped "}
+	want := []string{"all matched ", "all routed files, pg", "all matched ", "all routed files, pg", "debug matched ", "debug dropped "}
 	if !slices.Equal(steps, want) {
 		t.Errorf("steps %q, want %q", steps, want)
 	}
