@@ -10,8 +10,9 @@ import (
 
 // Batch is many records parsed from one input buffer.
 //
-// INVARIANT: every Span in Records and Fields lies within Data, and every
-// name and stream id is below the Len of Names and Streams.
+// INVARIANT: every Span in Records and Fields lies within Data, every
+// name and stream id is below the Len of Names and Streams, and every
+// Record.Route is at most len(Routes).
 //
 // A stage after parsing changes a batch without copying it: Drop removes a
 // record from the selection (every consumer skips records that are not
