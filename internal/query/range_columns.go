@@ -200,6 +200,7 @@ type colPlanner struct {
 	sweep sweepState
 	pred  *predState // number filters decided on columns (range_pred.go), or nil
 	keys  *keyPlan   // series keys from the parameters' values (range_keys.go), or nil
+	batch keyBatch   // rows counted with keys, waiting for their series (range_keys.go)
 
 	// dropsErrors: a label filter __error__="" drops the rows whose line
 	// the json stage cannot parse. Then rows of a template in which no
@@ -252,6 +253,13 @@ func (w *rangeWorker) colPlanner() *colPlanner {
 
 // block adds the samples of a stored block's rows in [from, to].
 func (w *rangeWorker) block(ev *evaluator, ls record.Labels, b *part.Block, from, to int64) error {
+	err := w.blockRows(ev, ls, b, from, to)
+	w.flushKeys() // the block's rows counted with keys
+	return err
+}
+
+// blockRows is block but for the rows left in the key batch.
+func (w *rangeWorker) blockRows(ev *evaluator, ls record.Labels, b *part.Block, from, to int64) error {
 	cp := w.colPlanner()
 	if err := cp.startBlock(b, func(p *tmplPlan) (bool, error) { return w.givesNothing(ls, p) }); err != nil {
 		return err
@@ -491,6 +499,10 @@ func (w *rangeWorker) columnRow(ls record.Labels, t int64) error {
 	if cp.memoMisses >= memoTrial && cp.memoMisses*2 > cp.memoLooks {
 		// The values hardly repeat in this stream: the memo would
 		// cost a key and a lookup per row, and save nothing.
+		if kp := cp.keys; kp != nil && kp.on {
+			w.countKey(t)
+			return nil
+		}
 		s, err := w.columnSeries(ls, t)
 		if s != nil {
 			w.add(s, t, 1)

@@ -3,6 +3,7 @@ package query
 import (
 	"slices"
 	"strings"
+	"unsafe"
 
 	"github.com/sluicelog/sluice/internal/logql"
 	"github.com/sluicelog/sluice/internal/record"
@@ -187,6 +188,19 @@ func (kp *keyPlan) startStream(ls record.Labels) {
 	slices.SortStableFunc(kp.items, func(a, b keyItem) int { return strings.Compare(a.name, b.name) })
 }
 
+// appendKey appends the key of the row whose parameters' values are
+// values.
+func (kp *keyPlan) appendKey(dst []byte, values []stage.ParamValue) []byte {
+	for _, it := range kp.items {
+		v := it.value
+		if it.param >= 0 {
+			v = values[it.param].Value
+		}
+		dst = append(append(append(append(dst, it.name...), 0xff), v...), 0xff)
+	}
+	return dst
+}
+
 // keySeries returns the series of the row whose parameters' values are
 // cp.values, or nil when the filters drop it; for a plan that is on.
 func (w *rangeWorker) keySeries() *rangeSeries {
@@ -194,14 +208,7 @@ func (w *rangeWorker) keySeries() *rangeSeries {
 	if !kp.pred(kp, values) {
 		return nil
 	}
-	w.key = w.key[:0]
-	for _, it := range kp.items {
-		v := it.value
-		if it.param >= 0 {
-			v = values[it.param].Value
-		}
-		w.key = append(append(append(append(w.key, it.name...), 0xff), v...), 0xff)
-	}
+	w.key = kp.appendKey(w.key[:0], values)
 	s := w.series.get(w.key)
 	if s == nil {
 		s = w.alloc.series(nil, w.op, w.shape.steps)
@@ -218,4 +225,86 @@ func (w *rangeWorker) keySeries() *rangeSeries {
 		w.tally.held += s.size(len(w.key))
 	}
 	return s
+}
+
+// Rows counted in series of many (a series per user among millions of
+// rows) each find their series in a table far larger than the caches:
+// a miss for the slot, another for the series. Looked up one row at a
+// time, between a row's reading and filtering, no two misses overlap.
+// A count's rows are instead kept in a batch, their keys written
+// (countKey), and their series found and counted together (flushKeys):
+// the lookups of consecutive rows then do not wait on one another. Only
+// counts are batched (columnRow without unwrap adds 1): the order in
+// which a series' samples are added cannot change a count.
+
+// keyBatch is the rows of a block waiting for their series.
+type keyBatch struct {
+	keys   []byte  // their keys, one after the other
+	ends   []int   // where each ends in keys
+	times  []int64 // their times
+	h1, h2 []uint64
+	series []*rangeSeries
+}
+
+// keyBatchRows is how many rows a batch holds before it is counted.
+const keyBatchRows = 256
+
+// countKey counts the row whose parameters' values are cp.values in its
+// series (none when the filters drop it), now or with the batch; for a
+// plan that is on.
+func (w *rangeWorker) countKey(t int64) {
+	kp, values, kb := w.cols.keys, w.cols.values, &w.cols.batch
+	if !kp.pred(kp, values) {
+		return
+	}
+	start := len(kb.keys)
+	kb.keys = kp.appendKey(kb.keys, values)
+	if k := kb.keys[start:]; !keyHolds(unsafe.String(unsafe.SliceData(k), len(k)), len(kp.items)) {
+		// A value holds the separator: keySeries sets the series'
+		// labels from the values, which the batch does not keep.
+		kb.keys = kb.keys[:start]
+		w.add(w.keySeries(), t, 1)
+		return
+	}
+	kb.ends, kb.times = append(kb.ends, len(kb.keys)), append(kb.times, t)
+	if len(kb.ends) == keyBatchRows {
+		w.flushKeys()
+	}
+}
+
+// flushKeys counts the rows of the batch in their series, making those
+// that are new.
+func (w *rangeWorker) flushKeys() {
+	if w.cols == nil {
+		return
+	}
+	kb := &w.cols.batch
+	n := len(kb.ends)
+	if n == 0 {
+		return
+	}
+	kb.h1, kb.h2 = grown(kb.h1, n), grown(kb.h2, n)
+	kb.series = grown(kb.series, n)
+	start := 0
+	for i, end := range kb.ends {
+		kb.h1[i], kb.h2[i] = w.series.hash(kb.keys[start:end])
+		start = end
+	}
+	start = 0
+	for i, end := range kb.ends {
+		s := w.series.getHashed(kb.h1[i], kb.h2[i])
+		if s == nil {
+			key := kb.keys[start:end]
+			s = w.alloc.series(nil, w.op, w.shape.steps)
+			w.series.addHashed(key, kb.h1[i], kb.h2[i], s)
+			w.tally.held += s.size(len(key))
+		}
+		kb.series[i] = s
+		start = end
+	}
+	for i, s := range kb.series[:n] {
+		w.add(s, kb.times[i], 1)
+	}
+	clear(kb.series[:n])
+	kb.keys, kb.ends, kb.times = kb.keys[:0], kb.ends[:0], kb.times[:0]
 }
