@@ -549,7 +549,7 @@ func (cp *colPlanner) rememberID(s *rangeSeries) {
 
 // memoTrial is the misses after which a stream whose memo misses more
 // often than it hits stops using it.
-const memoTrial = 1024
+const memoTrial = 256
 
 // memoed returns the series remembered for the parameters' values in
 // cp.memoKey (nil: filtered out), if any is.
