@@ -330,5 +330,8 @@ func TestKeyBatchSameAsRows(t *testing.T) {
 		`topk(3, sum by (u) (count_over_time(` + all + ` | json u="user.id" [1h])))`,
 		`sum by (u, level) (count_over_time(` + all + ` | json u="user.id", level | level="error" [1h]))`,
 		`count(count by (u) (rate(` + all + ` | json u="user.id", level | u=~"u1.*" [1m])))`,
+		`topk(5, sum by (u) (sum_over_time(` + all + ` | json u="user.id", b="bytes" | u!="" | unwrap b | __error__="" [1h])))`,
+		`sum by (u) (last_over_time(` + all + ` | json u="user.id", b="bytes" | unwrap b [1h]))`,
+		`sum by (u, level) (max_over_time(` + all + ` | json u="user.id", level, b="bytes" | unwrap b | __error__="" [1h]))`,
 	})
 }
