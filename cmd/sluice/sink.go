@@ -177,7 +177,7 @@ func buildSinks(cfgs []sinkConfig, data string, reg prometheus.Registerer, log *
 
 var sinkCommand = &command{
 	name:  "sink",
-	args:  "status [--url URL] | dead-letter --data DIR NAME",
+	args:  "status [--url URL] | dead-letter --data DIR NAME [--replay --config FILE]",
 	short: "show the sinks' state, or print a sink's dead letter",
 	long: `sluice sink status asks a running server (GET /api/v1/sinks) for each sink's
 position, backlog (WAL bytes not yet delivered) against its budget, policy,
@@ -187,10 +187,21 @@ batches, retries, dead-lettered, dropped by policy; and the last error.
 
 sluice sink dead-letter NAME prints the dead-letter file of sink NAME of the
 data directory --data: one JSON object per record the destination rejected
-for good, with the reason.`,
+for good, with the reason.
+
+sluice sink dead-letter NAME --replay --config FILE sends those records back
+through the sink's destination, as the config file defines it (after the
+cause was fixed, a table's constraint for example), removes from the dead
+letter what was delivered, keeps what is rejected again with the new reason,
+and prints the counts. PostgreSQL takes each record at most once, however
+often a replay runs or crashes; Loki and Elasticsearch at least once; a file
+sink cannot replay. It may run while the server runs.`,
 	flags: func(fs *flag.FlagSet) func([]string, *env) error {
 		var url, data string
-		var raw bool
+		var raw, replay bool
+		var config string
+		fs.BoolVar(&replay, "replay", false, "send the dead letter back through the destination (dead-letter)")
+		fs.StringVar(&config, "config", "", "the config `file` that defines the sink (dead-letter --replay)")
 		fs.StringVar(&url, "url", "", "the server (default $SLUICE_URL or http://localhost:3100)")
 		fs.StringVar(&data, "data", "", "the data `directory` (dead-letter)")
 		fs.BoolVar(&raw, "json", false, "print the status as JSON")
@@ -214,6 +225,11 @@ for good, with the reason.`,
 			case "dead-letter":
 				if len(args) != 2 {
 					return usageError("sink dead-letter takes the sink's name")
+				}
+				if replay {
+					ctx, cancel := e.context()
+					defer cancel()
+					return sinkReplay(ctx, e, config, data, args[1])
 				}
 				if data == "" {
 					return usageError("sink dead-letter needs --data")

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/sluicelog/sluice/internal/logql"
+	"github.com/sluicelog/sluice/internal/record"
 	"github.com/sluicelog/sluice/internal/rows"
 	"github.com/sluicelog/sluice/internal/vfs"
 	"github.com/sluicelog/sluice/internal/wal"
@@ -514,13 +515,23 @@ type DeadLetter struct {
 	Fields json.RawMessage `json:"fields"`
 	Line   string          `json:"line"`
 	WAL    string          `json:"wal"`
-	Reason string          `json:"reason"`
-	At     time.Time       `json:"dead_lettered_at"`
+	// Row is the record's index among the rows of its WAL frame: with
+	// WAL, the record's identity.
+	Row    int       `json:"row"`
+	Reason string    `json:"reason"`
+	At     time.Time `json:"dead_lettered_at"`
+
+	labels record.Labels // Labels, decoded by readDeadLetter
 }
 
 // deadLetterWrite appends the rejected records of b to the dead-letter
-// file and syncs it.
+// file and syncs it, under the dead letter's lock (a replay rewrites it).
 func (s *Sink) deadLetterWrite(b *Batch, rej []Rejected) error {
+	unlock, err := lockDeadLetter(s.cfg.Dir)
+	if err != nil {
+		return err
+	}
+	defer unlock()
 	f, err := os.OpenFile(s.deadLetterPath(), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
 	if err != nil {
 		return err
@@ -530,7 +541,7 @@ func (s *Sink) deadLetterWrite(b *Batch, rej []Rejected) error {
 	for _, r := range rej {
 		rec := &b.Records[r.Index]
 		line, err := json.Marshal(DeadLetter{Time: time.Unix(0, rec.Time).UTC(), Tenant: rec.Tenant, Labels: rec.LabelsJSON,
-			Fields: rec.FieldsJSON, Line: string(rec.Line), WAL: rec.Pos.String(), Reason: r.Reason, At: now})
+			Fields: rec.FieldsJSON, Line: string(rec.Line), WAL: rec.Pos.String(), Row: rec.Row, Reason: r.Reason, At: now})
 		if err != nil {
 			f.Close()
 			return err
