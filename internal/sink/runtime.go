@@ -107,7 +107,8 @@ type Sink struct {
 	hold    atomic.Uint64 // done.Segment, or MaxUint64 before a position is known
 	backlog atomic.Int64  // WAL bytes after done
 	over    atomic.Bool   // backlog above the budget
-	oldest  atomic.Int64  // receive time (Unix ns) of the oldest undelivered record, 0 if none
+	oldest  atomic.Int64  // receive time (Unix ns) of the oldest record of the batch being filled, 0 if none
+	sending atomic.Int64  // that of the batch being delivered while the next fills (pipeline), 0 if none
 	dropped atomic.Uint64 // records dropped by policy (also in metrics)
 
 	rnd func(int64) int64
@@ -210,10 +211,17 @@ func (s *Sink) Run(ctx context.Context, l *wal.Log) error {
 	s.log.Info("sink: started", "position", start.String(), "destination_position", dok)
 	cur := l.Cursor(start)
 	defer cur.Close()
+	if s.cfg.Policy == Block {
+		// drop_oldest moves the cursor while it delivers: not ahead.
+		if err := s.pipeline(ctx, l, cur, start); err != nil {
+			return err
+		}
+		return s.savePosition()
+	}
 	var b Batch
 	for ctx.Err() == nil {
 		b.Reset()
-		if err := s.fill(ctx, l, cur, &b); err != nil {
+		if err := s.fill(ctx, l, cur, &b, s.donePos()); err != nil {
 			return err
 		}
 		if ctx.Err() != nil {
@@ -224,17 +232,9 @@ func (s *Sink) Run(ctx context.Context, l *wal.Log) error {
 				break
 			}
 		}
-		s.setDone(b.End)
 		s.oldest.Store(0)
-		save := s.maybeSave
-		if _, ok := s.dest.(Positionless); ok && len(b.Records) > 0 {
-			save = s.savePosition
-		}
-		if err := save(); err != nil {
+		if err := s.delivered(&b); err != nil {
 			return err
-		}
-		if s.onDone != nil {
-			s.onDone()
 		}
 	}
 	if err := s.savePosition(); err != nil {
@@ -243,10 +243,28 @@ func (s *Sink) Run(ctx context.Context, l *wal.Log) error {
 	return nil
 }
 
+// delivered moves the position to b.End, b being delivered, and saves
+// it when it must.
+func (s *Sink) delivered(b *Batch) error {
+	s.setDone(b.End)
+	save := s.maybeSave
+	if _, ok := s.dest.(Positionless); ok && len(b.Records) > 0 {
+		save = s.savePosition
+	}
+	if err := save(); err != nil {
+		return err
+	}
+	if s.onDone != nil {
+		s.onDone()
+	}
+	return nil
+}
+
 // fill reads frames into b until it holds BatchSize records, or it holds
 // some and Linger has passed, or it holds none and everything committed
-// was read (then b.End says how far the filter skipped).
-func (s *Sink) fill(ctx context.Context, l *wal.Log, cur *wal.Cursor, b *Batch) error {
+// was read past from, the end of the batch before (then b.End says how far
+// the filter skipped).
+func (s *Sink) fill(ctx context.Context, l *wal.Log, cur *wal.Cursor, b *Batch, from wal.Pos) error {
 	var deadline time.Time
 	var timer *time.Timer
 	defer func() {
@@ -298,7 +316,7 @@ func (s *Sink) fill(ctx context.Context, l *wal.Log, cur *wal.Cursor, b *Batch) 
 		// Everything committed is read.
 		b.End = cur.Pos()
 		if len(b.Records) == 0 {
-			if b.End != s.donePos() {
+			if b.End != from {
 				return nil
 			}
 		} else if !time.Now().Before(deadline) {
