@@ -79,6 +79,10 @@ type Dest struct {
 	cols  []string
 	srcs  []source
 	pool  *pgxpool.Pool
+	// binary is set by Open when the table's columns are the default
+	// table's, with its types: rows are then written by binaryRows.
+	binary  bool
+	copySQL string
 }
 
 type source struct {
@@ -157,6 +161,9 @@ func (d *Dest) Open(ctx context.Context) (wal.Pos, bool, error) {
 			return wal.Pos{}, false, fmt.Errorf("postgres sink %q: create tables: %w", d.cfg.Sink, err)
 		}
 	}
+	if err := d.checkBinary(ctx); err != nil {
+		return wal.Pos{}, false, err
+	}
 	var seg, off int64
 	err := d.pool.QueryRow(ctx, `SELECT segment, "offset" FROM `+PositionsTable+` WHERE sink = $1`, d.cfg.Sink).Scan(&seg, &off)
 	if errors.Is(err, pgx.ErrNoRows) {
@@ -166,6 +173,55 @@ func (d *Dest) Open(ctx context.Context) (wal.Pos, bool, error) {
 		return wal.Pos{}, false, fmt.Errorf("postgres sink %q: read position: %w", d.cfg.Sink, err)
 	}
 	return wal.Pos{Segment: uint64(seg), Offset: off}, true, nil
+}
+
+// checkBinary sets d.binary when the sink writes the default columns and
+// the table has them with the default types.
+func (d *Dest) checkBinary(ctx context.Context) error {
+	d.binary = false
+	if len(d.cfg.Columns) != 0 {
+		return nil
+	}
+	types := map[string]string{}
+	rs, err := d.pool.Query(ctx, `SELECT attname, format_type(atttypid, atttypmod) FROM pg_attribute
+		WHERE attrelid = $1::regclass AND attnum > 0 AND NOT attisdropped`, d.table.Sanitize())
+	if err != nil {
+		return fmt.Errorf("postgres sink %q: read the columns of %s: %w", d.cfg.Sink, d.cfg.Table, err)
+	}
+	for rs.Next() {
+		var name, typ string
+		if err := rs.Scan(&name, &typ); err != nil {
+			rs.Close()
+			return fmt.Errorf("postgres sink %q: read the columns of %s: %w", d.cfg.Sink, d.cfg.Table, err)
+		}
+		types[name] = typ
+	}
+	rs.Close()
+	if err := rs.Err(); err != nil {
+		return fmt.Errorf("postgres sink %q: read the columns of %s: %w", d.cfg.Sink, d.cfg.Table, err)
+	}
+	var cols []string
+	for _, c := range defaultTypes {
+		if types[c[0]] != c[1] {
+			return nil
+		}
+		cols = append(cols, pgx.Identifier{c[0]}.Sanitize())
+	}
+	d.binary = true
+	d.copySQL = `COPY ` + d.table.Sanitize() + ` (` + strings.Join(cols, ", ") + `) FROM STDIN BINARY`
+	return nil
+}
+
+// copyRows copies recs (those at only, if not nil) in tx.
+func (d *Dest) copyRows(ctx context.Context, tx pgx.Tx, recs []sink.Record, only []int) error {
+	if !d.binary {
+		_, err := tx.CopyFrom(ctx, d.table, d.cols, &rowSource{d: d, recs: recs, only: only, i: -1})
+		return err
+	}
+	r := newBinaryRows(recs, only)
+	defer r.close()
+	_, err := tx.Conn().PgConn().CopyFrom(ctx, r, d.copySQL)
+	return err
 }
 
 // Deliver copies b's records and commits b.End in one transaction.
@@ -238,8 +294,7 @@ func (d *Dest) copyIn(ctx context.Context, b *sink.Batch, only []int, commit fun
 	ctx, cancel := context.WithTimeout(ctx, d.cfg.Timeout)
 	defer cancel()
 	err := d.tx(ctx, b, func(tx pgx.Tx) error {
-		_, err := tx.CopyFrom(ctx, d.table, d.cols, &rowSource{d: d, recs: b.Records, only: only, i: -1})
-		if err != nil {
+		if err := d.copyRows(ctx, tx, b.Records, only); err != nil {
 			return fmt.Errorf("copy %d rows into %s: %w", len(b.Records), d.cfg.Table, err)
 		}
 		return commit(ctx, tx, b, nil)
@@ -265,8 +320,7 @@ func (d *Dest) copyIn(ctx context.Context, b *sink.Batch, only []int, commit fun
 			if _, err := tx.Exec(ctx, "SAVEPOINT r"); err != nil {
 				return err
 			}
-			_, err := tx.CopyFrom(ctx, d.table, d.cols, &rowSource{d: d, recs: b.Records[i : i+1], i: -1})
-			if err != nil {
+			if err := d.copyRows(ctx, tx, b.Records[i:i+1], nil); err != nil {
 				if !dataError(err) {
 					return fmt.Errorf("copy a row into %s: %w", d.cfg.Table, err)
 				}
