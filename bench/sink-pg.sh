@@ -138,9 +138,14 @@ start_sluice() {
 now() { date +%s.%N; }
 rate() { awk -v n="$1" -v a="$2" -v b="$3" 'BEGIN {printf "%.0f", n / (b - a)}'; }
 peak_rss() { awk '/VmHWM/ {printf "%d", $2 / 1024}' "/proc/$1/status"; }
+# cpu_of PID: the process's CPU seconds so far. pg_cpu: the CPU seconds of the PostgreSQL backends
+# that have exited (the postmaster's waited-for children), the noise of the machine aside.
+hz="$(getconf CLK_TCK)"
+cpu_of() { awk -v hz="$hz" '{printf "%.2f", ($14 + $15) / hz}' "/proc/$1/stat"; }
+pg_cpu() { awk -v hz="$hz" '{printf "%.2f", ($16 + $17) / hz}' "/proc/$pg_pid/stat"; }
 
 run_sink() {
-	local port data start ingested done_at st backlog sent count
+	local port data start ingested done_at st backlog sent count deliver_s batches scpu pcpu pcpu0
 	port="$(free_port)"
 	data="$run/data"
 	psql "DROP TABLE IF EXISTS sluice_logs; DROP TABLE IF EXISTS sluice_sink_positions"
@@ -159,6 +164,7 @@ run_sink() {
 	if [[ -n "${PROFILE:-}" ]]; then prof=(--pprof); fi
 	# shellcheck disable=SC2086
 	start_sluice "$port" "$data" --config "$run/sluice.yaml" "${prof[@]}" ${SERVE_FLAGS:-}
+	pcpu0="$(pg_cpu)"
 	if [[ -n "${PROFILE:-}" ]]; then
 		mkdir -p "$PROFILE"
 		curl -sf -o "$PROFILE/sink.$r.pprof" "127.0.0.1:$port/debug/pprof/profile?seconds=${PROFILE_SECS:-10}" &
@@ -177,17 +183,23 @@ run_sink() {
 		sleep 0.02
 	done
 	done_at=$(now)
+	scpu="$(cpu_of "$spid")"
 	if [[ -n "$ppid" ]]; then wait "$ppid" || log "!!! no CPU profile"; fi
+	# The time the sink spent in the destination's Deliver (COPY and commit), of the whole.
+	deliver_s="$(curl -sf "127.0.0.1:$port/metrics" | awk '/^sluice_sink_delivery_seconds_sum/ {print $2}')"
+	batches="$(curl -sf "127.0.0.1:$port/metrics" | awk '/^sluice_sink_delivery_seconds_count/ {print $2}')"
 	rss_sink+="$(peak_rss "$spid") "
 	stop_server "$spid" || { log "!!! sluice exited with status $? when stopped"; tail -20 "$run/serve.log" >&2; problems=1; }
 	count="$(psql "SELECT count(*) FROM sluice_logs")"
+	# The sink's backends exited with the server's connections.
+	pcpu="$(awk -v a="$pcpu0" -v b="$(pg_cpu)" 'BEGIN {printf "%.2f", b - a}')"
 	if [[ "$count" != "$accepted" ]]; then
 		log "!!! sluice_logs holds $count rows, $accepted lines were accepted"
 		problems=1
 	fi
 	fig_sink+="$(rate "$accepted" "$start" "$done_at") "
 	fig_ingest_sink+="$(rate "$accepted" "$start" "$ingested") "
-	log "run $r sink: $accepted rows, ingest $(rate "$accepted" "$start" "$ingested") lines/s, in PostgreSQL $(rate "$accepted" "$start" "$done_at") rows/s ($(awk -v a="$start" -v b="$done_at" 'BEGIN {printf "%.2f", b - a}') s), peak RSS $(peak_rss_last "$rss_sink") MB"
+	log "run $r sink: $accepted rows, ingest $(rate "$accepted" "$start" "$ingested") lines/s, in PostgreSQL $(rate "$accepted" "$start" "$done_at") rows/s ($(awk -v a="$start" -v b="$done_at" 'BEGIN {printf "%.2f", b - a}') s, ${batches:-?} batches, ${deliver_s:-?} s in Deliver), peak RSS $(peak_rss_last "$rss_sink") MB, CPU: sluice $scpu s, PostgreSQL backends $pcpu s"
 	psql "DROP TABLE IF EXISTS sluice_logs; DROP TABLE IF EXISTS sluice_sink_positions"
 	rm -rf "$data"
 }
@@ -202,21 +214,25 @@ run_nosink() {
 	post_corpus "$port"
 	ingested=$(now)
 	rss_nosink+="$(peak_rss "$spid") "
+	local scpu
+	scpu="$(cpu_of "$spid")"
 	stop_server "$spid" || { log "!!! sluice exited with status $? when stopped"; tail -20 "$run/serve.log" >&2; problems=1; }
 	fig_ingest_nosink+="$(rate "$accepted" "$start" "$ingested") "
-	log "run $r nosink: ingest $(rate "$accepted" "$start" "$ingested") lines/s, peak RSS $(peak_rss_last "$rss_nosink") MB"
+	log "run $r nosink: ingest $(rate "$accepted" "$start" "$ingested") lines/s, peak RSS $(peak_rss_last "$rss_nosink") MB, CPU: sluice $scpu s"
 	rm -rf "$data"
 }
 
 run_copy() {
-	local out n
+	local out n pcpu0
+	pcpu0="$(pg_cpu)"
 	out="$("$run/pgcopy" -dsn "$dsn" -corpus "$corpus" -table pgcopy_logs)"
 	n="$(psql "SELECT count(*) FROM pgcopy_logs")"
+	out+=", PostgreSQL backends CPU $(awk -v a="$pcpu0" -v b="$(pg_cpu)" 'BEGIN {printf "%.2f", b - a}') s"
 	if [[ "$n" != "$lines" ]]; then
 		log "!!! pgcopy_logs holds $n rows, the corpus has $lines lines"
 		problems=1
 	fi
-	fig_copy+="$(awk '{print $6}' <<<"$out") "
+	fig_copy+="$(awk '{print $6 + 0}' <<<"$out") "
 	log "run $r copy: $out"
 	psql "DROP TABLE IF EXISTS pgcopy_logs"
 }
