@@ -24,7 +24,8 @@
 #     record code, untimed) and copies them with one bare pgx CopyFrom into a fresh table of the same
 #     shape; rows/s of the CopyFrom alone.
 # PROFILE=DIR serves with --pprof and writes a CPU profile of sluice for each sink run into DIR
-# (sink.RUN.pprof, from the first request until the sink caught up: PROFILE_SECS, default 10 s).
+# (sink.RUN.pprof, from the first request: PROFILE_SECS, default 10 s) and a heap profile when the
+# last reply came (heap.RUN.pprof).
 # The servers' peak RSS (VmHWM) is reported with and without the sink. Medians of the runs, and each
 # run's figures. Exits non-zero when a reply is not 2xx, a line is rejected, or a table does not hold
 # exactly the accepted lines.
@@ -67,6 +68,7 @@ stop_pg() {
 cleanup() {
 	stop_servers
 	stop_pg
+	if [[ -n "${KEEP_PG_LOG:-}" ]]; then cp "$pgdir/log" "$KEEP_PG_LOG" 2>/dev/null || true; fi
 	rm -rf "$run" "$pgdir" "$split_dir.tmp"
 }
 trap cleanup EXIT
@@ -173,6 +175,7 @@ run_sink() {
 	start=$(now)
 	post_corpus "$port"
 	ingested=$(now)
+	if [[ -n "${PROFILE:-}" ]]; then curl -sf -o "$PROFILE/heap.$r.pprof" "127.0.0.1:$port/debug/pprof/heap" || log "!!! no heap profile"; fi
 	# The sink has caught up when its backlog is 0 and it sent every accepted line.
 	while :; do
 		st="$(curl -sf "127.0.0.1:$port/api/v1/sinks")" || { log "!!! GET /api/v1/sinks failed"; problems=1; break; }
