@@ -35,6 +35,9 @@ type sinkConfig struct {
 		Initial string `yaml:"initial"`
 		Max     string `yaml:"max"`
 	} `yaml:"retry"`
+
+	BatchBytes int `yaml:"batch_bytes"` // bytes per batch at most (lines, labels, fields)
+
 	Budget   int64          `yaml:"budget_bytes"`
 	Policy   string         `yaml:"policy"` // block, drop_oldest
 	Postgres pgSinkConfig   `yaml:"postgres"`
@@ -164,7 +167,7 @@ func buildSinks(cfgs []sinkConfig, data string, reg prometheus.Registerer, log *
 		if err != nil {
 			return nil, fmt.Errorf("%s: %v", where, err)
 		}
-		s, err := sink.New(sink.Config{Name: c.Name, Type: c.Type, Tenant: c.Tenant, Selector: c.Selector, BatchSize: c.Batch,
+		s, err := sink.New(sink.Config{Name: c.Name, Type: c.Type, Tenant: c.Tenant, Selector: c.Selector, BatchSize: c.Batch, BatchBytes: c.BatchBytes,
 			Linger: linger, Retry: sink.Backoff{Initial: rmin, Max: rmax}, Budget: c.Budget, Policy: policy,
 			Dir: filepath.Join(sinksDir(data), c.Name)}, dest, log)
 		if err != nil {

@@ -99,3 +99,32 @@ func TestPipelineFillsAhead(t *testing.T) {
 		t.Fatalf("oldest unsent %d after everything was delivered", s.oldestUnsent())
 	}
 }
+
+// TestBatchBytes: a batch ends at the WAL record that takes it past
+// BatchBytes, without waiting for BatchSize records or the linger.
+func TestBatchBytes(t *testing.T) {
+	dir := t.TempDir()
+	l := openWAL(t, dir+"/wal")
+	d := &gateDest{entered: make(chan struct{}), release: make(chan struct{})}
+	s, err := New(Config{Name: "b", BatchSize: 1000, BatchBytes: 1, Linger: time.Hour, Dir: dir + "/sink"}, d, sinktest.Quiet())
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := NewManager([]*Sink{s}, nil, sinktest.Quiet())
+	m.Start(l)
+	r := start(t, m, l)
+	var want []string
+	for i := range 3 {
+		a, b := jsonLine("api", 2*i, ""), jsonLine("api", 2*i+1, "")
+		want = append(want, a, b)
+		sinktest.AppendLines(t, l, "t", a, b)
+	}
+	for range 3 {
+		<-d.entered
+		d.release <- struct{}{}
+	}
+	r.stop()
+	if fmt.Sprint(d.lines) != fmt.Sprint(want) || len(d.ends) != 3 {
+		t.Fatalf("%d batches of %q, want 3 of two lines each: %q", len(d.ends), d.lines, want)
+	}
+}

@@ -35,6 +35,10 @@ type Config struct {
 	// BatchSize is the records a batch aims at; a batch ends at a WAL
 	// record's end, so it may hold one record's worth more.
 	BatchSize int
+	// BatchBytes bounds a batch's memory: a batch ends once its records'
+	// lines, labels and fields (as JSON) pass it, at a WAL record's end.
+	// 0 means DefaultBatchBytes. The sink holds at most two batches.
+	BatchBytes int
 	// Linger is how long a batch waits for more records once it has one.
 	Linger time.Duration
 	Retry  Backoff
@@ -55,6 +59,10 @@ const (
 	DefaultRetryMax  = 30 * time.Second
 )
 
+// DefaultBatchBytes is BatchBytes when 0: with DefaultBatchSize, records
+// of up to about 3 KB each fill a batch by count first.
+const DefaultBatchBytes = 32 << 20
+
 func (c Config) withDefaults() (Config, error) {
 	if c.Name == "" {
 		return c, errors.New("sink without a name")
@@ -64,6 +72,9 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.BatchSize <= 0 {
 		c.BatchSize = DefaultBatchSize
+	}
+	if c.BatchBytes <= 0 {
+		c.BatchBytes = DefaultBatchBytes
 	}
 	if c.Linger <= 0 {
 		c.Linger = DefaultLinger
@@ -260,10 +271,10 @@ func (s *Sink) delivered(b *Batch) error {
 	return nil
 }
 
-// fill reads frames into b until it holds BatchSize records, or it holds
-// some and Linger has passed, or it holds none and everything committed
-// was read past from, the end of the batch before (then b.End says how far
-// the filter skipped).
+// fill reads frames into b until it holds BatchSize records or BatchBytes
+// bytes, or it holds some and Linger has passed, or it holds none and
+// everything committed was read past from, the end of the batch before
+// (then b.End says how far the filter skipped).
 func (s *Sink) fill(ctx context.Context, l *wal.Log, cur *wal.Cursor, b *Batch, from wal.Pos) error {
 	var deadline time.Time
 	var timer *time.Timer
@@ -288,7 +299,7 @@ func (s *Sink) fill(ctx context.Context, l *wal.Log, cur *wal.Cursor, b *Batch, 
 				s.oldest.Store(b.oldest)
 			}
 			b.End = cur.Pos()
-			if len(b.Records) >= s.cfg.BatchSize {
+			if len(b.Records) >= s.cfg.BatchSize || len(b.arena) >= s.cfg.BatchBytes {
 				return nil
 			}
 			if scanned++; len(b.Records) == 0 && scanned >= 1000 {
