@@ -161,8 +161,8 @@ func (d *Dest) Open(ctx context.Context) (wal.Pos, bool, error) {
 			return wal.Pos{}, false, fmt.Errorf("postgres sink %q: create tables: %w", d.cfg.Sink, err)
 		}
 	}
-	if err := d.checkBinary(ctx); err != nil {
-		return wal.Pos{}, false, err
+	if err := d.checkBinary(ctx, d.pool); err != nil {
+		return wal.Pos{}, false, fmt.Errorf("postgres sink %q: %w", d.cfg.Sink, err)
 	}
 	var seg, off int64
 	err := d.pool.QueryRow(ctx, `SELECT segment, "offset" FROM `+PositionsTable+` WHERE sink = $1`, d.cfg.Sink).Scan(&seg, &off)
@@ -175,30 +175,35 @@ func (d *Dest) Open(ctx context.Context) (wal.Pos, bool, error) {
 	return wal.Pos{Segment: uint64(seg), Offset: off}, true, nil
 }
 
+// querier is a pool or a transaction.
+type querier interface {
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+}
+
 // checkBinary sets d.binary when the sink writes the default columns and
 // the table has them with the default types.
-func (d *Dest) checkBinary(ctx context.Context) error {
+func (d *Dest) checkBinary(ctx context.Context, q querier) error {
 	d.binary = false
 	if len(d.cfg.Columns) != 0 {
 		return nil
 	}
 	types := map[string]string{}
-	rs, err := d.pool.Query(ctx, `SELECT attname, format_type(atttypid, atttypmod) FROM pg_attribute
+	rs, err := q.Query(ctx, `SELECT attname, format_type(atttypid, atttypmod) FROM pg_attribute
 		WHERE attrelid = $1::regclass AND attnum > 0 AND NOT attisdropped`, d.table.Sanitize())
 	if err != nil {
-		return fmt.Errorf("postgres sink %q: read the columns of %s: %w", d.cfg.Sink, d.cfg.Table, err)
+		return fmt.Errorf("read the columns of %s: %w", d.cfg.Table, err)
 	}
 	for rs.Next() {
 		var name, typ string
 		if err := rs.Scan(&name, &typ); err != nil {
 			rs.Close()
-			return fmt.Errorf("postgres sink %q: read the columns of %s: %w", d.cfg.Sink, d.cfg.Table, err)
+			return fmt.Errorf("read the columns of %s: %w", d.cfg.Table, err)
 		}
 		types[name] = typ
 	}
 	rs.Close()
 	if err := rs.Err(); err != nil {
-		return fmt.Errorf("postgres sink %q: read the columns of %s: %w", d.cfg.Sink, d.cfg.Table, err)
+		return fmt.Errorf("read the columns of %s: %w", d.cfg.Table, err)
 	}
 	var cols []string
 	for _, c := range defaultTypes {
@@ -210,6 +215,19 @@ func (d *Dest) checkBinary(ctx context.Context) error {
 	d.binary = true
 	d.copySQL = `COPY ` + d.table.Sanitize() + ` (` + strings.Join(cols, ", ") + `) FROM STDIN BINARY`
 	return nil
+}
+
+// lockTable locks the default table against changes of its columns until
+// tx ends, then checks their types again: binary COPY must match them, and
+// a text column would take a jsonb value's version byte as text.
+func (d *Dest) lockTable(ctx context.Context, tx pgx.Tx) error {
+	if len(d.cfg.Columns) != 0 {
+		return nil
+	}
+	if _, err := tx.Exec(ctx, `LOCK TABLE `+d.table.Sanitize()+` IN ROW EXCLUSIVE MODE`); err != nil {
+		return fmt.Errorf("lock %s: %w", d.cfg.Table, err)
+	}
+	return d.checkBinary(ctx, tx)
 }
 
 // copyRows copies recs (those at only, if not nil) in tx.
@@ -294,6 +312,9 @@ func (d *Dest) copyIn(ctx context.Context, b *sink.Batch, only []int, commit fun
 	ctx, cancel := context.WithTimeout(ctx, d.cfg.Timeout)
 	defer cancel()
 	err := d.tx(ctx, b, func(tx pgx.Tx) error {
+		if err := d.lockTable(ctx, tx); err != nil {
+			return err
+		}
 		if err := d.copyRows(ctx, tx, b.Records, only); err != nil {
 			return fmt.Errorf("copy %d rows into %s: %w", len(b.Records), d.cfg.Table, err)
 		}
@@ -316,6 +337,9 @@ func (d *Dest) copyIn(ctx context.Context, b *sink.Batch, only []int, commit fun
 	var rej []sink.Rejected
 	err = d.tx(ctx, b, func(tx pgx.Tx) error {
 		rej = rej[:0]
+		if err := d.lockTable(ctx, tx); err != nil {
+			return err
+		}
 		for _, i := range idx {
 			if _, err := tx.Exec(ctx, "SAVEPOINT r"); err != nil {
 				return err

@@ -331,3 +331,47 @@ func TestDeadLetterReplay(t *testing.T) {
 		t.Fatalf("dead letter after one more refused row: %s (%v)", dl, err)
 	}
 }
+
+// TestDefaultTableTypesChecked: the default table's rows go in binary COPY
+// format only while its columns have the default types; a column changed
+// under the running sink (labels to text) takes the next rows through
+// pgx.CopyFrom, as text, nothing dead-lettered.
+func TestDefaultTableTypesChecked(t *testing.T) {
+	pg := pgtest.Start(t)
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, pg.DSN())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	dir := t.TempDir()
+	l, _, err := wal.Open(wal.Options{Dir: filepath.Join(dir, "wal"), Logger: sinktest.Quiet()}, 0, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	m, _ := run(t, pg.DSN(), filepath.Join(dir, "sink"), l, nil, "")
+	for i := 0; !hasTable(t, conn); i++ {
+		if i > 6000 {
+			t.Fatal("the sink never created its tables")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	sinktest.AppendLines(t, l, "t1", `{"service":"api","msg":"one"}`)
+	waitRows(t, conn, "SELECT count(*) FROM sluice_logs", 1)
+	if _, err := conn.Exec(ctx, `ALTER TABLE sluice_logs ALTER COLUMN labels TYPE text`); err != nil {
+		t.Fatal(err)
+	}
+	sinktest.AppendLines(t, l, "t1", `{"service":"api","msg":"two"}`)
+	waitRows(t, conn, "SELECT count(*) FROM sluice_logs", 2)
+	var labels string
+	if err := conn.QueryRow(ctx, `SELECT labels FROM sluice_logs WHERE line LIKE '%two%'`).Scan(&labels); err != nil {
+		t.Fatal(err)
+	}
+	if labels != `{"service":"api"}` {
+		t.Fatalf("labels in a text column: %q, want the JSON text", labels)
+	}
+	if st := m.Status()[0]; st.DeadLettered != 0 {
+		t.Fatalf("status: %+v, want nothing dead-lettered", st)
+	}
+}
