@@ -212,11 +212,18 @@ sink cannot replay. It may run while the server runs.`,
 			if len(args) == 0 {
 				return usageError("sink wants status or dead-letter")
 			}
-			// Flags may follow the subcommand too.
-			if err := fs.Parse(args[1:]); err != nil {
-				return usageError("%v", err)
+			// Flags may follow the subcommand too, and the sink's name.
+			rest, pos := args[1:], []string(nil)
+			for {
+				if err := fs.Parse(rest); err != nil {
+					return usageError("%v", err)
+				}
+				if rest = fs.Args(); len(rest) == 0 {
+					break
+				}
+				pos, rest = append(pos, rest[0]), rest[1:]
 			}
-			args = append(args[:1], fs.Args()...)
+			args = append(args[:1], pos...)
 			switch args[0] {
 			case "status":
 				if len(args) != 1 {

@@ -43,6 +43,8 @@ sinks:
 		want   string
 	}{
 		{"no config", []string{"--replay", "--data", data, "audit"}, 2, "needs --config"},
+		{"flags after the name", []string{"audit", "--replay", "--data", data}, 2, "needs --config"},
+		{"two names", []string{"audit", "--replay", "files"}, 2, "takes the sink's name"},
 		{"unknown sink", []string{"--replay", "--config", cfg, "other"}, 1, `has no sink "other"`},
 		{"file sink", []string{"--replay", "--config", cfg, "files"}, 1, `sink "files": a file destination cannot replay`},
 		{"bad dead letter", []string{"--replay", "--config", cfg, "audit"}, 1, `dead-letter.ndjson:2: wal: position "nowhere"`},
