@@ -170,9 +170,9 @@ func TestRulesIngest(t *testing.T) {
 		t.Error("the data directory holds a redacted or dropped line")
 	}
 	bad := filepath.Join(dir, "bad.yaml")
-	writeRules(t, bad, "rules:\n  - name: x\n    route: kafka\n")
+	writeRules(t, bad, "rules:\n  - name: x\n    drop: true\n    continue: true\n")
 	out, err := runSluiceFailing(t, "rules", "check", bad)
-	if err == nil || !strings.Contains(out, bad+":3:5: rule 1 (x): route: routing rules to sinks is not implemented yet") {
+	if err == nil || !strings.Contains(out, bad+":4:5: rule 1 (x): continue: belongs to route") {
 		t.Errorf("rules check of a bad file: %v\n%s", err, out)
 	}
 }

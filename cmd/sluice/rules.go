@@ -33,18 +33,33 @@ sluice rules test FILE [INPUT] parses INPUT (default: standard input) as
 sluice ingest would (--format and the other input flags), applies the rules to
 each record, and prints, per record, which rules matched and what each did,
 then the record that would be stored (its labels and line, and its fields when
-a rule changed them) or that it is dropped.`,
+a rule changed them, and the sinks a route sends it to) or that it is dropped.
+
+With --config FILE (sluice serve's config), both check every route against
+its sinks: as sluice serve does, a route to a sink that is not there, or has
+no from: rules, is an error. Without, route's sink names are not checked.`,
 	flags: func(fs *flag.FlagSet) func([]string, *env) error {
 		var o rulesOpts
 		o.input.register(fs)
 		fs.StringVar(&o.tenant, "tenant", store.DefaultTenant, "the tenant the records belong to (rules with tenant: apply to it only)")
-		return o.run
+		fs.StringVar(&o.config, "config", "", "check routes against the sinks of this config `file` (sluice serve's)")
+		return func(args []string, e *env) error {
+			// Flags may follow the subcommand too: rules test --format json FILE.
+			if len(args) > 0 {
+				if err := fs.Parse(args[1:]); err != nil {
+					return usageError("%v", err)
+				}
+				args = append(args[:1], fs.Args()...)
+			}
+			return o.run(args, e)
+		}
 	},
 }
 
 type rulesOpts struct {
 	input  inputFlags
 	tenant string
+	config string // --config: the sinks routes may name
 }
 
 func (o *rulesOpts) run(args []string, e *env) error {
@@ -55,7 +70,15 @@ func (o *rulesOpts) run(args []string, e *env) error {
 	if err != nil {
 		return err
 	}
-	set, err := rules.Compile(args[1], data, nil)
+	var sinks rules.Sinks
+	if o.config != "" {
+		cfg, err := loadConfig(o.config)
+		if err != nil {
+			return err
+		}
+		sinks = routeSinks(cfg.Sinks)
+	}
+	set, err := rules.CompileRouted(args[1], data, nil, sinks)
 	if err != nil {
 		fmt.Fprintln(e.stderr, err)
 		return errExit(1)
@@ -116,6 +139,9 @@ func (o *rulesOpts) test(set *rules.Set, in io.Reader, w io.Writer) error {
 				continue
 			}
 			fmt.Fprintf(w, "  stored %s %s\n", b.Labels(i), b.Bytes(b.Records[i].Line))
+			if r := b.RouteOf(i); r != nil {
+				fmt.Fprintf(w, "  routed to %s\n", strings.Join(r, ", "))
+			}
 			changed := false
 			for _, s := range steps[i] {
 				changed = changed || s.Action == rules.Redacted || s.Action == rules.Extracted || s.Action == rules.FieldsSet
@@ -150,8 +176,8 @@ func printSteps(w io.Writer, steps []rules.Step) {
 // startRules loads the rules file for the server and keeps it current:
 // reloaded on SIGHUP and when its directory changes, until ctx ends or
 // stop is called (which waits for both watchers).
-func startRules(ctx context.Context, path string, reg *prometheus.Registry, log *slog.Logger) (*rules.Live, func(), error) {
-	live, err := rules.Open(path, rules.NewMetrics(reg), log)
+func startRules(ctx context.Context, path string, reg *prometheus.Registry, log *slog.Logger, sinks rules.Sinks) (*rules.Live, func(), error) {
+	live, err := rules.OpenRouted(path, rules.NewMetrics(reg), log, sinks)
 	if err != nil {
 		return nil, nil, fmt.Errorf("rules: %w", err)
 	}

@@ -47,7 +47,7 @@ func TestRulesCheck(t *testing.T) {
 	}
 	bad := writeFile(t, "bad.yaml", "rules:\n  - name: a\n    drop: true\n    route: kafka\n  - name: b\n")
 	_, errOut, st := sluice(t, "", "rules", "check", bad)
-	want := bad + ":4:5: rule 1 (a): route: routing rules to sinks is not implemented yet"
+	want := bad + ":2:5: rule 1 (a): drop and route: a dropped line is neither stored nor routed"
 	if st != 1 || !strings.Contains(errOut, want) || !strings.Contains(errOut, bad+":5:5: rule 2 (b): no action") {
 		t.Errorf("check of a bad file: %d %q, want %q", st, errOut, want)
 	}
@@ -56,5 +56,49 @@ func TestRulesCheck(t *testing.T) {
 	}
 	if _, errOut, st := sluice(t, "", "rules", "frob", "../../rules.example.yaml"); st != 2 || !strings.Contains(errOut, "unknown rules subcommand") {
 		t.Errorf("unknown subcommand: %d %q", st, errOut)
+	}
+}
+
+// TestServeChecksRoutes: sluice serve refuses a rules file that routes to
+// a sink the config does not have, or to one without from: rules, naming
+// the rule and the sink; rules check, which knows no config, takes it.
+func TestServeChecksRoutes(t *testing.T) {
+	dir := t.TempDir()
+	rules := writeFile(t, "rules.yaml", "rules:\n  - name: errors\n    route: [pg, archive]\n")
+	for _, tc := range []struct{ sinks, want string }{
+		{"  - {name: pg, type: file, from: rules, file: {dir: " + filepath.Join(dir, "pg") + "}}\n",
+			`:3:12: rule 1 (errors): route: no sink named "archive" is configured (sinks: [pg])`},
+		{"  - {name: pg, type: file, from: rules, file: {dir: " + filepath.Join(dir, "pg") + "}}\n" +
+			"  - {name: archive, type: file, file: {dir: " + filepath.Join(dir, "archive") + "}}\n",
+			`:3:12: rule 1 (errors): route: sink "archive" does not take routed lines: give it from: rules in the config`},
+	} {
+		cfg := writeFile(t, "sluice.yaml", "rules: "+rules+"\nsinks:\n"+tc.sinks)
+		_, errOut, st := sluice(t, "", "serve", "--config", cfg, "--listen", "127.0.0.1:0", "--data", filepath.Join(t.TempDir(), "data"))
+		if st == 0 || !strings.Contains(errOut, rules+tc.want) {
+			t.Errorf("serve: status %d, stderr:\n%s\nwant %q", st, errOut, tc.want)
+		}
+	}
+	if out, errOut, st := sluice(t, "", "rules", "check", rules); st != 0 || !strings.Contains(out, "1 rules") {
+		t.Errorf("rules check: %d %q %q", st, out, errOut)
+	}
+	// With the config, rules check says what serve would.
+	cfg := writeFile(t, "sluice.yaml", "sinks:\n  - {name: pg, type: file, from: rules, file: {dir: "+filepath.Join(dir, "pg")+"}}\n")
+	if _, errOut, st := sluice(t, "", "rules", "check", "--config", cfg, rules); st != 1 || !strings.Contains(errOut, rules+`:3:12: rule 1 (errors): route: no sink named "archive"`) {
+		t.Errorf("rules check --config: %d %q", st, errOut)
+	}
+	cfg = writeFile(t, "sluice.yaml", "sinks:\n  - {name: pg, type: file, from: rules, file: {dir: /x}}\n  - {name: archive, type: file, from: rules, file: {dir: /y}}\n")
+	if out, errOut, st := sluice(t, "", "rules", "check", "--config", cfg, rules); st != 0 || !strings.Contains(out, "1 rules") {
+		t.Errorf("rules check --config of a config with both sinks: %d %q %q", st, out, errOut)
+	}
+}
+
+// TestRulesTestRoutes: rules test shows where a route sends a line.
+func TestRulesTestRoutes(t *testing.T) {
+	rules := writeFile(t, "rules.yaml", "rules:\n  - name: errors\n    match: '{service=~\".+\"} |= \"error\"'\n    route: [pg, archive]\n")
+	out, errOut, st := sluice(t, "service=api msg=\"an error\"\nservice=api msg=ok\n", "rules", "test", rules)
+	want := "record 1:\n  rule errors: matched, routed (archive, pg), stopped\n  stored {service=\"api\"} service=api msg=\"an error\"\n  routed to archive, pg\n" +
+		"record 2:\n  stored {service=\"api\"} service=api msg=ok\n"
+	if st != 0 || out != want {
+		t.Errorf("status %d %q\ngot\n%s\nwant\n%s", st, errOut, out, want)
 	}
 }

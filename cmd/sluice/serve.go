@@ -200,13 +200,14 @@ func (o *serveOpts) run(args []string, e *env) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	if o.rules != "" {
-		live, wait, err := startRules(ctx, o.rules, reg, log)
+		live, wait, err := startRules(ctx, o.rules, reg, log, routeSinks(o.sinks))
 		if err != nil {
 			return err
 		}
 		defer wait()
 		o.cfg.Rules = live
 	}
+	warnRoutedSinks(o.sinks, o.rules, log)
 	srv := server.New(*o.cfg, st, log, reg)
 	// Sinks follow the WAL until the server has drained, then stop before
 	// the store closes.

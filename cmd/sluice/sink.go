@@ -16,6 +16,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/sluicelog/sluice/internal/rules"
 	"github.com/sluicelog/sluice/internal/sink"
 	"github.com/sluicelog/sluice/internal/sink/elastic"
 	"github.com/sluicelog/sluice/internal/sink/file"
@@ -29,6 +30,7 @@ type sinkConfig struct {
 	Type     string `yaml:"type"`     // postgres, file, loki, elasticsearch
 	Tenant   string `yaml:"tenant"`   // a tenant, or "*" (the default) for all
 	Selector string `yaml:"selector"` // a LogQL stream selector
+	From     string `yaml:"from"`     // rules: only what the rules route to the sink
 	Batch    int    `yaml:"batch"`    // records per batch
 	Linger   string `yaml:"linger"`   // a duration
 	Retry    struct {
@@ -167,7 +169,7 @@ func buildSinks(cfgs []sinkConfig, data string, reg prometheus.Registerer, log *
 		if err != nil {
 			return nil, fmt.Errorf("%s: %v", where, err)
 		}
-		s, err := sink.New(sink.Config{Name: c.Name, Type: c.Type, Tenant: c.Tenant, Selector: c.Selector, BatchSize: c.Batch, BatchBytes: c.BatchBytes,
+		s, err := sink.New(sink.Config{Name: c.Name, Type: c.Type, Tenant: c.Tenant, Selector: c.Selector, From: c.From, BatchSize: c.Batch, BatchBytes: c.BatchBytes,
 			Linger: linger, Retry: sink.Backoff{Initial: rmin, Max: rmax}, Budget: c.Budget, Policy: policy,
 			Dir: filepath.Join(sinksDir(data), c.Name)}, dest, log)
 		if err != nil {
@@ -176,6 +178,26 @@ func buildSinks(cfgs []sinkConfig, data string, reg prometheus.Registerer, log *
 		sinks = append(sinks, s)
 	}
 	return sink.NewManager(sinks, reg, log), nil
+}
+
+// routeSinks returns the sinks a rules file may route to: every
+// configured sink by name, true for those with from: rules.
+func routeSinks(cfgs []sinkConfig) rules.Sinks {
+	out := rules.Sinks{}
+	for _, c := range cfgs {
+		out[c.Name] = c.From == sink.FromRules
+	}
+	return out
+}
+
+// warnRoutedSinks logs each sink with from: rules when there is no rules
+// file: nothing routes to it.
+func warnRoutedSinks(cfgs []sinkConfig, rulesFile string, log *slog.Logger) {
+	for _, c := range cfgs {
+		if c.From == sink.FromRules && rulesFile == "" {
+			log.Warn("sink takes only what rules route to it, and no rules file is given: it gets nothing", "sink", c.Name)
+		}
+	}
 }
 
 var sinkCommand = &command{

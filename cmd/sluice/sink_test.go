@@ -37,6 +37,7 @@ func TestSinkConfigErrors(t *testing.T) {
 		{"dsn", []sinkConfig{{Name: "pg", Type: "postgres"}}, `sink "pg": postgres sink "pg": no dsn`},
 		{"bad dsn", []sinkConfig{{Name: "pg", Type: "postgres", Postgres: pgSinkConfig{DSN: "postgres://a:b@host:notaport/db"}}}, `postgres sink "pg": dsn`},
 		{"compression", []sinkConfig{{Name: "f", Type: "file", File: fileSinkConfig{Dir: "/tmp/x", Compression: "brotli"}}}, `compression "brotli"`},
+		{"from", []sinkConfig{file(sinkConfig{Name: "f", Type: "file", From: "rule"})}, `sink "f": sink "f": from "rule": want rules`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := buildSinks(tc.cfgs, t.TempDir(), nil, slog.New(slog.NewTextHandler(io.Discard, nil)))

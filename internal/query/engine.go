@@ -338,6 +338,9 @@ func (ev *evaluator) sample(ctx context.Context, x logql.SampleExpr, shape *matr
 	case *logql.RangeAggregation:
 		return ev.rangeAggregation(ctx, x, shape, ordered)
 	case *logql.VectorAggregation:
+		if ra, ok := ev.seriesCount(x); ok {
+			return ev.countSeries(ctx, ra, shape)
+		}
 		childOrdered := true
 		switch x.Op {
 		case "topk", "bottomk", "approx_topk":

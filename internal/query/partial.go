@@ -403,8 +403,9 @@ func importSeries(ps PartialSeries, op rangeOp, copying bool) *rangeSeries {
 // labels, taking their memory.
 func exportSeries(states *seriesTable) []PartialSeries {
 	out := make([]PartialSeries, 0, states.len())
-	for _, s := range states.all() {
-		ps := PartialSeries{Labels: s.labels, Count: s.n, Value: s.v, Time: s.t, M2: s.m2}
+	var labels labelChunks
+	states.each(func(k string, s *rangeSeries) {
+		ps := PartialSeries{Labels: labels.of(k, s), Count: s.n, Value: s.v, Time: s.t, M2: s.m2}
 		if s.lists != nil {
 			ps.Samples = make([][]Point, len(s.lists))
 			for k, l := range s.lists {
@@ -418,7 +419,7 @@ func exportSeries(states *seriesTable) []PartialSeries {
 			}
 		}
 		out = append(out, ps)
-	}
+	})
 	slices.SortFunc(out, func(a, b PartialSeries) int { return compareLabels(a.Labels, b.Labels) })
 	return out
 }

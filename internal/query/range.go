@@ -20,16 +20,20 @@ import (
 // rangeSeries accumulates one series of a range aggregation: per step,
 // the count of samples in the step's window and what the function needs.
 type rangeSeries struct {
-	n []float64 // samples in each window
-	v []float64 // sum, min, max, first or last value, or the mean
 	// one holds n and v of a series of one step (an instant query),
-	// beside their headers: one cache miss, not two, to add a sample
-	// to one of many series.
+	// beside their headers, the three in the first 64 bytes: adding a
+	// sample to one of many series is one cache miss, not two.
 	one    [2]float64
-	labels record.Labels
-	t      []int64   // first_ and last_over_time: the value's time
-	m2     []float64 // stddev_ and stdvar_over_time (Welford)
-	lists  [][]tv    // quantile_over_time and rate_counter: every sample
+	n      []float64     // samples in each window
+	v      []float64     // sum, min, max, first or last value, or the mean
+	labels record.Labels // nil: those its key says (labelChunks.of)
+	t      []int64       // first_ and last_over_time: the value's time
+	m2     []float64     // stddev_ and stdvar_over_time (Welford)
+	lists  [][]tv        // quantile_over_time and rate_counter: every sample
+	// The size a multiple of 64, so that in seriesAlloc's chunks (whose
+	// size classes are multiples of 64) every series starts a cache
+	// line. The collector scans none of it: no pointer follows.
+	_ [32]byte
 }
 
 // tv is one sample of a window.
@@ -111,11 +115,9 @@ func (w *rangeWorker) seriesOf() (*rangeSeries, error) {
 	if s == nil {
 		s = w.alloc.series(nil, w.op, w.shape.steps)
 		k := w.series.add(w.key, s)
-		ls, ok := w.alloc.labelsOfKey(k, len(w.lb.Current()))
-		if !ok {
-			ls = w.lb.Copy() // a value holds the separator
+		if !keyHolds(k, len(w.lb.Current())) {
+			s.labels = w.lb.Copy() // a value holds the separator
 		}
-		s.labels = ls
 		w.tally.held += s.size(len(w.key))
 	}
 	return s, nil
@@ -239,6 +241,9 @@ func (ev *evaluator) rangeStates(ctx context.Context, x *logql.RangeAggregation,
 			if cp.pred != nil {
 				cp.pred.startStream(ls)
 			}
+			if cp.keys != nil {
+				cp.keys.startStream(ls)
+			}
 		}
 		switch {
 		case timesOnly:
@@ -289,6 +294,75 @@ func (ev *evaluator) rangeStates(ctx context.Context, x *logql.RangeAggregation,
 	return merged, nil
 }
 
+// seriesCount reports whether x, a vector aggregation, is a count of
+// the series of a range aggregation ra, without grouping: `count(ra)`,
+// or `count(sum by (g) (ra))` and `count(count by (g) (ra))` where ra
+// groups its rows by g as they are read (rangeHints.sumBy), so that each
+// of its series is one group of the inner aggregation, which has a value
+// at a step exactly when the series has. Then the answer at a step is
+// how many of ra's series have a value at it: countSeries, without the
+// labels and matrices of every series (the distinct users of a day, a
+// million of them, counted).
+func (ev *evaluator) seriesCount(x *logql.VectorAggregation) (*logql.RangeAggregation, bool) {
+	if ev.e.reference || x.Op != "count" || x.Grouping != nil && (x.Grouping.Without || len(x.Grouping.Labels) > 0) {
+		return nil, false
+	}
+	var ra *logql.RangeAggregation
+	switch in := x.Expr.(type) {
+	case *logql.RangeAggregation:
+		ra = in
+	case *logql.VectorAggregation:
+		r, ok := in.Expr.(*logql.RangeAggregation)
+		if !ok || in.Op != "sum" && in.Op != "count" || in.Grouping == nil || in.Grouping.Without {
+			return nil, false
+		}
+		if g := ev.hintsOf(r).sumBy; g == nil || !sameNames(g.Labels, in.Grouping) {
+			return nil, false
+		}
+		ra = r
+	default:
+		return nil, false
+	}
+	return ra, ra.Op != "absent_over_time"
+}
+
+// countSeries is the count of the series of x with a value, per step of
+// shape: what rangeMatrix and two aggregations give for seriesCount's
+// forms, one series without labels (none when x has no series).
+func (ev *evaluator) countSeries(ctx context.Context, x *logql.RangeAggregation, shape *matrix) (*matrix, error) {
+	merged, ok := ev.merged[x] // Partial.Finish: the parts' merged states
+	if !ok {
+		var err error
+		if merged, err = ev.rangeStates(ctx, x, shape); err != nil {
+			return nil, err
+		}
+	}
+	rng := int64(x.Range.Interval)
+	counts := make([]float64, shape.steps)
+	for _, rs := range merged.all() {
+		for i, n := range rs.n {
+			if n == 0 {
+				continue
+			}
+			if _, ok := rs.result(x, i, n, rng); ok {
+				counts[i]++
+			}
+		}
+	}
+	out := shape.like()
+	var s *series
+	for i, c := range counts {
+		if c == 0 {
+			continue
+		}
+		if s == nil {
+			s = out.add(record.Labels{})
+		}
+		s.set(i, c)
+	}
+	return out, nil
+}
+
 // rangeMatrix is a range function's value at the steps of shape, from
 // its series' accumulated states.
 func rangeMatrix(x *logql.RangeAggregation, shape *matrix, merged *seriesTable, ordered bool) *matrix {
@@ -297,8 +371,9 @@ func rangeMatrix(x *logql.RangeAggregation, shape *matrix, merged *seriesTable, 
 	if x.Op == "absent_over_time" {
 		return absent(out, merged, x.Range.Log.Selector)
 	}
-	for _, rs := range merged.all() { // sortSeries orders them, if they must be
-		s := out.add(rs.labels)
+	var labels labelChunks
+	merged.each(func(k string, rs *rangeSeries) { // sortSeries orders them, if they must be
+		s := out.add(labels.of(k, rs))
 		for i, n := range rs.n {
 			if n == 0 {
 				continue
@@ -307,7 +382,7 @@ func rangeMatrix(x *logql.RangeAggregation, shape *matrix, merged *seriesTable, 
 				s.set(i, v)
 			}
 		}
-	}
+	})
 	if ordered {
 		out.sortSeries()
 	}
@@ -418,7 +493,6 @@ type seriesAlloc struct {
 	structs []rangeSeries
 	f64     []float64
 	i64     []int64
-	labels  record.Labels
 	// n is the series the next chunk holds: chunks grow from 16 to
 	// chunk, so that a query of a few series zeroes little memory.
 	n int
@@ -460,16 +534,30 @@ func (a *seriesAlloc) series(ls record.Labels, op rangeOp, steps int) *rangeSeri
 	return s
 }
 
-// labelsOfKey is labelsOfKey with the labels taken from chunks.
-func (a *seriesAlloc) labelsOfKey(k string, n int) (record.Labels, bool) {
-	if len(a.labels) < n {
-		a.labels = make(record.Labels, max(n, 4*a.n))
+// A range series' labels are those its key in the series table says
+// (keyHolds), and are made from it only when the series is read
+// (labelChunks.of): a count of a million series (countSeries) makes none.
+// A series whose key cannot say them (a value holds the separator) has
+// them set when it is made.
+
+// keyHolds reports whether key k, of n labels, says them (labelsOfKey).
+func keyHolds(k string, n int) bool { return strings.Count(k, "\xff") == 2*n }
+
+// labelChunks hands out the labels of series from chunks.
+type labelChunks struct{ free record.Labels }
+
+// of returns the labels of series s, whose key in its table is k.
+func (c *labelChunks) of(k string, s *rangeSeries) record.Labels {
+	if s.labels != nil {
+		return s.labels
 	}
-	ls, ok := appendLabelsOfKey(a.labels[:0:n], k, n)
-	if ok {
-		a.labels = a.labels[n:]
+	n := strings.Count(k, "\xff") / 2
+	if len(c.free) < n {
+		c.free = make(record.Labels, max(n, chunk))
 	}
-	return ls, ok
+	ls, _ := appendLabelsOfKey(c.free[:0:n], k, n)
+	c.free = c.free[n:]
+	return ls
 }
 
 // floats returns n zeroed floats; their capacity is n, so that nothing

@@ -199,6 +199,8 @@ type colPlanner struct {
 
 	sweep sweepState
 	pred  *predState // number filters decided on columns (range_pred.go), or nil
+	keys  *keyPlan   // series keys from the parameters' values (range_keys.go), or nil
+	batch keyBatch   // rows counted with keys, waiting for their series (range_keys.go)
 
 	// dropsErrors: a label filter __error__="" drops the rows whose line
 	// the json stage cannot parse. Then rows of a template in which no
@@ -242,12 +244,22 @@ func (w *rangeWorker) colPlanner() *colPlanner {
 				}
 			}
 		}
+		if params {
+			w.cols.keys = newKeyPlan(w, jp)
+		}
 	}
 	return w.cols
 }
 
 // block adds the samples of a stored block's rows in [from, to].
 func (w *rangeWorker) block(ev *evaluator, ls record.Labels, b *part.Block, from, to int64) error {
+	err := w.blockRows(ev, ls, b, from, to)
+	w.flushKeys() // the block's rows counted with keys
+	return err
+}
+
+// blockRows is block but for the rows left in the key batch.
+func (w *rangeWorker) blockRows(ev *evaluator, ls record.Labels, b *part.Block, from, to int64) error {
 	cp := w.colPlanner()
 	if err := cp.startBlock(b, func(p *tmplPlan) (bool, error) { return w.givesNothing(ls, p) }); err != nil {
 		return err
@@ -487,6 +499,10 @@ func (w *rangeWorker) columnRow(ls record.Labels, t int64) error {
 	if cp.memoMisses >= memoTrial && cp.memoMisses*2 > cp.memoLooks {
 		// The values hardly repeat in this stream: the memo would
 		// cost a key and a lookup per row, and save nothing.
+		if kp := cp.keys; kp != nil && kp.on {
+			w.countKey(t)
+			return nil
+		}
 		s, err := w.columnSeries(ls, t)
 		if s != nil {
 			w.add(s, t, 1)
@@ -533,7 +549,7 @@ func (cp *colPlanner) rememberID(s *rangeSeries) {
 
 // memoTrial is the misses after which a stream whose memo misses more
 // often than it hits stops using it.
-const memoTrial = 1024
+const memoTrial = 256
 
 // memoed returns the series remembered for the parameters' values in
 // cp.memoKey (nil: filtered out), if any is.
@@ -567,6 +583,9 @@ const maxMemo = 4096
 // columnSeries runs the label stages on a row's parameters and returns
 // the series it counts in, or nil when a filter drops it.
 func (w *rangeWorker) columnSeries(ls record.Labels, t int64) (*rangeSeries, error) {
+	if kp := w.cols.keys; kp != nil && kp.on {
+		return w.keySeries(), nil
+	}
 	if !w.columnLabels(ls, t) {
 		return nil, nil
 	}
@@ -620,6 +639,12 @@ func (w *rangeWorker) columnRowOnce(ls record.Labels, t int64) error {
 				v = sv
 			}
 			if s := cp.idHit.s; s != nil {
+				w.add(s, t, v)
+			}
+			return nil
+		}
+		if err == nil && cp.keys != nil && cp.keys.on {
+			if s := w.keySeries(); s != nil {
 				w.add(s, t, v)
 			}
 			return nil
@@ -1020,8 +1045,9 @@ func (cp *colPlanner) oneID(o *oneParam) int {
 // advance moves the cursors of the columns the rows of template tm read
 // past the row at hand.
 func (cp *colPlanner) advance(tm int) {
+	cur := cp.cur // a local: the stores need not reload it
 	for _, c := range cp.adv[cp.advStart[tm]:cp.advStart[tm+1]] {
-		cp.cur[c]++
+		cur[c]++
 	}
 }
 

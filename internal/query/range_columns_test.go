@@ -83,6 +83,15 @@ func TestColumnarSameAsRows(t *testing.T) {
 		`sum by (level) (count_over_time(` + all + ` | json level, s="http.status" | s >= 500 | __error__="" [1h]))`,
 		`sum(count_over_time(` + all + ` | json s="nope" | __error__="" [1h]))`,
 		`sum by (service) (max_over_time(` + all + ` | json lat="http.latency_ms" | __error__="" | unwrap lat [1h]))`,
+		// Series keys written from the values (range_keys.go): many
+		// series, string filters on parameters and stream labels.
+		`count(sum by (tid) (count_over_time(` + all + ` | json tid="trace_id" | tid!="" [1h])))`,
+		`sum by (service, tid) (count_over_time(` + all + ` | json tid="trace_id", level | level=~"err.*" or tid="" [1h]))`,
+		`sum without (level) (count_over_time(` + all + ` | json tid="trace_id", level | service="api" [1h]))`,
+		`topk(3, sum by (tid) (sum_over_time(` + all + ` | json tid="trace_id", lat="http.latency_ms" | tid!="" | unwrap lat | __error__="" [1h])))`,
+		`count(count by (m) (count_over_time(` + all + ` | json m="msg", other="level" | other != "debug" | __error__="" [1h])))`,
+		`sum by (lvl, nope) (count_over_time(` + all + ` | json lvl="level", nope="zzz" | nope="" [1h]))`,
+		`sum by (service) (count_over_time(` + all + ` | json service, tid="trace_id" | tid!="" [1h]))`,
 		// json without parameters, its labels those the query observes.
 		`sum by (level) (count_over_time(` + all + ` | json [1h]))`,
 		`sum by (level) (count_over_time(` + all + ` | json | level=~"(?i)error" | __error__="" [1h]))`,
@@ -228,6 +237,8 @@ func FuzzColumnarSameAsRows(f *testing.F) {
 		`sum by (http_status, __error__, __error_details__) (count_over_time({service="api"} | json [1h]))`,
 		`sum by (level, service_extracted) (sum_over_time({service="api"} | json | __error__="" | unwrap http_latency_ms [1h]))`,
 		`sum by (x, http) (count_over_time({service="api"} | json | level=~"err.*" [1h]))`,
+		`count(sum by (l, x) (count_over_time({service="api"} | json l="level", x | l!="" or x=~"1.*" [1h])))`,
+		`sum by (x) (sum_over_time({service="api"} | json x, lat="http.latency_ms" | x!="" | unwrap lat | __error__="" [1h]))`,
 	}
 	f.Fuzz(func(t *testing.T, data string, qi uint8) {
 		var lines []string
@@ -296,5 +307,28 @@ func FuzzJSONFlagsImplyStage(f *testing.F) {
 		if part.JSONValue(v) && (!sc.Valid(v) || v[0] == '{') {
 			t.Errorf("%q: JSONValue accepts it, the json stage does not read it as one value (or it is an object)", v)
 		}
+	})
+}
+
+// TestKeyBatchSameAsRows: counts in a series per user, thousands of
+// users in a stream (the memo gives up; keys are written and looked up in
+// batches, range_keys.go), agree with the row path.
+func TestKeyBatchSameAsRows(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	lines := make([]string, 4400)
+	for i := range lines {
+		ts := time.Date(2026, 1, 15, 8, 0, 0, 0, time.UTC).Add(time.Duration(i) * 11 * time.Millisecond).Format(time.RFC3339Nano)
+		user := fmt.Sprintf("u%d", rng.IntN(3000))
+		if i%97 == 0 {
+			user = "" // a user_id!="" filter drops it
+		}
+		lines[i] = fmt.Sprintf(`{"ts":"%s","service":"api","level":"%s","user":{"id":"%s"},"bytes":%d}`, ts, []string{"info", "error"}[rng.IntN(2)], user, rng.IntN(1000))
+	}
+	all := `{service="api"}`
+	checkColumnar(t, lines, false, []string{
+		`count(sum by (u) (count_over_time(` + all + ` | json u="user.id" | u!="" [1h])))`,
+		`topk(3, sum by (u) (count_over_time(` + all + ` | json u="user.id" [1h])))`,
+		`sum by (u, level) (count_over_time(` + all + ` | json u="user.id", level | level="error" [1h]))`,
+		`count(count by (u) (rate(` + all + ` | json u="user.id", level | u=~"u1.*" [1m])))`,
 	})
 }

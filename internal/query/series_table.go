@@ -50,6 +50,14 @@ func (t *seriesTable) get(key []byte) *rangeSeries {
 		return nil
 	}
 	h1, h2 := t.hash(key)
+	return t.getHashed(h1, h2)
+}
+
+// getHashed is get for a key whose hashes are h1 and h2 (hash).
+func (t *seriesTable) getHashed(h1, h2 uint64) *rangeSeries {
+	if t.used == 0 {
+		return nil
+	}
 	mask := uint64(len(t.slots) - 1)
 	for i := h1 & mask; ; i = (i + 1) & mask {
 		sl := &t.slots[i]
@@ -65,8 +73,13 @@ func (t *seriesTable) get(key []byte) *rangeSeries {
 // add adds series s under key, which the table must not hold yet, and
 // returns the copy of key the table keeps (it never moves).
 func (t *seriesTable) add(key []byte, s *rangeSeries) string {
-	k := t.keep(key)
 	h1, h2 := t.hash(key)
+	return t.addHashed(key, h1, h2, s)
+}
+
+// addHashed is add for a key whose hashes are h1 and h2 (hash).
+func (t *seriesTable) addHashed(key []byte, h1, h2 uint64, s *rangeSeries) string {
+	k := t.keep(key)
 	t.insert(h1, h2, s)
 	t.order, t.keys = append(t.order, s), append(t.keys, k)
 	return k

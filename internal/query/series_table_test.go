@@ -1,10 +1,17 @@
 package query
 
 import (
+	"context"
 	"fmt"
 	"math/rand"
 	"testing"
+	"time"
 	"unsafe"
+
+	"github.com/sluicelog/sluice/internal/parse"
+	"github.com/sluicelog/sluice/internal/record"
+	"github.com/sluicelog/sluice/internal/store"
+	"github.com/sluicelog/sluice/internal/vfs"
 )
 
 // TestSeriesTable checks the table against a map: every key added is
@@ -108,5 +115,67 @@ func BenchmarkSeriesTable(b *testing.B) {
 			}
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(keys)), "ns/row")
 		})
+	}
+}
+
+// TestRangeSeriesLayout: a one-step series' hot fields share its first
+// cache line, and the struct's size keeps every series of a chunk on a
+// line boundary.
+func TestRangeSeriesLayout(t *testing.T) {
+	var s rangeSeries
+	if sz := unsafe.Sizeof(s); sz%64 != 0 {
+		t.Errorf("rangeSeries is %d bytes, not a multiple of 64", sz)
+	}
+	if end := unsafe.Offsetof(s.v) + unsafe.Sizeof(s.v); end > 64 {
+		t.Errorf("one, n and v end at byte %d, past the first cache line", end)
+	}
+}
+
+// TestSeriesLabelsWithSeparator: a label value holding the byte 0xff,
+// which separates a series key's names and values (a line that is no
+// UTF-8), gives a series with that value, not labels misread from its
+// key (keyHolds), on the row path and the columnar one.
+func TestSeriesLabelsWithSeparator(t *testing.T) {
+	st, err := store.Open(store.Options{FS: vfs.NewMem(), Dir: "data"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	p, err := parse.New(parse.Options{Record: record.DefaultConfig()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := "{\"ts\":\"2026-01-15T08:00:00Z\",\"service\":\"api\",\"v\":\"a\xffb\"}\n" +
+		"{\"ts\":\"2026-01-15T08:00:01Z\",\"service\":\"api\",\"v\":\"a\xffb\"}\n" +
+		"{\"ts\":\"2026-01-15T08:00:02Z\",\"service\":\"api\",\"v\":\"c\"}\n"
+	if err := p.Bytes(context.Background(), []byte(lines), func(b *record.Batch) error { return st.Append(context.Background(), store.DefaultTenant, b) }); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	sn := st.Snapshot()
+	defer sn.Release()
+	at := time.Date(2026, 1, 15, 8, 1, 0, 0, time.UTC).UnixNano()
+	for _, q := range []string{
+		`sum by (v) (count_over_time({service="api"} | json v [1h]))`,
+		`sum by (v) (count_over_time({service="api"} | regexp "\"v\":\"(?P<v>[^\"]*)\"" [1h]))`,
+	} {
+		for _, ref := range []bool{false, true} {
+			res, err := (&Engine{workers: 1, reference: ref}).Exec(context.Background(), sn, Params{Tenant: store.DefaultTenant, Query: q, Start: at, End: at, Instant: true})
+			if err != nil {
+				t.Fatalf("%s: %v", q, err)
+			}
+			got := map[string]float64{}
+			for _, s := range res.Vector {
+				if len(s.Labels) != 1 || s.Labels[0].Name != "v" {
+					t.Fatalf("%s (reference %v): labels %q", q, ref, s.Labels)
+				}
+				got[s.Labels[0].Value] = s.Point.Value
+			}
+			if len(got) != 2 || got["c"] != 1 || got["a\xffb"] != 2 && got["a\ufffdb"] != 2 {
+				t.Errorf("%s (reference %v): %v", q, ref, got)
+			}
+		}
 	}
 }

@@ -10,8 +10,9 @@ import (
 
 // Batch is many records parsed from one input buffer.
 //
-// INVARIANT: every Span in Records and Fields lies within Data, and every
-// name and stream id is below the Len of Names and Streams.
+// INVARIANT: every Span in Records and Fields lies within Data, every
+// name and stream id is below the Len of Names and Streams, and every
+// Record.Route is at most len(Routes).
 //
 // A stage after parsing changes a batch without copying it: Drop removes a
 // record from the selection (every consumer skips records that are not
@@ -26,6 +27,12 @@ type Batch struct {
 	Fields  []Field
 	Names   *Names
 	Streams *Streams
+
+	// Routes are the sink name lists the rule stage routed records to
+	// (the rules' route action): record.Route k names Routes[k-1]. Each
+	// list is sorted and holds a name once; lists are distinct. At most
+	// MaxRoutes of them.
+	Routes [][]string
 
 	// Tenant is the tenant the records belong to, set by whoever makes
 	// the batch (the server's ingest paths, file ingest, syslog).
@@ -63,6 +70,8 @@ func (b *Batch) Reset() {
 	b.Fields = b.Fields[:0]
 	b.Errors = b.Errors[:0]
 	b.Tenant = ""
+	clear(b.Routes)
+	b.Routes = b.Routes[:0]
 	b.dropped = b.dropped[:0]
 	b.ndropped = 0
 	b.ReceiveTime = 0
@@ -85,6 +94,17 @@ func (b *Batch) Drop(i int) {
 		b.dropped[w] |= m
 		b.ndropped++
 	}
+}
+
+// MaxRoutes bounds a batch's Routes: Record.Route is a uint16.
+const MaxRoutes = 1<<16 - 1
+
+// RouteOf returns the sink names record i was routed to (nil: none).
+func (b *Batch) RouteOf(i int) []string {
+	if k := b.Records[i].Route; k > 0 {
+		return b.Routes[k-1]
+	}
+	return nil
 }
 
 // Kept reports whether record i is in the selection.

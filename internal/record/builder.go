@@ -421,7 +421,7 @@ func (bl *Builder) End() {
 	rs := append(b.Records, Record{})
 	r, c := &rs[len(rs)-1], &bl.rec
 	r.Time, r.TimeSource, r.MsgFlags, r.Stream = c.Time, c.TimeSource, c.MsgFlags, c.Stream
-	r.Line, r.Msg, r.FieldStart, r.NumFields = c.Line, c.Msg, c.FieldStart, c.NumFields
+	r.Line, r.Msg, r.FieldStart, r.NumFields, r.Route = c.Line, c.Msg, c.FieldStart, c.NumFields, c.Route
 	b.Records = rs
 }
 

@@ -116,6 +116,9 @@ type Record struct {
 	Time       int64 // Unix nanoseconds
 	TimeSource TimeSource
 	MsgFlags   Flags
+	// Route is the sinks the rules routed the record to: 0 none, k the
+	// names Batch.Routes[k-1]. It fits the padding before Stream.
+	Route      uint16
 	Stream     uint32 // id in the batch's Streams table
 	Line       Span   // the original line, byte-exact, without its '\n'
 	Msg        Span   // the message (_msg); empty when the record has none

@@ -11,9 +11,20 @@ import (
 	"github.com/sluicelog/sluice/internal/record"
 )
 
-// Version is the first byte of every encoded block.
-// FROZEN: blocks written with it must stay readable.
-const Version = 1
+// The versions of the encoding: the first byte of every encoded block.
+const (
+	// Version1 is the first encoding.
+	// FROZEN: blocks written with it must stay readable.
+	Version1 = 1
+	// Version2 adds the sinks the rules routed rows to: a table of sink
+	// name lists in the header, and a row flag with an index into it.
+	// The encoder writes it only for a block with a routed row; every
+	// other block is still written as Version1, byte for byte.
+	// FROZEN: blocks written with it must stay readable.
+	Version2 = 2
+	// Version is the latest version.
+	Version = Version2
+)
 
 // ErrCorrupt is matched by every error Decode returns for bad bytes.
 var ErrCorrupt = errors.New("rows: corrupt block")
@@ -23,6 +34,7 @@ const (
 	rowFromReceive = 1 << 0 // the time is the receive time
 	rowMsgSpan     = 1 << 1 // the message is a span of the line
 	rowMsgInline   = 1 << 2 // the message follows inline
+	rowRouted      = 1 << 3 // Version2: a route index follows the stream
 )
 
 // Field flags, added to record.Flags in the field's flag byte. Const is
@@ -54,6 +66,9 @@ type Row struct {
 	MsgInLine bool
 	MsgOff    uint32
 	Fields    []Field
+	// Route is the sinks the rules routed the row to: 0 none, k the
+	// names Block.Routes[k-1].
+	Route uint16
 }
 
 // maxKeptBody is the largest body buffer an Encoder keeps for the next
@@ -73,6 +88,12 @@ type Encoder struct {
 	body      []byte
 	refs      []RowRef // offsets in body
 	hdr       []byte
+	// routeIdx maps a batch route k (Record.Route) to its block route
+	// plus one, 0 when not yet used; routes are the batch routes in
+	// block order, rowRoutes each row's block route (plus one).
+	routeIdx  []uint16
+	routes    []uint16
+	rowRoutes []uint16
 }
 
 // Append appends to dst the block holding the kept records of b (see
@@ -107,6 +128,8 @@ func (e *Encoder) encodeBody(b *record.Batch) {
 	}
 	clear(e.streamIdx)
 	e.names, e.streams = e.names[:0], e.streams[:0]
+	e.routes, e.rowRoutes = e.routes[:0], e.rowRoutes[:0]
+	e.routeIdx = append(e.routeIdx[:0], make([]uint16, len(b.Routes)+1)...)
 
 	// Grown once: a body grown by doubling copied every line several
 	// times (a sixth of a bulk load's CPU).
@@ -123,6 +146,10 @@ func (e *Encoder) encodeBody(b *record.Batch) {
 		if r.TimeSource == record.FromReceive {
 			flags |= rowFromReceive
 		}
+		route := e.route(r.Route)
+		if route > 0 {
+			flags |= rowRouted
+		}
 		msgInLine := r.Msg.Len > 0 && r.MsgFlags&record.Const == 0 && r.Msg.Off >= r.Line.Off && r.Msg.End() <= r.Line.End()
 		switch {
 		case msgInLine:
@@ -134,6 +161,12 @@ func (e *Encoder) encodeBody(b *record.Batch) {
 		stream := e.stream(r.Stream)
 		e.refs[len(e.refs)-1].Stream = stream
 		body = binary.AppendUvarint(body, uint64(stream))
+		if route > 0 {
+			body = binary.AppendUvarint(body, uint64(route-1))
+		}
+		if len(b.Routes) > 0 {
+			e.rowRoutes = append(e.rowRoutes, route)
+		}
 		body = binary.AppendUvarint(body, uint64(len(line)))
 		body = append(body, line...)
 		switch {
@@ -178,7 +211,11 @@ func (e *Encoder) encodeBody(b *record.Batch) {
 
 // header appends the block's header: everything before the body.
 func (e *Encoder) header(dst []byte, tenant string, b *record.Batch) []byte {
-	dst = append(dst, Version)
+	if len(e.routes) == 0 {
+		dst = append(dst, Version1)
+	} else {
+		dst = append(dst, Version2)
+	}
 	dst = bin.AppendString(dst, tenant)
 	dst = binary.AppendVarint(dst, b.ReceiveTime)
 	dst = binary.AppendUvarint(dst, uint64(len(e.names)))
@@ -194,7 +231,30 @@ func (e *Encoder) header(dst []byte, tenant string, b *record.Batch) []byte {
 			dst = bin.AppendString(dst, l.Value)
 		}
 	}
+	if len(e.routes) > 0 {
+		dst = binary.AppendUvarint(dst, uint64(len(e.routes)))
+		for _, k := range e.routes {
+			names := b.Routes[k-1]
+			dst = binary.AppendUvarint(dst, uint64(len(names)))
+			for _, n := range names {
+				dst = bin.AppendString(dst, n)
+			}
+		}
+	}
 	return binary.AppendUvarint(dst, uint64(len(e.refs)))
+}
+
+// route returns the block route (plus one) of batch route k (plus one),
+// adding it to the block's table on first use.
+func (e *Encoder) route(k uint16) uint16 {
+	if k == 0 || int(k) >= len(e.routeIdx) {
+		return 0 // no route, or none the batch's table holds
+	}
+	if e.routeIdx[k] == 0 {
+		e.routes = append(e.routes, k)
+		e.routeIdx[k] = uint16(len(e.routes))
+	}
+	return e.routeIdx[k]
 }
 
 // Block encodes b as Append does and returns it already indexed, without
@@ -217,6 +277,16 @@ func (e *Encoder) Block(tenant string, b *record.Batch) *Block {
 	}
 	for i, id := range e.streams {
 		blk.Streams[i] = b.Streams.Get(id)
+	}
+	if len(e.routes) > 0 {
+		blk.Version = Version2
+		blk.Routes = make([][]string, len(e.routes))
+		for i, k := range e.routes {
+			blk.Routes[i] = b.Routes[k-1]
+		}
+		blk.RowRoutes = slices.Clone(e.rowRoutes)
+	} else {
+		blk.Version = Version1
 	}
 	for i, r := range e.refs {
 		r.Off += hdrLen
@@ -256,10 +326,16 @@ func (e *Encoder) stream(id uint32) uint32 {
 // Concurrency: read-only after Decode; Row may be called from several
 // goroutines with their own destination slices.
 type Block struct {
+	Version     byte
 	Tenant      string
 	ReceiveTime int64
 	Names       []string
 	Streams     []record.Labels
+	// Routes are the sink name lists the rules routed rows to (Version2;
+	// nil in Version1), and RowRoutes each row's: 0 none, k the names
+	// Routes[k-1]. RowRoutes is nil when Routes is.
+	Routes    [][]string
+	RowRoutes []uint16
 	// Rows are the offsets of each row's encoding in Data, with its time
 	// and stream, so that sorting and filtering need no decoding.
 	Rows []RowRef
@@ -278,10 +354,11 @@ type RowRef struct {
 // block views data.
 func Decode(data []byte) (*Block, error) {
 	d := bin.NewReader(data)
-	if v := d.Byte("version"); v != Version {
-		return nil, fmt.Errorf("%w: version %d, want %d", ErrCorrupt, v, Version)
+	v := d.Byte("version")
+	if v != Version1 && v != Version2 {
+		return nil, fmt.Errorf("%w: version %d, want %d or %d", ErrCorrupt, v, Version1, Version2)
 	}
-	blk := &Block{Data: data}
+	blk := &Block{Data: data, Version: v}
 	blk.Tenant = d.String("tenant")
 	blk.ReceiveTime = d.Varint("receive time")
 	blk.Names = make([]string, d.Count("name count", 1))
@@ -297,18 +374,42 @@ func Decode(data []byte) (*Block, error) {
 		}
 		blk.Streams[i] = ls
 	}
+	if v >= Version2 {
+		// A Version2 block has a route, or it would be Version1; the
+		// decoder does not insist.
+		n := d.Count("route count", 1)
+		if d.Err() == nil && n > record.MaxRoutes {
+			d.Fail("route count")
+		}
+		if d.Err() == nil {
+			blk.Routes = make([][]string, n)
+		}
+		for i := range blk.Routes {
+			names := make([]string, d.Count("route name count", 1))
+			for j := range names {
+				names[j] = d.String("route name")
+			}
+			blk.Routes[i] = names
+		}
+	}
 	blk.Rows = make([]RowRef, d.Count("row count", 5))
+	if blk.Routes != nil {
+		blk.RowRoutes = make([]uint16, len(blk.Rows))
+	}
 	var t int64
 	var scratch []Field
 	for i := range blk.Rows {
 		t += d.Varint("row time")
 		off := d.Off()
 		var r Row
-		scratch = decodeRow(&d, &r, scratch[:0], len(blk.Names), len(blk.Streams))
+		scratch = decodeRow(&d, &r, scratch[:0], len(blk.Names), len(blk.Streams), v, len(blk.Routes))
 		if d.Err() != nil {
 			return nil, fmt.Errorf("%w: row %d: %w", ErrCorrupt, i, d.Err())
 		}
 		blk.Rows[i] = RowRef{Time: t, Stream: r.Stream, Off: uint32(off)}
+		if blk.RowRoutes != nil {
+			blk.RowRoutes[i] = r.Route
+		}
 	}
 	d.Done("block")
 	if d.Err() != nil {
@@ -317,8 +418,9 @@ func Decode(data []byte) (*Block, error) {
 	return blk, nil
 }
 
-// decodeRow decodes one row, from its flags byte on, checking it.
-func decodeRow(d *bin.Reader, r *Row, fields []Field, names, streams int) []Field {
+// decodeRow decodes one row of a block of version v, from its flags byte
+// on, checking it.
+func decodeRow(d *bin.Reader, r *Row, fields []Field, names, streams int, v byte, routes int) []Field {
 	flags := d.Byte("row flags")
 	r.MsgFlags = record.Flags(d.Byte("message flags"))
 	r.TimeSource = record.FromData
@@ -330,6 +432,14 @@ func decodeRow(d *bin.Reader, r *Row, fields []Field, names, streams int) []Fiel
 		d.Fail("stream index")
 	}
 	r.Stream = uint32(stream)
+	r.Route = 0
+	if v >= Version2 && flags&rowRouted != 0 {
+		route := d.Uvarint("route")
+		if d.Err() == nil && route >= uint64(routes) {
+			d.Fail("route index")
+		}
+		r.Route = uint16(route + 1)
+	}
 	r.Line = d.Bytes(d.Uvarint("line length"), "line")
 	r.Msg, r.MsgInLine, r.MsgOff = nil, false, 0
 	switch {
@@ -404,6 +514,11 @@ func (b *Block) Row(i int, r *Row, fields []Field) []Field {
 	var v uint64
 	v, p = uvarint(d, p)
 	r.Stream = uint32(v)
+	r.Route = 0
+	if flags&rowRouted != 0 && b.Version >= Version2 {
+		v, p = uvarint(d, p)
+		r.Route = uint16(v + 1)
+	}
 	v, p = uvarint(d, p)
 	line := d[p : p+int(v) : p+int(v)]
 	r.Line = line

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"testing"
 
 	"github.com/sluicelog/sluice/internal/parse"
@@ -131,6 +132,16 @@ func FuzzDecode(f *testing.F) {
 			return nil
 		})
 	}
+	// Version2 seeds: the same inputs with every other record routed.
+	for _, in := range inputs {
+		p, _ := parse.New(parse.Options{Format: "auto", Record: record.DefaultConfig()})
+		var enc rows.Encoder
+		_ = p.Bytes(context.Background(), []byte(in), func(b *record.Batch) error {
+			route(b)
+			f.Add(enc.Append(nil, "t", b))
+			return nil
+		})
+	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		blk, err := rows.Decode(data)
 		if err != nil {
@@ -143,8 +154,86 @@ func FuzzDecode(f *testing.F) {
 		var fields []rows.Field
 		for i := range blk.Rows {
 			fields = blk.Row(i, &r, fields)
+			if r.Route != 0 && int(r.Route) > len(blk.Routes) {
+				t.Fatalf("row %d: route %d of %d", i, r.Route, len(blk.Routes))
+			}
+			if blk.RowRoutes != nil && blk.RowRoutes[i] != r.Route {
+				t.Fatalf("row %d: route %d, index says %d", i, r.Route, blk.RowRoutes[i])
+			}
 		}
 	})
+}
+
+// route gives b two routes and routes every other record: even ones to
+// the first, every fourth to the second instead.
+func route(b *record.Batch) {
+	b.Routes = append(b.Routes, []string{"files"}, []string{"files", "pg"})
+	for i := range b.Records {
+		switch {
+		case i%4 == 0:
+			b.Records[i].Route = 2
+		case i%2 == 0:
+			b.Records[i].Route = 1
+		}
+	}
+}
+
+// TestRoutesRoundTrip checks that the routes of the kept records come
+// back from a Version2 block (Append and Decode, and Block), that a
+// block none of whose kept records is routed is Version1 and that its
+// routes' table holds only the routes its rows use.
+func TestRoutesRoundTrip(t *testing.T) {
+	for name, input := range inputs {
+		t.Run("format="+name, func(t *testing.T) {
+			p, _ := parse.New(parse.Options{Format: "auto", Record: record.DefaultConfig()})
+			var enc rows.Encoder
+			err := p.Bytes(context.Background(), []byte(input), func(b *record.Batch) error {
+				route(b)
+				b.Drop(0) // its route, 2, must not reach the block through it
+				data := enc.Append(nil, "t", b)
+				blk, err := rows.Decode(data)
+				if err != nil {
+					return err
+				}
+				direct := enc.Block("t", b)
+				if g, w := fmt.Sprintf("%+v", direct), fmt.Sprintf("%+v", blk); g != w {
+					t.Errorf("Block:\n%s\nDecode:\n%s", g, w)
+				}
+				routed := false
+				var r rows.Row
+				var fields []rows.Field
+				k := 0
+				for i := b.NextKept(0); i < len(b.Records); i = b.NextKept(i + 1) {
+					fields = blk.Row(k, &r, fields)
+					var got []string
+					if r.Route != 0 {
+						got = blk.Routes[r.Route-1]
+					}
+					if want := b.RouteOf(i); fmt.Sprint(got) != fmt.Sprint(want) {
+						t.Errorf("record %d: routes %q, want %q", i, got, want)
+					}
+					routed = routed || b.Records[i].Route != 0
+					k++
+				}
+				wantVersion := byte(rows.Version1)
+				if routed {
+					wantVersion = rows.Version2
+				}
+				if data[0] != wantVersion || blk.Version != wantVersion {
+					t.Errorf("version %d (decoded %d), want %d", data[0], blk.Version, wantVersion)
+				}
+				for i, names := range blk.Routes {
+					if slices.IndexFunc(blk.RowRoutes, func(k uint16) bool { return int(k) == i+1 }) < 0 {
+						t.Errorf("route %d %q is in the table but no row uses it", i+1, names)
+					}
+				}
+				return nil
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
 }
 
 func BenchmarkEncode(b *testing.B) {

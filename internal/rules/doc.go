@@ -1,6 +1,6 @@
 // Package rules is sluice's rule stage: an ordered list of rules, each a
 // LogQL log expression (its match) and actions (drop, keep, sample,
-// redact, set_labels, drop_labels, metric), loaded from a YAML file,
+// redact, set_labels, drop_labels, metric, route, ...), loaded from a YAML file,
 // compiled once into a Set, and applied to every batch between parsing
 // and admission (see flow.Flow.Rules).
 //
@@ -18,6 +18,9 @@
 // pipeline starts with literal line filters (|= "x", or a regexp with
 // required literals) runs only on lines holding one of them, found with
 // one multi-literal matcher (internal/literal) over all rules first.
+//
+// route marks a record with the sinks it goes to (record.Record.Route),
+// which the WAL carries with it (rows version 2); it sends nothing itself.
 //
 // It never does I/O on the hot path, never fails a batch (a rule that
 // fails on a line counts an error and leaves the line as it was), and

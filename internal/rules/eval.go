@@ -31,9 +31,10 @@ const (
 	FieldsSet   // set_fields or drop_fields changed the record's fields
 	Rewritten   // rewrite replaced the line
 	RateLimited // rate_limit dropped the line
+	Routed      // route: the line goes to the rule's sinks (Detail names them)
 )
 
-var actionNames = [...]string{"matched", "dropped", "sampled_out", "sampled_in", "redacted", "relabeled", "counted", "stopped", "failed", "extracted", "fields_set", "rewritten", "rate_limited"}
+var actionNames = [...]string{"matched", "dropped", "sampled_out", "sampled_in", "redacted", "relabeled", "counted", "stopped", "failed", "extracted", "fields_set", "rewritten", "rate_limited", "routed"}
 
 func (a Action) String() string { return actionNames[a] }
 
@@ -42,7 +43,7 @@ type Step struct {
 	Record int // index in b.Records
 	Rule   string
 	Action Action
-	Detail string // for Failed: why
+	Detail string // for Failed: why; for Routed: the sinks, ", "-separated
 }
 
 // evaluator is what one goroutine needs to apply a Set: the rules'
@@ -82,6 +83,11 @@ type evaluator struct {
 	mval                  float64        // the rule's metric's value for the line
 	fpipes                [][]*stage.Pipeline
 	rwpipes               []*stage.Pipeline
+	// routes maps a set of sinks (Set.sinks bits) to its list in the
+	// batch's Routes (index plus one); routedBy are the rules that
+	// routed the current record.
+	routes   map[uint64]uint16
+	routedBy []*rule
 }
 
 func (s *Set) get() *evaluator {
@@ -103,6 +109,7 @@ func (s *Set) get() *evaluator {
 		parsers:  make([]*stage.Pipeline, len(s.rules)),
 		tails:    make([]*stage.Pipeline, len(s.rules)),
 		sel:      map[uint32]int{},
+		routes:   map[uint64]uint16{},
 	}
 }
 
@@ -128,8 +135,12 @@ func (s *Set) put(ev *evaluator) {
 // Extracted fields are new fields of the record (its fields are copied
 // to the end of b.Fields with them), their values appended to b.Data.
 //
+// A record a rule routes (route) gets the list of its sinks in b.Routes
+// (record.Record.Route); a record that is dropped is routed nowhere.
+//
 // REQUIRES: the caller is the single writer of b.Streams and b.Names (the
-// goroutine that parsed b), as record.Streams.Intern requires.
+// goroutine that parsed b), as record.Streams.Intern requires; no record
+// of b is routed yet (the rules run once per batch).
 func (s *Set) Apply(b *record.Batch) { s.apply(b, nil) }
 
 // Trace is Apply, calling fn with each step it takes.
@@ -143,6 +154,7 @@ func (s *Set) apply(b *record.Batch, trace func(Step)) {
 	defer s.put(ev)
 	ev.trace = trace
 	clear(ev.sel)
+	clear(ev.routes)
 	ev.slab = ev.slab[:0]
 	ev.capped = false
 	for i := b.NextKept(0); i < len(b.Records); i = b.NextKept(i + 1) {
@@ -219,6 +231,8 @@ func (s *Set) record(ev *evaluator, b *record.Batch, i int) {
 	gateKnown, gateHit := false, false
 	ev.redacts = ev.redacts[:0]
 	ev.nparsed = 0
+	var route uint64 // the sinks the rules routed the record to
+	ev.routedBy = ev.routedBy[:0]
 	for k := 0; ; k++ {
 		var ri int
 		if relabeled {
@@ -338,6 +352,19 @@ func (s *Set) record(ev *evaluator, b *record.Batch, i int) {
 			}
 			ev.step(i, r, SampledIn, "")
 		}
+		if r.routeMask != 0 {
+			route |= r.routeMask
+			ev.routedBy = append(ev.routedBy, r)
+			if ev.trace != nil {
+				ev.step(i, r, Routed, strings.Join(r.route, ", "))
+			}
+			if !r.cont {
+				// As Vector's route and Promtail's match: a routed line
+				// is done with, unless the rule says continue.
+				ev.step(i, r, Stopped, "")
+				break
+			}
+		}
 		if r.keep {
 			ev.step(i, r, Stopped, "")
 			break
@@ -354,6 +381,19 @@ func (s *Set) record(ev *evaluator, b *record.Batch, i int) {
 	if relabeled {
 		if id, ok := b.Streams.Intern(stream); ok {
 			rec.Stream = id
+		}
+	}
+	if route != 0 {
+		if k := ev.routeOf(s, b, route); k > 0 {
+			rec.Route = k
+			for _, r := range ev.routedBy {
+				r.counters.routed.Add(1)
+			}
+		} else {
+			for _, r := range ev.routedBy {
+				r.counters.errors.Add(1)
+				ev.step(i, r, Failed, fmt.Sprintf("route: the batch holds %d lists of sinks already: the line is stored but not routed", record.MaxRoutes))
+			}
 		}
 	}
 }

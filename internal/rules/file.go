@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -33,6 +34,11 @@ type spec struct {
 	rewrite     string // a line_format template
 	rateLimit   *rateSpec
 	onErrorDrop bool // on_error: drop
+	// route names the sinks the rule sends the lines it matches to,
+	// sorted, each once; cont (continue: true) lets later rules see a
+	// routed line, which otherwise stops at the rule, as keep does.
+	route []string
+	cont  bool
 }
 
 // extractSpec is a rule's extract: one parser run over the line, the
@@ -133,14 +139,6 @@ func (l *loader) errorf(n *yaml.Node, format string, args ...any) {
 	}
 }
 
-// notImplemented names the rule keys this version refuses with a load
-// error rather than ignoring: a rule that silently did nothing would
-// pass lines an operator meant to send elsewhere. (route is refused where
-// it is read, naming the rule.)
-var notImplemented = map[string]string{
-	"continue": "continue belongs to route, and routing rules to sinks is not implemented yet",
-}
-
 var (
 	// unsafeTemplate finds what a rule's template may not use: a loop,
 	// or repeat, which could make one line cost a loop of a billion or
@@ -148,6 +146,8 @@ var (
 	unsafeTemplate = regexp.MustCompile(`\{\{-?[^}]*\b(range|repeat|while)\b`)
 	labelNameRe    = regexp.MustCompile(`^[a-zA-Z_][a-zA-Z0-9_]*$`)
 	metricNameRe   = regexp.MustCompile(`^[a-zA-Z_:][a-zA-Z0-9_:]*$`)
+	// sinkNameRe is a sink's name, as the config's sinks: take it.
+	sinkNameRe = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$`)
 )
 
 // parseFile reads a rules file's bytes into checked specs.
@@ -242,6 +242,7 @@ func (l *loader) rule(i int, n *yaml.Node) (spec, bool) {
 		l.errorf(n, "%s: name: missing (every rule needs a name, for its metrics)", where)
 	}
 	actions := 0
+	var contNode *yaml.Node
 	seen := map[string]bool{}
 	for j := 0; j+1 < len(n.Content); j += 2 {
 		k, v := n.Content[j], n.Content[j+1]
@@ -314,14 +315,20 @@ func (l *loader) rule(i int, n *yaml.Node) (spec, bool) {
 			}
 			actions++
 		case "route":
-			l.errorf(k, "%s: route: routing rules to sinks is not implemented yet: rule %s cannot route", where, s.name)
+			s.route = l.sinkNames(where, v)
+			actions++
+		case "continue":
+			contNode = k
+			s.cont = l.flag(where, "continue", v)
 		default:
-			if msg, ok := notImplemented[k.Value]; ok {
-				l.errorf(k, "%s: %s: %s", where, k.Value, msg)
-				continue
-			}
-			l.errorf(k, "%s: unknown key %q (want name, match, tenant, on_error, drop, keep, stop, sample, redact, set_labels, drop_labels, set_fields, drop_fields, rewrite, extract, rate_limit, metric)", where, k.Value)
+			l.errorf(k, "%s: unknown key %q (want name, match, tenant, on_error, drop, keep, stop, sample, redact, set_labels, drop_labels, set_fields, drop_fields, rewrite, extract, rate_limit, metric, route, continue)", where, k.Value)
 		}
+	}
+	if contNode != nil && !seen["route"] {
+		l.errorf(contNode, "%s: continue: belongs to route (it says whether later rules see a line the rule routed)", where)
+	}
+	if s.cont && s.keep {
+		l.errorf(contNode, "%s: continue: true and keep/stop: the rule both stops and continues", where)
 	}
 	switch {
 	case s.drop && s.keep:
@@ -330,9 +337,11 @@ func (l *loader) rule(i int, n *yaml.Node) (spec, bool) {
 		l.errorf(n, "%s: drop and sample: a rule either drops a line or samples it", where)
 	case s.drop && s.rateLimit != nil:
 		l.errorf(n, "%s: drop and rate_limit: a rule either drops a line or limits it", where)
+	case s.drop && seen["route"]:
+		l.errorf(n, "%s: drop and route: a dropped line is neither stored nor routed (sinks read what is stored)", where)
 	}
 	if actions == 0 && len(l.problems) == before {
-		l.errorf(n, "%s: no action (want one of drop, keep, stop, sample, redact, set_labels, drop_labels, set_fields, drop_fields, rewrite, extract, rate_limit, metric)", where)
+		l.errorf(n, "%s: no action (want one of drop, keep, stop, sample, redact, set_labels, drop_labels, set_fields, drop_fields, rewrite, extract, rate_limit, metric, route)", where)
 	}
 	return s, len(l.problems) == before
 }
@@ -526,6 +535,37 @@ func (l *loader) fieldNames(where, key string, v *yaml.Node) []string {
 			out = append(out, s)
 		}
 	}
+	return out
+}
+
+// sinkNames checks route's list of sink names (or one name) and returns
+// them sorted, each once.
+func (l *loader) sinkNames(where string, v *yaml.Node) []string {
+	items := []*yaml.Node{v}
+	if v.Kind == yaml.SequenceNode {
+		items = v.Content
+	}
+	if v.Kind == yaml.SequenceNode && len(items) == 0 {
+		l.errorf(v, "%s: route: an empty list (want the names of sinks)", where)
+		return nil
+	}
+	var out []string
+	for _, n := range items {
+		s, ok := l.str(where, "route", n)
+		if !ok {
+			continue
+		}
+		if !sinkNameRe.MatchString(s) {
+			l.errorf(n, "%s: route: %q is not a sink name (1 to 64 letters, digits, '_', '.', '-')", where, s)
+			continue
+		}
+		if slices.Contains(out, s) {
+			l.errorf(n, "%s: route: sink %q is named twice", where, s)
+			continue
+		}
+		out = append(out, s)
+	}
+	slices.Sort(out)
 	return out
 }
 

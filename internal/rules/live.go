@@ -27,6 +27,8 @@ type Live struct {
 	log     *slog.Logger
 	cur     atomic.Pointer[Set]
 	mu      sync.Mutex // serializes reloads
+	// sinks, if not nil, are the sinks routes may name (CompileRouted).
+	sinks Sinks
 	// watching, if set, is called once Watch watches (for tests).
 	watching func()
 }
@@ -34,10 +36,17 @@ type Live struct {
 // Open loads the rules file at path; a bad file is an error (the server
 // does not start with rules it cannot run). m and log may be nil.
 func Open(path string, m *Metrics, log *slog.Logger) (*Live, error) {
+	return OpenRouted(path, m, log, nil)
+}
+
+// OpenRouted is Open with the configured sinks, which every version of
+// the file is checked against (CompileRouted): a route to a sink that is
+// not configured, or does not take routed lines, fails the load.
+func OpenRouted(path string, m *Metrics, log *slog.Logger, sinks Sinks) (*Live, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	l := &Live{file: path, metrics: m, log: log}
+	l := &Live{file: path, metrics: m, log: log, sinks: sinks}
 	s, err := l.load()
 	if err != nil {
 		return nil, err
@@ -51,7 +60,7 @@ func (l *Live) load() (*Set, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read rules file: %w", err)
 	}
-	return Compile(l.file, data, l.metrics)
+	return CompileRouted(l.file, data, l.metrics, l.sinks)
 }
 
 func (l *Live) swap(s *Set) {
@@ -106,7 +115,7 @@ func (l *Live) Put(data []byte, dryRun bool) (*Set, bool, error) {
 	if dryRun {
 		m = nil // a dry run counts into nothing the running set exports
 	}
-	s, err := Compile(l.file, data, m)
+	s, err := CompileRouted(l.file, data, m, l.sinks)
 	if err != nil {
 		if !dryRun {
 			l.count("error")

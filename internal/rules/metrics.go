@@ -36,6 +36,7 @@ type Metrics struct {
 // ruleCounters count what one rule did.
 type ruleCounters struct {
 	matched, dropped, sampledOut, redactions, relabeled, extracted, fieldsSet, rewritten, rateLimited, errors atomic.Uint64
+	routed                                                                                                    atomic.Uint64
 }
 
 // NewMetrics returns the counters, registered in reg (nil: not
@@ -77,16 +78,20 @@ func (m *Metrics) rule(name string) *ruleCounters {
 
 // Rule returns what the rule named name has counted: matched, dropped,
 // sampled out, redactions, relabeled, extracted, fields set, rewritten,
-// rate limited and errors.
+// rate limited, errors and routed.
 func (m *Metrics) Rule(name string) RuleCounts {
 	c := m.rule(name)
 	return RuleCounts{Matched: c.matched.Load(), Dropped: c.dropped.Load(), SampledOut: c.sampledOut.Load(),
-		Redactions: c.redactions.Load(), Relabeled: c.relabeled.Load(), Extracted: c.extracted.Load(), FieldsSet: c.fieldsSet.Load(), Rewritten: c.rewritten.Load(), RateLimited: c.rateLimited.Load(), Errors: c.errors.Load()}
+		Redactions: c.redactions.Load(), Relabeled: c.relabeled.Load(), Extracted: c.extracted.Load(), FieldsSet: c.fieldsSet.Load(), Rewritten: c.rewritten.Load(), RateLimited: c.rateLimited.Load(), Errors: c.errors.Load(),
+		Routed: c.routed.Load()}
 }
 
 // RuleCounts is a snapshot of one rule's counters.
 type RuleCounts struct {
 	Matched, Dropped, SampledOut, Redactions, Relabeled, Extracted, FieldsSet, Rewritten, RateLimited, Errors uint64
+	// Routed counts the lines the rule routed to its sinks and that were
+	// kept (a line a later rule drops is neither stored nor routed).
+	Routed uint64
 }
 
 // userMetric is a rule's metric: a counter, gauge or histogram by label
@@ -233,7 +238,7 @@ type collector Metrics
 
 var (
 	ruleLinesDesc = prometheus.NewDesc("sluice_rule_lines_total",
-		"Lines a rule acted on, by rule and action: matched, dropped, sampled_out, relabeled, extracted (fields stored), fields_set, rewritten, rate_limited.", []string{"rule", "action"}, nil)
+		"Lines a rule acted on, by rule and action: matched, dropped, sampled_out, relabeled, extracted (fields stored), fields_set, rewritten, rate_limited, routed.", []string{"rule", "action"}, nil)
 	ruleRedactionsDesc = prometheus.NewDesc("sluice_rule_redactions_total",
 		"Values a rule's redact replaced.", []string{"rule"}, nil)
 	ruleErrorsDesc = prometheus.NewDesc("sluice_rule_errors_total",
@@ -254,7 +259,7 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		for _, v := range []struct {
 			action string
 			n      *atomic.Uint64
-		}{{"matched", &rc.matched}, {"dropped", &rc.dropped}, {"sampled_out", &rc.sampledOut}, {"relabeled", &rc.relabeled}, {"extracted", &rc.extracted}, {"fields_set", &rc.fieldsSet}, {"rewritten", &rc.rewritten}, {"rate_limited", &rc.rateLimited}} {
+		}{{"matched", &rc.matched}, {"dropped", &rc.dropped}, {"sampled_out", &rc.sampledOut}, {"relabeled", &rc.relabeled}, {"extracted", &rc.extracted}, {"fields_set", &rc.fieldsSet}, {"rewritten", &rc.rewritten}, {"rate_limited", &rc.rateLimited}, {"routed", &rc.routed}} {
 			ch <- prometheus.MustNewConstMetric(ruleLinesDesc, prometheus.CounterValue, float64(v.n.Load()), name, v.action)
 		}
 		ch <- prometheus.MustNewConstMetric(ruleRedactionsDesc, prometheus.CounterValue, float64(rc.redactions.Load()), name)

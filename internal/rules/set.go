@@ -33,6 +33,9 @@ type Set struct {
 	// its labels and the unindexed, not all rules.
 	byLabel   map[string]map[string][]int32
 	unindexed []int32
+	// sinks are the names of the sinks the rules route to, sorted: bit i
+	// of a rule's routeMask is sinks[i].
+	sinks []string
 	// File, Hash (hex SHA-256 of the file's bytes) and Loaded say which
 	// version this is.
 	File   string
@@ -75,6 +78,8 @@ type rule struct {
 	rwStages           []logql.Stage // rewrite's line_format
 	// xstages is the parser extract runs, one stage.
 	xstages []logql.Stage
+	// routeMask has bit i set when the rule routes to Set.sinks[i].
+	routeMask uint64
 }
 
 // Len returns the number of rules.
@@ -207,6 +212,7 @@ func Compile(name string, data []byte, m *Metrics) (*Set, error) {
 		r.counters = m.rule(sp.name)
 		s.rules = append(s.rules, r)
 	}
+	s.indexRoutes(l)
 	if len(l.problems) > 0 {
 		return nil, &Error{File: name, Problems: l.problems}
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -134,11 +135,12 @@ func (m *Manager) measure(l *wal.Log) {
 // block policy is over its budget.
 var ErrBlocked = fmt.Errorf("sink over its budget")
 
-// blocked returns the error for a batch of tenant, if a blocking sink
-// that takes the tenant is over its budget.
-func (m *Manager) blocked(tenant string) error {
+// blocked returns the error for b, if a blocking sink that would take
+// some of it is over its budget: one that takes b's tenant, or, for a
+// sink that takes routed records, one to which b routes a kept record.
+func (m *Manager) blocked(b *record.Batch) error {
 	for _, s := range m.sinks {
-		if s.cfg.Policy == Block && s.over.Load() && s.filt.tenantMatches(tenant) {
+		if s.cfg.Policy == Block && s.over.Load() && s.filt.tenantMatches(b.Tenant) && (s.filt.route == "" || routesTo(b, s.filt.route)) {
 			return fmt.Errorf("%w: sink %q holds %d bytes of WAL, its budget is %d (policy block); retry later",
 				ErrBlocked, s.cfg.Name, s.backlog.Load(), s.cfg.Budget)
 		}
@@ -146,9 +148,32 @@ func (m *Manager) blocked(tenant string) error {
 	return nil
 }
 
+// routesTo reports whether a kept record of b is routed to sink.
+func routesTo(b *record.Batch, sink string) bool {
+	var want [record.MaxRoutes/64 + 1]uint64 // bit k: b.Routes[k-1] names sink
+	any := false
+	for k, names := range b.Routes {
+		if slices.Contains(names, sink) {
+			want[(k+1)/64] |= 1 << ((k + 1) % 64)
+			any = true
+		}
+	}
+	if !any {
+		return false
+	}
+	for i := b.NextKept(0); i < len(b.Records); i = b.NextKept(i + 1) {
+		if k := b.Records[i].Route; k != 0 && want[k/64]&(1<<(k%64)) != 0 {
+			return true
+		}
+	}
+	return false
+}
+
 // Gate wraps the flow's sink: while a blocking sink is over its budget,
-// batches of its tenants are refused before anything is written, with an
-// error naming the sink (ingest answers 503 with Retry-After).
+// batches of its tenants (or, for a sink that takes routed records, the
+// batches that route a record to it) are refused before anything is
+// written, with an error naming the sink (ingest answers 503 with
+// Retry-After).
 func (m *Manager) Gate(next flow.Sink) flow.Sink {
 	if len(m.sinks) == 0 {
 		return next
@@ -162,7 +187,7 @@ type gate struct {
 }
 
 func (g gate) Prepare(b *record.Batch) (flow.Pending, error) {
-	if err := g.m.blocked(b.Tenant); err != nil {
+	if err := g.m.blocked(b); err != nil {
 		return nil, err
 	}
 	return g.next.Prepare(b)
@@ -175,6 +200,7 @@ type Status struct {
 	Type     string `json:"type"`
 	Tenant   string `json:"tenant"`
 	Selector string `json:"selector,omitempty"`
+	From     string `json:"from,omitempty"`
 	Position string `json:"position"`
 	// Backlog is the WAL bytes after the position: the queue.
 	Backlog int64  `json:"backlog_bytes"`
@@ -216,7 +242,7 @@ func (m *Manager) Status() []Status {
 		if t := s.oldestUnsent(); t != 0 {
 			age = time.Since(time.Unix(0, t)).Seconds()
 		}
-		out = append(out, Status{Name: s.cfg.Name, Type: s.cfg.Type, Tenant: tenant, Selector: s.cfg.Selector,
+		out = append(out, Status{Name: s.cfg.Name, Type: s.cfg.Type, Tenant: tenant, Selector: s.cfg.Selector, From: s.cfg.From,
 			Position: done.String(), Backlog: backlog, Budget: s.cfg.Budget, Policy: s.cfg.Policy.String(),
 			Blocked: s.over.Load(), OldestAge: age, Records: value(s.m.records), Bytes: value(s.m.bytes),
 			Batches: value(s.m.batches), Retries: value(s.m.retries), DeadLettered: value(s.m.deadLettered),

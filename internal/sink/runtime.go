@@ -32,6 +32,10 @@ type Config struct {
 	// Selector, if not empty, is a LogQL stream selector the records'
 	// streams must match, e.g. {app="api", level=~"error|warn"}.
 	Selector string
+	// From is where the sink's records come from: "" its subscription
+	// (Tenant and Selector), "rules" only the records the rules route to
+	// it by name (Tenant and Selector, if set, narrow them further).
+	From string
 	// BatchSize is the records a batch aims at; a batch ends at a WAL
 	// record's end, so it may hold one record's worth more.
 	BatchSize int
@@ -92,8 +96,14 @@ func (c Config) withDefaults() (Config, error) {
 	if c.Dir == "" {
 		return c, fmt.Errorf("sink %q: no directory for its position and dead letter", c.Name)
 	}
+	if c.From != "" && c.From != FromRules {
+		return c, fmt.Errorf("sink %q: from %q: want rules, or nothing for the sink's tenant and selector", c.Name, c.From)
+	}
 	return c, nil
 }
+
+// FromRules is Config.From for a sink that takes what the rules route to it.
+const FromRules = "rules"
 
 // Sink is one configured sink: a cursor on the WAL, its filter, and a
 // Destination. Run delivers; the other methods are safe for concurrent
@@ -140,6 +150,9 @@ func New(cfg Config, dest Destination, log *slog.Logger) (*Sink, error) {
 	}
 	s := &Sink{cfg: cfg, dest: dest, log: log.With("sink", cfg.Name), filt: filter{tenant: cfg.Tenant},
 		rnd: rand.Int64N}
+	if cfg.From == FromRules {
+		s.filt.route = cfg.Name
+	}
 	if cfg.Selector != "" {
 		sel, err := logql.ParseSelector(cfg.Selector)
 		if err != nil {

@@ -22,12 +22,13 @@
 // every batch, and delivery is at least once. Records a destination
 // rejects for good go to the sink's dead-letter file with the reason.
 //
-// Routing by rules (the rules' route action, a later slice) will be carried
-// in the WAL with the record: the rule stage runs before the WAL append, so
-// its decision must be durable with the batch, as a list of sink names per
-// row (or per block) in a new rows version; the runtime's filter will then
-// test that list instead of, or as well as, the subscription. Nothing here
-// assumes the subscription is the only filter.
+// Routing by rules (the rules' route action) is carried in the WAL with the
+// record: the rule stage runs before the WAL append, so its decision is
+// durable with the batch, as a list of sink names per row in rows version
+// 2. A sink with From "rules" takes only the rows routed to it by name (its
+// tenant and selector, if set, narrow that further); a sink without takes
+// its subscription, routes or not. Its block policy then refuses only the
+// batches that route a line to it.
 //
 // It must never deliver a record that ingest did not acknowledge, never move
 // a position past a record it neither delivered, dead-lettered nor counted
@@ -42,6 +43,7 @@ import (
 	"fmt"
 	"math"
 	"net/http"
+	"slices"
 	"strconv"
 	"time"
 
@@ -224,6 +226,25 @@ type filter struct {
 	selector interface {
 		Matches(get func(string) string) bool
 	}
+	// route, if set, is the sink's name: only rows the rules routed to
+	// it pass (From "rules").
+	route string
+}
+
+// routes returns, for each route list of blk (index k-1 for route k),
+// whether it names f's sink; nil and false when no row can pass: f takes
+// routed rows and blk routes none to it.
+func (f *filter) routes(blk *rows.Block) ([]bool, bool) {
+	if f.route == "" {
+		return nil, true
+	}
+	takes := make([]bool, len(blk.Routes))
+	any := false
+	for k, names := range blk.Routes {
+		takes[k] = slices.Contains(names, f.route)
+		any = any || takes[k]
+	}
+	return takes, any
 }
 
 func (f *filter) tenantMatches(t string) bool { return f.tenant == "" || f.tenant == t }
@@ -232,6 +253,10 @@ func (f *filter) tenantMatches(t string) bool { return f.tenant == "" || f.tenan
 // Every byte kept is copied into b's arena: blk views the cursor's buffer.
 func (b *Batch) appendBlock(f *filter, blk *rows.Block, at wal.Pos) int {
 	if !f.tenantMatches(blk.Tenant) {
+		return 0
+	}
+	takes, ok := f.routes(blk)
+	if !ok {
 		return 0
 	}
 	keep := make([]bool, len(blk.Streams))
@@ -263,6 +288,11 @@ func (b *Batch) appendBlock(f *filter, blk *rows.Block, at wal.Pos) int {
 	for i := range blk.Rows {
 		if !keep[blk.Rows[i].Stream] {
 			continue
+		}
+		if f.route != "" {
+			if k := blk.RowRoutes[i]; k == 0 || !takes[k-1] {
+				continue
+			}
 		}
 		fields = blk.Row(i, &r, fields)
 		var sp span

@@ -50,6 +50,10 @@ func (j JSONParams) Len() int { return len(j.s.params) }
 // Name returns the label name of parameter i.
 func (j JSONParams) Name(i int) string { return j.s.params[i].name }
 
+// Observes reports whether the stage sets parameter i's label (the
+// query observes it).
+func (j JSONParams) Observes(i int) bool { return j.s.observed.observes(j.s.params[i].name) }
+
 // Path returns the path of parameter i.
 func (j JSONParams) Path(i int) JSONPath { return JSONPath{elems: j.s.params[i].path} }
 

@@ -6,6 +6,7 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"slices"
 	"strings"
 	"testing"
 
@@ -33,5 +34,44 @@ func AppendLines(t testing.TB, l *wal.Log, tenant string, lines ...string) {
 	})
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+// AppendRouted is AppendLines with routes, as the rules' route action
+// leaves them: route(i) names the sinks line i goes to (nil: none).
+func AppendRouted(t testing.TB, l *wal.Log, tenant string, route func(i int) []string, lines ...string) {
+	t.Helper()
+	p, err := parse.New(parse.Options{Format: "json", Record: record.DefaultConfig()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var enc rows.Encoder
+	n := 0
+	err = p.Bytes(context.Background(), []byte(strings.Join(lines, "\n")+"\n"), func(b *record.Batch) error {
+		SetRoutes(b, func(i int) []string { return route(n + i) })
+		n += len(b.Records)
+		_, err := l.Append(enc.Append(nil, tenant, b))
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// SetRoutes routes each record i of b to route(i), as the rules do.
+func SetRoutes(b *record.Batch, route func(i int) []string) {
+	b.Routes = b.Routes[:0]
+	for i := range b.Records {
+		names := route(i)
+		b.Records[i].Route = 0
+		if len(names) == 0 {
+			continue
+		}
+		k := slices.IndexFunc(b.Routes, func(r []string) bool { return slices.Equal(r, names) })
+		if k < 0 {
+			b.Routes = append(b.Routes, names)
+			k = len(b.Routes) - 1
+		}
+		b.Records[i].Route = uint16(k + 1)
 	}
 }

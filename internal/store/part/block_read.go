@@ -547,10 +547,7 @@ func (c *colData) load(raw, kept []byte) (_, colRaw []byte, decompressed bool, _
 	case encInt, encDecimal:
 		s = r.BytesN("column part")
 		ir := bin.NewReader(s)
-		c.ints = slices.Grow(c.ints[:0], c.n)
-		for range c.n {
-			c.ints = append(c.ints, ir.Varint("integer"))
-		}
+		c.ints = ir.Varints(slices.Grow(c.ints[:0], c.n), c.n, "integer")
 		ir.Done("integers")
 		if err := ir.Err(); err != nil {
 			r.Fail(err.Error())

@@ -1,0 +1,310 @@
+package query
+
+import (
+	"slices"
+	"strings"
+	"unsafe"
+
+	"github.com/sluicelog/sluice/internal/logql"
+	"github.com/sluicelog/sluice/internal/record"
+	"github.com/sluicelog/sluice/internal/stage"
+)
+
+// Series keys written from a row's parameter values, without its labels.
+//
+// On the columnar path a row's series is found by building its labels
+// (the stream's, then the json parameters', as the stage sets them),
+// running the label filters, reducing the labels to the groupings and
+// encoding what is left as a key. When the parameters do not clash with
+// the stream's labels and the stages after the json stage are string
+// label filters (=, !=, =~, !~, combined with and/or), every step of that
+// is known per stream but for the parameters' values: a filter on a
+// parameter tests its value, one on any other label has the same outcome
+// for every row of the stream, and the key is the surviving labels in
+// name order, the stream's values fixed and the parameters' read from
+// the row. keyPlan writes that key directly: for high-cardinality
+// groupings (a series per user id), where the values hardly repeat and
+// no memo helps, the labels were most of a row's cost.
+//
+// It must give the key, and so the series, that columnLabels and
+// seriesOf give the same row: FuzzColumnarSameAsRows and
+// TestHintsSameAsReference hold it to the row path.
+
+// keyPlan is a range worker's plan for keys from values (nil when the
+// query is not of that form).
+type keyPlan struct {
+	names  []string // the parameters' label names, distinct
+	set    []bool   // per parameter: the json stage sets its label (observed)
+	skip   int      // the parameter a plain unwrap takes (its label is gone before grouping), or -1
+	pred   keyPred  // the label filters
+	leaves []*logql.Matcher
+	gs     []*logql.Grouping
+
+	// For the stream at hand (startStream):
+	on     bool
+	consts []bool // per leaf: its outcome, when it reads no parameter
+	params []int  // per leaf: the parameter it reads, or -1
+	items  []keyItem
+}
+
+// keyItem is one label of a key: a stream label (param < 0, value fixed)
+// or parameter param's.
+type keyItem struct {
+	name  string
+	value string
+	param int
+}
+
+// keyPred decides a row on its parameters' values.
+type keyPred func(kp *keyPlan, values []stage.ParamValue) bool
+
+// newKeyPlan returns the plan when w's range aggregation is of the form
+// keys can be written for, else nil. jp is its pipeline's json stage
+// with parameters.
+func newKeyPlan(w *rangeWorker, jp stage.JSONParams) *keyPlan {
+	kp := &keyPlan{skip: -1, gs: []*logql.Grouping{w.x.Grouping, w.sumBy}}
+	for i := range jp.Len() {
+		n := jp.Name(i)
+		if slices.Contains(kp.names, n) || n == stage.ErrorLabel || n == stage.ErrorDetailsLabel {
+			return nil // the first value found would win
+		}
+		kp.names = append(kp.names, n)
+		kp.set = append(kp.set, jp.Observes(i))
+	}
+	if u := w.x.Range.Unwrap; u != nil {
+		// A plain unwrap of a parameter no filter reads, whose filters
+		// after it are at most __error__="" (a row that converts has no
+		// error): the unwrapped label is gone before the grouping.
+		if u.Conv != "" || w.cols.unwrapParam < 0 {
+			return nil
+		}
+		for _, f := range u.Filters {
+			if !noErrorFilter(f) {
+				return nil
+			}
+		}
+		kp.skip = w.cols.unwrapParam
+	}
+	var leaf func(f logql.LabelFilter) keyPred
+	leaf = func(f logql.LabelFilter) keyPred {
+		switch f := f.(type) {
+		case *logql.LabelFilterBinary:
+			l, r := leaf(f.Left), leaf(f.Right)
+			if l == nil || r == nil {
+				return nil
+			}
+			if f.And {
+				return func(kp *keyPlan, v []stage.ParamValue) bool { return l(kp, v) && r(kp, v) }
+			}
+			return func(kp *keyPlan, v []stage.ParamValue) bool { return l(kp, v) || r(kp, v) }
+		case *logql.LabelFilterString:
+			m := f.Matcher
+			if m == nil {
+				return nil
+			}
+			j := len(kp.leaves)
+			kp.leaves = append(kp.leaves, m)
+			return func(kp *keyPlan, v []stage.ParamValue) bool {
+				if i := kp.params[j]; i >= 0 {
+					return m.Matches(v[i].Value)
+				}
+				return kp.consts[j]
+			}
+		}
+		return nil
+	}
+	var preds []keyPred
+	for _, s := range w.x.Range.Log.Pipeline[1:] {
+		lf, ok := s.(*logql.LabelFilterStage)
+		if !ok {
+			return nil
+		}
+		p := leaf(lf.Filter)
+		if p == nil {
+			return nil
+		}
+		preds = append(preds, p)
+	}
+	kp.pred = func(kp *keyPlan, v []stage.ParamValue) bool {
+		for _, p := range preds {
+			if !p(kp, v) {
+				return false
+			}
+		}
+		return true
+	}
+	kp.consts, kp.params = make([]bool, len(kp.leaves)), make([]int, len(kp.leaves))
+	return kp
+}
+
+// noErrorFilter reports whether f is `__error__=""`.
+func noErrorFilter(f logql.LabelFilter) bool {
+	s, ok := f.(*logql.LabelFilterString)
+	return ok && s.Matcher != nil && s.Matcher.Name == stage.ErrorLabel && s.Matcher.Type == logql.MatchEqual && s.Matcher.Value == ""
+}
+
+// startStream readies the plan for the rows of stream ls: off when a
+// parameter's name is one of its labels (the stage then renames it).
+func (kp *keyPlan) startStream(ls record.Labels) {
+	kp.on, kp.items = true, kp.items[:0]
+	for _, n := range kp.names {
+		if _, ok := ls.Get(n); ok {
+			kp.on = false
+			return
+		}
+	}
+	// The label a name has on this stream's rows: the parameter's, the
+	// stream's, or none ("").
+	param := func(n string) int {
+		if i := slices.Index(kp.names, n); i >= 0 && kp.set[i] {
+			return i
+		}
+		return -1
+	}
+	for j, m := range kp.leaves {
+		if kp.params[j] = param(m.Name); kp.params[j] < 0 {
+			v, _ := ls.Get(m.Name)
+			kp.consts[j] = m.Matches(v)
+		}
+	}
+	kept := func(n string) bool {
+		for _, g := range kp.gs {
+			if g != nil && slices.Contains(g.Labels, n) == g.Without {
+				return false
+			}
+		}
+		return true
+	}
+	for _, l := range ls {
+		if kept(l.Name) {
+			kp.items = append(kp.items, keyItem{name: l.Name, value: l.Value, param: -1})
+		}
+	}
+	for i, n := range kp.names {
+		if kp.set[i] && i != kp.skip && kept(n) {
+			kp.items = append(kp.items, keyItem{name: n, param: i})
+		}
+	}
+	slices.SortStableFunc(kp.items, func(a, b keyItem) int { return strings.Compare(a.name, b.name) })
+}
+
+// appendKey appends the key of the row whose parameters' values are
+// values.
+func (kp *keyPlan) appendKey(dst []byte, values []stage.ParamValue) []byte {
+	for _, it := range kp.items {
+		v := it.value
+		if it.param >= 0 {
+			v = values[it.param].Value
+		}
+		dst = append(append(append(append(dst, it.name...), 0xff), v...), 0xff)
+	}
+	return dst
+}
+
+// keySeries returns the series of the row whose parameters' values are
+// cp.values, or nil when the filters drop it; for a plan that is on.
+func (w *rangeWorker) keySeries() *rangeSeries {
+	kp, values := w.cols.keys, w.cols.values
+	if !kp.pred(kp, values) {
+		return nil
+	}
+	w.key = kp.appendKey(w.key[:0], values)
+	s := w.series.get(w.key)
+	if s == nil {
+		s = w.alloc.series(nil, w.op, w.shape.steps)
+		if k := w.series.add(w.key, s); !keyHolds(k, len(kp.items)) { // a value holds the separator
+			s.labels = make(record.Labels, len(kp.items))
+			for i, it := range kp.items {
+				v := it.value
+				if it.param >= 0 {
+					v = values[it.param].Value
+				}
+				s.labels[i] = record.Label{Name: it.name, Value: strings.Clone(v)}
+			}
+		}
+		w.tally.held += s.size(len(w.key))
+	}
+	return s
+}
+
+// Rows counted in series of many (a series per user among millions of
+// rows) each find their series in a table far larger than the caches:
+// a miss for the slot, another for the series. Looked up one row at a
+// time, between a row's reading and filtering, no two misses overlap.
+// A count's rows are instead kept in a batch, their keys written
+// (countKey), and their series found and counted together (flushKeys):
+// the lookups of consecutive rows then do not wait on one another. Only
+// counts are batched (columnRow without unwrap adds 1): the order in
+// which a series' samples are added cannot change a count.
+
+// keyBatch is the rows of a block waiting for their series.
+type keyBatch struct {
+	keys   []byte  // their keys, one after the other
+	ends   []int   // where each ends in keys
+	times  []int64 // their times
+	h1, h2 []uint64
+	series []*rangeSeries
+}
+
+// keyBatchRows is how many rows a batch holds before it is counted.
+const keyBatchRows = 256
+
+// countKey counts the row whose parameters' values are cp.values in its
+// series (none when the filters drop it), now or with the batch; for a
+// plan that is on.
+func (w *rangeWorker) countKey(t int64) {
+	kp, values, kb := w.cols.keys, w.cols.values, &w.cols.batch
+	if !kp.pred(kp, values) {
+		return
+	}
+	start := len(kb.keys)
+	kb.keys = kp.appendKey(kb.keys, values)
+	if k := kb.keys[start:]; !keyHolds(unsafe.String(unsafe.SliceData(k), len(k)), len(kp.items)) {
+		// A value holds the separator: keySeries sets the series'
+		// labels from the values, which the batch does not keep.
+		kb.keys = kb.keys[:start]
+		w.add(w.keySeries(), t, 1)
+		return
+	}
+	kb.ends, kb.times = append(kb.ends, len(kb.keys)), append(kb.times, t)
+	if len(kb.ends) == keyBatchRows {
+		w.flushKeys()
+	}
+}
+
+// flushKeys counts the rows of the batch in their series, making those
+// that are new.
+func (w *rangeWorker) flushKeys() {
+	if w.cols == nil {
+		return
+	}
+	kb := &w.cols.batch
+	n := len(kb.ends)
+	if n == 0 {
+		return
+	}
+	kb.h1, kb.h2 = grown(kb.h1, n), grown(kb.h2, n)
+	kb.series = grown(kb.series, n)
+	start := 0
+	for i, end := range kb.ends {
+		kb.h1[i], kb.h2[i] = w.series.hash(kb.keys[start:end])
+		start = end
+	}
+	start = 0
+	for i, end := range kb.ends {
+		s := w.series.getHashed(kb.h1[i], kb.h2[i])
+		if s == nil {
+			key := kb.keys[start:end]
+			s = w.alloc.series(nil, w.op, w.shape.steps)
+			w.series.addHashed(key, kb.h1[i], kb.h2[i], s)
+			w.tally.held += s.size(len(key))
+		}
+		kb.series[i] = s
+		start = end
+	}
+	for i, s := range kb.series[:n] {
+		w.add(s, kb.times[i], 1)
+	}
+	clear(kb.series[:n])
+	kb.keys, kb.ends, kb.times = kb.keys[:0], kb.ends[:0], kb.times[:0]
+}
