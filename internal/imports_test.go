@@ -83,6 +83,9 @@ var allowed = map[string][]string{
 	"sdk": {},
 	// A load program of the benchmarks: a user of the public SDK, nothing else.
 	"bench/sdkload": {"sdk"},
+	// The bare side of bench/sink-pg.sh: the sink's rows, built with sluice's
+	// own parser and record code, copied into PostgreSQL without sluice.
+	"bench/pgcopy": {"internal/parse", "internal/record", "internal/rows", "internal/sink", "internal/wal"},
 }
 
 func TestImportDirection(t *testing.T) {

@@ -37,6 +37,9 @@ type sinkConfig struct {
 		Initial string `yaml:"initial"`
 		Max     string `yaml:"max"`
 	} `yaml:"retry"`
+
+	BatchBytes int `yaml:"batch_bytes"` // bytes per batch at most (lines, labels, fields)
+
 	Budget   int64          `yaml:"budget_bytes"`
 	Policy   string         `yaml:"policy"` // block, drop_oldest
 	Postgres pgSinkConfig   `yaml:"postgres"`
@@ -166,7 +169,7 @@ func buildSinks(cfgs []sinkConfig, data string, reg prometheus.Registerer, log *
 		if err != nil {
 			return nil, fmt.Errorf("%s: %v", where, err)
 		}
-		s, err := sink.New(sink.Config{Name: c.Name, Type: c.Type, Tenant: c.Tenant, Selector: c.Selector, From: c.From, BatchSize: c.Batch,
+		s, err := sink.New(sink.Config{Name: c.Name, Type: c.Type, Tenant: c.Tenant, Selector: c.Selector, From: c.From, BatchSize: c.Batch, BatchBytes: c.BatchBytes,
 			Linger: linger, Retry: sink.Backoff{Initial: rmin, Max: rmax}, Budget: c.Budget, Policy: policy,
 			Dir: filepath.Join(sinksDir(data), c.Name)}, dest, log)
 		if err != nil {
@@ -199,7 +202,7 @@ func warnRoutedSinks(cfgs []sinkConfig, rulesFile string, log *slog.Logger) {
 
 var sinkCommand = &command{
 	name:  "sink",
-	args:  "status [--url URL] | dead-letter --data DIR NAME",
+	args:  "status [--url URL] | dead-letter --data DIR NAME [--replay --config FILE]",
 	short: "show the sinks' state, or print a sink's dead letter",
 	long: `sluice sink status asks a running server (GET /api/v1/sinks) for each sink's
 position, backlog (WAL bytes not yet delivered) against its budget, policy,
@@ -209,10 +212,21 @@ batches, retries, dead-lettered, dropped by policy; and the last error.
 
 sluice sink dead-letter NAME prints the dead-letter file of sink NAME of the
 data directory --data: one JSON object per record the destination rejected
-for good, with the reason.`,
+for good, with the reason.
+
+sluice sink dead-letter NAME --replay --config FILE sends those records back
+through the sink's destination, as the config file defines it (after the
+cause was fixed, a table's constraint for example), removes from the dead
+letter what was delivered, keeps what is rejected again with the new reason,
+and prints the counts. PostgreSQL takes each record at most once, however
+often a replay runs or crashes; Loki and Elasticsearch at least once; a file
+sink cannot replay. It may run while the server runs.`,
 	flags: func(fs *flag.FlagSet) func([]string, *env) error {
 		var url, data string
-		var raw bool
+		var raw, replay bool
+		var config string
+		fs.BoolVar(&replay, "replay", false, "send the dead letter back through the destination (dead-letter)")
+		fs.StringVar(&config, "config", "", "the config `file` that defines the sink (dead-letter --replay)")
 		fs.StringVar(&url, "url", "", "the server (default $SLUICE_URL or http://localhost:3100)")
 		fs.StringVar(&data, "data", "", "the data `directory` (dead-letter)")
 		fs.BoolVar(&raw, "json", false, "print the status as JSON")
@@ -220,11 +234,18 @@ for good, with the reason.`,
 			if len(args) == 0 {
 				return usageError("sink wants status or dead-letter")
 			}
-			// Flags may follow the subcommand too.
-			if err := fs.Parse(args[1:]); err != nil {
-				return usageError("%v", err)
+			// Flags may follow the subcommand too, and the sink's name.
+			rest, pos := args[1:], []string(nil)
+			for {
+				if err := fs.Parse(rest); err != nil {
+					return usageError("%v", err)
+				}
+				if rest = fs.Args(); len(rest) == 0 {
+					break
+				}
+				pos, rest = append(pos, rest[0]), rest[1:]
 			}
-			args = append(args[:1], fs.Args()...)
+			args = append(args[:1], pos...)
 			switch args[0] {
 			case "status":
 				if len(args) != 1 {
@@ -236,6 +257,11 @@ for good, with the reason.`,
 			case "dead-letter":
 				if len(args) != 2 {
 					return usageError("sink dead-letter takes the sink's name")
+				}
+				if replay {
+					ctx, cancel := e.context()
+					defer cancel()
+					return sinkReplay(ctx, e, config, data, args[1])
 				}
 				if data == "" {
 					return usageError("sink dead-letter needs --data")

@@ -124,7 +124,7 @@ func (m *Manager) measure(l *wal.Log) {
 		}
 		s.m.queue.Set(float64(n))
 		age := 0.0
-		if t := s.oldest.Load(); t != 0 {
+		if t := s.oldestUnsent(); t != 0 {
 			age = time.Since(time.Unix(0, t)).Seconds()
 		}
 		s.m.age.Set(age)
@@ -239,7 +239,7 @@ func (m *Manager) Status() []Status {
 			tenant = "*"
 		}
 		age := 0.0
-		if t := s.oldest.Load(); t != 0 {
+		if t := s.oldestUnsent(); t != 0 {
 			age = time.Since(time.Unix(0, t)).Seconds()
 		}
 		out = append(out, Status{Name: s.cfg.Name, Type: s.cfg.Type, Tenant: tenant, Selector: s.cfg.Selector, From: s.cfg.From,

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/sluicelog/sluice/internal/logql"
+	"github.com/sluicelog/sluice/internal/record"
 	"github.com/sluicelog/sluice/internal/rows"
 	"github.com/sluicelog/sluice/internal/vfs"
 	"github.com/sluicelog/sluice/internal/wal"
@@ -38,6 +39,10 @@ type Config struct {
 	// BatchSize is the records a batch aims at; a batch ends at a WAL
 	// record's end, so it may hold one record's worth more.
 	BatchSize int
+	// BatchBytes bounds a batch's memory: a batch ends once its records'
+	// lines, labels and fields (as JSON) pass it, at a WAL record's end.
+	// 0 means DefaultBatchBytes. The sink holds at most two batches.
+	BatchBytes int
 	// Linger is how long a batch waits for more records once it has one.
 	Linger time.Duration
 	Retry  Backoff
@@ -58,6 +63,10 @@ const (
 	DefaultRetryMax  = 30 * time.Second
 )
 
+// DefaultBatchBytes is BatchBytes when 0: with DefaultBatchSize, records
+// of up to about 3 KB each fill a batch by count first.
+const DefaultBatchBytes = 32 << 20
+
 func (c Config) withDefaults() (Config, error) {
 	if c.Name == "" {
 		return c, errors.New("sink without a name")
@@ -67,6 +76,9 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.BatchSize <= 0 {
 		c.BatchSize = DefaultBatchSize
+	}
+	if c.BatchBytes <= 0 {
+		c.BatchBytes = DefaultBatchBytes
 	}
 	if c.Linger <= 0 {
 		c.Linger = DefaultLinger
@@ -116,7 +128,8 @@ type Sink struct {
 	hold    atomic.Uint64 // done.Segment, or MaxUint64 before a position is known
 	backlog atomic.Int64  // WAL bytes after done
 	over    atomic.Bool   // backlog above the budget
-	oldest  atomic.Int64  // receive time (Unix ns) of the oldest undelivered record, 0 if none
+	oldest  atomic.Int64  // receive time (Unix ns) of the oldest record of the batch being filled, 0 if none
+	sending atomic.Int64  // that of the batch being delivered while the next fills (pipeline), 0 if none
 	dropped atomic.Uint64 // records dropped by policy (also in metrics)
 
 	rnd func(int64) int64
@@ -222,10 +235,17 @@ func (s *Sink) Run(ctx context.Context, l *wal.Log) error {
 	s.log.Info("sink: started", "position", start.String(), "destination_position", dok)
 	cur := l.Cursor(start)
 	defer cur.Close()
+	if s.cfg.Policy == Block {
+		// drop_oldest moves the cursor while it delivers: not ahead.
+		if err := s.pipeline(ctx, l, cur, start); err != nil {
+			return err
+		}
+		return s.savePosition()
+	}
 	var b Batch
 	for ctx.Err() == nil {
 		b.Reset()
-		if err := s.fill(ctx, l, cur, &b); err != nil {
+		if err := s.fill(ctx, l, cur, &b, s.donePos()); err != nil {
 			return err
 		}
 		if ctx.Err() != nil {
@@ -236,17 +256,9 @@ func (s *Sink) Run(ctx context.Context, l *wal.Log) error {
 				break
 			}
 		}
-		s.setDone(b.End)
 		s.oldest.Store(0)
-		save := s.maybeSave
-		if _, ok := s.dest.(Positionless); ok && len(b.Records) > 0 {
-			save = s.savePosition
-		}
-		if err := save(); err != nil {
+		if err := s.delivered(&b); err != nil {
 			return err
-		}
-		if s.onDone != nil {
-			s.onDone()
 		}
 	}
 	if err := s.savePosition(); err != nil {
@@ -255,10 +267,28 @@ func (s *Sink) Run(ctx context.Context, l *wal.Log) error {
 	return nil
 }
 
-// fill reads frames into b until it holds BatchSize records, or it holds
-// some and Linger has passed, or it holds none and everything committed
-// was read (then b.End says how far the filter skipped).
-func (s *Sink) fill(ctx context.Context, l *wal.Log, cur *wal.Cursor, b *Batch) error {
+// delivered moves the position to b.End, b being delivered, and saves
+// it when it must.
+func (s *Sink) delivered(b *Batch) error {
+	s.setDone(b.End)
+	save := s.maybeSave
+	if _, ok := s.dest.(Positionless); ok && len(b.Records) > 0 {
+		save = s.savePosition
+	}
+	if err := save(); err != nil {
+		return err
+	}
+	if s.onDone != nil {
+		s.onDone()
+	}
+	return nil
+}
+
+// fill reads frames into b until it holds BatchSize records or BatchBytes
+// bytes, or it holds some and Linger has passed, or it holds none and
+// everything committed was read past from, the end of the batch before
+// (then b.End says how far the filter skipped).
+func (s *Sink) fill(ctx context.Context, l *wal.Log, cur *wal.Cursor, b *Batch, from wal.Pos) error {
 	var deadline time.Time
 	var timer *time.Timer
 	defer func() {
@@ -282,7 +312,7 @@ func (s *Sink) fill(ctx context.Context, l *wal.Log, cur *wal.Cursor, b *Batch) 
 				s.oldest.Store(b.oldest)
 			}
 			b.End = cur.Pos()
-			if len(b.Records) >= s.cfg.BatchSize {
+			if len(b.Records) >= s.cfg.BatchSize || len(b.arena) >= s.cfg.BatchBytes {
 				return nil
 			}
 			if scanned++; len(b.Records) == 0 && scanned >= 1000 {
@@ -310,7 +340,7 @@ func (s *Sink) fill(ctx context.Context, l *wal.Log, cur *wal.Cursor, b *Batch) 
 		// Everything committed is read.
 		b.End = cur.Pos()
 		if len(b.Records) == 0 {
-			if b.End != s.donePos() {
+			if b.End != from {
 				return nil
 			}
 		} else if !time.Now().Before(deadline) {
@@ -527,13 +557,23 @@ type DeadLetter struct {
 	Fields json.RawMessage `json:"fields"`
 	Line   string          `json:"line"`
 	WAL    string          `json:"wal"`
-	Reason string          `json:"reason"`
-	At     time.Time       `json:"dead_lettered_at"`
+	// Row is the record's index among the rows of its WAL frame: with
+	// WAL, the record's identity.
+	Row    int       `json:"row"`
+	Reason string    `json:"reason"`
+	At     time.Time `json:"dead_lettered_at"`
+
+	labels record.Labels // Labels, decoded by readDeadLetter
 }
 
 // deadLetterWrite appends the rejected records of b to the dead-letter
-// file and syncs it.
+// file and syncs it, under the dead letter's lock (a replay rewrites it).
 func (s *Sink) deadLetterWrite(b *Batch, rej []Rejected) error {
+	unlock, err := lockDeadLetter(s.cfg.Dir)
+	if err != nil {
+		return err
+	}
+	defer unlock()
 	f, err := os.OpenFile(s.deadLetterPath(), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
 	if err != nil {
 		return err
@@ -543,7 +583,7 @@ func (s *Sink) deadLetterWrite(b *Batch, rej []Rejected) error {
 	for _, r := range rej {
 		rec := &b.Records[r.Index]
 		line, err := json.Marshal(DeadLetter{Time: time.Unix(0, rec.Time).UTC(), Tenant: rec.Tenant, Labels: rec.LabelsJSON,
-			Fields: rec.FieldsJSON, Line: string(rec.Line), WAL: rec.Pos.String(), Reason: r.Reason, At: now})
+			Fields: rec.FieldsJSON, Line: string(rec.Line), WAL: rec.Pos.String(), Row: rec.Row, Reason: r.Reason, At: now})
 		if err != nil {
 			f.Close()
 			return err

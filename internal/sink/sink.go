@@ -162,6 +162,8 @@ type Batch struct {
 	// oldest is the receive time (Unix ns) of the batch's first frame.
 	oldest int64
 	arena  []byte
+	// scratch is appendFieldsJSON's.
+	scratch []byte
 	// deadLetter writes rejected records durably (set by the runtime);
 	// lettered says it was called for this delivery.
 	deadLetter func([]Rejected) error
@@ -296,7 +298,7 @@ func (b *Batch) appendBlock(f *filter, blk *rows.Block, at wal.Pos) int {
 		var sp span
 		sp.lab = labelsAt[r.Stream]
 		s := len(b.arena)
-		b.arena = appendFieldsJSON(b.arena, blk, r.Fields)
+		b.arena = appendFieldsJSON(b.arena, blk, r.Fields, &b.scratch)
 		sp.fields = [2]int{s, len(b.arena)}
 		s = len(b.arena)
 		b.arena = append(b.arena, r.Line...)
@@ -358,10 +360,11 @@ func appendLabelsJSON(dst []byte, ls record.Labels) []byte {
 
 // appendFieldsJSON appends the fields that are neither the time nor the
 // message as a JSON object, typed as they were parsed.
-func appendFieldsJSON(dst []byte, blk *rows.Block, fields []rows.Field) []byte {
+// scratch holds an escaped value's text while it is escaped again for
+// JSON, kept for the next call.
+func appendFieldsJSON(dst []byte, blk *rows.Block, fields []rows.Field, scratch *[]byte) []byte {
 	dst = append(dst, '{')
 	n := 0
-	var scratch []byte
 	for i := range fields {
 		f := &fields[i]
 		if f.Role != record.RoleNone {
@@ -394,9 +397,13 @@ func appendFieldsJSON(dst []byte, blk *rows.Block, fields []rows.Field) []byte {
 		case record.BigInt, record.JSON:
 			dst = append(dst, f.Value...)
 		default:
-			scratch = record.AppendUnescaped(scratch[:0], f.Value, f.Flags)
 			dst = append(dst, '"')
-			dst = record.AppendJSONEscaped(dst, scratch)
+			if f.Flags&(record.Escaped|record.SDEscaped|record.BadUTF8) == 0 {
+				dst = record.AppendJSONEscaped(dst, f.Value) // the value is its text
+			} else {
+				*scratch = record.AppendUnescaped((*scratch)[:0], f.Value, f.Flags)
+				dst = record.AppendJSONEscaped(dst, *scratch)
+			}
 			dst = append(dst, '"')
 		}
 	}

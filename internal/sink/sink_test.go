@@ -163,7 +163,10 @@ func TestRetriesThenExactlyOnceAcrossRestart(t *testing.T) {
 			want = append(want, line)
 		}
 	}
-	waitCalls(t, dest, "every line", func() bool { return len(dest.got()) >= len(want) })
+	// The counters move after Deliver returns: wait for them too.
+	waitCalls(t, dest, "every line", func() bool {
+		return len(dest.got()) >= len(want) && m.Status()[0].Records >= float64(len(want))
+	})
 	if got := dest.got(); strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Fatalf("delivered %d lines:\n%s\nwant %d:\n%s", len(got), strings.Join(got, "\n"), len(want), strings.Join(want, "\n"))
 	}

@@ -14,6 +14,10 @@
 // 23: invalid text, a constraint) are found one by one under savepoints and
 // go to the sink's dead letter; the rest of the batch is committed.
 //
+// Replay takes the records of the dead letter again: each batch with the
+// identities of its rows in ReplayedTable, in the same transaction, so that
+// no replay inserts a record twice.
+//
 // It must never commit rows without the position that covers them.
 package postgres
 
@@ -22,6 +26,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -36,8 +41,11 @@ import (
 
 // Defaults.
 const (
-	DefaultTable     = "sluice_logs"
-	PositionsTable   = "sluice_sink_positions"
+	DefaultTable   = "sluice_logs"
+	PositionsTable = "sluice_sink_positions"
+	// ReplayedTable holds the identities of the dead-lettered records a
+	// replay delivered (Dest.Replay).
+	ReplayedTable    = "sluice_sink_replayed"
 	DefaultPoolConns = 2
 )
 
@@ -71,6 +79,10 @@ type Dest struct {
 	cols  []string
 	srcs  []source
 	pool  *pgxpool.Pool
+	// binary is set by Open when the table's columns are the default
+	// table's, with its types: rows are then written by binaryRows.
+	binary  bool
+	copySQL string
 }
 
 type source struct {
@@ -139,7 +151,8 @@ func (d *Dest) Open(ctx context.Context) (wal.Pos, bool, error) {
 		}
 		d.pool = pool
 	}
-	stmts := []string{`CREATE TABLE IF NOT EXISTS ` + PositionsTable + ` (sink text PRIMARY KEY, segment bigint NOT NULL, "offset" bigint NOT NULL, updated_at timestamptz NOT NULL)`}
+	stmts := []string{`CREATE TABLE IF NOT EXISTS ` + PositionsTable + ` (sink text PRIMARY KEY, segment bigint NOT NULL, "offset" bigint NOT NULL, updated_at timestamptz NOT NULL)`,
+		`CREATE TABLE IF NOT EXISTS ` + ReplayedTable + ` (sink text NOT NULL, wal text NOT NULL, "row" integer NOT NULL, replayed_at timestamptz NOT NULL, PRIMARY KEY (sink, wal, "row"))`}
 	if len(d.cfg.Columns) == 0 {
 		stmts = append(stmts, `CREATE TABLE IF NOT EXISTS `+d.table.Sanitize()+` (time timestamptz NOT NULL, tenant text NOT NULL, labels jsonb NOT NULL, fields jsonb NOT NULL, line text NOT NULL)`)
 	}
@@ -147,6 +160,9 @@ func (d *Dest) Open(ctx context.Context) (wal.Pos, bool, error) {
 		if _, err := d.pool.Exec(ctx, s); err != nil {
 			return wal.Pos{}, false, fmt.Errorf("postgres sink %q: create tables: %w", d.cfg.Sink, err)
 		}
+	}
+	if err := d.checkBinary(ctx, d.pool); err != nil {
+		return wal.Pos{}, false, fmt.Errorf("postgres sink %q: %w", d.cfg.Sink, err)
 	}
 	var seg, off int64
 	err := d.pool.QueryRow(ctx, `SELECT segment, "offset" FROM `+PositionsTable+` WHERE sink = $1`, d.cfg.Sink).Scan(&seg, &off)
@@ -159,13 +175,150 @@ func (d *Dest) Open(ctx context.Context) (wal.Pos, bool, error) {
 	return wal.Pos{Segment: uint64(seg), Offset: off}, true, nil
 }
 
+// querier is a pool or a transaction.
+type querier interface {
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+}
+
+// checkBinary sets d.binary when the sink writes the default columns and
+// the table has them with the default types.
+func (d *Dest) checkBinary(ctx context.Context, q querier) error {
+	d.binary = false
+	if len(d.cfg.Columns) != 0 {
+		return nil
+	}
+	types := map[string]string{}
+	rs, err := q.Query(ctx, `SELECT attname, format_type(atttypid, atttypmod) FROM pg_attribute
+		WHERE attrelid = $1::regclass AND attnum > 0 AND NOT attisdropped`, d.table.Sanitize())
+	if err != nil {
+		return fmt.Errorf("read the columns of %s: %w", d.cfg.Table, err)
+	}
+	for rs.Next() {
+		var name, typ string
+		if err := rs.Scan(&name, &typ); err != nil {
+			rs.Close()
+			return fmt.Errorf("read the columns of %s: %w", d.cfg.Table, err)
+		}
+		types[name] = typ
+	}
+	rs.Close()
+	if err := rs.Err(); err != nil {
+		return fmt.Errorf("read the columns of %s: %w", d.cfg.Table, err)
+	}
+	var cols []string
+	for _, c := range defaultTypes {
+		if types[c[0]] != c[1] {
+			return nil
+		}
+		cols = append(cols, pgx.Identifier{c[0]}.Sanitize())
+	}
+	d.binary = true
+	d.copySQL = `COPY ` + d.table.Sanitize() + ` (` + strings.Join(cols, ", ") + `) FROM STDIN BINARY`
+	return nil
+}
+
+// lockTable locks the default table against changes of its columns until
+// tx ends, then checks their types again: binary COPY must match them, and
+// a text column would take a jsonb value's version byte as text.
+func (d *Dest) lockTable(ctx context.Context, tx pgx.Tx) error {
+	if len(d.cfg.Columns) != 0 {
+		return nil
+	}
+	if _, err := tx.Exec(ctx, `LOCK TABLE `+d.table.Sanitize()+` IN ROW EXCLUSIVE MODE`); err != nil {
+		return fmt.Errorf("lock %s: %w", d.cfg.Table, err)
+	}
+	return d.checkBinary(ctx, tx)
+}
+
+// copyRows copies recs (those at only, if not nil) in tx.
+func (d *Dest) copyRows(ctx context.Context, tx pgx.Tx, recs []sink.Record, only []int) error {
+	if !d.binary {
+		_, err := tx.CopyFrom(ctx, d.table, d.cols, &rowSource{d: d, recs: recs, only: only, i: -1})
+		return err
+	}
+	r := newBinaryRows(recs, only)
+	defer r.close()
+	_, err := tx.Conn().PgConn().CopyFrom(ctx, r, d.copySQL)
+	return err
+}
+
 // Deliver copies b's records and commits b.End in one transaction.
 func (d *Dest) Deliver(ctx context.Context, b *sink.Batch) ([]sink.Rejected, error) {
+	return d.copyIn(ctx, b, nil, d.savePosition)
+}
+
+// Replay copies the records of b that no earlier replay of this sink
+// copied, and records their identities (WAL frame and row) in
+// ReplayedTable in the same transaction, without moving the sink's
+// position: a replay that crashed before the dead letter was rewritten
+// inserts nothing twice when it runs again.
+func (d *Dest) Replay(ctx context.Context, b *sink.Batch) ([]sink.Rejected, error) {
+	ctx, cancel := context.WithTimeout(ctx, d.cfg.Timeout)
+	defer cancel()
+	walKeys := make([]string, len(b.Records))
+	for i := range b.Records {
+		walKeys[i] = b.Records[i].Pos.String()
+	}
+	type id struct {
+		wal string
+		row int
+	}
+	done := map[id]bool{}
+	rs, err := d.pool.Query(ctx, `SELECT wal, "row" FROM `+ReplayedTable+` WHERE sink = $1 AND wal = ANY($2)`, d.cfg.Sink, walKeys)
+	if err != nil {
+		return nil, fmt.Errorf("postgres sink %q: read replayed records: %w", d.cfg.Sink, err)
+	}
+	for rs.Next() {
+		var k id
+		if err := rs.Scan(&k.wal, &k.row); err != nil {
+			rs.Close()
+			return nil, fmt.Errorf("postgres sink %q: read replayed records: %w", d.cfg.Sink, err)
+		}
+		done[k] = true
+	}
+	rs.Close()
+	if err := rs.Err(); err != nil {
+		return nil, fmt.Errorf("postgres sink %q: read replayed records: %w", d.cfg.Sink, err)
+	}
+	var todo []int
+	for i := range b.Records {
+		if !done[id{walKeys[i], b.Records[i].Row}] {
+			todo = append(todo, i)
+		}
+	}
+	if len(todo) == 0 {
+		return nil, nil
+	}
+	return d.copyIn(ctx, b, todo, func(ctx context.Context, tx pgx.Tx, b *sink.Batch, rej []sink.Rejected) error {
+		rows := make([][]any, 0, len(todo))
+		for _, i := range todo {
+			if !slices.ContainsFunc(rej, func(r sink.Rejected) bool { return r.Index == i }) {
+				rows = append(rows, []any{d.cfg.Sink, walKeys[i], b.Records[i].Row, time.Now()})
+			}
+		}
+		_, err := tx.CopyFrom(ctx, pgx.Identifier{ReplayedTable}, []string{"sink", "wal", "row", "replayed_at"}, pgx.CopyFromRows(rows))
+		if err != nil {
+			return fmt.Errorf("postgres sink %q: record replayed records: %w", d.cfg.Sink, err)
+		}
+		return nil
+	})
+}
+
+// copyIn copies the records of b (those of only, if not nil) in one
+// transaction that commit completes before it commits. Rows PostgreSQL
+// refuses for their data are found one by one under savepoints, the rest
+// copied, and the refused ones go to the dead letter before the commit.
+func (d *Dest) copyIn(ctx context.Context, b *sink.Batch, only []int, commit func(context.Context, pgx.Tx, *sink.Batch, []sink.Rejected) error) ([]sink.Rejected, error) {
 	ctx, cancel := context.WithTimeout(ctx, d.cfg.Timeout)
 	defer cancel()
 	err := d.tx(ctx, b, func(tx pgx.Tx) error {
-		_, err := tx.CopyFrom(ctx, d.table, d.cols, &rowSource{d: d, recs: b.Records, i: -1})
-		return err
+		if err := d.lockTable(ctx, tx); err != nil {
+			return err
+		}
+		if err := d.copyRows(ctx, tx, b.Records, only); err != nil {
+			return fmt.Errorf("copy %d rows into %s: %w", len(b.Records), d.cfg.Table, err)
+		}
+		return commit(ctx, tx, b, nil)
 	})
 	if err == nil {
 		return nil, nil
@@ -174,17 +327,26 @@ func (d *Dest) Deliver(ctx context.Context, b *sink.Batch) ([]sink.Rejected, err
 		return nil, err
 	}
 	// Some row is refused for its data: find which, one by one.
+	idx := only
+	if idx == nil {
+		idx = make([]int, len(b.Records))
+		for i := range idx {
+			idx[i] = i
+		}
+	}
 	var rej []sink.Rejected
 	err = d.tx(ctx, b, func(tx pgx.Tx) error {
 		rej = rej[:0]
-		for i := range b.Records {
+		if err := d.lockTable(ctx, tx); err != nil {
+			return err
+		}
+		for _, i := range idx {
 			if _, err := tx.Exec(ctx, "SAVEPOINT r"); err != nil {
 				return err
 			}
-			_, err := tx.CopyFrom(ctx, d.table, d.cols, &rowSource{d: d, recs: b.Records[i : i+1], i: -1})
-			if err != nil {
+			if err := d.copyRows(ctx, tx, b.Records[i:i+1], nil); err != nil {
 				if !dataError(err) {
-					return err
+					return fmt.Errorf("copy a row into %s: %w", d.cfg.Table, err)
 				}
 				rej = append(rej, sink.Rejected{Index: i, Reason: err.Error()})
 				if _, err := tx.Exec(ctx, "ROLLBACK TO SAVEPOINT r"); err != nil {
@@ -196,6 +358,9 @@ func (d *Dest) Deliver(ctx context.Context, b *sink.Batch) ([]sink.Rejected, err
 				return err
 			}
 		}
+		if err := commit(ctx, tx, b, rej); err != nil {
+			return err
+		}
 		// Before the commit: a crash after it must not lose them.
 		return b.DeadLetter(rej)
 	})
@@ -205,7 +370,18 @@ func (d *Dest) Deliver(ctx context.Context, b *sink.Batch) ([]sink.Rejected, err
 	return rej, nil
 }
 
-// tx runs write and the position update in one transaction.
+// savePosition upserts b.End as the sink's position in tx.
+func (d *Dest) savePosition(ctx context.Context, tx pgx.Tx, b *sink.Batch, _ []sink.Rejected) error {
+	_, err := tx.Exec(ctx, `INSERT INTO `+PositionsTable+` (sink, segment, "offset", updated_at) VALUES ($1, $2, $3, now())
+		ON CONFLICT (sink) DO UPDATE SET segment = excluded.segment, "offset" = excluded."offset", updated_at = excluded.updated_at`,
+		d.cfg.Sink, int64(b.End.Segment), b.End.Offset)
+	if err != nil {
+		return fmt.Errorf("postgres sink %q: save position: %w", d.cfg.Sink, err)
+	}
+	return nil
+}
+
+// tx runs write in one transaction and commits it.
 func (d *Dest) tx(ctx context.Context, b *sink.Batch, write func(pgx.Tx) error) error {
 	tx, err := d.pool.Begin(ctx)
 	if err != nil {
@@ -213,13 +389,7 @@ func (d *Dest) tx(ctx context.Context, b *sink.Batch, write func(pgx.Tx) error) 
 	}
 	defer tx.Rollback(context.WithoutCancel(ctx))
 	if err := write(tx); err != nil {
-		return fmt.Errorf("postgres sink %q: copy %d rows into %s: %w", d.cfg.Sink, len(b.Records), d.cfg.Table, err)
-	}
-	_, err = tx.Exec(ctx, `INSERT INTO `+PositionsTable+` (sink, segment, "offset", updated_at) VALUES ($1, $2, $3, now())
-		ON CONFLICT (sink) DO UPDATE SET segment = excluded.segment, "offset" = excluded."offset", updated_at = excluded.updated_at`,
-		d.cfg.Sink, int64(b.End.Segment), b.End.Offset)
-	if err != nil {
-		return fmt.Errorf("postgres sink %q: save position: %w", d.cfg.Sink, err)
+		return fmt.Errorf("postgres sink %q: %w", d.cfg.Sink, err)
 	}
 	if err := tx.Commit(ctx); err != nil {
 		return fmt.Errorf("postgres sink %q: commit: %w", d.cfg.Sink, err)
@@ -243,19 +413,31 @@ func (d *Dest) Close() error {
 	return nil
 }
 
-// rowSource feeds records to COPY.
+// rowSource feeds records to COPY: recs, or those of recs at only if
+// only is not nil.
 type rowSource struct {
 	d    *Dest
 	recs []sink.Record
+	only []int
 	i    int
 	vals []any
 }
 
-func (s *rowSource) Next() bool { s.i++; return s.i < len(s.recs) }
+func (s *rowSource) Next() bool {
+	s.i++
+	if s.only != nil {
+		return s.i < len(s.only)
+	}
+	return s.i < len(s.recs)
+}
+
 func (s *rowSource) Err() error { return nil }
 
 func (s *rowSource) Values() ([]any, error) {
 	r := &s.recs[s.i]
+	if s.only != nil {
+		r = &s.recs[s.only[s.i]]
+	}
 	s.vals = s.vals[:0]
 	for _, src := range s.d.srcs {
 		var v any

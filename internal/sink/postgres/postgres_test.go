@@ -203,3 +203,175 @@ func TestUserTableColumnMapping(t *testing.T) {
 		t.Fatalf("audit: svc %q src %q count %d", svc, src, count)
 	}
 }
+
+// TestDeadLetterReplay: rows refused by a constraint go to the dead letter;
+// the constraint is changed and the dead letter replayed (by a second Sink
+// over the same directory, as `sluice sink dead-letter --replay` does while
+// the server runs): what PostgreSQL takes now arrives once and leaves the
+// dead letter, what it still refuses stays with the new reason. A replay
+// run again on the dead letter as it was before (a replay that crashed
+// after its commit) inserts nothing twice.
+func TestDeadLetterReplay(t *testing.T) {
+	pg := pgtest.Start(t)
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, pg.DSN())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	_, err = conn.Exec(ctx, `CREATE TABLE sluice_logs (time timestamptz NOT NULL, tenant text NOT NULL, labels jsonb NOT NULL,
+		fields jsonb NOT NULL, line text NOT NULL, CONSTRAINT no_forbidden CHECK (line NOT LIKE '%forbidden%'))`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	sinkDir := filepath.Join(dir, "sink")
+	l, _, err := wal.Open(wal.Options{Dir: filepath.Join(dir, "wal"), Logger: sinktest.Quiet()}, 0, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	m, _ := run(t, pg.DSN(), sinkDir, l, nil, "")
+	for i := 0; m.Status()[0].Position == (wal.Pos{}).String() || m.Status()[0].LastError != ""; i++ {
+		if i > 6000 {
+			t.Fatalf("the sink never started: %+v", m.Status()[0])
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	var lines []string
+	for i := range 10 {
+		msg := fmt.Sprintf("ok %d", i)
+		switch i {
+		case 2, 5:
+			msg = fmt.Sprintf("forbidden %d", i)
+		case 7:
+			msg = fmt.Sprintf("forbidden for good %d", i)
+		}
+		lines = append(lines, fmt.Sprintf(`{"service":"db","msg":%q,"seq":%d}`, msg, i))
+	}
+	sinktest.AppendLines(t, l, "t1", lines...)
+	waitRows(t, conn, "SELECT count(*) FROM sluice_logs", 7)
+	for i := 0; m.Status()[0].DeadLettered != 3; i++ {
+		if i > 6000 {
+			t.Fatalf("dead-lettered: %+v", m.Status()[0])
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	dlPath := sink.DeadLetterPath(sinkDir)
+	before, err := os.ReadFile(dlPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// The user fixes the table, all but one row's cause.
+	if _, err := conn.Exec(ctx, `ALTER TABLE sluice_logs DROP CONSTRAINT no_forbidden, ADD CONSTRAINT not_for_good CHECK (line NOT LIKE '%for good%')`); err != nil {
+		t.Fatal(err)
+	}
+	replay := func() sink.ReplayResult {
+		t.Helper()
+		dest, err := postgres.New(postgres.Config{Sink: "pg", DSN: pg.DSN()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := sink.New(sink.Config{Name: "pg", Type: "postgres", BatchSize: 2, Dir: sinkDir}, dest, sinktest.Quiet())
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := s.Replay(ctx)
+		if err != nil {
+			t.Fatalf("replay: %v", err)
+		}
+		return res
+	}
+	check := func(what string) {
+		t.Helper()
+		var n, distinct int
+		var seqs string
+		err := conn.QueryRow(ctx, `SELECT count(*), count(DISTINCT line), string_agg(fields->>'seq', ',' ORDER BY (fields->>'seq')::int) FROM sluice_logs`).Scan(&n, &distinct, &seqs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n != 9 || distinct != 9 || seqs != "0,1,2,3,4,5,6,8,9" {
+			t.Fatalf("%s: %d rows, %d distinct, seq %s; want 9 rows once each, every seq but 7", what, n, distinct, seqs)
+		}
+		dl, err := os.ReadFile(dlPath)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := strings.Count(string(dl), "\n"); got != 1 || !strings.Contains(string(dl), `forbidden for good 7`) ||
+			!strings.Contains(string(dl), "not_for_good") || !strings.Contains(string(dl), `"row":7`) {
+			t.Fatalf("%s: dead letter holds %d records, want the one still refused with its new reason:\n%s", what, got, dl)
+		}
+	}
+	if res := replay(); res != (sink.ReplayResult{Read: 3, Delivered: 2, Kept: 1}) {
+		t.Fatalf("replay: %+v, want 3 read, 2 delivered, 1 kept", res)
+	}
+	check("after the replay")
+
+	// The replay crashed after its commit, before the dead letter was
+	// rewritten: the next one finds the two rows already replayed.
+	if err := os.WriteFile(dlPath, before, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if res := replay(); res != (sink.ReplayResult{Read: 3, Delivered: 2, Kept: 1}) {
+		t.Fatalf("replay again: %+v, want 3 read, 2 delivered (already), 1 kept", res)
+	}
+	check("after a replay of the old dead letter")
+
+	// The running sink dead-letters into the rewritten file.
+	sinktest.AppendLines(t, l, "t1", `{"service":"db","msg":"for good again","seq":10}`)
+	for i := 0; m.Status()[0].DeadLettered != 4; i++ {
+		if i > 6000 {
+			t.Fatalf("dead-lettered: %+v", m.Status()[0])
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	dl, err := os.ReadFile(dlPath)
+	if err != nil || strings.Count(string(dl), "\n") != 2 || !strings.Contains(string(dl), "for good again") {
+		t.Fatalf("dead letter after one more refused row: %s (%v)", dl, err)
+	}
+}
+
+// TestDefaultTableTypesChecked: the default table's rows go in binary COPY
+// format only while its columns have the default types; a column changed
+// under the running sink (labels to text) takes the next rows through
+// pgx.CopyFrom, as text, nothing dead-lettered.
+func TestDefaultTableTypesChecked(t *testing.T) {
+	pg := pgtest.Start(t)
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, pg.DSN())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	dir := t.TempDir()
+	l, _, err := wal.Open(wal.Options{Dir: filepath.Join(dir, "wal"), Logger: sinktest.Quiet()}, 0, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	m, _ := run(t, pg.DSN(), filepath.Join(dir, "sink"), l, nil, "")
+	for i := 0; !hasTable(t, conn); i++ {
+		if i > 6000 {
+			t.Fatal("the sink never created its tables")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	sinktest.AppendLines(t, l, "t1", `{"service":"api","msg":"one"}`)
+	waitRows(t, conn, "SELECT count(*) FROM sluice_logs", 1)
+	if _, err := conn.Exec(ctx, `ALTER TABLE sluice_logs ALTER COLUMN labels TYPE text`); err != nil {
+		t.Fatal(err)
+	}
+	sinktest.AppendLines(t, l, "t1", `{"service":"api","msg":"two"}`)
+	waitRows(t, conn, "SELECT count(*) FROM sluice_logs", 2)
+	var labels string
+	if err := conn.QueryRow(ctx, `SELECT labels FROM sluice_logs WHERE line LIKE '%two%'`).Scan(&labels); err != nil {
+		t.Fatal(err)
+	}
+	if labels != `{"service":"api"}` {
+		t.Fatalf("labels in a text column: %q, want the JSON text", labels)
+	}
+	if st := m.Status()[0]; st.DeadLettered != 0 {
+		t.Fatalf("status: %+v, want nothing dead-lettered", st)
+	}
+}

@@ -1,0 +1,270 @@
+#!/usr/bin/env bash
+# sink-pg.sh: sluice -> PostgreSQL (issue 17's "≥ 500,000 rows/s, and ≥ 0.5x of a bare pgx CopyFrom of
+# the same rows measured in the same run", and "ingest throughput with one active sink ≥ 80% of the
+# no-sink figure in the same run; memory bounded by configuration, reported").
+#
+#   bench/sink-pg.sh                       # the canonical corpus (2M lines), RUNS=3
+#   LINES=20000 RUNS=1 bench/sink-pg.sh    # a quick check on a small corpus
+#   BATCH=20000 LINGER=200ms bench/sink-pg.sh
+#   PROFILE=/tmp/prof LINES=200000 RUNS=1 bench/sink-pg.sh   # CPU profiles of sluice during the sink runs
+#
+# Starts a private PostgreSQL 15 (as internal/sink/postgres/pgtest does: initdb as the postgres user
+# when root, trust authentication, 127.0.0.1 on a free port, data in a temp dir, PostgreSQL's defaults
+# otherwise, fsync on; PG_OPTS adds server options), then RUNS times, the order of the sides reversed
+# every other run:
+#   - sink: `sluice serve` on a fresh data directory with one postgres sink of every tenant (the
+#     default table; BATCH, LINGER, POOL set its batch, linger and pool when given), the corpus posted
+#     in PARTS parallel POSTs as bench/http.sh does. Rows/s is the lines accepted over the time from
+#     the first request until GET /api/v1/sinks shows the sink's backlog at 0 with every accepted line
+#     sent; the table's row count is then checked. Ingest lines/s is the accepted lines over the time
+#     from the first request to the last reply, as in bench/http.sh.
+#   - nosink: the same posts to a `sluice serve` without sinks: the ingest figure the sink's is
+#     compared with.
+#   - copy: bench/pgcopy parses the same corpus into the same rows (sluice's parser and the sink's
+#     record code, untimed) and copies them with one bare pgx CopyFrom into a fresh table of the same
+#     shape; rows/s of the CopyFrom alone.
+# PROFILE=DIR serves with --pprof and writes a CPU profile of sluice for each sink run into DIR
+# (sink.RUN.pprof, from the first request: PROFILE_SECS, default 10 s) and a heap profile when the
+# last reply came (heap.RUN.pprof).
+# The servers' peak RSS (VmHWM) is reported with and without the sink. Medians of the runs, and each
+# run's figures. Exits non-zero when a reply is not 2xx, a line is rejected, or a table does not hold
+# exactly the accepted lines.
+set -euo pipefail
+
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+name=sink-pg
+source "$root/bench/lib.sh"
+use_corpus
+runs="${RUNS:-3}"
+parts="${PARTS:-4}"
+pgbin="${PG_BIN:-/usr/lib/postgresql/15/bin}"
+split_dir="$cache/http-parts-$corpus_name-$parts"
+bin="$root/bin/sluice"
+
+if [[ ! -x "$pgbin/initdb" ]]; then
+	log "PostgreSQL 15 is not installed ($pgbin/initdb); scripts/e2e-setup.sh installs postgresql-15"
+	exit 1
+fi
+
+run="$(mktemp -d "$cache/sink-pg-run.XXXXXX")"
+# PostgreSQL's directory is outside the cache dir: as root, the postgres user must reach it.
+pgdir="$(mktemp -d /tmp/sluice-bench-pg.XXXXXX)"
+pg_pid=""
+as_pg=()
+if ((EUID == 0)); then
+	as_pg=(runuser -u postgres --)
+	chown postgres: "$pgdir"
+	chmod 755 "$pgdir"
+fi
+
+# stop_pg: stops the postmaster by its PID (a fast shutdown) and waits until it is gone; it is not
+# this script's child, so wait(1) cannot.
+stop_pg() {
+	[[ -n "$pg_pid" ]] || return 0
+	kill -INT "$pg_pid" 2>/dev/null || true
+	while kill -0 "$pg_pid" 2>/dev/null; do sleep 0.1; done
+	pg_pid=""
+}
+cleanup() {
+	stop_servers
+	stop_pg
+	if [[ -n "${KEEP_PG_LOG:-}" ]]; then cp "$pgdir/log" "$KEEP_PG_LOG" 2>/dev/null || true; fi
+	rm -rf "$run" "$pgdir" "$split_dir.tmp"
+}
+trap cleanup EXIT
+
+build_sluice
+log "building bench/pgcopy"
+(cd "$root" && go build -o "$run/pgcopy" ./bench/pgcopy)
+
+lines=$(wc -l <"$corpus")
+bytes=$(stat -c %s "$corpus")
+if [[ ! -d "$split_dir" ]]; then # made whole in .tmp, then renamed; shared with bench/http.sh
+	rm -rf "$split_dir.tmp"
+	mkdir -p "$split_dir.tmp"
+	split -n "l/$parts" -d -a 3 "$corpus" "$split_dir.tmp/part."
+	mv "$split_dir.tmp" "$split_dir"
+fi
+files=("$split_dir"/part.*)
+
+pg_port="$(free_port)"
+"${as_pg[@]}" "$pgbin/initdb" -D "$pgdir/data" -A trust -U postgres --no-sync -E UTF8 --locale=C >"$pgdir/initdb.log" 2>&1 ||
+	{ log "initdb failed:"; cat "$pgdir/initdb.log" >&2; exit 1; }
+"${as_pg[@]}" "$pgbin/pg_ctl" -D "$pgdir/data" -l "$pgdir/log" -w -t 60 \
+	-o "-c listen_addresses=127.0.0.1 -p $pg_port -k $pgdir ${PG_OPTS:-}" start >/dev/null ||
+	{ log "PostgreSQL did not start:"; tail -20 "$pgdir/log" >&2; exit 1; }
+pg_pid="$(head -1 "$pgdir/data/postmaster.pid")"
+dsn="postgres://postgres@127.0.0.1:$pg_port/postgres?sslmode=disable"
+psql() { PGOPTIONS='-c client_min_messages=warning' "$pgbin/psql" -X -q -At -h 127.0.0.1 -p "$pg_port" -U postgres -d postgres -v ON_ERROR_STOP=1 -c "$1"; }
+log "PostgreSQL $("$pgbin/postgres" --version | awk '{print $3}') on 127.0.0.1:$pg_port (pid $pg_pid)"
+
+problems=0
+
+# post_corpus PORT: posts the corpus parts at once, as bench/http.sh does; sets accepted and rejected
+# from the replies, and posted_at (the time of the first request).
+post_corpus() {
+	local i
+	local cpids=()
+	rm -f "$run"/reply.* "$run"/code.*
+	for i in "${!files[@]}"; do
+		curl -sS -o "$run/reply.$i" -w '%{http_code}\n' -X POST -H 'Content-Type: application/x-ndjson' -H 'Expect:' \
+			-T "${files[$i]}" "127.0.0.1:$1/insert/jsonline?_stream_fields=service,host" >"$run/code.$i" 2>&1 &
+		cpids+=($!)
+	done
+	wait "${cpids[@]}"
+	accepted=0
+	rejected=0
+	for i in "${!files[@]}"; do
+		if [[ "$(cat "$run/code.$i")" != 2* ]]; then
+			log "!!! request $i answered $(cat "$run/code.$i"): $(head -c 300 "$run/reply.$i")"
+			problems=1
+			continue
+		fi
+		accepted=$((accepted + $(grep -o '"accepted":[0-9]*' "$run/reply.$i" | cut -d: -f2)))
+		rejected=$((rejected + $(grep -o '"rejected":[0-9]*' "$run/reply.$i" | cut -d: -f2)))
+	done
+	if ((rejected > 0 || accepted != lines)); then
+		log "!!! $accepted lines accepted and $rejected rejected of $lines"
+		problems=1
+	fi
+}
+
+# start_sluice PORT DATA [FLAG...]: starts sluice serve; sets spid.
+start_sluice() {
+	"$bin" serve --data "$2" --listen "127.0.0.1:$1" "${@:3}" >"$run/serve.log" 2>&1 &
+	spid=$!
+	pids+=("$spid")
+	wait_ready "http://127.0.0.1:$1/ready" "$spid" sluice "$run/serve.log"
+}
+
+now() { date +%s.%N; }
+rate() { awk -v n="$1" -v a="$2" -v b="$3" 'BEGIN {printf "%.0f", n / (b - a)}'; }
+peak_rss() { awk '/VmHWM/ {printf "%d", $2 / 1024}' "/proc/$1/status"; }
+# cpu_of PID: the process's CPU seconds so far. pg_cpu: the CPU seconds of the PostgreSQL backends
+# that have exited (the postmaster's waited-for children), the noise of the machine aside.
+hz="$(getconf CLK_TCK)"
+cpu_of() { awk -v hz="$hz" '{printf "%.2f", ($14 + $15) / hz}' "/proc/$1/stat"; }
+pg_cpu() { awk -v hz="$hz" '{printf "%.2f", ($16 + $17) / hz}' "/proc/$pg_pid/stat"; }
+
+run_sink() {
+	local port data start ingested done_at st backlog sent count deliver_s batches scpu pcpu pcpu0
+	port="$(free_port)"
+	data="$run/data"
+	psql "DROP TABLE IF EXISTS sluice_logs; DROP TABLE IF EXISTS sluice_sink_positions"
+	{
+		echo "sinks:"
+		echo "  - name: bench-pg"
+		echo "    type: postgres"
+		echo "    tenant: '*'"
+		if [[ -n "${BATCH:-}" ]]; then echo "    batch: $BATCH"; fi
+		if [[ -n "${LINGER:-}" ]]; then echo "    linger: $LINGER"; fi
+		echo "    postgres:"
+		echo "      dsn: '$dsn'"
+		if [[ -n "${POOL:-}" ]]; then echo "      pool: $POOL"; fi
+	} >"$run/sluice.yaml"
+	local prof=() ppid=""
+	if [[ -n "${PROFILE:-}" ]]; then prof=(--pprof); fi
+	# shellcheck disable=SC2086
+	start_sluice "$port" "$data" --config "$run/sluice.yaml" "${prof[@]}" ${SERVE_FLAGS:-}
+	pcpu0="$(pg_cpu)"
+	if [[ -n "${PROFILE:-}" ]]; then
+		mkdir -p "$PROFILE"
+		curl -sf -o "$PROFILE/sink.$r.pprof" "127.0.0.1:$port/debug/pprof/profile?seconds=${PROFILE_SECS:-10}" &
+		ppid=$!
+	fi
+	start=$(now)
+	post_corpus "$port"
+	ingested=$(now)
+	if [[ -n "${PROFILE:-}" ]]; then curl -sf -o "$PROFILE/heap.$r.pprof" "127.0.0.1:$port/debug/pprof/heap" || log "!!! no heap profile"; fi
+	# The sink has caught up when its backlog is 0 and it sent every accepted line.
+	while :; do
+		st="$(curl -sf "127.0.0.1:$port/api/v1/sinks")" || { log "!!! GET /api/v1/sinks failed"; problems=1; break; }
+		backlog="$(grep -o '"backlog_bytes":[0-9]*' <<<"$st" | cut -d: -f2)"
+		sent="$(grep -o '"records_sent":[0-9]*' <<<"$st" | cut -d: -f2)"
+		if [[ "$backlog" == 0 && "${sent:-0}" -ge "$accepted" ]]; then break; fi
+		if ! kill -0 "$spid" 2>/dev/null; then log "!!! sluice exited"; tail -20 "$run/serve.log" >&2; exit 1; fi
+		sleep 0.02
+	done
+	done_at=$(now)
+	scpu="$(cpu_of "$spid")"
+	if [[ -n "$ppid" ]]; then wait "$ppid" || log "!!! no CPU profile"; fi
+	# The time the sink spent in the destination's Deliver (COPY and commit), of the whole.
+	deliver_s="$(curl -sf "127.0.0.1:$port/metrics" | awk '/^sluice_sink_delivery_seconds_sum/ {print $2}')"
+	batches="$(curl -sf "127.0.0.1:$port/metrics" | awk '/^sluice_sink_delivery_seconds_count/ {print $2}')"
+	rss_sink+="$(peak_rss "$spid") "
+	stop_server "$spid" || { log "!!! sluice exited with status $? when stopped"; tail -20 "$run/serve.log" >&2; problems=1; }
+	count="$(psql "SELECT count(*) FROM sluice_logs")"
+	# The sink's backends exited with the server's connections.
+	pcpu="$(awk -v a="$pcpu0" -v b="$(pg_cpu)" 'BEGIN {printf "%.2f", b - a}')"
+	if [[ "$count" != "$accepted" ]]; then
+		log "!!! sluice_logs holds $count rows, $accepted lines were accepted"
+		problems=1
+	fi
+	fig_sink+="$(rate "$accepted" "$start" "$done_at") "
+	fig_ingest_sink+="$(rate "$accepted" "$start" "$ingested") "
+	log "run $r sink: $accepted rows, ingest $(rate "$accepted" "$start" "$ingested") lines/s, in PostgreSQL $(rate "$accepted" "$start" "$done_at") rows/s ($(awk -v a="$start" -v b="$done_at" 'BEGIN {printf "%.2f", b - a}') s, ${batches:-?} batches, ${deliver_s:-?} s in Deliver), peak RSS $(peak_rss_last "$rss_sink") MB, CPU: sluice $scpu s, PostgreSQL backends $pcpu s"
+	psql "DROP TABLE IF EXISTS sluice_logs; DROP TABLE IF EXISTS sluice_sink_positions"
+	rm -rf "$data"
+}
+
+run_nosink() {
+	local port data start ingested
+	port="$(free_port)"
+	data="$run/data"
+	# shellcheck disable=SC2086
+	start_sluice "$port" "$data" ${SERVE_FLAGS:-}
+	start=$(now)
+	post_corpus "$port"
+	ingested=$(now)
+	rss_nosink+="$(peak_rss "$spid") "
+	local scpu
+	scpu="$(cpu_of "$spid")"
+	stop_server "$spid" || { log "!!! sluice exited with status $? when stopped"; tail -20 "$run/serve.log" >&2; problems=1; }
+	fig_ingest_nosink+="$(rate "$accepted" "$start" "$ingested") "
+	log "run $r nosink: ingest $(rate "$accepted" "$start" "$ingested") lines/s, peak RSS $(peak_rss_last "$rss_nosink") MB, CPU: sluice $scpu s"
+	rm -rf "$data"
+}
+
+run_copy() {
+	local out n pcpu0
+	pcpu0="$(pg_cpu)"
+	out="$("$run/pgcopy" -dsn "$dsn" -corpus "$corpus" -table pgcopy_logs)"
+	n="$(psql "SELECT count(*) FROM pgcopy_logs")"
+	out+=", PostgreSQL backends CPU $(awk -v a="$pcpu0" -v b="$(pg_cpu)" 'BEGIN {printf "%.2f", b - a}') s"
+	if [[ "$n" != "$lines" ]]; then
+		log "!!! pgcopy_logs holds $n rows, the corpus has $lines lines"
+		problems=1
+	fi
+	fig_copy+="$(awk '{print $6 + 0}' <<<"$out") "
+	log "run $r copy: $out"
+	psql "DROP TABLE IF EXISTS pgcopy_logs"
+}
+
+peak_rss_last() { awk '{print $NF}' <<<"$1"; }
+
+fig_sink="" fig_copy="" fig_ingest_sink="" fig_ingest_nosink="" rss_sink="" rss_nosink=""
+for ((r = 1; r <= runs; r++)); do
+	if ((r % 2)); then order=(sink nosink copy); else order=(copy nosink sink); fi
+	for side in "${order[@]}"; do
+		"run_$side"
+	done
+done
+
+median() { tr ' ' '\n' <<<"$1" | sed '/^$/d' | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.2f", a / b}'; }
+ms=$(median "$fig_sink") mc=$(median "$fig_copy") mis=$(median "$fig_ingest_sink") min=$(median "$fig_ingest_nosink")
+bench_header LINES RUNS PARTS BATCH LINGER POOL PG_OPTS SERVE_FLAGS SLUICE_BENCH_DIR
+echo "- corpus: \`$corpus_name\`, $lines lines, $bytes bytes, in ${#files[@]} parallel POSTs to \`/insert/jsonline?_stream_fields=service,host\`"
+echo "- sink: one postgres sink of every tenant, the default table, batch ${BATCH:-default}, linger ${LINGER:-default}, pool ${POOL:-default}; PostgreSQL 15 with its defaults (fsync on)${PG_OPTS:+ and $PG_OPTS}"
+echo
+echo "| figure | median | runs |"
+echo "|---|---|---|"
+echo "| sluice -> PostgreSQL, rows/s (first request to the sink's backlog at 0) | $ms | $fig_sink|"
+echo "| bare pgx CopyFrom of the same rows, rows/s | $mc | $fig_copy|"
+echo "| sluice / bare CopyFrom | **$(ratio "$ms" "$mc")x** | |"
+echo "| ingest lines/s with the sink | $mis | $fig_ingest_sink|"
+echo "| ingest lines/s without sinks | $min | $fig_ingest_nosink|"
+echo "| ingest with the sink / without | **$(ratio "$mis" "$min")** | |"
+echo "| peak RSS with the sink, MB | $(median "$rss_sink") | $rss_sink|"
+echo "| peak RSS without sinks, MB | $(median "$rss_nosink") | $rss_nosink|"
+exit "$problems"
