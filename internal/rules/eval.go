@@ -184,7 +184,7 @@ const gateMin = 8
 
 // streamRules returns the indexes of the rules that take records of
 // stream id, in order, and how many of them have required literals
-// (rule.pre): decided once per stream and batch.
+// (rule.gated): decided once per stream and batch.
 func (s *Set) streamRules(ev *evaluator, b *record.Batch, id uint32) ([]int32, int) {
 	if off, ok := ev.sel[id]; ok {
 		return ev.slab[off+2 : off+2+int(ev.slab[off])], int(ev.slab[off+1])
@@ -207,7 +207,7 @@ func (s *Set) streamRules(ev *evaluator, b *record.Batch, id uint32) ([]int32, i
 	for _, ri := range cands {
 		if s.rules[ri].selects(b.Tenant, ls) {
 			ev.slab = append(ev.slab, ri)
-			if s.rules[ri].pre != nil {
+			if s.rules[ri].gated() {
 				gated++
 			}
 		}
@@ -249,7 +249,7 @@ func (s *Set) record(ev *evaluator, b *record.Batch, i int) {
 			ri = int(cand[k])
 		}
 		r := s.rules[ri]
-		if r.pre != nil {
+		if r.gated() {
 			if useGate && !gateKnown {
 				gateHit, gateKnown = s.gate.Match(line), true
 			}

@@ -17,8 +17,10 @@ type spec struct {
 	index int // 0-based position in the file
 	name  string
 	line  int // where the rule starts in the file
-	// pos holds where each key's value is, for the errors of compiling it.
-	pos    map[string][2]int
+	// pos holds where each key's value is, for the errors of compiling
+	// it (a slice: a rule has a few keys, and a map per rule of 10,000
+	// cost a reload megabytes).
+	pos    []keyPos
 	match  string
 	tenant string
 
@@ -39,6 +41,22 @@ type spec struct {
 	// routed line, which otherwise stops at the rule, as keep does.
 	route []string
 	cont  bool
+}
+
+// keyPos is where a key's value is in the file: line and column.
+type keyPos struct {
+	key string
+	at  [2]int
+}
+
+// posOf returns where the value of key is.
+func (s *spec) posOf(key string) ([2]int, bool) {
+	for _, p := range s.pos {
+		if p.key == key {
+			return p.at, true
+		}
+	}
+	return [2]int{}, false
 }
 
 // extractSpec is a rule's extract: one parser run over the line, the
@@ -180,7 +198,8 @@ func parseFile(name string, data []byte) ([]spec, error) {
 				l.errorf(v, "rules: want a list of rules")
 				continue
 			}
-			names := map[string]int{}
+			names := make(map[string]int, len(v.Content))
+			specs = make([]spec, 0, len(v.Content))
 			for j, rn := range v.Content {
 				s, ok := l.rule(j, rn)
 				if !ok {
@@ -224,7 +243,7 @@ func yamlProblem(err error) Problem {
 
 // rule checks one rule's mapping.
 func (l *loader) rule(i int, n *yaml.Node) (spec, bool) {
-	s := spec{index: i, line: n.Line, pos: map[string][2]int{}}
+	s := spec{index: i, line: n.Line, pos: make([]keyPos, 0, len(n.Content)/2)}
 	if n.Kind != yaml.MappingNode {
 		l.errorf(n, "rule %d: want a mapping with name, match and actions", i+1)
 		return s, false
@@ -243,15 +262,13 @@ func (l *loader) rule(i int, n *yaml.Node) (spec, bool) {
 	}
 	actions := 0
 	var contNode *yaml.Node
-	seen := map[string]bool{}
 	for j := 0; j+1 < len(n.Content); j += 2 {
 		k, v := n.Content[j], n.Content[j+1]
-		if seen[k.Value] {
+		if _, seen := s.posOf(k.Value); seen {
 			l.errorf(k, "%s: %s: given twice", where, k.Value)
 			continue
 		}
-		seen[k.Value] = true
-		s.pos[k.Value] = [2]int{v.Line, v.Column}
+		s.pos = append(s.pos, keyPos{k.Value, [2]int{v.Line, v.Column}})
 		switch k.Value {
 		case "name":
 		case "match":
@@ -324,7 +341,8 @@ func (l *loader) rule(i int, n *yaml.Node) (spec, bool) {
 			l.errorf(k, "%s: unknown key %q (want name, match, tenant, on_error, drop, keep, stop, sample, redact, set_labels, drop_labels, set_fields, drop_fields, rewrite, extract, rate_limit, metric, route, continue)", where, k.Value)
 		}
 	}
-	if contNode != nil && !seen["route"] {
+	_, hasRoute := s.posOf("route")
+	if contNode != nil && !hasRoute {
 		l.errorf(contNode, "%s: continue: belongs to route (it says whether later rules see a line the rule routed)", where)
 	}
 	if s.cont && s.keep {
@@ -337,7 +355,7 @@ func (l *loader) rule(i int, n *yaml.Node) (spec, bool) {
 		l.errorf(n, "%s: drop and sample: a rule either drops a line or samples it", where)
 	case s.drop && s.rateLimit != nil:
 		l.errorf(n, "%s: drop and rate_limit: a rule either drops a line or limits it", where)
-	case s.drop && seen["route"]:
+	case s.drop && hasRoute:
 		l.errorf(n, "%s: drop and route: a dropped line is neither stored nor routed (sinks read what is stored)", where)
 	}
 	if actions == 0 && len(l.problems) == before {

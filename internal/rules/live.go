@@ -60,7 +60,9 @@ func (l *Live) load() (*Set, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read rules file: %w", err)
 	}
-	return CompileRouted(l.file, data, l.metrics, l.sinks)
+	// What the running set compiled of the rules the file keeps is
+	// kept: a reload compiles the rules that changed.
+	return compileRouted(l.file, data, l.metrics, l.sinks, l.cur.Load())
 }
 
 func (l *Live) swap(s *Set) {
@@ -115,7 +117,7 @@ func (l *Live) Put(data []byte, dryRun bool) (*Set, bool, error) {
 	if dryRun {
 		m = nil // a dry run counts into nothing the running set exports
 	}
-	s, err := CompileRouted(l.file, data, m, l.sinks)
+	s, err := compileRouted(l.file, data, m, l.sinks, l.cur.Load())
 	if err != nil {
 		if !dryRun {
 			l.count("error")

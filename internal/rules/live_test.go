@@ -2,8 +2,10 @@ package rules
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -102,5 +104,79 @@ func TestLiveWatch(t *testing.T) {
 	cancel()
 	if err := <-done; err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestReloadKeepsCompiled checks that a reload keeps what the running
+// set compiled of the rules the file still has (their matches, and the
+// gate while no rule's literals change), and compiles what changed: the
+// new set matches by the new file, not by what it kept.
+func TestReloadKeepsCompiled(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "rules.yaml")
+	// Ten gated rules on one stream, so that the gate runs (gateMin).
+	gen := func(last, action string) string {
+		var sb strings.Builder
+		sb.WriteString("rules:\n")
+		for i := range 9 {
+			fmt.Fprintf(&sb, "  - name: r%d\n    match: '{service=\"api\"} |= \"word%d\"'\n    %s\n", i, i, action)
+		}
+		fmt.Fprintf(&sb, "  - name: last\n    match: '{service=\"api\"} |= \"%s\"'\n    drop: true\n", last)
+		return sb.String()
+	}
+	writeAtomic(t, file, gen("alpha", "drop: true"))
+	l, err := Open(file, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kept := func(s *Set) []string {
+		b := parseLines(t, "service=api alpha", "service=api beta", "service=api word3", "service=api other")
+		s.Apply(b)
+		var out []string
+		for i := b.NextKept(0); i < len(b.Records); i = b.NextKept(i + 1) {
+			out = append(out, string(b.Bytes(b.Records[i].Line)))
+		}
+		return out
+	}
+	old := l.Current()
+	if got, want := kept(old), []string{"service=api beta", "service=api other"}; !slices.Equal(got, want) {
+		t.Fatalf("kept %q, want %q", got, want)
+	}
+
+	// An action changes, no literal does: every match and the gate kept.
+	writeAtomic(t, file, gen("alpha", "keep: true"))
+	if changed, err := l.Reload(); !changed || err != nil {
+		t.Fatalf("reload: %v %v", changed, err)
+	}
+	cur := l.Current()
+	for i, r := range cur.rules {
+		if r.compiledMatch != old.rules[i].compiledMatch {
+			t.Errorf("rule %s: match compiled again, not kept", r.name)
+		}
+	}
+	if cur.gate == nil || cur.gate != old.gate {
+		t.Error("the gate was built again though no literal changed")
+	}
+	if got, want := kept(cur), []string{"service=api beta", "service=api word3", "service=api other"}; !slices.Equal(got, want) {
+		t.Fatalf("after the first reload, kept %q, want %q", got, want)
+	}
+
+	// The last rule's literal changes: its match and the gate are new,
+	// the others' matches kept.
+	old = cur
+	writeAtomic(t, file, gen("beta", "keep: true"))
+	if changed, err := l.Reload(); !changed || err != nil {
+		t.Fatalf("reload: %v %v", changed, err)
+	}
+	cur = l.Current()
+	for i, r := range cur.rules {
+		if same := r.compiledMatch == old.rules[i].compiledMatch; same != (r.name != "last") {
+			t.Errorf("rule %s: match kept %v", r.name, same)
+		}
+	}
+	if cur.gate == old.gate {
+		t.Error("the gate was kept though a rule's literal changed")
+	}
+	if got, want := kept(cur), []string{"service=api alpha", "service=api word3", "service=api other"}; !slices.Equal(got, want) {
+		t.Fatalf("after the second reload, kept %q, want %q", got, want)
 	}
 }

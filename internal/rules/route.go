@@ -23,7 +23,12 @@ type Sinks map[string]bool
 // records, is a load error naming the rule and the sink. A nil sinks
 // checks nothing.
 func CompileRouted(name string, data []byte, m *Metrics, sinks Sinks) (*Set, error) {
-	s, err := Compile(name, data, m)
+	return compileRouted(name, data, m, sinks, nil)
+}
+
+// compileRouted is CompileRouted keeping what prev compiled (compileFrom).
+func compileRouted(name string, data []byte, m *Metrics, sinks Sinks, prev *Set) (*Set, error) {
+	s, err := compileFrom(name, data, m, prev)
 	if err != nil || sinks == nil {
 		return s, err
 	}
@@ -34,9 +39,9 @@ func CompileRouted(name string, data []byte, m *Metrics, sinks Sinks) (*Set, err
 			from, ok := sinks[sk]
 			switch {
 			case !ok:
-				l.add(problemAt{&r.spec, "route"}, "%s: route: no sink named %q is configured (sinks: %s)", where, sk, sinkList(sinks))
+				l.add(problemAt{r.spec, "route"}, "%s: route: no sink named %q is configured (sinks: %s)", where, sk, sinkList(sinks))
 			case !from:
-				l.add(problemAt{&r.spec, "route"}, "%s: route: sink %q does not take routed lines: give it from: rules in the config", where, sk)
+				l.add(problemAt{r.spec, "route"}, "%s: route: sink %q does not take routed lines: give it from: rules in the config", where, sk)
 			}
 		}
 	}
@@ -71,7 +76,7 @@ func (s *Set) indexRoutes(l *loader) {
 	if len(s.sinks) > MaxSinks {
 		for _, r := range s.rules {
 			if len(r.route) > 0 {
-				l.add(problemAt{&r.spec, "route"}, "rule %d (%s): route: the rules route to %d sinks, more than %d", r.index+1, r.name, len(s.sinks), MaxSinks)
+				l.add(problemAt{r.spec, "route"}, "rule %d (%s): route: the rules route to %d sinks, more than %d", r.index+1, r.name, len(s.sinks), MaxSinks)
 				break
 			}
 		}

@@ -27,6 +27,13 @@ type Set struct {
 	// gate holds the required literals of every gated rule (one with a
 	// pre): a line it finds nothing in skips them all with one scan.
 	gate *literal.Set
+	// gateLits and gateFold are what gate was built of, so that the next
+	// version can keep it when they stay the same.
+	gateLits [][]byte
+	gateFold bool
+	// matches are the rules' compiled matches by text, for the next
+	// version to keep those it has too.
+	matches map[string]*compiledMatch
 	// byLabel indexes the rules whose selector has an equality matcher
 	// with a value (label name, then value: the rules, in order);
 	// unindexed are the others. A stream's candidate rules are those of
@@ -50,32 +57,20 @@ type Set struct {
 
 // rule is one compiled rule.
 type rule struct {
-	spec
-	all      bool // no match: every line
-	selector logql.Selector
-	stages   []logql.Stage
-	// pre, if set, holds literals one of which every line the pipeline
-	// keeps contains: taken from its first positive line filters before
-	// anything rewrites the line.
-	pre *literal.Set
-	// preLits, when set, are pre's literals, few and exact: searched
-	// with bytes.Index, faster than the automaton for so few.
-	preLits   [][]byte
-	redactor  *redactor
-	setStages []logql.Stage // one label_format per set_labels entry
-	threshold uint64        // sample: keep when the hash is below it
-	keepAll   bool          // sample rate 1
-	counters  *ruleCounters
-	metric    *userMetric
-	// When match's pipeline is line filters, then a parser (json,
-	// logfmt, regexp, pattern), then the rest, head, parser and tail are
-	// those parts and parseKey names the parser: rules with the same
-	// parseKey take what the first of them parsed of a line.
-	head, parser, tail []logql.Stage
-	parseKey           string
-	limiter            *limiter
-	fieldStages        []logql.Stage // one label_format per set_fields entry
-	rwStages           []logql.Stage // rewrite's line_format
+	*spec
+	all bool // no match: every line
+	// The match compiled (matchAll for a rule without one); shared by
+	// the rules with the same match text.
+	*compiledMatch
+	redactor    *redactor
+	setStages   []logql.Stage // one label_format per set_labels entry
+	threshold   uint64        // sample: keep when the hash is below it
+	keepAll     bool          // sample rate 1
+	counters    *ruleCounters
+	metric      *userMetric
+	limiter     *limiter
+	fieldStages []logql.Stage // one label_format per set_fields entry
+	rwStages    []logql.Stage // rewrite's line_format
 	// xstages is the parser extract runs, one stage.
 	xstages []logql.Stage
 	// routeMask has bit i set when the rule routes to Set.sinks[i].
@@ -111,6 +106,13 @@ func (s *Set) NamesFor(tenant string) []string {
 // rules count into (kept across reloads, by rule and metric name). A
 // bad file returns an *Error listing each problem with its line.
 func Compile(name string, data []byte, m *Metrics) (*Set, error) {
+	return compileFrom(name, data, m, nil)
+}
+
+// compileFrom is Compile keeping what prev (the running set, or nil)
+// compiled of the rules the file still has: their matches and, when no
+// rule's literals changed, the gate.
+func compileFrom(name string, data []byte, m *Metrics, prev *Set) (*Set, error) {
 	specs, err := parseFile(name, data)
 	if err != nil {
 		return nil, err
@@ -121,31 +123,26 @@ func Compile(name string, data []byte, m *Metrics) (*Set, error) {
 	var gateLits [][]byte
 	gateFold := false
 	metricNames := map[string]string{}
+	matches := newMatchCache(prev, len(specs))
+	rules := make([]rule, len(specs))
+	s.rules = make([]*rule, 0, len(specs))
 	for i := range specs {
 		sp := &specs[i]
 		where := fmt.Sprintf("rule %d (%s)", sp.index+1, sp.name)
-		r := &rule{spec: *sp}
+		r := &rules[i]
+		r.spec = sp
 		if sp.match == "" {
-			r.all = true
+			r.all, r.compiledMatch = true, matchAll
 		} else {
-			expr, err := logql.ParseLogExpr(sp.match)
+			cm, err := matches.get(sp.match)
 			if err != nil {
 				l.add(problemAt{sp, "match"}, "%s: match: %v", where, err)
 				continue
 			}
-			if _, err := stage.Compile(expr.Pipeline); err != nil {
-				l.add(problemAt{sp, "match"}, "%s: match: %v", where, err)
-				continue
-			}
-			r.selector, r.stages = expr.Selector, expr.Pipeline
-			r.splitParser()
-			if lits, fold := requiredLiterals(expr.Pipeline); lits != nil {
-				r.pre = literal.NewSet(lits, fold)
-				if !fold && len(lits) <= 3 {
-					r.preLits = lits
-				}
-				gateLits = append(gateLits, lits...)
-				gateFold = gateFold || fold
+			r.compiledMatch = cm
+			if cm.lits != nil {
+				gateLits = append(gateLits, cm.lits...)
+				gateFold = gateFold || cm.fold
 			}
 		}
 		if sp.redact != nil {
@@ -216,8 +213,10 @@ func Compile(name string, data []byte, m *Metrics) (*Set, error) {
 	if len(l.problems) > 0 {
 		return nil, &Error{File: name, Problems: l.problems}
 	}
+	s.matches = matches.cur
 	if len(gateLits) > 0 {
-		s.gate = literal.NewSet(gateLits, gateFold)
+		s.gate = gateOf(prev, gateLits, gateFold)
+		s.gateLits, s.gateFold = gateLits, gateFold
 	}
 	s.byLabel = map[string]map[string][]int32{}
 	for ri, r := range s.rules {
@@ -245,7 +244,7 @@ type problemAt struct {
 
 func (l *loader) add(at problemAt, format string, args ...any) {
 	p := Problem{Line: at.sp.line, Col: 1, Msg: fmt.Sprintf(format, args...)}
-	if lc, ok := at.sp.pos[at.key]; ok {
+	if lc, ok := at.sp.posOf(at.key); ok {
 		p.Line, p.Col = lc[0], lc[1]
 	}
 	l.problems = append(l.problems, p)
@@ -348,7 +347,7 @@ func reservedMetric(name string) bool {
 }
 
 // candidate reports whether line holds one of r's required literals.
-// REQUIRES: r.pre != nil.
+// REQUIRES: r.gated().
 func (r *rule) candidate(line []byte) bool {
 	if r.preLits == nil {
 		return r.pre.Match(line)
@@ -387,21 +386,4 @@ func extractStage(x *extractSpec) (logql.Stage, error) {
 		return nil, fmt.Errorf("expr: want one %s expression", x.parser)
 	}
 	return expr.Pipeline[0], nil
-}
-
-// splitParser sets r's head, parser, tail and parseKey when its pipeline
-// parses before anything but line filters: line filters do not change
-// the labels, so what the parser finds depends on the line and the labels
-// the record had before the rule, the same for every such rule.
-func (r *rule) splitParser() {
-	for k, st := range r.stages {
-		switch st.(type) {
-		case *logql.LineFilter:
-			continue
-		case *logql.JSONParser, *logql.LogfmtParser, *logql.RegexpParser, *logql.PatternParser:
-			r.head, r.parser, r.tail = r.stages[:k], r.stages[k:k+1], r.stages[k+1:]
-			r.parseKey = st.String()
-		}
-		return
-	}
 }

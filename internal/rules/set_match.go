@@ -1,0 +1,138 @@
+package rules
+
+import (
+	"bytes"
+
+	"github.com/sluicelog/sluice/internal/literal"
+	"github.com/sluicelog/sluice/internal/logql"
+	"github.com/sluicelog/sluice/internal/stage"
+)
+
+// compiledMatch is a rule's match compiled: parsed, checked, split at
+// its parser, its required literals found.
+//
+// Concurrency: immutable once compiled. One is shared by every rule of
+// a set whose match is the same text, and by the sets loaded after it
+// while their files keep that text (see matchCache): a reload of a file
+// that changed a few rules compiles only theirs.
+type compiledMatch struct {
+	selector logql.Selector
+	stages   []logql.Stage
+	// pre, if set, holds literals one of which every line the pipeline
+	// keeps contains: taken from its first positive line filters before
+	// anything rewrites the line. preLits, when set instead, are those
+	// literals, few and exact: searched with bytes.Index, faster than
+	// the automaton for so few, and cheaper to build.
+	pre     *literal.Set
+	preLits [][]byte
+	// lits and fold are the required literals as the set's gate takes
+	// them (nil: none known).
+	lits [][]byte
+	fold bool
+	// When the pipeline is line filters, then a parser (json, logfmt,
+	// regexp, pattern), then the rest, head, parser and tail are those
+	// parts and parseKey names the parser: rules with the same parseKey
+	// take what the first of them parsed of a line.
+	head, parser, tail []logql.Stage
+	parseKey           string
+}
+
+// matchAll is the compiled match of a rule without match: every line.
+var matchAll = &compiledMatch{}
+
+// gated reports whether m has required literals (rule.candidate).
+func (m *compiledMatch) gated() bool { return m.pre != nil || m.preLits != nil }
+
+// preFewMax is the most exact literals a rule searches one by one
+// (preLits) instead of through a literal.Set.
+const preFewMax = 3
+
+// compileMatch parses and checks a rule's match, a LogQL log expression.
+func compileMatch(src string) (*compiledMatch, error) {
+	expr, err := logql.ParseLogExpr(src)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := stage.Compile(expr.Pipeline); err != nil {
+		return nil, err
+	}
+	m := &compiledMatch{selector: expr.Selector, stages: expr.Pipeline}
+	m.splitParser()
+	if lits, fold := requiredLiterals(expr.Pipeline); lits != nil {
+		m.lits, m.fold = lits, fold
+		if !fold && len(lits) <= preFewMax {
+			m.preLits = lits
+		} else {
+			m.pre = literal.NewSet(lits, fold)
+		}
+	}
+	return m, nil
+}
+
+// splitParser sets m's head, parser, tail and parseKey when its pipeline
+// parses before anything but line filters: line filters do not change
+// the labels, so what the parser finds depends on the line and the labels
+// the record had before the rule, the same for every such rule.
+func (m *compiledMatch) splitParser() {
+	for k, st := range m.stages {
+		switch st.(type) {
+		case *logql.LineFilter:
+			continue
+		case *logql.JSONParser, *logql.LogfmtParser, *logql.RegexpParser, *logql.PatternParser:
+			m.head, m.parser, m.tail = m.stages[:k], m.stages[k:k+1], m.stages[k+1:]
+			m.parseKey = st.String()
+		}
+		return
+	}
+}
+
+// matchCache compiles the matches of one rules file: each text once,
+// and not at all when the previous set compiled it.
+type matchCache struct {
+	cur  map[string]*compiledMatch
+	prev map[string]*compiledMatch // of the set running; may be nil
+}
+
+func newMatchCache(prev *Set, n int) *matchCache {
+	c := &matchCache{cur: make(map[string]*compiledMatch, n)}
+	if prev != nil {
+		c.prev = prev.matches
+	}
+	return c
+}
+
+// get returns src compiled. A match that fails is not kept: the file
+// fails to load, and each rule that has it says so.
+func (c *matchCache) get(src string) (*compiledMatch, error) {
+	if m, ok := c.cur[src]; ok {
+		return m, nil
+	}
+	m, ok := c.prev[src]
+	if !ok {
+		var err error
+		if m, err = compileMatch(src); err != nil {
+			return nil, err
+		}
+	}
+	c.cur[src] = m
+	return m, nil
+}
+
+// gate returns the literal set of lits, or prev's gate when prev was
+// built of the same literals (a reload that changed no rule's literals
+// builds none: 10,000 of them take tens of MB).
+func gateOf(prev *Set, lits [][]byte, fold bool) *literal.Set {
+	if prev != nil && prev.gate != nil && prev.gateFold == fold && len(prev.gateLits) == len(lits) {
+		same := true
+		for i, l := range lits {
+			if !bytes.Equal(l, prev.gateLits[i]) {
+				same = false
+				break
+			}
+		}
+		if same {
+			return prev.gate
+		}
+	}
+	return literal.NewSet(lits, fold)
+}
