@@ -9,12 +9,15 @@
 // evaluated under the Set it loaded once, never half of one version and
 // half of another. Reloading parses, validates and compiles off the hot
 // path and swaps the pointer; a file that fails to load leaves the old
-// Set running.
+// Set running. A reload keeps what the running Set compiled of the rules
+// the new file still has (their matches, by text), so that it compiles
+// the rules that changed, not all of them.
 //
 // Matching reuses the LogQL parser (internal/logql) and its compiled
 // pipeline stages (internal/stage), so a rule matches a line exactly as
 // a query with the same expression would select the stored line. Stream
-// selectors are decided once per stream and batch, and a rule whose
+// selectors are decided once per stream (by each evaluating goroutine,
+// kept across batches), and a rule whose
 // pipeline starts with literal line filters (|= "x", or a regexp with
 // required literals) runs only on lines holding one of them, found with
 // one multi-literal matcher (internal/literal) over all rules first.

@@ -2,6 +2,7 @@ package rules
 
 import (
 	"bytes"
+	"encoding/binary"
 	"fmt"
 	"slices"
 	"strings"
@@ -54,9 +55,14 @@ type evaluator struct {
 	lb       stage.Labels
 	// sel maps a stream id of the batch to where in slab the list of
 	// the rules whose tenant and selector it satisfies is: slab[off] is
-	// its length, the indexes follow.
+	// its length, the indexes follow. streams keeps those lists across
+	// batches, by tenant and label set (streamKey), so that a stream's
+	// rules are decided once per evaluator, not once per batch; it and
+	// slab are cleared when they pass maxStreams or maxSlab.
 	sel     map[uint32]int
 	slab    []int32
+	streams map[string]int
+	skey    []byte
 	line    []byte
 	out     []byte
 	scratch []byte
@@ -110,6 +116,7 @@ func (s *Set) get() *evaluator {
 		tails:    make([]*stage.Pipeline, len(s.rules)),
 		sel:      map[uint32]int{},
 		routes:   map[uint64]uint16{},
+		streams:  map[string]int{},
 	}
 }
 
@@ -155,7 +162,6 @@ func (s *Set) apply(b *record.Batch, trace func(Step)) {
 	ev.trace = trace
 	clear(ev.sel)
 	clear(ev.routes)
-	ev.slab = ev.slab[:0]
 	ev.capped = false
 	for i := b.NextKept(0); i < len(b.Records); i = b.NextKept(i + 1) {
 		s.record(ev, b, i)
@@ -184,14 +190,27 @@ const gateMin = 8
 
 // streamRules returns the indexes of the rules that take records of
 // stream id, in order, and how many of them have required literals
-// (rule.gated): decided once per stream and batch.
+// (rule.gated): decided once per stream and evaluator.
 func (s *Set) streamRules(ev *evaluator, b *record.Batch, id uint32) ([]int32, int) {
 	if off, ok := ev.sel[id]; ok {
 		return ev.slab[off+2 : off+2+int(ev.slab[off])], int(ev.slab[off+1])
 	}
+	ls := b.Streams.Get(id)
+	ev.skey = streamKey(ev.skey[:0], b.Tenant, ls)
+	if off, ok := ev.streams[string(ev.skey)]; ok {
+		ev.sel[id] = off
+		return ev.slab[off+2 : off+2+int(ev.slab[off])], int(ev.slab[off+1])
+	}
+	if len(ev.streams) >= maxStreams || len(ev.slab) >= maxSlab {
+		// Offsets into slab die with it: those of this batch too. (The
+		// list the last call returned is no longer read: one record is
+		// evaluated at a time.)
+		clear(ev.streams)
+		clear(ev.sel)
+		ev.slab = ev.slab[:0]
+	}
 	off := len(ev.slab)
 	ev.slab = append(ev.slab, 0, 0)
-	ls := b.Streams.Get(id)
 	// The candidates: the rules indexed under one of the stream's labels
 	// and the unindexed. A rule is indexed once and a stream has a
 	// label once, so none comes twice; sorted, they are in file order.
@@ -214,7 +233,30 @@ func (s *Set) streamRules(ev *evaluator, b *record.Batch, id uint32) ([]int32, i
 	}
 	ev.slab[off], ev.slab[off+1] = int32(len(ev.slab)-off-2), gated
 	ev.sel[id] = off
+	ev.streams[string(ev.skey)] = off
 	return ev.slab[off+2:], int(gated)
+}
+
+// maxStreams and maxSlab bound what an evaluator keeps of the streams
+// it decided: 4,096 streams, or 1 MiB of rule indexes (1,300 streams
+// with 200 rules each, say).
+const (
+	maxStreams = 4096
+	maxSlab    = 1 << 18
+)
+
+// streamKey appends the key of a tenant's label set to dst: the tenant
+// and each name and value, each with its length before it.
+func streamKey(dst []byte, tenant string, ls record.Labels) []byte {
+	dst = binary.AppendUvarint(dst, uint64(len(tenant)))
+	dst = append(dst, tenant...)
+	for _, l := range ls {
+		dst = binary.AppendUvarint(dst, uint64(len(l.Name)))
+		dst = append(dst, l.Name...)
+		dst = binary.AppendUvarint(dst, uint64(len(l.Value)))
+		dst = append(dst, l.Value...)
+	}
+	return dst
 }
 
 // record applies the rules to record i.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"testing"
@@ -448,5 +449,54 @@ rules:
 	want := []string{"0 a matched", "0 a counted", "0 b matched", "0 b sampled_out"}
 	if !slices.Equal(got, want) {
 		t.Errorf("got %q, want %q", got, want)
+	}
+}
+
+// TestStreamsKept checks the streams an evaluator keeps decided across
+// batches: by tenant as well as labels, and past maxStreams, when it
+// forgets them all (those of the batch under way too) and decides again.
+func TestStreamsKept(t *testing.T) {
+	s := compile(t, `
+rules:
+  - name: a-only
+    tenant: a
+    match: '{service=~"s1-.*"} |= "x"'
+    metric: {name: a_only}
+  - name: all
+    match: '{service=~"s2-.*"}'
+    metric: {name: all_tenants}
+`)
+	for _, n := range []int{300, maxStreams + 1000} {
+		// Every stream twice, the second time after all the others.
+		lines := make([]string, 2*n)
+		want := map[string]int{}
+		for i := range n {
+			lines[i] = fmt.Sprintf("service=s%d-%d x", i%3, i)
+			lines[n+i] = lines[i]
+			switch i % 3 {
+			case 1:
+				want["a-only"] += 2
+			case 2:
+				want["all"] += 2
+			}
+		}
+		wantB := map[string]int{"all": want["all"]}
+		for round, tenant := range []string{"a", "b", "a", "b"} {
+			b := parseLines(t, lines...)
+			b.Tenant = tenant
+			got := map[string]int{}
+			s.Trace(b, func(st Step) {
+				if st.Action == Matched {
+					got[st.Rule]++
+				}
+			})
+			w := want
+			if tenant == "b" {
+				w = wantB
+			}
+			if !maps.Equal(got, w) {
+				t.Errorf("%d streams, batch %d, tenant %s: matched %v, want %v", n, round, tenant, got, w)
+			}
+		}
 	}
 }
