@@ -21,8 +21,13 @@ import (
 
 // swapRules writes n rules as operators write them (literal filters per
 // service and path, some regexps, a few redactions), the last of which
-// tags every line with version v.
-func swapRules(n int, v string) string {
+// tags every line with version v. With all, every rule's literal says v
+// too, so that no match of one version is the other's.
+func swapRules(n int, v string, all bool) string {
+	lit := ""
+	if all {
+		lit = "-" + v
+	}
 	var sb strings.Builder
 	sb.WriteString("rules:\n")
 	for i := range n - 1 {
@@ -30,9 +35,9 @@ func swapRules(n int, v string) string {
 		fmt.Fprintf(&sb, "  - name: r%d\n", i)
 		switch {
 		case i%10 < 7:
-			fmt.Fprintf(&sb, "    match: '{service=\"%s\"} |= \"/path/%d\"'\n    drop: true\n", svc, i)
+			fmt.Fprintf(&sb, "    match: '{service=\"%s\"} |= \"/path/%d%s\"'\n    drop: true\n", svc, i, lit)
 		case i%10 < 9:
-			fmt.Fprintf(&sb, "    match: '{service=\"%s\"} |~ \"(timeout|refused) on shard-%d\"'\n    metric: {name: m%d, labels: [service]}\n", svc, i, i)
+			fmt.Fprintf(&sb, "    match: '{service=\"%s\"} |~ \"(timeout|refused) on shard-%d%s\"'\n    metric: {name: m%d, labels: [service]}\n", svc, i, lit, i)
 		default:
 			fmt.Fprintf(&sb, "    match: '{service=\"%s\"}'\n    redact: {detectors: [email]}\n", svc)
 		}
@@ -50,12 +55,25 @@ func swapRules(n int, v string) string {
 // client answer 20 requests more before the next (not timed). It reports the
 // longest request that overlapped a swap (max-ms-swap), the longest
 // that did not (max-ms-other), and the swap's own time (ms/swap).
+// change=one: the versions differ in the last rule (a reload keeps what
+// the running set compiled of the others); change=all: in every rule's
+// literal (the whole file compiled, as at a start).
 //
 //	go test -run '^$' -bench IngestAcrossSwap -benchtime 20x ./internal/server/
 func BenchmarkIngestAcrossSwap(b *testing.B) {
+	for _, all := range []bool{false, true} {
+		name := "change=one"
+		if all {
+			name = "change=all"
+		}
+		b.Run(name, func(b *testing.B) { benchIngestAcrossSwap(b, all) })
+	}
+}
+
+func benchIngestAcrossSwap(b *testing.B, all bool) {
 	const rulesN, clients, perRequest = 10000, 4, 100
 	file := filepath.Join(b.TempDir(), "rules.yaml")
-	versions := [2][]byte{[]byte(swapRules(rulesN, "a")), []byte(swapRules(rulesN, "b"))}
+	versions := [2][]byte{[]byte(swapRules(rulesN, "a", all)), []byte(swapRules(rulesN, "b", all))}
 	if err := os.WriteFile(file, versions[0], 0o644); err != nil {
 		b.Fatal(err)
 	}
