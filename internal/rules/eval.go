@@ -238,11 +238,12 @@ func (s *Set) streamRules(ev *evaluator, b *record.Batch, id uint32) ([]int32, i
 }
 
 // maxStreams and maxSlab bound what an evaluator keeps of the streams
-// it decided: 4,096 streams, or 1 MiB of rule indexes (1,300 streams
-// with 200 rules each, say).
+// it decided: 1,024 streams, or 256 KiB of rule indexes (300 streams
+// with 200 rules each, say). A set keeps an evaluator per goroutine that
+// applied it at once (up to maxFree), so this is paid per goroutine.
 const (
-	maxStreams = 4096
-	maxSlab    = 1 << 18
+	maxStreams = 1024
+	maxSlab    = 1 << 16
 )
 
 // streamKey appends the key of a tenant's label set to dst: the tenant
