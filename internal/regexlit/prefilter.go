@@ -169,8 +169,6 @@ type lit struct {
 	fold string
 }
 
-func (l lit) key() string { return l.s + "\x00" + l.fold }
-
 // info is what the analysis knows of a part of a regexp.
 type info struct {
 	// exact: set is every text the part matches (cond aside).
@@ -264,11 +262,14 @@ func quest(x info) info {
 func literalInfos(re *syntax.Regexp) []info {
 	fold := re.Flags&syntax.FoldCase != 0
 	var out []info
-	var cur lit
+	// The literal under way, its bytes and their fold flags: appended,
+	// not concatenated rune by rune (a string each time: 10,000 rules'
+	// regexps made a million of them).
+	var cur, curFold []byte
 	flush := func() {
-		if cur.s != "" {
-			out = append(out, exactInfo([]lit{cur}))
-			cur = lit{}
+		if len(cur) > 0 {
+			out = append(out, exactInfo([]lit{{s: string(cur), fold: string(curFold)}}))
+			cur, curFold = cur[:0], curFold[:0]
 		}
 	}
 	for _, r := range re.Rune {
@@ -280,8 +281,8 @@ func literalInfos(re *syntax.Regexp) []info {
 			l := r | 0x20
 			ascii := r < utf8.RuneSelf && l >= 'a' && l <= 'z'
 			if ascii && l != 'k' && l != 's' {
-				cur.s += string(l)
-				cur.fold += "\x01"
+				cur = append(cur, byte(l))
+				curFold = append(curFold, 1)
 				continue
 			}
 			// A fold orbit beyond ASCII case (k, K and the Kelvin sign):
@@ -290,8 +291,11 @@ func literalInfos(re *syntax.Regexp) []info {
 			flush()
 			out = append(out, exactInfo(orbit(r)))
 		default:
-			cur.s += string(r)
-			cur.fold += strings.Repeat("\x00", utf8.RuneLen(r))
+			n := len(cur)
+			cur = append(cur, string(r)...)
+			for range len(cur) - n {
+				curFold = append(curFold, 0)
+			}
 		}
 	}
 	flush()
@@ -434,11 +438,11 @@ func union(a, b []lit) []lit {
 }
 
 func dedupe(ls []lit) []lit {
-	seen := make(map[string]bool, len(ls))
+	seen := make(map[lit]bool, len(ls))
 	out := ls[:0]
 	for _, l := range ls {
-		if k := l.key(); !seen[k] {
-			seen[k] = true
+		if !seen[l] {
+			seen[l] = true
 			out = append(out, l)
 		}
 	}
