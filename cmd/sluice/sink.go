@@ -57,6 +57,7 @@ type kfSinkConfig struct {
 	Timeout            string   `yaml:"timeout"`
 	TransactionTimeout string   `yaml:"transaction_timeout"`
 	MaxRecordBytes     int      `yaml:"max_record_bytes"`
+	Partitions         int      `yaml:"partitions"` // create the topic with this many if absent
 }
 
 // lokiSinkConfig is the loki: block of a sink.
@@ -181,7 +182,7 @@ func buildSinks(cfgs []sinkConfig, data string, reg prometheus.Registerer, log *
 					dest, err = kafka.New(kafka.Config{Sink: c.Name, Brokers: c.Kafka.Brokers, Topic: c.Kafka.Topic,
 						Compression: c.Kafka.Compression, Value: c.Kafka.Value, Headers: c.Kafka.Headers,
 						TransactionalID: c.Kafka.TransactionalID, ClientID: c.Kafka.ClientID, Timeout: timeout,
-						TransactionTimeout: txTimeout, MaxRecordBytes: c.Kafka.MaxRecordBytes})
+						TransactionTimeout: txTimeout, MaxRecordBytes: c.Kafka.MaxRecordBytes, Partitions: c.Kafka.Partitions})
 				}
 			}
 		default:

@@ -97,6 +97,10 @@ type Config struct {
 	// MaxRecordBytes bounds a record batch the producer sends
 	// (DefaultMaxRecordBytes if 0).
 	MaxRecordBytes int
+	// Partitions, if not 0, creates the topic when it does not exist,
+	// with this many partitions and the broker's default replication
+	// factor. 0: a missing topic is an error (retried).
+	Partitions int
 }
 
 // Dest is the Kafka destination.
@@ -162,8 +166,8 @@ func New(cfg Config) (*Dest, error) {
 	if cfg.ClientID == "" {
 		cfg.ClientID = DefaultClientID
 	}
-	if cfg.Timeout < 0 || cfg.TransactionTimeout < 0 || cfg.MaxRecordBytes < 0 {
-		return nil, errors.New("kafka: timeouts and max_record_bytes must not be negative")
+	if cfg.Timeout < 0 || cfg.TransactionTimeout < 0 || cfg.MaxRecordBytes < 0 || cfg.Partitions < 0 {
+		return nil, errors.New("kafka: timeouts, max_record_bytes and partitions must not be negative")
 	}
 	if cfg.Timeout == 0 {
 		cfg.Timeout = DefaultTimeout
@@ -267,11 +271,23 @@ func (d *Dest) readPosition(ctx context.Context, cl *kgo.Client) (wal.Pos, bool,
 	if err == nil {
 		err = ends.Error()
 	}
-	if err != nil {
+	missing := errors.Is(err, kerr.UnknownTopicOrPartition) || err == nil && len(ends[d.cfg.Topic]) == 0
+	if err != nil && !missing {
 		return wal.Pos{}, false, d.errorf("list the committed end offsets of topic %q: %w", d.cfg.Topic, err)
 	}
-	if len(ends[d.cfg.Topic]) == 0 {
-		return wal.Pos{}, false, d.errorf("topic %q does not exist; create it (kafka-topics.sh --create --topic %s)", d.cfg.Topic, d.cfg.Topic)
+	if missing {
+		if d.cfg.Partitions == 0 {
+			return wal.Pos{}, false, d.errorf("topic %q does not exist; create it (kafka-topics.sh --create --topic %s), or set kafka.partitions",
+				d.cfg.Topic, d.cfg.Topic)
+		}
+		res, err := adm.CreateTopic(ctx, int32(d.cfg.Partitions), -1, nil, d.cfg.Topic)
+		if err == nil && !errors.Is(res.Err, kerr.TopicAlreadyExists) {
+			err = res.Err
+		}
+		if err != nil {
+			return wal.Pos{}, false, d.errorf("create topic %q with %d partitions: %w", d.cfg.Topic, d.cfg.Partitions, err)
+		}
+		return wal.Pos{}, false, nil // new: nothing in it
 	}
 	starts, err := adm.ListStartOffsets(ctx, d.cfg.Topic)
 	if err == nil {

@@ -133,6 +133,36 @@ func TestPosRoundTrip(t *testing.T) {
 	}
 }
 
+// TestMissingTopic: without partitions, Open names the missing topic;
+// with it, Open creates the topic and finds no position in it.
+func TestMissingTopic(t *testing.T) {
+	kb := kafkatest.Start(t)
+	ctx := context.Background()
+	d, err := New(Config{Sink: "m", Brokers: []string{kb.Addr()}, Topic: "absent", Timeout: 30 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := d.Open(ctx); err == nil || !strings.Contains(err.Error(), `kafka sink "m": topic "absent" does not exist`) {
+		t.Fatalf("Open of a missing topic: %v", err)
+	}
+	d.Close()
+	d, err = New(Config{Sink: "m", Brokers: []string{kb.Addr()}, Topic: "made", Partitions: 2, Timeout: 30 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	if pos, ok, err := d.Open(ctx); err != nil || ok {
+		t.Fatalf("Open creating the topic: %v %v %v", pos, ok, err)
+	}
+	if recs := kafkatest.Committed(t, kb.Addr(), "made"); len(recs) != 0 {
+		t.Fatalf("a new topic with %d records", len(recs))
+	}
+	// Opened again, it finds the topic (empty: no position).
+	if pos, ok, err := d.Open(ctx); err != nil || ok {
+		t.Fatalf("Open of the new topic: %v %v %v", pos, ok, err)
+	}
+}
+
 type running struct {
 	cancel context.CancelFunc
 	done   chan error
