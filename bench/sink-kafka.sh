@@ -9,6 +9,7 @@
 #   LINES=20000 RUNS=1 bench/sink-kafka.sh   # a quick check on a small corpus
 #   COMPRESSION=lz4 bench/sink-kafka.sh      # zstd (the default), lz4, snappy, gzip or none
 #   PARTITIONS=8 bench/sink-kafka.sh         # the topic's partitions (default 8)
+#   BATCH=50000 bench/sink-kafka.sh          # records per batch, i.e. per transaction (default 10000)
 #   KEEP=1 ...                               # keep the logs (sluice's, the broker's)
 #
 # Needs java and the broker's jars, which scripts/e2e-setup.sh installs into
@@ -21,7 +22,7 @@
 # the time runs from the first push to GET /api/v1/sinks showing the sink's backlog at 0 bytes
 # with every line counted as sent (polled every 10 ms). It is ingest and delivery at once, sharing
 # the machine with the broker; when the last push was acknowledged is printed beside it. Each
-# batch of 10,000 records is one transaction (acks=all). records/s = lines / that time. Medians
+# batch (BATCH records) is one transaction (acks=all). records/s = lines / that time. Medians
 # over the runs, with the range.
 set -euo pipefail
 
@@ -32,6 +33,7 @@ use_corpus
 runs="${RUNS:-3}"
 compression="${COMPRESSION:-zstd}"
 partitions="${PARTITIONS:-8}"
+batch="${BATCH:-10000}"
 libs="${SLUICE_E2E_DIR:-$HOME/.cache/sluice-e2e}/kafka-4.1.0/libs"
 if [[ ! -f "$libs/kafka_2.13-4.1.0.jar" ]] || ! command -v java >/dev/null; then
 	log "no Kafka jars in $libs (or no java): run scripts/e2e-setup.sh first"
@@ -159,6 +161,7 @@ one_run() {
 sinks:
   - name: bench-kafka
     type: kafka
+    batch: $batch
     linger: 50ms
     retry: {initial: 50ms, max: 200ms}
     budget_bytes: 17179869184
@@ -209,8 +212,8 @@ for ((r = 1; r <= runs; r++)); do
 	log "run $r: $lines records delivered in $s s ($(python3 -c "print(round($lines / $s))") records/s); the last push acknowledged at $a s"
 done
 
-bench_header RUNS LINES COMPRESSION PARTITIONS
-echo "- corpus: \`$corpus_name\`, $lines lines; a kafka sink (compression $compression, batch 10000, linger 50ms, value line, labels as headers, one transaction per batch, acks=all) to a one-node Kafka 4.1.0 broker on this machine, topic of $partitions partitions; time from the first push of the corpus (chunks of 100,000 lines, one after the other) to the sink's backlog at 0 with every line sent"
+bench_header RUNS LINES COMPRESSION PARTITIONS BATCH
+echo "- corpus: \`$corpus_name\`, $lines lines; a kafka sink (compression $compression, batch $batch, linger 50ms, value line, labels as headers, one transaction per batch, acks=all) to a one-node Kafka 4.1.0 broker on this machine, topic of $partitions partitions; time from the first push of the corpus (chunks of 100,000 lines, one after the other) to the sink's backlog at 0 with every line sent"
 echo
 python3 - "$lines" "${secs[*]}" "${acks[*]}" <<'PY'
 import statistics, sys
