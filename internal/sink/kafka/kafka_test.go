@@ -11,12 +11,17 @@ import (
 	"testing"
 	"time"
 
+	"go.uber.org/goleak"
+
 	"github.com/sluicelog/sluice/internal/record"
 	"github.com/sluicelog/sluice/internal/sink"
 	"github.com/sluicelog/sluice/internal/sink/kafka/kafkatest"
 	"github.com/sluicelog/sluice/internal/sink/sinktest"
 	"github.com/sluicelog/sluice/internal/wal"
 )
+
+// Every franz-go client a test's destination makes is closed with it.
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 func TestNewErrors(t *testing.T) {
 	ok := Config{Sink: "k", Brokers: []string{"127.0.0.1:9092"}, Topic: "logs"}
