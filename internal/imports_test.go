@@ -45,6 +45,8 @@ var allowed = map[string][]string{
 	"internal/sink/elastic": {"internal/sink", "internal/wal", "internal/record", "internal/protocol/elastic"},
 	// Starts a private PostgreSQL for tests: knows nothing of sluice.
 	"internal/sink/postgres/pgtest": {},
+	"internal/sink/kafka":           {"internal/sink", "internal/wal", "internal/record"},
+	"internal/sink/kafka/kafkatest": {},
 	// What the sinks' tests share: a WAL written as ingest writes it.
 	"internal/sink/sinktest": {"internal/parse", "internal/record", "internal/rows", "internal/wal"},
 	// The server wires protocols to the store, and serves the rules file

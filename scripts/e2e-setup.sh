@@ -2,6 +2,8 @@
 # Installs what the end-to-end tests (e2e/) need, and caches it:
 #   - a Python virtualenv with the real client libraries, in $DIR/venv;
 #   - rsyslog and rsyslog-elasticsearch, with apt (system packages);
+#   - PostgreSQL 15 (apt) and Apache Kafka's jars (mvn, into
+#     $DIR/kafka-$KAFKA_VERSION) for the sink tests;
 #   - syslog-ng 3.38 with its http() module, unpacked into $DIR/syslog-ng
 #     (its Debian packages conflict with rsyslog's, so it is not installed:
 #     the tests run it with LD_LIBRARY_PATH and --module-path);
@@ -49,6 +51,9 @@ PROMTAIL_VERSION=$LOGCLI_VERSION
 OTELCOL_VERSION=v0.165.0
 TRACING_LOKI_VERSION=0.2.7
 LOKI4J_VERSION=2.0.0
+# Apache Kafka for the Kafka sink tests (e2e/testdata/kafka/pom.xml pins
+# the same version; internal/sink/kafka/kafkatest names the directory).
+KAFKA_VERSION=4.1.0
 PINO_LOKI_VERSION=3.0.0
 REPO=$(cd "$(dirname "$0")/.." && pwd)
 CLIENTS=$REPO/e2e/testdata/clients
@@ -183,6 +188,39 @@ setup_postgres() {
 	fi
 	apt_install postgresql-15
 	say "postgresql: installed ($(dpkg-query -W -f='${Version}' postgresql-15))"
+}
+
+# ---- 2c. Apache Kafka for the Kafka sink tests: the broker's jars from
+# Maven Central (e2e/testdata/kafka/pom.xml) copied into
+# $DIR/kafka-$KAFKA_VERSION/libs; the tests format and start a one-node
+# KRaft broker from them (java -cp 'libs/*' kafka.Kafka) on a temporary
+# directory and free ports on 127.0.0.1. Java 17 and maven come from
+# Debian when missing.
+setup_kafka() {
+	local out=$DIR/kafka-$KAFKA_VERSION src=$REPO/e2e/testdata/kafka sum
+	sum=$(src_sum "$src" "$KAFKA_VERSION")
+	if client_cached "$out" "$sum" test -f "$out/libs/kafka_2.13-$KAFKA_VERSION.jar" && command -v java >/dev/null; then
+		say "kafka: cached ($out)"
+		return
+	fi
+	if ! command -v java >/dev/null || ! command -v mvn >/dev/null; then
+		say "java or mvn missing: installing Debian's openjdk-17-jre-headless and maven"
+		apt_install openjdk-17-jre-headless maven
+	fi
+	local tmp log=$DIR/kafka-build.log t0=$SECONDS
+	tmp=$(client_build_dir "$out")
+	trap 'rm -rf "$tmp"' EXIT
+	say "kafka: copying the jars of $src/pom.xml (log: $log)"
+	cp "$src/pom.xml" "$tmp/"
+	mvn -B -q -f "$tmp/pom.xml" dependency:copy-dependencies -DincludeScope=runtime -DoutputDirectory="$tmp/libs" >"$log" 2>&1 || {
+		tail -n 20 "$log" >&2
+		die "copying the Kafka jars failed (log: $log)"
+	}
+	[ -f "$tmp/libs/kafka_2.13-$KAFKA_VERSION.jar" ] || die "no kafka_2.13-$KAFKA_VERSION.jar in $tmp/libs (log: $log)"
+	rm -rf "$tmp/target" "$tmp/pom.xml"
+	client_done "$tmp" "$out" "$sum"
+	trap - EXIT
+	say "kafka: installed $out ($(ls "$out/libs" | wc -l) jars) in $((SECONDS - t0)) s"
 }
 
 # ---- 3. syslog-ng, unpacked beside (not over) rsyslog.
@@ -552,6 +590,7 @@ main() {
 	setup_venv
 	setup_rsyslog
 	setup_postgres
+	setup_kafka
 	setup_syslog_ng
 	setup_logcli
 	setup_promtail

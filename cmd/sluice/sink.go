@@ -20,6 +20,7 @@ import (
 	"github.com/sluicelog/sluice/internal/sink"
 	"github.com/sluicelog/sluice/internal/sink/elastic"
 	"github.com/sluicelog/sluice/internal/sink/file"
+	"github.com/sluicelog/sluice/internal/sink/kafka"
 	"github.com/sluicelog/sluice/internal/sink/loki"
 	"github.com/sluicelog/sluice/internal/sink/postgres"
 )
@@ -27,7 +28,7 @@ import (
 // sinkConfig is one entry of `sinks:` in the config file.
 type sinkConfig struct {
 	Name     string `yaml:"name"`
-	Type     string `yaml:"type"`     // postgres, file, loki, elasticsearch
+	Type     string `yaml:"type"`     // postgres, file, loki, elasticsearch, kafka
 	Tenant   string `yaml:"tenant"`   // a tenant, or "*" (the default) for all
 	Selector string `yaml:"selector"` // a LogQL stream selector
 	From     string `yaml:"from"`     // rules: only what the rules route to the sink
@@ -46,6 +47,22 @@ type sinkConfig struct {
 	File     fileSinkConfig `yaml:"file"`
 	Loki     lokiSinkConfig `yaml:"loki"`
 	Elastic  esSinkConfig   `yaml:"elasticsearch"`
+	Kafka    kfSinkConfig   `yaml:"kafka"`
+}
+
+// kfSinkConfig is the kafka: block of a sink.
+type kfSinkConfig struct {
+	Brokers            []string `yaml:"brokers"`
+	Topic              string   `yaml:"topic"`
+	Compression        string   `yaml:"compression"` // zstd, lz4, snappy, gzip, none
+	Value              string   `yaml:"value"`       // line, json
+	Headers            string   `yaml:"headers"`     // labels, none
+	TransactionalID    string   `yaml:"transactional_id"`
+	ClientID           string   `yaml:"client_id"`
+	Timeout            string   `yaml:"timeout"`
+	TransactionTimeout string   `yaml:"transaction_timeout"`
+	MaxRecordBytes     int      `yaml:"max_record_bytes"`
+	Partitions         int      `yaml:"partitions"` // create the topic with this many if absent
 }
 
 // lokiSinkConfig is the loki: block of a sink.
@@ -163,8 +180,18 @@ func buildSinks(cfgs []sinkConfig, data string, reg prometheus.Registerer, log *
 					Action: c.Elastic.Action, IDPrefix: c.Elastic.IDPrefix, OrgID: c.Elastic.OrgID, User: c.Elastic.User,
 					Password: c.Elastic.Password, APIKey: c.Elastic.APIKey, BearerToken: c.Elastic.BearerToken, Timeout: timeout})
 			}
+		case "kafka":
+			var timeout, txTimeout time.Duration
+			if timeout, err = dur("kafka.timeout", c.Kafka.Timeout); err == nil {
+				if txTimeout, err = dur("kafka.transaction_timeout", c.Kafka.TransactionTimeout); err == nil {
+					dest, err = kafka.New(kafka.Config{Sink: c.Name, Brokers: c.Kafka.Brokers, Topic: c.Kafka.Topic,
+						Compression: c.Kafka.Compression, Value: c.Kafka.Value, Headers: c.Kafka.Headers,
+						TransactionalID: c.Kafka.TransactionalID, ClientID: c.Kafka.ClientID, Timeout: timeout,
+						TransactionTimeout: txTimeout, MaxRecordBytes: c.Kafka.MaxRecordBytes, Partitions: c.Kafka.Partitions})
+				}
+			}
 		default:
-			err = fmt.Errorf("type %q: want postgres, file, loki or elasticsearch (kafka is not built yet)", c.Type)
+			err = fmt.Errorf("type %q: want postgres, file, loki, elasticsearch or kafka", c.Type)
 		}
 		if err != nil {
 			return nil, fmt.Errorf("%s: %v", where, err)

@@ -65,11 +65,21 @@ func (m *Manager) Start(l *wal.Log) {
 	end := l.Committed()
 	for _, s := range m.sinks {
 		s.mu.Lock()
-		if !s.hasDone && !s.initial {
+		isNew := !s.hasDone && !s.initial
+		if isNew {
 			s.done, s.initial = end, true
 			s.hold.Store(end.Segment)
 		}
 		s.mu.Unlock()
+		// Durably now, not once the destination first opens: a crash
+		// before that would make the sink new again at the next start,
+		// and it would skip what ingest acknowledged in between.
+		if isNew {
+			if err := s.savePosition(); err != nil {
+				m.log.Error("sink: save the starting position; a crash before the destination opens loses what ingest takes until then",
+					"sink", s.cfg.Name, "err", err)
+			}
+		}
 	}
 }
 

@@ -1,5 +1,5 @@
 // Package sink forwards what sluice stored to other systems (PostgreSQL,
-// files, Loki and Elasticsearch; Kafka next): the runtime every
+// files, Loki, Elasticsearch and Kafka): the runtime every
 // destination shares.
 //
 // A sink has no queue of its own. It follows the WAL with a wal.Cursor from
@@ -53,7 +53,7 @@ import (
 )
 
 // Destination is where a sink delivers: one per sink. PostgreSQL, files,
-// Loki and Elasticsearch implement it; Kafka will.
+// Loki, Elasticsearch and Kafka implement it.
 //
 // Concurrency: the runtime calls a Destination from one goroutine.
 type Destination interface {

@@ -209,6 +209,31 @@ func waitFile(t *testing.T, path string) {
 	}
 }
 
+// TestNewSinkStartsDurably: a new sink whose destination never opened
+// still resumes, after a crash, where Manager.Start first put it, not at
+// the WAL's end of the next start.
+func TestNewSinkStartsDurably(t *testing.T) {
+	dir := t.TempDir()
+	l := openWAL(t, filepath.Join(dir, "wal"))
+	cfg := Config{Name: "s", BatchSize: 10, Linger: time.Millisecond, Dir: filepath.Join(dir, "sink")}
+	s, err := New(cfg, newMemDest(0), sinktest.Quiet())
+	if err != nil {
+		t.Fatal(err)
+	}
+	NewManager([]*Sink{s}, nil, sinktest.Quiet()).Start(l)
+	// Ingest takes lines; the process dies before the destination opened.
+	for i := range 5 {
+		sinktest.AppendLines(t, l, "t1", jsonLine("api", i, ""))
+	}
+	d := newMemDest(0)
+	s, err = New(cfg, d, sinktest.Quiet())
+	if err != nil {
+		t.Fatal(err)
+	}
+	start(t, NewManager([]*Sink{s}, nil, sinktest.Quiet()), l)
+	waitCalls(t, d, "5 lines", func() bool { return len(d.got()) == 5 })
+}
+
 func TestDeadLetter(t *testing.T) {
 	dir := t.TempDir()
 	l := openWAL(t, filepath.Join(dir, "wal"))
