@@ -47,9 +47,9 @@ func appendKeyString(b []byte, s string) []byte {
 	return append(append(b, ':'), s...)
 }
 
-// get returns a parser for opts, at the start of an input, and the
-// function that gives it back.
-func (ps *parsers) get(opts parse.Options) (*parse.Parser, func(), error) {
+// get returns a parser for opts, at the start of an input, and the list
+// that put gives it back to (nil: not kept).
+func (ps *parsers) get(opts parse.Options) (*parse.Parser, *parserList, error) {
 	var buf [256]byte
 	key := appendParserKey(buf[:0], opts)
 	ps.mu.Lock()
@@ -73,14 +73,17 @@ func (ps *parsers) get(opts parse.Options) (*parse.Parser, func(), error) {
 			return nil, nil, err
 		}
 	}
+	return p, list, nil
+}
+
+// put gives p back to the list get returned with it.
+func (ps *parsers) put(list *parserList, p *parse.Parser) {
 	if list == nil {
-		return p, func() {}, nil
+		return
 	}
-	return p, func() {
-		ps.mu.Lock()
-		if len(list.idle) < maxFreePerKey {
-			list.idle = append(list.idle, p)
-		}
-		ps.mu.Unlock()
-	}, nil
+	ps.mu.Lock()
+	if len(list.idle) < maxFreePerKey {
+		list.idle = append(list.idle, p)
+	}
+	ps.mu.Unlock()
 }

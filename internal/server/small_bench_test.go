@@ -11,6 +11,7 @@ import (
 	"runtime"
 	"strconv"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -53,6 +54,10 @@ type discardWriter struct {
 func (w *discardWriter) Header() http.Header         { return w.h }
 func (w *discardWriter) Write(p []byte) (int, error) { return len(p), nil }
 func (w *discardWriter) WriteHeader(code int)        { w.code = code }
+
+// SetReadDeadline is there as the server's ResponseWriter has it (the
+// body's pacing sets deadlines); there is no connection.
+func (w *discardWriter) SetReadDeadline(time.Time) error { return nil }
 
 // BenchmarkSmallPush is one one-line push, durable, through the server's
 // handler (the mux, the ingest wrapper, the body, the parse, the flow, the
