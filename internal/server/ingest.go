@@ -400,6 +400,22 @@ func (s *Server) handleLines(w http.ResponseWriter, r *http.Request, tenant stri
 	return code, reply.Accepted
 }
 
+// lokiDecoders keeps Loki decoders, with their tables (Decoder.Reuse),
+// between requests: a push is stored and answered before its decoder is
+// put back.
+var lokiDecoders = sync.Pool{New: func() any { return &loki.Decoder{Reuse: true} }}
+
+func getLokiDecoder(l loki.Limits, disc loki.Discovery) *loki.Decoder {
+	d := lokiDecoders.Get().(*loki.Decoder)
+	d.Limits, d.Discover = l, disc
+	return d
+}
+
+func putLokiDecoder(d *loki.Decoder) {
+	d.Clear()
+	lokiDecoders.Put(d)
+}
+
 // handleLoki serves /loki/api/v1/push as Loki does: 204; 400 with a
 // plain-text reason when entries were left out (the others are stored).
 func (s *Server) handleLoki(w http.ResponseWriter, r *http.Request, tenant string, body *reqBody) (int, int) {
@@ -407,7 +423,8 @@ func (s *Server) handleLoki(w http.ResponseWriter, r *http.Request, tenant strin
 	if err != nil {
 		return bodyError(w, err), 0
 	}
-	d := loki.Decoder{Limits: s.cfg.Loki, Discover: s.cfg.Discover}
+	d := getLokiDecoder(s.cfg.Loki, s.cfg.Discover)
+	defer putLokiDecoder(d)
 	b := record.GetBatch()
 	defer record.PutBatch(b)
 	b.ReceiveTime = time.Now().UnixNano()
