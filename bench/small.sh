@@ -131,7 +131,8 @@ for ((r = 1; r <= runs; r++)); do
 	done
 done
 
-median() { printf '%s\n' "$@" | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
+# median N...: the middle value, or the mean of the two middle ones.
+median() { printf '%s\n' "$@" | sort -n | awk '{a[NR] = $1} END {print (NR % 2 ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2)}'; }
 mf="$(median "${floor_rps[@]}")"
 ms="$(median "${sluice_rps[@]}")"
 bench_header RUNS DURATION WARMUP CONNS PROTOCOL SERVER_CORE CLIENT_CORE SERVE_FLAGS
@@ -142,5 +143,5 @@ echo "| run | server | requests/s | p50 | p99 | errors | bytes/request | allocs/
 echo "|---|---|---|---|---|---|---|---|---|"
 printf '%s\n' "${rows[@]}"
 echo
-awk -v s="$ms" -v f="$mf" 'BEGIN {printf "**median: sluice %d requests/s, net/http 204 %d requests/s, ratio %.2f**\n", s, f, f > 0 ? s / f : 0}'
+awk -v s="$ms" -v f="$mf" 'BEGIN {printf "**median: sluice %d requests/s, net/http 204 %d requests/s, ratio %.2f**\n", s, f, (f > 0 ? s / f : 0)}'
 exit "$problems"
