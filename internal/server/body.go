@@ -182,12 +182,15 @@ func (b *reqBody) Read(p []byte) (int, error) {
 	n, err := b.r.Read(p)
 	b.left -= int64(n)
 	b.read += int64(n)
-	var mbe *http.MaxBytesError
-	switch {
-	case errors.As(err, &mbe):
-		err = errTooLarge
-	case errors.Is(err, os.ErrDeadlineExceeded):
-		err = b.s.slowBodyError()
+	if err != nil && err != io.EOF {
+		// Not for io.EOF: &mbe escapes, and every body ends so.
+		var mbe *http.MaxBytesError
+		switch {
+		case errors.As(err, &mbe):
+			err = errTooLarge
+		case errors.Is(err, os.ErrDeadlineExceeded):
+			err = b.s.slowBodyError()
+		}
 	}
 	if need := min(b.base+b.perByte*b.read, b.most); need > b.held && err == nil {
 		if rerr := b.reserve(need - b.held); rerr != nil {
