@@ -122,18 +122,36 @@ func (s *Server) newBody(w http.ResponseWriter, r *http.Request, base, perByte, 
 	return b, nil
 }
 
-// decoder returns raw decompressed as a Content-Encoding says.
+// Decompressors kept between requests: a new zstd decoder allocates its
+// buffers and window, a gzip reader its inflate state, per request.
+var (
+	zstdDecoders sync.Pool // *zstd.Decoder, reset to nil
+	gzipReaders  sync.Pool // *gzip.Reader, closed
+)
+
+// decoder returns raw decompressed as a Content-Encoding says; the
+// function returned closes it (and gives it back to its pool).
 func decoder(raw io.Reader, encoding string) (io.Reader, func() error, error) {
 	none := noClose
 	switch enc := strings.ToLower(strings.TrimSpace(encoding)); enc {
 	case "", "identity":
 		return raw, none, nil
 	case "gzip", "x-gzip":
-		zr, err := gzip.NewReader(raw)
+		zr, _ := gzipReaders.Get().(*gzip.Reader)
+		var err error
+		if zr == nil {
+			zr, err = gzip.NewReader(raw)
+		} else {
+			err = zr.Reset(raw)
+		}
 		if err != nil {
 			return nil, nil, fmt.Errorf("Content-Encoding gzip: %v", err)
 		}
-		return zr, zr.Close, nil
+		return zr, func() error {
+			err := zr.Close()
+			gzipReaders.Put(zr)
+			return err
+		}, nil
 	case "deflate":
 		// HTTP's deflate is zlib (RFC 9110, 8.4.1.2), but some clients
 		// send raw deflate: a zlib header says which it is.
@@ -148,11 +166,23 @@ func decoder(raw io.Reader, encoding string) (io.Reader, func() error, error) {
 		fr := flate.NewReader(br)
 		return fr, fr.Close, nil
 	case "zstd":
-		zr, err := zstd.NewReader(raw, zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxMemory(64<<20))
+		zr, _ := zstdDecoders.Get().(*zstd.Decoder)
+		var err error
+		if zr == nil {
+			zr, err = zstd.NewReader(raw, zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxMemory(64<<20))
+		} else {
+			err = zr.Reset(raw)
+		}
 		if err != nil {
 			return nil, nil, fmt.Errorf("Content-Encoding zstd: %v", err)
 		}
-		return zr, func() error { zr.Close(); return nil }, nil
+		return zr, func() error {
+			// Reset(nil) drops the body; the decoder, synchronous
+			// (concurrency 1), holds no goroutine in the pool.
+			_ = zr.Reset(nil)
+			zstdDecoders.Put(zr)
+			return nil
+		}, nil
 	default:
 		return nil, nil, fmt.Errorf("Content-Encoding %q is not supported (gzip, deflate, zstd or none)", enc)
 	}
