@@ -106,7 +106,7 @@ func DefaultConfig() Config {
 		MaxBodyBytes:        1 << 30,
 		MaxDecodedBytes:     4 << 30,
 		MaxWholeBodyBytes:   64 << 20,
-		MaxInflight:         1024, // memory is bounded by MaxInflightBytes; at 64, 256 one-line clients queued on timers and capped WAL groups at 64
+		MaxInflight:         64,
 		MinFreeBytes:        256 << 20,
 		InflightWait:        time.Second,
 		Loki:                loki.DefaultLimits,
