@@ -105,7 +105,7 @@ func BenchmarkSmallPush(b *testing.B) {
 //	go test -run '^$' -bench SmallPushLoopback -benchmem ./internal/server/
 func BenchmarkSmallPushLoopback(b *testing.B) {
 	for _, p := range smallPushes {
-		for _, conns := range []int{1, 64} {
+		for _, conns := range []int{1, 64, 256} {
 			b.Run(fmt.Sprintf("proto=%s/conns=%d", p.name, conns), func(b *testing.B) {
 				srv := New(plainConfig(), openBenchStore(b), quiet, prometheus.NewRegistry())
 				ln, err := net.Listen("tcp", "127.0.0.1:0")
