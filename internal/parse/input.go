@@ -42,6 +42,10 @@ type Parser struct {
 	buf   []byte // Reader's
 }
 
+// ReleaseBuffer drops the buffer Reader keeps for the parser's next
+// input (4 MiB or more): for a parser kept idle among many.
+func (p *Parser) ReleaseBuffer() { p.buf = nil }
+
 // New returns a parser for opts.
 func New(opts Options) (*Parser, error) {
 	if err := opts.Record.Check(); err != nil {

@@ -46,6 +46,18 @@ func (t *table[T]) add(v T) (uint32, bool) {
 	return id, true
 }
 
+// reset empties t, keeping its first page (cleared, so that it holds on
+// to nothing) and dropping the others.
+func (t *table[T]) reset() {
+	if p := t.pages[0]; p != nil {
+		clear(p[:min(int(t.n), pageSize)])
+	}
+	for i := 1; i < maxPages && t.pages[i] != nil; i++ {
+		t.pages[i] = nil
+	}
+	t.n = 0
+}
+
 // Names interns field names. Ids are dense from 0.
 //
 // Concurrency: see table. Lookup and Add are for the single writer only.
@@ -57,6 +69,17 @@ type Names struct {
 // NewNames returns an empty table.
 func NewNames() *Names {
 	return &Names{index: make(map[string]uint32)}
+}
+
+// Reset empties the table for reuse, keeping its first page and its
+// index's room: a producer that is done with one batch before it builds
+// the next (a push decoded, stored and answered) then pays for no new
+// table.
+// REQUIRES: no batch built with the table, nor anything holding its ids,
+// is used any more (the names themselves, strings, stay valid).
+func (n *Names) Reset() {
+	n.t.reset()
+	clear(n.index)
 }
 
 // Get returns the name with the given id.
@@ -136,6 +159,17 @@ func NewStreams() *Streams {
 	s.t.add(nil)
 	s.index[""] = 0
 	return s
+}
+
+// Reset empties the table, as Names.Reset does, to the empty label set
+// alone (id 0). The label sets it held stay valid: interning makes new
+// ones.
+// REQUIRES: as Names.Reset.
+func (s *Streams) Reset() {
+	s.t.reset()
+	clear(s.index)
+	s.t.add(nil)
+	s.index[""] = 0
 }
 
 // Get returns the label set with the given id.

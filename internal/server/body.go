@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"os"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/klauspost/compress/zstd"
@@ -39,56 +40,118 @@ const bodyGrace = 10 * time.Second
 // up front, so that clients that declare large bodies and send them
 // slowly cannot hold the budget that others need.
 //
+// reqBodys are pooled: Close gives it back, with its buffers.
+//
 // Concurrency: one goroutine, the request's.
 type reqBody struct {
-	s     *Server
-	ctx   context.Context
-	r     io.Reader // decompressed
-	left  int64     // decompressed bytes still allowed
-	close func() error
+	s        *Server
+	ctx      context.Context
+	r        io.Reader // decompressed
+	left     int64     // decompressed bytes still allowed
+	raw      io.ReadCloser
+	closeDec func() error
 
 	// Memory: held is reserved now; the request needs base plus perByte
 	// for each byte read, up to most.
 	held, base, perByte, most int64
 	read                      int64
+
+	pace paced    // the body as sent, when BodyIdleTimeout or MinBodyRate is set
+	sent noCloser // what raw limits: pace, or the request's body
+
+	data    []byte // buffer (see buffer)
+	scratch []byte // for the handler's reply
 }
+
+var bodyPool = sync.Pool{New: func() any { return new(reqBody) }}
+
+// maxPooledBody bounds the buffers a pooled reqBody keeps.
+const maxPooledBody = smallBody + 1
+
+// buffer returns a slice of n bytes that stays the body's until Close.
+func (b *reqBody) buffer(n int) []byte {
+	if cap(b.data) < n {
+		b.data = make([]byte, n)
+	}
+	return b.data[:n]
+}
+
+// noCloser is a body whose Close does nothing: the HTTP server closes
+// the request's body itself.
+type noCloser struct{ r io.Reader }
+
+func (n *noCloser) Read(p []byte) (int, error) { return n.r.Read(p) }
+func (n *noCloser) Close() error               { return nil }
+
+// deadliner sets a connection's read deadline: the server's
+// ResponseWriter does, and http.ResponseController for those wrapping it.
+type deadliner interface {
+	SetReadDeadline(time.Time) error
+}
+
+func noClose() error { return nil }
 
 // newBody prepares r's body for an ingest handler, reserving base bytes
 // of in-flight memory at once and perByte for each decompressed byte read,
 // up to most. It returns an error (errBusy when the memory is not to be
 // had, else a bad Content-Encoding) and, then, nothing to release.
 func (s *Server) newBody(w http.ResponseWriter, r *http.Request, base, perByte, most int64) (*reqBody, error) {
-	b := &reqBody{s: s, ctx: r.Context(), base: base, perByte: perByte, most: max(most, base)}
+	b := bodyPool.Get().(*reqBody)
+	b.s, b.ctx, b.base, b.perByte, b.most = s, r.Context(), base, perByte, max(most, base)
 	if err := b.reserve(base); err != nil {
+		b.free()
 		return nil, err
 	}
-	var sent io.Reader = r.Body
+	b.sent.r = r.Body
 	if s.cfg.BodyIdleTimeout > 0 || s.cfg.MinBodyRate > 0 {
-		sent = &paced{r: r.Body, rc: http.NewResponseController(w), start: time.Now(), idle: s.cfg.BodyIdleTimeout, rate: s.cfg.MinBodyRate}
+		d, ok := w.(deadliner)
+		if !ok {
+			d = http.NewResponseController(w)
+		}
+		b.pace = paced{r: r.Body, rc: d, start: time.Now(), idle: s.cfg.BodyIdleTimeout, rate: s.cfg.MinBodyRate}
+		b.sent.r = &b.pace
 	}
-	raw := http.MaxBytesReader(w, io.NopCloser(sent), s.cfg.MaxBodyBytes)
-	dec, closeDec, err := decoder(raw, r.Header.Get("Content-Encoding"))
+	b.raw = http.MaxBytesReader(w, &b.sent, s.cfg.MaxBodyBytes)
+	dec, closeDec, err := decoder(b.raw, r.Header.Get("Content-Encoding"))
 	if err != nil {
 		b.release()
+		b.free()
 		return nil, err
 	}
-	b.r, b.left = dec, s.cfg.MaxDecodedBytes
-	b.close = func() error { closeDec(); return raw.Close() }
+	b.r, b.left, b.closeDec = dec, s.cfg.MaxDecodedBytes, closeDec
 	return b, nil
 }
 
-// decoder returns raw decompressed as a Content-Encoding says.
+// Decompressors kept between requests: a new zstd decoder allocates its
+// buffers and window, a gzip reader its inflate state, per request.
+var (
+	zstdDecoders sync.Pool // *zstd.Decoder, reset to nil
+	gzipReaders  sync.Pool // *gzip.Reader, closed
+)
+
+// decoder returns raw decompressed as a Content-Encoding says; the
+// function returned closes it (and gives it back to its pool).
 func decoder(raw io.Reader, encoding string) (io.Reader, func() error, error) {
-	none := func() error { return nil }
+	none := noClose
 	switch enc := strings.ToLower(strings.TrimSpace(encoding)); enc {
 	case "", "identity":
 		return raw, none, nil
 	case "gzip", "x-gzip":
-		zr, err := gzip.NewReader(raw)
+		zr, _ := gzipReaders.Get().(*gzip.Reader)
+		var err error
+		if zr == nil {
+			zr, err = gzip.NewReader(raw)
+		} else {
+			err = zr.Reset(raw)
+		}
 		if err != nil {
 			return nil, nil, fmt.Errorf("Content-Encoding gzip: %v", err)
 		}
-		return zr, zr.Close, nil
+		return zr, func() error {
+			err := zr.Close()
+			gzipReaders.Put(zr)
+			return err
+		}, nil
 	case "deflate":
 		// HTTP's deflate is zlib (RFC 9110, 8.4.1.2), but some clients
 		// send raw deflate: a zlib header says which it is.
@@ -103,11 +166,23 @@ func decoder(raw io.Reader, encoding string) (io.Reader, func() error, error) {
 		fr := flate.NewReader(br)
 		return fr, fr.Close, nil
 	case "zstd":
-		zr, err := zstd.NewReader(raw, zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxMemory(64<<20))
+		zr, _ := zstdDecoders.Get().(*zstd.Decoder)
+		var err error
+		if zr == nil {
+			zr, err = zstd.NewReader(raw, zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxMemory(64<<20))
+		} else {
+			err = zr.Reset(raw)
+		}
 		if err != nil {
 			return nil, nil, fmt.Errorf("Content-Encoding zstd: %v", err)
 		}
-		return zr, func() error { zr.Close(); return nil }, nil
+		return zr, func() error {
+			// Reset(nil) drops the body; the decoder, synchronous
+			// (concurrency 1), holds no goroutine in the pool.
+			_ = zr.Reset(nil)
+			zstdDecoders.Put(zr)
+			return nil
+		}, nil
 	default:
 		return nil, nil, fmt.Errorf("Content-Encoding %q is not supported (gzip, deflate, zstd or none)", enc)
 	}
@@ -137,12 +212,15 @@ func (b *reqBody) Read(p []byte) (int, error) {
 	n, err := b.r.Read(p)
 	b.left -= int64(n)
 	b.read += int64(n)
-	var mbe *http.MaxBytesError
-	switch {
-	case errors.As(err, &mbe):
-		err = errTooLarge
-	case errors.Is(err, os.ErrDeadlineExceeded):
-		err = b.s.slowBodyError()
+	if err != nil && err != io.EOF {
+		// Not for io.EOF: &mbe escapes, and every body ends so.
+		var mbe *http.MaxBytesError
+		switch {
+		case errors.As(err, &mbe):
+			err = errTooLarge
+		case errors.Is(err, os.ErrDeadlineExceeded):
+			err = b.s.slowBodyError()
+		}
 	}
 	if need := min(b.base+b.perByte*b.read, b.most); need > b.held && err == nil {
 		if rerr := b.reserve(need - b.held); rerr != nil {
@@ -178,11 +256,30 @@ func (b *reqBody) release() {
 	}
 }
 
-// Close closes the decoders and releases the body's memory.
+// Close closes the decoders, releases the body's memory and gives b
+// back to the pool.
+// REQUIRES: nothing uses b, or a buffer it returned, after Close.
 func (b *reqBody) Close() error {
-	err := b.close()
+	err := b.closeDec()
+	if rerr := b.raw.Close(); err == nil {
+		err = rerr
+	}
 	b.release()
+	b.free()
 	return err
+}
+
+// free gives b, released, back to the pool.
+func (b *reqBody) free() {
+	data, scratch := b.data, b.scratch[:0]
+	if cap(data) > maxPooledBody {
+		data = nil
+	}
+	if cap(scratch) > 4<<10 {
+		scratch = nil
+	}
+	*b = reqBody{data: data, scratch: scratch}
+	bodyPool.Put(b)
 }
 
 func (s *Server) slowBodyError() error {
@@ -197,7 +294,7 @@ func (s *Server) slowBodyError() error {
 // anew for the next request.
 type paced struct {
 	r     io.Reader
-	rc    *http.ResponseController
+	rc    deadliner
 	start time.Time
 	idle  time.Duration
 	rate  int64

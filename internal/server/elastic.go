@@ -104,11 +104,11 @@ func (s *Server) esDocs(r *http.Request, tenant string, docs []byte) (map[int64]
 	if err != nil {
 		return nil, 0, err
 	}
-	p, put, err := s.parsers.get(opts)
+	p, list, err := s.parsers.get(opts)
 	if err != nil {
 		return nil, 0, err
 	}
-	defer put()
+	defer s.parsers.put(list, p)
 	failed := map[int64]*record.LineError{}
 	stored := 0
 	next := int64(1) // the first document line of the next batch

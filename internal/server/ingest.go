@@ -10,7 +10,10 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/sluicelog/sluice/internal/flow"
 	"github.com/sluicelog/sluice/internal/protocol/jsonline"
@@ -28,10 +31,34 @@ type ingestFunc func(w http.ResponseWriter, r *http.Request, tenant string, body
 // ingest wraps an ingest handler: in-flight limit, tenant, body limits and
 // decompression, metrics.
 func (s *Server) ingest(protocol string, h ingestFunc) http.HandlerFunc {
+	requests := &codeCounters{vec: s.metrics.requests, protocol: protocol}
 	return func(w http.ResponseWriter, r *http.Request) {
 		code := s.serveIngest(w, r, protocol, h)
-		s.metrics.requests.WithLabelValues(protocol, strconv.Itoa(code)).Inc()
+		requests.inc(code)
 	}
+}
+
+// codeCounters are one protocol's series of the requests counter, by
+// status code, looked up once each: a CounterVec lookup hashes its labels
+// and formats the code on every request.
+type codeCounters struct {
+	vec      *prometheus.CounterVec
+	protocol string
+	byCode   [600]atomic.Pointer[prometheus.Counter]
+}
+
+func (c *codeCounters) inc(code int) {
+	if code < 0 || code >= len(c.byCode) {
+		c.vec.WithLabelValues(c.protocol, strconv.Itoa(code)).Inc()
+		return
+	}
+	p := c.byCode[code].Load()
+	if p == nil {
+		m := c.vec.WithLabelValues(c.protocol, strconv.Itoa(code))
+		p = &m
+		c.byCode[code].Store(p)
+	}
+	(*p).Inc()
 }
 
 func (s *Server) serveIngest(w http.ResponseWriter, r *http.Request, protocol string, h ingestFunc) int {
@@ -181,7 +208,7 @@ func (s *Server) memoryOf(r *http.Request, protocol string) (base, perByte, most
 // tenantOf returns the request's tenant: X-Scope-OrgID, fully URL-decoded
 // (so that no encoding can smuggle a path through), or the default.
 func tenantOf(r *http.Request) (string, error) {
-	t := r.Header.Get("X-Scope-OrgID")
+	t := headerValue(r.Header, "X-Scope-Orgid")
 	if t == "" {
 		return store.DefaultTenant, nil
 	}
@@ -202,6 +229,25 @@ func tenantOf(r *http.Request) (string, error) {
 		return "", fmt.Errorf("X-Scope-OrgID: %v", err)
 	}
 	return t, nil
+}
+
+// headerValue is h.Get(key) for a key in its canonical form (as
+// textproto.CanonicalMIMEHeaderKey returns it), without canonicalizing
+// it again: X-Scope-OrgID's canonical form is X-Scope-Orgid, and Get
+// would allocate it on every request.
+func headerValue(h http.Header, key string) string {
+	if v := h[key]; len(v) > 0 {
+		return v[0]
+	}
+	return ""
+}
+
+// queryOf is r.URL.Query() without the map when there is no query.
+func queryOf(r *http.Request) url.Values {
+	if r.URL.RawQuery == "" {
+		return nil
+	}
+	return r.URL.Query()
 }
 
 // storeStatus maps a store failure to an HTTP status.
@@ -233,27 +279,32 @@ func (s *Server) storeError(w http.ResponseWriter, err error, detail string) int
 
 const maxReplyErrors = 20
 
+// jsonContentType is the Content-Type header's value of a JSON reply,
+// shared so that setting it allocates nothing. Never modified.
+var jsonContentType = []string{"application/json"}
+
 // handleLines serves /insert/jsonline and /insert/lines: the body is
 // parsed as a stream, each chunk stored durably before the next is read.
 func (s *Server) handleLines(w http.ResponseWriter, r *http.Request, tenant string, body *reqBody) (int, int) {
 	protocol, format := "jsonline", "json"
+	query := queryOf(r)
 	if r.URL.Path == "/insert/lines" {
-		protocol, format = "lines", r.URL.Query().Get("format")
+		protocol, format = "lines", query.Get("format")
 		if format == "" {
 			format = "auto"
 		}
 	}
-	opts, err := jsonline.Options(r.URL.Query(), r.Header, format, s.cfg.Parse)
+	opts, err := jsonline.Options(query, r.Header, format, s.cfg.Parse)
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return http.StatusBadRequest, 0
 	}
-	p, put, err := s.parsers.get(opts)
+	p, list, err := s.parsers.get(opts)
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return http.StatusBadRequest, 0
 	}
-	defer put()
+	defer s.parsers.put(list, p)
 	in := flow.Input{Protocol: protocol}
 	var reply jsonline.Reply
 	var storeErr error
@@ -301,8 +352,10 @@ func (s *Server) handleLines(w http.ResponseWriter, r *http.Request, tenant stri
 		return nil
 	}
 	if r.ContentLength >= 0 && r.ContentLength <= smallBody && r.Header.Get("Content-Encoding") == "" {
-		// Small (one-line pushes, mostly): read whole, parse in place.
-		data := make([]byte, r.ContentLength+1)
+		// Small (one-line pushes, mostly): read whole into the body's
+		// buffer, parse in place. The batches made from it are encoded
+		// (copied) by Prepare, and settled before the body is closed.
+		data := body.buffer(int(r.ContentLength) + 1)
 		n, rerr := io.ReadFull(body, data)
 		if errors.Is(rerr, io.ErrUnexpectedEOF) || errors.Is(rerr, io.EOF) {
 			rerr = nil
@@ -340,10 +393,27 @@ func (s *Server) handleLines(w http.ResponseWriter, r *http.Request, tenant stri
 	case reply.Accepted == 0 && reply.Rejected > 0:
 		code = http.StatusBadRequest
 	}
-	w.Header().Set("Content-Type", "application/json")
+	w.Header()["Content-Type"] = jsonContentType
 	w.WriteHeader(code)
-	w.Write(reply.JSON())
+	body.scratch = reply.AppendJSON(body.scratch[:0])
+	w.Write(body.scratch)
 	return code, reply.Accepted
+}
+
+// lokiDecoders keeps Loki decoders, with their tables (Decoder.Reuse),
+// between requests: a push is stored and answered before its decoder is
+// put back.
+var lokiDecoders = sync.Pool{New: func() any { return &loki.Decoder{Reuse: true} }}
+
+func getLokiDecoder(l loki.Limits, disc loki.Discovery) *loki.Decoder {
+	d := lokiDecoders.Get().(*loki.Decoder)
+	d.Limits, d.Discover = l, disc
+	return d
+}
+
+func putLokiDecoder(d *loki.Decoder) {
+	d.Clear()
+	lokiDecoders.Put(d)
 }
 
 // handleLoki serves /loki/api/v1/push as Loki does: 204; 400 with a
@@ -353,7 +423,8 @@ func (s *Server) handleLoki(w http.ResponseWriter, r *http.Request, tenant strin
 	if err != nil {
 		return bodyError(w, err), 0
 	}
-	d := loki.Decoder{Limits: s.cfg.Loki, Discover: s.cfg.Discover}
+	d := getLokiDecoder(s.cfg.Loki, s.cfg.Discover)
+	defer putLokiDecoder(d)
 	b := record.GetBatch()
 	defer record.PutBatch(b)
 	b.ReceiveTime = time.Now().UnixNano()

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/sluicelog/sluice/internal/flow"
-	"github.com/sluicelog/sluice/internal/protocol/loki"
 	"github.com/sluicelog/sluice/internal/protocol/otlp"
 	"github.com/sluicelog/sluice/internal/record"
 )
@@ -44,11 +43,12 @@ func (s *Server) handleOTLP(w http.ResponseWriter, r *http.Request, tenant strin
 			}
 		}
 	}
-	d := loki.Decoder{Limits: s.cfg.Loki, Discover: s.cfg.Discover}
+	d := getLokiDecoder(s.cfg.Loki, s.cfg.Discover)
+	defer putLokiDecoder(d)
 	b := record.GetBatch()
 	defer record.PutBatch(b)
 	b.ReceiveTime = time.Now().UnixNano()
-	res, err := otlp.Decode(&d, data, isJSON, b, index)
+	res, err := otlp.Decode(d, data, isJSON, b, index)
 	if err != nil {
 		return fail(http.StatusBadRequest, err.Error())
 	}

@@ -15,6 +15,7 @@ import (
 type parsers struct {
 	mu   sync.Mutex
 	free map[string]*parserList
+	idle int // parsers in all the lists
 }
 
 // parserList is the idle parsers of one option set.
@@ -22,7 +23,12 @@ type parserList struct{ idle []*parse.Parser }
 
 const (
 	maxParserKeys = 256 // option sets kept; others get a parser of their own
-	maxFreePerKey = 64  // idle parsers kept per option set
+	// Idle parsers kept per option set with their Reader buffers (4 MiB
+	// each), and in all without them: as many as requests may be served
+	// at once, so that a few hundred clients of one-line pushes never
+	// build a parser per request (about 60 KB and 40 allocations).
+	maxFreePerKey = 64
+	maxIdle       = 1024
 )
 
 // appendParserKey appends what identifies a parser's options (this is on
@@ -47,9 +53,9 @@ func appendKeyString(b []byte, s string) []byte {
 	return append(append(b, ':'), s...)
 }
 
-// get returns a parser for opts, at the start of an input, and the
-// function that gives it back.
-func (ps *parsers) get(opts parse.Options) (*parse.Parser, func(), error) {
+// get returns a parser for opts, at the start of an input, and the list
+// that put gives it back to (nil: not kept).
+func (ps *parsers) get(opts parse.Options) (*parse.Parser, *parserList, error) {
 	var buf [256]byte
 	key := appendParserKey(buf[:0], opts)
 	ps.mu.Lock()
@@ -60,7 +66,10 @@ func (ps *parsers) get(opts parse.Options) (*parse.Parser, func(), error) {
 	var p *parse.Parser
 	if list != nil {
 		if n := len(list.idle); n > 0 {
-			p, list.idle = list.idle[n-1], list.idle[:n-1]
+			p = list.idle[n-1]
+			list.idle[n-1] = nil
+			list.idle = list.idle[:n-1]
+			ps.idle--
 		}
 	} else if opts.Multiline == "" && len(ps.free) < maxParserKeys {
 		list = &parserList{}
@@ -73,14 +82,22 @@ func (ps *parsers) get(opts parse.Options) (*parse.Parser, func(), error) {
 			return nil, nil, err
 		}
 	}
+	return p, list, nil
+}
+
+// put gives p back to the list get returned with it.
+func (ps *parsers) put(list *parserList, p *parse.Parser) {
 	if list == nil {
-		return p, func() {}, nil
+		return
 	}
-	return p, func() {
-		ps.mu.Lock()
-		if len(list.idle) < maxFreePerKey {
-			list.idle = append(list.idle, p)
-		}
-		ps.mu.Unlock()
-	}, nil
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	if ps.idle >= maxIdle {
+		return
+	}
+	if len(list.idle) >= maxFreePerKey {
+		p.ReleaseBuffer()
+	}
+	list.idle = append(list.idle, p)
+	ps.idle++
 }

@@ -106,7 +106,7 @@ func DefaultConfig() Config {
 		MaxBodyBytes:        1 << 30,
 		MaxDecodedBytes:     4 << 30,
 		MaxWholeBodyBytes:   64 << 20,
-		MaxInflight:         64,
+		MaxInflight:         1024, // memory is bounded by MaxInflightBytes; at 64, 256 one-line clients waited on timers for a slot
 		MinFreeBytes:        256 << 20,
 		InflightWait:        time.Second,
 		Loki:                loki.DefaultLimits,

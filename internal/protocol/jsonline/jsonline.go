@@ -17,11 +17,13 @@ import (
 	"github.com/sluicelog/sluice/internal/record"
 )
 
-// Parameters: the query argument and the header that may carry each.
+// Parameters: the query argument and the header that may carry each
+// (VL-Stream-Fields and so on), the header's name in its canonical form so
+// that a lookup costs no canonicalization: this is on every request's path.
 var params = []struct{ arg, header string }{
-	{"_stream_fields", "VL-Stream-Fields"},
-	{"_time_field", "VL-Time-Field"},
-	{"_msg_field", "VL-Msg-Field"},
+	{"_stream_fields", "Vl-Stream-Fields"},
+	{"_time_field", "Vl-Time-Field"},
+	{"_msg_field", "Vl-Msg-Field"},
 }
 
 // unsupported are VictoriaLogs parameters this server does not implement:
@@ -44,8 +46,8 @@ func Options(q url.Values, h http.Header, format string, base parse.Options) (pa
 	lists := []*[]string{&cfg.StreamFields, &cfg.TimeFields, &cfg.MsgFields}
 	for i, p := range params {
 		v := q.Get(p.arg)
-		if v == "" {
-			v = h.Get(p.header)
+		if vs := h[p.header]; v == "" && len(vs) > 0 {
+			v = vs[0]
 		}
 		if v == "" {
 			continue

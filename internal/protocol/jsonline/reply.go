@@ -1,6 +1,9 @@
 package jsonline
 
-import "encoding/json"
+import (
+	"encoding/json"
+	"strconv"
+)
 
 // Reply is the JSON answer of the line protocols (/insert/jsonline,
 // /insert/lines).
@@ -31,4 +34,22 @@ func (r *Reply) JSON() []byte {
 		panic("jsonline: marshal reply: " + err.Error()) // ints and strings cannot fail
 	}
 	return append(b, '\n')
+}
+
+// AppendJSON appends the reply's body, as JSON returns it, to dst. A
+// reply without errors (every one-line push that succeeds) is written
+// without encoding/json and without allocating.
+func (r *Reply) AppendJSON(dst []byte) []byte {
+	if len(r.Errors) > 0 {
+		return append(dst, r.JSON()...)
+	}
+	dst = strconv.AppendInt(append(dst, `{"accepted":`...), int64(r.Accepted), 10)
+	dst = strconv.AppendInt(append(dst, `,"rejected":`...), int64(r.Rejected), 10)
+	if r.TimeFallbacks != 0 {
+		dst = strconv.AppendInt(append(dst, `,"time_fallbacks":`...), int64(r.TimeFallbacks), 10)
+	}
+	if r.Dropped != 0 {
+		dst = strconv.AppendInt(append(dst, `,"dropped":`...), int64(r.Dropped), 10)
+	}
+	return append(dst, "}\n"...)
 }

@@ -43,10 +43,25 @@ type Decoder struct {
 	// Discover is what the decoder adds as Loki's distributor does
 	// (zero: nothing).
 	Discover Discovery
-	names    *record.Names
-	meta     [][2][]byte
-	buf      []byte
-	lower    []byte // DetectLevel's scratch
+	// Reuse gives each batch the tables of the batch before, reset,
+	// rather than new ones (a table's first page is tens of KB, more
+	// than a one-line push), while they stay small.
+	// REQUIRES: the caller is done with a batch, and with everything
+	// holding its stream or name ids, before it decodes the next.
+	Reuse   bool
+	names   *record.Names
+	streams *record.Streams
+	meta    [][2][]byte
+	buf     []byte
+	lower   []byte // DetectLevel's scratch
+}
+
+// Clear drops what the decoder holds of the last body it decoded (views
+// of its structured metadata), keeping its buffers and tables: for a
+// decoder kept between requests, which must not pin the last body.
+func (d *Decoder) Clear() {
+	clear(d.meta[:cap(d.meta)])
+	d.meta = d.meta[:0]
 }
 
 // levelLabel is LevelLabel as bytes, for Names.Lookup.
@@ -69,10 +84,24 @@ func (d *Decoder) Add(b *record.Batch, stream uint32, ts int64, line []byte, met
 // batch prepares b for a request's entries.
 func (d *Decoder) batch(b *record.Batch) {
 	b.Reset()
-	// A request's batch has tables of its own: they are small, and a
-	// table shared across requests would grow for ever.
-	b.Names, b.Streams = record.NewNames(), record.NewStreams()
+	// A request's batch has tables of its own: a table shared across
+	// requests would grow for ever. Reused, they are reset, and
+	// dropped once they grow past a page.
+	if !d.Reuse || d.names == nil || d.names.Len() > maxReusedTable || d.streams.Len() > maxReusedTable {
+		d.names, d.streams = record.NewNames(), record.NewStreams()
+	} else {
+		d.names.Reset()
+		d.streams.Reset()
+	}
+	b.Names, b.Streams = d.names, d.streams
+	if !d.Reuse {
+		d.names, d.streams = nil, nil
+	}
 }
+
+// maxReusedTable is the most names or streams a table may hold and be
+// reused (Decoder.Reuse).
+const maxReusedTable = 1024
 
 // add appends one entry.
 func (d *Decoder) add(b *record.Batch, stream uint32, ts int64, line []byte, meta [][2][]byte, res *Result) {

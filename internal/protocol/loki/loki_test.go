@@ -77,3 +77,49 @@ func TestDecodeJSONMetadataOrder(t *testing.T) {
 		}
 	}
 }
+
+// TestDecoderReuse: a decoder with Reuse decodes push after push into
+// its reset tables, each batch as a fresh decoder makes it, and the
+// label sets of earlier batches stay as they were.
+func TestDecoderReuse(t *testing.T) {
+	bodies := []string{
+		`{"streams":[{"stream":{"app":"a"},"values":[["1","one",{"k":"v1"}]]},{"stream":{"app":"b"},"values":[["2","two"]]}]}`,
+		`{"streams":[{"stream":{"svc":"c","app":"z"},"values":[["3","three",{"other":"v2"}]]}]}`,
+		`{"streams":[{"stream":{"app":"a"},"values":[["4","four",{"k":"v3"}]]}]}`,
+	}
+	shape := func(b *record.Batch) string {
+		var s string
+		for i := range b.Records {
+			s += b.Streams.Get(b.Records[i].Stream).String() + " " + string(b.Bytes(b.Records[i].Line))
+			for _, f := range b.RecordFields(i) {
+				s += " " + b.Name(&f) + "=" + string(b.Raw(&f))
+			}
+			s += "\n"
+		}
+		return s
+	}
+	reused := Decoder{Limits: DefaultLimits, Discover: DefaultDiscovery, Reuse: true}
+	var kept []record.Labels
+	var want []string
+	for i, body := range bodies {
+		fresh := Decoder{Limits: DefaultLimits, Discover: DefaultDiscovery}
+		var fb, rb record.Batch
+		if _, err := fresh.DecodeJSON([]byte(body), &fb); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := reused.DecodeJSON([]byte(body), &rb); err != nil {
+			t.Fatal(err)
+		}
+		if got, w := shape(&rb), shape(&fb); got != w {
+			t.Errorf("push %d reused:\n%s\nfresh:\n%s", i, got, w)
+		}
+		kept = append(kept, rb.Streams.Get(rb.Records[0].Stream))
+		want = append(want, fb.Streams.Get(fb.Records[0].Stream).String())
+		reused.Clear()
+	}
+	for i, ls := range kept {
+		if ls.String() != want[i] {
+			t.Errorf("push %d: its first stream became %s, was %s", i, ls, want[i])
+		}
+	}
+}

@@ -1,0 +1,147 @@
+#!/usr/bin/env bash
+# small.sh: issue 18's small-request figure: one-line pushes over CONNS keep-alive connections, the
+# server pinned to one core, `sluice bench` on the other, against sluice (durable: every 2xx after
+# the WAL's fdatasync) and against a bare net/http handler answering 204 (bench/httpfloor
+# -mode nethttp), in the same run, alternated; the medians of RUNS runs and their ratio.
+#
+#   bench/small.sh                              # RUNS=5, DURATION=10s, CONNS=256, PROTOCOL=jsonline
+#   RUNS=1 DURATION=2s bench/small.sh           # a quick check that it works (not a figure)
+#   PROTOCOL=loki-json bench/small.sh           # any `sluice bench` protocol, one line per request
+#   SERVER_CORE=0 CLIENT_CORE=1 WARMUP=2s SERVE_FLAGS='--max-inflight 256' bench/small.sh
+#   PROFILE=/tmp/prof bench/small.sh            # also sluice's CPU profile of each counted run
+#
+# Each run starts the floor, then sluice on a fresh data directory (the order swapped every other
+# run), each under `taskset -c SERVER_CORE`, and drives it with `taskset -c CLIENT_CORE sluice bench
+# --conns CONNS --batch 1` for WARMUP (not counted), then for DURATION (counted). Reported per side:
+# requests/s, p50 and p99 latency (`sluice bench`'s HDR histogram), errors; for sluice also the bytes
+# and allocations per request: the server's runtime.MemStats TotalAlloc and Mallocs deltas over the
+# counted run (go_memstats_alloc_bytes_total and go_memstats_mallocs_total from its /metrics, which
+# reads runtime.MemStats; everything the process allocated, flushes included) over the ingest
+# requests it answered in that time (sluice_ingest_requests_total), and the requests per WAL
+# fdatasync (sluice_wal_fsyncs_total: how well the group commit batches). It checks that sluice answered
+# no error, that the lines it counts as stored (sluice_ingest_lines_total) are at least the 2xx
+# answers `sluice bench` saw, and exits non-zero otherwise.
+set -euo pipefail
+
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+name=small
+source "$root/bench/lib.sh"
+runs="${RUNS:-5}"
+duration="${DURATION:-10s}"
+warmup="${WARMUP:-2s}"
+conns="${CONNS:-256}"
+protocol="${PROTOCOL:-jsonline}"
+server_core="${SERVER_CORE:-0}"
+client_core="${CLIENT_CORE:-1}"
+bin="$root/bin/sluice"
+
+run="$(mktemp -d "$cache/small-run.XXXXXX")"
+cleanup() {
+	stop_servers
+	rm -rf "$run"
+}
+trap cleanup EXIT
+
+build_sluice
+log "building bench/httpfloor"
+(cd "$root" && go build -o "$run/httpfloor" ./bench/httpfloor)
+
+# metric URL NAME: the sum of NAME's samples in URL's /metrics.
+metric() {
+	curl -sf "$1/metrics" | awk -v n="$2" '$1 == n || index($1, n "{") == 1 {s += $NF} END {printf "%.0f\n", s}'
+}
+
+# drive URL SECONDS-LABEL OUT: runs sluice bench against URL for DURATION, output to OUT.
+drive() {
+	taskset -c "$client_core" "$bin" bench --protocol "$protocol" --conns "$conns" --batch 1 --duration "$2" "$1" >"$3" 2>>"$run/bench.log"
+}
+
+# field OUT: requests/s, p50, p99 and errors of a sluice bench report.
+rps() { sed -n 's/^requests: .* s, \([0-9]*\) requests\/s$/\1/p' "$1"; }
+pct() { awk -v q="p$2" '$1 == q {print $2}' "$1"; }
+errs() { sed -n 's/^errors: //p' "$1"; }
+
+problems=0
+declare -a floor_rps sluice_rps rows
+for ((r = 1; r <= runs; r++)); do
+	order=(floor sluice)
+	if ((r % 2 == 0)); then order=(sluice floor); fi
+	for side in "${order[@]}"; do
+		port="$(free_port)"
+		url="http://127.0.0.1:$port"
+		if [[ $side == floor ]]; then
+			taskset -c "$server_core" "$run/httpfloor" -mode nethttp -listen "127.0.0.1:$port" >"$run/floor.log" 2>&1 &
+			spid=$!
+			pids+=("$spid")
+			for ((i = 0; i < 100; i++)); do curl -s -o /dev/null -X POST -d x "$url/" && break; sleep 0.1; done
+			drive "$url" "$warmup" "$run/warm.txt"
+			drive "$url" "$duration" "$run/out.txt"
+			# SIGTERM: a background job of a script ignores SIGINT, and
+			# so does the floor, which sets no handler.
+			kill -TERM "$spid" 2>/dev/null || true
+			wait "$spid" 2>/dev/null || true
+			pids=("${pids[@]/$spid/}")
+			floor_rps+=("$(rps "$run/out.txt")")
+			rows+=("| $r | net/http 204 | $(rps "$run/out.txt") | $(pct "$run/out.txt" 50) | $(pct "$run/out.txt" 99) | $(errs "$run/out.txt") | | | |")
+		else
+			# shellcheck disable=SC2086
+			taskset -c "$server_core" "$bin" serve --data "$run/data-$r" --listen "127.0.0.1:$port" --pprof ${SERVE_FLAGS:-} >"$run/serve.log" 2>&1 &
+			spid=$!
+			pids+=("$spid")
+			wait_ready "$url/ready" "$spid" sluice "$run/serve.log"
+			drive "$url" "$warmup" "$run/warm.txt"
+			a0="$(metric "$url" go_memstats_alloc_bytes_total)"
+			m0="$(metric "$url" go_memstats_mallocs_total)"
+			q0="$(metric "$url" sluice_ingest_requests_total)"
+			l0="$(metric "$url" sluice_ingest_lines_total)"
+			f0="$(metric "$url" sluice_wal_fsyncs_total)"
+			prof=
+			if [[ -n "${PROFILE:-}" ]]; then
+				mkdir -p "$PROFILE"
+				secs=$(awk -v d="$duration" 'BEGIN {sub(/s$/, "", d); printf "%d", (d + 0 > 1 ? d - 1 : 1)}')
+				curl -sf -o "$PROFILE/sluice-$r.cpu.pprof" "$url/debug/pprof/profile?seconds=$secs" &
+				prof=$!
+			fi
+			drive "$url" "$duration" "$run/out.txt"
+			if [[ -n "$prof" ]]; then wait "$prof" || log "run $r: no CPU profile"; fi
+			a1="$(metric "$url" go_memstats_alloc_bytes_total)"
+			m1="$(metric "$url" go_memstats_mallocs_total)"
+			q1="$(metric "$url" sluice_ingest_requests_total)"
+			l1="$(metric "$url" sluice_ingest_lines_total)"
+			f1="$(metric "$url" sluice_wal_fsyncs_total)"
+			stop_server "$spid" || { log "!!! sluice exited with status $? when stopped"; problems=1; }
+			rm -rf "$run/data-$r"
+			reqs=$((q1 - q0))
+			ok="$(sed -n 's/^lines stored: \([0-9]*\),.*/\1/p' "$run/out.txt")"
+			if [[ "$(errs "$run/out.txt")" != none ]]; then
+				log "!!! run $r: sluice answered errors: $(errs "$run/out.txt")"
+				problems=1
+			fi
+			if ((l1 - l0 < ok)); then
+				log "!!! run $r: sluice counts $((l1 - l0)) lines stored, sluice bench saw $ok answered 2xx"
+				problems=1
+			fi
+			bpr=$(awk -v a=$((a1 - a0)) -v q="$reqs" 'BEGIN {printf "%.0f", (q > 0 ? a / q : 0)}')
+			apr=$(awk -v a=$((m1 - m0)) -v q="$reqs" 'BEGIN {printf "%.1f", (q > 0 ? a / q : 0)}')
+			rpf=$(awk -v f=$((f1 - f0)) -v q="$reqs" 'BEGIN {printf "%.1f", (f > 0 ? q / f : 0)}')
+			sluice_rps+=("$(rps "$run/out.txt")")
+			rows+=("| $r | sluice | $(rps "$run/out.txt") | $(pct "$run/out.txt" 50) | $(pct "$run/out.txt" 99) | $(errs "$run/out.txt") | $bpr | $apr | $rpf |")
+		fi
+		log "run $r $side: $(head -1 "$run/out.txt"); p50 $(pct "$run/out.txt" 50), p99 $(pct "$run/out.txt" 99)"
+	done
+done
+
+# median N...: the middle value, or the mean of the two middle ones.
+median() { printf '%s\n' "$@" | sort -n | awk '{a[NR] = $1} END {print (NR % 2 ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2)}'; }
+mf="$(median "${floor_rps[@]}")"
+ms="$(median "${sluice_rps[@]}")"
+bench_header RUNS DURATION WARMUP CONNS PROTOCOL SERVER_CORE CLIENT_CORE SERVE_FLAGS
+echo "- one line per request ($protocol), $conns keep-alive connections, server on core $server_core, \`sluice bench\` on core $client_core; $runs runs of $duration after $warmup of warm-up, the two servers alternated"
+echo "- bytes and allocations per request: the sluice process's runtime.MemStats TotalAlloc and Mallocs deltas (go_memstats_alloc_bytes_total, go_memstats_mallocs_total on /metrics) over the counted run, divided by the ingest requests it answered"
+echo
+echo "| run | server | requests/s | p50 | p99 | errors | bytes/request | allocs/request | requests/fsync |"
+echo "|---|---|---|---|---|---|---|---|---|"
+printf '%s\n' "${rows[@]}"
+echo
+awk -v s="$ms" -v f="$mf" 'BEGIN {printf "**median: sluice %d requests/s, net/http 204 %d requests/s, ratio %.2f**\n", s, f, (f > 0 ? s / f : 0)}'
+exit "$problems"

@@ -1,0 +1,234 @@
+package server
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"runtime"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/klauspost/compress/zstd"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/sluicelog/sluice/internal/store"
+	"github.com/sluicelog/sluice/internal/vfs"
+)
+
+// smallPushes are the one-line pushes of issue 18's small-request figure,
+// as `sluice bench --batch 1` sends them.
+var smallPushes = []struct {
+	name, path, ctype, body string
+	code                    int
+}{
+	{"jsonline", "/insert/jsonline", "application/x-ndjson",
+		`{"level":"info","msg":"GET /api/users 200","method":"GET","path":"/api/users","status":200,"bytes":5120,"duration_ms":12.500,"client":"10.1.2.3","trace_id":"00000000deadbeef"}` + "\n", 200},
+	{"loki-json", "/loki/api/v1/push", "application/json",
+		`{"streams":[{"stream":{"job":"sluice-bench"},"values":[["1768435200000000000","{\"level\":\"info\",\"msg\":\"GET /api/users 200\",\"status\":200}"]]}]}`, 204},
+}
+
+// openBenchStore opens a store on the real filesystem, so that every
+// acknowledgement waits for an fdatasync (the WAL's group commit).
+func openBenchStore(b *testing.B) *store.Store {
+	b.Helper()
+	st, err := store.Open(store.Options{FS: vfs.OS, Dir: b.TempDir(), Logger: quiet})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { st.Close() })
+	return st
+}
+
+// discardWriter is a ResponseWriter that keeps the status and drops the
+// body, reused across requests so that the benchmark counts the
+// handler's allocations alone.
+type discardWriter struct {
+	h    http.Header
+	code int
+}
+
+func (w *discardWriter) Header() http.Header         { return w.h }
+func (w *discardWriter) Write(p []byte) (int, error) { return len(p), nil }
+func (w *discardWriter) WriteHeader(code int)        { w.code = code }
+
+// SetReadDeadline is there as the server's ResponseWriter has it (the
+// body's pacing sets deadlines); there is no connection.
+func (w *discardWriter) SetReadDeadline(time.Time) error { return nil }
+
+// BenchmarkSmallPush is one one-line push, durable, through the server's
+// handler (the mux, the ingest wrapper, the body, the parse, the flow, the
+// WAL's group commit with an fdatasync, the head): allocs/op and B/op are
+// the handler's own, the request and the ResponseWriter being reused.
+//
+//	go test -run '^$' -bench SmallPush -benchmem ./internal/server/
+func BenchmarkSmallPush(b *testing.B) {
+	for _, p := range smallPushes {
+		b.Run("proto="+p.name, func(b *testing.B) {
+			h := New(plainConfig(), openBenchStore(b), quiet, prometheus.NewRegistry()).Handler()
+			body := []byte(p.body)
+			rd := bytes.NewReader(body)
+			req, err := http.NewRequest("POST", "http://127.0.0.1"+p.path, rd)
+			if err != nil {
+				b.Fatal(err)
+			}
+			req = req.WithContext(context.Background())
+			req.Header.Set("Content-Type", p.ctype)
+			w := &discardWriter{h: http.Header{}}
+			b.ReportAllocs()
+			b.SetBytes(int64(len(body)))
+			for b.Loop() {
+				rd.Reset(body)
+				req.Body = io.NopCloser(rd)
+				clear(w.h)
+				w.code = 0
+				h.ServeHTTP(w, req)
+				if w.code != p.code && !(w.code == 0 && p.code == 200) {
+					b.Fatalf("status %d, want %d", w.code, p.code)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkSmallPushLoopback is one one-line push, durable, over a
+// keep-alive loopback connection to the server (net/http included):
+// conns connections, each with one request in flight, written by a bare
+// client that allocates nothing per request, so that allocs/op and B/op
+// are the server's per request (runtime.MemStats over the run, which
+// counts every goroutine).
+//
+//	go test -run '^$' -bench SmallPushLoopback -benchmem ./internal/server/
+func BenchmarkSmallPushLoopback(b *testing.B) {
+	for _, p := range smallPushes {
+		for _, conns := range []int{1, 64, 256} {
+			b.Run(fmt.Sprintf("proto=%s/conns=%d", p.name, conns), func(b *testing.B) {
+				srv := New(plainConfig(), openBenchStore(b), quiet, prometheus.NewRegistry())
+				ln, err := net.Listen("tcp", "127.0.0.1:0")
+				if err != nil {
+					b.Fatal(err)
+				}
+				ctx, cancel := context.WithCancel(context.Background())
+				served := make(chan error, 1)
+				go func() { served <- srv.Serve(ctx, ln) }()
+				defer func() {
+					cancel()
+					if err := <-served; err != nil {
+						b.Error(err)
+					}
+				}()
+				req := fmt.Appendf(nil, "POST %s HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: %s\r\nContent-Length: %d\r\n\r\n%s",
+					p.path, p.ctype, len(p.body), p.body)
+				pool := make(chan *rawClient, conns)
+				for range conns {
+					c, err := net.Dial("tcp", ln.Addr().String())
+					if err != nil {
+						b.Fatal(err)
+					}
+					defer c.Close()
+					pool <- &rawClient{c: c, r: bufio.NewReader(c)}
+				}
+				b.ReportAllocs()
+				b.SetBytes(int64(len(p.body)))
+				b.SetParallelism((conns + runtime.GOMAXPROCS(0) - 1) / runtime.GOMAXPROCS(0))
+				b.RunParallel(func(pb *testing.PB) {
+					c := <-pool // at most conns goroutines of the run send
+					defer func() { pool <- c }()
+					for pb.Next() {
+						code, err := c.roundTrip(req)
+						if err != nil || code != p.code {
+							b.Errorf("push: status %d, %v", code, err)
+							return
+						}
+					}
+				})
+			})
+		}
+	}
+}
+
+// rawClient sends a fixed request and reads its answer on one kept-alive
+// connection, allocating nothing per request.
+type rawClient struct {
+	c net.Conn
+	r *bufio.Reader
+}
+
+// roundTrip writes req and reads one answer; it returns its status.
+func (c *rawClient) roundTrip(req []byte) (int, error) {
+	if _, err := c.c.Write(req); err != nil {
+		return 0, err
+	}
+	line, err := c.r.ReadSlice('\n')
+	if err != nil {
+		return 0, err
+	}
+	// "HTTP/1.1 204 No Content\r\n"
+	if len(line) < 12 {
+		return 0, fmt.Errorf("status line %q", line)
+	}
+	code := int(line[9]-'0')*100 + int(line[10]-'0')*10 + int(line[11]-'0')
+	length := 0
+	for {
+		line, err = c.r.ReadSlice('\n')
+		if err != nil {
+			return 0, err
+		}
+		if len(line) <= 2 {
+			break
+		}
+		if k, v, ok := bytes.Cut(line, []byte(":")); ok && bytes.EqualFold(k, []byte("content-length")) {
+			length, err = strconv.Atoi(string(bytes.TrimSpace(v)))
+			if err != nil {
+				return 0, fmt.Errorf("content-length %q", v)
+			}
+		}
+	}
+	if _, err := c.r.Discard(length); err != nil {
+		return 0, err
+	}
+	return code, nil
+}
+
+// BenchmarkZstdPush is a push of 1000 NDJSON lines in a zstd body, as the
+// SDK sends them, through the handler: what decompression costs per
+// request beside the lines.
+//
+//	go test -run '^$' -bench ZstdPush -benchmem ./internal/server/
+func BenchmarkZstdPush(b *testing.B) {
+	h := New(plainConfig(), openBenchStore(b), quiet, prometheus.NewRegistry()).Handler()
+	var raw []byte
+	for i := range 1000 {
+		raw = fmt.Appendf(raw, `{"level":"info","msg":"request %d served","status":200,"service":"api"}`+"\n", i)
+	}
+	enc, err := zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedFastest))
+	if err != nil {
+		b.Fatal(err)
+	}
+	body := enc.EncodeAll(raw, nil)
+	enc.Close()
+	rd := bytes.NewReader(body)
+	req, err := http.NewRequest("POST", "http://127.0.0.1/insert/jsonline", rd)
+	if err != nil {
+		b.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/x-ndjson")
+	req.Header.Set("Content-Encoding", "zstd")
+	w := &discardWriter{h: http.Header{}}
+	b.ReportAllocs()
+	b.SetBytes(int64(len(raw)))
+	for b.Loop() {
+		rd.Reset(body)
+		req.Body = io.NopCloser(rd)
+		clear(w.h)
+		w.code = 0
+		h.ServeHTTP(w, req)
+		if w.code != 200 {
+			b.Fatalf("status %d", w.code)
+		}
+	}
+}
