@@ -237,11 +237,19 @@ func (w *rangeWorker) colPlanner() *colPlanner {
 		if params {
 			w.cols.pred = newPredState(w, jp)
 		}
-		if u := w.x.Range.Unwrap; params && u != nil && u.Conv == "" && !filtersRead(w.x.Range.Log.Pipeline[1:], u.Label) {
-			for i := range jp.Len() {
-				if jp.Name(i) == u.Label {
-					w.cols.unwrapParam = i
+		if u := w.x.Range.Unwrap; u != nil && u.Conv == "" && !filtersRead(w.x.Range.Log.Pipeline[1:], u.Label) {
+			switch {
+			case params:
+				for i := range jp.Len() {
+					if jp.Name(i) == u.Label {
+						w.cols.unwrapParam = i
+					}
 				}
+			case w.cols.single != nil && w.cols.single[0] == u.Label:
+				// json without parameters whose one observed label is
+				// the unwrapped one (`| json | unwrap latency_ms` by
+				// stream labels): every plan has it as its parameter 0.
+				w.cols.unwrapParam = 0
 			}
 		}
 		if params {

@@ -101,6 +101,10 @@ func TestColumnarSameAsRows(t *testing.T) {
 		`sum by (dup, esc, nul, arr, obj_k) (count_over_time(` + all + ` | json [1h]))`,
 		`sum by (http_status) (rate(` + all + ` | json | __error__="" [10m]))`,
 		`sum by (level) (sum_over_time(` + all + ` | json | __error__="" | unwrap http_latency_ms [1h]))`,
+		// The one label observed is the one unwrapped.
+		`quantile_over_time(0.5, ` + all + ` | json | unwrap http_latency_ms | __error__="" [1h]) by (service)`,
+		`sum by (service) (sum_over_time(` + all + ` | json | unwrap http_status [1h]))`,
+		`max_over_time(` + all + ` | json | unwrap http_status | __error__="" [1h]) by (service)`,
 		`sum by (__error__, __error_details__) (count_over_time(` + all + ` | json [1h]))`,
 	})
 }
@@ -239,6 +243,8 @@ func FuzzColumnarSameAsRows(f *testing.F) {
 		`sum by (x, http) (count_over_time({service="api"} | json | level=~"err.*" [1h]))`,
 		`count(sum by (l, x) (count_over_time({service="api"} | json l="level", x | l!="" or x=~"1.*" [1h])))`,
 		`sum by (x) (sum_over_time({service="api"} | json x, lat="http.latency_ms" | x!="" | unwrap lat | __error__="" [1h]))`,
+		`quantile_over_time(0.9, {service="api"} | json | unwrap http_latency_ms | __error__="" [1h])`,
+		`sum(sum_over_time({service="api"} | json | unwrap http_status [1h]))`,
 	}
 	f.Fuzz(func(t *testing.T, data string, qi uint8) {
 		var lines []string
