@@ -351,6 +351,7 @@ type partIter struct {
 	blocks   []int
 	bi       int
 	blk      *part.Block
+	lines    *part.LineRead // a lines read's question, or nil: rows whole
 	i        int
 	from, to int64
 	e        error
@@ -358,17 +359,16 @@ type partIter struct {
 
 func newPartIter(rd *part.Reader, stream uint32, from, to int64, opts ScanOptions) *partIter {
 	it := &partIter{rd: rd, from: from, to: to, bi: -1, drop: opts.Drop, backward: opts.Backward, blk: blockPool.Get().(*part.Block)}
-	it.blk.Columnar, it.blk.Scan = false, opts.Drop
-	it.blk.LinesOnly, it.blk.Meta = opts.LinesOnly, opts.Meta
-	it.blk.Contains, it.blk.NoLines, it.blk.Newest = nil, false, 0
+	it.blk.Scan = opts.Drop
 	if opts.LinesOnly {
-		it.blk.Contains, it.blk.NoLines = opts.Contains, opts.NoLines && len(opts.Contains) > 0
-		if it.blk.NoLines {
-			it.count = opts.BlockCount
+		q := &part.LineRead{Meta: opts.Meta, Contains: opts.Contains, NoLines: opts.NoLines && len(opts.Contains) > 0}
+		if q.NoLines {
+			it.count = opts.BlockCount // blocks it takes are counted (CountLines)
 		}
 		if len(opts.Contains) > 0 && opts.Backward && opts.Newest > 0 {
-			it.blk.Newest, it.blk.From, it.blk.To = opts.Newest, from, to
+			q.Newest, q.From, q.To = opts.Newest, from, to
 		}
+		it.lines = q
 	}
 	if opts.CountAll && len(opts.Contains) == 0 && opts.BlockCount != nil {
 		it.count, it.countAll, it.meta = opts.BlockCount, true, opts.Meta
@@ -440,16 +440,14 @@ func (it *partIter) next() bool {
 		} else if it.count != nil {
 			bm := &it.rd.Blocks[it.blocks[it.bi]]
 			if fn := it.count(bm.MinTime, bm.MaxTime); fn != nil {
-				it.blk.CountOnly = true
-				err := it.rd.ReadBlock(it.blocks[it.bi], it.blk)
-				it.blk.CountOnly = false
+				n, err := it.rd.CountLines(it.blocks[it.bi], it.blk, it.lines)
 				if !errors.Is(err, part.ErrOutOfLine) { // else its rows are read below
 					if err != nil && it.skip != nil && it.skip(err) {
 						it.blk.Rows, it.i = it.blk.Rows[:0], -1
 						continue
 					}
 					if err == nil {
-						err = fn(it.blk.Matches)
+						err = fn(n)
 					}
 					if err != nil {
 						it.e = err
@@ -460,7 +458,7 @@ func (it *partIter) next() bool {
 				}
 			}
 		}
-		if err := it.rd.ReadBlock(it.blocks[it.bi], it.blk); err != nil {
+		if err := it.read(); err != nil {
 			if it.skip != nil && it.skip(err) {
 				it.blk.Rows, it.i = it.blk.Rows[:0], -1
 				continue
@@ -473,6 +471,14 @@ func (it *partIter) next() bool {
 			it.i = len(it.blk.Rows)
 		}
 	}
+}
+
+// read reads the current block: its lines, or its rows whole.
+func (it *partIter) read() error {
+	if it.lines != nil {
+		return it.rd.ReadLines(it.blocks[it.bi], it.blk, it.lines)
+	}
+	return it.rd.ReadRows(it.blocks[it.bi], it.blk)
 }
 
 // countFromIndex counts the rows of the current block from the part's
@@ -628,7 +634,7 @@ func (sn *Snapshot) StreamStats(ctx context.Context, tenant string, from, to int
 	return st, nil
 }
 
-// BlockFunc receives a stored block read columnar (part.Block.Columnar):
+// BlockFunc receives a stored block read columnar (part.Reader.ReadColumns):
 // its rows may lie outside the range asked for, and are the caller's to
 // walk. The block is valid only during the call.
 type BlockFunc func(b *part.Block) error
@@ -637,8 +643,8 @@ type BlockFunc func(b *part.Block) error
 func rowsOf(rd *part.Reader, i int, from, to int64, fn RowFunc) error {
 	blk := blockPool.Get().(*part.Block)
 	defer blockPool.Put(blk)
-	blk.Columnar, blk.LinesOnly, blk.Meta, blk.Contains, blk.NoLines, blk.Newest, blk.Scan = false, false, false, nil, false, 0, false
-	if err := rd.ReadBlock(i, blk); err != nil {
+	blk.Scan = false
+	if err := rd.ReadRows(i, blk); err != nil {
 		return err
 	}
 	for k := range blk.Rows {
@@ -692,18 +698,15 @@ func (sn *Snapshot) ScanColumns(ctx context.Context, tenant string, stream recor
 	}
 	slices.SortStableFunc(blocks, func(a, b stored) int { return cmp.Compare(b.max, a.max) })
 	blk := blockPool.Get().(*part.Block)
-	defer func() {
-		blk.Columnar = false
-		blockPool.Put(blk)
-	}()
-	blk.Columnar, blk.LinesOnly, blk.Meta, blk.Contains, blk.NoLines, blk.Newest, blk.Scan = true, false, false, nil, false, 0, false
+	defer blockPool.Put(blk)
+	blk.Scan = false
 	for _, sb := range blocks {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
 		p, i := sb.p, sb.i
 		skip := sn.skipper(p)
-		if err := p.rd.ReadBlock(i, blk); err != nil {
+		if err := p.rd.ReadColumns(i, blk); err != nil {
 			if skip != nil && skip(err) {
 				continue
 			}

@@ -38,31 +38,29 @@ func TestBlockCache(t *testing.T) {
 	// skeleton once one read has made it).
 	read := func(rd *part.Reader, i int, scan bool) (string, error) {
 		var s strings.Builder
-		var b part.Block
-		b.LinesOnly, b.Scan = true, scan
-		if err := rd.ReadBlock(i, &b); err != nil {
+		b := part.Block{Scan: scan}
+		if err := rd.ReadLines(i, &b, &part.LineRead{}); err != nil {
 			return "", err
 		}
 		for _, r := range b.Rows {
 			fmt.Fprintf(&s, "%d %s\n", r.Time, r.Line)
 		}
-		var c part.Block
-		c.LinesOnly, c.Contains, c.NoLines, c.CountOnly, c.Scan = true, []part.Clause{{{Text: []byte("error")}}}, true, true, scan
-		if err := rd.ReadBlock(i, &c); err != nil {
+		c := part.Block{Scan: scan}
+		errs := []part.Clause{{{Text: []byte("error")}}}
+		n, err := rd.CountLines(i, &c, &part.LineRead{Contains: errs})
+		if err != nil {
 			return "", err
 		}
-		fmt.Fprintf(&s, "%d hold error\n", c.Matches)
-		var nw part.Block
-		nw.LinesOnly, nw.Contains, nw.Newest, nw.From, nw.To, nw.Scan = true, c.Contains, 2, math.MinInt64, math.MaxInt64, scan
-		if err := rd.ReadBlock(i, &nw); err != nil {
+		fmt.Fprintf(&s, "%d hold error\n", n)
+		nw := part.Block{Scan: scan}
+		if err := rd.ReadLines(i, &nw, &part.LineRead{Contains: errs, Newest: 2, From: math.MinInt64, To: math.MaxInt64}); err != nil {
 			return "", err
 		}
 		for _, r := range nw.Rows {
 			fmt.Fprintf(&s, "newest %d %s\n", r.Time, r.Line)
 		}
-		var col part.Block
-		col.Columnar, col.Scan = true, scan
-		if err := rd.ReadBlock(i, &col); err != nil {
+		col := part.Block{Scan: scan}
+		if err := rd.ReadColumns(i, &col); err != nil {
 			return "", err
 		}
 		if err := col.DecodeTimes(); err != nil {

@@ -8,7 +8,7 @@ import (
 	"github.com/sluicelog/sluice/internal/timestamp"
 )
 
-// Columnar reads: a block read with Block.Columnar set builds no row. Its
+// Columnar reads: a block read by Reader.ReadColumns builds no row. Its
 // reader walks the rows itself (RowTime, RowTemplate), keeps a cursor per
 // column, and reads the values it needs where they are stored (Value),
 // which spares the rebuilding of every line for a query that needs only a

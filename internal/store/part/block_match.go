@@ -14,7 +14,7 @@ import (
 )
 
 // Reading only the rows whose line holds clauses of literals
-// (Block.Contains: every clause, a clause holding when the line contains
+// (LineRead.Contains: every clause, a clause holding when the line contains
 // any one of its literals), without rebuilding the others' lines.
 //
 // A templated line is gap₀ value₀ gap₁ … gapₙ. A literal is found in it
@@ -288,18 +288,21 @@ func within(l *Literal, set *[256]bool) bool {
 
 // colMatch is what is known of one literal in one column's values.
 type colMatch struct {
-	state uint8
+	state matchState
 	bits  []uint64 // matchBits: bit v says value v holds the literal
 }
 
+// matchState is what is known of a literal in a column.
+type matchState uint8
+
 const (
-	matchUnknown  = iota
-	matchNever    // no value can hold it (the column's alphabet lacks a byte of it)
-	matchAlways   // the constant holds it
-	matchNone     // the constant does not
-	matchBits     // bits, found in one search of the whole column
-	matchDict     // per dictionary entry, c.dictHas
-	matchPerValue // each value searched when asked (rendered values)
+	matchUnknown  matchState = iota
+	matchNever               // no value can hold it (the column's alphabet lacks a byte of it)
+	matchAlways              // the constant holds it
+	matchNone                // the constant does not
+	matchBits                // bits, found in one search of the whole column
+	matchDict                // per dictionary entry, c.dictHas
+	matchPerValue            // each value searched when asked (rendered values)
 )
 
 // colMatchOf returns (computing it once per block) what is known of
@@ -407,7 +410,7 @@ func (b *Block) colMatchOf(ci, li int) (*colMatch, error) {
 	return m, nil
 }
 
-func rejectOr(lit *Literal, set *[256]bool) uint8 {
+func rejectOr(lit *Literal, set *[256]bool) matchState {
 	if within(lit, set) {
 		return matchPerValue
 	}
@@ -463,7 +466,7 @@ func (b *Block) valueHas(ci, vi, li int, t int64) (bool, error) {
 	return b.lits[li].in(v, &b.scratch), nil
 }
 
-// assembleMatching is assemble for LinesOnly reads with Contains: it
+// assembleMatching is assemble for lines reads with clauses: it
 // keeps only the rows whose line holds every clause.
 func (b *Block) assembleMatching(nrows int, stream uint32, times, subms, tids, rowFlags, msgSpans []byte) error {
 	rs, mr := newRowStreams(times, subms, tids, len(b.tmpls)), bin.NewReader(msgSpans)
@@ -471,7 +474,7 @@ func (b *Block) assembleMatching(nrows int, stream uint32, times, subms, tids, r
 	// The clauses' literals end to end: what is planned, searched and
 	// kept per literal is indexed by a literal's place among them.
 	b.lits, b.clauseEnd = b.lits[:0], b.clauseEnd[:0]
-	for _, c := range b.Contains {
+	for _, c := range b.q.Contains {
 		b.lits = append(b.lits, c...)
 		b.clauseEnd = append(b.clauseEnd, len(b.lits))
 	}
@@ -502,10 +505,10 @@ func (b *Block) assembleMatching(nrows int, stream uint32, times, subms, tids, r
 	for i := range b.matches {
 		b.matches[i].state = matchUnknown
 	}
-	if b.Newest > 0 {
+	if b.q.Newest > 0 {
 		return b.matchNewest(nrows, stream, lci)
 	}
-	if b.NoLines {
+	if b.q.NoLines {
 		return b.matchCounting(nrows, stream, lci)
 	}
 	cur := grown(b.cursors, len(b.cols))
@@ -544,8 +547,8 @@ func (b *Block) assembleMatching(nrows int, stream uint32, times, subms, tids, r
 	return b.checkUsed(func(i int) int { return cur[i] })
 }
 
-// matchNewest keeps the newest b.Newest matching rows with a time in
-// [b.From, b.To], walking the rows from the last: with the times and
+// matchNewest keeps the newest b.q.Newest matching rows with a time in
+// [b.q.From, b.q.To], walking the rows from the last: with the times and
 // templates of all rows read first, each column's cursor starts at its
 // end and steps back over the values of each row passed. (Message spans
 // are not read: lines-only rows have no message.)
@@ -566,7 +569,7 @@ func (b *Block) matchNewest(nrows int, stream uint32, lci int) error {
 		return err
 	}
 	cur := b.cursors // decodeRows left each column's count of values: its end
-	for k := nrows - 1; k >= 0 && len(b.Rows) < b.Newest; k-- {
+	for k := nrows - 1; k >= 0 && len(b.Rows) < b.q.Newest; k-- {
 		tid := int(b.tids[k])
 		tm := &b.tmpls[tid]
 		for _, col := range tm.cols {
@@ -576,7 +579,7 @@ func (b *Block) matchNewest(nrows int, stream uint32, lci int) error {
 			cur[lci]--
 		}
 		t := b.times[k]
-		if t < b.From || t > b.To {
+		if t < b.q.From || t > b.q.To {
 			continue
 		}
 		r := rowOf(t, stream, rowFlags[k])
@@ -623,7 +626,7 @@ func (b *Block) clausePlan(ti, c int) litPlan {
 	return *p
 }
 
-// matchCounting is the read of NoLines: the rows' times and templates
+// matchCounting is the read of LineRead.NoLines: the rows' times and templates
 // first (which checks the columns' value counts), then each row tested
 // with the cursors of only the columns the tests read: a literal's
 // candidate values, the values of the lines to rebuild.
@@ -632,7 +635,7 @@ func (b *Block) matchCounting(nrows int, stream uint32, lci int) error {
 		return err
 	}
 	rowFlags := b.rowFlags
-	b.Matches = 0
+	b.counted = 0
 	need := grown(b.need, len(b.cols))
 	clear(need)
 	b.need = need
@@ -683,23 +686,25 @@ func (b *Block) matchCounting(nrows int, stream uint32, lci int) error {
 	return b.countMatches(nrows, stream, rowFlags, lci)
 }
 
-// keep keeps a matching row of a NoLines read, or counts it.
+// keep keeps a matching row of a NoLines read, or counts it (CountLines).
 func (b *Block) keep(match bool, r rows.Row) {
 	switch {
 	case !match:
-	case b.CountOnly:
-		b.Matches++
+	case b.mode == readCount:
+		b.counted++
 	default:
 		b.Rows = append(b.Rows, r)
 	}
 }
 
-// Verdicts of countMatches on a template's rows.
+// rowsVerdict is countMatches' verdict on a template's rows.
+type rowsVerdict uint8
+
 const (
-	rowsNone  uint8 = iota // none holds every clause
-	rowsAll                // every one does (gaps hold them)
-	rowsTest               // the candidate values decide (tests)
-	rowsMatch              // matchRow decides (raw lines, lines to rebuild, values searched one by one)
+	rowsNone  rowsVerdict = iota // none holds every clause
+	rowsAll                      // every one does (gaps hold them)
+	rowsTest                     // the candidate values decide (tests)
+	rowsMatch                    // matchRow decides (raw lines, lines to rebuild, values searched one by one)
 )
 
 // oneTest is a candidate value of a template's row for countMatches:
@@ -723,7 +728,7 @@ func (b *Block) countMatches(nrows int, stream uint32, rowFlags []byte, lci int)
 	verdict := b.verdict
 	// Times are needed for the rows kept, and for the templated rows
 	// matchRow tests (a time column's values are written with them).
-	needTimes := !b.CountOnly
+	needTimes := b.mode != readCount
 	for t, n := range b.perTmpl {
 		needTimes = needTimes || n > 0 && verdict[t] == rowsMatch && !b.tmpls[t].raw
 	}
@@ -733,8 +738,8 @@ func (b *Block) countMatches(nrows int, stream uint32, rowFlags []byte, lci int)
 		}
 	}
 	cur := b.cursors
-	if b.CountOnly && !slices.Contains(verdict, rowsMatch) {
-		b.Matches = b.countTests(verdict)
+	if b.mode == readCount && !slices.Contains(verdict, rowsMatch) {
+		b.counted = b.countTests(verdict)
 		return nil
 	}
 	for k := range nrows {
@@ -756,7 +761,7 @@ func (b *Block) countMatches(nrows int, stream uint32, rowFlags []byte, lci int)
 				return err
 			}
 		}
-		if keep && v != rowsMatch && !b.CountOnly {
+		if keep && v != rowsMatch && b.mode != readCount {
 			r = rowOf(b.times[k], stream, rowFlags[k])
 		}
 		b.keep(keep, r)
@@ -819,7 +824,7 @@ func (b *Block) mayMatch() bool {
 // tmplTests returns the verdict of template t and, for rowsTest, appends
 // its tests to b.tests: per clause the gaps decide, or its candidate
 // values (a slot once, whichever literals it may hold), or matchRow.
-func (b *Block) tmplTests(t int) (uint8, error) {
+func (b *Block) tmplTests(t int) (rowsVerdict, error) {
 	tm := &b.tmpls[t]
 	if tm.raw {
 		return rowsMatch, nil // matchRow searches the line
@@ -878,6 +883,15 @@ func (b *Block) tmplTests(t int) (uint8, error) {
 	return v, nil
 }
 
+// bitsState is what clauseBits knows of a clause in a column.
+type bitsState uint8
+
+const (
+	bitsUnknown bitsState = iota
+	bitsKnown             // cbits holds a bit per value
+	bitsNone              // the values are searched one by one (nil bits)
+)
+
 // clauseBits returns (computing it once per block) a bit per value of
 // column ci saying whether the value holds a literal of clause c, or nil
 // when a literal's values are searched one by one (matchPerValue): a
@@ -886,12 +900,12 @@ func (b *Block) tmplTests(t int) (uint8, error) {
 func (b *Block) clauseBits(c, ci int) ([]uint64, error) {
 	k := c*len(b.cols) + ci
 	switch b.cbitsState[k] {
-	case 1:
+	case bitsKnown:
 		return b.cbits[k], nil
-	case 2:
+	case bitsNone:
 		return nil, nil
 	}
-	b.cbitsState[k] = 2
+	b.cbitsState[k] = bitsNone
 	lo, hi := b.clause(c)
 	col := &b.cols[ci]
 	var only []uint64 // the bits of the one literal with some, if one has
@@ -967,7 +981,7 @@ func (b *Block) clauseBits(c, ci int) ([]uint64, error) {
 	if owned {
 		b.cbitsBuf[k] = bits
 	}
-	b.cbits[k], b.cbitsState[k] = bits, 1
+	b.cbits[k], b.cbitsState[k] = bits, bitsKnown
 	return bits, nil
 }
 
@@ -1037,7 +1051,7 @@ func (b *Block) allTests(tid int) bool {
 // countTests is countMatches' loop when it only counts and no row needs
 // matchRow: a row costs its template's verdict, its tests and the
 // cursors it advances.
-func (b *Block) countTests(verdict []uint8) int {
+func (b *Block) countTests(verdict []rowsVerdict) int {
 	n := 0
 	cur, adv, advStart := b.cursors, b.adv, b.advStart
 	for _, tid := range b.tids {
@@ -1119,7 +1133,7 @@ func (b *Block) matchRow(k int, tm *template, tid, lci int, t int64, fl byte, mr
 			return false, nil
 		}
 	}
-	if b.NoLines && !rebuild {
+	if b.q.NoLines && !rebuild {
 		r.Line = nil // a certain match, and the caller wants no line
 		return true, nil
 	}

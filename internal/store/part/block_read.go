@@ -26,38 +26,20 @@ type Block struct {
 	Names []string
 	Rows  []rows.Row
 
-	// LinesOnly, set before a read, leaves each row's Fields and Msg
-	// out: for readers of lines alone (queries that parse lines, exports),
-	// which then skip most of the decoding work.
-	LinesOnly bool
-	// Meta, set before a read with LinesOnly, reads a block in full
-	// (as without LinesOnly, Contains and NoLines) when one of its rows
-	// has a field stored out of its line: such fields may be a row's
-	// structured metadata, which readers of lines still want.
-	Meta bool
-	// Contains, set before a read with LinesOnly, keeps only the rows
-	// whose line holds every one of these clauses (contains one of the
-	// literals of each), and rebuilds no other line (block_match.go).
-	Contains []Clause
-	// NoLines, with Contains, leaves out the line of each row kept whose
-	// every clause was found in its values or gaps (its Line is nil): for
-	// a caller that only counts the rows.
-	NoLines bool
-	// CountOnly, with NoLines, keeps no row: Matches is set to how many
-	// rows hold every clause.
-	CountOnly bool
-	Matches   int
-	// Newest, with Contains, keeps only the newest Newest matching rows
-	// with a time in [From, To], and tests no older row: for a caller that
-	// wants the newest lines. The rows still come in time order.
-	Newest   int
-	From, To int64
-	// Columnar, set before a read, builds no row at all: the reader walks
-	// the rows and reads their values itself (block_columns.go).
-	Columnar bool
-	// Scan marks the reads of a one-pass scan (a merge, an export): they
-	// use what the block cache holds but add no block to it.
-	Scan      bool
+	// Scan marks a block used by a one-pass scan (a merge, an export,
+	// a verification): its reads use what the block cache holds but add
+	// no block to it. It is the one setting a caller makes; what a read
+	// builds is the entry point's (Reader.ReadRows, ReadLines,
+	// CountLines, ReadColumns).
+	Scan bool
+
+	mode readMode
+	q    LineRead // a ReadLines or CountLines read's question
+	// linesOnly: the read leaves each row's Fields and Msg out (a lines
+	// read of a block without fields out of its lines).
+	linesOnly bool
+	counted   int // a CountLines read's answer
+
 	header    blockHeader // a header parsed for this read alone, with its buffers
 	times     []int64     // a columnar read's row times
 	tids      []int32     // and templates
@@ -90,14 +72,13 @@ type Block struct {
 	// countMatches: a verdict per template, the candidate tests of each
 	// (from testStart), and per clause and column a bit per value
 	// holding one of the clause's literals (a view of cbitsBuf, or of a
-	// literal's colMatch bits), 0 unknown, 1 known, 2 none (a literal
-	// searched value by value).
-	verdict    []uint8
+	// literal's colMatch bits) with what is known of them.
+	verdict    []rowsVerdict
 	tests      []oneTest
 	testStart  []int
 	cbits      [][]uint64
 	cbitsBuf   [][]uint64
-	cbitsState []uint8
+	cbitsState []bitsState
 	timeLits   []int // clauseBits' scratch
 	adv        []int // and, per template from advStart, those its rows advance
 	advStart   []int
@@ -199,13 +180,16 @@ func (c *colData) reset() {
 func decodeBlock(body []byte, hd *blockHeader, stream uint32, b *Block) error {
 	nrows := hd.nrows
 	b.tmpls = hd.tmpls
-	if b.LinesOnly && b.Meta && hd.outOfLine() {
-		if b.CountOnly {
+	b.linesOnly = b.mode == readLines || b.mode == readCount
+	if b.linesOnly && b.q.Meta && hd.outOfLine() {
+		if b.mode == readCount {
 			return ErrOutOfLine
 		}
-		b.LinesOnly = false
-		defer func() { b.LinesOnly = true }()
+		b.linesOnly = false // its rows' fields may be metadata the caller wants
 	}
+	// A lines read with clauses keeps only the rows holding them
+	// (block_match.go); one that reads the rows in full tests none.
+	matching := b.linesOnly && len(b.q.Contains) > 0
 	h := bin.NewReader(hd.rest)
 	ncols := h.Count("column count", 4)
 	rowLen := h.Uvarint("row streams length")
@@ -221,7 +205,7 @@ func decodeBlock(body []byte, hd *blockHeader, stream uint32, b *Block) error {
 	// Reads that walk the rows' templates (decodeRows) take them from the
 	// header's row skeleton when it has one, and decompress the row
 	// streams only if they need times.
-	walks := b.Columnar || b.LinesOnly && len(b.Contains) > 0 && (b.Newest > 0 || b.NoLines)
+	walks := b.mode == readColumns || matching && (b.q.Newest > 0 || b.q.NoLines)
 	if !walks || hd.skeleton.Load() == nil {
 		if err := b.readRowStreams(); err != nil {
 			return err
@@ -242,7 +226,7 @@ func decodeBlock(body []byte, hd *blockHeader, stream uint32, b *Block) error {
 		if err := cr.Err(); err != nil {
 			return fmt.Errorf("column %d (%q): %w", i, name, err)
 		}
-		if !b.Columnar && !(b.LinesOnly && len(b.Contains) > 0) { // those load a column at its first use
+		if b.mode != readColumns && !matching { // those load a column at its first use
 			var err error
 			if b.raw, _, _, err = c.load(b.raw, nil); err != nil {
 				return fmt.Errorf("column %d (%q): %w", i, name, err)
@@ -260,22 +244,22 @@ func decodeBlock(body []byte, hd *blockHeader, stream uint32, b *Block) error {
 	}
 	b.Rows = b.Rows[:0]
 	b.times, b.tids = b.times[:0], b.tids[:0]
-	if b.Columnar {
+	if b.mode == readColumns {
 		return b.decodeRows()
 	}
 	rs := &b.rowParts
-	if b.LinesOnly && len(b.Contains) > 0 {
+	if matching {
 		return b.assembleMatching(nrows, stream, rs.times, rs.subms, rs.tids, rs.flags, rs.spans)
 	}
 	return b.assemble(nrows, stream, rs.times, rs.subms, rs.tids, rs.flags, rs.spans)
 }
 
-// ErrOutOfLine is returned by a CountOnly read with Meta of a block that
+// ErrOutOfLine is returned by a CountLines read with Meta of a block that
 // has fields stored out of its lines: its rows must be read instead.
 var ErrOutOfLine = errors.New("part: the block's rows have fields out of their lines")
 
 // OutOfLine reports whether a row of the block last read has a field
-// stored out of its line (see Meta).
+// stored out of its line (see LineRead.Meta).
 func (b *Block) OutOfLine() bool { return b.hd != nil && b.hd.outOfLine() }
 
 // outOfLine reports whether a row of the block may have structured
@@ -806,13 +790,13 @@ func (b *Block) assemble(nrows int, stream uint32, times, subms, tids, rowFlags,
 			if (s.flags&slotMsg != 0) != (c.flags&colMsg != 0) || c.flags&colLine != 0 {
 				return fmt.Errorf("row %d: slot %d names the wrong kind of column", k, si)
 			}
-			v, vals, m, num, err := c.next(b.vals, t, b.LinesOnly)
+			v, vals, m, num, err := c.next(b.vals, t, b.linesOnly)
 			b.vals = vals
 			if err != nil {
 				return fmt.Errorf("row %d: column %q: %w", k, b.Names[col], err)
 			}
 			b.values = append(b.values, v)
-			if b.LinesOnly {
+			if b.linesOnly {
 				continue
 			}
 			if s.flags&slotMsg != 0 {
@@ -829,7 +813,7 @@ func (b *Block) assemble(nrows int, stream uint32, times, subms, tids, rowFlags,
 			if lc == nil {
 				return fmt.Errorf("row %d: raw template without a line column", k)
 			}
-			v, vals, _, _, err := lc.next(b.vals, t, b.LinesOnly)
+			v, vals, _, _, err := lc.next(b.vals, t, b.linesOnly)
 			b.vals = vals
 			if err != nil {
 				return fmt.Errorf("row %d: line: %w", k, err)
@@ -840,7 +824,7 @@ func (b *Block) assemble(nrows int, stream uint32, times, subms, tids, rowFlags,
 				if err := mr.Err(); err != nil || off > uint64(len(v)) || n > uint64(len(v))-off {
 					return fmt.Errorf("row %d: message span", k)
 				}
-				if !b.LinesOnly {
+				if !b.linesOnly {
 					r.Msg, r.MsgInLine, r.MsgOff = v[off:off+n:off+n], true, uint32(off)
 				}
 			}
@@ -849,7 +833,7 @@ func (b *Block) assemble(nrows int, stream uint32, times, subms, tids, rowFlags,
 				b.lines = append(b.lines, tm.gaps.At(hi)...)
 				off := uint32(len(b.lines) - lineStart)
 				b.lines = append(b.lines, b.values[si]...)
-				if b.LinesOnly {
+				if b.linesOnly {
 					continue
 				}
 				if tm.slots[si].flags&slotMsg != 0 {
@@ -861,7 +845,7 @@ func (b *Block) assemble(nrows int, stream uint32, times, subms, tids, rowFlags,
 			b.lines = append(b.lines, tm.gaps.Last()...)
 			r.Line = b.lines[lineStart:len(b.lines):len(b.lines)]
 		}
-		if b.LinesOnly {
+		if b.linesOnly {
 			b.Rows = append(b.Rows, r)
 			continue
 		}

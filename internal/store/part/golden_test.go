@@ -118,7 +118,7 @@ func dumpPart(t *testing.T, rd *part.Reader) string {
 			fmt.Fprintf(&sb, " fields out of line %v", bm.Fields == part.FieldsOutOfLine)
 		}
 		sb.WriteByte('\n')
-		if err := rd.ReadBlock(i, &blk); err != nil {
+		if err := rd.ReadRows(i, &blk); err != nil {
 			t.Fatalf("block %d: %v", i, err)
 		}
 		for _, r := range blk.Rows {
@@ -183,7 +183,7 @@ func checkGoldenFilters(t *testing.T, rd *part.Reader, v int) {
 		if len(f) == 0 {
 			t.Fatalf("block %d: no filter", i)
 		}
-		if err := rd.ReadBlock(i, &blk); err != nil {
+		if err := rd.ReadRows(i, &blk); err != nil {
 			t.Fatal(err)
 		}
 		for _, r := range blk.Rows {
@@ -228,8 +228,7 @@ func checkGoldenSearch(t *testing.T, rd *part.Reader, lines []string) {
 		}
 		var got []string
 		var blk part.Block
-		blk.LinesOnly = true
-		blk.Contains = []part.Clause{{lit}}
+		q := part.LineRead{Contains: []part.Clause{{lit}}}
 		toks := part.AppendLiteralTokens(nil, lit.Text)
 		needles := part.AppendLiteralNeedles(nil, lit.Text)
 	blocks:
@@ -246,7 +245,7 @@ func checkGoldenSearch(t *testing.T, rd *part.Reader, lines []string) {
 					continue blocks
 				}
 			}
-			if err := rd.ReadBlock(i, &blk); err != nil {
+			if err := rd.ReadLines(i, &blk, &q); err != nil {
 				t.Fatal(err)
 			}
 			for _, r := range blk.Rows {

@@ -108,8 +108,7 @@ func checkClauses(t testing.TB, rd *part.Reader, i int, cs []part.Clause, reused
 	t.Helper()
 	name := clausesText(cs)
 	var all part.Block
-	all.LinesOnly = true
-	if err := rd.ReadBlock(i, &all); err != nil {
+	if err := rd.ReadLines(i, &all, &part.LineRead{}); err != nil {
 		t.Fatal(err)
 	}
 	var want []timedLine
@@ -119,8 +118,7 @@ func checkClauses(t testing.TB, rd *part.Reader, i int, cs []part.Clause, reused
 		}
 	}
 	var some part.Block
-	some.LinesOnly, some.Contains = true, cs
-	if err := rd.ReadBlock(i, &some); err != nil {
+	if err := rd.ReadLines(i, &some, &part.LineRead{Contains: cs}); err != nil {
 		t.Fatal(err)
 	}
 	got := timedLines(&some)
@@ -146,8 +144,7 @@ func checkClauses(t testing.TB, rd *part.Reader, i int, cs []part.Clause, reused
 	}
 
 	if reused != nil {
-		reused.LinesOnly, reused.NoLines, reused.CountOnly, reused.Newest, reused.Contains = true, false, false, 0, cs
-		if err := rd.ReadBlock(i, reused); err != nil {
+		if err := rd.ReadLines(i, reused, &part.LineRead{Contains: cs}); err != nil {
 			t.Fatal(err)
 		}
 		if r := timedLines(reused); !slices.Equal(r, got) {
@@ -158,8 +155,7 @@ func checkClauses(t testing.TB, rd *part.Reader, i int, cs []part.Clause, reused
 	// Without lines: the same rows, a line given only where one was
 	// rebuilt (and then the same line).
 	var bare part.Block
-	bare.LinesOnly, bare.NoLines, bare.Contains = true, true, cs
-	if err := rd.ReadBlock(i, &bare); err != nil {
+	if err := rd.ReadLines(i, &bare, &part.LineRead{Contains: cs, NoLines: true}); err != nil {
 		t.Fatal(err)
 	}
 	if len(bare.Rows) != len(got) {
@@ -170,12 +166,12 @@ func checkClauses(t testing.TB, rd *part.Reader, i int, cs []part.Clause, reused
 			t.Fatalf("block %d, %s: row %d differs without lines", i, name, k)
 		}
 	}
-	bare.CountOnly = true
-	if err := rd.ReadBlock(i, &bare); err != nil {
+	n, err := rd.CountLines(i, &bare, &part.LineRead{Contains: cs})
+	if err != nil {
 		t.Fatal(err)
 	}
-	if bare.Matches != len(got) || len(bare.Rows) != 0 {
-		t.Fatalf("block %d, %s: %d rows counted (%d kept), %d read", i, name, bare.Matches, len(bare.Rows), len(got))
+	if n != len(got) || len(bare.Rows) != 0 {
+		t.Fatalf("block %d, %s: %d rows counted (%d kept), %d read", i, name, n, len(bare.Rows), len(got))
 	}
 
 	// The newest few, within a range that leaves out the first and the
@@ -192,8 +188,7 @@ func checkClauses(t testing.TB, rd *part.Reader, i int, cs []part.Clause, reused
 	}
 	for _, n := range []int{1, 3, 1000} {
 		var nw part.Block
-		nw.LinesOnly, nw.Contains, nw.Newest, nw.From, nw.To = true, cs, n, lo, hi
-		if err := rd.ReadBlock(i, &nw); err != nil {
+		if err := rd.ReadLines(i, &nw, &part.LineRead{Contains: cs, Newest: n, From: lo, To: hi}); err != nil {
 			t.Fatal(err)
 		}
 		if r, w := timedLines(&nw), in[max(0, len(in)-n):]; !slices.Equal(r, w) {
@@ -241,8 +236,7 @@ func clausePart(t *testing.T) *part.Reader {
 	raw := false
 	for i := range rd.Blocks {
 		var b part.Block
-		b.Columnar = true
-		if err := rd.ReadBlock(i, &b); err != nil {
+		if err := rd.ReadColumns(i, &b); err != nil {
 			t.Fatal(err)
 		}
 		for c := range b.NumColumns() {
@@ -327,8 +321,7 @@ func TestContainsClauses(t *testing.T) {
 func TestContainsWholeHex(t *testing.T) {
 	rd := clausePart(t)
 	var blk part.Block
-	blk.LinesOnly = true
-	if err := rd.ReadBlock(0, &blk); err != nil {
+	if err := rd.ReadLines(0, &blk, &part.LineRead{}); err != nil {
 		t.Fatal(err)
 	}
 	var id string
@@ -358,8 +351,7 @@ func TestContainsClausesRandom(t *testing.T) {
 	var lines []string
 	for i := range rd.Blocks {
 		var b part.Block
-		b.LinesOnly = true
-		if err := rd.ReadBlock(i, &b); err != nil {
+		if err := rd.ReadLines(i, &b, &part.LineRead{}); err != nil {
 			t.Fatal(err)
 		}
 		for _, r := range b.Rows {
@@ -419,12 +411,12 @@ func BenchmarkContains(b *testing.B) {
 	} {
 		b.Run(bc.name, func(b *testing.B) {
 			var blk part.Block
-			blk.LinesOnly, blk.NoLines, blk.CountOnly, blk.Contains = true, true, true, clausesOf(bc.clauses)
+			q := part.LineRead{Contains: clausesOf(bc.clauses)}
 			b.SetBytes(n)
 			b.ReportAllocs()
 			for b.Loop() {
 				for i := range rd.Blocks {
-					if err := rd.ReadBlock(i, &blk); err != nil {
+					if _, err := rd.CountLines(i, &blk, &q); err != nil {
 						b.Fatal(err)
 					}
 				}

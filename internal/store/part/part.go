@@ -60,7 +60,7 @@ type BlockMeta struct {
 	LongestToken int
 
 	// Fields says whether a row of the block may have a field stored out
-	// of its line (structured metadata: see Block.Meta), as the block's
+	// of its line (structured metadata: see LineRead.Meta), as the block's
 	// header would (Block.OutOfLine), so that a count from the index
 	// reads no block to learn it: FieldsUnknown in parts before
 	// version 5.
@@ -354,7 +354,7 @@ func (w *Writer) Abort() {
 
 // Reader reads a part through a memory mapping.
 //
-// Concurrency: safe for concurrent ReadBlock calls with distinct Blocks.
+// Concurrency: safe for concurrent reads with distinct Blocks.
 type Reader struct {
 	Path    string
 	Meta    Meta
@@ -554,23 +554,94 @@ func (r *Reader) load() error {
 // that the block cache holds its parsed header, the templates and flags
 // of its rows, and their times: what a query finds there it neither
 // checksums, decompresses nor parses again. Without a cache it does
-// nothing. Damage is found and quarantined as by ReadBlock.
+// nothing. Damage is found and quarantined as by ReadRows.
 func (r *Reader) Warm(i int, b *Block) error {
 	if r.headers == nil {
 		return nil
 	}
-	*b = Block{raw: b.raw, lines: b.lines, vals: b.vals, fields: b.fields, Columnar: true}
-	if err := r.ReadBlock(i, b); err != nil {
+	*b = Block{raw: b.raw, lines: b.lines, vals: b.vals, fields: b.fields}
+	if err := r.ReadColumns(i, b); err != nil {
 		return err
 	}
 	return b.DecodeTimes()
 }
 
-// ReadBlock decodes block i into b, checking its checksum at its first
-// read since Open. A block found damaged is quarantined: every later read
-// of it fails at once with the same *CorruptionError (matching
-// ErrCorrupt), and OnDamage, if set, is told once.
-func (r *Reader) ReadBlock(i int, b *Block) error {
+// readMode is what a block read builds: one per entry point.
+type readMode uint8
+
+const (
+	readRows    readMode = iota // every row whole (ReadRows)
+	readLines                   // rows' lines alone (ReadLines)
+	readCount                   // how many rows hold the clauses (CountLines)
+	readColumns                 // no row: the caller walks the columns (ReadColumns)
+)
+
+// A LineRead is the question of a ReadLines or CountLines read.
+type LineRead struct {
+	// Meta reads a block in full (as ReadRows does) when one of its rows
+	// may have a field stored out of its line: such fields may be a
+	// row's structured metadata, which readers of lines still want.
+	// CountLines of such a block returns ErrOutOfLine.
+	Meta bool
+	// Contains keeps only the rows whose line holds every one of these
+	// clauses (contains one of the literals of each), and rebuilds no
+	// other line (block_match.go).
+	Contains []Clause
+	// NoLines, with Contains, leaves out the line of each row kept whose
+	// every clause was found in its values or gaps (its Line is nil):
+	// for a caller that only counts the rows.
+	NoLines bool
+	// Newest, with Contains, keeps only the newest Newest matching rows
+	// with a time in [From, To], and tests no older row: for a caller
+	// that wants the newest lines. The rows still come in time order.
+	Newest   int
+	From, To int64
+}
+
+// ReadRows decodes block i into b with every row whole: its line, its
+// message and its typed fields.
+//
+// Every read checks block i's checksum at its first read since Open. A
+// block found damaged is quarantined: every later read of it fails at
+// once with the same *CorruptionError (matching ErrCorrupt), and
+// OnDamage, if set, is told once.
+func (r *Reader) ReadRows(i int, b *Block) error {
+	b.mode = readRows
+	return r.read(i, b)
+}
+
+// ReadLines decodes the rows of block i that q keeps with their lines
+// alone (no fields, no message), unless q.Meta reads the block in full.
+func (r *Reader) ReadLines(i int, b *Block, q *LineRead) error {
+	b.mode, b.q = readLines, *q
+	if len(q.Contains) == 0 {
+		b.q.NoLines, b.q.Newest = false, 0
+	}
+	return r.read(i, b)
+}
+
+// CountLines returns how many rows of block i hold every clause of
+// q.Contains (at least one), keeping no row; with q.Meta, a block whose
+// rows may have fields out of their lines answers ErrOutOfLine, and its
+// rows must be read instead.
+func (r *Reader) CountLines(i int, b *Block, q *LineRead) (int, error) {
+	if len(q.Contains) == 0 {
+		return 0, errors.New("part: CountLines without clauses")
+	}
+	b.mode, b.q = readCount, *q
+	b.q.NoLines, b.q.Newest = true, 0
+	err := r.read(i, b)
+	return b.counted, err
+}
+
+// ReadColumns reads block i without building a row: the caller walks
+// the rows and reads their values itself (block_columns.go).
+func (r *Reader) ReadColumns(i int, b *Block) error {
+	b.mode = readColumns
+	return r.read(i, b)
+}
+
+func (r *Reader) read(i int, b *Block) error {
 	bm := &r.Blocks[i]
 	blob := r.data[bm.Off : bm.Off+bm.Len]
 	if err := r.verify(i, blob); err != nil {
@@ -618,9 +689,9 @@ func (r *Reader) verify(i int, blob []byte) error {
 }
 
 // BlockOutOfLine reports whether a row of block i may have a field stored
-// out of its line (structured metadata: see Block.Meta): from the index
+// out of its line (structured metadata: see LineRead.Meta): from the index
 // (BlockMeta.Fields), or in parts before version 5 from the block's
-// header (cached as ReadBlock caches it), after checking the block is
+// header (cached as a read caches it), after checking the block is
 // sound; b lends its buffers. A caller that counts the block's rows from
 // its BlockMeta learns so whether its rows' labels differ by their
 // metadata.
@@ -682,13 +753,12 @@ func (r *Reader) BadBlocks() int {
 // and calls fn with the damage of each damaged block, in block order.
 // It stops early, returning ctx's error, when ctx is done.
 func (r *Reader) Verify(ctx context.Context, fn func(*CorruptionError)) error {
-	var b Block
-	b.Scan, b.LinesOnly = true, true
+	b := Block{Scan: true}
 	for i := range r.Blocks {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		err := r.ReadBlock(i, &b)
+		err := r.ReadLines(i, &b, &LineRead{})
 		r.DropBlock(i)
 		var ce *CorruptionError
 		if errors.As(err, &ce) {

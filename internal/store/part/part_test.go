@@ -129,7 +129,7 @@ func check(t testing.TB, fs vfs.FS, path string, want []ref) {
 	var wf []rows.Field
 	k := 0
 	for i := range rd.Blocks {
-		if err := rd.ReadBlock(i, &blk); err != nil {
+		if err := rd.ReadRows(i, &blk); err != nil {
 			t.Fatal(err)
 		}
 		// The index says what the header says (version 5 on).
@@ -264,7 +264,7 @@ func TestDamage(t *testing.T) {
 		defer rd.Close()
 		var blk part.Block
 		for i := range rd.Blocks {
-			if err := rd.ReadBlock(i, &blk); err != nil {
+			if err := rd.ReadRows(i, &blk); err != nil {
 				return err
 			}
 		}
@@ -358,7 +358,7 @@ func BenchmarkRead(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		for i := range rd.Blocks {
-			if err := rd.ReadBlock(i, &blk); err != nil {
+			if err := rd.ReadRows(i, &blk); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -379,7 +379,7 @@ func TestFilter(t *testing.T) {
 	var blk part.Block
 	tokenRE := regexp.MustCompile(`[A-Za-z0-9_\x80-\xff]+`)
 	for i := range rd.Blocks {
-		if err := rd.ReadBlock(i, &blk); err != nil {
+		if err := rd.ReadRows(i, &blk); err != nil {
 			t.Fatal(err)
 		}
 		f := rd.Filter(i)
@@ -508,7 +508,7 @@ func TestRewrite(t *testing.T) {
 		}
 		defer rd.Close()
 		c := &cursor{rd: rd}
-		if err := rd.ReadBlock(0, &c.blk); err != nil {
+		if err := rd.ReadRows(0, &c.blk); err != nil {
 			t.Fatal(err)
 		}
 		cs = append(cs, c)
@@ -535,7 +535,7 @@ func TestRewrite(t *testing.T) {
 		}
 		if best.i++; best.i == len(best.blk.Rows) && best.bi+1 < len(best.rd.Blocks) {
 			best.bi, best.i = best.bi+1, 0
-			if err := best.rd.ReadBlock(best.bi, &best.blk); err != nil {
+			if err := best.rd.ReadRows(best.bi, &best.blk); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -627,7 +627,6 @@ func mixedPart(t *testing.T) *part.Reader {
 func TestContains(t *testing.T) {
 	rd := mixedPart(t)
 	var reused part.Block // read with every literal in turn: what it keeps of earlier reads must not matter
-	reused.LinesOnly = true
 	lits := []string{"payment declined", "declined", "error", `","msg":"pay`, `":"`, `"`, "d", "0", "12", "08:0", "T08:00", "Z\"", ".5", "5ms",
 		`"tags":["a"`, `\"uote`, "ab", "payment_declined", `flag":1`, "_code\":3", "\u00e9", "info level", "WARN free", "vip\":true", "zzz", "}", "ms\n", "-01-15"}
 	for _, lit := range lits {
@@ -635,8 +634,7 @@ func TestContains(t *testing.T) {
 			var want, got []string
 			for i := range rd.Blocks {
 				var all part.Block
-				all.LinesOnly = true
-				if err := rd.ReadBlock(i, &all); err != nil {
+				if err := rd.ReadLines(i, &all, &part.LineRead{}); err != nil {
 					t.Fatal(err)
 				}
 				for _, r := range all.Rows {
@@ -645,18 +643,17 @@ func TestContains(t *testing.T) {
 					}
 				}
 				var some part.Block
-				some.LinesOnly = true
+				var q part.LineRead
 				for _, l := range pair {
-					some.Contains = append(some.Contains, part.Clause{{Text: []byte(l)}})
+					q.Contains = append(q.Contains, part.Clause{{Text: []byte(l)}})
 				}
-				if err := rd.ReadBlock(i, &some); err != nil {
+				if err := rd.ReadLines(i, &some, &q); err != nil {
 					t.Fatal(err)
 				}
 				for _, r := range some.Rows {
 					got = append(got, fmt.Sprint(r.Time, " ", string(r.Line)))
 				}
-				reused.Contains = some.Contains
-				if err := rd.ReadBlock(i, &reused); err != nil {
+				if err := rd.ReadLines(i, &reused, &q); err != nil {
 					t.Fatal(err)
 				}
 				if len(reused.Rows) != len(some.Rows) {
@@ -665,13 +662,11 @@ func TestContains(t *testing.T) {
 				// The newest few, within a range: the last of those.
 				for _, newest := range []int{1, 3, 1000} {
 					var nw part.Block
-					nw.LinesOnly, nw.Contains, nw.Newest = true, some.Contains, newest
 					lo, hi := int64(math.MinInt64), int64(math.MaxInt64)
 					if len(some.Rows) > 2 {
 						lo, hi = some.Rows[1].Time, some.Rows[len(some.Rows)-2].Time
 					}
-					nw.From, nw.To = lo, hi
-					if err := rd.ReadBlock(i, &nw); err != nil {
+					if err := rd.ReadLines(i, &nw, &part.LineRead{Contains: q.Contains, Newest: newest, From: lo, To: hi}); err != nil {
 						t.Fatal(err)
 					}
 					var in []string
@@ -698,14 +693,14 @@ func TestContains(t *testing.T) {
 			var foldWant, foldGot []string
 			for i := range rd.Blocks {
 				var all, some part.Block
-				all.LinesOnly, some.LinesOnly = true, true
+				var q part.LineRead
 				for _, l := range pair {
-					some.Contains = append(some.Contains, part.Clause{{Text: []byte(strings.ToLower(l)), Fold: true}})
+					q.Contains = append(q.Contains, part.Clause{{Text: []byte(strings.ToLower(l)), Fold: true}})
 				}
-				if err := rd.ReadBlock(i, &all); err != nil {
+				if err := rd.ReadLines(i, &all, &part.LineRead{}); err != nil {
 					t.Fatal(err)
 				}
-				if err := rd.ReadBlock(i, &some); err != nil {
+				if err := rd.ReadLines(i, &some, &q); err != nil {
 					t.Fatal(err)
 				}
 				for _, r := range all.Rows {
@@ -792,11 +787,10 @@ func TestColumnar(t *testing.T) {
 	rd := mixedPart(t)
 	for i := range rd.Blocks {
 		var full, cb part.Block
-		full.LinesOnly, cb.Columnar = true, true
-		if err := rd.ReadBlock(i, &full); err != nil {
+		if err := rd.ReadLines(i, &full, &part.LineRead{}); err != nil {
 			t.Fatal(err)
 		}
-		if err := rd.ReadBlock(i, &cb); err != nil {
+		if err := rd.ReadColumns(i, &cb); err != nil {
 			t.Fatal(err)
 		}
 		if cb.NumRows() != len(full.Rows) {
@@ -845,8 +839,7 @@ x=a"b n=7 v=null
 		seen := 0
 		for i := range r.Blocks {
 			var b part.Block
-			b.Columnar = true
-			if err := r.ReadBlock(i, &b); err != nil {
+			if err := r.ReadColumns(i, &b); err != nil {
 				t.Fatal(err)
 			}
 			if err := b.DecodeTimes(); err != nil {
@@ -920,8 +913,7 @@ func TestNumber(t *testing.T) {
 	kinds := map[part.ColumnKind]int{}
 	for i := range rd.Blocks {
 		var b part.Block
-		b.Columnar = true
-		if err := rd.ReadBlock(i, &b); err != nil {
+		if err := rd.ReadColumns(i, &b); err != nil {
 			t.Fatal(err)
 		}
 		for col := range b.NumColumns() {
@@ -971,8 +963,7 @@ func TestWholeLines(t *testing.T) {
 			t.Fatal(err)
 		}
 		var b part.Block
-		b.Columnar = true
-		if err := rd.ReadBlock(0, &b); err != nil {
+		if err := rd.ReadColumns(0, &b); err != nil {
 			t.Fatal(err)
 		}
 		for k := range b.NumRows() {
