@@ -23,7 +23,6 @@ type logCols struct {
 	// none, per stream: whether rows without any parameter are all
 	// dropped (0 unknown, 1 no, 2 yes), as colPlanner.noneMemo.
 	none int8
-	cur  []int // per column, the first value of the row at hand
 	line []byte
 }
 
@@ -97,21 +96,13 @@ func (w *logWorker) block(ev *evaluator, ls record.Labels, b *part.Block, from, 
 	if err := b.DecodeTimes(); err != nil {
 		return err
 	}
-	// Cursors at each column's end, stepped back over each row's values.
-	cur := grown(lc.cur, b.NumColumns())
-	for c := range cur {
-		cur[c] = b.ColumnValues(c)
-	}
-	lc.cur, cp.cur = cur, cur
-	lci := b.LineColumn()
+	// Newest first: from the end, every column kept (each line kept is
+	// rebuilt).
+	cur := &cp.cur
+	cur.StartAtEnd(b, nil)
 	for k := b.NumRows() - 1; k >= 0; k-- {
 		tm := b.RowTemplate(k)
-		for s := range b.TemplateSlots(tm) {
-			cur[b.SlotColumn(tm, s)]--
-		}
-		if b.TemplateRaw(tm) {
-			cur[lci]--
-		}
+		cur.Back(tm)
 		t := b.RowTime(k)
 		if t < from || t > to {
 			continue

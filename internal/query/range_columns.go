@@ -149,11 +149,9 @@ type colPlanner struct {
 	single    []string
 	rest      *stage.Pipeline // the stages after it (columnarStages): label filters, and what reads a line_format's line
 	plans     []tmplPlan
-	cur       []int  // per column needed, the value of the row at hand
-	need      []bool // per column, whether its cursor is kept
-	plainCols []int8 // per column: 0 unknown, 1 no, 2 every value is plain string content
-	adv       []int  // per template (from advStart), the columns its rows advance
-	advStart  []int
+	cur       part.Cursor // where the row at hand's values are, in the columns needed
+	need      []bool      // per column, whether the cursor keeps it
+	plainCols []int8      // per column: 0 unknown, 1 no, 2 every value is plain string content
 	line      []byte
 	values    []stage.ParamValue
 	arena     valueArena
@@ -297,7 +295,7 @@ func (w *rangeWorker) blockRows(ev *evaluator, ls record.Labels, b *part.Block, 
 			p := &cp.plans[tm]
 			if p.nothing { // startBlock asked givesNothing
 				w.tally.columnar++
-				cp.advance(tm)
+				cp.cur.Next(tm)
 				continue
 			}
 			if p.fastOne {
@@ -305,12 +303,12 @@ func (w *rangeWorker) blockRows(ev *evaluator, ls record.Labels, b *part.Block, 
 					switch cp.dictMemo[id] {
 					case memoDropped:
 						w.tally.columnar++
-						cp.advance(tm)
+						cp.cur.Next(tm)
 						continue
 					case memoKept:
 						w.tally.columnar++
 						w.add(cp.dictSeries[id], t, 1)
-						cp.advance(tm)
+						cp.cur.Next(tm)
 						continue
 					}
 				}
@@ -322,7 +320,7 @@ func (w *rangeWorker) blockRows(ev *evaluator, ls record.Labels, b *part.Block, 
 						if hit.s != nil {
 							w.add(hit.s, t, 1)
 						}
-						cp.advance(tm)
+						cp.cur.Next(tm)
 						continue
 					}
 				}
@@ -331,7 +329,7 @@ func (w *rangeWorker) blockRows(ev *evaluator, ls record.Labels, b *part.Block, 
 				return err
 			} else if done {
 				w.tally.columnar++
-				cp.advance(tm)
+				cp.cur.Next(tm)
 				continue
 			}
 			ok, err := cp.rowValues(b, tm, t)
@@ -350,7 +348,7 @@ func (w *rangeWorker) blockRows(ev *evaluator, ls record.Labels, b *part.Block, 
 					}
 					t = b.RowTime(k)
 				}
-				if cp.line, err = b.AppendLine(cp.line[:0], tm, cp.cur, t); err != nil {
+				if cp.line, err = b.AppendLine(cp.line[:0], tm, &cp.cur, t); err != nil {
 					return err
 				}
 				if err := w.row(ev, ls, t, cp.line, nil, nil); err != nil {
@@ -358,7 +356,7 @@ func (w *rangeWorker) blockRows(ev *evaluator, ls record.Labels, b *part.Block, 
 				}
 			}
 		}
-		cp.advance(tm)
+		cp.cur.Next(tm)
 	}
 	return nil
 }
@@ -811,7 +809,7 @@ func (cp *colPlanner) rowIDKey(ps []oneParam) (uint64, bool) {
 		if o.col >= 0 {
 			id := 0
 			if o.ids != nil {
-				vi := cp.cur[o.col] + o.rank
+				vi := cp.cur.At(o.col) + o.rank
 				if vi >= len(o.ids) {
 					return 0, false
 				}
@@ -843,7 +841,6 @@ func appendParamKey(dst []byte, v stage.ParamValue) []byte {
 func (cp *colPlanner) startBlock(b *part.Block, gives func(p *tmplPlan) (nothing bool, err error)) error {
 	n := b.NumTemplates()
 	cp.plans = grown(cp.plans, n)
-	cp.cur = growClear(cp.cur, b.NumColumns())
 	if cap(cp.valid) < b.NumColumns() {
 		cp.valid = make([][2][256]int8, b.NumColumns())
 	}
@@ -910,18 +907,7 @@ func (cp *colPlanner) startBlock(b *part.Block, gives func(p *tmplPlan) (nothing
 			}
 		}
 	}
-	cp.adv, cp.advStart = cp.adv[:0], append(cp.advStart[:0], 0)
-	for t := range n {
-		for s := range b.TemplateSlots(t) {
-			if c := b.SlotColumn(t, s); need[c] {
-				cp.adv = append(cp.adv, c)
-			}
-		}
-		if b.TemplateRaw(t) && lci >= 0 && need[lci] {
-			cp.adv = append(cp.adv, lci)
-		}
-		cp.advStart = append(cp.advStart, len(cp.adv))
-	}
+	cp.cur.Start(b, need)
 	return nil
 }
 
@@ -1019,7 +1005,7 @@ func (cp *colPlanner) rowValues(b *part.Block, tm int, t int64) (bool, error) {
 		}
 		si := holes[pp.hole]
 		col := b.SlotColumn(tm, si)
-		vi := cp.cur[col] + b.SlotRank(tm, si)
+		vi := cp.cur.At(col) + b.SlotRank(tm, si)
 		if i == cp.unwrapParam && !pp.inString {
 			if f, ok := b.Number(col, vi); ok {
 				// The unwrapped number, its text written only if needed.
@@ -1044,19 +1030,10 @@ func (cp *colPlanner) oneID(o *oneParam) int {
 	if o.ids == nil {
 		return o.col * 256 // a constant: entry 0
 	}
-	if vi := cp.cur[o.col] + o.rank; vi < len(o.ids) {
+	if vi := cp.cur.At(o.col) + o.rank; vi < len(o.ids) {
 		return o.col*256 + int(o.ids[vi])
 	}
 	return -1
-}
-
-// advance moves the cursors of the columns the rows of template tm read
-// past the row at hand.
-func (cp *colPlanner) advance(tm int) {
-	cur := cp.cur // a local: the stores need not reload it
-	for _, c := range cp.adv[cp.advStart[tm]:cp.advStart[tm+1]] {
-		cur[c]++
-	}
 }
 
 // unwrapNumber sets cp.num to the unwrapped parameter of the row at hand
@@ -1069,7 +1046,7 @@ func (cp *colPlanner) unwrapNumber(b *part.Block, tm int, p *tmplPlan, holes []i
 	}
 	si := holes[pp.hole]
 	col := b.SlotColumn(tm, si)
-	vi := cp.cur[col] + b.SlotRank(tm, si)
+	vi := cp.cur.At(col) + b.SlotRank(tm, si)
 	f, ok := b.Number(col, vi)
 	if ok {
 		cp.num = unwrapNum{ok: true, v: f, b: b, col: col, vi: vi, t: t}
@@ -1150,7 +1127,7 @@ func (cp *colPlanner) wellFormed(b *part.Block, tm, si int, inString bool, t int
 	if wellFormedByKind(b.ColumnKind(col), inString) {
 		return true, nil
 	}
-	vi := cp.cur[col] + b.SlotRank(tm, si)
+	vi := cp.cur.At(col) + b.SlotRank(tm, si)
 	id := b.ValueID(col, vi)
 	if id >= 0 {
 		if m := cp.valid[col][ctx][id]; m != 0 {

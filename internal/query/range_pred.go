@@ -208,7 +208,7 @@ func (w *rangeWorker) predRow(ls record.Labels, b *part.Block, tm int, t int64) 
 			ps.has[i] = false
 			continue
 		}
-		f, ok := b.Number(np.col, cp.cur[np.col]+np.rank)
+		f, ok := b.Number(np.col, cp.cur.At(np.col)+np.rank)
 		if !ok {
 			return false, nil
 		}

@@ -31,10 +31,8 @@ type sweepState struct {
 	uses   []int  // per template and parameter column
 	raw    []bool // per template
 	cur    []int  // per parameter column
-	// checkRows: per column, whether a row checks it; per template (from
-	// advStart), the checked columns its rows advance.
-	checked       []bool
-	adv, advStart []int
+	// checkRows: per column, whether a row checks it
+	checked []bool
 }
 
 type idCounts struct{ counts, first [256]int }
@@ -193,11 +191,12 @@ func (w *rangeWorker) sweep(ev *evaluator, ls record.Labels, b *part.Block, from
 }
 
 // checkRows checks the values that the rows of a block must have
-// well-formed (tmplPlan.check) in one walk of the rows that advances only
-// the cursors of the columns checked; it leaves the cursors at zero.
+// well-formed (tmplPlan.check) in one walk of the rows with a cursor that
+// keeps only the columns checked; it leaves the cursor at the first row,
+// keeping the columns the plans need (startBlock).
 func (w *rangeWorker) checkRows(b *part.Block, t int64) (bool, error) {
 	cp := w.cols
-	defer clear(cp.cur)
+	defer cp.cur.Start(b, cp.need)
 	nt := b.NumTemplates()
 	sw := &cp.sweep
 	checked := growClear(sw.checked, b.NumColumns())
@@ -210,21 +209,10 @@ func (w *rangeWorker) checkRows(b *part.Block, t int64) (bool, error) {
 			}
 		}
 	}
-	// Per template, the checked columns its rows advance; a template
-	// whose rows neither check nor advance one is passed over.
-	sw.adv, sw.advStart = sw.adv[:0], append(sw.advStart[:0], 0)
-	for tm := range nt {
-		for _, c := range cp.adv[cp.advStart[tm]:cp.advStart[tm+1]] {
-			if checked[c] {
-				sw.adv = append(sw.adv, c)
-			}
-		}
-		sw.advStart = append(sw.advStart, len(sw.adv))
-	}
+	cp.cur.Start(b, checked)
 	for k := range b.NumRows() {
 		tm := b.RowTemplate(k)
-		adv := sw.adv[sw.advStart[tm]:sw.advStart[tm+1]]
-		if len(adv) == 0 {
+		if !cp.cur.Moves(tm) {
 			continue // it uses no checked column: it has no check
 		}
 		if p := &cp.plans[tm]; p.ok && len(p.checks) > 0 && !cp.knownNothing(p) {
@@ -235,9 +223,7 @@ func (w *rangeWorker) checkRows(b *part.Block, t int64) (bool, error) {
 				}
 			}
 		}
-		for _, c := range adv {
-			cp.cur[c]++
-		}
+		cp.cur.Next(tm)
 	}
 	return true, nil
 }

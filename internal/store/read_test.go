@@ -302,23 +302,19 @@ func TestShards(t *testing.T) {
 						} else {
 							last = hi
 						}
-						cur := make([]int, b.NumColumns())
+						var cur part.Cursor
+						cur.Start(b, nil)
 						if err := b.DecodeTimes(); err != nil {
 							return err
 						}
 						for k := range b.NumRows() {
 							tm := b.RowTemplate(k)
-							line, err := b.AppendLine(nil, tm, cur, b.RowTime(k))
+							line, err := b.AppendLine(nil, tm, &cur, b.RowTime(k))
 							if err != nil {
 								return err
 							}
 							cols = append(cols, string(line))
-							for s := range b.TemplateSlots(tm) {
-								cur[b.SlotColumn(tm, s)]++
-							}
-							if b.TemplateRaw(tm) {
-								cur[b.LineColumn()]++
-							}
+							cur.Next(tm)
 						}
 						return nil
 					},

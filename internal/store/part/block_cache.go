@@ -58,12 +58,11 @@ func (h *blockHeader) keptColumn(i int) *[]byte {
 type rowSkeleton struct {
 	tids    []int32
 	perTmpl []int
-	used    []int
 	flags   []byte
 }
 
 func (s *rowSkeleton) memory() int64 {
-	return int64(unsafe.Sizeof(*s)) + 4*int64(cap(s.tids)) + 8*int64(cap(s.perTmpl)+cap(s.used)) + int64(cap(s.flags))
+	return int64(unsafe.Sizeof(*s)) + 4*int64(cap(s.tids)) + 8*int64(cap(s.perTmpl)) + int64(cap(s.flags))
 }
 
 // parseHeader parses hdr, a block's header stream, into h, reusing its

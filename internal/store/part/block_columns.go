@@ -9,13 +9,10 @@ import (
 )
 
 // Columnar reads: a block read by Reader.ReadColumns builds no row. Its
-// reader walks the rows itself (RowTime, RowTemplate), keeps a cursor per
-// column, and reads the values it needs where they are stored (Value),
-// which spares the rebuilding of every line for a query that needs only a
-// few fields. A row of template t uses, for its slot s, value
-// cursor[SlotColumn(t, s)] + SlotRank(t, s) of that column, then every
-// slot's column advances by one (a raw row also advances the line
-// column, LineColumn, whose value is its line).
+// reader walks the rows itself (RowTime, RowTemplate) with a Cursor
+// (cursor.go), which says where each row's values are, and reads the
+// values it needs where they are stored (Value): that spares the
+// rebuilding of every line for a query that needs only a few fields.
 
 // ColumnKind is how a column stores its values.
 type ColumnKind uint8
@@ -43,7 +40,6 @@ func (b *Block) decodeRows() error {
 	b.timesRead = false
 	if sk := b.hd.skeleton.Load(); sk != nil {
 		b.tids, b.perTmpl, b.rowFlags = sk.tids, sk.perTmpl, sk.flags
-		b.cursors = append(b.cursors[:0], sk.used...)
 		return nil
 	}
 	if err := b.readRowStreams(); err != nil {
@@ -55,7 +51,7 @@ func (b *Block) decodeRows() error {
 	b.rowFlags = b.rowParts.flags
 	if c := b.hd.cache; c != nil {
 		sk := &rowSkeleton{tids: slices.Clone(b.tids), perTmpl: slices.Clone(b.perTmpl),
-			used: slices.Clone(b.cursors), flags: slices.Clone(b.rowFlags)}
+			flags: slices.Clone(b.rowFlags)}
 		c.keep(b.hd, sk.memory(), func() bool { return b.hd.skeleton.CompareAndSwap(nil, sk) })
 	}
 	return nil
@@ -63,7 +59,7 @@ func (b *Block) decodeRows() error {
 
 // walkTemplates reads each row's template from the row streams, counts
 // the rows of each template and checks that the rows use exactly the
-// columns' values, which it leaves in b.cursors (the end of each column).
+// columns' values.
 func (b *Block) walkTemplates() error {
 	nrows, tids := b.nrows, b.rowParts.tids
 	b.ownTids = grown(b.ownTids, nrows)
@@ -94,9 +90,9 @@ func (b *Block) walkTemplates() error {
 		return fmt.Errorf("row streams: %d bytes of template ids left after the rows", len(tids))
 	}
 	// The values the rows use, template by template.
-	used := grown(b.cursors, len(b.cols))
+	used := grown(b.used, len(b.cols))
 	clear(used)
-	b.cursors = used
+	b.used = used
 	lci := b.LineColumn()
 	for ti, n := range perTmpl {
 		if n == 0 {
@@ -391,22 +387,22 @@ func (b *Block) ValueIDs(col int) ([]byte, bool) {
 	return nil, false
 }
 
-// AppendLine appends the line of a row of template t whose columns'
-// cursors are cur (see the comment at the top of the file).
-func (b *Block) AppendLine(dst []byte, t int, cur []int, time int64) ([]byte, error) {
+// AppendLine appends the line of the row of template t at cur, whose
+// columns the line's values are in must be kept.
+func (b *Block) AppendLine(dst []byte, t int, cur *Cursor, time int64) ([]byte, error) {
 	tm := &b.tmpls[t]
 	if tm.raw {
 		lci := b.LineColumn()
 		if lci < 0 {
 			return dst, fmt.Errorf("raw template without a line column")
 		}
-		v, _, err := b.Value(lci, cur[lci], time, nil)
+		v, _, err := b.Value(lci, cur.At(lci), time, nil)
 		return append(dst, v...), err
 	}
 	for hi, si := range tm.holes {
 		dst = append(dst, tm.gaps.At(hi)...)
 		col := int(tm.cols[si])
-		v, scratch, err := b.Value(col, cur[col]+tm.nth(si), time, b.scratch[:0])
+		v, scratch, err := b.Value(col, cur.At(col)+tm.nth(si), time, b.scratch[:0])
 		b.scratch = scratch
 		if err != nil {
 			return dst, err

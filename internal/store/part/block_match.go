@@ -511,9 +511,8 @@ func (b *Block) assembleMatching(nrows int, stream uint32, times, subms, tids, r
 	if b.q.NoLines {
 		return b.matchCounting(nrows, stream, lci)
 	}
-	cur := grown(b.cursors, len(b.cols))
-	clear(cur)
-	b.cursors = cur
+	cur := &b.cur
+	cur.Start(b, nil)
 	for k := range nrows {
 		t, tid, err := rs.next(k)
 		if err != nil {
@@ -521,7 +520,7 @@ func (b *Block) assembleMatching(nrows int, stream uint32, times, subms, tids, r
 		}
 		tm := &b.tmpls[tid]
 		for si, col := range tm.cols {
-			if int(col) >= len(b.cols) || b.cols[col].flags&colLine != 0 || cur[col]+tm.nth(si) >= b.cols[col].n {
+			if int(col) >= len(b.cols) || b.cols[col].flags&colLine != 0 || cur.At(int(col))+tm.nth(si) >= b.cols[col].n {
 				return fmt.Errorf("row %d: slot %d: column %d of %d, or past its values", k, si, col, len(b.cols))
 			}
 		}
@@ -533,24 +532,18 @@ func (b *Block) assembleMatching(nrows int, stream uint32, times, subms, tids, r
 		if keep {
 			b.Rows = append(b.Rows, r)
 		}
-		for _, col := range tm.cols {
-			cur[col]++
-		}
-		if tm.raw {
-			cur[lci]++
-		}
+		cur.Next(tid)
 	}
 	mr.Done("message spans")
 	if err := firstErr(rs.done(), mr.Err()); err != nil {
 		return err
 	}
-	return b.checkUsed(func(i int) int { return cur[i] })
+	return b.checkUsed(cur.At)
 }
 
 // matchNewest keeps the newest b.q.Newest matching rows with a time in
 // [b.q.From, b.q.To], walking the rows from the last: with the times and
-// templates of all rows read first, each column's cursor starts at its
-// end and steps back over the values of each row passed. (Message spans
+// templates of all rows read first, the cursor starts at the end. (Message spans
 // are not read: lines-only rows have no message.)
 func (b *Block) matchNewest(nrows int, stream uint32, lci int) error {
 	if err := b.decodeRows(); err != nil {
@@ -568,16 +561,11 @@ func (b *Block) matchNewest(nrows int, stream uint32, lci int) error {
 	if err := b.DecodeTimes(); err != nil {
 		return err
 	}
-	cur := b.cursors // decodeRows left each column's count of values: its end
+	b.cur.StartAtEnd(b, nil)
 	for k := nrows - 1; k >= 0 && len(b.Rows) < b.q.Newest; k-- {
 		tid := int(b.tids[k])
 		tm := &b.tmpls[tid]
-		for _, col := range tm.cols {
-			cur[col]--
-		}
-		if tm.raw {
-			cur[lci]--
-		}
+		b.cur.Back(tid)
 		t := b.times[k]
 		if t < b.q.From || t > b.q.To {
 			continue
@@ -670,19 +658,7 @@ func (b *Block) matchCounting(nrows int, stream uint32, lci int) error {
 			}
 		}
 	}
-	b.adv, b.advStart = b.adv[:0], append(b.advStart[:0], 0)
-	for t := range b.tmpls {
-		for _, c := range b.tmpls[t].cols {
-			if need[c] {
-				b.adv = append(b.adv, int(c))
-			}
-		}
-		if b.tmpls[t].raw && lci >= 0 && need[lci] {
-			b.adv = append(b.adv, lci)
-		}
-		b.advStart = append(b.advStart, len(b.adv))
-	}
-	clear(b.cursors)
+	b.cur.Start(b, need)
 	return b.countMatches(nrows, stream, rowFlags, lci)
 }
 
@@ -708,7 +684,7 @@ const (
 )
 
 // oneTest is a candidate value of a template's row for countMatches:
-// value cur[col]+nth of column col, whose bit in bits says whether it
+// value At(col)+nth of column col, whose bit in bits says whether it
 // holds a literal of the clause. The tests of a clause follow each
 // other, the last one marked.
 type oneTest struct {
@@ -737,7 +713,6 @@ func (b *Block) countMatches(nrows int, stream uint32, rowFlags []byte, lci int)
 			return err
 		}
 	}
-	cur := b.cursors
 	if b.mode == readCount && !slices.Contains(verdict, rowsMatch) {
 		b.counted = b.countTests(verdict)
 		return nil
@@ -765,9 +740,7 @@ func (b *Block) countMatches(nrows int, stream uint32, rowFlags []byte, lci int)
 			r = rowOf(b.times[k], stream, rowFlags[k])
 		}
 		b.keep(keep, r)
-		for _, c := range b.adv[b.advStart[tid]:b.advStart[tid+1]] {
-			cur[c]++
-		}
+		b.cur.Next(tid)
 	}
 	return nil
 }
@@ -1035,7 +1008,7 @@ func (b *Block) allTests(tid int) bool {
 	hit := false
 	for _, x := range b.tests[b.testStart[tid]:b.testStart[tid+1]] {
 		if !hit {
-			vi := b.cursors[x.col] + x.nth
+			vi := b.cur.At(x.col) + x.nth
 			hit = x.bits[vi/64]&(1<<(vi%64)) != 0
 		}
 		if x.last {
@@ -1053,7 +1026,7 @@ func (b *Block) allTests(tid int) bool {
 // cursors it advances.
 func (b *Block) countTests(verdict []rowsVerdict) int {
 	n := 0
-	cur, adv, advStart := b.cursors, b.adv, b.advStart
+	cur := &b.cur
 	for _, tid := range b.tids {
 		switch verdict[tid] {
 		case rowsAll:
@@ -1063,9 +1036,7 @@ func (b *Block) countTests(verdict []rowsVerdict) int {
 				n++
 			}
 		}
-		for _, c := range adv[advStart[tid]:advStart[tid+1]] {
-			cur[c]++
-		}
+		cur.Next(int(tid))
 	}
 	return n
 }
@@ -1074,15 +1045,15 @@ func (b *Block) countTests(verdict []rowsVerdict) int {
 // if so, sets r.Line. mr, the message spans, is nil when they are not
 // read.
 func (b *Block) matchRow(k int, tm *template, tid, lci int, t int64, fl byte, mr *bin.Reader, r *rows.Row) (bool, error) {
-	cur := b.cursors
+	cur := &b.cur
 	if tm.raw {
 		if lci < 0 {
 			return false, fmt.Errorf("row %d: raw template without a line column", k)
 		}
-		if cur[lci] >= b.cols[lci].n {
+		if cur.At(lci) >= b.cols[lci].n {
 			return false, fmt.Errorf("row %d: line column has only %d values", k, b.cols[lci].n)
 		}
-		v, _, err := b.Value(lci, cur[lci], t, nil)
+		v, _, err := b.Value(lci, cur.At(lci), t, nil)
 		if err != nil {
 			return false, fmt.Errorf("row %d: line: %w", k, err)
 		}
@@ -1115,7 +1086,7 @@ func (b *Block) matchRow(k int, tm *template, tid, lci int, t int64, fl byte, mr
 			}
 			for _, si := range cands {
 				ci := int(tm.cols[si])
-				has, err := b.valueHas(ci, cur[ci]+tm.nth(si), li, t)
+				has, err := b.valueHas(ci, cur.At(ci)+tm.nth(si), li, t)
 				if err != nil {
 					return false, fmt.Errorf("row %d: column %q: %w", k, b.Names[ci], err)
 				}
@@ -1141,7 +1112,7 @@ func (b *Block) matchRow(k int, tm *template, tid, lci int, t int64, fl byte, mr
 	for hi, si := range tm.holes {
 		b.lines = append(b.lines, tm.gaps.At(hi)...)
 		ci := int(tm.cols[si])
-		v, vals, err := b.Value(ci, cur[ci]+tm.nth(si), t, b.vals)
+		v, vals, err := b.Value(ci, cur.At(ci)+tm.nth(si), t, b.vals)
 		b.vals = vals
 		if err != nil {
 			return false, fmt.Errorf("row %d: column %q: %w", k, b.Names[ci], err)

@@ -79,10 +79,9 @@ type Block struct {
 	cbits      [][]uint64
 	cbitsBuf   [][]uint64
 	cbitsState []bitsState
-	timeLits   []int // clauseBits' scratch
-	adv        []int // and, per template from advStart, those its rows advance
-	advStart   []int
-	cursors    []int
+	timeLits   []int  // clauseBits' scratch
+	cur        Cursor // the reads that walk rows: where the row at hand's values are
+	used       []int  // walkTemplates: per column, the values the rows use
 	scratch    []byte
 	litBytes   [][256]bool // block_match.go: the bytes of each literal
 	// and the plans of the templates of earlier reads by their shape,

@@ -781,8 +781,10 @@ func isASCII(s string) bool {
 	return true
 }
 
-// TestColumnar: walking a columnar read's rows with a cursor per column
-// rebuilds every line as a full read gives it.
+// TestColumnar: walking a columnar read's rows with a Cursor rebuilds
+// every line as a full read gives it: forward, back from the end, and
+// keeping only the columns of one template (whose rows then still
+// rebuild, while the cursor moves nothing else).
 func TestColumnar(t *testing.T) {
 	rd := mixedPart(t)
 	for i := range rd.Blocks {
@@ -799,24 +801,63 @@ func TestColumnar(t *testing.T) {
 		if err := cb.DecodeTimes(); err != nil {
 			t.Fatal(err)
 		}
-		cur := make([]int, cb.NumColumns())
-		for k := range cb.NumRows() {
-			tm := cb.RowTemplate(k)
-			line, err := cb.AppendLine(nil, tm, cur, cb.RowTime(k))
+		check := func(how string, k int, cur *part.Cursor) {
+			t.Helper()
+			line, err := cb.AppendLine(nil, cb.RowTemplate(k), cur, cb.RowTime(k))
 			if err != nil {
 				t.Fatal(err)
 			}
 			if !bytes.Equal(line, full.Rows[k].Line) || cb.RowTime(k) != full.Rows[k].Time {
-				t.Fatalf("block %d row %d: %q at %d, want %q at %d", i, k, line, cb.RowTime(k), full.Rows[k].Line, full.Rows[k].Time)
+				t.Fatalf("block %d row %d (%s): %q at %d, want %q at %d", i, k, how, line, cb.RowTime(k), full.Rows[k].Line, full.Rows[k].Time)
 			}
-			for s := range cb.TemplateSlots(tm) {
-				cur[cb.SlotColumn(tm, s)]++
+		}
+		var cur part.Cursor
+		cur.Start(&cb, nil)
+		for k := range cb.NumRows() {
+			check("forward", k, &cur)
+			cur.Next(cb.RowTemplate(k))
+		}
+		cur.StartAtEnd(&cb, nil)
+		for k := cb.NumRows() - 1; k >= 0; k-- {
+			cur.Back(cb.RowTemplate(k))
+			check("back", k, &cur)
+		}
+		last := cb.RowTemplate(cb.NumRows() - 1)
+		keep := make([]bool, cb.NumColumns())
+		for s := range cb.TemplateSlots(last) {
+			keep[cb.SlotColumn(last, s)] = true
+		}
+		if cb.TemplateRaw(last) {
+			keep[cb.LineColumn()] = true
+		}
+		cur.Start(&cb, keep)
+		for k := range cb.NumRows() {
+			tm := cb.RowTemplate(k)
+			if tm == last {
+				check("kept", k, &cur)
 			}
-			if cb.TemplateRaw(tm) {
-				cur[cb.LineColumn()]++
+			if moves := cur.Moves(tm); moves != (tm == last || sharesKept(&cb, tm, keep)) {
+				t.Fatalf("block %d: template %d moves %v", i, tm, moves)
+			}
+			cur.Next(tm)
+		}
+		for c := range cb.NumColumns() {
+			if !keep[c] && cur.At(c) != 0 {
+				t.Fatalf("block %d: column %d not kept moved to %d", i, c, cur.At(c))
 			}
 		}
 	}
+}
+
+// sharesKept reports whether a row of template tm has a value in a kept
+// column.
+func sharesKept(b *part.Block, tm int, keep []bool) bool {
+	for s := range b.TemplateSlots(tm) {
+		if keep[b.SlotColumn(tm, s)] {
+			return true
+		}
+	}
+	return b.TemplateRaw(tm) && keep[b.LineColumn()]
 }
 
 // TestSlotJSON: a slot's JSON flags say exactly whether every value the

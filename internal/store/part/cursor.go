@@ -1,0 +1,82 @@
+package part
+
+// A Cursor walks the rows of a columnar read (ReadColumns), forward or
+// from the last row back, and says where the current row's values are:
+// slot s of a row of template t is value At(SlotColumn(t, s)) +
+// SlotRank(t, s) of its column, and a raw row's line is value
+// At(LineColumn()) of the line column.
+//
+// It owns the advance rule, which no caller repeats: a row passed moves
+// each column by as many values as its template has slots in it, and the
+// line column by one when the template is raw. A cursor keeps only the
+// columns it is started with (the others stay at zero and cost nothing to
+// move), so a walk that reads two columns of a wide block moves two.
+type Cursor struct {
+	pos   []int // per column, the current row's first value
+	moves []int // per template from start[t], the kept columns its rows move, once per value
+	start []int
+}
+
+// Start places c at the first row of b, keeping the columns keep marks
+// (every column when keep is nil).
+func (c *Cursor) Start(b *Block, keep []bool) {
+	c.plan(b, keep)
+	c.pos = grown(c.pos, len(b.cols))
+	clear(c.pos)
+}
+
+// StartAtEnd places c after the last row of b, each kept column at its
+// end, for a walk back with Back.
+func (c *Cursor) StartAtEnd(b *Block, keep []bool) {
+	c.plan(b, keep)
+	c.pos = grown(c.pos, len(b.cols))
+	for i := range c.pos {
+		c.pos[i] = 0
+		if keep == nil || keep[i] {
+			c.pos[i] = b.cols[i].n
+		}
+	}
+}
+
+func (c *Cursor) plan(b *Block, keep []bool) {
+	lci := b.LineColumn()
+	c.moves, c.start = c.moves[:0], append(c.start[:0], 0)
+	for t := range b.tmpls {
+		tm := &b.tmpls[t]
+		for _, col := range tm.cols {
+			if keep == nil || keep[col] {
+				c.moves = append(c.moves, int(col))
+			}
+		}
+		if tm.raw && lci >= 0 && (keep == nil || keep[lci]) {
+			c.moves = append(c.moves, lci)
+		}
+		c.start = append(c.start, len(c.moves))
+	}
+}
+
+// Next moves c past a row of template t.
+func (c *Cursor) Next(t int) {
+	pos := c.pos // a local: the stores need not reload it
+	for _, col := range c.moves[c.start[t]:c.start[t+1]] {
+		pos[col]++
+	}
+}
+
+// Back moves c back before a row of template t (walking from the end).
+func (c *Cursor) Back(t int) {
+	pos := c.pos
+	for _, col := range c.moves[c.start[t]:c.start[t+1]] {
+		pos[col]--
+	}
+}
+
+// Moves reports whether a row of template t moves a kept column: rows
+// that move none read no kept value and may be passed over unwalked.
+func (c *Cursor) Moves(t int) bool { return c.start[t+1] > c.start[t] }
+
+// At returns where column col's values of the current row begin.
+func (c *Cursor) At(col int) int { return c.pos[col] }
+
+// Rewind places c at the first row again, keeping the same columns.
+func (c *Cursor) Rewind() { clear(c.pos) }
