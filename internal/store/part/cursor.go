@@ -77,6 +77,3 @@ func (c *Cursor) Moves(t int) bool { return c.start[t+1] > c.start[t] }
 
 // At returns where column col's values of the current row begin.
 func (c *Cursor) At(col int) int { return c.pos[col] }
-
-// Rewind places c at the first row again, keeping the same columns.
-func (c *Cursor) Rewind() { clear(c.pos) }
