@@ -259,14 +259,7 @@ func (b *Block) candidates(ti, li int) ([]int, error) {
 
 // alphabets of the columns whose text is computed, by encoding: a
 // literal with a byte outside a column's alphabet is in none of its values.
-var alphabets = [...]*[256]bool{
-	encInt:     ptr(asciiSet("-0123456789")),
-	encDecimal: ptr(asciiSet("-.0123456789")),
-	encHex:     ptr(asciiSet("0123456789abcdef")),
-	encTime:    ptr(asciiSet("0123456789-:T .,Z+")), // what timestamp.Shape writes
-}
-
-func ptr[T any](v T) *T { return &v }
+var alphabets = [...]*[256]bool{encInt: &intAlphabet, encDecimal: &decimalAlphabet, encHex: &hexAlphabet, encTime: &timeAlphabet}
 
 func asciiSet[T string | []byte](s T) (set [256]bool) {
 	for i := range len(s) {

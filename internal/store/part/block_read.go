@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"hash/maphash"
-	"math"
-	"slices"
 	"strconv"
 
 	"github.com/sluicelog/sluice/internal/bin"
@@ -431,30 +429,11 @@ func (c *colData) decode(h, cr *bin.Reader, raw []byte) []byte {
 	c.enc = h.Byte("column encoding")
 	c.n = int(h.Bounded("value count", maxBlockRows*1024))
 	c.meta0 = h.Byte("column meta")
-	switch c.enc {
+	switch c.enc { // the encodings with directory parameters (enc_*.go)
 	case encHex:
-		c.hexLen = int(h.Bounded("hex length", 1<<20))
-		if c.hexLen == 0 || c.hexLen%2 != 0 {
-			h.Fail("hex length")
-		}
+		c.hexParams(h)
 	case encTime:
-		ns := int(h.Byte("shape count"))
-		if ns == 0 {
-			h.Fail("shape count")
-		}
-		c.shapes = c.shapes[:0]
-		for range ns {
-			b := h.Bytes(7, "shape")
-			if b == nil {
-				break
-			}
-			sh := timestamp.Shape{Kind: timestamp.ShapeKind(b[0]), Sep: b[1], FracSep: b[2],
-				Digits: b[3], Zone: timestamp.ZoneKind(b[4]), Offset: int16(uint16(b[5]) | uint16(b[6])<<8)}
-			if !sh.Valid() {
-				h.Fail("time shape")
-			}
-			c.shapes = append(c.shapes, sh)
-		}
+		c.timeParams(h)
 	case encString, encConst, encDict, encInt, encDecimal:
 	default:
 		h.Fail("column encoding")
@@ -497,7 +476,6 @@ func (c *colData) load(raw, kept []byte) (_, colRaw []byte, decompressed bool, _
 			return raw, nil, false, err
 		}
 	}
-	var s []byte
 	r := bin.NewReader(colRaw)
 	if c.meta0 == 0xff {
 		c.metas = r.BytesN("column part")
@@ -505,95 +483,22 @@ func (c *colData) load(raw, kept []byte) (_, colRaw []byte, decompressed bool, _
 			r.Fail("meta count")
 		}
 	}
-	switch c.enc {
+	switch c.enc { // enc_*.go
 	case encConst:
 		c.data = r.BytesN("column part")
 	case encDict:
-		s = r.BytesN("column part")
-		dr := bin.NewReader(s)
-		for dr.Len() > 0 && dr.Err() == nil {
-			c.dict = append(c.dict, dr.BytesN("dictionary entry"))
-		}
-		c.idx = r.BytesN("column part")
-		if err := dr.Err(); err != nil {
-			r.Fail(err.Error())
-		}
-		for _, i := range c.idx {
-			if int(i) >= len(c.dict) {
-				r.Fail("dictionary index")
-				break
-			}
-		}
-		if len(c.idx) != c.n {
-			r.Fail("dictionary index count")
-		}
+		c.loadDict(&r)
 	case encInt, encDecimal:
-		s = r.BytesN("column part")
-		ir := bin.NewReader(s)
-		c.ints = ir.Varints(slices.Grow(c.ints[:0], c.n), c.n, "integer")
-		ir.Done("integers")
-		if err := ir.Err(); err != nil {
-			r.Fail(err.Error())
-		}
-		if c.enc == encDecimal {
-			c.scales = r.BytesN("column part")
-			if len(c.scales) != c.n {
-				r.Fail("scale count")
-			}
-			for _, sc := range c.scales {
-				if sc == 0 || sc > 18 {
-					r.Fail("scale")
-					break
-				}
-			}
-			// At most 18 digits, as written: every value renders as a
-			// JSON number (readers rely on it).
-			for _, m := range c.ints {
-				if m <= -1e18 || m >= 1e18 {
-					r.Fail("decimal out of range")
-					break
-				}
-			}
-		}
+		c.loadNumbers(&r)
 	case encHex:
-		c.data = r.BytesN("column part")
-		if uint64(len(c.data)) != uint64(c.n)*uint64(c.hexLen/2) {
-			r.Fail("hex bytes")
-		}
+		c.loadHex(&r)
 	case encTime:
-		if len(c.shapes) > 1 {
-			c.idx = r.BytesN("column part")
-			if len(c.idx) != c.n {
-				r.Fail("shape index count")
-			}
-			for _, i := range c.idx {
-				if int(i) >= len(c.shapes) {
-					r.Fail("shape index")
-					break
-				}
-			}
-		}
+		c.loadTimes(&r)
 	case encString:
-		s = r.BytesN("column part")
-		lr := bin.NewReader(s)
-		c.ends = slices.Grow(c.ends[:0], c.n)
-		var end uint64
-		for range c.n {
-			end += lr.Bounded("value length", maxStream)
-			c.ends = append(c.ends, uint32(end))
-		}
-		lr.Done("value lengths")
-		if err := lr.Err(); err != nil {
-			r.Fail(err.Error())
-		}
-		c.data = r.BytesN("column part")
-		if r.Err() == nil && end != uint64(len(c.data)) {
-			r.Fail("string bytes")
-		}
+		c.loadStrings(&r)
 	}
 	if c.enc != encInt && c.enc != encDecimal && c.enc != encTime && r.Len() > 0 {
-		s = r.BytesN("column part")
-		c.nums = bin.NewReader(s)
+		c.nums = bin.NewReader(r.BytesN("column part"))
 	}
 	r.Done("column")
 	return raw, colRaw, decompressed, r.Err()
@@ -631,45 +536,17 @@ func (c *colData) valueAt(i int, dst []byte, t int64, linesOnly bool) (v, out []
 		dst = strconv.AppendInt(dst, c.ints[i], 10)
 		return dst[start:], dst, m, uint64(c.ints[i]), nil
 	case encDecimal:
-		start := len(dst)
-		dst = appendDecimal(dst, c.ints[i], c.scales[i])
-		v = dst[start:]
-		if linesOnly {
-			return v, dst, m, 0, nil
-		}
-		f, perr := strconv.ParseFloat(string(v), 64)
-		if perr != nil {
-			return nil, dst, 0, 0, fmt.Errorf("value %d: decimal %q", i, v)
-		}
-		return v, dst, m, math.Float64bits(f), nil
+		v, dst, num, err = c.decimalValue(i, dst, linesOnly)
+		return v, dst, m, num, err
 	case encHex:
 		start := len(dst)
-		for _, x := range c.data[i*c.hexLen/2 : (i+1)*c.hexLen/2] {
-			dst = append(dst, hexDigits[x>>4], hexDigits[x&15])
-		}
+		dst = c.appendHexValue(dst, i)
 		return dst[start:], dst, m, 0, nil
 	case encTime:
-		sh := c.shapes[0]
-		if c.idx != nil {
-			sh = c.shapes[c.idx[i]]
-		}
-		start := len(dst)
-		dst = sh.Append(dst, t)
-		v = dst[start:]
-		if kind == record.Int && !linesOnly {
-			n, perr := strconv.ParseInt(string(v), 10, 64)
-			if perr != nil {
-				return nil, dst, 0, 0, fmt.Errorf("value %d: epoch %q", i, v)
-			}
-			num = uint64(n)
-		}
-		return v, dst, m, num, nil
+		v, dst, num, err = c.timeValue(i, dst, t, kind == record.Int && !linesOnly)
+		return v, dst, m, num, err
 	default:
-		start := uint32(0)
-		if i > 0 {
-			start = c.ends[i-1]
-		}
-		v = c.data[start:c.ends[i]]
+		v = c.stringValue(i)
 	}
 	if linesOnly {
 		return v, dst, m, 0, nil // the numbers part is never read
@@ -684,16 +561,6 @@ func (c *colData) valueAt(i int, dst []byte, t int64, linesOnly bool) (v, out []
 		return nil, dst, 0, 0, err
 	}
 	return v, dst, m, num, nil
-}
-
-const hexDigits = "0123456789abcdef"
-
-// rowStreams reads the rows' times and template ids in order: a hot
-// loop, so the varints are read here rather than through a bin.Reader.
-type rowStreams struct {
-	times, subms, tids []byte
-	ms                 int64
-	ntmpl              int
 }
 
 func newRowStreams(times, subms, tids []byte, ntmpl int) rowStreams {

@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"encoding/binary"
 	"math"
-	"slices"
-	"strconv"
 	"unsafe"
 
 	"github.com/sluicelog/sluice/internal/bin"
@@ -569,41 +567,22 @@ func (w *blockWriter) encodeColumn(c *column, body, s []byte) (desc, _, _ []byte
 		col = bin.AppendBytes(col, c.meta)
 	}
 
+	// Each encoding's streams (enc_*.go), from what chooseEncoding left.
 	switch enc {
 	case encConst:
-		col = bin.AppendBytes(col, c.value(0))
+		col = appendConst(col, c)
 	case encDict:
-		col = bin.AppendBytes(col, w.dictEntries) // built by chooseEncoding
-		col = bin.AppendBytes(col, w.dictIdx)
+		col = w.appendDict(col)
 	case encInt:
-		s = s[:0]
-		for i := range n {
-			s = binary.AppendVarint(s, int64(c.nums[i]))
-		}
-		col = bin.AppendBytes(col, s)
+		col, s = appendInts(col, c, s)
 	case encDecimal:
-		s = s[:0]
-		scales := make([]byte, 0, n)
-		for i := range n {
-			m, scale, _ := parseDecimal(c.value(i))
-			s = binary.AppendVarint(s, m)
-			scales = append(scales, scale)
-		}
-		col = bin.AppendBytes(col, s)
-		col = bin.AppendBytes(col, scales)
+		col, s = appendDecimals(col, c, s)
 	case encHex:
-		col = bin.AppendBytes(col, w.hex) // decoded by chooseEncoding
+		col = w.appendHex(col)
 	case encTime:
-		if len(w.shapes) > 1 {
-			col = bin.AppendBytes(col, w.shapeIdx) // from timeShapes
-		}
+		col = w.appendTimes(col)
 	default:
-		s = s[:0]
-		for i := range n {
-			s = binary.AppendUvarint(s, uint64(len(c.value(i))))
-		}
-		col = bin.AppendBytes(col, s)
-		col = bin.AppendBytes(col, c.data)
+		col, s = appendStrings(col, c, s)
 	}
 	if enc != encInt && enc != encDecimal && enc != encTime && hasNums(c) {
 		s = s[:0]
@@ -708,214 +687,6 @@ func (w *blockWriter) chooseEncoding(c *column) (byte, []byte) {
 		}
 	}
 	return encString, nil
-}
-
-func (w *blockWriter) isConst(c *column) bool {
-	v0 := c.value(0)
-	for i := 1; i < len(c.ends); i++ {
-		if c.meta[i] != c.meta[0] || c.nums[i] != c.nums[0] || !bytes.Equal(c.value(i), v0) {
-			return false
-		}
-	}
-	return true
-}
-
-// dictionary reports whether c has at most 256 distinct values, and at
-// most limit, each with one number; if so it leaves the dictionary's
-// entries and each value's index in w.dictEntries and w.dictIdx.
-func (w *blockWriter) dictionary(c *column, limit int) bool {
-	limit = min(limit, 256)
-	// Most columns are plainly one thing or the other: look at a sample
-	// before paying for a map.
-	if n := len(c.ends); n >= 64 {
-		distinct := 0
-		for i := range 32 {
-			v := c.value(i)
-			j := 0
-			for j < i && !bytes.Equal(c.value(j), v) {
-				j++
-			}
-			if j == i {
-				distinct++
-			}
-		}
-		if distinct > 24 {
-			return false
-		}
-	}
-	clear(w.dict)
-	w.dictEntries, w.dictIdx = w.dictEntries[:0], w.dictIdx[:0]
-	var nums [256]uint64
-	for i := range c.ends {
-		v := c.value(i)
-		id, ok := w.dict[string(v)]
-		if !ok {
-			if len(w.dict) >= limit {
-				return false
-			}
-			id = uint8(len(w.dict))
-			w.dict[string(v)] = id
-			nums[id] = c.nums[i]
-			w.dictEntries = bin.AppendBytes(w.dictEntries, v)
-		} else if nums[id] != c.nums[i] {
-			return false
-		}
-		w.dictIdx = append(w.dictIdx, id)
-	}
-	return true
-}
-
-func intsExact(c *column) bool {
-	for i := range c.ends {
-		if !intExact(c, i) {
-			return false
-		}
-	}
-	return true
-}
-
-// intExact reports whether value i is its number's decimal text.
-func intExact(c *column, i int) bool {
-	var buf [24]byte
-	return bytes.Equal(strconv.AppendInt(buf[:0], int64(c.nums[i]), 10), c.value(i))
-}
-
-func decimalsExact(c *column) bool {
-	var buf [32]byte
-	for i := range c.ends {
-		v := c.value(i)
-		m, scale, ok := parseDecimal(v)
-		if !ok || !bytes.Equal(appendDecimal(buf[:0], m, scale), v) {
-			return false
-		}
-		f, err := strconv.ParseFloat(string(v), 64)
-		if err != nil || math.Float64bits(f) != c.nums[i] {
-			return false
-		}
-	}
-	return true
-}
-
-// parseDecimal reads -?digits[.digits] with at most 18 digits as a
-// mantissa and a count of fraction digits.
-func parseDecimal(v []byte) (int64, byte, bool) {
-	neg := len(v) > 0 && v[0] == '-'
-	if neg {
-		v = v[1:]
-	}
-	var m int64
-	digits, scale := 0, -1
-	for i, ch := range v {
-		switch {
-		case ch >= '0' && ch <= '9':
-			m = m*10 + int64(ch-'0')
-			digits++
-			if scale >= 0 {
-				scale++
-			}
-		case ch == '.' && scale < 0 && i > 0:
-			scale = 0
-		default:
-			return 0, 0, false
-		}
-	}
-	if digits == 0 || digits > 18 || scale <= 0 {
-		return 0, 0, false
-	}
-	if neg {
-		m = -m
-	}
-	return m, byte(scale), true
-}
-
-// appendDecimal writes m with scale fraction digits: 5 and 2 give 0.05.
-func appendDecimal(dst []byte, m int64, scale byte) []byte {
-	if m < 0 {
-		dst = append(dst, '-')
-		m = -m
-	}
-	var buf [24]byte
-	digits := strconv.AppendInt(buf[:0], m, 10)
-	whole := len(digits) - int(scale)
-	if whole <= 0 {
-		dst = append(dst, '0', '.')
-		for range -whole {
-			dst = append(dst, '0')
-		}
-		return append(dst, digits...)
-	}
-	dst = append(dst, digits[:whole]...)
-	dst = append(dst, '.')
-	return append(dst, digits[whole:]...)
-}
-
-// hexColumn reports whether every value is lowercase hex of one even
-// length, which it returns, and leaves the decoded bytes in w.hex.
-func (w *blockWriter) hexColumn(c *column) (int, bool) {
-	l := len(c.value(0))
-	if l == 0 || l%2 != 0 || len(c.data) != l*len(c.ends) {
-		return 0, false
-	}
-	// The values are contiguous and of one even length: decode them as
-	// one run, checking as we go.
-	src := c.data
-	dst := slices.Grow(w.hex[:0], len(src)/2)[:len(src)/2]
-	for i := range dst {
-		hi, lo := unhexTable[src[2*i]], unhexTable[src[2*i+1]]
-		if hi|lo > 15 {
-			return 0, false
-		}
-		dst[i] = hi<<4 | lo
-	}
-	w.hex = dst
-	return l, true
-}
-
-// unhexTable maps lowercase hex digits to their value and other bytes to
-// 0xff.
-var unhexTable = func() (t [256]byte) {
-	for i := range t {
-		t[i] = 0xff
-	}
-	for c := '0'; c <= '9'; c++ {
-		t[c] = byte(c - '0')
-	}
-	for c := 'a'; c <= 'f'; c++ {
-		t[c] = byte(c-'a') + 10
-	}
-	return t
-}()
-
-// timeShapes reports whether every value of c is its row's time written
-// in one of at most 255 shapes, collected in w.shapes.
-func (w *blockWriter) timeShapes(c *column) bool {
-	w.shapes, w.shapeIdx = w.shapes[:0], w.shapeIdx[:0]
-	var buf [40]byte
-	for i := range c.ends {
-		v := c.value(i)
-		// The text says which shape it has; one render proves it.
-		sh, ok := timestamp.DetectShape(v)
-		if !ok || !bytes.Equal(sh.Append(buf[:0], w.times[c.rows[i]]), v) {
-			return false
-		}
-		if k, _ := unmeta(c.meta[i]); k != record.String && !(k == record.Int && intExact(c, i)) {
-			return false
-		}
-		j := slices.Index(w.shapes, sh)
-		if j < 0 {
-			if len(w.shapes) == 255 {
-				return false
-			}
-			j = len(w.shapes)
-			w.shapes = append(w.shapes, sh)
-		}
-		w.shapeIdx = append(w.shapeIdx, byte(j))
-	}
-	return true
-}
-
-func appendShape(dst []byte, s timestamp.Shape) []byte {
-	return append(dst, byte(s.Kind), s.Sep, s.FracSep, s.Digits, byte(s.Zone), byte(s.Offset), byte(s.Offset>>8))
 }
 
 // bounds returns the numeric min and max of an int or decimal column, as

@@ -9,6 +9,16 @@
 // shared by every line written the same way. The original line is rebuilt
 // from the template and the values, byte-exact, so the store keeps no
 // second copy of it. Lines that no template fits are stored whole.
+// Each encoding is one file, enc_*.go, holding its writer (the test that
+// the values fit it, and their streams), its reader and, for encodings
+// whose text is computed, its alphabet; block_write.go and block_read.go
+// choose among them.
+//
+// A block is read through one of four entry points, by what the caller
+// wants: ReadRows (every row whole), ReadLines (lines, optionally only
+// those holding some literals, or the newest few), CountLines (how many
+// hold them) and ReadColumns (no row: the caller walks the rows with a
+// Cursor and reads the values it needs).
 //
 // Reads prune before they decompress: a block's token filter rules out
 // the blocks without a searched word, a text column's gram filter the

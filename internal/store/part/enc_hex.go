@@ -1,0 +1,87 @@
+package part
+
+import (
+	"slices"
+
+	"github.com/sluicelog/sluice/internal/bin"
+)
+
+// The hex encoding (encHex): lowercase hex digits of one even length
+// (trace and span ids), stored as their bytes.
+
+// hexColumn reports whether every value is lowercase hex of one even
+// length, which it returns, and leaves the decoded bytes in w.hex.
+func (w *blockWriter) hexColumn(c *column) (int, bool) {
+	l := len(c.value(0))
+	if l == 0 || l%2 != 0 || len(c.data) != l*len(c.ends) {
+		return 0, false
+	}
+	// The values are contiguous and of one even length: decode them as
+	// one run, checking as we go.
+	src := c.data
+	dst := slices.Grow(w.hex[:0], len(src)/2)[:len(src)/2]
+	for i := range dst {
+		hi, lo := unhexTable[src[2*i]], unhexTable[src[2*i+1]]
+		if hi|lo > 15 {
+			return 0, false
+		}
+		dst[i] = hi<<4 | lo
+	}
+	w.hex = dst
+	return l, true
+}
+
+// unhexTable maps lowercase hex digits to their value and other bytes to
+// 0xff.
+var unhexTable = func() (t [256]byte) {
+	for i := range t {
+		t[i] = 0xff
+	}
+	for c := '0'; c <= '9'; c++ {
+		t[c] = byte(c - '0')
+	}
+	for c := 'a'; c <= 'f'; c++ {
+		t[c] = byte(c-'a') + 10
+	}
+	return t
+}()
+
+// appendHex appends a hex column's bytes, decoded by hexColumn.
+func (w *blockWriter) appendHex(col []byte) []byte { return bin.AppendBytes(col, w.hex) }
+
+// hexParams reads a hex column's directory parameter: its values' length.
+func (c *colData) hexParams(h *bin.Reader) {
+	c.hexLen = int(h.Bounded("hex length", 1<<20))
+	if c.hexLen == 0 || c.hexLen%2 != 0 {
+		h.Fail("hex length")
+	}
+}
+
+// loadHex reads a hex column's bytes: hexLen/2 per value.
+func (c *colData) loadHex(r *bin.Reader) {
+	c.data = r.BytesN("column part")
+	if uint64(len(c.data)) != uint64(c.n)*uint64(c.hexLen/2) {
+		r.Fail("hex bytes")
+	}
+}
+
+const hexDigits = "0123456789abcdef"
+
+// rowStreams reads the rows' times and template ids in order: a hot
+// loop, so the varints are read here rather than through a bin.Reader.
+type rowStreams struct {
+	times, subms, tids []byte
+	ms                 int64
+	ntmpl              int
+}
+
+// appendHexValue appends value i of a hex column.
+func (c *colData) appendHexValue(dst []byte, i int) []byte {
+	for _, x := range c.data[i*c.hexLen/2 : (i+1)*c.hexLen/2] {
+		dst = append(dst, hexDigits[x>>4], hexDigits[x&15])
+	}
+	return dst
+}
+
+// hexAlphabet holds every byte a hex value may have.
+var hexAlphabet = asciiSet("0123456789abcdef")
