@@ -144,7 +144,7 @@ func (ev *evaluator) logLines(ctx context.Context, x *logql.LogExpr) ([]logLine,
 		}
 		var err error
 		if columnar {
-			w.columns(x).none = 0 // its outcome holds for one stream
+			w.columns(x).none = unknown // its outcome holds for one stream
 			err = ev.src.ScanColumns(ctx, ev.p.Tenant, ls, from, to, store.Shard{}, func(b *part.Block) error {
 				return w.block(ev, ls, b, from, to, cut, keep)
 			}, row)

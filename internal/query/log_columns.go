@@ -21,8 +21,8 @@ type logCols struct {
 	cp          *colPlanner
 	dropsErrors bool
 	// none, per stream: whether rows without any parameter are all
-	// dropped (0 unknown, 1 no, 2 yes), as colPlanner.noneMemo.
-	none int8
+	// dropped, as colPlanner.noneMemo.
+	none known
 	line []byte
 }
 
@@ -56,18 +56,15 @@ func (lc *logCols) givesNothing(w *logWorker, ls record.Labels, p *tmplPlan) boo
 	if !lc.dropsErrors || !absentPlan(p) {
 		return false
 	}
-	if lc.none == 0 {
+	if lc.none == unknown {
 		cp := lc.cp
 		cp.values = cp.values[:0]
 		for _, pp := range p.params {
 			cp.values = append(cp.values, pp.value)
 		}
-		lc.none = 1
-		if !lc.labels(w, ls, 0) {
-			lc.none = 2
-		}
+		lc.none = knownOf(!lc.labels(w, ls, 0))
 	}
-	return lc.none == 2
+	return lc.none == knownYes
 }
 
 // labels sets w.lb to a row's labels, from the parameters in cp.values,

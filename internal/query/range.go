@@ -233,7 +233,7 @@ func (ev *evaluator) rangeStates(ctx context.Context, x *logql.RangeAggregation,
 		if columnar {
 			cp := w.colPlanner()
 			clear(cp.memo) // its outcomes hold for one stream
-			cp.noneMemo, cp.memoLooks, cp.memoMisses = 0, 0, 0
+			cp.noneMemo, cp.memoLooks, cp.memoMisses = unknown, 0, 0
 			if cp.unwrapIDs = cp.unwrapParam >= 0; cp.unwrapIDs {
 				_, shadowed := ls.Get(unwrap.Label)
 				cp.unwrapIDs = !shadowed

@@ -151,7 +151,7 @@ type colPlanner struct {
 	plans     []tmplPlan
 	cur       part.Cursor // where the row at hand's values are, in the columns needed
 	need      []bool      // per column, whether the cursor keeps it
-	plainCols []int8      // per column: 0 unknown, 1 no, 2 every value is plain string content
+	plainCols []known     // per column: whether every value is plain string content
 	line      []byte
 	values    []stage.ParamValue
 	arena     valueArena
@@ -190,10 +190,10 @@ type colPlanner struct {
 	skel      []byte
 	holeOff   []int
 	holeInStr []bool
-	valid     [][2][256]int8 // per column, per context, per value id: 0 unknown, 1 bad, 2 good
+	valid     [][2][256]known // per column, per context, per value id: whether it is well-formed
 	// wholeValid is, per column and context, whether every value is
-	// well-formed: 0 unknown, 1 no, 2 yes.
-	wholeValid [][2]int8
+	// well-formed.
+	wholeValid [][2]known
 
 	sweep sweepState
 	pred  *predState // number filters decided on columns (range_pred.go), or nil
@@ -207,7 +207,7 @@ type colPlanner struct {
 	// per stream: 0 unknown, 1 something, 2 nothing) they are skipped
 	// unread and unchecked.
 	dropsErrors bool
-	noneMemo    int8
+	noneMemo    known
 
 	num unwrapNum // rowValues: the unwrapped parameter's number, if read as one
 	// paramTime: some template of the block has a parameter in a time
@@ -396,7 +396,7 @@ func (w *rangeWorker) givesNothing(ls record.Labels, p *tmplPlan) (bool, error) 
 	if !cp.dropsErrors || !absentPlan(p) {
 		return false, nil
 	}
-	if cp.noneMemo == 0 { // worked out once per stream
+	if cp.noneMemo == unknown { // worked out once per stream
 		cp.values, cp.curNames = cp.values[:0], p.names
 		for _, pp := range p.params {
 			cp.values = append(cp.values, pp.value)
@@ -411,18 +411,15 @@ func (w *rangeWorker) givesNothing(ls record.Labels, p *tmplPlan) (bool, error) 
 		if err != nil {
 			return false, err
 		}
-		cp.noneMemo = 1
-		if s == nil {
-			cp.noneMemo = 2
-		}
+		cp.noneMemo = knownOf(s == nil)
 	}
-	return cp.noneMemo == 2, nil
+	return cp.noneMemo == knownYes, nil
 }
 
 // knownNothing reports whether givesNothing has found that the rows of a
 // template with plan p give nothing.
 func (cp *colPlanner) knownNothing(p *tmplPlan) bool {
-	return cp.noneMemo == 2 && cp.dropsErrors && absentPlan(p)
+	return cp.noneMemo == knownYes && cp.dropsErrors && absentPlan(p)
 }
 
 // dropsErrors reports whether a label filter __error__="" (alone, or
@@ -842,7 +839,7 @@ func (cp *colPlanner) startBlock(b *part.Block, gives func(p *tmplPlan) (nothing
 	n := b.NumTemplates()
 	cp.plans = grown(cp.plans, n)
 	if cap(cp.valid) < b.NumColumns() {
-		cp.valid = make([][2][256]int8, b.NumColumns())
+		cp.valid = make([][2][256]known, b.NumColumns())
 	}
 	cp.valid = cp.valid[:b.NumColumns()]
 	clear(cp.valid)
@@ -1130,8 +1127,8 @@ func (cp *colPlanner) wellFormed(b *part.Block, tm, si int, inString bool, t int
 	vi := cp.cur.At(col) + b.SlotRank(tm, si)
 	id := b.ValueID(col, vi)
 	if id >= 0 {
-		if m := cp.valid[col][ctx][id]; m != 0 {
-			return m == 2, nil
+		if m := cp.valid[col][ctx][id]; m != unknown {
+			return m == knownYes, nil
 		}
 	}
 	v, scratch, err := b.Value(col, vi, t, cp.scratch[:0])
@@ -1141,10 +1138,7 @@ func (cp *colPlanner) wellFormed(b *part.Block, tm, si int, inString bool, t int
 	}
 	good := cp.wellFormedValue(v, inString)
 	if id >= 0 {
-		cp.valid[col][ctx][id] = 1
-		if good {
-			cp.valid[col][ctx][id] = 2
-		}
+		cp.valid[col][ctx][id] = knownOf(good)
 	}
 	return good, nil
 }
@@ -1176,13 +1170,11 @@ func (cp *colPlanner) wellFormedColumn(b *part.Block, col int, inString bool) bo
 	if !inString {
 		return false
 	}
-	if cp.plainCols[col] == 0 {
-		cp.plainCols[col] = 1
-		if ok, err := b.Every(col, part.JSONStringContent); err == nil && ok {
-			cp.plainCols[col] = 2
-		}
+	if cp.plainCols[col] == unknown {
+		ok, err := b.Every(col, part.JSONStringContent)
+		cp.plainCols[col] = knownOf(err == nil && ok)
 	}
-	return cp.plainCols[col] == 2
+	return cp.plainCols[col] == knownYes
 }
 
 // distinctWellFormed reports whether every value of a time, constant or
@@ -1197,28 +1189,28 @@ func (cp *colPlanner) distinctWellFormed(b *part.Block, col int, inString bool) 
 	if inString {
 		ctx = 1
 	}
-	if m := cp.wholeValid[col][ctx]; m != 0 {
-		return m == 2
+	if m := cp.wholeValid[col][ctx]; m != unknown {
+		return m == knownYes
 	}
-	cp.wholeValid[col][ctx] = 1
+	cp.wholeValid[col][ctx] = knownNo
 	vals, ok, err := b.DistinctValues(col)
 	if err != nil || !ok {
 		return false
 	}
 	for id, v := range vals {
 		switch cp.valid[col][ctx][id] {
-		case 2:
+		case knownYes:
 			continue
-		case 1:
+		case knownNo:
 			return false
 		}
-		cp.valid[col][ctx][id] = 1
+		cp.valid[col][ctx][id] = knownNo
 		if !cp.wellFormedValue(v, inString) {
 			return false
 		}
-		cp.valid[col][ctx][id] = 2
+		cp.valid[col][ctx][id] = knownYes
 	}
-	cp.wholeValid[col][ctx] = 2
+	cp.wholeValid[col][ctx] = knownYes
 	return true
 }
 

@@ -19,11 +19,11 @@ import (
 
 // sweepState is a worker's scratch for sweeps.
 type sweepState struct {
-	cols   []int  // the columns that hold the parameter
-	ctx    []int8 // per column: 0 none, 1 outside a JSON string, 2 inside
-	slots  []int  // per column: values the templates' slots use
-	param  []int  // per column: of those, the parameter's
-	consts []int  // templates whose rows all give the parameter alike
+	cols   []int       // the columns that hold the parameter
+	ctx    []jsonPlace // per column: where the parameter's values are, if it holds them
+	slots  []int       // per column: values the templates' slots use
+	param  []int       // per column: of those, the parameter's
+	consts []int       // templates whose rows all give the parameter alike
 	ids    []idCounts
 	adds   []sweepAdd
 	one    []stage.ParamValue
@@ -99,12 +99,12 @@ func (w *rangeWorker) sweep(ev *evaluator, ls record.Labels, b *part.Block, from
 		}
 		_, holes := b.TemplateLine(t)
 		col := b.SlotColumn(t, holes[pp.hole])
-		ctx := int8(1)
+		ctx := placeOutside
 		if pp.inString {
-			ctx = 2
+			ctx = placeInString
 		}
 		switch sw.ctx[col] {
-		case 0:
+		case placeNone:
 			sw.ctx[col] = ctx
 			sw.cols = append(sw.cols, col)
 		case ctx:
@@ -142,7 +142,7 @@ func (w *rangeWorker) sweep(ev *evaluator, ls record.Labels, b *part.Block, from
 			if n == 0 {
 				continue
 			}
-			pv, ok, err := cp.holeValue(b, col, ic.first[id], lo, sw.ctx[col] == 2)
+			pv, ok, err := cp.holeValue(b, col, ic.first[id], lo, sw.ctx[col] == placeInString)
 			if err != nil || !ok {
 				return false, err
 			}
@@ -346,3 +346,13 @@ func (w *rangeWorker) addN(s *rangeSeries, t int64, n int) {
 		s.v[k] += float64(n)
 	}
 }
+
+// jsonPlace is where a column's values sit in the lines of a json
+// parameter's rows.
+type jsonPlace int8
+
+const (
+	placeNone     jsonPlace = iota // it holds none of the parameter's values
+	placeOutside                   // outside a JSON string: whole JSON values
+	placeInString                  // inside a JSON string: string content
+)

@@ -443,13 +443,10 @@ func (b *Block) valueHas(ci, vi, li int, t int64) (bool, error) {
 	case matchDict:
 		k := li*256 + int(c.idx[vi])
 		d := &c.dictHas[k]
-		if *d == 0 {
-			*d = 1
-			if b.lits[li].in(c.dict[c.idx[vi]], &b.scratch) {
-				*d = 2
-			}
+		if *d == unknown {
+			*d = knownOf(b.lits[li].in(c.dict[c.idx[vi]], &b.scratch))
 		}
-		return *d == 2, nil
+		return *d == knownYes, nil
 	}
 	v, vals, err := b.Value(ci, vi, t, b.vals)
 	b.vals = vals
@@ -847,6 +844,22 @@ func (b *Block) tmplTests(t int) (rowsVerdict, error) {
 		b.tests = b.tests[:start]
 	}
 	return v, nil
+}
+
+// known is a memo of a yes-or-no answer: not worked out yet, no, or yes.
+type known uint8
+
+const (
+	unknown known = iota
+	knownNo
+	knownYes
+)
+
+func knownOf(b bool) known {
+	if b {
+		return knownYes
+	}
+	return knownNo
 }
 
 // bitsState is what clauseBits knows of a clause in a column.

@@ -163,8 +163,8 @@ type colData struct {
 	i          int
 	stored     []byte // the column's stored stream, until load
 	loaded     bool
-	dictHas    []byte // block_match.go: per literal and entry, 0 unknown, 1 no, 2 yes
-	grams      []byte // the values' gram filter, if the column has one
+	dictHas    []known // block_match.go: per literal and entry, whether it holds the literal
+	grams      []byte  // the values' gram filter, if the column has one
 }
 
 // reset empties c for the next block, keeping its buffers.
