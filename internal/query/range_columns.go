@@ -877,9 +877,17 @@ func (cp *colPlanner) startBlock(b *part.Block, gives func(p *tmplPlan) (nothing
 			}
 			for h := range p.check {
 				col := b.SlotColumn(t, holes[h])
-				need[col] = true
 				if str, val := b.SlotJSON(t, holes[h]); !(p.inString[h] && str || !p.inString[h] && val || cp.wellFormedColumn(b, col, p.inString[h])) {
 					p.checks = append(p.checks, h)
+				}
+			}
+			// A row whose check fails takes the row path, which rebuilds
+			// its whole line; with nothing to check, no row of the
+			// template can (its parameters' values, within [0, check), are
+			// well-formed), and only they are read.
+			if len(p.checks) > 0 {
+				for _, si := range holes {
+					need[b.SlotColumn(t, si)] = true
 				}
 			}
 			for _, pp := range p.params {
