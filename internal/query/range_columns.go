@@ -78,25 +78,11 @@ func columnarStages(stages []logql.Stage, observed *stage.Observed, lineTail boo
 	return true
 }
 
-// tmplPlan is how a template's rows give the json parameters.
+// tmplPlan is how a template's rows give the json parameters. The fields
+// a row reads come first, so that its first cache line holds them (a
+// block has a few hundred templates, and its rows come in any order).
 type tmplPlan struct {
-	ok     bool // false: rebuild each row's line and take the row path
-	params []paramPlan
-	// names, for json without parameters (colPlanner.named), are the
-	// fields of params: those of the template that may set a label the
-	// query observes, in the order of its lines.
-	names    []string
-	check    int    // values [0, check) of a row must be well-formed
-	inString []bool // per value, whether it sits inside a JSON string
-	checks   []int  // the values of [0, check) that a row's check reads (others are well-formed by their column's kind)
-	// one: for a template of one parameter in a constant or dictionary
-	// column, where its rows' value ids are (startBlock, per block).
-	one oneParam
-	// ids: for a template whose parameters (two to four, or json
-	// without parameters) are each in a constant or dictionary column or
-	// absent, where each one's value ids are (col -1: absent), so that a
-	// row's outcome is remembered by its ids (colPlanner.idMemo).
-	ids []oneParam
+	ok bool // false: rebuild each row's line and take the row path
 	// nothing: givesNothing said its rows give nothing (this block).
 	nothing bool
 	// fastOne: a row's outcome is its one parameter's dictionary entry's
@@ -107,10 +93,28 @@ type tmplPlan struct {
 	// fastIDs: the same for a row whose outcome is its parameters'
 	// packed ids' (ids, idMemo): once known, block decides the row.
 	fastIDs bool
+	numsOK  bool     // see nums
+	num0    numParam // nums[0], read by every row of a number filter on one parameter
+	// one: for a template of one parameter in a constant or dictionary
+	// column, where its rows' value ids are (startBlock, per block).
+	one    oneParam
+	checks []int // the values of [0, check) that a row's check reads (others are well-formed by their column's kind)
+
+	params []paramPlan
+	// names, for json without parameters (colPlanner.named), are the
+	// fields of params: those of the template that may set a label the
+	// query observes, in the order of its lines.
+	names    []string
+	check    int    // values [0, check) of a row must be well-formed
+	inString []bool // per value, whether it sits inside a JSON string
+	// ids: for a template whose parameters (two to four, or json
+	// without parameters) are each in a constant or dictionary column or
+	// absent, where each one's value ids are (col -1: absent), so that a
+	// row's outcome is remembered by its ids (colPlanner.idMemo).
+	ids []oneParam
 	// nums: where the parameters a predState reads are (this block), when
 	// each is in a number column or absent; numsOK false otherwise.
-	nums   []numParam
-	numsOK bool
+	nums []numParam
 }
 
 // numParam is where a parameter's number is: value cur[col]+rank of
@@ -853,6 +857,9 @@ func (cp *colPlanner) startBlock(b *part.Block, gives func(p *tmplPlan) (nothing
 	cp.need = need
 	cp.paramTime = false
 	lci := b.LineColumn()
+	if cp.pred != nil {
+		cp.pred.startBlock(b.NumColumns())
+	}
 	for t := range n {
 		cp.planCached(b, t)
 		p := &cp.plans[t]
@@ -874,6 +881,9 @@ func (cp *colPlanner) startBlock(b *part.Block, gives func(p *tmplPlan) (nothing
 			}
 			if cp.pred != nil {
 				p.nums, p.numsOK = cp.pred.numParams(b, t, p, holes, p.nums[:0])
+				if p.numsOK && len(p.nums) > 0 {
+					p.num0 = p.nums[0]
+				}
 			}
 			for h := range p.check {
 				col := b.SlotColumn(t, holes[h])

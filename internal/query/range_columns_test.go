@@ -215,6 +215,39 @@ func checkColumnar(t *testing.T, lines []string, swept bool, queries []string) {
 	}
 }
 
+// TestNumberFiltersSameAsRows: number filters decided a column at a time
+// (a pass bit per value of an integer or decimal column) give what the
+// row path gives, at every comparison, with thresholds the columns hold
+// exactly, combined with and/or, unwrapped, and with rows that lack the
+// parameter.
+func TestNumberFiltersSameAsRows(t *testing.T) {
+	var lines []string
+	for i := range 6000 { // checkColumnar flushes the first 4000 to a part
+		ts := time.Date(2026, 1, 15, 8, 0, 0, 0, time.UTC).Add(time.Duration(i) * 7 * time.Millisecond).Format(time.RFC3339Nano)
+		svc := []string{"api", "web"}[i%2]
+		if i%11 == 0 {
+			lines = append(lines, fmt.Sprintf(`{"ts":"%s","service":"%s","level":"info"}`, ts, svc))
+			continue
+		}
+		lines = append(lines, fmt.Sprintf(`{"ts":"%s","service":"%s","n":%d,"d":%d.%02d}`, ts, svc, i, i/4, i%4*25))
+	}
+	all := `{service=~"api|web"}`
+	var queries []string
+	for _, f := range []string{`n > 3000`, `n >= 3000`, `n < 100`, `n <= 100`, `n == 2003`, `n != 2003`, `n >= 1000 and n < 2000`, `n <= 10 or n == 3003 or n > 3990`} {
+		queries = append(queries, `sum by (service) (count_over_time(`+all+` | json n | `+f+` | __error__="" [1h]))`)
+	}
+	for _, f := range []string{`d > 500.25`, `d >= 500.25`, `d < 10.5`, `d <= 10.5`, `d == 700.75`, `d != 700.75`, `d >= 5 and d < 6 or d > 999`} {
+		queries = append(queries, `sum by (service) (count_over_time(`+all+` | json d | `+f+` | __error__="" [1h]))`)
+	}
+	queries = append(queries,
+		`sum by (service) (sum_over_time(`+all+` | json n | n > 2000 | unwrap n | __error__="" [1h]))`,
+		`sum by (service) (max_over_time(`+all+` | json d | unwrap d | __error__="" [1h]))`,
+		// Unwrap removes the label: a filter after it sees it absent.
+		`sum by (service) (sum_over_time(`+all+` | json d, n | unwrap d | d <= 100.25 or n > 5 | __error__="" [1h]))`,
+	)
+	checkColumnar(t, lines, false, queries)
+}
+
 // FuzzColumnarSameAsRows: for any lines, range aggregations over json
 // parameters give on the columnar path (sweeps, skipped templates, numbers
 // read from their columns) what the row path gives. Each line is the rest

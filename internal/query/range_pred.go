@@ -29,62 +29,155 @@ import (
 // is parameter i's number when has[i].
 type numPred func(nums []float64, has []bool) bool
 
+// A vecNode is the filters over one parameter's number in the form they
+// are decided in a column at a time: a pass bit per value of the column
+// that holds the parameter (a selection vector), worked out in a tight
+// loop per comparison, so that a row then costs a bit test.
+type vecNode struct {
+	kind vecKind
+	op   logql.CmpOp
+	want float64
+	l, r *vecNode
+}
+
+type vecKind uint8
+
+const (
+	vecAll vecKind = iota // every value passes (__error__="", which this path never sets)
+	vecCmp                // the value compared with want
+	vecAnd
+	vecOr
+)
+
+// eval sets dst's bits (one per value of nums, dst long enough and
+// cleared) of the values that pass n; tmp lends bitmaps to and/or.
+func (n *vecNode) eval(nums []float64, dst []uint64, tmp *[][]uint64) {
+	switch n.kind {
+	case vecAll:
+		for i := range dst {
+			dst[i] = ^uint64(0)
+		}
+	case vecCmp:
+		cmpBits(n.op, nums, n.want, dst)
+	default:
+		n.l.eval(nums, dst, tmp)
+		var r []uint64
+		if k := len(*tmp); k > 0 {
+			r, *tmp = (*tmp)[k-1], (*tmp)[:k-1]
+		}
+		r = growClear(r, len(dst))
+		n.r.eval(nums, r, tmp)
+		if n.kind == vecAnd {
+			for i := range dst {
+				dst[i] &= r[i]
+			}
+		} else {
+			for i := range dst {
+				dst[i] |= r[i]
+			}
+		}
+		*tmp = append(*tmp, r)
+	}
+}
+
+// cmpBits sets the bit of each number that compares with want as op
+// says, with the operators stage.CompareNumbers uses (NaN included).
+func cmpBits(op logql.CmpOp, nums []float64, want float64, dst []uint64) {
+	set := func(i int, ok bool) {
+		if ok {
+			dst[i>>6] |= 1 << (i & 63)
+		}
+	}
+	switch op {
+	case logql.CmpEq:
+		for i, f := range nums {
+			set(i, f == want)
+		}
+	case logql.CmpNe:
+		for i, f := range nums {
+			set(i, f != want)
+		}
+	case logql.CmpGt:
+		for i, f := range nums {
+			set(i, f > want)
+		}
+	case logql.CmpGe:
+		for i, f := range nums {
+			set(i, f >= want)
+		}
+	case logql.CmpLt:
+		for i, f := range nums {
+			set(i, f < want)
+		}
+	case logql.CmpLe:
+		for i, f := range nums {
+			set(i, f <= want)
+		}
+	}
+}
+
 // compileNumPred returns the filters after the json stage (the label
 // filter stages, then after, the filters after unwrap) as a numPred, and
 // the parameters they read; ok false when they are not all number
 // filters on parameters and __error__="".
-func compileNumPred(stages []logql.Stage, after []logql.LabelFilter, names []string) (numPred, []int, bool) {
+//
+// The filters are also returned as a vecNode, decided a column at a time,
+// which holds for rows that have the one parameter they read (when they
+// read more than one, the vecNode is of no use).
+func compileNumPred(stages []logql.Stage, after []logql.LabelFilter, names []string) (numPred, *vecNode, []int, bool) {
 	var reads []int
-	var leaf func(f logql.LabelFilter) (numPred, bool)
-	leaf = func(f logql.LabelFilter) (numPred, bool) {
+	var leaf func(f logql.LabelFilter) (numPred, *vecNode, bool)
+	leaf = func(f logql.LabelFilter) (numPred, *vecNode, bool) {
 		switch f := f.(type) {
 		case *logql.LabelFilterBinary:
-			l, ok := leaf(f.Left)
+			l, lv, ok := leaf(f.Left)
 			if !ok {
-				return nil, false
+				return nil, nil, false
 			}
-			r, ok := leaf(f.Right)
+			r, rv, ok := leaf(f.Right)
 			if !ok {
-				return nil, false
+				return nil, nil, false
 			}
 			if f.And {
-				return func(n []float64, h []bool) bool { return l(n, h) && r(n, h) }, true
+				return func(n []float64, h []bool) bool { return l(n, h) && r(n, h) }, &vecNode{kind: vecAnd, l: lv, r: rv}, true
 			}
-			return func(n []float64, h []bool) bool { return l(n, h) || r(n, h) }, true
+			return func(n []float64, h []bool) bool { return l(n, h) || r(n, h) }, &vecNode{kind: vecOr, l: lv, r: rv}, true
 		case *logql.LabelFilterString:
 			m := f.Matcher
 			if m.Name == stage.ErrorLabel && m.Type == logql.MatchEqual && m.Value == "" {
-				return func([]float64, []bool) bool { return true }, true // no error on this path
+				return func([]float64, []bool) bool { return true }, &vecNode{kind: vecAll}, true // no error on this path
 			}
 		case *logql.LabelFilterNumber:
 			i := slices.Index(names, f.Name)
 			if i < 0 {
-				return nil, false
+				return nil, nil, false
 			}
 			if !slices.Contains(reads, i) {
 				reads = append(reads, i)
 			}
 			op, want := f.Op, f.Value
 			// A row without the label is dropped, as the filter does.
-			return func(n []float64, h []bool) bool { return h[i] && stage.CompareNumbers(op, n[i], want) }, true
+			return func(n []float64, h []bool) bool { return h[i] && stage.CompareNumbers(op, n[i], want) }, &vecNode{kind: vecCmp, op: op, want: want}, true
 		}
-		return nil, false
+		return nil, nil, false
 	}
 	filters := slices.Clone(after)
 	for _, s := range stages {
 		lf, ok := s.(*logql.LabelFilterStage)
 		if !ok {
-			return nil, nil, false
+			return nil, nil, nil, false
 		}
 		filters = append(filters, lf.Filter)
 	}
 	var preds []numPred
+	vec := &vecNode{kind: vecAll}
 	for _, f := range filters {
-		p, ok := leaf(f)
+		p, v, ok := leaf(f)
 		if !ok {
-			return nil, nil, false
+			return nil, nil, nil, false
 		}
 		preds = append(preds, p)
+		vec = &vecNode{kind: vecAnd, l: vec, r: v}
 	}
 	return func(n []float64, h []bool) bool {
 		for _, p := range preds {
@@ -93,7 +186,7 @@ func compileNumPred(stages []logql.Stage, after []logql.LabelFilter, names []str
 			}
 		}
 		return true
-	}, reads, true
+	}, vec, reads, true
 }
 
 // keepsAny reports whether a label named one of names survives the
@@ -124,6 +217,21 @@ type predState struct {
 	series *rangeSeries
 	nums   []float64
 	has    []bool
+	// vec, when the filters and the unwrap read one parameter: the
+	// filters decided a column at a time (selection vectors), and
+	// whether a row without the parameter passes; cols, per column of
+	// the block at hand, its numbers and pass bits once worked out.
+	vec       *vecNode
+	vecAbsent bool
+	cols      []vecColumn
+	tmp       [][]uint64
+}
+
+// vecColumn is a block's column of numbers with a pass bit per value.
+type vecColumn struct {
+	state known // knownYes: nums and bits hold; knownNo: not a column of numbers
+	nums  []float64
+	bits  []uint64
 }
 
 // newPredState returns the state when a range aggregation's filters can
@@ -152,15 +260,60 @@ func newPredState(w *rangeWorker, jp stage.JSONParams) *predState {
 			return nil
 		}
 		after = u.Filters
+		// Unwrap removes the label it reads (as Loki's does): a filter
+		// after it that reads the label sees it absent, which the
+		// parameter's number would not say. The general path decides.
+		for _, f := range after {
+			if filtersRead([]logql.Stage{&logql.LabelFilterStage{Filter: f}}, u.Label) {
+				return nil
+			}
+		}
 	}
-	pred, reads, ok := compileNumPred(w.x.Range.Log.Pipeline[1:], after, names)
+	pred, vec, reads, ok := compileNumPred(w.x.Range.Log.Pipeline[1:], after, names)
 	if !ok {
 		return nil
 	}
 	if unwrap >= 0 && !slices.Contains(reads, unwrap) {
 		reads = append(reads, unwrap)
 	}
-	return &predState{pred: pred, unwrap: unwrap, reads: reads, names: names, nums: make([]float64, len(names)), has: make([]bool, len(names))}
+	ps := &predState{pred: pred, unwrap: unwrap, reads: reads, names: names, nums: make([]float64, len(names)), has: make([]bool, len(names))}
+	if len(reads) == 1 {
+		ps.vec, ps.vecAbsent = vec, pred(ps.nums, ps.has) // has all false: the parameter absent
+	}
+	return ps
+}
+
+// startBlock forgets the columns of the block before.
+func (ps *predState) startBlock(ncols int) {
+	if cap(ps.cols) < ncols {
+		ps.cols = append(ps.cols[:cap(ps.cols)], make([]vecColumn, ncols-cap(ps.cols))...)
+	}
+	ps.cols = ps.cols[:ncols]
+	for i := range ps.cols {
+		ps.cols[i].state = unknown
+	}
+}
+
+// column returns column col of block b with its pass bits, working them
+// out at its first use in the block; nil when it is not a column of
+// numbers Number can give.
+func (ps *predState) column(b *part.Block, col int) *vecColumn {
+	c := &ps.cols[col]
+	switch c.state {
+	case knownYes:
+		return c
+	case knownNo:
+		return nil
+	}
+	var ok bool
+	c.nums, ok = b.Numbers(col, c.nums[:0])
+	c.state = knownOf(ok)
+	if !ok {
+		return nil
+	}
+	c.bits = growClear(c.bits, (len(c.nums)+63)/64)
+	ps.vec.eval(c.nums, c.bits, &ps.tmp)
+	return c
 }
 
 // startStream readies the state for a stream's rows.
@@ -202,6 +355,11 @@ func (w *rangeWorker) predRow(ls record.Labels, b *part.Block, tm int, t int64) 
 	if ps == nil || !ps.on || !p.ok || !p.numsOK {
 		return false, nil
 	}
+	if ps.vec != nil {
+		if done, ok, err := w.vecRow(ls, b, tm, t); ok {
+			return done, err
+		}
+	}
 	for j, i := range ps.reads {
 		np := p.nums[j]
 		if np.col < 0 {
@@ -232,15 +390,61 @@ func (w *rangeWorker) predRow(ls record.Labels, b *part.Block, tm int, t int64) 
 		}
 		v = ps.nums[ps.unwrap]
 	}
+	return true, w.addPassed(ls, t, v)
+}
+
+// vecRow is predRow on the filters' selection vector, for a row whose one
+// parameter read is absent or in a column of numbers; ok false when it is
+// in another column, and predRow decides.
+func (w *rangeWorker) vecRow(ls record.Labels, b *part.Block, tm int, t int64) (done, ok bool, err error) {
+	cp := w.cols
+	ps := cp.pred
+	p := &cp.plans[tm]
+	np := p.num0
+	pass, has, v := ps.vecAbsent, false, 1.0
+	if np.col >= 0 {
+		c := ps.column(b, np.col)
+		if c == nil {
+			return false, false, nil
+		}
+		vi := cp.cur.At(np.col) + np.rank
+		if vi >= len(c.nums) {
+			return false, true, nil // the row path reports it
+		}
+		pass, has = c.bits[vi>>6]&(1<<(vi&63)) != 0, true
+		if ps.unwrap >= 0 {
+			v = c.nums[vi]
+		}
+	}
+	if len(p.checks) > 0 {
+		_, holes := b.TemplateLine(tm)
+		for _, h := range p.checks {
+			if good, err := cp.wellFormed(b, tm, holes[h], p.inString[h], t); err != nil || !good {
+				return false, true, err // the row path decides
+			}
+		}
+	}
+	if !pass || ps.unwrap >= 0 && !has {
+		return true, true, nil // filtered out, or no value to unwrap: no sample
+	}
+	if err := w.addPassed(ls, t, v); err != nil {
+		return false, true, err
+	}
+	return true, true, nil
+}
+
+// addPassed adds sample v at t to the one series of the stream's labels
+// (the grouping keeps no parameter).
+func (w *rangeWorker) addPassed(ls record.Labels, t int64, v float64) error {
+	ps := w.cols.pred
 	if ps.series == nil {
-		// The grouping keeps no parameter: the stream's labels alone.
 		w.lb.Reset(ls)
 		s, err := w.seriesOf()
 		if err != nil {
-			return false, err
+			return err
 		}
 		ps.series = s
 	}
 	w.add(ps.series, t, v)
-	return true, nil
+	return nil
 }

@@ -353,6 +353,27 @@ func (b *Block) Number(col, vi int) (float64, bool) {
 	return float64(m) / pow10[c.scales[vi]], true
 }
 
+// Numbers appends to dst every value of an integer or decimal column as
+// the float64 Number gives for it, and reports whether it could: false
+// for another kind of column, or one with a value Number cannot give.
+func (b *Block) Numbers(col int, dst []float64) ([]float64, bool) {
+	c, err := b.loadedCol(col)
+	if err != nil || c.enc != encInt && c.enc != encDecimal {
+		return dst, false
+	}
+	for vi, m := range c.ints[:c.n] {
+		if m <= -1<<53 || m >= 1<<53 {
+			return dst, false
+		}
+		f := float64(m)
+		if c.enc == encDecimal {
+			f /= pow10[c.scales[vi]]
+		}
+		dst = append(dst, f)
+	}
+	return dst, true
+}
+
 var pow10 = [...]float64{1, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18}
 
 // ValueID returns, for a constant or dictionary column, an id of value

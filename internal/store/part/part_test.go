@@ -958,8 +958,16 @@ func TestNumber(t *testing.T) {
 			t.Fatal(err)
 		}
 		for col := range b.NumColumns() {
+			// Numbers gives the column at once, as Number value by value.
+			all, allOK := b.Numbers(col, nil)
+			if allOK && len(all) != b.ColumnValues(col) {
+				t.Fatalf("column %q: Numbers gives %d of %d values", b.Names[col], len(all), b.ColumnValues(col))
+			}
 			for vi := range b.ColumnValues(col) {
 				f, ok := b.Number(col, vi)
+				if allOK && (!ok || math.Float64bits(all[vi]) != math.Float64bits(f)) {
+					t.Fatalf("column %q value %d: Numbers %v, Number %v (%v)", b.Names[col], vi, all[vi], f, ok)
+				}
 				if !ok {
 					continue
 				}
