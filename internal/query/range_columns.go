@@ -2,6 +2,7 @@ package query
 
 import (
 	"bytes"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -99,6 +100,13 @@ type tmplPlan struct {
 	// column, where its rows' value ids are (startBlock, per block).
 	one    oneParam
 	checks []int // the values of [0, check) that a row's check reads (others are well-formed by their column's kind)
+	// idn, idAt: for a template whose parameters (two to four, or json
+	// without parameters) are each in a constant or dictionary column or
+	// absent, how many they are (0: not so) and where each one's value
+	// id is (colPlanner.colIDs), so that a row's outcome is remembered by
+	// its ids (colPlanner.idMemo).
+	idn  int
+	idAt [maxIDParams]idParam
 
 	params []paramPlan
 	// names, for json without parameters (colPlanner.named), are the
@@ -107,11 +115,6 @@ type tmplPlan struct {
 	names    []string
 	check    int    // values [0, check) of a row must be well-formed
 	inString []bool // per value, whether it sits inside a JSON string
-	// ids: for a template whose parameters (two to four, or json
-	// without parameters) are each in a constant or dictionary column or
-	// absent, where each one's value ids are (col -1: absent), so that a
-	// row's outcome is remembered by its ids (colPlanner.idMemo).
-	ids []oneParam
 	// nums: where the parameters a predState reads are (this block), when
 	// each is in a number column or absent; numsOK false otherwise.
 	nums []numParam
@@ -179,7 +182,10 @@ type colPlanner struct {
 	unwrapIDs  bool
 	dictMemo   []uint8
 	dictSeries []*rangeSeries
-	// Several parameters from dictionaries (tmplPlan.ids): the block's
+	// colIDs: per column of the block, the value ids idParams found
+	// (nil for a constant column, whose every value is id 0).
+	colIDs [][]byte
+	// Several parameters from dictionaries (tmplPlan.idAt): the block's
 	// outcomes by the row's packed ids (idKey, when idKeyed), nil for
 	// rows the filters drop.
 	idKey   uint64
@@ -318,7 +324,7 @@ func (w *rangeWorker) blockRows(ev *evaluator, ls record.Labels, b *part.Block, 
 				}
 			}
 			if p.fastIDs {
-				if key, ok := cp.rowIDKey(p.ids); ok {
+				if key, ok := cp.rowIDKey(p); ok {
 					if hit := cp.idOutcome(key); hit != nil {
 						w.tally.columnar++
 						if hit.s != nil {
@@ -762,59 +768,68 @@ func (cp *colPlanner) idOutcome(key uint64) *idSlot {
 // each: column and entry).
 const maxIDParams = 4
 
-// idParams returns where the value ids of a template's parameters are,
-// when each is in a constant or dictionary column (of index below 255)
-// or absent, and there are at most maxIDParams; else nil. In a block, a
-// column is one field's, so the ids, in the plan's order, say both the
-// values and (json without parameters) the fields they are of.
+// idParam is where a parameter's value id is in a row: value
+// cur.At(col)+rank of column col (col -1: the parameter is absent).
+type idParam struct{ col, rank int16 }
+
+// idParams sets p.idAt and p.idn to where the value ids of template t's
+// parameters are, when each is in a constant or dictionary column (of
+// index below 255) or absent, and there are at most maxIDParams; else
+// p.idn is 0. In a block, a column is one field's, so the ids, in the
+// plan's order, say both the values and (json without parameters) the
+// fields they are of. The columns' ids go to cp.colIDs.
 //
 // Parameter skip (the unwrapped one; -1: none) is left out: the outcome
 // of a row's labels does not depend on it.
-func idParams(b *part.Block, t int, p *tmplPlan, holes []int, skip int) []oneParam {
+func (cp *colPlanner) idParams(b *part.Block, t int, p *tmplPlan, holes []int, skip int) {
+	p.idn = 0
 	n := len(p.params)
 	if skip >= 0 && skip < n {
 		n--
 	}
 	if n == 0 || n > maxIDParams {
-		return nil
+		return
 	}
-	out := p.ids[:0]
+	k := 0
 	for i, pp := range p.params {
 		if i == skip {
 			continue
 		}
 		if pp.hole < 0 {
 			if pp.value.Found {
-				return nil // a value in the gaps: the ids cannot say it
+				return // a value in the gaps: the ids cannot say it
 			}
-			out = append(out, oneParam{col: -1})
+			p.idAt[k] = idParam{col: -1}
+			k++
 			continue
 		}
 		si := holes[pp.hole]
-		col := b.SlotColumn(t, si)
+		col, rank := b.SlotColumn(t, si), b.SlotRank(t, si)
 		ids, ok := b.ValueIDs(col)
-		if !ok || col >= 255 {
-			return nil
+		if !ok || col >= 255 || rank > math.MaxInt16 {
+			return
 		}
-		out = append(out, oneParam{col: col, rank: b.SlotRank(t, si), ids: ids})
+		cp.colIDs[col] = ids
+		p.idAt[k] = idParam{col: int16(col), rank: int16(rank)}
+		k++
 	}
-	return out
+	p.idn = k
 }
 
-// rowIDKey packs the value ids of the row at hand's parameters (ps, from
-// idParams), or reports that one is past its column's values.
-func (cp *colPlanner) rowIDKey(ps []oneParam) (uint64, bool) {
+// rowIDKey packs the value ids of the row at hand's parameters (p.idAt,
+// from idParams), or reports that one is past its column's values.
+func (cp *colPlanner) rowIDKey(p *tmplPlan) (uint64, bool) {
 	var key uint64
-	for _, o := range ps {
+	for _, o := range p.idAt[:p.idn] {
 		k := uint64(0xffff) // absent
 		if o.col >= 0 {
 			id := 0
-			if o.ids != nil {
-				vi := cp.cur.At(o.col) + o.rank
-				if vi >= len(o.ids) {
+			if ids := cp.colIDs[o.col]; ids != nil {
+				vi := cp.cur.At(int(o.col)) + int(o.rank)
+				if vi >= len(ids) {
 					return 0, false
 				}
-				id = int(o.ids[vi])
+				id = int(ids[vi])
 			}
 			k = uint64(o.col)<<8 | uint64(id)
 		}
@@ -851,6 +866,7 @@ func (cp *colPlanner) startBlock(b *part.Block, gives func(p *tmplPlan) (nothing
 	cp.wholeValid = growClear(cp.wholeValid, b.NumColumns())
 	cp.dictMemo = growClear(cp.dictMemo, 256*b.NumColumns())
 	cp.dictSeries = growClear(cp.dictSeries, 256*b.NumColumns())
+	cp.colIDs = growClear(cp.colIDs, b.NumColumns())
 	clear(cp.idMemo)
 	cp.idCache = [256]idSlot{}
 	need := growClear(cp.need, b.NumColumns())
@@ -872,7 +888,7 @@ func (cp *colPlanner) startBlock(b *part.Block, gives func(p *tmplPlan) (nothing
 				need[b.SlotColumn(t, si)] = true
 			}
 		default:
-			p.checks, p.one.col, p.ids = p.checks[:0], -1, p.ids[:0]
+			p.checks, p.one.col, p.idn = p.checks[:0], -1, 0
 			if nothing, err := gives(p); err != nil {
 				return err
 			} else if nothing {
@@ -915,10 +931,10 @@ func (cp *colPlanner) startBlock(b *part.Block, gives func(p *tmplPlan) (nothing
 					p.fastOne = len(p.checks) == 0 && cp.memoOn && cp.pred == nil
 				}
 			} else if cp.memoOn {
-				p.ids = idParams(b, t, p, holes, -1)
-				p.fastIDs = len(p.ids) > 0 && len(p.checks) == 0 && cp.pred == nil
+				cp.idParams(b, t, p, holes, -1)
+				p.fastIDs = p.idn > 0 && len(p.checks) == 0 && cp.pred == nil
 			} else if cp.unwrapIDs {
-				p.ids = idParams(b, t, p, holes, cp.unwrapParam)
+				cp.idParams(b, t, p, holes, cp.unwrapParam)
 			}
 		}
 	}
@@ -1003,8 +1019,8 @@ func (cp *colPlanner) rowValues(b *part.Block, tm int, t int64) (bool, error) {
 	}
 	cp.idKeyed = false
 	cp.num.ok = false
-	if len(p.ids) > 0 {
-		if cp.idKey, cp.idKeyed = cp.rowIDKey(p.ids); cp.idKeyed {
+	if p.idn > 0 {
+		if cp.idKey, cp.idKeyed = cp.rowIDKey(p); cp.idKeyed {
 			if cp.idHit = cp.idOutcome(cp.idKey); cp.idHit != nil {
 				if cp.memoOn || cp.unwrapNumber(b, tm, p, holes, t) {
 					return true, nil // columnRow knows the outcome (and the number)
@@ -1254,12 +1270,12 @@ func wellFormedByKind(k part.ColumnKind, inString bool) bool {
 func (cp *colPlanner) planCached(b *part.Block, tm int) {
 	p := &cp.plans[tm]
 	if b.TemplateRaw(tm) {
-		*p = tmplPlan{checks: p.checks[:0], ids: p.ids[:0], nums: p.nums[:0]}
+		*p = tmplPlan{checks: p.checks[:0], nums: p.nums[:0]}
 		return
 	}
 	shape := b.TemplateShape(tm)
 	if c, ok := cp.planCache[shape]; ok {
-		*p = tmplPlan{ok: c.ok, check: c.check, params: c.params, names: c.names, inString: c.inString, checks: p.checks[:0], ids: p.ids[:0], nums: p.nums[:0]}
+		*p = tmplPlan{ok: c.ok, check: c.check, params: c.params, names: c.names, inString: c.inString, checks: p.checks[:0], nums: p.nums[:0]}
 		return
 	}
 	p.params, p.names, p.inString = nil, nil, nil // new slices: a plan cached is shared
@@ -1269,7 +1285,7 @@ func (cp *colPlanner) planCached(b *part.Block, tm int) {
 	}
 	if len(cp.planCache) < maxPlanCache {
 		c := *p
-		c.checks, c.one, c.ids, c.nums, c.nothing, c.numsOK = nil, oneParam{}, nil, nil, false, false // of this block
+		c.checks, c.one, c.idn, c.nums, c.nothing, c.numsOK = nil, oneParam{}, 0, nil, false, false // of this block
 		cp.planCache[shape] = &c
 	}
 }
