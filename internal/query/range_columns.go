@@ -166,6 +166,7 @@ type colPlanner struct {
 	scratch   []byte            // a value a check reads
 
 	planCache map[part.Shape]*tmplPlan // by the shape of a template
+	planFront *[planFrontSize]planSlot // in front of planCache: the plan last met per slot of a shape's hash
 	memo      map[string]*rangeSeries  // the stream's parameters' values -> series (nil: filtered out)
 	memoKey   []byte
 	// One parameter from a dictionary column: the block's outcomes by
@@ -1274,7 +1275,18 @@ func (cp *colPlanner) planCached(b *part.Block, tm int) {
 		return
 	}
 	shape := b.TemplateShape(tm)
-	if c, ok := cp.planCache[shape]; ok {
+	if cp.planFront == nil {
+		cp.planFront = new([planFrontSize]planSlot)
+	}
+	slot := &cp.planFront[shape[0]%planFrontSize] // a shape is a hash: its bits are spread
+	c := slot.plan
+	if c == nil || slot.shape != shape {
+		c = cp.planCache[shape]
+		if c != nil {
+			*slot = planSlot{shape: shape, plan: c}
+		}
+	}
+	if c != nil {
 		*p = tmplPlan{ok: c.ok, check: c.check, params: c.params, names: c.names, inString: c.inString, checks: p.checks[:0], nums: p.nums[:0]}
 		return
 	}
@@ -1292,6 +1304,16 @@ func (cp *colPlanner) planCached(b *part.Block, tm int) {
 
 // maxPlanCache bounds the plans a worker keeps across blocks.
 const maxPlanCache = 8192
+
+// planFrontSize is the size of the direct-mapped table in front of the plan
+// cache: a block's few hundred templates are found there without the
+// map's hashing of their 16-byte shapes.
+const planFrontSize = 1024
+
+type planSlot struct {
+	shape part.Shape
+	plan  *tmplPlan
+}
 
 // plan finds where template tm's rows hold the parameters.
 func (cp *colPlanner) plan(b *part.Block, tm int) {
