@@ -278,6 +278,9 @@ func FuzzColumnarSameAsRows(f *testing.F) {
 		`sum by (x) (sum_over_time({service="api"} | json x, lat="http.latency_ms" | x!="" | unwrap lat | __error__="" [1h]))`,
 		`quantile_over_time(0.9, {service="api"} | json | unwrap http_latency_ms | __error__="" [1h])`,
 		`sum(sum_over_time({service="api"} | json | unwrap http_status [1h]))`,
+		// Number filters decided a column at a time (range_pred.go).
+		`sum by (service) (count_over_time({service="api"} | json lat="http.latency_ms" | lat > 1.5 and lat <= 300 or lat == 0 | __error__="" [1h]))`,
+		`sum by (service) (sum_over_time({service="api"} | json s="http.status" | s != 500 | unwrap s | __error__="" [1h]))`,
 	}
 	f.Fuzz(func(t *testing.T, data string, qi uint8) {
 		var lines []string
