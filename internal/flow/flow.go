@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -89,6 +90,35 @@ type Flow struct {
 	// Rules, if set, runs on every batch with a tenant before
 	// admission, so that what rules drop takes no stream of the limit.
 	Rules Stage
+
+	// Metrics.Lines and Metrics.Bytes series looked up once each: a
+	// CounterVec lookup hashes its labels on every call.
+	storedMu sync.Mutex
+	stored   map[[2]string]storedCounters // by tenant and protocol
+}
+
+type storedCounters struct{ lines, bytes prometheus.Counter }
+
+// storedFor returns the Lines and Bytes series of tenant and protocol
+// (nil for a CounterVec that is nil).
+func (f *Flow) storedFor(tenant, protocol string) storedCounters {
+	k := [2]string{tenant, protocol}
+	f.storedMu.Lock()
+	defer f.storedMu.Unlock()
+	c, ok := f.stored[k]
+	if !ok {
+		if f.Metrics.Lines != nil {
+			c.lines = f.Metrics.Lines.WithLabelValues(tenant, protocol)
+		}
+		if f.Metrics.Bytes != nil {
+			c.bytes = f.Metrics.Bytes.WithLabelValues(tenant, protocol)
+		}
+		if f.stored == nil {
+			f.stored = map[[2]string]storedCounters{}
+		}
+		f.stored[k] = c
+	}
+	return c
 }
 
 // Input says where a batch comes from and how it is admitted. The
@@ -200,12 +230,15 @@ func (p *Prepared) Wait() (int, error) {
 	if err := p.p.Wait(); err != nil {
 		return 0, err
 	}
-	m := &p.f.Metrics
-	if m.Lines != nil {
-		m.Lines.WithLabelValues(p.tenant, p.protocol).Add(float64(p.lines))
+	if p.f.Metrics.Lines == nil && p.f.Metrics.Bytes == nil {
+		return p.lines, nil
 	}
-	if m.Bytes != nil {
-		m.Bytes.WithLabelValues(p.tenant, p.protocol).Add(float64(p.bytes))
+	c := p.f.storedFor(p.tenant, p.protocol)
+	if c.lines != nil {
+		c.lines.Add(float64(p.lines))
+	}
+	if c.bytes != nil {
+		c.bytes.Add(float64(p.bytes))
 	}
 	return p.lines, nil
 }

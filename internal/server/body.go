@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"github.com/klauspost/compress/zstd"
+
+	"github.com/sluicelog/sluice/internal/protocol/jsonline"
 )
 
 // errTooLarge is the error of a body over a limit.
@@ -61,6 +63,7 @@ type reqBody struct {
 
 	data    []byte // buffer (see buffer)
 	scratch []byte // for the handler's reply
+	reply   jsonline.Reply
 }
 
 var bodyPool = sync.Pool{New: func() any { return new(reqBody) }}

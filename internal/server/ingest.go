@@ -306,7 +306,9 @@ func (s *Server) handleLines(w http.ResponseWriter, r *http.Request, tenant stri
 	}
 	defer s.parsers.put(list, p)
 	in := flow.Input{Protocol: protocol}
-	var reply jsonline.Reply
+	// The reply lives in the pooled body: the closures below make a
+	// local one escape, an allocation per request.
+	reply := &body.reply
 	var storeErr error
 	streamRefused := false
 	// Pipelined: a chunk is parsed and encoded while the one before it
