@@ -111,7 +111,7 @@ func (s *Server) newBody(w http.ResponseWriter, r *http.Request, base, perByte, 
 		if !ok {
 			d = http.NewResponseController(w)
 		}
-		b.pace = paced{r: r.Body, rc: d, start: time.Now(), idle: s.cfg.BodyIdleTimeout, rate: s.cfg.MinBodyRate}
+		b.pace = paced{r: r.Body, rc: d, idle: s.cfg.BodyIdleTimeout, rate: s.cfg.MinBodyRate}
 		b.sent.r = &b.pace
 	}
 	b.raw = http.MaxBytesReader(w, &b.sent, s.cfg.MaxBodyBytes)
@@ -298,7 +298,7 @@ func (s *Server) slowBodyError() error {
 type paced struct {
 	r     io.Reader
 	rc    deadliner
-	start time.Time
+	start time.Time // of the first read (a clock read fewer per request)
 	idle  time.Duration
 	rate  int64
 	read  int64
@@ -307,6 +307,9 @@ type paced struct {
 
 func (p *paced) Read(b []byte) (int, error) {
 	now := time.Now()
+	if p.start.IsZero() {
+		p.start = now
+	}
 	var d time.Time
 	if p.idle > 0 {
 		d = now.Add(p.idle)
