@@ -80,11 +80,25 @@ func (b *reqBody) buffer(n int) []byte {
 }
 
 // noCloser is a body whose Close does nothing: the HTTP server closes
-// the request's body itself.
-type noCloser struct{ r io.Reader }
+// the request's body itself. It closes body once it has read its end,
+// though: a handler that answers with the request's body open has the
+// server drain it first (an io.CopyN, with its allocation, on every
+// request), even when it is at its end.
+type noCloser struct {
+	r    io.Reader
+	body io.Closer // the request's body; nil once closed
+}
 
-func (n *noCloser) Read(p []byte) (int, error) { return n.r.Read(p) }
-func (n *noCloser) Close() error               { return nil }
+func (n *noCloser) Read(p []byte) (int, error) {
+	k, err := n.r.Read(p)
+	if err == io.EOF && n.body != nil {
+		_ = n.body.Close()
+		n.body = nil
+	}
+	return k, err
+}
+
+func (n *noCloser) Close() error { return nil }
 
 // deadliner sets a connection's read deadline: the server's
 // ResponseWriter does, and http.ResponseController for those wrapping it.
@@ -105,7 +119,7 @@ func (s *Server) newBody(w http.ResponseWriter, r *http.Request, base, perByte, 
 		b.free()
 		return nil, err
 	}
-	b.sent.r = r.Body
+	b.sent = noCloser{r: r.Body, body: r.Body}
 	if s.cfg.BodyIdleTimeout > 0 || s.cfg.MinBodyRate > 0 {
 		d, ok := w.(deadliner)
 		if !ok {
