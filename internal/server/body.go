@@ -59,7 +59,7 @@ type reqBody struct {
 	read                      int64
 
 	pace paced    // the body as sent, when BodyIdleTimeout or MinBodyRate is set
-	sent noCloser // what raw limits: pace, or the request's body
+	sent sentBody // pace, or the request's body, limited
 
 	data    []byte // buffer (see buffer)
 	scratch []byte // for the handler's reply
@@ -79,26 +79,51 @@ func (b *reqBody) buffer(n int) []byte {
 	return b.data[:n]
 }
 
-// noCloser is a body whose Close does nothing: the HTTP server closes
-// the request's body itself. It closes body once it has read its end,
-// though: a handler that answers with the request's body open has the
-// server drain it first (an io.CopyN, with its allocation, on every
+// sentBody is the request's body as sent, limited to MaxBodyBytes (as
+// http.MaxBytesReader limits it, without its allocation per request):
+// past the limit a read fails with errTooLarge, and the connection
+// closes after the answer. Its Close does nothing: the HTTP server
+// closes the request's body itself. It closes body once it has read its
+// end, though: a handler that answers with the request's body open has
+// the server drain it first (an io.CopyN, with its allocation, on every
 // request), even when it is at its end.
-type noCloser struct {
+type sentBody struct {
 	r    io.Reader
 	body io.Closer // the request's body; nil once closed
+	w    http.ResponseWriter
+	left int64 // bytes allowed still
+	err  error // sticky
 }
 
-func (n *noCloser) Read(p []byte) (int, error) {
+func (n *sentBody) Read(p []byte) (int, error) {
+	if n.err != nil {
+		return 0, n.err
+	}
+	if len(p) == 0 {
+		return 0, nil
+	}
+	// One byte more than allowed says whether the body goes past it.
+	if int64(len(p))-1 > n.left {
+		p = p[:n.left+1]
+	}
 	k, err := n.r.Read(p)
 	if err == io.EOF && n.body != nil {
 		_ = n.body.Close()
 		n.body = nil
 	}
-	return k, err
+	if int64(k) <= n.left {
+		n.left -= int64(k)
+		n.err = err
+		return k, err
+	}
+	k, n.left, n.err = int(n.left), 0, errTooLarge
+	// The rest of the body is not read: the connection cannot carry
+	// another request.
+	n.w.Header().Set("Connection", "close")
+	return k, n.err
 }
 
-func (n *noCloser) Close() error { return nil }
+func (n *sentBody) Close() error { return nil }
 
 // deadliner sets a connection's read deadline: the server's
 // ResponseWriter does, and http.ResponseController for those wrapping it.
@@ -119,7 +144,7 @@ func (s *Server) newBody(w http.ResponseWriter, r *http.Request, base, perByte, 
 		b.free()
 		return nil, err
 	}
-	b.sent = noCloser{r: r.Body, body: r.Body}
+	b.sent = sentBody{r: r.Body, body: r.Body, w: w, left: max(s.cfg.MaxBodyBytes, 0)}
 	if s.cfg.BodyIdleTimeout > 0 || s.cfg.MinBodyRate > 0 {
 		d, ok := w.(deadliner)
 		if !ok {
@@ -128,7 +153,7 @@ func (s *Server) newBody(w http.ResponseWriter, r *http.Request, base, perByte, 
 		b.pace = paced{r: r.Body, rc: d, idle: s.cfg.BodyIdleTimeout, rate: s.cfg.MinBodyRate}
 		b.sent.r = &b.pace
 	}
-	b.raw = http.MaxBytesReader(w, &b.sent, s.cfg.MaxBodyBytes)
+	b.raw = &b.sent
 	dec, closeDec, err := decoder(b.raw, r.Header.Get("Content-Encoding"))
 	if err != nil {
 		b.release()
@@ -230,11 +255,9 @@ func (b *reqBody) Read(p []byte) (int, error) {
 	b.left -= int64(n)
 	b.read += int64(n)
 	if err != nil && err != io.EOF {
-		// Not for io.EOF: &mbe escapes, and every body ends so.
-		var mbe *http.MaxBytesError
 		switch {
-		case errors.As(err, &mbe):
-			err = errTooLarge
+		case errors.Is(err, errTooLarge):
+			err = errTooLarge // a decoder may have wrapped it
 		case errors.Is(err, os.ErrDeadlineExceeded):
 			err = b.s.slowBodyError()
 		}
