@@ -17,6 +17,7 @@ import (
 
 	"github.com/klauspost/compress/zstd"
 
+	"github.com/sluicelog/sluice/internal/flow"
 	"github.com/sluicelog/sluice/internal/protocol/jsonline"
 )
 
@@ -61,9 +62,10 @@ type reqBody struct {
 	pace paced    // the body as sent, when BodyIdleTimeout or MinBodyRate is set
 	sent sentBody // pace, or the request's body, limited
 
-	data    []byte // buffer (see buffer)
-	scratch []byte // for the handler's reply
-	reply   jsonline.Reply
+	data     []byte // buffer (see buffer)
+	scratch  []byte // for the handler's reply
+	reply    jsonline.Reply
+	prepared [2]flow.Prepared // handleLines' batches in flight
 }
 
 var bodyPool = sync.Pool{New: func() any { return new(reqBody) }}
