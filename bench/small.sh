@@ -9,10 +9,14 @@
 #   PROTOCOL=loki-json bench/small.sh           # any `sluice bench` protocol, one line per request
 #   SERVER_CORE=0 CLIENT_CORE=1 WARMUP=2s SERVE_FLAGS='--max-inflight 256' bench/small.sh
 #   PROFILE=/tmp/prof bench/small.sh            # also sluice's CPU profile of each counted run
+#   CLIENT=nethttp bench/small.sh               # `sluice bench --client nethttp` (default raw)
 #
 # Each run starts the floor, then sluice on a fresh data directory (the order swapped every other
 # run), each under `taskset -c SERVER_CORE`, and drives it with `taskset -c CLIENT_CORE sluice bench
-# --conns CONNS --batch 1` for WARMUP (not counted), then for DURATION (counted). Reported per side:
+# --client CLIENT --conns CONNS --batch 1` for WARMUP (not counted), then for DURATION (counted). The
+# raw client (a bare HTTP/1.1 keep-alive client, no pipelining) costs the client core far less per
+# request than net/http's, whose client topped out near the floor's rate: both sides then
+# measured the client, not the server. Reported per side:
 # requests/s, p50 and p99 latency (`sluice bench`'s HDR histogram), errors; for sluice also the bytes
 # and allocations per request: the server's runtime.MemStats TotalAlloc and Mallocs deltas over the
 # counted run (go_memstats_alloc_bytes_total and go_memstats_mallocs_total from its /metrics, which
@@ -31,6 +35,7 @@ duration="${DURATION:-10s}"
 warmup="${WARMUP:-2s}"
 conns="${CONNS:-256}"
 protocol="${PROTOCOL:-jsonline}"
+client="${CLIENT:-raw}"
 server_core="${SERVER_CORE:-0}"
 client_core="${CLIENT_CORE:-1}"
 bin="$root/bin/sluice"
@@ -53,7 +58,7 @@ metric() {
 
 # drive URL SECONDS-LABEL OUT: runs sluice bench against URL for DURATION, output to OUT.
 drive() {
-	taskset -c "$client_core" "$bin" bench --protocol "$protocol" --conns "$conns" --batch 1 --duration "$2" "$1" >"$3" 2>>"$run/bench.log"
+	taskset -c "$client_core" "$bin" bench --protocol "$protocol" --client "$client" --conns "$conns" --batch 1 --duration "$2" "$1" >"$3" 2>>"$run/bench.log"
 }
 
 # field OUT: requests/s, p50, p99 and errors of a sluice bench report.
@@ -135,8 +140,8 @@ done
 median() { printf '%s\n' "$@" | sort -n | awk '{a[NR] = $1} END {print (NR % 2 ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2)}'; }
 mf="$(median "${floor_rps[@]}")"
 ms="$(median "${sluice_rps[@]}")"
-bench_header RUNS DURATION WARMUP CONNS PROTOCOL SERVER_CORE CLIENT_CORE SERVE_FLAGS
-echo "- one line per request ($protocol), $conns keep-alive connections, server on core $server_core, \`sluice bench\` on core $client_core; $runs runs of $duration after $warmup of warm-up, the two servers alternated"
+bench_header RUNS DURATION WARMUP CONNS PROTOCOL CLIENT SERVER_CORE CLIENT_CORE SERVE_FLAGS
+echo "- one line per request ($protocol), $conns keep-alive connections, server on core $server_core, \`sluice bench --client $client\` on core $client_core; $runs runs of $duration after $warmup of warm-up, the two servers alternated"
 echo "- bytes and allocations per request: the sluice process's runtime.MemStats TotalAlloc and Mallocs deltas (go_memstats_alloc_bytes_total, go_memstats_mallocs_total on /metrics) over the counted run, divided by the ingest requests it answered"
 echo
 echo "| run | server | requests/s | p50 | p99 | errors | bytes/request | allocs/request | requests/fsync |"

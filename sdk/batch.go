@@ -16,6 +16,7 @@ type batch struct {
 	ents  []entry
 	n     int
 	first time.Time // when the first record was added
+	tc    timeCache
 }
 
 type entry struct {
@@ -62,7 +63,7 @@ func (b *batch) add(p Protocol, t time.Time, line []byte, id uint32, s *stream, 
 	sep := false
 	if !t.IsZero() {
 		d = append(d, `"_time":"`...)
-		d = appendTime(d, t)
+		d = b.tc.append(d, t)
 		d = append(d, '"')
 		sep = true
 	}
@@ -162,6 +163,10 @@ func appendPushRequest(dst []byte, b *batch, streams []stream, order []int32, sb
 
 const hexDigits = "0123456789abcdef"
 
+const digitPairs = "00010203040506070809101112131415161718192021222324252627282930313233343536373839" +
+	"40414243444546474849505152535455565758596061626364656667686970717273747576777879" +
+	"8081828384858687888990919293949596979899"
+
 // appendJSONString appends s as a JSON string; invalid UTF-8 becomes
 // U+FFFD.
 func appendJSONString[T ~string | ~[]byte](dst []byte, s T) []byte {
@@ -170,13 +175,29 @@ func appendJSONString[T ~string | ~[]byte](dst []byte, s T) []byte {
 	return append(dst, '"')
 }
 
+// plainASCII[c] says that byte c stands for itself inside a JSON string.
+var plainASCII = func() (t [256]bool) {
+	for c := 0x20; c < utf8.RuneSelf; c++ {
+		t[c] = c != '"' && c != '\\'
+	}
+	return t
+}()
+
 // appendJSONEscaped appends s escaped as inside a JSON string.
 func appendJSONEscaped[T ~string | ~[]byte](dst []byte, s T) []byte {
+	// Most keys and values need no escape: one append.
+	i := 0
+	for i < len(s) && plainASCII[s[i]] {
+		i++
+	}
+	if i == len(s) {
+		return append(dst, s...)
+	}
 	start := 0
-	for i := 0; i < len(s); {
+	for i < len(s) {
 		c := s[i]
 		if c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' {
+			if plainASCII[c] {
 				i++
 				continue
 			}
@@ -263,6 +284,38 @@ func appendLokiQuoted(dst []byte, s string) []byte {
 		}
 	}
 	return append(dst, '"')
+}
+
+// timeCache appends times as appendTime does, the date and clock of the
+// second before computed once: records come in bursts within a second.
+type timeCache struct {
+	sec  int64 // Unix seconds of head; valid when set
+	set  bool
+	head [20]byte // "2006-01-02T15:04:05."
+}
+
+func (tc *timeCache) append(d []byte, t time.Time) []byte {
+	sec := t.Unix()
+	if !tc.set || sec != tc.sec {
+		var b [30]byte
+		if len(appendTime(b[:0], t)) != len(b) {
+			return appendTime(d, t) // a year outside 0 to 9999
+		}
+		copy(tc.head[:], b[:20])
+		tc.sec, tc.set = sec, true
+	}
+	d = append(d, tc.head[:]...)
+	var n [10]byte
+	ns := t.Nanosecond()
+	n[0] = byte('0' + ns/1e8)
+	ns %= 1e8
+	for k := 7; k > 0; k -= 2 {
+		q := ns % 100
+		n[k], n[k+1] = digitPairs[2*q], digitPairs[2*q+1]
+		ns /= 100
+	}
+	n[9] = 'Z'
+	return append(d, n[:]...)
 }
 
 // appendTime appends t in UTC as RFC 3339 with nine fractional digits,

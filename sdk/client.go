@@ -196,6 +196,9 @@ type Client struct {
 	names      map[string]struct{}
 	ndjsonURL  string
 	key        []byte
+	// baseID is the stream of a record without labels of its own (the
+	// Config's labels alone), plus one; 0 until known.
+	baseID uint32
 
 	// testPost, set by tests, takes each request body in place of the
 	// server.
@@ -520,6 +523,17 @@ func (c *Client) Stats() Stats {
 // streamID returns the id of Config.Labels plus labels, interning a new
 // label set; called with c.mu held.
 func (c *Client) streamID(labels []Label) (uint32, error) {
+	if len(labels) == 0 && c.baseID > 0 {
+		return c.baseID - 1, nil
+	}
+	id, err := c.lookupStream(labels)
+	if err == nil && len(labels) == 0 {
+		c.baseID = id + 1
+	}
+	return id, err
+}
+
+func (c *Client) lookupStream(labels []Label) (uint32, error) {
 	k := c.key[:0]
 	for _, set := range [2][]Label{c.cfg.Labels, labels} {
 		for _, l := range set {

@@ -677,6 +677,22 @@ func TestSpoolWhileUnreachable(t *testing.T) {
 	}
 }
 
+// A timeCache appends what appendTime does, within a second, across
+// seconds and for years it does not cache.
+func TestTimeCache(t *testing.T) {
+	var tc timeCache
+	base := time.Date(2026, 1, 15, 8, 0, 59, 0, time.FixedZone("x", 3600))
+	for _, ts := range []time.Time{
+		base, base.Add(1), base.Add(999999999), base.Add(time.Second), base.Add(time.Second + 12345678),
+		base.Add(-time.Hour * 24 * 400), time.Date(10000, 1, 1, 0, 0, 0, 5, time.UTC), base.Add(123456789),
+		time.Unix(0, 1), time.Unix(0, 100000000),
+	} {
+		if got, want := string(tc.append([]byte("x"), ts)), "x"+string(appendTime(nil, ts)); got != want {
+			t.Errorf("timeCache.append(%v) = %s, want %s", ts, got, want)
+		}
+	}
+}
+
 func TestAppendTime(t *testing.T) {
 	for _, ts := range []time.Time{
 		time.Date(2026, 1, 15, 8, 0, 0, 0, time.UTC),

@@ -97,14 +97,32 @@ var statePool = sync.Pool{New: func() any {
 	return &state{buf: make([]byte, 0, 1024), labels: make([]Label, 0, 8)}
 }}
 
+// each encodes a under the handler's open groups, for Record.Attrs.
+func (st *state) each(a slog.Attr) bool {
+	st.attr(st.h.prefix, a)
+	return true
+}
+
 // Handle encodes r and sends it. It returns the Client's error (ErrClosed
 // after Close).
 func (h *Handler) Handle(_ context.Context, r slog.Record) error {
 	st := statePool.Get().(*state)
 	st.h = h
-	b := append(st.buf[:0], `{"level":`...)
-	b = appendJSONString(b, r.Level.String())
-	b = append(b, `,"msg":`...)
+	var b []byte
+	switch r.Level {
+	case slog.LevelDebug:
+		b = append(st.buf[:0], `{"level":"DEBUG","msg":`...)
+	case slog.LevelInfo:
+		b = append(st.buf[:0], `{"level":"INFO","msg":`...)
+	case slog.LevelWarn:
+		b = append(st.buf[:0], `{"level":"WARN","msg":`...)
+	case slog.LevelError:
+		b = append(st.buf[:0], `{"level":"ERROR","msg":`...)
+	default:
+		b = append(st.buf[:0], `{"level":`...)
+		b = appendJSONString(b, r.Level.String())
+		b = append(b, `,"msg":`...)
+	}
 	b = appendJSONString(b, r.Message)
 	if h.source && r.PC != 0 {
 		fs := runtime.CallersFrames([]uintptr{r.PC})
@@ -115,10 +133,9 @@ func (h *Handler) Handle(_ context.Context, r slog.Record) error {
 	b = append(b, h.pre...)
 	st.buf = b
 	st.labels = append(st.labels[:0], h.labels...)
-	r.Attrs(func(a slog.Attr) bool {
-		st.attr(h.prefix, a)
-		return true
-	})
+	if r.NumAttrs() > 0 {
+		r.Attrs(st.each)
+	}
 	st.buf = append(st.buf, '}')
 	err := h.c.send(r.Time, st.buf, st.labels, true)
 	if cap(st.buf) <= 64<<10 {
@@ -131,7 +148,9 @@ func (h *Handler) Handle(_ context.Context, r slog.Record) error {
 
 // attr encodes a as a field (or a label) under prefix.
 func (st *state) attr(prefix string, a slog.Attr) {
-	a.Value = a.Value.Resolve()
+	if a.Value.Kind() == slog.KindLogValuer {
+		a.Value = a.Value.Resolve()
+	}
 	if a.Value.Kind() == slog.KindGroup {
 		attrs := a.Value.Group()
 		if len(attrs) == 0 {
@@ -155,7 +174,9 @@ func (st *state) attr(prefix string, a slog.Attr) {
 		}
 	}
 	b := append(st.buf, ',', '"')
-	b = appendJSONEscaped(b, prefix)
+	if prefix != "" {
+		b = appendJSONEscaped(b, prefix)
+	}
 	b = appendJSONEscaped(b, a.Key)
 	b = append(b, '"', ':')
 	st.buf = appendValue(b, a.Value)

@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"maps"
+	"runtime"
 	"strings"
 	"testing"
 	"testing/slogtest"
@@ -136,10 +137,25 @@ func discard(b *testing.B) *Client {
 	return c
 }
 
+// cpuPerOp reports, beside ns/op (wall time, which a busy machine
+// inflates), the CPU time the benchmark's thread used per op: call it
+// before the loop and defer what it returns.
+func cpuPerOp(b *testing.B) func() {
+	runtime.LockOSThread()
+	t0, ok := threadCPU()
+	return func() {
+		if t1, ok1 := threadCPU(); ok && ok1 && b.N > 0 {
+			b.ReportMetric(float64(t1-t0)/float64(b.N), "cpu-ns/op")
+		}
+		runtime.UnlockOSThread()
+	}
+}
+
 func benchLog(b *testing.B, log *slog.Logger) {
 	ctx := context.Background()
 	b.ReportAllocs()
 	b.ResetTimer()
+	defer cpuPerOp(b)()
 	for b.Loop() {
 		log.LogAttrs(ctx, slog.LevelInfo, "request served",
 			slog.String("method", "GET"), slog.Int("status", 200), slog.Duration("took", time.Millisecond),
@@ -159,10 +175,60 @@ func BenchmarkZerolog(b *testing.B) {
 	log := zerolog.New(io.Discard).With().Timestamp().Str("service", "api").Str("host", "h1").Logger()
 	b.ReportAllocs()
 	b.ResetTimer()
+	defer cpuPerOp(b)()
 	for b.Loop() {
 		log.Info().Str("method", "GET").Int("status", 200).Dur("took", time.Millisecond).
 			Bool("cached", false).Float64("ratio", 0.5).Msg("request served")
 	}
+}
+
+// nopHandler is enabled and does nothing: slog.Logger's own cost.
+type nopHandler struct{}
+
+func (nopHandler) Enabled(context.Context, slog.Level) bool  { return true }
+func (nopHandler) Handle(context.Context, slog.Record) error { return nil }
+func (h nopHandler) WithAttrs([]slog.Attr) slog.Handler      { return h }
+func (h nopHandler) WithGroup(string) slog.Handler           { return h }
+
+// BenchmarkLogCall is one log call (a message, two attributes from
+// With, five of common kinds) in one run, for benchstat:
+//
+//	logger=zerolog            zerolog to io.Discard
+//	logger=slog/handler=json  slog's JSONHandler to io.Discard
+//	logger=slog/handler=sdk   our Handler to a Client whose batches are
+//	                          discarded (batched and encoded, not posted)
+//	logger=slog/handler=nop   slog.Logger's front end alone: the Record it
+//	                          builds (runtime.Callers, time.Now, attrs)
+//	handle=json, handle=sdk   Handle alone, with a Record built once
+//
+// cpu-ns/op is the CPU time of the benchmark's thread per call (Linux):
+// on a shared machine it moves far less than ns/op. The background
+// goroutine that seals and "posts" our batches is not in it.
+//
+//	go test -run '^$' -bench LogCall -benchmem ./sdk/
+func BenchmarkLogCall(b *testing.B) {
+	b.Run("logger=zerolog", BenchmarkZerolog)
+	b.Run("logger=slog/handler=json", BenchmarkSlogJSONHandler)
+	b.Run("logger=slog/handler=sdk", BenchmarkHandler)
+	b.Run("logger=slog/handler=nop", func(b *testing.B) {
+		benchLog(b, slog.New(nopHandler{}).With("service", "api", "host", "h1"))
+	})
+	rec := slog.NewRecord(time.Now(), slog.LevelInfo, "request served", 0)
+	rec.AddAttrs(slog.String("method", "GET"), slog.Int("status", 200), slog.Duration("took", time.Millisecond),
+		slog.Bool("cached", false), slog.Float64("ratio", 0.5))
+	handle := func(b *testing.B, h slog.Handler) {
+		h = h.WithAttrs([]slog.Attr{slog.String("service", "api"), slog.String("host", "h1")})
+		ctx := context.Background()
+		b.ReportAllocs()
+		defer cpuPerOp(b)()
+		for b.Loop() {
+			if err := h.Handle(ctx, rec); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	b.Run("handle=json", func(b *testing.B) { handle(b, slog.NewJSONHandler(io.Discard, nil)) })
+	b.Run("handle=sdk", func(b *testing.B) { handle(b, NewHandler(discard(b), nil)) })
 }
 
 // BenchmarkSend is the Client's cost per record from several goroutines,

@@ -22,6 +22,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/HdrHistogram/hdrhistogram-go"
@@ -51,8 +52,12 @@ type Config struct {
 	Requests int
 	// Tenant, if set, is sent as X-Scope-OrgID.
 	Tenant string
-	// Transport carries the HTTP requests (default: kept-alive
-	// connections, Conns of them).
+	// Client is the HTTP client, one of Clients: "raw" (the default for
+	// an http:// target) or "nethttp" (the default for https://). The
+	// syslog protocols ignore it.
+	Client string
+	// Transport, if set, carries the HTTP requests of the nethttp client
+	// (default: kept-alive connections, Conns of them).
 	Transport http.RoundTripper
 
 	clock clock // tests set a fake one
@@ -143,6 +148,28 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 			return &streamConn{c: c}, nil
 		}
 	default:
+		client := cfg.Client
+		if client == "" {
+			client = "raw"
+			if cfg.Transport != nil || !strings.HasPrefix(cfg.Target, "http://") {
+				client = "nethttp"
+			}
+		}
+		if client == "raw" {
+			if cfg.Transport != nil {
+				return nil, errors.New("loadgen: a Transport is for the nethttp client, not raw")
+			}
+			if _, err := newRawConn(cfg.Target, enc.path, enc.ctype, cfg.Tenant); err != nil {
+				return nil, err
+			}
+			newConn = func() (conn, error) {
+				return newRawConn(cfg.Target, enc.path, enc.ctype, cfg.Tenant)
+			}
+			break
+		}
+		if client != "nethttp" {
+			return nil, fmt.Errorf("loadgen: unknown client %q (one of %v)", client, Clients)
+		}
 		tr := cfg.Transport
 		if tr == nil {
 			t := http.DefaultTransport.(*http.Transport).Clone()
@@ -151,17 +178,17 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 			t.DisableCompression = true
 			tr = t
 		}
-		client := &http.Client{Transport: tr}
+		hc := &http.Client{Transport: tr}
 		u := strings.TrimRight(cfg.Target, "/") + enc.path
 		newConn = func() (conn, error) {
-			return &httpConn{client: client, url: u, ctype: enc.ctype, tenant: cfg.Tenant}, nil
+			return &httpConn{client: hc, url: u, ctype: enc.ctype, tenant: cfg.Tenant}, nil
 		}
 	}
 
 	res := &Result{Errors: map[string]int64{}, Latency: hdrhistogram.New(1, maxLatencyMicros, sigFigs)}
 	var mu sync.Mutex
 	var wg sync.WaitGroup
-	var next int64 // requests started, for the Requests bound
+	var next atomic.Int64 // requests started, for the Requests bound
 	var firstErr error
 	start := cfg.clock.Now()
 	var interval time.Duration
@@ -187,13 +214,9 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 				if ctx.Err() != nil {
 					break
 				}
-				mu.Lock()
-				if cfg.Requests > 0 && next >= int64(cfg.Requests) {
-					mu.Unlock()
+				if cfg.Requests > 0 && next.Add(1) > int64(cfg.Requests) {
 					break
 				}
-				next++
-				mu.Unlock()
 				batch = batch[:0]
 				for range cfg.Batch {
 					batch = append(batch, cfg.Lines[pos])

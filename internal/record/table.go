@@ -1,8 +1,6 @@
 package record
 
-import (
-	"strings"
-)
+import ()
 
 const (
 	pageBits = 10
@@ -130,19 +128,22 @@ func (ls Labels) Value(name string) string {
 
 // String formats the set as Loki does: {a="x", b="y"}.
 func (ls Labels) String() string {
-	var sb strings.Builder
-	sb.WriteByte('{')
+	return string(ls.AppendString(nil))
+}
+
+// AppendString appends the set as String formats it.
+func (ls Labels) AppendString(dst []byte) []byte {
+	dst = append(dst, '{')
 	for i, l := range ls {
 		if i > 0 {
-			sb.WriteString(", ")
+			dst = append(dst, ", "...)
 		}
-		sb.WriteString(l.Name)
-		sb.WriteString(`="`)
-		sb.Write(AppendJSONEscaped(nil, l.Value))
-		sb.WriteByte('"')
+		dst = append(dst, l.Name...)
+		dst = append(dst, `="`...)
+		dst = AppendJSONEscaped(dst, l.Value)
+		dst = append(dst, '"')
 	}
-	sb.WriteByte('}')
-	return sb.String()
+	return append(dst, '}')
 }
 
 // Streams interns stream label sets. Id 0 is always the empty set.

@@ -16,6 +16,9 @@ import (
 	"time"
 
 	"github.com/klauspost/compress/zstd"
+
+	"github.com/sluicelog/sluice/internal/flow"
+	"github.com/sluicelog/sluice/internal/protocol/jsonline"
 )
 
 // errTooLarge is the error of a body over a limit.
@@ -57,10 +60,12 @@ type reqBody struct {
 	read                      int64
 
 	pace paced    // the body as sent, when BodyIdleTimeout or MinBodyRate is set
-	sent noCloser // what raw limits: pace, or the request's body
+	sent sentBody // pace, or the request's body, limited
 
-	data    []byte // buffer (see buffer)
-	scratch []byte // for the handler's reply
+	data     []byte // buffer (see buffer)
+	scratch  []byte // for the handler's reply
+	reply    jsonline.Reply
+	prepared [2]flow.Prepared // handleLines' batches in flight
 }
 
 var bodyPool = sync.Pool{New: func() any { return new(reqBody) }}
@@ -76,12 +81,51 @@ func (b *reqBody) buffer(n int) []byte {
 	return b.data[:n]
 }
 
-// noCloser is a body whose Close does nothing: the HTTP server closes
-// the request's body itself.
-type noCloser struct{ r io.Reader }
+// sentBody is the request's body as sent, limited to MaxBodyBytes (as
+// http.MaxBytesReader limits it, without its allocation per request):
+// past the limit a read fails with errTooLarge, and the connection
+// closes after the answer. Its Close does nothing: the HTTP server
+// closes the request's body itself. It closes body once it has read its
+// end, though: a handler that answers with the request's body open has
+// the server drain it first (an io.CopyN, with its allocation, on every
+// request), even when it is at its end.
+type sentBody struct {
+	r    io.Reader
+	body io.Closer // the request's body; nil once closed
+	w    http.ResponseWriter
+	left int64 // bytes allowed still
+	err  error // sticky
+}
 
-func (n *noCloser) Read(p []byte) (int, error) { return n.r.Read(p) }
-func (n *noCloser) Close() error               { return nil }
+func (n *sentBody) Read(p []byte) (int, error) {
+	if n.err != nil {
+		return 0, n.err
+	}
+	if len(p) == 0 {
+		return 0, nil
+	}
+	// One byte more than allowed says whether the body goes past it.
+	if int64(len(p))-1 > n.left {
+		p = p[:n.left+1]
+	}
+	k, err := n.r.Read(p)
+	if err == io.EOF && n.body != nil {
+		_ = n.body.Close()
+		n.body = nil
+	}
+	if int64(k) <= n.left {
+		n.left -= int64(k)
+		n.err = err
+		return k, err
+	}
+	k, n.left, n.err = int(n.left), 0, errTooLarge
+	// The rest of the body is not read: the connection cannot carry
+	// another request.
+	n.w.Header().Set("Connection", "close")
+	return k, n.err
+}
+
+func (n *sentBody) Close() error { return nil }
 
 // deadliner sets a connection's read deadline: the server's
 // ResponseWriter does, and http.ResponseController for those wrapping it.
@@ -102,16 +146,16 @@ func (s *Server) newBody(w http.ResponseWriter, r *http.Request, base, perByte, 
 		b.free()
 		return nil, err
 	}
-	b.sent.r = r.Body
+	b.sent = sentBody{r: r.Body, body: r.Body, w: w, left: max(s.cfg.MaxBodyBytes, 0)}
 	if s.cfg.BodyIdleTimeout > 0 || s.cfg.MinBodyRate > 0 {
 		d, ok := w.(deadliner)
 		if !ok {
 			d = http.NewResponseController(w)
 		}
-		b.pace = paced{r: r.Body, rc: d, start: time.Now(), idle: s.cfg.BodyIdleTimeout, rate: s.cfg.MinBodyRate}
+		b.pace = paced{r: r.Body, rc: d, idle: s.cfg.BodyIdleTimeout, rate: s.cfg.MinBodyRate}
 		b.sent.r = &b.pace
 	}
-	b.raw = http.MaxBytesReader(w, &b.sent, s.cfg.MaxBodyBytes)
+	b.raw = &b.sent
 	dec, closeDec, err := decoder(b.raw, r.Header.Get("Content-Encoding"))
 	if err != nil {
 		b.release()
@@ -213,11 +257,9 @@ func (b *reqBody) Read(p []byte) (int, error) {
 	b.left -= int64(n)
 	b.read += int64(n)
 	if err != nil && err != io.EOF {
-		// Not for io.EOF: &mbe escapes, and every body ends so.
-		var mbe *http.MaxBytesError
 		switch {
-		case errors.As(err, &mbe):
-			err = errTooLarge
+		case errors.Is(err, errTooLarge):
+			err = errTooLarge // a decoder may have wrapped it
 		case errors.Is(err, os.ErrDeadlineExceeded):
 			err = b.s.slowBodyError()
 		}
@@ -295,7 +337,7 @@ func (s *Server) slowBodyError() error {
 type paced struct {
 	r     io.Reader
 	rc    deadliner
-	start time.Time
+	start time.Time // of the first read (a clock read fewer per request)
 	idle  time.Duration
 	rate  int64
 	read  int64
@@ -304,6 +346,9 @@ type paced struct {
 
 func (p *paced) Read(b []byte) (int, error) {
 	now := time.Now()
+	if p.start.IsZero() {
+		p.start = now
+	}
 	var d time.Time
 	if p.idle > 0 {
 		d = now.Add(p.idle)

@@ -12,6 +12,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
@@ -400,5 +401,56 @@ func waitFor(t *testing.T, cond func() bool) {
 	t.Helper()
 	for !cond() {
 		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// A body over MaxBodyBytes is answered 413 naming the limit, and the
+// connection, whose rest of the body is unread, is closed after the
+// answer; a body within it keeps its connection alive for the next
+// request.
+func TestBodyLimitClosesTheConnection(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.MaxBodyBytes = 1 << 10
+	f := newFixture(t, cfg)
+	srv := httptest.NewServer(f.srv.Handler())
+	defer srv.Close()
+	line := `{"msg":"within","service":"api"}` + "\n"
+	post := func(c net.Conn, r *bufio.Reader, body string, chunked bool) (*http.Response, string) {
+		t.Helper()
+		req, _ := http.NewRequest("POST", srv.URL+"/insert/jsonline", strings.NewReader(body))
+		if chunked {
+			req.ContentLength = -1
+		}
+		if err := req.Write(c); err != nil {
+			t.Fatal(err)
+		}
+		resp, err := http.ReadResponse(r, req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		return resp, string(b)
+	}
+	for _, chunked := range []bool{false, true} {
+		c, err := net.Dial("tcp", srv.Listener.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := bufio.NewReader(c)
+		for i := range 2 {
+			if resp, body := post(c, r, line, chunked); resp.StatusCode != 200 || resp.Close {
+				t.Fatalf("chunked %v, request %d within the limit: %d, close %v: %s", chunked, i, resp.StatusCode, resp.Close, body)
+			}
+		}
+		resp, body := post(c, r, strings.Repeat(line, 100), chunked)
+		if resp.StatusCode != 413 || !resp.Close || !strings.Contains(body, "too large") {
+			t.Errorf("chunked %v, over the limit: %d, close %v: %s", chunked, resp.StatusCode, resp.Close, body)
+			c.Close()
+			continue // a connection kept alive would block the read below
+		}
+		if _, err := r.ReadByte(); err != io.EOF {
+			t.Errorf("chunked %v: after the 413 the connection reads %v, want io.EOF", chunked, err)
+		}
+		c.Close()
 	}
 }

@@ -306,12 +306,17 @@ func (s *Server) handleLines(w http.ResponseWriter, r *http.Request, tenant stri
 	}
 	defer s.parsers.put(list, p)
 	in := flow.Input{Protocol: protocol}
-	var reply jsonline.Reply
+	// The reply lives in the pooled body: the closures below make a
+	// local one escape, an allocation per request.
+	reply := &body.reply
 	var storeErr error
 	streamRefused := false
 	// Pipelined: a chunk is parsed and encoded while the one before it
-	// waits for its fsync.
+	// waits for its fsync. The two in flight are the body's (pooled):
+	// chunk k's in body.prepared[k%2], whose chunk k-2 was settled before
+	// chunk k-1 was written.
 	var pending *flow.Prepared
+	chunk := 0
 	settle := func() error {
 		if pending == nil {
 			return nil
@@ -339,8 +344,9 @@ func (s *Server) handleLines(w http.ResponseWriter, r *http.Request, tenant stri
 		}
 		reply.TimeFallbacks += res.TimeFallbacks
 		reply.Dropped += res.Dropped
-		next, err := s.flow.Prepare(in, b)
-		if err != nil {
+		next := &body.prepared[chunk%2]
+		chunk++
+		if err := s.flow.PrepareInto(next, in, b); err != nil {
 			storeErr = err
 			return err
 		}

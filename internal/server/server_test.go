@@ -486,3 +486,27 @@ func TestCompressedBodiesReuseDecoders(t *testing.T) {
 		t.Errorf("stored:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }
+
+// TestLineBodyOfManyChunks: a streamed line body is stored whole, each
+// chunk once, though the two chunks in flight at a time are kept in two
+// slots the handler reuses.
+func TestLineBodyOfManyChunks(t *testing.T) {
+	f := newFixture(t, DefaultConfig())
+	var body []byte
+	n := 0
+	for ; len(body) < 12<<20; n++ {
+		body = fmt.Appendf(body, `{"ts":%d,"msg":"line %d %s"}`+"\n", 1768464000000+n, n, strings.Repeat("x", 200))
+	}
+	code, reply := f.do("POST", "/insert/jsonline", body)
+	if code != 200 || !strings.Contains(reply, fmt.Sprintf(`"accepted":%d`, n)) {
+		t.Fatalf("%d %s, want 200 accepting %d lines", code, reply, n)
+	}
+	got := f.stored("default")
+	seen := make(map[string]bool, len(got))
+	for _, l := range got {
+		seen[l] = true
+	}
+	if len(got) != n || len(seen) != n {
+		t.Errorf("%d lines stored, %d of them distinct; want %d", len(got), len(seen), n)
+	}
+}

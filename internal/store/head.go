@@ -22,6 +22,7 @@ type head struct {
 	bytes   int64    // encoded bytes held
 	rows    int64
 	tenants map[string]*headTenant
+	key     []byte // insert's stream key, under mu
 
 	// flightMu guards inFlight: the batches queued for this head whose
 	// rows are not inserted yet (a list linked through Pending.prev and
@@ -114,15 +115,22 @@ func (h *head) insert(b *rows.Block, order uint64) {
 		t = &headTenant{streams: map[string]*headStream{}}
 		h.tenants[b.Tenant] = t
 	}
-	byIdx := make([]*headStream, len(b.Streams))
-	for i, ls := range b.Streams {
-		key := ls.String()
-		st := t.streams[key]
+	// A one-line push has a stream or two: no allocation for them, nor
+	// for the key of a stream the head holds already.
+	var small [4]*headStream
+	byIdx := small[:0]
+	if len(b.Streams) > len(small) {
+		byIdx = make([]*headStream, 0, len(b.Streams))
+	}
+	for _, ls := range b.Streams {
+		h.key = ls.AppendString(h.key[:0])
+		st := t.streams[string(h.key)]
 		if st == nil {
+			key := string(h.key)
 			st = &headStream{labels: ls, key: key, sorted: true}
 			t.streams[key] = st
 		}
-		byIdx[i] = st
+		byIdx = append(byIdx, st)
 	}
 	for i, r := range b.Rows {
 		st := byIdx[r.Stream]
