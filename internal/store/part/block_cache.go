@@ -29,6 +29,7 @@ type blockHeader struct {
 	ends  []uint32 // and where each ends in its template's part of line
 	seen  []bool   // scratch of parseTemplate
 	rest  []byte   // the header after the templates: column count, row streams length, column entries
+	ool   bool     // outOfLine, worked out once
 	size  int64    // the memory it holds, for the cache's budget
 	used  atomic.Bool
 	cache *BlockCache // the cache holding it, if one does
@@ -96,6 +97,7 @@ func parseHeader(hdr []byte, h *blockHeader) error {
 		return fmt.Errorf("block header: %w", err)
 	}
 	h.rest = hdr[r.Off():]
+	h.ool = h.findOutOfLine()
 	return nil
 }
 

@@ -263,7 +263,10 @@ func (b *Block) OutOfLine() bool { return b.hd != nil && b.hd.outOfLine() }
 // metadata: a template whose line is its message alone (or that keeps its
 // line raw) has a field stored out of the line. (Lines of sluice's own
 // formats are more than their message, or their message is a field.)
-func (hd *blockHeader) outOfLine() bool {
+func (hd *blockHeader) outOfLine() bool { return hd.ool }
+
+// findOutOfLine works out outOfLine, as parseHeader ends.
+func (hd *blockHeader) findOutOfLine() bool {
 	for i := range hd.tmpls {
 		t := &hd.tmpls[i]
 		msgOnly := t.raw ||
