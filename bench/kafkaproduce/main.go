@@ -231,10 +231,10 @@ func createTopic(ctx context.Context, o options, topic string) error {
 	}
 	defer cl.Close()
 	res, err := kadm.NewClient(cl).CreateTopic(ctx, int32(o.partitions), -1, nil, topic)
-	if err == nil && !errors.Is(res.Err, kerr.TopicAlreadyExists) {
+	if err == nil {
 		err = res.Err
 	}
-	if err != nil {
+	if err != nil && !errors.Is(err, kerr.TopicAlreadyExists) {
 		return fmt.Errorf("create topic %q: %w", topic, err)
 	}
 	return nil
