@@ -9,7 +9,14 @@
 //     transaction of -batch records after the other: Begin, Produce each,
 //     Flush, EndTransaction commit);
 //   - plain: idempotent, not transactional (acks=all), every record
-//     produced asynchronously, one Flush at the end.
+//     produced asynchronously, one Flush at the end;
+//   - sink: not bare: sluice's kafka sink itself (internal/sink with
+//     internal/sink/kafka, batch -batch, linger 50ms) delivering the same
+//     lines from a WAL written beforehand, untimed, as ingest writes it,
+//     in a temporary directory: the sink's cost without ingest beside it.
+//     Timed from its start (connecting, then reading back the topic's
+//     position, a few milliseconds: a first run on one line made the
+//     topic) to every record sent.
 //
 // The client has the sink's settings (compression, the sticky key
 // partitioner, 1000012-byte batches, linger -linger), so the difference to
@@ -25,7 +32,11 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
+	"log/slog"
 	"os"
+	"path/filepath"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -57,6 +68,8 @@ type options struct {
 	modes       []string
 	watch       int // a PID whose CPU time is reported beside each mode's (the broker's)
 	verbose     bool
+	cpuProfile  string
+	level       int
 }
 
 func main() {
@@ -71,8 +84,10 @@ func main() {
 	flag.IntVar(&o.batch, "batch", 10000, "records per transaction (txn)")
 	flag.StringVar(&o.compression, "compression", "zstd", "zstd, lz4, snappy, gzip or none")
 	flag.DurationVar(&o.linger, "linger", 0, "the producer's linger (the sink's is 0)")
-	modes := flag.String("modes", "txn,plain", "what to run, in order: txn, plain")
+	modes := flag.String("modes", "txn,plain", "what to run, in order: txn, plain, sink")
 	flag.BoolVar(&o.verbose, "v", false, "print each transaction's times (produce calls, flush, commit) and franz-go's info log to stderr")
+	flag.IntVar(&o.level, "level", 0, "the compression level (the codec's own numbers; 0: franz-go's default)")
+	flag.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of the timed spans to `file`")
 	flag.IntVar(&o.watch, "cpu-of", 0, "a `PID` (the broker's) whose CPU seconds while each mode produced are printed too")
 	flag.Parse()
 	if *brokers == "" || o.corpus == "" {
@@ -94,9 +109,23 @@ func run(o options) error {
 	if err != nil {
 		return err
 	}
-	recs, err := recordsOf(ctx, o)
+	if o.level != 0 {
+		codec = codec.WithLevel(o.level)
+	}
+	recs, blocks, err := recordsOf(ctx, o)
 	if err != nil {
 		return err
+	}
+	if o.cpuProfile != "" {
+		f, err := os.Create(o.cpuProfile)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
 	}
 	for _, m := range o.modes {
 		topic := o.topic + "-" + m
@@ -113,8 +142,10 @@ func run(o options) error {
 			secs, cpu, err = produceTxn(ctx, o, codec, topic, recs)
 		case "plain":
 			secs, cpu, err = producePlain(ctx, o, codec, topic, recs)
+		case "sink":
+			secs, cpu, err = runSink(ctx, o, topic, blocks, len(recs))
 		default:
-			err = fmt.Errorf("mode %q: want txn or plain", m)
+			err = fmt.Errorf("mode %q: want txn, plain or sink", m)
 		}
 		if err != nil {
 			return fmt.Errorf("%s: %w", m, err)
@@ -149,31 +180,34 @@ func codecOf(name string) (kgo.CompressionCodec, error) {
 // stream fields of o, and returns the records the kafka sink would write
 // for it (value: line, headers: labels), the position header of each
 // batch of o.batch records a made-up WAL end of the same length as the
-// sink's.
-func recordsOf(ctx context.Context, o options) ([]kgo.Record, error) {
+// sink's; and the blocks ingest writes to the WAL for it.
+func recordsOf(ctx context.Context, o options) ([]kgo.Record, [][]byte, error) {
 	f, err := os.Open(o.corpus)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	defer f.Close()
 	cfg := record.DefaultConfig()
 	cfg.StreamFields = o.streams
 	p, err := parse.New(parse.Options{Format: "json", Record: cfg})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	var (
-		enc  rows.Encoder
-		out  []kgo.Record
-		b    sink.Batch
-		pos  []byte
-		nrec int
+		enc    rows.Encoder
+		out    []kgo.Record
+		blocks [][]byte
+		b      sink.Batch
+		pos    []byte
+		nrec   int
 	)
 	err = p.Reader(ctx, f, func(rb *record.Batch) error {
 		if len(rb.Errors) > 0 {
 			return fmt.Errorf("%s: %d lines refused, the first: %v", o.corpus, len(rb.Errors), rb.Errors[0])
 		}
-		blk, err := rows.Decode(enc.Append(nil, o.tenant, rb))
+		data := enc.Append(nil, o.tenant, rb)
+		blocks = append(blocks, data)
+		blk, err := rows.Decode(data)
 		if err != nil {
 			return err
 		}
@@ -195,9 +229,9 @@ func recordsOf(ctx context.Context, o options) ([]kgo.Record, error) {
 		return nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("read %s: %w", o.corpus, err)
+		return nil, nil, fmt.Errorf("read %s: %w", o.corpus, err)
 	}
-	return out, nil
+	return out, blocks, nil
 }
 
 func clone(b []byte) []byte { return append([]byte(nil), b...) }
@@ -221,11 +255,21 @@ func clientOpts(o options, codec kgo.CompressionCodec, topic string) []kgo.Opt {
 		kgo.ProducerBatchMaxBytes(kafka.DefaultMaxRecordBytes),
 		kgo.RecordPartitioner(kgo.StickyKeyPartitioner(nil)),
 		kgo.ProducerLinger(o.linger),
+		// As the sink (internal/sink/kafka's connect says why).
+		kgo.MaxBufferedRecords(1<<20),
+		kgo.MetadataMinAge(100*time.Millisecond),
 	)
 }
 
+// createTopic creates topic with o.partitions partitions if it does not
+// exist, then writes one record to each partition: a partition just
+// created may refuse the first produce (the leader not ready yet), and the
+// client then waits MetadataMinAge (5 s) before it asks again, which is
+// not the producer's speed. The sink's topic is made by the bench's first
+// line, seconds before.
 func createTopic(ctx context.Context, o options, topic string) error {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(o.brokers...))
+	cl, err := kgo.NewClient(kgo.SeedBrokers(o.brokers...), kgo.RecordPartitioner(kgo.ManualPartitioner()),
+		kgo.DefaultProduceTopic(topic), kgo.MetadataMinAge(50*time.Millisecond))
 	if err != nil {
 		return err
 	}
@@ -236,6 +280,11 @@ func createTopic(ctx context.Context, o options, topic string) error {
 	}
 	if err != nil && !errors.Is(err, kerr.TopicAlreadyExists) {
 		return fmt.Errorf("create topic %q: %w", topic, err)
+	}
+	for p := range int32(o.partitions) {
+		if err := cl.ProduceSync(ctx, &kgo.Record{Partition: p, Value: []byte("warm-up")}).FirstErr(); err != nil {
+			return fmt.Errorf("warm up partition %d of %q: %w", p, topic, err)
+		}
 	}
 	return nil
 }
@@ -286,9 +335,10 @@ func produceTxn(ctx context.Context, o options, codec kgo.CompressionCodec, topi
 		return 0, 0, err
 	}
 	defer cl.Close()
-	// Untimed, as the sink's Open: the producer id.
-	if _, _, err := cl.ProducerID(ctx); err != nil {
-		return 0, 0, fmt.Errorf("init producer id: %w", err)
+	// Untimed, as the sink's Open and the bench's first line: the
+	// producer id, and the topic's metadata.
+	if err := warmUp(ctx, cl, true); err != nil {
+		return 0, 0, err
 	}
 	var failed atomic.Pointer[error]
 	promise := func(_ *kgo.Record, err error) {
@@ -326,6 +376,107 @@ func produceTxn(ctx context.Context, o options, codec kgo.CompressionCodec, topi
 	return time.Since(start).Seconds(), cpuSeconds() - cpu0, nil
 }
 
+// runSink writes blocks to a new WAL and has sluice's kafka sink deliver
+// them to topic; n is the records they hold. It returns the seconds and
+// the CPU seconds from the sink's start to every record sent.
+func runSink(ctx context.Context, o options, topic string, blocks [][]byte, n int) (float64, float64, error) {
+	dir, err := os.MkdirTemp("", "kafkaproduce-")
+	if err != nil {
+		return 0, 0, err
+	}
+	defer os.RemoveAll(dir)
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	l, _, err := wal.Open(wal.Options{Dir: filepath.Join(dir, "wal"), Logger: quiet}, 0, nil)
+	if err != nil {
+		return 0, 0, err
+	}
+	defer l.Close()
+	dest, err := kafka.New(kafka.Config{Sink: "kafkaproduce", Brokers: o.brokers, Topic: topic, Compression: o.compression,
+		Partitions: o.partitions, TransactionalID: fmt.Sprintf("kafkaproduce-sink-%d", time.Now().UnixNano())})
+	if err != nil {
+		return 0, 0, err
+	}
+	s, err := sink.New(sink.Config{Name: "kafkaproduce", Type: "kafka", BatchSize: o.batch, Linger: 50 * time.Millisecond,
+		Budget: 1 << 40, Dir: filepath.Join(dir, "sink")}, dest, quiet)
+	if err != nil {
+		return 0, 0, err
+	}
+	m := sink.NewManager([]*sink.Sink{s}, nil, quiet)
+	m.Start(l)
+	// run runs the sink until it has sent want records in all.
+	run := func(want int) error {
+		ctx, cancel := context.WithCancel(ctx)
+		done := make(chan error, 1)
+		go func() { done <- m.Run(ctx, l) }()
+		defer func() {
+			cancel()
+			<-done
+		}()
+		for {
+			st := m.Status()[0]
+			if int(st.Records) >= want && st.Backlog == 0 {
+				return nil
+			}
+			select {
+			case err := <-done:
+				return fmt.Errorf("the sink stopped: %v (%s)", err, st.LastError)
+			case <-time.After(5 * time.Millisecond):
+			}
+		}
+	}
+	// Untimed: the first block makes the topic, then the WAL holds the
+	// rest.
+	one := blocks[0]
+	blk, err := rows.Decode(one)
+	if err != nil {
+		return 0, 0, err
+	}
+	if _, err := l.Append(one); err != nil {
+		return 0, 0, err
+	}
+	if err := run(len(blk.Rows)); err != nil {
+		return 0, 0, err
+	}
+	var last *wal.Pending
+	for _, b := range blocks[1:] {
+		p := l.Enqueue(b)
+		last = &p
+	}
+	if last != nil {
+		if _, err := last.Wait(); err != nil {
+			return 0, 0, err
+		}
+	}
+	cpu0 := cpuSeconds()
+	start := time.Now()
+	if err := run(n); err != nil {
+		return 0, 0, err
+	}
+	return time.Since(start).Seconds(), cpuSeconds() - cpu0, nil
+}
+
+// warmUp produces one record, in a transaction if txn, untimed: the
+// client then has its producer id and the topic's partitions and leaders.
+// Without it, a topic created just before is often not yet ready when
+// the client first asks, and the client waits MetadataMinAge (5 s) before
+// it asks again: that wait is not the producer's speed.
+func warmUp(ctx context.Context, cl *kgo.Client, txn bool) error {
+	if txn {
+		if err := cl.BeginTransaction(); err != nil {
+			return fmt.Errorf("warm up: %w", err)
+		}
+	}
+	if err := cl.ProduceSync(ctx, &kgo.Record{Value: []byte("warm-up")}).FirstErr(); err != nil {
+		return fmt.Errorf("warm up: %w", err)
+	}
+	if txn {
+		if err := cl.EndTransaction(ctx, kgo.TryCommit); err != nil {
+			return fmt.Errorf("warm up: %w", err)
+		}
+	}
+	return nil
+}
+
 // producePlain produces every record asynchronously with an idempotent
 // producer and flushes once.
 func producePlain(ctx context.Context, o options, codec kgo.CompressionCodec, topic string, recs []kgo.Record) (float64, float64, error) {
@@ -334,8 +485,8 @@ func producePlain(ctx context.Context, o options, codec kgo.CompressionCodec, to
 		return 0, 0, err
 	}
 	defer cl.Close()
-	if _, _, err := cl.ProducerID(ctx); err != nil {
-		return 0, 0, fmt.Errorf("init producer id: %w", err)
+	if err := warmUp(ctx, cl, false); err != nil {
+		return 0, 0, err
 	}
 	var failed atomic.Pointer[error]
 	promise := func(_ *kgo.Record, err error) {

@@ -235,6 +235,13 @@ func (d *Dest) connect(ctx context.Context) (wal.Pos, bool, error) {
 		// broker's answer to the first records before it can buffer
 		// the rest. The batch's records are in memory already.
 		kgo.MaxBufferedRecords(maxBuffered),
+		// The first produce of a transaction begun right after a
+		// commit is often refused with CONCURRENT_TRANSACTIONS (Kafka
+		// 4's transactions, KIP-890: the commit's markers are still
+		// being written). franz-go retries it after a metadata
+		// refresh, which the default MetadataMinAge holds back up to
+		// 5 s: a stall of up to 5 s per such transaction.
+		kgo.MetadataMinAge(metadataMinAge),
 	)
 	if err != nil {
 		return wal.Pos{}, false, sink.Permanent(d.errorf("%w", err))
@@ -251,6 +258,10 @@ func (d *Dest) connect(ctx context.Context) (wal.Pos, bool, error) {
 	d.cl = cl
 	return pos, ok, nil
 }
+
+// metadataMinAge is the least time between two metadata requests of the
+// producer: see connect.
+const metadataMinAge = 100 * time.Millisecond
 
 // maxBuffered is the records the producer buffers before Produce waits:
 // more than a batch holds with the runtime's defaults.
