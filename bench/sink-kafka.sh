@@ -29,8 +29,9 @@
 # franz-go producer with the sink's client settings, produces the same records (the corpus parsed
 # by sluice's own code, untimed: key, value and headers as the sink makes them) to topics of
 # PARTITIONS partitions, timed: transactional as the sink (one transaction of BATCH records after
-# the other) and plain (idempotent, one flush at the end). The ratio sluice/bare is over the
-# transactional one. The CPU seconds (user+system, from /proc) of sluice, of the bare producer and
+# the other) and plain (idempotent, one flush at the end); and sluice's sink code alone on the same
+# lines, from a WAL written before the timing (no ingest beside it). The ratios sluice/bare are
+# over the transactional one. The CPU seconds (user+system, from /proc) of sluice, of the bare producer and
 # of the broker over each timed span say who had the machine's 2 cores.
 set -euo pipefail
 
@@ -221,7 +222,7 @@ CONF
 	stop_server "$spid"
 	# The bare producer, on the same broker, sluice stopped.
 	"$run/kafkaproduce" -brokers "127.0.0.1:$kport" -topic bare -corpus "$corpus" -partitions "$partitions" \
-		-batch "$batch" -compression "$compression" -cpu-of "$broker_pid" >"$dir/bare.out"
+		-batch "$batch" -compression "$compression" -modes sink,txn,plain -cpu-of "$broker_pid" >"$dir/bare.out"
 	stop_broker
 	rm -rf "$dir/data/wal" "$dir/data/parts" "$dir/kafka/data"
 	python3 -c "print('%.3f %.3f %s %s' % (($t1 - $t0) / 1e9, ($ta - $t0) / 1e9, '$scpu', '$bcpu'))"
@@ -238,7 +239,7 @@ for ((r = 1; r <= runs; r++)); do
 	acks+=("$a")
 	log "run $r: $lines records delivered in $s s ($(python3 -c "print(round($lines / $s))") records/s); the last push acknowledged at $a s; CPU s: sluice $sc, broker $bc"
 	while read -r _ mode _ _ _ bs _ brs _ bcpu _ _ bbcpu; do
-		log "run $r: bare $mode: $bs s ($brs records/s); CPU s: producer $bcpu, broker $bbcpu"
+		log "run $r: kafkaproduce $mode: $bs s ($brs records/s); CPU s: producer $bcpu, broker $bbcpu"
 	done < <(tail -n +2 "$run/secs-$r")
 done
 
@@ -263,9 +264,15 @@ print("| records | delivered in (s), median | records/s | runs (s) | last push a
 print("|---|---|---|---|---|---|")
 print(f"| {lines} | {med:.2f} | {lines / med:,.0f} | {' '.join(f'{s:.2f}' for s in secs)} | {statistics.median(acks):.2f} | {statistics.median(scpu):.2f} / {statistics.median(bcpu):.2f} |")
 print()
-print("| bare franz-go producer, same records and broker | seconds, median | records/s | runs (s) | sluice / bare | CPU s producer / broker, median |")
-print("|---|---|---|---|---|---|")
+names = {"sink": "sluice's sink alone, from a WAL written before", "txn": "bare franz-go, transactional", "plain": "bare franz-go, not transactional"}
+print("| bench/kafkaproduce, same records and broker | seconds, median | records/s | runs (s) | CPU s producer / broker, median |")
+print("|---|---|---|---|---|")
+meds = {}
 for mode, rs in bare.items():
-    bs = statistics.median(x[0] for x in rs)
-    print(f"| {mode} | {bs:.2f} | {lines / bs:,.0f} | {' '.join(f'{x[0]:.2f}' for x in rs)} | {bs / med:.2f} | {statistics.median(x[1] for x in rs):.2f} / {statistics.median(x[2] for x in rs):.2f} |")
+    bs = meds[mode] = statistics.median(x[0] for x in rs)
+    print(f"| {names.get(mode, mode)} | {bs:.2f} | {lines / bs:,.0f} | {' '.join(f'{x[0]:.2f}' for x in rs)} | {statistics.median(x[1] for x in rs):.2f} / {statistics.median(x[2] for x in rs):.2f} |")
+if "txn" in meds:
+    print()
+    print(f"sluice / bare (transactional): {meds['txn'] / med:.2f} with ingest in the timed span"
+          + (f", {meds['txn'] / meds['sink']:.2f} for the sink alone" if "sink" in meds else ""))
 PY
