@@ -20,10 +20,19 @@
 # the topic, with PARTITIONS partitions, and its producer id). Then, timed: the corpus is posted to
 # /insert/jsonline in chunks of 100,000 lines, one after the other, while the sink delivers, and
 # the time runs from the first push to GET /api/v1/sinks showing the sink's backlog at 0 bytes
-# with every line counted as sent (polled every 10 ms). It is ingest and delivery at once, sharing
+# with every line counted as sent (polled every 20 ms). It is ingest and delivery at once, sharing
 # the machine with the broker; when the last push was acknowledged is printed beside it. Each
 # batch (BATCH records) is one transaction (acks=all). records/s = lines / that time. Medians
 # over the runs, with the range.
+#
+# Then, in the same run, with sluice stopped and the same broker: bench/kafkaproduce, a bare
+# franz-go producer with the sink's client settings, produces the same records (the corpus parsed
+# by sluice's own code, untimed: key, value and headers as the sink makes them) to topics of
+# PARTITIONS partitions, timed: transactional as the sink (one transaction of BATCH records after
+# the other) and plain (idempotent, one flush at the end); and sluice's sink code alone on the same
+# lines, from a WAL written before the timing (no ingest beside it). The ratios sluice/bare are
+# over the transactional one. The CPU seconds (user+system, from /proc) of sluice, of the bare producer and
+# of the broker over each timed span say who had the machine's 2 cores.
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -48,6 +57,9 @@ cleanup() {
 	if [[ -n "${KEEP:-}" ]]; then log "logs kept in $run"; else rm -rf "$run"; fi
 }
 trap cleanup EXIT
+
+log "building bench/kafkaproduce"
+(cd "$root" && go build -o "$run/kafkaproduce" ./bench/kafkaproduce)
 
 lines=$(wc -l <"$corpus")
 split -l 100000 -d -a 4 "$corpus" "$run/chunk-"
@@ -111,10 +123,16 @@ start_broker_again() {
 	return 1
 }
 
-# sink_state PORT: prints the sink's backlog bytes and records sent.
+# sink_state PORT: prints the sink's backlog bytes and records sent (the config has one sink), and
+# its last error. Read with bash's own regular expressions: a python3 per poll took most of a core
+# while the sink delivered, on a machine of two.
 sink_state() {
-	curl -sf "http://127.0.0.1:$1/api/v1/sinks" |
-		python3 -c 'import json, sys; s = json.load(sys.stdin)["sinks"][0]; print(s["backlog_bytes"], int(s["records_sent"]), s.get("last_error", ""))'
+	local j backlog=? sent=? err=""
+	j=$(curl -sf "http://127.0.0.1:$1/api/v1/sinks") || true
+	if [[ $j =~ \"backlog_bytes\":([0-9]+) ]]; then backlog=${BASH_REMATCH[1]}; fi
+	if [[ $j =~ \"records_sent\":([0-9]+) ]]; then sent=${BASH_REMATCH[1]}; fi
+	if [[ $j =~ \"last_error\":\"([^\"]*) ]]; then err=${BASH_REMATCH[1]}; fi
+	echo "$backlog $sent $err"
 }
 
 # stop_broker: stops the broker with SIGTERM (the JVM ignores the SIGINT that bash ignores for a
@@ -135,22 +153,29 @@ wait_sent() {
 	for ((i = 0; ; i++)); do
 		state=$(sink_state "$1")
 		read -r backlog sent _ <<<"$state"
-		if [[ "$backlog" == 0 && "$sent" -ge "$2" ]]; then
+		if [[ "$backlog" == 0 && "$sent" != "?" && "$sent" -ge "$2" ]]; then
 			if [[ "$sent" != "$2" ]]; then
 				log "the sink sent $sent records, want $2"
 				return 1
 			fi
 			return 0
 		fi
-		if ((i > 60000)); then
+		if ((i > 30000)); then
 			log "the sink did not catch up in 10 minutes: $state"
 			return 1
 		fi
-		sleep 0.01
+		sleep 0.02
 	done
 }
 
-# one_run N: one measured run; prints the seconds.
+# proc_cpu PID: the CPU seconds (user+system) of PID so far.
+proc_cpu() {
+	awk -v hz="$(getconf CLK_TCK)" '{sub(/.*\) /, ""); printf "%.2f", ($12 + $13) / hz}' "/proc/$1/stat"
+}
+
+# one_run N: one measured run; prints the seconds to deliver, to the last acknowledged push, the
+# CPU seconds of sluice and of the broker over the first, then the bare producer's line for
+# each mode.
 one_run() {
 	local dir="$run/r$1" port kport cport t0 ta t1 code
 	mkdir -p "$dir"
@@ -183,6 +208,9 @@ CONF
 		"http://127.0.0.1:$port/insert/jsonline"
 	wait_sent "$port" 1
 	# Timed: from the first push of the corpus to every line delivered.
+	local scpu0 bcpu0 scpu bcpu
+	scpu0=$(proc_cpu "$spid")
+	bcpu0=$(proc_cpu "$broker_pid")
 	t0=$(date +%s%N)
 	for chunk in "$run"/chunk-*; do
 		code=$(curl -sS -o "$dir/post.reply" -w '%{http_code}' -T "$chunk" -X POST \
@@ -195,10 +223,16 @@ CONF
 	ta=$(date +%s%N)
 	wait_sent "$port" $((lines + 1))
 	t1=$(date +%s%N)
+	scpu=$(awk -v a="$scpu0" -v b="$(proc_cpu "$spid")" 'BEGIN {printf "%.2f", b - a}')
+	bcpu=$(awk -v a="$bcpu0" -v b="$(proc_cpu "$broker_pid")" 'BEGIN {printf "%.2f", b - a}')
 	stop_server "$spid"
+	# The bare producer, on the same broker, sluice stopped.
+	"$run/kafkaproduce" -brokers "127.0.0.1:$kport" -topic bare -corpus "$corpus" -partitions "$partitions" \
+		-batch "$batch" -compression "$compression" -modes sink,txn,plain -cpu-of "$broker_pid" >"$dir/bare.out"
 	stop_broker
 	rm -rf "$dir/data/wal" "$dir/data/parts" "$dir/kafka/data"
-	python3 -c "print('%.3f %.3f' % (($t1 - $t0) / 1e9, ($ta - $t0) / 1e9))"
+	python3 -c "print('%.3f %.3f %s %s' % (($t1 - $t0) / 1e9, ($ta - $t0) / 1e9, '$scpu', '$bcpu'))"
+	cat "$dir/bare.out"
 }
 
 secs=()
@@ -206,22 +240,45 @@ acks=()
 for ((r = 1; r <= runs; r++)); do
 	# (not in $(...): the EXIT trap must see the servers it started)
 	one_run "$r" >"$run/secs-$r"
-	read -r s a <"$run/secs-$r"
+	read -r s a sc bc <"$run/secs-$r"
 	secs+=("$s")
 	acks+=("$a")
-	log "run $r: $lines records delivered in $s s ($(python3 -c "print(round($lines / $s))") records/s); the last push acknowledged at $a s"
+	log "run $r: $lines records delivered in $s s ($(python3 -c "print(round($lines / $s))") records/s); the last push acknowledged at $a s; CPU s: sluice $sc, broker $bc"
+	while read -r _ mode _ _ _ bs _ brs _ bcpu _ _ bbcpu; do
+		log "run $r: kafkaproduce $mode: $bs s ($brs records/s); CPU s: producer $bcpu, broker $bbcpu"
+	done < <(tail -n +2 "$run/secs-$r")
 done
 
 bench_header RUNS LINES COMPRESSION PARTITIONS BATCH
 echo "- corpus: \`$corpus_name\`, $lines lines; a kafka sink (compression $compression, batch $batch, linger 50ms, value line, labels as headers, one transaction per batch, acks=all) to a one-node Kafka 4.1.0 broker on this machine, topic of $partitions partitions; time from the first push of the corpus (chunks of 100,000 lines, one after the other) to the sink's backlog at 0 with every line sent"
 echo
-python3 - "$lines" "${secs[*]}" "${acks[*]}" <<'PY'
+python3 - "$lines" "$run" "$runs" <<'PY'
 import statistics, sys
-lines = int(sys.argv[1])
-secs = [float(s) for s in sys.argv[2].split()]
-acks = [float(s) for s in sys.argv[3].split()]
+lines, run, runs = int(sys.argv[1]), sys.argv[2], int(sys.argv[3])
+secs, acks, scpu, bcpu = [], [], [], []
+bare = {}  # mode -> list of (seconds, producer cpu, broker cpu)
+for r in range(1, runs + 1):
+    out = open(f"{run}/secs-{r}").read().split("\n")
+    s, a, sc, bc = out[0].split()
+    secs.append(float(s)); acks.append(float(a)); scpu.append(float(sc)); bcpu.append(float(bc))
+    for l in out[1:]:
+        f = l.split()
+        if f:
+            bare.setdefault(f[1], []).append((float(f[5]), float(f[9]), float(f[12])))
 med = statistics.median(secs)
-print("| records | delivered in (s), median | records/s | runs (s) | last push acknowledged at (s), median |")
+print("| records | delivered in (s), median | records/s | runs (s) | last push acknowledged at (s), median | CPU s sluice / broker, median |")
+print("|---|---|---|---|---|---|")
+print(f"| {lines} | {med:.2f} | {lines / med:,.0f} | {' '.join(f'{s:.2f}' for s in secs)} | {statistics.median(acks):.2f} | {statistics.median(scpu):.2f} / {statistics.median(bcpu):.2f} |")
+print()
+names = {"sink": "sluice's sink alone, from a WAL written before", "txn": "bare franz-go, transactional", "plain": "bare franz-go, not transactional"}
+print("| bench/kafkaproduce, same records and broker | seconds, median | records/s | runs (s) | CPU s producer / broker, median |")
 print("|---|---|---|---|---|")
-print(f"| {lines} | {med:.2f} | {lines / med:,.0f} | {' '.join(f'{s:.2f}' for s in secs)} | {statistics.median(acks):.2f} |")
+meds = {}
+for mode, rs in bare.items():
+    bs = meds[mode] = statistics.median(x[0] for x in rs)
+    print(f"| {names.get(mode, mode)} | {bs:.2f} | {lines / bs:,.0f} | {' '.join(f'{x[0]:.2f}' for x in rs)} | {statistics.median(x[1] for x in rs):.2f} / {statistics.median(x[2] for x in rs):.2f} |")
+if "txn" in meds:
+    print()
+    print(f"sluice / bare (transactional): {meds['txn'] / med:.2f} with ingest in the timed span"
+          + (f", {meds['txn'] / meds['sink']:.2f} for the sink alone" if "sink" in meds else ""))
 PY

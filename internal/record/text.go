@@ -1,6 +1,7 @@
 package record
 
 import (
+	"math/bits"
 	"unicode/utf16"
 	"unicode/utf8"
 )
@@ -120,15 +121,26 @@ var hexVal = func() (t [256]byte) {
 // AppendJSONEscaped appends s escaped for use inside a JSON string (without
 // the quotes). Invalid UTF-8 becomes U+FFFD so that the output is always
 // valid JSON.
+//
+// Runs of bytes that need no escape are skipped eight at a time
+// (jsonSpecial8 finds the first byte of a word that does) and at the end
+// byte by byte by table (jsonSafe), then copied whole.
 func AppendJSONEscaped[T ~string | ~[]byte](dst []byte, s T) []byte {
 	const hex = "0123456789abcdef"
 	start := 0
 	for i := 0; i < len(s); {
-		c := s[i]
-		if c >= 0x20 && c != '"' && c != '\\' && c < utf8.RuneSelf {
+		if i+8 <= len(s) {
+			m := jsonSpecial8(load64(s, i))
+			if m == 0 {
+				i += 8
+				continue
+			}
+			i += bits.TrailingZeros64(m) >> 3 // the first byte to look at
+		} else if jsonSafe[s[i]] {
 			i++
 			continue
 		}
+		c := s[i]
 		if c < utf8.RuneSelf {
 			dst = append(dst, s[start:i]...)
 			switch c {
@@ -160,4 +172,42 @@ func AppendJSONEscaped[T ~string | ~[]byte](dst []byte, s T) []byte {
 		i += size
 	}
 	return append(dst, s[start:]...)
+}
+
+// jsonSafe[c] is set for the bytes AppendJSONEscaped copies as they are:
+// ASCII from 0x20 on, but '"' and '\\'.
+var jsonSafe = func() (t [256]bool) {
+	for c := 0x20; c < utf8.RuneSelf; c++ {
+		t[c] = c != '"' && c != '\\'
+	}
+	return t
+}()
+
+const (
+	lsb8 = 0x0101010101010101
+	msb8 = 0x8080808080808080
+)
+
+// jsonSpecial8 returns a word with the high bit set in the first byte of
+// w (in little-endian order) that AppendJSONEscaped does not copy as it is
+// (jsonSafe: not ASCII, below 0x20, '"' or '\\'), 0 if there is none.
+// Bytes after the first may be flagged wrongly (a borrow), the first never
+// is: a byte below n, in (x - n each) &^ x, borrows from the next byte only
+// when it is itself below n. Below 0x20 so; equal to c as below 1 in
+// w ^ c each; not ASCII by w's own high bits.
+func jsonSpecial8(w uint64) uint64 {
+	ctl := (w - 0x20*lsb8) &^ w
+	q := w ^ '"'*lsb8
+	q = (q - lsb8) &^ q
+	bs := w ^ '\\'*lsb8
+	bs = (bs - lsb8) &^ bs
+	return (w | ctl | q | bs) & msb8
+}
+
+// load64 returns the eight bytes of s from i as a little-endian word.
+// REQUIRES: i+8 <= len(s).
+func load64[T ~string | ~[]byte](s T, i int) uint64 {
+	s = s[i : i+8]
+	return uint64(s[0]) | uint64(s[1])<<8 | uint64(s[2])<<16 | uint64(s[3])<<24 |
+		uint64(s[4])<<32 | uint64(s[5])<<40 | uint64(s[6])<<48 | uint64(s[7])<<56
 }

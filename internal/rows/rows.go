@@ -385,6 +385,23 @@ type RowRef struct {
 	Off    uint32 // offset of the row's flags byte in Data
 }
 
+// Peek reads the version and the tenant of an encoded block without
+// decoding the rest: for readers that skip another tenant's blocks, or
+// Version1 blocks (which route no row), before they pay for Decode. The
+// tenant views data. It checks no more than it reads.
+func Peek(data []byte) (version byte, tenant []byte, err error) {
+	d := bin.NewReader(data)
+	version = d.Byte("version")
+	tenant = d.BytesN("tenant")
+	if d.Err() != nil {
+		return 0, nil, fmt.Errorf("%w: %w", ErrCorrupt, d.Err())
+	}
+	if version != Version1 && version != Version2 {
+		return 0, nil, fmt.Errorf("%w: version %d, want %d or %d", ErrCorrupt, version, Version1, Version2)
+	}
+	return version, tenant, nil
+}
+
 // Decode reads the header of an encoded block and indexes its rows,
 // checking every row's encoding, so that Row never fails afterwards. The
 // block views data.
@@ -604,6 +621,22 @@ func (b *Block) Row(i int, r *Row, fields []Field) []Field {
 	}
 	r.Fields = fields
 	return fields
+}
+
+// Line returns row i's line, a view of the block, without decoding the
+// rest of the row: for readers that need nothing else (the row's time and
+// stream are in Rows[i]).
+func (b *Block) Line(i int) []byte {
+	d := b.Data
+	p := int(b.Rows[i].Off)
+	flags := d[p]
+	p += 2
+	_, p = uvarint(d, p) // the stream
+	if flags&rowRouted != 0 && b.Version >= Version2 {
+		_, p = uvarint(d, p)
+	}
+	n, p := uvarint(d, p)
+	return d[p : p+int(n) : p+int(n)]
 }
 
 // uvarint decodes the varint at p of a checked block.

@@ -83,6 +83,9 @@ func TestRoundTrip(t *testing.T) {
 				if !bytes.Equal(r.Line, b.Bytes(rec.Line)) {
 					t.Errorf("row %d: line %q, want %q", i, r.Line, b.Bytes(rec.Line))
 				}
+				if got := blk.Line(i); !bytes.Equal(got, r.Line) {
+					t.Errorf("row %d: Line %q, Row's %q", i, got, r.Line)
+				}
 				if got, want := string(record.AppendUnescaped(nil, r.Msg, r.MsgFlags)), string(b.AppendMsg(nil, i)); got != want {
 					t.Errorf("row %d: msg %q, want %q", i, got, want)
 				}
@@ -116,6 +119,18 @@ func TestTruncated(t *testing.T) {
 		if _, err := rows.Decode(enc[:n]); !errors.Is(err, rows.ErrCorrupt) {
 			t.Fatalf("prefix of %d bytes: err %v, want ErrCorrupt", n, err)
 		}
+	}
+	// Peek reads the version and the tenant ("tenant-1"): 10 bytes.
+	for n := range 10 {
+		if _, _, err := rows.Peek(enc[:n]); !errors.Is(err, rows.ErrCorrupt) {
+			t.Fatalf("Peek of a prefix of %d bytes: err %v, want ErrCorrupt", n, err)
+		}
+	}
+	if v, tenant, err := rows.Peek(enc[:10]); err != nil || v != rows.Version1 || string(tenant) != "tenant-1" {
+		t.Fatalf("Peek of the header: %d %q %v", v, tenant, err)
+	}
+	if _, _, err := rows.Peek([]byte{7, 0}); !errors.Is(err, rows.ErrCorrupt) {
+		t.Fatalf("Peek of version 7: err %v, want ErrCorrupt", err)
 	}
 }
 
@@ -205,6 +220,9 @@ func TestRoutesRoundTrip(t *testing.T) {
 				k := 0
 				for i := b.NextKept(0); i < len(b.Records); i = b.NextKept(i + 1) {
 					fields = blk.Row(k, &r, fields)
+					if l := blk.Line(k); !bytes.Equal(l, r.Line) {
+						t.Errorf("record %d: Line %q, Row's %q", i, l, r.Line)
+					}
 					var got []string
 					if r.Route != 0 {
 						got = blk.Routes[r.Route-1]
@@ -221,6 +239,9 @@ func TestRoutesRoundTrip(t *testing.T) {
 				}
 				if data[0] != wantVersion || blk.Version != wantVersion {
 					t.Errorf("version %d (decoded %d), want %d", data[0], blk.Version, wantVersion)
+				}
+				if v, tenant, err := rows.Peek(data); err != nil || v != wantVersion || string(tenant) != "t" {
+					t.Errorf("Peek: version %d, tenant %q, %v; want %d, t", v, tenant, err, wantVersion)
 				}
 				for i, names := range blk.Routes {
 					if slices.IndexFunc(blk.RowRoutes, func(k uint16) bool { return int(k) == i+1 }) < 0 {

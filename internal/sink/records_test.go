@@ -3,6 +3,7 @@ package sink
 import (
 	"context"
 	"fmt"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -12,10 +13,9 @@ import (
 	"github.com/sluicelog/sluice/internal/wal"
 )
 
-// BenchmarkAppendBlock: a WAL record of 1,000 lines shaped as the
-// canonical corpus's, decoded and turned into records (the sink's fill
-// without the WAL read).
-func BenchmarkAppendBlock(b *testing.B) {
+// corpusBlock is a WAL record of 1,000 lines shaped as the canonical
+// corpus's, encoded as ingest does.
+func corpusBlock(tb testing.TB) []byte {
 	var lines []string
 	for i := range 1000 {
 		lines = append(lines, fmt.Sprintf(`{"ts":%d,"level":"error","msg":"retrying request","service":"reports","host":"node-%d",`+
@@ -28,7 +28,7 @@ func BenchmarkAppendBlock(b *testing.B) {
 	cfg.StreamFields = []string{"service", "host"}
 	p, err := parse.New(parse.Options{Format: "json", Record: cfg})
 	if err != nil {
-		b.Fatal(err)
+		tb.Fatal(err)
 	}
 	var enc rows.Encoder
 	var data []byte
@@ -37,19 +37,93 @@ func BenchmarkAppendBlock(b *testing.B) {
 		return nil
 	})
 	if err != nil {
-		b.Fatal(err)
+		tb.Fatal(err)
 	}
-	var batch Batch
-	b.ReportAllocs()
-	b.SetBytes(int64(len(data)))
-	for b.Loop() {
-		blk, err := rows.Decode(data)
-		if err != nil {
-			b.Fatal(err)
+	return data
+}
+
+// BenchmarkAppendBlock: a WAL record of 1,000 lines shaped as the
+// canonical corpus's, decoded and turned into records (the sink's fill
+// without the WAL read); line_only=true as for a destination that reads
+// only lines (LineOnly: Kafka's value: line).
+func BenchmarkAppendBlock(b *testing.B) {
+	data := corpusBlock(b)
+	for _, lineOnly := range []bool{false, true} {
+		b.Run(fmt.Sprintf("line_only=%v", lineOnly), func(b *testing.B) {
+			var batch Batch
+			b.ReportAllocs()
+			b.SetBytes(int64(len(data)))
+			for b.Loop() {
+				blk, err := rows.Decode(data)
+				if err != nil {
+					b.Fatal(err)
+				}
+				batch.Reset()
+				if n := batch.appendBlock(&filter{lineOnly: lineOnly}, blk, wal.Pos{}); n != 1000 {
+					b.Fatalf("%d records, want %d", n, 1000)
+				}
+			}
+		})
+	}
+}
+
+// TestAppendBlockLineOnly: a line-only sink's records are the full
+// records without their fields.
+func TestAppendBlockLineOnly(t *testing.T) {
+	data := corpusBlock(t)
+	blk, err := rows.Decode(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := wal.Pos{Segment: 3, Offset: 99}
+	var full, lo Batch
+	full.appendBlock(&filter{}, blk, at)
+	lo.appendBlock(&filter{lineOnly: true}, blk, at)
+	if len(full.Records) != 1000 || len(lo.Records) != 1000 || full.Bytes != lo.Bytes {
+		t.Fatalf("%d records of %d bytes, line only %d of %d; want 1000 of the same bytes", len(full.Records), full.Bytes, len(lo.Records), lo.Bytes)
+	}
+	for i := range full.Records {
+		f, l := full.Records[i], lo.Records[i]
+		if len(f.FieldsJSON) == 0 {
+			t.Fatalf("record %d: the full record has no fields", i)
 		}
-		batch.Reset()
-		if n := batch.appendBlock(&filter{}, blk, wal.Pos{}); n != len(lines) {
-			b.Fatalf("%d records, want %d", n, len(lines))
+		if l.FieldsJSON != nil || l.Metadata != nil {
+			t.Fatalf("record %d: line only, but fields %q, metadata %v", i, l.FieldsJSON, l.Metadata)
 		}
+		f.FieldsJSON, f.Metadata = nil, nil
+		if !reflect.DeepEqual(f, l) {
+			t.Fatalf("record %d: line only %+v, want %+v", i, l, f)
+		}
+	}
+}
+
+// TestFilterSkips: blocks a sink takes nothing of are known from their
+// header, and only those.
+func TestFilterSkips(t *testing.T) {
+	var enc rows.Encoder
+	rb := &record.Batch{}
+	plain := enc.Append(nil, "t1", rb) // a Version1 block of tenant t1
+	if v, tenant, err := rows.Peek(plain); err != nil || v != rows.Version1 || string(tenant) != "t1" {
+		t.Fatalf("Peek: %d %q %v", v, tenant, err)
+	}
+	for _, tc := range []struct {
+		name string
+		f    filter
+		want bool
+	}{
+		{"everything", filter{}, false},
+		{"its tenant", filter{tenant: "t1"}, false},
+		{"another tenant", filter{tenant: "t2"}, true},
+		{"routed rows, block routes none", filter{route: "k"}, true},
+		{"routed rows of another tenant", filter{tenant: "t2", route: "k"}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := tc.f.skips(plain); got != tc.want {
+				t.Errorf("skips: %v, want %v", got, tc.want)
+			}
+		})
+	}
+	if (&filter{tenant: "t2"}).skips([]byte{9}) {
+		t.Error("an unreadable block is skipped; want it left to Decode")
 	}
 }

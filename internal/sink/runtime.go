@@ -153,6 +153,9 @@ func New(cfg Config, dest Destination, log *slog.Logger) (*Sink, error) {
 	if cfg.From == FromRules {
 		s.filt.route = cfg.Name
 	}
+	if lo, ok := dest.(LineOnly); ok && lo.LineOnly() {
+		s.filt.lineOnly = true
+	}
 	if cfg.Selector != "" {
 		sel, err := logql.ParseSelector(cfg.Selector)
 		if err != nil {
@@ -303,13 +306,15 @@ func (s *Sink) fill(ctx context.Context, l *wal.Log, cur *wal.Cursor, b *Batch, 
 		p, at, err := cur.Next()
 		switch {
 		case err == nil:
-			blk, derr := rows.Decode(p)
-			if derr != nil {
-				// The WAL checked the CRC: a bug or a foreign writer.
-				s.log.Error("sink: WAL record undecodable; skipped", "pos", at.String(), "err", derr)
-			} else if n := b.appendBlock(&s.filt, blk, at); n > 0 && deadline.IsZero() {
-				deadline = time.Now().Add(s.cfg.Linger)
-				s.oldest.Store(b.oldest)
+			if !s.filt.skips(p) {
+				blk, derr := rows.Decode(p)
+				if derr != nil {
+					// The WAL checked the CRC: a bug or a foreign writer.
+					s.log.Error("sink: WAL record undecodable; skipped", "pos", at.String(), "err", derr)
+				} else if n := b.appendBlock(&s.filt, blk, at); n > 0 && deadline.IsZero() {
+					deadline = time.Now().Add(s.cfg.Linger)
+					s.oldest.Store(b.oldest)
+				}
 			}
 			b.End = cur.Pos()
 			if len(b.Records) >= s.cfg.BatchSize || len(b.arena) >= s.cfg.BatchBytes {
@@ -367,7 +372,7 @@ func (s *Sink) fill(ctx context.Context, l *wal.Log, cur *wal.Cursor, b *Batch, 
 // retrying with backoff; records rejected for good go to the dead letter.
 // Under DropOldest, a sink over its budget drops b and skips ahead.
 func (s *Sink) deliver(ctx context.Context, l *wal.Log, cur *wal.Cursor, b *Batch) bool {
-	b.deadLetter = func(rej []Rejected) error { return s.deadLetterWrite(b, rej) }
+	b.deadLetter = func(rej []Rejected) error { return s.deadLetterWrite(l, b, rej) }
 	for attempt := 1; ; attempt++ {
 		b.lettered = false
 		start := time.Now()
@@ -382,7 +387,7 @@ func (s *Sink) deliver(ctx context.Context, l *wal.Log, cur *wal.Cursor, b *Batc
 		}
 		if len(rej) > 0 {
 			if !b.lettered {
-				if derr := s.deadLetterWrite(b, rej); derr != nil {
+				if derr := s.deadLetterWrite(l, b, rej); derr != nil {
 					s.log.Error("sink: write dead letter", "err", derr)
 				}
 			}
@@ -433,9 +438,11 @@ func (s *Sink) drop(l *wal.Log, cur *wal.Cursor, b *Batch) {
 			break // EOF, or a fault fill reports next
 		}
 		backlog -= int64(len(p)) + 12
-		if blk, derr := rows.Decode(p); derr == nil {
-			tmp.Reset()
-			n += tmp.appendBlock(&s.filt, blk, at)
+		if !s.filt.skips(p) {
+			if blk, derr := rows.Decode(p); derr == nil {
+				tmp.Reset()
+				n += tmp.appendBlock(&s.filt, blk, at)
+			}
 		}
 		b.End = cur.Pos()
 	}
@@ -568,7 +575,9 @@ type DeadLetter struct {
 
 // deadLetterWrite appends the rejected records of b to the dead-letter
 // file and syncs it, under the dead letter's lock (a replay rewrites it).
-func (s *Sink) deadLetterWrite(b *Batch, rej []Rejected) error {
+// The fields of a line-only sink's records, which the batch does not
+// carry, are rendered from the WAL, l.
+func (s *Sink) deadLetterWrite(l *wal.Log, b *Batch, rej []Rejected) error {
 	unlock, err := lockDeadLetter(s.cfg.Dir)
 	if err != nil {
 		return err
@@ -582,8 +591,17 @@ func (s *Sink) deadLetterWrite(b *Batch, rej []Rejected) error {
 	var buf []byte
 	for _, r := range rej {
 		rec := &b.Records[r.Index]
+		fields := rec.FieldsJSON
+		if fields == nil && s.filt.lineOnly && l != nil {
+			var ferr error
+			if fields, ferr = fieldsFromWAL(l, rec.Pos, rec.Row); ferr != nil {
+				// The dead letter still holds the line and its
+				// labels; fields null.
+				s.log.Warn("sink: dead letter: read the record's fields back from the WAL", "wal", rec.Pos.String(), "row", rec.Row, "err", ferr)
+			}
+		}
 		line, err := json.Marshal(DeadLetter{Time: time.Unix(0, rec.Time).UTC(), Tenant: rec.Tenant, Labels: rec.LabelsJSON,
-			Fields: rec.FieldsJSON, Line: string(rec.Line), WAL: rec.Pos.String(), Row: rec.Row, Reason: r.Reason, At: now})
+			Fields: fields, Line: string(rec.Line), WAL: rec.Pos.String(), Row: rec.Row, Reason: r.Reason, At: now})
 		if err != nil {
 			f.Close()
 			return err
@@ -598,6 +616,33 @@ func (s *Sink) deadLetterWrite(b *Batch, rej []Rejected) error {
 		err = cerr
 	}
 	return err
+}
+
+// fieldsFromWAL renders the fields of row row of the WAL frame at pos as
+// appendBlock does: the records of a line-only sink carry none, and its
+// dead letter keeps them. The sink holds the frame's segment: it is after
+// the sink's position.
+func fieldsFromWAL(l *wal.Log, pos wal.Pos, row int) (json.RawMessage, error) {
+	cur := l.Cursor(pos)
+	defer cur.Close()
+	p, at, err := cur.Next()
+	if err != nil {
+		return nil, fmt.Errorf("read WAL frame %s: %w", pos, err)
+	}
+	if at != pos {
+		return nil, fmt.Errorf("read WAL frame %s: got the frame at %s", pos, at)
+	}
+	blk, err := rows.Decode(p)
+	if err != nil {
+		return nil, fmt.Errorf("decode WAL frame %s: %w", pos, err)
+	}
+	if row < 0 || row >= len(blk.Rows) {
+		return nil, fmt.Errorf("WAL frame %s: row %d of %d", pos, row, len(blk.Rows))
+	}
+	var r rows.Row
+	var scratch []byte
+	blk.Row(row, &r, nil)
+	return appendFieldsJSON(nil, blk, r.Fields, &scratch), nil
 }
 
 func posLess(a, b wal.Pos) bool {

@@ -87,6 +87,15 @@ type Positionless interface {
 	Positionless()
 }
 
+// LineOnly is a Destination that may read neither Record.FieldsJSON nor
+// Record.Metadata (Kafka with value: line): when LineOnly reports true,
+// the runtime renders neither (FieldsJSON and Metadata are nil) and
+// decodes only each row's line. A record of such a sink that goes to the
+// dead letter has its fields rendered there from the WAL.
+type LineOnly interface {
+	LineOnly() bool
+}
+
 // ErrPermanent marks a Deliver error that retrying cannot fix.
 var ErrPermanent = errors.New("rejected for good")
 
@@ -162,8 +171,9 @@ type Batch struct {
 	// oldest is the receive time (Unix ns) of the batch's first frame.
 	oldest int64
 	arena  []byte
-	// scratch is appendFieldsJSON's.
+	// scratch is appendFieldsJSON's, spans appendBlock's.
 	scratch []byte
+	spans   []recordSpan
 	// deadLetter writes rejected records durably (set by the runtime);
 	// lettered says it was called for this delivery.
 	deadLetter func([]Rejected) error
@@ -229,6 +239,8 @@ type filter struct {
 	// route, if set, is the sink's name: only rows the rules routed to
 	// it pass (From "rules").
 	route string
+	// lineOnly: the records carry no fields (see LineOnly).
+	lineOnly bool
 }
 
 // routes returns, for each route list of blk (index k-1 for route k),
@@ -248,6 +260,25 @@ func (f *filter) routes(blk *rows.Block) ([]bool, bool) {
 }
 
 func (f *filter) tenantMatches(t string) bool { return f.tenant == "" || f.tenant == t }
+
+// skips reports whether f keeps no row of the encoded block p, known from
+// its header alone: another tenant's block, or for a sink of routed rows
+// a Version1 block (it routes no row). The fill then does not decode it.
+// A block Peek cannot read is not skipped: Decode reports it.
+func (f *filter) skips(p []byte) bool {
+	if f.tenant == "" && f.route == "" {
+		return false
+	}
+	v, tenant, err := rows.Peek(p)
+	if err != nil {
+		return false
+	}
+	return !f.tenantMatches(string(tenant)) || f.route != "" && v < rows.Version2
+}
+
+// recordSpan locates a record's labels, fields and line in a Batch's
+// arena while it grows.
+type recordSpan struct{ lab, fields, line [2]int }
 
 // appendBlock adds the rows of blk that f keeps to b and returns how many.
 // Every byte kept is copied into b's arena: blk views the cursor's buffer.
@@ -273,9 +304,8 @@ func (b *Batch) appendBlock(f *filter, blk *rows.Block, at wal.Pos) int {
 		b.oldest = blk.ReceiveTime
 	}
 	// The arena may move while it grows: offsets first, slices at the end.
-	type span struct{ lab, fields, line [2]int }
 	start := len(b.Records)
-	var spans []span
+	spans := b.spans[:0]
 	for i, ls := range blk.Streams {
 		if keep[i] {
 			s := len(b.arena)
@@ -286,7 +316,8 @@ func (b *Batch) appendBlock(f *filter, blk *rows.Block, at wal.Pos) int {
 	var r rows.Row
 	var fields []rows.Field
 	for i := range blk.Rows {
-		if !keep[blk.Rows[i].Stream] {
+		ref := &blk.Rows[i]
+		if !keep[ref.Stream] {
 			continue
 		}
 		if f.route != "" {
@@ -294,9 +325,19 @@ func (b *Batch) appendBlock(f *filter, blk *rows.Block, at wal.Pos) int {
 				continue
 			}
 		}
+		var sp recordSpan
+		sp.lab = labelsAt[ref.Stream]
+		if f.lineOnly {
+			line := blk.Line(i)
+			s := len(b.arena)
+			b.arena = append(b.arena, line...)
+			sp.line = [2]int{s, len(b.arena)}
+			spans = append(spans, sp)
+			b.Records = append(b.Records, Record{Time: ref.Time, Tenant: blk.Tenant, Labels: blk.Streams[ref.Stream], Pos: at, Row: i})
+			b.Bytes += len(line)
+			continue
+		}
 		fields = blk.Row(i, &r, fields)
-		var sp span
-		sp.lab = labelsAt[r.Stream]
 		s := len(b.arena)
 		b.arena = appendFieldsJSON(b.arena, blk, r.Fields, &b.scratch)
 		sp.fields = [2]int{s, len(b.arena)}
@@ -311,9 +352,12 @@ func (b *Batch) appendBlock(f *filter, blk *rows.Block, at wal.Pos) int {
 	for k, sp := range spans {
 		r := &b.Records[start+k]
 		r.LabelsJSON = b.arena[sp.lab[0]:sp.lab[1]:sp.lab[1]]
-		r.FieldsJSON = b.arena[sp.fields[0]:sp.fields[1]:sp.fields[1]]
+		if !f.lineOnly {
+			r.FieldsJSON = b.arena[sp.fields[0]:sp.fields[1]:sp.fields[1]]
+		}
 		r.Line = b.arena[sp.line[0]:sp.line[1]:sp.line[1]]
 	}
+	b.spans = spans[:0]
 	return len(b.Records) - start
 }
 

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -234,43 +235,76 @@ func TestNewSinkStartsDurably(t *testing.T) {
 	waitCalls(t, d, "5 lines", func() bool { return len(d.got()) == 5 })
 }
 
-func TestDeadLetter(t *testing.T) {
-	dir := t.TempDir()
-	l := openWAL(t, filepath.Join(dir, "wal"))
-	dest := newMemDest(0)
-	cfg := Config{Name: "files", Linger: time.Millisecond, Dir: filepath.Join(dir, "sinks", "files")}
-	s, err := New(cfg, dest, sinktest.Quiet())
-	if err != nil {
-		t.Fatal(err)
-	}
-	s.onDone = dest.notify
-	m := NewManager([]*Sink{s}, nil, sinktest.Quiet())
-	start(t, m, l)
-	waitFile(t, filepath.Join(cfg.Dir, "position"))
-	sinktest.AppendLines(t, l, "t1", jsonLine("api", 1, ""), jsonLine("api", 2, " bad"), jsonLine("api", 3, ""))
-	waitCalls(t, dest, "the good lines", func() bool { return len(dest.got()) >= 2 })
-	waitCalls(t, dest, "the dead letter count", func() bool { return m.Status()[0].DeadLettered == 1 })
-	f, err := os.Open(DeadLetterPath(cfg.Dir))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	var dls []DeadLetter
-	for sc.Scan() {
-		var d DeadLetter
-		if err := json.Unmarshal(sc.Bytes(), &d); err != nil {
-			t.Fatalf("dead letter line %q: %v", sc.Text(), err)
+// lineOnlyDest is a memDest that reads only lines (LineOnly), and
+// counts the records that came with fields anyway.
+type lineOnlyDest struct {
+	*memDest
+	withFields atomic.Int64
+}
+
+func (d *lineOnlyDest) LineOnly() bool { return true }
+
+func (d *lineOnlyDest) Deliver(ctx context.Context, b *Batch) ([]Rejected, error) {
+	for _, r := range b.Records {
+		if r.FieldsJSON != nil || r.Metadata != nil {
+			d.withFields.Add(1)
 		}
-		dls = append(dls, d)
 	}
-	if len(dls) != 1 || !strings.Contains(dls[0].Line, "line 2 bad") || dls[0].Reason != "check constraint: bad line" ||
-		string(dls[0].Labels) != `{"service":"api"}` || dls[0].Tenant != "t1" {
-		t.Fatalf("dead letter: %+v", dls)
-	}
-	var fields map[string]any
-	if err := json.Unmarshal(dls[0].Fields, &fields); err != nil || fields["n"] != float64(2) {
-		t.Fatalf("dead letter fields %s: %v", dls[0].Fields, err)
+	return d.memDest.Deliver(ctx, b)
+}
+
+// TestDeadLetter: a record the destination rejects goes to the dead letter
+// with its fields, also from a sink whose records carry none (LineOnly:
+// they are read back from the WAL).
+func TestDeadLetter(t *testing.T) {
+	for _, lineOnly := range []bool{false, true} {
+		t.Run(fmt.Sprintf("line_only=%v", lineOnly), func(t *testing.T) {
+			dir := t.TempDir()
+			l := openWAL(t, filepath.Join(dir, "wal"))
+			mem := newMemDest(0)
+			var dest Destination = mem
+			lo := &lineOnlyDest{memDest: mem}
+			if lineOnly {
+				dest = lo
+			}
+			cfg := Config{Name: "files", Linger: time.Millisecond, Dir: filepath.Join(dir, "sinks", "files")}
+			s, err := New(cfg, dest, sinktest.Quiet())
+			if err != nil {
+				t.Fatal(err)
+			}
+			s.onDone = mem.notify
+			m := NewManager([]*Sink{s}, nil, sinktest.Quiet())
+			start(t, m, l)
+			waitFile(t, filepath.Join(cfg.Dir, "position"))
+			sinktest.AppendLines(t, l, "t1", jsonLine("api", 1, ""), jsonLine("api", 2, " bad"), jsonLine("api", 3, ""))
+			waitCalls(t, mem, "the good lines", func() bool { return len(mem.got()) >= 2 })
+			waitCalls(t, mem, "the dead letter count", func() bool { return m.Status()[0].DeadLettered == 1 })
+			if n := lo.withFields.Load(); n != 0 {
+				t.Errorf("a line-only destination got %d records with fields", n)
+			}
+			f, err := os.Open(DeadLetterPath(cfg.Dir))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			sc := bufio.NewScanner(f)
+			var dls []DeadLetter
+			for sc.Scan() {
+				var d DeadLetter
+				if err := json.Unmarshal(sc.Bytes(), &d); err != nil {
+					t.Fatalf("dead letter line %q: %v", sc.Text(), err)
+				}
+				dls = append(dls, d)
+			}
+			if len(dls) != 1 || !strings.Contains(dls[0].Line, "line 2 bad") || dls[0].Reason != "check constraint: bad line" ||
+				string(dls[0].Labels) != `{"service":"api"}` || dls[0].Tenant != "t1" {
+				t.Fatalf("dead letter: %+v", dls)
+			}
+			var fields map[string]any
+			if err := json.Unmarshal(dls[0].Fields, &fields); err != nil || fields["n"] != float64(2) {
+				t.Fatalf("dead letter fields %s: %v", dls[0].Fields, err)
+			}
+		})
 	}
 }
 

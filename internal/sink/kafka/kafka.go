@@ -182,6 +182,10 @@ func New(cfg Config) (*Dest, error) {
 	return d, nil
 }
 
+// LineOnly reports that the records' fields are not needed (value: line;
+// the headers are the labels): the runtime then does not render them.
+func (d *Dest) LineOnly() bool { return !d.json }
+
 // checkTopic applies Kafka's rule for topic names.
 func checkTopic(t string) error {
 	if t == "" {
@@ -226,6 +230,18 @@ func (d *Dest) connect(ctx context.Context) (wal.Pos, bool, error) {
 		kgo.ProducerBatchMaxBytes(int32(d.cfg.MaxRecordBytes)),
 		kgo.RecordPartitioner(kgo.StickyKeyPartitioner(nil)),
 		kgo.ProducerLinger(0),
+		// A batch is produced whole, then flushed: with the default
+		// (10,000) a Produce call of a larger batch waits for the
+		// broker's answer to the first records before it can buffer
+		// the rest. The batch's records are in memory already.
+		kgo.MaxBufferedRecords(maxBuffered),
+		// The first produce of a transaction begun right after a
+		// commit is often refused with CONCURRENT_TRANSACTIONS (Kafka
+		// 4's transactions, KIP-890: the commit's markers are still
+		// being written). franz-go retries it after a metadata
+		// refresh, which the default MetadataMinAge holds back up to
+		// 5 s: a stall of up to 5 s per such transaction.
+		kgo.MetadataMinAge(metadataMinAge),
 	)
 	if err != nil {
 		return wal.Pos{}, false, sink.Permanent(d.errorf("%w", err))
@@ -242,6 +258,14 @@ func (d *Dest) connect(ctx context.Context) (wal.Pos, bool, error) {
 	d.cl = cl
 	return pos, ok, nil
 }
+
+// metadataMinAge is the least time between two metadata requests of the
+// producer: see connect.
+const metadataMinAge = 100 * time.Millisecond
+
+// maxBuffered is the records the producer buffers before Produce waits:
+// more than a batch holds with the runtime's defaults.
+const maxBuffered = 1 << 20
 
 // drop closes the producer: the next delivery connects again and first
 // learns what the topic holds.
@@ -280,11 +304,10 @@ func (d *Dest) readPosition(ctx context.Context, cl *kgo.Client) (wal.Pos, bool,
 			return wal.Pos{}, false, d.errorf("topic %q does not exist; create it (kafka-topics.sh --create --topic %s), or set kafka.partitions",
 				d.cfg.Topic, d.cfg.Topic)
 		}
-		res, err := adm.CreateTopic(ctx, int32(d.cfg.Partitions), -1, nil, d.cfg.Topic)
-		if err == nil && !errors.Is(res.Err, kerr.TopicAlreadyExists) {
-			err = res.Err
-		}
-		if err != nil {
+		// (CreateTopic returns its result's error too: another
+		// creator's topic is as good.)
+		_, err := adm.CreateTopic(ctx, int32(d.cfg.Partitions), -1, nil, d.cfg.Topic)
+		if err != nil && !errors.Is(err, kerr.TopicAlreadyExists) {
 			return wal.Pos{}, false, d.errorf("create topic %q with %d partitions: %w", d.cfg.Topic, d.cfg.Partitions, err)
 		}
 		return wal.Pos{}, false, nil // new: nothing in it

@@ -1,6 +1,7 @@
 package kafka
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -55,6 +56,21 @@ func TestNewErrors(t *testing.T) {
 	}
 	if d.cfg.TransactionalID != "sluice-k" || d.cfg.ClientID != "sluice" || !d.heads || d.json {
 		t.Fatalf("defaults: %+v", d.cfg)
+	}
+}
+
+func TestLineOnly(t *testing.T) {
+	for _, tc := range []struct {
+		value string
+		want  bool
+	}{{"", true}, {"line", true}, {"json", false}} {
+		d, err := New(Config{Brokers: []string{"127.0.0.1:9092"}, Topic: "t", Value: tc.value})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := d.LineOnly(); got != tc.want {
+			t.Errorf("value %q: LineOnly %v, want %v", tc.value, got, tc.want)
+		}
 	}
 }
 
@@ -304,6 +320,16 @@ func TestExactlyOnceWithOutageAndRestart(t *testing.T) {
 	dl, err := os.ReadFile(sink.DeadLetterPath(filepath.Join(dir, "sink")))
 	if err != nil || !strings.Contains(string(dl), `big `+string(big[:20])) || !strings.Contains(string(dl), "MESSAGE_TOO_LARGE") {
 		t.Fatalf("dead letter: %.300s (%v)", dl, err)
+	}
+	// value: line: the records carry no fields (LineOnly), but the dead
+	// letter has them, read back from the WAL.
+	var d sink.DeadLetter
+	if err := json.Unmarshal(bytes.TrimSpace(dl), &d); err != nil {
+		t.Fatalf("dead letter %.300s: %v", dl, err)
+	}
+	var fields map[string]any
+	if err := json.Unmarshal(d.Fields, &fields); err != nil || fields["pad"] != string(big) {
+		t.Fatalf("dead letter fields %.300s: %v", d.Fields, err)
 	}
 	t.Logf("%d records, %d streams, status %+v", len(recs), len(part), m.Status()[0])
 }
