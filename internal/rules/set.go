@@ -55,6 +55,10 @@ type Set struct {
 	// Source is the file's bytes.
 	Source []byte
 
+	// warm holds the rules of the streams the set before this one had
+	// decided, by streamKey (see warmStreams); read-only.
+	warm map[string]warmRules
+
 	mu   sync.Mutex
 	free []*evaluator
 }
@@ -242,6 +246,9 @@ func compileFrom(name string, data []byte, m *Metrics, prev *Set) (*Set, error) 
 			s.byLabel[m.Name] = vals
 		}
 		vals[m.Value] = append(vals[m.Value], int32(ri))
+	}
+	if prev != nil {
+		s.warmStreams(prev)
 	}
 	return s, nil
 }
