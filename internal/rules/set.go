@@ -371,7 +371,7 @@ func reservedMetric(name string) bool {
 // REQUIRES: r.gated().
 func (r *rule) candidate(line []byte) bool {
 	if r.preLits == nil {
-		return r.pre.Match(line)
+		return (r.must == nil || bytes.Contains(line, r.must)) && r.pre.Match(line)
 	}
 	for _, l := range r.preLits {
 		if bytes.Contains(line, l) {
