@@ -105,6 +105,12 @@ func (s *Set) get() *evaluator {
 		return ev
 	}
 	s.mu.Unlock()
+	return s.newEvaluator()
+}
+
+// newEvaluator returns an evaluator of s, its tables sized for s's rules
+// (a pointer per rule for each: 640 KB at 10,000 rules).
+func (s *Set) newEvaluator() *evaluator {
 	return &evaluator{
 		pipes:    make([]*stage.Pipeline, len(s.rules)),
 		setPipes: make([][]*stage.Pipeline, len(s.rules)),
@@ -259,7 +265,8 @@ type warmRules struct {
 
 // warmStreams decides, for the streams prev's idle evaluators decided
 // (and those prev had decided when it was compiled), which of s's rules
-// take them, into s.warm: the first batches under s find their streams
+// take them, into s.warm, and makes as many evaluators for s as prev
+// has idle: the first batches under s find their streams
 // decided, as they were under prev, instead of deciding them on the
 // ingest goroutine right after the swap. It runs in the compile, off the
 // ingest path, and keeps as much as an evaluator would (maxStreams,
@@ -267,6 +274,7 @@ type warmRules struct {
 func (s *Set) warmStreams(prev *Set) {
 	keys := map[string]struct{}{}
 	prev.mu.Lock()
+	idle := len(prev.free)
 	for _, ev := range prev.free {
 		for k := range ev.streams {
 			if len(keys) >= maxStreams {
@@ -276,6 +284,12 @@ func (s *Set) warmStreams(prev *Set) {
 		}
 	}
 	prev.mu.Unlock()
+	// As many evaluators as prev had made, made here: the goroutines
+	// that applied prev apply s next, and need not allocate them on the
+	// first batch after the swap.
+	for range min(idle, maxFree) {
+		s.free = append(s.free, s.newEvaluator())
+	}
 	for k := range prev.warm {
 		if len(keys) >= maxStreams {
 			break
