@@ -13,7 +13,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/sluicelog/sluice/internal/literal"
 	"github.com/sluicelog/sluice/internal/logql"
 	"github.com/sluicelog/sluice/internal/regexlit"
 	"github.com/sluicelog/sluice/internal/stage"
@@ -27,7 +26,7 @@ type Set struct {
 	rules []*rule
 	// gate holds the required literals of every gated rule (one with a
 	// pre): a line it finds nothing in skips them all with one scan.
-	gate *literal.Set
+	gate *gate
 	// gateLits and gateFold are what gate was built of, so that the next
 	// version can keep it when they stay the same.
 	gateLits [][]byte
