@@ -52,12 +52,16 @@ func (p *parser) filterValue(op FilterOp) (FilterValue, error) {
 	switch op {
 	case FilterRegexp, FilterNotRegexp:
 		// Unanchored, and "." matches newlines too: Loki documents
-		// line filters so, unlike label matchers.
-		if _, err := regexp.Compile(s.str); err != nil {
-			return FilterValue{}, p.errAt(s.pos, "invalid regexp %q: %v", s.str, err)
-		}
+		// line filters so, unlike label matchers. A leading (?s) sets a
+		// flag and leaves the parser as it was, so the regexp compiles
+		// with it exactly when it compiles alone; alone is compiled only
+		// for the message of one that does not (once per regexp: a
+		// rules file of 2,000 compiled each twice).
 		re, err := regexp.Compile("(?s)" + s.str)
 		if err != nil {
+			if _, err2 := regexp.Compile(s.str); err2 != nil {
+				err = err2
+			}
 			return FilterValue{}, p.errAt(s.pos, "invalid regexp %q: %v", s.str, err)
 		}
 		fv.Re = re

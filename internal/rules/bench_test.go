@@ -140,3 +140,89 @@ func BenchmarkSharedParse(b *testing.B) {
 		})
 	}
 }
+
+// opRules writes rules.sh's rule set of n rules (bench/rules.sh makes the
+// same): for the corpus's eight services, 70% literal line filters per
+// service and path (drop), 20% regexps on error text (a counter by
+// host), 10% redactions gated by a literal.
+func opRules(n int) string {
+	services := []string{"auth", "checkout", "gateway", "inventory", "notifier", "payments", "reports", "search"}
+	paths := []string{"/api/v1/orders", "/api/v1/cart/items", "/api/v1/users", "/api/v2/search", "/static/app.js", "/login", "/healthz"}
+	var sb strings.Builder
+	sb.WriteString("rules:\n")
+	for i := range n {
+		svc := services[i%len(services)]
+		fmt.Fprintf(&sb, "  - name: r%d\n", i)
+		switch k := i % 10; {
+		case k < 7:
+			fmt.Fprintf(&sb, "    match: '{service=\"%s\"} |= \"%s/%d\"'\n    drop: true\n", svc, paths[i%len(paths)], i)
+		case k < 9:
+			fmt.Fprintf(&sb, "    match: '{service=\"%s\"} |~ \"(timeout|refused) (on|from) shard-%d\"'\n", svc, i)
+			fmt.Fprintf(&sb, "    metric: {name: shard_errors_%d_total, labels: [host], max_series: 100}\n", i)
+		default:
+			gate := "@example.com"
+			if i >= 80 {
+				gate = fmt.Sprintf("password=secret%d", i)
+			}
+			fmt.Fprintf(&sb, "    match: '{service=\"%s\"} |= \"%s\"'\n    redact: {detectors: [email, secret_pairs]}\n", svc, gate)
+		}
+	}
+	return sb.String()
+}
+
+// corpusLines returns n lines shaped as the canonical corpus's (JSON of
+// about 400 bytes: service, host, trace id, an HTTP request with a user
+// agent; a tenth with a user's e-mail address, some with an error).
+func corpusLines(n int) []string {
+	rng := rand.New(rand.NewPCG(5, 6))
+	services := []string{"auth", "checkout", "gateway", "inventory", "notifier", "payments", "reports", "search"}
+	paths := []string{"/api/v1/orders", "/api/v1/cart/items", "/api/v1/users", "/api/v2/search", "/static/app.js", "/login", "/healthz"}
+	agents := []string{"Mozilla/5.0 (X11; Linux x86_64; rv:128.0) Gecko/20100101 Firefox/128.0", "curl/8.5.0",
+		"Mozilla/5.0 (iPhone; CPU iPhone OS 17_5 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko)"}
+	lines := make([]string, n)
+	for i := range lines {
+		var sb strings.Builder
+		fmt.Fprintf(&sb, `{"ts":%d,"level":"info","msg":"request completed","service":"%s","host":"node-%d","trace_id":"%016x%016x",`,
+			1768464000000+i, services[rng.IntN(len(services))], rng.IntN(40), rng.Uint64(), rng.Uint64())
+		fmt.Fprintf(&sb, `"http":{"method":"GET","path":"%s","status":200,"latency_ms":%.3f,"bytes":%d,"user_agent":"%s"}`,
+			paths[rng.IntN(len(paths))], rng.Float64()*200, rng.IntN(300000), agents[rng.IntN(len(agents))])
+		switch rng.IntN(10) {
+		case 0:
+			fmt.Fprintf(&sb, `,"user":{"id":%d,"email":"user%d@example.com"}`, rng.IntN(1e7), rng.IntN(1000))
+		case 1:
+			sb.WriteString(`,"error":{"type":"IOError","message":"failed to call upstream: connection refused"}`)
+		}
+		sb.WriteString("}")
+		lines[i] = sb.String()
+	}
+	return lines
+}
+
+// BenchmarkApplyCorpus is BenchmarkApply with rules.sh's rule set on
+// lines shaped as the corpus's: the rule stage's cost per line (ns/op)
+// in `sluice ingest` of bench/rules.sh, for 0, 10, 100 and 1,000 rules.
+func BenchmarkApplyCorpus(b *testing.B) {
+	lines := corpusLines(1000)
+	for _, n := range []int{0, 10, 100, 1000} {
+		b.Run(fmt.Sprintf("rules=%d", n), func(b *testing.B) {
+			s := compile(b, opRules(n))
+			batch := parseLines(b, lines...)
+			data, recs, fields := batch.Data, batch.Records, batch.Fields
+			b.ReportAllocs()
+			b.SetBytes(int64(len(data)) / int64(len(recs)))
+			i := 0
+			for b.Loop() {
+				if i%len(recs) == 0 {
+					b.StopTimer()
+					batch.Data = append(batch.Data[:0:0], data...)
+					batch.Records = append(batch.Records[:0:0], recs...)
+					batch.Fields = append(batch.Fields[:0:0], fields...)
+					batch.ClearSelection()
+					b.StartTimer()
+					s.Apply(batch)
+				}
+				i++
+			}
+		})
+	}
+}

@@ -12,7 +12,7 @@ import (
 )
 
 // TestDifferential checks the compiled evaluation (streams decided once
-// per evaluator, the literal pre-check over all rules, one parse of a line
+// per evaluator, or in the compile for the streams the last set saw, the literal pre-check over all rules, one parse of a line
 // for the rules that share a parser) against running each
 // rule's LogQL pipeline alone on each line, for random lines and rules.
 // Some rules repeat the match of an earlier rule of the file (they share
@@ -21,18 +21,19 @@ import (
 // share and, with the same literals, the gate are kept from it).
 func TestDifferential(t *testing.T) {
 	words := []string{"error", "ERROR", "Error", "warn", "timeout", "GET", "POST", "/healthz", "/users", "user=bob",
-		"status=500", "status=200", "level=error", "level=info", "took=3ms", "a.b", "x|y", "héllo", "k8s", "δ"}
+		"status=500", "status=200", "level=error", "level=info", "took=3ms", "a.b", "x|y", "héllo", "k8s", "δ", "at shard", "on shard"}
 	services := []string{"api", "web", "db"}
 	filters := []string{
 		`|= "%s"`, `!= "%s"`, `|~ "%s"`, `!~ "%s"`, `|~ "(?i)%s"`, `|= "%s" or "%s"`, `|~ "%s|%s"`, `|~ "%s.*%s"`,
+		`|~ "(%s|%s) (at|on) shard"`,
 	}
 	parsers := []string{` | logfmt`, ` | json`, ` | regexp "level=(?P<level>\\w+)"`, ` | pattern "<_> <word> <_>"`, ` |= "e" | logfmt`}
 	after := []string{` | level="error"`, ` | level=~"err.*"`, ` | word="GET"`, ` | __error__=""`, ` | service="api"`, ""}
 	rng := rand.New(rand.NewPCG(1, 2))
-	gated, shared, inherited := 0, 0, 0
+	gated, shared, inherited, warmed, musts := 0, 0, 0, 0, 0
 	defer func() {
-		if gated == 0 || shared == 0 || inherited == 0 {
-			t.Errorf("rules with a literal pre-check %d, sharing a match %d, keeping the last set's %d: the test checks nothing of one of them", gated, shared, inherited)
+		if gated == 0 || shared == 0 || inherited == 0 || warmed == 0 || musts == 0 {
+			t.Errorf("rules with a literal pre-check %d, sharing a match %d, keeping the last set's %d, streams decided in the compile %d, with a substring all their literals hold %d: the test checks nothing of one of them", gated, shared, inherited, warmed, musts)
 		}
 	}()
 	var prev *Set
@@ -92,6 +93,9 @@ func TestDifferential(t *testing.T) {
 			if r.gated() {
 				gated++
 			}
+			if r.must != nil {
+				musts++
+			}
 			for _, o := range warm.rules[:i] {
 				if o.compiledMatch == r.compiledMatch && !r.all {
 					shared++
@@ -102,6 +106,9 @@ func TestDifferential(t *testing.T) {
 				inherited++
 			}
 		}
+		// The streams the last set's evaluators decided are decided in
+		// the compile (Set.warm), for the first batch under this one.
+		warmed += len(warm.warm)
 		prev, prevExprs = warm, exprs
 		// Twice each: the second batch finds the streams the first
 		// decided (the evaluator is the same).

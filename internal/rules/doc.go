@@ -9,9 +9,14 @@
 // evaluated under the Set it loaded once, never half of one version and
 // half of another. Reloading parses, validates and compiles off the hot
 // path and swaps the pointer; a file that fails to load leaves the old
-// Set running. A reload keeps what the running Set compiled of the rules
-// the new file still has (their matches, by text), so that it compiles
-// the rules that changed, not all of them.
+// Set running. A reload keeps what the running Set decoded and compiled
+// of the rules the new file still has (their YAML by each rule's text,
+// their matches by text), so that it decodes and compiles the rules that
+// changed, not all of them; it also decides, in the compile, the rules
+// of the streams the running Set had seen and makes the evaluators its
+// goroutines will take, so that the first batch after the swap costs
+// what any batch does. The compile yields its goroutine every 256 rules,
+// so that on a small machine the ingest goroutines keep running.
 //
 // Matching reuses the LogQL parser (internal/logql) and its compiled
 // pipeline stages (internal/stage), so a rule matches a line exactly as

@@ -105,6 +105,12 @@ func (s *Set) get() *evaluator {
 		return ev
 	}
 	s.mu.Unlock()
+	return s.newEvaluator()
+}
+
+// newEvaluator returns an evaluator of s, its tables sized for s's rules
+// (a pointer per rule for each: 640 KB at 10,000 rules).
+func (s *Set) newEvaluator() *evaluator {
 	return &evaluator{
 		pipes:    make([]*stage.Pipeline, len(s.rules)),
 		setPipes: make([][]*stage.Pipeline, len(s.rules)),
@@ -211,30 +217,130 @@ func (s *Set) streamRules(ev *evaluator, b *record.Batch, id uint32) ([]int32, i
 	}
 	off := len(ev.slab)
 	ev.slab = append(ev.slab, 0, 0)
-	// The candidates: the rules indexed under one of the stream's labels
-	// and the unindexed. A rule is indexed once and a stream has a
-	// label once, so none comes twice; sorted, they are in file order.
-	cands := append(ev.cands[:0], s.unindexed...)
-	for _, l := range ls {
-		if vals := s.byLabel[l.Name]; vals != nil {
-			cands = append(cands, vals[l.Value]...)
-		}
-	}
-	slices.Sort(cands)
-	ev.cands = cands
-	gated := int32(0)
-	for _, ri := range cands {
-		if s.rules[ri].selects(b.Tenant, ls) {
-			ev.slab = append(ev.slab, ri)
-			if s.rules[ri].gated() {
-				gated++
-			}
-		}
+	var gated int32
+	if w, ok := s.warm[string(ev.skey)]; ok {
+		ev.slab, gated = append(ev.slab, w.rules...), w.gated
+	} else {
+		ev.slab, gated = s.decide(ev.slab, &ev.cands, b.Tenant, ls)
 	}
 	ev.slab[off], ev.slab[off+1] = int32(len(ev.slab)-off-2), gated
 	ev.sel[id] = off
 	ev.streams[string(ev.skey)] = off
 	return ev.slab[off+2:], int(gated)
+}
+
+// decide appends to dst the indexes of the rules that take records of
+// tenant whose labels are ls, in order, and returns how many of them
+// are gated. cands is scratch.
+func (s *Set) decide(dst []int32, cands *[]int32, tenant string, ls record.Labels) ([]int32, int32) {
+	// The candidates: the rules indexed under one of the stream's labels
+	// and the unindexed. A rule is indexed once and a stream has a
+	// label once, so none comes twice; sorted, they are in file order.
+	c := append((*cands)[:0], s.unindexed...)
+	for _, l := range ls {
+		if vals := s.byLabel[l.Name]; vals != nil {
+			c = append(c, vals[l.Value]...)
+		}
+	}
+	slices.Sort(c)
+	*cands = c
+	gated := int32(0)
+	for _, ri := range c {
+		if s.rules[ri].selects(tenant, ls) {
+			dst = append(dst, ri)
+			if s.rules[ri].gated() {
+				gated++
+			}
+		}
+	}
+	return dst, gated
+}
+
+// warmRules are the rules that take one stream, decided when the set
+// was compiled.
+type warmRules struct {
+	rules []int32
+	gated int32
+}
+
+// warmStreams decides, for the streams prev's idle evaluators decided
+// (and those prev had decided when it was compiled), which of s's rules
+// take them, into s.warm, and makes as many evaluators for s as prev
+// has idle: the first batches under s find their streams
+// decided, as they were under prev, instead of deciding them on the
+// ingest goroutine right after the swap. It runs in the compile, off the
+// ingest path, and keeps as much as an evaluator would (maxStreams,
+// maxSlab).
+func (s *Set) warmStreams(prev *Set) {
+	keys := map[string]struct{}{}
+	prev.mu.Lock()
+	idle := len(prev.free)
+	for _, ev := range prev.free {
+		for k := range ev.streams {
+			if len(keys) >= maxStreams {
+				break
+			}
+			keys[k] = struct{}{}
+		}
+	}
+	prev.mu.Unlock()
+	// As many evaluators as prev had made, made here: the goroutines
+	// that applied prev apply s next, and need not allocate them on the
+	// first batch after the swap.
+	for range min(idle, maxFree) {
+		s.free = append(s.free, s.newEvaluator())
+	}
+	for k := range prev.warm {
+		if len(keys) >= maxStreams {
+			break
+		}
+		keys[k] = struct{}{}
+	}
+	if len(keys) == 0 {
+		return
+	}
+	s.warm = make(map[string]warmRules, len(keys))
+	var cands, all []int32
+	for k := range keys {
+		tenant, ls, ok := parseStreamKey(k)
+		if !ok {
+			continue // not reached: made by streamKey
+		}
+		start := len(all)
+		var gated int32
+		all, gated = s.decide(all, &cands, tenant, ls)
+		if len(all) > maxSlab {
+			break
+		}
+		s.warm[k] = warmRules{rules: all[start:len(all):len(all)], gated: gated}
+	}
+}
+
+// parseStreamKey returns the tenant and labels of a key streamKey made.
+func parseStreamKey(key string) (string, record.Labels, bool) {
+	next := func() (string, bool) {
+		n, w := binary.Uvarint([]byte(key[:min(len(key), binary.MaxVarintLen64)]))
+		if w <= 0 || uint64(len(key)-w) < n {
+			return "", false
+		}
+		v := key[w : w+int(n)]
+		key = key[w+int(n):]
+		return v, true
+	}
+	tenant, ok := next()
+	if !ok {
+		return "", nil, false
+	}
+	var ls record.Labels
+	for len(key) > 0 {
+		name, ok1 := next()
+		value, ok2 := next()
+		if !ok1 || !ok2 {
+			return "", nil, false
+		}
+		ls = append(ls, record.Label{Name: name, Value: value})
+	}
+	return tenant, ls, true
 }
 
 // maxStreams and maxSlab bound what an evaluator keeps of the streams
@@ -306,7 +412,7 @@ func (s *Set) record(ev *evaluator, b *record.Batch, i int) {
 			if !ev.matchParsed(ri, r, rec.Time, line) {
 				continue
 			}
-		} else if !r.all {
+		} else if len(r.stages) > 0 {
 			if _, ok := compiled(ev.pipes, ri, r.stages).Process(rec.Time, line, &ev.lb); !ok {
 				continue
 			}

@@ -16,7 +16,11 @@ import (
 type spec struct {
 	index int // 0-based position in the file
 	name  string
-	line  int // where the rule starts in the file
+	line  int // where the rule starts in the file, less base
+	// base is added to line and pos's lines: a spec decoded from its
+	// rule's text alone (parseChunks) has lines of that text, and one
+	// kept for the next version of the file is where the rule is now.
+	base int
 	// pos holds where each key's value is, for the errors of compiling
 	// it (a slice: a rule has a few keys, and a map per rule of 10,000
 	// cost a reload megabytes).
@@ -53,7 +57,7 @@ type keyPos struct {
 func (s *spec) posOf(key string) ([2]int, bool) {
 	for _, p := range s.pos {
 		if p.key == key {
-			return p.at, true
+			return [2]int{p.at[0] + s.base, p.at[1]}, true
 		}
 	}
 	return [2]int{}, false

@@ -180,3 +180,52 @@ func TestReloadKeepsCompiled(t *testing.T) {
 		t.Fatalf("after the second reload, kept %q, want %q", got, want)
 	}
 }
+
+// TestGateAddsToRunning checks that a reload that changes a few rules'
+// literals keeps the running set's gate and adds a set of the new
+// literals to it (up to gateMaxSets), and that the new set keeps and
+// drops what a cold compile of the same file does, on lines that hold
+// the new literals, the removed ones, and none.
+func TestGateAddsToRunning(t *testing.T) {
+	gen := func(words ...string) string {
+		var sb strings.Builder
+		sb.WriteString("rules:\n")
+		for i := range 64 { // enough that a few removed literals stay under the gate's bound
+			w := fmt.Sprintf("word%d", i)
+			if i < len(words) {
+				w = words[i]
+			}
+			fmt.Fprintf(&sb, "  - name: r%d\n    match: '{service=\"api\"} |= \"%s\"'\n    drop: true\n", i, w)
+		}
+		return sb.String()
+	}
+	lines := []string{"service=api word0", "service=api word5", "service=api alpha", "service=api beta",
+		"service=api gamma", "service=api delta", "service=api epsilon", "service=api other"}
+	kept := func(s *Set) []string {
+		b := parseLines(t, lines...)
+		s.Apply(b)
+		return result(b)
+	}
+	prev := compile(t, gen())
+	first := prev.gate
+	for k, words := range [][]string{{"alpha"}, {"alpha", "beta"}, {"gamma", "beta"}, {"delta"}, {"epsilon"}} {
+		src := gen(words...)
+		s, err := compileFrom("rules.yaml", []byte(src), nil, prev)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := compile(t, src); !slices.Equal(kept(s), kept(want)) {
+			t.Fatalf("reload %d: kept %q, a cold compile %q", k, kept(s), kept(want))
+		}
+		if s.gate.sets[0] != first.sets[0] && k < gateMaxSets-1 {
+			t.Errorf("reload %d: the running gate's automaton was built again", k)
+		}
+		if len(s.gate.sets) > gateMaxSets {
+			t.Errorf("reload %d: %d sets in the gate, more than %d", k, len(s.gate.sets), gateMaxSets)
+		}
+		prev = s
+	}
+	if prev.gate.sets[0] == first.sets[0] {
+		t.Error("after more reloads than gateMaxSets, the gate was never built again")
+	}
+}

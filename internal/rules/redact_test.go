@@ -1,6 +1,8 @@
 package rules
 
 import (
+	"fmt"
+	"slices"
 	"testing"
 )
 
@@ -115,5 +117,58 @@ func TestRedactPatterns(t *testing.T) {
 	}
 	if got, n, _ := r.field(nil, "user", []byte("hunter2"), nil); string(got) != "hunter2" || n != 0 {
 		t.Errorf("field: %q %d", got, n)
+	}
+}
+
+// FuzzDetectorWindow checks the detectors that run their regexp on the
+// runs of bytes around an anchor (find) against running it over the
+// whole text.
+func FuzzDetectorWindow(f *testing.F) {
+	for _, seed := range []string{
+		"login bob@example.com ok", "a@b@c.com", "@@x.io a@ b@c.de,d@e.fr", "x.@y.com .a@b.com a..b@c.com",
+		`{"email":"a_b-c@x-y.io","n":"b@c.d"}`, "mail-to:a%b+c@x.y.zz!", "é@é.com a@b.c1 a@b.cd-",
+	} {
+		f.Add(seed)
+	}
+	f.Fuzz(func(t *testing.T, text string) {
+		for name, d := range detectors {
+			if d.class == nil {
+				continue
+			}
+			whole := *d
+			whole.class = nil
+			got := d.find(nil, []byte(text))
+			want := whole.find(nil, []byte(text))
+			if !slices.Equal(got, want) {
+				t.Fatalf("%s(%q): around %q: %v, whole text: %v", name, text, d.anchor, got, want)
+			}
+		}
+	})
+}
+
+// BenchmarkRedactLine reports the cost of redacting a line of the
+// canonical corpus's size with an e-mail address in it, the e-mail
+// detector's regexp run on the runs around each '@' (window=true) or
+// over the whole line (window=false).
+func BenchmarkRedactLine(b *testing.B) {
+	line := []byte(`{"ts":1768464000000,"level":"error","msg":"retrying request","service":"checkout","host":"node-24","trace_id":"7ce42c8218072e8c35bf992dc9e9c616","http":{"method":"PUT","path":"/api/v1/cart/items","status":502,"latency_ms":42.078,"bytes":201105,"user_agent":"Mozilla/5.0 (X11; Linux x86_64; rv:128.0) Gecko/20100101 Firefox/128.0"},"user":{"id":4972606,"email":"jane.doe@example.com"}}`)
+	for _, window := range []bool{true, false} {
+		b.Run(fmt.Sprintf("window=%v", window), func(b *testing.B) {
+			r := newRedactor(&redactSpec{detectors: []string{"email", "secret_pairs"}, replacement: DefaultReplacement})
+			if !window {
+				for i, d := range r.detectors {
+					whole := *d
+					whole.class = nil
+					r.detectors[i] = &whole
+				}
+			}
+			var dst []byte
+			var spans [][2]int
+			b.SetBytes(int64(len(line)))
+			b.ReportAllocs()
+			for b.Loop() {
+				dst, _, spans = r.redact(dst[:0], line, spans)
+			}
+		})
 	}
 }

@@ -7,12 +7,12 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
 
-	"github.com/sluicelog/sluice/internal/literal"
 	"github.com/sluicelog/sluice/internal/logql"
 	"github.com/sluicelog/sluice/internal/regexlit"
 	"github.com/sluicelog/sluice/internal/stage"
@@ -26,7 +26,7 @@ type Set struct {
 	rules []*rule
 	// gate holds the required literals of every gated rule (one with a
 	// pre): a line it finds nothing in skips them all with one scan.
-	gate *literal.Set
+	gate *gate
 	// gateLits and gateFold are what gate was built of, so that the next
 	// version can keep it when they stay the same.
 	gateLits [][]byte
@@ -34,6 +34,9 @@ type Set struct {
 	// matches are the rules' compiled matches by text, for the next
 	// version to keep those it has too.
 	matches map[string]*compiledMatch
+	// specs are the rules' specs by their text in the file (nil when
+	// the file was decoded whole), for the next version to keep.
+	specs map[string]specAt
 	// byLabel indexes the rules whose selector has an equality matcher
 	// with a value (label name, then value: the rules, in order);
 	// unindexed are the others. A stream's candidate rules are those of
@@ -50,6 +53,10 @@ type Set struct {
 	Loaded time.Time
 	// Source is the file's bytes.
 	Source []byte
+
+	// warm holds the rules of the streams the set before this one had
+	// decided, by streamKey (see warmStreams); read-only.
+	warm map[string]warmRules
 
 	mu   sync.Mutex
 	free []*evaluator
@@ -113,7 +120,11 @@ func Compile(name string, data []byte, m *Metrics) (*Set, error) {
 // compiled of the rules the file still has: their matches and, when no
 // rule's literals changed, the gate.
 func compileFrom(name string, data []byte, m *Metrics, prev *Set) (*Set, error) {
-	specs, err := parseFile(name, data)
+	var prevSpecs map[string]specAt
+	if prev != nil {
+		prevSpecs = prev.specs
+	}
+	specs, byText, err := parseSpecs(name, data, prevSpecs)
 	if err != nil {
 		return nil, err
 	}
@@ -128,7 +139,9 @@ func compileFrom(name string, data []byte, m *Metrics, prev *Set) (*Set, error) 
 	s.rules = make([]*rule, 0, len(specs))
 	for i := range specs {
 		sp := &specs[i]
-		where := fmt.Sprintf("rule %d (%s)", sp.index+1, sp.name)
+		if i%chunkYield == chunkYield-1 {
+			runtime.Gosched() // see parseChunks
+		}
 		r := &rules[i]
 		r.spec = sp
 		if sp.match == "" {
@@ -136,7 +149,7 @@ func compileFrom(name string, data []byte, m *Metrics, prev *Set) (*Set, error) 
 		} else {
 			cm, err := matches.get(sp.match)
 			if err != nil {
-				l.add(problemAt{sp, "match"}, "%s: match: %v", where, err)
+				l.add(problemAt{sp, "match"}, "%s: match: %v", sp.where(), err)
 				continue
 			}
 			r.compiledMatch = cm
@@ -154,7 +167,7 @@ func compileFrom(name string, data []byte, m *Metrics, prev *Set) (*Set, error) 
 				_, err = stage.Compile([]logql.Stage{st})
 			}
 			if err != nil {
-				l.add(problemAt{sp, "extract"}, "%s: extract: %v", where, err)
+				l.add(problemAt{sp, "extract"}, "%s: extract: %v", sp.where(), err)
 				continue
 			}
 			r.xstages = []logql.Stage{st}
@@ -162,7 +175,7 @@ func compileFrom(name string, data []byte, m *Metrics, prev *Set) (*Set, error) 
 		for _, lt := range sp.setLabels {
 			lf := &logql.LabelFormat{Items: []logql.LabelFormatItem{{Dst: lt.name, Template: lt.template}}}
 			if _, err := stage.Compile([]logql.Stage{lf}); err != nil {
-				l.add(problemAt{sp, "set_labels"}, "%s: set_labels.%s: %v", where, lt.name, err)
+				l.add(problemAt{sp, "set_labels"}, "%s: set_labels.%s: %v", sp.where(), lt.name, err)
 				continue
 			}
 			r.setStages = append(r.setStages, lf)
@@ -170,7 +183,7 @@ func compileFrom(name string, data []byte, m *Metrics, prev *Set) (*Set, error) 
 		for _, ft := range sp.setFields {
 			lf := &logql.LabelFormat{Items: []logql.LabelFormatItem{{Dst: ft.name, Template: ft.template}}}
 			if _, err := stage.Compile([]logql.Stage{lf}); err != nil {
-				l.add(problemAt{sp, "set_fields"}, "%s: set_fields.%s: %v", where, ft.name, err)
+				l.add(problemAt{sp, "set_fields"}, "%s: set_fields.%s: %v", sp.where(), ft.name, err)
 				continue
 			}
 			r.fieldStages = append(r.fieldStages, lf)
@@ -178,7 +191,7 @@ func compileFrom(name string, data []byte, m *Metrics, prev *Set) (*Set, error) 
 		if sp.rewrite != "" {
 			lf := &logql.LineFormat{Template: sp.rewrite}
 			if _, err := stage.Compile([]logql.Stage{lf}); err != nil {
-				l.add(problemAt{sp, "rewrite"}, "%s: rewrite: %v", where, err)
+				l.add(problemAt{sp, "rewrite"}, "%s: rewrite: %v", sp.where(), err)
 				continue
 			}
 			r.rwStages = []logql.Stage{lf}
@@ -193,11 +206,11 @@ func compileFrom(name string, data []byte, m *Metrics, prev *Set) (*Set, error) 
 		}
 		if mt := sp.metric; mt != nil {
 			if reservedMetric(mt.name) {
-				l.add(problemAt{sp, "metric"}, "%s: metric.name: %q: names starting with sluice_, go_, process_ or promhttp_ are the server's own", where, mt.name)
+				l.add(problemAt{sp, "metric"}, "%s: metric.name: %q: names starting with sluice_, go_, process_ or promhttp_ are the server's own", sp.where(), mt.name)
 				continue
 			}
 			if other, dup := metricNames[mt.name]; dup {
-				l.add(problemAt{sp, "metric"}, "%s: metric.name: %q is also the metric of rule %s", where, mt.name, other)
+				l.add(problemAt{sp, "metric"}, "%s: metric.name: %q is also the metric of rule %s", sp.where(), mt.name, other)
 				continue
 			}
 			metricNames[mt.name] = sp.name
@@ -214,6 +227,7 @@ func compileFrom(name string, data []byte, m *Metrics, prev *Set) (*Set, error) 
 		return nil, &Error{File: name, Problems: l.problems}
 	}
 	s.matches = matches.cur
+	s.specs = byText
 	if len(gateLits) > 0 {
 		s.gate = gateOf(prev, gateLits, gateFold)
 		s.gateLits, s.gateFold = gateLits, gateFold
@@ -232,8 +246,14 @@ func compileFrom(name string, data []byte, m *Metrics, prev *Set) (*Set, error) 
 		}
 		vals[m.Value] = append(vals[m.Value], int32(ri))
 	}
+	if prev != nil {
+		s.warmStreams(prev)
+	}
 	return s, nil
 }
+
+// where names the rule in a problem: "rule 3 (name)".
+func (sp *spec) where() string { return fmt.Sprintf("rule %d (%s)", sp.index+1, sp.name) }
 
 // problemAt places the problems of compiling one rule: at the value of
 // the key they are about.
@@ -243,7 +263,7 @@ type problemAt struct {
 }
 
 func (l *loader) add(at problemAt, format string, args ...any) {
-	p := Problem{Line: at.sp.line, Col: 1, Msg: fmt.Sprintf(format, args...)}
+	p := Problem{Line: at.sp.line + at.sp.base, Col: 1, Msg: fmt.Sprintf(format, args...)}
 	if lc, ok := at.sp.posOf(at.key); ok {
 		p.Line, p.Col = lc[0], lc[1]
 	}
@@ -350,7 +370,7 @@ func reservedMetric(name string) bool {
 // REQUIRES: r.gated().
 func (r *rule) candidate(line []byte) bool {
 	if r.preLits == nil {
-		return r.pre.Match(line)
+		return (r.must == nil || bytes.Contains(line, r.must)) && r.pre.Match(line)
 	}
 	for _, l := range r.preLits {
 		if bytes.Contains(line, l) {

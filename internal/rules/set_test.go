@@ -500,3 +500,25 @@ rules:
 		}
 	}
 }
+
+func TestCommonSubstring(t *testing.T) {
+	cases := []struct {
+		lits []string
+		want string
+	}{
+		{[]string{"timeout on shard-7", "timeout from shard-7", "refused on shard-7", "refused from shard-7"}, " shard-7"},
+		{[]string{"abcdef", "xxbcdeyy"}, "bcde"},
+		{[]string{"abc", "abc"}, ""}, // shorter than mustMin
+		{[]string{"error", "fatal"}, ""},
+		{[]string{"same words", "same words"}, "same words"},
+	}
+	for _, c := range cases {
+		var lits [][]byte
+		for _, l := range c.lits {
+			lits = append(lits, []byte(l))
+		}
+		if got := string(commonSubstring(lits)); got != c.want {
+			t.Errorf("%q: %q, want %q", c.lits, got, c.want)
+		}
+	}
+}

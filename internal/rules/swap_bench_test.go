@@ -1,0 +1,232 @@
+package rules
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// BenchmarkSwapPause measures what a reload costs a goroutine that
+// applies batches and never waits on the reload, as an ingest goroutine
+// does, in two parts kept apart:
+//
+//   - the compile (the reload's parse, check and compile, on another
+//     goroutine, as Live.Reload runs it): the batches applied while it
+//     runs against those applied before it, on the same goroutine
+//     (compile-p50-us, compile-max-us against steady-p50-us,
+//     steady-max-us). On a machine with a core free, what the compile
+//     adds is its allocations' GC assists; on a busy one, its share of
+//     the cores too.
+//   - the swap (one pointer store, after the compile is done): the pause
+//     between the last batch under the old set and the first under the
+//     new, net of a steady batch: the end of the first new batch less
+//     the end of the last old one, less the steady median (pause-us,
+//     the mean; pause-max-us). This is what the new set's first batch
+//     costs more: an evaluator of its own, the streams' rules decided
+//     again, pipelines compiled on first use.
+//
+// Each iteration reloads a file of n rules that differs from the
+// running one in one rule's literal (change=one) or in every rule's
+// (change=all), as BenchmarkCompile's from=prev and from=none.
+//
+//	go test -run '^$' -bench SwapPause -benchtime 20x ./internal/rules/
+func BenchmarkSwapPause(b *testing.B) {
+	for _, n := range []int{1000, 10000} {
+		for _, all := range []bool{false, true} {
+			change := "one"
+			if all {
+				change = "all"
+			}
+			b.Run(fmt.Sprintf("rules=%d/change=%s", n, change), func(b *testing.B) { benchSwapPause(b, n, all) })
+		}
+	}
+}
+
+// span is one batch applied: when it started and ended, and under which
+// set.
+type span struct {
+	start, end time.Time
+	set        *Set
+}
+
+func benchSwapPause(b *testing.B, n int, all bool) {
+	src := genRules(n)
+	version := func(k int) []byte {
+		if all {
+			return []byte(strings.ReplaceAll(src, `"/path/`, fmt.Sprintf(`"/path/v%d-`, k)))
+		}
+		return []byte(strings.Replace(src, `"/path/0"`, fmt.Sprintf(`"/path/v%d"`, k), 1))
+	}
+	first, err := Compile("rules.yaml", version(0), nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	l := &Live{file: "rules.yaml"}
+	l.swap(first)
+	batch := parseLines(b, genLines(100)...)
+	data, recs, fields := batch.Data, batch.Records, batch.Fields
+
+	var mu sync.Mutex
+	var spans []span
+	var stop atomic.Bool
+	// applied counts the batches; waitFor blocks until it reaches k.
+	var applied int64
+	cond := sync.NewCond(&mu)
+	waitFor := func(k int64) {
+		mu.Lock()
+		for applied < k {
+			cond.Wait()
+		}
+		mu.Unlock()
+	}
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		c := *batch
+		c.Data, c.Records, c.Fields = nil, nil, nil // rules change a batch in place
+		for !stop.Load() {
+			c.Data = append(c.Data[:0], data...)
+			c.Records = append(c.Records[:0], recs...)
+			c.Fields = append(c.Fields[:0], fields...)
+			c.ClearSelection()
+			start := time.Now()
+			s := l.Current()
+			s.Apply(&c)
+			end := time.Now()
+			mu.Lock()
+			spans = append(spans, span{start, end, s})
+			applied++
+			cond.Broadcast()
+			mu.Unlock()
+		}
+	}()
+	type window struct{ from, to time.Time } // a compile
+	var windows []window
+	k := 0
+	for b.Loop() {
+		k++
+		mu.Lock()
+		target := applied + 50
+		mu.Unlock()
+		waitFor(target) // steady batches under the running set
+		from := time.Now()
+		next, err := compileFrom("rules.yaml", version(k), nil, l.Current())
+		to := time.Now()
+		if err != nil {
+			b.Fatal(err)
+		}
+		mu.Lock()
+		target = applied + 5
+		mu.Unlock()
+		waitFor(target) // batches between the compile and the swap
+		l.swap(next)
+		windows = append(windows, window{from, to})
+	}
+	mu.Lock()
+	target := applied + 50
+	mu.Unlock()
+	waitFor(target)
+	stop.Store(true)
+	wg.Wait()
+
+	// Each batch is one of: applied while a compile ran; the first under
+	// its set (but the very first); or steady.
+	var steady, during, pause []time.Duration
+	for i, sp := range spans {
+		overlaps := false
+		for _, w := range windows {
+			if sp.start.Before(w.to) && sp.end.After(w.from) {
+				overlaps = true
+				break
+			}
+		}
+		switch {
+		case overlaps:
+			during = append(during, sp.end.Sub(sp.start))
+		case i > 0 && spans[i-1].set != sp.set:
+			pause = append(pause, sp.end.Sub(spans[i-1].end))
+		case i > 0:
+			steady = append(steady, sp.end.Sub(sp.start))
+		}
+	}
+	slices.Sort(steady)
+	slices.Sort(during)
+	med := quantileDur(steady, 0.5)
+	for i := range pause {
+		pause[i] -= med
+	}
+	slices.Sort(pause)
+	us := func(d time.Duration) float64 { return float64(d) / 1e3 }
+	b.ReportMetric(us(med), "steady-p50-us")
+	b.ReportMetric(us(quantileDur(steady, 1)), "steady-max-us")
+	b.ReportMetric(us(quantileDur(during, 0.5)), "compile-p50-us")
+	b.ReportMetric(us(quantileDur(during, 1)), "compile-max-us")
+	b.ReportMetric(us(quantileDur(pause, 0.5)), "pause-p50-us")
+	b.ReportMetric(us(quantileDur(pause, 1)), "pause-max-us")
+}
+
+// quantileDur returns the q-quantile (0 to 1) of sorted durations; 0 for
+// none.
+func quantileDur(sorted []time.Duration, q float64) time.Duration {
+	if len(sorted) == 0 {
+		return 0
+	}
+	return sorted[int(q*float64(len(sorted)-1))]
+}
+
+// BenchmarkFirstBatch reports what the first batch under a new set
+// costs (batch=first) against the next one under it (batch=second): a
+// reload of a file of 10,000 rules that changed one rule's literal,
+// compiled untimed from the running set after it applied a batch, then
+// a 100-line batch applied under it. The difference is what the swap
+// leaves to the ingest goroutine that takes the new set first.
+//
+//	go test -run '^$' -bench FirstBatch -benchtime 30x ./internal/rules/
+func BenchmarkFirstBatch(b *testing.B) {
+	for _, second := range []bool{false, true} {
+		name := "batch=first"
+		if second {
+			name = "batch=second"
+		}
+		b.Run(name, func(b *testing.B) { benchFirstBatch(b, second) })
+	}
+}
+
+func benchFirstBatch(b *testing.B, second bool) {
+	src := genRules(10000)
+	batch := parseLines(b, genLines(100)...)
+	data, recs, fields := batch.Data, batch.Records, batch.Fields
+	apply := func(s *Set) {
+		c := *batch
+		c.Data = append([]byte(nil), data...)
+		c.Records = append(c.Records[:0:0], recs...)
+		c.Fields = append(c.Fields[:0:0], fields...)
+		c.ClearSelection()
+		s.Apply(&c)
+	}
+	cur, err := Compile("rules.yaml", []byte(src), nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	apply(cur)
+	k := 0
+	for b.Loop() {
+		b.StopTimer()
+		k++
+		next, err := compileFrom("rules.yaml", []byte(strings.Replace(src, `"/path/0"`, fmt.Sprintf(`"/path/v%d"`, k), 1)), nil, cur)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if second {
+			apply(next)
+		}
+		b.StartTimer()
+		apply(next)
+		cur = next
+	}
+}
