@@ -88,6 +88,9 @@ var allowed = map[string][]string{
 	// The bare side of bench/sink-pg.sh: the sink's rows, built with sluice's
 	// own parser and record code, copied into PostgreSQL without sluice.
 	"bench/pgcopy": {"internal/parse", "internal/record", "internal/rows", "internal/sink", "internal/wal"},
+	// The bare side of bench/sink-kafka.sh: the Kafka sink's records, built
+	// with sluice's parser, and its sink mode, sluice's own sink from a WAL.
+	"bench/kafkaproduce": {"internal/parse", "internal/record", "internal/rows", "internal/sink", "internal/sink/kafka", "internal/wal"},
 }
 
 func TestImportDirection(t *testing.T) {
