@@ -41,11 +41,14 @@ func genLines(n int) []string {
 
 // BenchmarkApply reports the rule stage's cost per line for 0, 10, 100
 // and 1,000 rules (ns/op is per line).
-func BenchmarkApply(b *testing.B) {
-	lines := genLines(1000)
+func BenchmarkApply(b *testing.B) { benchApply(b, genLines(1000), genRules) }
+
+// benchApply reports the rule stage's cost per line (ns/op) on lines for
+// 0, 10, 100 and 1,000 of the rules rulesOf writes.
+func benchApply(b *testing.B, lines []string, rulesOf func(n int) string) {
 	for _, n := range []int{0, 10, 100, 1000} {
 		b.Run(fmt.Sprintf("rules=%d", n), func(b *testing.B) {
-			s := compile(b, genRules(n))
+			s := compile(b, rulesOf(n))
 			batch := parseLines(b, lines...)
 			data, recs, fields := batch.Data, batch.Records, batch.Fields
 			b.ReportAllocs()
@@ -201,28 +204,4 @@ func corpusLines(n int) []string {
 // BenchmarkApplyCorpus is BenchmarkApply with rules.sh's rule set on
 // lines shaped as the corpus's: the rule stage's cost per line (ns/op)
 // in `sluice ingest` of bench/rules.sh, for 0, 10, 100 and 1,000 rules.
-func BenchmarkApplyCorpus(b *testing.B) {
-	lines := corpusLines(1000)
-	for _, n := range []int{0, 10, 100, 1000} {
-		b.Run(fmt.Sprintf("rules=%d", n), func(b *testing.B) {
-			s := compile(b, opRules(n))
-			batch := parseLines(b, lines...)
-			data, recs, fields := batch.Data, batch.Records, batch.Fields
-			b.ReportAllocs()
-			b.SetBytes(int64(len(data)) / int64(len(recs)))
-			i := 0
-			for b.Loop() {
-				if i%len(recs) == 0 {
-					b.StopTimer()
-					batch.Data = append(batch.Data[:0:0], data...)
-					batch.Records = append(batch.Records[:0:0], recs...)
-					batch.Fields = append(batch.Fields[:0:0], fields...)
-					batch.ClearSelection()
-					b.StartTimer()
-					s.Apply(batch)
-				}
-				i++
-			}
-		})
-	}
-}
+func BenchmarkApplyCorpus(b *testing.B) { benchApply(b, corpusLines(1000), opRules) }
