@@ -21,8 +21,35 @@ import (
 	"github.com/sluicelog/sluice/internal/protocol/jsonline"
 )
 
-// errTooLarge is the error of a body over a limit.
+// errTooLarge is the error of a body over a limit; the error returned
+// is a *tooLarge naming the limit, which matches it.
 var errTooLarge = errors.New("request body too large")
+
+// tooLarge is a body over one of the limits: its flag, what it bounds
+// and its value, so that the 413 says which limit it met.
+type tooLarge struct {
+	key, bounds string
+	limit       int64
+}
+
+func (e *tooLarge) Error() string {
+	return fmt.Sprintf("request body too large: %s bounds %s to %d bytes", e.key, e.bounds, e.limit)
+}
+
+func (e *tooLarge) Is(target error) bool { return target == errTooLarge }
+
+// Limits of a body: as sent, decompressed, decoded whole.
+func (s *Server) sentTooLarge() *tooLarge {
+	return &tooLarge{key: "--max-body-bytes", bounds: "the body as sent", limit: s.cfg.MaxBodyBytes}
+}
+
+func (s *Server) decodedTooLarge() *tooLarge {
+	return &tooLarge{key: "--max-decoded-bytes", bounds: "the body decompressed", limit: s.cfg.MaxDecodedBytes}
+}
+
+func (s *Server) wholeTooLarge() *tooLarge {
+	return &tooLarge{key: "--max-whole-body-bytes", bounds: "a Loki, OTLP or Elasticsearch body decompressed", limit: s.cfg.MaxWholeBodyBytes}
+}
 
 // errSlowBody is the error of a body that stalled or trickled: see
 // Config.BodyIdleTimeout and Config.MinBodyRate.
@@ -93,6 +120,7 @@ type sentBody struct {
 	r    io.Reader
 	body io.Closer // the request's body; nil once closed
 	w    http.ResponseWriter
+	s    *Server
 	left int64 // bytes allowed still
 	err  error // sticky
 }
@@ -118,7 +146,7 @@ func (n *sentBody) Read(p []byte) (int, error) {
 		n.err = err
 		return k, err
 	}
-	k, n.left, n.err = int(n.left), 0, errTooLarge
+	k, n.left, n.err = int(n.left), 0, n.s.sentTooLarge()
 	// The rest of the body is not read: the connection cannot carry
 	// another request.
 	n.w.Header().Set("Connection", "close")
@@ -146,7 +174,7 @@ func (s *Server) newBody(w http.ResponseWriter, r *http.Request, base, perByte, 
 		b.free()
 		return nil, err
 	}
-	b.sent = sentBody{r: r.Body, body: r.Body, w: w, left: max(s.cfg.MaxBodyBytes, 0)}
+	b.sent = sentBody{r: r.Body, body: r.Body, w: w, s: s, left: max(s.cfg.MaxBodyBytes, 0)}
 	if s.cfg.BodyIdleTimeout > 0 || s.cfg.MinBodyRate > 0 {
 		d, ok := w.(deadliner)
 		if !ok {
@@ -246,7 +274,7 @@ func (b *reqBody) Read(p []byte) (int, error) {
 		// Is there more? One byte says.
 		var one [1]byte
 		if n, _ := b.r.Read(one[:]); n > 0 {
-			return 0, errTooLarge
+			return 0, b.s.decodedTooLarge()
 		}
 		return 0, io.EOF
 	}
@@ -259,7 +287,11 @@ func (b *reqBody) Read(p []byte) (int, error) {
 	if err != nil && err != io.EOF {
 		switch {
 		case errors.Is(err, errTooLarge):
-			err = errTooLarge // a decoder may have wrapped it
+			var tl *tooLarge // a decoder may have wrapped it
+			if !errors.As(err, &tl) {
+				tl = b.s.sentTooLarge()
+			}
+			err = tl
 		case errors.Is(err, os.ErrDeadlineExceeded):
 			err = b.s.slowBodyError()
 		}
@@ -376,12 +408,10 @@ func (p *paced) Read(b []byte) (int, error) {
 func (s *Server) readWhole(body io.Reader) ([]byte, error) {
 	data, err := io.ReadAll(io.LimitReader(body, s.cfg.MaxWholeBodyBytes+1))
 	if err == nil && int64(len(data)) > s.cfg.MaxWholeBodyBytes {
-		err = errTooLarge
+		err = s.wholeTooLarge()
 	}
 	switch {
-	case errors.Is(err, errTooLarge):
-		return nil, fmt.Errorf("%w: the limit is %d bytes", errTooLarge, s.cfg.MaxWholeBodyBytes)
-	case errors.Is(err, errSlowBody), errors.Is(err, errBusy):
+	case errors.Is(err, errTooLarge), errors.Is(err, errSlowBody), errors.Is(err, errBusy):
 		return nil, err
 	case err != nil:
 		return nil, fmt.Errorf("read body: %w", err)

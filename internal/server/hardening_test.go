@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"compress/flate"
+	"compress/gzip"
 	"compress/zlib"
 	"context"
 	"encoding/json"
@@ -452,5 +453,51 @@ func TestBodyLimitClosesTheConnection(t *testing.T) {
 			t.Errorf("chunked %v: after the 413 the connection reads %v, want io.EOF", chunked, err)
 		}
 		c.Close()
+	}
+}
+
+// TestBodyLimitsNameTheirFlag: a body over each of the three size limits
+// is answered 413 naming that limit's flag and value, not another's: as
+// sent (--max-body-bytes), decompressed (--max-decoded-bytes, a small
+// gzip body of many lines) and decoded whole (--max-whole-body-bytes, a
+// Loki JSON push).
+func TestBodyLimitsNameTheirFlag(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.MaxBodyBytes, cfg.MaxDecodedBytes, cfg.MaxWholeBodyBytes = 4<<10, 64<<10, 2<<10
+	f := newFixture(t, cfg)
+	srv := httptest.NewServer(f.srv.Handler())
+	defer srv.Close()
+	line := `{"msg":"a line of the body","service":"api"}` + "\n"
+	var gz bytes.Buffer
+	zw := gzip.NewWriter(&gz)
+	zw.Write([]byte(strings.Repeat(line, 5000))) // ~230 KB decompressed, a few KB sent
+	zw.Close()
+	if gz.Len() > 4<<10 {
+		t.Fatalf("the gzip body is %d bytes: over the as-sent limit too", gz.Len())
+	}
+	loki := `{"streams":[{"stream":{"service":"api"},"values":[["1768464000000000000","` + strings.Repeat("x", 3<<10) + `"]]}]}`
+	for _, c := range []struct {
+		name, path, encoding, ctype, body, want string
+	}{
+		{"as sent", "/insert/jsonline", "", "", strings.Repeat(line, 200), "--max-body-bytes bounds the body as sent to 4096 bytes"},
+		{"decompressed", "/insert/jsonline", "gzip", "", gz.String(), "--max-decoded-bytes bounds the body decompressed to 65536 bytes"},
+		{"whole", "/loki/api/v1/push", "", "application/json", loki, "--max-whole-body-bytes bounds a Loki, OTLP or Elasticsearch body decompressed to 2048 bytes"},
+	} {
+		req, _ := http.NewRequest("POST", srv.URL+c.path, strings.NewReader(c.body))
+		if c.encoding != "" {
+			req.Header.Set("Content-Encoding", c.encoding)
+		}
+		if c.ctype != "" {
+			req.Header.Set("Content-Type", c.ctype)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 413 || !strings.Contains(string(b), c.want) {
+			t.Errorf("%s: %d %q, want 413 naming %q", c.name, resp.StatusCode, b, c.want)
+		}
 	}
 }

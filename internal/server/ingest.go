@@ -383,7 +383,8 @@ func (s *Server) handleLines(w http.ResponseWriter, r *http.Request, tenant stri
 		// lines are stored in order.
 		return s.storeError(w, storeErr, fmt.Sprintf(" (the first %d lines of the body were stored before it)", reply.Accepted)), reply.Accepted
 	case errors.Is(err, errTooLarge):
-		http.Error(w, fmt.Sprintf("%v: the limit is %d bytes (%d lines stored before it)", err, s.cfg.MaxDecodedBytes, reply.Accepted),
+		w.Header().Set("Connection", "close")
+		http.Error(w, fmt.Sprintf("%v (the first %d lines of the body were stored before it)", err, reply.Accepted),
 			http.StatusRequestEntityTooLarge)
 		return http.StatusRequestEntityTooLarge, reply.Accepted
 	case errors.Is(err, errSlowBody), errors.Is(err, errBusy):
