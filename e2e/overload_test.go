@@ -70,8 +70,12 @@ func TestServerOverload(t *testing.T) {
 	}
 	seconds := envNumber(t, "SLUICE_OVERLOAD_SECONDS", 4)
 	data := filepath.Join(t.TempDir(), "data")
+	// The block cache is pinned: its budget is part of the server's soft
+	// memory limit (serve --memory-limit), and by default a sixteenth of
+	// the machine's memory (1 GiB here), which would let the GC keep a
+	// heap of garbage that size under this load without a query.
 	s := mustStartServerOn(t, data, "--max-inflight", fmt.Sprint(inflight), "--head-bytes", fmt.Sprint(headBytes),
-		"--max-head-bytes", fmt.Sprint(2*headBytes))
+		"--max-head-bytes", fmt.Sprint(2*headBytes), "--block-cache-bytes", fmt.Sprint(64<<20))
 	rss := sampleRSS(s.pid(), 10*time.Millisecond)
 	l := newLedger()
 	// The lines' text: slices of 4 MiB of random text, cheaper to cut
