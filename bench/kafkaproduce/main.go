@@ -324,6 +324,22 @@ func procCPU(pid int) float64 {
 	return (u + s) / 100
 }
 
+// firstFailure keeps the first error the produce promises report.
+type firstFailure struct{ p atomic.Pointer[error] }
+
+func (f *firstFailure) promise(_ *kgo.Record, err error) {
+	if err != nil {
+		f.p.CompareAndSwap(nil, &err)
+	}
+}
+
+func (f *firstFailure) err() error {
+	if p := f.p.Load(); p != nil {
+		return fmt.Errorf("produce: %w", *p)
+	}
+	return nil
+}
+
 // produceTxn produces recs in transactions of o.batch records, one after
 // the other, as the kafka sink does.
 func produceTxn(ctx context.Context, o options, codec kgo.CompressionCodec, topic string, recs []kgo.Record) (float64, float64, error) {
@@ -340,12 +356,8 @@ func produceTxn(ctx context.Context, o options, codec kgo.CompressionCodec, topi
 	if err := warmUp(ctx, cl, true); err != nil {
 		return 0, 0, err
 	}
-	var failed atomic.Pointer[error]
-	promise := func(_ *kgo.Record, err error) {
-		if err != nil {
-			failed.CompareAndSwap(nil, &err)
-		}
-	}
+	var failed firstFailure
+	promise := failed.promise
 	cpu0 := cpuSeconds()
 	start := time.Now()
 	for lo := 0; lo < len(recs); lo += o.batch {
@@ -361,8 +373,8 @@ func produceTxn(ctx context.Context, o options, codec kgo.CompressionCodec, topi
 		if err := cl.Flush(ctx); err != nil {
 			return 0, 0, fmt.Errorf("flush: %w", err)
 		}
-		if p := failed.Load(); p != nil {
-			return 0, 0, fmt.Errorf("produce: %w", *p)
+		if err := failed.err(); err != nil {
+			return 0, 0, err
 		}
 		t2 := time.Now()
 		if err := cl.EndTransaction(ctx, kgo.TryCommit); err != nil {
@@ -488,12 +500,8 @@ func producePlain(ctx context.Context, o options, codec kgo.CompressionCodec, to
 	if err := warmUp(ctx, cl, false); err != nil {
 		return 0, 0, err
 	}
-	var failed atomic.Pointer[error]
-	promise := func(_ *kgo.Record, err error) {
-		if err != nil {
-			failed.CompareAndSwap(nil, &err)
-		}
-	}
+	var failed firstFailure
+	promise := failed.promise
 	cpu0 := cpuSeconds()
 	start := time.Now()
 	for i := range recs {
@@ -502,8 +510,8 @@ func producePlain(ctx context.Context, o options, codec kgo.CompressionCodec, to
 	if err := cl.Flush(ctx); err != nil {
 		return 0, 0, fmt.Errorf("flush: %w", err)
 	}
-	if p := failed.Load(); p != nil {
-		return 0, 0, fmt.Errorf("produce: %w", *p)
+	if err := failed.err(); err != nil {
+		return 0, 0, err
 	}
 	return time.Since(start).Seconds(), cpuSeconds() - cpu0, nil
 }
