@@ -1002,11 +1002,8 @@ func (cp *colPlanner) rowValues(b *part.Block, tm int, t int64) (bool, error) {
 	}
 	_, holes := b.TemplateLine(tm)
 	cp.arena.reset()
-	for _, h := range p.checks {
-		good, err := cp.wellFormed(b, tm, holes[h], p.inString[h], t)
-		if err != nil || !good {
-			return false, err
-		}
+	if good, err := cp.checksHold(b, tm, p, t); err != nil || !good {
+		return false, err
 	}
 	cp.values, cp.curNames = cp.values[:0], p.names
 	cp.valueID = -1
@@ -1145,6 +1142,21 @@ func (cp *colPlanner) holeValue(b *part.Block, col, vi int, t int64, inString bo
 		return stage.ParamValue{Value: "", Found: true}, true, nil // null
 	}
 	return stage.ParamValue{Value: text, Found: true}, true, nil
+}
+
+// checksHold reports whether the row at hand (template tm, plan p, time
+// t) has every value p.checks names well-formed.
+func (cp *colPlanner) checksHold(b *part.Block, tm int, p *tmplPlan, t int64) (bool, error) {
+	if len(p.checks) == 0 {
+		return true, nil
+	}
+	_, holes := b.TemplateLine(tm)
+	for _, h := range p.checks {
+		if good, err := cp.wellFormed(b, tm, holes[h], p.inString[h], t); err != nil || !good {
+			return false, err
+		}
+	}
+	return true, nil
 }
 
 // wellFormed reports whether the value of slot si (of the row at hand)

@@ -372,13 +372,8 @@ func (w *rangeWorker) predRow(ls record.Labels, b *part.Block, tm int, t int64) 
 		}
 		ps.nums[i], ps.has[i] = f, true
 	}
-	if len(p.checks) > 0 {
-		_, holes := b.TemplateLine(tm)
-		for _, h := range p.checks {
-			if good, err := cp.wellFormed(b, tm, holes[h], p.inString[h], t); err != nil || !good {
-				return false, err // the row path decides
-			}
-		}
+	if good, err := cp.checksHold(b, tm, p, t); err != nil || !good {
+		return false, err // the row path decides
 	}
 	if !ps.pred(ps.nums, ps.has) {
 		return true, nil
@@ -416,13 +411,8 @@ func (w *rangeWorker) vecRow(ls record.Labels, b *part.Block, tm int, t int64) (
 			v = c.nums[vi]
 		}
 	}
-	if len(p.checks) > 0 {
-		_, holes := b.TemplateLine(tm)
-		for _, h := range p.checks {
-			if good, err := cp.wellFormed(b, tm, holes[h], p.inString[h], t); err != nil || !good {
-				return false, true, err // the row path decides
-			}
-		}
+	if good, err := cp.checksHold(b, tm, p, t); err != nil || !good {
+		return false, true, err // the row path decides
 	}
 	if !pass || ps.unwrap >= 0 && !has {
 		return true, true, nil // filtered out, or no value to unwrap: no sample

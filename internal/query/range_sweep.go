@@ -215,12 +215,9 @@ func (w *rangeWorker) checkRows(b *part.Block, t int64) (bool, error) {
 		if !cp.cur.Moves(tm) {
 			continue // it uses no checked column: it has no check
 		}
-		if p := &cp.plans[tm]; p.ok && len(p.checks) > 0 && !cp.knownNothing(p) {
-			_, holes := b.TemplateLine(tm)
-			for _, h := range p.checks {
-				if good, err := cp.wellFormed(b, tm, holes[h], p.inString[h], t); err != nil || !good {
-					return false, err
-				}
+		if p := &cp.plans[tm]; p.ok && !cp.knownNothing(p) {
+			if good, err := cp.checksHold(b, tm, p, t); err != nil || !good {
+				return false, err
 			}
 		}
 		cp.cur.Next(tm)
