@@ -285,13 +285,10 @@ func (b *reqBody) Read(p []byte) (int, error) {
 	b.left -= int64(n)
 	b.read += int64(n)
 	if err != nil && err != io.EOF {
+		var tl *tooLarge
 		switch {
-		case errors.Is(err, errTooLarge):
-			var tl *tooLarge // a decoder may have wrapped it
-			if !errors.As(err, &tl) {
-				tl = b.s.sentTooLarge()
-			}
-			err = tl
+		case errors.As(err, &tl):
+			err = tl // a decoder may have wrapped it
 		case errors.Is(err, os.ErrDeadlineExceeded):
 			err = b.s.slowBodyError()
 		}
