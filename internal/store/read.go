@@ -373,8 +373,10 @@ func newPartIter(rd *part.Reader, stream uint32, from, to int64, opts ScanOption
 	if opts.CountAll && len(opts.Contains) == 0 && opts.BlockCount != nil {
 		it.count, it.countAll, it.meta = opts.BlockCount, true, opts.Meta
 	}
+	lo, hi := rd.StreamBlocks(stream)
 blocks:
-	for i, b := range rd.Blocks {
+	for i := lo; i < hi; i++ {
+		b := &rd.Blocks[i]
 		if b.Stream != stream || b.MaxTime < from || b.MinTime > to || !opts.Shard.block(i) {
 			continue
 		}
@@ -610,7 +612,8 @@ func (sn *Snapshot) StreamStats(ctx context.Context, tenant string, from, to int
 		key := ls.String()
 		for _, p := range sn.parts {
 			if si, ok := p.streams[key]; ok && p.info.Tenant == tenant {
-				for _, b := range p.rd.Blocks {
+				lo, hi := p.rd.StreamBlocks(si)
+				for _, b := range p.rd.Blocks[lo:hi] {
 					if b.Stream == si && b.MaxTime >= from && b.MinTime <= to {
 						st.Blocks++
 					}
@@ -690,8 +693,9 @@ func (sn *Snapshot) ScanColumns(ctx context.Context, tenant string, stream recor
 		if !ok {
 			continue
 		}
-		for i, b := range p.rd.Blocks {
-			if b.Stream == si && b.MaxTime >= from && b.MinTime <= to && shard.block(i) {
+		lo, hi := p.rd.StreamBlocks(si)
+		for i := lo; i < hi; i++ {
+			if b := &p.rd.Blocks[i]; b.Stream == si && b.MaxTime >= from && b.MinTime <= to && shard.block(i) {
 				blocks = append(blocks, stored{p, i, b.MaxTime})
 			}
 		}

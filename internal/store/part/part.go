@@ -371,6 +371,10 @@ type Reader struct {
 	// part never changes, so each block is checked once after Open, not
 	// at every read of every query.
 	checked []atomic.Uint64
+	// streamEnd[s] is the end of stream s's blocks in Blocks, which the
+	// writer lays out stream by stream (StreamBlocks); nil when a part's
+	// blocks are not in stream order, to be searched whole.
+	streamEnd []int32
 	// The headers of blocks read, when the reader uses a cache.
 	cache   *BlockCache
 	headers []atomic.Pointer[blockHeader]
@@ -389,6 +393,39 @@ func (r *Reader) StreamsWith(name, value string) []uint32 { return r.labels[name
 // LabelValues returns the values of a label name, with the streams that
 // have each.
 func (r *Reader) LabelValues(name string) map[string][]uint32 { return r.labels[name] }
+
+// StreamBlocks returns the range [lo, hi) of Blocks that holds every
+// block of stream s (and, in a part whose blocks are not in stream
+// order, others too: a caller checks BlockMeta.Stream).
+func (r *Reader) StreamBlocks(s uint32) (lo, hi int) {
+	if r.streamEnd == nil || int(s) >= len(r.streamEnd) {
+		return 0, len(r.Blocks)
+	}
+	if s > 0 {
+		lo = int(r.streamEnd[s-1])
+	}
+	return lo, int(r.streamEnd[s])
+}
+
+// streamEnds returns the end of each stream's blocks in blocks, or nil
+// when their streams are not in increasing order.
+func streamEnds(blocks []BlockMeta, streams int) []int32 {
+	ends := make([]int32, streams)
+	s := uint32(0)
+	for i := range blocks {
+		bs := blocks[i].Stream
+		if bs < s || int(bs) >= streams {
+			return nil
+		}
+		for ; s < bs; s++ {
+			ends[s] = int32(i)
+		}
+	}
+	for ; int(s) < streams; s++ {
+		ends[s] = int32(len(blocks))
+	}
+	return ends
+}
 
 // Filter returns the token filter of block i. A part of format version 1
 // tokenized lines differently: its filters are not used (an empty Filter
@@ -504,6 +541,7 @@ func (r *Reader) load() error {
 		}
 		rowsSum += int64(b.Rows)
 	}
+	r.streamEnd = streamEnds(r.Blocks, len(r.Streams))
 	filtersOff := int64(x.Uvarint("filters offset"))
 	filtersLen := int64(x.Uvarint("filters length"))
 	filtersCRC := x.Uint32("filters checksum")

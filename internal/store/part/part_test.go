@@ -124,6 +124,16 @@ func check(t testing.TB, fs vfs.FS, path string, want []ref) {
 		t.Fatal(err)
 	}
 	defer rd.Close()
+	// Each stream's blocks are all in its range of the index, and no
+	// other stream's are.
+	for s := range rd.Streams {
+		lo, hi := rd.StreamBlocks(uint32(s))
+		for i, b := range rd.Blocks {
+			if in := i >= lo && i < hi; in != (b.Stream == uint32(s)) {
+				t.Fatalf("stream %d: blocks [%d, %d), block %d of stream %d", s, lo, hi, i, b.Stream)
+			}
+		}
+	}
 	var blk part.Block
 	var wr rows.Row
 	var wf []rows.Field
