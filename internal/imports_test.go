@@ -57,10 +57,10 @@ var allowed = map[string][]string{
 	"internal/query": {"internal/logql", "internal/record", "internal/stage", "internal/store", "internal/rows", "internal/store/part", "internal/literal", "internal/pattern", "internal/regexlit"},
 	// The pipeline stages know rows as a line, a time and labels: queries
 	// and rules run the same stages, so they know no store or engine.
-	"internal/stage": {"internal/logql", "internal/record", "internal/literal", "internal/regexlit"},
+	"internal/stage": {"internal/logql", "internal/record", "internal/literal", "internal/regexlit", "internal/regexscan"},
 	// The rule stage compiles LogQL with the query's stages and changes
 	// batches in place: it knows no store, protocol or flow.
-	"internal/rules": {"internal/logql", "internal/record", "internal/stage", "internal/literal", "internal/regexlit", "internal/vfs"},
+	"internal/rules": {"internal/logql", "internal/record", "internal/stage", "internal/literal", "internal/regexlit", "internal/regexscan", "internal/vfs"},
 	// The pattern miner takes lines and times: it knows no query or store.
 	"internal/pattern": {},
 	// The multi-literal matcher takes bytes: it knows no query, store or
@@ -69,6 +69,8 @@ var allowed = map[string][]string{
 	// The regexp analysis takes a regexp's syntax and returns literals,
 	// which it searches with the literal matcher.
 	"internal/regexlit": {"internal/literal"},
+	// The chain matcher takes an expression and bytes: a leaf.
+	"internal/regexscan": {},
 	// The durable encoding of a batch (the WAL's payload, the head's rows):
 	// sinks, sources and the cluster carry it, so it knows no store.
 	"internal/rows": {"internal/record", "internal/bin"},

@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/sluicelog/sluice/internal/logql"
+	"github.com/sluicelog/sluice/internal/regexscan"
 )
 
 // regexpStage is `| regexp "..."`: when the (unanchored) expression
@@ -21,6 +22,10 @@ type regexpStage struct {
 	// none: no group's label is observed, so that a match could change
 	// nothing the query answers and is not tried.
 	none bool
+	// scan matches the expression when it is a chain regexscan knows
+	// (nil otherwise), with Re the fallback; idx is its result's room.
+	scan *regexscan.Matcher
+	idx  []int
 }
 
 func newRegexpStage(r *logql.RegexpParser) (stage, error) {
@@ -28,6 +33,9 @@ func newRegexpStage(r *logql.RegexpParser) (stage, error) {
 		return nil, fmt.Errorf("regexp: no expression")
 	}
 	s := &regexpStage{p: r, names: r.Re.SubexpNames()}
+	if m, ok := regexscan.Compile(r.Re.String()); ok {
+		s.scan, s.idx = m, make([]int, 2*(m.Groups()+1))
+	}
 	named := 0
 	seen := map[string]bool{}
 	for _, n := range s.names {
@@ -65,9 +73,16 @@ func (s *regexpStage) process(_ int64, line []byte, lb *Labels) ([]byte, bool) {
 		return line, true
 	}
 	s.buf.reset()
-	// FindSubmatchIndex allocates its result; regexp has no variant that
-	// reuses a slice.
-	idx := s.p.Re.FindSubmatchIndex(line)
+	var idx []int
+	ok := false
+	if s.scan != nil {
+		idx, ok = s.scan.FindSubmatchIndex(s.idx, line)
+	}
+	if !ok {
+		// FindSubmatchIndex allocates its result; regexp has no
+		// variant that reuses a slice.
+		idx = s.p.Re.FindSubmatchIndex(line)
+	}
 	if idx == nil {
 		return line, true
 	}

@@ -115,6 +115,8 @@ func BenchmarkRegexpFilter(b *testing.B) {
 		{"re=label-contains", ".*(?i)timeout.*", true},
 		{"re=label-alternation", "info|warn|error", true},
 		{"re=label-prefix", "authentication.*", true},
+		{"re=chain", `Failed password for \S+ from [0-9.]+`, false},
+		{"re=chain-classes", `[a-z]+\[[0-9]+\]: `, false},
 	} {
 		src := bc.src
 		if !bc.anchored {
