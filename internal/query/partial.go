@@ -156,7 +156,7 @@ func (ev *evaluator) partialMetric(ctx context.Context, x logql.SampleExpr, out 
 	}
 	ev.hints = queryHints(x)
 	for _, ra := range rangeAggs(x, nil) {
-		states, err := ev.rangeStates(ctx, ra, shape)
+		states, err := ev.rangeStates(ctx, ra, shape, false)
 		if err != nil {
 			return err
 		}

@@ -59,6 +59,10 @@ type rangeWorker struct {
 	rng, off int64
 	win      windowCache // windowsAt's last answer
 	cols     *colPlanner // the columnar path's state (range_columns.go)
+	// distinct: the query counts the distinct series at one step, so
+	// that rows counted by key alone mark their keys (series.marks)
+	// rather than find their series (flushKeys).
+	distinct bool
 }
 
 // row runs one row through the pipeline and adds its sample. r, when
@@ -160,7 +164,7 @@ func (ev *evaluator) rangeAggregation(ctx context.Context, x *logql.RangeAggrega
 	merged, ok := ev.merged[x] // Partial.Finish: the parts' merged states
 	if !ok {
 		var err error
-		if merged, err = ev.rangeStates(ctx, x, shape); err != nil {
+		if merged, err = ev.rangeStates(ctx, x, shape, false); err != nil {
 			return nil, err
 		}
 	}
@@ -173,7 +177,11 @@ func (ev *evaluator) rangeAggregation(ctx context.Context, x *logql.RangeAggrega
 
 // rangeStates reads the samples of a range function at the steps of
 // shape: its series' accumulated states, by their labels' key.
-func (ev *evaluator) rangeStates(ctx context.Context, x *logql.RangeAggregation, shape *matrix) (*seriesTable, error) {
+//
+// distinct says that only the number of series with a value at the one
+// step of shape is wanted (countSeries): rows may then leave their
+// series' keys in the table's marks instead of series.
+func (ev *evaluator) rangeStates(ctx context.Context, x *logql.RangeAggregation, shape *matrix, distinct bool) (*seriesTable, error) {
 	op, ok := rangeOps[x.Op]
 	if !ok {
 		return nil, fmt.Errorf("%w: unknown range aggregation %s", ErrBadRequest, x.Op)
@@ -199,7 +207,7 @@ func (ev *evaluator) rangeStates(ctx context.Context, x *logql.RangeAggregation,
 			return nil, err
 		}
 		w := &rangeWorker{pipe: pipe, lb: &stage.Labels{},
-			x: x, sumBy: hints.sumBy, op: op, shape: shape, rng: rng, off: off}
+			x: x, sumBy: hints.sumBy, op: op, shape: shape, rng: rng, off: off, distinct: distinct && shape.steps == 1}
 		if unwrap != nil {
 			if w.post, err = stage.CompileFilters(unwrap.Filters); err != nil {
 				return nil, err
@@ -283,6 +291,7 @@ func (ev *evaluator) rangeStates(ctx context.Context, x *logql.RangeAggregation,
 	}
 	merged := &workers[0].series
 	for _, w := range workers[1:] {
+		merged.marks.union(&w.series.marks)
 		w.series.each(func(k string, s *rangeSeries) {
 			if m := merged.getString(k); m != nil {
 				m.merge(op, s)
@@ -333,13 +342,27 @@ func (ev *evaluator) countSeries(ctx context.Context, x *logql.RangeAggregation,
 	merged, ok := ev.merged[x] // Partial.Finish: the parts' merged states
 	if !ok {
 		var err error
-		if merged, err = ev.rangeStates(ctx, x, shape); err != nil {
+		if merged, err = ev.rangeStates(ctx, x, shape, true); err != nil {
 			return nil, err
 		}
 	}
 	rng := int64(x.Range.Interval)
 	counts := make([]float64, shape.steps)
+	if merged.marks.used > 0 {
+		// Rows were counted by key alone (one step): the series with a
+		// value join their keys, and the count is of the keys.
+		marks := &merged.marks
+		merged.each(func(k string, rs *rangeSeries) {
+			if _, ok := rs.result(x, 0, rs.n[0], rng); ok && rs.n[0] != 0 {
+				marks.add(merged.hashString(k))
+			}
+		})
+		counts[0] = float64(marks.used)
+	}
 	for _, rs := range merged.all() {
+		if merged.marks.used > 0 {
+			break // counted above
+		}
 		for i, n := range rs.n {
 			if n == 0 {
 				continue

@@ -290,6 +290,16 @@ func (w *rangeWorker) flushKeys() {
 		kb.h1[i], kb.h2[i] = w.series.hash(kb.keys[start:end])
 		start = end
 	}
+	if w.distinct {
+		// Only the keys count: no series, and no second miss for one.
+		for i, t := range kb.times {
+			if lo, hi := w.windows(t); lo <= hi {
+				w.tally.held += w.series.marks.add(kb.h1[i], kb.h2[i])
+			}
+		}
+		kb.keys, kb.ends, kb.times = kb.keys[:0], kb.ends[:0], kb.times[:0]
+		return
+	}
 	start = 0
 	for i, end := range kb.ends {
 		s := w.series.getHashed(kb.h1[i], kb.h2[i])

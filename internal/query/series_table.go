@@ -19,13 +19,14 @@ import (
 // Keys are copied into chunks that never move, so the labels of a
 // series can view its key. Series are kept in the order they were added.
 type seriesTable struct {
-	slots  []tableSlot // a power of two long, or nil
-	used   int
-	order  []*rangeSeries
-	keys   []string // by order
-	chunk  []byte   // the free tail of the chunk keys are copied into
-	seeded bool
-	seeds  [2]maphash.Seed
+	slots []tableSlot // a power of two long, or nil
+	used  int
+	order []*rangeSeries
+	keys  []string // by order
+	chunk []byte   // the free tail of the chunk keys are copied into
+	// marks are the keys of series counted by key alone: a count of
+	// the distinct series at one step needs no series (distinctOnly).
+	marks keySet
 }
 
 type tableSlot struct {
@@ -37,11 +38,16 @@ type tableSlot struct {
 // keyChunk is the size of the chunks keys are copied into.
 const keyChunk = 64 << 10
 
+// keySeeds seed the hashes of every table of the process, so that the
+// hashes of one table's keys hold in another's (keySet.union).
+var keySeeds = [2]maphash.Seed{maphash.MakeSeed(), maphash.MakeSeed()}
+
 func (t *seriesTable) hash(key []byte) (uint64, uint64) {
-	if !t.seeded {
-		t.seeds, t.seeded = [2]maphash.Seed{maphash.MakeSeed(), maphash.MakeSeed()}, true
-	}
-	return maphash.Bytes(t.seeds[0], key) | 1, maphash.Bytes(t.seeds[1], key)
+	return maphash.Bytes(keySeeds[0], key) | 1, maphash.Bytes(keySeeds[1], key)
+}
+
+func (t *seriesTable) hashString(key string) (uint64, uint64) {
+	return t.hash(unsafe.Slice(unsafe.StringData(key), len(key)))
 }
 
 // get returns the series of key, or nil.
@@ -88,7 +94,7 @@ func (t *seriesTable) addHashed(key []byte, h1, h2 uint64, s *rangeSeries) strin
 // addString is add for a key that is a string already; the table keeps
 // it as it is.
 func (t *seriesTable) addString(key string, s *rangeSeries) {
-	h1, h2 := t.hash(unsafe.Slice(unsafe.StringData(key), len(key)))
+	h1, h2 := t.hashString(key)
 	t.insert(h1, h2, s)
 	t.order, t.keys = append(t.order, s), append(t.keys, key)
 }
@@ -154,5 +160,70 @@ func (t *seriesTable) all() []*rangeSeries { return t.order }
 func (t *seriesTable) each(f func(key string, s *rangeSeries)) {
 	for i, s := range t.order {
 		f(t.keys[i], s)
+	}
+}
+
+// keySet is a set of keys by their two hashes (seriesTable.hash), the
+// keys themselves not kept: what a count of distinct series needs. Its
+// slots hold no pointer, so the collector does not scan them.
+type keySet struct {
+	slots []keySlot // a power of two long, or nil
+	used  int
+}
+
+type keySlot struct{ h1, h2 uint64 } // h1 0: empty
+
+// add adds the key of hashes h1 and h2, returning the bytes the set grew
+// by.
+func (s *keySet) add(h1, h2 uint64) (grew int64) {
+	if (s.used+1)*4 > len(s.slots)*3 {
+		grew = s.resize(max(2*len(s.slots), 1024))
+	}
+	mask := uint64(len(s.slots) - 1)
+	for i := h1 & mask; ; i = (i + 1) & mask {
+		sl := &s.slots[i]
+		if sl.h1 == 0 {
+			*sl = keySlot{h1, h2}
+			s.used++
+			return grew
+		}
+		if sl.h1 == h1 && sl.h2 == h2 {
+			return grew
+		}
+	}
+}
+
+// resize moves the keys to n slots, returning the bytes that added.
+func (s *keySet) resize(n int) int64 {
+	old := s.slots
+	s.slots, s.used = make([]keySlot, n), 0
+	for _, sl := range old {
+		if sl.h1 != 0 {
+			s.add(sl.h1, sl.h2)
+		}
+	}
+	return int64(16 * (n - len(old)))
+}
+
+// union adds the keys of o, leaving o empty. Keys taken in slot order
+// from a table larger than the one they go to would pile up in runs
+// there (each slot of o's second half lands where its first half's
+// went): the larger set takes the smaller's keys, into room for both.
+func (s *keySet) union(o *keySet) {
+	if len(o.slots) > len(s.slots) {
+		*s, *o = *o, *s
+	}
+	n := max(len(s.slots), 1024)
+	for (s.used+o.used)*4 > n*3 {
+		n *= 2
+	}
+	if n > len(s.slots) {
+		s.resize(n)
+	}
+	defer func() { *o = keySet{} }()
+	for _, sl := range o.slots {
+		if sl.h1 != 0 {
+			s.add(sl.h1, sl.h2)
+		}
 	}
 }

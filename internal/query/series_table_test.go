@@ -179,3 +179,35 @@ func TestSeriesLabelsWithSeparator(t *testing.T) {
 		}
 	}
 }
+
+// TestKeySet: a set of keys by their hashes counts each key once, in
+// one set or across a union, whichever is larger.
+func TestKeySet(t *testing.T) {
+	var tbl seriesTable
+	fill := func(s *keySet, from, to int) {
+		for i := from; i < to; i++ {
+			s.add(tbl.hashString(fmt.Sprint("user-", i)))
+		}
+	}
+	var a, b, c keySet
+	fill(&a, 0, 100000)
+	fill(&a, 0, 1000) // again: no new key
+	if a.used != 100000 {
+		t.Fatalf("%d keys, want 100000", a.used)
+	}
+	fill(&b, 90000, 95000)
+	b.union(&a) // the larger into the smaller's place
+	if b.used != 100000 || a.used != 0 {
+		t.Fatalf("union: %d keys (%d left in the other), want 100000", b.used, a.used)
+	}
+	fill(&c, 99000, 130000)
+	b.union(&c)
+	if b.used != 130000 {
+		t.Fatalf("union: %d keys, want 130000", b.used)
+	}
+	var empty keySet
+	b.union(&empty)
+	if b.used != 130000 {
+		t.Fatalf("union with none: %d keys", b.used)
+	}
+}
