@@ -59,6 +59,12 @@ type rangeWorker struct {
 	rng, off int64
 	win      windowCache // windowsAt's last answer
 	cols     *colPlanner // the columnar path's state (range_columns.go)
+	// by, when the row's series are grouped by labels (by (...), not
+	// without), are the names its key keeps, sorted: seriesOf finds a
+	// known series by looking them up (byKey), without reducing the
+	// labels and sorting them. byOn says they are set.
+	by   []string
+	byOn bool
 	// distinct: the query counts the distinct series at one step, so
 	// that rows counted by key alone mark their keys (series.marks)
 	// rather than find their series (flushKeys).
@@ -112,6 +118,11 @@ func (w *rangeWorker) seriesOf() (*rangeSeries, error) {
 	if w.lb.HasError() {
 		return nil, pipelineError(w.lb)
 	}
+	if w.byOn {
+		if s := w.series.get(w.byKey()); s != nil {
+			return s, nil
+		}
+	}
 	group(w.lb, w.x.Grouping)
 	group(w.lb, w.sumBy)
 	w.key = w.lb.AppendKey(w.key[:0])
@@ -125,6 +136,43 @@ func (w *rangeWorker) seriesOf() (*rangeSeries, error) {
 		w.tally.held += s.size(len(w.key))
 	}
 	return s, nil
+}
+
+// byKey writes into w.key the key AppendKey gives the labels in w.lb
+// once grouped by w.by: those of its names that are set, in name order.
+func (w *rangeWorker) byKey() []byte {
+	w.key = w.key[:0]
+	for _, name := range w.by {
+		if v, ok := w.lb.Lookup(name); ok {
+			w.key = append(w.key, name...)
+			w.key = append(w.key, 0xff)
+			w.key = append(w.key, v...)
+			w.key = append(w.key, 0xff)
+		}
+	}
+	return w.key
+}
+
+// groupedBy returns the names grouping by g1 then by g2 keeps, sorted,
+// and whether both group by names (or not at all, but not both).
+func groupedBy(g1, g2 *logql.Grouping) ([]string, bool) {
+	var by []string
+	switch {
+	case g1 == nil && g2 == nil, g1 != nil && g1.Without, g2 != nil && g2.Without:
+		return nil, false
+	case g1 == nil:
+		by = slices.Clone(g2.Labels)
+	case g2 == nil:
+		by = slices.Clone(g1.Labels)
+	default:
+		for _, n := range g1.Labels {
+			if slices.Contains(g2.Labels, n) {
+				by = append(by, n)
+			}
+		}
+	}
+	slices.Sort(by)
+	return slices.Compact(by), true
 }
 
 // add adds a sample at time t to the windows of s that hold it.
@@ -208,6 +256,9 @@ func (ev *evaluator) rangeStates(ctx context.Context, x *logql.RangeAggregation,
 		}
 		w := &rangeWorker{pipe: pipe, lb: &stage.Labels{},
 			x: x, sumBy: hints.sumBy, op: op, shape: shape, rng: rng, off: off, distinct: distinct && shape.steps == 1}
+		if !ev.e.reference {
+			w.by, w.byOn = groupedBy(x.Grouping, hints.sumBy)
+		}
 		if unwrap != nil {
 			if w.post, err = stage.CompileFilters(unwrap.Filters); err != nil {
 				return nil, err

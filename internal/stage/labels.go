@@ -126,6 +126,9 @@ func (b *Labels) Get(name string) string {
 	return v
 }
 
+// Lookup returns a label's value and whether it is set.
+func (b *Labels) Lookup(name string) (string, bool) { return b.lookup(name) }
+
 // lookup returns a label's value and whether it is set.
 func (b *Labels) lookup(name string) (string, bool) {
 	for _, l := range b.cur {
