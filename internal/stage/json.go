@@ -422,7 +422,13 @@ type jsonScanner struct {
 	data   []byte
 	buf    *rowBuf
 	errOff int
-	errMsg string
+	errMsg string // what was expected, when errChar
+	// errChar: the error is an unexpected character, errRune, where
+	// errMsg was expected. Its message is written only when asked for
+	// (details): a line that is not JSON (k8s' text logs under | json)
+	// must not cost a Sprintf.
+	errChar bool
+	errRune rune
 }
 
 func (sc *jsonScanner) reset(data []byte, buf *rowBuf) {
@@ -442,13 +448,28 @@ func (sc *jsonScanner) failChar(i int, want string) int {
 	if i >= len(sc.data) {
 		return sc.fail(i, "unexpected end of input, expected "+want)
 	}
-	r, _ := utf8.DecodeRune(sc.data[i:])
-	return sc.fail(i, fmt.Sprintf("unexpected %q, expected %s", r, want))
+	if sc.errMsg == "" {
+		r, _ := utf8.DecodeRune(sc.data[i:])
+		sc.errChar, sc.errRune = true, r
+	}
+	return sc.fail(i, want)
 }
 
-// details formats the recorded error for __error_details__.
+// details formats the recorded error for __error_details__, in the row
+// arena.
 func (sc *jsonScanner) details() string {
-	return fmt.Sprintf("syntax error at offset %d: %s", sc.errOff, sc.errMsg)
+	buf := sc.buf
+	start := len(buf.b)
+	buf.b = append(buf.b, "syntax error at offset "...)
+	buf.b = strconv.AppendInt(buf.b, int64(sc.errOff), 10)
+	buf.b = append(buf.b, ": "...)
+	if sc.errChar {
+		buf.b = append(buf.b, "unexpected "...)
+		buf.b = strconv.AppendQuoteRune(buf.b, sc.errRune)
+		buf.b = append(buf.b, ", expected "...)
+	}
+	buf.b = append(buf.b, sc.errMsg...)
+	return buf.view(start)
 }
 
 func (sc *jsonScanner) space(i int) int {

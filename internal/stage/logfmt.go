@@ -174,7 +174,7 @@ func (s *logfmtStage) pair(i int, lb *Labels) (next, errAt int, msg string) {
 		}
 		v, next := s.sc.str(i)
 		if next < 0 {
-			s.sc.errMsg = ""
+			s.sc.errMsg, s.sc.errChar = "", false
 			return end + 1, end + 1, "invalid quoted value"
 		}
 		s.extract(key, v, v == "", lb)
