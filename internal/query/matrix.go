@@ -23,8 +23,9 @@ type matrix struct {
 	// rangeHints.sumBy): that sum is the matrix itself.
 	summedBy []string
 	// vals and has are chunks the next series' steps are taken from.
-	vals []float64
-	has  []bool
+	vals  []float64
+	has   []bool
+	chunk int // the size of the last chunk
 }
 
 // series is one labelled series of a matrix. has[i] reports whether it
@@ -46,7 +47,10 @@ func (m *matrix) like() *matrix { return newMatrix(m.start, m.step, m.steps) }
 func (m *matrix) add(ls record.Labels) *series {
 	n := m.steps
 	if len(m.vals) < n {
-		m.vals, m.has = make([]float64, max(n, 4096)), make([]bool, max(n, 4096))
+		// Chunks of 16 series' steps, doubling up to 4,096 values: an
+		// instant answer of a few series zeroes little.
+		m.chunk = min(max(2*m.chunk, 16*n), max(n, 4096))
+		m.vals, m.has = make([]float64, m.chunk), make([]bool, m.chunk)
 	}
 	s := &series{labels: ls, vals: m.vals[:n:n], has: m.has[:n:n]}
 	m.vals, m.has = m.vals[n:], m.has[n:]

@@ -617,8 +617,13 @@ func (a *seriesAlloc) series(ls record.Labels, op rangeOp, steps int) *rangeSeri
 // keyHolds reports whether key k, of n labels, says them (labelsOfKey).
 func keyHolds(k string, n int) bool { return strings.Count(k, "\xff") == 2*n }
 
-// labelChunks hands out the labels of series from chunks.
-type labelChunks struct{ free record.Labels }
+// labelChunks hands out the labels of series from chunks, which grow
+// from 16 labels to chunk as seriesAlloc's do: an answer of two series
+// zeroes two small chunks, not 128 KiB.
+type labelChunks struct {
+	free record.Labels
+	n    int // the size of the last chunk
+}
 
 // of returns the labels of series s, whose key in its table is k.
 func (c *labelChunks) of(k string, s *rangeSeries) record.Labels {
@@ -627,7 +632,8 @@ func (c *labelChunks) of(k string, s *rangeSeries) record.Labels {
 	}
 	n := strings.Count(k, "\xff") / 2
 	if len(c.free) < n {
-		c.free = make(record.Labels, max(n, chunk))
+		c.n = min(max(2*c.n, 16), chunk)
+		c.free = make(record.Labels, max(n, c.n))
 	}
 	ls, _ := appendLabelsOfKey(c.free[:0:n], k, n)
 	c.free = c.free[n:]

@@ -19,11 +19,12 @@ import (
 // Keys are copied into chunks that never move, so the labels of a
 // series can view its key. Series are kept in the order they were added.
 type seriesTable struct {
-	slots []tableSlot // a power of two long, or nil
-	used  int
-	order []*rangeSeries
-	keys  []string // by order
-	chunk []byte   // the free tail of the chunk keys are copied into
+	slots  []tableSlot // a power of two long, or nil
+	used   int
+	order  []*rangeSeries
+	keys   []string // by order
+	chunk  []byte   // the free tail of the chunk keys are copied into
+	chunkN int      // the size of the last chunk: from 1 KiB to keyChunk
 	// marks are the keys of series counted by key alone: a count of
 	// the distinct series at one step needs no series (distinctOnly).
 	marks keySet
@@ -142,7 +143,8 @@ func (t *seriesTable) keep(key []byte) string {
 		if len(key) > keyChunk/4 {
 			return string(key)
 		}
-		t.chunk = make([]byte, keyChunk)
+		t.chunkN = min(max(2*t.chunkN, 1<<10), keyChunk)
+		t.chunk = make([]byte, max(t.chunkN, len(key)))
 	}
 	n := copy(t.chunk, key)
 	k := unsafe.String(unsafe.SliceData(t.chunk), n)
@@ -210,6 +212,9 @@ func (s *keySet) resize(n int) int64 {
 // there (each slot of o's second half lands where its first half's
 // went): the larger set takes the smaller's keys, into room for both.
 func (s *keySet) union(o *keySet) {
+	if o.used == 0 {
+		return
+	}
 	if len(o.slots) > len(s.slots) {
 		*s, *o = *o, *s
 	}
