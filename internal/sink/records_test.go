@@ -127,3 +127,45 @@ func TestFilterSkips(t *testing.T) {
 		t.Error("an unreadable block is skipped; want it left to Decode")
 	}
 }
+
+// TestFieldsJSON: the fields of each record, rendered with the keys of
+// its block's names, are the JSON object of the fields the line had
+// (other than the time and the message), typed, with names and values
+// that need escapes escaped; rows of one block with different fields get
+// each their own.
+func TestFieldsJSON(t *testing.T) {
+	lines := `{"msg":"one","we\"ird\\name":"a\tb","n":1,"nested":{"x\u00e9":true}}
+{"msg":"two","n":2.5,"other":null,"we\"ird\\name":"é"}
+{"msg":"three"}
+`
+	want := []string{
+		`{"we\"ird\\name":"a\tb","n":1,"nested.xé":true}`,
+		`{"n":2.5,"other":null,"we\"ird\\name":"é"}`,
+		`{}`,
+	}
+	p, err := parse.New(parse.Options{Format: "json", Record: record.DefaultConfig()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var enc rows.Encoder
+	var b Batch
+	err = p.Bytes(context.Background(), []byte(lines), func(rb *record.Batch) error {
+		blk, err := rows.Decode(enc.Append(nil, "t1", rb))
+		if err != nil {
+			return err
+		}
+		b.appendBlock(&filter{}, blk, wal.Pos{})
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(b.Records) != len(want) {
+		t.Fatalf("%d records, want %d", len(b.Records), len(want))
+	}
+	for i, w := range want {
+		if got := string(b.Records[i].FieldsJSON); got != w {
+			t.Errorf("record %d: fields %s, want %s", i, got, w)
+		}
+	}
+}

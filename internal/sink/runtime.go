@@ -641,8 +641,10 @@ func fieldsFromWAL(l *wal.Log, pos wal.Pos, row int) (json.RawMessage, error) {
 	}
 	var r rows.Row
 	var scratch []byte
+	var keys jsonKeys
+	keys.reset(blk)
 	blk.Row(row, &r, nil)
-	return appendFieldsJSON(nil, blk, r.Fields, &scratch), nil
+	return appendFieldsJSON(nil, &keys, r.Fields, &scratch), nil
 }
 
 func posLess(a, b wal.Pos) bool {

@@ -171,8 +171,9 @@ type Batch struct {
 	// oldest is the receive time (Unix ns) of the batch's first frame.
 	oldest int64
 	arena  []byte
-	// scratch is appendFieldsJSON's, spans appendBlock's.
+	// scratch and keys are appendFieldsJSON's, spans appendBlock's.
 	scratch []byte
+	keys    jsonKeys
 	spans   []recordSpan
 	// deadLetter writes rejected records durably (set by the runtime);
 	// lettered says it was called for this delivery.
@@ -315,6 +316,9 @@ func (b *Batch) appendBlock(f *filter, blk *rows.Block, at wal.Pos) int {
 	}
 	var r rows.Row
 	var fields []rows.Field
+	if !f.lineOnly {
+		b.keys.reset(blk)
+	}
 	for i := range blk.Rows {
 		ref := &blk.Rows[i]
 		if !keep[ref.Stream] {
@@ -339,7 +343,7 @@ func (b *Batch) appendBlock(f *filter, blk *rows.Block, at wal.Pos) int {
 		}
 		fields = blk.Row(i, &r, fields)
 		s := len(b.arena)
-		b.arena = appendFieldsJSON(b.arena, blk, r.Fields, &b.scratch)
+		b.arena = appendFieldsJSON(b.arena, &b.keys, r.Fields, &b.scratch)
 		sp.fields = [2]int{s, len(b.arena)}
 		s = len(b.arena)
 		b.arena = append(b.arena, r.Line...)
@@ -402,11 +406,39 @@ func appendLabelsJSON(dst []byte, ls record.Labels) []byte {
 	return append(dst, '}')
 }
 
+// jsonKeys holds the field names of a block as JSON object keys, each
+// escaped once per block rather than once per row that has it.
+type jsonKeys struct {
+	buf  []byte
+	ends []int // name i's key is buf[ends[i-1]:ends[i]] (from 0 for i 0)
+}
+
+// reset renders the keys of blk's names, keeping the memory.
+func (k *jsonKeys) reset(blk *rows.Block) {
+	k.buf, k.ends = k.buf[:0], k.ends[:0]
+	for _, n := range blk.Names {
+		k.buf = append(k.buf, '"')
+		k.buf = record.AppendJSONEscaped(k.buf, n)
+		k.buf = append(k.buf, '"', ':')
+		k.ends = append(k.ends, len(k.buf))
+	}
+}
+
+// key returns name i's key: the escaped name in quotes, and a colon.
+func (k *jsonKeys) key(i uint32) []byte {
+	start := 0
+	if i > 0 {
+		start = k.ends[i-1]
+	}
+	return k.buf[start:k.ends[i]]
+}
+
 // appendFieldsJSON appends the fields that are neither the time nor the
-// message as a JSON object, typed as they were parsed.
+// message as a JSON object, typed as they were parsed; keys holds the
+// names of their block.
 // scratch holds an escaped value's text while it is escaped again for
 // JSON, kept for the next call.
-func appendFieldsJSON(dst []byte, blk *rows.Block, fields []rows.Field, scratch *[]byte) []byte {
+func appendFieldsJSON(dst []byte, keys *jsonKeys, fields []rows.Field, scratch *[]byte) []byte {
 	dst = append(dst, '{')
 	n := 0
 	for i := range fields {
@@ -418,9 +450,7 @@ func appendFieldsJSON(dst []byte, blk *rows.Block, fields []rows.Field, scratch 
 			dst = append(dst, ',')
 		}
 		n++
-		dst = append(dst, '"')
-		dst = record.AppendJSONEscaped(dst, blk.Names[f.Name])
-		dst = append(dst, '"', ':')
+		dst = append(dst, keys.key(f.Name)...)
 		switch f.Kind {
 		case record.Null:
 			dst = append(dst, "null"...)
