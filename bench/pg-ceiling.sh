@@ -7,6 +7,7 @@
 #   binary      the same rows in binary COPY written by hand, as the sink writes them
 #   text-copy   text COPY format
 #   json        labels and fields as json (stored as text, checked) instead of jsonb
+#   json-binary the same in binary COPY by hand, as the sink writes a json_type: json table
 #   text-cols   labels and fields as text
 #   unlogged    an UNLOGGED table (no WAL)
 #   gin         with a GIN index on fields
@@ -25,7 +26,7 @@ name=pg-ceiling
 source "$root/bench/lib.sh"
 use_corpus
 pgbin="${PG_BIN:-/usr/lib/postgresql/15/bin}"
-variants="${VARIANTS:-base binary text-copy json text-cols unlogged gin time-idx brin batch10k batch10k-async}"
+variants="${VARIANTS:-base binary text-copy json json-binary text-cols unlogged gin time-idx brin batch10k batch10k-async}"
 
 if [[ ! -x "$pgbin/initdb" ]]; then
 	log "PostgreSQL 15 is not installed ($pgbin/initdb); scripts/e2e-setup.sh installs postgresql-15"
@@ -75,6 +76,7 @@ for v in $variants; do
 	binary) args=(-mode binary) ;;
 	text-copy) args=(-mode text) ;;
 	json) args=(-types json) ;;
+	json-binary) args=(-types json -mode binary) ;;
 	text-cols) args=(-types text) ;;
 	unlogged) args=(-unlogged) ;;
 	gin) args=(-index gin) ;;

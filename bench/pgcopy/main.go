@@ -92,9 +92,6 @@ func run(dsn, corpus, tenant string, streams []string, o options) error {
 	default:
 		return fmt.Errorf("-mode %q: want pgx, binary or text", o.mode)
 	}
-	if o.mode == "binary" && o.types == "json" {
-		return fmt.Errorf("-mode binary writes jsonb or text, not json")
-	}
 	data, err := rowsOf(ctx, corpus, tenant, streams)
 	if err != nil {
 		return err
