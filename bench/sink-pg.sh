@@ -6,6 +6,7 @@
 #   bench/sink-pg.sh                       # the canonical corpus (2M lines), RUNS=3
 #   LINES=20000 RUNS=1 bench/sink-pg.sh    # a quick check on a small corpus
 #   BATCH=20000 LINGER=200ms bench/sink-pg.sh
+#   JSON_TYPE=json bench/sink-pg.sh        # labels and fields as json (the sink's json_type), in both tables
 #   PROFILE=/tmp/prof LINES=200000 RUNS=1 bench/sink-pg.sh   # CPU profiles of sluice during the sink runs
 #
 # Starts a private PostgreSQL 15 (as internal/sink/postgres/pgtest does: initdb as the postgres user
@@ -164,6 +165,7 @@ run_sink() {
 		echo "    postgres:"
 		echo "      dsn: '$dsn'"
 		if [[ -n "${POOL:-}" ]]; then echo "      pool: $POOL"; fi
+		if [[ -n "${JSON_TYPE:-}" ]]; then echo "      json_type: $JSON_TYPE"; fi
 	} >"$run/sluice.yaml"
 	local prof=() ppid=""
 	if [[ -n "${PROFILE:-}" ]]; then prof=(--pprof); fi
@@ -231,7 +233,7 @@ run_nosink() {
 run_copy() {
 	local out n pcpu0
 	pcpu0="$(pg_cpu)"
-	out="$("$run/pgcopy" -dsn "$dsn" -corpus "$corpus" -table pgcopy_logs)"
+	out="$("$run/pgcopy" -dsn "$dsn" -corpus "$corpus" -table pgcopy_logs -types "${JSON_TYPE:-jsonb}")"
 	n="$(psql "SELECT count(*) FROM pgcopy_logs")"
 	out+=", PostgreSQL backends CPU $(awk -v a="$pcpu0" -v b="$(pg_cpu)" 'BEGIN {printf "%.2f", b - a}') s"
 	if [[ "$n" != "$lines" ]]; then
@@ -256,9 +258,9 @@ done
 median() { tr ' ' '\n' <<<"$1" | sed '/^$/d' | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.2f", a / b}'; }
 ms=$(median "$fig_sink") mc=$(median "$fig_copy") mis=$(median "$fig_ingest_sink") min=$(median "$fig_ingest_nosink")
-bench_header LINES RUNS PARTS BATCH LINGER POOL PG_OPTS PG_NICE SERVE_FLAGS SLUICE_BENCH_DIR
+bench_header LINES RUNS PARTS BATCH LINGER POOL JSON_TYPE PG_OPTS PG_NICE SERVE_FLAGS SLUICE_BENCH_DIR
 echo "- corpus: \`$corpus_name\`, $lines lines, $bytes bytes, in ${#files[@]} parallel POSTs to \`/insert/jsonline?_stream_fields=service,host\`"
-echo "- sink: one postgres sink of every tenant, the default table, batch ${BATCH:-default}, linger ${LINGER:-default}, pool ${POOL:-default}; PostgreSQL 15 with its defaults (fsync on)${PG_OPTS:+ and $PG_OPTS}${PG_NICE:+, at nice $PG_NICE}"
+echo "- sink: one postgres sink of every tenant, the default table (labels and fields ${JSON_TYPE:-jsonb}), batch ${BATCH:-default}, linger ${LINGER:-default}, pool ${POOL:-default}; PostgreSQL 15 with its defaults (fsync on)${PG_OPTS:+ and $PG_OPTS}${PG_NICE:+, at nice $PG_NICE}"
 echo
 echo "| figure | median | runs |"
 echo "|---|---|---|"
