@@ -6,11 +6,13 @@
 #   bench/sink-pg.sh                       # the canonical corpus (2M lines), RUNS=3
 #   LINES=20000 RUNS=1 bench/sink-pg.sh    # a quick check on a small corpus
 #   BATCH=20000 LINGER=200ms bench/sink-pg.sh
+#   JSON_TYPE=json bench/sink-pg.sh        # labels and fields as json (the sink's json_type), in both tables
 #   PROFILE=/tmp/prof LINES=200000 RUNS=1 bench/sink-pg.sh   # CPU profiles of sluice during the sink runs
 #
 # Starts a private PostgreSQL 15 (as internal/sink/postgres/pgtest does: initdb as the postgres user
 # when root, trust authentication, 127.0.0.1 on a free port, data in a temp dir, PostgreSQL's defaults
-# otherwise, fsync on; PG_OPTS adds server options), then RUNS times, the order of the sides reversed
+# otherwise, fsync on; PG_OPTS adds server options; PG_NICE runs it, and so its backends, at that
+# nice level: PostgreSQL on the same 2 cores then yields them to ingest and catches up after), then RUNS times, the order of the sides reversed
 # every other run:
 #   - sink: `sluice serve` on a fresh data directory with one postgres sink of every tenant (the
 #     default table; BATCH, LINGER, POOL set its batch, linger and pool when given), the corpus posted
@@ -90,7 +92,9 @@ files=("$split_dir"/part.*)
 pg_port="$(free_port)"
 "${as_pg[@]}" "$pgbin/initdb" -D "$pgdir/data" -A trust -U postgres --no-sync -E UTF8 --locale=C >"$pgdir/initdb.log" 2>&1 ||
 	{ log "initdb failed:"; cat "$pgdir/initdb.log" >&2; exit 1; }
-"${as_pg[@]}" "$pgbin/pg_ctl" -D "$pgdir/data" -l "$pgdir/log" -w -t 60 \
+pg_nice=()
+if [[ -n "${PG_NICE:-}" ]]; then pg_nice=(nice -n "$PG_NICE"); fi
+"${pg_nice[@]}" "${as_pg[@]}" "$pgbin/pg_ctl" -D "$pgdir/data" -l "$pgdir/log" -w -t 60 \
 	-o "-c listen_addresses=127.0.0.1 -p $pg_port -k $pgdir ${PG_OPTS:-}" start >/dev/null ||
 	{ log "PostgreSQL did not start:"; tail -20 "$pgdir/log" >&2; exit 1; }
 pg_pid="$(head -1 "$pgdir/data/postmaster.pid")"
@@ -161,6 +165,7 @@ run_sink() {
 		echo "    postgres:"
 		echo "      dsn: '$dsn'"
 		if [[ -n "${POOL:-}" ]]; then echo "      pool: $POOL"; fi
+		if [[ -n "${JSON_TYPE:-}" ]]; then echo "      json_type: $JSON_TYPE"; fi
 	} >"$run/sluice.yaml"
 	local prof=() ppid=""
 	if [[ -n "${PROFILE:-}" ]]; then prof=(--pprof); fi
@@ -221,14 +226,14 @@ run_nosink() {
 	scpu="$(cpu_of "$spid")"
 	stop_server "$spid" || { log "!!! sluice exited with status $? when stopped"; tail -20 "$run/serve.log" >&2; problems=1; }
 	fig_ingest_nosink+="$(rate "$accepted" "$start" "$ingested") "
-	log "run $r nosink: ingest $(rate "$accepted" "$start" "$ingested") lines/s, peak RSS $(peak_rss_last "$rss_nosink") MB, CPU: sluice $scpu s"
+	log "run $r nosink: ingest $(rate "$accepted" "$start" "$ingested") lines/s, peak RSS $(peak_rss_last "$rss_nosink") MB, CPU: sluice $scpu s (at the last reply: not the flush of the head to parts that follows, which the sink run's figure holds)"
 	rm -rf "$data"
 }
 
 run_copy() {
 	local out n pcpu0
 	pcpu0="$(pg_cpu)"
-	out="$("$run/pgcopy" -dsn "$dsn" -corpus "$corpus" -table pgcopy_logs)"
+	out="$("$run/pgcopy" -dsn "$dsn" -corpus "$corpus" -table pgcopy_logs -types "${JSON_TYPE:-jsonb}")"
 	n="$(psql "SELECT count(*) FROM pgcopy_logs")"
 	out+=", PostgreSQL backends CPU $(awk -v a="$pcpu0" -v b="$(pg_cpu)" 'BEGIN {printf "%.2f", b - a}') s"
 	if [[ "$n" != "$lines" ]]; then
@@ -253,9 +258,9 @@ done
 median() { tr ' ' '\n' <<<"$1" | sed '/^$/d' | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.2f", a / b}'; }
 ms=$(median "$fig_sink") mc=$(median "$fig_copy") mis=$(median "$fig_ingest_sink") min=$(median "$fig_ingest_nosink")
-bench_header LINES RUNS PARTS BATCH LINGER POOL PG_OPTS SERVE_FLAGS SLUICE_BENCH_DIR
+bench_header LINES RUNS PARTS BATCH LINGER POOL JSON_TYPE PG_OPTS PG_NICE SERVE_FLAGS SLUICE_BENCH_DIR
 echo "- corpus: \`$corpus_name\`, $lines lines, $bytes bytes, in ${#files[@]} parallel POSTs to \`/insert/jsonline?_stream_fields=service,host\`"
-echo "- sink: one postgres sink of every tenant, the default table, batch ${BATCH:-default}, linger ${LINGER:-default}, pool ${POOL:-default}; PostgreSQL 15 with its defaults (fsync on)${PG_OPTS:+ and $PG_OPTS}"
+echo "- sink: one postgres sink of every tenant, the default table (labels and fields ${JSON_TYPE:-jsonb}), batch ${BATCH:-default}, linger ${LINGER:-default}, pool ${POOL:-default}; PostgreSQL 15 with its defaults (fsync on)${PG_OPTS:+ and $PG_OPTS}${PG_NICE:+, at nice $PG_NICE}"
 echo
 echo "| figure | median | runs |"
 echo "|---|---|---|"

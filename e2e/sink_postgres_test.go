@@ -11,8 +11,6 @@ import (
 	"io"
 	"math/rand/v2"
 	"net/http"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -99,7 +97,7 @@ func postTenant(ctx context.Context, c *http.Client, url, tenant string, body []
 	if err != nil {
 		return postAnswer{err: err}
 	}
-	a := postAnswer{code: resp.StatusCode, body: string(data)}
+	a := postAnswer{code: resp.StatusCode, retryAfter: resp.Header.Get("Retry-After"), body: string(data)}
 	var reply struct {
 		Accepted int `json:"accepted"`
 	}
@@ -133,137 +131,48 @@ func sinkStatus(t *testing.T, s *server) sinkState {
 	return st.Sinks[0]
 }
 
-// TestSinkBudgetPolicies fills a postgres sink's budget while PostgreSQL
-// is down. With policy block, ingest of the sink's tenant answers 503 with
-// Retry-After naming the sink (another tenant's is still stored), and once
-// PostgreSQL is back the sink catches up and ingest is taken again. With
-// drop_oldest ingest never fails, and the sink counts what it dropped; what
-// it did not drop arrives once.
+// TestSinkBudgetPolicies: sinkBudgetOutage for the postgres sink,
+// PostgreSQL stopped and started again.
 func TestSinkBudgetPolicies(t *testing.T) {
 	skipIfOff(t)
 	pg := pgtest.Start(t)
 	for _, policy := range []string{"block", "drop_oldest"} {
 		t.Run("policy="+policy, func(t *testing.T) {
-			dir := t.TempDir()
-			name := "pg-" + strings.ReplaceAll(policy, "_", "-")
-			cfg := filepath.Join(dir, "sluice.yaml")
-			conf := fmt.Sprintf(`sinks:
-  - name: %s
-    type: postgres
-    tenant: audit
-    linger: 10ms
-    retry: {initial: 10ms, max: 100ms}
-    budget_bytes: 65536
-    policy: %s
-    postgres:
-      dsn: %q
-      table: logs_%s
-`, name, policy, pg.DSN(), policy)
-			if err := os.WriteFile(cfg, []byte(conf), 0o644); err != nil {
-				t.Fatal(err)
-			}
-			s := mustStartServerOn(t, filepath.Join(dir, "data"), "--config", cfg)
-			defer s.stop(t)
-			client := newLoadClient(1)
-			line := func(i int) []byte {
-				return fmt.Appendf(nil, `{"service":"budget","id":"%d","msg":"%s"}`+"\n", i, strings.Repeat("z", 200))
-			}
-			if a := postTenant(context.Background(), client, s.url("/insert/jsonline"), "audit", line(0)); !a.ok() {
-				t.Fatalf("first line: %d %s %v", a.code, a.body, a.err)
-			}
-			for i := 0; sinkStatus(t, s).Records < 1; i++ {
-				if i > 3000 {
-					t.Fatalf("the sink delivered nothing: %+v", sinkStatus(t, s))
-				}
-				time.Sleep(10 * time.Millisecond)
-			}
-			pg.Stop()
-			restarted := false
-			defer func() {
-				if !restarted {
-					pg.Start()
-				}
-			}()
-			var refused *postAnswer
-			acked := 1
-			for i := 1; i <= 3000 && refused == nil; i++ {
-				var body []byte
-				for k := range 20 {
-					body = append(body, line(i*100+k)...)
-				}
-				a := postTenant(context.Background(), client, s.url("/insert/jsonline"), "audit", body)
-				switch {
-				case a.ok():
-					acked += 20
-				case a.code == http.StatusServiceUnavailable:
-					refused = &a
-				default:
-					t.Fatalf("request %d: %d %q %v", i, a.code, a.body, a.err)
-				}
-				if policy == "drop_oldest" && acked > 2000 {
-					break
-				}
-				time.Sleep(time.Millisecond) // let the monitor (every 500 ms) see the backlog
-			}
-			st := sinkStatus(t, s)
-			if policy == "block" {
-				if refused == nil || !strings.Contains(refused.body, `sink "pg-block"`) || !strings.Contains(refused.body, "budget") {
-					t.Fatalf("over the budget with block: %+v; status %+v", refused, st)
-				}
-				if a := postTenant(context.Background(), client, s.url("/insert/jsonline"), "other", line(1)); !a.ok() {
-					t.Fatalf("another tenant while the sink blocks: %d %s", a.code, a.body)
-				}
-				pg.Start()
-				restarted = true
-				for i := 0; ; i++ {
-					a := postTenant(context.Background(), client, s.url("/insert/jsonline"), "audit", line(9))
-					if a.ok() {
-						acked++
-						break
+			sinkBudgetOutage(t, budgetDest{
+				typ: "postgres",
+				block: func(_, policy string) string {
+					return fmt.Sprintf("    postgres:\n      dsn: %q\n      table: logs_%s\n", pg.DSN(), policy)
+				},
+				down: pg.Stop,
+				up:   pg.Start,
+				ids: func(t *testing.T, _, policy string) []string {
+					ctx := context.Background()
+					conn, err := pgx.Connect(ctx, pg.DSN())
+					if err != nil {
+						t.Fatal(err)
 					}
-					if i > 3000 {
-						t.Fatalf("ingest still refused after PostgreSQL came back: %d %s", a.code, a.body)
+					defer conn.Close(ctx)
+					rows, err := conn.Query(ctx, fmt.Sprintf(`SELECT fields->>'id', tenant FROM logs_%s`, policy))
+					if err != nil {
+						t.Fatal(err)
 					}
-					time.Sleep(10 * time.Millisecond)
-				}
-			} else {
-				if refused != nil {
-					t.Fatalf("drop_oldest refused ingest: %+v", refused)
-				}
-				for i := 0; sinkStatusDropped(t, s) == 0; i++ {
-					if i > 3000 {
-						t.Fatalf("nothing dropped over the budget: %+v", sinkStatus(t, s))
+					var ids []string
+					for rows.Next() {
+						var id, tenant string
+						if err := rows.Scan(&id, &tenant); err != nil {
+							t.Fatal(err)
+						}
+						if tenant != "audit" {
+							t.Fatalf("a line of tenant %q in the table", tenant)
+						}
+						ids = append(ids, id)
 					}
-					time.Sleep(10 * time.Millisecond)
-				}
-				pg.Start()
-				restarted = true
-			}
-			// Everything not dropped arrives, once.
-			for i := 0; ; i++ {
-				st = sinkStatus(t, s)
-				if st.Backlog == 0 && st.OldestAge == 0 && st.Records+sinkStatusDropped(t, s) >= float64(acked) {
-					break
-				}
-				if i > 6000 {
-					t.Fatalf("the sink did not catch up: %+v (acked %d)", st, acked)
-				}
-				time.Sleep(10 * time.Millisecond)
-			}
-			conn, err := pgx.Connect(context.Background(), pg.DSN())
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer conn.Close(context.Background())
-			var n, distinct int
-			if err := conn.QueryRow(context.Background(), fmt.Sprintf(`SELECT count(*), count(DISTINCT fields->>'id') FROM logs_%s`, policy)).Scan(&n, &distinct); err != nil {
-				t.Fatal(err)
-			}
-			dropped := int(sinkStatusDropped(t, s))
-			t.Logf("%s: %d acknowledged, %d rows, %d dropped", policy, acked, n, dropped)
-			if n != distinct || n+dropped != acked || (policy == "block") != (dropped == 0) {
-				t.Fatalf("%d rows (%d distinct) + %d dropped, want %d acknowledged lines exactly once", n, distinct, dropped, acked)
-			}
+					if err := rows.Err(); err != nil {
+						t.Fatal(err)
+					}
+					return ids
+				},
+			}, policy)
 		})
 	}
 }

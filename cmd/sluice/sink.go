@@ -96,6 +96,9 @@ type pgSinkConfig struct {
 	Columns map[string]string `yaml:"columns"`
 	Pool    int               `yaml:"pool"`
 	Timeout string            `yaml:"timeout"`
+	// JSONType is the type of labels and fields in the default table
+	// the sink creates: jsonb (the default), json or text.
+	JSONType string `yaml:"json_type"`
 }
 
 // fileSinkConfig is the file: block of a sink.
@@ -159,7 +162,7 @@ func buildSinks(cfgs []sinkConfig, data string, reg prometheus.Registerer, log *
 			var timeout time.Duration
 			if timeout, err = dur("postgres.timeout", c.Postgres.Timeout); err == nil {
 				dest, err = postgres.New(postgres.Config{Sink: c.Name, DSN: c.Postgres.DSN, Table: c.Postgres.Table,
-					Columns: c.Postgres.Columns, Pool: c.Postgres.Pool, Timeout: timeout})
+					Columns: c.Postgres.Columns, Pool: c.Postgres.Pool, Timeout: timeout, JSONType: c.Postgres.JSONType})
 			}
 		case "file":
 			var age time.Duration

@@ -44,6 +44,8 @@ func TestSinkConfigErrors(t *testing.T) {
 		{"selector", []sinkConfig{file(sinkConfig{Name: "s", Type: "file", Selector: `{app=}`})}, `sink "s": sink "s": selector`},
 		{"dsn", []sinkConfig{{Name: "pg", Type: "postgres"}}, `sink "pg": postgres sink "pg": no dsn`},
 		{"bad dsn", []sinkConfig{{Name: "pg", Type: "postgres", Postgres: pgSinkConfig{DSN: "postgres://a:b@host:notaport/db"}}}, `postgres sink "pg": dsn`},
+		{"json_type", []sinkConfig{{Name: "pg", Type: "postgres", Postgres: pgSinkConfig{DSN: "postgres://a@h/db", JSONType: "hstore"}}},
+			`postgres sink "pg": json_type "hstore": want jsonb, json or text`},
 		{"compression", []sinkConfig{{Name: "f", Type: "file", File: fileSinkConfig{Dir: "/tmp/x", Compression: "brotli"}}}, `compression "brotli"`},
 		{"from", []sinkConfig{file(sinkConfig{Name: "f", Type: "file", From: "rule"})}, `sink "f": sink "f": from "rule": want rules`},
 	} {

@@ -406,10 +406,84 @@ func Peek(data []byte) (version byte, tenant []byte, err error) {
 // checking every row's encoding, so that Row never fails afterwards. The
 // block views data.
 func Decode(data []byte) (*Block, error) {
+	blk, d, err := decodeHeader(data)
+	if err != nil {
+		return nil, err
+	}
+	blk.Rows = make([]RowRef, d.Count("row count", 5))
+	if blk.Routes != nil {
+		blk.RowRoutes = make([]uint16, len(blk.Rows))
+	}
+	var t int64
+	var scratch []Field
+	for i := range blk.Rows {
+		t += d.Varint("row time")
+		off := d.Off()
+		var r Row
+		scratch = decodeRow(&d, &r, scratch[:0], len(blk.Names), len(blk.Streams), blk.Version, len(blk.Routes))
+		if d.Err() != nil {
+			return nil, fmt.Errorf("%w: row %d: %w", ErrCorrupt, i, d.Err())
+		}
+		blk.Rows[i] = RowRef{Time: t, Stream: r.Stream, Off: uint32(off)}
+		if blk.RowRoutes != nil {
+			blk.RowRoutes[i] = r.Route
+		}
+	}
+	d.Done("block")
+	if d.Err() != nil {
+		return nil, fmt.Errorf("%w: %w", ErrCorrupt, d.Err())
+	}
+	return blk, nil
+}
+
+// Each decodes an encoded block as Decode does, checking every row, but
+// hands each row to fn as it decodes it, in order, rather than indexing
+// the rows: for a reader that visits every row once (a sink's fill),
+// which so decodes each row once, not twice (Decode, then Row). head is
+// called with the block's header first (Rows and RowRoutes nil; the
+// Block views data); if it returns false, Each stops there and returns
+// the header alone, unchecked past it. r and its fields view data and
+// are valid until fn returns.
+//
+// On an error (ErrCorrupt), fn has seen the rows before the bad one: a
+// caller that wants all of a block or nothing undoes what it did with
+// them.
+func Each(data []byte, head func(*Block) bool, fn func(i int, r *Row)) (*Block, error) {
+	blk, d, err := decodeHeader(data)
+	if err != nil {
+		return nil, err
+	}
+	if !head(blk) {
+		return blk, nil
+	}
+	n := d.Count("row count", 5)
+	var t int64
+	var r Row
+	var fields []Field
+	for i := range n {
+		t += d.Varint("row time")
+		fields = decodeRow(&d, &r, fields[:0], len(blk.Names), len(blk.Streams), blk.Version, len(blk.Routes))
+		if d.Err() != nil {
+			return nil, fmt.Errorf("%w: row %d: %w", ErrCorrupt, i, d.Err())
+		}
+		r.Time = t
+		fn(i, &r)
+	}
+	d.Done("block")
+	if d.Err() != nil {
+		return nil, fmt.Errorf("%w: %w", ErrCorrupt, d.Err())
+	}
+	return blk, nil
+}
+
+// decodeHeader reads an encoded block up to its row count: the version,
+// tenant, receive time, names, streams and routes. The block views data;
+// the reader is left at the row count.
+func decodeHeader(data []byte) (*Block, bin.Reader, error) {
 	d := bin.NewReader(data)
 	v := d.Byte("version")
 	if v != Version1 && v != Version2 {
-		return nil, fmt.Errorf("%w: version %d, want %d or %d", ErrCorrupt, v, Version1, Version2)
+		return nil, d, fmt.Errorf("%w: version %d, want %d or %d", ErrCorrupt, v, Version1, Version2)
 	}
 	blk := &Block{Data: data, Version: v}
 	blk.Tenant = d.String("tenant")
@@ -445,30 +519,10 @@ func Decode(data []byte) (*Block, error) {
 			blk.Routes[i] = names
 		}
 	}
-	blk.Rows = make([]RowRef, d.Count("row count", 5))
-	if blk.Routes != nil {
-		blk.RowRoutes = make([]uint16, len(blk.Rows))
-	}
-	var t int64
-	var scratch []Field
-	for i := range blk.Rows {
-		t += d.Varint("row time")
-		off := d.Off()
-		var r Row
-		scratch = decodeRow(&d, &r, scratch[:0], len(blk.Names), len(blk.Streams), v, len(blk.Routes))
-		if d.Err() != nil {
-			return nil, fmt.Errorf("%w: row %d: %w", ErrCorrupt, i, d.Err())
-		}
-		blk.Rows[i] = RowRef{Time: t, Stream: r.Stream, Off: uint32(off)}
-		if blk.RowRoutes != nil {
-			blk.RowRoutes[i] = r.Route
-		}
-	}
-	d.Done("block")
 	if d.Err() != nil {
-		return nil, fmt.Errorf("%w: %w", ErrCorrupt, d.Err())
+		return nil, d, fmt.Errorf("%w: %w", ErrCorrupt, d.Err())
 	}
-	return blk, nil
+	return blk, d, nil
 }
 
 // decodeRow decodes one row of a block of version v, from its flags byte

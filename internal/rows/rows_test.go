@@ -159,6 +159,7 @@ func FuzzDecode(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		blk, err := rows.Decode(data)
+		checkEach(t, data, blk, err)
 		if err != nil {
 			if !errors.Is(err, rows.ErrCorrupt) {
 				t.Fatalf("error %v is not ErrCorrupt", err)
@@ -349,6 +350,98 @@ func TestBlockOneRow(t *testing.T) {
 		}
 		if len(blk.Names) != n {
 			t.Errorf("block %d: names changed", i)
+		}
+	}
+}
+
+// checkEach checks rows.Each against Decode's result for data (blk, err):
+// the same error or none, the same header, and each row as Row decodes
+// it, in order; with a head that declines, no row.
+func checkEach(t *testing.T, data []byte, blk *rows.Block, err error) {
+	t.Helper()
+	var got []rows.Row
+	eblk, eerr := rows.Each(data, func(h *rows.Block) bool {
+		if h.Rows != nil || h.RowRoutes != nil {
+			t.Fatalf("Each's header has rows: %d, routes %d", len(h.Rows), len(h.RowRoutes))
+		}
+		return true
+	}, func(i int, r *rows.Row) {
+		if i != len(got) {
+			t.Fatalf("Each: row %d after %d rows", i, len(got))
+		}
+		c := *r
+		c.Fields = slices.Clone(r.Fields)
+		got = append(got, c)
+	})
+	if (err == nil) != (eerr == nil) || err != nil && !errors.Is(eerr, rows.ErrCorrupt) {
+		t.Fatalf("Decode: %v; Each: %v", err, eerr)
+	}
+	if err != nil {
+		return
+	}
+	if eblk.Tenant != blk.Tenant || eblk.ReceiveTime != blk.ReceiveTime || !slices.Equal(eblk.Names, blk.Names) ||
+		len(eblk.Streams) != len(blk.Streams) || len(eblk.Routes) != len(blk.Routes) {
+		t.Fatalf("Each's header %+v, Decode's %+v", eblk, blk)
+	}
+	if len(got) != len(blk.Rows) {
+		t.Fatalf("Each gave %d rows, Decode indexed %d", len(got), len(blk.Rows))
+	}
+	var r rows.Row
+	var fields []rows.Field
+	for i := range blk.Rows {
+		fields = blk.Row(i, &r, fields)
+		g := got[i]
+		if g.Time != r.Time || g.TimeSource != r.TimeSource || g.Stream != r.Stream || g.Route != r.Route ||
+			!bytes.Equal(g.Line, r.Line) || !bytes.Equal(g.Msg, r.Msg) || g.MsgFlags != r.MsgFlags ||
+			g.MsgInLine != r.MsgInLine || g.MsgOff != r.MsgOff || len(g.Fields) != len(r.Fields) {
+			t.Fatalf("row %d: Each %+v, Row %+v", i, g, r)
+		}
+		for j := range g.Fields {
+			gf, rf := &g.Fields[j], &r.Fields[j]
+			if gf.Name != rf.Name || gf.Kind != rf.Kind || gf.Flags != rf.Flags || gf.Role != rf.Role || gf.Num != rf.Num ||
+				gf.InLine != rf.InLine || gf.Off != rf.Off || !bytes.Equal(gf.Value, rf.Value) {
+				t.Fatalf("row %d field %d: Each %+v, Row %+v", i, j, *gf, *rf)
+			}
+		}
+	}
+	n := 0
+	if _, err := rows.Each(data, func(*rows.Block) bool { return false }, func(int, *rows.Row) { n++ }); err != nil || n != 0 {
+		t.Fatalf("Each with a head that declines: %d rows, %v", n, err)
+	}
+}
+
+// TestEach: Each gives the rows Decode and Row give, for every input and
+// its routed (Version2) form, and fails as Decode does on every proper
+// prefix.
+func TestEach(t *testing.T) {
+	for name, in := range inputs {
+		format := name
+		if format == "json" {
+			format = "auto"
+		}
+		for _, routed := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/routed=%v", name, routed), func(t *testing.T) {
+				p, err := parse.New(parse.Options{Format: format, Record: record.DefaultConfig()})
+				if err != nil {
+					t.Fatal(err)
+				}
+				var enc rows.Encoder
+				var data []byte
+				err = p.Bytes(context.Background(), []byte(in), func(b *record.Batch) error {
+					if routed {
+						route(b)
+					}
+					data = enc.Append(nil, "t", b)
+					return nil
+				})
+				if err != nil {
+					t.Fatal(err)
+				}
+				for n := range len(data) + 1 {
+					blk, err := rows.Decode(data[:n])
+					checkEach(t, data[:n], blk, err)
+				}
+			})
 		}
 	}
 }

@@ -4,9 +4,11 @@ import (
 	"context"
 	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
+	"github.com/sluicelog/sluice/internal/logql"
 	"github.com/sluicelog/sluice/internal/parse"
 	"github.com/sluicelog/sluice/internal/record"
 	"github.com/sluicelog/sluice/internal/rows"
@@ -46,24 +48,38 @@ func corpusBlock(tb testing.TB) []byte {
 // canonical corpus's, decoded and turned into records (the sink's fill
 // without the WAL read); line_only=true as for a destination that reads
 // only lines (LineOnly: Kafka's value: line).
+//
+// path=encoded is the fill's (appendEncoded: each row decoded once),
+// path=decoded AppendBlock's (rows.Decode, then Row for each row).
 func BenchmarkAppendBlock(b *testing.B) {
 	data := corpusBlock(b)
-	for _, lineOnly := range []bool{false, true} {
-		b.Run(fmt.Sprintf("line_only=%v", lineOnly), func(b *testing.B) {
-			var batch Batch
-			b.ReportAllocs()
-			b.SetBytes(int64(len(data)))
-			for b.Loop() {
-				blk, err := rows.Decode(data)
-				if err != nil {
-					b.Fatal(err)
+	for _, path := range []string{"encoded", "decoded"} {
+		for _, lineOnly := range []bool{false, true} {
+			b.Run(fmt.Sprintf("path=%s/line_only=%v", path, lineOnly), func(b *testing.B) {
+				var batch Batch
+				b.ReportAllocs()
+				b.SetBytes(int64(len(data)))
+				for b.Loop() {
+					batch.Reset()
+					var n int
+					if path == "encoded" {
+						var err error
+						if n, err = batch.appendEncoded(&filter{lineOnly: lineOnly}, data, wal.Pos{}); err != nil {
+							b.Fatal(err)
+						}
+					} else {
+						blk, err := rows.Decode(data)
+						if err != nil {
+							b.Fatal(err)
+						}
+						n = batch.appendBlock(&filter{lineOnly: lineOnly}, blk, wal.Pos{})
+					}
+					if n != 1000 {
+						b.Fatalf("%d records, want %d", n, 1000)
+					}
 				}
-				batch.Reset()
-				if n := batch.appendBlock(&filter{lineOnly: lineOnly}, blk, wal.Pos{}); n != 1000 {
-					b.Fatalf("%d records, want %d", n, 1000)
-				}
-			}
-		})
+			})
+		}
 	}
 }
 
@@ -125,5 +141,132 @@ func TestFilterSkips(t *testing.T) {
 	}
 	if (&filter{tenant: "t2"}).skips([]byte{9}) {
 		t.Error("an unreadable block is skipped; want it left to Decode")
+	}
+}
+
+// TestFieldsJSON: the fields of each record, rendered with the keys of
+// its block's names, are the JSON object of the fields the line had
+// (other than the time and the message), typed, with names and values
+// that need escapes escaped; rows of one block with different fields get
+// each their own.
+func TestFieldsJSON(t *testing.T) {
+	lines := `{"msg":"one","we\"ird\\name":"a\tb","n":1,"nested":{"x\u00e9":true}}
+{"msg":"two","n":2.5,"other":null,"we\"ird\\name":"é"}
+{"msg":"three"}
+`
+	want := []string{
+		`{"we\"ird\\name":"a\tb","n":1,"nested.xé":true}`,
+		`{"n":2.5,"other":null,"we\"ird\\name":"é"}`,
+		`{}`,
+	}
+	p, err := parse.New(parse.Options{Format: "json", Record: record.DefaultConfig()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var enc rows.Encoder
+	var b Batch
+	err = p.Bytes(context.Background(), []byte(lines), func(rb *record.Batch) error {
+		blk, err := rows.Decode(enc.Append(nil, "t1", rb))
+		if err != nil {
+			return err
+		}
+		b.appendBlock(&filter{}, blk, wal.Pos{})
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(b.Records) != len(want) {
+		t.Fatalf("%d records, want %d", len(b.Records), len(want))
+	}
+	for i, w := range want {
+		if got := string(b.Records[i].FieldsJSON); got != w {
+			t.Errorf("record %d: fields %s, want %s", i, got, w)
+		}
+	}
+}
+
+// TestAppendEncoded: appendEncoded adds the records appendBlock adds for
+// the block decoded, whatever the filter (line only, tenant, selector,
+// routes), after records already in the batch; a block that does not
+// decode adds nothing and leaves the batch as it was.
+func TestAppendEncoded(t *testing.T) {
+	plain := corpusBlock(t)
+	cfg := record.DefaultConfig()
+	cfg.StreamFields = []string{"service"}
+	p, err := parse.New(parse.Options{Format: "json", Record: cfg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var enc rows.Encoder
+	var routed []byte
+	err = p.Bytes(context.Background(), []byte(`{"service":"a","msg":"one"}
+{"service":"b","msg":"two","n":2}
+{"service":"a","msg":"three"}
+{"service":"b","msg":"four"}
+`), func(rb *record.Batch) error {
+		rb.Routes = append(rb.Routes, []string{"k"}, []string{"other"})
+		rb.Records[0].Route, rb.Records[1].Route, rb.Records[3].Route = 1, 1, 2
+		routed = enc.Append(nil, "t1", rb)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sel, err := logql.ParseSelector(`{service="b"}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		f    filter
+		want int // records of routed
+	}{
+		{"everything", filter{}, 4},
+		{"line only", filter{lineOnly: true}, 4},
+		{"its tenant", filter{tenant: "t1"}, 4},
+		{"another tenant", filter{tenant: "t2"}, 0},
+		{"selector", filter{selector: sel}, 2},
+		{"routed to k", filter{route: "k"}, 2},
+		{"routed to k, selector", filter{route: "k", selector: sel}, 1},
+		{"routed to nobody's", filter{route: "none"}, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var want, got Batch
+			for k, data := range [][]byte{plain, routed} {
+				blk, err := rows.Decode(data)
+				if err != nil {
+					t.Fatal(err)
+				}
+				at := wal.Pos{Segment: 1, Offset: int64(k)}
+				nw := want.appendBlock(&tc.f, blk, at)
+				ng, err := got.appendEncoded(&tc.f, data, at)
+				if err != nil || ng != nw {
+					t.Fatalf("block %d: appendEncoded %d records, %v; appendBlock %d", k, ng, err, nw)
+				}
+				if k == 1 && ng != tc.want {
+					t.Fatalf("routed block: %d records, want %d", ng, tc.want)
+				}
+			}
+			if !reflect.DeepEqual(got.Records, want.Records) || got.Bytes != want.Bytes || got.oldest != want.oldest {
+				t.Fatalf("appendEncoded and appendBlock differ: %d and %d records", len(got.Records), len(want.Records))
+			}
+			// A block that breaks after its first rows adds none of them
+			// (a filter that takes none of its rows knows so from its
+			// header and reads no further: no error).
+			before := slices.Clone(got.Records)
+			arena, bytes := len(got.arena), got.Bytes
+			bad := routed[:len(routed)-3]
+			if _, err := rows.Decode(bad); err == nil {
+				t.Fatal("a truncated block decodes")
+			}
+			if n, err := got.appendEncoded(&tc.f, bad, wal.Pos{Segment: 2}); n != 0 || err == nil && tc.want != 0 {
+				t.Fatalf("a truncated block: %d records, %v; want an error", n, err)
+			}
+			if !reflect.DeepEqual(got.Records, before) || len(got.arena) != arena || got.Bytes != bytes {
+				t.Fatalf("a truncated block left %d records (%d before), arena %d (%d), bytes %d (%d)",
+					len(got.Records), len(before), len(got.arena), arena, got.Bytes, bytes)
+			}
+		})
 	}
 }

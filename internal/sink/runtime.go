@@ -307,11 +307,11 @@ func (s *Sink) fill(ctx context.Context, l *wal.Log, cur *wal.Cursor, b *Batch, 
 		switch {
 		case err == nil:
 			if !s.filt.skips(p) {
-				blk, derr := rows.Decode(p)
+				n, derr := b.appendEncoded(&s.filt, p, at)
 				if derr != nil {
 					// The WAL checked the CRC: a bug or a foreign writer.
 					s.log.Error("sink: WAL record undecodable; skipped", "pos", at.String(), "err", derr)
-				} else if n := b.appendBlock(&s.filt, blk, at); n > 0 && deadline.IsZero() {
+				} else if n > 0 && deadline.IsZero() {
 					deadline = time.Now().Add(s.cfg.Linger)
 					s.oldest.Store(b.oldest)
 				}
@@ -641,8 +641,10 @@ func fieldsFromWAL(l *wal.Log, pos wal.Pos, row int) (json.RawMessage, error) {
 	}
 	var r rows.Row
 	var scratch []byte
+	var keys jsonKeys
+	keys.reset(blk)
 	blk.Row(row, &r, nil)
-	return appendFieldsJSON(nil, blk, r.Fields, &scratch), nil
+	return appendFieldsJSON(nil, &keys, r.Fields, &scratch), nil
 }
 
 func posLess(a, b wal.Pos) bool {

@@ -171,8 +171,9 @@ type Batch struct {
 	// oldest is the receive time (Unix ns) of the batch's first frame.
 	oldest int64
 	arena  []byte
-	// scratch is appendFieldsJSON's, spans appendBlock's.
+	// scratch and keys are appendFieldsJSON's, spans appendBlock's.
 	scratch []byte
+	keys    jsonKeys
 	spans   []recordSpan
 	// deadLetter writes rejected records durably (set by the runtime);
 	// lettered says it was called for this delivery.
@@ -280,85 +281,167 @@ func (f *filter) skips(p []byte) bool {
 // arena while it grows.
 type recordSpan struct{ lab, fields, line [2]int }
 
-// appendBlock adds the rows of blk that f keeps to b and returns how many.
-// Every byte kept is copied into b's arena: blk views the cursor's buffer.
-func (b *Batch) appendBlock(f *filter, blk *rows.Block, at wal.Pos) int {
+// blockFill is what appendBlock and appendEncoded know of the block they
+// add: which of its streams and routes the filter takes, where the kept
+// streams' labels are in the arena, and where b stood before it.
+type blockFill struct {
+	f        *filter
+	blk      *rows.Block
+	at       wal.Pos
+	takes    []bool   // per route of blk, as filter.routes says
+	keep     []bool   // per stream of blk
+	labelsAt [][2]int // per kept stream: its labels' JSON in b.arena
+	// b's records, arena, bytes and oldest before the block, for end
+	// and undo.
+	records, arena, bytes int
+	oldest                int64
+}
+
+// begin prepares bf for the rows of blk, whose header alone it reads, and
+// reports whether f can take any of them.
+func (b *Batch) begin(bf *blockFill, f *filter, blk *rows.Block, at wal.Pos) bool {
+	*bf = blockFill{f: f, blk: blk, at: at, records: len(b.Records), arena: len(b.arena), bytes: b.Bytes, oldest: b.oldest}
 	if !f.tenantMatches(blk.Tenant) {
-		return 0
+		return false
 	}
 	takes, ok := f.routes(blk)
 	if !ok {
-		return 0
+		return false
 	}
-	keep := make([]bool, len(blk.Streams))
-	labelsAt := make([][2]int, len(blk.Streams))
+	bf.takes = takes
+	bf.keep = make([]bool, len(blk.Streams))
 	any := false
 	for i, ls := range blk.Streams {
-		keep[i] = f.selector == nil || f.selector.Matches(func(n string) string { v, _ := ls.Get(n); return v })
-		any = any || keep[i]
+		bf.keep[i] = f.selector == nil || f.selector.Matches(func(n string) string { v, _ := ls.Get(n); return v })
+		any = any || bf.keep[i]
 	}
 	if !any {
-		return 0
+		return false
 	}
 	if len(b.Records) == 0 {
 		b.oldest = blk.ReceiveTime
 	}
-	// The arena may move while it grows: offsets first, slices at the end.
-	start := len(b.Records)
-	spans := b.spans[:0]
+	// The arena may move while it grows: offsets first, slices at the
+	// end.
+	bf.labelsAt = make([][2]int, len(blk.Streams))
 	for i, ls := range blk.Streams {
-		if keep[i] {
+		if bf.keep[i] {
 			s := len(b.arena)
 			b.arena = appendLabelsJSON(b.arena, ls)
-			labelsAt[i] = [2]int{s, len(b.arena)}
+			bf.labelsAt[i] = [2]int{s, len(b.arena)}
 		}
+	}
+	if !f.lineOnly {
+		b.keys.reset(blk)
+	}
+	b.spans = b.spans[:0]
+	return true
+}
+
+// takesRow reports whether bf's filter takes a row of the stream and route
+// (0: none) given.
+func (bf *blockFill) takesRow(stream uint32, route uint16) bool {
+	if !bf.keep[stream] {
+		return false
+	}
+	return bf.f.route == "" || route != 0 && bf.takes[route-1]
+}
+
+// add adds row i, r, of bf's block to b: r's time, stream and line, and
+// its fields unless bf's filter is line-only (then r holds no more).
+func (b *Batch) add(bf *blockFill, i int, r *rows.Row) {
+	sp := recordSpan{lab: bf.labelsAt[r.Stream]}
+	rec := Record{Time: r.Time, Tenant: bf.blk.Tenant, Labels: bf.blk.Streams[r.Stream], Pos: bf.at, Row: i}
+	if !bf.f.lineOnly {
+		s := len(b.arena)
+		b.arena = appendFieldsJSON(b.arena, &b.keys, r.Fields, &b.scratch)
+		sp.fields = [2]int{s, len(b.arena)}
+		rec.Metadata = metadataOf(bf.blk, r)
+	}
+	s := len(b.arena)
+	b.arena = append(b.arena, r.Line...)
+	sp.line = [2]int{s, len(b.arena)}
+	b.spans = append(b.spans, sp)
+	b.Records = append(b.Records, rec)
+	b.Bytes += len(r.Line)
+}
+
+// end points the records bf's block added into the arena, now that it
+// has stopped growing, and returns how many there are.
+func (b *Batch) end(bf *blockFill) int {
+	for k, sp := range b.spans {
+		r := &b.Records[bf.records+k]
+		r.LabelsJSON = b.arena[sp.lab[0]:sp.lab[1]:sp.lab[1]]
+		if !bf.f.lineOnly {
+			r.FieldsJSON = b.arena[sp.fields[0]:sp.fields[1]:sp.fields[1]]
+		}
+		r.Line = b.arena[sp.line[0]:sp.line[1]:sp.line[1]]
+	}
+	b.spans = b.spans[:0]
+	return len(b.Records) - bf.records
+}
+
+// undo takes back what bf's block added to b.
+func (b *Batch) undo(bf *blockFill) {
+	clear(b.Records[bf.records:])
+	b.Records, b.arena, b.Bytes, b.oldest = b.Records[:bf.records], b.arena[:bf.arena], bf.bytes, bf.oldest
+	b.spans = b.spans[:0]
+}
+
+// appendBlock adds the rows of blk, decoded, that f keeps to b and
+// returns how many. Every byte kept is copied into b's arena: blk views
+// the cursor's buffer.
+func (b *Batch) appendBlock(f *filter, blk *rows.Block, at wal.Pos) int {
+	var bf blockFill
+	if !b.begin(&bf, f, blk, at) {
+		return 0
 	}
 	var r rows.Row
 	var fields []rows.Field
 	for i := range blk.Rows {
 		ref := &blk.Rows[i]
-		if !keep[ref.Stream] {
+		var route uint16
+		if blk.RowRoutes != nil {
+			route = blk.RowRoutes[i]
+		}
+		if !bf.takesRow(ref.Stream, route) {
 			continue
 		}
-		if f.route != "" {
-			if k := blk.RowRoutes[i]; k == 0 || !takes[k-1] {
-				continue
-			}
-		}
-		var sp recordSpan
-		sp.lab = labelsAt[ref.Stream]
 		if f.lineOnly {
-			line := blk.Line(i)
-			s := len(b.arena)
-			b.arena = append(b.arena, line...)
-			sp.line = [2]int{s, len(b.arena)}
-			spans = append(spans, sp)
-			b.Records = append(b.Records, Record{Time: ref.Time, Tenant: blk.Tenant, Labels: blk.Streams[ref.Stream], Pos: at, Row: i})
-			b.Bytes += len(line)
-			continue
+			r = rows.Row{Time: ref.Time, Stream: ref.Stream, Line: blk.Line(i)}
+		} else {
+			fields = blk.Row(i, &r, fields)
 		}
-		fields = blk.Row(i, &r, fields)
-		s := len(b.arena)
-		b.arena = appendFieldsJSON(b.arena, blk, r.Fields, &b.scratch)
-		sp.fields = [2]int{s, len(b.arena)}
-		s = len(b.arena)
-		b.arena = append(b.arena, r.Line...)
-		sp.line = [2]int{s, len(b.arena)}
-		spans = append(spans, sp)
-		b.Records = append(b.Records, Record{Time: r.Time, Tenant: blk.Tenant, Labels: blk.Streams[r.Stream], Pos: at, Row: i,
-			Metadata: metadataOf(blk, &r)})
-		b.Bytes += len(r.Line)
+		b.add(&bf, i, &r)
 	}
-	for k, sp := range spans {
-		r := &b.Records[start+k]
-		r.LabelsJSON = b.arena[sp.lab[0]:sp.lab[1]:sp.lab[1]]
-		if !f.lineOnly {
-			r.FieldsJSON = b.arena[sp.fields[0]:sp.fields[1]:sp.fields[1]]
+	return b.end(&bf)
+}
+
+// appendEncoded adds the rows of the encoded block p that f keeps to b
+// and returns how many, as appendBlock does for p decoded, decoding each
+// row once (rows.Each) rather than twice (rows.Decode, then Row). A block
+// that does not decode adds nothing: its error is returned.
+func (b *Batch) appendEncoded(f *filter, p []byte, at wal.Pos) (int, error) {
+	var bf blockFill
+	took := false
+	_, err := rows.Each(p, func(blk *rows.Block) bool {
+		took = b.begin(&bf, f, blk, at)
+		return took
+	}, func(i int, r *rows.Row) {
+		if bf.takesRow(r.Stream, r.Route) {
+			b.add(&bf, i, r)
 		}
-		r.Line = b.arena[sp.line[0]:sp.line[1]:sp.line[1]]
+	})
+	if err != nil {
+		if took {
+			b.undo(&bf)
+		}
+		return 0, err
 	}
-	b.spans = spans[:0]
-	return len(b.Records) - start
+	if !took {
+		return 0, nil
+	}
+	return b.end(&bf), nil
 }
 
 // metadataOf returns the fields of r as structured metadata when they
@@ -402,11 +485,39 @@ func appendLabelsJSON(dst []byte, ls record.Labels) []byte {
 	return append(dst, '}')
 }
 
+// jsonKeys holds the field names of a block as JSON object keys, each
+// escaped once per block rather than once per row that has it.
+type jsonKeys struct {
+	buf  []byte
+	ends []int // name i's key is buf[ends[i-1]:ends[i]] (from 0 for i 0)
+}
+
+// reset renders the keys of blk's names, keeping the memory.
+func (k *jsonKeys) reset(blk *rows.Block) {
+	k.buf, k.ends = k.buf[:0], k.ends[:0]
+	for _, n := range blk.Names {
+		k.buf = append(k.buf, '"')
+		k.buf = record.AppendJSONEscaped(k.buf, n)
+		k.buf = append(k.buf, '"', ':')
+		k.ends = append(k.ends, len(k.buf))
+	}
+}
+
+// key returns name i's key: the escaped name in quotes, and a colon.
+func (k *jsonKeys) key(i uint32) []byte {
+	start := 0
+	if i > 0 {
+		start = k.ends[i-1]
+	}
+	return k.buf[start:k.ends[i]]
+}
+
 // appendFieldsJSON appends the fields that are neither the time nor the
-// message as a JSON object, typed as they were parsed.
+// message as a JSON object, typed as they were parsed; keys holds the
+// names of their block.
 // scratch holds an escaped value's text while it is escaped again for
 // JSON, kept for the next call.
-func appendFieldsJSON(dst []byte, blk *rows.Block, fields []rows.Field, scratch *[]byte) []byte {
+func appendFieldsJSON(dst []byte, keys *jsonKeys, fields []rows.Field, scratch *[]byte) []byte {
 	dst = append(dst, '{')
 	n := 0
 	for i := range fields {
@@ -418,9 +529,7 @@ func appendFieldsJSON(dst []byte, blk *rows.Block, fields []rows.Field, scratch 
 			dst = append(dst, ',')
 		}
 		n++
-		dst = append(dst, '"')
-		dst = record.AppendJSONEscaped(dst, blk.Names[f.Name])
-		dst = append(dst, '"', ':')
+		dst = append(dst, keys.key(f.Name)...)
 		switch f.Kind {
 		case record.Null:
 			dst = append(dst, "null"...)

@@ -14,9 +14,23 @@ import (
 )
 
 // TestBinaryRows: the binary COPY stream carries every value as pgx encodes
-// it for the column's type (so as PostgreSQL reads it), whatever the size
-// of the reads.
+// it for the column's type (so as PostgreSQL reads it), labels and fields
+// as jsonb, json or text, whatever the size of the reads.
 func TestBinaryRows(t *testing.T) {
+	for _, c := range []struct {
+		name      string
+		jsonb     jsonCols
+		lab, flds uint32
+	}{
+		{"jsonb", jsonCols{true, true}, pgtype.JSONBOID, pgtype.JSONBOID},
+		{"json", jsonCols{false, false}, pgtype.JSONOID, pgtype.JSONOID},
+		{"labels=text,fields=jsonb", jsonCols{false, true}, pgtype.TextOID, pgtype.JSONBOID},
+	} {
+		t.Run("types="+c.name, func(t *testing.T) { testBinaryRows(t, c.jsonb, c.lab, c.flds) })
+	}
+}
+
+func testBinaryRows(t *testing.T, jsonb jsonCols, labelsOID, fieldsOID uint32) {
 	recs := []sink.Record{
 		{Time: time.Date(2026, 1, 15, 8, 0, 0, 123456789, time.UTC).UnixNano(), Tenant: "t1",
 			LabelsJSON: json.RawMessage(`{"service":"api"}`), FieldsJSON: json.RawMessage(`{"n":2,"s":"é"}`), Line: []byte(`{"msg":"hello"}`)},
@@ -39,13 +53,17 @@ func TestBinaryRows(t *testing.T) {
 		want = binary.BigEndian.AppendUint16(want, 5)
 		want = enc(want, pgtype.TimestamptzOID, time.Unix(0, r.Time).UTC())
 		want = enc(want, pgtype.TextOID, r.Tenant)
-		want = enc(want, pgtype.JSONBOID, r.LabelsJSON)
-		want = enc(want, pgtype.JSONBOID, r.FieldsJSON)
+		if labelsOID == pgtype.TextOID {
+			want = enc(want, labelsOID, string(r.LabelsJSON))
+		} else {
+			want = enc(want, labelsOID, r.LabelsJSON)
+		}
+		want = enc(want, fieldsOID, r.FieldsJSON)
 		want = enc(want, pgtype.TextOID, string(r.Line))
 	}
 	want = append(want, 0xff, 0xff)
 	for _, size := range []int{1, 3, 7, 64, 1 << 16} {
-		rd := newBinaryRows(recs, []int{2, 0, 1})
+		rd := newBinaryRows(recs, []int{2, 0, 1}, jsonb)
 		var got []byte
 		p := make([]byte, size)
 		for {
@@ -62,7 +80,7 @@ func TestBinaryRows(t *testing.T) {
 			t.Fatalf("reads of %d bytes:\n got %q\nwant %q", size, got, want)
 		}
 	}
-	rd := newBinaryRows(recs, nil)
+	rd := newBinaryRows(recs, nil, jsonb)
 	rd.close()
 	if n, err := rd.Read(make([]byte, 10)); n != 0 || err != io.EOF {
 		t.Fatalf("read after close: %d, %v", n, err)
@@ -79,7 +97,7 @@ func BenchmarkBinaryRows(b *testing.B) {
 	b.ReportAllocs()
 	b.SetBytes(int64(len(recs) * 700))
 	for b.Loop() {
-		rd := newBinaryRows(recs, nil)
+		rd := newBinaryRows(recs, nil, jsonCols{true, true})
 		for {
 			if _, err := rd.Read(p); err == io.EOF {
 				break

@@ -8,6 +8,15 @@
 //	CREATE TABLE sluice_logs (time timestamptz NOT NULL, tenant text NOT NULL,
 //	    labels jsonb NOT NULL, fields jsonb NOT NULL, line text NOT NULL)
 //
+// with no index: each costs every row at COPY (a GIN index on fields cut a
+// bare COPY of the benchmark's rows to a quarter, a btree on tenant and
+// time by a fifth; bench/pg-ceiling.sh), so the user adds those the
+// queries need. JSONType makes labels and fields json or text: jsonb's
+// parse is most of what PostgreSQL spends on a row (json took half the
+// backend's CPU of jsonb, text 40%), so a table that is written more than
+// queried into fields is cheaper with json. A table created by the user
+// with json or text there is written in binary COPY too.
+//
 // A user table takes a column mapping (Columns: column → source, sources
 // time, tenant, labels, fields, line, wal, and label.NAME for one label's
 // value). Rows PostgreSQL rejects for their data (SQLSTATE classes 22 and
@@ -67,6 +76,10 @@ type Config struct {
 	// Timeout bounds one delivery, connecting included (DefaultTimeout
 	// if 0): a destination that hangs is retried like one that fails.
 	Timeout time.Duration
+	// JSONType is the type of the labels and fields columns when Open
+	// creates the default table: JSONB (if empty), JSON or Text. Only
+	// without Columns.
+	JSONType string
 }
 
 // DefaultTimeout bounds a delivery.
@@ -80,8 +93,10 @@ type Dest struct {
 	srcs  []source
 	pool  *pgxpool.Pool
 	// binary is set by Open when the table's columns are the default
-	// table's, with its types: rows are then written by binaryRows.
+	// table's, with its types: rows are then written by binaryRows, with
+	// labels and fields as jsonb where jsonb says so.
 	binary  bool
+	jsonb   jsonCols
 	copySQL string
 }
 
@@ -103,6 +118,16 @@ func New(cfg Config) (*Dest, error) {
 	}
 	if cfg.Timeout <= 0 {
 		cfg.Timeout = DefaultTimeout
+	}
+	switch cfg.JSONType {
+	case "":
+		cfg.JSONType = JSONB
+	case JSONB, JSON, Text:
+	default:
+		return nil, fmt.Errorf("postgres sink %q: json_type %q: want jsonb, json or text", cfg.Sink, cfg.JSONType)
+	}
+	if cfg.JSONType != JSONB && len(cfg.Columns) != 0 {
+		return nil, fmt.Errorf("postgres sink %q: json_type is the default table's; a table with columns has the types it was created with", cfg.Sink)
 	}
 	if _, err := pgxpool.ParseConfig(cfg.DSN); err != nil {
 		return nil, fmt.Errorf("postgres sink %q: dsn: %w", cfg.Sink, err)
@@ -154,7 +179,8 @@ func (d *Dest) Open(ctx context.Context) (wal.Pos, bool, error) {
 	stmts := []string{`CREATE TABLE IF NOT EXISTS ` + PositionsTable + ` (sink text PRIMARY KEY, segment bigint NOT NULL, "offset" bigint NOT NULL, updated_at timestamptz NOT NULL)`,
 		`CREATE TABLE IF NOT EXISTS ` + ReplayedTable + ` (sink text NOT NULL, wal text NOT NULL, "row" integer NOT NULL, replayed_at timestamptz NOT NULL, PRIMARY KEY (sink, wal, "row"))`}
 	if len(d.cfg.Columns) == 0 {
-		stmts = append(stmts, `CREATE TABLE IF NOT EXISTS `+d.table.Sanitize()+` (time timestamptz NOT NULL, tenant text NOT NULL, labels jsonb NOT NULL, fields jsonb NOT NULL, line text NOT NULL)`)
+		stmts = append(stmts, `CREATE TABLE IF NOT EXISTS `+d.table.Sanitize()+` (time timestamptz NOT NULL, tenant text NOT NULL, labels `+
+			d.cfg.JSONType+` NOT NULL, fields `+d.cfg.JSONType+` NOT NULL, line text NOT NULL)`)
 	}
 	for _, s := range stmts {
 		if _, err := d.pool.Exec(ctx, s); err != nil {
@@ -181,7 +207,8 @@ type querier interface {
 }
 
 // checkBinary sets d.binary when the sink writes the default columns and
-// the table has them with the default types.
+// the table has them with the default types (labels and fields: jsonb,
+// json or text).
 func (d *Dest) checkBinary(ctx context.Context, q querier) error {
 	d.binary = false
 	if len(d.cfg.Columns) != 0 {
@@ -206,13 +233,17 @@ func (d *Dest) checkBinary(ctx context.Context, q querier) error {
 		return fmt.Errorf("read the columns of %s: %w", d.cfg.Table, err)
 	}
 	var cols []string
+	var jsonb jsonCols
 	for _, c := range defaultTypes {
-		if types[c[0]] != c[1] {
+		switch typ := types[c[0]]; {
+		case c[1] == "json" && (typ == JSONB || typ == JSON || typ == Text):
+			jsonb[len(cols)-2] = typ == JSONB // labels, fields: the third and fourth
+		case typ != c[1]:
 			return nil
 		}
 		cols = append(cols, pgx.Identifier{c[0]}.Sanitize())
 	}
-	d.binary = true
+	d.binary, d.jsonb = true, jsonb
 	d.copySQL = `COPY ` + d.table.Sanitize() + ` (` + strings.Join(cols, ", ") + `) FROM STDIN BINARY`
 	return nil
 }
@@ -236,7 +267,7 @@ func (d *Dest) copyRows(ctx context.Context, tx pgx.Tx, recs []sink.Record, only
 		_, err := tx.CopyFrom(ctx, d.table, d.cols, &rowSource{d: d, recs: recs, only: only, i: -1})
 		return err
 	}
-	r := newBinaryRows(recs, only)
+	r := newBinaryRows(recs, only, d.jsonb)
 	defer r.close()
 	_, err := tx.Conn().PgConn().CopyFrom(ctx, r, d.copySQL)
 	return err

@@ -29,6 +29,12 @@ func run(t *testing.T, dsn, dir string, l *wal.Log, columns map[string]string, t
 	if err != nil {
 		t.Fatal(err)
 	}
+	return runDest(t, dest, dir, l)
+}
+
+// runDest runs a sink named pg of the tenant t1 to dest.
+func runDest(t *testing.T, dest *postgres.Dest, dir string, l *wal.Log) (*sink.Manager, *running) {
+	t.Helper()
 	s, err := sink.New(sink.Config{Name: "pg", Type: "postgres", Tenant: "t1", BatchSize: 50, Linger: time.Millisecond,
 		Retry: sink.Backoff{Initial: 5 * time.Millisecond, Max: 50 * time.Millisecond}, Dir: dir}, dest, sinktest.Quiet())
 	if err != nil {
@@ -333,9 +339,9 @@ func TestDeadLetterReplay(t *testing.T) {
 }
 
 // TestDefaultTableTypesChecked: the default table's rows go in binary COPY
-// format only while its columns have the default types; a column changed
-// under the running sink (labels to text) takes the next rows through
-// pgx.CopyFrom, as text, nothing dead-lettered.
+// format as the columns' types are in each transaction; a column changed
+// under the running sink (labels to text) takes the next rows as text,
+// not as jsonb's binary form, nothing dead-lettered.
 func TestDefaultTableTypesChecked(t *testing.T) {
 	pg := pgtest.Start(t)
 	ctx := context.Background()
@@ -373,5 +379,71 @@ func TestDefaultTableTypesChecked(t *testing.T) {
 	}
 	if st := m.Status()[0]; st.DeadLettered != 0 {
 		t.Fatalf("status: %+v, want nothing dead-lettered", st)
+	}
+}
+
+// TestJSONType: json_type json or text creates the default table with
+// labels and fields of that type; rows arrive with the JSON text as it
+// was, including a \u0000 that jsonb refuses, nothing dead-lettered.
+func TestJSONType(t *testing.T) {
+	pg := pgtest.Start(t)
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, pg.DSN())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	for _, typ := range []string{postgres.JSON, postgres.Text} {
+		t.Run("type="+typ, func(t *testing.T) {
+			dir := t.TempDir()
+			l, _, err := wal.Open(wal.Options{Dir: filepath.Join(dir, "wal"), Logger: sinktest.Quiet()}, 0, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer l.Close()
+			table := "logs_" + typ
+			// Each subtest's sink pg follows a WAL of its own: not the
+			// position the one before committed.
+			if _, err := conn.Exec(ctx, `DROP TABLE IF EXISTS `+postgres.PositionsTable); err != nil {
+				t.Fatal(err)
+			}
+			dest, err := postgres.New(postgres.Config{Sink: "pg", DSN: pg.DSN(), Table: table, JSONType: typ})
+			if err != nil {
+				t.Fatal(err)
+			}
+			m, _ := runDest(t, dest, filepath.Join(dir, "sink"), l)
+			sinktest.AppendLines(t, l, "t1", `{"service":"api","msg":"one","n":1.50,"nul":"a\u0000b"}`, `{"service":"api","msg":"two"}`)
+			waitRows(t, conn, "SELECT count(*) FROM pg_tables WHERE tablename = '"+table+"'", 1)
+			waitRows(t, conn, "SELECT count(*) FROM "+table, 2)
+			var lt, ft, labels, fields string
+			if err := conn.QueryRow(ctx, `SELECT format_type(l.atttypid, l.atttypmod), format_type(f.atttypid, f.atttypmod)
+				FROM pg_attribute l, pg_attribute f WHERE l.attrelid = $1::regclass AND l.attname = 'labels'
+				AND f.attrelid = l.attrelid AND f.attname = 'fields'`, table).Scan(&lt, &ft); err != nil {
+				t.Fatal(err)
+			}
+			if lt != typ || ft != typ {
+				t.Fatalf("labels %s, fields %s: want %s", lt, ft, typ)
+			}
+			if err := conn.QueryRow(ctx, `SELECT labels::text, fields::text FROM `+table+` WHERE line LIKE '%one%'`).Scan(&labels, &fields); err != nil {
+				t.Fatal(err)
+			}
+			if labels != `{"service":"api"}` || fields != `{"service":"api","n":1.50,"nul":"a\u0000b"}` {
+				t.Fatalf("labels %s, fields %s: want the JSON text as the sink rendered it", labels, fields)
+			}
+			if st := m.Status()[0]; st.DeadLettered != 0 {
+				t.Fatalf("status: %+v, want nothing dead-lettered", st)
+			}
+		})
+	}
+	for _, c := range []struct {
+		cfg  postgres.Config
+		want string
+	}{
+		{postgres.Config{Sink: "pg", DSN: pg.DSN(), JSONType: "hstore"}, `json_type "hstore": want jsonb, json or text`},
+		{postgres.Config{Sink: "pg", DSN: pg.DSN(), JSONType: "json", Columns: map[string]string{"body": "line"}}, "json_type is the default table's"},
+	} {
+		if _, err := postgres.New(c.cfg); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("New(%+v): %v, want an error with %q", c.cfg, err, c.want)
+		}
 	}
 }

@@ -1,0 +1,98 @@
+#!/usr/bin/env bash
+# pg-ceiling.sh: what bounds a bare COPY of the PostgreSQL sink's rows (issue 17 expected a bare pgx
+# CopyFrom near 1.0-1.2M rows/s; bench/sink-pg.sh measures ~160k here). Starts a private PostgreSQL 15
+# as bench/sink-pg.sh does (fsync on, PostgreSQL's defaults, PG_OPTS added) and runs bench/pgcopy once
+# per variant on the same corpus, each into a fresh table:
+#   base        the default table (no index), pgx.CopyFromRows, one COPY of every row
+#   binary      the same rows in binary COPY written by hand, as the sink writes them
+#   text-copy   text COPY format
+#   json        labels and fields as json (stored as text, checked) instead of jsonb
+#   json-binary the same in binary COPY by hand, as the sink writes a json_type: json table
+#   text-cols   labels and fields as text
+#   unlogged    an UNLOGGED table (no WAL)
+#   gin         with a GIN index on fields
+#   time-idx    with a btree index on (tenant, time)
+#   brin        with a BRIN index on time
+#   batch10k    one COPY and transaction per 10,000 rows, as the sink's default batch
+#   batch10k-async  the same with synchronous_commit off
+# Each line gives rows/s and the CPU seconds of pgcopy and of its PostgreSQL backend during the copy.
+# One run each: noisy on a shared machine. VARIANTS="base gin" picks some.
+#
+#   LINES=200000 bench/pg-ceiling.sh
+set -euo pipefail
+
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+name=pg-ceiling
+source "$root/bench/lib.sh"
+use_corpus
+pgbin="${PG_BIN:-/usr/lib/postgresql/15/bin}"
+variants="${VARIANTS:-base binary text-copy json json-binary text-cols unlogged gin time-idx brin batch10k batch10k-async}"
+
+if [[ ! -x "$pgbin/initdb" ]]; then
+	log "PostgreSQL 15 is not installed ($pgbin/initdb); scripts/e2e-setup.sh installs postgresql-15"
+	exit 1
+fi
+run="$(mktemp -d "$cache/pg-ceiling-run.XXXXXX")"
+pgdir="$(mktemp -d /tmp/sluice-bench-pg.XXXXXX)"
+pg_pid=""
+as_pg=()
+if ((EUID == 0)); then
+	as_pg=(runuser -u postgres --)
+	chown postgres: "$pgdir"
+	chmod 755 "$pgdir"
+fi
+stop_pg() {
+	[[ -n "$pg_pid" ]] || return 0
+	kill -INT "$pg_pid" 2>/dev/null || true
+	while kill -0 "$pg_pid" 2>/dev/null; do sleep 0.1; done
+	pg_pid=""
+}
+cleanup() {
+	stop_pg
+	rm -rf "$run" "$pgdir"
+}
+trap cleanup EXIT
+
+log "building bench/pgcopy"
+(cd "$root" && go build -o "$run/pgcopy" ./bench/pgcopy)
+pg_port="$(free_port)"
+"${as_pg[@]}" "$pgbin/initdb" -D "$pgdir/data" -A trust -U postgres --no-sync -E UTF8 --locale=C >"$pgdir/initdb.log" 2>&1 ||
+	{ log "initdb failed:"; cat "$pgdir/initdb.log" >&2; exit 1; }
+"${as_pg[@]}" "$pgbin/pg_ctl" -D "$pgdir/data" -l "$pgdir/log" -w -t 60 \
+	-o "-c listen_addresses=127.0.0.1 -p $pg_port -k $pgdir ${PG_OPTS:-}" start >/dev/null ||
+	{ log "PostgreSQL did not start:"; tail -20 "$pgdir/log" >&2; exit 1; }
+pg_pid="$(head -1 "$pgdir/data/postmaster.pid")"
+dsn="postgres://postgres@127.0.0.1:$pg_port/postgres?sslmode=disable"
+lines=$(wc -l <"$corpus")
+
+bench_header LINES VARIANTS PG_OPTS SLUICE_BENCH_DIR
+echo "- corpus: \`$corpus_name\`, $lines lines; PostgreSQL 15 with its defaults (fsync on)${PG_OPTS:+ and $PG_OPTS}; one run each"
+echo
+echo "| variant | rows/s | seconds | pgcopy CPU s | backend CPU s |"
+echo "|---|---|---|---|---|"
+for v in $variants; do
+	case "$v" in
+	base) args=() ;;
+	binary) args=(-mode binary) ;;
+	text-copy) args=(-mode text) ;;
+	json) args=(-types json) ;;
+	json-binary) args=(-types json -mode binary) ;;
+	text-cols) args=(-types text) ;;
+	unlogged) args=(-unlogged) ;;
+	gin) args=(-index gin) ;;
+	time-idx) args=(-index time) ;;
+	brin) args=(-index brin) ;;
+	batch10k) args=(-batch 10000) ;;
+	batch10k-async) args=(-batch 10000 -sync-commit off) ;;
+	*) log "unknown variant $v"; exit 2 ;;
+	esac
+	# A checkpoint between variants, so that none pays for the one before's.
+	PGOPTIONS="-c client_min_messages=warning" "$pgbin/psql" -X -q -h 127.0.0.1 -p "$pg_port" -U postgres -d postgres -c 'DROP TABLE IF EXISTS pgcopy_logs' -c CHECKPOINT >/dev/null
+	out="$("$run/pgcopy" -dsn "$dsn" -corpus "$corpus" -table pgcopy_logs "${args[@]}")"
+	read -r _ n _ secs _ rate _ ccpu _ bcpu <<<"$out"
+	if [[ "$n" != "$lines" ]]; then
+		log "!!! $v: $n rows copied, the corpus has $lines lines"
+		exit 1
+	fi
+	echo "| $v | $rate | $secs | $ccpu | $bcpu |"
+done
