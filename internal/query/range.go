@@ -409,11 +409,9 @@ func (ev *evaluator) countSeries(ctx context.Context, x *logql.RangeAggregation,
 			}
 		})
 		counts[0] = float64(marks.used)
+		return countsMatrix(shape, counts), nil
 	}
 	for _, rs := range merged.all() {
-		if merged.marks.used > 0 {
-			break // counted above
-		}
 		for i, n := range rs.n {
 			if n == 0 {
 				continue
@@ -423,6 +421,12 @@ func (ev *evaluator) countSeries(ctx context.Context, x *logql.RangeAggregation,
 			}
 		}
 	}
+	return countsMatrix(shape, counts), nil
+}
+
+// countsMatrix is one series without labels with counts' values at the
+// steps of shape, those not 0 (none when all are).
+func countsMatrix(shape *matrix, counts []float64) *matrix {
 	out := shape.like()
 	var s *series
 	for i, c := range counts {
@@ -434,7 +438,7 @@ func (ev *evaluator) countSeries(ctx context.Context, x *logql.RangeAggregation,
 		}
 		s.set(i, c)
 	}
-	return out, nil
+	return out
 }
 
 // rangeMatrix is a range function's value at the steps of shape, from

@@ -26,7 +26,7 @@ type seriesTable struct {
 	chunk  []byte   // the free tail of the chunk keys are copied into
 	chunkN int      // the size of the last chunk: from 1 KiB to keyChunk
 	// marks are the keys of series counted by key alone: a count of
-	// the distinct series at one step needs no series (distinctOnly).
+	// the distinct series at one step needs no series (rangeWorker.distinct).
 	marks keySet
 }
 
