@@ -329,9 +329,20 @@ func (b *Block) colMatchOf(ci, li int) (*colMatch, error) {
 			// check found (a folding one is lowercase).
 			want := make([]byte, c.hexLen/2)
 			if _, err := hex.Decode(want, lit.Text); err == nil {
-				for vi := range c.n {
-					if bytes.Equal(c.data[vi*len(want):(vi+1)*len(want)], want) {
+				// One search over the values end to end: a place that
+				// is not a value's start is passed by one byte.
+				w, data := len(want), c.data[:c.n*len(want)]
+				for off := 0; ; {
+					i := bytes.Index(data[off:], want)
+					if i < 0 {
+						break
+					}
+					if p := off + i; p%w == 0 {
+						vi := p / w
 						m.bits[vi/64] |= 1 << (vi % 64)
+						off = p + w
+					} else {
+						off = p + 1
 					}
 				}
 				m.state = matchBits
@@ -764,21 +775,13 @@ func (b *Block) verdicts() error {
 // the verdicts: false when every template's rows hold none (the gaps say
 // so, or no value of a clause's candidate columns holds a literal of it).
 func (b *Block) mayMatch() bool {
-	for t, v := range b.verdict {
+	// A template's tests are of values some of which hold a literal
+	// (tmplTests leaves out a column none of whose values does), and each
+	// clause has one at least: a template with tests may match.
+	for _, v := range b.verdict {
 		switch v {
-		case rowsAll, rowsMatch:
+		case rowsAll, rowsMatch, rowsTest:
 			return true
-		case rowsTest:
-			all, any := true, false
-			for _, x := range b.tests[b.testStart[t]:b.testStart[t+1]] {
-				any = any || slices.ContainsFunc(x.bits, func(w uint64) bool { return w != 0 })
-				if x.last {
-					all, any = all && any, false
-				}
-			}
-			if all {
-				return true
-			}
 		}
 	}
 	return false
@@ -818,9 +821,14 @@ func (b *Block) tmplTests(t int) (rowsVerdict, error) {
 						continue slots
 					}
 				}
-				bits, err := b.clauseBits(c, col)
+				bits, empty, err := b.clauseBits(c, col)
 				if err != nil {
 					return 0, err
+				}
+				if empty {
+					// No value of the column holds a literal of the
+					// clause: the slot is no candidate.
+					continue slots
 				}
 				ok = ok && bits != nil
 				b.tests = append(b.tests, oneTest{col: col, nth: nth, bits: bits})
@@ -868,6 +876,7 @@ type bitsState uint8
 const (
 	bitsUnknown bitsState = iota
 	bitsKnown             // cbits holds a bit per value
+	bitsEmpty             // cbits holds a bit per value, none set
 	bitsNone              // the values are searched one by one (nil bits)
 )
 
@@ -876,19 +885,23 @@ const (
 // when a literal's values are searched one by one (matchPerValue): a
 // string column's bits of each literal, and a dictionary's entries each
 // searched once for all the literals.
-func (b *Block) clauseBits(c, ci int) ([]uint64, error) {
+//
+// empty reports that the bits are known and none is set.
+func (b *Block) clauseBits(c, ci int) (bits []uint64, empty bool, err error) {
 	k := c*len(b.cols) + ci
 	switch b.cbitsState[k] {
 	case bitsKnown:
-		return b.cbits[k], nil
+		return b.cbits[k], false, nil
+	case bitsEmpty:
+		return b.cbits[k], true, nil
 	case bitsNone:
-		return nil, nil
+		return nil, false, nil
 	}
 	b.cbitsState[k] = bitsNone
 	lo, hi := b.clause(c)
 	col := &b.cols[ci]
 	var only []uint64 // the bits of the one literal with some, if one has
-	bits := b.cbitsBuf[k][:0]
+	bits = b.cbitsBuf[k][:0]
 	owned := false
 	own := func() {
 		if !owned {
@@ -902,7 +915,7 @@ func (b *Block) clauseBits(c, ci int) ([]uint64, error) {
 	for li := lo; li < hi; li++ {
 		m, err := b.colMatchOf(ci, li)
 		if err != nil {
-			return nil, err
+			return nil, false, err
 		}
 		switch m.state {
 		case matchNever, matchNone:
@@ -927,7 +940,7 @@ func (b *Block) clauseBits(c, ci int) ([]uint64, error) {
 			}
 		default:
 			if col.enc != encTime {
-				return nil, nil // searched value by value (unicodeFolds)
+				return nil, false, nil // searched value by value (unicodeFolds)
 			}
 			times = append(times, li)
 		}
@@ -936,7 +949,7 @@ func (b *Block) clauseBits(c, ci int) ([]uint64, error) {
 	if len(times) > 0 {
 		own()
 		if err := b.timeBits(ci, times, bits); err != nil {
-			return nil, err
+			return nil, false, err
 		}
 	}
 	if dict {
@@ -961,7 +974,11 @@ func (b *Block) clauseBits(c, ci int) ([]uint64, error) {
 		b.cbitsBuf[k] = bits
 	}
 	b.cbits[k], b.cbitsState[k] = bits, bitsKnown
-	return bits, nil
+	if !slices.ContainsFunc(bits, func(w uint64) bool { return w != 0 }) {
+		b.cbitsState[k] = bitsEmpty
+		return bits, true, nil
+	}
+	return bits, false, nil
 }
 
 // timeBits sets the bit of each value of time column ci that holds one

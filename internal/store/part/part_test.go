@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"cmp"
 	"context"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"math"
@@ -1031,5 +1032,54 @@ func TestWholeLines(t *testing.T) {
 			}
 		}
 		rd.Close()
+	}
+}
+
+// TestHexNeedle: a whole trace id is found in a hex column by one search
+// over the values' bytes end to end; bytes that straddle two values are
+// no match, and a value held by several rows is found in each.
+func TestHexNeedle(t *testing.T) {
+	var in strings.Builder
+	ids := make([]string, 300)
+	for i := range ids {
+		var b [16]byte
+		for j := range b {
+			b[j] = byte(i*31 + j*7)
+		}
+		b[0], b[1] = byte(i), byte(i>>8) // distinct
+		ids[i] = hex.EncodeToString(b[:])
+	}
+	ids[200] = ids[7] // one id twice
+	for i, id := range ids {
+		fmt.Fprintf(&in, `{"ts":"2026-01-15T08:00:%02d.%06dZ","trace_id":"%s","n":%d}`+"\n", i/100, i, id, i)
+	}
+	path := filepath.Join(t.TempDir(), "p.part")
+	writePart(t, vfs.OS, path, encoded(t, "auto", []byte(in.String())))
+	rd, err := part.Open(vfs.OS, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rd.Close()
+	straddle := ids[5][16:] + ids[6][:16]
+	for _, c := range []struct {
+		needle string
+		want   int
+	}{{ids[7], 2}, {ids[42], 1}, {straddle, 0}, {ids[299], 1}} {
+		n := 0
+		for i := range rd.Blocks {
+			var b part.Block
+			if err := rd.ReadLines(i, &b, &part.LineRead{Contains: []part.Clause{{{Text: []byte(c.needle)}}}}); err != nil {
+				t.Fatal(err)
+			}
+			n += len(b.Rows)
+			for _, r := range b.Rows {
+				if !strings.Contains(string(r.Line), c.needle) {
+					t.Fatalf("%s: line %s", c.needle, r.Line)
+				}
+			}
+		}
+		if n != c.want {
+			t.Errorf("%s: %d rows, want %d", c.needle, n, c.want)
+		}
 	}
 }
