@@ -1,7 +1,10 @@
 package rules
 
 import (
+	"context"
 	"fmt"
+	"runtime"
+	"runtime/trace"
 	"slices"
 	"strings"
 	"sync"
@@ -29,6 +32,12 @@ import (
 //     costs more: an evaluator of its own, the streams' rules decided
 //     again, pipelines compiled on first use.
 //
+// Each batch's own CPU time is measured too (its thread's, Linux only):
+// cpu-steady-p50-us and cpu-compile-max-us against the batches' wall
+// time say whether a slow batch worked longer or waited longer (for a
+// core, taken by the compile, by the GC's mark workers or by another
+// process). Each batch is a runtime/trace region "apply", for -trace.
+//
 // Each iteration reloads a file of n rules that differs from the
 // running one in one rule's literal (change=one) or in every rule's
 // (change=all), as BenchmarkCompile's from=prev and from=none.
@@ -50,6 +59,7 @@ func BenchmarkSwapPause(b *testing.B) {
 // set.
 type span struct {
 	start, end time.Time
+	cpu        time.Duration // the batch's own CPU time
 	set        *Set
 }
 
@@ -87,6 +97,9 @@ func benchSwapPause(b *testing.B, n int, all bool) {
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
+		runtime.LockOSThread() // for threadCPU
+		defer runtime.UnlockOSThread()
+		ctx := context.Background()
 		c := *batch
 		c.Data, c.Records, c.Fields = nil, nil, nil // rules change a batch in place
 		for !stop.Load() {
@@ -94,12 +107,14 @@ func benchSwapPause(b *testing.B, n int, all bool) {
 			c.Records = append(c.Records[:0], recs...)
 			c.Fields = append(c.Fields[:0], fields...)
 			c.ClearSelection()
-			start := time.Now()
+			start, cpu0 := time.Now(), threadCPU()
 			s := l.Current()
+			region := trace.StartRegion(ctx, "apply")
 			s.Apply(&c)
-			end := time.Now()
+			region.End()
+			end, cpu := time.Now(), threadCPU()-cpu0
 			mu.Lock()
-			spans = append(spans, span{start, end, s})
+			spans = append(spans, span{start, end, cpu, s})
 			applied++
 			cond.Broadcast()
 			mu.Unlock()
@@ -136,7 +151,7 @@ func benchSwapPause(b *testing.B, n int, all bool) {
 
 	// Each batch is one of: applied while a compile ran; the first under
 	// its set (but the very first); or steady.
-	var steady, during, pause []time.Duration
+	var steady, during, pause, cpuSteady, cpuDuring []time.Duration
 	for i, sp := range spans {
 		overlaps := false
 		for _, w := range windows {
@@ -148,14 +163,17 @@ func benchSwapPause(b *testing.B, n int, all bool) {
 		switch {
 		case overlaps:
 			during = append(during, sp.end.Sub(sp.start))
+			cpuDuring = append(cpuDuring, sp.cpu)
 		case i > 0 && spans[i-1].set != sp.set:
 			pause = append(pause, sp.end.Sub(spans[i-1].end))
 		case i > 0:
 			steady = append(steady, sp.end.Sub(sp.start))
+			cpuSteady = append(cpuSteady, sp.cpu)
 		}
 	}
-	slices.Sort(steady)
-	slices.Sort(during)
+	for _, d := range [][]time.Duration{steady, during, cpuSteady, cpuDuring} {
+		slices.Sort(d)
+	}
 	med := quantileDur(steady, 0.5)
 	for i := range pause {
 		pause[i] -= med
@@ -168,6 +186,8 @@ func benchSwapPause(b *testing.B, n int, all bool) {
 	b.ReportMetric(us(quantileDur(during, 1)), "compile-max-us")
 	b.ReportMetric(us(quantileDur(pause, 0.5)), "pause-p50-us")
 	b.ReportMetric(us(quantileDur(pause, 1)), "pause-max-us")
+	b.ReportMetric(us(quantileDur(cpuSteady, 0.5)), "cpu-steady-p50-us")
+	b.ReportMetric(us(quantileDur(cpuDuring, 1)), "cpu-compile-max-us")
 }
 
 // quantileDur returns the q-quantile (0 to 1) of sorted durations; 0 for
