@@ -473,7 +473,9 @@ func (s *Set) record(ev *evaluator, b *record.Batch, i int) {
 			var n int
 			ev.out, n, ev.spans = r.redactor.redact(ev.out[:0], line, ev.spans)
 			if n > 0 {
-				ev.line = append(ev.line[:0], ev.out...)
+				// The redacted line is the line now, and the buffer of
+				// the one before (if it was ev.line) the next scratch.
+				ev.line, ev.out = ev.out, ev.line
 				line, lineChanged, gateKnown = ev.line, true, false
 				ev.nparsed = 0 // parsed from the old line
 				c.redactions.Add(uint64(n))
@@ -951,8 +953,7 @@ func (ev *evaluator) commitRedaction(b *record.Batch, i int, line []byte, lineCh
 		}
 	}
 	if rec.Msg.Len > 0 && rec.MsgFlags&record.Const == 0 && !msgIsLine {
-		ev.scratch = b.AppendMsg(ev.scratch[:0], i)
-		if v, ok := ev.redactAll("", ev.scratch); ok {
+		if v, ok := ev.redactAll("", ev.text(b, &record.Field{Kind: record.String, Raw: rec.Msg, Flags: rec.MsgFlags})); ok {
 			patch(rec.Msg, rec.MsgFlags, v)
 			off := uint32(len(b.Data))
 			b.Data = append(b.Data, v...)
@@ -966,8 +967,7 @@ func (ev *evaluator) commitRedaction(b *record.Batch, i int, line []byte, lineCh
 		if f.Kind == record.Null || f.Kind == record.Bool {
 			continue
 		}
-		ev.scratch = b.AppendString(ev.scratch[:0], f)
-		v, ok := ev.redactAll(b.Name(f), ev.scratch)
+		v, ok := ev.redactAll(b.Name(f), ev.text(b, f))
 		if !ok {
 			continue
 		}
@@ -1000,8 +1000,21 @@ func (ev *evaluator) commitRedaction(b *record.Batch, i int, line []byte, lineCh
 	return true
 }
 
+// text returns the text of f (a field, or a record's message as one) as
+// the detectors read it: its bytes in b.Data where they need no
+// unescaping (most values: nothing is copied), else unescaped into
+// ev.scratch (valid until the next call).
+func (ev *evaluator) text(b *record.Batch, f *record.Field) []byte {
+	if f.Kind == record.String && f.Flags&(record.Escaped|record.SDEscaped|record.BadUTF8) == 0 {
+		return b.Raw(f)
+	}
+	ev.scratch = b.AppendString(ev.scratch[:0], f)
+	return ev.scratch
+}
+
 // redactAll runs every redaction that matched the record over a value;
-// it returns the result and whether it differs.
+// it returns the result and whether it differs. A value nothing is
+// found in is not copied.
 func (ev *evaluator) redactAll(name string, v []byte) ([]byte, bool) {
 	changed := false
 	cur := v
@@ -1013,8 +1026,10 @@ func (ev *evaluator) redactAll(name string, v []byte) ([]byte, bool) {
 			ev.out, n, ev.spans = r.redact(ev.out[:0], cur, ev.spans)
 		}
 		if n > 0 {
+			// The result is the value now; the buffer of the one before
+			// (if it was ev.val) the next scratch.
 			changed = true
-			ev.val = append(ev.val[:0], ev.out...)
+			ev.val, ev.out = ev.out, ev.val
 			cur = ev.val
 		}
 	}

@@ -310,8 +310,8 @@ func newRedactor(s *redactSpec) *redactor {
 }
 
 // redact appends text with every secret replaced to dst, and returns
-// how many replacements it made; with none, what it appended is text.
-// spans is scratch.
+// how many replacements it made; with none, it appends nothing: the text
+// stands as it is, and nobody copies it. spans is scratch.
 func (r *redactor) redact(dst, text []byte, spans [][2]int) ([]byte, int, [][2]int) {
 	n := 0
 	cur := text
@@ -339,6 +339,9 @@ func (r *redactor) redact(dst, text []byte, spans [][2]int) ([]byte, int, [][2]i
 		spans = d.find(spans, cur)
 	}
 	if len(spans) == 0 {
+		if n == 0 {
+			return dst[:start], 0, spans
+		}
 		return append(dst[:start], cur...), n, spans
 	}
 	// Detectors may overlap (an e-mail address in a password= pair):
@@ -363,7 +366,8 @@ func (r *redactor) redact(dst, text []byte, spans [][2]int) ([]byte, int, [][2]i
 }
 
 // field redacts a field's value, knowing its name: a value whose name is
-// a secret key is replaced whole.
+// a secret key is replaced whole. As redact, it appends nothing when it
+// replaces nothing.
 func (r *redactor) field(dst []byte, name string, value []byte, spans [][2]int) ([]byte, int, [][2]int) {
 	if r.secretNames && len(value) > 0 && secretWords.Match(unsafeBytes(name)) && isSecretName(unsafeBytes(name)) {
 		return append(dst, r.replacement...), 1, spans
