@@ -139,8 +139,8 @@ func compileFrom(name string, data []byte, m *Metrics, prev *Set) (*Set, error) 
 	s.rules = make([]*rule, 0, len(specs))
 	for i := range specs {
 		sp := &specs[i]
-		if i%chunkYield == chunkYield-1 {
-			runtime.Gosched() // see parseChunks
+		if i%compileYield == compileYield-1 {
+			runtime.Gosched() // see compileYield
 		}
 		r := &rules[i]
 		r.spec = sp
