@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/cespare/xxhash/v2"
@@ -94,6 +95,12 @@ type evaluator struct {
 	// routed the current record.
 	routes   map[uint64]uint16
 	routedBy []*rule
+	// lines counts the lines the evaluator applied the rules to, for
+	// evalSample; timed is the rule being timed on the current line, since
+	// t0.
+	lines uint64
+	timed *rule
+	t0    time.Time
 }
 
 func (s *Set) get() *evaluator {
@@ -382,7 +389,12 @@ func (s *Set) record(ev *evaluator, b *record.Batch, i int) {
 	ev.nparsed = 0
 	var route uint64 // the sinks the rules routed the record to
 	ev.routedBy = ev.routedBy[:0]
+	ev.lines++
+	timing := ev.lines%evalSample == 0
 	for k := 0; ; k++ {
+		if timing {
+			ev.stopTimer()
+		}
 		var ri int
 		if relabeled {
 			if ri = k; ri >= len(s.rules) {
@@ -405,6 +417,9 @@ func (s *Set) record(ev *evaluator, b *record.Batch, i int) {
 			if useGate && !gateHit || !r.candidate(line) {
 				continue
 			}
+		}
+		if timing {
+			ev.timed, ev.t0 = r, time.Now()
 		}
 		ev.lb.Reset(stream)
 		addMeta(&ev.lb, b, i)
@@ -431,6 +446,7 @@ func (s *Set) record(ev *evaluator, b *record.Batch, i int) {
 				c.dropped.Add(1)
 				ev.step(i, r, Dropped, "")
 				b.Drop(i)
+				ev.stopTimer()
 				return
 			}
 			continue
@@ -486,12 +502,14 @@ func (s *Set) record(ev *evaluator, b *record.Batch, i int) {
 			c.dropped.Add(1)
 			ev.step(i, r, Dropped, "")
 			b.Drop(i)
+			ev.stopTimer()
 			return
 		}
 		if r.limiter != nil && !r.limiter.allow(&ev.lb, len(line), &ev.key) {
 			c.rateLimited.Add(1)
 			ev.step(i, r, RateLimited, "")
 			b.Drop(i)
+			ev.stopTimer()
 			return
 		}
 		if r.sample != nil && !r.keepAll {
@@ -499,6 +517,7 @@ func (s *Set) record(ev *evaluator, b *record.Batch, i int) {
 				c.sampledOut.Add(1)
 				ev.step(i, r, SampledOut, "")
 				b.Drop(i)
+				ev.stopTimer()
 				return
 			}
 			ev.step(i, r, SampledIn, "")
@@ -520,6 +539,9 @@ func (s *Set) record(ev *evaluator, b *record.Batch, i int) {
 			ev.step(i, r, Stopped, "")
 			break
 		}
+	}
+	if timing {
+		ev.stopTimer() // the rule that ended the loop (keep, route)
 	}
 	if len(ev.redacts) > 0 || lineChanged {
 		if !ev.commitRedaction(b, i, line, lineChanged, rewrote) {
@@ -546,6 +568,15 @@ func (s *Set) record(ev *evaluator, b *record.Batch, i int) {
 				ev.step(i, r, Failed, fmt.Sprintf("route: the batch holds %d lists of sinks already: the line is stored but not routed", record.MaxRoutes))
 			}
 		}
+	}
+}
+
+// stopTimer counts the time since ev.t0 into the histogram of the rule
+// being timed, if any.
+func (ev *evaluator) stopTimer() {
+	if r := ev.timed; r != nil {
+		r.counters.observeEval(uint64(time.Since(ev.t0)))
+		ev.timed = nil
 	}
 }
 
