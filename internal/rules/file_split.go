@@ -3,6 +3,7 @@ package rules
 import (
 	"bytes"
 	"runtime"
+	"time"
 
 	"go.yaml.in/yaml/v3"
 )
@@ -114,7 +115,7 @@ type specAt struct {
 // parseChunks is parseFile for a file ruleChunks split: each rule's text
 // taken from prev (the specs a version before decoded, by text) or
 // decoded, the rules prev lacks decoded together by runs of consecutive
-// chunks, up to chunkYield at a time, yielding between runs. It returns
+// chunks, up to chunkYield at a time, yielding between runs (yielder). It returns
 // the specs and the specs by text for the next version, or ok false when
 // a run does not decode, or decodes with a problem, to its rules: the
 // caller decodes the file whole, which says what is wrong where as it
@@ -138,7 +139,7 @@ func parseChunksBy(data []byte, chunks []chunk, prev map[string]specAt, group in
 	l := &loader{}
 	// First the rules prev does not have, decoded by runs.
 	fresh := make([]*spec, len(chunks))
-	runs := 0
+	var y yielder
 	for a := 0; a < len(chunks); {
 		if _, ok := prev[src[chunks[a].off:chunks[a].end]]; ok {
 			a++
@@ -151,11 +152,9 @@ func parseChunksBy(data []byte, chunks []chunk, prev map[string]specAt, group in
 			}
 			b++
 		}
-		if runs++; runs > 1 {
-			// Let the ingest goroutines run: on a small machine a
-			// reload that holds a core for tens of ms is their pause.
-			runtime.Gosched()
-		}
+		// Let the ingest goroutines run: on a small machine a reload
+		// that holds a core for tens of ms is their pause.
+		y.maybe()
 		var doc yaml.Node
 		if err := yaml.Unmarshal(data[chunks[a].off:chunks[b-1].end], &doc); err != nil {
 			return nil, nil, false
@@ -192,16 +191,34 @@ func parseChunksBy(data []byte, chunks []chunk, prev map[string]specAt, group in
 	return specs, byText, true
 }
 
-// chunkYield is how many rules a compile decodes between yields of its
-// goroutine (a run of rules, one decoder); compileYield how many it
-// compiles (about 1 ms at 10,000 rules on a busy core). A yield puts the
-// compile behind the goroutines waiting for a core: an ingest goroutine
-// that the GC's mark worker displaced from its own waits for the
-// compile's next yield, not for the compile.
-const (
-	chunkYield   = 256
-	compileYield = 64
-)
+// chunkYield is how many rules a compile decodes at most in one run (one
+// decoder), between which it may yield (yielder).
+const chunkYield = 256
+
+// yielder yields a compile's goroutine once it has run yieldAfter since
+// its last yield: the compile then waits behind the goroutines waiting
+// for a core. An ingest goroutine that the GC's mark worker displaced
+// from its own core waits for the compile's next yield (2 ms at most),
+// not for the compile (150 ms at 10,000 rules). By time, not by a count
+// of rules: under load a yield costs the compile the others' turn (a
+// few ms), and yielding every 64 rules made a 10,000-rule reload take
+// seconds behind four clients pushing flat out.
+type yielder struct{ last time.Time }
+
+const yieldAfter = 2 * time.Millisecond
+
+// maybe yields if yieldAfter has passed since the last yield (or since
+// the first call).
+func (y *yielder) maybe() {
+	now := time.Now()
+	switch {
+	case y.last.IsZero():
+		y.last = now
+	case now.Sub(y.last) >= yieldAfter:
+		runtime.Gosched()
+		y.last = time.Now()
+	}
+}
 
 // parseSpecs reads a rules file's bytes into checked specs. A file that
 // splits into its rules' texts is decoded by runs of rules (parseChunks),
