@@ -405,6 +405,10 @@ func FuzzCompile(f *testing.F) {
 		"rules: {",
 		"- a\n- b",
 		"rules:\n  - name: &a x\n    drop: *a",
+		// Line filters checkStages does not compile, secret_pairs, and a
+		// file decoded by runs whose scalar runs across a rule's start.
+		"rules:\n  - name: x\n    match: '{a=~\".+\"} |~ \"(?i)err(or)?\" != \"debug\" !~ \"x+y\"'\n    redact: {detectors: [secret_pairs, bearer]}\n  - name: y\n    match: '{a=\"b\"} |= ip(\"10.0.0.0/8\")'\n    drop: true",
+		"rules:\n  - name: x\n    rewrite: \"a\n  - name: y\"\n  - name: z\n    redact: {detectors: [secret_pairs]}",
 	} {
 		f.Add([]byte(seed))
 	}
