@@ -21,9 +21,14 @@ import (
 //     goroutine, as Live.Reload runs it): the batches applied while it
 //     runs against those applied before it, on the same goroutine
 //     (compile-p50-us, compile-max-us against steady-p50-us,
-//     steady-max-us). On a machine with a core free, what the compile
-//     adds is its allocations' GC assists; on a busy one, its share of
-//     the cores too.
+//     steady-max-us). What the compile adds is mostly waiting, not
+//     work (cpu-compile-max-us): its allocations start GC cycles whose
+//     fractional mark workers (GOMAXPROCS=2 has no dedicated one) take
+//     a P for a quarter of the mark phase, in stretches of up to ~30% of
+//     its time so far when the P's goroutine ran without scheduling;
+//     and the compile itself holds a P between its yields (see
+//     yielder) and for the steps that do not yield (the literal gate of
+//     all the rules' literals, rebuilt when they all changed).
 //   - the swap (one pointer store, after the compile is done): the pause
 //     between the last batch under the old set and the first under the
 //     new, net of a steady batch: the end of the first new batch less
