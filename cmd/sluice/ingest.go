@@ -41,7 +41,13 @@ disk.
 With --ack-log FILE, after each durable group commit the number of input lines
 (counted across all inputs) whose every line is now durable (or rejected) is
 appended to FILE as a line of text, so that a test can kill the process and
-check what survived.`,
+check what survived.
+
+With --rules FILE, every line goes through the rules before it is stored, as
+in sluice serve. A rule's route names sinks: they are checked against the sinks
+of --config FILE (sluice serve's config), as sluice serve checks them; a route
+to a sink that is not there, or has no from: rules, is an error naming the
+rule and the sink, and so is any route without --config.`,
 	flags: func(fs *flag.FlagSet) func([]string, *env) error {
 		var o ingestOpts
 		o.input.register(fs)
@@ -51,6 +57,7 @@ check what survived.`,
 		fs.IntVar(&o.workers, "workers", 0, "parsing and storing goroutines (0: twice the CPUs)")
 		fs.BoolVar(&o.quiet, "quiet", false, "no progress line and no summary")
 		fs.StringVar(&o.rules, "rules", "", "apply the rules in this YAML `file` (see rules.example.yaml) to every line before it is stored")
+		fs.StringVar(&o.config, "config", "", "check the rules' routes against the sinks of this config `file` (sluice serve's)")
 		fs.Int64Var(&o.memLimit, "memory-limit", 0, "soft limit of the Go heap in `bytes`, which the GC works to stay under (0: three heads and 32 MiB, at least 128 MiB; GOMEMLIMIT overrides)")
 		return o.run
 	},
@@ -65,6 +72,7 @@ type ingestOpts struct {
 	quiet    bool
 	memLimit int64
 	rules    string // --rules
+	config   string // --config: the sinks the rules' routes may name
 }
 
 // storageFlags open a data directory.
@@ -108,6 +116,27 @@ func (o *ingestOpts) run(args []string, e *env) error {
 	}
 	if err := store.CheckTenant(o.tenant); err != nil {
 		return usageError("--tenant: %v", err)
+	}
+	// The rules before the data directory: a bad file creates nothing.
+	var live *rules.Live
+	ruleCounts := rules.NewMetrics(nil)
+	if o.rules != "" {
+		// Routes name the sinks of a server's config, which sluice serve
+		// checks them against: so does ingest, and without a config no
+		// sink is there to route to.
+		sinks := rules.Sinks{}
+		if o.config != "" {
+			cfg, err := loadConfig(o.config)
+			if err != nil {
+				return err
+			}
+			sinks = routeSinks(cfg.Sinks)
+		}
+		if live, err = rules.OpenRouted(o.rules, ruleCounts, nil, sinks); err != nil {
+			return fmt.Errorf("rules: %w", err)
+		}
+	} else if o.config != "" {
+		return usageError("--config is for the rules' routes: give --rules FILE too")
 	}
 	var ack *os.File
 	if o.ackLog != "" {
@@ -167,12 +196,7 @@ func (o *ingestOpts) run(args []string, e *env) error {
 	// The same flow as the server's protocols, without a stream limit
 	// (a bulk load is the operator's own) or metrics (the summary counts).
 	fl := &flow.Flow{Sink: sinkstore.New(st)}
-	var live *rules.Live
-	ruleCounts := rules.NewMetrics(nil)
-	if o.rules != "" {
-		if live, err = rules.Open(o.rules, ruleCounts, nil); err != nil {
-			return fmt.Errorf("rules: %w", err)
-		}
+	if live != nil {
 		fl.Rules = live
 	}
 	err = file.Load(ctx, args, e.stdin, opts, fl, &prog)

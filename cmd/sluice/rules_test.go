@@ -92,6 +92,43 @@ func TestServeChecksRoutes(t *testing.T) {
 	}
 }
 
+// TestIngestChecksRoutes: sluice ingest --rules checks routes as serve
+// does, against the sinks of --config, and refuses a routing rules file
+// without one, before it creates the data directory.
+func TestIngestChecksRoutes(t *testing.T) {
+	dir := t.TempDir()
+	rules := writeFile(t, "rules.yaml", "rules:\n  - name: errors\n    match: '{service=~\".+\"} |= \"error\"'\n    route: [pg]\n")
+	input := writeFile(t, "in.log", "service=api msg=\"an error\"\nservice=api msg=ok\n")
+	for _, tc := range []struct{ config, want string }{
+		{"", rules + `:4:12: rule 1 (errors): route: no sink named "pg" is configured (sinks: none)`},
+		{"sinks:\n  - {name: archive, type: file, from: rules, file: {dir: /x}}\n",
+			rules + `:4:12: rule 1 (errors): route: no sink named "pg" is configured (sinks: [archive])`},
+		{"sinks:\n  - {name: pg, type: file, file: {dir: /x}}\n",
+			rules + `:4:12: rule 1 (errors): route: sink "pg" does not take routed lines: give it from: rules in the config`},
+	} {
+		data := filepath.Join(dir, "data")
+		args := []string{"ingest", "--quiet", "--data", data, "--rules", rules}
+		if tc.config != "" {
+			args = append(args, "--config", writeFile(t, "sluice.yaml", tc.config))
+		}
+		_, errOut, st := sluice(t, "", append(args, input)...)
+		if st != 1 || !strings.Contains(errOut, tc.want) {
+			t.Errorf("config %q: status %d, stderr:\n%s\nwant %q", tc.config, st, errOut, tc.want)
+		}
+		if _, err := os.Stat(data); !os.IsNotExist(err) {
+			t.Errorf("config %q: the data directory was created: %v", tc.config, err)
+		}
+	}
+	cfg := writeFile(t, "sluice.yaml", "sinks:\n  - {name: pg, type: file, from: rules, file: {dir: /x}}\n")
+	data := filepath.Join(dir, "data")
+	if _, errOut, st := sluice(t, "", "ingest", "--quiet", "--data", data, "--rules", rules, "--config", cfg, input); st != 0 {
+		t.Errorf("ingest with the sink configured: status %d: %s", st, errOut)
+	}
+	if _, errOut, st := sluice(t, "", "ingest", "--quiet", "--data", data, "--config", cfg, input); st != 2 || !strings.Contains(errOut, "--config is for the rules' routes") {
+		t.Errorf("ingest --config without --rules: status %d: %s", st, errOut)
+	}
+}
+
 // TestRulesTestRoutes: rules test shows where a route sends a line.
 func TestRulesTestRoutes(t *testing.T) {
 	rules := writeFile(t, "rules.yaml", "rules:\n  - name: errors\n    match: '{service=~\".+\"} |= \"error\"'\n    route: [pg, archive]\n")

@@ -15,8 +15,10 @@
 // changed, not all of them; it also decides, in the compile, the rules
 // of the streams the running Set had seen and makes the evaluators its
 // goroutines will take, so that the first batch after the swap costs
-// what any batch does. The compile yields its goroutine every 256 rules,
-// so that on a small machine the ingest goroutines keep running.
+// what any batch does. The compile yields its goroutine after each 2 ms
+// it ran, between the rules it compiles and the runs of up to 256 rules
+// it decodes (YAML decoded by runs, not the whole file in one call), so
+// that on a small machine the ingest goroutines keep running.
 //
 // Matching reuses the LogQL parser (internal/logql) and its compiled
 // pipeline stages (internal/stage), so a rule matches a line exactly as

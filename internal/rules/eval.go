@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/cespare/xxhash/v2"
@@ -94,6 +95,12 @@ type evaluator struct {
 	// routed the current record.
 	routes   map[uint64]uint16
 	routedBy []*rule
+	// lines counts the lines the evaluator applied the rules to, for
+	// evalSample; timed is the rule being timed on the current line, since
+	// t0.
+	lines uint64
+	timed *rule
+	t0    time.Time
 }
 
 func (s *Set) get() *evaluator {
@@ -382,7 +389,12 @@ func (s *Set) record(ev *evaluator, b *record.Batch, i int) {
 	ev.nparsed = 0
 	var route uint64 // the sinks the rules routed the record to
 	ev.routedBy = ev.routedBy[:0]
+	ev.lines++
+	timing := ev.lines%evalSample == 0
 	for k := 0; ; k++ {
+		if timing {
+			ev.stopTimer()
+		}
 		var ri int
 		if relabeled {
 			if ri = k; ri >= len(s.rules) {
@@ -405,6 +417,9 @@ func (s *Set) record(ev *evaluator, b *record.Batch, i int) {
 			if useGate && !gateHit || !r.candidate(line) {
 				continue
 			}
+		}
+		if timing {
+			ev.timed, ev.t0 = r, time.Now()
 		}
 		ev.lb.Reset(stream)
 		addMeta(&ev.lb, b, i)
@@ -431,6 +446,7 @@ func (s *Set) record(ev *evaluator, b *record.Batch, i int) {
 				c.dropped.Add(1)
 				ev.step(i, r, Dropped, "")
 				b.Drop(i)
+				ev.stopTimer()
 				return
 			}
 			continue
@@ -473,7 +489,9 @@ func (s *Set) record(ev *evaluator, b *record.Batch, i int) {
 			var n int
 			ev.out, n, ev.spans = r.redactor.redact(ev.out[:0], line, ev.spans)
 			if n > 0 {
-				ev.line = append(ev.line[:0], ev.out...)
+				// The redacted line is the line now, and the buffer of
+				// the one before (if it was ev.line) the next scratch.
+				ev.line, ev.out = ev.out, ev.line
 				line, lineChanged, gateKnown = ev.line, true, false
 				ev.nparsed = 0 // parsed from the old line
 				c.redactions.Add(uint64(n))
@@ -484,12 +502,14 @@ func (s *Set) record(ev *evaluator, b *record.Batch, i int) {
 			c.dropped.Add(1)
 			ev.step(i, r, Dropped, "")
 			b.Drop(i)
+			ev.stopTimer()
 			return
 		}
 		if r.limiter != nil && !r.limiter.allow(&ev.lb, len(line), &ev.key) {
 			c.rateLimited.Add(1)
 			ev.step(i, r, RateLimited, "")
 			b.Drop(i)
+			ev.stopTimer()
 			return
 		}
 		if r.sample != nil && !r.keepAll {
@@ -497,6 +517,7 @@ func (s *Set) record(ev *evaluator, b *record.Batch, i int) {
 				c.sampledOut.Add(1)
 				ev.step(i, r, SampledOut, "")
 				b.Drop(i)
+				ev.stopTimer()
 				return
 			}
 			ev.step(i, r, SampledIn, "")
@@ -518,6 +539,9 @@ func (s *Set) record(ev *evaluator, b *record.Batch, i int) {
 			ev.step(i, r, Stopped, "")
 			break
 		}
+	}
+	if timing {
+		ev.stopTimer() // the rule that ended the loop (keep, route)
 	}
 	if len(ev.redacts) > 0 || lineChanged {
 		if !ev.commitRedaction(b, i, line, lineChanged, rewrote) {
@@ -544,6 +568,15 @@ func (s *Set) record(ev *evaluator, b *record.Batch, i int) {
 				ev.step(i, r, Failed, fmt.Sprintf("route: the batch holds %d lists of sinks already: the line is stored but not routed", record.MaxRoutes))
 			}
 		}
+	}
+}
+
+// stopTimer counts the time since ev.t0 into the histogram of the rule
+// being timed, if any.
+func (ev *evaluator) stopTimer() {
+	if r := ev.timed; r != nil {
+		r.counters.observeEval(uint64(time.Since(ev.t0)))
+		ev.timed = nil
 	}
 }
 
@@ -951,8 +984,7 @@ func (ev *evaluator) commitRedaction(b *record.Batch, i int, line []byte, lineCh
 		}
 	}
 	if rec.Msg.Len > 0 && rec.MsgFlags&record.Const == 0 && !msgIsLine {
-		ev.scratch = b.AppendMsg(ev.scratch[:0], i)
-		if v, ok := ev.redactAll("", ev.scratch); ok {
+		if v, ok := ev.redactAll("", ev.text(b, &record.Field{Kind: record.String, Raw: rec.Msg, Flags: rec.MsgFlags})); ok {
 			patch(rec.Msg, rec.MsgFlags, v)
 			off := uint32(len(b.Data))
 			b.Data = append(b.Data, v...)
@@ -966,8 +998,7 @@ func (ev *evaluator) commitRedaction(b *record.Batch, i int, line []byte, lineCh
 		if f.Kind == record.Null || f.Kind == record.Bool {
 			continue
 		}
-		ev.scratch = b.AppendString(ev.scratch[:0], f)
-		v, ok := ev.redactAll(b.Name(f), ev.scratch)
+		v, ok := ev.redactAll(b.Name(f), ev.text(b, f))
 		if !ok {
 			continue
 		}
@@ -1000,8 +1031,21 @@ func (ev *evaluator) commitRedaction(b *record.Batch, i int, line []byte, lineCh
 	return true
 }
 
+// text returns the text of f (a field, or a record's message as one) as
+// the detectors read it: its bytes in b.Data where they need no
+// unescaping (most values: nothing is copied), else unescaped into
+// ev.scratch (valid until the next call).
+func (ev *evaluator) text(b *record.Batch, f *record.Field) []byte {
+	if f.Kind == record.String && f.Flags&(record.Escaped|record.SDEscaped|record.BadUTF8) == 0 {
+		return b.Raw(f)
+	}
+	ev.scratch = b.AppendString(ev.scratch[:0], f)
+	return ev.scratch
+}
+
 // redactAll runs every redaction that matched the record over a value;
-// it returns the result and whether it differs.
+// it returns the result and whether it differs. A value nothing is
+// found in is not copied.
 func (ev *evaluator) redactAll(name string, v []byte) ([]byte, bool) {
 	changed := false
 	cur := v
@@ -1013,8 +1057,10 @@ func (ev *evaluator) redactAll(name string, v []byte) ([]byte, bool) {
 			ev.out, n, ev.spans = r.redact(ev.out[:0], cur, ev.spans)
 		}
 		if n > 0 {
+			// The result is the value now; the buffer of the one before
+			// (if it was ev.val) the next scratch.
 			changed = true
-			ev.val = append(ev.val[:0], ev.out...)
+			ev.val, ev.out = ev.out, ev.val
 			cur = ev.val
 		}
 	}

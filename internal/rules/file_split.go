@@ -3,6 +3,7 @@ package rules
 import (
 	"bytes"
 	"runtime"
+	"time"
 
 	"go.yaml.in/yaml/v3"
 )
@@ -112,43 +113,71 @@ type specAt struct {
 }
 
 // parseChunks is parseFile for a file ruleChunks split: each rule's text
-// decoded alone, or taken from prev (the specs a version before decoded,
-// by text). It returns the specs and the specs by text for the next
-// version, or ok false when a chunk does not decode, or decodes with a
-// problem, to one rule: the caller decodes the file whole, which says
-// what is wrong where as it always has.
+// taken from prev (the specs a version before decoded, by text) or
+// decoded, the rules prev lacks decoded together by runs of consecutive
+// chunks, up to chunkYield at a time, yielding between runs (yielder). It returns
+// the specs and the specs by text for the next version, or ok false when
+// a run does not decode, or decodes with a problem, to its rules: the
+// caller decodes the file whole, which says what is wrong where as it
+// always has.
 func parseChunks(data []byte, chunks []chunk, prev map[string]specAt) ([]spec, map[string]specAt, bool) {
+	return parseChunksBy(data, chunks, prev, chunkYield)
+}
+
+// parseChunksBy is parseChunks decoding runs of up to group chunks.
+//
+// A run is decoded by one decoder, not a decoder per rule: 10,000 rules
+// decoded one by one allocate twice what one decoder does. And not the
+// whole file by one either: that is one call of tens of ms that never
+// yields, its tree of nodes (16 MB at 10,000 rules) all live at once,
+// for the GC to mark, while ingest runs.
+func parseChunksBy(data []byte, chunks []chunk, prev map[string]specAt, group int) ([]spec, map[string]specAt, bool) {
 	src := string(data)
 	specs := make([]spec, len(chunks))
 	byText := make(map[string]specAt, len(chunks))
 	names := make(map[string]int, len(chunks))
 	l := &loader{}
-	for j, c := range chunks {
-		if j%chunkYield == chunkYield-1 {
-			// Let the ingest goroutines run: on a small machine a
-			// reload that holds a core for tens of ms is their pause.
-			runtime.Gosched()
+	// First the rules prev does not have, decoded by runs.
+	fresh := make([]*spec, len(chunks))
+	var y yielder
+	for a := 0; a < len(chunks); {
+		if _, ok := prev[src[chunks[a].off:chunks[a].end]]; ok {
+			a++
+			continue
 		}
+		b := a + 1
+		for b < len(chunks) && b-a < group {
+			if _, ok := prev[src[chunks[b].off:chunks[b].end]]; ok {
+				break
+			}
+			b++
+		}
+		// Let the ingest goroutines run: on a small machine a reload
+		// that holds a core for tens of ms is their pause.
+		y.maybe()
+		var doc yaml.Node
+		if err := yaml.Unmarshal(data[chunks[a].off:chunks[b-1].end], &doc); err != nil {
+			return nil, nil, false
+		}
+		if len(doc.Content) != 1 || doc.Content[0].Kind != yaml.SequenceNode || len(doc.Content[0].Content) != b-a {
+			return nil, nil, false
+		}
+		for k, item := range doc.Content[0].Content {
+			s, ok := l.rule(a+k, item)
+			if !ok {
+				return nil, nil, false
+			}
+			s.base = chunks[a].line - 1 // the run's lines count from its first
+			fresh[a+k] = &s
+		}
+		a = b
+	}
+	for j, c := range chunks {
 		// The text as a slice of src, so that the map's keys share it.
 		text := src[c.off:c.end]
 		e, ok := prev[text]
 		if !ok {
-			e, ok = byText[text]
-		}
-		if !ok {
-			var doc yaml.Node
-			if err := yaml.Unmarshal(data[c.off:c.end], &doc); err != nil {
-				return nil, nil, false
-			}
-			if len(doc.Content) != 1 || doc.Content[0].Kind != yaml.SequenceNode || len(doc.Content[0].Content) != 1 {
-				return nil, nil, false
-			}
-			s, ok := l.rule(j, doc.Content[0].Content[0])
-			if !ok {
-				return nil, nil, false
-			}
-			s.base = c.line - 1
-			e = specAt{&s, c.line}
+			e = specAt{fresh[j], c.line}
 		}
 		byText[text] = specAt{e.sp, e.line}
 		specs[j] = *e.sp
@@ -162,32 +191,44 @@ func parseChunks(data []byte, chunks []chunk, prev map[string]specAt) ([]spec, m
 	return specs, byText, true
 }
 
-// chunkYield is how many rules a compile decodes or compiles between
-// yields of its goroutine.
+// chunkYield is how many rules a compile decodes at most in one run (one
+// decoder), between which it may yield (yielder).
 const chunkYield = 256
 
-// keptHalf reports whether prev has the text of half the chunks or more:
-// below that, decoding rule by rule costs more than decoding the file
-// whole (each decoder's buffers: 10,000 rules decoded one by one
-// allocate twice what one decoder does).
-func keptHalf(data []byte, chunks []chunk, prev map[string]specAt) bool {
-	kept := 0
-	for _, c := range chunks {
-		if _, ok := prev[string(data[c.off:c.end])]; ok {
-			kept++
-		}
+// yielder yields a compile's goroutine once it has run yieldAfter since
+// its last yield: the compile then waits behind the goroutines waiting
+// for a core. An ingest goroutine that the GC's mark worker displaced
+// from its own core waits for the compile's next yield (2 ms at most),
+// not for the compile (150 ms at 10,000 rules). By time, not by a count
+// of rules: under load a yield costs the compile the others' turn (a
+// few ms), and yielding every 64 rules made a 10,000-rule reload take
+// seconds behind four clients pushing flat out.
+type yielder struct{ last time.Time }
+
+const yieldAfter = 2 * time.Millisecond
+
+// maybe yields if yieldAfter has passed since the last yield (or since
+// the first call).
+func (y *yielder) maybe() {
+	now := time.Now()
+	switch {
+	case y.last.IsZero():
+		y.last = now
+	case now.Sub(y.last) >= yieldAfter:
+		runtime.Gosched()
+		y.last = time.Now()
 	}
-	return kept*2 >= len(chunks)
 }
 
-// parseSpecs reads a rules file's bytes into checked specs. With prev
-// (the running set's specs by text) holding half its rules or more, it
-// decodes only the rules whose text prev has not; else the file whole (one decoder over 10,000
-// rules allocates half what 10,000 do). It returns the specs by text for
-// the next version (nil when the file does not split into rules).
+// parseSpecs reads a rules file's bytes into checked specs. A file that
+// splits into its rules' texts is decoded by runs of rules (parseChunks),
+// only those whose text prev (the running set's specs by text) has not;
+// another, or one whose runs do not decode, is decoded whole. It returns
+// the specs by text for the next version (nil when the file does not
+// split into rules).
 func parseSpecs(name string, data []byte, prev map[string]specAt) ([]spec, map[string]specAt, error) {
 	chunks, split := ruleChunks(data)
-	if split && len(prev) > 0 && keptHalf(data, chunks, prev) {
+	if split {
 		if specs, byText, ok := parseChunks(data, chunks, prev); ok {
 			return specs, byText, nil
 		}

@@ -143,19 +143,22 @@ func FuzzRuleChunks(f *testing.F) {
 			}
 		}
 		for _, p := range prevs {
-			specs, byText, ok := parseChunks(data, chunks, p)
-			if !ok {
-				continue
-			}
-			whole, err := parseFile("f.yaml", data)
-			if err != nil {
-				t.Fatalf("decoded rule by rule but not whole: %v", err)
-			}
-			if got, want := absSpecs(specs), absSpecs(whole); !reflect.DeepEqual(got, want) {
-				t.Fatalf("rule by rule:\n%+v\nwhole:\n%+v", got, want)
-			}
-			if len(byText) == 0 {
-				t.Fatal("no specs by text for the next version")
+			// Runs of one rule, of two, and as a compile decodes them.
+			for _, group := range []int{1, 2, chunkYield} {
+				specs, byText, ok := parseChunksBy(data, chunks, p, group)
+				if !ok {
+					continue
+				}
+				whole, err := parseFile("f.yaml", data)
+				if err != nil {
+					t.Fatalf("decoded rule by rule but not whole: %v", err)
+				}
+				if got, want := absSpecs(specs), absSpecs(whole); !reflect.DeepEqual(got, want) {
+					t.Fatalf("rule by rule:\n%+v\nwhole:\n%+v", got, want)
+				}
+				if len(byText) == 0 {
+					t.Fatal("no specs by text for the next version")
+				}
 			}
 		}
 	})

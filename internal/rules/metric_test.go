@@ -1,6 +1,7 @@
 package rules
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -80,5 +81,60 @@ sluice_rule_metric_overflow_total{metric="sent_bytes_total"} 0
 	}
 	if b.NumKept() != 4 || b.Kept(4) {
 		t.Errorf("kept %d records, the last %v; want 4, not the last", b.NumKept(), b.Kept(4))
+	}
+}
+
+// TestEvalTime: a rule's evaluation time is sampled, one line in
+// evalSample of each evaluator, into its histogram on /metrics; a rule
+// its literal keeps off every line is never timed.
+func TestEvalTime(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	m := NewMetrics(reg)
+	s, err := Compile("rules.yaml", []byte(`
+rules:
+  - name: all
+    match: '{service=~".+"} | logfmt | n > 0'
+    metric: {name: lines_total}
+  - name: none
+    match: '{service=~".+"} |= "no line holds this"'
+    drop: true
+`), m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := make([]string, 2*evalSample+10)
+	for i := range lines {
+		lines[i] = fmt.Sprintf("service=api n=%d", i+1)
+	}
+	s.Apply(parseLines(t, lines...))
+	if c := m.Rule("all"); c.Matched != uint64(len(lines)) || c.EvalSampled != 2 || c.EvalSeconds <= 0 {
+		t.Errorf("rule all: %d matched, %d timed in %v s; want %d, 2, more than 0", c.Matched, c.EvalSampled, c.EvalSeconds, len(lines))
+	}
+	if c := m.Rule("none"); c.EvalSampled != 0 {
+		t.Errorf("rule none: %d lines timed, want 0", c.EvalSampled)
+	}
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, mf := range mfs {
+		if mf.GetName() != "sluice_rule_eval_seconds" {
+			continue
+		}
+		for _, mt := range mf.GetMetric() {
+			h := mt.GetHistogram()
+			if mt.GetLabel()[0].GetValue() != "all" {
+				continue
+			}
+			found = true
+			bs := h.GetBucket()
+			if h.GetSampleCount() != 2 || len(bs) != len(evalBounds) || bs[len(bs)-1].GetCumulativeCount() > 2 || bs[0].GetUpperBound() != 1e-6 {
+				t.Errorf("histogram of rule all: %v", h)
+			}
+		}
+	}
+	if !found {
+		t.Error("no sluice_rule_eval_seconds{rule=\"all\"}")
 	}
 }

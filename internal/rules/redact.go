@@ -29,6 +29,8 @@ type detector struct {
 	// (an e-mail address in a 400-byte line: 30 bytes, not 400).
 	anchor byte
 	class  *[256]bool
+	// scan, if set, finds the spans itself, without re.
+	scan func(spans [][2]int, text []byte) [][2]int
 }
 
 var detectors = map[string]*detector{
@@ -98,24 +100,20 @@ var detectors = map[string]*detector{
 		pre: func(t []byte) bool { return bytes.IndexByte(t, 'A') >= 0 },
 	},
 	// secret_pairs finds the value of key=value, key: value and
-	// "key":"value" pairs (logfmt, text, JSON) whose key names a secret.
+	// "key":"value" pairs (logfmt, text, JSON) whose key names a secret
+	// (see redact_pairs.go).
 	"secret_pairs": {
-		re:    regexp.MustCompile(`(?i)(?:^|[^A-Za-z0-9_.\-])"?` + secretKey + `"?\s*[:=]\s*("(?:[^"\\]|\\.)*"|'[^']*'|[^\s,;&"'}\]]+)`),
-		group: 1,
-		pre:   func(t []byte) bool { return bytes.IndexAny(t, "=:") >= 0 && secretWords.Match(t) },
+		scan: scanSecretPairs,
+		pre: func(t []byte) bool {
+			return (bytes.IndexByte(t, '=') >= 0 || bytes.IndexByte(t, ':') >= 0) && secretWords.Match(t)
+		},
 	},
 }
-
-// secretKey is a key that names a secret: password, db_password,
-// client_secret, access_token, api_key, apikey...
-const secretKey = `[A-Za-z0-9_.\-]*(?:password|passwd|pwd|secret|token|api_?key|apikey|access_?key|private_?key|credentials?)[A-Za-z0-9_]*`
 
 // secretWords holds a word of every secretKey, so that a text without
 // one skips the regexp.
 var secretWords = literal.NewSet([][]byte{[]byte("passw"), []byte("pwd"), []byte("secret"), []byte("token"),
 	[]byte("key"), []byte("credential")}, true)
-
-var secretKeyRe = regexp.MustCompile(`(?i)^` + secretKey + `$`)
 
 // detectorNames lists the built-in detectors, sorted.
 func detectorNames() []string {
@@ -225,6 +223,9 @@ func (d *detector) find(spans [][2]int, text []byte) [][2]int {
 	if d.pre != nil && !d.pre(text) {
 		return spans
 	}
+	if d.scan != nil {
+		return d.scan(spans, text)
+	}
 	if d.class == nil {
 		return d.findIn(spans, text, 0, len(text))
 	}
@@ -261,12 +262,20 @@ func (d *detector) findIn(spans [][2]int, text []byte, from, to int) [][2]int {
 		if d.valid != nil && !d.valid(text, s, e) {
 			continue
 		}
-		if e > s+1 && (text[s] == '"' && text[e-1] == '"' || text[s] == '\'' && text[e-1] == '\'') {
-			s, e = s+1, e-1 // a quoted value: keep the quotes, so the line stays well formed
-		}
-		if s < e {
-			spans = append(spans, [2]int{s, e})
-		}
+		spans = appendSpan(spans, text, s, e)
+	}
+	return spans
+}
+
+// appendSpan appends [s, e) of text to spans: without its quotes when it
+// is quoted (so that the line stays well formed), and not at all when
+// nothing is left.
+func appendSpan(spans [][2]int, text []byte, s, e int) [][2]int {
+	if e > s+1 && (text[s] == '"' && text[e-1] == '"' || text[s] == '\'' && text[e-1] == '\'') {
+		s, e = s+1, e-1
+	}
+	if s < e {
+		spans = append(spans, [2]int{s, e})
 	}
 	return spans
 }
@@ -301,8 +310,8 @@ func newRedactor(s *redactSpec) *redactor {
 }
 
 // redact appends text with every secret replaced to dst, and returns
-// how many replacements it made; with none, what it appended is text.
-// spans is scratch.
+// how many replacements it made; with none, it appends nothing: the text
+// stands as it is, and nobody copies it. spans is scratch.
 func (r *redactor) redact(dst, text []byte, spans [][2]int) ([]byte, int, [][2]int) {
 	n := 0
 	cur := text
@@ -330,6 +339,9 @@ func (r *redactor) redact(dst, text []byte, spans [][2]int) ([]byte, int, [][2]i
 		spans = d.find(spans, cur)
 	}
 	if len(spans) == 0 {
+		if n == 0 {
+			return dst[:start], 0, spans
+		}
 		return append(dst[:start], cur...), n, spans
 	}
 	// Detectors may overlap (an e-mail address in a password= pair):
@@ -354,9 +366,10 @@ func (r *redactor) redact(dst, text []byte, spans [][2]int) ([]byte, int, [][2]i
 }
 
 // field redacts a field's value, knowing its name: a value whose name is
-// a secret key is replaced whole.
+// a secret key is replaced whole. As redact, it appends nothing when it
+// replaces nothing.
 func (r *redactor) field(dst []byte, name string, value []byte, spans [][2]int) ([]byte, int, [][2]int) {
-	if r.secretNames && len(value) > 0 && secretWords.Match(unsafeBytes(name)) && secretKeyRe.MatchString(name) {
+	if r.secretNames && len(value) > 0 && secretWords.Match(unsafeBytes(name)) && isSecretName(unsafeBytes(name)) {
 		return append(dst, r.replacement...), 1, spans
 	}
 	return r.redact(dst, value, spans)

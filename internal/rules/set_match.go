@@ -59,7 +59,7 @@ func compileMatch(src string) (*compiledMatch, error) {
 	if err != nil {
 		return nil, err
 	}
-	if _, err := stage.Compile(expr.Pipeline); err != nil {
+	if err := checkStages(expr.Pipeline); err != nil {
 		return nil, err
 	}
 	m := &compiledMatch{selector: expr.Selector, stages: expr.Pipeline}
@@ -76,6 +76,45 @@ func compileMatch(src string) (*compiledMatch, error) {
 		}
 	}
 	return m, nil
+}
+
+// checkStages returns the error stage.Compile returns for stages, if
+// any, without compiling the line filters that cannot fail: a literal
+// (|= "x", != "x") or a regexp the parser compiled (|~ "x"). Compiling
+// them builds their matchers (a regexp's literal analysis and automata)
+// only to throw them away: each evaluator compiles its own on first use.
+// At 10,000 rules that was a fifth of a compile's allocations (15 of 78
+// MB), garbage whose collection ran while ingest did.
+func checkStages(stages []logql.Stage) error {
+	for k, st := range stages {
+		if f, ok := st.(*logql.LineFilter); ok && safeFilter(f) {
+			continue
+		}
+		if _, err := stage.Compile(stages[k : k+1]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// safeFilter reports whether stage.Compile cannot fail on f: each value
+// a literal (not ip()) searched with |= or !=, or a regexp already
+// compiled searched with |~ or !~.
+func safeFilter(f *logql.LineFilter) bool {
+	if len(f.Values) == 0 {
+		return false
+	}
+	for _, v := range f.Values {
+		switch {
+		case v.IP:
+			return false
+		case f.Op == logql.FilterContains || f.Op == logql.FilterNotContains:
+		case (f.Op == logql.FilterRegexp || f.Op == logql.FilterNotRegexp) && v.Re != nil:
+		default:
+			return false
+		}
+	}
+	return true
 }
 
 // splitParser sets m's head, parser, tail and parseKey when its pipeline

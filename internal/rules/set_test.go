@@ -305,6 +305,11 @@ func TestLoadErrors(t *testing.T) {
 		{"rules:\n  - match: '{a=\"b\"}'\n    drop: true", "rules.yaml:2:5: rule 1: name: missing"},
 		{"rules:\n  - name: x\n    match: '{a=\"b\"'\n    drop: true", "rules.yaml:3:12: rule 1 (x): match: parse error"},
 		{"rules:\n  - name: x\n    dorp: true", `rules.yaml:3:5: rule 1 (x): unknown key "dorp"`},
+		// Line filters that checkStages does not compile: refused by
+		// the parser.
+		{"rules:\n  - name: x\n    match: '{a=\"b\"} |= \"ok\" |~ ip(\"10.0.0.1\")'\n    drop: true", "rules.yaml:3:12: rule 1 (x): match: parse error at line 1, col 20: ip line filter only supports |= and !="},
+		{"rules:\n  - name: x\n    match: '{a=\"b\"} |= ip(\"10.0.0.300\")'\n    drop: true", `rules.yaml:3:12: rule 1 (x): match: parse error at line 1, col 15: invalid ip filter "10.0.0.300"`},
+		{"rules:\n  - name: x\n    match: '{a=\"b\"} |~ \"(a\"'\n    drop: true", "rules.yaml:3:12: rule 1 (x): match: parse error"},
 		{"rules:\n  - name: x\n    route: []", "rules.yaml:3:12: rule 1 (x): route: an empty list (want the names of sinks)"},
 		{"rules:\n  - name: x\n    route: [pg, pg]", `rules.yaml:3:17: rule 1 (x): route: sink "pg" is named twice`},
 		{"rules:\n  - name: x\n    route: ['a b']", `rules.yaml:3:13: rule 1 (x): route: "a b" is not a sink name`},
@@ -400,6 +405,10 @@ func FuzzCompile(f *testing.F) {
 		"rules: {",
 		"- a\n- b",
 		"rules:\n  - name: &a x\n    drop: *a",
+		// Line filters checkStages does not compile, secret_pairs, and a
+		// file decoded by runs whose scalar runs across a rule's start.
+		"rules:\n  - name: x\n    match: '{a=~\".+\"} |~ \"(?i)err(or)?\" != \"debug\" !~ \"x+y\"'\n    redact: {detectors: [secret_pairs, bearer]}\n  - name: y\n    match: '{a=\"b\"} |= ip(\"10.0.0.0/8\")'\n    drop: true",
+		"rules:\n  - name: x\n    rewrite: \"a\n  - name: y\"\n  - name: z\n    redact: {detectors: [secret_pairs]}",
 	} {
 		f.Add([]byte(seed))
 	}

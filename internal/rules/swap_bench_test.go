@@ -1,7 +1,10 @@
 package rules
 
 import (
+	"context"
 	"fmt"
+	"runtime"
+	"runtime/trace"
 	"slices"
 	"strings"
 	"sync"
@@ -18,9 +21,14 @@ import (
 //     goroutine, as Live.Reload runs it): the batches applied while it
 //     runs against those applied before it, on the same goroutine
 //     (compile-p50-us, compile-max-us against steady-p50-us,
-//     steady-max-us). On a machine with a core free, what the compile
-//     adds is its allocations' GC assists; on a busy one, its share of
-//     the cores too.
+//     steady-max-us). What the compile adds is mostly waiting, not
+//     work (cpu-compile-max-us): its allocations start GC cycles whose
+//     fractional mark workers (GOMAXPROCS=2 has no dedicated one) take
+//     a P for a quarter of the mark phase, in stretches of up to ~30% of
+//     its time so far when the P's goroutine ran without scheduling;
+//     and the compile itself holds a P between its yields (see
+//     yielder) and for the steps that do not yield (the literal gate of
+//     all the rules' literals, rebuilt when they all changed).
 //   - the swap (one pointer store, after the compile is done): the pause
 //     between the last batch under the old set and the first under the
 //     new, net of a steady batch: the end of the first new batch less
@@ -28,6 +36,12 @@ import (
 //     the mean; pause-max-us). This is what the new set's first batch
 //     costs more: an evaluator of its own, the streams' rules decided
 //     again, pipelines compiled on first use.
+//
+// Each batch's own CPU time is measured too (its thread's, Linux only):
+// cpu-steady-p50-us and cpu-compile-max-us against the batches' wall
+// time say whether a slow batch worked longer or waited longer (for a
+// core, taken by the compile, by the GC's mark workers or by another
+// process). Each batch is a runtime/trace region "apply", for -trace.
 //
 // Each iteration reloads a file of n rules that differs from the
 // running one in one rule's literal (change=one) or in every rule's
@@ -50,6 +64,7 @@ func BenchmarkSwapPause(b *testing.B) {
 // set.
 type span struct {
 	start, end time.Time
+	cpu        time.Duration // the batch's own CPU time
 	set        *Set
 }
 
@@ -87,6 +102,9 @@ func benchSwapPause(b *testing.B, n int, all bool) {
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
+		runtime.LockOSThread() // for threadCPU
+		defer runtime.UnlockOSThread()
+		ctx := context.Background()
 		c := *batch
 		c.Data, c.Records, c.Fields = nil, nil, nil // rules change a batch in place
 		for !stop.Load() {
@@ -94,12 +112,14 @@ func benchSwapPause(b *testing.B, n int, all bool) {
 			c.Records = append(c.Records[:0], recs...)
 			c.Fields = append(c.Fields[:0], fields...)
 			c.ClearSelection()
-			start := time.Now()
+			start, cpu0 := time.Now(), threadCPU()
 			s := l.Current()
+			region := trace.StartRegion(ctx, "apply")
 			s.Apply(&c)
-			end := time.Now()
+			region.End()
+			end, cpu := time.Now(), threadCPU()-cpu0
 			mu.Lock()
-			spans = append(spans, span{start, end, s})
+			spans = append(spans, span{start, end, cpu, s})
 			applied++
 			cond.Broadcast()
 			mu.Unlock()
@@ -136,7 +156,7 @@ func benchSwapPause(b *testing.B, n int, all bool) {
 
 	// Each batch is one of: applied while a compile ran; the first under
 	// its set (but the very first); or steady.
-	var steady, during, pause []time.Duration
+	var steady, during, pause, cpuSteady, cpuDuring []time.Duration
 	for i, sp := range spans {
 		overlaps := false
 		for _, w := range windows {
@@ -148,14 +168,17 @@ func benchSwapPause(b *testing.B, n int, all bool) {
 		switch {
 		case overlaps:
 			during = append(during, sp.end.Sub(sp.start))
+			cpuDuring = append(cpuDuring, sp.cpu)
 		case i > 0 && spans[i-1].set != sp.set:
 			pause = append(pause, sp.end.Sub(spans[i-1].end))
 		case i > 0:
 			steady = append(steady, sp.end.Sub(sp.start))
+			cpuSteady = append(cpuSteady, sp.cpu)
 		}
 	}
-	slices.Sort(steady)
-	slices.Sort(during)
+	for _, d := range [][]time.Duration{steady, during, cpuSteady, cpuDuring} {
+		slices.Sort(d)
+	}
 	med := quantileDur(steady, 0.5)
 	for i := range pause {
 		pause[i] -= med
@@ -168,6 +191,8 @@ func benchSwapPause(b *testing.B, n int, all bool) {
 	b.ReportMetric(us(quantileDur(during, 1)), "compile-max-us")
 	b.ReportMetric(us(quantileDur(pause, 0.5)), "pause-p50-us")
 	b.ReportMetric(us(quantileDur(pause, 1)), "pause-max-us")
+	b.ReportMetric(us(quantileDur(cpuSteady, 0.5)), "cpu-steady-p50-us")
+	b.ReportMetric(us(quantileDur(cpuDuring, 1)), "cpu-compile-max-us")
 }
 
 // quantileDur returns the q-quantile (0 to 1) of sorted durations; 0 for

@@ -1,0 +1,8 @@
+//go:build !linux
+
+package rules
+
+import "time"
+
+// threadCPU is not measured here: 0.
+func threadCPU() time.Duration { return 0 }
