@@ -133,7 +133,7 @@ for ((r = 1; r <= runs; r++)); do
 			rows+=("| $r | ${label[$side]} | $(rps "$run/out.txt") | $(pct "$run/out.txt" 50) | $(pct "$run/out.txt" 99) | $(errs "$run/out.txt") | | | |")
 		else
 			# shellcheck disable=SC2086
-			taskset -c "$server_core" "$bin" serve --data "$run/data-$r" --listen "127.0.0.1:$port" --pprof ${SERVE_FLAGS:-} >"$run/serve.log" 2>&1 &
+			env ${SERVE_ENV:-} taskset -c "$server_core" "$bin" serve --data "$run/data-$r" --listen "127.0.0.1:$port" --pprof ${SERVE_FLAGS:-} >"$run/serve.log" 2>&1 &
 			spid=$!
 			pids+=("$spid")
 			wait_ready "$url/ready" "$spid" sluice "$run/serve.log"
@@ -185,7 +185,7 @@ median() { printf '%s\n' "$@" | sort -n | awk '{a[NR] = $1} END {print (NR % 2 ?
 mf="$(median ${rps_of[floor]:-0})"
 # shellcheck disable=SC2086
 ms="$(median ${rps_of[sluice]:-0})"
-bench_header RUNS DURATION WARMUP CONNS PROTOCOL CLIENT SERVER_CORE CLIENT_CORE SERVE_FLAGS SIDES
+bench_header RUNS DURATION WARMUP CONNS PROTOCOL CLIENT SERVER_CORE CLIENT_CORE SERVE_FLAGS SERVE_ENV SIDES
 echo "- one line per request ($protocol), $conns keep-alive connections, server on core $server_core, \`sluice bench --client $client\` on core $client_core; $runs runs of $duration after $warmup of warm-up, the servers ($sides_list) taking turns"
 echo "- bytes and allocations per request: the sluice process's runtime.MemStats TotalAlloc and Mallocs deltas (go_memstats_alloc_bytes_total, go_memstats_mallocs_total on /metrics) over the counted run, divided by the ingest requests it answered"
 echo
