@@ -10,6 +10,11 @@
 #   SERVER_CORE=0 CLIENT_CORE=1 WARMUP=2s SERVE_FLAGS='--max-inflight 256' bench/small.sh
 #   PROFILE=/tmp/prof bench/small.sh            # also sluice's CPU profile of each counted run
 #   CLIENT=nethttp bench/small.sh               # `sluice bench --client nethttp` (default raw)
+#   SIDES='floor fasthttp victorialogs sluice' bench/small.sh
+#                                               # also fasthttp answering 204 (bench/fasthttpfloor)
+#                                               # and VictoriaLogs (one-line jsonline pushes to its
+#                                               # /insert/jsonline, _msg_field=msg; it answers before
+#                                               # any fsync: not durable), taking turns with the others
 #
 # Each run starts the floor, then sluice on a fresh data directory (the order swapped every other
 # run), each under `taskset -c SERVER_CORE`, and drives it with `taskset -c CLIENT_CORE sluice bench
@@ -38,6 +43,18 @@ protocol="${PROTOCOL:-jsonline}"
 client="${CLIENT:-raw}"
 server_core="${SERVER_CORE:-0}"
 client_core="${CLIENT_CORE:-1}"
+sides_list="${SIDES:-floor sluice}"
+declare -A label=([floor]="net/http 204" [fasthttp]="fasthttp 204" [victorialogs]="VictoriaLogs $vl_version" [sluice]=sluice)
+for side in $sides_list; do
+	if [[ -z "${label[$side]:-}" ]]; then
+		echo "small.sh: SIDES: unknown side $side (floor, fasthttp, victorialogs, sluice)" >&2
+		exit 2
+	fi
+done
+if [[ " $sides_list " != *" floor "* || " $sides_list " != *" sluice "* ]]; then
+	echo "small.sh: SIDES must hold floor and sluice (the ratio is theirs)" >&2
+	exit 2
+fi
 bin="$root/bin/sluice"
 
 run="$(mktemp -d "$cache/small-run.XXXXXX")"
@@ -50,6 +67,11 @@ trap cleanup EXIT
 build_sluice
 log "building bench/httpfloor"
 (cd "$root" && go build -o "$run/httpfloor" ./bench/httpfloor)
+if [[ " $sides_list " == *" fasthttp "* ]]; then
+	log "building bench/fasthttpfloor (a module of its own)"
+	(cd "$root/bench/fasthttpfloor" && go build -o "$run/fasthttpfloor" .)
+fi
+if [[ " $sides_list " == *" victorialogs "* ]]; then build_vl; fi
 
 # metric URL NAME: the sum of NAME's samples in URL's /metrics.
 metric() {
@@ -67,30 +89,51 @@ pct() { awk -v q="p$2" '$1 == q {print $2}' "$1"; }
 errs() { sed -n 's/^errors: //p' "$1"; }
 
 problems=0
-declare -a floor_rps sluice_rps rows
+declare -a rows
+declare -A rps_of
+read -r -a sides <<<"$sides_list"
 for ((r = 1; r <= runs; r++)); do
-	order=(floor sluice)
-	if ((r % 2 == 0)); then order=(sluice floor); fi
+	# Each run starts one place further along the list: with two sides, they alternate.
+	order=()
+	for ((i = 0; i < ${#sides[@]}; i++)); do order+=("${sides[(i + r - 1) % ${#sides[@]}]}"); done
 	for side in "${order[@]}"; do
 		port="$(free_port)"
 		url="http://127.0.0.1:$port"
-		if [[ $side == floor ]]; then
-			taskset -c "$server_core" "$run/httpfloor" -mode nethttp -listen "127.0.0.1:$port" >"$run/floor.log" 2>&1 &
+		if [[ $side != sluice ]]; then
+			target="$url"
+			case $side in
+			floor)
+				taskset -c "$server_core" "$run/httpfloor" -mode nethttp -listen "127.0.0.1:$port" >"$run/floor.log" 2>&1 &
+				;;
+			fasthttp)
+				taskset -c "$server_core" "$run/fasthttpfloor" -listen "127.0.0.1:$port" >"$run/floor.log" 2>&1 &
+				;;
+			victorialogs)
+				taskset -c "$server_core" "$vl_bin" -storageDataPath="$run/vl-$r" -httpListenAddr="127.0.0.1:$port" -retentionPeriod=100y >"$run/floor.log" 2>&1 &
+				# The generated lines' message is their msg field.
+				target="$url/?_msg_field=msg"
+				;;
+			esac
 			spid=$!
 			pids+=("$spid")
-			for ((i = 0; i < 100; i++)); do curl -s -o /dev/null -X POST -d x "$url/" && break; sleep 0.1; done
-			drive "$url" "$warmup" "$run/warm.txt"
-			drive "$url" "$duration" "$run/out.txt"
+			if [[ $side == victorialogs ]]; then
+				wait_ready "$url/health" "$spid" VictoriaLogs "$run/floor.log"
+			else
+				for ((i = 0; i < 100; i++)); do curl -s -o /dev/null -X POST -d x "$url/" && break; sleep 0.1; done
+			fi
+			drive "$target" "$warmup" "$run/warm.txt"
+			drive "$target" "$duration" "$run/out.txt"
 			# SIGTERM: a background job of a script ignores SIGINT, and
 			# so does the floor, which sets no handler.
 			kill -TERM "$spid" 2>/dev/null || true
 			wait "$spid" 2>/dev/null || true
 			pids=("${pids[@]/$spid/}")
-			floor_rps+=("$(rps "$run/out.txt")")
-			rows+=("| $r | net/http 204 | $(rps "$run/out.txt") | $(pct "$run/out.txt" 50) | $(pct "$run/out.txt" 99) | $(errs "$run/out.txt") | | | |")
+			rm -rf "$run/vl-$r"
+			rps_of[$side]+=" $(rps "$run/out.txt")"
+			rows+=("| $r | ${label[$side]} | $(rps "$run/out.txt") | $(pct "$run/out.txt" 50) | $(pct "$run/out.txt" 99) | $(errs "$run/out.txt") | | | |")
 		else
 			# shellcheck disable=SC2086
-			taskset -c "$server_core" "$bin" serve --data "$run/data-$r" --listen "127.0.0.1:$port" --pprof ${SERVE_FLAGS:-} >"$run/serve.log" 2>&1 &
+			env ${SERVE_ENV:-} taskset -c "$server_core" "$bin" serve --data "$run/data-$r" --listen "127.0.0.1:$port" --pprof ${SERVE_FLAGS:-} >"$run/serve.log" 2>&1 &
 			spid=$!
 			pids+=("$spid")
 			wait_ready "$url/ready" "$spid" sluice "$run/serve.log"
@@ -129,7 +172,7 @@ for ((r = 1; r <= runs; r++)); do
 			bpr=$(awk -v a=$((a1 - a0)) -v q="$reqs" 'BEGIN {printf "%.0f", (q > 0 ? a / q : 0)}')
 			apr=$(awk -v a=$((m1 - m0)) -v q="$reqs" 'BEGIN {printf "%.1f", (q > 0 ? a / q : 0)}')
 			rpf=$(awk -v f=$((f1 - f0)) -v q="$reqs" 'BEGIN {printf "%.1f", (f > 0 ? q / f : 0)}')
-			sluice_rps+=("$(rps "$run/out.txt")")
+			rps_of[sluice]+=" $(rps "$run/out.txt")"
 			rows+=("| $r | sluice | $(rps "$run/out.txt") | $(pct "$run/out.txt" 50) | $(pct "$run/out.txt" 99) | $(errs "$run/out.txt") | $bpr | $apr | $rpf |")
 		fi
 		log "run $r $side: $(head -1 "$run/out.txt"); p50 $(pct "$run/out.txt" 50), p99 $(pct "$run/out.txt" 99)"
@@ -138,10 +181,12 @@ done
 
 # median N...: the middle value, or the mean of the two middle ones.
 median() { printf '%s\n' "$@" | sort -n | awk '{a[NR] = $1} END {print (NR % 2 ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2)}'; }
-mf="$(median "${floor_rps[@]}")"
-ms="$(median "${sluice_rps[@]}")"
-bench_header RUNS DURATION WARMUP CONNS PROTOCOL CLIENT SERVER_CORE CLIENT_CORE SERVE_FLAGS
-echo "- one line per request ($protocol), $conns keep-alive connections, server on core $server_core, \`sluice bench --client $client\` on core $client_core; $runs runs of $duration after $warmup of warm-up, the two servers alternated"
+# shellcheck disable=SC2086
+mf="$(median ${rps_of[floor]:-0})"
+# shellcheck disable=SC2086
+ms="$(median ${rps_of[sluice]:-0})"
+bench_header RUNS DURATION WARMUP CONNS PROTOCOL CLIENT SERVER_CORE CLIENT_CORE SERVE_FLAGS SERVE_ENV SIDES
+echo "- one line per request ($protocol), $conns keep-alive connections, server on core $server_core, \`sluice bench --client $client\` on core $client_core; $runs runs of $duration after $warmup of warm-up, the servers ($sides_list) taking turns"
 echo "- bytes and allocations per request: the sluice process's runtime.MemStats TotalAlloc and Mallocs deltas (go_memstats_alloc_bytes_total, go_memstats_mallocs_total on /metrics) over the counted run, divided by the ingest requests it answered"
 echo
 echo "| run | server | requests/s | p50 | p99 | errors | bytes/request | allocs/request | requests/fsync |"
@@ -149,4 +194,10 @@ echo "|---|---|---|---|---|---|---|---|---|"
 printf '%s\n' "${rows[@]}"
 echo
 awk -v s="$ms" -v f="$mf" 'BEGIN {printf "**median: sluice %d requests/s, net/http 204 %d requests/s, ratio %.2f**\n", s, f, (f > 0 ? s / f : 0)}'
+for side in "${sides[@]}"; do
+	if [[ $side == floor || $side == sluice ]]; then continue; fi
+	# shellcheck disable=SC2086
+	m="$(median ${rps_of[$side]})"
+	awk -v n="${label[$side]}" -v m="$m" -v s="$ms" -v f="$mf" 'BEGIN {printf "- median %s: %d requests/s (%.2f of net/http 204%s)\n", n, m, (f > 0 ? m / f : 0), (s > 0 ? sprintf("; sluice is %.2f of it", s / m) : "")}'
+done
 exit "$problems"

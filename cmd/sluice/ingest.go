@@ -77,15 +77,17 @@ type ingestOpts struct {
 
 // storageFlags open a data directory.
 type storageFlags struct {
-	data      string
-	fsync     string
-	headBytes int64
+	data         string
+	fsync        string
+	headBytes    int64
+	blockingSync bool
 }
 
 func (o *storageFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&o.data, "data", "", "the data `directory`")
 	fs.StringVar(&o.fsync, "fsync", "always", "WAL sync policy: always (durable before acknowledging), interval=10ms, or never (UNSAFE: a crash loses acknowledged data)")
 	fs.Int64Var(&o.headBytes, "head-bytes", store.DefaultHeadBytes, "flush the in-memory head to parts at this size")
+	fs.BoolVar(&o.blockingSync, "wal-blocking-sync", false, "fdatasync the WAL by a blocking syscall, not through an io_uring (used where the kernel offers one)")
 }
 
 func (o *storageFlags) open(stderr io.Writer) (*store.Store, error) {
@@ -103,6 +105,7 @@ func (o *storageFlags) openWith(stderr io.Writer, opts store.Options) (*store.St
 	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	opts.Dir, opts.Sync, opts.HeadBytes, opts.Logger = o.data, sync, o.headBytes, log
+	opts.WALBlockingSync = o.blockingSync
 	return store.Open(opts)
 }
 

@@ -16,6 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/sluicelog/sluice/internal/flow"
+	"github.com/sluicelog/sluice/internal/parse"
 	"github.com/sluicelog/sluice/internal/protocol/jsonline"
 	"github.com/sluicelog/sluice/internal/protocol/loki"
 	"github.com/sluicelog/sluice/internal/record"
@@ -294,12 +295,19 @@ func (s *Server) handleLines(w http.ResponseWriter, r *http.Request, tenant stri
 			format = "auto"
 		}
 	}
-	opts, err := jsonline.Options(query, r.Header, format, s.cfg.Parse)
-	if err != nil {
-		http.Error(w, err.Error(), http.StatusBadRequest)
-		return http.StatusBadRequest, 0
+	var p *parse.Parser
+	var list *parserList
+	var err error
+	if jsonline.Plain(query, r.Header) {
+		p, list, err = s.parsers.getPlain(format, func() (parse.Options, error) {
+			return jsonline.Options(nil, nil, format, s.cfg.Parse)
+		})
+	} else {
+		var opts parse.Options
+		if opts, err = jsonline.Options(query, r.Header, format, s.cfg.Parse); err == nil {
+			p, list, err = s.parsers.get(opts)
+		}
 	}
-	p, list, err := s.parsers.get(opts)
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return http.StatusBadRequest, 0

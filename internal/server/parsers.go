@@ -16,6 +16,17 @@ type parsers struct {
 	mu   sync.Mutex
 	free map[string]*parserList
 	idle int // parsers in all the lists
+	// plain are the options, and their keys, of requests that set no
+	// parameter (jsonline.Plain), by format: most requests, whose options
+	// and key are then not built again.
+	plain map[string]plainOptions
+}
+
+// plainOptions are the options of a format's requests that set no
+// parameter, and their key (never modified).
+type plainOptions struct {
+	opts parse.Options
+	key  []byte
 }
 
 // parserList is the idle parsers of one option set.
@@ -57,8 +68,35 @@ func appendKeyString(b []byte, s string) []byte {
 // that put gives it back to (nil: not kept).
 func (ps *parsers) get(opts parse.Options) (*parse.Parser, *parserList, error) {
 	var buf [256]byte
-	key := appendParserKey(buf[:0], opts)
 	ps.mu.Lock()
+	return ps.getLocked(opts, appendParserKey(buf[:0], opts))
+}
+
+// getPlain is get for a request of format that sets no parameter
+// (jsonline.Plain): options returns its options, called once per format.
+func (ps *parsers) getPlain(format string, options func() (parse.Options, error)) (*parse.Parser, *parserList, error) {
+	ps.mu.Lock()
+	po, ok := ps.plain[format]
+	if !ok {
+		ps.mu.Unlock()
+		opts, err := options()
+		if err != nil {
+			return nil, nil, err
+		}
+		po = plainOptions{opts: opts, key: appendParserKey(nil, opts)}
+		ps.mu.Lock()
+		if ps.plain == nil {
+			ps.plain = map[string]plainOptions{}
+		}
+		if len(ps.plain) < maxParserKeys {
+			ps.plain[format] = po
+		}
+	}
+	return ps.getLocked(po.opts, po.key)
+}
+
+// getLocked is get with ps.mu held, which it releases; key is opts'.
+func (ps *parsers) getLocked(opts parse.Options, key []byte) (*parse.Parser, *parserList, error) {
 	if ps.free == nil {
 		ps.free = map[string]*parserList{}
 	}

@@ -1,9 +1,12 @@
 package server
 
 import (
+	"net/http"
+	"net/url"
 	"testing"
 
 	"github.com/sluicelog/sluice/internal/parse"
+	"github.com/sluicelog/sluice/internal/protocol/jsonline"
 	"github.com/sluicelog/sluice/internal/record"
 )
 
@@ -51,5 +54,54 @@ func TestParsersKeepManyIdle(t *testing.T) {
 	}
 	if ps.idle != maxIdle || len(list.idle) != maxIdle {
 		t.Errorf("%d idle (%d in the list), want the bound %d", ps.idle, len(list.idle), maxIdle)
+	}
+}
+
+// TestParsersPlain: a request that sets no parameter gets its parser from
+// the same list as one whose options are built in full, its options
+// built once per format; a request setting one is not plain.
+func TestParsersPlain(t *testing.T) {
+	var ps parsers
+	base := parse.Options{MaxLineSize: 1 << 20, MaxDepth: 64, Record: record.DefaultConfig()}
+	for _, format := range []string{"json", "auto", "json"} {
+		built := 0
+		p, plain, err := ps.getPlain(format, func() (parse.Options, error) {
+			built++
+			return jsonline.Options(nil, nil, format, base)
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ps.put(plain, p)
+		opts, err := jsonline.Options(url.Values{}, http.Header{}, format, base)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, full, err := ps.get(opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ps.put(full, p)
+		if plain == nil || plain != full {
+			t.Errorf("format %s: plain list %p, full %p", format, plain, full)
+		}
+		if want := len(ps.plain); built > 1 || want > 2 {
+			t.Errorf("format %s: options built %d times, %d formats kept", format, built, want)
+		}
+	}
+	for _, tc := range []struct {
+		q     url.Values
+		h     http.Header
+		plain bool
+	}{
+		{nil, http.Header{"Content-Type": {"application/x-ndjson"}}, true},
+		{url.Values{"_msg_field": {"m"}}, nil, false},
+		{url.Values{"format": {"json"}}, nil, false},
+		{nil, http.Header{"Vl-Msg-Field": {"m"}}, false},
+		{nil, http.Header{"Vl-Stream-Fields": {"a"}}, false},
+	} {
+		if got := jsonline.Plain(tc.q, tc.h); got != tc.plain {
+			t.Errorf("Plain(%v, %v) = %v, want %v", tc.q, tc.h, got, tc.plain)
+		}
 	}
 }

@@ -18,6 +18,7 @@ import (
 
 	"github.com/sluicelog/sluice/internal/store"
 	"github.com/sluicelog/sluice/internal/vfs"
+	"github.com/sluicelog/sluice/internal/wal"
 )
 
 // smallPushes are the one-line pushes of issue 18's small-request figure,
@@ -35,8 +36,14 @@ var smallPushes = []struct {
 // openBenchStore opens a store on the real filesystem, so that every
 // acknowledgement waits for an fdatasync (the WAL's group commit).
 func openBenchStore(b *testing.B) *store.Store {
+	return openBenchStoreSync(b, wal.SyncPolicy{Mode: wal.SyncAlways})
+}
+
+// openBenchStoreSync is openBenchStore with the WAL's sync policy: under
+// SyncNever a request's time is its CPU, not an fdatasync's wait.
+func openBenchStoreSync(b *testing.B, sync wal.SyncPolicy) *store.Store {
 	b.Helper()
-	st, err := store.Open(store.Options{FS: vfs.OS, Dir: b.TempDir(), Logger: quiet})
+	st, err := store.Open(store.Options{FS: vfs.OS, Dir: b.TempDir(), Logger: quiet, Sync: sync})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -64,34 +71,47 @@ func (w *discardWriter) SetReadDeadline(time.Time) error { return nil }
 // handler (the mux, the ingest wrapper, the body, the parse, the flow, the
 // WAL's group commit with an fdatasync, the head): allocs/op and B/op are
 // the handler's own, the request and the ResponseWriter being reused.
+// sync=never leaves the fdatasync out (not durable): ns/op is then the
+// handler's CPU, what a cut in it shows in.
 //
 //	go test -run '^$' -bench SmallPush -benchmem ./internal/server/
 func BenchmarkSmallPush(b *testing.B) {
+	syncs := []struct {
+		name   string
+		policy wal.SyncPolicy
+	}{{"always", wal.SyncPolicy{Mode: wal.SyncAlways}}, {"never", wal.SyncPolicy{Mode: wal.SyncNever}}}
 	for _, p := range smallPushes {
-		b.Run("proto="+p.name, func(b *testing.B) {
-			h := New(plainConfig(), openBenchStore(b), quiet, prometheus.NewRegistry()).Handler()
-			body := []byte(p.body)
-			rd := bytes.NewReader(body)
-			req, err := http.NewRequest("POST", "http://127.0.0.1"+p.path, rd)
-			if err != nil {
-				b.Fatal(err)
-			}
-			req = req.WithContext(context.Background())
-			req.Header.Set("Content-Type", p.ctype)
-			w := &discardWriter{h: http.Header{}}
-			b.ReportAllocs()
-			b.SetBytes(int64(len(body)))
-			for b.Loop() {
-				rd.Reset(body)
-				req.Body = io.NopCloser(rd)
-				clear(w.h)
-				w.code = 0
-				h.ServeHTTP(w, req)
-				if w.code != p.code && !(w.code == 0 && p.code == 200) {
-					b.Fatalf("status %d, want %d", w.code, p.code)
-				}
-			}
-		})
+		for _, sy := range syncs {
+			b.Run("proto="+p.name+"/sync="+sy.name, func(b *testing.B) {
+				benchSmallPush(b, p.path, p.ctype, p.body, p.code, openBenchStoreSync(b, sy.policy))
+			})
+		}
+	}
+}
+
+// benchSmallPush sends the push p, over and over, through a server on st.
+func benchSmallPush(b *testing.B, path, ctype, payload string, want int, st *store.Store) {
+	h := New(plainConfig(), st, quiet, prometheus.NewRegistry()).Handler()
+	body := []byte(payload)
+	rd := bytes.NewReader(body)
+	req, err := http.NewRequest("POST", "http://127.0.0.1"+path, rd)
+	if err != nil {
+		b.Fatal(err)
+	}
+	req = req.WithContext(context.Background())
+	req.Header.Set("Content-Type", ctype)
+	w := &discardWriter{h: http.Header{}}
+	b.ReportAllocs()
+	b.SetBytes(int64(len(body)))
+	for b.Loop() {
+		rd.Reset(body)
+		req.Body = io.NopCloser(rd)
+		clear(w.h)
+		w.code = 0
+		h.ServeHTTP(w, req)
+		if w.code != want && !(w.code == 0 && want == 200) {
+			b.Fatalf("status %d, want %d", w.code, want)
+		}
 	}
 }
 

@@ -46,6 +46,8 @@ type Options struct {
 	// Sync is the WAL's policy; the zero value syncs before every
 	// acknowledgement.
 	Sync wal.SyncPolicy
+	// WALBlockingSync is the WAL's wal.Options.BlockingSync.
+	WALBlockingSync bool
 	// HeadBytes is the head size (encoded bytes) that starts a flush.
 	HeadBytes int64
 	// MaxHeadBytes bounds the head filling and the one being flushed
@@ -415,7 +417,7 @@ func (s *Store) recover() error {
 }
 
 func (s *Store) walOptions() wal.Options {
-	return wal.Options{FS: s.fs, Dir: path.Join(s.opts.Dir, "wal"), Sync: s.opts.Sync,
+	return wal.Options{FS: s.fs, Dir: path.Join(s.opts.Dir, "wal"), Sync: s.opts.Sync, BlockingSync: s.opts.WALBlockingSync,
 		SegmentSize: s.opts.WALSegmentSize, Logger: s.log, OnSync: s.opts.OnWALSync}
 }
 

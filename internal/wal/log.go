@@ -65,9 +65,10 @@ type Log struct {
 	changed   chan struct{}
 
 	// Owned by the writer goroutine.
-	seg      *segment // nil after a segment could not be created
-	next     uint64   // number of the next segment to create
-	buf      []byte   // frames being assembled for one write
+	syncer   *vfs.Syncer // nil: segments are synced by File.Sync
+	seg      *segment    // nil after a segment could not be created
+	next     uint64      // number of the next segment to create
+	buf      []byte      // frames being assembled for one write
 	spare    []*request
 	dirty    int // bytes written since the last fdatasync
 	lastSync time.Time
@@ -291,6 +292,9 @@ const lingerBelow = 16
 
 func (l *Log) run() {
 	defer close(l.done)
+	if l.syncer != nil {
+		defer l.syncer.Close()
+	}
 	var tick <-chan time.Time
 	if l.opts.Sync.Mode == SyncInterval {
 		t := time.NewTicker(l.opts.Sync.Interval)
@@ -459,7 +463,13 @@ func (l *Log) writeSegment(b []byte) error {
 func (l *Log) syncSegment() error {
 	s := l.seg
 	start := time.Now()
-	if err := s.f.Sync(); err != nil {
+	var err error
+	if l.syncer != nil {
+		err = l.syncer.Sync(s.f)
+	} else {
+		err = s.f.Sync()
+	}
+	if err != nil {
 		err = fmt.Errorf("wal: sync segment %d: %w", s.n, err)
 		l.setBroken(err)
 		return err

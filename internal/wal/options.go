@@ -88,6 +88,12 @@ type Options struct {
 	// it if needed.
 	Dir  string
 	Sync SyncPolicy
+	// BlockingSync syncs segments by File.Sync, a blocking fdatasync
+	// that holds the writer's P (with GOMAXPROCS=1 the only one) until
+	// it returns or sysmon takes the P back. By default, on the OS's
+	// file system, segments are synced through an io_uring (vfs.Syncer)
+	// where the kernel offers one, and the writer waits holding nothing.
+	BlockingSync bool
 	// SegmentSize: a segment is closed and the next one started once it
 	// exceeds this many bytes. 0 means DefaultSegmentSize.
 	SegmentSize int64

@@ -92,11 +92,22 @@ func Open(opts Options, from uint64, replay func(pos Pos, payload []byte) error)
 		lastSync:    time.Now(),
 	}
 	l.segments.Store(int64(nsegs))
+	if opts.FS == vfs.OS && !opts.BlockingSync {
+		// fdatasync through an io_uring: the writer then waits
+		// holding no P (vfs.Syncer); where there is none, File.Sync.
+		if l.syncer, err = vfs.NewSyncer(); err != nil {
+			opts.Logger.Info("wal: fdatasync by a blocking syscall", "reason", err)
+			l.syncer = nil
+		}
+	}
 	if _, err := l.rotate(); err != nil {
 		// A full disk must not keep the log from opening, and what it
 		// holds from being read: the first append creates the segment,
 		// and fails cleanly until there is room.
 		if !vfs.IsNoSpace(err) {
+			if l.syncer != nil {
+				l.syncer.Close()
+			}
 			lock.Close()
 			return nil, rep, err
 		}

@@ -30,6 +30,21 @@ var params = []struct{ arg, header string }{
 // a request naming one is refused rather than half-honoured.
 var unsupported = []string{"ignore_fields", "extra_fields", "decolorize_fields", "_default_msg_value", "debug"}
 
+// Plain reports whether a request's query q and headers h set none of the
+// parameters: then Options depends on its format and base alone, and a
+// caller may keep what it returned for them.
+func Plain(q url.Values, h http.Header) bool {
+	if len(q) > 0 {
+		return false
+	}
+	for _, p := range params {
+		if len(h[p.header]) > 0 {
+			return false
+		}
+	}
+	return true
+}
+
 // Options returns the parser options a request asks for: format is
 // "json" for /insert/jsonline or the format argument of /insert/lines;
 // base holds the server's defaults (line size, depth).

@@ -1,12 +1,8 @@
 package loki
 
 import (
-	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
-	"strconv"
 	"unicode/utf8"
 
 	"github.com/klauspost/compress/snappy"
@@ -53,7 +49,8 @@ type Decoder struct {
 	streams *record.Streams
 	meta    [][2][]byte
 	buf     []byte
-	lower   []byte // DetectLevel's scratch
+	lower   []byte    // DetectLevel's scratch
+	json    jsonState // DecodeJSON's
 }
 
 // Clear drops what the decoder holds of the last body it decoded (views
@@ -185,76 +182,6 @@ func (d *Decoder) stream(b *record.Batch, ls record.Labels) (uint32, error) {
 		return 0, errors.New("too many streams in one request")
 	}
 	return id, nil
-}
-
-// jsonPush is the JSON body: {"streams":[{"stream":{...},"values":[[ts,line,{meta}]...]}]}.
-type jsonPush struct {
-	Streams []struct {
-		Stream map[string]string `json:"stream"`
-		Values []json.RawMessage `json:"values"`
-	} `json:"streams"`
-}
-
-// DecodeJSON decodes a JSON push body into b (replacing its content). An
-// entry or stream that is wrong is left out and reported in the Result;
-// the error is for a body that is not a push request at all.
-func (d *Decoder) DecodeJSON(body []byte, b *record.Batch) (Result, error) {
-	var res Result
-	var req jsonPush
-	if err := json.Unmarshal(body, &req); err != nil {
-		return res, fmt.Errorf("%w: JSON: %v", ErrBadRequest, err)
-	}
-	d.batch(b)
-	for si, s := range req.Streams {
-		res.Entries += len(s.Values)
-		ls := make(record.Labels, 0, len(s.Stream))
-		for k, v := range s.Stream {
-			ls = append(ls, record.Label{Name: k, Value: v})
-		}
-		id, err := d.stream(b, ls)
-		if err != nil {
-			res.reject(len(s.Values), "stream %d: %v", si, err)
-			continue
-		}
-		for vi, raw := range s.Values {
-			var parts []json.RawMessage
-			var tsText, line string
-			var meta map[string]string
-			err := json.Unmarshal(raw, &parts)
-			if err == nil && (len(parts) < 2 || len(parts) > 3) {
-				err = fmt.Errorf("%d elements, want [timestamp, line] or [timestamp, line, {metadata}]", len(parts))
-			}
-			if err == nil {
-				err = json.Unmarshal(parts[0], &tsText)
-			}
-			if err == nil {
-				err = json.Unmarshal(parts[1], &line)
-			}
-			if err == nil && len(parts) == 3 {
-				err = json.Unmarshal(parts[2], &meta)
-			}
-			var ts int64
-			if err == nil {
-				ts, err = strconv.ParseInt(tsText, 10, 64)
-				if err != nil {
-					err = fmt.Errorf("timestamp %q is not Unix nanoseconds as a string", tsText)
-				}
-			}
-			if err != nil {
-				res.reject(1, "stream %d, entry %d: %v", si, vi, err)
-				continue
-			}
-			d.meta = d.meta[:0]
-			for k, v := range meta {
-				d.meta = append(d.meta, [2][]byte{[]byte(k), []byte(v)})
-			}
-			// A map has no order: sorted by name, the stored fields are
-			// the same from one push of a body to the next.
-			slices.SortFunc(d.meta, func(a, b [2][]byte) int { return bytes.Compare(a[0], b[0]) })
-			d.add(b, id, ts, []byte(line), d.meta, &res)
-		}
-	}
-	return res, nil
 }
 
 // DecodeProto decodes a protobuf push body (a snappy block holding a
