@@ -23,8 +23,9 @@
 #     next ask waits until sluice's sluice_queries_running and VictoriaLogs' running selects are 0
 #     and neither process uses CPU (over a tenth of a core for half a second) any more: at most WAIT
 #     seconds, default 10 x TIMEOUT, and the row says if they were still busy then;
-#  4. with COLD=1 (the default), for the questions marked cold: restarts both servers and asks each
-#     side once (the first query of a fresh process; the OS page cache stays warm);
+#  4. with COLD=1 (the default), for the questions marked cold: restarts both servers, waits until
+#     neither uses CPU (their start-up done: sluice warms its block cache, VictoriaLogs opens its
+#     parts) and asks each side once (the first query of a fresh process; the OS page cache stays warm);
 #  5. prints a table per corpus (id, question, sluice ms, VL ms, ratio, status), the geometric mean and
 #     the worst ratio, and a Markdown block for BENCHMARKS.md. A question whose answers differ is DIFF,
 #     with both answers, and gets no ratio. Exits non-zero if any answer is DIFF or an error.
