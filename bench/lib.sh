@@ -119,3 +119,44 @@ bench_header() {
 	echo "- command: \`$(bench_command "$@")\` (in $(git -C "$root" rev-parse --short HEAD)$(git -C "$root" diff --quiet HEAD -- . 2>/dev/null || echo ', with uncommitted changes'))"
 	echo "- date: $bench_started; load average at the start $bench_load_start, at the end $(cut -d' ' -f1-3 /proc/loadavg); $(nproc) cores, $(sed -n 's/^model name\t: //p' /proc/cpuinfo | head -1)"
 }
+
+# pg_prepare: checks that PostgreSQL 15 is installed (PG_BIN, default /usr/lib/postgresql/15/bin) and
+# makes pgdir for its data, outside the cache dir (as root, the postgres user must reach it, and as_pg
+# runs a command as that user). stop_pg, which the caller's cleanup runs, stops what start_pg started.
+pg_prepare() {
+	pgbin="${PG_BIN:-/usr/lib/postgresql/15/bin}"
+	if [[ ! -x "$pgbin/initdb" ]]; then
+		log "PostgreSQL 15 is not installed ($pgbin/initdb); scripts/e2e-setup.sh installs postgresql-15"
+		exit 1
+	fi
+	pgdir="$(mktemp -d /tmp/sluice-bench-pg.XXXXXX)"
+	pg_pid=""
+	as_pg=()
+	if ((EUID == 0)); then
+		as_pg=(runuser -u postgres --)
+		chown postgres: "$pgdir"
+		chmod 755 "$pgdir"
+	fi
+}
+
+# start_pg [PREFIX...]: initdb in pgdir and start PostgreSQL on a free port of 127.0.0.1 with PG_OPTS,
+# the command prefixed by PREFIX (nice -n 5, say); sets pg_port, pg_pid and dsn.
+start_pg() {
+	pg_port="$(free_port)"
+	"${as_pg[@]}" "$pgbin/initdb" -D "$pgdir/data" -A trust -U postgres --no-sync -E UTF8 --locale=C >"$pgdir/initdb.log" 2>&1 ||
+		{ log "initdb failed:"; cat "$pgdir/initdb.log" >&2; exit 1; }
+	"$@" "${as_pg[@]}" "$pgbin/pg_ctl" -D "$pgdir/data" -l "$pgdir/log" -w -t 60 \
+		-o "-c listen_addresses=127.0.0.1 -p $pg_port -k $pgdir ${PG_OPTS:-}" start >/dev/null ||
+		{ log "PostgreSQL did not start:"; tail -20 "$pgdir/log" >&2; exit 1; }
+	pg_pid="$(head -1 "$pgdir/data/postmaster.pid")"
+	dsn="postgres://postgres@127.0.0.1:$pg_port/postgres?sslmode=disable"
+}
+
+# stop_pg: stops the postmaster by its PID (a fast shutdown) and waits until it is gone; it is not
+# this script's child, so wait(1) cannot.
+stop_pg() {
+	[[ -n "${pg_pid:-}" ]] || return 0
+	kill -INT "$pg_pid" 2>/dev/null || true
+	while kill -0 "$pg_pid" 2>/dev/null; do sleep 0.1; done
+	pg_pid=""
+}

@@ -25,28 +25,10 @@ root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 name=pg-ceiling
 source "$root/bench/lib.sh"
 use_corpus
-pgbin="${PG_BIN:-/usr/lib/postgresql/15/bin}"
 variants="${VARIANTS:-base binary text-copy json json-binary text-cols unlogged gin time-idx brin batch10k batch10k-async}"
 
-if [[ ! -x "$pgbin/initdb" ]]; then
-	log "PostgreSQL 15 is not installed ($pgbin/initdb); scripts/e2e-setup.sh installs postgresql-15"
-	exit 1
-fi
+pg_prepare
 run="$(mktemp -d "$cache/pg-ceiling-run.XXXXXX")"
-pgdir="$(mktemp -d /tmp/sluice-bench-pg.XXXXXX)"
-pg_pid=""
-as_pg=()
-if ((EUID == 0)); then
-	as_pg=(runuser -u postgres --)
-	chown postgres: "$pgdir"
-	chmod 755 "$pgdir"
-fi
-stop_pg() {
-	[[ -n "$pg_pid" ]] || return 0
-	kill -INT "$pg_pid" 2>/dev/null || true
-	while kill -0 "$pg_pid" 2>/dev/null; do sleep 0.1; done
-	pg_pid=""
-}
 cleanup() {
 	stop_pg
 	rm -rf "$run" "$pgdir"
@@ -55,14 +37,7 @@ trap cleanup EXIT
 
 log "building bench/pgcopy"
 (cd "$root" && go build -o "$run/pgcopy" ./bench/pgcopy)
-pg_port="$(free_port)"
-"${as_pg[@]}" "$pgbin/initdb" -D "$pgdir/data" -A trust -U postgres --no-sync -E UTF8 --locale=C >"$pgdir/initdb.log" 2>&1 ||
-	{ log "initdb failed:"; cat "$pgdir/initdb.log" >&2; exit 1; }
-"${as_pg[@]}" "$pgbin/pg_ctl" -D "$pgdir/data" -l "$pgdir/log" -w -t 60 \
-	-o "-c listen_addresses=127.0.0.1 -p $pg_port -k $pgdir ${PG_OPTS:-}" start >/dev/null ||
-	{ log "PostgreSQL did not start:"; tail -20 "$pgdir/log" >&2; exit 1; }
-pg_pid="$(head -1 "$pgdir/data/postmaster.pid")"
-dsn="postgres://postgres@127.0.0.1:$pg_port/postgres?sslmode=disable"
+start_pg
 lines=$(wc -l <"$corpus")
 
 bench_header LINES VARIANTS PG_OPTS SLUICE_BENCH_DIR

@@ -39,34 +39,11 @@ source "$root/bench/lib.sh"
 use_corpus
 runs="${RUNS:-3}"
 parts="${PARTS:-4}"
-pgbin="${PG_BIN:-/usr/lib/postgresql/15/bin}"
 split_dir="$cache/http-parts-$corpus_name-$parts"
 bin="$root/bin/sluice"
 
-if [[ ! -x "$pgbin/initdb" ]]; then
-	log "PostgreSQL 15 is not installed ($pgbin/initdb); scripts/e2e-setup.sh installs postgresql-15"
-	exit 1
-fi
-
+pg_prepare
 run="$(mktemp -d "$cache/sink-pg-run.XXXXXX")"
-# PostgreSQL's directory is outside the cache dir: as root, the postgres user must reach it.
-pgdir="$(mktemp -d /tmp/sluice-bench-pg.XXXXXX)"
-pg_pid=""
-as_pg=()
-if ((EUID == 0)); then
-	as_pg=(runuser -u postgres --)
-	chown postgres: "$pgdir"
-	chmod 755 "$pgdir"
-fi
-
-# stop_pg: stops the postmaster by its PID (a fast shutdown) and waits until it is gone; it is not
-# this script's child, so wait(1) cannot.
-stop_pg() {
-	[[ -n "$pg_pid" ]] || return 0
-	kill -INT "$pg_pid" 2>/dev/null || true
-	while kill -0 "$pg_pid" 2>/dev/null; do sleep 0.1; done
-	pg_pid=""
-}
 cleanup() {
 	stop_servers
 	stop_pg
@@ -89,16 +66,9 @@ if [[ ! -d "$split_dir" ]]; then # made whole in .tmp, then renamed; shared with
 fi
 files=("$split_dir"/part.*)
 
-pg_port="$(free_port)"
-"${as_pg[@]}" "$pgbin/initdb" -D "$pgdir/data" -A trust -U postgres --no-sync -E UTF8 --locale=C >"$pgdir/initdb.log" 2>&1 ||
-	{ log "initdb failed:"; cat "$pgdir/initdb.log" >&2; exit 1; }
 pg_nice=()
 if [[ -n "${PG_NICE:-}" ]]; then pg_nice=(nice -n "$PG_NICE"); fi
-"${pg_nice[@]}" "${as_pg[@]}" "$pgbin/pg_ctl" -D "$pgdir/data" -l "$pgdir/log" -w -t 60 \
-	-o "-c listen_addresses=127.0.0.1 -p $pg_port -k $pgdir ${PG_OPTS:-}" start >/dev/null ||
-	{ log "PostgreSQL did not start:"; tail -20 "$pgdir/log" >&2; exit 1; }
-pg_pid="$(head -1 "$pgdir/data/postmaster.pid")"
-dsn="postgres://postgres@127.0.0.1:$pg_port/postgres?sslmode=disable"
+start_pg "${pg_nice[@]}"
 psql() { PGOPTIONS='-c client_min_messages=warning' "$pgbin/psql" -X -q -At -h 127.0.0.1 -p "$pg_port" -U postgres -d postgres -v ON_ERROR_STOP=1 -c "$1"; }
 log "PostgreSQL $("$pgbin/postgres" --version | awk '{print $3}') on 127.0.0.1:$pg_port (pid $pg_pid)"
 
