@@ -13,8 +13,11 @@ import (
 )
 
 // Limits of one block. A stream with more rows spans several blocks.
+// The writer closes a block at blockRows rows; a reader accepts up to
+// maxBlockRows (what parts written before may hold).
 const (
 	maxBlockRows      = 32 << 10
+	blockRows         = maxBlockRows
 	maxBlockBytes     = 8 << 20 // of original lines
 	maxBlockTemplates = 4096
 )
@@ -206,7 +209,7 @@ func (w *blockWriter) reset() {
 func (w *blockWriter) rows() int { return len(w.times) }
 
 func (w *blockWriter) full() bool {
-	return len(w.times) >= maxBlockRows || w.lineBytes >= maxBlockBytes
+	return len(w.times) >= blockRows || w.lineBytes >= maxBlockBytes
 }
 
 func (w *blockWriter) column(k colKey) int {
