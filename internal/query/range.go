@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -530,7 +529,7 @@ func (w *rangeWorker) unwrap(u *logql.Unwrap, ts int64, line []byte) (float64, b
 		b, err = stage.ParseBytes(raw)
 		v = float64(b)
 	default:
-		v, err = strconv.ParseFloat(raw, 64)
+		v, err = stage.ParseNumber(raw)
 	}
 	w.lb.Del(u.Label)
 	if err != nil {

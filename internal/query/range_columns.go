@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"math"
 	"slices"
-	"strconv"
 	"strings"
 	"unsafe"
 
@@ -637,7 +636,7 @@ func (w *rangeWorker) columnRowOnce(ls record.Labels, t int64) error {
 			if raw == "" {
 				return nil // no sample, as unwrap gives
 			}
-			v, err = strconv.ParseFloat(raw, 64)
+			v, err = stage.ParseNumber(raw)
 		}
 		if err == nil && cp.idKeyed {
 			// The labels' outcome by the other parameters' packed ids.

@@ -82,7 +82,7 @@ func compileLabelFilter(f logql.LabelFilter) (labelPred, error) {
 			if v == "" {
 				return false, errEmptyNumber // the common failure: no allocation
 			}
-			got, err := strconv.ParseFloat(v, 64)
+			got, err := ParseNumber(v)
 			return compareOp(op, got, want), err
 		}), nil
 	case *logql.LabelFilterDuration:
@@ -111,6 +111,24 @@ func compileLabelFilter(f logql.LabelFilter) (labelPred, error) {
 	default:
 		return nil, fmt.Errorf("label filter %T is not supported", f)
 	}
+}
+
+// ParseNumber is strconv.ParseFloat(s, 64), with the common case, a
+// decimal integer of at most 15 digits (a status, a size, a latency in
+// ms), read without it: every such integer is exactly a float64.
+func ParseNumber(s string) (float64, error) {
+	if n := len(s); n > 0 && n <= 15 {
+		var v uint64
+		for i := 0; i < n; i++ {
+			c := s[i] - '0'
+			if c > 9 {
+				return strconv.ParseFloat(s, 64)
+			}
+			v = v*10 + uint64(c)
+		}
+		return float64(v), nil
+	}
+	return strconv.ParseFloat(s, 64)
 }
 
 // errEmptyNumber is strconv.ParseFloat's error for "", made once.

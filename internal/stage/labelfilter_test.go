@@ -2,6 +2,7 @@ package stage
 
 import (
 	"math"
+	"strconv"
 	"testing"
 	"time"
 
@@ -269,4 +270,19 @@ func TestLabelFilterNoAllocs(t *testing.T) {
 			t.Errorf("%s allocates %v times per row", f, n)
 		}
 	}
+}
+
+// FuzzParseNumber holds ParseNumber's integer path to strconv.ParseFloat:
+// the same value, bit for bit, and an error exactly when it errs.
+func FuzzParseNumber(f *testing.F) {
+	for _, s := range []string{"0", "500", "0503", "999999999999999", "9999999999999999", "", "-1", "+2", "1e3", "1_000", "1.5", " 5", "NaN", "inf", "0x10"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		got, gerr := ParseNumber(s)
+		want, werr := strconv.ParseFloat(s, 64)
+		if (gerr != nil) != (werr != nil) || math.Float64bits(got) != math.Float64bits(want) && !(math.IsNaN(got) && math.IsNaN(want)) {
+			t.Fatalf("%q: %v %v, strconv %v %v", s, got, gerr, want, werr)
+		}
+	})
 }
