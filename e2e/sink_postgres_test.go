@@ -53,11 +53,7 @@ func TestSinkPostgresKillLoop(t *testing.T) {
 	}, time.Minute)
 
 	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, pg.DSN())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
+	conn := pg.Conn(t)
 	rows, err := conn.Query(ctx, `SELECT fields->>'id', tenant FROM sluice_logs`)
 	if err != nil {
 		t.Fatal(err)

@@ -14,8 +14,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/sluicelog/sluice/internal/sink/postgres/pgtest"
 )
 
@@ -29,12 +27,8 @@ func TestSinkDeadLetterReplay(t *testing.T) {
 	skipIfOff(t)
 	pg := pgtest.Start(t)
 	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, pg.DSN())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
-	_, err = conn.Exec(ctx, `CREATE TABLE sluice_logs (time timestamptz NOT NULL, tenant text NOT NULL, labels jsonb NOT NULL,
+	conn := pg.Conn(t)
+	_, err := conn.Exec(ctx, `CREATE TABLE sluice_logs (time timestamptz NOT NULL, tenant text NOT NULL, labels jsonb NOT NULL,
 		fields jsonb NOT NULL, line text NOT NULL, CONSTRAINT no_refused CHECK (line NOT LIKE '%refused%'))`)
 	if err != nil {
 		t.Fatal(err)

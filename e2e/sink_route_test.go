@@ -126,11 +126,7 @@ sinks:
 
 	// PostgreSQL: the errors of "default", once each.
 	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, pg.DSN())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
+	conn := pg.Conn(t)
 	rows, err := conn.Query(ctx, `SELECT fields->>'id', tenant, labels->>'service' FROM routed_errors`)
 	if err != nil {
 		t.Fatal(err)

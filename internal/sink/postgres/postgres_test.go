@@ -166,11 +166,7 @@ func hasTable(t *testing.T, conn *pgx.Conn) bool {
 func TestUserTableColumnMapping(t *testing.T) {
 	pg := pgtest.Start(t)
 	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, pg.DSN())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
+	conn := pg.Conn(t)
 	if _, err := conn.Exec(ctx, `CREATE TABLE audit (at timestamptz, svc text, body text NOT NULL CHECK (body NOT LIKE '%forbidden%'), src text)`); err != nil {
 		t.Fatal(err)
 	}
@@ -220,12 +216,8 @@ func TestUserTableColumnMapping(t *testing.T) {
 func TestDeadLetterReplay(t *testing.T) {
 	pg := pgtest.Start(t)
 	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, pg.DSN())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
-	_, err = conn.Exec(ctx, `CREATE TABLE sluice_logs (time timestamptz NOT NULL, tenant text NOT NULL, labels jsonb NOT NULL,
+	conn := pg.Conn(t)
+	_, err := conn.Exec(ctx, `CREATE TABLE sluice_logs (time timestamptz NOT NULL, tenant text NOT NULL, labels jsonb NOT NULL,
 		fields jsonb NOT NULL, line text NOT NULL, CONSTRAINT no_forbidden CHECK (line NOT LIKE '%forbidden%'))`)
 	if err != nil {
 		t.Fatal(err)
@@ -345,11 +337,7 @@ func TestDeadLetterReplay(t *testing.T) {
 func TestDefaultTableTypesChecked(t *testing.T) {
 	pg := pgtest.Start(t)
 	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, pg.DSN())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
+	conn := pg.Conn(t)
 	dir := t.TempDir()
 	l, _, err := wal.Open(wal.Options{Dir: filepath.Join(dir, "wal"), Logger: sinktest.Quiet()}, 0, nil)
 	if err != nil {
@@ -388,11 +376,7 @@ func TestDefaultTableTypesChecked(t *testing.T) {
 func TestJSONType(t *testing.T) {
 	pg := pgtest.Start(t)
 	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, pg.DSN())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
+	conn := pg.Conn(t)
 	for _, typ := range []string{postgres.JSON, postgres.Text} {
 		t.Run("type="+typ, func(t *testing.T) {
 			dir := t.TempDir()

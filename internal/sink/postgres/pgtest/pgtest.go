@@ -9,6 +9,7 @@
 package pgtest
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net"
@@ -21,6 +22,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 )
 
 // BinDir is where Debian's postgresql-15 puts its server binaries.
@@ -78,6 +81,18 @@ func Start(t testing.TB) *Server {
 }
 
 func (s *Server) data() string { return filepath.Join(s.dir, "data") }
+
+// Conn connects to the server, failing t if it cannot; the connection
+// is closed when t ends.
+func (s *Server) Conn(t testing.TB) *pgx.Conn {
+	t.Helper()
+	conn, err := pgx.Connect(context.Background(), s.DSN())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close(context.Background()) })
+	return conn
+}
 
 // DSN returns the connection string of the postgres database.
 func (s *Server) DSN() string {
