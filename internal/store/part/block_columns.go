@@ -28,7 +28,7 @@ const (
 )
 
 var columnKinds = [...]ColumnKind{encString: ColumnString, encConst: ColumnConst, encDict: ColumnDict,
-	encInt: ColumnInt, encDecimal: ColumnDecimal, encHex: ColumnHex, encTime: ColumnTime}
+	encInt: ColumnInt, encDecimal: ColumnDecimal, encHex: ColumnHex, encTime: ColumnTime, encDictRest: ColumnString}
 
 // decodeRows reads the row streams of a columnar read: each row's
 // template now (checking that the rows use exactly the columns' values),
@@ -467,9 +467,10 @@ func (b *Block) loadedCol(i int) (*colData, error) {
 const maxKeptColumn = 128 << 10
 
 // Every reports whether ok holds for every value of a text column (one
-// stored as strings, a dictionary or a constant), each value passed
-// once, in one walk of the column's bytes; false for other columns. The
-// value passed views the block: ok must not keep it.
+// stored as strings, a dictionary, a dictionary and the rest, or a
+// constant), each entry and each other value passed once, in one walk of
+// the column's bytes; false for other columns. The value passed views
+// the block: ok must not keep it.
 func (b *Block) Every(col int, ok func(v []byte) bool) (bool, error) {
 	c, err := b.loadedCol(col)
 	if err != nil {
@@ -485,6 +486,13 @@ func (b *Block) Every(col int, ok func(v []byte) bool) (bool, error) {
 			}
 		}
 		return true, nil
+	case encDictRest:
+		for _, e := range c.dict {
+			if !ok(e) {
+				return false, nil
+			}
+		}
+		fallthrough // and the rest, stored as strings
 	case encString:
 		start := uint32(0)
 		for _, end := range c.ends {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/hex"
 	"fmt"
+	bits64 "math/bits"
 	"slices"
 	"sort"
 	"strconv"
@@ -259,7 +260,7 @@ func (b *Block) candidates(ti, li int) ([]int, error) {
 
 // alphabets of the columns whose text is computed, by encoding: a
 // literal with a byte outside a column's alphabet is in none of its values.
-var alphabets = [...]*[256]bool{encInt: &intAlphabet, encDecimal: &decimalAlphabet, encHex: &hexAlphabet, encTime: &timeAlphabet}
+var alphabets = [...]*[256]bool{encInt: &intAlphabet, encDecimal: &decimalAlphabet, encHex: &hexAlphabet, encTime: &timeAlphabet, encDictRest: nil}
 
 func asciiSet[T string | []byte](s T) (set [256]bool) {
 	for i := range len(s) {
@@ -384,34 +385,75 @@ func (b *Block) colMatchOf(ci, li int) (*colMatch, error) {
 			m.state = matchPerValue
 			break
 		}
-		// One search over the values laid end to end; a find across two
-		// values is no find.
-		hay := c.data
-		if lit.Fold {
-			hay = appendLower(b.scratch[:0], hay)
-			b.scratch = hay
-		}
-		m.bits = append(m.bits[:0], make([]uint64, (c.n+63)/64)...)
+		m.bits = b.searchValues(m.bits, c, lit)
 		m.state = matchBits
-		for off := 0; off < len(hay); {
-			i := bytes.Index(hay[off:], lit.Text)
-			if i < 0 {
-				break
+	case encDictRest:
+		if lit.unicodeFolds() {
+			m.state = matchPerValue
+			break
+		}
+		// The entries decided once each, the rest searched as strings
+		// are, then a bit per value from its entry's or its place's.
+		var has [256]bool
+		anyEntry := false
+		for e, v := range c.dict {
+			has[e] = lit.in(v, &b.scratch)
+			anyEntry = anyEntry || has[e]
+		}
+		b.restBits = b.searchValues(b.restBits, c, lit)
+		if !anyEntry && !slices.ContainsFunc(b.restBits, func(w uint64) bool { return w != 0 }) {
+			m.state = matchNone
+			break
+		}
+		m.bits = grown(m.bits, (c.n+63)/64)
+		m.state = matchBits
+		idx, rest := c.idx[:c.n], 0
+		for w := range m.bits {
+			var word uint64
+			for j, id := range idx[w*64 : min(w*64+64, len(idx))] {
+				in := has[id]
+				if id == restID {
+					in = b.restBits[rest/64]&(1<<(rest%64)) != 0
+					rest++
+				}
+				if in {
+					word |= 1 << j
+				}
 			}
-			o := off + i
-			v := sort.Search(len(c.ends), func(v int) bool { return int(c.ends[v]) > o })
-			if v >= len(c.ends) {
-				break
-			}
-			if o+len(lit.Text) <= int(c.ends[v]) {
-				m.bits[v/64] |= 1 << (v % 64)
-				off = int(c.ends[v])
-			} else {
-				off = o + 1
-			}
+			m.bits[w] = word
 		}
 	}
 	return m, nil
+}
+
+// searchValues returns bits (reused) with a bit set for each value of c's
+// strings (c.ends, c.data) holding lit: one search over the values laid
+// end to end, where a find across two values is no find.
+func (b *Block) searchValues(bits []uint64, c *colData, lit *Literal) []uint64 {
+	hay := c.data
+	if lit.Fold {
+		hay = appendLower(b.scratch[:0], hay)
+		b.scratch = hay
+	}
+	bits = append(bits[:0], make([]uint64, (len(c.ends)+63)/64)...)
+	for off := 0; off < len(hay); {
+		i := bytes.Index(hay[off:], lit.Text)
+		if i < 0 {
+			break
+		}
+		o := off + i
+		v := sort.Search(len(c.ends), func(v int) bool { return int(c.ends[v]) > o })
+		if v >= len(c.ends) {
+			break
+		}
+		if o+len(lit.Text) <= int(c.ends[v]) {
+			bits[v/64] |= 1 << (v % 64)
+			off = int(c.ends[v])
+		} else {
+			off = o + 1
+		}
+	}
+	return bits
 }
 
 func rejectOr(lit *Literal, set *[256]bool) matchState {
@@ -715,6 +757,10 @@ func (b *Block) countMatches(nrows int, stream uint32, rowFlags []byte, lci int)
 		}
 	}
 	if b.mode == readCount && !slices.Contains(verdict, rowsMatch) {
+		if n, ok := b.countByColumn(verdict, lci); ok {
+			b.counted = n
+			return nil
+		}
 		b.counted = b.countTests(verdict)
 		return nil
 	}
@@ -1042,6 +1088,75 @@ func (b *Block) allTests(tid int) bool {
 		}
 	}
 	return true
+}
+
+// countByColumn counts the matching rows without walking them when one
+// column decides every row it has a value in: each template that reads
+// it has one value in it and the one test of its rows on it (all tests
+// alike: the same clause's bits), and no template with another verdict
+// reads it. Then each value is one row, and the rows that match are the
+// values' set bits, plus the rows every one of which matches. It reports
+// false when the block is not so.
+func (b *Block) countByColumn(verdict []rowsVerdict, lci int) (int, bool) {
+	col, n := -1, 0
+	var bits []uint64
+	uses := func(t, c int) int {
+		tm := &b.tmpls[t]
+		k := 0
+		if tm.raw && lci == c {
+			k++
+		}
+		for _, tc := range tm.cols {
+			if int(tc) == c {
+				k++
+			}
+		}
+		return k
+	}
+	for t, v := range verdict {
+		if v != rowsTest || b.perTmpl[t] == 0 {
+			continue
+		}
+		tests := b.tests[b.testStart[t]:b.testStart[t+1]]
+		if len(tests) != 1 {
+			return 0, false
+		}
+		x := &tests[0]
+		if col < 0 {
+			col, bits = x.col, x.bits
+		}
+		if x.col != col || x.nth != 0 || len(x.bits) == 0 || len(x.bits) != len(bits) || &x.bits[0] != &bits[0] || uses(t, col) != 1 {
+			return 0, false
+		}
+	}
+	if col < 0 {
+		return 0, false // no row is tested: countTests is as quick
+	}
+	for t, v := range verdict {
+		switch {
+		case b.perTmpl[t] == 0:
+		case v == rowsAll:
+			if uses(t, col) > 0 {
+				return 0, false
+			}
+			n += b.perTmpl[t]
+		case v != rowsTest && uses(t, col) > 0:
+			return 0, false
+		}
+	}
+	// Bits past the column's values may be set (a clause's bits made
+	// all ones): only the values' count.
+	nv := b.cols[col].n
+	if len(bits) < (nv+63)/64 {
+		return 0, false
+	}
+	for _, w := range bits[:nv/64] {
+		n += bits64.OnesCount64(w)
+	}
+	if r := nv % 64; r > 0 {
+		n += bits64.OnesCount64(bits[nv/64] & (1<<r - 1))
+	}
+	return n, true
 }
 
 // countTests is countMatches' loop when it only counts and no row needs

@@ -81,6 +81,7 @@ type Block struct {
 	cur        Cursor // the reads that walk rows: where the row at hand's values are
 	used       []int  // walkTemplates: per column, the values the rows use
 	scratch    []byte
+	restBits   []uint64    // colMatchOf's scratch: a bit per value of an encDictRest column's rest
 	litBytes   [][256]bool // block_match.go: the bytes of each literal
 	// and the plans of the templates of earlier reads by their shape,
 	// for the literals planLits
@@ -151,11 +152,12 @@ type colData struct {
 	n          int
 	meta0      byte
 	metas      []byte
-	ends       []uint32 // encString
-	data       []byte   // encString, encConst (the value), encHex
+	ends       []uint32 // encString; encDictRest's rest
+	data       []byte   // encString, encDictRest's rest, encConst (the value), encHex
 	hexLen     int
 	dict       [][]byte
-	idx        []byte // encDict; encTime with several shapes
+	idx        []byte   // encDict, encDictRest; encTime with several shapes
+	restAt     []uint32 // encDictRest: each value's place among the rest
 	ints       []int64
 	scales     []byte
 	shapes     []timestamp.Shape
@@ -169,7 +171,8 @@ type colData struct {
 
 // reset empties c for the next block, keeping its buffers.
 func (c *colData) reset() {
-	*c = colData{dict: c.dict[:0], ints: c.ints[:0], ends: c.ends[:0], shapes: c.shapes[:0], dictHas: c.dictHas[:0]}
+	*c = colData{dict: c.dict[:0], ints: c.ints[:0], ends: c.ends[:0], shapes: c.shapes[:0], dictHas: c.dictHas[:0],
+		restAt: c.restAt[:0]}
 }
 
 // decodeBlock decodes a block of the given stream into b: body, its
@@ -437,7 +440,7 @@ func (c *colData) decode(h, cr *bin.Reader, raw []byte) []byte {
 		c.hexParams(h)
 	case encTime:
 		c.timeParams(h)
-	case encString, encConst, encDict, encInt, encDecimal:
+	case encString, encConst, encDict, encInt, encDecimal, encDictRest:
 	default:
 		h.Fail("column encoding")
 	}
@@ -499,6 +502,8 @@ func (c *colData) load(raw, kept []byte) (_, colRaw []byte, decompressed bool, _
 		c.loadTimes(&r)
 	case encString:
 		c.loadStrings(&r)
+	case encDictRest:
+		c.loadDictRest(&r)
 	}
 	if c.enc != encInt && c.enc != encDecimal && c.enc != encTime && r.Len() > 0 {
 		c.nums = bin.NewReader(r.BytesN("column part"))
@@ -534,6 +539,8 @@ func (c *colData) valueAt(i int, dst []byte, t int64, linesOnly bool) (v, out []
 		v = c.data
 	case encDict:
 		v = c.dict[c.idx[i]]
+	case encDictRest:
+		v = c.restValue(i)
 	case encInt:
 		start := len(dst)
 		dst = strconv.AppendInt(dst, c.ints[i], 10)

@@ -32,13 +32,14 @@ const (
 
 // Column encodings.
 const (
-	encString  = iota // lengths and bytes
-	encConst          // one value
-	encDict           // up to 256 distinct values and a byte per value
-	encInt            // decimal int64 text: the numbers
-	encDecimal        // decimal fractions: mantissa and scale
-	encHex            // lowercase hex of one even length: the bytes
-	encTime           // the row's time written in one of a few shapes
+	encString   = iota // lengths and bytes
+	encConst           // one value
+	encDict            // up to 256 distinct values and a byte per value
+	encInt             // decimal int64 text: the numbers
+	encDecimal         // decimal fractions: mantissa and scale
+	encHex             // lowercase hex of one even length: the bytes
+	encTime            // the row's time written in one of a few shapes
+	encDictRest        // a dictionary of the frequent values, the rest as strings
 )
 
 // Slot flags in a template.
@@ -159,11 +160,15 @@ type blockWriter struct {
 	hex       []byte // chooseEncoding's decoding of a hex column
 	// chooseEncoding's dictionary of a column: entries, index of each value
 	dictEntries, dictIdx []byte
-	fast                 bool // compress for speed: the part will soon be merged
-	noFilter             bool // leave the token and gram filters out
-	grams                *gramSet
-	gramBuf              []byte
-	shapeIdx             []byte // timeShapes' shape of each value
+	// and, for encDictRest, the rest's lengths and bytes, and the counts
+	// of a sample of values
+	restLens, restData []byte
+	sampled            map[string]uint8
+	fast               bool // compress for speed: the part will soon be merged
+	noFilter           bool // leave the token and gram filters out
+	grams              *gramSet
+	gramBuf            []byte
+	shapeIdx           []byte // timeShapes' shape of each value
 }
 
 type hole struct {
@@ -576,6 +581,8 @@ func (w *blockWriter) encodeColumn(c *column, body, s []byte) (desc, _, _ []byte
 		col = appendConst(col, c)
 	case encDict:
 		col = w.appendDict(col)
+	case encDictRest:
+		col = w.appendDictRest(col)
 	case encInt:
 		col, s = appendInts(col, c, s)
 	case encDecimal:
@@ -615,6 +622,15 @@ func (w *blockWriter) gramFilter(c *column, enc byte) ([]byte, bool) {
 	case encDict:
 		for r := bin.NewReader(w.dictEntries); r.Len() > 0 && r.Err() == nil; {
 			g.add(r.BytesN("dictionary entry"))
+		}
+	case encDictRest:
+		for r := bin.NewReader(w.dictEntries); r.Len() > 0 && r.Err() == nil; {
+			g.add(r.BytesN("dictionary entry"))
+		}
+		for i, id := range w.dictIdx {
+			if id == restID {
+				g.add(c.value(i))
+			}
 		}
 	case encString:
 		for i := range c.ends {
@@ -688,6 +704,9 @@ func (w *blockWriter) chooseEncoding(c *column) (byte, []byte) {
 		if l, ok := w.hexColumn(c); ok {
 			return encHex, binary.AppendUvarint(nil, uint64(l))
 		}
+	}
+	if w.dictRest(c) {
+		return encDictRest, nil
 	}
 	return encString, nil
 }

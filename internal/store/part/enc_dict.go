@@ -65,6 +65,18 @@ func (w *blockWriter) appendDict(col []byte) []byte {
 // loadDict reads a dictionary column: its entries, then an index per
 // value.
 func (c *colData) loadDict(r *bin.Reader) {
+	c.loadEntries(r)
+	for _, i := range c.idx {
+		if int(i) >= len(c.dict) {
+			r.Fail("dictionary index")
+			break
+		}
+	}
+}
+
+// loadEntries reads a dictionary's entries and an index per value, which
+// the caller checks.
+func (c *colData) loadEntries(r *bin.Reader) {
 	s := r.BytesN("column part")
 	dr := bin.NewReader(s)
 	for dr.Len() > 0 && dr.Err() == nil {
@@ -73,12 +85,6 @@ func (c *colData) loadDict(r *bin.Reader) {
 	c.idx = r.BytesN("column part")
 	if err := dr.Err(); err != nil {
 		r.Fail(err.Error())
-	}
-	for _, i := range c.idx {
-		if int(i) >= len(c.dict) {
-			r.Fail("dictionary index")
-			break
-		}
 	}
 	if len(c.idx) != c.n {
 		r.Fail("dictionary index count")

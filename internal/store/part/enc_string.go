@@ -22,12 +22,15 @@ func appendStrings(col []byte, c *column, s []byte) (_, _ []byte) {
 
 // loadStrings reads a string column: the values' lengths, then their
 // bytes end to end.
-func (c *colData) loadStrings(r *bin.Reader) {
+func (c *colData) loadStrings(r *bin.Reader) { c.loadEnds(r, c.n) }
+
+// loadEnds reads n values stored as a string column stores them.
+func (c *colData) loadEnds(r *bin.Reader, n int) {
 	s := r.BytesN("column part")
 	lr := bin.NewReader(s)
-	c.ends = slices.Grow(c.ends[:0], c.n)
+	c.ends = slices.Grow(c.ends[:0], n)
 	var end uint64
-	for range c.n {
+	for range n {
 		end += lr.Bounded("value length", maxStream)
 		c.ends = append(c.ends, uint32(end))
 	}

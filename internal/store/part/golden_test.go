@@ -29,7 +29,9 @@ import (
 //     of the commit that introduced version 4);
 //   - v4.part: format version 4, as the writer wrote it until commit 308e986 (the parent
 //     of the commit that introduced version 5);
-//   - v5.part: format version 5, the current writer's; `go test
+//   - v5.part: format version 5, as the writer wrote it until commit
+//     d00b2dd (the parent of the commit that introduced version 6);
+//   - v6.part: format version 6, the current writer's; `go test
 //     ./internal/store/part -run TestGoldenParts -update` rewrites it.
 //
 // v1 and v2 were made with a temporary test file in a git worktree of
@@ -51,9 +53,11 @@ import (
 // dumped by dumpPart when the parts were added and checked by hand
 // against input.txt; they differ only in version 1's unknown longest
 // tokens; v4.want adds the JSON flags of the templates' slots (jsontext.go);
-// v5.want each block's fields flag from the index (BlockMeta.Fields).
+// v5.want each block's fields flag from the index (BlockMeta.Fields);
+// v6.want is v5.want (version 6 added an encoding the input has no use
+// for: TestGoldenDictRest freezes it).
 // A new version adds its vN.part and vN.want; none is removed.
-var goldenVersions = []int{1, 2, 3, 4, 5}
+var goldenVersions = []int{1, 2, 3, 4, 5, 6}
 
 func TestGoldenParts(t *testing.T) {
 	if *update {
@@ -257,6 +261,81 @@ func checkGoldenSearch(t *testing.T, rd *part.Reader, lines []string) {
 		slices.Sort(want)
 		if !slices.Equal(got, want) {
 			t.Errorf("search %q (fold %v): got %q, want %q", lit.Text, lit.Fold, got, want)
+		}
+	}
+}
+
+// dictRestInput is the input of testdata/golden/dictrest-v6.part: 1000
+// JSON lines of one stream whose messages are mostly three, the rest
+// each different (a dictionary-and-rest column, encDictRest).
+func dictRestInput() []string {
+	lines := make([]string, 1000)
+	for i := range lines {
+		msg := []string{"payment declined", "cache miss", "caf\u00e9 ouvert"}[i%3]
+		if i%5 < 2 {
+			msg = fmt.Sprintf("query %d took %dms", i*7919%1000, i%97)
+		}
+		lines[i] = fmt.Sprintf(`{"ts":%d,"msg":"%s","n":"x%d"}`, 1768464000000+int64(i)*250, msg, i%4)
+	}
+	return lines
+}
+
+// TestGoldenDictRest reads the part version 6's writer made of
+// dictRestInput, whose message column is a dictionary and the rest: it
+// must read as written, row by row and through a search, as long as
+// version 6 is read.
+func TestGoldenDictRest(t *testing.T) {
+	path := filepath.Join("testdata", "golden", "dictrest-v6.part")
+	lines := dictRestInput()
+	if *update && part.Version == 6 {
+		writePart(t, vfs.OS, path+".tmp", encoded(t, "auto", []byte(strings.Join(lines, "\n")+"\n")))
+		if err := os.Rename(path+".tmp", path); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rd, err := part.Open(vfs.OS, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rd.Close()
+	st, err := rd.Stats()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.ContainsFunc(st, func(s part.ColumnStat) bool { return s.Name == "msg" && s.Encodings["dict+rest"] == 1 }) {
+		t.Fatalf("%s: its msg column is not a dictionary and the rest: %+v", path, st)
+	}
+	var got []string
+	var blk part.Block
+	for i := range rd.Blocks {
+		if err := rd.ReadRows(i, &blk); err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range blk.Rows {
+			got = append(got, string(r.Line))
+		}
+	}
+	if !slices.Equal(got, lines) {
+		t.Fatalf("%s: %d lines read, not the %d written", path, len(got), len(lines))
+	}
+	checkGoldenSearch(t, rd, lines)
+	for _, lit := range []string{"declined", "took 4", "query 7", "caf\u00e9", "ms\""} {
+		var want, found []string
+		for _, l := range lines {
+			if strings.Contains(l, lit) {
+				want = append(want, l)
+			}
+		}
+		for i := range rd.Blocks {
+			if err := rd.ReadLines(i, &blk, &part.LineRead{Contains: []part.Clause{{{Text: []byte(lit)}}}}); err != nil {
+				t.Fatal(err)
+			}
+			for _, r := range blk.Rows {
+				found = append(found, string(r.Line))
+			}
+		}
+		if !slices.Equal(found, want) {
+			t.Errorf("%q: %d lines found, want %d", lit, len(found), len(want))
 		}
 	}
 }

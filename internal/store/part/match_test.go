@@ -424,3 +424,49 @@ func BenchmarkContains(b *testing.B) {
 		})
 	}
 }
+
+// TestCountByColumn checks counts where one column decides most rows
+// (a count by the column's bits alone) against the lines, on blocks
+// where the column is also read by a template whose rows all match (the
+// literal in its gaps), and then also by a template with two values in
+// it (a repeated key): either must send the count back to the rows. A
+// constant column (svc) whose bits are all ones, past its values too,
+// is counted by its values.
+func TestCountByColumn(t *testing.T) {
+	for _, repeated := range []bool{false, true} {
+		rng := rand.New(rand.NewPCG(4, 4))
+		var in strings.Builder
+		words := []string{"alpha zz", "beta", "gamma zz q", "delta q", "eps"}
+		for i := range 1500 {
+			w := words[rng.IntN(len(words))]
+			ts := 1768464000000 + int64(i)*100
+			switch i % 5 {
+			case 0, 1:
+				fmt.Fprintf(&in, `{"ts":%d,"svc":"api","key":"%s %d"}`+"\n", ts, w, i)
+			case 2:
+				fmt.Fprintf(&in, `{"ts":%d,"svc":"api","zz":1,"key":"%s"}`+"\n", ts, w)
+			case 3:
+				if repeated {
+					fmt.Fprintf(&in, `{"ts":%d,"svc":"api","key":"%s","key":"%s"}`+"\n", ts, w, words[rng.IntN(len(words))])
+					break
+				}
+				fallthrough
+			default:
+				fmt.Fprintf(&in, `{"ts":%d,"svc":"api","other":"%s"}`+"\n", ts, words[1+rng.IntN(2)*3])
+			}
+		}
+		fs := vfs.NewMem()
+		writePart(t, fs, "c.part", encoded(t, "auto", []byte(in.String())))
+		rd, err := part.Open(fs, "c.part")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, spec := range [][][]string{{{"zz"}}, {{"q"}}, {{"zz"}, {"q"}}, {{"beta"}}, {{"zz", "eps"}}, {{`"key":"gamma`}}, {{"1"}}, {{"api"}}} {
+			cs := clausesOf(spec)
+			for i := range rd.Blocks {
+				checkClauses(t, rd, i, cs, nil)
+			}
+		}
+		rd.Close()
+	}
+}

@@ -22,9 +22,10 @@ import (
 // stay readable. Version 2 added each block's longest token to the index;
 // version 3 the text columns' gram filters (grams.go); version 4 the JSON
 // flags of the templates' in-line slots (jsontext.go); version 5 each
-// block's flags in the index (BlockMeta.Fields).
+// block's flags in the index (BlockMeta.Fields); version 6 the
+// dictionary-and-rest column encoding (enc_dictrest.go).
 const (
-	Version    = 5
+	Version    = 6
 	minVersion = 1
 )
 

@@ -14,7 +14,7 @@ type ColumnStat struct {
 	Values    int64
 }
 
-var encNames = [...]string{"string", "const", "dict", "int", "decimal", "hex", "time"}
+var encNames = [...]string{"string", "const", "dict", "int", "decimal", "hex", "time", "dict+rest"}
 
 // Stats returns, for `sluice stats --columns` and for tuning the format,
 // the stored bytes per column (the message and line columns are "_msg"
