@@ -4,7 +4,8 @@
 //
 // A block keeps each record's time once, as a number; each field as a
 // typed column with an encoding chosen per block (constant, dictionary,
-// integers, decimals, hex, timestamp shapes, or compressed strings); and,
+// a dictionary of the frequent values with the rest as strings, integers,
+// decimals, hex, timestamp shapes, or compressed strings); and,
 // for each record, a template: the line's text between its field values,
 // shared by every line written the same way. The original line is rebuilt
 // from the template and the values, byte-exact, so the store keeps no
