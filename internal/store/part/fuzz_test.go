@@ -1,6 +1,7 @@
 package part_test
 
 import (
+	"strconv"
 	"strings"
 	"testing"
 
@@ -30,6 +31,18 @@ func FuzzContains(f *testing.F) {
 	f.Add(`{"ts":"2026-01-15T08:00:00Z","level":"error","msg":"upstream timeout","n":12}
 {"ts":"2026-01-15T08:00:01Z","level":"info","msg":"payment declined","n":3}`, "ERROR|warn\ntimeout|\"n\":3", true)
 	f.Add("ts=2026-01-15T08:00:00Z level=info msg=a took=5ms\nts=2026-01-15T08:00:01Z level=debug msg=b took=17ms", "o=5|fo\nms|g=d", false)
+	// Enough rows for a dictionary-and-rest column (encDictRest): a few
+	// messages, and the rest (45%) each different.
+	var rest strings.Builder
+	for i := range 600 {
+		msg := []string{"ok", "payment declined", "Caf\u00e9"}[i%3]
+		if i%20 < 9 {
+			msg = "id " + strconv.Itoa(i) + " declined"
+		}
+		rest.WriteString("m=\"" + msg + "\"\n")
+	}
+	f.Add(rest.String(), "declined", false)
+	f.Add(rest.String(), "d 1|caf\u00e9\nok|id", true)
 	f.Fuzz(func(t *testing.T, input, lits string, fold bool) {
 		if lits == "" || len(input) > 1<<14 || len(lits) > 1<<10 {
 			return
