@@ -1161,23 +1161,69 @@ func (b *Block) countByColumn(verdict []rowsVerdict, lci int) (int, bool) {
 
 // countTests is countMatches' loop when it only counts and no row needs
 // matchRow: a row costs its template's verdict, its tests and the
-// cursors it advances.
+// cursors it advances. The templates whose rows one or two tests of one
+// clause decide (most: a literal in one column or in either of two) are
+// tested inline; the others through allTests.
 func (b *Block) countTests(verdict []rowsVerdict) int {
+	tc := grown(b.tcount, len(verdict))
+	b.tcount = tc
+	for t, v := range verdict {
+		c := tmplCount{kind: countNone}
+		switch v {
+		case rowsAll:
+			c.kind = countAll
+		case rowsTest:
+			c.kind = countTests
+			tests := b.tests[b.testStart[t]:b.testStart[t+1]]
+			if len(tests) <= 2 && tests[len(tests)-1].last && (len(tests) == 1 || !tests[0].last) {
+				c.kind = countOne + countKind(len(tests)-1)
+				c.x1 = tests[0]
+				c.x2 = tests[len(tests)-1]
+			}
+		}
+		tc[t] = c
+	}
 	n := 0
 	cur := &b.cur
+	pos, moves, start := cur.pos, cur.moves, cur.start
 	for _, tid := range b.tids {
-		switch verdict[tid] {
-		case rowsAll:
+		c := &tc[tid]
+		switch c.kind {
+		case countAll:
 			n++
-		case rowsTest:
+		case countOne:
+			vi := pos[c.x1.col] + c.x1.nth
+			n += int(c.x1.bits[vi/64] >> (vi % 64) & 1)
+		case countTwo:
+			v1, v2 := pos[c.x1.col]+c.x1.nth, pos[c.x2.col]+c.x2.nth
+			n += int((c.x1.bits[v1/64]>>(v1%64) | c.x2.bits[v2/64]>>(v2%64)) & 1)
+		case countTests:
 			if b.allTests(int(tid)) {
 				n++
 			}
 		}
-		cur.Next(int(tid))
+		for _, col := range moves[start[tid]:start[tid+1]] {
+			pos[col]++
+		}
 	}
 	return n
 }
+
+// tmplCount is how countTests counts a template's rows.
+type tmplCount struct {
+	kind   countKind
+	x1, x2 oneTest
+}
+
+type countKind uint8
+
+const (
+	countNone  countKind = iota // no row holds every clause
+	countAll                    // every row does
+	countOne                    // x1 decides
+	countTwo                    // x1 or x2 decides (one clause)
+	countTests                  // allTests decides
+)
 
 // matchRow decides whether row k (template tm) holds every clause and,
 // if so, sets r.Line. mr, the message spans, is nil when they are not

@@ -82,6 +82,7 @@ type Block struct {
 	used       []int  // walkTemplates: per column, the values the rows use
 	scratch    []byte
 	restBits   []uint64    // colMatchOf's scratch: a bit per value of an encDictRest column's rest
+	tcount     []tmplCount // countTests': per template, how its rows are counted
 	litBytes   [][256]bool // block_match.go: the bytes of each literal
 	// and the plans of the templates of earlier reads by their shape,
 	// for the literals planLits
