@@ -140,6 +140,29 @@ peak_rss() { awk '/VmHWM/ {printf "%d", $2 / 1024}' "/proc/$1/status"; }
 hz="$(getconf CLK_TCK)"
 cpu_of() { awk -v hz="$hz" '{printf "%.2f", ($14 + $15) / hz}' "/proc/$1/stat"; }
 pg_cpu() { awk -v hz="$hz" '{printf "%.2f", ($16 + $17) / hz}' "/proc/$pg_pid/stat"; }
+# pg_cpu_all: the CPU seconds of PostgreSQL so far: the postmaster's own, its exited backends' and
+# its live ones' (a sink's backend lives as long as its connection).
+pg_cpu_all() {
+	local p t
+	t="$(awk -v hz="$hz" '{sub(/.*\) /, ""); printf "%.2f", ($12 + $13 + $14 + $15) / hz}' "/proc/$pg_pid/stat")"
+	for p in $(ps -o pid= --ppid "$pg_pid"); do
+		t="$(awk -v t="$t" -v hz="$hz" '{sub(/.*\) /, ""); printf "%.2f", t + ($12 + $13) / hz}' "/proc/$p/stat" 2>/dev/null || echo "$t")"
+	done
+	echo "$t"
+}
+# ingest_cpu SPID START SCPU0 PCPU0 PORT: what the ingest phase (the first request to the last reply)
+# cost: sluice's CPU, PostgreSQL's, each in cores, and sluice's WAL fsyncs (count, mean latency),
+# which PostgreSQL's writes on the same disk slow.
+ingest_cpu() {
+	local secs m
+	secs="$(awk -v a="$2" -v b="$(now)" 'BEGIN {printf "%.3f", b - a}')"
+	m="$(curl -sf "127.0.0.1:$5/metrics")" || true
+	awk -v s="$secs" -v a="$3" -v b="$(cpu_of "$1")" -v c="$4" -v d="$(pg_cpu_all)" \
+		-v fs="$(awk '/^sluice_wal_fsync_duration_seconds_sum / {print $2}' <<<"$m")" \
+		-v fn="$(awk '/^sluice_wal_fsync_duration_seconds_count / {print $2}' <<<"$m")" \
+		'BEGIN {printf "ingest %.2f s: sluice CPU %.2f s (%.2f cores), PostgreSQL %.2f s (%.2f cores); WAL fsyncs %d, mean %.2f ms",
+			s, b - a, (b - a) / s, d - c, (d - c) / s, fn, (fn > 0 ? 1000 * fs / fn : 0)}'
+}
 
 run_sink() {
 	local port data start ingested done_at st backlog sent count deliver_s batches scpu pcpu pcpu0
@@ -163,6 +186,8 @@ run_sink() {
 	# shellcheck disable=SC2086
 	start_sluice "$port" "$data" --config "$run/sluice.yaml" "${prof[@]}" ${SERVE_FLAGS:-}
 	pcpu0="$(pg_cpu)"
+	local icpu0 ipcpu0 iphase
+	icpu0="$(cpu_of "$spid")" ipcpu0="$(pg_cpu_all)"
 	if [[ -n "${PROFILE:-}" ]]; then
 		mkdir -p "$PROFILE"
 		curl -sf -o "$PROFILE/sink.$r.pprof" "127.0.0.1:$port/debug/pprof/profile?seconds=${PROFILE_SECS:-10}" &
@@ -171,6 +196,7 @@ run_sink() {
 	start=$(now)
 	post_corpus "$port"
 	ingested=$(now)
+	iphase="$(ingest_cpu "$spid" "$start" "$icpu0" "$ipcpu0" "$port")"
 	rss_reply_sink+="$(peak_rss "$spid") "
 	if [[ -n "${PROFILE:-}" ]]; then curl -sf -o "$PROFILE/heap.$r.pprof" "127.0.0.1:$port/debug/pprof/heap" || log "!!! no heap profile"; fi
 	# The sink has caught up when its backlog is 0 and it sent every accepted line.
@@ -200,7 +226,7 @@ run_sink() {
 	fi
 	fig_sink+="$(rate "$accepted" "$start" "$done_at") "
 	fig_ingest_sink+="$(rate "$accepted" "$start" "$ingested") "
-	log "run $r sink: $accepted rows, ingest $(rate "$accepted" "$start" "$ingested") lines/s, in PostgreSQL $(rate "$accepted" "$start" "$done_at") rows/s ($(awk -v a="$start" -v b="$done_at" 'BEGIN {printf "%.2f", b - a}') s, ${batches:-?} batches, ${deliver_s:-?} s in Deliver), peak RSS $(peak_rss_last "$rss_sink") MB ($(peak_rss_last "$rss_reply_sink") MB at the last reply), CPU: sluice $scpu s, PostgreSQL backends $pcpu s"
+	log "run $r sink: $accepted rows, ingest $(rate "$accepted" "$start" "$ingested") lines/s, in PostgreSQL $(rate "$accepted" "$start" "$done_at") rows/s ($(awk -v a="$start" -v b="$done_at" 'BEGIN {printf "%.2f", b - a}') s, ${batches:-?} batches, ${deliver_s:-?} s in Deliver), peak RSS $(peak_rss_last "$rss_sink") MB ($(peak_rss_last "$rss_reply_sink") MB at the last reply), CPU: sluice $scpu s, PostgreSQL backends $pcpu s; $iphase"
 	psql "DROP TABLE IF EXISTS sluice_logs; DROP TABLE IF EXISTS sluice_sink_positions"
 	rm -rf "$data"
 }
@@ -211,17 +237,20 @@ run_nosink() {
 	data="$run/data"
 	# shellcheck disable=SC2086
 	start_sluice "$port" "$data" ${SERVE_FLAGS:-}
+	local icpu0 ipcpu0 iphase
+	icpu0="$(cpu_of "$spid")" ipcpu0="$(pg_cpu_all)"
 	start=$(now)
 	post_corpus "$port"
 	ingested=$(now)
+	iphase="$(ingest_cpu "$spid" "$start" "$icpu0" "$ipcpu0" "$port")"
 	rss_reply_nosink+="$(peak_rss "$spid") "
 	local scpu
-	scpu="$(cpu_of "$spid")"
 	wait_stored "$port"
+	scpu="$(cpu_of "$spid")"
 	rss_nosink+="$(peak_rss "$spid") "
 	stop_server "$spid" || { log "!!! sluice exited with status $? when stopped"; tail -20 "$run/serve.log" >&2; problems=1; }
 	fig_ingest_nosink+="$(rate "$accepted" "$start" "$ingested") "
-	log "run $r nosink: ingest $(rate "$accepted" "$start" "$ingested") lines/s, peak RSS $(peak_rss_last "$rss_nosink") MB ($(peak_rss_last "$rss_reply_nosink") MB at the last reply), CPU: sluice $scpu s (at the last reply: not the flush of the head to parts that follows, which the sink run's figure holds)"
+	log "run $r nosink: ingest $(rate "$accepted" "$start" "$ingested") lines/s, peak RSS $(peak_rss_last "$rss_nosink") MB ($(peak_rss_last "$rss_reply_nosink") MB at the last reply), CPU: sluice $scpu s (to the store settled); $iphase"
 	rm -rf "$data"
 }
 
