@@ -319,11 +319,16 @@ func (bf *blockFill) take(f *filter, blk *rows.Block) bool {
 }
 
 // count returns how many rows of the encoded block p f takes: what
-// drop_oldest counts as dropped when it skips p. It decodes each row once
-// (rows.Each) and builds no record.
+// drop_oldest counts as dropped when it skips p. A filter of every row of
+// its tenants (no selector, no route) reads the header's row count alone
+// (rows.CountRows); another decodes each row once (rows.Each) and builds
+// no record.
 func (f *filter) count(p []byte) (int, error) {
 	if f.skips(p) {
 		return 0, nil
+	}
+	if f.selector == nil && f.route == "" {
+		return rows.CountRows(p)
 	}
 	var bf blockFill
 	n := 0
