@@ -11,6 +11,8 @@
 #   PARTITIONS=8 bench/sink-kafka.sh         # the topic's partitions (default 8)
 #   BATCH=50000 bench/sink-kafka.sh          # records per batch, i.e. per transaction (default 10000)
 #   KEEP=1 ...                               # keep the logs (sluice's, the broker's)
+#   PROFILE=/tmp/prof ...                    # a CPU profile of sluice from the first push (PROFILE_SECS,
+#                                            # default 10 s) into /tmp/prof/sink.RUN.pprof
 #
 # Needs java and the broker's jars, which scripts/e2e-setup.sh installs into
 # ${SLUICE_E2E_DIR:-~/.cache/sluice-e2e}/kafka-4.1.0/libs.
@@ -30,7 +32,9 @@
 # by sluice's own code, untimed: key, value and headers as the sink makes them) to topics of
 # PARTITIONS partitions, timed: transactional as the sink (one transaction of BATCH records after
 # the other) and plain (idempotent, one flush at the end); and sluice's sink code alone on the same
-# lines, from a WAL written before the timing (no ingest beside it). The ratios sluice/bare are
+# lines, from a WAL written before the timing (no ingest beside it). Then, the broker stopped, the
+# same pushes to a `sluice serve` without sinks, timed to the last acknowledged push: ingest with
+# the sink / without is the ratio of those times. The ratios sluice/bare are
 # over the transactional one. The CPU seconds (user+system, from /proc) of sluice, of the bare producer and
 # of the broker over each timed span say who had the machine's 2 cores.
 set -euo pipefail
@@ -199,7 +203,9 @@ CONF
 	# Warm-up (not timed): the broker makes its transaction log, the sink the topic and its
 	# producer id, with one line.
 	start_broker "$dir/kafka" "$kport" "$cport"
-	"$bin" serve --data "$dir/data" --listen "127.0.0.1:$port" --pprof=false --config "$dir/sluice.yaml" \
+	local pprof=false
+	if [[ -n "${PROFILE:-}" ]]; then pprof=true; fi
+	"$bin" serve --data "$dir/data" --listen "127.0.0.1:$port" --pprof=$pprof --config "$dir/sluice.yaml" \
 		>"$dir/sluice.log" 2>&1 &
 	local spid=$!
 	pids+=("$spid")
@@ -211,6 +217,12 @@ CONF
 	local scpu0 bcpu0 scpu bcpu
 	scpu0=$(proc_cpu "$spid")
 	bcpu0=$(proc_cpu "$broker_pid")
+	local ppid=""
+	if [[ -n "${PROFILE:-}" ]]; then
+		mkdir -p "$PROFILE"
+		curl -sf -o "$PROFILE/sink.$1.pprof" "127.0.0.1:$port/debug/pprof/profile?seconds=${PROFILE_SECS:-10}" &
+		ppid=$!
+	fi
 	t0=$(date +%s%N)
 	for chunk in "$run"/chunk-*; do
 		code=$(curl -sS -o "$dir/post.reply" -w '%{http_code}' -T "$chunk" -X POST \
@@ -223,6 +235,7 @@ CONF
 	ta=$(date +%s%N)
 	wait_sent "$port" $((lines + 1))
 	t1=$(date +%s%N)
+	if [[ -n "$ppid" ]]; then wait "$ppid" || log "no CPU profile"; fi
 	scpu=$(awk -v a="$scpu0" -v b="$(proc_cpu "$spid")" 'BEGIN {printf "%.2f", b - a}')
 	bcpu=$(awk -v a="$bcpu0" -v b="$(proc_cpu "$broker_pid")" 'BEGIN {printf "%.2f", b - a}')
 	stop_server "$spid"
@@ -230,8 +243,30 @@ CONF
 	"$run/kafkaproduce" -brokers "127.0.0.1:$kport" -topic bare -corpus "$corpus" -partitions "$partitions" \
 		-batch "$batch" -compression "$compression" -modes sink,txn,plain -cpu-of "$broker_pid" >"$dir/bare.out"
 	stop_broker
-	rm -rf "$dir/data/wal" "$dir/data/parts" "$dir/kafka/data"
-	python3 -c "print('%.3f %.3f %s %s' % (($t1 - $t0) / 1e9, ($ta - $t0) / 1e9, '$scpu', '$bcpu'))"
+	rm -rf "$dir/data" "$dir/kafka/data"
+	# The same pushes to a sluice without sinks, the broker stopped: the ingest figure the sink's
+	# (to the last acknowledged push) is compared with.
+	local tn0 tn1 npid
+	port=$(free_port)
+	"$bin" serve --data "$dir/nosink" --listen "127.0.0.1:$port" --pprof=false >"$dir/nosink.log" 2>&1 &
+	npid=$!
+	pids+=("$npid")
+	wait_ready "http://127.0.0.1:$port/ready" "$npid" sluice "$dir/nosink.log"
+	head -1 "$corpus" | curl -sSf -o /dev/null -T - -X POST -H 'Content-Type: application/x-ndjson' -H 'Expect:' \
+		"http://127.0.0.1:$port/insert/jsonline"
+	tn0=$(date +%s%N)
+	for chunk in "$run"/chunk-*; do
+		code=$(curl -sS -o "$dir/post.reply" -w '%{http_code}' -T "$chunk" -X POST \
+			-H 'Content-Type: application/x-ndjson' -H 'Expect:' "http://127.0.0.1:$port/insert/jsonline")
+		if [[ "$code" != 2* ]]; then
+			log "posting $chunk without sinks: $code $(head -c 300 "$dir/post.reply")"
+			return 1
+		fi
+	done
+	tn1=$(date +%s%N)
+	stop_server "$npid"
+	rm -rf "$dir/nosink"
+	python3 -c "print('%.3f %.3f %s %s %.3f' % (($t1 - $t0) / 1e9, ($ta - $t0) / 1e9, '$scpu', '$bcpu', ($tn1 - $tn0) / 1e9))"
 	cat "$dir/bare.out"
 }
 
@@ -240,10 +275,10 @@ acks=()
 for ((r = 1; r <= runs; r++)); do
 	# (not in $(...): the EXIT trap must see the servers it started)
 	one_run "$r" >"$run/secs-$r"
-	read -r s a sc bc <"$run/secs-$r"
+	read -r s a sc bc na <"$run/secs-$r"
 	secs+=("$s")
 	acks+=("$a")
-	log "run $r: $lines records delivered in $s s ($(python3 -c "print(round($lines / $s))") records/s); the last push acknowledged at $a s; CPU s: sluice $sc, broker $bc"
+	log "run $r: $lines records delivered in $s s ($(python3 -c "print(round($lines / $s))") records/s); the last push acknowledged at $a s (without sinks: $na s, ingest with the sink / without $(python3 -c "print(round($na / $a, 2))")); CPU s: sluice $sc, broker $bc"
 	while read -r _ mode _ _ _ bs _ brs _ bcpu _ _ bbcpu; do
 		log "run $r: kafkaproduce $mode: $bs s ($brs records/s); CPU s: producer $bcpu, broker $bbcpu"
 	done < <(tail -n +2 "$run/secs-$r")
@@ -255,12 +290,12 @@ echo
 python3 - "$lines" "$run" "$runs" <<'PY'
 import statistics, sys
 lines, run, runs = int(sys.argv[1]), sys.argv[2], int(sys.argv[3])
-secs, acks, scpu, bcpu = [], [], [], []
+secs, acks, scpu, bcpu, nacks = [], [], [], [], []
 bare = {}  # mode -> list of (seconds, producer cpu, broker cpu)
 for r in range(1, runs + 1):
     out = open(f"{run}/secs-{r}").read().split("\n")
-    s, a, sc, bc = out[0].split()
-    secs.append(float(s)); acks.append(float(a)); scpu.append(float(sc)); bcpu.append(float(bc))
+    s, a, sc, bc, na = out[0].split()
+    secs.append(float(s)); acks.append(float(a)); scpu.append(float(sc)); bcpu.append(float(bc)); nacks.append(float(na))
     for l in out[1:]:
         f = l.split()
         if f:
@@ -277,6 +312,9 @@ meds = {}
 for mode, rs in bare.items():
     bs = meds[mode] = statistics.median(x[0] for x in rs)
     print(f"| {names.get(mode, mode)} | {bs:.2f} | {lines / bs:,.0f} | {' '.join(f'{x[0]:.2f}' for x in rs)} | {statistics.median(x[1] for x in rs):.2f} / {statistics.median(x[2] for x in rs):.2f} |")
+print()
+print(f"ingest with the sink / without (the last push acknowledged, medians): {statistics.median(nacks):.2f} s / {statistics.median(acks):.2f} s = "
+      f"**{statistics.median(nacks) / statistics.median(acks):.2f}** (runs without sinks: {' '.join(f'{x:.2f}' for x in nacks)} s)")
 if "txn" in meds:
     print()
     print(f"sluice / bare (transactional): {meds['txn'] / med:.2f} with ingest in the timed span"

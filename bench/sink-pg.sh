@@ -28,7 +28,10 @@
 # PROFILE=DIR serves with --pprof and writes a CPU profile of sluice for each sink run into DIR
 # (sink.RUN.pprof, from the first request: PROFILE_SECS, default 10 s) and a heap profile when the
 # last reply came (heap.RUN.pprof).
-# The servers' peak RSS (VmHWM) is reported with and without the sink. Medians of the runs, and each
+# The servers' peak RSS (VmHWM) is reported with and without the sink, at the last reply and once
+# the store settled (wait_stored: the head flushes that follow the last reply done; with the sink,
+# also once it caught up): before, the run without the sink was read at its last reply, before
+# its head was flushed, and the sink's run after, which made the sink look 270 MB dearer. Medians of the runs, and each
 # run's figures. Exits non-zero when a reply is not 2xx, a line is rejected, or a table does not hold
 # exactly the accepted lines.
 set -euo pipefail
@@ -111,6 +114,24 @@ start_sluice() {
 	wait_ready "http://127.0.0.1:$1/ready" "$spid" sluice "$run/serve.log"
 }
 
+# wait_stored PORT: waits until the store has settled after the posts: every accepted line is in
+# parts or in a head that no flush is due for (head bytes under the flush size, 64 MiB by default,
+# HEAD_BYTES if SERVE_FLAGS changes it), so no flush runs. Then the peak RSS of both sides holds
+# the same work: the flushes of the head to parts that follow the last reply are in both.
+wait_stored() {
+	local m head parts hrows i
+	for ((i = 0; i < 6000; i++)); do
+		m="$(curl -sf "127.0.0.1:$1/metrics")" || { log "!!! GET /metrics failed"; problems=1; return; }
+		head="$(awk '/^sluice_store_head_bytes / {printf "%d", $2}' <<<"$m")"
+		hrows="$(awk '/^sluice_store_head_rows / {printf "%d", $2}' <<<"$m")"
+		parts="$(awk '/^sluice_store_part_rows / {printf "%d", $2}' <<<"$m")"
+		if ((${head:-0} < ${HEAD_BYTES:-67108864} && ${parts:-0} + ${hrows:-0} >= accepted)); then return; fi
+		sleep 0.05
+	done
+	log "!!! the store did not settle in 5 minutes: head $head bytes, $hrows rows, parts $parts rows"
+	problems=1
+}
+
 now() { date +%s.%N; }
 rate() { awk -v n="$1" -v a="$2" -v b="$3" 'BEGIN {printf "%.0f", n / (b - a)}'; }
 peak_rss() { awk '/VmHWM/ {printf "%d", $2 / 1024}' "/proc/$1/status"; }
@@ -119,6 +140,29 @@ peak_rss() { awk '/VmHWM/ {printf "%d", $2 / 1024}' "/proc/$1/status"; }
 hz="$(getconf CLK_TCK)"
 cpu_of() { awk -v hz="$hz" '{printf "%.2f", ($14 + $15) / hz}' "/proc/$1/stat"; }
 pg_cpu() { awk -v hz="$hz" '{printf "%.2f", ($16 + $17) / hz}' "/proc/$pg_pid/stat"; }
+# pg_cpu_all: the CPU seconds of PostgreSQL so far: the postmaster's own, its exited backends' and
+# its live ones' (a sink's backend lives as long as its connection).
+pg_cpu_all() {
+	local p t
+	t="$(awk -v hz="$hz" '{sub(/.*\) /, ""); printf "%.2f", ($12 + $13 + $14 + $15) / hz}' "/proc/$pg_pid/stat")"
+	for p in $(ps -o pid= --ppid "$pg_pid"); do
+		t="$(awk -v t="$t" -v hz="$hz" '{sub(/.*\) /, ""); printf "%.2f", t + ($12 + $13) / hz}' "/proc/$p/stat" 2>/dev/null || echo "$t")"
+	done
+	echo "$t"
+}
+# ingest_cpu SPID START SCPU0 PCPU0 PORT: what the ingest phase (the first request to the last reply)
+# cost: sluice's CPU, PostgreSQL's, each in cores, and sluice's WAL fsyncs (count, mean latency),
+# which PostgreSQL's writes on the same disk slow.
+ingest_cpu() {
+	local secs m
+	secs="$(awk -v a="$2" -v b="$(now)" 'BEGIN {printf "%.3f", b - a}')"
+	m="$(curl -sf "127.0.0.1:$5/metrics")" || true
+	awk -v s="$secs" -v a="$3" -v b="$(cpu_of "$1")" -v c="$4" -v d="$(pg_cpu_all)" \
+		-v fs="$(awk '/^sluice_wal_fsync_duration_seconds_sum / {print $2}' <<<"$m")" \
+		-v fn="$(awk '/^sluice_wal_fsync_duration_seconds_count / {print $2}' <<<"$m")" \
+		'BEGIN {printf "ingest %.2f s: sluice CPU %.2f s (%.2f cores), PostgreSQL %.2f s (%.2f cores); WAL fsyncs %d, mean %.2f ms",
+			s, b - a, (b - a) / s, d - c, (d - c) / s, fn, (fn > 0 ? 1000 * fs / fn : 0)}'
+}
 
 run_sink() {
 	local port data start ingested done_at st backlog sent count deliver_s batches scpu pcpu pcpu0
@@ -142,6 +186,8 @@ run_sink() {
 	# shellcheck disable=SC2086
 	start_sluice "$port" "$data" --config "$run/sluice.yaml" "${prof[@]}" ${SERVE_FLAGS:-}
 	pcpu0="$(pg_cpu)"
+	local icpu0 ipcpu0 iphase
+	icpu0="$(cpu_of "$spid")" ipcpu0="$(pg_cpu_all)"
 	if [[ -n "${PROFILE:-}" ]]; then
 		mkdir -p "$PROFILE"
 		curl -sf -o "$PROFILE/sink.$r.pprof" "127.0.0.1:$port/debug/pprof/profile?seconds=${PROFILE_SECS:-10}" &
@@ -150,6 +196,8 @@ run_sink() {
 	start=$(now)
 	post_corpus "$port"
 	ingested=$(now)
+	iphase="$(ingest_cpu "$spid" "$start" "$icpu0" "$ipcpu0" "$port")"
+	rss_reply_sink+="$(peak_rss "$spid") "
 	if [[ -n "${PROFILE:-}" ]]; then curl -sf -o "$PROFILE/heap.$r.pprof" "127.0.0.1:$port/debug/pprof/heap" || log "!!! no heap profile"; fi
 	# The sink has caught up when its backlog is 0 and it sent every accepted line.
 	while :; do
@@ -162,6 +210,7 @@ run_sink() {
 	done
 	done_at=$(now)
 	scpu="$(cpu_of "$spid")"
+	wait_stored "$port"
 	if [[ -n "$ppid" ]]; then wait "$ppid" || log "!!! no CPU profile"; fi
 	# The time the sink spent in the destination's Deliver (COPY and commit), of the whole.
 	deliver_s="$(curl -sf "127.0.0.1:$port/metrics" | awk '/^sluice_sink_delivery_seconds_sum/ {print $2}')"
@@ -177,7 +226,7 @@ run_sink() {
 	fi
 	fig_sink+="$(rate "$accepted" "$start" "$done_at") "
 	fig_ingest_sink+="$(rate "$accepted" "$start" "$ingested") "
-	log "run $r sink: $accepted rows, ingest $(rate "$accepted" "$start" "$ingested") lines/s, in PostgreSQL $(rate "$accepted" "$start" "$done_at") rows/s ($(awk -v a="$start" -v b="$done_at" 'BEGIN {printf "%.2f", b - a}') s, ${batches:-?} batches, ${deliver_s:-?} s in Deliver), peak RSS $(peak_rss_last "$rss_sink") MB, CPU: sluice $scpu s, PostgreSQL backends $pcpu s"
+	log "run $r sink: $accepted rows, ingest $(rate "$accepted" "$start" "$ingested") lines/s, in PostgreSQL $(rate "$accepted" "$start" "$done_at") rows/s ($(awk -v a="$start" -v b="$done_at" 'BEGIN {printf "%.2f", b - a}') s, ${batches:-?} batches, ${deliver_s:-?} s in Deliver), peak RSS $(peak_rss_last "$rss_sink") MB ($(peak_rss_last "$rss_reply_sink") MB at the last reply), CPU: sluice $scpu s, PostgreSQL backends $pcpu s; $iphase"
 	psql "DROP TABLE IF EXISTS sluice_logs; DROP TABLE IF EXISTS sluice_sink_positions"
 	rm -rf "$data"
 }
@@ -188,15 +237,20 @@ run_nosink() {
 	data="$run/data"
 	# shellcheck disable=SC2086
 	start_sluice "$port" "$data" ${SERVE_FLAGS:-}
+	local icpu0 ipcpu0 iphase
+	icpu0="$(cpu_of "$spid")" ipcpu0="$(pg_cpu_all)"
 	start=$(now)
 	post_corpus "$port"
 	ingested=$(now)
-	rss_nosink+="$(peak_rss "$spid") "
+	iphase="$(ingest_cpu "$spid" "$start" "$icpu0" "$ipcpu0" "$port")"
+	rss_reply_nosink+="$(peak_rss "$spid") "
 	local scpu
+	wait_stored "$port"
 	scpu="$(cpu_of "$spid")"
+	rss_nosink+="$(peak_rss "$spid") "
 	stop_server "$spid" || { log "!!! sluice exited with status $? when stopped"; tail -20 "$run/serve.log" >&2; problems=1; }
 	fig_ingest_nosink+="$(rate "$accepted" "$start" "$ingested") "
-	log "run $r nosink: ingest $(rate "$accepted" "$start" "$ingested") lines/s, peak RSS $(peak_rss_last "$rss_nosink") MB, CPU: sluice $scpu s (at the last reply: not the flush of the head to parts that follows, which the sink run's figure holds)"
+	log "run $r nosink: ingest $(rate "$accepted" "$start" "$ingested") lines/s, peak RSS $(peak_rss_last "$rss_nosink") MB ($(peak_rss_last "$rss_reply_nosink") MB at the last reply), CPU: sluice $scpu s (to the store settled); $iphase"
 	rm -rf "$data"
 }
 
@@ -217,7 +271,7 @@ run_copy() {
 
 peak_rss_last() { awk '{print $NF}' <<<"$1"; }
 
-fig_sink="" fig_copy="" fig_ingest_sink="" fig_ingest_nosink="" rss_sink="" rss_nosink=""
+fig_sink="" fig_copy="" fig_ingest_sink="" fig_ingest_nosink="" rss_sink="" rss_nosink="" rss_reply_sink="" rss_reply_nosink=""
 for ((r = 1; r <= runs; r++)); do
 	if ((r % 2)); then order=(sink nosink copy); else order=(copy nosink sink); fi
 	for side in "${order[@]}"; do
@@ -240,6 +294,8 @@ echo "| sluice / bare CopyFrom | **$(ratio "$ms" "$mc")x** | |"
 echo "| ingest lines/s with the sink | $mis | $fig_ingest_sink|"
 echo "| ingest lines/s without sinks | $min | $fig_ingest_nosink|"
 echo "| ingest with the sink / without | **$(ratio "$mis" "$min")** | |"
-echo "| peak RSS with the sink, MB | $(median "$rss_sink") | $rss_sink|"
-echo "| peak RSS without sinks, MB | $(median "$rss_nosink") | $rss_nosink|"
+echo "| peak RSS with the sink, MB (the sink caught up, the store settled) | $(median "$rss_sink") | $rss_sink|"
+echo "| peak RSS without sinks, MB (the store settled) | $(median "$rss_nosink") | $rss_nosink|"
+echo "| peak RSS with the sink, MB, at the last reply | $(median "$rss_reply_sink") | $rss_reply_sink|"
+echo "| peak RSS without sinks, MB, at the last reply | $(median "$rss_reply_nosink") | $rss_reply_nosink|"
 exit "$problems"

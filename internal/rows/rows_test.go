@@ -132,6 +132,29 @@ func TestTruncated(t *testing.T) {
 	if _, _, err := rows.Peek([]byte{7, 0}); !errors.Is(err, rows.ErrCorrupt) {
 		t.Fatalf("Peek of version 7: err %v, want ErrCorrupt", err)
 	}
+	// CountRows reads up to the row count: every shorter prefix is
+	// ErrCorrupt, the longer ones (and the whole) give the count.
+	blk, err := rows.Decode(enc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	whole := 0
+	for n := range len(enc) + 1 {
+		c, err := rows.CountRows(enc[:n])
+		switch {
+		case err == nil && c != len(blk.Rows):
+			t.Fatalf("CountRows of a prefix of %d bytes: %d, want %d", n, c, len(blk.Rows))
+		case err != nil && !errors.Is(err, rows.ErrCorrupt):
+			t.Fatalf("CountRows of a prefix of %d bytes: err %v, want ErrCorrupt", n, err)
+		case err != nil && whole > 0:
+			t.Fatalf("CountRows of a prefix of %d bytes: %v after a shorter one counted", n, err)
+		case err == nil && whole == 0:
+			whole = n
+		}
+	}
+	if whole == 0 {
+		t.Fatal("CountRows never read the count")
+	}
 }
 
 func FuzzDecode(f *testing.F) {
@@ -160,11 +183,18 @@ func FuzzDecode(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		blk, err := rows.Decode(data)
 		checkEach(t, data, blk, err)
+		n, cerr := rows.CountRows(data)
+		if cerr != nil && !errors.Is(cerr, rows.ErrCorrupt) {
+			t.Fatalf("CountRows: error %v is not ErrCorrupt", cerr)
+		}
 		if err != nil {
 			if !errors.Is(err, rows.ErrCorrupt) {
 				t.Fatalf("error %v is not ErrCorrupt", err)
 			}
 			return
+		}
+		if cerr != nil || n != len(blk.Rows) {
+			t.Fatalf("CountRows %d, %v; Decode %d rows", n, cerr, len(blk.Rows))
 		}
 		var r rows.Row
 		var fields []rows.Field

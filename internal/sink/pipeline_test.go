@@ -128,3 +128,23 @@ func TestBatchBytes(t *testing.T) {
 		t.Fatalf("%d batches of %q, want 3 of two lines each: %q", len(d.ends), d.lines, want)
 	}
 }
+
+// TestBatchMemory: two batches of BatchBytes per sink, the default where
+// a sink sets none.
+func TestBatchMemory(t *testing.T) {
+	dir := t.TempDir()
+	var sinks []*Sink
+	for i, bb := range []int{1 << 20, 0} {
+		s, err := New(Config{Name: fmt.Sprint("s", i), BatchBytes: bb, Dir: fmt.Sprint(dir, "/", i)}, newMemDest(0), sinktest.Quiet())
+		if err != nil {
+			t.Fatal(err)
+		}
+		sinks = append(sinks, s)
+	}
+	if got, want := NewManager(sinks, nil, sinktest.Quiet()).BatchMemory(), int64(2<<20+2*DefaultBatchBytes); got != want {
+		t.Fatalf("BatchMemory %d, want %d", got, want)
+	}
+	if got := NewManager(nil, nil, sinktest.Quiet()).BatchMemory(); got != 0 {
+		t.Fatalf("BatchMemory without sinks %d, want 0", got)
+	}
+}

@@ -297,10 +297,10 @@ type blockFill struct {
 	oldest                int64
 }
 
-// begin prepares bf for the rows of blk, whose header alone it reads, and
-// reports whether f can take any of them.
-func (b *Batch) begin(bf *blockFill, f *filter, blk *rows.Block, at wal.Pos) bool {
-	*bf = blockFill{f: f, blk: blk, at: at, records: len(b.Records), arena: len(b.arena), bytes: b.Bytes, oldest: b.oldest}
+// take sets bf's filter, routes and streams for blk, whose header alone
+// it reads, and reports whether bf.f can take any row of blk.
+func (bf *blockFill) take(f *filter, blk *rows.Block) bool {
+	bf.f = f
 	if !f.tenantMatches(blk.Tenant) {
 		return false
 	}
@@ -315,7 +315,39 @@ func (b *Batch) begin(bf *blockFill, f *filter, blk *rows.Block, at wal.Pos) boo
 		bf.keep[i] = f.selector == nil || f.selector.Matches(func(n string) string { v, _ := ls.Get(n); return v })
 		any = any || bf.keep[i]
 	}
-	if !any {
+	return any
+}
+
+// count returns how many rows of the encoded block p f takes: what
+// drop_oldest counts as dropped when it skips p. A filter of every row of
+// its tenants (no selector, no route) reads the header's row count alone
+// (rows.CountRows); another decodes each row once (rows.Each) and builds
+// no record.
+func (f *filter) count(p []byte) (int, error) {
+	if f.skips(p) {
+		return 0, nil
+	}
+	if f.selector == nil && f.route == "" {
+		return rows.CountRows(p)
+	}
+	var bf blockFill
+	n := 0
+	_, err := rows.Each(p, func(blk *rows.Block) bool { return bf.take(f, blk) }, func(_ int, r *rows.Row) {
+		if bf.takesRow(r.Stream, r.Route) {
+			n++
+		}
+	})
+	if err != nil {
+		return 0, err
+	}
+	return n, nil
+}
+
+// begin prepares bf for the rows of blk, whose header alone it reads, and
+// reports whether f can take any of them.
+func (b *Batch) begin(bf *blockFill, f *filter, blk *rows.Block, at wal.Pos) bool {
+	*bf = blockFill{blk: blk, at: at, records: len(b.Records), arena: len(b.arena), bytes: b.Bytes, oldest: b.oldest}
+	if !bf.take(f, blk) {
 		return false
 	}
 	if len(b.Records) == 0 {
