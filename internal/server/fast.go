@@ -114,10 +114,10 @@ func (s *Server) newFastServer(maxConns int) *fasthttp.Server {
 				s.serveExchange(ctx, s.mux.ServeHTTP)
 			}
 		},
-		Name:                          "sluice",
-		NoDefaultServerHeader:         true,
-		NoDefaultContentType:          true,
-		StreamRequestBody:             true,
+		Name:                  "sluice",
+		NoDefaultServerHeader: true,
+		NoDefaultContentType:  true,
+		StreamRequestBody:     true,
 		// With the body streamed, this is what fasthttp reads of it
 		// before the handler runs (at most 8 KiB): one byte, so that
 		// the rest is read by reqBody, paced, limited and reserved.
