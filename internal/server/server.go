@@ -307,7 +307,9 @@ func (s *Server) serveSplit(ctx context.Context, hs *http.Server, ln net.Listene
 		err = ferr
 	}
 	for ; running > 0; running-- {
-		if rerr := <-errc; err == nil && !errors.Is(rerr, http.ErrServerClosed) {
+		// Closing one server's listener closes the other's: the server
+		// that sees it first may return net.ErrClosed.
+		if rerr := <-errc; err == nil && !errors.Is(rerr, http.ErrServerClosed) && !errors.Is(rerr, net.ErrClosed) {
 			err = rerr
 		}
 	}
