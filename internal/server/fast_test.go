@@ -15,6 +15,10 @@ import (
 // transports are the two ingest servers (Config.IngestServer).
 var transports = []string{IngestNetHTTP, IngestFastHTTP}
 
+// trName is a transport in a test's name: "nethttp" or "fasthttp" (a
+// slash would make a level of its own).
+func trName(tr string) string { return strings.ReplaceAll(tr, "/", "") }
+
 // fastConns is the number of connections the fasthttp server holds open
 // (0 when it does not serve).
 func (f *fixture) fastConns() int32 {
@@ -74,7 +78,7 @@ func TestIngestTransports(t *testing.T) {
 		{name: "bad json", path: "/insert/jsonline", body: []byte("{not json\n"), code: 400},
 	}
 	for _, tr := range transports {
-		t.Run("server="+tr, func(t *testing.T) {
+		t.Run("server="+trName(tr), func(t *testing.T) {
 			cfg := DefaultConfig()
 			cfg.IngestServer = tr
 			f := newFixture(t, cfg)
@@ -254,7 +258,7 @@ func TestFastRoute(t *testing.T) {
 // (auth) has its body drained and gets its status, on both transports.
 func TestRefusalsOverTransports(t *testing.T) {
 	for _, tr := range transports {
-		t.Run("server="+tr, func(t *testing.T) {
+		t.Run("server="+trName(tr), func(t *testing.T) {
 			cfg := DefaultConfig()
 			cfg.IngestServer = tr
 			cfg.Auth = []Credential{{Token: "secret", Tenants: []string{"*"}}}

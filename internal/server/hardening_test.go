@@ -410,7 +410,7 @@ func waitFor(t *testing.T, cond func() bool) {
 // request.
 func TestBodyLimitClosesTheConnection(t *testing.T) {
 	for _, tr := range transports {
-		t.Run("server="+tr, func(t *testing.T) { testBodyLimitClosesTheConnection(t, tr) })
+		t.Run("server="+trName(tr), func(t *testing.T) { testBodyLimitClosesTheConnection(t, tr) })
 	}
 }
 
@@ -469,7 +469,7 @@ func testBodyLimitClosesTheConnection(t *testing.T, transport string) {
 // Loki JSON push).
 func TestBodyLimitsNameTheirFlag(t *testing.T) {
 	for _, tr := range transports {
-		t.Run("server="+tr, func(t *testing.T) { testBodyLimitsNameTheirFlag(t, tr) })
+		t.Run("server="+trName(tr), func(t *testing.T) { testBodyLimitsNameTheirFlag(t, tr) })
 	}
 }
 

@@ -192,7 +192,7 @@ func BenchmarkSmallPushLoopback(b *testing.B) {
 	for _, tr := range transports {
 		for _, p := range smallPushes {
 			for _, conns := range []int{1, 64, 256} {
-				b.Run(fmt.Sprintf("server=%s/proto=%s/conns=%d", tr, p.name, conns), func(b *testing.B) {
+				b.Run(fmt.Sprintf("server=%s/proto=%s/conns=%d", trName(tr), p.name, conns), func(b *testing.B) {
 					benchSmallPushLoopback(b, tr, p.path, p.ctype, p.body, p.code, conns)
 				})
 			}
