@@ -24,6 +24,7 @@ type split struct {
 	peekTimeout time.Duration
 	ingest      *chanListener
 	other       *chanListener
+	handed      func(ingest bool) // counts a connection handed over
 
 	mu      sync.Mutex
 	closed  bool
@@ -37,8 +38,8 @@ type split struct {
 // to net/http, which reads on.
 const maxPeek = 4 << 10
 
-func newSplit(ln net.Listener, peekTimeout time.Duration, isIngest func(method, path []byte) bool) *split {
-	sp := &split{ln: ln, isIngest: isIngest, peekTimeout: peekTimeout, peeking: map[net.Conn]struct{}{}}
+func newSplit(ln net.Listener, peekTimeout time.Duration, isIngest func(method, path []byte) bool, handed func(ingest bool)) *split {
+	sp := &split{ln: ln, isIngest: isIngest, peekTimeout: peekTimeout, handed: handed, peeking: map[net.Conn]struct{}{}}
 	sp.ingest = &chanListener{sp: sp, conns: make(chan net.Conn), done: make(chan struct{})}
 	sp.other = &chanListener{sp: sp, conns: make(chan net.Conn), done: make(chan struct{})}
 	return sp
@@ -91,6 +92,9 @@ func (sp *split) dispatch(c net.Conn) {
 	// Whatever the peek met (an error, a line too long), the server the
 	// connection goes to reads the same bytes and answers as it would.
 	pc := &prefixConn{Conn: c, head: head, err: err}
+	// Counted before it is served, so that a client that got an answer
+	// sees its connection counted.
+	sp.handed(to == sp.ingest)
 	select {
 	case to.conns <- pc:
 	case <-to.done:

@@ -10,6 +10,8 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
 )
 
 // transports are the two ingest servers (Config.IngestServer).
@@ -203,6 +205,12 @@ func TestIngestDispatch(t *testing.T) {
 		}
 		conn.Close()
 		waitFor(t, func() bool { return f.fastConns() == 0 })
+	}
+	if got := testutil.ToFloat64(f.srv.metrics.connsServed.WithLabelValues(IngestFastHTTP)); got != 2 {
+		t.Errorf("sluice_http_connections_total{server=fasthttp} %v, want 2", got)
+	}
+	if got := testutil.ToFloat64(f.srv.metrics.connsServed.WithLabelValues(IngestNetHTTP)); got != 1 {
+		t.Errorf("sluice_http_connections_total{server=net/http} %v, want 1", got)
 	}
 }
 

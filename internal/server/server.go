@@ -277,7 +277,14 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 // one listener split between the two servers by each connection's first
 // request.
 func (s *Server) serveSplit(ctx context.Context, hs *http.Server, ln net.Listener, maxConns int) error {
-	sp := newSplit(ln, hs.ReadHeaderTimeout, s.isIngestRoute)
+	fastConns, netConns := s.metrics.connsServed.WithLabelValues(IngestFastHTTP), s.metrics.connsServed.WithLabelValues(IngestNetHTTP)
+	sp := newSplit(ln, hs.ReadHeaderTimeout, s.isIngestRoute, func(ingest bool) {
+		if ingest {
+			fastConns.Inc()
+		} else {
+			netConns.Inc()
+		}
+	})
 	fs := s.newFastServer(maxConns)
 	s.fast.Store(fs)
 	errc := make(chan error, 3)
