@@ -212,6 +212,7 @@ func getExchange(ctx *fasthttp.RequestCtx) *fastExchange {
 		Body:          &x.body,
 		ContentLength: cl,
 		RequestURI:    x.url.Path,
+		Host:          headerValue(x.in, "Host"), // a view of the header string: no allocation
 	}
 	if !h.IsHTTP11() {
 		x.req.Proto, x.req.ProtoMinor = "HTTP/1.0", 0
