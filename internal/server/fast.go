@@ -164,6 +164,7 @@ type fastExchange struct {
 	in    http.Header
 	vals  []string
 	arena []byte
+	lens  []int32 // of the header's names and values, in turn
 	body  fastBody
 	out   http.Header
 	code  int
@@ -234,22 +235,23 @@ func putExchange(x *fastExchange) {
 
 // readHeader copies h into x.in: every name and value into one string,
 // names in their canonical form (which fasthttp's normalized ones
-// already are, mostly).
+// already are, mostly). One pass over h: the lengths are noted as the
+// bytes are copied.
 func (x *fastExchange) readHeader(h *fasthttp.RequestHeader) {
-	a := x.arena[:0]
+	a, lens := x.arena[:0], x.lens[:0]
 	for k, v := range h.All() {
-		a = append(a, k...)
-		a = append(a, v...)
+		a = append(append(a, k...), v...)
+		lens = append(lens, int32(len(k)), int32(len(v)))
 	}
 	all := string(a)
-	x.arena = a
+	x.arena, x.lens = a, lens
 	x.vals = x.vals[:0]
 	at := 0
-	for k, v := range h.All() {
-		key := textproto.CanonicalMIMEHeaderKey(all[at : at+len(k)])
-		at += len(k)
-		val := all[at : at+len(v)]
-		at += len(v)
+	for i := 0; i+1 < len(lens); i += 2 {
+		key := textproto.CanonicalMIMEHeaderKey(all[at : at+int(lens[i])])
+		at += int(lens[i])
+		val := all[at : at+int(lens[i+1])]
+		at += int(lens[i+1])
 		if vs, ok := x.in[key]; ok {
 			x.in[key] = append(vs, val)
 			continue
