@@ -2,8 +2,10 @@ package server
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"net"
+	"net/http"
 	"sync"
 	"time"
 )
@@ -227,4 +229,54 @@ func (c *prefixConn) CloseWrite() error {
 		return cw.CloseWrite()
 	}
 	return nil
+}
+
+// serveSplit is Serve with the ingest connections on fasthttp (fast.go):
+// one listener split between the two servers by each connection's first
+// request.
+func (s *Server) serveSplit(ctx context.Context, hs *http.Server, ln net.Listener, maxConns int) error {
+	fastConns, netConns := s.metrics.connsServed.WithLabelValues(IngestFastHTTP), s.metrics.connsServed.WithLabelValues(IngestNetHTTP)
+	sp := newSplit(ln, hs.ReadHeaderTimeout, s.isIngestRoute, func(ingest bool) {
+		if ingest {
+			fastConns.Inc()
+		} else {
+			netConns.Inc()
+		}
+	})
+	fs := s.newFastServer(maxConns)
+	s.fast.Store(fs)
+	errc := make(chan error, 3)
+	go func() { errc <- sp.Run() }()
+	go func() { errc <- hs.Serve(sp.other) }()
+	go func() { errc <- fs.Serve(sp.ingest) }()
+	s.once.Do(func() { close(s.ready) })
+	var err error
+	running := 3
+	select {
+	case err = <-errc:
+		// One stopped: stop the others.
+		running--
+		sp.close()
+	case <-ctx.Done():
+		s.log.Info("shutting down: draining requests in flight")
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), s.cfg.ShutdownTimeout)
+	defer cancel()
+	// Both at once: each waits for its requests in flight.
+	ferrc := make(chan error, 1)
+	go func() { ferrc <- fs.ShutdownWithContext(sctx) }()
+	if serr := hs.Shutdown(sctx); err == nil {
+		err = serr
+	}
+	if ferr := <-ferrc; err == nil {
+		err = ferr
+	}
+	for ; running > 0; running-- {
+		// Closing one server's listener closes the other's: the server
+		// that sees it first may return net.ErrClosed.
+		if rerr := <-errc; err == nil && !errors.Is(rerr, http.ErrServerClosed) && !errors.Is(rerr, net.ErrClosed) {
+			err = rerr
+		}
+	}
+	return err
 }

@@ -98,7 +98,7 @@ type Config struct {
 	// gate: a blocked sink refuses its tenants' batches).
 	WrapSink func(flow.Sink) flow.Sink
 	// IngestServer is the HTTP server of the ingest connections:
-	// IngestFastHTTP or IngestNetHTTP (fast.go); empty is fasthttp. TLS
+	// IngestFastHTTP or IngestNetHTTP (fast.go); empty is net/http. TLS
 	// is served by net/http whatever it says.
 	IngestServer string
 	// AdminRoutes are more GET endpoints (pattern → handler), served to
@@ -269,56 +269,6 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	err := hs.Shutdown(sctx)
 	if serr := <-errc; !errors.Is(serr, http.ErrServerClosed) && err == nil {
 		err = serr
-	}
-	return err
-}
-
-// serveSplit is Serve with the ingest connections on fasthttp (fast.go):
-// one listener split between the two servers by each connection's first
-// request.
-func (s *Server) serveSplit(ctx context.Context, hs *http.Server, ln net.Listener, maxConns int) error {
-	fastConns, netConns := s.metrics.connsServed.WithLabelValues(IngestFastHTTP), s.metrics.connsServed.WithLabelValues(IngestNetHTTP)
-	sp := newSplit(ln, hs.ReadHeaderTimeout, s.isIngestRoute, func(ingest bool) {
-		if ingest {
-			fastConns.Inc()
-		} else {
-			netConns.Inc()
-		}
-	})
-	fs := s.newFastServer(maxConns)
-	s.fast.Store(fs)
-	errc := make(chan error, 3)
-	go func() { errc <- sp.Run() }()
-	go func() { errc <- hs.Serve(sp.other) }()
-	go func() { errc <- fs.Serve(sp.ingest) }()
-	s.once.Do(func() { close(s.ready) })
-	var err error
-	running := 3
-	select {
-	case err = <-errc:
-		// One stopped: stop the others.
-		running--
-		sp.close()
-	case <-ctx.Done():
-		s.log.Info("shutting down: draining requests in flight")
-	}
-	sctx, cancel := context.WithTimeout(context.Background(), s.cfg.ShutdownTimeout)
-	defer cancel()
-	// Both at once: each waits for its requests in flight.
-	ferrc := make(chan error, 1)
-	go func() { ferrc <- fs.ShutdownWithContext(sctx) }()
-	if serr := hs.Shutdown(sctx); err == nil {
-		err = serr
-	}
-	if ferr := <-ferrc; err == nil {
-		err = ferr
-	}
-	for ; running > 0; running-- {
-		// Closing one server's listener closes the other's: the server
-		// that sees it first may return net.ErrClosed.
-		if rerr := <-errc; err == nil && !errors.Is(rerr, http.ErrServerClosed) && !errors.Is(rerr, net.ErrClosed) {
-			err = rerr
-		}
 	}
 	return err
 }
