@@ -10,6 +10,8 @@
 #   SERVER_CORE=0 CLIENT_CORE=1 WARMUP=2s SERVE_FLAGS='--max-inflight 256' bench/small.sh
 #   PROFILE=/tmp/prof bench/small.sh            # also sluice's CPU profile of each counted run
 #   CLIENT=nethttp bench/small.sh               # `sluice bench --client nethttp` (default raw)
+#   SERVE_FLAGS='--ingest-server net/http' bench/small.sh
+#                                               # sluice's ingest on net/http (default fasthttp)
 #   SIDES='floor fasthttp victorialogs sluice' bench/small.sh
 #                                               # also fasthttp answering 204 (bench/fasthttpfloor)
 #                                               # and VictoriaLogs (one-line jsonline pushes to its

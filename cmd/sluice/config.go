@@ -18,6 +18,7 @@ import (
 // file.
 type fileConfig struct {
 	Listen         string              `yaml:"listen"`
+	IngestServer   string              `yaml:"ingest_server"`
 	Data           string              `yaml:"data"`
 	Fsync          string              `yaml:"fsync"`
 	HeadBytes      int64               `yaml:"head_bytes"`
@@ -134,6 +135,7 @@ func (c *fileConfig) apply(o *serveOpts, fs *flag.FlagSet) error {
 	}
 	cfg := o.cfg
 	str("listen", &o.listen, c.Listen)
+	str("ingest-server", &cfg.IngestServer, c.IngestServer)
 	str("data", &o.storage.data, c.Data)
 	str("fsync", &o.storage.fsync, c.Fsync)
 	num("head-bytes", &o.storage.headBytes, c.HeadBytes)

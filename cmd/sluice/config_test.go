@@ -345,3 +345,22 @@ func TestConfigRules(t *testing.T) {
 		}
 	}
 }
+
+// TestIngestServerValues: --ingest-server and ingest_server take
+// fasthttp or net/http; anything else is a usage error naming both,
+// before anything is opened.
+func TestIngestServerValues(t *testing.T) {
+	data := filepath.Join(t.TempDir(), "data")
+	_, errOut, st := sluice(t, "", "serve", "--ingest-server", "nginx", "--listen", "127.0.0.1:0", "--data", data)
+	if st != 2 || !strings.Contains(errOut, `--ingest-server "nginx": fasthttp or net/http`) {
+		t.Errorf("--ingest-server nginx: status %d: %s", st, errOut)
+	}
+	cfg := writeFile(t, "sluice.yaml", "ingest_server: apache\n")
+	_, errOut, st = sluice(t, "", "serve", "--config", cfg, "--listen", "127.0.0.1:0", "--data", data)
+	if st != 2 || !strings.Contains(errOut, `"apache"`) {
+		t.Errorf("ingest_server: apache: status %d: %s", st, errOut)
+	}
+	if _, err := os.Stat(data); !os.IsNotExist(err) {
+		t.Errorf("the data directory was made (%v) before the usage error", err)
+	}
+}

@@ -79,6 +79,7 @@ SIGTERM or SIGINT drains the requests in flight, then closes the store.`,
 		fs.DurationVar(&cfg.BodyIdleTimeout, "body-idle-timeout", cfg.BodyIdleTimeout, "cut off (408) a request body that brings no byte for this long (0: never)")
 		fs.Int64Var(&cfg.MinBodyRate, "min-body-rate", cfg.MinBodyRate, "cut off (408) a request body that averages fewer `bytes/s` after its first 10 s (0: no minimum)")
 		fs.DurationVar(&cfg.IdleTimeout, "idle-timeout", cfg.IdleTimeout, "close keep-alive connections idle this long")
+		fs.StringVar(&cfg.IngestServer, "ingest-server", cfg.IngestServer, "the HTTP server of connections whose first request is an ingest POST: fasthttp or net/http (the others, and TLS, are net/http's)")
 		fs.IntVar(&cfg.MaxConnections, "max-connections", cfg.MaxConnections, "HTTP connections open at once; one more is answered 503 and closed (0: half the open-file limit)")
 		fs.IntVar(&cfg.MaxStreamsPerTenant, "max-streams-per-tenant", cfg.MaxStreamsPerTenant, "active streams a tenant may have (a line in the last 30 minutes); lines of new streams past it get 429 (0: no limit)")
 		fs.StringVar(&o.syslogTCP, "syslog-tcp", "", "also receive syslog over TCP on this `address` (RFC 6587 octet counting or LF framing)")
@@ -145,6 +146,9 @@ func (o *serveOpts) run(args []string, e *env) error {
 		if l = strings.TrimSpace(l); l != "" {
 			o.cfg.Discover.ServiceName = append(o.cfg.Discover.ServiceName, l)
 		}
+	}
+	if v := o.cfg.IngestServer; v != server.IngestFastHTTP && v != server.IngestNetHTTP {
+		return usageError("--ingest-server %q: fasthttp or net/http", v)
 	}
 	if (o.cfg.TLSCertFile == "") != (o.cfg.TLSKeyFile == "") {
 		return usageError("--tls-cert and --tls-key go together")

@@ -13,7 +13,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
@@ -410,15 +409,22 @@ func waitFor(t *testing.T, cond func() bool) {
 // answer; a body within it keeps its connection alive for the next
 // request.
 func TestBodyLimitClosesTheConnection(t *testing.T) {
+	for _, tr := range transports {
+		t.Run("server="+trName(tr), func(t *testing.T) { testBodyLimitClosesTheConnection(t, tr) })
+	}
+}
+
+func testBodyLimitClosesTheConnection(t *testing.T, transport string) {
 	cfg := DefaultConfig()
+	cfg.IngestServer = transport
 	cfg.MaxBodyBytes = 1 << 10
 	f := newFixture(t, cfg)
-	srv := httptest.NewServer(f.srv.Handler())
-	defer srv.Close()
+	addr := f.serving()
+	srvURL := "http://" + addr
 	line := `{"msg":"within","service":"api"}` + "\n"
 	post := func(c net.Conn, r *bufio.Reader, body string, chunked bool) (*http.Response, string) {
 		t.Helper()
-		req, _ := http.NewRequest("POST", srv.URL+"/insert/jsonline", strings.NewReader(body))
+		req, _ := http.NewRequest("POST", srvURL+"/insert/jsonline", strings.NewReader(body))
 		if chunked {
 			req.ContentLength = -1
 		}
@@ -433,7 +439,7 @@ func TestBodyLimitClosesTheConnection(t *testing.T) {
 		return resp, string(b)
 	}
 	for _, chunked := range []bool{false, true} {
-		c, err := net.Dial("tcp", srv.Listener.Addr().String())
+		c, err := net.Dial("tcp", addr)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -462,11 +468,18 @@ func TestBodyLimitClosesTheConnection(t *testing.T) {
 // gzip body of many lines) and decoded whole (--max-whole-body-bytes, a
 // Loki JSON push).
 func TestBodyLimitsNameTheirFlag(t *testing.T) {
+	for _, tr := range transports {
+		t.Run("server="+trName(tr), func(t *testing.T) { testBodyLimitsNameTheirFlag(t, tr) })
+	}
+}
+
+func testBodyLimitsNameTheirFlag(t *testing.T, transport string) {
 	cfg := DefaultConfig()
+	cfg.IngestServer = transport
 	cfg.MaxBodyBytes, cfg.MaxDecodedBytes, cfg.MaxWholeBodyBytes = 4<<10, 64<<10, 2<<10
 	f := newFixture(t, cfg)
-	srv := httptest.NewServer(f.srv.Handler())
-	defer srv.Close()
+	addr := f.serving()
+	srvURL := "http://" + addr
 	line := `{"msg":"a line of the body","service":"api"}` + "\n"
 	var gz bytes.Buffer
 	zw := gzip.NewWriter(&gz)
@@ -483,7 +496,7 @@ func TestBodyLimitsNameTheirFlag(t *testing.T) {
 		{"decompressed", "/insert/jsonline", "gzip", "", gz.String(), "--max-decoded-bytes bounds the body decompressed to 65536 bytes"},
 		{"whole", "/loki/api/v1/push", "", "application/json", loki, "--max-whole-body-bytes bounds a Loki, OTLP or Elasticsearch body decompressed to 2048 bytes"},
 	} {
-		req, _ := http.NewRequest("POST", srv.URL+c.path, strings.NewReader(c.body))
+		req, _ := http.NewRequest("POST", srvURL+c.path, strings.NewReader(c.body))
 		if c.encoding != "" {
 			req.Header.Set("Content-Encoding", c.encoding)
 		}

@@ -14,6 +14,7 @@ type metrics struct {
 	inflight, inflightBytes          prometheus.Gauge
 	conns                            prometheus.Gauge
 	connsRefused                     prometheus.Counter
+	connsServed                      *prometheus.CounterVec // by server, of a split listener
 	timeFallbacks                    *prometheus.CounterVec
 	syslog                           syslogMetrics
 }
@@ -64,10 +65,12 @@ func newMetrics(reg *prometheus.Registry, st *store.Store) *metrics {
 			Help: "HTTP connections open."}),
 		connsRefused: prometheus.NewCounter(prometheus.CounterOpts{Name: "sluice_http_connections_refused_total",
 			Help: "HTTP connections answered 503 and closed because max_connections were open."}),
+		connsServed: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "sluice_http_connections_total",
+			Help: "HTTP connections handed to a server by their first request, with --ingest-server fasthttp: fasthttp (an ingest POST) or net/http (any other)."}, []string{"server"}),
 		timeFallbacks: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "sluice_ingest_time_fallbacks_total",
 			Help: "Lines whose timestamp was present but unusable (unreadable, or outside 1970 to 2262), stored at the receive time, by protocol."}, []string{"protocol"}),
 	}
-	reg.MustRegister(m.lines, m.bytes, m.rejected, m.requests, m.inflight, m.inflightBytes, m.conns, m.connsRefused, m.timeFallbacks,
+	reg.MustRegister(m.lines, m.bytes, m.rejected, m.requests, m.inflight, m.inflightBytes, m.conns, m.connsRefused, m.connsServed, m.timeFallbacks,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	reg.MustRegister(storeCollector{st})
 	m.syslog = newSyslogMetrics(reg)

@@ -9,10 +9,12 @@ import (
 	"net/http"
 	"net/http/pprof"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/valyala/fasthttp"
 	"golang.org/x/sync/semaphore"
 
 	"github.com/sluicelog/sluice/internal/flow"
@@ -95,6 +97,10 @@ type Config struct {
 	// WrapSink, if set, wraps the flow's sink into the store (the sinks'
 	// gate: a blocked sink refuses its tenants' batches).
 	WrapSink func(flow.Sink) flow.Sink
+	// IngestServer is the HTTP server of the ingest connections:
+	// IngestFastHTTP or IngestNetHTTP (fast.go); empty is net/http. TLS
+	// is served by net/http whatever it says.
+	IngestServer string
 	// AdminRoutes are more GET endpoints (pattern → handler), served to
 	// admin credentials when auth is on, e.g. /api/v1/sinks.
 	AdminRoutes map[string]http.Handler
@@ -119,6 +125,7 @@ func DefaultConfig() Config {
 		MaxStreamsPerTenant: 5000,
 		Syslog:              DefaultSyslogConfig(),
 		Admission:           DefaultAdmission(),
+		IngestServer:        IngestFastHTTP,
 	}
 }
 
@@ -145,12 +152,15 @@ type Server struct {
 	queries  *gate // queries running
 	tails    *gate // tails open
 	tailSnap tailSnapshots
+	// ingestRoutes are the ingest handlers by path, for fasthttp.
+	ingestRoutes map[string]http.HandlerFunc
+	fast         atomic.Pointer[fasthttp.Server] // serving the ingest connections, if any
 }
 
 // New returns a server of st whose metrics are registered in reg.
 func New(cfg Config, st *store.Store, log *slog.Logger, reg *prometheus.Registry) *Server {
 	s := &Server{cfg: cfg, st: st, log: log, inflight: make(chan struct{}, max(cfg.MaxInflight, 1)), mux: http.NewServeMux(),
-		ready: make(chan struct{}), limits: &limiter{rate: cfg.TenantRate, buckets: map[string]*bucket{}}}
+		ready: make(chan struct{}), ingestRoutes: map[string]http.HandlerFunc{}, limits: &limiter{rate: cfg.TenantRate, buckets: map[string]*bucket{}}}
 	if s.limits.rate.Burst <= 0 {
 		s.limits.rate.Burst = s.limits.rate.LinesPerSecond
 	}
@@ -176,10 +186,10 @@ func New(cfg Config, st *store.Store, log *slog.Logger, reg *prometheus.Registry
 
 func (s *Server) routes(reg *prometheus.Registry) {
 	m := s.mux
-	m.HandleFunc("POST /insert/jsonline", s.ingest("jsonline", s.handleLines))
-	m.HandleFunc("POST /insert/lines", s.ingest("lines", s.handleLines))
-	m.HandleFunc("POST /loki/api/v1/push", s.ingest("loki", s.handleLoki))
-	m.HandleFunc("POST /v1/logs", s.ingest("otlp", s.handleOTLP))
+	s.addIngestRoute("POST /insert/jsonline", s.ingest("jsonline", s.handleLines))
+	s.addIngestRoute("POST /insert/lines", s.ingest("lines", s.handleLines))
+	s.addIngestRoute("POST /loki/api/v1/push", s.ingest("loki", s.handleLoki))
+	s.addIngestRoute("POST /v1/logs", s.ingest("otlp", s.handleOTLP))
 	s.elasticRoutes()
 	s.queryRoutes()
 	s.rulesRoutes()
@@ -236,6 +246,9 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	}
 	ln = &connLimit{Listener: ln, max: int64(maxConns), tls: s.cfg.TLSCertFile != "",
 		refused: s.metrics.connsRefused.Inc, opened: func(d int) { s.metrics.conns.Add(float64(d)) }}
+	if s.cfg.IngestServer == IngestFastHTTP && s.cfg.TLSCertFile == "" {
+		return s.serveSplit(ctx, hs, ln, maxConns)
+	}
 	errc := make(chan error, 1)
 	go func() {
 		if s.cfg.TLSCertFile != "" {

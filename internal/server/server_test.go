@@ -27,7 +27,14 @@ import (
 	"github.com/sluicelog/sluice/internal/vfs"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m,
+		// fasthttp's: a process-wide clock of the Date header, and the
+		// worker pool's cleaner, which sees the pool stopped only at its
+		// next tick (10 s).
+		goleak.IgnoreAnyFunction("github.com/valyala/fasthttp.updateServerDate.func1"),
+		goleak.IgnoreAnyFunction("github.com/valyala/fasthttp.(*workerPool).Start.func2"))
+}
 
 var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
 

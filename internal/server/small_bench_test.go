@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"log"
 	"net"
 	"net/http"
 	"runtime"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/klauspost/compress/zstd"
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/valyala/fasthttp"
 
 	"github.com/sluicelog/sluice/internal/store"
 	"github.com/sluicelog/sluice/internal/vfs"
@@ -87,6 +89,62 @@ func BenchmarkSmallPush(b *testing.B) {
 			})
 		}
 	}
+	// The same through fasthttp's side of the seam (fastExchange): a
+	// RequestCtx reused, its body a stream, as the fasthttp server hands
+	// it over (its parsing of the request is not in it).
+	for _, p := range smallPushes {
+		for _, sy := range syncs {
+			b.Run("server=fasthttp/proto="+p.name+"/sync="+sy.name, func(b *testing.B) {
+				benchSmallPushFast(b, p.path, p.ctype, p.body, p.code, openBenchStoreSync(b, sy.policy))
+			})
+		}
+	}
+}
+
+// benchSmallPushFast is benchSmallPush through serveExchange.
+func benchSmallPushFast(b *testing.B, path, ctype, payload string, want int, st *store.Store) {
+	srv := New(plainConfig(), st, quiet, prometheus.NewRegistry())
+	h := srv.fastRoute([]byte("POST"), []byte(path))
+	if h == nil {
+		b.Fatalf("%s is no ingest route", path)
+	}
+	body := []byte(payload)
+	var req fasthttp.Request
+	req.Header.SetMethod("POST")
+	req.SetRequestURI("http://127.0.0.1" + path)
+	req.Header.SetContentType(ctype)
+	// A TCP connection for the paced reads' deadlines (Init's has none;
+	// net.Pipe's allocate a timer per deadline, a TCP one's do not).
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer ln.Close()
+	conn, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer conn.Close()
+	peer, err := ln.Accept()
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer peer.Close()
+	var ctx fasthttp.RequestCtx
+	ctx.Init2(conn, log.New(io.Discard, "", 0), false)
+	req.CopyTo(&ctx.Request)
+	rd := bytes.NewReader(body)
+	b.ReportAllocs()
+	b.SetBytes(int64(len(body)))
+	for b.Loop() {
+		rd.Reset(body)
+		ctx.Request.SetBodyStream(rd, len(body))
+		ctx.Response.Reset()
+		srv.serveExchange(&ctx, h)
+		if code := ctx.Response.StatusCode(); code != want {
+			b.Fatalf("status %d: %s", code, ctx.Response.Body())
+		}
+	}
 }
 
 // benchSmallPush sends the push p, over and over, through a server on st.
@@ -131,51 +189,61 @@ func serveOver(b *testing.B, h http.Handler, req *http.Request, body []byte, opB
 //
 //	go test -run '^$' -bench SmallPushLoopback -benchmem ./internal/server/
 func BenchmarkSmallPushLoopback(b *testing.B) {
-	for _, p := range smallPushes {
-		for _, conns := range []int{1, 64, 256} {
-			b.Run(fmt.Sprintf("proto=%s/conns=%d", p.name, conns), func(b *testing.B) {
-				srv := New(plainConfig(), openBenchStore(b), quiet, prometheus.NewRegistry())
-				ln, err := net.Listen("tcp", "127.0.0.1:0")
-				if err != nil {
-					b.Fatal(err)
-				}
-				ctx, cancel := context.WithCancel(context.Background())
-				served := make(chan error, 1)
-				go func() { served <- srv.Serve(ctx, ln) }()
-				defer func() {
-					cancel()
-					if err := <-served; err != nil {
-						b.Error(err)
-					}
-				}()
-				req := fmt.Appendf(nil, "POST %s HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: %s\r\nContent-Length: %d\r\n\r\n%s",
-					p.path, p.ctype, len(p.body), p.body)
-				pool := make(chan *rawClient, conns)
-				for range conns {
-					c, err := net.Dial("tcp", ln.Addr().String())
-					if err != nil {
-						b.Fatal(err)
-					}
-					defer c.Close()
-					pool <- &rawClient{c: c, r: bufio.NewReader(c)}
-				}
-				b.ReportAllocs()
-				b.SetBytes(int64(len(p.body)))
-				b.SetParallelism((conns + runtime.GOMAXPROCS(0) - 1) / runtime.GOMAXPROCS(0))
-				b.RunParallel(func(pb *testing.PB) {
-					c := <-pool // at most conns goroutines of the run send
-					defer func() { pool <- c }()
-					for pb.Next() {
-						code, err := c.roundTrip(req)
-						if err != nil || code != p.code {
-							b.Errorf("push: status %d, %v", code, err)
-							return
-						}
-					}
+	for _, tr := range transports {
+		for _, p := range smallPushes {
+			for _, conns := range []int{1, 64, 256} {
+				b.Run(fmt.Sprintf("server=%s/proto=%s/conns=%d", trName(tr), p.name, conns), func(b *testing.B) {
+					benchSmallPushLoopback(b, tr, p.path, p.ctype, p.body, p.code, conns)
 				})
-			})
+			}
 		}
 	}
+}
+
+// benchSmallPushLoopback pushes payload to path over conns kept-alive
+// loopback connections to a server whose ingest is on transport.
+func benchSmallPushLoopback(b *testing.B, transport, path, ctype, payload string, want, conns int) {
+	cfg := plainConfig()
+	cfg.IngestServer = transport
+	srv := New(cfg, openBenchStore(b), quiet, prometheus.NewRegistry())
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ctx, ln) }()
+	defer func() {
+		cancel()
+		if err := <-served; err != nil {
+			b.Error(err)
+		}
+	}()
+	req := fmt.Appendf(nil, "POST %s HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: %s\r\nContent-Length: %d\r\n\r\n%s",
+		path, ctype, len(payload), payload)
+	pool := make(chan *rawClient, conns)
+	for range conns {
+		c, err := net.Dial("tcp", ln.Addr().String())
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer c.Close()
+		pool <- &rawClient{c: c, r: bufio.NewReader(c)}
+	}
+	b.ReportAllocs()
+	b.SetBytes(int64(len(payload)))
+	b.SetParallelism((conns + runtime.GOMAXPROCS(0) - 1) / runtime.GOMAXPROCS(0))
+	b.RunParallel(func(pb *testing.PB) {
+		c := <-pool // at most conns goroutines of the run send
+		defer func() { pool <- c }()
+		for pb.Next() {
+			code, err := c.roundTrip(req)
+			if err != nil || code != want {
+				b.Errorf("push: status %d, %v", code, err)
+				return
+			}
+		}
+	})
 }
 
 // rawClient sends a fixed request and reads its answer on one kept-alive

@@ -1,0 +1,338 @@
+package server
+
+import (
+	"bytes"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/textproto"
+	"net/url"
+	"sync"
+	"time"
+
+	"github.com/valyala/fasthttp"
+	"github.com/valyala/fasthttp/fasthttpadaptor"
+)
+
+// The ingest transports (Config.IngestServer).
+const (
+	IngestNetHTTP  = "net/http"
+	IngestFastHTTP = "fasthttp"
+)
+
+// Ingest over fasthttp.
+//
+// One address serves everything: split (dispatch.go) gives a connection
+// whose first request is an ingest POST (isIngestRoute) to a
+// fasthttp.Server, any other to net/http. Both transports call the same
+// code: the ingest handlers (ingest.go, otlp.go, elastic.go) are written
+// against the seam *http.Request (method, path, query, headers, body
+// reader, context) and http.ResponseWriter (reply headers, status,
+// body, read deadline), and fastExchange presents a fasthttp request as
+// that pair, pooled, so the in-flight limit, tenant, auth, rate, disk
+// check, body limits, memory reserve, 413 with Connection: close, the
+// drain before a refusal and the per-code metrics have one copy.
+//
+// The body: the fasthttp server streams it (StreamRequestBody), reading
+// one byte of it before the handler (its prefetch, MaxRequestBodySize),
+// the rest as the handler reads it, through reqBody:
+// the limits as sent, decompressed and whole, the paced reads (deadlines
+// set through RequestCtx.SetReadDeadline) and the memory reserved as the
+// body arrives all apply as on net/http. Multipart bodies are not
+// pre-parsed (DisablePreParseMultipartForm).
+//
+// A later request on a fasthttp connection that is not an ingest route
+// (rare: clients that push keep a connection for pushing) is served by
+// the net/http mux: through fasthttpadaptor when it has no body (the
+// adaptor buffers the whole answer, and can hijack for a websocket),
+// else through a fastExchange, whose body is streamed (the adaptor would
+// read it whole, unbounded) and whose answer is buffered.
+//
+// fasthttp speaks HTTP/1.1 only: a TLS listener is served by net/http
+// alone (HTTP/2 by ALPN), whatever IngestServer says.
+
+// isIngestRoute reports whether a request line's method and path (no
+// query) are an ingest route that fastExchange serves: what a
+// connection's first request must be for the connection to go to
+// fasthttp.
+func (s *Server) isIngestRoute(method, path []byte) bool {
+	return s.fastRoute(method, path) != nil
+}
+
+// fastRoute returns the ingest handler of method and path, or nil.
+func (s *Server) fastRoute(method, path []byte) http.HandlerFunc {
+	if string(method) != http.MethodPost && string(method) != http.MethodPut {
+		return nil
+	}
+	if h := s.ingestRoutes[string(path)]; h != nil {
+		if string(method) == http.MethodPost || bytes.HasSuffix(path, []byte("/_bulk")) {
+			return h
+		}
+		return nil
+	}
+	if _, ok := bulkIndex(path); ok {
+		return s.ingestRoutes["/{index}/_bulk"]
+	}
+	return nil
+}
+
+// bulkIndex returns INDEX of a path /INDEX/_bulk.
+func bulkIndex(path []byte) ([]byte, bool) {
+	rest, ok := bytes.CutSuffix(path, []byte("/_bulk"))
+	if !ok || len(rest) < 2 || rest[0] != '/' || bytes.IndexByte(rest[1:], '/') >= 0 {
+		return nil, false
+	}
+	return rest[1:], true
+}
+
+// addIngestRoute serves an ingest pattern ("POST /insert/jsonline") with
+// h on the mux, and notes it for fasthttp; every method of a path has
+// the same handler.
+func (s *Server) addIngestRoute(pattern string, h http.HandlerFunc) {
+	s.mux.HandleFunc(pattern, h)
+	_, path, _ := bytes.Cut([]byte(pattern), []byte(" "))
+	s.ingestRoutes[string(path)] = h
+}
+
+// newFastServer returns the fasthttp server of the ingest connections.
+// maxConns bounds its connections, as connLimit does.
+func (s *Server) newFastServer(maxConns int) *fasthttp.Server {
+	fallback := fasthttpadaptor.NewFastHTTPHandler(s.mux)
+	return &fasthttp.Server{
+		Handler: func(ctx *fasthttp.RequestCtx) {
+			h := s.fastRoute(ctx.Method(), ctx.Path())
+			switch {
+			case h != nil:
+				s.serveExchange(ctx, h)
+			case ctx.Request.Header.ContentLength() == 0 || ctx.Request.Header.ContentLength() == -2:
+				// No body: the adaptor, which can hijack (a tail's
+				// websocket) and flush.
+				fallback(ctx)
+			default:
+				// The adaptor would read the body whole, unbounded:
+				// the mux reads it as a stream instead.
+				s.serveExchange(ctx, s.mux.ServeHTTP)
+			}
+		},
+		Name:                  "sluice",
+		NoDefaultServerHeader: true,
+		NoDefaultContentType:  true,
+		StreamRequestBody:     true,
+		// With the body streamed, this is what fasthttp reads of it
+		// before the handler runs (at most 8 KiB): one byte, so that
+		// the rest is read by reqBody, paced, limited and reserved.
+		MaxRequestBodySize:            1,
+		DisablePreParseMultipartForm:  true,
+		DisableHeaderNamesNormalizing: false,
+		ReadBufferSize:                16 << 10, // the largest request head
+		ReadTimeout:                   10 * time.Second,
+		IdleTimeout:                   s.cfg.IdleTimeout,
+		Concurrency:                   maxConns,
+		CloseOnShutdown:               true,
+		Logger:                        slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
+	}
+}
+
+// serveExchange serves ctx's request with h through a fastExchange.
+func (s *Server) serveExchange(ctx *fasthttp.RequestCtx, h http.HandlerFunc) {
+	x := getExchange(ctx)
+	if index, ok := bulkIndex(ctx.Path()); ok {
+		x.req.SetPathValue("index", string(index))
+	}
+	if s.cfg.BodyIdleTimeout <= 0 && s.cfg.MinBodyRate <= 0 {
+		// ReadTimeout bounded the head; nothing paces the body.
+		_ = ctx.SetReadDeadline(time.Time{})
+	}
+	h(x, &x.req)
+	x.finish()
+	putExchange(x)
+}
+
+// fastExchange presents a fasthttp request as an *http.Request and an
+// http.ResponseWriter for the ingest handlers. Its request's headers are
+// copied into one string (one allocation), its context is
+// context.Background (as a request's on net/http, not canceled at
+// shutdown: requests in flight finish), its body the connection's
+// stream.
+//
+// Concurrency: one goroutine, the request's; pooled (getExchange,
+// putExchange).
+type fastExchange struct {
+	ctx   *fasthttp.RequestCtx
+	req   http.Request
+	url   url.URL
+	in    http.Header
+	vals  []string
+	arena []byte
+	lens  []int32 // of the header's names and values, in turn
+	body  fastBody
+	out   http.Header
+	code  int
+	wrote bool
+}
+
+var exchanges = sync.Pool{New: func() any {
+	return &fastExchange{in: http.Header{}, out: http.Header{}}
+}}
+
+// fastBody is the request's body stream; its Close does nothing: the
+// fasthttp server drains what is left (up to 256 KiB, else it closes the
+// connection).
+type fastBody struct{ r io.Reader }
+
+func (b *fastBody) Read(p []byte) (int, error) { return b.r.Read(p) }
+func (b *fastBody) Close() error               { return nil }
+
+// getExchange returns the exchange of ctx's request.
+func getExchange(ctx *fasthttp.RequestCtx) *fastExchange {
+	x := exchanges.Get().(*fastExchange)
+	x.ctx = ctx
+	h := &ctx.Request.Header
+	x.url = url.URL{Path: pathString(ctx.Path())}
+	if q := ctx.URI().QueryString(); len(q) > 0 {
+		x.url.RawQuery = string(q)
+	}
+	x.readHeader(h)
+	cl := int64(h.ContentLength())
+	switch cl {
+	case -1: // chunked
+	case -2: // no body
+		cl = 0
+	}
+	x.body.r = ctx.RequestBodyStream()
+	if x.body.r == nil {
+		x.body.r = bytes.NewReader(nil)
+	}
+	x.req = http.Request{
+		Method:        methodString(h.Method()),
+		URL:           &x.url,
+		Proto:         "HTTP/1.1",
+		ProtoMajor:    1,
+		ProtoMinor:    1,
+		Header:        x.in,
+		Body:          &x.body,
+		ContentLength: cl,
+		RequestURI:    x.url.Path,
+		Host:          headerValue(x.in, "Host"), // a view of the header string: no allocation
+	}
+	if !h.IsHTTP11() {
+		x.req.Proto, x.req.ProtoMinor = "HTTP/1.0", 0
+	}
+	return x
+}
+
+func putExchange(x *fastExchange) {
+	x.ctx, x.body.r = nil, nil
+	clear(x.in)
+	clear(x.out)
+	x.code, x.wrote = 0, false
+	x.req = http.Request{}
+	if cap(x.arena) > 64<<10 {
+		x.arena = nil
+	}
+	exchanges.Put(x)
+}
+
+// readHeader copies h into x.in: every name and value into one string,
+// names in their canonical form (which fasthttp's normalized ones
+// already are, mostly). One pass over h: the lengths are noted as the
+// bytes are copied.
+func (x *fastExchange) readHeader(h *fasthttp.RequestHeader) {
+	a, lens := x.arena[:0], x.lens[:0]
+	for k, v := range h.All() {
+		a = append(append(a, k...), v...)
+		lens = append(lens, int32(len(k)), int32(len(v)))
+	}
+	all := string(a)
+	x.arena, x.lens = a, lens
+	x.vals = x.vals[:0]
+	at := 0
+	for i := 0; i+1 < len(lens); i += 2 {
+		key := textproto.CanonicalMIMEHeaderKey(all[at : at+int(lens[i])])
+		at += int(lens[i])
+		val := all[at : at+int(lens[i+1])]
+		at += int(lens[i+1])
+		if vs, ok := x.in[key]; ok {
+			x.in[key] = append(vs, val)
+			continue
+		}
+		x.vals = append(x.vals, val)
+		n := len(x.vals)
+		x.in[key] = x.vals[n-1 : n : n]
+	}
+}
+
+// pathString is path as a string, without an allocation for the ingest
+// paths.
+func pathString(path []byte) string {
+	switch string(path) {
+	case "/insert/jsonline":
+		return "/insert/jsonline"
+	case "/insert/lines":
+		return "/insert/lines"
+	case "/loki/api/v1/push":
+		return "/loki/api/v1/push"
+	case "/v1/logs":
+		return "/v1/logs"
+	case "/_bulk":
+		return "/_bulk"
+	}
+	return string(path)
+}
+
+func methodString(m []byte) string {
+	switch string(m) {
+	case http.MethodPost:
+		return http.MethodPost
+	case http.MethodPut:
+		return http.MethodPut
+	}
+	return string(m)
+}
+
+func (x *fastExchange) Header() http.Header { return x.out }
+
+func (x *fastExchange) WriteHeader(code int) {
+	if x.wrote {
+		return
+	}
+	x.wrote, x.code = true, code
+	r := &x.ctx.Response
+	r.SetStatusCode(code)
+	for k, vs := range x.out {
+		switch k {
+		case "Content-Length", "Transfer-Encoding", "Date":
+			// fasthttp frames and dates the reply itself.
+			continue
+		case "Connection":
+			for _, v := range vs {
+				if v == "close" {
+					x.ctx.SetConnectionClose()
+				}
+			}
+			continue
+		}
+		for _, v := range vs {
+			r.Header.Add(k, v)
+		}
+	}
+}
+
+func (x *fastExchange) Write(p []byte) (int, error) {
+	if !x.wrote {
+		x.WriteHeader(http.StatusOK)
+	}
+	return x.ctx.Write(p)
+}
+
+// SetReadDeadline sets the connection's read deadline, for paced body
+// reads and the drain before a refusal (http.ResponseController finds
+// it).
+func (x *fastExchange) SetReadDeadline(t time.Time) error { return x.ctx.SetReadDeadline(t) }
+
+// finish completes a reply the handler left without a status.
+func (x *fastExchange) finish() {
+	if !x.wrote {
+		x.WriteHeader(http.StatusOK)
+	}
+}

@@ -1,0 +1,305 @@
+package server
+
+import (
+	"bufio"
+	"bytes"
+	"compress/gzip"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+)
+
+// transports are the two ingest servers (Config.IngestServer).
+var transports = []string{IngestNetHTTP, IngestFastHTTP}
+
+// trName is a transport in a test's name: "nethttp" or "fasthttp" (a
+// slash would make a level of its own).
+func trName(tr string) string { return strings.ReplaceAll(tr, "/", "") }
+
+// fastConns is the number of connections the fasthttp server holds open
+// (0 when it does not serve).
+func (f *fixture) fastConns() int32 {
+	fs := f.srv.fast.Load()
+	if fs == nil {
+		return 0
+	}
+	return fs.GetOpenConnectionsCount()
+}
+
+// rawExchange writes req on c and reads one answer.
+func rawExchange(t *testing.T, c net.Conn, r *bufio.Reader, req string) (*http.Response, string) {
+	t.Helper()
+	if _, err := io.WriteString(c, req); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.ReadResponse(r, nil)
+	if err != nil {
+		t.Fatalf("read answer to %q: %v", strings.SplitN(req, "\r\n", 2)[0], err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	return resp, string(b)
+}
+
+// TestIngestTransports pushes every ingest protocol, plain, gzip,
+// chunked and with Expect: 100-continue, over each transport, through
+// one keep-alive connection that then asks for a non-ingest endpoint:
+// the answers and the lines stored are the same on both, and with
+// fasthttp the connection is fasthttp's.
+func TestIngestTransports(t *testing.T) {
+	var gzBody bytes.Buffer
+	zw := gzip.NewWriter(&gzBody)
+	zw.Write([]byte(`{"msg":"gzipped","service":"api"}` + "\n"))
+	zw.Close()
+	loki := `{"streams":[{"stream":{"service":"api"},"values":[["1768464000000000000","loki json"]]}]}`
+	lokiProto := pushProto(`{service="api"}`, "loki proto")
+	otlpJSON := `{"resourceLogs":[{"resource":{"attributes":[{"key":"service.name","value":{"stringValue":"api"}}]},"scopeLogs":[{"logRecords":[{"timeUnixNano":"1768464000000000000","body":{"stringValue":"otlp json"}}]}]}]}`
+	bulk := `{"index":{"_index":"logs"}}` + "\n" + `{"message":"bulk","service":"api"}` + "\n"
+	type push struct {
+		name, path, ctype, encoding string
+		body                        []byte
+		chunked, expect             bool
+		code                        int
+	}
+	pushes := []push{
+		{name: "jsonline", path: "/insert/jsonline", ctype: "application/x-ndjson", body: []byte(`{"msg":"plain","service":"api"}` + "\n"), code: 200},
+		{name: "jsonline gzip", path: "/insert/jsonline", encoding: "gzip", body: gzBody.Bytes(), code: 200},
+		{name: "jsonline chunked", path: "/insert/jsonline", body: []byte(`{"msg":"chunked","service":"api"}` + "\n"), chunked: true, code: 200},
+		{name: "jsonline expect", path: "/insert/jsonline", body: []byte(`{"msg":"expect","service":"api"}` + "\n"), expect: true, code: 200},
+		{name: "lines", path: "/insert/lines?format=logfmt", body: []byte("msg=logfmt service=api\n"), code: 200},
+		{name: "loki json", path: "/loki/api/v1/push", ctype: "application/json", body: []byte(loki), code: 204},
+		{name: "loki proto", path: "/loki/api/v1/push", ctype: "application/x-protobuf", encoding: "snappy", body: lokiProto, code: 204},
+		{name: "otlp json", path: "/v1/logs", ctype: "application/json", body: []byte(otlpJSON), code: 200},
+		{name: "bulk", path: "/_bulk", ctype: "application/x-ndjson", body: []byte(bulk), code: 200},
+		{name: "index bulk chunked", path: "/logs/_bulk", ctype: "application/x-ndjson", body: []byte(`{"create":{}}` + "\n" + `{"message":"index bulk","service":"api"}` + "\n"), chunked: true, code: 200},
+		{name: "bad json", path: "/insert/jsonline", body: []byte("{not json\n"), code: 400},
+	}
+	for _, tr := range transports {
+		t.Run("server="+trName(tr), func(t *testing.T) {
+			cfg := DefaultConfig()
+			cfg.IngestServer = tr
+			f := newFixture(t, cfg)
+			addr := f.serving()
+			c, err := net.Dial("tcp", addr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			r := bufio.NewReader(c)
+			for _, p := range pushes {
+				var req strings.Builder
+				fmt.Fprintf(&req, "POST %s HTTP/1.1\r\nHost: x\r\nX-Scope-OrgID: team-a\r\n", p.path)
+				if p.ctype != "" {
+					fmt.Fprintf(&req, "Content-Type: %s\r\n", p.ctype)
+				}
+				if p.encoding != "" {
+					fmt.Fprintf(&req, "Content-Encoding: %s\r\n", p.encoding)
+				}
+				if p.chunked {
+					fmt.Fprintf(&req, "Transfer-Encoding: chunked\r\n\r\n%x\r\n%s\r\n0\r\n\r\n", len(p.body), p.body)
+				} else {
+					fmt.Fprintf(&req, "Content-Length: %d\r\n", len(p.body))
+					if p.expect {
+						req.WriteString("Expect: 100-continue\r\n")
+					}
+					req.WriteString("\r\n")
+				}
+				if p.expect {
+					// The head alone; the body once the server says 100.
+					io.WriteString(c, req.String())
+					line, err := r.ReadString('\n')
+					if err != nil || !strings.Contains(line, "100 Continue") {
+						t.Fatalf("%s: %q %v, want 100 Continue", p.name, line, err)
+					}
+					if blank, _ := r.ReadString('\n'); blank != "\r\n" {
+						t.Fatalf("%s: after 100 Continue %q", p.name, blank)
+					}
+					req.Reset()
+					req.Write(p.body)
+				} else if !p.chunked {
+					req.Write(p.body)
+				}
+				resp, body := rawExchange(t, c, r, req.String())
+				if resp.StatusCode != p.code || resp.Close {
+					t.Errorf("%s: %d (close %v) %s, want %d", p.name, resp.StatusCode, resp.Close, body, p.code)
+				}
+			}
+			// A body-carrying request that is not an ingest route goes
+			// to the mux, its body streamed (an Elasticsearch document).
+			doc := `{"message":"a doc","service":"api"}`
+			resp, body := rawExchange(t, c, r, fmt.Sprintf("POST /logs/_doc HTTP/1.1\r\nHost: x\r\nX-Scope-OrgID: team-a\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", len(doc), doc))
+			if resp.StatusCode != 201 || !strings.Contains(body, `"result":"created"`) {
+				t.Errorf("POST /logs/_doc after the pushes: %d %s", resp.StatusCode, body)
+			}
+			// A query on the same connection is answered too.
+			resp, body = rawExchange(t, c, r, "GET /ready HTTP/1.1\r\nHost: x\r\n\r\n")
+			if resp.StatusCode != 200 || body != "ready\n" {
+				t.Errorf("GET /ready after the pushes: %d %q", resp.StatusCode, body)
+			}
+			resp, body = rawExchange(t, c, r, "GET /loki/api/v1/labels HTTP/1.1\r\nHost: x\r\nX-Scope-OrgID: team-a\r\n\r\n")
+			if resp.StatusCode != 200 || !strings.Contains(body, `"service"`) {
+				t.Errorf("GET labels after the pushes: %d %q", resp.StatusCode, body)
+			}
+			want := int32(0)
+			if tr == IngestFastHTTP {
+				want = 1
+			}
+			if got := f.fastConns(); got != want {
+				t.Errorf("fasthttp holds %d connections, want %d", got, want)
+			}
+			got := f.stored("team-a")
+			for _, line := range []string{"plain", "gzipped", "chunked", "expect", "logfmt", "loki json", "loki proto", "otlp json", "bulk", "index bulk", "a doc"} {
+				found := false
+				for _, g := range got {
+					found = found || strings.Contains(g, line)
+				}
+				if !found {
+					t.Errorf("line %q not stored; stored: %q", line, got)
+				}
+			}
+			if len(got) != 11 {
+				t.Errorf("%d lines stored, want 11: %q", len(got), got)
+			}
+		})
+	}
+}
+
+// TestIngestDispatch: a connection whose first request is not an ingest
+// POST goes to net/http, and a push on it later is served there; one
+// whose first request is goes to fasthttp.
+func TestIngestDispatch(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.IngestServer = IngestFastHTTP
+	f := newFixture(t, cfg)
+	addr := f.serving()
+	push := "POST /insert/jsonline HTTP/1.1\r\nHost: x\r\nContent-Length: 30\r\n\r\n" + `{"msg":"one","service":"api"}` + "\n"
+	for _, c := range []struct {
+		name, first string
+		fast        int32
+	}{
+		{"query first", "GET /ready HTTP/1.1\r\nHost: x\r\n\r\n", 0},
+		{"push first", push, 1},
+		{"push split in bytes", push, 1},
+	} {
+		conn, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := bufio.NewReader(conn)
+		if c.name == "push split in bytes" {
+			// The request line arrives a byte at a time: the peek
+			// waits for its end.
+			for i := range 20 {
+				conn.Write([]byte{c.first[i]})
+			}
+			c.first = c.first[20:]
+		}
+		resp, body := rawExchange(t, conn, r, c.first)
+		if resp.StatusCode != 200 {
+			t.Errorf("%s: %d %s", c.name, resp.StatusCode, body)
+		}
+		resp, body = rawExchange(t, conn, r, push)
+		if resp.StatusCode != 200 {
+			t.Errorf("%s, then a push: %d %s", c.name, resp.StatusCode, body)
+		}
+		if got := f.fastConns(); got != c.fast {
+			t.Errorf("%s: fasthttp holds %d connections, want %d", c.name, got, c.fast)
+		}
+		conn.Close()
+		waitFor(t, func() bool { return f.fastConns() == 0 })
+	}
+	if got := testutil.ToFloat64(f.srv.metrics.connsServed.WithLabelValues(IngestFastHTTP)); got != 2 {
+		t.Errorf("sluice_http_connections_total{server=fasthttp} %v, want 2", got)
+	}
+	if got := testutil.ToFloat64(f.srv.metrics.connsServed.WithLabelValues(IngestNetHTTP)); got != 1 {
+		t.Errorf("sluice_http_connections_total{server=net/http} %v, want 1", got)
+	}
+}
+
+// TestRequestLine: the method and path of a request's first line.
+func TestRequestLine(t *testing.T) {
+	for _, c := range []struct {
+		head, method, path string
+		ok                 bool
+	}{
+		{"POST /insert/jsonline HTTP/1.1\r\n", "POST", "/insert/jsonline", true},
+		{"\r\nPOST /v1/logs?x=1 HTTP/1.1\r\nHost", "POST", "/v1/logs", true},
+		{"PUT /idx/_bulk HTTP/1.0\n", "PUT", "/idx/_bulk", true},
+		{"POST http://h/insert/jsonline HTTP/1.1\r\n", "", "", false},
+		{"POST /insert/jsonline", "", "", false},
+		{"GARBAGE\r\n", "", "", false},
+	} {
+		m, p, ok := requestLine([]byte(c.head))
+		if ok != c.ok || string(m) != c.method || string(p) != c.path {
+			t.Errorf("%q: %q %q %v", c.head, m, p, ok)
+		}
+	}
+}
+
+// TestFastRoute: which methods and paths fasthttp serves itself.
+func TestFastRoute(t *testing.T) {
+	f := newFixture(t, DefaultConfig())
+	for _, c := range []struct {
+		method, path string
+		want         bool
+	}{
+		{"POST", "/insert/jsonline", true},
+		{"POST", "/insert/lines", true},
+		{"POST", "/loki/api/v1/push", true},
+		{"POST", "/v1/logs", true},
+		{"POST", "/_bulk", true},
+		{"PUT", "/_bulk", true},
+		{"POST", "/logs-2026/_bulk", true},
+		{"PUT", "/logs/_bulk", true},
+		{"PUT", "/insert/jsonline", false},
+		{"GET", "/insert/jsonline", false},
+		{"POST", "/a/b/_bulk", false},
+		{"POST", "//_bulk", false},
+		{"POST", "/logs/_doc", false},
+		{"GET", "/ready", false},
+	} {
+		if got := f.srv.isIngestRoute([]byte(c.method), []byte(c.path)); got != c.want {
+			t.Errorf("%s %s: %v, want %v", c.method, c.path, got, c.want)
+		}
+	}
+}
+
+// TestRefusalsOverFastHTTP: a request refused before its body is read
+// (auth) has its body drained and gets its status, on both transports.
+func TestRefusalsOverTransports(t *testing.T) {
+	for _, tr := range transports {
+		t.Run("server="+trName(tr), func(t *testing.T) {
+			cfg := DefaultConfig()
+			cfg.IngestServer = tr
+			cfg.Auth = []Credential{{Token: "secret", Tenants: []string{"*"}}}
+			f := newFixture(t, cfg)
+			addr := f.serving()
+			body := strings.Repeat(`{"msg":"refused","service":"api"}`+"\n", 20000) // ~700 KB
+			resp, err := http.Post("http://"+addr+"/insert/jsonline", "application/x-ndjson", strings.NewReader(body))
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != 401 || resp.Header.Get("WWW-Authenticate") == "" {
+				t.Errorf("no credential: %d %q %v", resp.StatusCode, b, resp.Header)
+			}
+			req, _ := http.NewRequest("POST", "http://"+addr+"/insert/jsonline", strings.NewReader(`{"msg":"let in","service":"api"}`+"\n"))
+			req.Header.Set("Authorization", "Bearer secret")
+			resp, err = http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, _ = io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != 200 || !strings.Contains(string(b), `"accepted":1`) {
+				t.Errorf("with the token: %d %s", resp.StatusCode, b)
+			}
+		})
+	}
+}
