@@ -229,7 +229,7 @@ func compileFrom(name string, data []byte, m *Metrics, prev *Set) (*Set, error) 
 	s.matches = matches.cur
 	s.specs = byText
 	if len(gateLits) > 0 {
-		s.gate = gateOf(prev, gateLits, gateFold)
+		s.gate = gateOf(prev, gateLits, gateFold, y.maybe)
 		s.gateLits, s.gateFold = gateLits, gateFold
 	}
 	s.byLabel = map[string]map[string][]int32{}
