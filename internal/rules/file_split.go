@@ -137,8 +137,8 @@ func parseChunksBy(data []byte, chunks []chunk, prev map[string]specAt, group in
 	byText := make(map[string]specAt, len(chunks))
 	names := make(map[string]int, len(chunks))
 	l := &loader{}
-	// First the rules prev does not have, decoded by runs.
-	fresh := make([]*spec, len(chunks))
+	// First the rules prev does not have, decoded by runs into specs.
+	fresh := make([]bool, len(chunks))
 	var y yielder
 	for a := 0; a < len(chunks); {
 		if _, ok := prev[src[chunks[a].off:chunks[a].end]]; ok {
@@ -168,25 +168,29 @@ func parseChunksBy(data []byte, chunks []chunk, prev map[string]specAt, group in
 				return nil, nil, false
 			}
 			s.base = chunks[a].line - 1 // the run's lines count from its first
-			fresh[a+k] = &s
+			specs[a+k], fresh[a+k] = s, true
 		}
 		a = b
 	}
 	for j, c := range chunks {
 		// The text as a slice of src, so that the map's keys share it.
 		text := src[c.off:c.end]
-		e, ok := prev[text]
-		if !ok {
-			e = specAt{fresh[j], c.line}
+		if !fresh[j] {
+			// A copy, not prev's spec: the next version's map points
+			// into this version's specs only, so that an old version's
+			// specs are not kept alive by the one rule the file still
+			// has of it.
+			e := prev[text]
+			specs[j] = *e.sp
+			specs[j].index = j
+			specs[j].base = e.sp.base + c.line - e.line
 		}
-		byText[text] = specAt{e.sp, e.line}
-		specs[j] = *e.sp
-		specs[j].index = j
-		specs[j].base = e.sp.base + c.line - e.line
-		if _, dup := names[e.sp.name]; dup {
+		byText[text] = specAt{&specs[j], c.line}
+		name := specs[j].name
+		if _, dup := names[name]; dup {
 			return nil, nil, false // said by the whole file's decoding
 		}
-		names[e.sp.name] = j
+		names[name] = j
 	}
 	return specs, byText, true
 }

@@ -64,9 +64,14 @@ func TestReloadDecodesChanged(t *testing.T) {
 	if s.rules[0].spec.line+s.rules[0].spec.base != 3 || s.rules[2].spec.line+s.rules[2].spec.base != 8 {
 		t.Errorf("rules a and c at lines %d and %d, want 3 and 8", s.rules[0].spec.line+s.rules[0].spec.base, s.rules[2].spec.line+s.rules[2].spec.base)
 	}
+	// A kept spec is a copy of the running set's (see parseChunksBy),
+	// sharing what that set decoded: its keys' places, for one.
 	kept := 0
 	for text, e := range s.specs {
-		if prev.specs[text].sp == e.sp {
+		if p, ok := prev.specs[text]; ok && &p.sp.pos[0] == &e.sp.pos[0] {
+			if p.sp == e.sp {
+				t.Errorf("rule %s: the new set's spec is the running set's, not a copy", e.sp.name)
+			}
 			kept++
 		}
 	}
