@@ -277,8 +277,8 @@ type warmRules struct {
 // decided, as they were under prev, instead of deciding them on the
 // ingest goroutine right after the swap. It runs in the compile, off the
 // ingest path, and keeps as much as an evaluator would (maxStreams,
-// maxSlab).
-func (s *Set) warmStreams(prev *Set) {
+// maxSlab). It yields as the compile does (y).
+func (s *Set) warmStreams(prev *Set, y *yielder) {
 	keys := map[string]struct{}{}
 	prev.mu.Lock()
 	idle := len(prev.free)
@@ -295,6 +295,7 @@ func (s *Set) warmStreams(prev *Set) {
 	// that applied prev apply s next, and need not allocate them on the
 	// first batch after the swap.
 	for range min(idle, maxFree) {
+		y.maybe()
 		s.free = append(s.free, s.newEvaluator())
 	}
 	for k := range prev.warm {
@@ -308,7 +309,11 @@ func (s *Set) warmStreams(prev *Set) {
 	}
 	s.warm = make(map[string]warmRules, len(keys))
 	var cands, all []int32
+	n := 0
 	for k := range keys {
+		if n++; n%16 == 0 {
+			y.maybe()
+		}
 		tenant, ls, ok := parseStreamKey(k)
 		if !ok {
 			continue // not reached: made by streamKey

@@ -120,8 +120,8 @@ type specAt struct {
 // a run does not decode, or decodes with a problem, to its rules: the
 // caller decodes the file whole, which says what is wrong where as it
 // always has.
-func parseChunks(data []byte, chunks []chunk, prev map[string]specAt) ([]spec, map[string]specAt, bool) {
-	return parseChunksBy(data, chunks, prev, chunkYield)
+func parseChunks(data []byte, chunks []chunk, prev map[string]specAt, y *yielder) ([]spec, map[string]specAt, bool) {
+	return parseChunksBy(data, chunks, prev, chunkYield, y)
 }
 
 // parseChunksBy is parseChunks decoding runs of up to group chunks.
@@ -131,7 +131,7 @@ func parseChunks(data []byte, chunks []chunk, prev map[string]specAt) ([]spec, m
 // whole file by one either: that is one call of tens of ms that never
 // yields, its tree of nodes (16 MB at 10,000 rules) all live at once,
 // for the GC to mark, while ingest runs.
-func parseChunksBy(data []byte, chunks []chunk, prev map[string]specAt, group int) ([]spec, map[string]specAt, bool) {
+func parseChunksBy(data []byte, chunks []chunk, prev map[string]specAt, group int, y *yielder) ([]spec, map[string]specAt, bool) {
 	src := string(data)
 	specs := make([]spec, len(chunks))
 	byText := make(map[string]specAt, len(chunks))
@@ -139,7 +139,6 @@ func parseChunksBy(data []byte, chunks []chunk, prev map[string]specAt, group in
 	l := &loader{}
 	// First the rules prev does not have, decoded by runs into specs.
 	fresh := make([]bool, len(chunks))
-	var y yielder
 	for a := 0; a < len(chunks); {
 		if _, ok := prev[src[chunks[a].off:chunks[a].end]]; ok {
 			a++
@@ -173,6 +172,9 @@ func parseChunksBy(data []byte, chunks []chunk, prev map[string]specAt, group in
 		a = b
 	}
 	for j, c := range chunks {
+		if j%64 == 0 {
+			y.maybe() // 10,000 map entries: several ms
+		}
 		// The text as a slice of src, so that the map's keys share it.
 		text := src[c.off:c.end]
 		if !fresh[j] {
@@ -200,7 +202,8 @@ func parseChunksBy(data []byte, chunks []chunk, prev map[string]specAt, group in
 const chunkYield = 256
 
 // yielder yields a compile's goroutine once it has run yieldAfter since
-// its last yield: the compile then waits behind the goroutines waiting
+// its last yield (one yielder for the whole compile, passed down; a nil
+// one never yields): the compile then waits behind the goroutines waiting
 // for a core. An ingest goroutine that the GC's mark worker displaced
 // from its own core waits for the compile's next yield (2 ms at most),
 // not for the compile (150 ms at 10,000 rules). By time, not by a count
@@ -214,6 +217,9 @@ const yieldAfter = 2 * time.Millisecond
 // maybe yields if yieldAfter has passed since the last yield (or since
 // the first call).
 func (y *yielder) maybe() {
+	if y == nil {
+		return
+	}
 	now := time.Now()
 	switch {
 	case y.last.IsZero():
@@ -230,10 +236,10 @@ func (y *yielder) maybe() {
 // another, or one whose runs do not decode, is decoded whole. It returns
 // the specs by text for the next version (nil when the file does not
 // split into rules).
-func parseSpecs(name string, data []byte, prev map[string]specAt) ([]spec, map[string]specAt, error) {
+func parseSpecs(name string, data []byte, prev map[string]specAt, y *yielder) ([]spec, map[string]specAt, error) {
 	chunks, split := ruleChunks(data)
 	if split {
-		if specs, byText, ok := parseChunks(data, chunks, prev); ok {
+		if specs, byText, ok := parseChunks(data, chunks, prev, y); ok {
 			return specs, byText, nil
 		}
 	}

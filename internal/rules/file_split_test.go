@@ -139,18 +139,18 @@ func FuzzRuleChunks(f *testing.F) {
 		// and of this one, decoded whole.
 		prevs := []map[string]specAt{nil}
 		if oc, ok := ruleChunks(other); ok {
-			_, p, _ := parseChunks(other, oc, nil)
+			_, p, _ := parseChunks(other, oc, nil, nil)
 			prevs = append(prevs, p)
 		}
 		for _, src := range [][]byte{other, data} {
-			if _, p, err := parseSpecs("f.yaml", src, nil); err == nil && p != nil {
+			if _, p, err := parseSpecs("f.yaml", src, nil, nil); err == nil && p != nil {
 				prevs = append(prevs, p)
 			}
 		}
 		for _, p := range prevs {
 			// Runs of one rule, of two, and as a compile decodes them.
 			for _, group := range []int{1, 2, chunkYield} {
-				specs, byText, ok := parseChunksBy(data, chunks, p, group)
+				specs, byText, ok := parseChunksBy(data, chunks, p, group, nil)
 				if !ok {
 					continue
 				}

@@ -123,7 +123,9 @@ func compileFrom(name string, data []byte, m *Metrics, prev *Set) (*Set, error) 
 	if prev != nil {
 		prevSpecs = prev.specs
 	}
-	specs, byText, err := parseSpecs(name, data, prevSpecs)
+	// One yielder for the whole compile: see yielder.
+	var y yielder
+	specs, byText, err := parseSpecs(name, data, prevSpecs, &y)
 	if err != nil {
 		return nil, err
 	}
@@ -135,7 +137,6 @@ func compileFrom(name string, data []byte, m *Metrics, prev *Set) (*Set, error) 
 	metricNames := map[string]string{}
 	matches := newMatchCache(prev, len(specs))
 	rules := make([]rule, len(specs))
-	var y yielder
 	s.rules = make([]*rule, 0, len(specs))
 	for i := range specs {
 		sp := &specs[i]
@@ -222,7 +223,9 @@ func compileFrom(name string, data []byte, m *Metrics, prev *Set) (*Set, error) 
 		r.counters = m.rule(sp.name)
 		s.rules = append(s.rules, r)
 	}
+	y.maybe()
 	s.indexRoutes(l)
+	y.maybe()
 	if len(l.problems) > 0 {
 		return nil, &Error{File: name, Problems: l.problems}
 	}
@@ -234,6 +237,9 @@ func compileFrom(name string, data []byte, m *Metrics, prev *Set) (*Set, error) 
 	}
 	s.byLabel = map[string]map[string][]int32{}
 	for ri, r := range s.rules {
+		if ri%256 == 0 {
+			y.maybe()
+		}
 		m := r.indexMatcher()
 		if m == nil {
 			s.unindexed = append(s.unindexed, int32(ri))
@@ -247,7 +253,7 @@ func compileFrom(name string, data []byte, m *Metrics, prev *Set) (*Set, error) 
 		vals[m.Value] = append(vals[m.Value], int32(ri))
 	}
 	if prev != nil {
-		s.warmStreams(prev)
+		s.warmStreams(prev, &y)
 	}
 	return s, nil
 }
