@@ -30,17 +30,18 @@ type chunk struct {
 // more indented (or blank, or a comment). ok is false for any other
 // shape (a flow sequence, another key, a document marker, a tab or a CR
 // in the indentation, a byte order mark): the file is then decoded whole.
+// hint is how many rules the file likely has (0: unknown).
 //
 // INVARIANT: when ok, decoding each chunk alone as a one-item sequence
 // gives the items decoding the file gives, or fails (an alias to an
 // anchor of another item, a quoted scalar or flow collection the split
 // cut: the chunk before the cut ends inside it), and the caller then
 // decodes the file whole. FuzzRuleChunks checks this.
-func ruleChunks(data []byte) ([]chunk, bool) {
+func ruleChunks(data []byte, hint int) ([]chunk, bool) {
 	if len(data) == 0 || data[0] == 0xEF || bytes.IndexByte(data, '\r') >= 0 {
 		return nil, false
 	}
-	var out []chunk
+	out := make([]chunk, 0, hint)
 	inRules := false
 	indent := -1
 	start, startLine := 0, 0
@@ -237,7 +238,8 @@ func (y *yielder) maybe() {
 // the specs by text for the next version (nil when the file does not
 // split into rules).
 func parseSpecs(name string, data []byte, prev map[string]specAt, y *yielder) ([]spec, map[string]specAt, error) {
-	chunks, split := ruleChunks(data)
+	// The running set's rules are about as many as the file's.
+	chunks, split := ruleChunks(data, len(prev)+len(prev)/8)
 	if split {
 		if specs, byText, ok := parseChunks(data, chunks, prev, y); ok {
 			return specs, byText, nil

@@ -30,7 +30,7 @@ func TestRuleChunks(t *testing.T) {
 		{"rules: &x\n  - name: a\n", nil},
 	}
 	for _, c := range cases {
-		chunks, ok := ruleChunks([]byte(c.src))
+		chunks, ok := ruleChunks([]byte(c.src), 0)
 		if ok != (c.lines != nil) {
 			t.Errorf("%q: split %v, want %v", c.src, ok, c.lines != nil)
 			continue
@@ -131,14 +131,14 @@ func FuzzRuleChunks(f *testing.F) {
 		f.Add([]byte(seed), []byte(genRules(3)))
 	}
 	f.Fuzz(func(t *testing.T, data, other []byte) {
-		chunks, ok := ruleChunks(data)
+		chunks, ok := ruleChunks(data, 0)
 		if !ok {
 			return
 		}
 		// The specs of another version, decoded rule by rule and whole,
 		// and of this one, decoded whole.
 		prevs := []map[string]specAt{nil}
-		if oc, ok := ruleChunks(other); ok {
+		if oc, ok := ruleChunks(other, 0); ok {
 			_, p, _ := parseChunks(other, oc, nil, nil)
 			prevs = append(prevs, p)
 		}

@@ -133,6 +133,11 @@ func compileFrom(name string, data []byte, m *Metrics, prev *Set) (*Set, error) 
 	s := &Set{File: name, Hash: hex.EncodeToString(sum[:]), Loaded: time.Now(), Source: bytes.Clone(data)}
 	l := &loader{}
 	var gateLits [][]byte
+	if prev != nil {
+		// About as many as the running set's: a slice grown by
+		// appends to 10,000 rules' literals allocates it four times over.
+		gateLits = make([][]byte, 0, len(prev.gateLits)+len(prev.gateLits)/8)
+	}
 	gateFold := false
 	metricNames := map[string]string{}
 	matches := newMatchCache(prev, len(specs))
