@@ -41,7 +41,11 @@ import (
 // cpu-steady-p50-us and cpu-compile-max-us against the batches' wall
 // time say whether a slow batch worked longer or waited longer (for a
 // core, taken by the compile, by the GC's mark workers or by another
-// process). Each batch is a runtime/trace region "apply", for -trace.
+// process). And the time its thread waited on the kernel's run queue
+// (Linux): net-steady-max-us and net-compile-max-us are the longest
+// batches less that wait, what this process did to them on a machine
+// that other processes share. Each batch is a runtime/trace region
+// "apply", each compile a region "compile", for -trace.
 //
 // Each iteration reloads a file of n rules that differs from the
 // running one in one rule's literal (change=one) or in every rule's
@@ -67,17 +71,26 @@ func BenchmarkSwapPause(b *testing.B) {
 type span struct {
 	start, end time.Time
 	cpu        time.Duration // the batch's own CPU time
-	version    int
+	// osWait is the time the batch's thread waited on the kernel's run
+	// queue: a core another process (or thread) had.
+	osWait  time.Duration
+	version int
 }
 
 func benchSwapPause(b *testing.B, n int, all bool) {
 	src := genRules(n)
-	version := func(k int) []byte {
+	// Two versions, alternated, made before the loop: making one (a
+	// ReplaceAll over the file) inside the compile's window is work the
+	// compile does not do.
+	var versions [2][]byte
+	for k := range versions {
 		if all {
-			return []byte(strings.ReplaceAll(src, `"/path/`, fmt.Sprintf(`"/path/v%d-`, k)))
+			versions[k] = []byte(strings.ReplaceAll(src, `"/path/`, fmt.Sprintf(`"/path/v%d-`, k)))
+		} else {
+			versions[k] = []byte(strings.Replace(src, `"/path/0"`, fmt.Sprintf(`"/path/v%d"`, k), 1))
 		}
-		return []byte(strings.Replace(src, `"/path/0"`, fmt.Sprintf(`"/path/v%d"`, k), 1))
 	}
+	version := func(k int) []byte { return versions[k%2] }
 	// The counters a server keeps across reloads, by rule name.
 	m := NewMetrics(nil)
 	first, err := Compile("rules.yaml", version(0), m)
@@ -118,17 +131,19 @@ func benchSwapPause(b *testing.B, n int, all bool) {
 			c.Records = append(c.Records[:0], recs...)
 			c.Fields = append(c.Fields[:0], fields...)
 			c.ClearSelection()
+			w0 := threadWait()
 			start, cpu0 := time.Now(), threadCPU()
 			s := l.Current()
 			region := trace.StartRegion(ctx, "apply")
 			s.Apply(&c)
 			region.End()
 			end, cpu := time.Now(), threadCPU()-cpu0
+			osWait := threadWait() - w0
 			if s != last {
 				last, ver = s, ver+1
 			}
 			mu.Lock()
-			spans = append(spans, span{start, end, cpu, ver})
+			spans = append(spans, span{start, end, cpu, osWait, ver})
 			applied++
 			cond.Broadcast()
 			mu.Unlock()
@@ -167,7 +182,7 @@ func benchSwapPause(b *testing.B, n int, all bool) {
 
 	// Each batch is one of: applied while a compile ran; the first under
 	// its set (but the very first); or steady.
-	var steady, during, pause, cpuSteady, cpuDuring []time.Duration
+	var steady, during, pause, cpuSteady, cpuDuring, netSteady, netDuring []time.Duration
 	for i, sp := range spans {
 		overlaps := false
 		for _, w := range windows {
@@ -179,15 +194,17 @@ func benchSwapPause(b *testing.B, n int, all bool) {
 		switch {
 		case overlaps:
 			during = append(during, sp.end.Sub(sp.start))
+			netDuring = append(netDuring, sp.end.Sub(sp.start)-sp.osWait)
 			cpuDuring = append(cpuDuring, sp.cpu)
 		case i > 0 && spans[i-1].version != sp.version:
 			pause = append(pause, sp.end.Sub(spans[i-1].end))
 		case i > 0:
 			steady = append(steady, sp.end.Sub(sp.start))
+			netSteady = append(netSteady, sp.end.Sub(sp.start)-sp.osWait)
 			cpuSteady = append(cpuSteady, sp.cpu)
 		}
 	}
-	for _, d := range [][]time.Duration{steady, during, cpuSteady, cpuDuring} {
+	for _, d := range [][]time.Duration{steady, during, cpuSteady, cpuDuring, netSteady, netDuring} {
 		slices.Sort(d)
 	}
 	med := quantileDur(steady, 0.5)
@@ -204,6 +221,8 @@ func benchSwapPause(b *testing.B, n int, all bool) {
 	b.ReportMetric(us(quantileDur(pause, 1)), "pause-max-us")
 	b.ReportMetric(us(quantileDur(cpuSteady, 0.5)), "cpu-steady-p50-us")
 	b.ReportMetric(us(quantileDur(cpuDuring, 1)), "cpu-compile-max-us")
+	b.ReportMetric(us(quantileDur(netSteady, 1)), "net-steady-max-us")
+	b.ReportMetric(us(quantileDur(netDuring, 1)), "net-compile-max-us")
 }
 
 // quantileDur returns the q-quantile (0 to 1) of sorted durations; 0 for
