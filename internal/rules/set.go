@@ -119,13 +119,20 @@ func Compile(name string, data []byte, m *Metrics) (*Set, error) {
 // compiled of the rules the file still has: their matches and, when no
 // rule's literals changed, the gate.
 func compileFrom(name string, data []byte, m *Metrics, prev *Set) (*Set, error) {
+	var y yielder
+	return compileWith(name, data, m, prev, &y)
+}
+
+// compileWith is compileFrom yielding with y, one yielder for the whole
+// compile (see yielder), from its first step to its last.
+func compileWith(name string, data []byte, m *Metrics, prev *Set, y *yielder) (*Set, error) {
+	y.maybe()
+	defer y.done()
 	var prevSpecs map[string]specAt
 	if prev != nil {
 		prevSpecs = prev.specs
 	}
-	// One yielder for the whole compile: see yielder.
-	var y yielder
-	specs, byText, err := parseSpecs(name, data, prevSpecs, &y)
+	specs, byText, err := parseSpecs(name, data, prevSpecs, y)
 	if err != nil {
 		return nil, err
 	}
@@ -258,7 +265,7 @@ func compileFrom(name string, data []byte, m *Metrics, prev *Set) (*Set, error) 
 		vals[m.Value] = append(vals[m.Value], int32(ri))
 	}
 	if prev != nil {
-		s.warmStreams(prev, &y)
+		s.warmStreams(prev, y)
 	}
 	return s, nil
 }

@@ -37,6 +37,10 @@ import (
 //     costs more: an evaluator of its own, the streams' rules decided
 //     again, pipelines compiled on first use.
 //
+// compile-step-max-us is the longest any compile ran without yielding
+// (see yielder), in CPU time of the compile's thread: the most the
+// compile held a core at once.
+//
 // Each batch's own CPU time is measured too (its thread's, Linux only):
 // cpu-steady-p50-us and cpu-compile-max-us against the batches' wall
 // time say whether a slow batch worked longer or waited longer (for a
@@ -151,6 +155,9 @@ func benchSwapPause(b *testing.B, n int, all bool) {
 	}()
 	type window struct{ from, to time.Time } // a compile
 	var windows []window
+	var step time.Duration // the compiles' longest step (yielder)
+	runtime.LockOSThread() // the compiles' thread, for threadCPU
+	defer runtime.UnlockOSThread()
 	k := 0
 	for b.Loop() {
 		k++
@@ -160,8 +167,10 @@ func benchSwapPause(b *testing.B, n int, all bool) {
 		waitFor(target) // steady batches under the running set
 		from := time.Now()
 		region := trace.StartRegion(context.Background(), "compile")
-		next, err := compileFrom("rules.yaml", version(k), m, l.Current())
+		y := yielder{clock: threadCPU}
+		next, err := compileWith("rules.yaml", version(k), m, l.Current(), &y)
 		region.End()
+		step = max(step, y.longest)
 		to := time.Now()
 		if err != nil {
 			b.Fatal(err)
@@ -221,6 +230,7 @@ func benchSwapPause(b *testing.B, n int, all bool) {
 	b.ReportMetric(us(quantileDur(pause, 1)), "pause-max-us")
 	b.ReportMetric(us(quantileDur(cpuSteady, 0.5)), "cpu-steady-p50-us")
 	b.ReportMetric(us(quantileDur(cpuDuring, 1)), "cpu-compile-max-us")
+	b.ReportMetric(us(step), "compile-step-max-us")
 	b.ReportMetric(us(quantileDur(netSteady, 1)), "net-steady-max-us")
 	b.ReportMetric(us(quantileDur(netDuring, 1)), "net-compile-max-us")
 }
