@@ -53,12 +53,25 @@ type edge struct {
 // NewSet returns the set of lits. With fold, ASCII letters match either
 // case (other bytes match exactly). The set keeps no reference to lits.
 func NewSet(lits [][]byte, fold bool) *Set {
-	return newSet(lits, fold, fewMax, maxDenseCells)
+	return newSet(lits, fold, fewMax, maxDenseCells, nil)
 }
+
+// NewSetYielding is NewSet calling yield every few thousand literals or
+// states built (yieldEvery): a caller building a large set off the hot
+// path passes a function that lets other goroutines run, so that the
+// build does not hold a core for its whole time (some 5-10 ms at 10,000
+// literals). yield may be nil.
+func NewSetYielding(lits [][]byte, fold bool, yield func()) *Set {
+	return newSet(lits, fold, fewMax, maxDenseCells, yield)
+}
+
+// yieldEvery is how many literals or states the build handles between
+// two calls of its yield function: well under a millisecond of work.
+const yieldEvery = 2048
 
 // newSet is NewSet with the thresholds as arguments, so that tests
 // reach each form.
-func newSet(lits [][]byte, fold bool, few, denseCells int) *Set {
+func newSet(lits [][]byte, fold bool, few, denseCells int, yield func()) *Set {
 	s := &Set{fold: fold}
 	for _, l := range lits {
 		if len(l) == 0 {
@@ -72,7 +85,10 @@ func newSet(lits [][]byte, fold bool, few, denseCells int) *Set {
 		}
 		return s
 	}
-	s.build(lits, denseCells)
+	if yield == nil {
+		yield = func() {}
+	}
+	s.build(lits, denseCells, yield)
 	return s
 }
 
@@ -132,23 +148,38 @@ func (s *Set) edge(st int32, c uint16) (int32, bool) {
 	return es[i].to, true
 }
 
-// build compiles lits (none empty) into the automaton.
-func (s *Set) build(lits [][]byte, denseCells int) {
+// build compiles lits (none empty) into the automaton, calling yield
+// every yieldEvery literals or states.
+//
+// The trie is built from the literals in sorted order (of their bytes as
+// matched: lowered when folding): a literal shares with the one before
+// it the path of their common prefix and adds states only for the rest.
+// No map of (state, class) to child is needed, and since classes are
+// numbered in byte order, each state's children are made in class order,
+// so its edges come out sorted. A map of the trie's edges cost most of a
+// build: 13 ms for the 11,000 literals of BenchmarkNewSet.
+func (s *Set) build(lits [][]byte, denseCells int, yield func()) {
 	// Byte classes: one per byte that occurs in a literal (a letter and
-	// its other case share one when folding), 0 for the rest.
+	// its other case share one when folding), numbered in byte order; 0
+	// for the rest.
 	lower := func(b byte) byte {
 		if s.fold && b-'A' < 26 {
 			return b | 0x20
 		}
 		return b
 	}
+	var present [256]bool
+	total := 0
 	for _, l := range lits {
+		total += len(l)
 		for _, b := range l {
-			b = lower(b)
-			if s.class[b] == 0 {
-				s.nclass++
-				s.class[b] = uint16(s.nclass)
-			}
+			present[lower(b)] = true
+		}
+	}
+	for b := range present {
+		if present[b] {
+			s.nclass++
+			s.class[b] = uint16(s.nclass)
 		}
 	}
 	if s.fold {
@@ -157,46 +188,71 @@ func (s *Set) build(lits [][]byte, denseCells int) {
 		}
 	}
 	s.nclass++ // class 0
-	// The trie: children by (state, class).
-	type key struct {
-		st int32
-		c  uint16
-	}
-	child := map[key]int32{}
-	var term []bool
-	term = append(term, false)
-	for _, l := range lits {
-		st := int32(0)
-		for _, b := range l {
-			k := key{st, s.class[lower(b)]}
-			next, ok := child[k]
-			if !ok {
-				next = int32(len(term))
-				term = append(term, false)
-				child[k] = next
+	// The literals as matched (lowered when folding), sorted.
+	keys := lits
+	if s.fold {
+		buf := make([]byte, 0, total)
+		keys = make([][]byte, len(lits))
+		for i, l := range lits {
+			k := len(buf)
+			for _, b := range l {
+				buf = append(buf, lower(b))
 			}
-			st = next
+			keys[i] = buf[k:len(buf):len(buf)]
 		}
-		term[st] = true
+	}
+	order := make([]int32, len(keys))
+	for i := range order {
+		order[i] = int32(i)
+	}
+	slices.SortFunc(order, func(a, b int32) int { return bytes.Compare(keys[a], keys[b]) })
+	yield()
+	// The trie. path[d] is the state at depth d on the previous
+	// literal's path; edges are made in order, each state's in class
+	// order (the literals are sorted).
+	type made struct {
+		from int32
+		edge
+	}
+	madeEdges := make([]made, 0, total/2)
+	term := []bool{false}
+	path := []int32{0}
+	var prev []byte
+	for i, li := range order {
+		if i%yieldEvery == yieldEvery-1 {
+			yield()
+		}
+		k := keys[li]
+		d := 0
+		for d < len(k) && d < len(prev) && k[d] == prev[d] {
+			d++
+		}
+		path = path[:d+1]
+		for ; d < len(k); d++ {
+			next := int32(len(term))
+			term = append(term, false)
+			madeEdges = append(madeEdges, made{path[d], edge{s.class[k[d]], next}})
+			path = append(path, next)
+		}
+		term[path[len(k)]] = true
+		prev = k
 	}
 	n := len(term)
-	// Each state's edges, sorted by class.
+	// Each state's edges, in the order made: by class.
 	s.start = make([]int32, n+1)
-	for k := range child {
-		s.start[k.st+1]++
+	for _, e := range madeEdges {
+		s.start[e.from+1]++
 	}
 	for i := 1; i <= n; i++ {
 		s.start[i] += s.start[i-1]
 	}
-	s.edges = make([]edge, len(child))
+	s.edges = make([]edge, len(madeEdges))
 	fill := slices.Clone(s.start[:n])
-	for k, to := range child {
-		s.edges[fill[k.st]] = edge{k.c, to}
-		fill[k.st]++
+	for _, e := range madeEdges {
+		s.edges[fill[e.from]] = e.edge
+		fill[e.from]++
 	}
-	for i := range n {
-		slices.SortFunc(s.edges[s.start[i]:s.start[i+1]], func(a, b edge) int { return int(a.class) - int(b.class) })
-	}
+	yield()
 	// Failure links and outputs, breadth first.
 	s.fail = make([]int32, n)
 	s.out = term
@@ -204,7 +260,10 @@ func (s *Set) build(lits [][]byte, denseCells int) {
 	for _, e := range s.edges[s.start[0]:s.start[1]] {
 		queue = append(queue, e.to)
 	}
-	for len(queue) > 0 {
+	for done := 1; len(queue) > 0; done++ {
+		if done%yieldEvery == 0 {
+			yield()
+		}
 		st := queue[0]
 		queue = queue[1:]
 		for _, e := range s.edges[s.start[st]:s.start[st+1]] {
@@ -244,12 +303,15 @@ func (s *Set) build(lits [][]byte, denseCells int) {
 		}
 		s.dense[c] = to
 	}
-	order := make([]int32, 0, n)
+	bfs := make([]int32, 0, n)
 	for _, e := range s.edges[s.start[0]:s.start[1]] {
-		order = append(order, e.to)
+		bfs = append(bfs, e.to)
 	}
-	for i := 0; i < len(order); i++ {
-		st := order[i]
+	for i := 0; i < len(bfs); i++ {
+		if i%yieldEvery == yieldEvery-1 {
+			yield()
+		}
+		st := bfs[i]
 		row := s.dense[int(st)*nc : int(st+1)*nc]
 		copy(row, s.dense[int(s.fail[st])*nc:int(s.fail[st]+1)*nc])
 		for _, e := range s.edges[s.start[st]:s.start[st+1]] {
@@ -257,7 +319,7 @@ func (s *Set) build(lits [][]byte, denseCells int) {
 			if s.out[e.to] {
 				row[e.class] = matched
 			}
-			order = append(order, e.to)
+			bfs = append(bfs, e.to)
 		}
 	}
 	s.edges, s.start, s.fail, s.out, s.root = nil, nil, nil, nil, nil

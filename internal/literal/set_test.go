@@ -40,11 +40,11 @@ func lowerASCII(b []byte) []byte {
 // folding), the dense automaton and the sparse one.
 func forms(lits [][]byte, fold bool) map[string]*Set {
 	m := map[string]*Set{
-		"dense":  newSet(lits, fold, 0, maxDenseCells),
-		"sparse": newSet(lits, fold, 0, 0),
+		"dense":  newSet(lits, fold, 0, maxDenseCells, nil),
+		"sparse": newSet(lits, fold, 0, 0, nil),
 	}
 	if !fold {
-		m["few"] = newSet(lits, fold, len(lits), maxDenseCells)
+		m["few"] = newSet(lits, fold, len(lits), maxDenseCells, nil)
 	}
 	return m
 }
@@ -121,6 +121,32 @@ func TestSetRandom(t *testing.T) {
 	}
 }
 
+// NewSetYielding calls yield as it builds a large set, and builds the
+// set NewSet does.
+func TestNewSetYielding(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 6))
+	lits := make([][]byte, 3*yieldEvery)
+	for i := range lits {
+		lits[i] = fmt.Appendf(nil, "k%dx%d", r.IntN(100000), i%7)
+	}
+	for _, fold := range []bool{false, true} {
+		yields := 0
+		s := NewSetYielding(lits, fold, func() { yields++ })
+		if yields < 3 {
+			t.Errorf("fold=%v: %d yields building %d literals, want at least 3", fold, yields, len(lits))
+		}
+		for i := range 200 {
+			text := fmt.Appendf(nil, "line %d: K%dX%d end", i, r.IntN(100000), r.IntN(9))
+			if i%2 == 0 { // one of the literals, upper case
+				text = fmt.Appendf(nil, "line %d: K%s end", i, lits[r.IntN(len(lits))][1:])
+			}
+			if got, want := s.Match(text), reference(lits, fold, text); got != want {
+				t.Errorf("fold=%v: Match(%q) = %v, want %v", fold, text, got, want)
+			}
+		}
+	}
+}
+
 func allBytes() []byte {
 	b := make([]byte, 256)
 	for i := range b {
@@ -181,10 +207,34 @@ func BenchmarkSet(b *testing.B) {
 		}
 		run("set", NewSet(lits, false).Match)
 		if n <= 100 {
-			run("dense", newSet(lits, false, 0, maxDenseCells).Match)
-			run("loop", newSet(lits, false, n, 0).Match)
+			run("dense", newSet(lits, false, 0, maxDenseCells, nil).Match)
+			run("loop", newSet(lits, false, n, 0, nil).Match)
 		}
-		run("sparse", newSet(lits, false, 0, 0).Match)
+		run("sparse", newSet(lits, false, 0, 0, nil).Match)
 		run("fold", NewSet(lits, true).Match)
+	}
+}
+
+// BenchmarkNewSet reports what building a set costs: the literals of a
+// rules file of 10,000 rules (a gate: /path/N of the literal filters,
+// "timeout on shard-N" and "refused on shard-N" of the regexps), exact
+// and folding case.
+func BenchmarkNewSet(b *testing.B) {
+	var lits [][]byte
+	for i := range 10000 {
+		switch {
+		case i%10 < 7:
+			lits = append(lits, fmt.Appendf(nil, "/path/%d", i))
+		case i%10 < 9:
+			lits = append(lits, fmt.Appendf(nil, "timeout on shard-%d", i), fmt.Appendf(nil, "refused on shard-%d", i))
+		}
+	}
+	for _, fold := range []bool{false, true} {
+		b.Run(fmt.Sprintf("lits=%d/fold=%v", len(lits), fold), func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				NewSet(lits, fold)
+			}
+		})
 	}
 }

@@ -51,8 +51,8 @@ type Step struct {
 // evaluator is what one goroutine needs to apply a Set: the rules'
 // pipelines (compiled on first use), the labels builder and scratch.
 type evaluator struct {
-	pipes    []*stage.Pipeline
-	setPipes [][]*stage.Pipeline
+	pipes    ruleTable[*stage.Pipeline]
+	setPipes ruleTable[[]*stage.Pipeline]
 	lb       stage.Labels
 	// sel maps a stream id of the batch to where in slab the list of
 	// the rules whose tenant and selector it satisfies is: slab[off] is
@@ -79,17 +79,17 @@ type evaluator struct {
 	// heads, parsers and tails are the parts of the rules' split
 	// pipelines (see rule.splitParser); parsed holds what each parser
 	// found of the current line, until the line or its labels change.
-	heads, parsers, tails []*stage.Pipeline
+	heads, parsers, tails ruleTable[*stage.Pipeline]
 	parsed                []parsedLabels
 	nparsed               int
-	xpipes                []*stage.Pipeline
+	xpipes                ruleTable[*stage.Pipeline]
 	xlb                   stage.Labels   // what extract's parser found, alone
 	xvals                 []record.Label // what extract keeps of it
 	fvals                 []record.Label // the rule's field changes: a value "" removes
 	rw                    []byte         // the rule's rewritten line
 	mval                  float64        // the rule's metric's value for the line
-	fpipes                [][]*stage.Pipeline
-	rwpipes               []*stage.Pipeline
+	fpipes                ruleTable[[]*stage.Pipeline]
+	rwpipes               ruleTable[*stage.Pipeline]
 	// routes maps a set of sinks (Set.sinks bits) to its list in the
 	// batch's Routes (index plus one); routedBy are the rules that
 	// routed the current record.
@@ -116,17 +116,18 @@ func (s *Set) get() *evaluator {
 }
 
 // newEvaluator returns an evaluator of s, its tables sized for s's rules
-// (a pointer per rule for each: 640 KB at 10,000 rules).
+// (a pointer per 256 rules for each until it compiles a rule's pipeline:
+// see ruleTable).
 func (s *Set) newEvaluator() *evaluator {
 	return &evaluator{
-		pipes:    make([]*stage.Pipeline, len(s.rules)),
-		setPipes: make([][]*stage.Pipeline, len(s.rules)),
-		xpipes:   make([]*stage.Pipeline, len(s.rules)),
-		heads:    make([]*stage.Pipeline, len(s.rules)),
-		fpipes:   make([][]*stage.Pipeline, len(s.rules)),
-		rwpipes:  make([]*stage.Pipeline, len(s.rules)),
-		parsers:  make([]*stage.Pipeline, len(s.rules)),
-		tails:    make([]*stage.Pipeline, len(s.rules)),
+		pipes:    newRuleTable[*stage.Pipeline](len(s.rules)),
+		setPipes: newRuleTable[[]*stage.Pipeline](len(s.rules)),
+		xpipes:   newRuleTable[*stage.Pipeline](len(s.rules)),
+		heads:    newRuleTable[*stage.Pipeline](len(s.rules)),
+		fpipes:   newRuleTable[[]*stage.Pipeline](len(s.rules)),
+		rwpipes:  newRuleTable[*stage.Pipeline](len(s.rules)),
+		parsers:  newRuleTable[*stage.Pipeline](len(s.rules)),
+		tails:    newRuleTable[*stage.Pipeline](len(s.rules)),
 		sel:      map[uint32]int{},
 		routes:   map[uint64]uint16{},
 		streams:  map[string]int{},
@@ -277,8 +278,8 @@ type warmRules struct {
 // decided, as they were under prev, instead of deciding them on the
 // ingest goroutine right after the swap. It runs in the compile, off the
 // ingest path, and keeps as much as an evaluator would (maxStreams,
-// maxSlab).
-func (s *Set) warmStreams(prev *Set) {
+// maxSlab). It yields as the compile does (y).
+func (s *Set) warmStreams(prev *Set, y *yielder) {
 	keys := map[string]struct{}{}
 	prev.mu.Lock()
 	idle := len(prev.free)
@@ -295,6 +296,7 @@ func (s *Set) warmStreams(prev *Set) {
 	// that applied prev apply s next, and need not allocate them on the
 	// first batch after the swap.
 	for range min(idle, maxFree) {
+		y.maybe()
 		s.free = append(s.free, s.newEvaluator())
 	}
 	for k := range prev.warm {
@@ -308,7 +310,11 @@ func (s *Set) warmStreams(prev *Set) {
 	}
 	s.warm = make(map[string]warmRules, len(keys))
 	var cands, all []int32
+	n := 0
 	for k := range keys {
+		if n++; n%16 == 0 {
+			y.maybe()
+		}
 		tenant, ls, ok := parseStreamKey(k)
 		if !ok {
 			continue // not reached: made by streamKey
@@ -597,7 +603,7 @@ func (ev *evaluator) relabel(ri int, r *rule, ts int64, line []byte, stream reco
 		}
 	}
 	if len(r.setStages) > 0 {
-		pipes := ev.setPipes[ri]
+		pipes := ev.setPipes.get(ri)
 		if pipes == nil {
 			for _, st := range r.setStages {
 				p, err := stage.Compile(r.setStages[len(pipes) : len(pipes)+1])
@@ -607,7 +613,7 @@ func (ev *evaluator) relabel(ri int, r *rule, ts int64, line []byte, stream reco
 				_ = st
 				pipes = append(pipes, p)
 			}
-			ev.setPipes[ri] = pipes
+			ev.setPipes.set(ri, pipes)
 		}
 		hadErr := ev.lb.Get(stage.ErrorLabel)
 		for k, p := range pipes {
@@ -666,18 +672,56 @@ func (ev *evaluator) matchParsed(ri int, r *rule, ts int64, line []byte) bool {
 	return ok
 }
 
-// compiled returns pipes[ri], compiling stages into it on first use.
-func compiled(pipes []*stage.Pipeline, ri int, stages []logql.Stage) *stage.Pipeline {
-	p := pipes[ri]
+// compiled returns rule ri's pipeline in pipes, compiling stages into it
+// on first use.
+func compiled(pipes ruleTable[*stage.Pipeline], ri int, stages []logql.Stage) *stage.Pipeline {
+	p := pipes.get(ri)
 	if p == nil {
-		var err error
-		if p, err = stage.Compile(stages); err != nil {
-			// Compile checked the whole pipeline when the set loaded.
-			panic("rules: a checked pipeline fails to compile: " + err.Error())
-		}
-		pipes[ri] = p
+		p = mustCompile(stages)
+		pipes.set(ri, p)
 	}
 	return p
+}
+
+// mustCompile compiles stages that the set checked when it loaded.
+func mustCompile(stages []logql.Stage) *stage.Pipeline {
+	p, err := stage.Compile(stages)
+	if err != nil {
+		// Compile checked the whole pipeline when the set loaded.
+		panic("rules: a checked pipeline fails to compile: " + err.Error())
+	}
+	return p
+}
+
+// ruleTable holds an evaluator's values by rule index, in chunks of
+// ruleChunk allocated on first use: an evaluator compiles the pipelines
+// of the rules its streams meet, a few of 10,000. Eight flat tables of a
+// pointer per rule were 640 KB an evaluator at 10,000 rules, allocated
+// for each evaluator a reload makes (warmStreams) and scanned by the GC
+// in every cycle while the set runs.
+type ruleTable[T any] struct{ chunks []*[ruleChunk]T }
+
+const ruleChunk = 256
+
+func newRuleTable[T any](rules int) ruleTable[T] {
+	return ruleTable[T]{chunks: make([]*[ruleChunk]T, (rules+ruleChunk-1)/ruleChunk)}
+}
+
+func (t ruleTable[T]) get(i int) T {
+	if c := t.chunks[i/ruleChunk]; c != nil {
+		return c[i%ruleChunk]
+	}
+	var zero T
+	return zero
+}
+
+func (t ruleTable[T]) set(i int, v T) {
+	c := t.chunks[i/ruleChunk]
+	if c == nil {
+		c = new([ruleChunk]T)
+		t.chunks[i/ruleChunk] = c
+	}
+	c[i%ruleChunk] = v
 }
 
 // checkLabelValue says why v cannot be a label's value, or "".
@@ -696,13 +740,13 @@ func checkLabelValue(key, v string) string {
 // rule's other actions see them. It returns why it
 // failed: the parser's error (a line that is not JSON, say).
 func (ev *evaluator) runExtract(ri int, r *rule, ts int64, line []byte) string {
-	p := ev.xpipes[ri]
+	p := ev.xpipes.get(ri)
 	if p == nil {
 		var err error
 		if p, err = stage.Compile(r.xstages); err != nil {
 			panic("rules: a checked extract fails to compile: " + err.Error())
 		}
-		ev.xpipes[ri] = p
+		ev.xpipes.set(ri, p)
 	}
 	ev.xlb.Reset(nil)
 	p.Process(ts, line, &ev.xlb)
@@ -767,12 +811,12 @@ func (ev *evaluator) prepare(ri int, r *rule, b *record.Batch, i int, ts int64, 
 		ev.fvals = append(ev.fvals, ev.xvals...)
 	}
 	if len(r.fieldStages) > 0 {
-		pipes := ev.fpipes[ri]
+		pipes := ev.fpipes.get(ri)
 		if pipes == nil {
 			for k := range r.fieldStages {
-				pipes = append(pipes, compiled(make([]*stage.Pipeline, 1), 0, r.fieldStages[k:k+1]))
+				pipes = append(pipes, mustCompile(r.fieldStages[k:k+1]))
 			}
-			ev.fpipes[ri] = pipes
+			ev.fpipes.set(ri, pipes)
 		}
 		hadErr := ev.lb.Get(stage.ErrorLabel)
 		for k, p := range pipes {

@@ -30,17 +30,18 @@ type chunk struct {
 // more indented (or blank, or a comment). ok is false for any other
 // shape (a flow sequence, another key, a document marker, a tab or a CR
 // in the indentation, a byte order mark): the file is then decoded whole.
+// hint is how many rules the file likely has (0: unknown).
 //
 // INVARIANT: when ok, decoding each chunk alone as a one-item sequence
 // gives the items decoding the file gives, or fails (an alias to an
 // anchor of another item, a quoted scalar or flow collection the split
 // cut: the chunk before the cut ends inside it), and the caller then
 // decodes the file whole. FuzzRuleChunks checks this.
-func ruleChunks(data []byte) ([]chunk, bool) {
+func ruleChunks(data []byte, hint int) ([]chunk, bool) {
 	if len(data) == 0 || data[0] == 0xEF || bytes.IndexByte(data, '\r') >= 0 {
 		return nil, false
 	}
-	var out []chunk
+	out := make([]chunk, 0, hint)
 	inRules := false
 	indent := -1
 	start, startLine := 0, 0
@@ -120,8 +121,8 @@ type specAt struct {
 // a run does not decode, or decodes with a problem, to its rules: the
 // caller decodes the file whole, which says what is wrong where as it
 // always has.
-func parseChunks(data []byte, chunks []chunk, prev map[string]specAt) ([]spec, map[string]specAt, bool) {
-	return parseChunksBy(data, chunks, prev, chunkYield)
+func parseChunks(data []byte, chunks []chunk, prev map[string]specAt, y *yielder) ([]spec, map[string]specAt, bool) {
+	return parseChunksBy(data, chunks, prev, chunkYield, y)
 }
 
 // parseChunksBy is parseChunks decoding runs of up to group chunks.
@@ -131,15 +132,14 @@ func parseChunks(data []byte, chunks []chunk, prev map[string]specAt) ([]spec, m
 // whole file by one either: that is one call of tens of ms that never
 // yields, its tree of nodes (16 MB at 10,000 rules) all live at once,
 // for the GC to mark, while ingest runs.
-func parseChunksBy(data []byte, chunks []chunk, prev map[string]specAt, group int) ([]spec, map[string]specAt, bool) {
+func parseChunksBy(data []byte, chunks []chunk, prev map[string]specAt, group int, y *yielder) ([]spec, map[string]specAt, bool) {
 	src := string(data)
 	specs := make([]spec, len(chunks))
 	byText := make(map[string]specAt, len(chunks))
 	names := make(map[string]int, len(chunks))
 	l := &loader{}
-	// First the rules prev does not have, decoded by runs.
-	fresh := make([]*spec, len(chunks))
-	var y yielder
+	// First the rules prev does not have, decoded by runs into specs.
+	fresh := make([]bool, len(chunks))
 	for a := 0; a < len(chunks); {
 		if _, ok := prev[src[chunks[a].off:chunks[a].end]]; ok {
 			a++
@@ -168,55 +168,97 @@ func parseChunksBy(data []byte, chunks []chunk, prev map[string]specAt, group in
 				return nil, nil, false
 			}
 			s.base = chunks[a].line - 1 // the run's lines count from its first
-			fresh[a+k] = &s
+			specs[a+k], fresh[a+k] = s, true
 		}
 		a = b
 	}
 	for j, c := range chunks {
+		if j%64 == 0 {
+			y.maybe() // 10,000 map entries: several ms
+		}
 		// The text as a slice of src, so that the map's keys share it.
 		text := src[c.off:c.end]
-		e, ok := prev[text]
-		if !ok {
-			e = specAt{fresh[j], c.line}
+		if !fresh[j] {
+			// A copy, not prev's spec: the next version's map points
+			// into this version's specs only, so that an old version's
+			// specs are not kept alive by the one rule the file still
+			// has of it.
+			e := prev[text]
+			specs[j] = *e.sp
+			specs[j].index = j
+			specs[j].base = e.sp.base + c.line - e.line
 		}
-		byText[text] = specAt{e.sp, e.line}
-		specs[j] = *e.sp
-		specs[j].index = j
-		specs[j].base = e.sp.base + c.line - e.line
-		if _, dup := names[e.sp.name]; dup {
+		byText[text] = specAt{&specs[j], c.line}
+		name := specs[j].name
+		if _, dup := names[name]; dup {
 			return nil, nil, false // said by the whole file's decoding
 		}
-		names[e.sp.name] = j
+		names[name] = j
 	}
 	return specs, byText, true
 }
 
 // chunkYield is how many rules a compile decodes at most in one run (one
-// decoder), between which it may yield (yielder).
-const chunkYield = 256
+// decoder), between which it may yield (yielder). A run of 256 held the
+// core for 2.5-10 ms in traces of BenchmarkSwapPause (yaml.v3 decodes
+// about 10 MB/s); 64 cost a cold compile of 10,000 rules 1.3% more
+// bytes allocated (62.5 to 63.4 MB) than 256.
+const chunkYield = 64
 
 // yielder yields a compile's goroutine once it has run yieldAfter since
-// its last yield: the compile then waits behind the goroutines waiting
+// its last yield (one yielder for the whole compile, passed down; a nil
+// one never yields): the compile then waits behind the goroutines waiting
 // for a core. An ingest goroutine that the GC's mark worker displaced
 // from its own core waits for the compile's next yield (2 ms at most),
 // not for the compile (150 ms at 10,000 rules). By time, not by a count
 // of rules: under load a yield costs the compile the others' turn (a
 // few ms), and yielding every 64 rules made a 10,000-rule reload take
 // seconds behind four clients pushing flat out.
-type yielder struct{ last time.Time }
+//
+// With clock set (benchmarks: the thread's CPU time), it also keeps the
+// longest time by clock the compile ran without yielding, from its start
+// to its first yield, between yields, from the last to its end (done):
+// the most the compile holds a core at once (BenchmarkCompile's
+// max-step-us).
+type yielder struct {
+	last    time.Time // the last yield, or the first call
+	clock   func() time.Duration
+	at      time.Duration // clock at the start or the last yield
+	longest time.Duration
+}
 
 const yieldAfter = 2 * time.Millisecond
 
 // maybe yields if yieldAfter has passed since the last yield (or since
 // the first call).
 func (y *yielder) maybe() {
+	if y == nil {
+		return
+	}
 	now := time.Now()
 	switch {
 	case y.last.IsZero():
 		y.last = now
+		y.mark()
 	case now.Sub(y.last) >= yieldAfter:
+		y.done()
 		runtime.Gosched()
 		y.last = time.Now()
+		y.mark()
+	}
+}
+
+// mark starts a run without yielding, for clock.
+func (y *yielder) mark() {
+	if y != nil && y.clock != nil {
+		y.at = y.clock()
+	}
+}
+
+// done ends a run without yielding, for clock.
+func (y *yielder) done() {
+	if y != nil && y.clock != nil {
+		y.longest = max(y.longest, y.clock()-y.at)
 	}
 }
 
@@ -226,10 +268,11 @@ func (y *yielder) maybe() {
 // another, or one whose runs do not decode, is decoded whole. It returns
 // the specs by text for the next version (nil when the file does not
 // split into rules).
-func parseSpecs(name string, data []byte, prev map[string]specAt) ([]spec, map[string]specAt, error) {
-	chunks, split := ruleChunks(data)
+func parseSpecs(name string, data []byte, prev map[string]specAt, y *yielder) ([]spec, map[string]specAt, error) {
+	// The running set's rules are about as many as the file's.
+	chunks, split := ruleChunks(data, len(prev)+len(prev)/8)
 	if split {
-		if specs, byText, ok := parseChunks(data, chunks, prev); ok {
+		if specs, byText, ok := parseChunks(data, chunks, prev, y); ok {
 			return specs, byText, nil
 		}
 	}

@@ -30,7 +30,7 @@ func TestRuleChunks(t *testing.T) {
 		{"rules: &x\n  - name: a\n", nil},
 	}
 	for _, c := range cases {
-		chunks, ok := ruleChunks([]byte(c.src))
+		chunks, ok := ruleChunks([]byte(c.src), 0)
 		if ok != (c.lines != nil) {
 			t.Errorf("%q: split %v, want %v", c.src, ok, c.lines != nil)
 			continue
@@ -64,9 +64,14 @@ func TestReloadDecodesChanged(t *testing.T) {
 	if s.rules[0].spec.line+s.rules[0].spec.base != 3 || s.rules[2].spec.line+s.rules[2].spec.base != 8 {
 		t.Errorf("rules a and c at lines %d and %d, want 3 and 8", s.rules[0].spec.line+s.rules[0].spec.base, s.rules[2].spec.line+s.rules[2].spec.base)
 	}
+	// A kept spec is a copy of the running set's (see parseChunksBy),
+	// sharing what that set decoded: its keys' places, for one.
 	kept := 0
 	for text, e := range s.specs {
-		if prev.specs[text].sp == e.sp {
+		if p, ok := prev.specs[text]; ok && &p.sp.pos[0] == &e.sp.pos[0] {
+			if p.sp == e.sp {
+				t.Errorf("rule %s: the new set's spec is the running set's, not a copy", e.sp.name)
+			}
 			kept++
 		}
 	}
@@ -126,26 +131,26 @@ func FuzzRuleChunks(f *testing.F) {
 		f.Add([]byte(seed), []byte(genRules(3)))
 	}
 	f.Fuzz(func(t *testing.T, data, other []byte) {
-		chunks, ok := ruleChunks(data)
+		chunks, ok := ruleChunks(data, 0)
 		if !ok {
 			return
 		}
 		// The specs of another version, decoded rule by rule and whole,
 		// and of this one, decoded whole.
 		prevs := []map[string]specAt{nil}
-		if oc, ok := ruleChunks(other); ok {
-			_, p, _ := parseChunks(other, oc, nil)
+		if oc, ok := ruleChunks(other, 0); ok {
+			_, p, _ := parseChunks(other, oc, nil, nil)
 			prevs = append(prevs, p)
 		}
 		for _, src := range [][]byte{other, data} {
-			if _, p, err := parseSpecs("f.yaml", src, nil); err == nil && p != nil {
+			if _, p, err := parseSpecs("f.yaml", src, nil, nil); err == nil && p != nil {
 				prevs = append(prevs, p)
 			}
 		}
 		for _, p := range prevs {
 			// Runs of one rule, of two, and as a compile decodes them.
 			for _, group := range []int{1, 2, chunkYield} {
-				specs, byText, ok := parseChunksBy(data, chunks, p, group)
+				specs, byText, ok := parseChunksBy(data, chunks, p, group, nil)
 				if !ok {
 					continue
 				}

@@ -119,11 +119,20 @@ func Compile(name string, data []byte, m *Metrics) (*Set, error) {
 // compiled of the rules the file still has: their matches and, when no
 // rule's literals changed, the gate.
 func compileFrom(name string, data []byte, m *Metrics, prev *Set) (*Set, error) {
+	var y yielder
+	return compileWith(name, data, m, prev, &y)
+}
+
+// compileWith is compileFrom yielding with y, one yielder for the whole
+// compile (see yielder), from its first step to its last.
+func compileWith(name string, data []byte, m *Metrics, prev *Set, y *yielder) (*Set, error) {
+	y.maybe()
+	defer y.done()
 	var prevSpecs map[string]specAt
 	if prev != nil {
 		prevSpecs = prev.specs
 	}
-	specs, byText, err := parseSpecs(name, data, prevSpecs)
+	specs, byText, err := parseSpecs(name, data, prevSpecs, y)
 	if err != nil {
 		return nil, err
 	}
@@ -131,11 +140,15 @@ func compileFrom(name string, data []byte, m *Metrics, prev *Set) (*Set, error) 
 	s := &Set{File: name, Hash: hex.EncodeToString(sum[:]), Loaded: time.Now(), Source: bytes.Clone(data)}
 	l := &loader{}
 	var gateLits [][]byte
+	if prev != nil {
+		// About as many as the running set's: a slice grown by
+		// appends to 10,000 rules' literals allocates it four times over.
+		gateLits = make([][]byte, 0, len(prev.gateLits)+len(prev.gateLits)/8)
+	}
 	gateFold := false
 	metricNames := map[string]string{}
 	matches := newMatchCache(prev, len(specs))
 	rules := make([]rule, len(specs))
-	var y yielder
 	s.rules = make([]*rule, 0, len(specs))
 	for i := range specs {
 		sp := &specs[i]
@@ -222,18 +235,23 @@ func compileFrom(name string, data []byte, m *Metrics, prev *Set) (*Set, error) 
 		r.counters = m.rule(sp.name)
 		s.rules = append(s.rules, r)
 	}
+	y.maybe()
 	s.indexRoutes(l)
+	y.maybe()
 	if len(l.problems) > 0 {
 		return nil, &Error{File: name, Problems: l.problems}
 	}
 	s.matches = matches.cur
 	s.specs = byText
 	if len(gateLits) > 0 {
-		s.gate = gateOf(prev, gateLits, gateFold)
+		s.gate = gateOf(prev, gateLits, gateFold, y.maybe)
 		s.gateLits, s.gateFold = gateLits, gateFold
 	}
 	s.byLabel = map[string]map[string][]int32{}
 	for ri, r := range s.rules {
+		if ri%256 == 0 {
+			y.maybe()
+		}
 		m := r.indexMatcher()
 		if m == nil {
 			s.unindexed = append(s.unindexed, int32(ri))
@@ -247,7 +265,7 @@ func compileFrom(name string, data []byte, m *Metrics, prev *Set) (*Set, error) 
 		vals[m.Value] = append(vals[m.Value], int32(ri))
 	}
 	if prev != nil {
-		s.warmStreams(prev)
+		s.warmStreams(prev, y)
 	}
 	return s, nil
 }

@@ -205,13 +205,20 @@ const (
 	gateMaxExtra = 256
 )
 
-func newGate(lits [][]byte, fold bool) *gate {
-	return &gate{sets: []*literal.Set{literal.NewSet(lits, fold)}, has: []map[string]struct{}{litMap(lits)}, folds: []bool{fold}, n: len(lits)}
+// newGate builds the gate of lits, calling yield between its steps (see
+// yielder): 10,000 rules' literals take a few ms to build, which the
+// compile does not hold a core for.
+func newGate(lits [][]byte, fold bool, yield func()) *gate {
+	set := literal.NewSetYielding(lits, fold, yield)
+	return &gate{sets: []*literal.Set{set}, has: []map[string]struct{}{litMap(lits, yield)}, folds: []bool{fold}, n: len(lits)}
 }
 
-func litMap(lits [][]byte) map[string]struct{} {
+func litMap(lits [][]byte, yield func()) map[string]struct{} {
 	m := make(map[string]struct{}, len(lits))
-	for _, l := range lits {
+	for i, l := range lits {
+		if i%1024 == 1023 {
+			yield()
+		}
 		m[string(l)] = struct{}{}
 	}
 	return m
@@ -219,12 +226,15 @@ func litMap(lits [][]byte) map[string]struct{} {
 
 // gateOf returns the gate of lits: prev's when prev's was built of the
 // same literals or holds them all; prev's with a small set of the
-// literals it lacks after it; else a new one. 10,000 literals take 10 ms
-// and MBs to build, a third of a reload that changed one rule; a new
-// automaton also starts cold in the caches of the goroutines that run it.
-func gateOf(prev *Set, lits [][]byte, fold bool) *gate {
+// literals it lacks after it; else a new one. 10,000 literals took 10 ms
+// and MBs to build (3 ms since literal builds from sorted literals), a
+// third of a reload that changed one rule; a new automaton also starts
+// cold in the caches of the goroutines that run it.
+//
+// yield is called between the steps of a build (see newGate).
+func gateOf(prev *Set, lits [][]byte, fold bool, yield func()) *gate {
 	if prev == nil || prev.gate == nil {
-		return newGate(lits, fold)
+		return newGate(lits, fold, yield)
 	}
 	if prev.gateFold == fold && len(prev.gateLits) == len(lits) {
 		same := true
@@ -242,30 +252,30 @@ func gateOf(prev *Set, lits [][]byte, fold bool) *gate {
 	if fold && slices.Contains(g.folds, false) {
 		// Which of its literals must now fold is not known: a set
 		// that matches them exactly would miss lines.
-		return newGate(lits, fold)
+		return newGate(lits, fold, yield)
 	}
 	var extra [][]byte
 	for _, l := range lits {
 		if !g.holds(l) {
 			if extra = append(extra, l); len(extra) > gateMaxExtra {
-				return newGate(lits, fold)
+				return newGate(lits, fold, yield)
 			}
 		}
 	}
 	// Literals the rules no longer have: each costs only the lines that
 	// hold it a look at the rules' own literals, but not without bound.
 	if stale := g.n + len(extra) - len(lits); stale*8 > len(lits) {
-		return newGate(lits, fold)
+		return newGate(lits, fold, yield)
 	}
 	if len(extra) == 0 {
 		return g
 	}
 	if len(g.sets) >= gateMaxSets {
-		return newGate(lits, fold)
+		return newGate(lits, fold, yield)
 	}
 	return &gate{
 		sets:  append(slices.Clip(g.sets), literal.NewSet(extra, fold)),
-		has:   append(slices.Clip(g.has), litMap(extra)),
+		has:   append(slices.Clip(g.has), litMap(extra, yield)),
 		folds: append(slices.Clip(g.folds), fold),
 		n:     g.n + len(extra),
 	}

@@ -37,11 +37,19 @@ import (
 //     costs more: an evaluator of its own, the streams' rules decided
 //     again, pipelines compiled on first use.
 //
+// compile-step-max-us is the longest any compile ran without yielding
+// (see yielder), in CPU time of the compile's thread: the most the
+// compile held a core at once.
+//
 // Each batch's own CPU time is measured too (its thread's, Linux only):
 // cpu-steady-p50-us and cpu-compile-max-us against the batches' wall
 // time say whether a slow batch worked longer or waited longer (for a
 // core, taken by the compile, by the GC's mark workers or by another
-// process). Each batch is a runtime/trace region "apply", for -trace.
+// process). And the time its thread waited on the kernel's run queue
+// (Linux): net-steady-max-us and net-compile-max-us are the longest
+// batches less that wait, what this process did to them on a machine
+// that other processes share. Each batch is a runtime/trace region
+// "apply", each compile a region "compile", for -trace.
 //
 // Each iteration reloads a file of n rules that differs from the
 // running one in one rule's literal (change=one) or in every rule's
@@ -61,22 +69,35 @@ func BenchmarkSwapPause(b *testing.B) {
 }
 
 // span is one batch applied: when it started and ended, and under which
-// set.
+// version of the set (a count, not the *Set: holding every version would
+// grow the heap the GC marks, and so the mark phases measured, with
+// each iteration).
 type span struct {
 	start, end time.Time
 	cpu        time.Duration // the batch's own CPU time
-	set        *Set
+	// osWait is the time the batch's thread waited on the kernel's run
+	// queue: a core another process (or thread) had.
+	osWait  time.Duration
+	version int
 }
 
 func benchSwapPause(b *testing.B, n int, all bool) {
 	src := genRules(n)
-	version := func(k int) []byte {
+	// Two versions, alternated, made before the loop: making one (a
+	// ReplaceAll over the file) inside the compile's window is work the
+	// compile does not do.
+	var versions [2][]byte
+	for k := range versions {
 		if all {
-			return []byte(strings.ReplaceAll(src, `"/path/`, fmt.Sprintf(`"/path/v%d-`, k)))
+			versions[k] = []byte(strings.ReplaceAll(src, `"/path/`, fmt.Sprintf(`"/path/v%d-`, k)))
+		} else {
+			versions[k] = []byte(strings.Replace(src, `"/path/0"`, fmt.Sprintf(`"/path/v%d"`, k), 1))
 		}
-		return []byte(strings.Replace(src, `"/path/0"`, fmt.Sprintf(`"/path/v%d"`, k), 1))
 	}
-	first, err := Compile("rules.yaml", version(0), nil)
+	version := func(k int) []byte { return versions[k%2] }
+	// The counters a server keeps across reloads, by rule name.
+	m := NewMetrics(nil)
+	first, err := Compile("rules.yaml", version(0), m)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -107,19 +128,26 @@ func benchSwapPause(b *testing.B, n int, all bool) {
 		ctx := context.Background()
 		c := *batch
 		c.Data, c.Records, c.Fields = nil, nil, nil // rules change a batch in place
+		var last *Set
+		ver := 0
 		for !stop.Load() {
 			c.Data = append(c.Data[:0], data...)
 			c.Records = append(c.Records[:0], recs...)
 			c.Fields = append(c.Fields[:0], fields...)
 			c.ClearSelection()
+			w0 := threadWait()
 			start, cpu0 := time.Now(), threadCPU()
 			s := l.Current()
 			region := trace.StartRegion(ctx, "apply")
 			s.Apply(&c)
 			region.End()
 			end, cpu := time.Now(), threadCPU()-cpu0
+			osWait := threadWait() - w0
+			if s != last {
+				last, ver = s, ver+1
+			}
 			mu.Lock()
-			spans = append(spans, span{start, end, cpu, s})
+			spans = append(spans, span{start, end, cpu, osWait, ver})
 			applied++
 			cond.Broadcast()
 			mu.Unlock()
@@ -127,6 +155,9 @@ func benchSwapPause(b *testing.B, n int, all bool) {
 	}()
 	type window struct{ from, to time.Time } // a compile
 	var windows []window
+	var step time.Duration // the compiles' longest step (yielder)
+	runtime.LockOSThread() // the compiles' thread, for threadCPU
+	defer runtime.UnlockOSThread()
 	k := 0
 	for b.Loop() {
 		k++
@@ -135,7 +166,11 @@ func benchSwapPause(b *testing.B, n int, all bool) {
 		mu.Unlock()
 		waitFor(target) // steady batches under the running set
 		from := time.Now()
-		next, err := compileFrom("rules.yaml", version(k), nil, l.Current())
+		region := trace.StartRegion(context.Background(), "compile")
+		y := yielder{clock: threadCPU}
+		next, err := compileWith("rules.yaml", version(k), m, l.Current(), &y)
+		region.End()
+		step = max(step, y.longest)
 		to := time.Now()
 		if err != nil {
 			b.Fatal(err)
@@ -156,7 +191,7 @@ func benchSwapPause(b *testing.B, n int, all bool) {
 
 	// Each batch is one of: applied while a compile ran; the first under
 	// its set (but the very first); or steady.
-	var steady, during, pause, cpuSteady, cpuDuring []time.Duration
+	var steady, during, pause, cpuSteady, cpuDuring, netSteady, netDuring []time.Duration
 	for i, sp := range spans {
 		overlaps := false
 		for _, w := range windows {
@@ -168,15 +203,17 @@ func benchSwapPause(b *testing.B, n int, all bool) {
 		switch {
 		case overlaps:
 			during = append(during, sp.end.Sub(sp.start))
+			netDuring = append(netDuring, sp.end.Sub(sp.start)-sp.osWait)
 			cpuDuring = append(cpuDuring, sp.cpu)
-		case i > 0 && spans[i-1].set != sp.set:
+		case i > 0 && spans[i-1].version != sp.version:
 			pause = append(pause, sp.end.Sub(spans[i-1].end))
 		case i > 0:
 			steady = append(steady, sp.end.Sub(sp.start))
+			netSteady = append(netSteady, sp.end.Sub(sp.start)-sp.osWait)
 			cpuSteady = append(cpuSteady, sp.cpu)
 		}
 	}
-	for _, d := range [][]time.Duration{steady, during, cpuSteady, cpuDuring} {
+	for _, d := range [][]time.Duration{steady, during, cpuSteady, cpuDuring, netSteady, netDuring} {
 		slices.Sort(d)
 	}
 	med := quantileDur(steady, 0.5)
@@ -193,6 +230,9 @@ func benchSwapPause(b *testing.B, n int, all bool) {
 	b.ReportMetric(us(quantileDur(pause, 1)), "pause-max-us")
 	b.ReportMetric(us(quantileDur(cpuSteady, 0.5)), "cpu-steady-p50-us")
 	b.ReportMetric(us(quantileDur(cpuDuring, 1)), "cpu-compile-max-us")
+	b.ReportMetric(us(step), "compile-step-max-us")
+	b.ReportMetric(us(quantileDur(netSteady, 1)), "net-steady-max-us")
+	b.ReportMetric(us(quantileDur(netDuring, 1)), "net-compile-max-us")
 }
 
 // quantileDur returns the q-quantile (0 to 1) of sorted durations; 0 for

@@ -1,6 +1,7 @@
 package rules
 
 import (
+	"os"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -15,4 +16,29 @@ func threadCPU() time.Duration {
 		return 0
 	}
 	return time.Duration(ts.Nano())
+}
+
+// threadWait returns how long the calling thread has waited on the
+// kernel's run queue (/proc/thread-self/schedstat's second field): time
+// it was ready and another thread, of this process or another, had the
+// core. 0 when the kernel does not say. The goroutine must be locked to
+// its thread.
+func threadWait() time.Duration {
+	var buf [128]byte
+	f, err := os.Open("/proc/thread-self/schedstat")
+	if err != nil {
+		return 0
+	}
+	n, _ := f.Read(buf[:])
+	f.Close()
+	b := buf[:n]
+	i := 0
+	for i < len(b) && b[i] != ' ' {
+		i++
+	}
+	var v int64
+	for i++; i < len(b) && b[i] >= '0' && b[i] <= '9'; i++ {
+		v = v*10 + int64(b[i]-'0')
+	}
+	return time.Duration(v)
 }
