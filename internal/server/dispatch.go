@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"sync"
+	"syscall"
 	"time"
 )
 
@@ -52,15 +53,24 @@ func newSplit(ln net.Listener, peekTimeout time.Duration, isIngest func(method, 
 // being peeked, which it closes.
 func (sp *split) Run() error {
 	defer sp.wg.Wait()
+	var delay time.Duration
 	for {
 		c, err := sp.ln.Accept()
 		if err != nil {
+			if acceptRetryable(err) && !sp.isClosed() {
+				// Out of descriptors or a connection reset before it was
+				// accepted: wait and go on, as net/http's Serve does.
+				delay = min(max(2*delay, 5*time.Millisecond), time.Second)
+				time.Sleep(delay)
+				continue
+			}
 			sp.close()
 			if errors.Is(err, net.ErrClosed) {
 				return nil
 			}
 			return err
 		}
+		delay = 0
 		sp.mu.Lock()
 		if sp.closed {
 			sp.mu.Unlock()
@@ -72,6 +82,21 @@ func (sp *split) Run() error {
 		sp.mu.Unlock()
 		go sp.dispatch(c)
 	}
+}
+
+// acceptRetryable reports whether an Accept error is one that passes:
+// the process or the system out of descriptors or buffers, a connection
+// aborted before it was accepted, a timeout.
+func acceptRetryable(err error) bool {
+	var ne net.Error
+	return errors.Is(err, syscall.EMFILE) || errors.Is(err, syscall.ENFILE) || errors.Is(err, syscall.ENOBUFS) ||
+		errors.Is(err, syscall.ENOMEM) || errors.Is(err, syscall.ECONNABORTED) || errors.As(err, &ne) && ne.Timeout()
+}
+
+func (sp *split) isClosed() bool {
+	sp.mu.Lock()
+	defer sp.mu.Unlock()
+	return sp.closed
 }
 
 // dispatch peeks c's first request line and hands c to its server.

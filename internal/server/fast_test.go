@@ -9,7 +9,9 @@ import (
 	"net"
 	"net/http"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 )
@@ -301,5 +303,49 @@ func TestRefusalsOverTransports(t *testing.T) {
 				t.Errorf("with the token: %d %s", resp.StatusCode, b)
 			}
 		})
+	}
+}
+
+// flakyListener fails its first Accept with EMFILE, as a process out of
+// descriptors does.
+type flakyListener struct {
+	net.Listener
+	failed bool
+}
+
+func (l *flakyListener) Accept() (net.Conn, error) {
+	if !l.failed {
+		l.failed = true
+		return nil, &net.OpError{Op: "accept", Net: "tcp", Err: syscall.EMFILE}
+	}
+	return l.Listener.Accept()
+}
+
+// TestSplitAcceptRetries: an Accept error that passes (out of
+// descriptors) does not stop the split; the next connection is served.
+func TestSplitAcceptRetries(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sp := newSplit(&flakyListener{Listener: ln}, time.Second, func(method, path []byte) bool { return true }, func(bool) {})
+	done := make(chan error, 1)
+	go func() { done <- sp.Run() }()
+	conn, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := conn.Write([]byte("POST /insert/jsonline HTTP/1.1\r\n")); err != nil {
+		t.Fatal(err)
+	}
+	got, err := sp.ingest.Accept()
+	if err != nil {
+		t.Fatalf("the connection after EMFILE: %v", err)
+	}
+	got.Close()
+	sp.close()
+	if err := <-done; err != nil {
+		t.Fatalf("Run: %v", err)
 	}
 }
