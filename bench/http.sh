@@ -40,13 +40,7 @@ trap cleanup EXIT
 build_sluice
 lines=$(wc -l <"$corpus")
 bytes=$(stat -c %s "$corpus")
-if [[ ! -d "$split_dir" ]]; then # made whole in .tmp, then renamed
-	rm -rf "$split_dir.tmp"
-	mkdir -p "$split_dir.tmp"
-	split -n "l/$parts" -d -a 3 "$corpus" "$split_dir.tmp/part."
-	mv "$split_dir.tmp" "$split_dir"
-fi
-files=("$split_dir"/part.*)
+split_corpus
 
 port="${PORT:-$(free_port)}"
 # shellcheck disable=SC2086

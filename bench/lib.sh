@@ -160,3 +160,81 @@ stop_pg() {
 	while kill -0 "$pg_pid" 2>/dev/null; do sleep 0.1; done
 	pg_pid=""
 }
+
+# --- the corpus in parallel POSTs, for bench/http.sh and the sink scripts -------------------------
+
+# split_corpus: splits $corpus into $parts parts of whole lines, once, into $split_dir (made whole
+# in .tmp, then renamed; shared by the scripts), and sets files.
+split_corpus() {
+	if [[ ! -d "$split_dir" ]]; then
+		rm -rf "$split_dir.tmp"
+		mkdir -p "$split_dir.tmp"
+		split -n "l/$parts" -d -a 3 "$corpus" "$split_dir.tmp/part."
+		mv "$split_dir.tmp" "$split_dir"
+	fi
+	files=("$split_dir"/part.*)
+}
+
+# post_corpus PORT: posts the corpus parts ($files) at once, as bench/http.sh does; sets accepted
+# and rejected from the replies (in $run), and problems=1 if a request failed or a line was lost.
+post_corpus() {
+	local i
+	local cpids=()
+	rm -f "$run"/reply.* "$run"/code.*
+	for i in "${!files[@]}"; do
+		curl -sS -o "$run/reply.$i" -w '%{http_code}\n' -X POST -H 'Content-Type: application/x-ndjson' -H 'Expect:' \
+			-T "${files[$i]}" "127.0.0.1:$1/insert/jsonline?_stream_fields=service,host" >"$run/code.$i" 2>&1 &
+		cpids+=($!)
+	done
+	wait "${cpids[@]}"
+	accepted=0
+	rejected=0
+	for i in "${!files[@]}"; do
+		if [[ "$(cat "$run/code.$i")" != 2* ]]; then
+			log "!!! request $i answered $(cat "$run/code.$i"): $(head -c 300 "$run/reply.$i")"
+			problems=1
+			continue
+		fi
+		accepted=$((accepted + $(grep -o '"accepted":[0-9]*' "$run/reply.$i" | cut -d: -f2)))
+		rejected=$((rejected + $(grep -o '"rejected":[0-9]*' "$run/reply.$i" | cut -d: -f2)))
+	done
+	if ((rejected > 0 || accepted != lines)); then
+		log "!!! $accepted lines accepted and $rejected rejected of $lines"
+		problems=1
+	fi
+}
+
+# start_sluice PORT DATA [FLAG...]: starts sluice serve ($bin, its log in $run/serve.log); sets spid.
+start_sluice() {
+	"$bin" serve --data "$2" --listen "127.0.0.1:$1" "${@:3}" >"$run/serve.log" 2>&1 &
+	spid=$!
+	pids+=("$spid")
+	wait_ready "http://127.0.0.1:$1/ready" "$spid" sluice "$run/serve.log"
+}
+
+# wait_stored PORT: waits until the store has settled after the posts: every accepted line is in
+# parts or in a head that no flush is due for (head bytes under the flush size, 64 MiB by default,
+# HEAD_BYTES if SERVE_FLAGS changes it), so no flush runs. Then the peak RSS of two sides holds
+# the same work: the flushes of the head to parts that follow the last reply are in both.
+wait_stored() {
+	local m head parts hrows i
+	for ((i = 0; i < 6000; i++)); do
+		m="$(curl -sf "127.0.0.1:$1/metrics")" || { log "!!! GET /metrics failed"; problems=1; return; }
+		head="$(awk '/^sluice_store_head_bytes / {printf "%d", $2}' <<<"$m")"
+		hrows="$(awk '/^sluice_store_head_rows / {printf "%d", $2}' <<<"$m")"
+		parts="$(awk '/^sluice_store_part_rows / {printf "%d", $2}' <<<"$m")"
+		if ((${head:-0} < ${HEAD_BYTES:-67108864} && ${parts:-0} + ${hrows:-0} >= accepted)); then return; fi
+		sleep 0.05
+	done
+	log "!!! the store did not settle in 5 minutes: head $head bytes, $hrows rows, parts $parts rows"
+	problems=1
+}
+
+now() { date +%s.%N; }
+# rate N A B: N per second from time A to time B.
+rate() { awk -v n="$1" -v a="$2" -v b="$3" 'BEGIN {printf "%.0f", n / (b - a)}'; }
+# peak_rss PID: the process's peak RSS in MB.
+peak_rss() { awk '/VmHWM/ {printf "%d", $2 / 1024}' "/proc/$1/status"; }
+# cpu_of PID: the process's CPU seconds so far (user and system; its command may hold spaces).
+hz="$(getconf CLK_TCK)"
+cpu_of() { awk -v hz="$hz" '{sub(/.*\) /, ""); printf "%.2f", ($12 + $13) / hz}' "/proc/$1/stat"; }

@@ -61,13 +61,7 @@ log "building bench/pgcopy"
 
 lines=$(wc -l <"$corpus")
 bytes=$(stat -c %s "$corpus")
-if [[ ! -d "$split_dir" ]]; then # made whole in .tmp, then renamed; shared with bench/http.sh
-	rm -rf "$split_dir.tmp"
-	mkdir -p "$split_dir.tmp"
-	split -n "l/$parts" -d -a 3 "$corpus" "$split_dir.tmp/part."
-	mv "$split_dir.tmp" "$split_dir"
-fi
-files=("$split_dir"/part.*)
+split_corpus
 
 pg_nice=()
 if [[ -n "${PG_NICE:-}" ]]; then pg_nice=(nice -n "$PG_NICE"); fi
@@ -77,68 +71,8 @@ log "PostgreSQL $("$pgbin/postgres" --version | awk '{print $3}') on 127.0.0.1:$
 
 problems=0
 
-# post_corpus PORT: posts the corpus parts at once, as bench/http.sh does; sets accepted and rejected
-# from the replies, and posted_at (the time of the first request).
-post_corpus() {
-	local i
-	local cpids=()
-	rm -f "$run"/reply.* "$run"/code.*
-	for i in "${!files[@]}"; do
-		curl -sS -o "$run/reply.$i" -w '%{http_code}\n' -X POST -H 'Content-Type: application/x-ndjson' -H 'Expect:' \
-			-T "${files[$i]}" "127.0.0.1:$1/insert/jsonline?_stream_fields=service,host" >"$run/code.$i" 2>&1 &
-		cpids+=($!)
-	done
-	wait "${cpids[@]}"
-	accepted=0
-	rejected=0
-	for i in "${!files[@]}"; do
-		if [[ "$(cat "$run/code.$i")" != 2* ]]; then
-			log "!!! request $i answered $(cat "$run/code.$i"): $(head -c 300 "$run/reply.$i")"
-			problems=1
-			continue
-		fi
-		accepted=$((accepted + $(grep -o '"accepted":[0-9]*' "$run/reply.$i" | cut -d: -f2)))
-		rejected=$((rejected + $(grep -o '"rejected":[0-9]*' "$run/reply.$i" | cut -d: -f2)))
-	done
-	if ((rejected > 0 || accepted != lines)); then
-		log "!!! $accepted lines accepted and $rejected rejected of $lines"
-		problems=1
-	fi
-}
-
-# start_sluice PORT DATA [FLAG...]: starts sluice serve; sets spid.
-start_sluice() {
-	"$bin" serve --data "$2" --listen "127.0.0.1:$1" "${@:3}" >"$run/serve.log" 2>&1 &
-	spid=$!
-	pids+=("$spid")
-	wait_ready "http://127.0.0.1:$1/ready" "$spid" sluice "$run/serve.log"
-}
-
-# wait_stored PORT: waits until the store has settled after the posts: every accepted line is in
-# parts or in a head that no flush is due for (head bytes under the flush size, 64 MiB by default,
-# HEAD_BYTES if SERVE_FLAGS changes it), so no flush runs. Then the peak RSS of both sides holds
-# the same work: the flushes of the head to parts that follow the last reply are in both.
-wait_stored() {
-	local m head parts hrows i
-	for ((i = 0; i < 6000; i++)); do
-		m="$(curl -sf "127.0.0.1:$1/metrics")" || { log "!!! GET /metrics failed"; problems=1; return; }
-		head="$(awk '/^sluice_store_head_bytes / {printf "%d", $2}' <<<"$m")"
-		hrows="$(awk '/^sluice_store_head_rows / {printf "%d", $2}' <<<"$m")"
-		parts="$(awk '/^sluice_store_part_rows / {printf "%d", $2}' <<<"$m")"
-		if ((${head:-0} < ${HEAD_BYTES:-67108864} && ${parts:-0} + ${hrows:-0} >= accepted)); then return; fi
-		sleep 0.05
-	done
-	log "!!! the store did not settle in 5 minutes: head $head bytes, $hrows rows, parts $parts rows"
-	problems=1
-}
-
-now() { date +%s.%N; }
-rate() { awk -v n="$1" -v a="$2" -v b="$3" 'BEGIN {printf "%.0f", n / (b - a)}'; }
-peak_rss() { awk '/VmHWM/ {printf "%d", $2 / 1024}' "/proc/$1/status"; }
-# cpu_of PID: the process's CPU seconds so far. pg_cpu: the CPU seconds of the PostgreSQL backends
-# that have exited (the postmaster's waited-for children), the noise of the machine aside.
-hz="$(getconf CLK_TCK)"
-cpu_of() { awk -v hz="$hz" '{printf "%.2f", ($14 + $15) / hz}' "/proc/$1/stat"; }
+# pg_cpu: the CPU seconds of the PostgreSQL backends that have exited (the postmaster's waited-for
+# children), the noise of the machine aside (cpu_of, post_corpus, wait_stored: bench/lib.sh).
 pg_cpu() { awk -v hz="$hz" '{printf "%.2f", ($16 + $17) / hz}' "/proc/$pg_pid/stat"; }
 # pg_cpu_all: the CPU seconds of PostgreSQL so far: the postmaster's own, its exited backends' and
 # its live ones' (a sink's backend lives as long as its connection).
