@@ -638,14 +638,20 @@ func mixedPart(t *testing.T) *part.Reader {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { rd.Close() })
+	if !hasColumn(t, rd, func(s part.ColumnStat) bool { return s.Encodings["dict+rest"] > 0 }) {
+		t.Fatal("no column is stored as a dictionary and the rest: the tests on this part no longer cover it")
+	}
+	return rd
+}
+
+// hasColumn reports whether a column of rd's (by Stats) is as want says.
+func hasColumn(t *testing.T, rd *part.Reader, want func(part.ColumnStat) bool) bool {
+	t.Helper()
 	st, err := rd.Stats()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !slices.ContainsFunc(st, func(s part.ColumnStat) bool { return s.Encodings["dict+rest"] > 0 }) {
-		t.Fatal("no column is stored as a dictionary and the rest: the tests on this part no longer cover it")
-	}
-	return rd
+	return slices.ContainsFunc(st, want)
 }
 
 func TestContains(t *testing.T) {
