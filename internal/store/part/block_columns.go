@@ -453,18 +453,23 @@ func (b *Block) loadedCol(i int) (*colData, error) {
 	if b.raw, colRaw, decompressed, err = c.load(b.raw, kept); err != nil {
 		return nil, fmt.Errorf("%w: column %q: %v", ErrCorrupt, b.Names[i], err)
 	}
-	if decompressed && hd.cache != nil && len(colRaw) <= maxKeptColumn {
+	if decompressed && hd.cache != nil && int64(len(colRaw)) <= max(maxKeptColumn, hd.cache.budget/keptShare) {
 		k := slices.Clone(colRaw)
 		hd.cache.keep(hd, int64(cap(k)), func() bool { return hd.colRaw[i].CompareAndSwap(nil, &k) })
 	}
 	return c, nil
 }
 
-// maxKeptColumn is the largest decompressed column the block cache keeps
-// (blockHeader.colRaw): a dictionary's ids for a full block are 32 KiB,
-// numbers about three bytes each; text columns, larger, are read at
-// the speed of the disk's cache anyway, and would crowd out the rest.
-const maxKeptColumn = 128 << 10
+// The block cache keeps a decompressed column (blockHeader.colRaw) of up
+// to maxKeptColumn bytes, or a keptShare of its budget if that is more: a
+// dictionary's ids for a full block are 32 KiB, numbers about three bytes
+// each; a block of lines stored whole (pushed as Loki lines, text no
+// template fits) is a few MB, whose decompression was a third of a warm
+// query over them.
+const (
+	maxKeptColumn = 128 << 10
+	keptShare     = 64
+)
 
 // Every reports whether ok holds for every value of a text column (one
 // stored as strings, a dictionary, a dictionary and the rest, or a

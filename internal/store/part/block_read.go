@@ -227,13 +227,21 @@ func decodeBlock(body []byte, hd *blockHeader, stream uint32, b *Block) error {
 		if err := cr.Err(); err != nil {
 			return fmt.Errorf("column %d (%q): %w", i, name, err)
 		}
-		if b.mode != readColumns && !matching { // those load a column at its first use
+		b.Names = append(b.Names, name)
+		switch {
+		case b.mode == readColumns || matching: // those load a column at its first use
+		case b.mode == readLines:
+			// A query's read of lines: what it decompresses may be kept
+			// for the next (loadedCol).
+			if _, err := b.loadedCol(i); err != nil {
+				return fmt.Errorf("column %d: %w", i, err)
+			}
+		default:
 			var err error
 			if b.raw, _, _, err = c.load(b.raw, nil); err != nil {
 				return fmt.Errorf("column %d (%q): %w", i, name, err)
 			}
 		}
-		b.Names = append(b.Names, name)
 	}
 	h.Done("block header")
 	cr.Done("columns")
