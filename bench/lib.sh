@@ -238,3 +238,17 @@ peak_rss() { awk '/VmHWM/ {printf "%d", $2 / 1024}' "/proc/$1/status"; }
 # cpu_of PID: the process's CPU seconds so far (user and system; its command may hold spaces).
 hz="$(getconf CLK_TCK)"
 cpu_of() { awk -v hz="$hz" '{sub(/.*\) /, ""); printf "%.2f", ($12 + $13) / hz}' "/proc/$1/stat"; }
+
+# wait_sink PORT: waits until the sink of the sluice at PORT (pid $spid) has caught up: its backlog
+# is 0 and it sent every accepted line.
+wait_sink() {
+	local st backlog sent
+	while :; do
+		st="$(curl -sf "127.0.0.1:$1/api/v1/sinks")" || { log "!!! GET /api/v1/sinks failed"; problems=1; return; }
+		backlog="$(grep -o '"backlog_bytes":[0-9]*' <<<"$st" | cut -d: -f2)"
+		sent="$(grep -o '"records_sent":[0-9]*' <<<"$st" | cut -d: -f2)"
+		if [[ "$backlog" == 0 && "${sent:-0}" -ge "$accepted" ]]; then return; fi
+		if ! kill -0 "$spid" 2>/dev/null; then log "!!! sluice exited"; tail -20 "$run/serve.log" >&2; exit 1; fi
+		sleep 0.02
+	done
+}

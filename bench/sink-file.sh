@@ -88,14 +88,7 @@ run_sink() {
 	ingested=$(now)
 	rss_reply_sink+="$(peak_rss "$spid") "
 	if [[ -n "${PROFILE:-}" ]]; then curl -sf -o "$PROFILE/heap.$r.pprof" "127.0.0.1:$port/debug/pprof/heap" || log "!!! no heap profile"; fi
-	while :; do
-		st="$(curl -sf "127.0.0.1:$port/api/v1/sinks")" || { log "!!! GET /api/v1/sinks failed"; problems=1; break; }
-		backlog="$(grep -o '"backlog_bytes":[0-9]*' <<<"$st" | cut -d: -f2)"
-		sent="$(grep -o '"records_sent":[0-9]*' <<<"$st" | cut -d: -f2)"
-		if [[ "$backlog" == 0 && "${sent:-0}" -ge "$accepted" ]]; then break; fi
-		if ! kill -0 "$spid" 2>/dev/null; then log "!!! sluice exited"; tail -20 "$run/serve.log" >&2; exit 1; fi
-		sleep 0.02
-	done
+	wait_sink "$port"
 	done_at=$(now)
 	wait_stored "$port"
 	rss_sink+="$(peak_rss "$spid") "

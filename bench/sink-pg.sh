@@ -133,15 +133,7 @@ run_sink() {
 	iphase="$(ingest_cpu "$spid" "$start" "$icpu0" "$ipcpu0" "$port")"
 	rss_reply_sink+="$(peak_rss "$spid") "
 	if [[ -n "${PROFILE:-}" ]]; then curl -sf -o "$PROFILE/heap.$r.pprof" "127.0.0.1:$port/debug/pprof/heap" || log "!!! no heap profile"; fi
-	# The sink has caught up when its backlog is 0 and it sent every accepted line.
-	while :; do
-		st="$(curl -sf "127.0.0.1:$port/api/v1/sinks")" || { log "!!! GET /api/v1/sinks failed"; problems=1; break; }
-		backlog="$(grep -o '"backlog_bytes":[0-9]*' <<<"$st" | cut -d: -f2)"
-		sent="$(grep -o '"records_sent":[0-9]*' <<<"$st" | cut -d: -f2)"
-		if [[ "$backlog" == 0 && "${sent:-0}" -ge "$accepted" ]]; then break; fi
-		if ! kill -0 "$spid" 2>/dev/null; then log "!!! sluice exited"; tail -20 "$run/serve.log" >&2; exit 1; fi
-		sleep 0.02
-	done
+	wait_sink "$port"
 	done_at=$(now)
 	scpu="$(cpu_of "$spid")"
 	wait_stored "$port"
