@@ -765,8 +765,14 @@ func (cp *colPlanner) idOutcome(key uint64) *idSlot {
 }
 
 // maxIDParams is the most parameters a row's packed ids hold (16 bits
-// each: column and entry).
+// each: 1 + column, and entry; 0xffff for an absent parameter, so that
+// no key of fewer parameters, whose first 16 bits are 0, is one of
+// more).
 const maxIDParams = 4
+
+// maxIDColumn bounds the columns whose ids are packed: 1 + column is
+// below 0xff, never an absent parameter's mark.
+const maxIDColumn = 0xfe
 
 // idParam is where a parameter's value id is in a row: value
 // cur.At(col)+rank of column col (col -1: the parameter is absent).
@@ -774,7 +780,7 @@ type idParam struct{ col, rank int16 }
 
 // idParams sets p.idAt and p.idn to where the value ids of template t's
 // parameters are, when each is in a constant or dictionary column (of
-// index below 255) or absent, and there are at most maxIDParams; else
+// index below maxIDColumn) or absent, and there are at most maxIDParams; else
 // p.idn is 0. In a block, a column is one field's, so the ids, in the
 // plan's order, say both the values and (json without parameters) the
 // fields they are of. The columns' ids go to cp.colIDs.
@@ -806,7 +812,7 @@ func (cp *colPlanner) idParams(b *part.Block, t int, p *tmplPlan, holes []int, s
 		si := holes[pp.hole]
 		col, rank := b.SlotColumn(t, si), b.SlotRank(t, si)
 		ids, ok := b.ValueIDs(col)
-		if !ok || col >= 255 || rank > math.MaxInt16 {
+		if !ok || col >= maxIDColumn || rank > math.MaxInt16 {
 			return
 		}
 		cp.colIDs[col] = ids
@@ -831,7 +837,7 @@ func (cp *colPlanner) rowIDKey(p *tmplPlan) (uint64, bool) {
 				}
 				id = int(ids[vi])
 			}
-			k = uint64(o.col)<<8 | uint64(id)
+			k = uint64(o.col+1)<<8 | uint64(id)
 		}
 		key = key<<16 | k
 	}
