@@ -1,6 +1,8 @@
 package query
 
 import (
+	"math"
+
 	"github.com/sluicelog/sluice/internal/record"
 	"github.com/sluicelog/sluice/internal/stage"
 	"github.com/sluicelog/sluice/internal/store/part"
@@ -316,15 +318,29 @@ func (w *rangeWorker) windows(t int64) (lo, hi int64) {
 // hundreds of a stream's rows), and each computation costs two divisions.
 func (w *rangeWorker) windowsAt(ts int64) (lo, hi int64) {
 	shape := w.shape
+	last := int64(shape.steps - 1)
 	ulo := ceilDiv(ts-shape.start, shape.step)
 	uhi := floorDiv(ts+w.rng-1-shape.start, shape.step)
 	// ulo is the same for ts in [start+(ulo-1)*step+1, start+ulo*step],
 	// uhi for ts in [start+uhi*step-rng+1, start+(uhi+1)*step-rng].
-	w.win = windowCache{ok: true,
-		from: max(shape.start+(ulo-1)*shape.step+1, shape.start+uhi*shape.step-w.rng+1),
-		to:   min(shape.start+ulo*shape.step, shape.start+(uhi+1)*shape.step-w.rng),
-		lo:   max(ulo, 0), hi: min(uhi, int64(shape.steps-1))}
-	return w.win.lo, w.win.hi
+	// Clamped to the query's steps, lo is 0 for every ts up to start,
+	// and hi the last step for every ts from start+last*step-rng+1 on:
+	// an instant query's (one step of 1 ns) are the same for every row
+	// in its range.
+	c := windowCache{ok: true, from: math.MinInt64, to: math.MaxInt64, lo: max(ulo, 0), hi: min(uhi, last)}
+	if ulo > 0 {
+		c.from, c.to = shape.start+(ulo-1)*shape.step+1, shape.start+ulo*shape.step
+	} else {
+		c.to = shape.start
+	}
+	if uhi < last {
+		c.from = max(c.from, shape.start+uhi*shape.step-w.rng+1)
+		c.to = min(c.to, shape.start+(uhi+1)*shape.step-w.rng)
+	} else {
+		c.from = max(c.from, shape.start+last*shape.step-w.rng+1)
+	}
+	w.win = c
+	return c.lo, c.hi
 }
 
 // windowCache is what windowsAt last found: the windows of the times

@@ -9,14 +9,17 @@ import (
 // TestWindowsCache: windows, answering from the span its last
 // computation holds for, gives what the two divisions give, for times in
 // order (as a block's rows come) and out of it, ranges shorter, equal
-// to and longer than the step, offsets, and times before and after the
-// query's steps.
+// to and longer than the step, offsets, times before and after the
+// query's steps, and instant queries.
 func TestWindowsCache(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 8))
 	for range 300 {
 		step := int64(1 + rng.IntN(20))
 		shape := &matrix{start: int64(rng.IntN(200)) - 100, step: step, steps: 1 + rng.IntN(30)}
 		w := &rangeWorker{shape: shape, rng: int64(1 + rng.IntN(60)), off: int64(rng.IntN(21)) - 10}
+		if rng.IntN(4) == 0 { // an instant query's one step of 1 ns
+			shape.step, shape.steps, w.rng = 1, 1, int64(1+rng.IntN(600))
+		}
 		times := make([]int64, 400)
 		for i := range times {
 			times[i] = int64(rng.IntN(900)) - 300

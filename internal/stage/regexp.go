@@ -128,7 +128,9 @@ func newPatternStage(p *logql.PatternParser) (stage, error) {
 // observe makes s set only the labels o observes, and stop matching at
 // the literal that ends the last capture whose label o observes: a
 // capture ends where the first literal after it starts, so the captures
-// before are what they are without the rest.
+// before are what they are without the rest. The captures whose label
+// o does not observe lose their names: a line's match passes over them
+// as over <_>, without a call to set.
 func (s *patternStage) observe(o *Observed) {
 	s.observed = o
 	end := 0
@@ -137,7 +139,13 @@ func (s *patternStage) observe(o *Observed) {
 			end = min(i+2, len(s.p.parts))
 		}
 	}
-	s.p = &pattern{parts: s.p.parts[:end], names: s.p.names}
+	parts := slices.Clone(s.p.parts[:end])
+	for i := range parts {
+		if parts[i].Capture && parts[i].Name != "" && !observesParsed(o, parts[i].Name) {
+			parts[i].Name = ""
+		}
+	}
+	s.p = &pattern{parts: parts, names: s.p.names}
 }
 
 func (s *patternStage) process(_ int64, line []byte, lb *Labels) ([]byte, bool) {
