@@ -92,3 +92,27 @@ func TestPatternStageNoAllocs(t *testing.T) {
 		t.Errorf("pattern allocates %v times per line, want 0", n)
 	}
 }
+
+// BenchmarkPattern: an nginx line through a pattern stage, every
+// capture observed, and only those a metric query reads.
+func BenchmarkPattern(b *testing.B) {
+	line := []byte(`10.1.2.3 - - [15/Jan/2026:08:00:00 +0000] "GET /api/v1/orders?id=42 HTTP/1.1" 502 5123 "-" "Mozilla/5.0 (X11; Linux x86_64)"`)
+	p := &logql.PatternParser{Pattern: pat(`<ip> - - [<_>] "<method> <path> <_>" <status> <size> <_>`)}
+	stream := lbls("kind", "nginx")
+	for _, c := range []struct {
+		name     string
+		observed []string
+	}{{"all", nil}, {"path-size", []string{"path", "size"}}, {"status", []string{"status"}}} {
+		b.Run(c.name, func(b *testing.B) {
+			st := must(b)(newPatternStage(p))
+			if c.observed != nil {
+				st.(*patternStage).observe(ObservedBy(nil, c.observed))
+			}
+			var lb Labels
+			for b.Loop() {
+				lb.Reset(stream)
+				st.process(0, line, &lb)
+			}
+		})
+	}
+}

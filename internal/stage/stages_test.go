@@ -78,7 +78,7 @@ func runCases(t *testing.T, mk func() stage, cases []stageCase) {
 
 // must returns a function that returns a stage or fails the test:
 // must(t)(newJSONStage(...)).
-func must(t *testing.T) func(stage, error) stage {
+func must(t testing.TB) func(stage, error) stage {
 	return func(st stage, err error) stage {
 		t.Helper()
 		if err != nil {
