@@ -111,15 +111,15 @@ const (
 // also kept by shape, for the templates of the next blocks read with the
 // same literals.
 func (b *Block) plan(ti, li int) litPlan {
-	p := &b.plans[ti*len(b.lits)+li]
+	p := &b.lm.plans[ti*len(b.lm.lits)+li]
 	if *p == planUnknown {
 		tm := &b.tmpls[ti]
 		key := shapeLit{tm.shape, li}
-		if sp, ok := b.shapePlans[key]; ok {
+		if sp, ok := b.lm.shapePlans[key]; ok {
 			*p = sp
 		} else {
 			*p = b.templatePlan(tm, li)
-			b.shapePlans[key] = *p
+			b.lm.shapePlans[key] = *p
 		}
 	}
 	return *p
@@ -133,25 +133,25 @@ type shapeLit struct {
 // keepShapePlans empties the plans kept by shape unless they are for
 // the literals of this read.
 func (b *Block) keepShapePlans() {
-	same := b.shapePlans != nil && len(b.planLits) == len(b.lits)
-	for i := 0; same && i < len(b.lits); i++ {
-		same = b.planLits[i].Fold == b.lits[i].Fold && b.planLits[i].ASCII == b.lits[i].ASCII && bytes.Equal(b.planLits[i].Text, b.lits[i].Text)
+	same := b.lm.shapePlans != nil && len(b.lm.planLits) == len(b.lm.lits)
+	for i := 0; same && i < len(b.lm.lits); i++ {
+		same = b.lm.planLits[i].Fold == b.lm.lits[i].Fold && b.lm.planLits[i].ASCII == b.lm.lits[i].ASCII && bytes.Equal(b.lm.planLits[i].Text, b.lm.lits[i].Text)
 	}
 	if same {
 		return
 	}
-	if b.shapePlans == nil || len(b.shapePlans) > 1<<16 {
-		b.shapePlans = map[shapeLit]litPlan{}
+	if b.lm.shapePlans == nil || len(b.lm.shapePlans) > 1<<16 {
+		b.lm.shapePlans = map[shapeLit]litPlan{}
 	}
-	clear(b.shapePlans)
-	b.planLits = b.planLits[:0]
-	for _, l := range b.lits {
-		b.planLits = append(b.planLits, Literal{Text: bytes.Clone(l.Text), Fold: l.Fold, ASCII: l.ASCII})
+	clear(b.lm.shapePlans)
+	b.lm.planLits = b.lm.planLits[:0]
+	for _, l := range b.lm.lits {
+		b.lm.planLits = append(b.lm.planLits, Literal{Text: bytes.Clone(l.Text), Fold: l.Fold, ASCII: l.ASCII})
 	}
 }
 
 func (b *Block) templatePlan(tm *template, li int) litPlan {
-	l := &b.lits[li]
+	l := &b.lm.lits[li]
 	lit := l.Text
 	if l.Fold {
 		// Gaps lowercased; one with a non-ASCII byte is searched in the
@@ -160,9 +160,9 @@ func (b *Block) templatePlan(tm *template, li int) litPlan {
 			return planLine
 		}
 		b.gapBuf = appendLower(b.gapBuf[:0], tm.gaps.line)
-		return gapPlan(Gaps{line: b.gapBuf, ends: tm.gaps.ends}, len(tm.holes), lit, &b.litBytes[li])
+		return gapPlan(Gaps{line: b.gapBuf, ends: tm.gaps.ends}, len(tm.holes), lit, &b.lm.litBytes[li])
 	}
-	return gapPlan(tm.gaps, len(tm.holes), lit, &b.litBytes[li])
+	return gapPlan(tm.gaps, len(tm.holes), lit, &b.lm.litBytes[li])
 }
 
 // gapPlan plans a literal for a template of n values between gaps; in
@@ -239,12 +239,12 @@ func startsWithSuffix(g, lit []byte) bool {
 // candidates returns (computing them once per block) the slots of
 // template ti whose column may hold literal li.
 func (b *Block) candidates(ti, li int) ([]int, error) {
-	k := ti*len(b.lits) + li
-	if b.candDone[k] {
-		return b.cands[k], nil
+	k := ti*len(b.lm.lits) + li
+	if b.lm.candDone[k] {
+		return b.lm.cands[k], nil
 	}
 	tm := &b.tmpls[ti]
-	c := b.cands[k][:0]
+	c := b.lm.cands[k][:0]
 	for _, si := range tm.holes {
 		m, err := b.colMatchOf(int(tm.cols[si]), li)
 		if err != nil {
@@ -254,7 +254,7 @@ func (b *Block) candidates(ti, li int) ([]int, error) {
 			c = append(c, si)
 		}
 	}
-	b.cands[k], b.candDone[k] = c, true
+	b.lm.cands[k], b.lm.candDone[k] = c, true
 	return c, nil
 }
 
@@ -302,12 +302,12 @@ const (
 // colMatchOf returns (computing it once per block) what is known of
 // literal li in column ci.
 func (b *Block) colMatchOf(ci, li int) (*colMatch, error) {
-	m := &b.matches[li*len(b.cols)+ci]
+	m := &b.lm.matches[li*len(b.cols)+ci]
 	if m.state != matchUnknown {
 		return m, nil
 	}
 	c := &b.cols[ci]
-	lit := &b.lits[li]
+	lit := &b.lm.lits[li]
 	// Known from the header: a column ruled out is never loaded.
 	set := alphabets[c.enc]
 	if c.enc == encTime && !slices.ContainsFunc(c.shapes, func(s timestamp.Shape) bool { return s.Kind == timestamp.Civil }) {
@@ -400,8 +400,8 @@ func (b *Block) colMatchOf(ci, li int) (*colMatch, error) {
 			has[e] = lit.in(v, &b.scratch)
 			anyEntry = anyEntry || has[e]
 		}
-		b.restBits = b.searchValues(b.restBits, c, lit)
-		if !anyEntry && !slices.ContainsFunc(b.restBits, func(w uint64) bool { return w != 0 }) {
+		b.lm.restBits = b.searchValues(b.lm.restBits, c, lit)
+		if !anyEntry && !slices.ContainsFunc(b.lm.restBits, func(w uint64) bool { return w != 0 }) {
 			m.state = matchNone
 			break
 		}
@@ -413,7 +413,7 @@ func (b *Block) colMatchOf(ci, li int) (*colMatch, error) {
 			for j, id := range idx[w*64 : min(w*64+64, len(idx))] {
 				in := has[id]
 				if id == restID {
-					in = b.restBits[rest/64]&(1<<(rest%64)) != 0
+					in = b.lm.restBits[rest/64]&(1<<(rest%64)) != 0
 					rest++
 				}
 				if in {
@@ -497,7 +497,7 @@ func (b *Block) valueHas(ci, vi, li int, t int64) (bool, error) {
 		k := li*256 + int(c.idx[vi])
 		d := &c.dictHas[k]
 		if *d == unknown {
-			*d = knownOf(b.lits[li].in(c.dict[c.idx[vi]], &b.scratch))
+			*d = knownOf(b.lm.lits[li].in(c.dict[c.idx[vi]], &b.scratch))
 		}
 		return *d == knownYes, nil
 	}
@@ -506,7 +506,7 @@ func (b *Block) valueHas(ci, vi, li int, t int64) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	return b.lits[li].in(v, &b.scratch), nil
+	return b.lm.lits[li].in(v, &b.scratch), nil
 }
 
 // assembleMatching is assemble for lines reads with clauses: it
@@ -516,10 +516,10 @@ func (b *Block) assembleMatching(nrows int, stream uint32, times, subms, tids, r
 	b.Rows = b.Rows[:0]
 	// The clauses' literals end to end: what is planned, searched and
 	// kept per literal is indexed by a literal's place among them.
-	b.lits, b.clauseEnd = b.lits[:0], b.clauseEnd[:0]
+	b.lm.lits, b.lm.clauseEnd = b.lm.lits[:0], b.lm.clauseEnd[:0]
 	for _, c := range b.q.Contains {
-		b.lits = append(b.lits, c...)
-		b.clauseEnd = append(b.clauseEnd, len(b.lits))
+		b.lm.lits = append(b.lm.lits, c...)
+		b.lm.clauseEnd = append(b.lm.clauseEnd, len(b.lm.lits))
 	}
 	lci := -1
 	for i := range b.cols {
@@ -528,25 +528,25 @@ func (b *Block) assembleMatching(nrows int, stream uint32, times, subms, tids, r
 		}
 		c := &b.cols[i]
 		if c.enc == encDict {
-			c.dictHas = grown(c.dictHas, 256*len(b.lits))
+			c.dictHas = grown(c.dictHas, 256*len(b.lm.lits))
 			clear(c.dictHas)
 		}
 	}
-	b.plans = grown(b.plans, len(b.tmpls)*len(b.lits))
-	clear(b.plans)
-	b.cplans = grown(b.cplans, len(b.tmpls)*len(b.clauseEnd))
-	clear(b.cplans)
+	b.lm.plans = grown(b.lm.plans, len(b.tmpls)*len(b.lm.lits))
+	clear(b.lm.plans)
+	b.lm.cplans = grown(b.lm.cplans, len(b.tmpls)*len(b.lm.clauseEnd))
+	clear(b.lm.cplans)
 	b.keepShapePlans()
-	b.litBytes = grown(b.litBytes, len(b.lits))
-	for i := range b.lits {
-		b.litBytes[i] = asciiSet(b.lits[i].Text)
+	b.lm.litBytes = grown(b.lm.litBytes, len(b.lm.lits))
+	for i := range b.lm.lits {
+		b.lm.litBytes[i] = asciiSet(b.lm.lits[i].Text)
 	}
-	b.matches = grown(b.matches, len(b.lits)*len(b.cols))
-	b.cands = grown(b.cands, len(b.tmpls)*len(b.lits))
-	b.candDone = grown(b.candDone, len(b.tmpls)*len(b.lits))
-	clear(b.candDone)
-	for i := range b.matches {
-		b.matches[i].state = matchUnknown
+	b.lm.matches = grown(b.lm.matches, len(b.lm.lits)*len(b.cols))
+	b.lm.cands = grown(b.lm.cands, len(b.tmpls)*len(b.lm.lits))
+	b.lm.candDone = grown(b.lm.candDone, len(b.tmpls)*len(b.lm.lits))
+	clear(b.lm.candDone)
+	for i := range b.lm.matches {
+		b.lm.matches[i].state = matchUnknown
 	}
 	if b.q.Newest > 0 {
 		return b.matchNewest(nrows, stream, lci)
@@ -626,12 +626,12 @@ func (b *Block) matchNewest(nrows int, stream uint32, lci int) error {
 	return nil
 }
 
-// clause returns the range of b.lits of clause c.
+// clause returns the range of b.lm.lits of clause c.
 func (b *Block) clause(c int) (lo, hi int) {
 	if c > 0 {
-		lo = b.clauseEnd[c-1]
+		lo = b.lm.clauseEnd[c-1]
 	}
-	return lo, b.clauseEnd[c]
+	return lo, b.lm.clauseEnd[c]
 }
 
 // clausePlan returns (computing it once per block) how template ti is
@@ -639,7 +639,7 @@ func (b *Block) clause(c int) (lo, hi int) {
 // planLine when none does and one may cross a boundary, planValues when
 // the clause holds exactly in the rows with a value holding one of them.
 func (b *Block) clausePlan(ti, c int) litPlan {
-	p := &b.cplans[ti*len(b.clauseEnd)+c]
+	p := &b.lm.cplans[ti*len(b.lm.clauseEnd)+c]
 	if *p != planUnknown {
 		return *p
 	}
@@ -667,9 +667,9 @@ func (b *Block) matchCounting(nrows int, stream uint32, lci int) error {
 	}
 	rowFlags := b.rowFlags
 	b.counted = 0
-	need := grown(b.need, len(b.cols))
+	need := grown(b.lm.need, len(b.cols))
 	clear(need)
-	b.need = need
+	b.lm.need = need
 	for t := range b.tmpls {
 		tm := &b.tmpls[t]
 		if b.perTmpl[t] == 0 {
@@ -681,7 +681,7 @@ func (b *Block) matchCounting(nrows int, stream uint32, lci int) error {
 			}
 			continue
 		}
-		for c := range b.clauseEnd {
+		for c := range b.lm.clauseEnd {
 			switch b.clausePlan(t, c) {
 			case planLine:
 				for _, si := range tm.holes {
@@ -744,7 +744,7 @@ func (b *Block) countMatches(nrows int, stream uint32, rowFlags []byte, lci int)
 	if err := b.verdicts(); err != nil {
 		return err
 	}
-	verdict := b.verdict
+	verdict := b.lm.verdict
 	// Times are needed for the rows kept, and for the templated rows
 	// matchRow tests (a time column's values are written with them).
 	needTimes := b.mode != readCount
@@ -792,17 +792,17 @@ func (b *Block) countMatches(nrows int, stream uint32, rowFlags []byte, lci int)
 	return nil
 }
 
-// verdicts works out each template's verdict (b.verdict) and tests
+// verdicts works out each template's verdict (b.lm.verdict) and tests
 // (tmplTests), after decodeRows.
 func (b *Block) verdicts() error {
 	nt := len(b.tmpls)
-	verdict := grown(b.verdict, nt)
-	b.verdict = verdict
-	b.tests, b.testStart = b.tests[:0], append(b.testStart[:0], 0)
-	nb := len(b.clauseEnd) * len(b.cols)
-	b.cbits, b.cbitsBuf = grown(b.cbits, nb), grown(b.cbitsBuf, nb)
-	b.cbitsState = grown(b.cbitsState, nb)
-	clear(b.cbitsState)
+	verdict := grown(b.lm.verdict, nt)
+	b.lm.verdict = verdict
+	b.lm.tests, b.lm.testStart = b.lm.tests[:0], append(b.lm.testStart[:0], 0)
+	nb := len(b.lm.clauseEnd) * len(b.cols)
+	b.lm.cbits, b.lm.cbitsBuf = grown(b.lm.cbits, nb), grown(b.lm.cbitsBuf, nb)
+	b.lm.cbitsState = grown(b.lm.cbitsState, nb)
+	clear(b.lm.cbitsState)
 	for t := range nt {
 		verdict[t] = rowsNone // a template without rows in the block reads nothing
 		if b.perTmpl[t] > 0 {
@@ -812,7 +812,7 @@ func (b *Block) verdicts() error {
 			}
 			verdict[t] = v
 		}
-		b.testStart = append(b.testStart, len(b.tests))
+		b.lm.testStart = append(b.lm.testStart, len(b.lm.tests))
 	}
 	return nil
 }
@@ -824,7 +824,7 @@ func (b *Block) mayMatch() bool {
 	// A template's tests are of values some of which hold a literal
 	// (tmplTests leaves out a column none of whose values does), and each
 	// clause has one at least: a template with tests may match.
-	for _, v := range b.verdict {
+	for _, v := range b.lm.verdict {
 		switch v {
 		case rowsAll, rowsMatch, rowsTest:
 			return true
@@ -834,16 +834,16 @@ func (b *Block) mayMatch() bool {
 }
 
 // tmplTests returns the verdict of template t and, for rowsTest, appends
-// its tests to b.tests: per clause the gaps decide, or its candidate
+// its tests to b.lm.tests: per clause the gaps decide, or its candidate
 // values (a slot once, whichever literals it may hold), or matchRow.
 func (b *Block) tmplTests(t int) (rowsVerdict, error) {
 	tm := &b.tmpls[t]
 	if tm.raw {
 		return rowsMatch, nil // matchRow searches the line
 	}
-	start := len(b.tests)
+	start := len(b.lm.tests)
 	v := rowsAll
-	for c := range b.clauseEnd {
+	for c := range b.lm.clauseEnd {
 		switch b.clausePlan(t, c) {
 		case planGap:
 			continue
@@ -851,7 +851,7 @@ func (b *Block) tmplTests(t int) (rowsVerdict, error) {
 			v = rowsMatch
 			continue
 		}
-		c0 := len(b.tests)
+		c0 := len(b.lm.tests)
 		ok := true
 		lo, hi := b.clause(c)
 		for li := lo; li < hi; li++ {
@@ -862,7 +862,7 @@ func (b *Block) tmplTests(t int) (rowsVerdict, error) {
 		slots:
 			for _, si := range cands {
 				col, nth := int(tm.cols[si]), tm.nth(si)
-				for _, x := range b.tests[c0:] {
+				for _, x := range b.lm.tests[c0:] {
 					if x.col == col && x.nth == nth {
 						continue slots
 					}
@@ -877,25 +877,25 @@ func (b *Block) tmplTests(t int) (rowsVerdict, error) {
 					continue slots
 				}
 				ok = ok && bits != nil
-				b.tests = append(b.tests, oneTest{col: col, nth: nth, bits: bits})
+				b.lm.tests = append(b.lm.tests, oneTest{col: col, nth: nth, bits: bits})
 			}
 		}
 		switch {
-		case len(b.tests) == c0:
+		case len(b.lm.tests) == c0:
 			// No value may hold a literal of the clause: no row does.
-			b.tests = b.tests[:start]
+			b.lm.tests = b.lm.tests[:start]
 			return rowsNone, nil
 		case !ok:
 			v = rowsMatch
 		default:
-			b.tests[len(b.tests)-1].last = true
+			b.lm.tests[len(b.lm.tests)-1].last = true
 			if v == rowsAll {
 				v = rowsTest
 			}
 		}
 	}
 	if v != rowsTest {
-		b.tests = b.tests[:start]
+		b.lm.tests = b.lm.tests[:start]
 	}
 	return v, nil
 }
@@ -935,19 +935,19 @@ const (
 // empty reports that the bits are known and none is set.
 func (b *Block) clauseBits(c, ci int) (bits []uint64, empty bool, err error) {
 	k := c*len(b.cols) + ci
-	switch b.cbitsState[k] {
+	switch b.lm.cbitsState[k] {
 	case bitsKnown:
-		return b.cbits[k], false, nil
+		return b.lm.cbits[k], false, nil
 	case bitsEmpty:
-		return b.cbits[k], true, nil
+		return b.lm.cbits[k], true, nil
 	case bitsNone:
 		return nil, false, nil
 	}
-	b.cbitsState[k] = bitsNone
+	b.lm.cbitsState[k] = bitsNone
 	lo, hi := b.clause(c)
 	col := &b.cols[ci]
 	var only []uint64 // the bits of the one literal with some, if one has
-	bits = b.cbitsBuf[k][:0]
+	bits = b.lm.cbitsBuf[k][:0]
 	owned := false
 	own := func() {
 		if !owned {
@@ -957,7 +957,7 @@ func (b *Block) clauseBits(c, ci int) (bits []uint64, empty bool, err error) {
 	}
 	var has [256]bool
 	dict := false
-	times := b.timeLits[:0] // the literals a time column's values are searched for
+	times := b.lm.timeLits[:0] // the literals a time column's values are searched for
 	for li := lo; li < hi; li++ {
 		m, err := b.colMatchOf(ci, li)
 		if err != nil {
@@ -982,7 +982,7 @@ func (b *Block) clauseBits(c, ci int) (bits []uint64, empty bool, err error) {
 		case matchDict:
 			dict = true
 			for e, v := range col.dict {
-				has[e] = has[e] || b.lits[li].in(v, &b.scratch)
+				has[e] = has[e] || b.lm.lits[li].in(v, &b.scratch)
 			}
 		default:
 			if col.enc != encTime {
@@ -991,7 +991,7 @@ func (b *Block) clauseBits(c, ci int) (bits []uint64, empty bool, err error) {
 			times = append(times, li)
 		}
 	}
-	b.timeLits = times
+	b.lm.timeLits = times
 	if len(times) > 0 {
 		own()
 		if err := b.timeBits(ci, times, bits); err != nil {
@@ -1017,11 +1017,11 @@ func (b *Block) clauseBits(c, ci int) (bits []uint64, empty bool, err error) {
 		own()
 	}
 	if owned {
-		b.cbitsBuf[k] = bits
+		b.lm.cbitsBuf[k] = bits
 	}
-	b.cbits[k], b.cbitsState[k] = bits, bitsKnown
+	b.lm.cbits[k], b.lm.cbitsState[k] = bits, bitsKnown
 	if !slices.ContainsFunc(bits, func(w uint64) bool { return w != 0 }) {
-		b.cbitsState[k] = bitsEmpty
+		b.lm.cbitsState[k] = bitsEmpty
 		return bits, true, nil
 	}
 	return bits, false, nil
@@ -1060,7 +1060,7 @@ func (b *Block) timeBits(ci int, lits []int, bits []uint64) error {
 				return fmt.Errorf("%w: column %q: %v", ErrCorrupt, b.Names[ci], err)
 			}
 			for _, li := range lits {
-				if b.lits[li].in(v, &b.scratch) {
+				if b.lm.lits[li].in(v, &b.scratch) {
 					bits[vi/64] |= 1 << (vi % 64)
 					break
 				}
@@ -1075,7 +1075,7 @@ func (b *Block) timeBits(ci int, lits []int, bits []uint64) error {
 // clause tested, a candidate value holding one of its literals.
 func (b *Block) allTests(tid int) bool {
 	hit := false
-	for _, x := range b.tests[b.testStart[tid]:b.testStart[tid+1]] {
+	for _, x := range b.lm.tests[b.lm.testStart[tid]:b.lm.testStart[tid+1]] {
 		if !hit {
 			vi := b.cur.At(x.col) + x.nth
 			hit = x.bits[vi/64]&(1<<(vi%64)) != 0
@@ -1117,7 +1117,7 @@ func (b *Block) countByColumn(verdict []rowsVerdict, lci int) (int, bool) {
 		if v != rowsTest || b.perTmpl[t] == 0 {
 			continue
 		}
-		tests := b.tests[b.testStart[t]:b.testStart[t+1]]
+		tests := b.lm.tests[b.lm.testStart[t]:b.lm.testStart[t+1]]
 		if len(tests) != 1 {
 			return 0, false
 		}
@@ -1165,8 +1165,8 @@ func (b *Block) countByColumn(verdict []rowsVerdict, lci int) (int, bool) {
 // clause decide (most: a literal in one column or in either of two) are
 // tested inline; the others through allTests.
 func (b *Block) countTests(verdict []rowsVerdict) int {
-	tc := grown(b.tcount, len(verdict))
-	b.tcount = tc
+	tc := grown(b.lm.tcount, len(verdict))
+	b.lm.tcount = tc
 	for t, v := range verdict {
 		c := tmplCount{kind: countNone}
 		switch v {
@@ -1174,7 +1174,7 @@ func (b *Block) countTests(verdict []rowsVerdict) int {
 			c.kind = countAll
 		case rowsTest:
 			c.kind = countTests
-			tests := b.tests[b.testStart[t]:b.testStart[t+1]]
+			tests := b.lm.tests[b.lm.testStart[t]:b.lm.testStart[t+1]]
 			if len(tests) <= 2 && tests[len(tests)-1].last && (len(tests) == 1 || !tests[0].last) {
 				c.kind = countOne + countKind(len(tests)-1)
 				c.x1 = tests[0]
@@ -1251,7 +1251,7 @@ func (b *Block) matchRow(k int, tm *template, tid, lci int, t int64, fl byte, mr
 		return b.holdsAll(v), nil
 	}
 	rebuild := false
-	for c := range b.clauseEnd {
+	for c := range b.lm.clauseEnd {
 		if b.clausePlan(tid, c) == planGap {
 			continue
 		}
@@ -1314,15 +1314,49 @@ func (b *Block) matchRow(k int, tm *template, tid, lci int, t int64, fl byte, mr
 
 // holdsAll reports whether line holds every clause.
 func (b *Block) holdsAll(line []byte) bool {
-	for c := range b.clauseEnd {
+	for c := range b.lm.clauseEnd {
 		lo, hi := b.clause(c)
 		found := false
 		for li := lo; li < hi && !found; li++ {
-			found = b.lits[li].in(line, &b.scratch)
+			found = b.lm.lits[li].in(line, &b.scratch)
 		}
 		if !found {
 			return false
 		}
 	}
 	return true
+}
+
+// literalMatch is a block's state in a read of the lines holding some
+// literals (ReadLines and CountLines with a LineRead's literals), kept
+// with the block for the next read: the literals of Contains end to
+// end, and where each clause ends among them; what is known per literal
+// is indexed by its place there.
+type literalMatch struct {
+	lits      []Literal
+	clauseEnd []int
+	plans     []litPlan  // per template and literal
+	cplans    []litPlan  // per template and clause
+	matches   []colMatch // per literal and column
+	cands     [][]int    // per template and literal
+	candDone  []bool
+	need      []bool // matchCounting: the columns whose cursors are kept
+	// countMatches: a verdict per template, the candidate tests of each
+	// (from testStart), and per clause and column a bit per value
+	// holding one of the clause's literals (a view of cbitsBuf, or of a
+	// literal's colMatch bits) with what is known of them.
+	verdict    []rowsVerdict
+	tests      []oneTest
+	testStart  []int
+	cbits      [][]uint64
+	cbitsBuf   [][]uint64
+	cbitsState []bitsState
+	timeLits   []int       // clauseBits' scratch
+	restBits   []uint64    // colMatchOf's scratch: a bit per value of an encDictRest column's rest
+	tcount     []tmplCount // countTests': per template, how its rows are counted
+	litBytes   [][256]bool // the bytes of each literal
+	// and the plans of the templates of earlier reads by their shape,
+	// for the literals planLits
+	shapePlans map[shapeLit]litPlan
+	planLits   []Literal
 }

@@ -56,40 +56,14 @@ type Block struct {
 	ownCounts []int // rows per template, when not the skeleton's
 
 	nrows int // rows in the block read, kept or not
-	// block_match.go: the literals of Contains end to end, and where each
-	// clause's end among them; what is known per literal is indexed by
-	// its place there.
-	lits      []Literal
-	clauseEnd []int
-	plans     []litPlan  // per template and literal
-	cplans    []litPlan  // per template and clause
-	matches   []colMatch // per literal and column
-	cands     [][]int    // per template and literal
-	candDone  []bool
-	need      []bool // matchCounting: the columns whose cursors are kept
-	// countMatches: a verdict per template, the candidate tests of each
-	// (from testStart), and per clause and column a bit per value
-	// holding one of the clause's literals (a view of cbitsBuf, or of a
-	// literal's colMatch bits) with what is known of them.
-	verdict    []rowsVerdict
-	tests      []oneTest
-	testStart  []int
-	cbits      [][]uint64
-	cbitsBuf   [][]uint64
-	cbitsState []bitsState
-	timeLits   []int  // clauseBits' scratch
-	cur        Cursor // the reads that walk rows: where the row at hand's values are
-	used       []int  // walkTemplates: per column, the values the rows use
-	scratch    []byte
-	restBits   []uint64    // colMatchOf's scratch: a bit per value of an encDictRest column's rest
-	tcount     []tmplCount // countTests': per template, how its rows are counted
-	litBytes   [][256]bool // block_match.go: the bytes of each literal
-	// and the plans of the templates of earlier reads by their shape,
-	// for the literals planLits
-	shapePlans map[shapeLit]litPlan
-	planLits   []Literal
-	constVals  [][]byte // scratch of DistinctValues
-	gapBuf     []byte
+	// lm is the state of a read of the lines holding some literals
+	// (block_match.go).
+	lm        literalMatch
+	cur       Cursor // the reads that walk rows: where the row at hand's values are
+	used      []int  // walkTemplates: per column, the values the rows use
+	scratch   []byte
+	constVals [][]byte // scratch of DistinctValues
+	gapBuf    []byte
 
 	fields []rows.Field
 	lines  []byte
