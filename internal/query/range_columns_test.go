@@ -283,6 +283,10 @@ func FuzzColumnarSameAsRows(f *testing.F) {
 		}
 	}
 	f.Add(`"level":"err\u006fr","http":{"status":500,"latency_ms":1.50}}`+"\n"+`"level":null}`+"\n"+`"x":1}`, uint8(3))
+	// Lines whose own fields come first, a constant column before the
+	// rest: the packing of value ids of templates with fewer parameters
+	// (TestIDKeysOfFewerParameters).
+	f.Add(strings.Repeat(`"a":"x","level":"info"}`+"\n"+`"level":"info"}`+"\n"+`"level":"info"}`+"\n", 4), uint8(0x80|19))
 	queries := []string{
 		`sum by (level) (count_over_time({service="api"} | json level [1h]))`,
 		`sum by (level) (count_over_time({service="api"} | json level | level="error" | __error__="" [1h]))`,
@@ -304,14 +308,23 @@ func FuzzColumnarSameAsRows(f *testing.F) {
 		// Number filters decided a column at a time (range_pred.go).
 		`sum by (service) (count_over_time({service="api"} | json lat="http.latency_ms" | lat > 1.5 and lat <= 300 or lat == 0 | __error__="" [1h]))`,
 		`sum by (service) (sum_over_time({service="api"} | json s="http.status" | s != 500 | unwrap s | __error__="" [1h]))`,
+		`sum by (a, level) (count_over_time({service="api"} | json [1h]))`,
 	}
 	f.Fuzz(func(t *testing.T, data string, qi uint8) {
+		// qi's top bit puts each line's own fields first, the time and
+		// service after them, so that the block's first columns are the
+		// fuzzer's.
+		first := qi&0x80 != 0
 		var lines []string
 		for i, l := range strings.Split(data, "\n") {
 			if i == 300 {
 				break
 			}
 			ts := time.Date(2026, 1, 15, 8, 0, 0, 0, time.UTC).Add(time.Duration(i) * time.Millisecond).Format(time.RFC3339Nano)
+			if first && strings.HasSuffix(l, "}") {
+				lines = append(lines, fmt.Sprintf(`{%s,"ts":"%s","service":"api"}`, l[:len(l)-1], ts))
+				continue
+			}
 			lines = append(lines, fmt.Sprintf(`{"ts":"%s","service":"api",%s`, ts, l))
 		}
 		st, err := store.Open(store.Options{FS: vfs.NewMem(), Dir: "data"})
@@ -331,7 +344,7 @@ func FuzzColumnarSameAsRows(f *testing.F) {
 		}
 		sn := st.Snapshot()
 		defer sn.Release()
-		q := queries[int(qi)%len(queries)]
+		q := queries[int(qi&0x7f)%len(queries)]
 		at := time.Date(2026, 1, 15, 8, 1, 0, 0, time.UTC).UnixNano()
 		for _, p := range []Params{
 			{Tenant: store.DefaultTenant, Query: q, Start: at, End: at, Instant: true},
