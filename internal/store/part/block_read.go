@@ -687,6 +687,20 @@ func (b *Block) assemble(nrows int, stream uint32, times, subms, tids, rowFlags,
 					r.Msg, r.MsgInLine, r.MsgOff = v[off:off+n:off+n], true, uint32(off)
 				}
 			}
+		} else if len(tm.holes) == 1 && len(tm.gaps.line) == 0 {
+			// One value and no text around it (a line stored whole as its
+			// message): the line is the value, not a copy of it, as a raw
+			// row's is the line column's.
+			si := tm.holes[0]
+			v := b.values[si]
+			r.Line = v[:len(v):len(v)]
+			if !b.linesOnly {
+				if tm.slots[si].flags&slotMsg != 0 {
+					r.MsgInLine, r.MsgOff = true, 0
+				} else {
+					b.fields[fieldStart+int(tm.slots[si].field)].Off = 0
+				}
+			}
 		} else {
 			for hi, si := range tm.holes {
 				b.lines = append(b.lines, tm.gaps.At(hi)...)

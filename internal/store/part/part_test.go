@@ -198,7 +198,7 @@ not json at all
 `,
 	"syslog": "<34>1 2026-01-15T08:00:00.000Z host app 123 ID47 [ex@1 a=\"b\"] the message\n<13>Jan 15 08:00:00 myhost su: 'su root' failed\n",
 	"logfmt": "ts=2026-01-15T08:00:00Z level=warn msg=\"quoted \\\"value\\\"\" service=api dup=1 dup=2 bare\n",
-	"text":   "2026-01-15 08:00:00,123 ERROR something broke\n\tat stack\nplain\n",
+	"text":   "2026-01-15 08:00:00,123 ERROR something broke\n\tat stack\nplain\n12345\n-7.50\nplain\n",
 }
 
 func TestRoundTrip(t *testing.T) {
