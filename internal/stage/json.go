@@ -43,6 +43,9 @@ type jsonStage struct {
 	// each field the walk of an object would set a label for, instead of
 	// the label being set: its name and its value's offsets.
 	field func(name []byte, start, end int)
+	// done: every label the query observes is set (Observed.allSet),
+	// and the rest of the line is only read over for its errors.
+	done bool
 }
 
 // jsonParam is one `name="path"` parameter of json.
@@ -92,7 +95,7 @@ func (s *jsonStage) process(_ int64, line []byte, lb *Labels) ([]byte, bool) {
 		return line, true
 	}
 	if s.params == nil {
-		s.name = s.name[:0]
+		s.name, s.done = s.name[:0], s.observed.allSet(lb)
 		if s.object(i, 0, 0, lb) < 0 {
 			lb.ReplaceError(errJSON, sc.details())
 		}
@@ -134,6 +137,9 @@ func (s *jsonStage) object(i, prefix, depth int, lb *Labels) int {
 	d := sc.data
 	if depth >= maxJSONDepth {
 		return sc.fail(i, "nested too deeply")
+	}
+	if s.done {
+		return sc.skip(i, depth)
 	}
 	i = sc.space(i + 1)
 	if i < len(d) && d[i] == '}' {
@@ -195,6 +201,9 @@ func (s *jsonStage) object(i, prefix, depth int, lb *Labels) int {
 		if i < 0 {
 			return -1
 		}
+		if s.done {
+			return sc.skipRest(i, depth)
+		}
 		var more bool
 		if i, more = sc.next(i, '}'); !more {
 			return i
@@ -209,7 +218,9 @@ func (s *jsonStage) set(lb *Labels, start, end int, v string) {
 		s.field(s.name, start, end)
 		return
 	}
-	setParsedName(lb, &s.buf, s.observed, s.name, v)
+	if setParsedName(lb, &s.buf, s.observed, s.name, v) {
+		s.done = s.observed.allSet(lb)
+	}
 }
 
 // find returns the value at path from the (valid) value at i, and
@@ -737,17 +748,48 @@ func (sc *jsonScanner) skip(i, depth int) int {
 
 // skipStr reads the string at i, validating its escapes, without
 // unescaping it.
+// skipRest reads over what is left of an object after one of its
+// values (i is past it), as skip would, and returns the offset after the
+// object.
+func (sc *jsonScanner) skipRest(i, depth int) int {
+	d := sc.data
+	for {
+		var more bool
+		if i, more = sc.next(i, '}'); !more {
+			return i
+		}
+		if i >= len(d) || d[i] != '"' {
+			return sc.failChar(i, "a string key") // as object says
+		}
+		if i = sc.skipStr(i); i < 0 {
+			return -1
+		}
+		if i = sc.colon(i); i < 0 {
+			return -1
+		}
+		if i = sc.skip(i, depth+1); i < 0 {
+			return -1
+		}
+	}
+}
+
 func (sc *jsonScanner) skipStr(i int) int {
 	d := sc.data
 	if i >= len(d) || d[i] != '"' {
 		return sc.failChar(i, "a string")
 	}
 	// It fails where str fails, with the same words: a hinted json
-	// parser reads over what it does not observe with skip.
-	if bytes.IndexByte(d[i+1:], '"') < 0 {
+	// parser reads over what it does not observe with skip. As str, a
+	// string without a backslash before its first quote ends there.
+	q := bytes.IndexByte(d[i+1:], '"')
+	if q < 0 {
 		return sc.fail(i, "unterminated string")
 	}
-	for j := i + 1; j < len(d); j++ {
+	e := bytes.IndexByte(d[i+1:i+1+q], '\\')
+	if e < 0 {
+		return i + q + 2
+	}
+	for j := i + 1 + e; j < len(d); j++ {
 		switch d[j] {
 		case '"':
 			return j + 1

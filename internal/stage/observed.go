@@ -40,6 +40,25 @@ func (o *Observed) observesBytes(name []byte) bool {
 	return false
 }
 
+// allSet reports whether every label o observes but the error labels
+// is set in lb: then no parser can set another label the query sees
+// (the first value of a name wins), and what is left of a line need
+// only be read for its errors. Never for nil (every label).
+func (o *Observed) allSet(lb *Labels) bool {
+	if o == nil {
+		return false
+	}
+	for _, n := range o.names {
+		if n == ErrorLabel || n == ErrorDetailsLabel {
+			continue
+		}
+		if _, ok := lb.lookup(n); !ok {
+			return false
+		}
+	}
+	return true
+}
+
 // underPrefix reports whether a name observed starts with prefix and
 // "_": a field of the object a json parser would name prefix.
 func (o *Observed) underPrefix(prefix []byte) bool {

@@ -54,10 +54,17 @@ func TestObserving(t *testing.T) {
 
 // FuzzJSONObserving: for any line, json with hints sets, of the labels
 // json sets, exactly those observed, errors included: the objects it
-// reads over fail where the walk would.
+// reads over fail where the walk would, and so does the rest of a line
+// read once every label observed is set. pick's top bit observes only
+// names json set (otherwise one it did not, too).
 func FuzzJSONObserving(f *testing.F) {
 	for _, s := range []string{jsonDocLine, realisticJSON, `{"a":{"b":"\u12"},"c":1}`, `{"a":{"b":[1,{"c":2}]},"d":"x"}`, `{"a":{"b":{"c":null}},"a_b":2}`, `{"a":{"b":`, `{"x":{"y\"":"\q"}}`} {
 		f.Add(s, uint8(5))
+	}
+	for _, s := range []string{`{"a":1,"b":"\q"}`, `{"a":1,"b":{"c":`, `{"a":{"x":1,"y":[}},"b":2}`, `{"a":1,"a":2,"b":[1,2,}`, `{"a":"x"}  {"b":1}`} {
+		for _, pick := range []uint8{0x81, 0x82, 0x84, 0x86} {
+			f.Add(s, pick)
+		}
 	}
 	full, err := newJSONStage(&logql.JSONParser{})
 	if err != nil {
@@ -67,6 +74,9 @@ func FuzzJSONObserving(f *testing.F) {
 		_, all, _ := runRow(full, nil, line)
 		// Observe some of the names json set, and one it did not.
 		names := []string{"nope_x"}
+		if pick&0x80 != 0 {
+			names = nil
+		}
 		for i, l := range all {
 			if pick>>(i%8)&1 == 1 {
 				names = append(names, l.Name)

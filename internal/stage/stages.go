@@ -77,9 +77,9 @@ const ExtractedSuffix = "_extracted"
 // line, or by an earlier stage) keeps it: the first value wins. A
 // suffixed name is built in buf. Empty names are ignored, and so are
 // names o does not observe.
-func setParsed(lb *Labels, buf *rowBuf, o *Observed, name, value string) {
+func setParsed(lb *Labels, buf *rowBuf, o *Observed, name, value string) (added bool) {
 	if name == "" {
-		return
+		return false
 	}
 	if lb.IsStream(name) || lb.IsMeta(name) {
 		start := len(buf.b)
@@ -88,32 +88,33 @@ func setParsed(lb *Labels, buf *rowBuf, o *Observed, name, value string) {
 		name = buf.view(start)
 	}
 	if !o.observes(name) {
-		return
+		return false
 	}
 	if _, ok := lb.lookup(name); ok {
-		return
+		return false
 	}
 	lb.cur = append(lb.cur, record.Label{Name: name, Value: value})
+	return true
 }
 
 // setParsedName is setParsed for a name in a scratch buffer that the
 // caller reuses: the name is copied into buf only when it is set.
-func setParsedName(lb *Labels, buf *rowBuf, o *Observed, name []byte, value string) {
+func setParsedName(lb *Labels, buf *rowBuf, o *Observed, name []byte, value string) (added bool) {
 	if len(name) == 0 {
-		return
+		return false
 	}
 	n := bytesView(name)
 	if lb.IsStream(n) || lb.IsMeta(n) {
-		setParsed(lb, buf, o, n, value)
-		return
+		return setParsed(lb, buf, o, n, value)
 	}
 	if !o.observesBytes(name) {
-		return
+		return false
 	}
 	if _, ok := lb.lookup(n); ok {
-		return
+		return false
 	}
 	lb.cur = append(lb.cur, record.Label{Name: buf.str(name), Value: value})
+	return true
 }
 
 // AppendLabelName appends key made a valid label name as Loki's parsers
