@@ -306,13 +306,14 @@ func (tc *timeCache) append(d []byte, t time.Time) []byte {
 	}
 	d = append(d, tc.head[:]...)
 	var n [10]byte
-	ns := t.Nanosecond()
+	ns := uint32(t.Nanosecond())
 	n[0] = byte('0' + ns/1e8)
 	ns %= 1e8
 	for k := 7; k > 0; k -= 2 {
-		q := ns % 100
-		n[k], n[k+1] = digitPairs[2*q], digitPairs[2*q+1]
-		ns /= 100
+		q := ns / 100
+		r := ns - q*100
+		n[k], n[k+1] = digitPairs[2*r], digitPairs[2*r+1]
+		ns = q
 	}
 	n[9] = 'Z'
 	return append(d, n[:]...)

@@ -97,9 +97,23 @@ var statePool = sync.Pool{New: func() any {
 	return &state{buf: make([]byte, 0, 1024), labels: make([]Label, 0, 8)}
 }}
 
-// each encodes a under the handler's open groups, for Record.Attrs.
+// each encodes a under the handler's open groups, for Record.Attrs. The
+// common case, a value of a fixed kind outside any group and no label
+// keys to match, is done here; attr does the rest.
 func (st *state) each(a slog.Attr) bool {
-	st.attr(st.h.prefix, a)
+	h := st.h
+	switch k := a.Value.Kind(); k {
+	case slog.KindAny, slog.KindGroup, slog.KindLogValuer:
+	default:
+		if h.prefix == "" && len(h.keys) == 0 {
+			b := append(st.buf, ',', '"')
+			b = appendJSONEscaped(b, a.Key)
+			b = append(b, '"', ':')
+			st.buf = appendValue(b, k, a.Value)
+			return true
+		}
+	}
+	st.attr(h.prefix, a)
 	return true
 }
 
@@ -132,12 +146,19 @@ func (h *Handler) Handle(_ context.Context, r slog.Record) error {
 	}
 	b = append(b, h.pre...)
 	st.buf = b
-	st.labels = append(st.labels[:0], h.labels...)
-	if r.NumAttrs() > 0 {
-		r.Attrs(st.each)
+	labels := h.labels
+	if len(h.keys) > 0 {
+		// The record's attributes may add labels: a copy of h's.
+		st.labels = append(st.labels[:0], h.labels...)
+	}
+	// Not guarded by NumAttrs: each call with the Record as receiver
+	// copies it.
+	r.Attrs(st.each)
+	if len(h.keys) > 0 {
+		labels = st.labels
 	}
 	st.buf = append(st.buf, '}')
-	err := h.c.send(r.Time, st.buf, st.labels, true)
+	err := h.c.send(r.Time, st.buf, labels, true)
 	if cap(st.buf) <= 64<<10 {
 		clear(st.labels)
 		st.h = nil
@@ -148,11 +169,16 @@ func (h *Handler) Handle(_ context.Context, r slog.Record) error {
 
 // attr encodes a as a field (or a label) under prefix.
 func (st *state) attr(prefix string, a slog.Attr) {
-	if a.Value.Kind() == slog.KindLogValuer {
-		a.Value = a.Value.Resolve()
+	// Kind is a type switch on the Value's interface: asked once.
+	v := a.Value
+	k := v.Kind()
+	if k == slog.KindLogValuer {
+		v = v.Resolve()
+		k = v.Kind()
 	}
-	if a.Value.Kind() == slog.KindGroup {
-		attrs := a.Value.Group()
+	switch k {
+	case slog.KindGroup:
+		attrs := v.Group()
 		if len(attrs) == 0 {
 			return
 		}
@@ -163,13 +189,14 @@ func (st *state) attr(prefix string, a slog.Attr) {
 			st.attr(prefix, g)
 		}
 		return
+	case slog.KindAny:
+		if a.Key == "" && v.Any() == nil {
+			return // the empty Attr
+		}
 	}
-	if a.Key == "" && a.Value.Any() == nil {
-		return // the empty Attr
-	}
-	for _, k := range st.h.keys {
-		if len(k) == len(prefix)+len(a.Key) && k[:len(prefix)] == prefix && k[len(prefix):] == a.Key {
-			st.labels = append(st.labels, Label{Name: k, Value: a.Value.String()})
+	for _, lk := range st.h.keys {
+		if len(lk) == len(prefix)+len(a.Key) && lk[:len(prefix)] == prefix && lk[len(prefix):] == a.Key {
+			st.labels = append(st.labels, Label{Name: lk, Value: v.String()})
 			return
 		}
 	}
@@ -179,27 +206,31 @@ func (st *state) attr(prefix string, a slog.Attr) {
 	}
 	b = appendJSONEscaped(b, a.Key)
 	b = append(b, '"', ':')
-	st.buf = appendValue(b, a.Value)
+	st.buf = appendValue(b, k, v)
 }
 
-func appendValue(b []byte, v slog.Value) []byte {
-	switch v.Kind() {
+// appendValue appends v, of kind k (not LogValuer nor Group), as JSON.
+func appendValue(b []byte, k slog.Kind, v slog.Value) []byte {
+	switch k {
 	case slog.KindString:
 		return appendJSONString(b, v.String())
 	case slog.KindInt64:
-		return strconv.AppendInt(b, v.Int64(), 10)
+		return appendInt(b, v.Int64())
 	case slog.KindUint64:
-		return strconv.AppendUint(b, v.Uint64(), 10)
+		return appendUint(b, v.Uint64())
 	case slog.KindFloat64:
 		f := v.Float64()
 		if math.IsNaN(f) || math.IsInf(f, 0) {
 			return appendJSONString(b, strconv.FormatFloat(f, 'g', -1, 64))
 		}
-		return strconv.AppendFloat(b, f, 'g', -1, 64)
+		return appendFloat(b, f)
 	case slog.KindBool:
-		return strconv.AppendBool(b, v.Bool())
+		if v.Bool() {
+			return append(b, "true"...)
+		}
+		return append(b, "false"...)
 	case slog.KindDuration:
-		return strconv.AppendInt(b, int64(v.Duration()), 10)
+		return appendInt(b, int64(v.Duration()))
 	case slog.KindTime:
 		b = append(b, '"')
 		b = v.Time().AppendFormat(b, time.RFC3339Nano)
