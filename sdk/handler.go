@@ -107,7 +107,11 @@ func (st *state) each(a slog.Attr) bool {
 	default:
 		if h.prefix == "" && len(h.keys) == 0 {
 			b := append(st.buf, ',', '"')
-			b = appendJSONEscaped(b, a.Key)
+			if plainLen(a.Key) == len(a.Key) {
+				b = append(b, a.Key...)
+			} else {
+				b = appendJSONEscaped(b, a.Key)
+			}
 			b = append(b, '"', ':')
 			st.buf = appendValue(b, k, a.Value)
 			return true
@@ -137,7 +141,13 @@ func (h *Handler) Handle(_ context.Context, r slog.Record) error {
 		b = appendJSONString(b, r.Level.String())
 		b = append(b, `,"msg":`...)
 	}
-	b = appendJSONString(b, r.Message)
+	b = append(b, '"')
+	if plainLen(r.Message) == len(r.Message) {
+		b = append(b, r.Message...)
+	} else {
+		b = appendJSONEscaped(b, r.Message)
+	}
+	b = append(b, '"')
 	if h.source && r.PC != 0 {
 		fs := runtime.CallersFrames([]uintptr{r.PC})
 		f, _ := fs.Next()
@@ -209,11 +219,29 @@ func (st *state) attr(prefix string, a slog.Attr) {
 	st.buf = appendValue(b, k, v)
 }
 
+// plainLen returns how many leading bytes of s stand for themselves in a
+// JSON string. It is inlined: most keys, messages and values need no
+// escape, and then cost this scan and one append, without a call.
+func plainLen(s string) int {
+	i := 0
+	for i < len(s) && plainASCII[s[i]] {
+		i++
+	}
+	return i
+}
+
 // appendValue appends v, of kind k (not LogValuer nor Group), as JSON.
 func appendValue(b []byte, k slog.Kind, v slog.Value) []byte {
 	switch k {
 	case slog.KindString:
-		return appendJSONString(b, v.String())
+		s := v.String()
+		b = append(b, '"')
+		if plainLen(s) == len(s) {
+			b = append(b, s...)
+		} else {
+			b = appendJSONEscaped(b, s)
+		}
+		return append(b, '"')
 	case slog.KindInt64:
 		return appendInt(b, v.Int64())
 	case slog.KindUint64:

@@ -163,6 +163,31 @@ func benchLog(b *testing.B, log *slog.Logger) {
 	}
 }
 
+// logRecord logs through h as slog.Logger.LogAttrs does, without the
+// caller's PC (no runtime.Callers): what an application's hot path can
+// do with log/slog's API alone.
+func logRecord(ctx context.Context, h slog.Handler, level slog.Level, msg string, attrs ...slog.Attr) {
+	if !h.Enabled(ctx, level) {
+		return
+	}
+	r := slog.NewRecord(time.Now(), level, msg, 0)
+	r.AddAttrs(attrs...)
+	_ = h.Handle(ctx, r)
+}
+
+func benchRecord(b *testing.B, h slog.Handler) {
+	h = h.WithAttrs([]slog.Attr{slog.String("service", "api"), slog.String("host", "h1")})
+	ctx := context.Background()
+	b.ReportAllocs()
+	b.ResetTimer()
+	defer cpuPerOp(b)()
+	for b.Loop() {
+		logRecord(ctx, h, slog.LevelInfo, "request served",
+			slog.String("method", "GET"), slog.Int("status", 200), slog.Duration("took", time.Millisecond),
+			slog.Bool("cached", false), slog.Float64("ratio", 0.5))
+	}
+}
+
 func BenchmarkHandler(b *testing.B) {
 	benchLog(b, slog.New(NewHandler(discard(b), nil)).With("service", "api", "host", "h1"))
 }
@@ -190,6 +215,17 @@ func (nopHandler) Handle(context.Context, slog.Record) error { return nil }
 func (h nopHandler) WithAttrs([]slog.Attr) slog.Handler      { return h }
 func (h nopHandler) WithGroup(string) slog.Handler           { return h }
 
+// walkHandler is nopHandler that also walks the record's attributes:
+// the least any Handler that looks at them pays through slog's API.
+type walkHandler struct{ nopHandler }
+
+func (walkHandler) Handle(_ context.Context, r slog.Record) error {
+	r.Attrs(walkAttr)
+	return nil
+}
+
+func walkAttr(slog.Attr) bool { return true }
+
 // BenchmarkLogCall is one log call (a message, two attributes from
 // With, five of common kinds) in one run, for benchstat:
 //
@@ -199,6 +235,14 @@ func (h nopHandler) WithGroup(string) slog.Handler           { return h }
 //	                          discarded (batched and encoded, not posted)
 //	logger=slog/handler=nop   slog.Logger's front end alone: the Record it
 //	                          builds (runtime.Callers, time.Now, attrs)
+//	logger=slog/handler=walk  that, and Handle walking the attributes
+//	                          (Record.Attrs with a function doing
+//	                          nothing): the floor of any slog Handler
+//	logger=record/handler=X   the same call made with slog's own API but
+//	                          without slog.Logger: Enabled, then a Record
+//	                          built with pc 0 (slog.NewRecord, AddAttrs)
+//	                          and given to Handle, as logRecord does;
+//	                          slog.Logger always pays runtime.Callers
 //	handle=json, handle=sdk   Handle alone, with a Record built once
 //
 // cpu-ns/op is the CPU time of the benchmark's thread per call (Linux):
@@ -213,6 +257,16 @@ func BenchmarkLogCall(b *testing.B) {
 	b.Run("logger=slog/handler=nop", func(b *testing.B) {
 		benchLog(b, slog.New(nopHandler{}).With("service", "api", "host", "h1"))
 	})
+	b.Run("logger=slog/handler=walk", func(b *testing.B) {
+		benchLog(b, slog.New(walkHandler{}).With("service", "api", "host", "h1"))
+	})
+	b.Run("logger=record/handler=sdk", func(b *testing.B) {
+		benchRecord(b, NewHandler(discard(b), nil))
+	})
+	b.Run("logger=record/handler=json", func(b *testing.B) {
+		benchRecord(b, slog.NewJSONHandler(io.Discard, nil))
+	})
+	b.Run("logger=record/handler=nop", func(b *testing.B) { benchRecord(b, nopHandler{}) })
 	rec := slog.NewRecord(time.Now(), slog.LevelInfo, "request served", 0)
 	rec.AddAttrs(slog.String("method", "GET"), slog.Int("status", 200), slog.Duration("took", time.Millisecond),
 		slog.Bool("cached", false), slog.Float64("ratio", 0.5))
