@@ -106,6 +106,15 @@ func (b *batch) add(p Protocol, t time.Time, line []byte, id uint32, s *stream, 
 	b.data = d
 }
 
+// addLine appends one whole NDJSON record, newline included.
+func (b *batch) addLine(line []byte) {
+	if b.n == 0 {
+		b.first = time.Now()
+	}
+	b.n++
+	b.data = append(b.data, line...)
+}
+
 // appendPushRequest appends b's records as an uncompressed
 // logproto.PushRequest: streams (1), each a StreamAdapter with labels (1)
 // and entries (2), each an EntryAdapter with a timestamp (1: seconds 1,

@@ -34,6 +34,14 @@ type HandlerOptions struct {
 // the entry's time. Attributes given to WithAttrs are encoded once, when
 // WithAttrs is called. In steady state a call allocates nothing, except
 // for values of kind Any (encoded with encoding/json) and AddSource.
+//
+// With NDJSON and no LabelKeys, Handle writes the record's whole line
+// (time and stream fields included) before taking the Client's lock, and
+// the Client appends it as it is.
+//
+// slog.Logger calls runtime.Callers for the caller's PC on every call,
+// which this Handler uses only with AddSource: where that matters, build
+// the Record yourself (see the example of Handle).
 type Handler struct {
 	c      *Client
 	level  slog.Leveler
@@ -91,6 +99,7 @@ type state struct {
 	h      *Handler
 	buf    []byte
 	labels []Label
+	tc     timeCache // for the lines Handle writes whole
 }
 
 var statePool = sync.Pool{New: func() any {
@@ -124,24 +133,44 @@ func (st *state) each(a slog.Attr) bool {
 // Handle encodes r and sends it. It returns the Client's error (ErrClosed
 // after Close).
 func (h *Handler) Handle(_ context.Context, r slog.Record) error {
+	var ref *streamRef
+	if h.c.cfg.Protocol == NDJSON && len(h.keys) == 0 {
+		// Without label keys the record's stream is the Client's base
+		// stream (Config.Labels): the line is written whole here.
+		var err error
+		if ref, err = h.c.baseStream(); err != nil {
+			return err
+		}
+	}
 	st := statePool.Get().(*state)
 	st.h = h
-	var b []byte
+	b := append(st.buf[:0], '{')
+	if ref != nil {
+		// As batch.add writes it: _time, the stream's fields, the rest.
+		if !r.Time.IsZero() {
+			b = append(b, `"_time":"`...)
+			b = st.tc.append(b, r.Time)
+			b = append(b, '"', ',')
+		}
+		if len(ref.json) > 0 {
+			b = append(b, ref.json...)
+			b = append(b, ',')
+		}
+	}
 	switch r.Level {
 	case slog.LevelDebug:
-		b = append(st.buf[:0], `{"level":"DEBUG","msg":`...)
+		b = append(b, `"level":"DEBUG","msg":"`...)
 	case slog.LevelInfo:
-		b = append(st.buf[:0], `{"level":"INFO","msg":`...)
+		b = append(b, `"level":"INFO","msg":"`...)
 	case slog.LevelWarn:
-		b = append(st.buf[:0], `{"level":"WARN","msg":`...)
+		b = append(b, `"level":"WARN","msg":"`...)
 	case slog.LevelError:
-		b = append(st.buf[:0], `{"level":"ERROR","msg":`...)
+		b = append(b, `"level":"ERROR","msg":"`...)
 	default:
-		b = append(st.buf[:0], `{"level":`...)
+		b = append(b, `"level":`...)
 		b = appendJSONString(b, r.Level.String())
-		b = append(b, `,"msg":`...)
+		b = append(b, `,"msg":"`...)
 	}
-	b = append(b, '"')
 	if plainLen(r.Message) == len(r.Message) {
 		b = append(b, r.Message...)
 	} else {
@@ -164,11 +193,17 @@ func (h *Handler) Handle(_ context.Context, r slog.Record) error {
 	// Not guarded by NumAttrs: each call with the Record as receiver
 	// copies it.
 	r.Attrs(st.each)
-	if len(h.keys) > 0 {
-		labels = st.labels
+	var err error
+	if ref != nil {
+		st.buf = append(st.buf, '}', '\n')
+		err = h.c.sendLine(st.buf, ref.id)
+	} else {
+		if len(h.keys) > 0 {
+			labels = st.labels
+		}
+		st.buf = append(st.buf, '}')
+		err = h.c.send(r.Time, st.buf, labels, true)
 	}
-	st.buf = append(st.buf, '}')
-	err := h.c.send(r.Time, st.buf, labels, true)
 	if cap(st.buf) <= 64<<10 {
 		clear(st.labels)
 		st.h = nil

@@ -8,6 +8,7 @@ import (
 	"maps"
 	"runtime"
 	"strings"
+	"sync"
 	"testing"
 	"testing/slogtest"
 	"time"
@@ -102,6 +103,55 @@ func TestHandlerFieldsAndLabels(t *testing.T) {
 	s.mu.Unlock()
 	if !strings.Contains(q, "service") || !strings.Contains(q, "req.route") || strings.Contains(q, "version") {
 		t.Errorf("stream fields in %q: want service and req.route only", q)
+	}
+}
+
+// The line Handle writes whole (NDJSON, no label keys) is byte for byte
+// what Send makes of the Handler's object: _time, Config.Labels' fields,
+// then the record's.
+func TestHandlerWholeLine(t *testing.T) {
+	var mu sync.Mutex
+	var body []byte
+	c := mustNew(t, Config{URL: "http://127.0.0.1:1", Compression: CompressionNone, Linger: time.Hour,
+		Labels: []Label{{Name: "service", Value: "api"}, {Name: "env", Value: "prod"}}})
+	c.testPost = func(b []byte) error {
+		mu.Lock()
+		body = append(body, b...)
+		mu.Unlock()
+		return nil
+	}
+	h := NewHandler(c, &HandlerOptions{Level: slog.LevelDebug}).WithAttrs([]slog.Attr{slog.String("host", "h1")})
+	ctx := context.Background()
+	ts := time.Date(2026, 1, 15, 8, 0, 0, 123456789, time.UTC)
+	for _, rt := range []time.Time{ts, {}} {
+		for _, level := range []slog.Level{slog.LevelDebug, slog.LevelInfo, slog.LevelWarn, slog.LevelError, slog.LevelInfo + 2} {
+			r := slog.NewRecord(rt, level, "a \"quoted\" msg", 0)
+			r.AddAttrs(slog.Int("n", -7), slog.Float64("f", 0.25), slog.String("s", "x\ny"))
+			if err := h.Handle(ctx, r); err != nil {
+				t.Fatal(err)
+			}
+			obj := `{"level":"` + level.String() + `","msg":"a \"quoted\" msg","host":"h1","n":-7,"f":0.25,"s":"x\ny"}`
+			if err := c.Send(rt, []byte(obj)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if err := c.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	lines := strings.Split(strings.TrimSuffix(string(body), "\n"), "\n")
+	if len(lines) != 20 {
+		t.Fatalf("%d lines, want 20:\n%s", len(lines), body)
+	}
+	for i := 0; i < len(lines); i += 2 {
+		if lines[i] != lines[i+1] {
+			t.Errorf("Handle wrote\n%s\nSend wrote\n%s", lines[i], lines[i+1])
+		}
+	}
+	if want := `{"_time":"2026-01-15T08:00:00.123456789Z","service":"api","env":"prod","level":"DEBUG",`; !strings.HasPrefix(lines[0], want) {
+		t.Errorf("line %s, want it to start with %s", lines[0], want)
 	}
 }
 
@@ -307,4 +357,19 @@ func BenchmarkSend(b *testing.B) {
 	if err := c.Close(context.Background()); err != nil {
 		b.Fatal(err)
 	}
+}
+
+// BenchmarkHandlerParallel is BenchmarkHandler from GOMAXPROCS
+// goroutines at once, sharing one Client.
+func BenchmarkHandlerParallel(b *testing.B) {
+	log := slog.New(NewHandler(discard(b), nil)).With("service", "api", "host", "h1")
+	ctx := context.Background()
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			log.LogAttrs(ctx, slog.LevelInfo, "request served",
+				slog.String("method", "GET"), slog.Int("status", 200), slog.Duration("took", time.Millisecond),
+				slog.Bool("cached", false), slog.Float64("ratio", 0.5))
+		}
+	})
 }
