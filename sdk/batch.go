@@ -313,7 +313,6 @@ func (tc *timeCache) append(d []byte, t time.Time) []byte {
 		copy(tc.head[:], b[:20])
 		tc.sec, tc.set = sec, true
 	}
-	d = append(d, tc.head[:]...)
 	var n [10]byte
 	ns := uint32(t.Nanosecond())
 	n[0] = byte('0' + ns/1e8)
@@ -325,7 +324,12 @@ func (tc *timeCache) append(d []byte, t time.Time) []byte {
 		ns = q
 	}
 	n[9] = 'Z'
-	return append(d, n[:]...)
+	// Stored as two arrays: fixed-size moves, no memmove calls.
+	i := len(d)
+	d = slices.Grow(d, 30)[:i+30]
+	*(*[20]byte)(d[i:]) = tc.head
+	*(*[10]byte)(d[i+20:]) = n
+	return d
 }
 
 // appendTime appends t in UTC as RFC 3339 with nine fractional digits,

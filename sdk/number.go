@@ -2,6 +2,7 @@ package sdk
 
 import (
 	"math"
+	"slices"
 	"strconv"
 )
 
@@ -17,7 +18,7 @@ func appendInt(dst []byte, n int64) []byte {
 }
 
 // appendUint appends u in decimal, as strconv.AppendUint(dst, u, 10)
-// does.
+// does: its digits counted first, then written in place, two at a time.
 func appendUint(dst []byte, u uint64) []byte {
 	if u < 10 {
 		return append(dst, byte('0'+u))
@@ -25,23 +26,26 @@ func appendUint(dst []byte, u uint64) []byte {
 	if u < 100 {
 		return append(dst, digitPairs[2*u], digitPairs[2*u+1])
 	}
-	var a [20]byte
-	i := len(a)
+	n := 3
+	for p := uint64(1000); n < 20 && u >= p; p *= 10 {
+		n++
+	}
+	i := len(dst)
+	dst = slices.Grow(dst, n)[:i+n]
+	d := dst[i:]
 	for u >= 100 {
 		q := u / 100
 		r := u - q*100
-		i -= 2
-		a[i], a[i+1] = digitPairs[2*r], digitPairs[2*r+1]
+		n -= 2
+		d[n], d[n+1] = digitPairs[2*r], digitPairs[2*r+1]
 		u = q
 	}
 	if u >= 10 {
-		i -= 2
-		a[i], a[i+1] = digitPairs[2*u], digitPairs[2*u+1]
+		d[0], d[1] = digitPairs[2*u], digitPairs[2*u+1]
 	} else {
-		i--
-		a[i] = byte('0' + u)
+		d[0] = byte('0' + u)
 	}
-	return append(dst, a[i:]...)
+	return dst
 }
 
 // appendFloat appends f as strconv.AppendFloat(dst, f, 'g', -1, 64)
