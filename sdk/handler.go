@@ -266,6 +266,8 @@ func plainLen(s string) int {
 }
 
 // appendValue appends v, of kind k (not LogValuer nor Group), as JSON.
+// The common kinds are here; the others in appendOtherValue, so that
+// this one's frame stays small.
 func appendValue(b []byte, k slog.Kind, v slog.Value) []byte {
 	switch k {
 	case slog.KindString:
@@ -282,11 +284,9 @@ func appendValue(b []byte, k slog.Kind, v slog.Value) []byte {
 	case slog.KindUint64:
 		return appendUint(b, v.Uint64())
 	case slog.KindFloat64:
-		f := v.Float64()
-		if math.IsNaN(f) || math.IsInf(f, 0) {
-			return appendJSONString(b, strconv.FormatFloat(f, 'g', -1, 64))
+		if f := v.Float64(); !math.IsNaN(f) && !math.IsInf(f, 0) {
+			return appendFloat(b, f)
 		}
-		return appendFloat(b, f)
 	case slog.KindBool:
 		if v.Bool() {
 			return append(b, "true"...)
@@ -294,6 +294,16 @@ func appendValue(b []byte, k slog.Kind, v slog.Value) []byte {
 		return append(b, "false"...)
 	case slog.KindDuration:
 		return appendInt(b, int64(v.Duration()))
+	}
+	return appendOtherValue(b, k, v)
+}
+
+// appendOtherValue appends what appendValue leaves: times, NaN and
+// infinities (as strings), and values of kind Any.
+func appendOtherValue(b []byte, k slog.Kind, v slog.Value) []byte {
+	switch k {
+	case slog.KindFloat64:
+		return appendJSONString(b, strconv.FormatFloat(v.Float64(), 'g', -1, 64))
 	case slog.KindTime:
 		b = append(b, '"')
 		b = v.Time().AppendFormat(b, time.RFC3339Nano)

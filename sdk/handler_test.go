@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"maps"
+	"math"
 	"runtime"
 	"strings"
 	"sync"
@@ -152,6 +153,60 @@ func TestHandlerWholeLine(t *testing.T) {
 	}
 	if want := `{"_time":"2026-01-15T08:00:00.123456789Z","service":"api","env":"prod","level":"DEBUG",`; !strings.HasPrefix(lines[0], want) {
 		t.Errorf("line %s, want it to start with %s", lines[0], want)
+	}
+}
+
+// Each kind of value as the Handler writes it.
+func TestHandlerValueKinds(t *testing.T) {
+	var mu sync.Mutex
+	var body []byte
+	c := mustNew(t, Config{URL: "http://127.0.0.1:1", Compression: CompressionNone, Linger: time.Hour})
+	c.testPost = func(b []byte) error {
+		mu.Lock()
+		body = append(body, b...)
+		mu.Unlock()
+		return nil
+	}
+	h := NewHandler(c, nil)
+	ts := time.Date(2026, 1, 15, 8, 0, 0, 5, time.FixedZone("X", 3600))
+	cases := []struct {
+		v    slog.Value
+		want string
+	}{
+		{slog.StringValue("a\tb\"c\u00e9\xff"), `"a\tb\"cé\ufffd"`},
+		{slog.Int64Value(-1234567), `-1234567`},
+		{slog.Uint64Value(18446744073709551615), `18446744073709551615`},
+		{slog.Float64Value(0.1), `0.1`},
+		{slog.Float64Value(1e21), `1e+21`},
+		{slog.Float64Value(math.NaN()), `"NaN"`},
+		{slog.Float64Value(math.Inf(-1)), `"-Inf"`},
+		{slog.BoolValue(true), `true`},
+		{slog.DurationValue(-time.Second), `-1000000000`},
+		{slog.TimeValue(ts), `"2026-01-15T08:00:00.000000005+01:00"`},
+		{slog.AnyValue(errors.New("no \"luck\"")), `"no \"luck\""`},
+		{slog.AnyValue(struct{ A []int }{[]int{1, 2}}), `{"A":[1,2]}`},
+		{slog.AnyValue(nil), `null`},
+	}
+	for _, tc := range cases {
+		r := slog.NewRecord(time.Time{}, slog.LevelInfo, "m", 0)
+		r.AddAttrs(slog.Attr{Key: "k", Value: tc.v})
+		if err := h.Handle(context.Background(), r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := c.Flush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	lines := strings.Split(strings.TrimSuffix(string(body), "\n"), "\n")
+	if len(lines) != len(cases) {
+		t.Fatalf("%d lines, want %d:\n%s", len(lines), len(cases), body)
+	}
+	for i, tc := range cases {
+		if want := `{"level":"INFO","msg":"m","k":` + tc.want + `}`; lines[i] != want {
+			t.Errorf("%v: got %s, want %s", tc.v, lines[i], want)
+		}
 	}
 }
 
