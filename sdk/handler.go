@@ -43,13 +43,14 @@ type HandlerOptions struct {
 // which this Handler uses only with AddSource: where that matters, build
 // the Record yourself (see the example of Handle).
 type Handler struct {
-	c      *Client
-	level  slog.Leveler
-	source bool
-	keys   []string
-	pre    []byte  // fields from WithAttrs, each preceded by a comma
-	labels []Label // labels from WithAttrs
-	prefix string  // the open groups, each followed by a dot
+	c          *Client
+	level      slog.Leveler
+	source     bool
+	keys       []string
+	pre        []byte  // fields from WithAttrs, each preceded by a comma
+	labels     []Label // labels from WithAttrs
+	prefix     string  // the open groups, each followed by a dot
+	prefixJSON string  // prefix escaped for a JSON string, computed once
 }
 
 // NewHandler returns a Handler writing to c.
@@ -92,6 +93,7 @@ func (h *Handler) WithGroup(name string) slog.Handler {
 	}
 	h2 := *h
 	h2.prefix = h.prefix + name + "."
+	h2.prefixJSON = string(appendJSONEscaped(nil, h2.prefix))
 	return &h2
 }
 
@@ -107,15 +109,19 @@ var statePool = sync.Pool{New: func() any {
 }}
 
 // each encodes a under the handler's open groups, for Record.Attrs. The
-// common case, a value of a fixed kind outside any group and no label
-// keys to match, is done here; attr does the rest.
+// common case, a value of a fixed kind and no label keys to match, is
+// done here, with the groups' prefix escaped once by WithGroup; attr
+// does the rest.
 func (st *state) each(a slog.Attr) bool {
 	h := st.h
 	switch k := a.Value.Kind(); k {
 	case slog.KindAny, slog.KindGroup, slog.KindLogValuer:
 	default:
-		if h.prefix == "" && len(h.keys) == 0 {
+		if len(h.keys) == 0 {
 			b := append(st.buf, ',', '"')
+			if h.prefixJSON != "" {
+				b = append(b, h.prefixJSON...)
+			}
 			if plainLen(a.Key) == len(a.Key) {
 				b = append(b, a.Key...)
 			} else {

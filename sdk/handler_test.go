@@ -210,6 +210,33 @@ func TestHandlerValueKinds(t *testing.T) {
 	}
 }
 
+// WithGroup's prefix, escaped once, before the record's own attributes
+// and nested groups, not before WithAttrs' earlier ones.
+func TestHandlerGroupPrefix(t *testing.T) {
+	var mu sync.Mutex
+	var body []byte
+	c := mustNew(t, Config{URL: "http://127.0.0.1:1", Compression: CompressionNone, Linger: time.Hour})
+	c.testPost = func(b []byte) error {
+		mu.Lock()
+		body = append(body, b...)
+		mu.Unlock()
+		return nil
+	}
+	log := slog.New(NewHandler(c, nil)).With("a", 1).WithGroup(`g"1`).With("b", 2).WithGroup("h")
+	log.LogAttrs(context.Background(), slog.LevelInfo, "m", slog.Int("c", 3),
+		slog.Group("i", slog.String("d", "x")), slog.Any("e", errors.New("y")))
+	if err := c.Flush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	want := `{"_time":"` // then the time, then:
+	rest := `","level":"INFO","msg":"m","a":1,"g\"1.b":2,"g\"1.h.c":3,"g\"1.h.i.d":"x","g\"1.h.e":"y"}` + "\n"
+	if got := string(body); !strings.HasPrefix(got, want) || !strings.HasSuffix(got, rest) {
+		t.Errorf("got %s, want %s…%s", got, want, rest)
+	}
+}
+
 func TestHandlerAllocs(t *testing.T) {
 	c := mustNew(t, Config{URL: "http://127.0.0.1:1", BatchRecords: 1 << 20, BatchBytes: 256 << 20, Linger: time.Hour})
 	log := slog.New(NewHandler(c, &HandlerOptions{LabelKeys: []string{"service"}})).With("service", "api", "host", "h1")
