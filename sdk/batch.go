@@ -106,6 +106,15 @@ func (b *batch) add(p Protocol, t time.Time, line []byte, id uint32, s *stream, 
 	b.data = d
 }
 
+// addLine appends one whole NDJSON record, newline included.
+func (b *batch) addLine(line []byte) {
+	if b.n == 0 {
+		b.first = time.Now()
+	}
+	b.n++
+	b.data = append(b.data, line...)
+}
+
 // appendPushRequest appends b's records as an uncompressed
 // logproto.PushRequest: streams (1), each a StreamAdapter with labels (1)
 // and entries (2), each an EntryAdapter with a timestamp (1: seconds 1,
@@ -304,18 +313,23 @@ func (tc *timeCache) append(d []byte, t time.Time) []byte {
 		copy(tc.head[:], b[:20])
 		tc.sec, tc.set = sec, true
 	}
-	d = append(d, tc.head[:]...)
 	var n [10]byte
-	ns := t.Nanosecond()
+	ns := uint32(t.Nanosecond())
 	n[0] = byte('0' + ns/1e8)
 	ns %= 1e8
 	for k := 7; k > 0; k -= 2 {
-		q := ns % 100
-		n[k], n[k+1] = digitPairs[2*q], digitPairs[2*q+1]
-		ns /= 100
+		q := ns / 100
+		r := ns - q*100
+		n[k], n[k+1] = digitPairs[2*r], digitPairs[2*r+1]
+		ns = q
 	}
 	n[9] = 'Z'
-	return append(d, n[:]...)
+	// Stored as two arrays: fixed-size moves, no memmove calls.
+	i := len(d)
+	d = slices.Grow(d, 30)[:i+30]
+	*(*[20]byte)(d[i:]) = tc.head
+	*(*[10]byte)(d[i+20:]) = n
+	return d
 }
 
 // appendTime appends t in UTC as RFC 3339 with nine fractional digits,

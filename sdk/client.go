@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -197,8 +198,10 @@ type Client struct {
 	ndjsonURL  string
 	key        []byte
 	// baseID is the stream of a record without labels of its own (the
-	// Config's labels alone), plus one; 0 until known.
-	baseID uint32
+	// Config's labels alone), plus one; 0 until known. baseRef is that
+	// stream for the Handler, read without the lock.
+	baseID  uint32
+	baseRef atomic.Pointer[streamRef]
 
 	// testPost, set by tests, takes each request body in place of the
 	// server.
@@ -208,6 +211,13 @@ type Client struct {
 type stream struct {
 	loki []byte // {a="b", c="d"}
 	json []byte // "a":"b","c":"d"
+}
+
+// streamRef is a stream's id and NDJSON fields, which never change once
+// interned.
+type streamRef struct {
+	id   uint32
+	json []byte
 }
 
 // New returns a Client sending to cfg.URL. It starts the Client's
@@ -351,6 +361,49 @@ func (c *Client) send(t time.Time, line []byte, labels []Label, compact bool) er
 		}
 	}
 	c.cur.add(c.cfg.Protocol, t, line, id, &c.streamList[id], compact)
+	c.stats.Buffered++
+	if c.cur.n >= c.cfg.BatchRecords || len(c.cur.data) >= c.cfg.BatchBytes {
+		if c.seal(&blocked) != nil {
+			// The record is in; Close will deliver or count it.
+			return nil
+		}
+	}
+	return nil
+}
+
+// baseStream returns the stream of records without labels of their
+// own (Config.Labels alone), interning it on the first call.
+func (c *Client) baseStream() (*streamRef, error) {
+	if r := c.baseRef.Load(); r != nil {
+		return r, nil
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	id, err := c.streamID(nil)
+	if err != nil {
+		return nil, err
+	}
+	r := &streamRef{id: id, json: c.streamList[id].json}
+	c.baseRef.Store(r)
+	return r, nil
+}
+
+// sendLine queues line, one whole NDJSON record of stream id ending in a
+// newline, as batch.add would have written it (the Handler's, NDJSON
+// only).
+func (c *Client) sendLine(line []byte, id uint32) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return ErrClosed
+	}
+	blocked := false
+	for c.cur.n > 0 && (c.cur.n >= c.cfg.BatchRecords || len(c.cur.data)+len(line) > c.cfg.BatchBytes) {
+		if c.seal(&blocked) != nil {
+			return ErrClosed
+		}
+	}
+	c.cur.addLine(line)
 	c.stats.Buffered++
 	if c.cur.n >= c.cfg.BatchRecords || len(c.cur.data) >= c.cfg.BatchBytes {
 		if c.seal(&blocked) != nil {

@@ -6,8 +6,10 @@ import (
 	"io"
 	"log/slog"
 	"maps"
+	"math"
 	"runtime"
 	"strings"
+	"sync"
 	"testing"
 	"testing/slogtest"
 	"time"
@@ -105,6 +107,136 @@ func TestHandlerFieldsAndLabels(t *testing.T) {
 	}
 }
 
+// The line Handle writes whole (NDJSON, no label keys) is byte for byte
+// what Send makes of the Handler's object: _time, Config.Labels' fields,
+// then the record's.
+func TestHandlerWholeLine(t *testing.T) {
+	var mu sync.Mutex
+	var body []byte
+	c := mustNew(t, Config{URL: "http://127.0.0.1:1", Compression: CompressionNone, Linger: time.Hour,
+		Labels: []Label{{Name: "service", Value: "api"}, {Name: "env", Value: "prod"}}})
+	c.testPost = func(b []byte) error {
+		mu.Lock()
+		body = append(body, b...)
+		mu.Unlock()
+		return nil
+	}
+	h := NewHandler(c, &HandlerOptions{Level: slog.LevelDebug}).WithAttrs([]slog.Attr{slog.String("host", "h1")})
+	ctx := context.Background()
+	ts := time.Date(2026, 1, 15, 8, 0, 0, 123456789, time.UTC)
+	for _, rt := range []time.Time{ts, {}} {
+		for _, level := range []slog.Level{slog.LevelDebug, slog.LevelInfo, slog.LevelWarn, slog.LevelError, slog.LevelInfo + 2} {
+			r := slog.NewRecord(rt, level, "a \"quoted\" msg", 0)
+			r.AddAttrs(slog.Int("n", -7), slog.Float64("f", 0.25), slog.String("s", "x\ny"))
+			if err := h.Handle(ctx, r); err != nil {
+				t.Fatal(err)
+			}
+			obj := `{"level":"` + level.String() + `","msg":"a \"quoted\" msg","host":"h1","n":-7,"f":0.25,"s":"x\ny"}`
+			if err := c.Send(rt, []byte(obj)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if err := c.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	lines := strings.Split(strings.TrimSuffix(string(body), "\n"), "\n")
+	if len(lines) != 20 {
+		t.Fatalf("%d lines, want 20:\n%s", len(lines), body)
+	}
+	for i := 0; i < len(lines); i += 2 {
+		if lines[i] != lines[i+1] {
+			t.Errorf("Handle wrote\n%s\nSend wrote\n%s", lines[i], lines[i+1])
+		}
+	}
+	if want := `{"_time":"2026-01-15T08:00:00.123456789Z","service":"api","env":"prod","level":"DEBUG",`; !strings.HasPrefix(lines[0], want) {
+		t.Errorf("line %s, want it to start with %s", lines[0], want)
+	}
+}
+
+// Each kind of value as the Handler writes it.
+func TestHandlerValueKinds(t *testing.T) {
+	var mu sync.Mutex
+	var body []byte
+	c := mustNew(t, Config{URL: "http://127.0.0.1:1", Compression: CompressionNone, Linger: time.Hour})
+	c.testPost = func(b []byte) error {
+		mu.Lock()
+		body = append(body, b...)
+		mu.Unlock()
+		return nil
+	}
+	h := NewHandler(c, nil)
+	ts := time.Date(2026, 1, 15, 8, 0, 0, 5, time.FixedZone("X", 3600))
+	cases := []struct {
+		v    slog.Value
+		want string
+	}{
+		{slog.StringValue("a\tb\"c\u00e9\xff"), `"a\tb\"cé\ufffd"`},
+		{slog.Int64Value(-1234567), `-1234567`},
+		{slog.Uint64Value(18446744073709551615), `18446744073709551615`},
+		{slog.Float64Value(0.1), `0.1`},
+		{slog.Float64Value(1e21), `1e+21`},
+		{slog.Float64Value(math.NaN()), `"NaN"`},
+		{slog.Float64Value(math.Inf(-1)), `"-Inf"`},
+		{slog.BoolValue(true), `true`},
+		{slog.DurationValue(-time.Second), `-1000000000`},
+		{slog.TimeValue(ts), `"2026-01-15T08:00:00.000000005+01:00"`},
+		{slog.AnyValue(errors.New("no \"luck\"")), `"no \"luck\""`},
+		{slog.AnyValue(struct{ A []int }{[]int{1, 2}}), `{"A":[1,2]}`},
+		{slog.AnyValue(nil), `null`},
+	}
+	for _, tc := range cases {
+		r := slog.NewRecord(time.Time{}, slog.LevelInfo, "m", 0)
+		r.AddAttrs(slog.Attr{Key: "k", Value: tc.v})
+		if err := h.Handle(context.Background(), r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := c.Flush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	lines := strings.Split(strings.TrimSuffix(string(body), "\n"), "\n")
+	if len(lines) != len(cases) {
+		t.Fatalf("%d lines, want %d:\n%s", len(lines), len(cases), body)
+	}
+	for i, tc := range cases {
+		if want := `{"level":"INFO","msg":"m","k":` + tc.want + `}`; lines[i] != want {
+			t.Errorf("%v: got %s, want %s", tc.v, lines[i], want)
+		}
+	}
+}
+
+// WithGroup's prefix, escaped once, before the record's own attributes
+// and nested groups, not before WithAttrs' earlier ones.
+func TestHandlerGroupPrefix(t *testing.T) {
+	var mu sync.Mutex
+	var body []byte
+	c := mustNew(t, Config{URL: "http://127.0.0.1:1", Compression: CompressionNone, Linger: time.Hour})
+	c.testPost = func(b []byte) error {
+		mu.Lock()
+		body = append(body, b...)
+		mu.Unlock()
+		return nil
+	}
+	log := slog.New(NewHandler(c, nil)).With("a", 1).WithGroup(`g"1`).With("b", 2).WithGroup("h")
+	log.LogAttrs(context.Background(), slog.LevelInfo, "m", slog.Int("c", 3),
+		slog.Group("i", slog.String("d", "x")), slog.Any("e", errors.New("y")))
+	if err := c.Flush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	want := `{"_time":"` // then the time, then:
+	rest := `","level":"INFO","msg":"m","a":1,"g\"1.b":2,"g\"1.h.c":3,"g\"1.h.i.d":"x","g\"1.h.e":"y"}` + "\n"
+	if got := string(body); !strings.HasPrefix(got, want) || !strings.HasSuffix(got, rest) {
+		t.Errorf("got %s, want %s…%s", got, want, rest)
+	}
+}
+
 func TestHandlerAllocs(t *testing.T) {
 	c := mustNew(t, Config{URL: "http://127.0.0.1:1", BatchRecords: 1 << 20, BatchBytes: 256 << 20, Linger: time.Hour})
 	log := slog.New(NewHandler(c, &HandlerOptions{LabelKeys: []string{"service"}})).With("service", "api", "host", "h1")
@@ -163,6 +295,31 @@ func benchLog(b *testing.B, log *slog.Logger) {
 	}
 }
 
+// logRecord logs through h as slog.Logger.LogAttrs does, without the
+// caller's PC (no runtime.Callers): what an application's hot path can
+// do with log/slog's API alone.
+func logRecord(ctx context.Context, h slog.Handler, level slog.Level, msg string, attrs ...slog.Attr) {
+	if !h.Enabled(ctx, level) {
+		return
+	}
+	r := slog.NewRecord(time.Now(), level, msg, 0)
+	r.AddAttrs(attrs...)
+	_ = h.Handle(ctx, r)
+}
+
+func benchRecord(b *testing.B, h slog.Handler) {
+	h = h.WithAttrs([]slog.Attr{slog.String("service", "api"), slog.String("host", "h1")})
+	ctx := context.Background()
+	b.ReportAllocs()
+	b.ResetTimer()
+	defer cpuPerOp(b)()
+	for b.Loop() {
+		logRecord(ctx, h, slog.LevelInfo, "request served",
+			slog.String("method", "GET"), slog.Int("status", 200), slog.Duration("took", time.Millisecond),
+			slog.Bool("cached", false), slog.Float64("ratio", 0.5))
+	}
+}
+
 func BenchmarkHandler(b *testing.B) {
 	benchLog(b, slog.New(NewHandler(discard(b), nil)).With("service", "api", "host", "h1"))
 }
@@ -190,6 +347,17 @@ func (nopHandler) Handle(context.Context, slog.Record) error { return nil }
 func (h nopHandler) WithAttrs([]slog.Attr) slog.Handler      { return h }
 func (h nopHandler) WithGroup(string) slog.Handler           { return h }
 
+// walkHandler is nopHandler that also walks the record's attributes:
+// the least any Handler that looks at them pays through slog's API.
+type walkHandler struct{ nopHandler }
+
+func (walkHandler) Handle(_ context.Context, r slog.Record) error {
+	r.Attrs(walkAttr)
+	return nil
+}
+
+func walkAttr(slog.Attr) bool { return true }
+
 // BenchmarkLogCall is one log call (a message, two attributes from
 // With, five of common kinds) in one run, for benchstat:
 //
@@ -199,6 +367,14 @@ func (h nopHandler) WithGroup(string) slog.Handler           { return h }
 //	                          discarded (batched and encoded, not posted)
 //	logger=slog/handler=nop   slog.Logger's front end alone: the Record it
 //	                          builds (runtime.Callers, time.Now, attrs)
+//	logger=slog/handler=walk  that, and Handle walking the attributes
+//	                          (Record.Attrs with a function doing
+//	                          nothing): the floor of any slog Handler
+//	logger=record/handler=X   the same call made with slog's own API but
+//	                          without slog.Logger: Enabled, then a Record
+//	                          built with pc 0 (slog.NewRecord, AddAttrs)
+//	                          and given to Handle, as logRecord does;
+//	                          slog.Logger always pays runtime.Callers
 //	handle=json, handle=sdk   Handle alone, with a Record built once
 //
 // cpu-ns/op is the CPU time of the benchmark's thread per call (Linux):
@@ -213,6 +389,16 @@ func BenchmarkLogCall(b *testing.B) {
 	b.Run("logger=slog/handler=nop", func(b *testing.B) {
 		benchLog(b, slog.New(nopHandler{}).With("service", "api", "host", "h1"))
 	})
+	b.Run("logger=slog/handler=walk", func(b *testing.B) {
+		benchLog(b, slog.New(walkHandler{}).With("service", "api", "host", "h1"))
+	})
+	b.Run("logger=record/handler=sdk", func(b *testing.B) {
+		benchRecord(b, NewHandler(discard(b), nil))
+	})
+	b.Run("logger=record/handler=json", func(b *testing.B) {
+		benchRecord(b, slog.NewJSONHandler(io.Discard, nil))
+	})
+	b.Run("logger=record/handler=nop", func(b *testing.B) { benchRecord(b, nopHandler{}) })
 	rec := slog.NewRecord(time.Now(), slog.LevelInfo, "request served", 0)
 	rec.AddAttrs(slog.String("method", "GET"), slog.Int("status", 200), slog.Duration("took", time.Millisecond),
 		slog.Bool("cached", false), slog.Float64("ratio", 0.5))
@@ -253,4 +439,19 @@ func BenchmarkSend(b *testing.B) {
 	if err := c.Close(context.Background()); err != nil {
 		b.Fatal(err)
 	}
+}
+
+// BenchmarkHandlerParallel is BenchmarkHandler from GOMAXPROCS
+// goroutines at once, sharing one Client.
+func BenchmarkHandlerParallel(b *testing.B) {
+	log := slog.New(NewHandler(discard(b), nil)).With("service", "api", "host", "h1")
+	ctx := context.Background()
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			log.LogAttrs(ctx, slog.LevelInfo, "request served",
+				slog.String("method", "GET"), slog.Int("status", 200), slog.Duration("took", time.Millisecond),
+				slog.Bool("cached", false), slog.Float64("ratio", 0.5))
+		}
+	})
 }
