@@ -11,7 +11,9 @@
 // time: a btree on tenant, time; brin: BRIN on time), -batch rows per COPY, each in a
 // transaction of its own (0: one COPY of every row), -sync-commit off,
 // -mode how the rows are encoded (pgx: pgx.CopyFromRows; binary: binary
-// COPY written by hand as the sink does; text: text COPY).
+// COPY written by hand as the sink does; text: text COPY), -narrow a table
+// of time and tenant alone (a small row, as ../shared/INFRA.md's 1M rows/s
+// were: what a row's width costs).
 //
 // Output, one line: "rows N seconds S rows/s R client-cpu C backend-cpu B",
 // the CPU seconds of this process and of its PostgreSQL backend (from
@@ -44,7 +46,7 @@ import (
 // options are the variants of the copy.
 type options struct {
 	table, types, index, mode, syncCommit string
-	unlogged                              bool
+	unlogged, narrow                      bool
 	batch                                 int
 }
 
@@ -60,6 +62,7 @@ func main() {
 	flag.StringVar(&o.mode, "mode", "pgx", "how rows are encoded: pgx (pgx.CopyFromRows), binary (binary COPY by hand, as the sink) or text (text COPY)")
 	flag.StringVar(&o.syncCommit, "sync-commit", "", "synchronous_commit for the session (on, off); empty: the server's")
 	flag.BoolVar(&o.unlogged, "unlogged", false, "create the table UNLOGGED")
+	flag.BoolVar(&o.narrow, "narrow", false, "a table of time and tenant alone (small rows; -mode pgx only)")
 	flag.IntVar(&o.batch, "batch", 0, "rows per COPY, each in a transaction of its own; 0: one COPY of every row")
 	flag.Parse()
 	if *dsn == "" || *corpus == "" {
@@ -92,6 +95,9 @@ func run(dsn, corpus, tenant string, streams []string, o options) error {
 	default:
 		return fmt.Errorf("-mode %q: want pgx, binary or text", o.mode)
 	}
+	if o.narrow && o.mode != "pgx" {
+		return fmt.Errorf("-narrow with -mode %q: -narrow copies with pgx only", o.mode)
+	}
 	data, err := rowsOf(ctx, corpus, tenant, streams)
 	if err != nil {
 		return err
@@ -106,11 +112,14 @@ func run(dsn, corpus, tenant string, streams []string, o options) error {
 	if o.unlogged {
 		unlogged = "UNLOGGED "
 	}
-	stmts := []string{
-		`DROP TABLE IF EXISTS ` + id.Sanitize(),
-		`CREATE ` + unlogged + `TABLE ` + id.Sanitize() + ` (time timestamptz NOT NULL, tenant text NOT NULL, labels ` + o.types +
-			` NOT NULL, fields ` + o.types + ` NOT NULL, line text NOT NULL)`,
+	create := `CREATE ` + unlogged + `TABLE ` + id.Sanitize() + ` (time timestamptz NOT NULL, tenant text NOT NULL, labels ` + o.types +
+		` NOT NULL, fields ` + o.types + ` NOT NULL, line text NOT NULL)`
+	cols := []string{"time", "tenant", "labels", "fields", "line"}
+	if o.narrow {
+		create = `CREATE ` + unlogged + `TABLE ` + id.Sanitize() + ` (time timestamptz NOT NULL, tenant text NOT NULL)`
+		cols = cols[:2]
 	}
+	stmts := []string{`DROP TABLE IF EXISTS ` + id.Sanitize(), create}
 	switch o.index {
 	case "":
 	case "gin":
@@ -134,7 +143,6 @@ func run(dsn, corpus, tenant string, streams []string, o options) error {
 	if err := conn.QueryRow(ctx, `SELECT pg_backend_pid()`).Scan(&backend); err != nil {
 		return fmt.Errorf("backend pid: %w", err)
 	}
-	cols := []string{"time", "tenant", "labels", "fields", "line"}
 	batch := o.batch
 	if batch <= 0 {
 		batch = len(data)
@@ -157,6 +165,9 @@ func run(dsn, corpus, tenant string, streams []string, o options) error {
 		case "pgx":
 			k, err = conn.CopyFrom(ctx, id, cols, pgx.CopyFromSlice(len(part), func(i int) ([]any, error) {
 				r := &part[i]
+				if o.narrow {
+					return []any{r.time, r.tenant}, nil
+				}
 				if o.types == "text" {
 					return []any{r.time, r.tenant, string(r.labels), string(r.fields), r.line}, nil
 				}
