@@ -16,9 +16,10 @@
 #   batch10k    one COPY and transaction per 10,000 rows, as the sink's default batch
 #   batch10k-async  the same with synchronous_commit off
 #   batch100k   one COPY and transaction per 100,000 rows
+#   streams2    batch10k on two connections at once (every other batch each): parallel COPY streams
 #   json-unlogged   json columns in an UNLOGGED table (the cheapest table that keeps the columns)
 #   narrow      a table of time and tenant alone: small rows, as ../shared/INFRA.md's 1M rows/s were
-# Each line gives rows/s and the CPU seconds of pgcopy and of its PostgreSQL backend during the copy
+# Each line gives rows/s and the CPU seconds of pgcopy and of its PostgreSQL backends during the copy
 # (pgcopy reads /proc), and, when pidstat (Debian sysstat) is installed, the CPU seconds pidstat saw
 # each second of the run in PostgreSQL's processes: the COPY backend, the WAL writer, and the others
 # (checkpointer, background writer, ...), whose work a COPY also makes.
@@ -31,7 +32,7 @@ root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 name=pg-ceiling
 source "$root/bench/lib.sh"
 use_corpus
-variants="${VARIANTS:-base binary text-copy json json-binary text-cols unlogged json-unlogged gin time-idx brin batch10k batch10k-async batch100k narrow}"
+variants="${VARIANTS:-base binary text-copy json json-binary text-cols unlogged json-unlogged gin time-idx brin batch10k batch10k-async batch100k streams2 narrow}"
 
 pg_prepare
 run="$(mktemp -d "$cache/pg-ceiling-run.XXXXXX")"
@@ -68,6 +69,7 @@ for v in $variants; do
 	batch10k) args=(-batch 10000) ;;
 	batch10k-async) args=(-batch 10000 -sync-commit off) ;;
 	batch100k) args=(-batch 100000) ;;
+	streams2) args=(-batch 10000 -streams 2) ;;
 	json-unlogged) args=(-types json -unlogged) ;;
 	narrow) args=(-narrow) ;;
 	*) log "unknown variant $v"; exit 2 ;;
