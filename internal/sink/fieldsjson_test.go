@@ -2,7 +2,9 @@ package sink
 
 import (
 	"encoding/json"
+	"math"
 	"testing"
+	"time"
 
 	"github.com/sluicelog/sluice/internal/record"
 	"github.com/sluicelog/sluice/internal/rows"
@@ -85,4 +87,24 @@ func FuzzJSONStringContent(f *testing.F) {
 	f.Fuzz(func(t *testing.T, raw []byte) {
 		checkFieldJSON(t, raw)
 	})
+}
+
+// TestAppendTime: AppendTime writes what time's RFC3339Nano formatting of
+// the UTC time writes, for the ends of int64, whole seconds, every count
+// of trailing zeros, and a spread of values.
+func TestAppendTime(t *testing.T) {
+	ns := []int64{0, 1, -1, 999_999_999, 1_000_000_000, -1_000_000_000, 1768464000000000000, 1768464000123000000,
+		1768464000000870000, 1768464000100000000, math.MaxInt64, math.MinInt64, 951782400_000000000 /* 2000-02-29 */}
+	for p := int64(1); p <= 1e9; p *= 10 {
+		ns = append(ns, 1768464000000000000+p, 1768464000000000000+7*p, -1768464000000000000+3*p)
+	}
+	for i := range 10000 {
+		ns = append(ns, int64(uint64(i)*0x9e3779b97f4a7c15))
+	}
+	for _, v := range ns {
+		want := time.Unix(0, v).UTC().Format(time.RFC3339Nano)
+		if got := string(AppendTime([]byte("x"), v)); got != "x"+want {
+			t.Fatalf("%d: %q, want %q", v, got, "x"+want)
+		}
+	}
 }

@@ -51,6 +51,7 @@ import (
 
 	"github.com/sluicelog/sluice/internal/record"
 	"github.com/sluicelog/sluice/internal/rows"
+	"github.com/sluicelog/sluice/internal/timestamp"
 	"github.com/sluicelog/sluice/internal/wal"
 )
 
@@ -160,6 +161,24 @@ type Record struct {
 	// were parsed from its line (see protocol/loki.Metadata for the
 	// rule). Its fields are in FieldsJSON too.
 	Metadata record.Labels
+}
+
+// AppendTime appends ns as time.RFC3339Nano in UTC does (the fraction's
+// trailing zeros cut, and its dot with them when it is all zeros), by
+// timestamp.AppendRFC3339's arithmetic rather than time's general
+// formatter: a record's time as the file sink and Kafka's value: json
+// render it.
+func AppendTime(dst []byte, ns int64) []byte {
+	n := len(dst)
+	dst = timestamp.AppendRFC3339(dst, ns) // ....T00:00:00.000000000Z
+	end := len(dst) - 1                    // the Z
+	for end > n+20 && dst[end-1] == '0' {
+		end--
+	}
+	if end == n+20 { // only the dot is left of the fraction
+		end--
+	}
+	return append(dst[:end], 'Z')
 }
 
 // Batch is what one Deliver call carries: records of consecutive WAL

@@ -34,7 +34,6 @@ import (
 
 	"github.com/sluicelog/sluice/internal/record"
 	"github.com/sluicelog/sluice/internal/sink"
-	"github.com/sluicelog/sluice/internal/timestamp"
 	"github.com/sluicelog/sluice/internal/vfs"
 	"github.com/sluicelog/sluice/internal/wal"
 )
@@ -289,7 +288,7 @@ func (d *Dest) encode(b *sink.Batch) ([]byte, error) {
 	for i := range b.Records {
 		r := &b.Records[i]
 		l := append(d.line[:0], `{"time":"`...)
-		l = appendTime(l, r.Time)
+		l = sink.AppendTime(l, r.Time)
 		l = append(l, `","tenant":"`...)
 		l = record.AppendJSONEscaped(l, r.Tenant)
 		l = append(l, `","labels":`...)
@@ -316,23 +315,6 @@ func (d *Dest) encode(b *sink.Batch) ([]byte, error) {
 		}
 	}
 	return d.buf.Bytes(), nil
-}
-
-// appendTime appends ns as time.RFC3339Nano in UTC does (the fraction's
-// trailing zeros cut, and its dot with them when it is all zeros), by
-// timestamp.AppendRFC3339's arithmetic rather than time's general
-// formatter.
-func appendTime(dst []byte, ns int64) []byte {
-	n := len(dst)
-	dst = timestamp.AppendRFC3339(dst, ns) // ....T00:00:00.000000000Z
-	end := len(dst) - 1                    // the Z
-	for end > n+20 && dst[end-1] == '0' {
-		end--
-	}
-	if end == n+20 { // only the dot is left of the fraction
-		end--
-	}
-	return append(dst[:end], 'Z')
 }
 
 func (d *Dest) saveState(s state) error {
