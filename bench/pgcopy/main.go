@@ -11,10 +11,15 @@
 // time: a btree on tenant, time; brin: BRIN on time), -batch rows per COPY, each in a
 // transaction of its own (0: one COPY of every row), -sync-commit off,
 // -mode how the rows are encoded (pgx: pgx.CopyFromRows; binary: binary
-// COPY written by hand as the sink does; text: text COPY).
+// COPY written by hand as the sink does; text: text COPY), -narrow a table
+// of time and tenant alone (a small row, as ../shared/INFRA.md's 1M rows/s
+// were: what a row's width costs).
+//
+// -streams N copies on N connections at once (each every N-th chunk of
+// -batch rows), as a sink with parallel COPY streams would.
 //
 // Output, one line: "rows N seconds S rows/s R client-cpu C backend-cpu B",
-// the CPU seconds of this process and of its PostgreSQL backend (from
+// the CPU seconds of this process and of its PostgreSQL backends (from
 // /proc: the server must be on this machine) during the copy.
 package main
 
@@ -23,12 +28,14 @@ import (
 	"context"
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -44,8 +51,8 @@ import (
 // options are the variants of the copy.
 type options struct {
 	table, types, index, mode, syncCommit string
-	unlogged                              bool
-	batch                                 int
+	unlogged, narrow                      bool
+	batch, streams                        int
 }
 
 func main() {
@@ -60,7 +67,9 @@ func main() {
 	flag.StringVar(&o.mode, "mode", "pgx", "how rows are encoded: pgx (pgx.CopyFromRows), binary (binary COPY by hand, as the sink) or text (text COPY)")
 	flag.StringVar(&o.syncCommit, "sync-commit", "", "synchronous_commit for the session (on, off); empty: the server's")
 	flag.BoolVar(&o.unlogged, "unlogged", false, "create the table UNLOGGED")
+	flag.BoolVar(&o.narrow, "narrow", false, "a table of time and tenant alone (small rows; -mode pgx only)")
 	flag.IntVar(&o.batch, "batch", 0, "rows per COPY, each in a transaction of its own; 0: one COPY of every row")
+	flag.IntVar(&o.streams, "streams", 1, "connections copying at once, each every streams-th chunk of -batch rows (-batch needed above 1)")
 	flag.Parse()
 	if *dsn == "" || *corpus == "" {
 		fmt.Fprintln(os.Stderr, "pgcopy: -dsn and -corpus are required")
@@ -92,6 +101,12 @@ func run(dsn, corpus, tenant string, streams []string, o options) error {
 	default:
 		return fmt.Errorf("-mode %q: want pgx, binary or text", o.mode)
 	}
+	if o.streams < 1 || o.streams > 1 && o.batch <= 0 {
+		return fmt.Errorf("-streams %d: want 1, or more with -batch", o.streams)
+	}
+	if o.narrow && o.mode != "pgx" {
+		return fmt.Errorf("-narrow with -mode %q: -narrow copies with pgx only", o.mode)
+	}
 	data, err := rowsOf(ctx, corpus, tenant, streams)
 	if err != nil {
 		return err
@@ -106,11 +121,14 @@ func run(dsn, corpus, tenant string, streams []string, o options) error {
 	if o.unlogged {
 		unlogged = "UNLOGGED "
 	}
-	stmts := []string{
-		`DROP TABLE IF EXISTS ` + id.Sanitize(),
-		`CREATE ` + unlogged + `TABLE ` + id.Sanitize() + ` (time timestamptz NOT NULL, tenant text NOT NULL, labels ` + o.types +
-			` NOT NULL, fields ` + o.types + ` NOT NULL, line text NOT NULL)`,
+	create := `CREATE ` + unlogged + `TABLE ` + id.Sanitize() + ` (time timestamptz NOT NULL, tenant text NOT NULL, labels ` + o.types +
+		` NOT NULL, fields ` + o.types + ` NOT NULL, line text NOT NULL)`
+	cols := []string{"time", "tenant", "labels", "fields", "line"}
+	if o.narrow {
+		create = `CREATE ` + unlogged + `TABLE ` + id.Sanitize() + ` (time timestamptz NOT NULL, tenant text NOT NULL)`
+		cols = cols[:2]
 	}
+	stmts := []string{`DROP TABLE IF EXISTS ` + id.Sanitize(), create}
 	switch o.index {
 	case "":
 	case "gin":
@@ -130,11 +148,6 @@ func run(dsn, corpus, tenant string, streams []string, o options) error {
 			return fmt.Errorf("%s: %w", s, err)
 		}
 	}
-	var backend int
-	if err := conn.QueryRow(ctx, `SELECT pg_backend_pid()`).Scan(&backend); err != nil {
-		return fmt.Errorf("backend pid: %w", err)
-	}
-	cols := []string{"time", "tenant", "labels", "fields", "line"}
 	batch := o.batch
 	if batch <= 0 {
 		batch = len(data)
@@ -143,48 +156,102 @@ func run(dsn, corpus, tenant string, streams []string, o options) error {
 	if o.mode == "binary" {
 		copySQL += ` BINARY`
 	}
-	b0, err := procCPU(backend)
+	// Stream k copies every streams-th chunk of batch rows from chunk k,
+	// on a connection of its own (the first is conn).
+	conns := []*pgx.Conn{conn}
+	for range o.streams - 1 {
+		c, err := pgx.Connect(ctx, dsn)
+		if err != nil {
+			return fmt.Errorf("connect: %w", err)
+		}
+		defer c.Close(ctx)
+		if o.syncCommit != "" {
+			if _, err := c.Exec(ctx, `SET synchronous_commit = `+pgx.Identifier{o.syncCommit}.Sanitize()); err != nil {
+				return err
+			}
+		}
+		conns = append(conns, c)
+	}
+	backends := make([]int, len(conns))
+	for k, c := range conns {
+		if err := c.QueryRow(ctx, `SELECT pg_backend_pid()`).Scan(&backends[k]); err != nil {
+			return fmt.Errorf("backend pid: %w", err)
+		}
+	}
+	b0, err := procsCPU(backends)
 	if err != nil {
 		return err
 	}
 	c0 := selfCPU()
 	start := time.Now()
-	var n int64
-	for at := 0; at < len(data); at += batch {
-		part := data[at:min(at+batch, len(data))]
-		var k int64
-		switch o.mode {
-		case "pgx":
-			k, err = conn.CopyFrom(ctx, id, cols, pgx.CopyFromSlice(len(part), func(i int) ([]any, error) {
-				r := &part[i]
-				if o.types == "text" {
-					return []any{r.time, r.tenant, string(r.labels), string(r.fields), r.line}, nil
+	counts := make([]int64, len(conns))
+	errs := make([]error, len(conns))
+	var wg sync.WaitGroup
+	for k, c := range conns {
+		wg.Go(func() {
+			for at := k * batch; at < len(data); at += len(conns) * batch {
+				n, err := copyRows(ctx, c, id, cols, copySQL, data[at:min(at+batch, len(data))], o)
+				if err != nil {
+					errs[k] = fmt.Errorf("copy (stream %d): %w", k, err)
+					return
 				}
-				return []any{r.time, r.tenant, json.RawMessage(r.labels), json.RawMessage(r.fields), r.line}, nil
-			}))
-		default:
-			var tag interface{ RowsAffected() int64 }
-			tag, err = conn.PgConn().CopyFrom(ctx, &encoder{rows: part, mode: o.mode, jsonb: o.types == "jsonb"}, copySQL)
-			if err == nil {
-				k = tag.RowsAffected()
+				counts[k] += n
 			}
-		}
-		if err != nil {
-			return fmt.Errorf("copy: %w", err)
-		}
-		n += k
+		})
 	}
+	wg.Wait()
 	secs := time.Since(start).Seconds()
 	c1 := selfCPU()
-	b1, err := procCPU(backend)
+	b1, err := procsCPU(backends)
 	if err != nil {
 		return err
+	}
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	var n int64
+	for _, k := range counts {
+		n += k
 	}
 	if n != int64(len(data)) {
 		return fmt.Errorf("copy: %d rows copied, %d read", n, len(data))
 	}
 	fmt.Printf("rows %d seconds %.3f rows/s %.0f client-cpu %.2f backend-cpu %.2f\n", n, secs, float64(n)/secs, c1-c0, b1-b0)
 	return nil
+}
+
+// copyRows copies part in one COPY, autocommitted, as o says.
+func copyRows(ctx context.Context, conn *pgx.Conn, id pgx.Identifier, cols []string, copySQL string, part []row, o options) (int64, error) {
+	if o.mode == "pgx" {
+		return conn.CopyFrom(ctx, id, cols, pgx.CopyFromSlice(len(part), func(i int) ([]any, error) {
+			r := &part[i]
+			if o.narrow {
+				return []any{r.time, r.tenant}, nil
+			}
+			if o.types == "text" {
+				return []any{r.time, r.tenant, string(r.labels), string(r.fields), r.line}, nil
+			}
+			return []any{r.time, r.tenant, json.RawMessage(r.labels), json.RawMessage(r.fields), r.line}, nil
+		}))
+	}
+	tag, err := conn.PgConn().CopyFrom(ctx, &encoder{rows: part, mode: o.mode, jsonb: o.types == "jsonb"}, copySQL)
+	if err != nil {
+		return 0, err
+	}
+	return tag.RowsAffected(), nil
+}
+
+// procsCPU returns the CPU seconds of the processes pids so far, summed.
+func procsCPU(pids []int) (float64, error) {
+	var sum float64
+	for _, p := range pids {
+		c, err := procCPU(p)
+		if err != nil {
+			return 0, err
+		}
+		sum += c
+	}
+	return sum, nil
 }
 
 // selfCPU returns this process's CPU seconds so far.

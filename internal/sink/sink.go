@@ -38,6 +38,7 @@ package sink
 
 import (
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -46,9 +47,11 @@ import (
 	"slices"
 	"strconv"
 	"time"
+	"unicode/utf8"
 
 	"github.com/sluicelog/sluice/internal/record"
 	"github.com/sluicelog/sluice/internal/rows"
+	"github.com/sluicelog/sluice/internal/timestamp"
 	"github.com/sluicelog/sluice/internal/wal"
 )
 
@@ -158,6 +161,24 @@ type Record struct {
 	// were parsed from its line (see protocol/loki.Metadata for the
 	// rule). Its fields are in FieldsJSON too.
 	Metadata record.Labels
+}
+
+// AppendTime appends ns as time.RFC3339Nano in UTC does (the fraction's
+// trailing zeros cut, and its dot with them when it is all zeros), by
+// timestamp.AppendRFC3339's arithmetic rather than time's general
+// formatter: a record's time as the file sink and Kafka's value: json
+// render it.
+func AppendTime(dst []byte, ns int64) []byte {
+	n := len(dst)
+	dst = timestamp.AppendRFC3339(dst, ns) // ....T00:00:00.000000000Z
+	end := len(dst) - 1                    // the Z
+	for end > n+20 && dst[end-1] == '0' {
+		end--
+	}
+	if end == n+20 { // only the dot is left of the fraction
+		end--
+	}
+	return append(dst[:end], 'Z')
 }
 
 // Batch is what one Deliver call carries: records of consecutive WAL
@@ -583,9 +604,14 @@ func appendFieldsJSON(dst []byte, keys *jsonKeys, fields []rows.Field, scratch *
 			dst = append(dst, f.Value...)
 		default:
 			dst = append(dst, '"')
-			if f.Flags&(record.Escaped|record.SDEscaped|record.BadUTF8) == 0 {
+			switch {
+			case f.Flags&(record.Escaped|record.SDEscaped|record.BadUTF8) == 0:
 				dst = record.AppendJSONEscaped(dst, f.Value) // the value is its text
-			} else {
+			case f.Flags == record.Escaped && jsonStringContent(f.Value):
+				// JSON's escapes, as a JSON line held them: the same
+				// text, without decoding and escaping it again.
+				dst = append(dst, f.Value...)
+			default:
 				*scratch = record.AppendUnescaped((*scratch)[:0], f.Value, f.Flags)
 				dst = record.AppendJSONEscaped(dst, *scratch)
 			}
@@ -593,6 +619,57 @@ func appendFieldsJSON(dst []byte, keys *jsonKeys, fields []rows.Field, scratch *
 		}
 	}
 	return append(dst, '}')
+}
+
+// jsonStringContent reports whether raw can stand between the quotes of a
+// JSON string as it is, meaning what AppendUnescaped(raw, Escaped) decodes:
+// valid UTF-8, no control byte or unescaped quote, and only the escapes
+// \" \\ \/ \b \f \n \r \t. A \u escape says no: a lone surrogate decodes
+// to U+FFFD, and PostgreSQL's jsonb refuses \u0000, which re-escaping
+// keeps but a copy must not be trusted to. Runs of plain ASCII are skipped
+// eight bytes at a time.
+func jsonStringContent(raw []byte) bool {
+	for i := 0; i < len(raw); {
+		if i+8 <= len(raw) && jsonPlain8(binary.LittleEndian.Uint64(raw[i:])) {
+			i += 8
+			continue
+		}
+		switch c := raw[i]; {
+		case c == '\\':
+			if i+1 == len(raw) {
+				return false
+			}
+			switch raw[i+1] {
+			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+				i += 2
+			default:
+				return false
+			}
+		case c == '"' || c < 0x20:
+			return false
+		case c < utf8.RuneSelf:
+			i++
+		default:
+			r, size := utf8.DecodeRune(raw[i:])
+			if r == utf8.RuneError && size == 1 {
+				return false
+			}
+			i += size
+		}
+	}
+	return true
+}
+
+// jsonPlain8 reports whether the eight bytes of w are all printable ASCII
+// other than '"' and '\\': bytes a JSON string holds as they are. (A byte
+// below n has its high bit set in x - n*lsb &^ x, as does any byte whose
+// high bit is set; a borrow only follows a byte that was flagged.)
+func jsonPlain8(w uint64) bool {
+	const lsb, msb = 0x0101010101010101, 0x8080808080808080
+	ctl := w - 0x20*lsb
+	q := w ^ '"'*lsb
+	bs := w ^ '\\'*lsb
+	return (ctl|(q-lsb)|(bs-lsb)|w)&msb == 0
 }
 
 // Policy is what a sink does when its backlog passes its budget.

@@ -4,8 +4,8 @@
 //
 // Files are DIR/NAME-NNNNNNNN.ndjson (.gz, .zst), numbered upwards; the
 // highest is being written, the others are complete. Each batch is written
-// as one piece (one gzip member, one zstd frame: both formats read a
-// concatenation as one stream) and fsynced; then NAME.state records the
+// as one piece (one gzip member; zstd frames of up to zstdChunk bytes of
+// NDJSON each: both formats read a concatenation as one stream) and fsynced; then NAME.state records the
 // file, its size after the batch and the sink's WAL position, atomically.
 // At start the file is truncated back to the recorded size and any later
 // file removed, and the sink resumes from the recorded position: a crash
@@ -59,15 +59,18 @@ type Config struct {
 
 // Dest is the file destination.
 type Dest struct {
-	cfg  Config
-	ext  string
-	f    *os.File
-	st   state
-	buf  bytes.Buffer
-	enc  *zstd.Encoder
-	gz   *gzip.Writer
-	line []byte
-	now  func() time.Time
+	cfg Config
+	ext string
+	f   *os.File
+	st  state
+	buf bytes.Buffer
+	enc *zstd.Encoder
+	// plain holds up to zstdChunk bytes of NDJSON before enc compresses
+	// them as one frame (EncodeAll) onto zbuf, the piece.
+	plain, zbuf []byte
+	gz          *gzip.Writer
+	line        []byte
+	now         func() time.Time
 }
 
 // state is what NAME.state holds: 40 bytes, little endian.
@@ -250,8 +253,18 @@ func (d *Dest) rotate() error {
 	return nil
 }
 
+// zstdChunk is the NDJSON the file sink compresses as one zstd frame, at
+// most: EncodeAll of such a chunk took 8% less CPU than the encoder's
+// Write of each line (its copy into the encoder's block, its per-call
+// work), the same bytes as one frame per batch on the corpus's lines
+// (BenchmarkEncode), and bounds the rendered text the sink holds.
+const zstdChunk = 1 << 20
+
 // encode renders b as NDJSON, compressed as one piece.
 func (d *Dest) encode(b *sink.Batch) ([]byte, error) {
+	if d.cfg.Compression == "zstd" {
+		return d.encodeZstd(b)
+	}
 	d.buf.Reset()
 	var w interface {
 		Write([]byte) (int, error)
@@ -265,39 +278,9 @@ func (d *Dest) encode(b *sink.Batch) ([]byte, error) {
 			d.gz.Reset(&d.buf)
 		}
 		w = d.gz
-	case "zstd":
-		if d.enc == nil {
-			// SpeedFastest: on the corpus's lines 20% less CPU than
-			// SpeedDefault for 1.6% more bytes (BenchmarkEncode); zstd
-			// was most of the sink's CPU, a quarter of sluice's while
-			// ingest ran (bench/sink-file.sh with PROFILE). A 1 MiB
-			// window rather than 8: the same bytes on 8 MiB of the
-			// corpus at this level, and the encoder's history (8 MB of
-			// the sink's heap) an eighth as large; readers need no more.
-			enc, err := zstd.NewWriter(&d.buf, zstd.WithEncoderConcurrency(1), zstd.WithEncoderLevel(zstd.SpeedFastest),
-				zstd.WithWindowSize(1<<20))
-			if err != nil {
-				return nil, err
-			}
-			d.enc = enc
-		} else {
-			d.enc.Reset(&d.buf)
-		}
-		w = d.enc
 	}
 	for i := range b.Records {
-		r := &b.Records[i]
-		l := append(d.line[:0], `{"time":"`...)
-		l = time.Unix(0, r.Time).UTC().AppendFormat(l, time.RFC3339Nano)
-		l = append(l, `","tenant":"`...)
-		l = record.AppendJSONEscaped(l, r.Tenant)
-		l = append(l, `","labels":`...)
-		l = append(l, r.LabelsJSON...)
-		l = append(l, `,"fields":`...)
-		l = append(l, r.FieldsJSON...)
-		l = append(l, `,"line":"`...)
-		l = record.AppendJSONEscaped(l, r.Line)
-		l = append(l, "\"}\n"...)
+		l := appendLine(d.line[:0], &b.Records[i])
 		d.line = l
 		var err error
 		if w != nil {
@@ -315,6 +298,49 @@ func (d *Dest) encode(b *sink.Batch) ([]byte, error) {
 		}
 	}
 	return d.buf.Bytes(), nil
+}
+
+// encodeZstd renders b as NDJSON compressed with zstd, one frame per
+// zstdChunk bytes of text.
+func (d *Dest) encodeZstd(b *sink.Batch) ([]byte, error) {
+	if d.enc == nil {
+		// SpeedFastest: on the corpus's lines 20% less CPU than
+		// SpeedDefault for 1.6% more bytes (BenchmarkEncode); zstd was
+		// most of the sink's CPU, a quarter of sluice's while ingest ran
+		// (bench/sink-file.sh with PROFILE). A 1 MiB window rather than
+		// 8: the same bytes on 8 MiB of the corpus at this level, and the
+		// encoder's history an eighth as large; readers need no more.
+		enc, err := zstd.NewWriter(nil, zstd.WithEncoderConcurrency(1), zstd.WithEncoderLevel(zstd.SpeedFastest),
+			zstd.WithWindowSize(1<<20))
+		if err != nil {
+			return nil, err
+		}
+		d.enc = enc
+	}
+	d.plain, d.zbuf = d.plain[:0], d.zbuf[:0]
+	for i := range b.Records {
+		d.plain = appendLine(d.plain, &b.Records[i])
+		if len(d.plain) >= zstdChunk || i == len(b.Records)-1 {
+			d.zbuf = d.enc.EncodeAll(d.plain, d.zbuf)
+			d.plain = d.plain[:0]
+		}
+	}
+	return d.zbuf, nil
+}
+
+// appendLine appends r's NDJSON line.
+func appendLine(l []byte, r *sink.Record) []byte {
+	l = append(l, `{"time":"`...)
+	l = sink.AppendTime(l, r.Time)
+	l = append(l, `","tenant":"`...)
+	l = record.AppendJSONEscaped(l, r.Tenant)
+	l = append(l, `","labels":`...)
+	l = append(l, r.LabelsJSON...)
+	l = append(l, `,"fields":`...)
+	l = append(l, r.FieldsJSON...)
+	l = append(l, `,"line":"`...)
+	l = record.AppendJSONEscaped(l, r.Line)
+	return append(l, "\"}\n"...)
 }
 
 func (d *Dest) saveState(s state) error {

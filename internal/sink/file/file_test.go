@@ -2,6 +2,7 @@ package file
 
 import (
 	"bufio"
+	"bytes"
 	"compress/gzip"
 	"context"
 	"encoding/json"
@@ -179,5 +180,38 @@ func TestRotationCompressionAndRestart(t *testing.T) {
 func TestBadCompression(t *testing.T) {
 	if _, err := New(Config{Sink: "x", Dir: t.TempDir(), Compression: "lz5"}); err == nil || !strings.Contains(err.Error(), `compression "lz5"`) {
 		t.Fatalf("New with lz5: %v", err)
+	}
+}
+
+// TestZstdChunks: a batch of more NDJSON than zstdChunk is compressed as
+// several frames that read back, as one stream, to the batch's NDJSON.
+func TestZstdChunks(t *testing.T) {
+	batch := benchBatch()
+	plain, err := (&Dest{cfg: Config{Compression: "none"}}).encode(batch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(plain) <= 2*zstdChunk {
+		t.Fatalf("the batch has %d bytes of NDJSON, want more than two chunks", len(plain))
+	}
+	d := &Dest{cfg: Config{Compression: "zstd"}}
+	piece, err := d.encode(batch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	zr, err := zstd.NewReader(bytes.NewReader(piece))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer zr.Close()
+	got, err := io.ReadAll(zr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, plain) {
+		t.Fatalf("decompressed %d bytes, not the batch's %d bytes of NDJSON", len(got), len(plain))
+	}
+	if n := bytes.Count(piece, []byte{0x28, 0xb5, 0x2f, 0xfd}); n < 3 {
+		t.Fatalf("%d zstd frame magics in the piece, want one per chunk (3 or more)", n)
 	}
 }

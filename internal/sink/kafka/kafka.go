@@ -621,7 +621,7 @@ func labelValue(l record.Label) []byte {
 //	{"time":"2024-05-01T12:00:00.123456789Z","tenant":"t","labels":{...},"fields":{...},"line":"..."}
 func AppendJSON(dst []byte, r *sink.Record) []byte {
 	dst = append(dst, `{"time":"`...)
-	dst = time.Unix(0, r.Time).UTC().AppendFormat(dst, time.RFC3339Nano)
+	dst = sink.AppendTime(dst, r.Time)
 	dst = append(dst, `","tenant":"`...)
 	dst = record.AppendJSONEscaped(dst, r.Tenant)
 	dst = append(dst, `","labels":`...)
