@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/textproto"
 	"net/url"
+	"strconv"
 	"sync"
 	"time"
 
@@ -114,6 +115,7 @@ func (s *Server) newFastServer(maxConns int) *fasthttp.Server {
 				s.serveExchange(ctx, s.mux.ServeHTTP)
 			}
 		},
+		ExpectHandler:         s.expectContinue,
 		Name:                  "sluice",
 		NoDefaultServerHeader: true,
 		NoDefaultContentType:  true,
@@ -131,6 +133,75 @@ func (s *Server) newFastServer(maxConns int) *fasthttp.Server {
 		CloseOnShutdown:               true,
 		Logger:                        slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
 	}
+}
+
+// expectContinue answers a request's Expect: 100-continue before the
+// handler runs (fasthttp sends the 100 as soon as this returns
+// StatusContinue, where net/http sends it when the handler first reads
+// the body). An ingest request is checked first, on its head alone: a
+// free in-flight slot within InflightWait (503; the slot is let go, and
+// the handler takes one again), tenant, credential, rate and disk
+// (checkHead), a declared length over MaxBodyBytes (413). A refused one
+// is answered here, with the handler's message, reply headers and
+// metric, and fasthttp closes the connection after the answer: the
+// client never sends its body. Other requests get their 100 at once.
+func (s *Server) expectContinue(ctx *fasthttp.RequestCtx) int {
+	if s.fastRoute(ctx.Method(), ctx.Path()) == nil {
+		return fasthttp.StatusContinue
+	}
+	x := getExchange(ctx)
+	defer putExchange(x)
+	code, msg := s.checkExpect(x, &x.req)
+	if code == 0 {
+		return fasthttp.StatusContinue
+	}
+	protocol := ingestProtocol(ctx.Path())
+	if protocol == "elastic" {
+		x.Header().Set("X-Elastic-Product", "Elasticsearch") // as s.es sets it
+	}
+	http.Error(x, msg, code)
+	s.metrics.requests.WithLabelValues(protocol, strconv.Itoa(code)).Inc()
+	return code
+}
+
+// checkExpect runs expectContinue's checks of an ingest request's head;
+// it returns 0 or the status to refuse with and its message.
+func (s *Server) checkExpect(w http.ResponseWriter, r *http.Request) (int, string) {
+	select {
+	case s.inflight <- struct{}{}:
+	default:
+		t := time.NewTimer(s.cfg.InflightWait)
+		select {
+		case s.inflight <- struct{}{}:
+			t.Stop()
+		case <-t.C:
+			w.Header().Set("Retry-After", "1")
+			return http.StatusServiceUnavailable, "too many ingest requests in flight; retry"
+		}
+	}
+	<-s.inflight
+	if _, code, msg := s.checkHead(w, r); code != 0 {
+		return code, msg
+	}
+	if s.cfg.MaxBodyBytes > 0 && r.ContentLength > s.cfg.MaxBodyBytes {
+		return http.StatusRequestEntityTooLarge, s.sentTooLarge().Error() + "; nothing of the body was sent or stored"
+	}
+	return 0, ""
+}
+
+// ingestProtocol is the protocol label of an ingest path's metrics.
+func ingestProtocol(path []byte) string {
+	switch string(path) {
+	case "/insert/jsonline":
+		return "jsonline"
+	case "/insert/lines":
+		return "lines"
+	case "/loki/api/v1/push":
+		return "loki"
+	case "/v1/logs":
+		return "otlp"
+	}
+	return "elastic"
 }
 
 // serveExchange serves ctx's request with h through a fastExchange.

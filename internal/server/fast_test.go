@@ -349,3 +349,82 @@ func TestSplitAcceptRetries(t *testing.T) {
 		t.Fatalf("Run: %v", err)
 	}
 }
+
+// TestExpectContinueChecksTheHeadFirst: a request that says Expect:
+// 100-continue and is refused on its head (no credential, a declared
+// body over --max-body-bytes) gets its answer instead of a 100, on both
+// transports, without sending its body; the connection closes after the
+// answer (net/http then waits for the client to close it, reading what
+// it may still send of a small body). One let in gets its 100, then its
+// answer.
+func TestExpectContinueChecksTheHeadFirst(t *testing.T) {
+	for _, tr := range transports {
+		t.Run("server="+trName(tr), func(t *testing.T) {
+			cfg := DefaultConfig()
+			cfg.IngestServer = tr
+			cfg.MaxBodyBytes = 1000
+			cfg.Auth = []Credential{{Token: "secret", Tenants: []string{"*"}}}
+			f := newFixture(t, cfg)
+			addr := f.serving()
+			line := `{"msg":"expect","service":"api"}` + "\n"
+			cases := []struct {
+				name, auth string
+				length     int
+				code       int
+				says       string
+			}{
+				{"no credential", "", len(line), 401, "Unauthorized"},
+				{"declared over the limit", "Bearer secret", 5000, 413, "--max-body-bytes bounds the body as sent to 1000 bytes"},
+				{"let in", "Bearer secret", len(line), 200, `"accepted":1`},
+			}
+			for _, tc := range cases {
+				c, err := net.Dial("tcp", addr)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer c.Close()
+				r := bufio.NewReader(c)
+				head := fmt.Sprintf("POST /insert/jsonline HTTP/1.1\r\nHost: x\r\nContent-Type: application/x-ndjson\r\nContent-Length: %d\r\nExpect: 100-continue\r\n", tc.length)
+				if tc.auth != "" {
+					head += "Authorization: " + tc.auth + "\r\n"
+				}
+				if _, err := io.WriteString(c, head+"\r\n"); err != nil {
+					t.Fatal(err)
+				}
+				resp, err := http.ReadResponse(r, nil)
+				if err != nil {
+					t.Fatalf("%s: %v", tc.name, err)
+				}
+				if tc.code == 200 {
+					if resp.StatusCode != 100 {
+						t.Fatalf("%s: %d, want 100 Continue", tc.name, resp.StatusCode)
+					}
+					io.WriteString(c, line)
+					if resp, err = http.ReadResponse(r, nil); err != nil {
+						t.Fatalf("%s: %v", tc.name, err)
+					}
+				}
+				b, _ := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				if resp.StatusCode != tc.code || !strings.Contains(string(b), tc.says) {
+					t.Errorf("%s: %d %q, want %d saying %q", tc.name, resp.StatusCode, b, tc.code, tc.says)
+				}
+				if tc.code == 200 {
+					continue
+				}
+				if !resp.Close {
+					t.Errorf("%s: the connection stays open after a refusal whose body was never sent", tc.name)
+				}
+				if tc.code == 401 && resp.Header.Get("WWW-Authenticate") == "" {
+					t.Errorf("%s: no WWW-Authenticate", tc.name)
+				}
+			}
+			if got := testutil.ToFloat64(f.srv.metrics.requests.WithLabelValues("jsonline", "401")); got != 1 {
+				t.Errorf("jsonline 401s counted: %v, want 1", got)
+			}
+			if got := testutil.ToFloat64(f.srv.metrics.requests.WithLabelValues("jsonline", "413")); got != 1 {
+				t.Errorf("jsonline 413s counted: %v, want 1", got)
+			}
+		})
+	}
+}
