@@ -2,11 +2,14 @@ package server
 
 import (
 	"bytes"
+	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/textproto"
 	"net/url"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -126,12 +129,15 @@ func (s *Server) newFastServer(maxConns int) *fasthttp.Server {
 		MaxRequestBodySize:            1,
 		DisablePreParseMultipartForm:  true,
 		DisableHeaderNamesNormalizing: false,
-		ReadBufferSize:                16 << 10, // the largest request head
-		ReadTimeout:                   10 * time.Second,
-		IdleTimeout:                   s.cfg.IdleTimeout,
-		Concurrency:                   maxConns,
-		CloseOnShutdown:               true,
-		Logger:                        slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
+		// The largest head fasthttp reads; a longer one goes to
+		// net/http, within MaxHeaderBytes (fastHeadTooLong).
+		ReadBufferSize:  fastHeadBuffer,
+		ErrorHandler:    s.fastError,
+		ReadTimeout:     10 * time.Second,
+		IdleTimeout:     s.cfg.IdleTimeout,
+		Concurrency:     maxConns,
+		CloseOnShutdown: true,
+		Logger:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
 	}
 }
 
@@ -202,6 +208,111 @@ func ingestProtocol(path []byte) string {
 		return "otlp"
 	}
 	return "elastic"
+}
+
+// fastHeadBuffer is fasthttp's read buffer on a connection, which bounds
+// the heads it reads: the request line and headers of an ingest client
+// are far shorter. A longer head (up to MaxHeaderBytes, net/http's limit)
+// is served by net/http: see prefixConn and fastHeadTooLong.
+const fastHeadBuffer = 8 << 10
+
+// maxHeaderBytes is Config.MaxHeaderBytes, or net/http's default.
+func (s *Server) maxHeaderBytes() int {
+	if s.cfg.MaxHeaderBytes > 0 {
+		return s.cfg.MaxHeaderBytes
+	}
+	return http.DefaultMaxHeaderBytes
+}
+
+// headerTooLarge is the 431's message.
+func (s *Server) headerTooLarge() string {
+	return fmt.Sprintf("request header too large: --max-header-bytes bounds a request's line and headers to %d bytes (plus 4096)", s.maxHeaderBytes())
+}
+
+// fastError answers a request fasthttp could not read (its
+// ErrorHandler): a head longer than its buffer goes on to net/http or
+// gets 431 (fastHeadTooLong); a timeout gets 408; anything else 400, as
+// fasthttp's own handler answers.
+func (s *Server) fastError(ctx *fasthttp.RequestCtx, err error) {
+	var small *fasthttp.ErrSmallBuffer
+	switch {
+	case errors.As(err, &small):
+		s.fastHeadTooLong(ctx)
+	case isTimeout(err):
+		ctx.Error("request timeout", http.StatusRequestTimeout)
+	default:
+		ctx.Error("cannot parse the request", http.StatusBadRequest)
+	}
+}
+
+// fastHeadTooLong serves a request whose head did not fit fasthttp's
+// buffer: fasthttp read its first fastHeadBuffer bytes, the last ones the
+// connection returned (prefixConn.recent). It reads the rest of the head,
+// up to MaxHeaderBytes plus 4 KiB (what net/http allows): a longer head
+// gets 431 naming the limit, and the connection closes; one within it is
+// handed, with the connection, to net/http, which serves it and what
+// follows on the connection. fasthttp's answer and close then go nowhere.
+func (s *Server) fastHeadTooLong(ctx *fasthttp.RequestCtx) {
+	c, ok := ctx.Conn().(*prefixConn)
+	if !ok || c.recent == nil || c.handOff == nil {
+		// Not a connection of split's: nothing to hand over.
+		ctx.Error(fmt.Sprintf("request header too large: this server reads %d bytes of a request's line and headers", fastHeadBuffer),
+			http.StatusRequestHeaderFieldsTooLarge)
+		return
+	}
+	most := s.maxHeaderBytes() + 4096
+	head := c.recent.appendTo(make([]byte, 0, 2*fastHeadBuffer))
+	searched := 0
+	for {
+		if end := headEnd(head, searched); end >= 0 {
+			if end > most {
+				break
+			}
+			// Read deadlines are the server's from here.
+			_ = c.Conn.SetReadDeadline(time.Time{})
+			next := &prefixConn{Conn: c.Conn, head: head}
+			c.dead.Store(true)
+			if !c.handOff(next) {
+				c.Conn.Close()
+			}
+			return
+		}
+		if len(head) > most {
+			break
+		}
+		searched = max(len(head)-3, 0)
+		head = slices.Grow(head, 4096)
+		n, err := c.read(head[len(head):cap(head)])
+		head = head[:len(head)+n]
+		if err != nil && n == 0 {
+			if isTimeout(err) {
+				ctx.Error("request timeout", http.StatusRequestTimeout)
+			}
+			// Else the client is gone: nobody to answer.
+			ctx.SetConnectionClose()
+			return
+		}
+	}
+	ctx.Error(s.headerTooLarge(), http.StatusRequestHeaderFieldsTooLarge)
+	ctx.SetConnectionClose()
+}
+
+// headEnd returns the length of the HTTP head at the start of b (through
+// the blank line that ends it, CRLF or a bare LF as net/http accepts), or
+// -1 if b holds no end yet; the search starts at from.
+func headEnd(b []byte, from int) int {
+	for i := from; i < len(b); i++ {
+		if b[i] != '\n' {
+			continue
+		}
+		switch {
+		case i+1 < len(b) && b[i+1] == '\n':
+			return i + 2
+		case i+2 < len(b) && b[i+1] == '\r' && b[i+2] == '\n':
+			return i + 3
+		}
+	}
+	return -1
 }
 
 // serveExchange serves ctx's request with h through a fastExchange.

@@ -428,3 +428,61 @@ func TestExpectContinueChecksTheHeadFirst(t *testing.T) {
 		})
 	}
 }
+
+// TestHeaderLimit: a request head up to --max-header-bytes (plus 4 KiB,
+// as net/http counts it) is served on both transports, on a keep-alive
+// connection that goes on serving after it (fasthttp hands a head longer
+// than its buffer to net/http); a longer one gets 431, naming the limit
+// over fasthttp (net/http's own 431 says only its status), and the
+// connection closes.
+func TestHeaderLimit(t *testing.T) {
+	for _, tr := range transports {
+		t.Run("server="+trName(tr), func(t *testing.T) {
+			cfg := DefaultConfig()
+			cfg.IngestServer = tr
+			cfg.MaxHeaderBytes = 32 << 10
+			f := newFixture(t, cfg)
+			addr := f.serving()
+			push := func(c net.Conn, r *bufio.Reader, pad int) (*http.Response, string) {
+				line := `{"msg":"padded","service":"api"}` + "\n"
+				req := fmt.Sprintf("POST /insert/jsonline HTTP/1.1\r\nHost: x\r\nX-Pad: %s\r\nContent-Length: %d\r\n\r\n%s",
+					strings.Repeat("p", pad), len(line), line)
+				return rawExchange(t, c, r, req)
+			}
+			c, err := net.Dial("tcp", addr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			r := bufio.NewReader(c)
+			for i, pad := range []int{10, 9 << 10, 20 << 10, 33 << 10, 10} {
+				resp, body := push(c, r, pad)
+				if resp.StatusCode != 200 || !strings.Contains(body, `"accepted":1`) || resp.Close {
+					t.Fatalf("push %d (a %d-byte header): %d %q close=%v", i, pad, resp.StatusCode, body, resp.Close)
+				}
+			}
+			if tr == IngestFastHTTP && f.fastConns() != 0 {
+				t.Errorf("fasthttp still holds %d connections: the one it handed over", f.fastConns())
+			}
+			c2, err := net.Dial("tcp", addr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c2.Close()
+			r2 := bufio.NewReader(c2)
+			if resp, _ := push(c2, r2, 10); resp.StatusCode != 200 {
+				t.Fatalf("first push: %d", resp.StatusCode)
+			}
+			resp, body := push(c2, r2, 40<<10)
+			if resp.StatusCode != http.StatusRequestHeaderFieldsTooLarge {
+				t.Fatalf("a 40 KiB header: %d %q, want 431", resp.StatusCode, body)
+			}
+			if tr == IngestFastHTTP && !strings.Contains(body, "--max-header-bytes bounds a request's line and headers to 32768 bytes") {
+				t.Errorf("431 says %q, want the limit named", body)
+			}
+			if _, err := r2.ReadByte(); err == nil {
+				t.Errorf("the connection stays open after a 431")
+			}
+		})
+	}
+}
