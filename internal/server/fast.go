@@ -2,16 +2,19 @@ package server
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/textproto"
 	"net/url"
 	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/valyala/fasthttp"
@@ -327,15 +330,16 @@ func (s *Server) serveExchange(ctx *fasthttp.RequestCtx, h http.HandlerFunc) {
 	}
 	h(x, &x.req)
 	x.finish()
+	x.gone.stop()
 	putExchange(x)
 }
 
 // fastExchange presents a fasthttp request as an *http.Request and an
 // http.ResponseWriter for the ingest handlers. Its request's headers are
-// copied into one string (one allocation), its context is
-// context.Background (as a request's on net/http, not canceled at
-// shutdown: requests in flight finish), its body the connection's
-// stream.
+// copied into one string (one allocation), its context is gone (canceled
+// when the client goes away, once its body is read; as a request's on
+// net/http, not canceled at shutdown: requests in flight finish), its
+// body the connection's stream.
 //
 // Concurrency: one goroutine, the request's; pooled (getExchange,
 // putExchange).
@@ -351,19 +355,128 @@ type fastExchange struct {
 	out   http.Header
 	code  int
 	wrote bool
+	gone  goneCtx
+	blank http.Request // empty, its context gone
 }
 
 var exchanges = sync.Pool{New: func() any {
-	return &fastExchange{in: http.Header{}, out: http.Header{}}
+	x := &fastExchange{in: http.Header{}, out: http.Header{}}
+	x.gone.x = x
+	x.blank = *(&http.Request{}).WithContext(&x.gone)
+	return x
 }}
 
 // fastBody is the request's body stream; its Close does nothing: the
 // fasthttp server drains what is left (up to 256 KiB, else it closes the
 // connection).
-type fastBody struct{ r io.Reader }
+type fastBody struct {
+	r   io.Reader
+	eof bool // the stream said io.EOF: nothing of the request is left on the connection
+}
 
-func (b *fastBody) Read(p []byte) (int, error) { return b.r.Read(p) }
-func (b *fastBody) Close() error               { return nil }
+func (b *fastBody) Read(p []byte) (int, error) {
+	n, err := b.r.Read(p)
+	if err == io.EOF {
+		b.eof = true
+	}
+	return n, err
+}
+
+func (b *fastBody) Close() error { return nil }
+
+// goneCtx is a fasthttp request's context: canceled when its client goes
+// away, where that can be seen, as net/http's request context is. It
+// never expires and holds no values.
+//
+// Seeing the client go needs a read on the connection, which is only
+// safe once the request's body has been read to its end (the next bytes
+// are then the next request's, or the client's close): the watch is
+// started by the first Done after that (waits select on Done: the
+// in-flight wait of a request without a body, the store's wait for room
+// in the head after the body was read), never on a request's fast path,
+// which calls Err at most. The watch is one goroutine reading a byte from
+// the connection beneath fasthttp's reader: the client's close or reset
+// cancels the context; a byte (a pipelined request) ends the watch and
+// is put back in front of the connection's stream. stop, as the handler
+// returns, ends the watch before fasthttp reads again.
+//
+// Before the body's end nothing is seen (Done's channel stays open): a
+// gone client's read then fails, which ends the request anyway.
+//
+// Concurrency: Done and Err from any goroutine; stop from the request's.
+type goneCtx struct {
+	x        *fastExchange
+	canceled atomic.Bool
+	mu       sync.Mutex
+	done     chan struct{} // made by the first Done
+	watching chan struct{} // closed when the watch ends; nil if none ran
+	conn     *prefixConn
+	got      [1]byte // a byte the watch read
+	gotOne   bool
+}
+
+func (c *goneCtx) Deadline() (time.Time, bool) { return time.Time{}, false }
+func (c *goneCtx) Value(any) any               { return nil }
+
+func (c *goneCtx) Err() error {
+	if c.canceled.Load() {
+		return context.Canceled
+	}
+	return nil
+}
+
+func (c *goneCtx) Done() <-chan struct{} {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.done == nil {
+		c.done = make(chan struct{})
+	}
+	if c.watching == nil && c.x.ctx != nil && c.x.body.eof {
+		if pc, ok := c.x.ctx.Conn().(*prefixConn); ok && len(pc.head) == 0 && pc.err == nil && !pc.dead.Load() {
+			c.conn, c.watching = pc, make(chan struct{})
+			go c.watch(pc.Conn, c.done, c.watching)
+		}
+	}
+	return c.done
+}
+
+// watch reads a byte from conn: the client's end cancels the context.
+func (c *goneCtx) watch(conn net.Conn, done, watching chan struct{}) {
+	defer close(watching)
+	// The body is read: no deadline of the request's applies; stop sets
+	// one to end the watch.
+	if err := conn.SetReadDeadline(time.Time{}); err != nil {
+		return
+	}
+	n, err := conn.Read(c.got[:])
+	if n == 1 {
+		c.gotOne = true
+		return
+	}
+	if err != nil && !isTimeout(err) {
+		c.canceled.Store(true)
+		close(done)
+	}
+}
+
+// stop ends the watch, if one runs, and puts the byte it read back in
+// front of the connection's stream; then it readies c for the next
+// request.
+func (c *goneCtx) stop() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.watching != nil {
+		_ = c.conn.Conn.SetReadDeadline(time.Unix(1, 0))
+		<-c.watching
+		// fasthttp sets the deadline of its next read itself.
+		_ = c.conn.Conn.SetReadDeadline(time.Time{})
+		if c.gotOne {
+			c.conn.head = append(c.conn.head, c.got[0])
+		}
+	}
+	c.done, c.watching, c.conn, c.gotOne = nil, nil, nil, false
+	c.canceled.Store(false)
+}
 
 // getExchange returns the exchange of ctx's request.
 func getExchange(ctx *fasthttp.RequestCtx) *fastExchange {
@@ -385,18 +498,18 @@ func getExchange(ctx *fasthttp.RequestCtx) *fastExchange {
 	if x.body.r == nil {
 		x.body.r = bytes.NewReader(nil)
 	}
-	x.req = http.Request{
-		Method:        methodString(h.Method()),
-		URL:           &x.url,
-		Proto:         "HTTP/1.1",
-		ProtoMajor:    1,
-		ProtoMinor:    1,
-		Header:        x.in,
-		Body:          &x.body,
-		ContentLength: cl,
-		RequestURI:    x.url.Path,
-		Host:          headerValue(x.in, "Host"), // a view of the header string: no allocation
-	}
+	x.body.eof = cl == 0
+	// A copy of the blank request, whose context is x.gone: the
+	// context of a Request is set by WithContext alone, which allocates.
+	x.req = x.blank
+	x.req.Method = methodString(h.Method())
+	x.req.URL = &x.url
+	x.req.Proto, x.req.ProtoMajor, x.req.ProtoMinor = "HTTP/1.1", 1, 1
+	x.req.Header = x.in
+	x.req.Body = &x.body
+	x.req.ContentLength = cl
+	x.req.RequestURI = x.url.Path
+	x.req.Host = headerValue(x.in, "Host") // a view of the header string: no allocation
 	if !h.IsHTTP11() {
 		x.req.Proto, x.req.ProtoMinor = "HTTP/1.0", 0
 	}
@@ -408,7 +521,7 @@ func putExchange(x *fastExchange) {
 	clear(x.in)
 	clear(x.out)
 	x.code, x.wrote = 0, false
-	x.req = http.Request{}
+	x.req = x.blank
 	if cap(x.arena) > 64<<10 {
 		x.arena = nil
 	}

@@ -4,6 +4,8 @@ import (
 	"bufio"
 	"bytes"
 	"compress/gzip"
+	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -482,6 +484,79 @@ func TestHeaderLimit(t *testing.T) {
 			}
 			if _, err := r2.ReadByte(); err == nil {
 				t.Errorf("the connection stays open after a 431")
+			}
+		})
+	}
+}
+
+// TestFastRequestContext: over fasthttp a request's context is canceled
+// when its client goes away after sending the body, as net/http's is;
+// a client that sends its next request instead is served as before (the
+// byte the watch read goes back in front of the stream).
+func TestFastRequestContext(t *testing.T) {
+	for _, tr := range transports {
+		t.Run("server="+trName(tr), func(t *testing.T) {
+			cfg := DefaultConfig()
+			cfg.IngestServer = tr
+			f := newFixture(t, cfg)
+			waiting, ended := make(chan struct{}, 1), make(chan error, 1)
+			proceed := make(chan struct{})
+			f.srv.mux.HandleFunc("POST /test/wait", func(w http.ResponseWriter, r *http.Request) {
+				io.Copy(io.Discard, r.Body)
+				done := r.Context().Done()
+				waiting <- struct{}{}
+				select {
+				case <-done:
+					ended <- r.Context().Err()
+				case <-proceed:
+					ended <- nil
+				}
+			})
+			addr := f.serving()
+			push := "POST /insert/jsonline HTTP/1.1\r\nHost: x\r\nContent-Length: 33\r\n\r\n" + `{"msg":"first","service":"api"}` + "\n\n"
+			wait := "POST /test/wait HTTP/1.1\r\nHost: x\r\nContent-Length: 4\r\n\r\nbody"
+			dial := func() (net.Conn, *bufio.Reader) {
+				c, err := net.Dial("tcp", addr)
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { c.Close() })
+				r := bufio.NewReader(c)
+				// An ingest request first: the connection is fasthttp's
+				// when that is the transport.
+				if resp, body := rawExchange(t, c, r, push); resp.StatusCode != 200 {
+					t.Fatalf("push: %d %s", resp.StatusCode, body)
+				}
+				return c, r
+			}
+
+			c, _ := dial()
+			io.WriteString(c, wait)
+			<-waiting
+			c.Close()
+			if err := <-ended; !errors.Is(err, context.Canceled) {
+				t.Errorf("client gone: the request's context says %v, want canceled", err)
+			}
+
+			c, r := dial()
+			io.WriteString(c, wait)
+			<-waiting
+			// The next request, pipelined, while the handler waits.
+			io.WriteString(c, push)
+			close(proceed)
+			if err := <-ended; err != nil {
+				t.Errorf("client still there: %v", err)
+			}
+			for _, want := range []int{200, 200} {
+				resp, err := http.ReadResponse(r, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				b, _ := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				if resp.StatusCode != want {
+					t.Errorf("after the wait: %d %s, want %d", resp.StatusCode, b, want)
+				}
 			}
 		})
 	}
