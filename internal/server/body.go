@@ -181,6 +181,11 @@ func (s *Server) newBody(w http.ResponseWriter, r *http.Request, base, perByte, 
 			d = http.NewResponseController(w)
 		}
 		b.pace = paced{r: r.Body, rc: d, idle: s.cfg.BodyIdleTimeout, rate: s.cfg.MinBodyRate}
+		if hd, ok := w.(interface{ headDeadline() time.Time }); ok {
+			// The connection still has the deadline its head was read
+			// under (fasthttp's): the deadline set last.
+			b.pace.set = hd.headDeadline()
+		}
 		b.sent.r = &b.pace
 	}
 	b.raw = &b.sent

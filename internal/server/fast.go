@@ -136,7 +136,7 @@ func (s *Server) newFastServer(maxConns int) *fasthttp.Server {
 		// net/http, within MaxHeaderBytes (fastHeadTooLong).
 		ReadBufferSize:  fastHeadBuffer,
 		ErrorHandler:    s.fastError,
-		ReadTimeout:     10 * time.Second,
+		ReadTimeout:     fastReadTimeout,
 		IdleTimeout:     s.cfg.IdleTimeout,
 		Concurrency:     maxConns,
 		CloseOnShutdown: true,
@@ -212,6 +212,18 @@ func ingestProtocol(path []byte) string {
 	}
 	return "elastic"
 }
+
+// fastReadTimeout is fasthttp's ReadTimeout: the read deadline a
+// request's head (from its first byte) and then its body are read under
+// until the handler sets another (see headDeadline).
+const fastReadTimeout = 10 * time.Second
+
+// headDeadline is at least the read deadline fasthttp set for the
+// request (fastReadTimeout after its first byte, which came before
+// ctx.Time): paced leaves it in place when the deadline it wants is
+// less than a second later, so that a small body's one read costs no
+// deadline update.
+func (x *fastExchange) headDeadline() time.Time { return x.ctx.Time().Add(fastReadTimeout) }
 
 // fastHeadBuffer is fasthttp's read buffer on a connection, which bounds
 // the heads it reads: the request line and headers of an ingest client
@@ -349,6 +361,7 @@ type fastExchange struct {
 	url   url.URL
 	in    http.Header
 	vals  []string
+	keys  []string // the header's names, as readHeader puts them in in
 	arena []byte
 	lens  []int32 // of the header's names and values, in turn
 	body  fastBody
@@ -540,17 +553,20 @@ func (x *fastExchange) readHeader(h *fasthttp.RequestHeader) {
 	}
 	all := string(a)
 	x.arena, x.lens = a, lens
-	x.vals = x.vals[:0]
+	x.vals, x.keys = x.vals[:0], x.keys[:0]
 	at := 0
 	for i := 0; i+1 < len(lens); i += 2 {
 		key := textproto.CanonicalMIMEHeaderKey(all[at : at+int(lens[i])])
 		at += int(lens[i])
 		val := all[at : at+int(lens[i+1])]
 		at += int(lens[i+1])
-		if vs, ok := x.in[key]; ok {
-			x.in[key] = append(vs, val)
+		// One map operation per header: a repeated name (rare) is
+		// found among the names seen, not by a lookup per header.
+		if slices.Contains(x.keys, key) {
+			x.in[key] = append(x.in[key], val)
 			continue
 		}
+		x.keys = append(x.keys, key)
 		x.vals = append(x.vals, val)
 		n := len(x.vals)
 		x.in[key] = x.vals[n-1 : n : n]
