@@ -66,6 +66,7 @@ func (s *Server) serveIngest(w http.ResponseWriter, r *http.Request, protocol st
 	select {
 	case s.inflight <- struct{}{}:
 	default:
+		noteWait(w)
 		t := time.NewTimer(s.cfg.InflightWait)
 		select {
 		case s.inflight <- struct{}{}:
@@ -113,6 +114,14 @@ func (s *Server) serveIngest(w http.ResponseWriter, r *http.Request, protocol st
 	code, stored := h(w, r, tenant, body)
 	s.limits.take(tenant, stored)
 	return code
+}
+
+// noteWait tells w, if it cares (fastExchange), that its request waited
+// for the server before its body was read.
+func noteWait(w http.ResponseWriter) {
+	if n, ok := w.(interface{ noteWait() }); ok {
+		n.noteWait()
+	}
 }
 
 // checkHead runs the checks an ingest request's head alone decides, in
