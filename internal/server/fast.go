@@ -356,7 +356,6 @@ func (s *Server) serveExchange(ctx *fasthttp.RequestCtx, h http.HandlerFunc) {
 	}
 	h(x, &x.req)
 	x.finish()
-	x.gone.stop()
 	putExchange(x)
 }
 
@@ -545,6 +544,8 @@ func getExchange(ctx *fasthttp.RequestCtx) *fastExchange {
 }
 
 func putExchange(x *fastExchange) {
+	// Before fasthttp reads the connection again.
+	x.gone.stop()
 	x.ctx, x.body.r = nil, nil
 	clear(x.in)
 	clear(x.out)

@@ -421,8 +421,24 @@ func TestExpectContinueChecksTheHeadFirst(t *testing.T) {
 					t.Errorf("%s: no WWW-Authenticate", tc.name)
 				}
 			}
-			if got := testutil.ToFloat64(f.srv.metrics.requests.WithLabelValues("jsonline", "401")); got != 1 {
-				t.Errorf("jsonline 401s counted: %v, want 1", got)
+			// Go's own client, which waits for the 100 (ExpectContinueTimeout)
+			// and sends nothing of the body on a final answer.
+			client := &http.Client{Transport: &http.Transport{ExpectContinueTimeout: time.Minute}}
+			defer client.CloseIdleConnections()
+			body := &countingReader{r: strings.NewReader(strings.Repeat(line, 100))}
+			req, _ := http.NewRequest("POST", "http://"+addr+"/insert/jsonline", body)
+			req.Header.Set("Expect", "100-continue")
+			req.ContentLength = int64(100 * len(line))
+			resp, err := client.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode != 401 || body.n != 0 {
+				t.Errorf("net/http client: %d after sending %d bytes of the body, want 401 and none", resp.StatusCode, body.n)
+			}
+			if got := testutil.ToFloat64(f.srv.metrics.requests.WithLabelValues("jsonline", "401")); got != 2 {
+				t.Errorf("jsonline 401s counted: %v, want 2", got)
 			}
 			if got := testutil.ToFloat64(f.srv.metrics.requests.WithLabelValues("jsonline", "413")); got != 1 {
 				t.Errorf("jsonline 413s counted: %v, want 1", got)
@@ -560,4 +576,16 @@ func TestFastRequestContext(t *testing.T) {
 			}
 		})
 	}
+}
+
+// countingReader counts the bytes read from r.
+type countingReader struct {
+	r io.Reader
+	n int
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += n
+	return n, err
 }
