@@ -227,9 +227,11 @@ const fastReadTimeout = 10 * time.Second
 // update (nor a clock read: ctx.Time is never read, and the server's
 // LazyRequestTime saves fasthttp its own).
 // After a wait of the server's own (an in-flight slot, memory) it is 0:
-// the client is not to lose its body's grace to the server's waits.
+// the client is not to lose its body's grace to the server's waits; so it
+// is for a request that said Expect: 100-continue, whose body comes only
+// after the 100, itself after expectContinue's checks.
 func (x *fastExchange) headTimeout() time.Duration {
-	if x.waited {
+	if x.waited || headerValue(x.in, "Expect") != "" {
 		return 0
 	}
 	return fastReadTimeout
