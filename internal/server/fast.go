@@ -55,6 +55,13 @@ const (
 // else through a fastExchange, whose body is streamed (the adaptor would
 // read it whole, unbounded) and whose answer is buffered.
 //
+// Where fasthttp and net/http differ, the exchange makes them agree: a
+// request's context is canceled when its client goes away after its body
+// (goneCtx); Expect: 100-continue is answered after the head's checks
+// (expectContinue), as net/http answers it when the handler first reads
+// the body; a head longer than fasthttp's buffer goes on to net/http, up
+// to MaxHeaderBytes, past which the answer is 431 (fastHeadTooLong).
+//
 // fasthttp speaks HTTP/1.1 only: a TLS listener is served by net/http
 // alone (HTTP/2 by ALPN), whatever IngestServer says.
 
