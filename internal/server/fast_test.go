@@ -479,8 +479,24 @@ func TestHeaderLimit(t *testing.T) {
 					t.Fatalf("push %d (a %d-byte header): %d %q close=%v", i, pad, resp.StatusCode, body, resp.Close)
 				}
 			}
-			if tr == IngestFastHTTP && f.fastConns() != 0 {
-				t.Errorf("fasthttp still holds %d connections: the one it handed over", f.fastConns())
+			// A long head as a connection's first request, then another.
+			c1, err := net.Dial("tcp", addr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c1.Close()
+			r1 := bufio.NewReader(c1)
+			for i, pad := range []int{20 << 10, 10} {
+				if resp, body := push(c1, r1, pad); resp.StatusCode != 200 || resp.Close {
+					t.Fatalf("first connection push %d (a %d-byte header): %d %q", i, pad, resp.StatusCode, body)
+				}
+			}
+			if tr == IngestFastHTTP {
+				// Both connections were handed to net/http (counted before
+				// it served them).
+				if got := testutil.ToFloat64(f.srv.metrics.connsServed.WithLabelValues(IngestNetHTTP)); got != 2 {
+					t.Errorf("connections handed to net/http: %v, want 2", got)
+				}
 			}
 			c2, err := net.Dial("tcp", addr)
 			if err != nil {
