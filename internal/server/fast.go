@@ -468,7 +468,10 @@ func (c *goneCtx) Done() <-chan struct{} {
 		c.done = make(chan struct{})
 	}
 	if c.watching == nil && c.x.ctx != nil && c.x.body.eof {
-		if pc, ok := c.x.ctx.Conn().(*prefixConn); ok && len(pc.head) == 0 && pc.err == nil && !pc.dead.Load() {
+		// The body is read: no deadline of the request's applies. Set
+		// here, not by the watch, so that stop's deadline comes after it.
+		if pc, ok := c.x.ctx.Conn().(*prefixConn); ok && len(pc.head) == 0 && pc.err == nil && !pc.dead.Load() &&
+			pc.Conn.SetReadDeadline(time.Time{}) == nil {
 			c.conn, c.watching = pc, make(chan struct{})
 			go c.watch(pc.Conn, c.done, c.watching)
 		}
@@ -479,12 +482,7 @@ func (c *goneCtx) Done() <-chan struct{} {
 // watch reads a byte from conn: the client's end cancels the context.
 func (c *goneCtx) watch(conn net.Conn, done, watching chan struct{}) {
 	defer close(watching)
-	// The body is read: no deadline of the request's applies; stop sets
-	// one to end the watch.
-	if err := conn.SetReadDeadline(time.Time{}); err != nil {
-		return
-	}
-	n, err := conn.Read(c.got[:])
+	n, err := conn.Read(c.got[:]) // until the client's end, a byte, or stop's deadline
 	if n == 1 {
 		c.gotOne = true
 		return
