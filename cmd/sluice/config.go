@@ -41,6 +41,7 @@ type fileConfig struct {
 
 type limitsConfig struct {
 	MaxBodyBytes    int64            `yaml:"max_body_bytes"`
+	MaxHeaderBytes  int              `yaml:"max_header_bytes"`
 	MaxDecodedBytes int64            `yaml:"max_decoded_bytes"`
 	MaxWholeBody    int64            `yaml:"max_whole_body_bytes"`
 	MaxInflight     int              `yaml:"max_inflight"`
@@ -159,6 +160,7 @@ func (c *fileConfig) apply(o *serveOpts, fs *flag.FlagSet) error {
 		cfg.Discover.LogLevels = *c.Discover.LogLevels
 	}
 	num("max-body-bytes", &cfg.MaxBodyBytes, c.Limits.MaxBodyBytes)
+	intv("max-header-bytes", &cfg.MaxHeaderBytes, c.Limits.MaxHeaderBytes)
 	num("max-decoded-bytes", &cfg.MaxDecodedBytes, c.Limits.MaxDecodedBytes)
 	num("max-whole-body-bytes", &cfg.MaxWholeBodyBytes, c.Limits.MaxWholeBody)
 	intv("max-inflight", &cfg.MaxInflight, c.Limits.MaxInflight)

@@ -66,6 +66,7 @@ SIGTERM or SIGINT drains the requests in flight, then closes the store.`,
 		o.cfg = &cfg
 		fs.StringVar(&o.listen, "listen", ":3100", "the `address` to serve HTTP on")
 		fs.Int64Var(&cfg.MaxBodyBytes, "max-body-bytes", cfg.MaxBodyBytes, "largest request body accepted, as sent")
+		fs.IntVar(&cfg.MaxHeaderBytes, "max-header-bytes", cfg.MaxHeaderBytes, "largest request head (request line and headers) accepted, plus 4 KiB as net/http counts it; past it 431 (0: 1 MiB)")
 		fs.Int64Var(&cfg.MaxDecodedBytes, "max-decoded-bytes", cfg.MaxDecodedBytes, "largest request body accepted, decompressed")
 		fs.Int64Var(&cfg.MaxWholeBodyBytes, "max-whole-body-bytes", cfg.MaxWholeBodyBytes, "largest Loki, OTLP or Elasticsearch body accepted, decompressed (they are decoded whole)")
 		fs.Int64Var(&cfg.MaxInflightBytes, "max-inflight-bytes", cfg.MaxInflightBytes, "memory that ingest requests in flight may hold; more wait a second, then get 503")

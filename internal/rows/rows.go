@@ -94,7 +94,22 @@ type Encoder struct {
 	routeIdx  []uint16
 	routes    []uint16
 	rowRoutes []uint16
+	// chunk is what is left of the chunk small blocks' Data are carved
+	// from (see Block).
+	chunk []byte
 }
+
+// A block whose encoding is at most maxCarved bytes (one or a few
+// records) has its Data carved from a chunk of dataChunk bytes that the
+// Encoder shares with the blocks it made before, rather than allocated
+// alone: one allocation per chunk instead of one per block, for the
+// one-line pushes that make a block each. A chunk lives as long as any
+// block carved from it does: at most dataChunk bytes held beyond them,
+// per Encoder.
+const (
+	maxCarved = 1 << 10
+	dataChunk = 16 << 10
+)
 
 // Append appends to dst the block holding the kept records of b (see
 // record.Batch.Drop; its errors are not part of it) for tenant, and
@@ -259,11 +274,14 @@ func (e *Encoder) route(k uint16) uint16 {
 
 // Block encodes b as Append does and returns it already indexed, without
 // the cost of Decode: its Data is the encoding, exactly sized, which the
-// caller may hand to the WAL.
+// caller may hand to the WAL. Data is the block's alone (its capacity is
+// its length, so an append to it copies) and is never written again by
+// the Encoder; a small one shares its backing array with other blocks'
+// (see maxCarved).
 func (e *Encoder) Block(tenant string, b *record.Batch) *Block {
 	e.encodeBody(b)
 	e.hdr = e.header(e.hdr[:0], tenant, b)
-	data := make([]byte, len(e.hdr)+len(e.body))
+	data := e.data(len(e.hdr) + len(e.body))
 	copy(data, e.hdr)
 	copy(data[len(e.hdr):], e.body)
 	hdrLen := uint32(len(e.hdr))
@@ -358,6 +376,20 @@ type tinyBlock struct {
 	names   [4]string
 	streams [1]record.Labels
 	rows    [1]RowRef
+}
+
+// data returns n bytes for a block's Data: carved from the chunk when n
+// is at most maxCarved, else allocated alone.
+func (e *Encoder) data(n int) []byte {
+	if n > maxCarved {
+		return make([]byte, n)
+	}
+	if len(e.chunk) < n {
+		e.chunk = make([]byte, dataChunk)
+	}
+	d := e.chunk[:n:n]
+	e.chunk = e.chunk[n:]
+	return d
 }
 
 // newBlock returns a Block whose Names, Streams and Rows have the

@@ -85,6 +85,7 @@ type reqBody struct {
 	// for each byte read, up to most.
 	held, base, perByte, most int64
 	read                      int64
+	waited                    bool // a reserve waited for memory
 
 	pace paced    // the body as sent, when BodyIdleTimeout or MinBodyRate is set
 	sent sentBody // pace, or the request's body, limited
@@ -170,9 +171,13 @@ func noClose() error { return nil }
 func (s *Server) newBody(w http.ResponseWriter, r *http.Request, base, perByte, most int64) (*reqBody, error) {
 	b := bodyPool.Get().(*reqBody)
 	b.s, b.ctx, b.base, b.perByte, b.most = s, r.Context(), base, perByte, max(most, base)
+	b.waited = false
 	if err := b.reserve(base); err != nil {
 		b.free()
 		return nil, err
+	}
+	if b.waited {
+		noteWait(w)
 	}
 	b.sent = sentBody{r: r.Body, body: r.Body, w: w, s: s, left: max(s.cfg.MaxBodyBytes, 0)}
 	if s.cfg.BodyIdleTimeout > 0 || s.cfg.MinBodyRate > 0 {
@@ -181,6 +186,11 @@ func (s *Server) newBody(w http.ResponseWriter, r *http.Request, base, perByte, 
 			d = http.NewResponseController(w)
 		}
 		b.pace = paced{r: r.Body, rc: d, idle: s.cfg.BodyIdleTimeout, rate: s.cfg.MinBodyRate}
+		if ht, ok := w.(interface{ headTimeout() time.Duration }); ok {
+			// The connection still has the deadline its head was read
+			// under (fasthttp's): see paced.head.
+			b.pace.head = ht.headTimeout()
+		}
 		b.sent.r = &b.pace
 	}
 	b.raw = &b.sent
@@ -306,6 +316,7 @@ func (b *reqBody) Read(p []byte) (int, error) {
 func (b *reqBody) reserve(n int64) error {
 	s := b.s
 	if !s.memory.TryAcquire(n) {
+		b.waited = true
 		ctx, cancel := context.WithTimeout(b.ctx, s.cfg.InflightWait)
 		err := s.memory.Acquire(ctx, n)
 		cancel()
@@ -371,12 +382,19 @@ type paced struct {
 	rate  int64
 	read  int64
 	set   time.Time // the deadline set last
+	// head, if set, bounds the read deadline still on the connection
+	// when the body is first read: at most head after that read (the
+	// server set it when the head's first byte came).
+	head time.Duration
 }
 
 func (p *paced) Read(b []byte) (int, error) {
 	now := time.Now()
 	if p.start.IsZero() {
 		p.start = now
+		if p.head > 0 {
+			p.set = now.Add(p.head)
+		}
 	}
 	var d time.Time
 	if p.idle > 0 {

@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 )
@@ -119,6 +120,12 @@ func (sp *split) dispatch(c net.Conn) {
 	// Whatever the peek met (an error, a line too long), the server the
 	// connection goes to reads the same bytes and answers as it would.
 	pc := &prefixConn{Conn: c, head: head, err: err}
+	if to == sp.ingest {
+		// fasthttp reads a head into a buffer of fastHeadBuffer bytes; a
+		// longer one is handed to net/http (handOff) with these bytes.
+		pc.recent = &ring{buf: make([]byte, fastHeadBuffer)}
+		pc.handOff = sp.handOff
+	}
 	// Counted before it is served, so that a client that got an answer
 	// sees its connection counted.
 	sp.handed(to == sp.ingest)
@@ -220,16 +227,50 @@ func (l *chanListener) Close() error {
 
 func (l *chanListener) Addr() net.Addr { return l.sp.ln.Addr() }
 
+// handOff gives c, whose fasthttp server could not read a head, to the
+// net/http server; false if that server is gone.
+func (sp *split) handOff(c net.Conn) bool {
+	sp.handed(false)
+	select {
+	case sp.other.conns <- c:
+		return true
+	case <-sp.other.done:
+		return false
+	}
+}
+
 // prefixConn is a connection whose first bytes, already read, are
 // replayed before the rest; err, if any, is the error that stopped that
 // read (a timeout, the peer's end), returned once they are.
+//
+// One served by fasthttp keeps the last bytes it returned (recent): when
+// fasthttp fails on a head longer than its buffer (ErrSmallBuffer), its
+// buffer is full of that head's first bytes, which are the last ones
+// read; fastHeadTooLong reads the rest of the head, then hands the
+// connection to net/http (handOff) as a new prefixConn, and this one
+// goes dead: what fasthttp then writes to it, the deadlines it sets and
+// its close go nowhere.
 type prefixConn struct {
 	net.Conn
-	head []byte
-	err  error
+	head    []byte
+	err     error
+	recent  *ring
+	handOff func(net.Conn) bool
+	dead    atomic.Bool
 }
 
 func (c *prefixConn) Read(p []byte) (int, error) {
+	n, err := c.read(p)
+	if c.recent != nil && n > 0 {
+		c.recent.add(p[:n])
+	}
+	return n, err
+}
+
+func (c *prefixConn) read(p []byte) (int, error) {
+	if c.dead.Load() {
+		return 0, net.ErrClosed
+	}
 	if len(c.head) > 0 {
 		n := copy(p, c.head)
 		c.head = c.head[n:]
@@ -245,6 +286,73 @@ func (c *prefixConn) Read(p []byte) (int, error) {
 		// own deadline.
 	}
 	return c.Conn.Read(p)
+}
+
+func (c *prefixConn) Write(p []byte) (int, error) {
+	if c.dead.Load() {
+		return len(p), nil
+	}
+	return c.Conn.Write(p)
+}
+
+func (c *prefixConn) Close() error {
+	if c.dead.Load() {
+		return nil
+	}
+	return c.Conn.Close()
+}
+
+func (c *prefixConn) SetDeadline(t time.Time) error {
+	if c.dead.Load() {
+		return nil
+	}
+	return c.Conn.SetDeadline(t)
+}
+
+func (c *prefixConn) SetReadDeadline(t time.Time) error {
+	if c.dead.Load() {
+		return nil
+	}
+	return c.Conn.SetReadDeadline(t)
+}
+
+func (c *prefixConn) SetWriteDeadline(t time.Time) error {
+	if c.dead.Load() {
+		return nil
+	}
+	return c.Conn.SetWriteDeadline(t)
+}
+
+// ring keeps the last len(buf) bytes added to it.
+type ring struct {
+	buf  []byte
+	at   int // where the next byte goes
+	full bool
+}
+
+func (r *ring) add(p []byte) {
+	if len(p) >= len(r.buf) {
+		copy(r.buf, p[len(p)-len(r.buf):])
+		r.at, r.full = 0, true
+		return
+	}
+	n := copy(r.buf[r.at:], p)
+	if n < len(p) {
+		copy(r.buf, p[n:])
+		r.full = true
+	}
+	r.at = (r.at + len(p)) % len(r.buf)
+	if r.at == 0 && len(p) > 0 {
+		r.full = true
+	}
+}
+
+// appendTo appends the bytes kept, oldest first, to dst.
+func (r *ring) appendTo(dst []byte) []byte {
+	if !r.full {
+		return append(dst, r.buf[:r.at]...)
+	}
+	return append(append(dst, r.buf[r.at:]...), r.buf[:r.at]...)
 }
 
 // CloseWrite half-closes the connection when the one underneath can, so

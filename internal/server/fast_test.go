@@ -4,6 +4,8 @@ import (
 	"bufio"
 	"bytes"
 	"compress/gzip"
+	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -348,4 +350,258 @@ func TestSplitAcceptRetries(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatalf("Run: %v", err)
 	}
+}
+
+// TestExpectContinueChecksTheHeadFirst: a request that says Expect:
+// 100-continue and is refused on its head (no credential, a declared
+// body over --max-body-bytes) gets its answer instead of a 100, on both
+// transports, without sending its body; the connection closes after the
+// answer (net/http then waits for the client to close it, reading what
+// it may still send of a small body). One let in gets its 100, then its
+// answer.
+func TestExpectContinueChecksTheHeadFirst(t *testing.T) {
+	for _, tr := range transports {
+		t.Run("server="+trName(tr), func(t *testing.T) {
+			cfg := DefaultConfig()
+			cfg.IngestServer = tr
+			cfg.MaxBodyBytes = 1000
+			cfg.Auth = []Credential{{Token: "secret", Tenants: []string{"*"}}}
+			f := newFixture(t, cfg)
+			addr := f.serving()
+			line := `{"msg":"expect","service":"api"}` + "\n"
+			cases := []struct {
+				name, auth string
+				length     int
+				code       int
+				says       string
+			}{
+				{"no credential", "", len(line), 401, "Unauthorized"},
+				{"declared over the limit", "Bearer secret", 5000, 413, "--max-body-bytes bounds the body as sent to 1000 bytes"},
+				{"let in", "Bearer secret", len(line), 200, `"accepted":1`},
+			}
+			for _, tc := range cases {
+				c, err := net.Dial("tcp", addr)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer c.Close()
+				r := bufio.NewReader(c)
+				head := fmt.Sprintf("POST /insert/jsonline HTTP/1.1\r\nHost: x\r\nContent-Type: application/x-ndjson\r\nContent-Length: %d\r\nExpect: 100-continue\r\n", tc.length)
+				if tc.auth != "" {
+					head += "Authorization: " + tc.auth + "\r\n"
+				}
+				if _, err := io.WriteString(c, head+"\r\n"); err != nil {
+					t.Fatal(err)
+				}
+				resp, err := http.ReadResponse(r, nil)
+				if err != nil {
+					t.Fatalf("%s: %v", tc.name, err)
+				}
+				if tc.code == 200 {
+					if resp.StatusCode != 100 {
+						t.Fatalf("%s: %d, want 100 Continue", tc.name, resp.StatusCode)
+					}
+					io.WriteString(c, line)
+					if resp, err = http.ReadResponse(r, nil); err != nil {
+						t.Fatalf("%s: %v", tc.name, err)
+					}
+				}
+				b, _ := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				if resp.StatusCode != tc.code || !strings.Contains(string(b), tc.says) {
+					t.Errorf("%s: %d %q, want %d saying %q", tc.name, resp.StatusCode, b, tc.code, tc.says)
+				}
+				if tc.code == 200 {
+					continue
+				}
+				if !resp.Close {
+					t.Errorf("%s: the connection stays open after a refusal whose body was never sent", tc.name)
+				}
+				if tc.code == 401 && resp.Header.Get("WWW-Authenticate") == "" {
+					t.Errorf("%s: no WWW-Authenticate", tc.name)
+				}
+			}
+			// Go's own client, which waits for the 100 (ExpectContinueTimeout)
+			// and sends nothing of the body on a final answer.
+			client := &http.Client{Transport: &http.Transport{ExpectContinueTimeout: time.Minute}}
+			defer client.CloseIdleConnections()
+			body := &countingReader{r: strings.NewReader(strings.Repeat(line, 100))}
+			req, _ := http.NewRequest("POST", "http://"+addr+"/insert/jsonline", body)
+			req.Header.Set("Expect", "100-continue")
+			req.ContentLength = int64(100 * len(line))
+			resp, err := client.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode != 401 || body.n != 0 {
+				t.Errorf("net/http client: %d after sending %d bytes of the body, want 401 and none", resp.StatusCode, body.n)
+			}
+			if got := testutil.ToFloat64(f.srv.metrics.requests.WithLabelValues("jsonline", "401")); got != 2 {
+				t.Errorf("jsonline 401s counted: %v, want 2", got)
+			}
+			if got := testutil.ToFloat64(f.srv.metrics.requests.WithLabelValues("jsonline", "413")); got != 1 {
+				t.Errorf("jsonline 413s counted: %v, want 1", got)
+			}
+		})
+	}
+}
+
+// TestHeaderLimit: a request head up to --max-header-bytes (plus 4 KiB,
+// as net/http counts it) is served on both transports, on a keep-alive
+// connection that goes on serving after it (fasthttp hands a head longer
+// than its buffer to net/http); a longer one gets 431, naming the limit
+// over fasthttp (net/http's own 431 says only its status), and the
+// connection closes.
+func TestHeaderLimit(t *testing.T) {
+	for _, tr := range transports {
+		t.Run("server="+trName(tr), func(t *testing.T) {
+			cfg := DefaultConfig()
+			cfg.IngestServer = tr
+			cfg.MaxHeaderBytes = 32 << 10
+			f := newFixture(t, cfg)
+			addr := f.serving()
+			push := func(c net.Conn, r *bufio.Reader, pad int) (*http.Response, string) {
+				line := `{"msg":"padded","service":"api"}` + "\n"
+				req := fmt.Sprintf("POST /insert/jsonline HTTP/1.1\r\nHost: x\r\nX-Pad: %s\r\nContent-Length: %d\r\n\r\n%s",
+					strings.Repeat("p", pad), len(line), line)
+				return rawExchange(t, c, r, req)
+			}
+			c, err := net.Dial("tcp", addr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			r := bufio.NewReader(c)
+			for i, pad := range []int{10, 9 << 10, 20 << 10, 33 << 10, 10} {
+				resp, body := push(c, r, pad)
+				if resp.StatusCode != 200 || !strings.Contains(body, `"accepted":1`) || resp.Close {
+					t.Fatalf("push %d (a %d-byte header): %d %q close=%v", i, pad, resp.StatusCode, body, resp.Close)
+				}
+			}
+			// A long head as a connection's first request, then another.
+			c1, err := net.Dial("tcp", addr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c1.Close()
+			r1 := bufio.NewReader(c1)
+			for i, pad := range []int{20 << 10, 10} {
+				if resp, body := push(c1, r1, pad); resp.StatusCode != 200 || resp.Close {
+					t.Fatalf("first connection push %d (a %d-byte header): %d %q", i, pad, resp.StatusCode, body)
+				}
+			}
+			if tr == IngestFastHTTP {
+				// Both connections were handed to net/http (counted before
+				// it served them).
+				if got := testutil.ToFloat64(f.srv.metrics.connsServed.WithLabelValues(IngestNetHTTP)); got != 2 {
+					t.Errorf("connections handed to net/http: %v, want 2", got)
+				}
+			}
+			c2, err := net.Dial("tcp", addr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c2.Close()
+			r2 := bufio.NewReader(c2)
+			if resp, _ := push(c2, r2, 10); resp.StatusCode != 200 {
+				t.Fatalf("first push: %d", resp.StatusCode)
+			}
+			resp, body := push(c2, r2, 40<<10)
+			if resp.StatusCode != http.StatusRequestHeaderFieldsTooLarge {
+				t.Fatalf("a 40 KiB header: %d %q, want 431", resp.StatusCode, body)
+			}
+			if tr == IngestFastHTTP && !strings.Contains(body, "--max-header-bytes bounds a request's line and headers to 32768 bytes") {
+				t.Errorf("431 says %q, want the limit named", body)
+			}
+			if _, err := r2.ReadByte(); err == nil {
+				t.Errorf("the connection stays open after a 431")
+			}
+		})
+	}
+}
+
+// TestFastRequestContext: over fasthttp a request's context is canceled
+// when its client goes away after sending the body, as net/http's is;
+// a client that sends its next request instead is served as before (the
+// byte the watch read goes back in front of the stream).
+func TestFastRequestContext(t *testing.T) {
+	for _, tr := range transports {
+		t.Run("server="+trName(tr), func(t *testing.T) {
+			cfg := DefaultConfig()
+			cfg.IngestServer = tr
+			f := newFixture(t, cfg)
+			waiting, ended := make(chan struct{}, 1), make(chan error, 1)
+			proceed := make(chan struct{})
+			f.srv.mux.HandleFunc("POST /test/wait", func(w http.ResponseWriter, r *http.Request) {
+				io.Copy(io.Discard, r.Body)
+				done := r.Context().Done()
+				waiting <- struct{}{}
+				select {
+				case <-done:
+					ended <- r.Context().Err()
+				case <-proceed:
+					ended <- nil
+				}
+			})
+			addr := f.serving()
+			push := "POST /insert/jsonline HTTP/1.1\r\nHost: x\r\nContent-Length: 33\r\n\r\n" + `{"msg":"first","service":"api"}` + "\n\n"
+			wait := "POST /test/wait HTTP/1.1\r\nHost: x\r\nContent-Length: 4\r\n\r\nbody"
+			dial := func() (net.Conn, *bufio.Reader) {
+				c, err := net.Dial("tcp", addr)
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { c.Close() })
+				r := bufio.NewReader(c)
+				// An ingest request first: the connection is fasthttp's
+				// when that is the transport.
+				if resp, body := rawExchange(t, c, r, push); resp.StatusCode != 200 {
+					t.Fatalf("push: %d %s", resp.StatusCode, body)
+				}
+				return c, r
+			}
+
+			c, _ := dial()
+			io.WriteString(c, wait)
+			<-waiting
+			c.Close()
+			if err := <-ended; !errors.Is(err, context.Canceled) {
+				t.Errorf("client gone: the request's context says %v, want canceled", err)
+			}
+
+			c, r := dial()
+			io.WriteString(c, wait)
+			<-waiting
+			// The next request, pipelined, while the handler waits.
+			io.WriteString(c, push)
+			close(proceed)
+			if err := <-ended; err != nil {
+				t.Errorf("client still there: %v", err)
+			}
+			for _, want := range []int{200, 200} {
+				resp, err := http.ReadResponse(r, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				b, _ := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				if resp.StatusCode != want {
+					t.Errorf("after the wait: %d %s, want %d", resp.StatusCode, b, want)
+				}
+			}
+		})
+	}
+}
+
+// countingReader counts the bytes read from r.
+type countingReader struct {
+	r io.Reader
+	n int
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += n
+	return n, err
 }

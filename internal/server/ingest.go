@@ -66,6 +66,7 @@ func (s *Server) serveIngest(w http.ResponseWriter, r *http.Request, protocol st
 	select {
 	case s.inflight <- struct{}{}:
 	default:
+		noteWait(w)
 		t := time.NewTimer(s.cfg.InflightWait)
 		select {
 		case s.inflight <- struct{}{}:
@@ -82,25 +83,15 @@ func (s *Server) serveIngest(w http.ResponseWriter, r *http.Request, protocol st
 		<-s.inflight
 		s.metrics.inflight.Dec()
 	}()
-	tenant, err := tenantOf(r)
-	if err != nil {
-		return refuse(w, r, http.StatusBadRequest, err.Error())
+	tenant, code, msg := s.checkHead(w, r)
+	if code != 0 {
+		return refuse(w, r, code, msg)
 	}
-	if code := s.authorize(r, tenant); code != 0 {
-		if code == http.StatusUnauthorized {
-			w.Header().Set("WWW-Authenticate", `Basic realm="sluice"`)
-		}
-		return refuse(w, r, code, http.StatusText(code))
-	}
-	if wait := s.limits.admit(tenant); wait > 0 {
-		retryAfter(w, wait)
-		return refuse(w, r, http.StatusTooManyRequests,
-			fmt.Sprintf("tenant %s is over its ingest rate of %g lines/s; retry in %d s", tenant, s.cfg.TenantRate.LinesPerSecond, wait))
-	}
-	if free, low := s.disk.low(); low {
-		retryAfter(w, 10)
-		return refuse(w, r, http.StatusInsufficientStorage,
-			fmt.Sprintf("the data directory's disk is nearly full (%d bytes free, %d needed); retry later", free, s.cfg.MinFreeBytes))
+	if awaitsContinue(r) && s.cfg.MaxBodyBytes > 0 && r.ContentLength > s.cfg.MaxBodyBytes {
+		// The client waits for a 100 before it sends the body: refused
+		// now, it never sends it. (Otherwise the lines before the limit
+		// are stored, and the 413 says how many.)
+		return refuse(w, r, http.StatusRequestEntityTooLarge, s.sentTooLarge().Error()+"; nothing of the body was sent or stored")
 	}
 	if protocol == "loki" && strings.EqualFold(strings.TrimSpace(r.Header.Get("Content-Encoding")), "snappy") {
 		// Loki's push body is snappy-compressed protobuf whatever the
@@ -125,6 +116,55 @@ func (s *Server) serveIngest(w http.ResponseWriter, r *http.Request, protocol st
 	return code
 }
 
+// noteWait tells w, if it cares (fastExchange), that its request waited
+// for the server before its body was read.
+func noteWait(w http.ResponseWriter) {
+	if n, ok := w.(interface{ noteWait() }); ok {
+		n.noteWait()
+	}
+}
+
+// checkHead runs the checks an ingest request's head alone decides, in
+// order: its tenant (400), its credential (401, 403), the tenant's rate
+// (429), the disk's free space (507). It returns the tenant, or the
+// status to refuse with (0 for none) and its message, with the reply
+// headers that go with it (WWW-Authenticate, Retry-After) set on w.
+func (s *Server) checkHead(w http.ResponseWriter, r *http.Request) (tenant string, code int, msg string) {
+	tenant, err := tenantOf(r)
+	if err != nil {
+		return "", http.StatusBadRequest, err.Error()
+	}
+	if code := s.authorize(r, tenant); code != 0 {
+		if code == http.StatusUnauthorized {
+			w.Header().Set("WWW-Authenticate", `Basic realm="sluice"`)
+		}
+		return "", code, http.StatusText(code)
+	}
+	if wait := s.limits.admit(tenant); wait > 0 {
+		retryAfter(w, wait)
+		return "", http.StatusTooManyRequests,
+			fmt.Sprintf("tenant %s is over its ingest rate of %g lines/s; retry in %d s", tenant, s.cfg.TenantRate.LinesPerSecond, wait)
+	}
+	if free, low := s.disk.low(); low {
+		retryAfter(w, 10)
+		return "", http.StatusInsufficientStorage,
+			fmt.Sprintf("the data directory's disk is nearly full (%d bytes free, %d needed); retry later", free, s.cfg.MinFreeBytes)
+	}
+	return tenant, 0, ""
+}
+
+// awaitsContinue reports whether r's client waits for a 100 Continue
+// that was not sent before it sends the body: over net/http, whose
+// server sends the 100 when the handler first reads the body. Over
+// fasthttp the 100 went out before the handler ran, once expectContinue
+// had checked the head (fast.go).
+func awaitsContinue(r *http.Request) bool {
+	if _, fast := r.Body.(*fastBody); fast {
+		return false
+	}
+	return r.ContentLength != 0 && r.ProtoAtLeast(1, 1) && strings.EqualFold(headerValue(r.Header, "Expect"), "100-continue")
+}
+
 // A request refused before its body is read has the body drained, up to
 // these bounds, before the answer: many clients read the answer only once
 // they have sent the whole body, and a server that closes the connection
@@ -137,9 +177,15 @@ const (
 
 // refuse answers a request before its body is read: it drains the body
 // (within drainBytes and drainTime), then answers code with msg and
-// closes the connection. It returns code.
+// closes the connection. A client that waits for a 100 Continue before
+// sending the body (awaitsContinue) gets the answer at once instead: it
+// never sends the body, and the server closes the connection after the
+// answer (net/http does so for a request whose 100 it never sent). It
+// returns code.
 func refuse(w http.ResponseWriter, r *http.Request, code int, msg string) int {
-	if r.ContentLength != 0 {
+	if awaitsContinue(r) {
+		w.Header().Set("Connection", "close")
+	} else if r.ContentLength != 0 {
 		rc := http.NewResponseController(w)
 		_ = rc.SetReadDeadline(time.Now().Add(drainTime))
 		_, _ = io.CopyN(io.Discard, r.Body, drainBytes)

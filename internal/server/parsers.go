@@ -19,7 +19,7 @@ type parsers struct {
 	// plain are the options, and their keys, of requests that set no
 	// parameter (jsonline.Plain), by format: most requests, whose options
 	// and key are then not built again.
-	plain map[string]plainOptions
+	plain map[string]*plainOptions
 }
 
 // plainOptions are the options of a format's requests that set no
@@ -27,6 +27,9 @@ type parsers struct {
 type plainOptions struct {
 	opts parse.Options
 	key  []byte
+	// list is the key's list in free, once there is one (lists are
+	// never removed): found without hashing the key again.
+	list *parserList
 }
 
 // parserList is the idle parsers of one option set.
@@ -83,24 +86,44 @@ func (ps *parsers) getPlain(format string, options func() (parse.Options, error)
 		if err != nil {
 			return nil, nil, err
 		}
-		po = plainOptions{opts: opts, key: appendParserKey(nil, opts)}
+		po = &plainOptions{opts: opts, key: appendParserKey(nil, opts)}
 		ps.mu.Lock()
 		if ps.plain == nil {
-			ps.plain = map[string]plainOptions{}
+			ps.plain = map[string]*plainOptions{}
 		}
 		if len(ps.plain) < maxParserKeys {
 			ps.plain[format] = po
 		}
 	}
-	return ps.getLocked(po.opts, po.key)
+	if po.list == nil {
+		// Under ps.mu, as po.list is read.
+		po.list = ps.listLocked(po.opts, po.key)
+	}
+	return ps.popLocked(po.opts, po.list)
 }
 
 // getLocked is get with ps.mu held, which it releases; key is opts'.
 func (ps *parsers) getLocked(opts parse.Options, key []byte) (*parse.Parser, *parserList, error) {
+	return ps.popLocked(opts, ps.listLocked(opts, key))
+}
+
+// listLocked returns the list of key, opts' key, made if need be; nil if
+// opts' parsers are not kept.
+func (ps *parsers) listLocked(opts parse.Options, key []byte) *parserList {
 	if ps.free == nil {
 		ps.free = map[string]*parserList{}
 	}
 	list := ps.free[string(key)] // no allocation for the lookup
+	if list == nil && opts.Multiline == "" && len(ps.free) < maxParserKeys {
+		list = &parserList{}
+		ps.free[string(key)] = list
+	}
+	return list
+}
+
+// popLocked returns an idle parser of list (nil: not kept), or a new one
+// for opts, with ps.mu held, which it releases.
+func (ps *parsers) popLocked(opts parse.Options, list *parserList) (*parse.Parser, *parserList, error) {
 	var p *parse.Parser
 	if list != nil {
 		if n := len(list.idle); n > 0 {
@@ -109,9 +132,6 @@ func (ps *parsers) getLocked(opts parse.Options, key []byte) (*parse.Parser, *pa
 			list.idle = list.idle[:n-1]
 			ps.idle--
 		}
-	} else if opts.Multiline == "" && len(ps.free) < maxParserKeys {
-		list = &parserList{}
-		ps.free[string(key)] = list
 	}
 	ps.mu.Unlock()
 	if p == nil || p.ResetAt(0, 0) != nil {
