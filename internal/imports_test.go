@@ -36,7 +36,7 @@ var allowed = map[string][]string{
 	// The sink runtime follows the WAL with a cursor, decodes its records
 	// and filters them with a LogQL selector; it gates the flow for the
 	// block policy. Destinations know the runtime and the WAL's positions.
-	"internal/sink":          {"internal/flow", "internal/logql", "internal/record", "internal/rows", "internal/wal", "internal/vfs"},
+	"internal/sink":          {"internal/flow", "internal/logql", "internal/record", "internal/rows", "internal/timestamp", "internal/wal", "internal/vfs"},
 	"internal/sink/postgres": {"internal/sink", "internal/wal"},
 	"internal/sink/file":     {"internal/sink", "internal/wal", "internal/record", "internal/vfs"},
 	// Push destinations encode with their protocol's codec (the encode
