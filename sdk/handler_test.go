@@ -8,6 +8,7 @@ import (
 	"maps"
 	"math"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -107,20 +108,31 @@ func TestHandlerFieldsAndLabels(t *testing.T) {
 	}
 }
 
-// The line Handle writes whole (NDJSON, no label keys) is byte for byte
-// what Send makes of the Handler's object: _time, Config.Labels' fields,
-// then the record's.
-func TestHandlerWholeLine(t *testing.T) {
+// capturing returns a Client of cfg whose posts are kept, and what it
+// posted so far.
+func capturing(t *testing.T, cfg Config) (*Client, func() []byte) {
 	var mu sync.Mutex
 	var body []byte
-	c := mustNew(t, Config{URL: "http://127.0.0.1:1", Compression: CompressionNone, Linger: time.Hour,
-		Labels: []Label{{Name: "service", Value: "api"}, {Name: "env", Value: "prod"}}})
+	c := mustNew(t, cfg)
 	c.testPost = func(b []byte) error {
 		mu.Lock()
 		body = append(body, b...)
 		mu.Unlock()
 		return nil
 	}
+	return c, func() []byte {
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Clone(body)
+	}
+}
+
+// The line Handle writes whole (NDJSON, no label keys) is byte for byte
+// what Send makes of the Handler's object: _time, Config.Labels' fields,
+// then the record's.
+func TestHandlerWholeLine(t *testing.T) {
+	c, sent := capturing(t, Config{URL: "http://127.0.0.1:1", Compression: CompressionNone, Linger: time.Hour,
+		Labels: []Label{{Name: "service", Value: "api"}, {Name: "env", Value: "prod"}}})
 	h := NewHandler(c, &HandlerOptions{Level: slog.LevelDebug}).WithAttrs([]slog.Attr{slog.String("host", "h1")})
 	ctx := context.Background()
 	ts := time.Date(2026, 1, 15, 8, 0, 0, 123456789, time.UTC)
@@ -140,8 +152,7 @@ func TestHandlerWholeLine(t *testing.T) {
 	if err := c.Flush(ctx); err != nil {
 		t.Fatal(err)
 	}
-	mu.Lock()
-	defer mu.Unlock()
+	body := sent()
 	lines := strings.Split(strings.TrimSuffix(string(body), "\n"), "\n")
 	if len(lines) != 20 {
 		t.Fatalf("%d lines, want 20:\n%s", len(lines), body)
@@ -158,15 +169,7 @@ func TestHandlerWholeLine(t *testing.T) {
 
 // Each kind of value as the Handler writes it.
 func TestHandlerValueKinds(t *testing.T) {
-	var mu sync.Mutex
-	var body []byte
-	c := mustNew(t, Config{URL: "http://127.0.0.1:1", Compression: CompressionNone, Linger: time.Hour})
-	c.testPost = func(b []byte) error {
-		mu.Lock()
-		body = append(body, b...)
-		mu.Unlock()
-		return nil
-	}
+	c, sent := capturing(t, Config{URL: "http://127.0.0.1:1", Compression: CompressionNone, Linger: time.Hour})
 	h := NewHandler(c, nil)
 	ts := time.Date(2026, 1, 15, 8, 0, 0, 5, time.FixedZone("X", 3600))
 	cases := []struct {
@@ -197,8 +200,7 @@ func TestHandlerValueKinds(t *testing.T) {
 	if err := c.Flush(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	mu.Lock()
-	defer mu.Unlock()
+	body := sent()
 	lines := strings.Split(strings.TrimSuffix(string(body), "\n"), "\n")
 	if len(lines) != len(cases) {
 		t.Fatalf("%d lines, want %d:\n%s", len(lines), len(cases), body)
@@ -213,23 +215,14 @@ func TestHandlerValueKinds(t *testing.T) {
 // WithGroup's prefix, escaped once, before the record's own attributes
 // and nested groups, not before WithAttrs' earlier ones.
 func TestHandlerGroupPrefix(t *testing.T) {
-	var mu sync.Mutex
-	var body []byte
-	c := mustNew(t, Config{URL: "http://127.0.0.1:1", Compression: CompressionNone, Linger: time.Hour})
-	c.testPost = func(b []byte) error {
-		mu.Lock()
-		body = append(body, b...)
-		mu.Unlock()
-		return nil
-	}
+	c, sent := capturing(t, Config{URL: "http://127.0.0.1:1", Compression: CompressionNone, Linger: time.Hour})
 	log := slog.New(NewHandler(c, nil)).With("a", 1).WithGroup(`g"1`).With("b", 2).WithGroup("h")
 	log.LogAttrs(context.Background(), slog.LevelInfo, "m", slog.Int("c", 3),
 		slog.Group("i", slog.String("d", "x")), slog.Any("e", errors.New("y")))
 	if err := c.Flush(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	mu.Lock()
-	defer mu.Unlock()
+	body := sent()
 	want := `{"_time":"` // then the time, then:
 	rest := `","level":"INFO","msg":"m","a":1,"g\"1.b":2,"g\"1.h.c":3,"g\"1.h.i.d":"x","g\"1.h.e":"y"}` + "\n"
 	if got := string(body); !strings.HasPrefix(got, want) || !strings.HasSuffix(got, rest) {

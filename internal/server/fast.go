@@ -184,17 +184,11 @@ func (s *Server) expectContinue(ctx *fasthttp.RequestCtx) int {
 // checkExpect runs expectContinue's checks of an ingest request's head;
 // it returns 0 or the status to refuse with and its message.
 func (s *Server) checkExpect(w http.ResponseWriter, r *http.Request) (int, string) {
-	select {
-	case s.inflight <- struct{}{}:
-	default:
-		t := time.NewTimer(s.cfg.InflightWait)
-		select {
-		case s.inflight <- struct{}{}:
-			t.Stop()
-		case <-t.C:
-			w.Header().Set("Retry-After", "1")
-			return http.StatusServiceUnavailable, "too many ingest requests in flight; retry"
-		}
+	// No context to wait on: the exchange's watches the connection for
+	// its client's leaving only once the body is read, and it comes
+	// after these checks.
+	if code, msg := s.takeInflight(w, nil); code != 0 {
+		return code, msg
 	}
 	<-s.inflight
 	if _, code, msg := s.checkHead(w, r); code != 0 {

@@ -62,21 +62,36 @@ func (c *codeCounters) inc(code int) {
 	(*p).Inc()
 }
 
-func (s *Server) serveIngest(w http.ResponseWriter, r *http.Request, protocol string, h ingestFunc) int {
+// takeInflight takes an ingest request's in-flight slot, waiting up to
+// InflightWait for one. It returns 0 with the slot, 503 (Retry-After set
+// on w) when none came, or 499 when done closed first.
+func (s *Server) takeInflight(w http.ResponseWriter, done <-chan struct{}) (int, string) {
 	select {
 	case s.inflight <- struct{}{}:
+		return 0, ""
 	default:
-		noteWait(w)
-		t := time.NewTimer(s.cfg.InflightWait)
-		select {
-		case s.inflight <- struct{}{}:
-			t.Stop()
-		case <-t.C:
-			w.Header().Set("Retry-After", "1")
-			return refuse(w, r, http.StatusServiceUnavailable, "too many ingest requests in flight; retry")
-		case <-r.Context().Done():
-			return 499
-		}
+	}
+	noteWait(w)
+	t := time.NewTimer(s.cfg.InflightWait)
+	defer t.Stop()
+	select {
+	case s.inflight <- struct{}{}:
+		return 0, ""
+	case <-t.C:
+		w.Header().Set("Retry-After", "1")
+		return http.StatusServiceUnavailable, "too many ingest requests in flight; retry"
+	case <-done:
+		return 499, ""
+	}
+}
+
+func (s *Server) serveIngest(w http.ResponseWriter, r *http.Request, protocol string, h ingestFunc) int {
+	switch code, msg := s.takeInflight(w, r.Context().Done()); code {
+	case 0:
+	case 499:
+		return 499
+	default:
+		return refuse(w, r, code, msg)
 	}
 	s.metrics.inflight.Inc()
 	defer func() {

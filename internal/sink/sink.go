@@ -181,6 +181,32 @@ func AppendTime(dst []byte, ns int64) []byte {
 	return append(dst[:end], 'Z')
 }
 
+// AppendJSON appends the JSON rendering of r that the file sink writes a
+// line of and the Kafka sink's value: json sends:
+//
+//	{"time":"2024-05-01T12:00:00.123456789Z","tenant":"t","labels":{...},"fields":{...},"line":"..."}
+func AppendJSON(dst []byte, r *Record) []byte {
+	dst = append(dst, `{"time":"`...)
+	dst = AppendTime(dst, r.Time)
+	dst = append(dst, `","tenant":"`...)
+	dst = record.AppendJSONEscaped(dst, r.Tenant)
+	dst = append(dst, `","labels":`...)
+	dst = appendObject(dst, r.LabelsJSON)
+	dst = append(dst, `,"fields":`...)
+	dst = appendObject(dst, r.FieldsJSON)
+	dst = append(dst, `,"line":"`...)
+	dst = record.AppendJSONEscaped(dst, r.Line)
+	return append(dst, `"}`...)
+}
+
+// appendObject appends a rendered JSON object, {} for none.
+func appendObject(dst, obj []byte) []byte {
+	if len(obj) == 0 {
+		return append(dst, "{}"...)
+	}
+	return append(dst, obj...)
+}
+
 // Batch is what one Deliver call carries: records of consecutive WAL
 // frames, and the position after the last frame they cover.
 type Batch struct {

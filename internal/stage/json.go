@@ -202,7 +202,7 @@ func (s *jsonStage) object(i, prefix, depth int, lb *Labels) int {
 			return -1
 		}
 		if s.done {
-			return sc.skipRest(i, depth)
+			return sc.skipRest(i, depth, '}')
 		}
 		var more bool
 		if i, more = sc.next(i, '}'); !more {
@@ -715,26 +715,10 @@ func (sc *jsonScanner) skip(i, depth int) int {
 		if i < len(d) && d[i] == closing {
 			return i + 1
 		}
-		for {
-			if closing == '}' {
-				if i >= len(d) || d[i] != '"' {
-					return sc.failChar(i, "a string key") // as object says
-				}
-				if i = sc.skipStr(i); i < 0 {
-					return -1
-				}
-				if i = sc.colon(i); i < 0 {
-					return -1
-				}
-			}
-			if i = sc.skip(i, depth+1); i < 0 {
-				return -1
-			}
-			var more bool
-			if i, more = sc.next(i, closing); !more {
-				return i
-			}
+		if i = sc.member(i, depth, closing); i < 0 {
+			return -1
 		}
+		return sc.skipRest(i, depth, closing)
 	case 't':
 		return sc.lit(i, "true")
 	case 'f':
@@ -746,19 +730,12 @@ func (sc *jsonScanner) skip(i, depth int) int {
 	}
 }
 
-// skipStr reads the string at i, validating its escapes, without
-// unescaping it.
-// skipRest reads over what is left of an object after one of its
-// values (i is past it), as skip would, and returns the offset after the
-// object.
-func (sc *jsonScanner) skipRest(i, depth int) int {
-	d := sc.data
-	for {
-		var more bool
-		if i, more = sc.next(i, '}'); !more {
-			return i
-		}
-		if i >= len(d) || d[i] != '"' {
+// member reads over one member, at i, of the object or array (as its
+// closing byte says) at depth: a key, its colon and its value, or a
+// value.
+func (sc *jsonScanner) member(i, depth int, closing byte) int {
+	if closing == '}' {
+		if d := sc.data; i >= len(d) || d[i] != '"' {
 			return sc.failChar(i, "a string key") // as object says
 		}
 		if i = sc.skipStr(i); i < 0 {
@@ -767,11 +744,26 @@ func (sc *jsonScanner) skipRest(i, depth int) int {
 		if i = sc.colon(i); i < 0 {
 			return -1
 		}
-		if i = sc.skip(i, depth+1); i < 0 {
+	}
+	return sc.skip(i, depth+1)
+}
+
+// skipRest reads over what is left of the object or array at depth after
+// one of its members (i is past it), and returns the offset after it.
+func (sc *jsonScanner) skipRest(i, depth int, closing byte) int {
+	for {
+		var more bool
+		if i, more = sc.next(i, closing); !more {
+			return i
+		}
+		if i = sc.member(i, depth, closing); i < 0 {
 			return -1
 		}
 	}
 }
+
+// skipStr reads the string at i, validating its escapes, without
+// unescaping it.
 
 func (sc *jsonScanner) skipStr(i int) int {
 	d := sc.data

@@ -32,7 +32,6 @@ import (
 
 	"github.com/klauspost/compress/zstd"
 
-	"github.com/sluicelog/sluice/internal/record"
 	"github.com/sluicelog/sluice/internal/sink"
 	"github.com/sluicelog/sluice/internal/vfs"
 	"github.com/sluicelog/sluice/internal/wal"
@@ -330,17 +329,7 @@ func (d *Dest) encodeZstd(b *sink.Batch) ([]byte, error) {
 
 // appendLine appends r's NDJSON line.
 func appendLine(l []byte, r *sink.Record) []byte {
-	l = append(l, `{"time":"`...)
-	l = sink.AppendTime(l, r.Time)
-	l = append(l, `","tenant":"`...)
-	l = record.AppendJSONEscaped(l, r.Tenant)
-	l = append(l, `","labels":`...)
-	l = append(l, r.LabelsJSON...)
-	l = append(l, `,"fields":`...)
-	l = append(l, r.FieldsJSON...)
-	l = append(l, `,"line":"`...)
-	l = record.AppendJSONEscaped(l, r.Line)
-	return append(l, "\"}\n"...)
+	return append(sink.AppendJSON(l, r), '\n')
 }
 
 func (d *Dest) saveState(s state) error {

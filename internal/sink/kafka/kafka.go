@@ -582,7 +582,7 @@ func (d *Dest) build(b *sink.Batch, idx []int) {
 		r := &b.Records[i]
 		if d.json {
 			s := len(d.arena)
-			d.arena = AppendJSON(d.arena, r)
+			d.arena = sink.AppendJSON(d.arena, r)
 			spans[k].val = [2]int{s, len(d.arena)}
 		}
 		s := len(d.hdrs)
@@ -614,28 +614,4 @@ func labelValue(l record.Label) []byte {
 		return []byte{}
 	}
 	return []byte(l.Value)
-}
-
-// AppendJSON appends the JSON rendering of r that value: json sends:
-//
-//	{"time":"2024-05-01T12:00:00.123456789Z","tenant":"t","labels":{...},"fields":{...},"line":"..."}
-func AppendJSON(dst []byte, r *sink.Record) []byte {
-	dst = append(dst, `{"time":"`...)
-	dst = sink.AppendTime(dst, r.Time)
-	dst = append(dst, `","tenant":"`...)
-	dst = record.AppendJSONEscaped(dst, r.Tenant)
-	dst = append(dst, `","labels":`...)
-	dst = appendObject(dst, r.LabelsJSON)
-	dst = append(dst, `,"fields":`...)
-	dst = appendObject(dst, r.FieldsJSON)
-	dst = append(dst, `,"line":"`...)
-	dst = record.AppendJSONEscaped(dst, r.Line)
-	return append(dst, `"}`...)
-}
-
-func appendObject(dst, obj []byte) []byte {
-	if len(obj) == 0 {
-		return append(dst, "{}"...)
-	}
-	return append(dst, obj...)
 }
