@@ -182,7 +182,7 @@ func (sc *JSONScanner) Unquote(q []byte) (string, bool) {
 // syntax error, or a key in one of the holes given to Reset.
 func (sc *JSONScanner) Fields(i int, field func(name []byte, start, end int)) int {
 	s := &sc.s
-	s.field, s.observed, s.name = field, nil, s.name[:0]
+	s.field, s.observed, s.name, s.done = field, nil, s.name[:0], false
 	defer func() { s.field = nil }()
 	return s.object(i, 0, 0, nil)
 }
