@@ -448,3 +448,29 @@ func TestHintsSameAsReference(t *testing.T) {
 		}
 	}
 }
+
+// TestTopKPreselectedSameAsReference: an instant topk or bottomk over
+// every series of a range aggregation, which keeps only the k series it
+// answers with (rangeAggregationK), answers as the reference: many
+// series, counts that tie (broken by labels), NaN, and the sum that
+// leaves the aggregation as it is.
+func TestTopKPreselectedSameAsReference(t *testing.T) {
+	sn := diffSnapshot(t)
+	for _, q := range []string{
+		`topk(5, sum by (trace_id) (count_over_time({service=~".+"} | json | __error__="" [1h])))`,
+		`bottomk(5, sum by (trace_id) (count_over_time({service=~".+"} | json | __error__="" [1h])))`,
+		`topk(3, sum by (level, msg) (count_over_time({service=~".+"} | json | __error__="" [1h])))`,
+		`bottomk(2, sum by (level) (count_over_time({service=~".+"} | json level [1h])))`,
+		`topk(1, count_over_time({service=~".+"} [1h]))`,
+		`topk(4, sum by (service, level) (rate({service=~".+"} | json level [10m])))`,
+		`topk(3, sum by (lat) (sum_over_time({service=~".+"} | json lat="http.latency_ms" | unwrap lat | __error__="" [1h])))`,
+		`bottomk(3, avg_over_time({service=~".+"} | json lat="http.latency_ms" | unwrap lat | __error__="" [1h]))`,
+		`topk(64, sum by (trace_id) (count_over_time({service=~".+"} | json | __error__="" [1h])))`,
+		`topk(2, sum(count_over_time({service=~".+"} [1h])))`,
+		`topk(3, stdvar_over_time({service=~".+"} | json lat="http.latency_ms" | unwrap lat | __error__="" [1h]) by (service, level))`,
+	} {
+		if diff := sameAnswer(sn, q, false, false); diff != "" {
+			t.Errorf("%s: %s", q, diff)
+		}
+	}
+}

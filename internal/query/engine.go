@@ -354,7 +354,16 @@ func (ev *evaluator) sample(ctx context.Context, x logql.SampleExpr, shape *matr
 				}
 			}
 		}
-		in, err := ev.sample(ctx, x.Expr, shape, childOrdered)
+		var in *matrix
+		var err error
+		if ra, ok := ev.preselectK(x, shape); ok {
+			in, err = ev.rangeAggregationK(ctx, ra, shape, x.Param, x.Op == "topk")
+			if err == nil && ra != x.Expr {
+				in, err = evalVectorAgg(x.Expr.(*logql.VectorAggregation), in) // the sum the rows were read by
+			}
+		} else {
+			in, err = ev.sample(ctx, x.Expr, shape, childOrdered)
+		}
 		if err != nil {
 			return nil, err
 		}

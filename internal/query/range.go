@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"sort"
 	"strings"
 	"time"
 
@@ -220,6 +221,104 @@ func (ev *evaluator) rangeAggregation(ctx context.Context, x *logql.RangeAggrega
 		m.summedBy = g.Labels
 	}
 	return m, nil
+}
+
+// preselectK reports whether an instant topk or bottomk (x) over every
+// series of a range aggregation can take the k series it keeps from the
+// aggregation's states, making no other (rangeAggregationK); and
+// returns that aggregation. It can when x has no grouping and its
+// operand is the range aggregation, or a sum of it by the labels its
+// rows were summed by as they were read (which leaves it as it is). The
+// reference engine never does.
+func (ev *evaluator) preselectK(x *logql.VectorAggregation, shape *matrix) (*logql.RangeAggregation, bool) {
+	if ev.e.reference || shape.steps != 1 || x.Op != "topk" && x.Op != "bottomk" || x.Grouping != nil || x.Param < 1 || x.Param > maxPreselectK {
+		return nil, false
+	}
+	switch e := x.Expr.(type) {
+	case *logql.RangeAggregation:
+		return e, e.Op != "absent_over_time"
+	case *logql.VectorAggregation:
+		ra, ok := e.Expr.(*logql.RangeAggregation)
+		if !ok || e.Op != "sum" || e.Grouping != nil && e.Grouping.Without {
+			return nil, false
+		}
+		g := ev.hintsOf(ra).sumBy
+		return ra, g != nil && sameNames(g.Labels, e.Grouping) && ra.Op != "absent_over_time"
+	}
+	return nil, false
+}
+
+// maxPreselectK bounds the k of a preselected topk: its candidates are
+// kept in order by insertion.
+const maxPreselectK = 64
+
+// rangeAggregationK is rangeAggregation at one step for an instant topk
+// (top) or bottomk of k over all its series: of the states, only the k
+// series that aggregateK keeps are made into the matrix, chosen as it
+// chooses them (by value, NaN last, then by labels, which are made only
+// for a tie). A high-cardinality topk (a series per user) made hundreds
+// of thousands of series, their labels and values, to keep five.
+func (ev *evaluator) rangeAggregationK(ctx context.Context, x *logql.RangeAggregation, shape *matrix, k int, top bool) (*matrix, error) {
+	merged, ok := ev.merged[x] // Partial.Finish: the parts' merged states
+	if !ok {
+		var err error
+		if merged, err = ev.rangeStates(ctx, x, shape, false); err != nil {
+			return nil, err
+		}
+	}
+	rng := int64(x.Range.Interval)
+	var chunks labelChunks
+	best := make([]rankedSeries, 0, k)
+	labelsOf := func(c *rankedSeries) record.Labels {
+		if c.labels == nil {
+			c.labels = chunks.of(c.key, c.rs)
+		}
+		return c.labels
+	}
+	// compare orders a before b as compareRanked does.
+	compare := func(a, b *rankedSeries) int {
+		if c := compareValues(a.v, b.v, top); c != 0 {
+			return c
+		}
+		return compareLabels(labelsOf(a), labelsOf(b))
+	}
+	merged.each(func(key string, rs *rangeSeries) {
+		if rs.n[0] == 0 {
+			return
+		}
+		v, ok := rs.result(x, 0, rs.n[0], rng)
+		if !ok {
+			return
+		}
+		c := rankedSeries{key: key, rs: rs, v: v}
+		if len(best) == k && compare(&c, &best[k-1]) >= 0 {
+			return
+		}
+		j := sort.Search(len(best), func(j int) bool { return compare(&c, &best[j]) < 0 })
+		if len(best) < k {
+			best = append(best, rankedSeries{})
+		}
+		copy(best[j+1:], best[j:len(best)-1])
+		best[j] = c
+	})
+	out := shape.like()
+	for i := range best {
+		out.add(labelsOf(&best[i])).set(0, best[i].v)
+	}
+	out.sortSeries()
+	if g := ev.hintsOf(x).sumBy; g != nil {
+		out.summedBy = g.Labels
+	}
+	return out, nil
+}
+
+// rankedSeries is a candidate of rangeAggregationK: a series' key, state,
+// value at the step, and labels once made.
+type rankedSeries struct {
+	key    string
+	rs     *rangeSeries
+	v      float64
+	labels record.Labels
 }
 
 // rangeStates reads the samples of a range function at the steps of
