@@ -390,6 +390,7 @@ func (ev *evaluator) rangeStates(ctx context.Context, x *logql.RangeAggregation,
 		if columnar {
 			cp := w.colPlanner()
 			clear(cp.memo) // its outcomes hold for one stream
+			cp.pastLooks, cp.pastMisses = cp.pastLooks+cp.memoLooks, cp.pastMisses+cp.memoMisses
 			cp.noneMemo, cp.memoLooks, cp.memoMisses = unknown, 0, 0
 			if cp.unwrapIDs = cp.unwrapParam >= 0; cp.unwrapIDs {
 				_, shadowed := ls.Get(unwrap.Label)
@@ -400,6 +401,7 @@ func (ev *evaluator) rangeStates(ctx context.Context, x *logql.RangeAggregation,
 			}
 			if cp.keys != nil {
 				cp.keys.startStream(ls)
+				cp.skipMemoTrial()
 			}
 		}
 		switch {
