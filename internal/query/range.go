@@ -209,18 +209,24 @@ var rangeOps = map[string]rangeOp{
 
 // rangeAggregation evaluates a range function at the steps of shape.
 func (ev *evaluator) rangeAggregation(ctx context.Context, x *logql.RangeAggregation, shape *matrix, ordered bool) (*matrix, error) {
-	merged, ok := ev.merged[x] // Partial.Finish: the parts' merged states
-	if !ok {
-		var err error
-		if merged, err = ev.rangeStates(ctx, x, shape, false); err != nil {
-			return nil, err
-		}
+	merged, err := ev.states(ctx, x, shape, false)
+	if err != nil {
+		return nil, err
 	}
 	m := rangeMatrix(x, shape, merged, ordered)
 	if g := ev.hintsOf(x).sumBy; g != nil {
 		m.summedBy = g.Labels
 	}
 	return m, nil
+}
+
+// states returns the series states of x: the parts' merged ones in
+// Partial.Finish, else rangeStates'.
+func (ev *evaluator) states(ctx context.Context, x *logql.RangeAggregation, shape *matrix, distinct bool) (*seriesTable, error) {
+	if merged, ok := ev.merged[x]; ok {
+		return merged, nil
+	}
+	return ev.rangeStates(ctx, x, shape, distinct)
 }
 
 // preselectK reports whether an instant topk or bottomk (x) over every
@@ -259,12 +265,9 @@ const maxPreselectK = 64
 // for a tie). A high-cardinality topk (a series per user) made hundreds
 // of thousands of series, their labels and values, to keep five.
 func (ev *evaluator) rangeAggregationK(ctx context.Context, x *logql.RangeAggregation, shape *matrix, k int, top bool) (*matrix, error) {
-	merged, ok := ev.merged[x] // Partial.Finish: the parts' merged states
-	if !ok {
-		var err error
-		if merged, err = ev.rangeStates(ctx, x, shape, false); err != nil {
-			return nil, err
-		}
+	merged, err := ev.states(ctx, x, shape, false)
+	if err != nil {
+		return nil, err
 	}
 	rng := int64(x.Range.Interval)
 	var chunks labelChunks
@@ -490,12 +493,9 @@ func (ev *evaluator) seriesCount(x *logql.VectorAggregation) (*logql.RangeAggreg
 // shape: what rangeMatrix and two aggregations give for seriesCount's
 // forms, one series without labels (none when x has no series).
 func (ev *evaluator) countSeries(ctx context.Context, x *logql.RangeAggregation, shape *matrix) (*matrix, error) {
-	merged, ok := ev.merged[x] // Partial.Finish: the parts' merged states
-	if !ok {
-		var err error
-		if merged, err = ev.rangeStates(ctx, x, shape, true); err != nil {
-			return nil, err
-		}
+	merged, err := ev.states(ctx, x, shape, true)
+	if err != nil {
+		return nil, err
 	}
 	rng := int64(x.Range.Interval)
 	counts := make([]float64, shape.steps)
