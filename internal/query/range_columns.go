@@ -3,6 +3,7 @@ package query
 import (
 	"bytes"
 	"math"
+	"math/bits"
 	"slices"
 	"strings"
 	"unsafe"
@@ -114,6 +115,8 @@ type tmplPlan struct {
 	names    []string
 	check    int    // values [0, check) of a row must be well-formed
 	inString []bool // per value, whether it sits inside a JSON string
+	// inStrMask is inString of the first 64 values, a bit each.
+	inStrMask uint64
 	// nums: where the parameters a predState reads are (this block), when
 	// each is in a number column or absent; numsOK false otherwise.
 	nums []numParam
@@ -922,10 +925,23 @@ func (cp *colPlanner) startBlock(b *part.Block, gives func(p *tmplPlan) (nothing
 					p.num0 = p.nums[0]
 				}
 			}
-			for h := range p.check {
-				col := b.SlotColumn(t, holes[h])
-				if str, val := b.SlotJSON(t, holes[h]); !(p.inString[h] && str || !p.inString[h] && val || cp.wellFormedColumn(b, col, p.inString[h])) {
-					p.checks = append(p.checks, h)
+			if p.check <= 64 {
+				// The values whose slots' flags do not say them
+				// well-formed, a bit each, then their columns asked.
+				str, val := b.HoleJSON(t)
+				bad := ^(p.inStrMask&str | ^p.inStrMask&val) & (1<<p.check - 1)
+				for ; bad != 0; bad &= bad - 1 {
+					h := bits.TrailingZeros64(bad)
+					if !cp.wellFormedColumn(b, b.SlotColumn(t, holes[h]), p.inString[h]) {
+						p.checks = append(p.checks, h)
+					}
+				}
+			} else {
+				for h := range p.check {
+					col := b.SlotColumn(t, holes[h])
+					if str, val := b.SlotJSON(t, holes[h]); !(p.inString[h] && str || !p.inString[h] && val || cp.wellFormedColumn(b, col, p.inString[h])) {
+						p.checks = append(p.checks, h)
+					}
 				}
 			}
 			// A row whose check fails takes the row path, which rebuilds
@@ -961,6 +977,17 @@ func (cp *colPlanner) startBlock(b *part.Block, gives func(p *tmplPlan) (nothing
 	}
 	cp.cur.Start(b, need)
 	return nil
+}
+
+// bitsOf returns a bit per one of the first 64 of bs that is true.
+func bitsOf(bs []bool) uint64 {
+	var m uint64
+	for i, b := range bs[:min(len(bs), 64)] {
+		if b {
+			m |= 1 << i
+		}
+	}
+	return m
 }
 
 // valueArena holds the values rowValues reads for a row. Bytes are only
@@ -1319,7 +1346,7 @@ func (cp *colPlanner) planCached(b *part.Block, tm int) {
 		}
 	}
 	if c != nil {
-		*p = tmplPlan{ok: c.ok, check: c.check, params: c.params, names: c.names, inString: c.inString, checks: p.checks[:0], nums: p.nums[:0]}
+		*p = tmplPlan{ok: c.ok, check: c.check, params: c.params, names: c.names, inString: c.inString, inStrMask: c.inStrMask, checks: p.checks[:0], nums: p.nums[:0]}
 		return
 	}
 	p.params, p.names, p.inString = nil, nil, nil // new slices: a plan cached is shared
@@ -1391,6 +1418,7 @@ func (cp *colPlanner) plan(b *part.Block, tm int) {
 		}
 	}
 	p.inString = append(p.inString[:0], cp.holeInStr...)
+	p.inStrMask = bitsOf(p.inString)
 	p.ok = true
 }
 
@@ -1498,6 +1526,7 @@ func (cp *colPlanner) planNamed(p *tmplPlan, holes, start int) {
 	}
 	p.check = holes
 	p.inString = append(p.inString[:0], cp.holeInStr...)
+	p.inStrMask = bitsOf(p.inString)
 	p.ok = true
 }
 

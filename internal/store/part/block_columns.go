@@ -287,6 +287,14 @@ func (b *Block) SlotJSON(t, s int) (str, value bool) {
 	return f&slotJSONString != 0, f&slotJSONValue != 0
 }
 
+// HoleJSON is SlotJSON for the slots of template t's first 64 holes at
+// once: bit h of str (value) is SlotJSON's str (value) of the slot of
+// hole h.
+func (b *Block) HoleJSON(t int) (str, value uint64) {
+	tm := &b.tmpls[t]
+	return tm.holeStr, tm.holeVal
+}
+
 // TemplateRaw reports whether template t stores its rows' lines whole.
 func (b *Block) TemplateRaw(t int) bool { return b.tmpls[t].raw }
 

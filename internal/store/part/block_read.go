@@ -90,6 +90,9 @@ type template struct {
 	holes []int   // slot of each hole, in line order
 	gaps  Gaps    // len(holes)+1 gaps
 	shape Shape   // of the gaps (Block.TemplateShape)
+	// holeStr and holeVal: a bit per hole (the first 64) whose slot has
+	// slotJSONString, slotJSONValue (Block.HoleJSON).
+	holeStr, holeVal uint64
 }
 
 // nth returns how many slots before slot s share its column.
@@ -392,6 +395,13 @@ func (h *blockHeader) parseTemplate(enc []byte, t *template) error {
 		}
 		if hs < len(seen) {
 			seen[hs] = true
+		}
+	}
+	for i, hs := range t.holes[:min(len(t.holes), 64)] {
+		if hs < len(t.slots) {
+			f := t.slots[hs].flags
+			t.holeStr |= uint64(f&slotJSONString) / slotJSONString << i
+			t.holeVal |= uint64(f&slotJSONValue) / slotJSONValue << i
 		}
 	}
 	for i, sl := range t.slots {

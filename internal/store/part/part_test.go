@@ -894,7 +894,7 @@ func sharesKept(b *part.Block, tm int, keep []bool) bool {
 	return b.TemplateRaw(tm) && keep[b.LineColumn()]
 }
 
-// TestSlotJSON: a slot's JSON flags say exactly whether every value the
+// TestSlotJSON: a slot's JSON flags (and HoleJSON's bits of them) say exactly whether every value the
 // slot takes in the block's rows is JSONStringContent, and a JSONValue.
 func TestSlotJSON(t *testing.T) {
 	input := `x="a \\"b\\"" n=12 v=true
@@ -949,10 +949,14 @@ x=a"b n=7 v=null
 			}
 			for tm := range nt {
 				_, holes := b.TemplateLine(tm)
-				for _, s := range holes {
+				hs, hv := b.HoleJSON(tm)
+				for h, s := range holes {
 					gs, gv := b.SlotJSON(tm, s)
 					if b.TemplateRows(tm) > 0 && (gs != str[tm][s] || gv != val[tm][s]) {
 						t.Errorf("block %d template %d slot %d: flags string %v value %v, the values say %v %v", i, tm, s, gs, gv, str[tm][s], val[tm][s])
+					}
+					if h < 64 && (hs>>h&1 == 1) != gs || h < 64 && (hv>>h&1 == 1) != gv {
+						t.Errorf("block %d template %d hole %d: HoleJSON %v %v, SlotJSON %v %v", i, tm, h, hs>>h&1, hv>>h&1, gs, gv)
 					}
 					if gs != gv {
 						seen++
