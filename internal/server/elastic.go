@@ -24,8 +24,8 @@ const esVersion = "8.11.0"
 func (s *Server) elasticRoutes() {
 	m := s.mux
 	for _, method := range []string{"POST", "PUT"} {
-		s.addIngestRoute(method+" /_bulk", s.es(s.ingest("elastic", s.handleBulk)))
-		s.addIngestRoute(method+" /{index}/_bulk", s.es(s.ingest("elastic", s.handleBulk)))
+		s.addIngestRoute(method+" /_bulk", "elastic", s.es(s.ingest("elastic", s.handleBulk)))
+		s.addIngestRoute(method+" /{index}/_bulk", "elastic", s.es(s.ingest("elastic", s.handleBulk)))
 		m.HandleFunc(method+" /{index}/_doc", s.es(s.ingest("elastic", s.handleDoc)))
 		m.HandleFunc(method+" /{index}/_doc/{id}", s.es(s.ingest("elastic", s.handleDoc)))
 		m.HandleFunc(method+" /{index}/_create/{id}", s.es(s.ingest("elastic", s.handleDoc)))

@@ -70,24 +70,32 @@ const (
 // connection's first request must be for the connection to go to
 // fasthttp.
 func (s *Server) isIngestRoute(method, path []byte) bool {
-	return s.fastRoute(method, path) != nil
+	return s.fastRoute(method, path).h != nil
 }
 
-// fastRoute returns the ingest handler of method and path, or nil.
-func (s *Server) fastRoute(method, path []byte) http.HandlerFunc {
+// ingestRoute is an ingest path's handler and the protocol its metrics
+// name.
+type ingestRoute struct {
+	h        http.HandlerFunc
+	protocol string
+}
+
+// fastRoute returns the ingest route of method and path; its h is nil
+// when there is none.
+func (s *Server) fastRoute(method, path []byte) ingestRoute {
 	if string(method) != http.MethodPost && string(method) != http.MethodPut {
-		return nil
+		return ingestRoute{}
 	}
-	if h := s.ingestRoutes[string(path)]; h != nil {
+	if r, ok := s.ingestRoutes[string(path)]; ok {
 		if string(method) == http.MethodPost || bytes.HasSuffix(path, []byte("/_bulk")) {
-			return h
+			return r
 		}
-		return nil
+		return ingestRoute{}
 	}
 	if _, ok := bulkIndex(path); ok {
 		return s.ingestRoutes["/{index}/_bulk"]
 	}
-	return nil
+	return ingestRoute{}
 }
 
 // bulkIndex returns INDEX of a path /INDEX/_bulk.
@@ -100,12 +108,12 @@ func bulkIndex(path []byte) ([]byte, bool) {
 }
 
 // addIngestRoute serves an ingest pattern ("POST /insert/jsonline") with
-// h on the mux, and notes it for fasthttp; every method of a path has
-// the same handler.
-func (s *Server) addIngestRoute(pattern string, h http.HandlerFunc) {
+// h (s.ingest's handler of protocol, or one wrapping it) on the mux, and
+// notes it for fasthttp; every method of a path has the same handler.
+func (s *Server) addIngestRoute(pattern, protocol string, h http.HandlerFunc) {
 	s.mux.HandleFunc(pattern, h)
 	_, path, _ := bytes.Cut([]byte(pattern), []byte(" "))
-	s.ingestRoutes[string(path)] = h
+	s.ingestRoutes[string(path)] = ingestRoute{h: h, protocol: protocol}
 }
 
 // newFastServer returns the fasthttp server of the ingest connections.
@@ -114,10 +122,10 @@ func (s *Server) newFastServer(maxConns int) *fasthttp.Server {
 	fallback := fasthttpadaptor.NewFastHTTPHandler(s.mux)
 	return &fasthttp.Server{
 		Handler: func(ctx *fasthttp.RequestCtx) {
-			h := s.fastRoute(ctx.Method(), ctx.Path())
+			r := s.fastRoute(ctx.Method(), ctx.Path())
 			switch {
-			case h != nil:
-				s.serveExchange(ctx, h)
+			case r.h != nil:
+				s.serveExchange(ctx, r.h)
 			case ctx.Request.Header.ContentLength() == 0 || ctx.Request.Header.ContentLength() == -2:
 				// No body: the adaptor, which can hijack (a tail's
 				// websocket) and flush.
@@ -163,7 +171,8 @@ func (s *Server) newFastServer(maxConns int) *fasthttp.Server {
 // metric, and fasthttp closes the connection after the answer: the
 // client never sends its body. Other requests get their 100 at once.
 func (s *Server) expectContinue(ctx *fasthttp.RequestCtx) int {
-	if s.fastRoute(ctx.Method(), ctx.Path()) == nil {
+	route := s.fastRoute(ctx.Method(), ctx.Path())
+	if route.h == nil {
 		return fasthttp.StatusContinue
 	}
 	x := getExchange(ctx)
@@ -172,12 +181,11 @@ func (s *Server) expectContinue(ctx *fasthttp.RequestCtx) int {
 	if code == 0 {
 		return fasthttp.StatusContinue
 	}
-	protocol := ingestProtocol(ctx.Path())
-	if protocol == "elastic" {
+	if route.protocol == "elastic" {
 		x.Header().Set("X-Elastic-Product", "Elasticsearch") // as s.es sets it
 	}
 	http.Error(x, msg, code)
-	s.metrics.requests.WithLabelValues(protocol, strconv.Itoa(code)).Inc()
+	s.metrics.requests.WithLabelValues(route.protocol, strconv.Itoa(code)).Inc()
 	return code
 }
 
@@ -198,21 +206,6 @@ func (s *Server) checkExpect(w http.ResponseWriter, r *http.Request) (int, strin
 		return http.StatusRequestEntityTooLarge, s.sentTooLarge().Error() + "; nothing of the body was sent or stored"
 	}
 	return 0, ""
-}
-
-// ingestProtocol is the protocol label of an ingest path's metrics.
-func ingestProtocol(path []byte) string {
-	switch string(path) {
-	case "/insert/jsonline":
-		return "jsonline"
-	case "/insert/lines":
-		return "lines"
-	case "/loki/api/v1/push":
-		return "loki"
-	case "/v1/logs":
-		return "otlp"
-	}
-	return "elastic"
 }
 
 // fastReadTimeout is fasthttp's ReadTimeout: the read deadline a

@@ -157,14 +157,14 @@ type Server struct {
 	tails    *gate // tails open
 	tailSnap tailSnapshots
 	// ingestRoutes are the ingest handlers by path, for fasthttp.
-	ingestRoutes map[string]http.HandlerFunc
+	ingestRoutes map[string]ingestRoute
 	fast         atomic.Pointer[fasthttp.Server] // serving the ingest connections, if any
 }
 
 // New returns a server of st whose metrics are registered in reg.
 func New(cfg Config, st *store.Store, log *slog.Logger, reg *prometheus.Registry) *Server {
 	s := &Server{cfg: cfg, st: st, log: log, inflight: make(chan struct{}, max(cfg.MaxInflight, 1)), mux: http.NewServeMux(),
-		ready: make(chan struct{}), ingestRoutes: map[string]http.HandlerFunc{}, limits: &limiter{rate: cfg.TenantRate, buckets: map[string]*bucket{}}}
+		ready: make(chan struct{}), ingestRoutes: map[string]ingestRoute{}, limits: &limiter{rate: cfg.TenantRate, buckets: map[string]*bucket{}}}
 	if s.limits.rate.Burst <= 0 {
 		s.limits.rate.Burst = s.limits.rate.LinesPerSecond
 	}
@@ -190,10 +190,10 @@ func New(cfg Config, st *store.Store, log *slog.Logger, reg *prometheus.Registry
 
 func (s *Server) routes(reg *prometheus.Registry) {
 	m := s.mux
-	s.addIngestRoute("POST /insert/jsonline", s.ingest("jsonline", s.handleLines))
-	s.addIngestRoute("POST /insert/lines", s.ingest("lines", s.handleLines))
-	s.addIngestRoute("POST /loki/api/v1/push", s.ingest("loki", s.handleLoki))
-	s.addIngestRoute("POST /v1/logs", s.ingest("otlp", s.handleOTLP))
+	s.addIngestRoute("POST /insert/jsonline", "jsonline", s.ingest("jsonline", s.handleLines))
+	s.addIngestRoute("POST /insert/lines", "lines", s.ingest("lines", s.handleLines))
+	s.addIngestRoute("POST /loki/api/v1/push", "loki", s.ingest("loki", s.handleLoki))
+	s.addIngestRoute("POST /v1/logs", "otlp", s.ingest("otlp", s.handleOTLP))
 	s.elasticRoutes()
 	s.queryRoutes()
 	s.rulesRoutes()

@@ -104,7 +104,7 @@ func BenchmarkSmallPush(b *testing.B) {
 // benchSmallPushFast is benchSmallPush through serveExchange.
 func benchSmallPushFast(b *testing.B, path, ctype, payload string, want int, st *store.Store) {
 	srv := New(plainConfig(), st, quiet, prometheus.NewRegistry())
-	h := srv.fastRoute([]byte("POST"), []byte(path))
+	h := srv.fastRoute([]byte("POST"), []byte(path)).h
 	if h == nil {
 		b.Fatalf("%s is no ingest route", path)
 	}
