@@ -354,21 +354,35 @@ func (c *Client) send(t time.Time, line []byte, labels []Label, compact bool) er
 	if c.cfg.Protocol == NDJSON {
 		size += len(c.streamList[id].json)
 	}
-	blocked := false
-	for c.cur.n > 0 && (c.cur.n >= c.cfg.BatchRecords || len(c.cur.data)+size > c.cfg.BatchBytes) {
-		if c.seal(&blocked) != nil {
-			return ErrClosed
-		}
+	blocked, err := c.roomFor(size)
+	if err != nil {
+		return err
 	}
 	c.cur.add(c.cfg.Protocol, t, line, id, &c.streamList[id], compact)
-	c.stats.Buffered++
-	if c.cur.n >= c.cfg.BatchRecords || len(c.cur.data) >= c.cfg.BatchBytes {
+	c.added(&blocked)
+	return nil
+}
+
+// roomFor seals the current batch until it has room for a record of
+// about size bytes; called with c.mu held. blocked says whether a seal
+// waited (seal's), for added.
+func (c *Client) roomFor(size int) (blocked bool, err error) {
+	for c.cur.n > 0 && (c.cur.n >= c.cfg.BatchRecords || len(c.cur.data)+size > c.cfg.BatchBytes) {
 		if c.seal(&blocked) != nil {
-			// The record is in; Close will deliver or count it.
-			return nil
+			return blocked, ErrClosed
 		}
 	}
-	return nil
+	return blocked, nil
+}
+
+// added counts a record just added to the current batch and seals the
+// batch if it is full; called with c.mu held. A seal that fails leaves
+// the record in: Close will deliver or count it.
+func (c *Client) added(blocked *bool) {
+	c.stats.Buffered++
+	if c.cur.n >= c.cfg.BatchRecords || len(c.cur.data) >= c.cfg.BatchBytes {
+		_ = c.seal(blocked)
+	}
 }
 
 // baseStream returns the stream of records without labels of their
@@ -397,20 +411,12 @@ func (c *Client) sendLine(line []byte, id uint32) error {
 	if c.closed {
 		return ErrClosed
 	}
-	blocked := false
-	for c.cur.n > 0 && (c.cur.n >= c.cfg.BatchRecords || len(c.cur.data)+len(line) > c.cfg.BatchBytes) {
-		if c.seal(&blocked) != nil {
-			return ErrClosed
-		}
+	blocked, err := c.roomFor(len(line))
+	if err != nil {
+		return err
 	}
 	c.cur.addLine(line)
-	c.stats.Buffered++
-	if c.cur.n >= c.cfg.BatchRecords || len(c.cur.data) >= c.cfg.BatchBytes {
-		if c.seal(&blocked) != nil {
-			// The record is in; Close will deliver or count it.
-			return nil
-		}
-	}
+	c.added(&blocked)
 	return nil
 }
 
