@@ -202,8 +202,8 @@ func (s *Server) checkExpect(w http.ResponseWriter, r *http.Request) (int, strin
 	if _, code, msg := s.checkHead(w, r); code != 0 {
 		return code, msg
 	}
-	if s.cfg.MaxBodyBytes > 0 && r.ContentLength > s.cfg.MaxBodyBytes {
-		return http.StatusRequestEntityTooLarge, s.sentTooLarge().Error() + "; nothing of the body was sent or stored"
+	if msg, over := s.declaredTooLarge(r); over {
+		return http.StatusRequestEntityTooLarge, msg
 	}
 	return 0, ""
 }

@@ -102,11 +102,11 @@ func (s *Server) serveIngest(w http.ResponseWriter, r *http.Request, protocol st
 	if code != 0 {
 		return refuse(w, r, code, msg)
 	}
-	if awaitsContinue(r) && s.cfg.MaxBodyBytes > 0 && r.ContentLength > s.cfg.MaxBodyBytes {
+	if msg, over := s.declaredTooLarge(r); over && awaitsContinue(r) {
 		// The client waits for a 100 before it sends the body: refused
 		// now, it never sends it. (Otherwise the lines before the limit
 		// are stored, and the 413 says how many.)
-		return refuse(w, r, http.StatusRequestEntityTooLarge, s.sentTooLarge().Error()+"; nothing of the body was sent or stored")
+		return refuse(w, r, http.StatusRequestEntityTooLarge, msg)
 	}
 	if protocol == "loki" && strings.EqualFold(strings.TrimSpace(r.Header.Get("Content-Encoding")), "snappy") {
 		// Loki's push body is snappy-compressed protobuf whatever the
@@ -166,6 +166,16 @@ func (s *Server) checkHead(w http.ResponseWriter, r *http.Request) (tenant strin
 			fmt.Sprintf("the data directory's disk is nearly full (%d bytes free, %d needed); retry later", free, s.cfg.MinFreeBytes)
 	}
 	return tenant, 0, ""
+}
+
+// declaredTooLarge reports whether r declares a body longer than
+// MaxBodyBytes, with the 413's message for a request refused before it
+// sends any of it.
+func (s *Server) declaredTooLarge(r *http.Request) (string, bool) {
+	if s.cfg.MaxBodyBytes > 0 && r.ContentLength > s.cfg.MaxBodyBytes {
+		return s.sentTooLarge().Error() + "; nothing of the body was sent or stored", true
+	}
+	return "", false
 }
 
 // awaitsContinue reports whether r's client waits for a 100 Continue
