@@ -5,8 +5,9 @@
 // Files are DIR/NAME-NNNNNNNN.ndjson (.gz, .zst), numbered upwards; the
 // highest is being written, the others are complete. Each batch is written
 // as one piece (one gzip member; zstd frames of up to zstdChunk bytes of
-// NDJSON each: both formats read a concatenation as one stream) and fsynced; then NAME.state records the
-// file, its size after the batch and the sink's WAL position, atomically.
+// NDJSON each: both formats read a concatenation as one stream) and
+// fsynced; then NAME.state records the file, its size after the batch and
+// the sink's WAL position, atomically.
 // At start the file is truncated back to the recorded size and any later
 // file removed, and the sink resumes from the recorded position: a crash
 // between the write and the state leaves nothing twice.
