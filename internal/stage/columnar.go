@@ -8,6 +8,8 @@ package stage
 // own code. The query engine issue replaces that path; keep this surface
 // to what it uses.
 
+import "slices"
+
 // ParamValue is what a json parameter's path found in one line: its
 // value (a string unescaped, "" for null, else its JSON text) and
 // whether the path is there.
@@ -41,7 +43,16 @@ func (p *Pipeline) Tail() *Pipeline {
 	if len(p.stages) == 0 {
 		return &Pipeline{}
 	}
-	return &Pipeline{stages: p.stages[1:]}
+	tail := p.stages[1:]
+	if j, ok := p.stages[0].(*jsonStage); ok && j.deferErrs {
+		// The caller reads the first stage's labels another way: its
+		// deferred read has no line to read.
+		tail = slices.DeleteFunc(slices.Clone(tail), func(s stage) bool {
+			settle, ok := s.(jsonSettle)
+			return ok && settle.s == j
+		})
+	}
+	return &Pipeline{stages: tail}
 }
 
 // Len returns the number of parameters.

@@ -46,6 +46,15 @@ type jsonStage struct {
 	// done: every label the query observes is set (Observed.allSet),
 	// and the rest of the line is only read over for its errors.
 	done bool
+	// deferErrs: the stages after this one, up to its jsonSettle, are
+	// label filters that read neither these errors nor what they
+	// change. Once done, the rest of the line is read over there, for
+	// the rows those filters keep: a row they drop never shows its
+	// errors. pending is where that read starts (-1: none), rest whether
+	// it starts inside the line's object, after a member.
+	deferErrs bool
+	pending   int
+	rest      bool
 }
 
 // jsonParam is one `name="path"` parameter of json.
@@ -66,7 +75,7 @@ type jsonPathElem struct {
 const maxJSONDepth = 1000
 
 func newJSONStage(j *logql.JSONParser) (stage, error) {
-	s := &jsonStage{}
+	s := &jsonStage{pending: -1}
 	for _, p := range j.Params {
 		expr := p.Expr
 		if expr == "" {
@@ -95,6 +104,7 @@ func (s *jsonStage) process(_ int64, line []byte, lb *Labels) ([]byte, bool) {
 		return line, true
 	}
 	if s.params == nil {
+		s.pending = -1
 		s.name, s.done = s.name[:0], s.observed.allSet(lb)
 		if s.object(i, 0, 0, lb) < 0 {
 			lb.ReplaceError(errJSON, sc.details())
@@ -114,6 +124,30 @@ func (s *jsonStage) process(_ int64, line []byte, lb *Labels) ([]byte, bool) {
 		s.values = append(s.values, ParamValue{v, found})
 	}
 	s.apply(lb, s.values)
+	return line, true
+}
+
+// jsonSettle reads the rest of a line its json stage left for later
+// (Pipeline.deferJSONErrors), for a row the filters between them kept,
+// and sets the errors it finds, as the stage would have set them.
+type jsonSettle struct{ s *jsonStage }
+
+func (t jsonSettle) process(_ int64, line []byte, lb *Labels) ([]byte, bool) {
+	s := t.s
+	if s.pending < 0 {
+		return line, true
+	}
+	sc := &s.sc
+	var end int
+	if s.rest {
+		end = sc.skipRest(s.pending, 0, '}')
+	} else {
+		end = sc.skip(s.pending, 0)
+	}
+	s.pending = -1
+	if end < 0 {
+		lb.ReplaceError(errJSON, sc.details())
+	}
 	return line, true
 }
 
@@ -139,6 +173,10 @@ func (s *jsonStage) object(i, prefix, depth int, lb *Labels) int {
 		return sc.fail(i, "nested too deeply")
 	}
 	if s.done {
+		if depth == 0 && s.deferErrs {
+			s.pending, s.rest = i, false
+			return i
+		}
 		return sc.skip(i, depth)
 	}
 	i = sc.space(i + 1)
@@ -202,6 +240,10 @@ func (s *jsonStage) object(i, prefix, depth int, lb *Labels) int {
 			return -1
 		}
 		if s.done {
+			if depth == 0 && s.deferErrs {
+				s.pending, s.rest = i, true
+				return i
+			}
 			return sc.skipRest(i, depth, '}')
 		}
 		var more bool

@@ -27,6 +27,9 @@ import (
 //   - "and" and "or" combine filters left to right.
 type labelFilterStage struct {
 	pred labelPred
+	// errorBlind: every filter in it is a string filter of a label
+	// other than the error labels; it neither reads nor sets them.
+	errorBlind bool
 }
 
 // labelPred reports whether a row passes; it may set an error label.
@@ -37,7 +40,19 @@ func newLabelFilterStage(f logql.LabelFilter) (stage, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &labelFilterStage{pred: p}, nil
+	return &labelFilterStage{pred: p, errorBlind: errorBlind(f)}, nil
+}
+
+// errorBlind reports whether f and every filter in it is a string
+// filter of a label other than __error__ and __error_details__.
+func errorBlind(f logql.LabelFilter) bool {
+	switch f := f.(type) {
+	case *logql.LabelFilterBinary:
+		return errorBlind(f.Left) && errorBlind(f.Right)
+	case *logql.LabelFilterString:
+		return f.Matcher != nil && f.Matcher.Name != ErrorLabel && f.Matcher.Name != ErrorDetailsLabel
+	}
+	return false
 }
 
 func (s *labelFilterStage) process(_ int64, line []byte, lb *Labels) ([]byte, bool) {

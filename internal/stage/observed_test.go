@@ -212,3 +212,78 @@ func FuzzPatternRegexpObserving(f *testing.F) {
 		}
 	})
 }
+
+// FuzzJSONDeferredErrors checks a pipeline whose json stage leaves the
+// read of its line's errors until after the label filters that follow
+// it (Pipeline.deferJSONErrors) against the same pipeline reading them
+// where json runs: the same rows kept, with the same labels and lines.
+func FuzzJSONDeferredErrors(f *testing.F) {
+	for _, s := range []string{jsonDocLine, realisticJSON, `{"level":"error","msg":"x","b":"\q"}`, `{"level":"info","b":{"c":`, `{"a":{"level":"error"},"b":[}`, `{"level":"error"} x`, `{"ts":1,"level":"error","n":01}`, `not json`} {
+		for _, pick := range []uint8{0x00, 0x40, 0x41, 0x60, 0xc0, 0x90} {
+			f.Add(s, pick, "error")
+		}
+	}
+	f.Fuzz(func(t *testing.T, line string, pick uint8, val string) {
+		full, err := newJSONStage(&logql.JSONParser{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, parsed, _ := runRow(full, nil, line)
+		var all record.Labels
+		for _, l := range parsed {
+			if l.Name != ErrorLabel && l.Name != ErrorDetailsLabel {
+				all = append(all, l)
+			}
+		}
+		name, other := "level", "nope_x"
+		if len(all) > 0 {
+			l := all[int(pick&0x0f)%len(all)]
+			name = l.Name
+			if pick&0x40 != 0 {
+				val = l.Value
+			}
+			other = all[int(pick>>4)%len(all)].Name
+		}
+		op := logql.MatchEqual
+		if pick&0x20 != 0 {
+			op = logql.MatchNotEqual
+		}
+		stages := []logql.Stage{
+			&logql.JSONParser{},
+			&logql.LabelFilterStage{Filter: &logql.LabelFilterString{Matcher: &logql.Matcher{Name: name, Type: op, Value: val}}},
+		}
+		if pick&0x80 != 0 {
+			stages = append(stages,
+				&logql.LabelFilterStage{Filter: &logql.LabelFilterString{Matcher: &logql.Matcher{Name: other, Type: logql.MatchNotEqual, Value: "zz"}}},
+				&logql.LabelFilterStage{Filter: &logql.LabelFilterString{Matcher: &logql.Matcher{Name: ErrorLabel, Type: logql.MatchEqual, Value: ""}}})
+		}
+		o := ObservedBy(stages, nil)
+		deferred, err := compileObserving(stages, o, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		eager, err := compileObserving(stages, o, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		run := func(p *Pipeline) string {
+			// Twice, the first row a different line, to catch a read
+			// left from one row to the next.
+			lb := &Labels{}
+			for _, l := range []string{`{"level":"error","zz":`, line} {
+				lb.Reset(nil)
+				out, ok := p.Process(testTS, []byte(l), lb)
+				if l == line && !ok {
+					return "dropped" // its labels are no one's
+				}
+				if l == line {
+					return fmt.Sprintf("%q %s", out, lb.Copy())
+				}
+			}
+			return ""
+		}
+		if got, want := run(deferred), run(eager); got != want {
+			t.Fatalf("%q through %v:\n got %s\nwant %s", line, stages, got, want)
+		}
+	})
+}

@@ -2,6 +2,7 @@ package stage
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/sluicelog/sluice/internal/logql"
 )
@@ -41,6 +42,13 @@ func Compile(stages []logql.Stage) (*Pipeline, error) {
 // CompileObserving compiles a pipeline whose parsers set only the
 // labels o observes (see ObservedBy); nil o is Compile.
 func CompileObserving(stages []logql.Stage, o *Observed) (*Pipeline, error) {
+	return compileObserving(stages, o, true)
+}
+
+// compileObserving is CompileObserving; deferErrs false leaves every
+// json stage's errors read where the stage runs (the plain way, which
+// the tests compare the deferred one with).
+func compileObserving(stages []logql.Stage, o *Observed, deferErrs bool) (*Pipeline, error) {
 	p, err := Compile(stages)
 	if err != nil || o == nil {
 		return p, err
@@ -60,7 +68,40 @@ func CompileObserving(stages []logql.Stage, o *Observed) (*Pipeline, error) {
 			s.observe(o)
 		}
 	}
+	if deferErrs {
+		p.deferJSONErrors()
+	}
 	return p, nil
+}
+
+// deferJSONErrors moves the read of a json stage's line after its
+// observed labels are set (the read for its errors) past the label
+// filters that follow it, when they are string filters of other labels
+// than the errors: a row they drop would never show those errors, and
+// most rows of `| json | level="error"` are dropped. A jsonSettle after
+// the filters reads the rest for the rows they keep, before any stage
+// that could see or change the errors.
+func (p *Pipeline) deferJSONErrors() {
+	for k := 0; k < len(p.stages); k++ {
+		j, ok := p.stages[k].(*jsonStage)
+		if !ok || j.params != nil || j.observed == nil {
+			continue
+		}
+		end := k + 1
+		for end < len(p.stages) {
+			f, ok := p.stages[end].(*labelFilterStage)
+			if !ok || !f.errorBlind {
+				break
+			}
+			end++
+		}
+		if end == k+1 {
+			continue
+		}
+		j.deferErrs = true
+		p.stages = slices.Insert(p.stages, end, stage(jsonSettle{j}))
+		k = end
+	}
 }
 
 // CompileFilters compiles label filters as a pipeline of label filter
