@@ -1172,16 +1172,12 @@ func (cp *colPlanner) holeValue(b *part.Block, col, vi int, t int64, inString bo
 	text := bytesView(v)
 	switch {
 	case inString && bytes.IndexByte(v, '\\') >= 0:
-		// Unescaped as the stage unescapes: the value quoted, read as a
-		// JSON string.
-		q := len(cp.arena.b)
-		cp.arena.b = append(append(append(cp.arena.b, '"'), text...), '"')
-		s, ok := cp.scan.Unquote(cp.arena.b[q:])
-		if !ok {
+		// Unescaped as the stage unescapes a JSON string, straight into
+		// the arena.
+		u := len(cp.arena.b)
+		if cp.arena.b, ok = cp.scan.UnquoteAppend(cp.arena.b, v); !ok {
 			return pv, false, nil
 		}
-		u := len(cp.arena.b)
-		cp.arena.b = append(cp.arena.b, s...)
 		return stage.ParamValue{Value: cp.arena.view(u), Found: true}, true, nil
 	case !inString && len(text) > 0 && cp.named && (text[0] == 'n' || text[0] == '['):
 		return stage.ParamValue{}, true, nil // null or an array: json without parameters sets no label

@@ -8,7 +8,10 @@ package stage
 // own code. The query engine issue replaces that path; keep this surface
 // to what it uses.
 
-import "slices"
+import (
+	"bytes"
+	"slices"
+)
 
 // ParamValue is what a json parameter's path found in one line: its
 // value (a string unescaped, "" for null, else its JSON text) and
@@ -176,13 +179,27 @@ func (sc *JSONScanner) Skip(i int) int { return sc.s.sc.skip(i, 0) }
 // when it cannot be read.
 func (sc *JSONScanner) ValueAt(i int) (string, bool) { return sc.s.valueAt(i) }
 
-// Unquote returns the value of the JSON string that q starts with (q[0]
-// is its opening quote), and whether that string is well-formed.
-func (sc *JSONScanner) Unquote(q []byte) (string, bool) {
-	sc.s.buf.reset()
-	sc.s.sc.reset(q, &sc.s.buf)
-	v, end := sc.s.sc.str(0)
-	return v, end >= 0
+// UnquoteAppend appends to dst the value of the JSON string whose text,
+// between its quotes, is text (a string the stage reads ends at its first
+// unescaped quote, if text has one), and reports whether that string is
+// well-formed. It reads text as str does, without copying it first.
+func (sc *JSONScanner) UnquoteAppend(dst, text []byte) ([]byte, bool) {
+	j := bytes.IndexByte(text, '\\')
+	if j < 0 {
+		j = len(text)
+	}
+	if q := bytes.IndexByte(text[:j], '"'); q >= 0 {
+		return append(dst, text[:q]...), true
+	}
+	// The stage's arena borrows dst for the call.
+	buf := &sc.s.buf
+	own := buf.b
+	buf.b = dst
+	sc.s.sc.reset(text, buf)
+	sc.s.sc.content = true
+	_, end := sc.s.sc.unescape(0, j)
+	dst, buf.b = buf.b, own
+	return dst, end >= 0
 }
 
 // Fields walks the object at i as json without parameters walks a line,

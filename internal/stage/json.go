@@ -482,6 +482,9 @@ type jsonScanner struct {
 	// must not cost a Sprintf.
 	errChar bool
 	errRune rune
+	// content: data is a string's text without its quotes
+	// (JSONScanner.UnquoteAppend), so its end ends the string.
+	content bool
 }
 
 func (sc *jsonScanner) reset(data []byte, buf *rowBuf) {
@@ -657,6 +660,10 @@ func (sc *jsonScanner) unescape(start, j int) (string, int) {
 		}
 		n++
 		j += 2
+	}
+	if sc.content {
+		buf.b = out[:n]
+		return buf.view(b0), j
 	}
 	buf.b = out[:b0]
 	return "", sc.fail(start-1, "unterminated string")

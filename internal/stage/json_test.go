@@ -403,3 +403,26 @@ func BenchmarkUnescape(b *testing.B) {
 		}
 	})
 }
+
+// FuzzUnquoteAppend checks JSONScanner.UnquoteAppend, which reads a
+// string's text without its quotes, against str reading the same text
+// quoted: the same value, and failing alike.
+func FuzzUnquoteAppend(f *testing.F) {
+	for _, s := range []string{`a\"b\\c`, `{\"ts\":1,\"level\":\"info\"}`, `\u00e9\ud83d\ude00\ud800x`, `\q`, `\u12`, `abc\`, `a"b\n`, `\"`, "", `plain`} {
+		f.Add(s, uint8(3))
+	}
+	f.Fuzz(func(t *testing.T, s string, pre uint8) {
+		var ref jsonScanner
+		ref.reset([]byte(`"`+s+`"`), &rowBuf{})
+		want, end := ref.str(0)
+		var sc JSONScanner
+		dst := bytes.Repeat([]byte("p"), int(pre))
+		got, ok := sc.UnquoteAppend(dst, []byte(s))
+		if ok != (end >= 0) || ok && string(got[pre:]) != want {
+			t.Fatalf("%q: got %q, %v; want %q, %v", s, got[pre:], ok, want, end >= 0)
+		}
+		if string(got[:pre]) != strings.Repeat("p", int(pre)) {
+			t.Fatalf("%q: what dst held changed: %q", s, got[:pre])
+		}
+	})
+}
