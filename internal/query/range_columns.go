@@ -289,6 +289,7 @@ func (w *rangeWorker) blockRows(ev *evaluator, ls record.Labels, b *part.Block, 
 	if done, err := w.sweep(ev, ls, b, from, to); done || err != nil {
 		return err
 	}
+	cp.startRows(b)
 	// A block whose rows all fall in the same windows gives samples whose
 	// times matter not, unless the function or a parameter reads them:
 	// its rows' times are read only for the lines rebuilt.
@@ -975,9 +976,13 @@ func (cp *colPlanner) startBlock(b *part.Block, gives func(p *tmplPlan) (nothing
 			}
 		}
 	}
-	cp.cur.Start(b, need)
 	return nil
 }
+
+// startRows places the cursor at the block's first row, keeping the
+// columns startBlock found the plans need: a block whose rows are walked.
+// A sweep, which counts without a walk, never starts it.
+func (cp *colPlanner) startRows(b *part.Block) { cp.cur.Start(b, cp.need) }
 
 // bitsOf returns a bit per one of the first 64 of bs that is true.
 func bitsOf(bs []bool) uint64 {

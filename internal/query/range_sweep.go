@@ -194,11 +194,9 @@ func (w *rangeWorker) sweep(ev *evaluator, ls record.Labels, b *part.Block, from
 
 // checkRows checks the values that the rows of a block must have
 // well-formed (tmplPlan.check) in one walk of the rows with a cursor that
-// keeps only the columns checked; it leaves the cursor at the first row,
-// keeping the columns the plans need (startBlock).
+// keeps only the columns checked.
 func (w *rangeWorker) checkRows(b *part.Block, t int64) (bool, error) {
 	cp := w.cols
-	defer cp.cur.Start(b, cp.need)
 	nt := b.NumTemplates()
 	sw := &cp.sweep
 	checked := growClear(sw.checked, b.NumColumns())
