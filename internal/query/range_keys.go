@@ -259,7 +259,10 @@ func (w *rangeWorker) countKey(t int64) {
 	}
 	start := len(kb.keys)
 	kb.keys = kp.appendKey(kb.keys, values)
-	if k := kb.keys[start:]; !keyHolds(unsafe.String(unsafe.SliceData(k), len(k)), len(kp.items)) {
+	// A count of distinct keys of one label reads only their hashes,
+	// and one label's keys differ as its values do, separator or not.
+	hashOnly := w.distinct && len(kp.items) == 1
+	if k := kb.keys[start:]; !hashOnly && !keyHolds(unsafe.String(unsafe.SliceData(k), len(k)), len(kp.items)) {
 		// A value holds the separator: keySeries sets the series'
 		// labels from the values, which the batch does not keep.
 		kb.keys = kb.keys[:start]

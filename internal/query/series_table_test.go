@@ -178,6 +178,18 @@ func TestSeriesLabelsWithSeparator(t *testing.T) {
 			}
 		}
 	}
+	// A count of distinct values of one label, counted by key hashes
+	// alone (the separator in a value changes nothing there).
+	q := `count(sum by (v) (count_over_time({service="api"} | json v [1h])))`
+	for _, ref := range []bool{false, true} {
+		res, err := (&Engine{workers: 1, reference: ref}).Exec(context.Background(), sn, Params{Tenant: store.DefaultTenant, Query: q, Start: at, End: at, Instant: true})
+		if err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+		if len(res.Vector) != 1 || res.Vector[0].Point.Value != 2 {
+			t.Errorf("%s (reference %v): %v", q, ref, res.Vector)
+		}
+	}
 }
 
 // TestKeySet: a set of keys by their hashes counts each key once, in
