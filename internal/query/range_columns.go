@@ -2,6 +2,7 @@ package query
 
 import (
 	"bytes"
+	"fmt"
 	"math"
 	"math/bits"
 	"slices"
@@ -142,6 +143,22 @@ type paramPlan struct {
 	value    stage.ParamValue
 }
 
+// valueCut is a value of the row at hand that rowValues read only the
+// start of (colPlanner.prefix): values[idx] is a prefix of value vi of
+// column col of block b.
+type valueCut struct {
+	on      bool
+	idx     int
+	b       *part.Block
+	col, vi int
+	t       int64
+}
+
+// prefixCut is how many bytes of a long escaped value a prefix read
+// unescapes: the fields an application's JSON log leads with (time,
+// level) are within it.
+const prefixCut = 128
+
 // colPlanner is a worker's state on the columnar path.
 type colPlanner struct {
 	json stage.JSONParams // the pipeline's json stage, with parameters
@@ -225,6 +242,17 @@ type colPlanner struct {
 	dropsErrors bool
 	noneMemo    known
 
+	// prefix: the stages after the json stage make the line of one of
+	// its labels and parse it as JSON (stage.PrefixRead); prefixOK: for
+	// the block at hand (no unwrap, and no stream label of the name).
+	// rowValues then unescapes only a prefix of a long value of that
+	// label first (cut), and columnSeries the whole value only for the
+	// rows the prefix does not decide.
+	prefix   stage.PrefixRead
+	prefixOn bool
+	prefixOK bool
+	cut      valueCut
+
 	num unwrapNum // rowValues: the unwrapped parameter's number, if read as one
 	// paramTime: some template of the block has a parameter in a time
 	// column, whose values are written from their rows' times.
@@ -269,6 +297,9 @@ func (w *rangeWorker) colPlanner() *colPlanner {
 		if params {
 			w.cols.keys = newKeyPlan(w, jp)
 		}
+		if w.x.Range.Unwrap == nil {
+			w.cols.prefix, w.cols.prefixOn = w.cols.rest.PrefixRead()
+		}
 	}
 	return w.cols
 }
@@ -283,6 +314,11 @@ func (w *rangeWorker) block(ev *evaluator, ls record.Labels, b *part.Block, from
 // blockRows is block but for the rows left in the key batch.
 func (w *rangeWorker) blockRows(ev *evaluator, ls record.Labels, b *part.Block, from, to int64) error {
 	cp := w.colPlanner()
+	cp.cut.on = false
+	if cp.prefixOn {
+		_, stream := ls.Get(cp.prefix.Label())
+		cp.prefixOK = !stream
+	}
 	if err := cp.startBlock(b, func(p *tmplPlan) (bool, error) { return w.givesNothing(ls, p) }); err != nil {
 		return err
 	}
@@ -482,6 +518,14 @@ func (w *rangeWorker) columnRow(ls record.Labels, t int64) error {
 	if w.x.Range.Unwrap != nil {
 		return w.columnRowOnce(ls, t)
 	}
+	if cp.cut.on {
+		// A prefix of a value is no key of its outcome.
+		s, err := w.columnSeries(ls, t)
+		if s != nil {
+			w.add(s, t, 1)
+		}
+		return err
+	}
 	if cp.valueID >= 0 {
 		// One parameter from a dictionary: its entry names its value.
 		switch cp.dictMemo[cp.valueID] {
@@ -615,7 +659,25 @@ const maxMemo = 4096
 // columnSeries runs the label stages on a row's parameters and returns
 // the series it counts in, or nil when a filter drops it.
 func (w *rangeWorker) columnSeries(ls record.Labels, t int64) (*rangeSeries, error) {
-	if kp := w.cols.keys; kp != nil && kp.on {
+	cp := w.cols
+	if cp.cut.on {
+		cp.cut.on = false
+		w.setColumnLabels(ls)
+		if cp.prefix.Process(t, w.lb) {
+			return nil, nil
+		}
+		// Not decided by the prefix: the whole value, and the row again.
+		c := &cp.cut
+		pv, ok, err := cp.holeValue(c.b, c.col, c.vi, c.t, true)
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
+			// checksHold made sure of every value rowValues reads.
+			return nil, fmt.Errorf("columnar read: value %d of column %d is no JSON string content, though checked", c.vi, c.col)
+		}
+		cp.values[c.idx] = pv
+	} else if kp := cp.keys; kp != nil && kp.on {
 		return w.keySeries(), nil
 	}
 	if !w.columnLabels(ls, t) {
@@ -628,6 +690,14 @@ func (w *rangeWorker) columnSeries(ls record.Labels, t int64) (*rangeSeries, err
 // stage's of the parameters in cp.values, then the label filters'. It
 // reports whether the filters keep the row.
 func (w *rangeWorker) columnLabels(ls record.Labels, t int64) bool {
+	w.setColumnLabels(ls)
+	_, ok := w.cols.rest.Process(t, nil, w.lb)
+	return ok
+}
+
+// setColumnLabels sets w.lb to the stream's labels and the json stage's
+// of the row's values.
+func (w *rangeWorker) setColumnLabels(ls record.Labels) {
 	cp := w.cols
 	w.lb.Reset(ls)
 	if cp.named {
@@ -635,8 +705,6 @@ func (w *rangeWorker) columnLabels(ls record.Labels, t int64) bool {
 	} else {
 		cp.json.Apply(w.lb, cp.values)
 	}
-	_, ok := cp.rest.Process(t, nil, w.lb)
-	return ok
 }
 
 // columnRowOnce is columnRow for one row alone.
@@ -1059,6 +1127,7 @@ func (cp *colPlanner) rowValues(b *part.Block, tm int, t int64) (bool, error) {
 	}
 	cp.values, cp.curNames = cp.values[:0], p.names
 	cp.valueID = -1
+	cp.cut.on = false
 	if o := &p.one; o.col >= 0 {
 		if id := cp.oneID(o); id >= 0 {
 			cp.valueID = id
@@ -1095,6 +1164,15 @@ func (cp *colPlanner) rowValues(b *part.Block, tm int, t int64) (bool, error) {
 				continue
 			}
 		}
+		if cp.prefixOK && pp.inString && cp.valueID < 0 && !cp.idKeyed && cp.paramName(i) == cp.prefix.Label() {
+			if pv, ok, err := cp.prefixValue(b, col, vi, t); err != nil {
+				return false, err
+			} else if ok {
+				cp.cut = valueCut{on: true, idx: len(cp.values), b: b, col: col, vi: vi, t: t}
+				cp.values = append(cp.values, pv)
+				continue
+			}
+		}
 		pv, ok, err := cp.holeValue(b, col, vi, t, pp.inString)
 		if err != nil || !ok {
 			return false, err
@@ -1102,6 +1180,32 @@ func (cp *colPlanner) rowValues(b *part.Block, tm int, t int64) (bool, error) {
 		cp.values = append(cp.values, pv)
 	}
 	return true, nil
+}
+
+// paramName is the label name of the row at hand's value i.
+func (cp *colPlanner) paramName(i int) string {
+	if cp.named {
+		return cp.curNames[i]
+	}
+	return cp.json.Name(i)
+}
+
+// prefixValue reads the start of value vi of column col, a JSON string's
+// text, unescaped: its first prefixCut bytes, when it is longer and has
+// escapes (a value without is a view of the column, whole, for nothing).
+// false: read it whole (short, plain, or cut inside an escape).
+func (cp *colPlanner) prefixValue(b *part.Block, col, vi int, t int64) (stage.ParamValue, bool, error) {
+	v, arena, err := b.Value(col, vi, t, cp.arena.b)
+	cp.arena.b = arena
+	if err != nil || len(v) <= prefixCut || bytes.IndexByte(v[:prefixCut], '\\') < 0 {
+		return stage.ParamValue{}, false, err
+	}
+	u := len(cp.arena.b)
+	var ok bool
+	if cp.arena.b, ok = cp.scan.UnquoteAppend(cp.arena.b, v[:prefixCut]); !ok {
+		return stage.ParamValue{}, false, nil
+	}
+	return stage.ParamValue{Value: cp.arena.view(u), Found: true}, true, nil
 }
 
 // oneID returns the row at hand's entry of its one parameter's column, as

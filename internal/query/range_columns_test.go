@@ -2,6 +2,7 @@ package query
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -411,5 +412,68 @@ func TestKeyBatchSameAsRows(t *testing.T) {
 		`topk(5, sum by (u) (sum_over_time(` + all + ` | json u="user.id", b="bytes" | u!="" | unwrap b | __error__="" [1h])))`,
 		`sum by (u) (last_over_time(` + all + ` | json u="user.id", b="bytes" | unwrap b [1h]))`,
 		`sum by (u, level) (max_over_time(` + all + ` | json u="user.id", level, b="bytes" | unwrap b | __error__="" [1h]))`,
+	})
+}
+
+// TestPrefixReadSameAsRows: a pipeline that parses the JSON inside a
+// field (`| json | line_format "{{.log}}" | json | level="error"`) reads
+// a prefix of each long value first (stage.PrefixRead) and the whole
+// value only for the rows the prefix does not decide: it gives what the
+// row path gives, with levels early, late, twice or missing, escapes
+// across the cut, lines that are text or broken JSON, and values short
+// enough to be read whole.
+func TestPrefixReadSameAsRows(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	levels := []string{"info", "error", "warn", `err\u006fr`}
+	pad := func(n int) string {
+		var b strings.Builder
+		for b.Len() < n {
+			b.WriteString([]string{"a", `\n`, `\"q\"`, `\\`, `\u00e9`, `\ud83d\ude00`, "payment declined ", "/"}[rng.IntN(8)])
+		}
+		return b.String()
+	}
+	inner := func() string {
+		if rng.IntN(6) == 0 {
+			return fmt.Sprintf("2026-01-15T08:00:00Z %s %s", strings.ToUpper(levels[rng.IntN(3)]), pad(rng.IntN(200)))
+		}
+		fields := []string{
+			fmt.Sprintf(`"ts":%d`, 1768464000000+rng.IntN(1000)),
+			fmt.Sprintf(`"msg":"%s"`, pad(rng.IntN(120))),
+			fmt.Sprintf(`"http":{"method":"GET","status":%d}`, []int{200, 404, 500, 503}[rng.IntN(4)]),
+			fmt.Sprintf(`"error":{"stack":"%s"}`, pad(rng.IntN(80))),
+			`"tags":["a","b"]`,
+		}
+		if rng.IntN(8) != 0 {
+			at := rng.IntN(len(fields) + 1)
+			fields = slices.Insert(fields, at, fmt.Sprintf(`"level":"%s"`, levels[rng.IntN(len(levels))]))
+			if rng.IntN(10) == 0 {
+				fields = append(fields, `"level":"error"`) // the first wins
+			}
+		}
+		obj := "{" + strings.Join(fields, ",") + "}"
+		switch rng.IntN(10) {
+		case 0:
+			return obj[:rng.IntN(len(obj))] // cut short
+		case 1:
+			return strings.Replace(obj, `"tags"`, `"tags":tru,"x"`, 1) // broken after the level, or before
+		case 2:
+			return strings.Replace(obj, `"msg":"`, `"msg":"\q`, 1) // an invalid escape inside
+		}
+		return obj
+	}
+	lines := make([]string, 4400)
+	for i := range lines {
+		ts := time.Date(2026, 1, 15, 8, 0, 0, 0, time.UTC).Add(time.Duration(i) * 11 * time.Millisecond).Format(time.RFC3339Nano)
+		log, _ := json.Marshal(inner())
+		lines[i] = fmt.Sprintf(`{"ts":"%s","service":"api","stream":"stdout","log":%s}`, ts, log)
+	}
+	all := `{service="api"}`
+	checkColumnar(t, lines, false, []string{
+		`sum by (level) (count_over_time(` + all + ` | json | line_format "{{.log}}" | json | level="error" | __error__="" [1h]))`,
+		`sum(count_over_time(` + all + ` | json log | line_format "{{.log}}" | json level | level="error" | __error__="" [1h]))`,
+		`sum by (level, http_status) (count_over_time(` + all + ` | json | line_format "{{.log}}" | json | level!="info" | __error__="" [1h]))`,
+		`sum by (msg) (count_over_time(` + all + ` | json log | line_format "{{.log}}" | json level, msg | level=~"err.*" | msg!="" | __error__="" [1h]))`,
+		`sum by (http_status) (count_over_time(` + all + ` | json | line_format "{{.log}}" | json | level="error" and http_status=~"5.." | __error__="" [1h]))`,
+		`sum by (stream) (count_over_time(` + all + ` | json log, stream | line_format "{{.log}}" | json ts | ts=~"17.*1" | __error__="" [1h]))`,
 	})
 }

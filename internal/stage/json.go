@@ -55,6 +55,9 @@ type jsonStage struct {
 	deferErrs bool
 	pending   int
 	rest      bool
+	// reach: with parameters, the offset after the furthest value the
+	// row's labels were read from (PrefixRead).
+	reach int
 }
 
 // jsonParam is one `name="path"` parameter of json.
@@ -114,12 +117,15 @@ func (s *jsonStage) process(_ int64, line []byte, lb *Labels) ([]byte, bool) {
 	// As Loki's, the line is read only as far as the paths need: a
 	// syntax error after them goes unnoticed, and the search for a field
 	// stops where it is found (most of this stage's speed).
-	s.values = s.values[:0]
+	s.values, s.reach = s.values[:0], 0
 	for _, p := range s.params {
 		v, found := s.find(i, p.path)
 		if sc.errMsg != "" {
 			lb.ReplaceError(errJSON, sc.details())
 			return line, true
+		}
+		if !found {
+			s.reach = len(line) // a path is missing as far as the line goes
 		}
 		s.values = append(s.values, ParamValue{v, found})
 	}
@@ -330,16 +336,37 @@ func (s *jsonStage) valueAt(i int) (string, bool) {
 	d := sc.data
 	switch d[i] {
 	case '"':
-		v, _ := sc.str(i)
+		v, end := sc.str(i)
+		s.reach = max(s.reach, end)
 		return v, true
 	case 'n':
+		s.reach = max(s.reach, i+1)
 		return "", true
 	}
 	end := sc.skip(i, 0)
 	if end < 0 {
 		return "", false
 	}
+	s.reach = max(s.reach, end)
 	return bytesView(d[i:end]), true
+}
+
+// decidedWithin reports whether the labels and errors process gave the
+// line it read last are those it gives any line of which that one is the
+// first n bytes: every value read, and the error met, was delimited
+// before n.
+func (s *jsonStage) decidedWithin(n int) bool {
+	sc := &s.sc
+	switch {
+	case sc.errMsg != "":
+		return sc.errChar && sc.errOff < n
+	case s.params != nil:
+		return s.reach < n
+	default:
+		// The object ended, or every observed label was set by the
+		// value before pending.
+		return s.pending < n
+	}
 }
 
 // member returns the offset of the value of field key in the object at

@@ -30,6 +30,9 @@ type labelFilterStage struct {
 	// errorBlind: every filter in it is a string filter of a label
 	// other than the error labels; it neither reads nor sets them.
 	errorBlind bool
+	// reads is the labels it reads; ok false when unknown.
+	reads   []string
+	readsOK bool
 }
 
 // labelPred reports whether a row passes; it may set an error label.
@@ -40,7 +43,8 @@ func newLabelFilterStage(f logql.LabelFilter) (stage, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &labelFilterStage{pred: p, errorBlind: errorBlind(f)}, nil
+	reads, ok := appendFilterNames(nil, f)
+	return &labelFilterStage{pred: p, errorBlind: errorBlind(f), reads: reads, readsOK: ok}, nil
 }
 
 // errorBlind reports whether f and every filter in it is a string

@@ -287,3 +287,54 @@ func FuzzJSONDeferredErrors(f *testing.F) {
 		}
 	})
 }
+
+// FuzzPrefixRead checks PrefixRead: a row it says a prefix of its value
+// drops for sure is dropped by the pipeline with the whole value.
+func FuzzPrefixRead(f *testing.F) {
+	for _, s := range []string{realisticJSON, `{"ts":1768464000001,"level":"info","msg":"payment declined"}`, `{"level":"error","msg":"x"}`, `2026-01-15 INFO text`, `{"a":12345,"level":"info"}`, `{"level":"err`, `{"a":{"level":"x"},"level":"y"}`} {
+		for _, pick := range []uint8{0x00, 0x40, 0x41, 0x60, 0xc0, 0x90, 0x13} {
+			f.Add(s, pick, uint8(20), "error")
+		}
+	}
+	f.Fuzz(func(t *testing.T, value string, pick, cut uint8, want string) {
+		n := min(int(cut), len(value))
+		name := "level"
+		if pick&0x10 != 0 {
+			name = "a"
+		}
+		op := logql.MatchEqual
+		if pick&0x20 != 0 {
+			op = logql.MatchNotEqual
+		}
+		parser := &logql.JSONParser{}
+		if pick&0x40 != 0 {
+			parser.Params = []logql.LabelExtraction{{Name: name}}
+		}
+		stages := []logql.Stage{
+			&logql.LineFormat{Template: "{{.log}}"},
+			parser,
+			&logql.LabelFilterStage{Filter: &logql.LabelFilterString{Matcher: &logql.Matcher{Name: name, Type: op, Value: want}}},
+		}
+		if pick&0x80 != 0 {
+			stages = append(stages, &logql.LabelFilterStage{Filter: &logql.LabelFilterString{Matcher: &logql.Matcher{Name: ErrorLabel, Type: logql.MatchEqual, Value: ""}}})
+		}
+		o := ObservedBy(stages, nil)
+		p, err := CompileObserving(stages, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, ok := p.PrefixRead()
+		if !ok {
+			t.Fatalf("%v: no PrefixRead", stages)
+		}
+		lb := &Labels{}
+		lb.Reset(record.Labels{{Name: "log", Value: value[:n]}})
+		if !r.Process(testTS, lb) {
+			return
+		}
+		lb.Reset(record.Labels{{Name: "log", Value: value}})
+		if _, kept := p.Process(testTS, nil, lb); kept {
+			t.Fatalf("%q cut at %d through %v: dropped for sure, but the whole value is kept with %s", value, n, stages, lb.Copy())
+		}
+	})
+}

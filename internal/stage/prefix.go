@@ -1,0 +1,66 @@
+package stage
+
+import "slices"
+
+// A pipeline that makes the line of one label's value and parses it as
+// JSON (`| line_format "{{.log}}" | json ...`: the JSON an application
+// logged, inside the JSON line of a container runtime) can often decide
+// a row from the start of that value. The json stage reads a line from
+// its start, so a row that the label filters right after it drop, on
+// labels and errors read before the end of a prefix of the value, is
+// dropped as well with the whole value. The columnar path unescapes
+// only a prefix of a long value first, and the whole value only for the
+// rows such a prefix does not decide.
+
+// PrefixRead is such a pipeline, read with a prefix of the value.
+type PrefixRead struct {
+	p       *Pipeline
+	j       *jsonStage
+	label   string
+	filters int // the stages after the json stage that are label filters
+}
+
+// PrefixRead returns p's PrefixRead when p's first stage is line_format
+// of one label alone and its second is json.
+func (p *Pipeline) PrefixRead() (PrefixRead, bool) {
+	if len(p.stages) < 3 {
+		return PrefixRead{}, false
+	}
+	lf, ok := p.stages[0].(*lineFormatStage)
+	if !ok || !lf.plainOK || len(lf.plain) != 1 || !lf.plain[0].isLabel {
+		return PrefixRead{}, false
+	}
+	j, ok := p.stages[1].(*jsonStage)
+	if !ok {
+		return PrefixRead{}, false
+	}
+	r := PrefixRead{p: p, j: j, label: lf.plain[0].label}
+	for _, s := range p.stages[2:] {
+		f, ok := s.(*labelFilterStage)
+		if !ok || !f.readsOK || slices.Contains(f.reads, r.label) {
+			break // a filter of the label itself would read the prefix
+		}
+		r.filters++
+	}
+	return r, r.filters > 0
+}
+
+// Label is the label whose value the line is.
+func (r PrefixRead) Label() string { return r.label }
+
+// Process runs a row at time ts whose labels are in lb through the
+// pipeline, as Pipeline.Process does, the label's value being a prefix
+// of the row's; it reports whether the row was dropped for sure: by a
+// label filter right after the json stage, with labels and errors that
+// the whole value would give it too. The row's labels are then spent;
+// otherwise the caller runs it again with the whole value.
+func (r PrefixRead) Process(ts int64, lb *Labels) (dropped bool) {
+	var line []byte
+	for i, s := range r.p.stages[:2+r.filters] {
+		var ok bool
+		if line, ok = s.process(ts, line, lb); !ok {
+			return i >= 2 && r.j.decidedWithin(len(line))
+		}
+	}
+	return false
+}
