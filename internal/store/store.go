@@ -569,9 +569,13 @@ func (s *Store) Append(ctx context.Context, tenant string, b *record.Batch) erro
 // equal times), Wait waits until it is durable and visible. A goroutine
 // may Write several batches before it waits for them, in any order.
 type Pending struct {
-	s   *Store
-	blk *rows.Block
-	err error // Write's; when set, the batch was not queued
+	s *Store
+	// blk is the batch's block until it is settled (the head has it
+	// then: a Pending kept by its caller, or by its slab's neighbours,
+	// does not keep the block from a flush); empty says there was none.
+	blk   *rows.Block
+	empty bool
+	err   error // Write's; when set, the batch was not queued
 
 	h  *head // the head it goes into, once queued
 	wp wal.Pending
@@ -605,6 +609,8 @@ func (s *Store) Prepare(tenant string, b *record.Batch) (*Pending, error) {
 	p.s = s
 	if b.NumKept() > 0 {
 		p.blk = pr.enc.Block(tenant, b)
+	} else {
+		p.empty = true
 	}
 	s.encoders.Put(pr)
 	return p, nil
@@ -655,11 +661,12 @@ func (pr *preparer) pending() *Pending {
 // returns.
 // REQUIRES: Write is called once; Wait is called after it.
 func (p *Pending) Write(ctx context.Context) {
-	if p.blk == nil {
+	if p.empty {
 		return
 	}
 	s := p.s
 	if p.err = s.waitForRoom(ctx); p.err != nil {
+		p.blk = nil // not stored
 		return
 	}
 	s.lastWrite.Store(s.opts.Now().UnixNano())
@@ -675,7 +682,7 @@ func (p *Pending) Write(ctx context.Context) {
 
 // Wait returns nil once the batch is durable and visible, or why not.
 func (p *Pending) Wait() error {
-	if p.blk == nil || p.err != nil {
+	if p.empty || p.err != nil {
 		return p.err
 	}
 	if err := p.settle(); err != nil {
@@ -700,6 +707,7 @@ func (p *Pending) settle() error {
 	if err == nil {
 		p.h.insert(p.blk, walOrder(pos))
 	}
+	p.blk = nil
 	p.h.removeInFlight(p)
 	p.settled, p.werr = true, err
 	return err
