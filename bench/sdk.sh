@@ -62,7 +62,7 @@ done
 
 median() { tr ' ' '\n' <<<"$1" | sed '/^$/d' | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 bench_header RUNS RECORDS GOROUTINES SENDERS
-echo "- $records records of about 110 bytes, one sdk.Client, $goroutines goroutines calling Send, OverflowBlock; from the first Send to Close returned"
+echo "- $records records of about 110 bytes, one sdk.Client, $goroutines goroutines calling Send, OverflowBlock, Senders ${SENDERS:-the default, 2}; from the first Send to Close returned"
 echo
 echo "| protocol | records/s (median) | runs |"
 echo "|---|---|---|"
