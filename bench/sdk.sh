@@ -6,6 +6,7 @@
 #
 #   bench/sdk.sh                             # 2M records, 4 goroutines, NDJSON zstd and Loki protobuf
 #   RUNS=3 RECORDS=500000 bench/sdk.sh
+#   SENDERS=4 bench/sdk.sh                   # the Client's requests in flight (sdk.Config.Senders; default 2)
 #
 # Starts `sluice serve` on a fresh data directory (127.0.0.1, a free port) for each run, the two
 # protocols alternated, and checks with `sluice stats` that the store holds every record sent.
@@ -19,6 +20,7 @@ source "$root/bench/lib.sh"
 runs="${RUNS:-3}"
 records="${RECORDS:-2000000}"
 goroutines="${GOROUTINES:-4}"
+senders="${SENDERS:-0}"
 bin="$root/bin/sluice"
 
 run="$(mktemp -d "$cache/sdk-run.XXXXXX")"
@@ -41,7 +43,7 @@ for ((r = 1; r <= runs; r++)); do
 		spid=$!
 		pids+=("$spid")
 		wait_ready "http://127.0.0.1:$port/ready" "$spid" sluice "$run/serve.log"
-		out="$("$run/sdkload" -url "http://127.0.0.1:$port" -records "$records" -goroutines "$goroutines" -protocol "$proto")"
+		out="$("$run/sdkload" -url "http://127.0.0.1:$port" -records "$records" -goroutines "$goroutines" -senders "$senders" -protocol "$proto")"
 		stop_server "$spid"
 		st="$("$bin" stats --data "$data" 2>/dev/null || true)"
 		inparts="$(sed -n 's/^parts: [0-9]*, \([0-9]*\) lines.*/\1/p' <<<"$st")"
@@ -59,8 +61,8 @@ for ((r = 1; r <= runs; r++)); do
 done
 
 median() { tr ' ' '\n' <<<"$1" | sed '/^$/d' | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
-bench_header RUNS RECORDS GOROUTINES
-echo "- $records records of about 110 bytes, one sdk.Client, $goroutines goroutines calling Send, OverflowBlock; from the first Send to Close returned"
+bench_header RUNS RECORDS GOROUTINES SENDERS
+echo "- $records records of about 110 bytes, one sdk.Client, $goroutines goroutines calling Send, OverflowBlock, Senders ${SENDERS:-the default, 2}; from the first Send to Close returned"
 echo
 echo "| protocol | records/s (median) | runs |"
 echo "|---|---|---|"

@@ -10,6 +10,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"runtime/pprof"
 	"strconv"
 	"sync"
 	"time"
@@ -22,9 +23,13 @@ func main() {
 	n := flag.Int("records", 2000000, "records to send")
 	g := flag.Int("goroutines", 4, "goroutines calling Send on the one Client")
 	protocol := flag.String("protocol", "ndjson", "ndjson or loki")
+	senders := flag.Int("senders", 0, "requests in flight at once (sdk.Config.Senders; 0: its default)")
+	batchRecords := flag.Int("batch-records", 0, "records per batch (sdk.Config.BatchRecords; 0: its default)")
+	batchBytes := flag.Int("batch-bytes", 0, "bytes per batch (sdk.Config.BatchBytes; 0: its default)")
+	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the run to this file")
 	flag.Parse()
 	cfg := sdk.Config{URL: *url, Tenant: "sdkload", Labels: []sdk.Label{{Name: "service", Value: "sdkload"}},
-		Overflow: sdk.OverflowBlock}
+		Overflow: sdk.OverflowBlock, Senders: *senders, BatchRecords: *batchRecords, BatchBytes: *batchBytes}
 	switch *protocol {
 	case "ndjson":
 		cfg.Protocol, cfg.Compression = sdk.NDJSON, sdk.CompressionZstd
@@ -38,6 +43,17 @@ func main() {
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "sdkload:", err)
 		os.Exit(2)
+	}
+	if *cpuprofile != "" {
+		f, err := os.Create(*cpuprofile)
+		if err == nil {
+			err = pprof.StartCPUProfile(f)
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "sdkload: -cpuprofile:", err)
+			os.Exit(2)
+		}
+		defer f.Close()
 	}
 	start := time.Now()
 	var wg sync.WaitGroup
@@ -65,6 +81,9 @@ func main() {
 		os.Exit(1)
 	}
 	d := time.Since(start)
+	if *cpuprofile != "" {
+		pprof.StopCPUProfile()
+	}
 	st := c.Stats()
 	fmt.Printf("records %d sent %d dropped %d failed %d requests %d retries %d seconds %.3f records/s %.0f\n",
 		*n, st.Sent, st.Dropped, st.Failed, st.Requests, st.Retries, d.Seconds(), float64(st.Sent)/d.Seconds())

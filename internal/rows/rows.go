@@ -95,8 +95,11 @@ type Encoder struct {
 	routes    []uint16
 	rowRoutes []uint16
 	// chunk is what is left of the chunk small blocks' Data are carved
-	// from (see Block).
+	// from (see Block); tiny and small what is left of the slabs one-row
+	// blocks are carved from (see newBlock).
 	chunk []byte
+	tiny  []tinyBlock
+	small []smallBlock
 }
 
 // A block whose encoding is at most maxCarved bytes (one or a few
@@ -288,7 +291,7 @@ func (e *Encoder) Block(tenant string, b *record.Batch) *Block {
 	if cap(e.body) > maxKeptBody {
 		e.body = nil // an outsized batch's buffer is not kept in the pool
 	}
-	blk := newBlock(len(e.names), len(e.streams), len(e.refs))
+	blk := e.newBlock(len(e.names), len(e.streams), len(e.refs))
 	blk.Tenant, blk.ReceiveTime, blk.Data = tenant, b.ReceiveTime, data
 	for i, id := range e.names {
 		blk.Names[i] = b.Names.Get(id)
@@ -392,17 +395,37 @@ func (e *Encoder) data(n int) []byte {
 	return d
 }
 
+// blockSlab is how many one-row blocks (tinyBlock, smallBlock) an
+// Encoder carves from one allocation.
+const blockSlab = 16
+
 // newBlock returns a Block whose Names, Streams and Rows have the
-// lengths given.
-func newBlock(names, streams, rows int) *Block {
+// lengths given. A one-row block (a one-line push's) is carved from a
+// slab of blockSlab the Encoder shares with the blocks it made before,
+// as their small Data are from a chunk (see maxCarved): one allocation
+// per slab instead of one per block. Nothing carved is handed out twice,
+// so no owner has to say when it is done with a block (the head keeps
+// its blocks until a flush, and a reader's snapshot may view them after
+// it): the garbage collector frees a slab once no block carved from it
+// is reachable. At most blockSlab-1 blocks' structs (4-7 KiB) are held
+// beyond the blocks in use, per slab.
+func (e *Encoder) newBlock(names, streams, rows int) *Block {
 	if streams <= 1 && rows <= 1 {
 		switch {
 		case names <= len(tinyBlock{}.names):
-			tb := new(tinyBlock)
+			if len(e.tiny) == 0 {
+				e.tiny = make([]tinyBlock, blockSlab)
+			}
+			tb := &e.tiny[0]
+			e.tiny = e.tiny[1:]
 			tb.Names, tb.Streams, tb.Rows = tb.names[:names:names], tb.streams[:streams:streams], tb.rows[:rows:rows]
 			return &tb.Block
 		case names <= len(smallBlock{}.names):
-			sb := new(smallBlock)
+			if len(e.small) == 0 {
+				e.small = make([]smallBlock, blockSlab)
+			}
+			sb := &e.small[0]
+			e.small = e.small[1:]
 			sb.Names, sb.Streams, sb.Rows = sb.names[:names:names], sb.streams[:streams:streams], sb.rows[:rows:rows]
 			return &sb.Block
 		}

@@ -384,6 +384,26 @@ func TestBlockOneRow(t *testing.T) {
 	}
 }
 
+// TestBlockOneRowAllocs checks that a one-row block costs no allocation
+// of its own in steady state: its struct is carved from a slab, its Data
+// from a chunk.
+func TestBlockOneRowAllocs(t *testing.T) {
+	p, _ := parse.New(parse.Options{Format: "json", Record: record.DefaultConfig()})
+	var batch *record.Batch
+	err := p.Bytes(context.Background(), []byte(`{"level":"info","msg":"one","status":200}`+"\n"), func(b *record.Batch) error {
+		batch = clone(b)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var enc rows.Encoder
+	enc.Block("t", batch) // the Encoder's own tables
+	if n := testing.AllocsPerRun(1000, func() { enc.Block("t", batch) }); n != 0 {
+		t.Errorf("a one-row Block: %v allocations", n)
+	}
+}
+
 // checkEach checks rows.Each against Decode's result for data (blk, err):
 // the same error or none, the same header, and each row as Row decodes
 // it, in order; with a head that declines, no row.
