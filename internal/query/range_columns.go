@@ -156,8 +156,10 @@ type valueCut struct {
 
 // prefixCut is how many bytes of a long escaped value a prefix read
 // unescapes: the fields an application's JSON log leads with (time,
-// level) are within it.
-const prefixCut = 128
+// level) are within it. On the k8s store, CPU per question by cut: whole
+// values 2.60 s, 128 bytes 2.46, 96 2.21, 64 2.30 (fewer rows decided:
+// 0.91M against 1.10M); a value's first bytes are its densest in escapes.
+const prefixCut = 96
 
 // colPlanner is a worker's state on the columnar path.
 type colPlanner struct {
