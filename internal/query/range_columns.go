@@ -964,10 +964,6 @@ func (cp *colPlanner) startBlock(b *part.Block, gives func(p *tmplPlan) (nothing
 	cp.colIDs = growClear(cp.colIDs, b.NumColumns())
 	clear(cp.idMemo)
 	cp.idCache = [256]idSlot{}
-	need := growClear(cp.need, b.NumColumns())
-	cp.need = need
-	cp.paramTime = false
-	lci := b.LineColumn()
 	if cp.pred != nil {
 		cp.pred.startBlock(b.NumColumns())
 	}
@@ -975,14 +971,7 @@ func (cp *colPlanner) startBlock(b *part.Block, gives func(p *tmplPlan) (nothing
 		cp.planCached(b, t)
 		p := &cp.plans[t]
 		_, holes := b.TemplateLine(t)
-		switch {
-		case !p.ok && b.TemplateRaw(t):
-			need[lci] = true
-		case !p.ok:
-			for _, si := range holes {
-				need[b.SlotColumn(t, si)] = true
-			}
-		default:
+		if p.ok {
 			p.checks, p.one.col, p.idn = p.checks[:0], -1, 0
 			if nothing, err := gives(p); err != nil {
 				return err
@@ -1015,22 +1004,6 @@ func (cp *colPlanner) startBlock(b *part.Block, gives func(p *tmplPlan) (nothing
 					}
 				}
 			}
-			// A row whose check fails takes the row path, which rebuilds
-			// its whole line; with nothing to check, no row of the
-			// template can (its parameters' values, within [0, check), are
-			// well-formed), and only they are read.
-			if len(p.checks) > 0 {
-				for _, si := range holes {
-					need[b.SlotColumn(t, si)] = true
-				}
-			}
-			for _, pp := range p.params {
-				if pp.hole >= 0 {
-					col := b.SlotColumn(t, holes[pp.hole])
-					need[col] = true
-					cp.paramTime = cp.paramTime || b.ColumnKind(col) == part.ColumnTime
-				}
-			}
 			if !cp.named && len(p.params) == 1 && p.params[0].hole >= 0 {
 				si := holes[p.params[0].hole]
 				col := b.SlotColumn(t, si)
@@ -1050,9 +1023,41 @@ func (cp *colPlanner) startBlock(b *part.Block, gives func(p *tmplPlan) (nothing
 }
 
 // startRows places the cursor at the block's first row, keeping the
-// columns startBlock found the plans need: a block whose rows are walked.
-// A sweep, which counts without a walk, never starts it.
-func (cp *colPlanner) startRows(b *part.Block) { cp.cur.Start(b, cp.need) }
+// columns the plans read: a block whose rows are walked. A sweep, which
+// counts without a walk, never starts it. It also finds whether some
+// parameter is in a time column (paramTime).
+func (cp *colPlanner) startRows(b *part.Block) {
+	need := growClear(cp.need, b.NumColumns())
+	cp.need = need
+	cp.paramTime = false
+	for t := range b.NumTemplates() {
+		p := &cp.plans[t]
+		_, holes := b.TemplateLine(t)
+		switch {
+		case p.nothing:
+		case !p.ok && b.TemplateRaw(t):
+			need[b.LineColumn()] = true
+		case !p.ok || len(p.checks) > 0:
+			// A row whose check fails takes the row path, which rebuilds
+			// its whole line; with nothing to check, no row of the
+			// template can (its parameters' values, within [0, check),
+			// are well-formed), and only they are read.
+			for _, si := range holes {
+				need[b.SlotColumn(t, si)] = true
+			}
+		}
+		if p.ok && !p.nothing {
+			for _, pp := range p.params {
+				if pp.hole >= 0 {
+					col := b.SlotColumn(t, holes[pp.hole])
+					need[col] = true
+					cp.paramTime = cp.paramTime || b.ColumnKind(col) == part.ColumnTime
+				}
+			}
+		}
+	}
+	cp.cur.Start(b, need)
+}
 
 // bitsOf returns a bit per one of the first 64 of bs that is true.
 func bitsOf(bs []bool) uint64 {

@@ -23,7 +23,6 @@ import (
 type sweepState struct {
 	cols   []int       // the columns that hold the parameter
 	ctx    []jsonPlace // per column: where the parameter's values are, if it holds them
-	slots  []int       // per column: values the templates' slots use
 	param  []int       // per column: of those, the parameter's
 	consts []int       // templates whose rows all give the parameter alike
 	ids    []idCounts
@@ -60,7 +59,6 @@ func (w *rangeWorker) sweep(ev *evaluator, ls record.Labels, b *part.Block, from
 	ncols := b.NumColumns()
 	sw.cols, sw.consts = sw.cols[:0], sw.consts[:0]
 	sw.ctx = growClear(sw.ctx, ncols)
-	sw.slots = growClear(sw.slots, ncols)
 	sw.param = growClear(sw.param, ncols)
 	raws, walk := 0, false
 	for t := range b.NumTemplates() {
@@ -74,12 +72,7 @@ func (w *rangeWorker) sweep(ev *evaluator, ls record.Labels, b *part.Block, from
 			return false, err
 		}
 		if skip {
-			// No row of it counts: its values are neither the
-			// parameter's nor checked.
-			for s := range b.TemplateSlots(t) {
-				sw.slots[b.SlotColumn(t, s)] += n
-			}
-			continue
+			continue // no row of it counts: its values are neither the parameter's nor checked
 		}
 		if !p.ok && b.TemplateRaw(t) {
 			raws += n // lines stored whole: walked below, and their values uncounted
@@ -91,9 +84,6 @@ func (w *rangeWorker) sweep(ev *evaluator, ls record.Labels, b *part.Block, from
 		// Values each row must check (their columns are not all
 		// well-formed, startBlock found): checked row by row below.
 		walk = walk || len(p.checks) > 0
-		for s := range b.TemplateSlots(t) {
-			sw.slots[b.SlotColumn(t, s)] += n
-		}
 		pp := &p.params[0]
 		if pp.hole < 0 {
 			sw.consts = append(sw.consts, t)
@@ -117,7 +107,10 @@ func (w *rangeWorker) sweep(ev *evaluator, ls record.Labels, b *part.Block, from
 	}
 	sw.ids = grown(sw.ids, len(sw.cols))
 	for i, col := range sw.cols {
-		if sw.slots[col] != sw.param[col] {
+		// A block's rows use exactly its columns' values (the part
+		// checks it as it reads them): the column holds the
+		// parameter's values alone when they are all its values.
+		if b.ColumnValues(col) != sw.param[col] {
 			return false, nil // the column holds other values too
 		}
 		ic := &sw.ids[i]
