@@ -161,10 +161,15 @@ func (b *Labels) setExtracted(name, value string) {
 	b.set(name, value)
 }
 
-// Del removes a label.
+// Del removes a label. A name is set once at most (set replaces).
 func (b *Labels) Del(name string) {
-	b.unmeta(name)
-	b.cur = slices.DeleteFunc(b.cur, func(l record.Label) bool { return l.Name == name })
+	for i := range b.cur {
+		if b.cur[i].Name == name {
+			b.unmeta(name)
+			b.cur = slices.Delete(b.cur, i, i+1)
+			return
+		}
+	}
 }
 
 // DeleteFunc removes the labels for which del returns true.
