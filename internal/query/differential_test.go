@@ -376,6 +376,13 @@ func TestLogColumnarSameAsReference(t *testing.T) {
 		`{service="api"} | json level | level="error"`,
 		`{service=~".+"} | json level, msg | __error__!=""`,
 		`{service=~".+"} | json msg | msg=~"m[0-3]" | __error__=""`,
+		// Number filters that drop rows on the columns' numbers
+		// (numVerdict), and forms where the errors they set are not
+		// dropped after them (the general path).
+		`{service=~"api|web"} | json s="http.status", lat="http.latency_ms" | s >= 500 or lat < 50.5 | __error__=""`,
+		`{service=~".+"} | json lat="http.latency_ms" | lat > 100 and lat <= 400 | level="x" or lat > 0 | __error__=""`,
+		`{service=~".+"} | json lat="http.latency_ms" | __error__="" | lat > 100`,
+		`{service=~".+"} | json lat="http.latency_ms" | lat > 100 | __error__="" | lat < 300`,
 	} {
 		for _, backward := range []bool{true, false} {
 			if diff := sameAnswer(sn, q, true, backward); diff != "" {

@@ -44,6 +44,18 @@ func (w *logWorker) columns(x *logql.LogExpr) *logCols {
 			cp:          &colPlanner{json: jp, rest: w.pipe.Tail(), unwrapParam: -1},
 			dropsErrors: stagesDropErrors(x.Pipeline, nil),
 		}
+		names := make([]string, jp.Len())
+		for i := range names {
+			names[i] = jp.Name(i)
+		}
+		// Number filters decided on the columns' numbers drop the rows
+		// they fail unread (range_pred.go); a row they pass is read. A
+		// number filter keeps a row whose label does not convert (an
+		// absent path gives ""), with an error: the errors must be
+		// dropped after the last of them, as the numbers cannot say.
+		if errorsDroppedLast(x.Pipeline[1:]) {
+			w.cols.cp.pred = newLogPredState(x.Pipeline[1:], names)
+		}
 	}
 	return w.cols
 }
@@ -90,6 +102,9 @@ func (w *logWorker) block(ev *evaluator, ls record.Labels, b *part.Block, from, 
 	if err := cp.startBlock(b, func(p *tmplPlan) (bool, error) { return lc.givesNothing(w, ls, p), nil }); err != nil {
 		return err
 	}
+	if cp.pred != nil {
+		cp.pred.startStream(ls)
+	}
 	if err := b.DecodeTimes(); err != nil {
 		return err
 	}
@@ -112,6 +127,11 @@ func (w *logWorker) block(ev *evaluator, ls record.Labels, b *part.Block, from, 
 		}
 		p := &cp.plans[tm]
 		if lc.givesNothing(w, ls, p) {
+			continue
+		}
+		if decided, pass, _, _, err := cp.numVerdict(b, tm, t); err != nil {
+			return err
+		} else if decided && !pass {
 			continue
 		}
 		ok, err := cp.rowValues(b, tm, t)
@@ -137,4 +157,32 @@ func (w *logWorker) block(ev *evaluator, ls record.Labels, b *part.Block, from, 
 		}
 	}
 	return nil
+}
+
+// errorsDroppedLast reports whether a stage after the last that holds a
+// number filter drops every row with an error (`| __error__=""`).
+func errorsDroppedLast(stages []logql.Stage) bool {
+	drops := false
+	for _, st := range stages {
+		if lf, ok := st.(*logql.LabelFilterStage); ok {
+			switch {
+			case holdsNumberFilter(lf.Filter):
+				drops = false
+			case dropsErrorRows(lf.Filter):
+				drops = true
+			}
+		}
+	}
+	return drops
+}
+
+// holdsNumberFilter reports whether f is or holds a number filter.
+func holdsNumberFilter(f logql.LabelFilter) bool {
+	switch f := f.(type) {
+	case *logql.LabelFilterBinary:
+		return holdsNumberFilter(f.Left) || holdsNumberFilter(f.Right)
+	case *logql.LabelFilterNumber:
+		return true
+	}
+	return false
 }

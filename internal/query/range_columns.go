@@ -491,23 +491,25 @@ func dropsErrors(x *logql.RangeAggregation) bool {
 // or and-ed with others) follows the first stage, among the stages or
 // the filters after them.
 func stagesDropErrors(stages []logql.Stage, after []logql.LabelFilter) bool {
-	var drops func(f logql.LabelFilter) bool
-	drops = func(f logql.LabelFilter) bool {
-		switch f := f.(type) {
-		case *logql.LabelFilterBinary:
-			return f.And && (drops(f.Left) || drops(f.Right))
-		case *logql.LabelFilterString:
-			m := f.Matcher
-			return m.Name == "__error__" && m.Type == logql.MatchEqual && m.Value == ""
-		}
-		return false
-	}
 	for _, st := range stages[1:] {
-		if lf, ok := st.(*logql.LabelFilterStage); ok && drops(lf.Filter) {
+		if lf, ok := st.(*logql.LabelFilterStage); ok && dropsErrorRows(lf.Filter) {
 			return true
 		}
 	}
-	return slices.ContainsFunc(after, drops)
+	return slices.ContainsFunc(after, dropsErrorRows)
+}
+
+// dropsErrorRows reports whether label filter f drops every row with an
+// error: __error__="", alone or and-ed.
+func dropsErrorRows(f logql.LabelFilter) bool {
+	switch f := f.(type) {
+	case *logql.LabelFilterBinary:
+		return f.And && (dropsErrorRows(f.Left) || dropsErrorRows(f.Right))
+	case *logql.LabelFilterString:
+		m := f.Matcher
+		return m.Name == stage.ErrorLabel && m.Type == logql.MatchEqual && m.Value == ""
+	}
+	return false
 }
 
 // columnRow finishes a row whose parameters are in cp.values: the json

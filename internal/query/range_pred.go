@@ -269,7 +269,25 @@ func newPredState(w *rangeWorker, jp stage.JSONParams) *predState {
 			}
 		}
 	}
-	pred, vec, reads, ok := compileNumPred(w.x.Range.Log.Pipeline[1:], after, names)
+	return compilePredState(w.x.Range.Log.Pipeline[1:], after, names, unwrap)
+}
+
+// newLogPredState returns the state for a log query whose filters after
+// json (parameters names) can be decided on numbers, to drop the rows
+// they fail without reading them; else nil.
+func newLogPredState(stages []logql.Stage, names []string) *predState {
+	for i, n := range names {
+		if slices.Contains(names[:i], n) {
+			return nil // the first value found would win
+		}
+	}
+	return compilePredState(stages, nil, names, -1)
+}
+
+// compilePredState compiles the filters of stages and after on the
+// parameters names, unwrapping parameter unwrap (or none, -1).
+func compilePredState(stages []logql.Stage, after []logql.LabelFilter, names []string, unwrap int) *predState {
+	pred, vec, reads, ok := compileNumPred(stages, after, names)
 	if !ok {
 		return nil
 	}
@@ -350,14 +368,29 @@ func (ps *predState) numParams(b *part.Block, t int, p *tmplPlan, holes []int, d
 // general path.
 func (w *rangeWorker) predRow(ls record.Labels, b *part.Block, tm int, t int64) (bool, error) {
 	cp := w.cols
+	decided, pass, v, has, err := cp.numVerdict(b, tm, t)
+	if err != nil || !decided {
+		return false, err
+	}
+	if !pass || cp.pred.unwrap >= 0 && !has {
+		return true, nil // filtered out, or no value to unwrap: no sample
+	}
+	return true, w.addPassed(ls, t, v)
+}
+
+// numVerdict decides the row at hand (template tm, time t) on its
+// numbers: whether the filters pass it, and the number unwrapped (1
+// without unwrap) if it has one. decided false: the general path
+// decides (a value not a number of a column, or not well-formed).
+func (cp *colPlanner) numVerdict(b *part.Block, tm int, t int64) (decided, pass bool, v float64, has bool, err error) {
 	ps := cp.pred
 	p := &cp.plans[tm]
 	if ps == nil || !ps.on || !p.ok || !p.numsOK {
-		return false, nil
+		return false, false, 0, false, nil
 	}
 	if ps.vec != nil {
-		if done, ok, err := w.vecRow(ls, b, tm, t); ok {
-			return done, err
+		if decided, ok, pass, v, has, err := cp.vecVerdict(b, tm, t); ok {
+			return decided, pass, v, has, err
 		}
 	}
 	for j, i := range ps.reads {
@@ -368,43 +401,36 @@ func (w *rangeWorker) predRow(ls record.Labels, b *part.Block, tm int, t int64) 
 		}
 		f, ok := b.Number(np.col, cp.cur.At(np.col)+np.rank)
 		if !ok {
-			return false, nil
+			return false, false, 0, false, nil
 		}
 		ps.nums[i], ps.has[i] = f, true
 	}
 	if good, err := cp.checksHold(b, tm, p, t); err != nil || !good {
-		return false, err // the row path decides
+		return false, false, 0, false, err // the row path decides
 	}
-	if !ps.pred(ps.nums, ps.has) {
-		return true, nil
-	}
-	v := 1.0
+	v = 1.0
 	if ps.unwrap >= 0 {
-		if !ps.has[ps.unwrap] {
-			return true, nil // no value to unwrap: no sample
-		}
-		v = ps.nums[ps.unwrap]
+		v, has = ps.nums[ps.unwrap], ps.has[ps.unwrap]
 	}
-	return true, w.addPassed(ls, t, v)
+	return true, ps.pred(ps.nums, ps.has), v, has, nil
 }
 
-// vecRow is predRow on the filters' selection vector, for a row whose one
-// parameter read is absent or in a column of numbers; ok false when it is
-// in another column, and predRow decides.
-func (w *rangeWorker) vecRow(ls record.Labels, b *part.Block, tm int, t int64) (done, ok bool, err error) {
-	cp := w.cols
+// vecVerdict is numVerdict on the filters' selection vector, for a row
+// whose one parameter read is absent or in a column of numbers; ok false
+// when it is in another column, and numVerdict decides row by row.
+func (cp *colPlanner) vecVerdict(b *part.Block, tm int, t int64) (decided, ok, pass bool, v float64, has bool, err error) {
 	ps := cp.pred
 	p := &cp.plans[tm]
 	np := p.num0
-	pass, has, v := ps.vecAbsent, false, 1.0
+	pass, v = ps.vecAbsent, 1.0
 	if np.col >= 0 {
 		c := ps.column(b, np.col)
 		if c == nil {
-			return false, false, nil
+			return false, false, false, 0, false, nil
 		}
 		vi := cp.cur.At(np.col) + np.rank
 		if vi >= len(c.nums) {
-			return false, true, nil // the row path reports it
+			return false, true, false, 0, false, nil // the row path reports it
 		}
 		pass, has = c.bits[vi>>6]&(1<<(vi&63)) != 0, true
 		if ps.unwrap >= 0 {
@@ -412,15 +438,9 @@ func (w *rangeWorker) vecRow(ls record.Labels, b *part.Block, tm int, t int64) (
 		}
 	}
 	if good, err := cp.checksHold(b, tm, p, t); err != nil || !good {
-		return false, true, err // the row path decides
+		return false, true, false, 0, false, err // the row path decides
 	}
-	if !pass || ps.unwrap >= 0 && !has {
-		return true, true, nil // filtered out, or no value to unwrap: no sample
-	}
-	if err := w.addPassed(ls, t, v); err != nil {
-		return false, true, err
-	}
-	return true, true, nil
+	return true, true, pass, v, has, nil
 }
 
 // addPassed adds sample v at t to the one series of the stream's labels
