@@ -327,6 +327,9 @@ func (w *rangeWorker) blockRows(ev *evaluator, ls record.Labels, b *part.Block, 
 	if done, err := w.sweep(ev, ls, b, from, to); done || err != nil {
 		return err
 	}
+	if done, err := w.vecSweep(ev, ls, b, from, to); done || err != nil {
+		return err
+	}
 	cp.startRows(b)
 	// A block whose rows all fall in the same windows gives samples whose
 	// times matter not, unless the function or a parameter reads them:

@@ -477,3 +477,32 @@ func TestPrefixReadSameAsRows(t *testing.T) {
 		`sum by (stream) (count_over_time(` + all + ` | json log, stream | line_format "{{.log}}" | json ts | ts=~"17.*1" | __error__="" [1h]))`,
 	})
 }
+
+// TestVecSweepSameAsRows: a block counted from the pass bits of one
+// column of numbers (vecSweep) gives what the row path gives, with rows
+// that lack the number (their templates pass or fail alike), numbers in
+// another column in some blocks (strings), and filters that pass absent
+// values.
+func TestVecSweepSameAsRows(t *testing.T) {
+	rng := rand.New(rand.NewPCG(9, 10))
+	lines := make([]string, 4400)
+	for i := range lines {
+		ts := time.Date(2026, 1, 15, 8, 0, 0, 0, time.UTC).Add(time.Duration(i) * 11 * time.Millisecond).Format(time.RFC3339Nano)
+		svc := []string{"api", "web"}[rng.IntN(2)]
+		switch r := rng.IntN(10); {
+		case r < 2:
+			lines[i] = fmt.Sprintf(`{"ts":"%s","service":"%s","level":"info"}`, ts, svc)
+		case r == 2:
+			// A stream of its own: its column is not one of numbers.
+			lines[i] = fmt.Sprintf(`{"ts":"%s","service":"str","http":{"latency_ms":"%d"}}`, ts, rng.IntN(500))
+		default:
+			lines[i] = fmt.Sprintf(`{"ts":"%s","service":"%s","http":{"latency_ms":%d.%03d,"status":%d}}`, ts, svc, rng.IntN(500), rng.IntN(1000), 200+100*rng.IntN(4))
+		}
+	}
+	all := `{service=~".+"}`
+	checkColumnar(t, lines, false, []string{
+		`sum by (service) (count_over_time(` + all + ` | json lat="http.latency_ms" | lat > 100 and lat <= 400.5 | __error__="" [1h]))`,
+		`sum by (service) (count_over_time(` + all + ` | json lat="http.latency_ms" | __error__="" or lat > 300 [1h]))`,
+		`sum(count_over_time(` + all + ` | json lat="http.latency_ms" | lat < 50 or lat >= 450 | __error__="" [1h]))`,
+	})
+}

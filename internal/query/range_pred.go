@@ -1,6 +1,7 @@
 package query
 
 import (
+	"math/bits"
 	"slices"
 
 	"github.com/sluicelog/sluice/internal/logql"
@@ -457,4 +458,83 @@ func (w *rangeWorker) addPassed(ls record.Labels, t int64, v float64) error {
 	}
 	w.add(ps.series, t, v)
 	return nil
+}
+
+// vecSweep counts the rows of block b that pass the filters without
+// walking them, and reports whether it did: when the filters read one
+// parameter (a selection vector), no row unwraps it, every row counts in
+// the same windows, and the parameter's values are all of one column of
+// numbers, one per row that has it. Each value is then one row's: the
+// rows that pass are the set bits of the column's vector, and those of
+// the templates without the parameter pass or not all alike.
+func (w *rangeWorker) vecSweep(ev *evaluator, ls record.Labels, b *part.Block, from, to int64) (bool, error) {
+	cp := w.cols
+	ps := cp.pred
+	if ps == nil || ps.vec == nil || !ps.on || ps.unwrap >= 0 || w.op != opSum {
+		return false, nil
+	}
+	lo, hi := b.TimeRange()
+	if lo < from || hi > to || !w.sameWindows(lo, hi) {
+		return false, nil
+	}
+	col, inCol, absent := -1, 0, 0
+	for t := range b.NumTemplates() {
+		n := b.TemplateRows(t)
+		p := &cp.plans[t]
+		switch {
+		case n == 0 || p.nothing:
+		case !p.ok || !p.numsOK || len(p.checks) > 0:
+			return false, nil // a row read whole, or checked
+		case p.num0.col < 0:
+			absent += n
+		case col < 0 || col == p.num0.col:
+			col, inCol = p.num0.col, inCol+n
+		default:
+			return false, nil // in two columns
+		}
+	}
+	passed := 0
+	if col >= 0 {
+		// The rows use exactly the column's values (the part checks it):
+		// as many values as rows with the parameter, and none else's.
+		if b.ColumnValues(col) != inCol {
+			return false, nil
+		}
+		c := ps.column(b, col)
+		if c == nil || len(c.nums) != inCol {
+			return false, nil
+		}
+		passed = countBits(c.bits, inCol)
+	}
+	if ps.vecAbsent {
+		passed += absent
+	}
+	if passed > 0 {
+		if ps.series == nil {
+			w.lb.Reset(ls)
+			s, err := w.seriesOf()
+			if err != nil {
+				return true, err
+			}
+			ps.series = s
+		}
+		w.addN(ps.series, hi, passed)
+	}
+	rows := int64(b.NumRows())
+	w.tally.rows += rows
+	w.tally.columnar += rows
+	w.tally.swept += rows
+	return true, ev.flush(&w.tally)
+}
+
+// countBits counts the set bits among the first n of set.
+func countBits(set []uint64, n int) int {
+	c := 0
+	for _, word := range set[:n/64] {
+		c += bits.OnesCount64(word)
+	}
+	if r := n % 64; r > 0 {
+		c += bits.OnesCount64(set[n/64] & (1<<r - 1))
+	}
+	return c
 }
