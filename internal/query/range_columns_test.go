@@ -504,5 +504,9 @@ func TestVecSweepSameAsRows(t *testing.T) {
 		`sum by (service) (count_over_time(` + all + ` | json lat="http.latency_ms" | lat > 100 and lat <= 400.5 | __error__="" [1h]))`,
 		`sum by (service) (count_over_time(` + all + ` | json lat="http.latency_ms" | __error__="" or lat > 300 [1h]))`,
 		`sum(count_over_time(` + all + ` | json lat="http.latency_ms" | lat < 50 or lat >= 450 | __error__="" [1h]))`,
+		`avg_over_time(` + all + ` | json lat="http.latency_ms" | unwrap lat | __error__="" [1h]) by (service)`,
+		`sum by (service) (sum_over_time(` + all + ` | json lat="http.latency_ms" | lat > 250 | unwrap lat | __error__="" [1h]))`,
+		`max_over_time(` + all + ` | json lat="http.latency_ms" | unwrap lat | __error__="" or lat > 1 [1h]) by (service)`,
+		`min_over_time(` + all + ` | json lat="http.latency_ms" | lat >= 100 | unwrap lat [1h]) by (service)`,
 	})
 }

@@ -460,17 +460,26 @@ func (w *rangeWorker) addPassed(ls record.Labels, t int64, v float64) error {
 	return nil
 }
 
-// vecSweep counts the rows of block b that pass the filters without
-// walking them, and reports whether it did: when the filters read one
-// parameter (a selection vector), no row unwraps it, every row counts in
-// the same windows, and the parameter's values are all of one column of
-// numbers, one per row that has it. Each value is then one row's: the
-// rows that pass are the set bits of the column's vector, and those of
-// the templates without the parameter pass or not all alike.
+// vecSweep adds the samples of block b's rows that pass the filters
+// without walking them, and reports whether it did: when the filters
+// read one parameter (a selection vector), every row counts in the same
+// windows, and the parameter's values are all of one column of numbers,
+// one per row that has it. Each value is then one row's, in the rows'
+// order: the rows that pass are the set bits of the column's vector, and
+// those of the templates without the parameter pass or not all alike. A
+// count adds their number; an unwrap of the parameter (a sum, average,
+// minimum or maximum) adds the values of the set bits one by one, in
+// the order the rows would.
 func (w *rangeWorker) vecSweep(ev *evaluator, ls record.Labels, b *part.Block, from, to int64) (bool, error) {
 	cp := w.cols
 	ps := cp.pred
-	if ps == nil || ps.vec == nil || !ps.on || ps.unwrap >= 0 || w.op != opSum {
+	if ps == nil || ps.vec == nil || !ps.on {
+		return false, nil
+	}
+	switch {
+	case ps.unwrap < 0 && w.op == opSum:
+	case ps.unwrap >= 0 && (w.op == opSum || w.op == opAvg || w.op == opMin || w.op == opMax):
+	default:
 		return false, nil
 	}
 	lo, hi := b.TimeRange()
@@ -493,21 +502,23 @@ func (w *rangeWorker) vecSweep(ev *evaluator, ls record.Labels, b *part.Block, f
 			return false, nil // in two columns
 		}
 	}
-	passed := 0
+	var c *vecColumn
 	if col >= 0 {
 		// The rows use exactly the column's values (the part checks it):
 		// as many values as rows with the parameter, and none else's.
 		if b.ColumnValues(col) != inCol {
 			return false, nil
 		}
-		c := ps.column(b, col)
-		if c == nil || len(c.nums) != inCol {
+		if c = ps.column(b, col); c == nil || len(c.nums) != inCol {
 			return false, nil
 		}
+	}
+	passed := 0
+	if c != nil {
 		passed = countBits(c.bits, inCol)
 	}
-	if ps.vecAbsent {
-		passed += absent
+	if ps.unwrap < 0 && ps.vecAbsent {
+		passed += absent // an unwrap of an absent value gives no sample
 	}
 	if passed > 0 {
 		if ps.series == nil {
@@ -518,13 +529,32 @@ func (w *rangeWorker) vecSweep(ev *evaluator, ls record.Labels, b *part.Block, f
 			}
 			ps.series = s
 		}
-		w.addN(ps.series, hi, passed)
+		if ps.unwrap < 0 {
+			w.addN(ps.series, hi, passed)
+		} else {
+			w.addSetBits(ps.series, hi, c.nums, c.bits)
+		}
 	}
 	rows := int64(b.NumRows())
 	w.tally.rows += rows
 	w.tally.columnar += rows
 	w.tally.swept += rows
 	return true, ev.flush(&w.tally)
+}
+
+// addSetBits adds at time t the samples nums[i] of the set bits i of
+// set, in order.
+func (w *rangeWorker) addSetBits(s *rangeSeries, t int64, nums []float64, set []uint64) {
+	lo, hi := w.windows(t)
+	for k := lo; k <= hi; k++ {
+		for wi, word := range set {
+			for ; word != 0; word &= word - 1 {
+				if i := wi*64 + bits.TrailingZeros64(word); i < len(nums) {
+					s.add(w.op, int(k), t, nums[i])
+				}
+			}
+		}
+	}
 }
 
 // countBits counts the set bits among the first n of set.
