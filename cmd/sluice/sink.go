@@ -204,9 +204,8 @@ func buildSinks(cfgs []sinkConfig, data string, reg prometheus.Registerer, log *
 			return nil, fmt.Errorf("%s: %v", where, err)
 		}
 		s, err := sink.New(sink.Config{Name: c.Name, Type: c.Type, Tenant: c.Tenant, Selector: c.Selector, From: c.From, BatchSize: c.Batch, BatchBytes: c.BatchBytes,
-			Concurrency: c.Concurrency,
-			Linger:      linger, Retry: sink.Backoff{Initial: rmin, Max: rmax}, Budget: c.Budget, Policy: policy,
-			Dir: filepath.Join(sinksDir(data), c.Name)}, dest, log)
+			Linger: linger, Retry: sink.Backoff{Initial: rmin, Max: rmax}, Budget: c.Budget, Policy: policy,
+			Dir: filepath.Join(sinksDir(data), c.Name), Concurrency: c.Concurrency}, dest, log)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %v", where, err)
 		}
