@@ -22,6 +22,12 @@
 // every batch, and delivery is at least once. Records a destination
 // rejects for good go to the sink's dead-letter file with the reason.
 //
+// With Concurrency above 1, an Ordered destination (PostgreSQL) takes up to
+// that many batches at once, committing them in order (Batch.Turn): a
+// failed attempt rolls back every later batch in flight, the failed one is
+// retried alone, and the later ones go again, so the position never
+// passes a batch that is not delivered.
+//
 // Routing by rules (the rules' route action) is carried in the WAL with the
 // record: the rule stage runs before the WAL append, so its decision is
 // durable with the batch, as a list of sink names per row in rows version

@@ -27,6 +27,17 @@
 // identities of its rows in ReplayedTable, in the same transaction, so that
 // no replay inserts a record twice.
 //
+// Deliver may run for several batches at once (the sink's concurrency,
+// sink.Ordered), each on a connection of its own: the COPYs run at once,
+// and each transaction writes its position as its last statement, only
+// once every earlier batch committed (Batch.Turn), then commits. The
+// position row is locked by the UPDATE of a transaction until it ends, so
+// writing it last, after the predecessor's commit, keeps the later
+// transaction from waiting on that lock while holding its rows. The
+// position upsert only moves forward: a batch whose position PostgreSQL
+// holds already was committed before (a commit whose answer was lost),
+// and its retry rolls back and reports it delivered.
+//
 // It must never commit rows without the position that covers them.
 package postgres
 
