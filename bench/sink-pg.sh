@@ -100,7 +100,7 @@ ingest_cpu() {
 }
 
 run_sink() {
-	local port data start ingested done_at st backlog sent count deliver_s batches scpu pcpu pcpu0
+	local port data start ingested done_at st backlog sent count deliver_s batches retries scpu pcpu pcpu0
 	port="$(free_port)"
 	data="$run/data"
 	psql "DROP TABLE IF EXISTS sluice_logs; DROP TABLE IF EXISTS sluice_sink_positions"
@@ -143,6 +143,7 @@ run_sink() {
 	# The time the sink spent in the destination's Deliver (COPY and commit), of the whole.
 	deliver_s="$(curl -sf "127.0.0.1:$port/metrics" | awk '/^sluice_sink_delivery_seconds_sum/ {print $2}')"
 	batches="$(curl -sf "127.0.0.1:$port/metrics" | awk '/^sluice_sink_delivery_seconds_count/ {print $2}')"
+	retries="$(curl -sf "127.0.0.1:$port/metrics" | awk '/^sluice_sink_retries_total/ {print $2}')"
 	rss_sink+="$(peak_rss "$spid") "
 	stop_server "$spid" || { log "!!! sluice exited with status $? when stopped"; tail -20 "$run/serve.log" >&2; problems=1; }
 	count="$(psql "SELECT count(*) FROM sluice_logs")"
@@ -154,7 +155,7 @@ run_sink() {
 	fi
 	fig_sink+="$(rate "$accepted" "$start" "$done_at") "
 	fig_ingest_sink+="$(rate "$accepted" "$start" "$ingested") "
-	log "run $r sink: $accepted rows, ingest $(rate "$accepted" "$start" "$ingested") lines/s, in PostgreSQL $(rate "$accepted" "$start" "$done_at") rows/s ($(awk -v a="$start" -v b="$done_at" 'BEGIN {printf "%.2f", b - a}') s, ${batches:-?} batches, ${deliver_s:-?} s in Deliver), peak RSS $(peak_rss_last "$rss_sink") MB ($(peak_rss_last "$rss_reply_sink") MB at the last reply), CPU: sluice $scpu s, PostgreSQL backends $pcpu s; $iphase"
+	log "run $r sink: $accepted rows, ingest $(rate "$accepted" "$start" "$ingested") lines/s, in PostgreSQL $(rate "$accepted" "$start" "$done_at") rows/s ($(awk -v a="$start" -v b="$done_at" 'BEGIN {printf "%.2f", b - a}') s, ${batches:-?} batches, ${retries:-?} retries, ${deliver_s:-?} s in Deliver), peak RSS $(peak_rss_last "$rss_sink") MB ($(peak_rss_last "$rss_reply_sink") MB at the last reply), CPU: sluice $scpu s, PostgreSQL backends $pcpu s; $iphase"
 	psql "DROP TABLE IF EXISTS sluice_logs; DROP TABLE IF EXISTS sluice_sink_positions"
 	rm -rf "$data"
 }

@@ -232,10 +232,12 @@ func (s *Sink) deliverOrdered(ctx context.Context, l *wal.Log, cur *wal.Cursor, 
 			if !waitDone(g) {
 				return nil
 			}
-			if g.err != nil && !errors.Is(g.err, ErrEarlierFailed) {
-				// Its own failure (or a destination that ignored its
-				// turn): what it rejected is settled; it goes again.
-				s.settle(l, g.b, g.rej, g.err)
+			if g.err != nil {
+				s.m.retries.Inc() // rolled back: it goes again
+				if !errors.Is(g.err, ErrEarlierFailed) {
+					// Its own failure: what it rejected is settled.
+					s.settle(l, g.b, g.rej, g.err)
+				}
 			}
 			g.b.turn = nil
 			redo = append(redo, g.b)
