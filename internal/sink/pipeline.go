@@ -109,6 +109,9 @@ type flight struct {
 	done chan struct{} // closed when the attempt ended
 	rej  []Rejected    // the attempt's outcome, once done
 	err  error
+	// settled: b needs no attempt (it failed for good while rolled
+	// back, its records in the dead letter); only the position moves.
+	settled bool
 }
 
 // deliverOrdered delivers the batches of in, in order, with up to
@@ -130,7 +133,7 @@ func (s *Sink) deliverOrdered(ctx context.Context, l *wal.Log, cur *wal.Cursor, 
 		wg.Wait()
 	}()
 	var queue []*flight // in flight, in order
-	var redo []*Batch   // rolled back after an earlier batch failed, in order
+	var redo []*flight  // rolled back after an earlier batch failed, in order
 	showSending := func() {
 		if len(queue) == 0 {
 			s.sending.Store(0)
@@ -138,9 +141,9 @@ func (s *Sink) deliverOrdered(ctx context.Context, l *wal.Log, cur *wal.Cursor, 
 		}
 		s.sending.Store(queue[0].b.oldest)
 	}
-	launch := func(b *Batch) {
-		f := &flight{b: b, done: make(chan struct{})}
-		if len(b.Records) == 0 {
+	launch := func(b *Batch, settled bool) {
+		f := &flight{b: b, done: make(chan struct{}), settled: settled}
+		if len(b.Records) == 0 || settled {
 			close(f.done) // nothing to deliver: only the position moves
 			queue = append(queue, f)
 			return
@@ -186,7 +189,7 @@ func (s *Sink) deliverOrdered(ctx context.Context, l *wal.Log, cur *wal.Cursor, 
 	}
 	for {
 		for len(queue) < n && len(redo) > 0 {
-			launch(redo[0])
+			launch(redo[0].b, redo[0].settled)
 			redo = redo[1:]
 		}
 		var head <-chan struct{}
@@ -211,18 +214,21 @@ func (s *Sink) deliverOrdered(ctx context.Context, l *wal.Log, cur *wal.Cursor, 
 			if fb.err != nil {
 				return fb.err
 			}
-			launch(fb.b)
+			launch(fb.b, false)
 			continue
 		case <-head:
 		}
 		f := queue[0]
 		queue = queue[1:]
-		if len(f.b.Records) == 0 || s.settle(l, f.b, f.rej, f.err) {
+		if len(f.b.Records) == 0 || f.settled || s.settle(l, f.b, f.rej, f.err) {
 			showSending()
 			if err := finish(f.b); err != nil {
 				return err
 			}
 			continue
+		}
+		if ctx.Err() != nil {
+			return nil
 		}
 		// f's attempt failed: the later flights fail their turns and roll
 		// back. Once they ended, f is retried alone, then they go again.
@@ -232,15 +238,17 @@ func (s *Sink) deliverOrdered(ctx context.Context, l *wal.Log, cur *wal.Cursor, 
 			if !waitDone(g) {
 				return nil
 			}
-			if g.err != nil {
+			settled := g.settled
+			if g.err != nil && !settled {
 				s.m.retries.Inc() // rolled back: it goes again
 				if !errors.Is(g.err, ErrEarlierFailed) {
-					// Its own failure: what it rejected is settled.
-					s.settle(l, g.b, g.rej, g.err)
+					// Its own failure: what it rejected is settled, all
+					// of it when the failure is for good.
+					settled = s.settle(l, g.b, g.rej, g.err)
 				}
 			}
 			g.b.turn = nil
-			redo = append(redo, g.b)
+			redo = append(redo, &flight{b: g.b, settled: settled})
 		}
 		f.b.turn = nil
 		s.sending.Store(f.b.oldest)
