@@ -138,6 +138,11 @@ func New(cfg Config) (*Dest, error) {
 	if cfg.Pool <= 0 {
 		cfg.Pool = max(DefaultPoolConns, cfg.Concurrency+1)
 	}
+	if cfg.Pool < cfg.Concurrency {
+		// A later batch holding the last connection while it waits for
+		// its turn would starve the earlier one until the timeout.
+		return nil, fmt.Errorf("postgres sink %q: pool %d is below the sink's concurrency %d: each batch in flight holds a connection", cfg.Sink, cfg.Pool, cfg.Concurrency)
+	}
 	if cfg.Timeout <= 0 {
 		cfg.Timeout = DefaultTimeout
 	}

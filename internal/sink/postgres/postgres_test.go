@@ -446,6 +446,7 @@ func TestJSONType(t *testing.T) {
 	}{
 		{postgres.Config{Sink: "pg", DSN: pg.DSN(), JSONType: "hstore"}, `json_type "hstore": want jsonb, json or text`},
 		{postgres.Config{Sink: "pg", DSN: pg.DSN(), JSONType: "json", Columns: map[string]string{"body": "line"}}, "json_type is the default table's"},
+		{postgres.Config{Sink: "pg", DSN: pg.DSN(), Pool: 1, Concurrency: 2}, "pool 1 is below the sink's concurrency 2"},
 	} {
 		if _, err := postgres.New(c.cfg); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("New(%+v): %v, want an error with %q", c.cfg, err, c.want)
