@@ -6,6 +6,7 @@
 #   bench/sink-pg.sh                       # the canonical corpus (2M lines), RUNS=3
 #   LINES=20000 RUNS=1 bench/sink-pg.sh    # a quick check on a small corpus
 #   BATCH=20000 LINGER=200ms bench/sink-pg.sh
+#   CONCURRENCY=2 bench/sink-pg.sh         # two batches in PostgreSQL at once (the sink's concurrency)
 #   JSON_TYPE=json bench/sink-pg.sh        # labels and fields as json (the sink's json_type), in both tables
 #   PROFILE=/tmp/prof LINES=200000 RUNS=1 bench/sink-pg.sh   # CPU profiles of sluice during the sink runs
 #
@@ -15,7 +16,7 @@
 # nice level: PostgreSQL on the same 2 cores then yields them to ingest and catches up after), then RUNS times, the order of the sides reversed
 # every other run:
 #   - sink: `sluice serve` on a fresh data directory with one postgres sink of every tenant (the
-#     default table; BATCH, LINGER, POOL set its batch, linger and pool when given), the corpus posted
+#     default table; BATCH, LINGER, CONCURRENCY, POOL set its batch, linger, concurrency and pool when given), the corpus posted
 #     in PARTS parallel POSTs as bench/http.sh does. Rows/s is the lines accepted over the time from
 #     the first request until GET /api/v1/sinks shows the sink's backlog at 0 with every accepted line
 #     sent; the table's row count is then checked. Ingest lines/s is the accepted lines over the time
@@ -99,7 +100,7 @@ ingest_cpu() {
 }
 
 run_sink() {
-	local port data start ingested done_at st backlog sent count deliver_s batches scpu pcpu pcpu0
+	local port data start ingested done_at st backlog sent count deliver_s batches retries scpu pcpu pcpu0
 	port="$(free_port)"
 	data="$run/data"
 	psql "DROP TABLE IF EXISTS sluice_logs; DROP TABLE IF EXISTS sluice_sink_positions"
@@ -110,6 +111,7 @@ run_sink() {
 		echo "    tenant: '*'"
 		if [[ -n "${BATCH:-}" ]]; then echo "    batch: $BATCH"; fi
 		if [[ -n "${LINGER:-}" ]]; then echo "    linger: $LINGER"; fi
+		if [[ -n "${CONCURRENCY:-}" ]]; then echo "    concurrency: $CONCURRENCY"; fi
 		echo "    postgres:"
 		echo "      dsn: '$dsn'"
 		if [[ -n "${POOL:-}" ]]; then echo "      pool: $POOL"; fi
@@ -141,6 +143,7 @@ run_sink() {
 	# The time the sink spent in the destination's Deliver (COPY and commit), of the whole.
 	deliver_s="$(curl -sf "127.0.0.1:$port/metrics" | awk '/^sluice_sink_delivery_seconds_sum/ {print $2}')"
 	batches="$(curl -sf "127.0.0.1:$port/metrics" | awk '/^sluice_sink_delivery_seconds_count/ {print $2}')"
+	retries="$(curl -sf "127.0.0.1:$port/metrics" | awk '/^sluice_sink_retries_total/ {print $2}')"
 	rss_sink+="$(peak_rss "$spid") "
 	stop_server "$spid" || { log "!!! sluice exited with status $? when stopped"; tail -20 "$run/serve.log" >&2; problems=1; }
 	count="$(psql "SELECT count(*) FROM sluice_logs")"
@@ -152,7 +155,7 @@ run_sink() {
 	fi
 	fig_sink+="$(rate "$accepted" "$start" "$done_at") "
 	fig_ingest_sink+="$(rate "$accepted" "$start" "$ingested") "
-	log "run $r sink: $accepted rows, ingest $(rate "$accepted" "$start" "$ingested") lines/s, in PostgreSQL $(rate "$accepted" "$start" "$done_at") rows/s ($(awk -v a="$start" -v b="$done_at" 'BEGIN {printf "%.2f", b - a}') s, ${batches:-?} batches, ${deliver_s:-?} s in Deliver), peak RSS $(peak_rss_last "$rss_sink") MB ($(peak_rss_last "$rss_reply_sink") MB at the last reply), CPU: sluice $scpu s, PostgreSQL backends $pcpu s; $iphase"
+	log "run $r sink: $accepted rows, ingest $(rate "$accepted" "$start" "$ingested") lines/s, in PostgreSQL $(rate "$accepted" "$start" "$done_at") rows/s ($(awk -v a="$start" -v b="$done_at" 'BEGIN {printf "%.2f", b - a}') s, ${batches:-?} batches, ${retries:-?} retries, ${deliver_s:-?} s in Deliver), peak RSS $(peak_rss_last "$rss_sink") MB ($(peak_rss_last "$rss_reply_sink") MB at the last reply), CPU: sluice $scpu s, PostgreSQL backends $pcpu s; $iphase"
 	psql "DROP TABLE IF EXISTS sluice_logs; DROP TABLE IF EXISTS sluice_sink_positions"
 	rm -rf "$data"
 }
@@ -208,9 +211,9 @@ done
 median() { tr ' ' '\n' <<<"$1" | sed '/^$/d' | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.2f", a / b}'; }
 ms=$(median "$fig_sink") mc=$(median "$fig_copy") mis=$(median "$fig_ingest_sink") min=$(median "$fig_ingest_nosink")
-bench_header LINES RUNS PARTS BATCH LINGER POOL JSON_TYPE PG_OPTS PG_NICE SERVE_FLAGS SLUICE_BENCH_DIR
+bench_header LINES RUNS PARTS BATCH LINGER CONCURRENCY POOL JSON_TYPE PG_OPTS PG_NICE SERVE_FLAGS SLUICE_BENCH_DIR
 echo "- corpus: \`$corpus_name\`, $lines lines, $bytes bytes, in ${#files[@]} parallel POSTs to \`/insert/jsonline?_stream_fields=service,host\`"
-echo "- sink: one postgres sink of every tenant, the default table (labels and fields ${JSON_TYPE:-jsonb}), batch ${BATCH:-default}, linger ${LINGER:-default}, pool ${POOL:-default}; PostgreSQL 15 with its defaults (fsync on)${PG_OPTS:+ and $PG_OPTS}${PG_NICE:+, at nice $PG_NICE}"
+echo "- sink: one postgres sink of every tenant, the default table (labels and fields ${JSON_TYPE:-jsonb}), batch ${BATCH:-default}, linger ${LINGER:-default}, concurrency ${CONCURRENCY:-default}, pool ${POOL:-default}; PostgreSQL 15 with its defaults (fsync on)${PG_OPTS:+ and $PG_OPTS}${PG_NICE:+, at nice $PG_NICE}"
 echo
 echo "| figure | median | runs |"
 echo "|---|---|---|"

@@ -30,12 +30,21 @@ import (
 // Then the table must hold every acknowledged "audit" line exactly once, no
 // line twice, and no line of "other". `sluice sink status` shows the sink.
 //
+// It runs with the sink's concurrency 1 and 2 (two batches copied at once
+// on two connections, committed in order).
+//
 // SLUICE_SINK_CRASH_CYCLES sets the number of cycles (default 20).
 func TestSinkPostgresKillLoop(t *testing.T) {
 	skipIfOff(t)
 	if testing.Short() {
 		t.Skip("kill -9 loop with a PostgreSQL sink: skipped in -short mode")
 	}
+	for _, n := range []int{1, 2} {
+		t.Run(fmt.Sprint("concurrency=", n), func(t *testing.T) { sinkPostgresKillLoop(t, n) })
+	}
+}
+
+func sinkPostgresKillLoop(t *testing.T, concurrency int) {
 	pg := pgtest.Start(t)
 	acked, sent := sinkKillLoop(t, fmt.Sprintf(`  - name: audit-pg
     type: postgres
@@ -44,9 +53,10 @@ func TestSinkPostgresKillLoop(t *testing.T) {
     linger: 20ms
     retry: {initial: 10ms, max: 200ms}
     policy: block
+    concurrency: %d
     postgres:
       dsn: %q
-`, pg.DSN()), "audit-pg", "postgres", func(int) string { return "sinktest" }, func(rng *rand.Rand) {
+`, concurrency, pg.DSN()), "audit-pg", "postgres", func(int) string { return "sinktest" }, func(rng *rand.Rand) {
 		pg.Stop()
 		time.Sleep(time.Duration(200+rng.IntN(300)) * time.Millisecond)
 		pg.Start()
@@ -128,7 +138,8 @@ func sinkStatus(t *testing.T, s *server) sinkState {
 }
 
 // TestSinkBudgetPolicies: sinkBudgetOutage for the postgres sink,
-// PostgreSQL stopped and started again.
+// PostgreSQL stopped and started again; with policy block at concurrency
+// 2 (drop_oldest delivers one batch at a time).
 func TestSinkBudgetPolicies(t *testing.T) {
 	skipIfOff(t)
 	pg := pgtest.Start(t)
@@ -137,7 +148,11 @@ func TestSinkBudgetPolicies(t *testing.T) {
 			sinkBudgetOutage(t, budgetDest{
 				typ: "postgres",
 				block: func(_, policy string) string {
-					return fmt.Sprintf("    postgres:\n      dsn: %q\n      table: logs_%s\n", pg.DSN(), policy)
+					conc := ""
+					if policy == "block" {
+						conc = "    concurrency: 2\n"
+					}
+					return fmt.Sprintf("%s    postgres:\n      dsn: %q\n      table: logs_%s\n", conc, pg.DSN(), policy)
 				},
 				down: pg.Stop,
 				up:   pg.Start,

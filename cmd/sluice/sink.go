@@ -40,6 +40,9 @@ type sinkConfig struct {
 	} `yaml:"retry"`
 
 	BatchBytes int `yaml:"batch_bytes"` // bytes per batch at most (lines, labels, fields)
+	// Concurrency is how many batches may be in the destination at once
+	// (postgres only, policy block).
+	Concurrency int `yaml:"concurrency"`
 
 	Budget   int64          `yaml:"budget_bytes"`
 	Policy   string         `yaml:"policy"` // block, drop_oldest
@@ -162,7 +165,8 @@ func buildSinks(cfgs []sinkConfig, data string, reg prometheus.Registerer, log *
 			var timeout time.Duration
 			if timeout, err = dur("postgres.timeout", c.Postgres.Timeout); err == nil {
 				dest, err = postgres.New(postgres.Config{Sink: c.Name, DSN: c.Postgres.DSN, Table: c.Postgres.Table,
-					Columns: c.Postgres.Columns, Pool: c.Postgres.Pool, Timeout: timeout, JSONType: c.Postgres.JSONType})
+					Columns: c.Postgres.Columns, Pool: c.Postgres.Pool, Timeout: timeout, JSONType: c.Postgres.JSONType,
+					Concurrency: c.Concurrency})
 			}
 		case "file":
 			var age time.Duration
@@ -201,7 +205,7 @@ func buildSinks(cfgs []sinkConfig, data string, reg prometheus.Registerer, log *
 		}
 		s, err := sink.New(sink.Config{Name: c.Name, Type: c.Type, Tenant: c.Tenant, Selector: c.Selector, From: c.From, BatchSize: c.Batch, BatchBytes: c.BatchBytes,
 			Linger: linger, Retry: sink.Backoff{Initial: rmin, Max: rmax}, Budget: c.Budget, Policy: policy,
-			Dir: filepath.Join(sinksDir(data), c.Name)}, dest, log)
+			Dir: filepath.Join(sinksDir(data), c.Name), Concurrency: c.Concurrency}, dest, log)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %v", where, err)
 		}

@@ -46,16 +46,17 @@ func NewManager(sinks []*Sink, reg prometheus.Registerer, log *slog.Logger) *Man
 // Sinks returns the managed sinks.
 func (m *Manager) Sinks() []*Sink { return m.sinks }
 
-// BatchMemory returns the bytes the sinks' batches may hold together: two
-// batches of BatchBytes per sink (the one being delivered and the one
-// being filled), each of which may pass it by one WAL record. What a sink
+// BatchMemory returns the bytes the sinks' batches may hold together:
+// Concurrency+1 batches of BatchBytes per sink (those being delivered and
+// the one being filled; two with the default Concurrency 1), each of
+// which may pass it by one WAL record. What a sink
 // holds besides (its WAL cursor's buffer, as large as the largest WAL
 // record; the destination's buffers) is not counted. serve adds it to
 // the default soft memory limit.
 func (m *Manager) BatchMemory() int64 {
 	var n int64
 	for _, s := range m.sinks {
-		n += 2 * int64(s.cfg.BatchBytes)
+		n += int64(s.cfg.Concurrency+1) * int64(s.cfg.BatchBytes)
 	}
 	return n
 }

@@ -130,7 +130,7 @@ func TestBatchBytes(t *testing.T) {
 }
 
 // TestBatchMemory: two batches of BatchBytes per sink, the default where
-// a sink sets none.
+// a sink sets none; Concurrency+1 with a concurrency.
 func TestBatchMemory(t *testing.T) {
 	dir := t.TempDir()
 	var sinks []*Sink
@@ -146,5 +146,13 @@ func TestBatchMemory(t *testing.T) {
 	}
 	if got := NewManager(nil, nil, sinktest.Quiet()).BatchMemory(); got != 0 {
 		t.Fatalf("BatchMemory without sinks %d, want 0", got)
+	}
+	// Concurrency 2: two batches in the destination and one filling.
+	s, err := New(Config{Name: "c", BatchBytes: 1 << 20, Concurrency: 2, Dir: dir + "/c"}, newOrderedDest(), sinktest.Quiet())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := NewManager([]*Sink{s}, nil, sinktest.Quiet()).BatchMemory(), int64(3<<20); got != want {
+		t.Fatalf("BatchMemory at concurrency 2: %d, want %d", got, want)
 	}
 }

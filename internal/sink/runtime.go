@@ -1,6 +1,7 @@
 package sink
 
 import (
+	"cmp"
 	"context"
 	"encoding/binary"
 	"encoding/json"
@@ -41,8 +42,14 @@ type Config struct {
 	BatchSize int
 	// BatchBytes bounds a batch's memory: a batch ends once its records'
 	// lines, labels and fields (as JSON) pass it, at a WAL record's end.
-	// 0 means DefaultBatchBytes. The sink holds at most two batches.
+	// 0 means DefaultBatchBytes. The sink holds at most Concurrency+1
+	// batches: those being delivered and the one being filled.
 	BatchBytes int
+	// Concurrency is how many batches may be in the destination at once
+	// (0 means 1). Above 1 the destination must be Ordered (PostgreSQL)
+	// and the policy block: batch k+1 is copied while batch k copies or
+	// commits, and commits only after it.
+	Concurrency int
 	// Linger is how long a batch waits for more records once it has one.
 	Linger time.Duration
 	Retry  Backoff
@@ -80,6 +87,15 @@ func (c Config) withDefaults() (Config, error) {
 	if c.BatchBytes <= 0 {
 		c.BatchBytes = DefaultBatchBytes
 	}
+	if c.Concurrency <= 0 {
+		c.Concurrency = 1
+	}
+	if c.Concurrency > MaxConcurrency {
+		return c, fmt.Errorf("sink %q: concurrency %d: at most %d", c.Name, c.Concurrency, MaxConcurrency)
+	}
+	if c.Concurrency > 1 && c.Policy != Block {
+		return c, fmt.Errorf("sink %q: concurrency %d needs policy block: drop_oldest delivers one batch at a time", c.Name, c.Concurrency)
+	}
 	if c.Linger <= 0 {
 		c.Linger = DefaultLinger
 	}
@@ -101,6 +117,10 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	return c, nil
 }
+
+// MaxConcurrency bounds Config.Concurrency: each batch in flight holds a
+// connection and up to BatchBytes of memory.
+const MaxConcurrency = 16
 
 // FromRules is Config.From for a sink that takes what the rules route to it.
 const FromRules = "rules"
@@ -155,6 +175,9 @@ func New(cfg Config, dest Destination, log *slog.Logger) (*Sink, error) {
 	}
 	if lo, ok := dest.(LineOnly); ok && lo.LineOnly() {
 		s.filt.lineOnly = true
+	}
+	if _, ok := dest.(Ordered); !ok && cfg.Concurrency > 1 {
+		return nil, fmt.Errorf("sink %q: concurrency %d: the %s destination delivers one batch at a time", cfg.Name, cfg.Concurrency, cmp.Or(cfg.Type, "sink's"))
 	}
 	if cfg.Selector != "" {
 		sel, err := logql.ParseSelector(cfg.Selector)
@@ -372,55 +395,81 @@ func (s *Sink) fill(ctx context.Context, l *wal.Log, cur *wal.Cursor, b *Batch, 
 // retrying with backoff; records rejected for good go to the dead letter.
 // Under DropOldest, a sink over its budget drops b and skips ahead.
 func (s *Sink) deliver(ctx context.Context, l *wal.Log, cur *wal.Cursor, b *Batch) bool {
+	return s.retry(ctx, l, cur, b, 0, nil, nil)
+}
+
+// retry is deliver after attempt number after (0: none yet) ended with
+// rej and err: it settles that attempt's outcome, then retries as deliver
+// does.
+func (s *Sink) retry(ctx context.Context, l *wal.Log, cur *wal.Cursor, b *Batch, after int, rej []Rejected, err error) bool {
+	for attempt := after; ; attempt++ {
+		if attempt > 0 {
+			if s.settle(l, b, rej, err) {
+				return true
+			}
+			if ctx.Err() != nil {
+				return false
+			}
+			s.setErr(err)
+			s.m.retries.Inc()
+			s.log.Warn("sink: deliver; retrying", "attempt", attempt, "records", len(b.Records), "err", err)
+			if s.cfg.Policy == DropOldest && s.over.Load() {
+				s.drop(l, cur, b)
+				return true
+			}
+			if !s.wait(ctx, max(s.cfg.Retry.delay(attempt, s.rnd), minWait(err))) {
+				return false
+			}
+		}
+		rej, err = s.attempt(ctx, l, b)
+	}
+}
+
+// attempt hands b to the destination once.
+func (s *Sink) attempt(ctx context.Context, l *wal.Log, b *Batch) ([]Rejected, error) {
 	b.deadLetter = func(rej []Rejected) error { return s.deadLetterWrite(l, b, rej) }
-	for attempt := 1; ; attempt++ {
-		b.lettered = false
-		start := time.Now()
-		rej, err := s.dest.Deliver(ctx, b)
-		s.m.latency.Observe(time.Since(start).Seconds())
-		if err != nil && errors.Is(err, ErrPermanent) {
-			for i := range b.Records {
-				if !b.Settled(i) && !slices.ContainsFunc(rej, func(r Rejected) bool { return r.Index == i }) {
-					rej = append(rej, Rejected{Index: i, Reason: err.Error()})
-				}
+	b.lettered = false
+	start := time.Now()
+	rej, err := s.dest.Deliver(ctx, b)
+	s.m.latency.Observe(time.Since(start).Seconds())
+	return rej, err
+}
+
+// settle takes the outcome of an attempt to deliver b: the records
+// rejected for good go to the dead letter (unless the destination wrote
+// them there) and are settled; it reports whether b is done (delivered,
+// or failed for good).
+func (s *Sink) settle(l *wal.Log, b *Batch, rej []Rejected, err error) bool {
+	if err != nil && errors.Is(err, ErrPermanent) {
+		for i := range b.Records {
+			if !b.Settled(i) && !slices.ContainsFunc(rej, func(r Rejected) bool { return r.Index == i }) {
+				rej = append(rej, Rejected{Index: i, Reason: err.Error()})
 			}
-		}
-		if len(rej) > 0 {
-			if !b.lettered {
-				if derr := s.deadLetterWrite(l, b, rej); derr != nil {
-					s.log.Error("sink: write dead letter", "err", derr)
-				}
-			}
-			for _, r := range rej {
-				b.Settle(r.Index)
-			}
-			b.nrejected += len(rej)
-			s.m.deadLettered.Add(float64(len(rej)))
-			s.log.Warn("sink: records rejected for good went to the dead letter", "records", len(rej),
-				"file", s.deadLetterPath(), "first_reason", rej[0].Reason)
-		}
-		if err == nil || errors.Is(err, ErrPermanent) {
-			sent := len(b.Records) - b.nrejected
-			s.m.records.Add(float64(sent))
-			s.m.bytes.Add(float64(b.Bytes))
-			s.m.batches.Inc()
-			s.setErr(nil)
-			return true
-		}
-		if ctx.Err() != nil {
-			return false
-		}
-		s.setErr(err)
-		s.m.retries.Inc()
-		s.log.Warn("sink: deliver; retrying", "attempt", attempt, "records", len(b.Records), "err", err)
-		if s.cfg.Policy == DropOldest && s.over.Load() {
-			s.drop(l, cur, b)
-			return true
-		}
-		if !s.wait(ctx, max(s.cfg.Retry.delay(attempt, s.rnd), minWait(err))) {
-			return false
 		}
 	}
+	if len(rej) > 0 {
+		if !b.lettered {
+			if derr := s.deadLetterWrite(l, b, rej); derr != nil {
+				s.log.Error("sink: write dead letter", "err", derr)
+			}
+		}
+		for _, r := range rej {
+			b.Settle(r.Index)
+		}
+		b.nrejected += len(rej)
+		s.m.deadLettered.Add(float64(len(rej)))
+		s.log.Warn("sink: records rejected for good went to the dead letter", "records", len(rej),
+			"file", s.deadLetterPath(), "first_reason", rej[0].Reason)
+	}
+	if err == nil || errors.Is(err, ErrPermanent) {
+		sent := len(b.Records) - b.nrejected
+		s.m.records.Add(float64(sent))
+		s.m.bytes.Add(float64(b.Bytes))
+		s.m.batches.Inc()
+		s.setErr(nil)
+		return true
+	}
+	return false
 }
 
 // drop counts b as dropped and moves the cursor forward until the backlog

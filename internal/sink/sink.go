@@ -22,6 +22,12 @@
 // every batch, and delivery is at least once. Records a destination
 // rejects for good go to the sink's dead-letter file with the reason.
 //
+// With Concurrency above 1, an Ordered destination (PostgreSQL) takes up to
+// that many batches at once, committing them in order (Batch.Turn): a
+// failed attempt rolls back every later batch in flight, the failed one is
+// retried alone, and the later ones go again, so the position never
+// passes a batch that is not delivered.
+//
 // Routing by rules (the rules' route action) is carried in the WAL with the
 // record: the rule stage runs before the WAL append, so its decision is
 // durable with the batch, as a list of sink names per row in rows version
@@ -58,7 +64,8 @@ import (
 // Destination is where a sink delivers: one per sink. PostgreSQL, files,
 // Loki, Elasticsearch and Kafka implement it.
 //
-// Concurrency: the runtime calls a Destination from one goroutine.
+// Concurrency: the runtime calls a Destination from one goroutine, except
+// the Deliver of an Ordered one (see Ordered).
 type Destination interface {
 	// Open connects and returns the position the destination keeps
 	// durably with its data (ok false if it keeps none: the runtime's own
@@ -89,6 +96,31 @@ type Destination interface {
 type Positionless interface {
 	Positionless()
 }
+
+// Ordered is a Destination whose Deliver may run for up to
+// Config.Concurrency batches at once (from as many goroutines), each
+// making its batch durable only after every batch before it: it calls
+// b.Turn right before it makes b durable (PostgreSQL: before the position
+// update and the commit), and when Turn returns an error it undoes b (rolls
+// back) and returns that error. Turn returns nil once every earlier batch
+// was delivered; the runtime then delivers b's successors the same way.
+// When an earlier batch's attempt failed, Turn returns an error wrapping
+// ErrEarlierFailed: the runtime retries the failed batch alone and then
+// hands the later ones again, in order, so the destination's position
+// never passes a batch it does not hold (no gap) and, as ever, a batch
+// is written with its position or not at all (no duplicate).
+//
+// Concurrency: Deliver must be safe for concurrent use; Open and Close
+// are called from one goroutine, with no Deliver running.
+type Ordered interface {
+	Destination
+	// Ordered marks the destination as calling Batch.Turn as above.
+	Ordered()
+}
+
+// ErrEarlierFailed is what Batch.Turn returns (wrapped) when the attempt
+// of a batch before it failed: the caller must undo its batch.
+var ErrEarlierFailed = errors.New("an earlier batch failed; this one is rolled back and sent again after it")
 
 // LineOnly is a Destination that may read neither Record.FieldsJSON nor
 // Record.Metadata (Kafka with value: line): when LineOnly reports true,
@@ -231,6 +263,21 @@ type Batch struct {
 	// those that went to the dead letter.
 	settled             []uint64
 	nsettled, nrejected int
+	// turn, if set (batches delivered concurrently), waits for every
+	// earlier batch: see Turn.
+	turn func(context.Context) error
+}
+
+// Turn waits until every batch handed to the destination before b was
+// delivered, and returns nil; or it returns an error wrapping
+// ErrEarlierFailed when one of them failed, or ctx's error. An Ordered
+// destination calls it right before it makes b durable; for a batch
+// delivered alone it returns nil at once.
+func (b *Batch) Turn(ctx context.Context) error {
+	if b.turn == nil {
+		return nil
+	}
+	return b.turn(ctx)
 }
 
 // Settle marks record i as delivered, so that a retry of b skips it.
@@ -276,6 +323,7 @@ func (b *Batch) Reset() {
 	b.Records, b.Bytes, b.oldest, b.arena = b.Records[:0], 0, 0, b.arena[:0]
 	clear(b.settled)
 	b.settled, b.nsettled, b.nrejected = b.settled[:0], 0, 0
+	b.turn = nil
 }
 
 // filter is a sink's subscription.

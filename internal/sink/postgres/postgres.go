@@ -27,6 +27,17 @@
 // identities of its rows in ReplayedTable, in the same transaction, so that
 // no replay inserts a record twice.
 //
+// Deliver may run for several batches at once (the sink's concurrency,
+// sink.Ordered), each on a connection of its own: the COPYs run at once,
+// and each transaction writes its position as its last statement, only
+// once every earlier batch committed (Batch.Turn), then commits. The
+// position row is locked by the UPDATE of a transaction until it ends, so
+// writing it last, after the predecessor's commit, keeps the later
+// transaction from waiting on that lock while holding its rows. The
+// position upsert only moves forward: a batch whose position PostgreSQL
+// holds already was committed before (a commit whose answer was lost),
+// and its retry rolls back and reports it delivered.
+//
 // It must never commit rows without the position that covers them.
 package postgres
 
@@ -70,9 +81,14 @@ type Config struct {
 	// Columns maps the table's columns to sources; empty means the
 	// default table's five columns.
 	Columns map[string]string
-	// Pool is the connections the sink may open (DefaultPoolConns if 0):
-	// one delivers, one is spare for a retry while a broken one closes.
+	// Pool is the connections the sink may open (if 0: Concurrency+1,
+	// at least DefaultPoolConns): one per batch in flight, one spare for
+	// a retry while a broken one closes.
 	Pool int
+	// Concurrency is the sink's (sink.Config.Concurrency): how many
+	// batches Deliver may be copying at once. It only sizes the default
+	// Pool.
+	Concurrency int
 	// Timeout bounds one delivery, connecting included (DefaultTimeout
 	// if 0): a destination that hangs is retried like one that fails.
 	Timeout time.Duration
@@ -92,9 +108,15 @@ type Dest struct {
 	cols  []string
 	srcs  []source
 	pool  *pgxpool.Pool
-	// binary is set by Open when the table's columns are the default
-	// table's, with its types: rows are then written by binaryRows, with
-	// labels and fields as jsonb where jsonb says so.
+}
+
+// layout is how a transaction writes rows, as checkBinary found the table
+// in it. Each transaction has its own: batches copied at once on two
+// connections must not share one that either may be rewriting.
+type layout struct {
+	// binary is set when the table's columns are the default table's,
+	// with its types: rows are then written by binaryRows, with labels
+	// and fields as jsonb where jsonb says so.
 	binary  bool
 	jsonb   jsonCols
 	copySQL string
@@ -114,7 +136,12 @@ func New(cfg Config) (*Dest, error) {
 		cfg.Table = DefaultTable
 	}
 	if cfg.Pool <= 0 {
-		cfg.Pool = DefaultPoolConns
+		cfg.Pool = max(DefaultPoolConns, cfg.Concurrency+1)
+	}
+	if cfg.Pool < cfg.Concurrency {
+		// A later batch holding the last connection while it waits for
+		// its turn would starve the earlier one until the timeout.
+		return nil, fmt.Errorf("postgres sink %q: pool %d is below the sink's concurrency %d: each batch in flight holds a connection", cfg.Sink, cfg.Pool, cfg.Concurrency)
 	}
 	if cfg.Timeout <= 0 {
 		cfg.Timeout = DefaultTimeout
@@ -182,12 +209,10 @@ func (d *Dest) Open(ctx context.Context) (wal.Pos, bool, error) {
 		stmts = append(stmts, `CREATE TABLE IF NOT EXISTS `+d.table.Sanitize()+` (time timestamptz NOT NULL, tenant text NOT NULL, labels `+
 			d.cfg.JSONType+` NOT NULL, fields `+d.cfg.JSONType+` NOT NULL, line text NOT NULL)`)
 	}
-	for _, s := range stmts {
-		if _, err := d.pool.Exec(ctx, s); err != nil {
-			return wal.Pos{}, false, fmt.Errorf("postgres sink %q: create tables: %w", d.cfg.Sink, err)
-		}
+	if err := d.createTables(ctx, stmts); err != nil {
+		return wal.Pos{}, false, fmt.Errorf("postgres sink %q: create tables: %w", d.cfg.Sink, err)
 	}
-	if err := d.checkBinary(ctx, d.pool); err != nil {
+	if _, err := d.checkBinary(ctx, d.pool); err != nil {
 		return wal.Pos{}, false, fmt.Errorf("postgres sink %q: %w", d.cfg.Sink, err)
 	}
 	var seg, off int64
@@ -201,36 +226,63 @@ func (d *Dest) Open(ctx context.Context) (wal.Pos, bool, error) {
 	return wal.Pos{Segment: uint64(seg), Offset: off}, true, nil
 }
 
+// tablesLock is the key of the transaction-level advisory lock under which
+// Open creates its tables: CREATE TABLE IF NOT EXISTS is not atomic
+// against itself, and two sessions that run it at once for the same name
+// (two sinks on one database starting together, the positions table
+// first) may both find it absent and one fail on pg_type's unique index
+// ("duplicate key value violates unique constraint
+// pg_type_typname_nsp_index"). Any 64-bit constant will do: "sluice" in
+// ASCII.
+const tablesLock = 0x736c75696365
+
+// createTables runs stmts in one transaction, under tablesLock.
+func (d *Dest) createTables(ctx context.Context, stmts []string) error {
+	tx, err := d.pool.Begin(ctx)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback(context.WithoutCancel(ctx))
+	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, int64(tablesLock)); err != nil {
+		return err
+	}
+	for _, s := range stmts {
+		if _, err := tx.Exec(ctx, s); err != nil {
+			return err
+		}
+	}
+	return tx.Commit(ctx)
+}
+
 // querier is a pool or a transaction.
 type querier interface {
 	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
 }
 
-// checkBinary sets d.binary when the sink writes the default columns and
-// the table has them with the default types (labels and fields: jsonb,
-// json or text).
-func (d *Dest) checkBinary(ctx context.Context, q querier) error {
-	d.binary = false
+// checkBinary returns the layout of the table as q sees it: binary when
+// the sink writes the default columns and the table has them with the
+// default types (labels and fields: jsonb, json or text).
+func (d *Dest) checkBinary(ctx context.Context, q querier) (layout, error) {
 	if len(d.cfg.Columns) != 0 {
-		return nil
+		return layout{}, nil
 	}
 	types := map[string]string{}
 	rs, err := q.Query(ctx, `SELECT attname, format_type(atttypid, atttypmod) FROM pg_attribute
 		WHERE attrelid = $1::regclass AND attnum > 0 AND NOT attisdropped`, d.table.Sanitize())
 	if err != nil {
-		return fmt.Errorf("read the columns of %s: %w", d.cfg.Table, err)
+		return layout{}, fmt.Errorf("read the columns of %s: %w", d.cfg.Table, err)
 	}
 	for rs.Next() {
 		var name, typ string
 		if err := rs.Scan(&name, &typ); err != nil {
 			rs.Close()
-			return fmt.Errorf("read the columns of %s: %w", d.cfg.Table, err)
+			return layout{}, fmt.Errorf("read the columns of %s: %w", d.cfg.Table, err)
 		}
 		types[name] = typ
 	}
 	rs.Close()
 	if err := rs.Err(); err != nil {
-		return fmt.Errorf("read the columns of %s: %w", d.cfg.Table, err)
+		return layout{}, fmt.Errorf("read the columns of %s: %w", d.cfg.Table, err)
 	}
 	var cols []string
 	var jsonb jsonCols
@@ -239,44 +291,60 @@ func (d *Dest) checkBinary(ctx context.Context, q querier) error {
 		case c[1] == "json" && (typ == JSONB || typ == JSON || typ == Text):
 			jsonb[len(cols)-2] = typ == JSONB // labels, fields: the third and fourth
 		case typ != c[1]:
-			return nil
+			return layout{}, nil
 		}
 		cols = append(cols, pgx.Identifier{c[0]}.Sanitize())
 	}
-	d.binary, d.jsonb = true, jsonb
-	d.copySQL = `COPY ` + d.table.Sanitize() + ` (` + strings.Join(cols, ", ") + `) FROM STDIN BINARY`
-	return nil
+	return layout{binary: true, jsonb: jsonb,
+		copySQL: `COPY ` + d.table.Sanitize() + ` (` + strings.Join(cols, ", ") + `) FROM STDIN BINARY`}, nil
 }
 
 // lockTable locks the default table against changes of its columns until
 // tx ends, then checks their types again: binary COPY must match them, and
 // a text column would take a jsonb value's version byte as text.
-func (d *Dest) lockTable(ctx context.Context, tx pgx.Tx) error {
+// It returns the table's layout as tx sees it.
+func (d *Dest) lockTable(ctx context.Context, tx pgx.Tx) (layout, error) {
 	if len(d.cfg.Columns) != 0 {
-		return nil
+		return layout{}, nil
 	}
 	if _, err := tx.Exec(ctx, `LOCK TABLE `+d.table.Sanitize()+` IN ROW EXCLUSIVE MODE`); err != nil {
-		return fmt.Errorf("lock %s: %w", d.cfg.Table, err)
+		return layout{}, fmt.Errorf("lock %s: %w", d.cfg.Table, err)
 	}
 	return d.checkBinary(ctx, tx)
 }
 
-// copyRows copies recs (those at only, if not nil) in tx.
-func (d *Dest) copyRows(ctx context.Context, tx pgx.Tx, recs []sink.Record, only []int) error {
-	if !d.binary {
+// copyRows copies recs (those at only, if not nil) in tx, as lay says.
+func (d *Dest) copyRows(ctx context.Context, tx pgx.Tx, lay layout, recs []sink.Record, only []int) error {
+	if !lay.binary {
 		_, err := tx.CopyFrom(ctx, d.table, d.cols, &rowSource{d: d, recs: recs, only: only, i: -1})
 		return err
 	}
-	r := newBinaryRows(recs, only, d.jsonb)
+	r := newBinaryRows(recs, only, lay.jsonb)
 	defer r.close()
-	_, err := tx.Conn().PgConn().CopyFrom(ctx, r, d.copySQL)
+	_, err := tx.Conn().PgConn().CopyFrom(ctx, r, lay.copySQL)
 	return err
 }
 
-// Deliver copies b's records and commits b.End in one transaction.
+// Deliver copies b's records and commits b.End in one transaction. It
+// may run for several batches at once (sink.Ordered), each on a
+// connection of its own: the rows are copied at once, and each
+// transaction writes its position and commits only after b.Turn, when
+// every earlier batch committed.
+//
+// A batch whose position PostgreSQL already holds (a commit whose answer
+// was lost, then retried) is rolled back and reported delivered: the
+// position only moves forward.
 func (d *Dest) Deliver(ctx context.Context, b *sink.Batch) ([]sink.Rejected, error) {
 	return d.copyIn(ctx, b, nil, d.savePosition)
 }
+
+// Ordered marks Dest as a sink.Ordered destination: Deliver waits for
+// b.Turn before it writes the position and commits.
+func (d *Dest) Ordered() {}
+
+// errDelivered is savePosition's answer when PostgreSQL's position is at
+// or past the batch's end already: the batch was committed before.
+var errDelivered = errors.New("the position is at or past the batch's end: committed before")
 
 // Replay copies the records of b that no earlier replay of this sink
 // copied, and records their identities (WAL frame and row) in
@@ -343,15 +411,16 @@ func (d *Dest) copyIn(ctx context.Context, b *sink.Batch, only []int, commit fun
 	ctx, cancel := context.WithTimeout(ctx, d.cfg.Timeout)
 	defer cancel()
 	err := d.tx(ctx, b, func(tx pgx.Tx) error {
-		if err := d.lockTable(ctx, tx); err != nil {
+		lay, err := d.lockTable(ctx, tx)
+		if err != nil {
 			return err
 		}
-		if err := d.copyRows(ctx, tx, b.Records, only); err != nil {
+		if err := d.copyRows(ctx, tx, lay, b.Records, only); err != nil {
 			return fmt.Errorf("copy %d rows into %s: %w", len(b.Records), d.cfg.Table, err)
 		}
 		return commit(ctx, tx, b, nil)
 	})
-	if err == nil {
+	if err == nil || errors.Is(err, errDelivered) {
 		return nil, nil
 	}
 	if !dataError(err) {
@@ -368,14 +437,15 @@ func (d *Dest) copyIn(ctx context.Context, b *sink.Batch, only []int, commit fun
 	var rej []sink.Rejected
 	err = d.tx(ctx, b, func(tx pgx.Tx) error {
 		rej = rej[:0]
-		if err := d.lockTable(ctx, tx); err != nil {
+		lay, err := d.lockTable(ctx, tx)
+		if err != nil {
 			return err
 		}
 		for _, i := range idx {
 			if _, err := tx.Exec(ctx, "SAVEPOINT r"); err != nil {
 				return err
 			}
-			if err := d.copyRows(ctx, tx, b.Records[i:i+1], nil); err != nil {
+			if err := d.copyRows(ctx, tx, lay, b.Records[i:i+1], nil); err != nil {
 				if !dataError(err) {
 					return fmt.Errorf("copy a row into %s: %w", d.cfg.Table, err)
 				}
@@ -395,19 +465,35 @@ func (d *Dest) copyIn(ctx context.Context, b *sink.Batch, only []int, commit fun
 		// Before the commit: a crash after it must not lose them.
 		return b.DeadLetter(rej)
 	})
+	if errors.Is(err, errDelivered) {
+		return nil, nil
+	}
 	if err != nil {
 		return nil, err
 	}
 	return rej, nil
 }
 
-// savePosition upserts b.End as the sink's position in tx.
+// savePosition upserts b.End as the sink's position in tx, as the
+// transaction's last statement, once every earlier batch committed
+// (b.Turn): the row's lock is then free (an earlier transaction's UPDATE
+// of it would make this one wait until it ended) and the position moves
+// in order. The upsert only moves the position forward: when PostgreSQL
+// holds b.End or a later one already, b was committed before and
+// savePosition returns errDelivered (the caller rolls back).
 func (d *Dest) savePosition(ctx context.Context, tx pgx.Tx, b *sink.Batch, _ []sink.Rejected) error {
-	_, err := tx.Exec(ctx, `INSERT INTO `+PositionsTable+` (sink, segment, "offset", updated_at) VALUES ($1, $2, $3, now())
-		ON CONFLICT (sink) DO UPDATE SET segment = excluded.segment, "offset" = excluded."offset", updated_at = excluded.updated_at`,
+	if err := b.Turn(ctx); err != nil {
+		return err
+	}
+	tag, err := tx.Exec(ctx, `INSERT INTO `+PositionsTable+` AS p (sink, segment, "offset", updated_at) VALUES ($1, $2, $3, now())
+		ON CONFLICT (sink) DO UPDATE SET segment = excluded.segment, "offset" = excluded."offset", updated_at = excluded.updated_at
+		WHERE (p.segment, p."offset") < (excluded.segment, excluded."offset")`,
 		d.cfg.Sink, int64(b.End.Segment), b.End.Offset)
 	if err != nil {
 		return fmt.Errorf("postgres sink %q: save position: %w", d.cfg.Sink, err)
+	}
+	if tag.RowsAffected() == 0 {
+		return errDelivered
 	}
 	return nil
 }

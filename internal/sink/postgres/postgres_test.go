@@ -25,18 +25,30 @@ type running struct {
 
 func run(t *testing.T, dsn, dir string, l *wal.Log, columns map[string]string, table string) (*sink.Manager, *running) {
 	t.Helper()
-	dest, err := postgres.New(postgres.Config{Sink: "pg", DSN: dsn, Columns: columns, Table: table})
+	return runN(t, dsn, dir, l, columns, table, 1)
+}
+
+// runN is run with the sink's concurrency n.
+func runN(t *testing.T, dsn, dir string, l *wal.Log, columns map[string]string, table string, n int) (*sink.Manager, *running) {
+	t.Helper()
+	dest, err := postgres.New(postgres.Config{Sink: "pg", DSN: dsn, Columns: columns, Table: table, Concurrency: n})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return runDest(t, dest, dir, l)
+	return runDestN(t, dest, dir, l, n)
 }
 
 // runDest runs a sink named pg of the tenant t1 to dest.
 func runDest(t *testing.T, dest *postgres.Dest, dir string, l *wal.Log) (*sink.Manager, *running) {
 	t.Helper()
+	return runDestN(t, dest, dir, l, 1)
+}
+
+// runDestN is runDest with the sink's concurrency n.
+func runDestN(t *testing.T, dest *postgres.Dest, dir string, l *wal.Log, n int) (*sink.Manager, *running) {
+	t.Helper()
 	s, err := sink.New(sink.Config{Name: "pg", Type: "postgres", Tenant: "t1", BatchSize: 50, Linger: time.Millisecond,
-		Retry: sink.Backoff{Initial: 5 * time.Millisecond, Max: 50 * time.Millisecond}, Dir: dir}, dest, sinktest.Quiet())
+		Retry: sink.Backoff{Initial: 5 * time.Millisecond, Max: 50 * time.Millisecond}, Dir: dir, Concurrency: n}, dest, sinktest.Quiet())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -77,6 +89,15 @@ func waitRows(t *testing.T, conn *pgx.Conn, query string, n int) {
 }
 
 func TestExactlyOnceWithOutageAndRestart(t *testing.T) {
+	for _, n := range []int{1, 2} {
+		t.Run(fmt.Sprint("concurrency=", n), func(t *testing.T) { exactlyOnceWithOutageAndRestart(t, n) })
+	}
+}
+
+// exactlyOnceWithOutageAndRestart is TestExactlyOnceWithOutageAndRestart
+// with the sink's concurrency: with 2, the outage fails batches in
+// flight, which roll back and go again in order.
+func exactlyOnceWithOutageAndRestart(t *testing.T, concurrency int) {
 	pg := pgtest.Start(t)
 	ctx := context.Background()
 	dir := t.TempDir()
@@ -85,7 +106,7 @@ func TestExactlyOnceWithOutageAndRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer l.Close()
-	m, r := run(t, pg.DSN(), filepath.Join(dir, "sink"), l, nil, "")
+	m, r := runN(t, pg.DSN(), filepath.Join(dir, "sink"), l, nil, "", concurrency)
 	conn, err := pgx.Connect(ctx, pg.DSN())
 	if err != nil {
 		t.Fatal(err)
@@ -133,7 +154,7 @@ func TestExactlyOnceWithOutageAndRestart(t *testing.T) {
 	r.stop()
 	os.Remove(filepath.Join(dir, "sink", "position")) // even without its own file
 	push(100)
-	run(t, pg.DSN(), filepath.Join(dir, "sink"), l, nil, "")
+	runN(t, pg.DSN(), filepath.Join(dir, "sink"), l, nil, "", concurrency)
 	waitRows(t, conn, "SELECT count(*) FROM sluice_logs", 600)
 
 	var total, distinct, minSeq, maxSeq int
@@ -425,9 +446,88 @@ func TestJSONType(t *testing.T) {
 	}{
 		{postgres.Config{Sink: "pg", DSN: pg.DSN(), JSONType: "hstore"}, `json_type "hstore": want jsonb, json or text`},
 		{postgres.Config{Sink: "pg", DSN: pg.DSN(), JSONType: "json", Columns: map[string]string{"body": "line"}}, "json_type is the default table's"},
+		{postgres.Config{Sink: "pg", DSN: pg.DSN(), Pool: 1, Concurrency: 2}, "pool 1 is below the sink's concurrency 2"},
 	} {
 		if _, err := postgres.New(c.cfg); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("New(%+v): %v, want an error with %q", c.cfg, err, c.want)
+		}
+	}
+}
+
+// TestDeliverCommittedBatch: a batch whose position PostgreSQL holds
+// already (a commit whose answer was lost, then retried) is reported
+// delivered and inserts nothing; a later batch is written.
+func TestDeliverCommittedBatch(t *testing.T) {
+	pg := pgtest.Start(t)
+	ctx := context.Background()
+	conn := pg.Conn(t)
+	dest, err := postgres.New(postgres.Config{Sink: "pg", DSN: pg.DSN()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dest.Close()
+	if _, ok, err := dest.Open(ctx); err != nil || ok {
+		t.Fatalf("Open: position known %v, %v; want none", ok, err)
+	}
+	batch := func(end wal.Pos, lines ...string) *sink.Batch {
+		b := &sink.Batch{End: end}
+		for _, ln := range lines {
+			b.Records = append(b.Records, sink.Record{Time: time.Date(2026, 1, 15, 8, 0, 0, 0, time.UTC).UnixNano(), Tenant: "t1",
+				LabelsJSON: []byte(`{"service":"api"}`), FieldsJSON: []byte(`{}`), Line: []byte(ln)})
+		}
+		return b
+	}
+	for i, c := range []struct {
+		b    *sink.Batch
+		rows int
+	}{
+		{batch(wal.Pos{Segment: 1, Offset: 100}, "a", "b"), 2},
+		{batch(wal.Pos{Segment: 1, Offset: 100}, "a", "b"), 2}, // again: committed before
+		{batch(wal.Pos{Segment: 1, Offset: 50}, "x"), 2},       // behind the position
+		{batch(wal.Pos{Segment: 2, Offset: 0}, "c"), 3},
+	} {
+		if rej, err := dest.Deliver(ctx, c.b); err != nil || len(rej) != 0 {
+			t.Fatalf("Deliver %d: %v rejected, %v", i, rej, err)
+		}
+		var n int
+		if err := conn.QueryRow(ctx, `SELECT count(*) FROM sluice_logs`).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		if n != c.rows {
+			t.Fatalf("after Deliver %d: %d rows, want %d", i, n, c.rows)
+		}
+	}
+	var seg, off int64
+	if err := conn.QueryRow(ctx, `SELECT segment, "offset" FROM `+postgres.PositionsTable+` WHERE sink = 'pg'`).Scan(&seg, &off); err != nil {
+		t.Fatal(err)
+	}
+	if seg != 2 || off != 0 {
+		t.Fatalf("position %d/%d, want 2/0", seg, off)
+	}
+}
+
+// TestOpenAtOnce: sinks on one database that start together create the
+// shared tables without tripping on each other (CREATE TABLE IF NOT
+// EXISTS run at once can fail on pg_type's unique index).
+func TestOpenAtOnce(t *testing.T) {
+	pg := pgtest.Start(t)
+	ctx := context.Background()
+	const n = 4
+	errs := make(chan error, n)
+	for i := range n {
+		dest, err := postgres.New(postgres.Config{Sink: fmt.Sprint("pg", i), DSN: pg.DSN(), Table: "logs"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer dest.Close()
+		go func() {
+			_, _, err := dest.Open(ctx)
+			errs <- err
+		}()
+	}
+	for range n {
+		if err := <-errs; err != nil {
+			t.Fatalf("Open: %v", err)
 		}
 	}
 }
