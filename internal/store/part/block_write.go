@@ -82,11 +82,18 @@ type column struct {
 	nums  []uint64
 	rows  []uint32 // the row of each value
 	time  bool     // every value is its row's time field
+	// The value last put in the block's text alone (addLineText), and
+	// the last whose JSON flags were worked out (add): the flags checked
+	// and those that held.
+	textVal, jsonVal   []byte
+	textOK, jsonOK     bool
+	jsonMask, jsonHeld byte
 }
 
 func (c *column) reset() {
 	c.data, c.ends, c.meta, c.nums, c.rows = c.data[:0], c.ends[:0], c.meta[:0], c.nums[:0], c.rows[:0]
 	c.time = true
+	c.textOK, c.jsonOK = false, false
 }
 
 func (c *column) add(v []byte, m byte, num uint64, row int, isTime bool) {
@@ -147,7 +154,17 @@ type blockWriter struct {
 	// of their line (blockHeader.outOfLine), parsing the header into hd.
 	outOfLine bool
 	hd        blockHeader
-	text      []byte   // the block's lines, each followed by '\n', for the token filter
+	// text holds, for the token filter, the block's lines, or pieces of
+	// them with the same tokens (addLineText), each followed by '\n'.
+	text []byte
+	// textTmpl says, per template, whether its gaps are in text.
+	textTmpl []bool
+	// digitRun is the longest value left out of text for being all
+	// digits: tokens the filter does not index, but that count in the
+	// block's longest token.
+	digitRun  int
+	fieldCols []int    // scratch of add: the column of each field
+	slotIn    []byte   // scratch of templateKey: slotInLine of each slot with a hole
 	tokens    tokenSet // scratch of encode
 	filter    []byte   // encode's output: the token filter
 	key       []byte   // scratch: the template being built
@@ -166,9 +183,16 @@ type blockWriter struct {
 	sampled            map[string]uint8
 	fast               bool // compress for speed: the part will soon be merged
 	noFilter           bool // leave the token and gram filters out
+	plain              bool // no fast paths (WriterOptions.plain)
 	grams              *gramSet
 	gramBuf            []byte
 	shapeIdx           []byte // timeShapes' shape of each value
+
+	// The template of the block's last row, and its id: rows of a stream
+	// mostly have the template of the row before, found without the map.
+	lastKey []byte
+	lastID  uint32
+	lastOK  bool
 }
 
 type hole struct {
@@ -209,6 +233,13 @@ func (w *blockWriter) reset() {
 	w.msgCol, w.lineCol = -1, -1
 	w.lineBytes = 0
 	w.text = w.text[:0]
+	w.textTmpl = w.textTmpl[:0]
+	w.digitRun = 0
+	w.lastOK = false
+	// The Writer has read the block's longest token (its index entry):
+	// a block without filters, which leaves tokens alone, must say 0,
+	// not what a pooled writer's last block had.
+	w.tokens.longest = 0
 }
 
 func (w *blockWriter) rows() int { return len(w.times) }
@@ -254,8 +285,15 @@ func (w *blockWriter) fieldColumn(names []string, i uint32) int {
 	// The table's address may be reused by another table (a reused
 	// decode buffer): check the name, which costs little when it is the
 	// same string.
-	if c := w.namesCol[i]; c >= 0 && w.cols[c].name == names[i] && w.cols[c].flags == 0 {
-		return int(c)
+	if c := w.namesCol[i]; c >= 0 {
+		if col := w.cols[c]; col.flags == 0 && col.name == names[i] {
+			if unsafe.StringData(col.name) != unsafe.StringData(names[i]) {
+				// The same text in this table: hold this table's string,
+				// so that its next rows compare the pointers alone.
+				col.name = names[i]
+			}
+			return int(c)
+		}
 	}
 	c := w.column(colKey{name: names[i]})
 	w.namesCol[i] = int32(c)
@@ -267,9 +305,6 @@ func (w *blockWriter) add(r *rows.Row, names []string) {
 	row := len(w.times)
 	w.times = append(w.times, r.Time)
 	w.lineBytes += len(r.Line)
-	if !w.noFilter {
-		w.text = append(append(w.text, r.Line...), '\n')
-	}
 	flags := byte(r.MsgFlags&^record.Const) << rowMsgFlagsSh
 	if r.TimeSource == record.FromReceive {
 		flags |= rowFromReceive
@@ -286,6 +321,13 @@ func (w *blockWriter) add(r *rows.Row, names []string) {
 		}
 	}
 	hasMsg := r.Msg != nil && msgSlot < 0
+
+	// Each field's column, looked up once for the template and the values.
+	// Columns are made in field order, then the message's, then the line's.
+	w.fieldCols = w.fieldCols[:0]
+	for j := range r.Fields {
+		w.fieldCols = append(w.fieldCols, w.fieldColumn(names, r.Fields[j].Name))
+	}
 
 	// Choose the holes: in-line values that don't overlap, in line order.
 	w.holes = w.holes[:0]
@@ -321,7 +363,7 @@ func (w *blockWriter) add(r *rows.Row, names []string) {
 	// queries read without the line (at a half, 2.7% of the canonical
 	// corpus stayed whole, and took the queries' row path).
 	mode := byte(tmplHoles)
-	if gapBytes > len(r.Line)*3/4+16 || (w.nTmpls >= maxBlockTemplates && !w.known(r, names, hasMsg)) {
+	if gapBytes > len(r.Line)*3/4+16 || (w.nTmpls >= maxBlockTemplates && !w.known(r, hasMsg)) {
 		mode = tmplRaw
 		w.holes = w.holes[:0]
 		if hasMsg && r.MsgInLine {
@@ -332,30 +374,60 @@ func (w *blockWriter) add(r *rows.Row, names []string) {
 			w.msgSpans = binary.AppendUvarint(w.msgSpans, uint64(len(r.Msg)))
 		}
 	}
-	key := w.templateKey(r, names, mode, hasMsg)
+	key := w.templateKey(r, mode, hasMsg)
 
-	id, ok := w.tmplIndex[string(key)]
+	var id uint32
+	ok := false
+	if w.lastOK && !w.plain && bytes.Equal(key, w.lastKey) {
+		id, ok = w.lastID, true
+	} else {
+		id, ok = w.tmplIndex[string(key)]
+		// The key is kept as the last one; templateKey builds the next
+		// in the buffer that held the one before. (tmplIndex and tmpls
+		// hold copies.)
+		w.key, w.lastKey = w.lastKey, key
+	}
 	if !ok {
 		id = uint32(w.nTmpls)
 		w.nTmpls++
 		w.tmplIndex[string(key)] = id
 		w.tmpls = bin.AppendBytes(w.tmpls, key)
 		w.addSlotFlags(len(w.tmpls) - len(key))
+		w.textTmpl = append(w.textTmpl, false)
 	}
 	w.tmplIDs = append(w.tmplIDs, id)
+	w.lastID, w.lastOK = id, true
+	if !w.noFilter && (mode == tmplRaw || w.plain || !w.addLineText(r, id)) {
+		w.text = append(append(w.text, r.Line...), '\n')
+	}
 	if mode == tmplHoles {
 		fl := w.slotJSON[w.slotsAt[id]:]
 		for _, h := range w.holes {
-			if f := &fl[h.slot]; *f != 0 {
-				*f = jsonFlags(r.Line[h.off:h.end], *f)
+			f := &fl[h.slot]
+			if *f == 0 {
+				continue
 			}
+			v := r.Line[h.off:h.end]
+			if w.plain {
+				*f = jsonFlags(v, *f)
+				continue
+			}
+			// The flags a value keeps depend on the value alone: a
+			// column's repeated values (levels, routes, services) are
+			// checked once.
+			c := w.cols[w.holeColumn(h.slot)]
+			if !c.jsonOK || c.jsonMask&*f != *f || !bytes.Equal(c.jsonVal, v) {
+				c.jsonVal, c.jsonOK = append(c.jsonVal[:0], v...), true
+				c.jsonMask, c.jsonHeld = *f, jsonFlags(v, *f)
+			}
+			*f &= c.jsonHeld
 		}
 	}
 
 	// The values, in slot order.
 	for j := range r.Fields {
 		f := &r.Fields[j]
-		c := w.cols[w.fieldColumn(names, f.Name)]
+		c := w.cols[w.fieldCols[j]]
 		c.add(f.Value, meta(f.Kind, f.Flags), f.Num, row, f.Role == record.RoleTime)
 	}
 	if hasMsg {
@@ -367,6 +439,83 @@ func (w *blockWriter) add(r *rows.Row, names []string) {
 		c.add(r.Line, meta(record.String, 0), 0, row, false)
 	}
 	w.rowFlags = append(w.rowFlags, flags)
+}
+
+// holeColumn returns the column of a hole's slot: a field's, or the
+// message's after them.
+func (w *blockWriter) holeColumn(slot int) int {
+	if slot < len(w.fieldCols) {
+		return w.fieldCols[slot]
+	}
+	return w.msgCol
+}
+
+// addLineText puts in text what the token filter needs of a row of
+// template id, whose holes are w.holes, when it can do with less than
+// the line: when every edge of a hole is an edge of a token, the line's
+// tokens are the gaps' and the values', so the template's gaps go in
+// once a block, a value only when it differs from the last of its column
+// put in, and a value of digits alone (a token the filter does not index)
+// not at all. It reports false, putting in nothing, when an edge splits a
+// token.
+func (w *blockWriter) addLineText(r *rows.Row, id uint32) bool {
+	line := r.Line
+	for _, h := range w.holes {
+		if !tokenEdge(line, int(h.off)) || !tokenEdge(line, int(h.end)) {
+			return false
+		}
+	}
+	if !w.textTmpl[id] {
+		w.textTmpl[id] = true
+		var cursor uint32
+		for _, h := range w.holes {
+			if h.off > cursor {
+				w.text = append(append(w.text, line[cursor:h.off]...), '\n')
+			}
+			cursor = h.end
+		}
+		if int(cursor) < len(line) {
+			w.text = append(append(w.text, line[cursor:]...), '\n')
+		}
+	}
+	for _, h := range w.holes {
+		v := line[h.off:h.end]
+		if len(v) == 0 {
+			continue
+		}
+		if digits(v) {
+			w.digitRun = max(w.digitRun, len(v))
+			continue
+		}
+		c := w.cols[w.holeColumn(h.slot)]
+		if c.textOK && bytes.Equal(c.textVal, v) {
+			continue
+		}
+		c.textVal, c.textOK = append(c.textVal[:0], v...), true
+		w.text = append(append(w.text, v...), '\n')
+	}
+	return true
+}
+
+// tokenEdge reports whether offset i of text is an edge of every token:
+// the text's start or end, or between two bytes that no token holds both
+// of.
+func tokenEdge(text []byte, i int) bool {
+	if i <= 0 || i >= len(text) {
+		return true
+	}
+	a, b := tokenClass[text[i-1]], tokenClass[text[i]]
+	return a == 0 || a != b
+}
+
+// digits reports whether v is ASCII digits only.
+func digits(v []byte) bool {
+	for _, c := range v {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return true
 }
 
 // addSlotFlags notes the slots of the template just stored at tmpls[at:]:
@@ -401,8 +550,8 @@ func jsonFlags(v []byte, f byte) byte {
 
 // known reports whether the row's template would be one the block has;
 // used only once the block has too many templates to add one more.
-func (w *blockWriter) known(r *rows.Row, names []string, hasMsg bool) bool {
-	key := w.templateKey(r, names, tmplHoles, hasMsg)
+func (w *blockWriter) known(r *rows.Row, hasMsg bool) bool {
+	key := w.templateKey(r, tmplHoles, hasMsg)
 	_, ok := w.tmplIndex[string(key)]
 	return ok
 }
@@ -411,21 +560,25 @@ func (w *blockWriter) known(r *rows.Row, names []string, hasMsg bool) bool {
 // mode, slots (column and flags) in field order, then for tmplHoles the
 // slot of each hole in line order and the gaps around them. The encoding
 // is both the map key and what the block stores.
-func (w *blockWriter) templateKey(r *rows.Row, names []string, mode byte, hasMsg bool) []byte {
+func (w *blockWriter) templateKey(r *rows.Row, mode byte, hasMsg bool) []byte {
 	key := append(w.key[:0], mode)
 	nslots := len(r.Fields)
 	if hasMsg {
 		nslots++
 	}
 	key = binary.AppendUvarint(key, uint64(nslots))
+	w.slotIn = append(w.slotIn[:0], make([]byte, nslots)...)
+	for _, h := range w.holes {
+		w.slotIn[h.slot] = slotInLine
+	}
 	for j := range r.Fields {
 		f := &r.Fields[j]
-		key = binary.AppendUvarint(key, uint64(w.fieldColumn(names, f.Name)))
-		key = append(key, byte(f.Role)<<slotRoleSh|w.inLineFlag(j))
+		key = binary.AppendUvarint(key, uint64(w.fieldCols[j]))
+		key = append(key, byte(f.Role)<<slotRoleSh|w.slotIn[j])
 	}
 	if hasMsg {
 		key = binary.AppendUvarint(key, uint64(w.specialColumn(colMsg)))
-		key = append(key, slotMsg|w.inLineFlag(len(r.Fields)))
+		key = append(key, slotMsg|w.slotIn[len(r.Fields)])
 	}
 	if mode == tmplHoles {
 		key = binary.AppendUvarint(key, uint64(len(w.holes)))
@@ -439,15 +592,6 @@ func (w *blockWriter) templateKey(r *rows.Row, names []string, mode byte, hasMsg
 	}
 	w.key = key
 	return key
-}
-
-func (w *blockWriter) inLineFlag(slot int) byte {
-	for _, h := range w.holes {
-		if h.slot == slot {
-			return slotInLine
-		}
-	}
-	return 0
 }
 
 // sortHoles sorts by offset; an insertion sort, as holes nearly always
@@ -467,6 +611,7 @@ func (w *blockWriter) encode(dst []byte) []byte {
 	if !w.noFilter {
 		w.tokens.reset()
 		w.tokens.addText(w.text)
+		w.tokens.longest = max(w.tokens.longest, w.digitRun)
 		w.filter = w.tokens.appendFilter(w.filter)
 	}
 

@@ -20,3 +20,10 @@ func GramFilter(values ...[]byte) []byte {
 	}
 	return f
 }
+
+// Plain returns opts with the writer's fast paths turned off, to check
+// them against the plain paths.
+func Plain(opts WriterOptions) WriterOptions {
+	opts.plain = true
+	return opts
+}

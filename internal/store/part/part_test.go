@@ -84,8 +84,13 @@ func sortedRefs(blocks []*rows.Block) []ref {
 
 func writeRefs(t testing.TB, fs vfs.FS, path string, refs []ref) {
 	t.Helper()
+	writeRefsOpts(t, fs, path, refs, part.WriterOptions{})
+}
+
+func writeRefsOpts(t testing.TB, fs vfs.FS, path string, refs []ref, opts part.WriterOptions) {
+	t.Helper()
 	key := func(r ref) string { return r.blk.Streams[r.blk.Rows[r.i].Stream].String() }
-	w, err := part.Create(fs, path, part.WriterOptions{})
+	w, err := part.Create(fs, path, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
