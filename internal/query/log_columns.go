@@ -99,7 +99,8 @@ func (w *logWorker) block(ev *evaluator, ls record.Labels, b *part.Block, from, 
 	}
 	lc := w.cols
 	cp := lc.cp
-	if err := cp.startBlock(b, func(p *tmplPlan) (bool, error) { return lc.givesNothing(w, ls, p), nil }); err != nil {
+	// The walk keeps every column (StartAtEnd below).
+	if err := cp.startBlock(b, false, func(p *tmplPlan) (bool, error) { return lc.givesNothing(w, ls, p), nil }); err != nil {
 		return err
 	}
 	if cp.pred != nil {

@@ -250,6 +250,10 @@ type colPlanner struct {
 	// rowValues then unescapes only a prefix of a long value of that
 	// label first (cut), and columnSeries the whole value only for the
 	// rows the prefix does not decide.
+	// needKnown: need and paramTime are worked out for the block at
+	// hand (startBlock does it for a block it is told will be walked).
+	needKnown bool
+
 	prefix   stage.PrefixRead
 	prefixOn bool
 	prefixOK bool
@@ -321,7 +325,7 @@ func (w *rangeWorker) blockRows(ev *evaluator, ls record.Labels, b *part.Block, 
 		_, stream := ls.Get(cp.prefix.Label())
 		cp.prefixOK = !stream
 	}
-	if err := cp.startBlock(b, func(p *tmplPlan) (bool, error) { return w.givesNothing(ls, p) }); err != nil {
+	if err := cp.startBlock(b, !w.countable(b, from, to), func(p *tmplPlan) (bool, error) { return w.givesNothing(ls, p) }); err != nil {
 		return err
 	}
 	if done, err := w.sweep(ev, ls, b, from, to); done || err != nil {
@@ -417,6 +421,19 @@ func (w *rangeWorker) blockRows(ev *evaluator, ls record.Labels, b *part.Block, 
 		cp.cur.Next(tm)
 	}
 	return nil
+}
+
+// countable reports whether block b may be counted without a walk of its
+// rows (sweep, vecSweep): then the columns a walk would keep are worked
+// out only if it is walked after all.
+func (w *rangeWorker) countable(b *part.Block, from, to int64) bool {
+	cp := w.cols
+	lo, hi := b.TimeRange()
+	if lo < from || hi > to || !w.sameWindows(lo, hi) {
+		return false
+	}
+	sweeps := cp.memoOn && w.op == opSum && (cp.named && cp.single != nil || !cp.named && cp.json.Len() == 1)
+	return sweeps || cp.pred != nil && cp.pred.vec != nil
 }
 
 // timeFree reports whether the range function's value over a window is
@@ -954,7 +971,7 @@ func appendParamKey(dst []byte, v stage.ParamValue) []byte {
 // check, and those of the lines the row path rebuilds. Only they advance.
 // The rows of a template that gives nothing (skips) are passed over
 // unread: its values are neither read nor checked.
-func (cp *colPlanner) startBlock(b *part.Block, gives func(p *tmplPlan) (nothing bool, err error)) error {
+func (cp *colPlanner) startBlock(b *part.Block, walks bool, gives func(p *tmplPlan) (nothing bool, err error)) error {
 	n := b.NumTemplates()
 	cp.plans = grown(cp.plans, n)
 	if cap(cp.valid) < b.NumColumns() {
@@ -972,96 +989,129 @@ func (cp *colPlanner) startBlock(b *part.Block, gives func(p *tmplPlan) (nothing
 	if cp.pred != nil {
 		cp.pred.startBlock(b.NumColumns())
 	}
+	cp.needKnown = false
+	if walks {
+		cp.startNeed(b)
+	}
 	for t := range n {
 		cp.planCached(b, t)
-		p := &cp.plans[t]
 		_, holes := b.TemplateLine(t)
-		if p.ok {
-			p.checks, p.one.col, p.idn = p.checks[:0], -1, 0
-			if nothing, err := gives(p); err != nil {
-				return err
-			} else if nothing {
-				p.nothing = true
-				continue
-			}
-			if cp.pred != nil {
-				p.nums, p.numsOK = cp.pred.numParams(b, t, p, holes, p.nums[:0])
-				if p.numsOK && len(p.nums) > 0 {
-					p.num0 = p.nums[0]
-				}
-			}
-			if p.check <= 64 {
-				// The values whose slots' flags do not say them
-				// well-formed, a bit each, then their columns asked.
-				str, val := b.HoleJSON(t)
-				bad := ^(p.inStrMask&str | ^p.inStrMask&val) & (1<<p.check - 1)
-				for ; bad != 0; bad &= bad - 1 {
-					h := bits.TrailingZeros64(bad)
-					if !cp.wellFormedColumn(b, b.SlotColumn(t, holes[h]), p.inString[h]) {
-						p.checks = append(p.checks, h)
-					}
-				}
-			} else {
-				for h := range p.check {
-					col := b.SlotColumn(t, holes[h])
-					if str, val := b.SlotJSON(t, holes[h]); !(p.inString[h] && str || !p.inString[h] && val || cp.wellFormedColumn(b, col, p.inString[h])) {
-						p.checks = append(p.checks, h)
-					}
-				}
-			}
-			if !cp.named && len(p.params) == 1 && p.params[0].hole >= 0 {
-				si := holes[p.params[0].hole]
-				col := b.SlotColumn(t, si)
-				if ids, ok := b.ValueIDs(col); ok {
-					p.one = oneParam{col: col, rank: b.SlotRank(t, si), ids: ids}
-					p.fastOne = len(p.checks) == 0 && cp.memoOn && cp.pred == nil
-				}
-			} else if cp.memoOn {
-				cp.idParams(b, t, p, holes, -1)
-				p.fastIDs = p.idn > 0 && len(p.checks) == 0 && cp.pred == nil
-			} else if cp.unwrapIDs {
-				cp.idParams(b, t, p, holes, cp.unwrapParam)
+		if err := cp.planBlock(b, t, holes, gives); err != nil {
+			return err
+		}
+		if walks {
+			// While the template is at hand: a pass over the templates
+			// again (startRows) costs a cache miss each.
+			cp.markNeed(b, t, holes)
+		}
+	}
+	return nil
+}
+
+// planBlock works out template t's plan's parts that are the block's
+// (planCached found the rest): its checks, and the ways its rows' values
+// are found by id.
+func (cp *colPlanner) planBlock(b *part.Block, t int, holes []int, gives func(p *tmplPlan) (nothing bool, err error)) error {
+	p := &cp.plans[t]
+	if !p.ok {
+		return nil
+	}
+	p.checks, p.one.col, p.idn = p.checks[:0], -1, 0
+	if nothing, err := gives(p); err != nil {
+		return err
+	} else if nothing {
+		p.nothing = true
+		return nil
+	}
+	if cp.pred != nil {
+		p.nums, p.numsOK = cp.pred.numParams(b, t, p, holes, p.nums[:0])
+		if p.numsOK && len(p.nums) > 0 {
+			p.num0 = p.nums[0]
+		}
+	}
+	if p.check <= 64 {
+		// The values whose slots' flags do not say them
+		// well-formed, a bit each, then their columns asked.
+		str, val := b.HoleJSON(t)
+		bad := ^(p.inStrMask&str | ^p.inStrMask&val) & (1<<p.check - 1)
+		for ; bad != 0; bad &= bad - 1 {
+			h := bits.TrailingZeros64(bad)
+			if !cp.wellFormedColumn(b, b.SlotColumn(t, holes[h]), p.inString[h]) {
+				p.checks = append(p.checks, h)
 			}
 		}
+	} else {
+		for h := range p.check {
+			col := b.SlotColumn(t, holes[h])
+			if str, val := b.SlotJSON(t, holes[h]); !(p.inString[h] && str || !p.inString[h] && val || cp.wellFormedColumn(b, col, p.inString[h])) {
+				p.checks = append(p.checks, h)
+			}
+		}
+	}
+	if !cp.named && len(p.params) == 1 && p.params[0].hole >= 0 {
+		si := holes[p.params[0].hole]
+		col := b.SlotColumn(t, si)
+		if ids, ok := b.ValueIDs(col); ok {
+			p.one = oneParam{col: col, rank: b.SlotRank(t, si), ids: ids}
+			p.fastOne = len(p.checks) == 0 && cp.memoOn && cp.pred == nil
+		}
+	} else if cp.memoOn {
+		cp.idParams(b, t, p, holes, -1)
+		p.fastIDs = p.idn > 0 && len(p.checks) == 0 && cp.pred == nil
+	} else if cp.unwrapIDs {
+		cp.idParams(b, t, p, holes, cp.unwrapParam)
 	}
 	return nil
 }
 
 // startRows places the cursor at the block's first row, keeping the
 // columns the plans read: a block whose rows are walked. A sweep, which
-// counts without a walk, never starts it. It also finds whether some
-// parameter is in a time column (paramTime).
+// counts without a walk, never starts it.
 func (cp *colPlanner) startRows(b *part.Block) {
-	need := growClear(cp.need, b.NumColumns())
-	cp.need = need
-	cp.paramTime = false
-	for t := range b.NumTemplates() {
-		p := &cp.plans[t]
-		_, holes := b.TemplateLine(t)
-		switch {
-		case p.nothing:
-		case !p.ok && b.TemplateRaw(t):
-			need[b.LineColumn()] = true
-		case !p.ok || len(p.checks) > 0:
-			// A row whose check fails takes the row path, which rebuilds
-			// its whole line; with nothing to check, no row of the
-			// template can (its parameters' values, within [0, check),
-			// are well-formed), and only they are read.
-			for _, si := range holes {
-				need[b.SlotColumn(t, si)] = true
-			}
-		}
-		if p.ok && !p.nothing {
-			for _, pp := range p.params {
-				if pp.hole >= 0 {
-					col := b.SlotColumn(t, holes[pp.hole])
-					need[col] = true
-					cp.paramTime = cp.paramTime || b.ColumnKind(col) == part.ColumnTime
-				}
-			}
+	if !cp.needKnown {
+		cp.startNeed(b)
+		for t := range b.NumTemplates() {
+			_, holes := b.TemplateLine(t)
+			cp.markNeed(b, t, holes)
 		}
 	}
-	cp.cur.Start(b, need)
+	cp.cur.Start(b, cp.need)
+}
+
+// startNeed readies need (and paramTime) for block b's templates.
+func (cp *colPlanner) startNeed(b *part.Block) {
+	cp.need = growClear(cp.need, b.NumColumns())
+	cp.paramTime, cp.needKnown = false, true
+}
+
+// markNeed marks the columns the rows of template t (planned) read, and
+// whether a parameter is in a time column (paramTime).
+func (cp *colPlanner) markNeed(b *part.Block, t int, holes []int) {
+	p := &cp.plans[t]
+	switch {
+	case p.nothing:
+		return
+	case !p.ok && b.TemplateRaw(t):
+		cp.need[b.LineColumn()] = true
+	case !p.ok || len(p.checks) > 0:
+		// A row whose check fails takes the row path, which rebuilds
+		// its whole line; with nothing to check, no row of the
+		// template can (its parameters' values, within [0, check), are
+		// well-formed), and only they are read.
+		for _, si := range holes {
+			cp.need[b.SlotColumn(t, si)] = true
+		}
+	}
+	if !p.ok {
+		return
+	}
+	for _, pp := range p.params {
+		if pp.hole >= 0 {
+			col := b.SlotColumn(t, holes[pp.hole])
+			cp.need[col] = true
+			cp.paramTime = cp.paramTime || b.ColumnKind(col) == part.ColumnTime
+		}
+	}
 }
 
 // bitsOf returns a bit per one of the first 64 of bs that is true.
