@@ -130,10 +130,12 @@ func (w *logWorker) block(ev *evaluator, ls record.Labels, b *part.Block, from, 
 		if lc.givesNothing(w, ls, p) {
 			continue
 		}
-		if decided, pass, _, _, err := cp.numVerdict(b, tm, t); err != nil {
-			return err
-		} else if decided && !pass {
-			continue
+		if cp.pred != nil {
+			if decided, pass, _, _, err := cp.numVerdict(b, tm, t); err != nil {
+				return err
+			} else if decided && !pass {
+				continue
+			}
 		}
 		ok, err := cp.rowValues(b, tm, t)
 		if err != nil {

@@ -369,6 +369,9 @@ func (ps *predState) numParams(b *part.Block, t int, p *tmplPlan, holes []int, d
 // general path.
 func (w *rangeWorker) predRow(ls record.Labels, b *part.Block, tm int, t int64) (bool, error) {
 	cp := w.cols
+	if cp.pred == nil {
+		return false, nil // no call per row of a query without number filters
+	}
 	decided, pass, v, has, err := cp.numVerdict(b, tm, t)
 	if err != nil || !decided {
 		return false, err
