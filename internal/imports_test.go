@@ -87,6 +87,9 @@ var allowed = map[string][]string{
 	"sdk": {},
 	// A load program of the benchmarks: a user of the public SDK, nothing else.
 	"bench/sdkload": {"sdk"},
+	// bench/ab.sh's side: one question over a store, in-process, as the
+	// server's query handler asks it.
+	"bench/querycpu": {"internal/query", "internal/store"},
 	// The bare side of bench/sink-pg.sh: the sink's rows, built with sluice's
 	// own parser and record code, copied into PostgreSQL without sluice.
 	"bench/pgcopy": {"internal/parse", "internal/record", "internal/rows", "internal/sink", "internal/wal"},
