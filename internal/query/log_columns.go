@@ -44,17 +44,13 @@ func (w *logWorker) columns(x *logql.LogExpr) *logCols {
 			cp:          &colPlanner{json: jp, rest: w.pipe.Tail(), unwrapParam: -1},
 			dropsErrors: stagesDropErrors(x.Pipeline, nil),
 		}
-		names := make([]string, jp.Len())
-		for i := range names {
-			names[i] = jp.Name(i)
-		}
 		// Number filters decided on the columns' numbers drop the rows
 		// they fail unread (range_pred.go); a row they pass is read. A
 		// number filter keeps a row whose label does not convert (an
 		// absent path gives ""), with an error: the errors must be
 		// dropped after the last of them, as the numbers cannot say.
 		if errorsDroppedLast(x.Pipeline[1:]) {
-			w.cols.cp.pred = newLogPredState(x.Pipeline[1:], names)
+			w.cols.cp.pred = newLogPredState(x.Pipeline[1:], jp)
 		}
 	}
 	return w.cols

@@ -1226,18 +1226,19 @@ func (cp *colPlanner) rowValues(b *part.Block, tm int, t int64) (bool, error) {
 				continue
 			}
 		}
+		var pv stage.ParamValue
+		var ok, cut bool
+		var err error
 		if cp.prefixOK && pp.inString && cp.valueID < 0 && !cp.idKeyed && cp.paramName(i) == cp.prefix.Label() {
-			if pv, ok, err := cp.prefixValue(b, col, vi, t); err != nil {
-				return false, err
-			} else if ok {
-				cp.cut = valueCut{on: true, idx: len(cp.values), b: b, col: col, vi: vi, t: t}
-				cp.values = append(cp.values, pv)
-				continue
-			}
+			pv, ok, cut, err = cp.prefixValue(b, col, vi, t)
+		} else {
+			pv, ok, err = cp.holeValue(b, col, vi, t, pp.inString)
 		}
-		pv, ok, err := cp.holeValue(b, col, vi, t, pp.inString)
 		if err != nil || !ok {
 			return false, err
+		}
+		if cut {
+			cp.cut = valueCut{on: true, idx: len(cp.values), b: b, col: col, vi: vi, t: t}
 		}
 		cp.values = append(cp.values, pv)
 	}
@@ -1252,22 +1253,25 @@ func (cp *colPlanner) paramName(i int) string {
 	return cp.json.Name(i)
 }
 
-// prefixValue reads the start of value vi of column col, a JSON string's
-// text, unescaped: its first prefixCut bytes, when it is longer and has
-// escapes (a value without is a view of the column, whole, for nothing).
-// false: read it whole (short, plain, or cut inside an escape).
-func (cp *colPlanner) prefixValue(b *part.Block, col, vi int, t int64) (stage.ParamValue, bool, error) {
+// prefixValue reads value vi of column col, a JSON string's text, as
+// holeValue does, but only its first prefixCut bytes when it is longer
+// and has escapes there (a value without is a view of the column, whole,
+// for nothing); cut says whether it did.
+func (cp *colPlanner) prefixValue(b *part.Block, col, vi int, t int64) (pv stage.ParamValue, ok, cut bool, err error) {
 	v, arena, err := b.Value(col, vi, t, cp.arena.b)
 	cp.arena.b = arena
-	if err != nil || len(v) <= prefixCut || bytes.IndexByte(v[:prefixCut], '\\') < 0 {
-		return stage.ParamValue{}, false, err
+	if err != nil {
+		return pv, false, false, err
 	}
-	u := len(cp.arena.b)
-	var ok bool
-	if cp.arena.b, ok = cp.scan.UnquoteAppend(cp.arena.b, v[:prefixCut]); !ok {
-		return stage.ParamValue{}, false, nil
+	if len(v) > prefixCut && bytes.IndexByte(v[:prefixCut], '\\') >= 0 {
+		u := len(cp.arena.b)
+		if cp.arena.b, ok = cp.scan.UnquoteAppend(cp.arena.b, v[:prefixCut]); ok {
+			return stage.ParamValue{Value: cp.arena.view(u), Found: true}, true, true, nil
+		}
+		// Cut inside an escape: the whole value.
 	}
-	return stage.ParamValue{Value: cp.arena.view(u), Found: true}, true, nil
+	pv, ok = cp.parsedValue(v, true)
+	return pv, ok, false, nil
 }
 
 // oneID returns the row at hand's entry of its one parameter's column, as
@@ -1340,6 +1344,15 @@ func (cp *colPlanner) holeValue(b *part.Block, col, vi int, t int64, inString bo
 	if err != nil {
 		return pv, false, err
 	}
+	pv, ok = cp.parsedValue(v, inString)
+	return pv, ok, nil
+}
+
+// parsedValue is what json gives of a value read from a column (v): a
+// string's content unescaped into the arena, null as "" (or no label
+// for json without parameters), the text of anything else; false when
+// a string's content is not well-formed.
+func (cp *colPlanner) parsedValue(v []byte, inString bool) (pv stage.ParamValue, ok bool) {
 	text := bytesView(v)
 	switch {
 	case inString && bytes.IndexByte(v, '\\') >= 0:
@@ -1347,15 +1360,15 @@ func (cp *colPlanner) holeValue(b *part.Block, col, vi int, t int64, inString bo
 		// the arena.
 		u := len(cp.arena.b)
 		if cp.arena.b, ok = cp.scan.UnquoteAppend(cp.arena.b, v); !ok {
-			return pv, false, nil
+			return pv, false
 		}
-		return stage.ParamValue{Value: cp.arena.view(u), Found: true}, true, nil
+		return stage.ParamValue{Value: cp.arena.view(u), Found: true}, true
 	case !inString && len(text) > 0 && cp.named && (text[0] == 'n' || text[0] == '['):
-		return stage.ParamValue{}, true, nil // null or an array: json without parameters sets no label
+		return stage.ParamValue{}, true // null or an array: json without parameters sets no label
 	case !inString && len(text) > 0 && text[0] == 'n':
-		return stage.ParamValue{Value: "", Found: true}, true, nil // null
+		return stage.ParamValue{Value: "", Found: true}, true // null
 	}
-	return stage.ParamValue{Value: text, Found: true}, true, nil
+	return stage.ParamValue{Value: text, Found: true}, true
 }
 
 // checksHold reports whether the row at hand (template tm, plan p, time

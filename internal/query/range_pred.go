@@ -241,16 +241,8 @@ func newPredState(w *rangeWorker, jp stage.JSONParams) *predState {
 	if w.x.Grouping == nil && w.sumBy == nil {
 		return nil
 	}
-	names := make([]string, jp.Len())
-	for i := range names {
-		names[i] = jp.Name(i)
-	}
-	for i, n := range names {
-		if slices.Contains(names[:i], n) {
-			return nil // the first value found would win
-		}
-	}
-	if keepsAny(names, w.x.Grouping, w.sumBy) {
+	names, ok := distinctParamNames(jp)
+	if !ok || keepsAny(names, w.x.Grouping, w.sumBy) {
 		return nil
 	}
 	unwrap := -1
@@ -274,15 +266,28 @@ func newPredState(w *rangeWorker, jp stage.JSONParams) *predState {
 }
 
 // newLogPredState returns the state for a log query whose filters after
-// json (parameters names) can be decided on numbers, to drop the rows
-// they fail without reading them; else nil.
-func newLogPredState(stages []logql.Stage, names []string) *predState {
-	for i, n := range names {
-		if slices.Contains(names[:i], n) {
-			return nil // the first value found would win
-		}
+// its json stage (jp) can be decided on numbers, to drop the rows they
+// fail without reading them; else nil.
+func newLogPredState(stages []logql.Stage, jp stage.JSONParams) *predState {
+	names, ok := distinctParamNames(jp)
+	if !ok {
+		return nil
 	}
 	return compilePredState(stages, nil, names, -1)
+}
+
+// distinctParamNames returns the label names of jp's parameters, and
+// false when two are the same (the first value found would win, which
+// the columns' numbers cannot say).
+func distinctParamNames(jp stage.JSONParams) ([]string, bool) {
+	names := make([]string, jp.Len())
+	for i := range names {
+		names[i] = jp.Name(i)
+		if slices.Contains(names[:i], names[i]) {
+			return nil, false
+		}
+	}
+	return names, true
 }
 
 // compilePredState compiles the filters of stages and after on the
@@ -450,17 +455,27 @@ func (cp *colPlanner) vecVerdict(b *part.Block, tm int, t int64) (decided, ok, p
 // addPassed adds sample v at t to the one series of the stream's labels
 // (the grouping keeps no parameter).
 func (w *rangeWorker) addPassed(ls record.Labels, t int64, v float64) error {
+	s, err := w.passedSeries(ls)
+	if err != nil {
+		return err
+	}
+	w.add(s, t, v)
+	return nil
+}
+
+// passedSeries returns the one series of the stream's labels that the
+// rows the filters pass count in, made at the stream's first.
+func (w *rangeWorker) passedSeries(ls record.Labels) (*rangeSeries, error) {
 	ps := w.cols.pred
 	if ps.series == nil {
 		w.lb.Reset(ls)
 		s, err := w.seriesOf()
 		if err != nil {
-			return err
+			return nil, err
 		}
 		ps.series = s
 	}
-	w.add(ps.series, t, v)
-	return nil
+	return ps.series, nil
 }
 
 // vecSweep adds the samples of block b's rows that pass the filters
@@ -521,21 +536,17 @@ func (w *rangeWorker) vecSweep(ev *evaluator, ls record.Labels, b *part.Block, f
 		passed = countBits(c.bits, inCol)
 	}
 	if ps.unwrap < 0 && ps.vecAbsent {
-		passed += absent // an unwrap of an absent value gives no sample
+		passed += absent // counted; unwrapped, an absent value gives no sample
 	}
 	if passed > 0 {
-		if ps.series == nil {
-			w.lb.Reset(ls)
-			s, err := w.seriesOf()
-			if err != nil {
-				return true, err
-			}
-			ps.series = s
+		s, err := w.passedSeries(ls)
+		if err != nil {
+			return true, err
 		}
 		if ps.unwrap < 0 {
-			w.addN(ps.series, hi, passed)
+			w.addN(s, hi, passed)
 		} else {
-			w.addSetBits(ps.series, hi, c.nums, c.bits)
+			w.addSetBits(s, hi, c.nums, c.bits)
 		}
 	}
 	rows := int64(b.NumRows())
