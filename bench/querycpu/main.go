@@ -15,6 +15,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"runtime/pprof"
 	"slices"
 	"syscall"
 	"time"
@@ -30,6 +31,11 @@ func main() {
 	tenant := flag.String("tenant", store.DefaultTenant, "the tenant")
 	runs := flag.Int("runs", 10, "timed runs")
 	warm := flag.Int("warm", 2, "untimed runs first (the block cache fills)")
+	profile := flag.String("cpuprofile", "", "write a CPU profile of the timed runs to this file")
+	quiet := flag.Bool("q", false, "print only the median and the rows read")
+	over := flag.Duration("range", 0, "ask a range query over this long before -time instead (a log query: -limit lines, newest first)")
+	limit := flag.Int("limit", 100, "a range log query's lines")
+	cache := flag.Int64("block-cache-bytes", 1<<30, "the block cache's budget (the server's default with 16 GiB of memory or more)")
 	flag.Parse()
 	if *data == "" || *q == "" {
 		fmt.Fprintln(os.Stderr, "querycpu: -data and -query are required")
@@ -40,7 +46,7 @@ func main() {
 		fmt.Fprintf(os.Stderr, "querycpu: -time: %v\n", err)
 		os.Exit(2)
 	}
-	st, err := store.Open(store.Options{Dir: *data})
+	st, err := store.Open(store.Options{Dir: *data, BlockCacheBytes: *cache})
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "querycpu: open %s: %v\n", *data, err)
 		os.Exit(1)
@@ -50,20 +56,53 @@ func main() {
 	defer sn.Release()
 	e := query.NewEngine(query.Limits{})
 	p := query.Params{Tenant: *tenant, Query: *q, Start: t.UnixNano(), End: t.UnixNano(), Instant: true}
+	if *over > 0 {
+		p = query.Params{Tenant: *tenant, Query: *q, Start: t.Add(-*over).UnixNano(), End: t.UnixNano(), Limit: *limit, Direction: query.Backward}
+	}
 	var took []time.Duration
+	var last *query.Result
 	for i := range *warm + *runs {
+		if i == *warm && *profile != "" {
+			stop, err := startProfile(*profile)
+			if err != nil {
+				fmt.Fprintf(os.Stderr, "querycpu: -cpuprofile: %v\n", err)
+				os.Exit(1)
+			}
+			defer stop()
+		}
 		c0 := cpuTime()
-		if _, err := e.Exec(context.Background(), sn, p); err != nil {
+		res, err := e.Exec(context.Background(), sn, p)
+		if err != nil {
 			fmt.Fprintf(os.Stderr, "querycpu: %v\n", err)
 			os.Exit(1)
 		}
+		last = res
 		if i >= *warm {
 			took = append(took, cpuTime()-c0)
 		}
 	}
 	sorted := slices.Clone(took)
 	slices.Sort(sorted)
+	if *quiet {
+		st := last.Stats
+		fmt.Printf("median %.2f ms CPU; rows %d, from columns %d, swept %d\n", ms(sorted[len(sorted)/2]), st.Rows, st.RowsColumnar, st.RowsSwept)
+		return
+	}
 	fmt.Printf("median %.1f ms CPU, runs %v\n", ms(sorted[len(sorted)/2]), took)
+}
+
+// startProfile starts a CPU profile into path; the function it returns
+// stops it and closes the file.
+func startProfile(path string) (func(), error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return func() { pprof.StopCPUProfile(); f.Close() }, nil
 }
 
 // cpuTime is the process's CPU time so far, user and system.

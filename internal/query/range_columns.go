@@ -232,6 +232,7 @@ type colPlanner struct {
 
 	sweep sweepState
 	pred  *predState // number filters decided on columns (range_pred.go), or nil
+	strs  *strState  // string filters decided per value (range_strs.go), or nil
 	keys  *keyPlan   // series keys from the parameters' values (range_keys.go), or nil
 	batch keyBatch   // rows counted with keys, waiting for their series (range_keys.go)
 
@@ -253,6 +254,9 @@ type colPlanner struct {
 	// needKnown: need and paramTime are worked out for the block at
 	// hand (startBlock does it for a block it is told will be walked).
 	needKnown bool
+	// idsLater: planBlock leaves the plans' value ids (planIDs) to
+	// startRows, for a block that may be counted without a walk.
+	idsLater bool
 
 	prefix   stage.PrefixRead
 	prefixOn bool
@@ -271,8 +275,8 @@ func (w *rangeWorker) colPlanner() *colPlanner {
 		jf, _ := w.pipe.JSONFields()
 		w.cols = &colPlanner{json: jp, named: !params, fields: jf, rest: w.pipe.Tail(), memoOn: w.x.Range.Unwrap == nil, unwrapParam: -1,
 			dropsErrors: dropsErrors(w.x)}
+		var names []string
 		if !params {
-			var names []string
 			for _, n := range jf.Observed() {
 				if n != stage.ErrorLabel && n != stage.ErrorDetailsLabel {
 					names = append(names, n)
@@ -284,6 +288,9 @@ func (w *rangeWorker) colPlanner() *colPlanner {
 		}
 		if params {
 			w.cols.pred = newPredState(w, jp)
+		}
+		if w.cols.pred == nil {
+			w.cols.strs = newStrState(w, jp, params, names)
 		}
 		if u := w.x.Range.Unwrap; u != nil && u.Conv == "" && !filtersRead(w.x.Range.Log.Pipeline[1:], u.Label) {
 			switch {
@@ -325,13 +332,19 @@ func (w *rangeWorker) blockRows(ev *evaluator, ls record.Labels, b *part.Block, 
 		_, stream := ls.Get(cp.prefix.Label())
 		cp.prefixOK = !stream
 	}
-	if err := cp.startBlock(b, !w.countable(b, from, to), func(p *tmplPlan) (bool, error) { return w.givesNothing(ls, p) }); err != nil {
+	countable := w.countable(b, from, to)
+	// A block counted without a walk needs no memo of outcomes by ids.
+	cp.idsLater = countable
+	if err := cp.startBlock(b, !countable, func(p *tmplPlan) (bool, error) { return w.givesNothing(ls, p) }); err != nil {
 		return err
 	}
 	if done, err := w.sweep(ev, ls, b, from, to); done || err != nil {
 		return err
 	}
 	if done, err := w.vecSweep(ev, ls, b, from, to); done || err != nil {
+		return err
+	}
+	if done, err := w.filterSweep(ev, ls, b, from, to); done || err != nil {
 		return err
 	}
 	cp.startRows(b)
@@ -424,7 +437,7 @@ func (w *rangeWorker) blockRows(ev *evaluator, ls record.Labels, b *part.Block, 
 }
 
 // countable reports whether block b may be counted without a walk of its
-// rows (sweep, vecSweep): then the columns a walk would keep are worked
+// rows (sweep, vecSweep, filterSweep): then the columns a walk would keep are worked
 // out only if it is walked after all.
 func (w *rangeWorker) countable(b *part.Block, from, to int64) bool {
 	cp := w.cols
@@ -433,7 +446,7 @@ func (w *rangeWorker) countable(b *part.Block, from, to int64) bool {
 		return false
 	}
 	sweeps := cp.memoOn && w.op == opSum && (cp.named && cp.single != nil || !cp.named && cp.json.Len() == 1)
-	return sweeps || cp.pred != nil && cp.pred.vec != nil
+	return sweeps || cp.pred != nil && cp.pred.vec != nil || cp.strs != nil && cp.strs.on && w.op == opSum
 }
 
 // timeFree reports whether the range function's value over a window is
@@ -1048,6 +1061,15 @@ func (cp *colPlanner) planBlock(b *part.Block, t int, holes []int, gives func(p 
 			}
 		}
 	}
+	if !cp.idsLater {
+		cp.planIDs(b, t, p, holes)
+	}
+	return nil
+}
+
+// planIDs works out where the value ids of template t's parameters are,
+// for a walk's memo of outcomes by ids (fastOne, fastIDs).
+func (cp *colPlanner) planIDs(b *part.Block, t int, p *tmplPlan, holes []int) {
 	if !cp.named && len(p.params) == 1 && p.params[0].hole >= 0 {
 		si := holes[p.params[0].hole]
 		col := b.SlotColumn(t, si)
@@ -1061,13 +1083,21 @@ func (cp *colPlanner) planBlock(b *part.Block, t int, holes []int, gives func(p 
 	} else if cp.unwrapIDs {
 		cp.idParams(b, t, p, holes, cp.unwrapParam)
 	}
-	return nil
 }
 
 // startRows places the cursor at the block's first row, keeping the
 // columns the plans read: a block whose rows are walked. A sweep, which
 // counts without a walk, never starts it.
 func (cp *colPlanner) startRows(b *part.Block) {
+	if cp.idsLater {
+		cp.idsLater = false
+		for t := range b.NumTemplates() {
+			if p := &cp.plans[t]; p.ok && !p.nothing {
+				_, holes := b.TemplateLine(t)
+				cp.planIDs(b, t, p, holes)
+			}
+		}
+	}
 	if !cp.needKnown {
 		cp.startNeed(b)
 		for t := range b.NumTemplates() {
