@@ -1183,6 +1183,9 @@ func (b *Block) countTests(verdict []rowsVerdict) int {
 		}
 		tc[t] = c
 	}
+	if n, ok := b.countTestsTwo(tc); ok {
+		return n
+	}
 	n := 0
 	cur := &b.cur
 	pos, moves, start := cur.pos, cur.moves, cur.start
@@ -1208,6 +1211,114 @@ func (b *Block) countTests(verdict []rowsVerdict) int {
 	}
 	return n
 }
+
+// countTestsTwo is countTests without a branch per row, when the rows
+// move at most two columns and every template's rows count all, none, or
+// by one or two tests in different columns: a row then costs a lookup
+// of its template's countFast, a bit of each column (a zero word for a
+// column its template does not test) and two adds. Rows come in any order
+// of a few hundred templates, whose branches a processor cannot guess.
+func (b *Block) countTestsTwo(tc []tmplCount) (int, bool) {
+	cur := &b.cur
+	cols := [2]int{-1, -1}
+	for _, col := range cur.moves {
+		switch {
+		case col == cols[0] || col == cols[1]:
+		case cols[0] < 0:
+			cols[0] = col
+		case cols[1] < 0:
+			cols[1] = col
+		default:
+			return 0, false
+		}
+	}
+	slotOf := func(col int) int {
+		switch col {
+		case cols[0]:
+			return 0
+		case cols[1]:
+			return 1
+		}
+		return -1
+	}
+	sets := append(b.lm.sets[:0], zeroWord[:])
+	fast := grown(b.lm.fast, len(tc))
+	b.lm.fast = fast
+	for t := range tc {
+		c := &tc[t]
+		f := countFast{}
+		switch c.kind {
+		case countAll:
+			f.all = 1
+		case countTests:
+			return 0, false
+		case countOne, countTwo:
+			xs := [2]*oneTest{&c.x1, &c.x2}
+			for _, x := range xs[:int(c.kind-countOne)+1] {
+				s := slotOf(x.col)
+				if s < 0 || f.set[s] != 0 || x.nth > 255 || len(x.bits)*64 < b.cols[x.col].n {
+					return 0, false
+				}
+				k := slices.IndexFunc(sets, func(w []uint64) bool { return &w[0] == &x.bits[0] })
+				if k < 0 {
+					if k = len(sets); k > 255 {
+						return 0, false
+					}
+					sets = append(sets, x.bits)
+				}
+				f.set[s], f.nth[s] = uint8(k), uint8(x.nth)
+			}
+		}
+		for _, col := range cur.moves[cur.start[t]:cur.start[t+1]] {
+			s := slotOf(col)
+			if f.moves[s] == 255 {
+				return 0, false
+			}
+			f.moves[s]++
+		}
+		fast[t] = f
+	}
+	b.lm.sets = sets
+	var p0, p1 int
+	if cols[0] >= 0 {
+		p0 = cur.pos[cols[0]]
+	}
+	if cols[1] >= 0 {
+		p1 = cur.pos[cols[1]]
+	}
+	n := 0
+	for _, tid := range b.tids {
+		f := &fast[tid]
+		v0, v1 := p0+int(f.nth[0]), p1+int(f.nth[1])
+		w0, w1 := sets[f.set[0]], sets[f.set[1]]
+		b0 := w0[min(v0>>6, len(w0)-1)] >> (v0 & 63)
+		b1 := w1[min(v1>>6, len(w1)-1)] >> (v1 & 63)
+		n += int((uint64(f.all) | b0 | b1) & 1)
+		p0 += int(f.moves[0])
+		p1 += int(f.moves[1])
+	}
+	if cols[0] >= 0 {
+		cur.pos[cols[0]] = p0
+	}
+	if cols[1] >= 0 {
+		cur.pos[cols[1]] = p1
+	}
+	return n, true
+}
+
+// countFast is how countTestsTwo counts a row of a template: all its
+// rows, or the bit at rank nth of its value in each column (set: the
+// index of its bits in literalMatch.sets, 0 for none), and how many
+// values of each column the row moves past.
+type countFast struct {
+	all   uint8
+	set   [2]uint8
+	nth   [2]uint8
+	moves [2]uint8
+}
+
+// zeroWord is the bits of a column a template does not test.
+var zeroWord = [1]uint64{}
 
 // tmplCount is how countTests counts a template's rows.
 type tmplCount struct {
@@ -1354,6 +1465,8 @@ type literalMatch struct {
 	timeLits   []int       // clauseBits' scratch
 	restBits   []uint64    // colMatchOf's scratch: a bit per value of an encDictRest column's rest
 	tcount     []tmplCount // countTests': per template, how its rows are counted
+	fast       []countFast // countTestsTwo's, per template
+	sets       [][]uint64  // countTestsTwo's bits, after zeroWord
 	litBytes   [][256]bool // the bytes of each literal
 	// and the plans of the templates of earlier reads by their shape,
 	// for the literals planLits
