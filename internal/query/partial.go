@@ -93,8 +93,9 @@ type PartialSeries struct {
 	// M2 is the sum of squared deviations from the mean for
 	// stddev_over_time and stdvar_over_time; nil for the others.
 	M2 []float64
-	// Samples are every sample of each window for quantile_over_time and
-	// rate_counter; nil for the others.
+	// Samples are every sample of each window for rate_counter, and
+	// every sample's value (Time 0, in no order) for quantile_over_time;
+	// nil for the others.
 	Samples [][]Point
 }
 
@@ -364,7 +365,7 @@ func (ps *PartialSeries) check(op rangeOp, n int) error {
 		return bad("times", len(ps.Time))
 	case op == opVar && len(ps.M2) != n:
 		return bad("squared deviations", len(ps.M2))
-	case op == opList && len(ps.Samples) != n:
+	case (op == opList || op == opValues) && len(ps.Samples) != n:
 		return bad("sample lists", len(ps.Samples))
 	}
 	return nil
@@ -383,6 +384,15 @@ func importSeries(ps PartialSeries, op rangeOp, copying bool) *rangeSeries {
 	}
 	if copying {
 		s.n, s.v, s.t, s.m2 = slices.Clone(s.n), slices.Clone(s.v), slices.Clone(s.t), slices.Clone(s.m2)
+	}
+	if op == opValues {
+		s.vals = make([][]float64, len(ps.Samples))
+		for k, l := range ps.Samples {
+			s.vals[k] = make([]float64, len(l))
+			for j, pt := range l {
+				s.vals[k][j] = pt.Value
+			}
+		}
 	}
 	if op == opList {
 		s.lists = make([][]tv, len(ps.Samples))
@@ -415,6 +425,18 @@ func exportSeries(states *seriesTable) []PartialSeries {
 				ps.Samples[k] = make([]Point, len(l))
 				for j, x := range l {
 					ps.Samples[k][j] = Point{Time: x.t, Value: x.v}
+				}
+			}
+		}
+		if s.vals != nil { // a quantile's values: no times
+			ps.Samples = make([][]Point, len(s.vals))
+			for k, l := range s.vals {
+				if len(l) == 0 {
+					continue
+				}
+				ps.Samples[k] = make([]Point, len(l))
+				for j, v := range l {
+					ps.Samples[k][j] = Point{Value: v}
 				}
 			}
 		}

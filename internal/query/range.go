@@ -29,11 +29,12 @@ type rangeSeries struct {
 	labels record.Labels // nil: those its key says (labelChunks.of)
 	t      []int64       // first_ and last_over_time: the value's time
 	m2     []float64     // stddev_ and stdvar_over_time (Welford)
-	lists  [][]tv        // quantile_over_time and rate_counter: every sample
+	lists  [][]tv        // rate_counter: every sample
+	vals   [][]float64   // quantile_over_time: every sample's value
 	// The size a multiple of 64, so that in seriesAlloc's chunks (whose
 	// size classes are multiples of 64) every series starts a cache
 	// line. The collector scans none of it: no pointer follows.
-	_ [32]byte
+	_ [8]byte
 }
 
 // tv is one sample of a window.
@@ -181,8 +182,12 @@ func (w *rangeWorker) add(s *rangeSeries, t int64, v float64) {
 	for k := lo; k <= hi; k++ {
 		s.add(w.op, int(k), t, v)
 	}
-	if w.op == opList && hi >= lo {
+	switch {
+	case hi < lo:
+	case w.op == opList:
 		w.tally.held += 16 * (hi - lo + 1) // a sample kept in each window
+	case w.op == opValues:
+		w.tally.held += 8 * (hi - lo + 1) // a value kept in each window
 	}
 }
 
@@ -196,15 +201,16 @@ const (
 	opFirst
 	opLast
 	opAvg
-	opVar // stddev, stdvar
-	opList
+	opVar    // stddev, stdvar
+	opList   // rate_counter: every sample, with its time
+	opValues // quantile: every sample's value, in any order
 )
 
 var rangeOps = map[string]rangeOp{
 	"count_over_time": opSum, "rate": opSum, "bytes_over_time": opSum, "bytes_rate": opSum,
 	"absent_over_time": opSum, "sum_over_time": opSum, "min_over_time": opMin, "max_over_time": opMax,
 	"first_over_time": opFirst, "last_over_time": opLast, "avg_over_time": opAvg,
-	"stddev_over_time": opVar, "stdvar_over_time": opVar, "quantile_over_time": opList, "rate_counter": opList,
+	"stddev_over_time": opVar, "stdvar_over_time": opVar, "quantile_over_time": opValues, "rate_counter": opList,
 }
 
 // rangeAggregation evaluates a range function at the steps of shape.
@@ -375,7 +381,8 @@ func (ev *evaluator) rangeStates(ctx context.Context, x *logql.RangeAggregation,
 	timesOnly := countsAll && shape.steps > 1
 	// Shares of a stream merge as streams do, but for first and last
 	// (rows of the same time in two shares: which one is first?) and the
-	// lists of samples, whose order among equal times would change.
+	// lists of samples, whose order among equal times would change (a
+	// quantile's values have no order).
 	units := ev.shardStreams(streams, op != opFirst && op != opLast && op != opList)
 	workers, err := forUnits(ctx, ev, units, func(u streamShard) bool { return u.shard.I == 0 }, setup, func(ctx context.Context, w *rangeWorker, u streamShard) error {
 		ls := u.ls
@@ -711,6 +718,8 @@ func (a *seriesAlloc) series(ls record.Labels, op rangeOp, steps int) *rangeSeri
 		s.m2 = a.floats(steps)
 	case opList:
 		s.lists = make([][]tv, steps)
+	case opValues:
+		s.vals = make([][]float64, steps)
 	}
 	return s
 }
@@ -788,6 +797,8 @@ func newRangeSeries(ls record.Labels, op rangeOp, steps int) *rangeSeries {
 		s.m2 = make([]float64, steps)
 	case opList:
 		s.lists = make([][]tv, steps)
+	case opValues:
+		s.vals = make([][]float64, steps)
 	}
 	return s
 }
@@ -821,6 +832,8 @@ func (s *rangeSeries) add(op rangeOp, k int, t int64, v float64) {
 		s.m2[k] += d * (v - s.v[k])
 	case opList:
 		s.lists[k] = append(s.lists[k], tv{t, v})
+	case opValues:
+		s.vals[k] = append(s.vals[k], v)
 	}
 }
 
@@ -835,7 +848,7 @@ func (s *rangeSeries) size(keyLen int) int64 {
 	if s.t != nil || s.m2 != nil {
 		perStep += 8
 	}
-	if s.lists != nil {
+	if s.lists != nil || s.vals != nil {
 		perStep += 24
 	}
 	return int64(4*keyLen + perStep*len(s.n) + 400)
@@ -871,8 +884,11 @@ func (s *rangeSeries) merge(op rangeOp, o *rangeSeries) {
 			s.v[k] += d * on / tot
 			s.m2[k] += o.m2[k] + d*d*n*on/tot
 		}
-		if op == opList {
+		switch op {
+		case opList:
 			s.lists[k] = append(s.lists[k], o.lists[k]...)
+		case opValues:
+			s.vals[k] = append(s.vals[k], o.vals[k]...)
 		}
 		s.n[k] += on
 	}
@@ -898,7 +914,7 @@ func (s *rangeSeries) result(x *logql.RangeAggregation, k int, n float64, rng in
 	case "stddev_over_time":
 		return math.Sqrt(s.m2[k] / n), true
 	case "quantile_over_time":
-		return quantile(x.Param, s.lists[k]), true
+		return quantile(x.Param, s.vals[k]), true
 	case "rate_counter":
 		return counterRate(s.lists[k], rng), true
 	default: // sum, bytes, min, max, first, last
@@ -908,18 +924,14 @@ func (s *rangeSeries) result(x *logql.RangeAggregation, k int, n float64, rng in
 
 // quantile is the phi-quantile of the samples, interpolated as
 // Prometheus' quantile_over_time.
-func quantile(phi float64, samples []tv) float64 {
+func quantile(phi float64, vs []float64) float64 {
 	switch {
-	case len(samples) == 0 || math.IsNaN(phi):
+	case len(vs) == 0 || math.IsNaN(phi):
 		return math.NaN()
 	case phi < 0:
 		return math.Inf(-1)
 	case phi > 1:
 		return math.Inf(1)
-	}
-	vs := make([]float64, len(samples))
-	for i, s := range samples {
-		vs[i] = s.v
 	}
 	rank := phi * float64(len(vs)-1)
 	lo := int(math.Floor(rank))

@@ -286,8 +286,14 @@ func (w *rangeWorker) colPlanner() *colPlanner {
 				w.cols.single = names
 			}
 		}
-		if params {
-			w.cols.pred = newPredState(w, jp)
+		switch {
+		case params:
+			if names, ok := distinctParamNames(jp); ok {
+				w.cols.pred = newPredState(w, names)
+			}
+		case w.cols.single != nil:
+			// Every plan has the one observed label as its parameter 0.
+			w.cols.pred = newPredState(w, w.cols.single)
 		}
 		if w.cols.pred == nil {
 			w.cols.strs = newStrState(w, jp, params, names)
@@ -456,7 +462,7 @@ func (w *rangeWorker) timeFree() bool {
 	case opFirst, opLast:
 		return false
 	case opList:
-		return w.x.Op == "quantile_over_time" // not rate_counter
+		return false // rate_counter
 	}
 	return true
 }

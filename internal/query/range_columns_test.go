@@ -511,6 +511,8 @@ func TestVecSweepSameAsRows(t *testing.T) {
 		`sum by (service) (sum_over_time(` + all + ` | json lat="http.latency_ms" | lat > 250 | unwrap lat | __error__="" [1h]))`,
 		`max_over_time(` + all + ` | json lat="http.latency_ms" | unwrap lat | __error__="" or lat > 1 [1h]) by (service)`,
 		`min_over_time(` + all + ` | json lat="http.latency_ms" | lat >= 100 | unwrap lat [1h]) by (service)`,
+		`quantile_over_time(0.9, ` + all + ` | json lat="http.latency_ms" | unwrap lat | __error__="" [1h]) by (service)`,
+		`quantile_over_time(0.5, ` + all + ` | json lat="http.latency_ms" | lat > 120 | unwrap lat [1h]) by (service)`,
 	})
 }
 

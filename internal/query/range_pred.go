@@ -236,13 +236,10 @@ type vecColumn struct {
 }
 
 // newPredState returns the state when a range aggregation's filters can
-// be decided on numbers and its grouping keeps no parameter; else nil.
-func newPredState(w *rangeWorker, jp stage.JSONParams) *predState {
-	if w.x.Grouping == nil && w.sumBy == nil {
-		return nil
-	}
-	names, ok := distinctParamNames(jp)
-	if !ok || keepsAny(names, w.x.Grouping, w.sumBy) {
+// be decided on numbers and its grouping keeps no parameter (names: the
+// json stage's parameters, or its one observed label); else nil.
+func newPredState(w *rangeWorker, names []string) *predState {
+	if w.x.Grouping == nil && w.sumBy == nil || keepsAny(names, w.x.Grouping, w.sumBy) {
 		return nil
 	}
 	unwrap := -1
@@ -486,8 +483,8 @@ func (w *rangeWorker) passedSeries(ls record.Labels) (*rangeSeries, error) {
 // order: the rows that pass are the set bits of the column's vector, and
 // those of the templates without the parameter pass or not all alike. A
 // count adds their number; an unwrap of the parameter (a sum, average,
-// minimum or maximum) adds the values of the set bits one by one, in
-// the order the rows would.
+// minimum, maximum or the values of a quantile) adds the values of the set
+// bits one by one, in the order the rows would.
 func (w *rangeWorker) vecSweep(ev *evaluator, ls record.Labels, b *part.Block, from, to int64) (bool, error) {
 	cp := w.cols
 	ps := cp.pred
@@ -496,7 +493,7 @@ func (w *rangeWorker) vecSweep(ev *evaluator, ls record.Labels, b *part.Block, f
 	}
 	switch {
 	case ps.unwrap < 0 && w.op == opSum:
-	case ps.unwrap >= 0 && (w.op == opSum || w.op == opAvg || w.op == opMin || w.op == opMax):
+	case ps.unwrap >= 0 && (w.op == opSum || w.op == opAvg || w.op == opMin || w.op == opMax || w.op == opValues):
 	default:
 		return false, nil
 	}
