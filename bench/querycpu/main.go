@@ -35,6 +35,7 @@ func main() {
 	quiet := flag.Bool("q", false, "print only the median and the rows read")
 	over := flag.Duration("range", 0, "ask a range query over this long before -time instead (a log query: -limit lines, newest first)")
 	limit := flag.Int("limit", 100, "a range log query's lines")
+	step := flag.Duration("step", 0, "with -range, a metric query's step")
 	cache := flag.Int64("block-cache-bytes", 1<<30, "the block cache's budget (the server's default with 16 GiB of memory or more)")
 	flag.Parse()
 	if *data == "" || *q == "" {
@@ -57,7 +58,7 @@ func main() {
 	e := query.NewEngine(query.Limits{})
 	p := query.Params{Tenant: *tenant, Query: *q, Start: t.UnixNano(), End: t.UnixNano(), Instant: true}
 	if *over > 0 {
-		p = query.Params{Tenant: *tenant, Query: *q, Start: t.Add(-*over).UnixNano(), End: t.UnixNano(), Limit: *limit, Direction: query.Backward}
+		p = query.Params{Tenant: *tenant, Query: *q, Start: t.Add(-*over).UnixNano(), End: t.UnixNano(), Limit: *limit, Direction: query.Backward, Step: *step}
 	}
 	var took []time.Duration
 	var last *query.Result

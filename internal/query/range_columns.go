@@ -447,12 +447,15 @@ func (w *rangeWorker) blockRows(ev *evaluator, ls record.Labels, b *part.Block, 
 // out only if it is walked after all.
 func (w *rangeWorker) countable(b *part.Block, from, to int64) bool {
 	cp := w.cols
+	if cp.strs != nil && cp.strs.on && w.op == opSum {
+		return true // filterSweep, in one window or not
+	}
 	lo, hi := b.TimeRange()
 	if lo < from || hi > to || !w.sameWindows(lo, hi) {
 		return false
 	}
 	sweeps := cp.memoOn && w.op == opSum && (cp.named && cp.single != nil || !cp.named && cp.json.Len() == 1)
-	return sweeps || cp.pred != nil && cp.pred.vec != nil || cp.strs != nil && cp.strs.on && w.op == opSum
+	return sweeps || cp.pred != nil && cp.pred.vec != nil
 }
 
 // timeFree reports whether the range function's value over a window is

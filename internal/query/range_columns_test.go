@@ -570,6 +570,10 @@ func TestFilterSweepSameAsRows(t *testing.T) {
 		`sum by (service) (count_over_time(` + all + ` | json | http_method="P\"UT" [1h]))`,
 		`sum by (service) (count_over_time(` + all + ` | json | http_path="/qé" | http_method!="get" [1h]))`,
 		`sum by (service) (rate(` + all + ` | json | http_method="GET" | level="error" [1h]))`,
+		// Windows shorter than a block: each row that passes at its time.
+		`sum by (service) (count_over_time(` + all + ` | json m="http.method" | m="GET" [15s]))`,
+		`sum(count_over_time(` + all + ` | json | http_method="POST" | level="error" [25s]))`,
+		`sum by (service) (count_over_time(` + all + ` | json | level=~"err.*" | http_path!="/a" | http_method!="" [20s]))`,
 	})
 	// Not and-ed: the row path's memo decides.
 	checkColumnar(t, lines, false, []string{

@@ -1,6 +1,7 @@
 package query
 
 import (
+	"math/bits"
 	"slices"
 	"strings"
 
@@ -48,6 +49,8 @@ type strState struct {
 	counts  [256]int
 	first   [256]int
 	fast    []strFast
+	hits    []int32  // passing's rows
+	marks   []uint64 // countTwo's rows that pass, a bit each
 	flat    []uint8 // countTwo's verdicts, 256 each after one every value passes
 }
 
@@ -156,10 +159,11 @@ func (ss *strState) startStream(ls record.Labels) {
 
 // filterSweep adds the samples of block b's rows that pass the string
 // filters without walking them with a cursor, and reports whether it
-// did; when it did not, it added nothing. Every row counts in the same
-// window, and every template with rows is planned with no value to
-// check, each label the filters read either absent or in a constant or
-// dictionary column.
+// did; when it did not, it added nothing. Every template with rows is
+// planned with no value to check, each label the filters read either
+// absent or in a constant or dictionary column. When every row counts in
+// the same windows the rows that pass are counted; otherwise (a range
+// query's steps over a block) each passing row is added at its time.
 func (w *rangeWorker) filterSweep(ev *evaluator, ls record.Labels, b *part.Block, from, to int64) (bool, error) {
 	cp := w.cols
 	ss := cp.strs
@@ -167,26 +171,57 @@ func (w *rangeWorker) filterSweep(ev *evaluator, ls record.Labels, b *part.Block
 		return false, nil
 	}
 	lo, hi := b.TimeRange()
-	if lo < from || hi > to || !w.sameWindows(lo, hi) {
-		return false, nil
+	if hi < from || lo > to {
+		return true, nil
 	}
+	timed := lo < from || hi > to || !w.sameWindows(lo, hi)
 	ok, err := ss.plan(w, ls, b, hi)
 	if err != nil || !ok {
 		return false, err
 	}
-	passed := ss.count(b)
-	if passed > 0 {
-		if ss.series == nil {
-			w.lb.Reset(ls)
-			s, err := w.seriesOf()
-			if err != nil {
-				return true, err
-			}
-			ss.series = s
+	if ss.series == nil {
+		w.lb.Reset(ls)
+		s, err := w.seriesOf()
+		if err != nil {
+			return true, err
 		}
-		w.addN(ss.series, hi, passed)
+		ss.series = s
 	}
 	rows := int64(b.NumRows())
+	if timed {
+		if err := b.DecodeTimes(); err != nil {
+			return true, err
+		}
+		rows = 0
+		add := func(k int) {
+			if t := b.RowTime(k); t >= from && t <= to {
+				w.add(ss.series, t, 1)
+			}
+		}
+		if _, ok := ss.countTwo(b, true); ok {
+			for i, word := range ss.marks {
+				for ; word != 0; word &= word - 1 {
+					add(i*64 + bits.TrailingZeros64(word))
+				}
+			}
+		} else {
+			ss.hits = ss.passing(b, ss.hits[:0])
+			for _, k := range ss.hits {
+				add(int(k))
+			}
+		}
+		if lo >= from && hi <= to {
+			rows = int64(b.NumRows())
+		} else {
+			for k := range b.NumRows() {
+				if t := b.RowTime(k); t >= from && t <= to {
+					rows++
+				}
+			}
+		}
+	} else if passed := ss.count(b); passed > 0 {
+		w.addN(ss.series, hi, passed)
+	}
 	w.tally.rows += rows
 	w.tally.columnar += rows
 	w.tally.swept += rows
@@ -382,10 +417,11 @@ func (ss *strState) count(b *part.Block) int {
 	if n, ok := ss.countAligned(b); ok {
 		return n
 	}
-	if n, ok := ss.countTwo(b); ok {
+	if n, ok := ss.countTwo(b, false); ok {
 		return n
 	}
-	return ss.countRows(b)
+	ss.hits = ss.passing(b, ss.hits[:0])
+	return len(ss.hits)
 }
 
 // strFast is a template's part of countTwo: whether its rows may pass,
@@ -396,11 +432,13 @@ type strFast struct {
 	alive, r0, r1, v0, v1, n0, n1 uint8
 }
 
-// countTwo is countRows without a branch per row, for blocks of at most
+// countTwo is passing's count without a branch per row, for blocks of at most
 // two slots whose templates read each at most once: a template that
 // reads no value of a slot tests its (clamped) value with a verdict
 // every value passes.
-func (ss *strState) countTwo(b *part.Block) (int, bool) {
+//
+// With mark, it also sets a bit per row that passes in ss.marks.
+func (ss *strState) countTwo(b *part.Block, mark bool) (int, bool) {
 	if len(ss.slots) > 2 || len(ss.verds) > 254 {
 		return 0, false
 	}
@@ -451,12 +489,20 @@ func (ss *strState) countTwo(b *part.Block) (int, bool) {
 	ids0, ids1 := ids[0], ids[1]
 	last0, last1 := len(ids0)-1, len(ids1)-1
 	fast, flat := ss.fast, ss.flat
+	if mark {
+		ss.marks = growClear(ss.marks, (b.NumRows()+63)/64)
+	}
+	marks := ss.marks
 	vi0, vi1, passed := 0, 0, 0
 	for k := range b.NumRows() {
 		f := fast[b.RowTemplate(k)]
 		id0 := ids0[min(vi0+int(f.r0), last0)]
 		id1 := ids1[min(vi1+int(f.r1), last1)]
-		passed += int(f.alive & flat[int(f.v0)<<8|int(id0)] & flat[int(f.v1)<<8|int(id1)])
+		p := f.alive & flat[int(f.v0)<<8|int(id0)] & flat[int(f.v1)<<8|int(id1)]
+		passed += int(p)
+		if mark {
+			marks[k>>6] |= uint64(p) << (k & 63)
+		}
 		vi0 += int(f.n0)
 		vi1 += int(f.n1)
 	}
@@ -555,13 +601,13 @@ func (ss *strState) countAligned(b *part.Block) (int, bool) {
 	return passed, true
 }
 
-// countRows counts the rows in one pass over their templates, each
-// row's values found by the moves of the rows before it.
-func (ss *strState) countRows(b *part.Block) int {
+// passing appends the rows of block b that pass to dst, in one pass over
+// their templates, each row's values found by the moves of the rows
+// before it.
+func (ss *strState) passing(b *part.Block, dst []int32) []int32 {
 	vi := ss.vi
 	clear(vi)
 	tmpls, uses, moves, slots, verds := ss.tmpls, ss.uses, ss.moves, ss.slots, ss.verds
-	passed := 0
 	for k := range b.NumRows() {
 		tm := &tmpls[b.RowTemplate(k)]
 		if tm.alive {
@@ -577,12 +623,13 @@ func (ss *strState) countRows(b *part.Block) int {
 				}
 			}
 			if ok {
-				passed++
+				dst = append(dst, int32(k))
 			}
 		}
 		for _, m := range moves[tm.movesStart:tm.movesEnd] {
 			vi[m.slot] += m.n
 		}
 	}
-	return passed
+	return dst
 }
+
