@@ -51,7 +51,7 @@ type strState struct {
 	fast    []strFast
 	hits    []int32  // passing's rows
 	marks   []uint64 // countTwo's rows that pass, a bit each
-	flat    []uint8 // countTwo's verdicts, 256 each after one every value passes
+	flat    []uint8  // countTwo's verdicts, 256 each after one every value passes
 }
 
 // strSlot is a column that holds a label the filters read.
@@ -632,4 +632,3 @@ func (ss *strState) passing(b *part.Block, dst []int32) []int32 {
 	}
 	return dst
 }
-
