@@ -295,7 +295,8 @@ func (w *rangeWorker) colPlanner() *colPlanner {
 			// Every plan has the one observed label as its parameter 0.
 			w.cols.pred = newPredState(w, w.cols.single)
 		}
-		if w.cols.pred == nil {
+		if w.cols.memoOn {
+			// Beside pred: its columns of numbers, strs's of entries.
 			w.cols.strs = newStrState(w, jp, params, names)
 		}
 		if u := w.x.Range.Unwrap; u != nil && u.Conv == "" && !filtersRead(w.x.Range.Log.Pipeline[1:], u.Label) {

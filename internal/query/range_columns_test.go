@@ -552,11 +552,17 @@ func TestFilterSweepSameAsRows(t *testing.T) {
 			// A key twice: its column has two values per row.
 			lines[i] = fmt.Sprintf(`{"ts":"%s","service":"dup","level":"%s","http":{"method":"%s"},"level":"%s"}`, ts, lvl, m, levels[rng.IntN(len(levels))])
 		default:
-			lines[i] = fmt.Sprintf(`{"ts":"%s","service":"%s","level":"%s","http":{"method":"%s","path":"%s","status":200}}`, ts, svc, lvl, m, p)
+			st := []string{"200", "404", "500", "503", `"5xx"`, "2.5e2"}[rng.IntN(6)]
+			lines[i] = fmt.Sprintf(`{"ts":"%s","service":"%s","level":"%s","http":{"method":"%s","path":"%s","status":%s}}`, ts, svc, lvl, m, p, st)
 		}
 	}
 	all := `{service=~".+"}`
 	checkColumnar(t, lines, true, []string{
+		// Number filters on dictionary entries: a value that is no
+		// number fails (its error dropped by the last filter).
+		`sum by (service) (count_over_time(` + all + ` | json s="http.status", m="http.method" | s >= 300 | m!="GET" | __error__="" [1h]))`,
+		`sum(count_over_time(` + all + ` | json | http_status > 250 and http_status != 503 | level="error" | __error__="" [15s]))`,
+		`sum by (service) (count_over_time(` + all + ` | json | http_status == 250 | __error__="" [1h]))`,
 		`sum by (service) (count_over_time(` + all + ` | json m="http.method", p="http.path" | m="DELETE" | p="/b/c" [1h]))`,
 		`sum(count_over_time(` + all + ` | json m="http.method", p="http.path" | m!="GET" and p=~"/[ab].*" [1h]))`,
 		`sum(count_over_time(` + all + ` | json m="http.method", p="x.path" | m!="GET" and p=~"/[ab].*" [1h]))`,

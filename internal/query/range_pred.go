@@ -226,6 +226,7 @@ type predState struct {
 	vecAbsent bool
 	cols      []vecColumn
 	tmp       [][]uint64
+	tkind     []uint8 // vecSweep's, per template of the block at hand
 }
 
 // vecColumn is a block's column of numbers with a pass bit per value.
@@ -498,21 +499,26 @@ func (w *rangeWorker) vecSweep(ev *evaluator, ls record.Labels, b *part.Block, f
 		return false, nil
 	}
 	lo, hi := b.TimeRange()
-	if lo < from || hi > to || !w.sameWindows(lo, hi) {
-		return false, nil
+	if hi < from || lo > to {
+		return true, nil
 	}
+	timed := lo < from || hi > to || !w.sameWindows(lo, hi)
 	col, inCol, absent := -1, 0, 0
+	ps.tkind = grown(ps.tkind, b.NumTemplates())
 	for t := range b.NumTemplates() {
 		n := b.TemplateRows(t)
 		p := &cp.plans[t]
+		ps.tkind[t] = rowsNothing
 		switch {
 		case n == 0 || p.nothing:
 		case !p.ok || !p.numsOK || len(p.checks) > 0:
 			return false, nil // a row read whole, or checked
 		case p.num0.col < 0:
 			absent += n
+			ps.tkind[t] = rowsAbsent
 		case col < 0 || col == p.num0.col:
 			col, inCol = p.num0.col, inCol+n
+			ps.tkind[t] = rowsInColumn
 		default:
 			return false, nil // in two columns
 		}
@@ -527,6 +533,9 @@ func (w *rangeWorker) vecSweep(ev *evaluator, ls record.Labels, b *part.Block, f
 		if c = ps.column(b, col); c == nil || len(c.nums) != inCol {
 			return false, nil
 		}
+	}
+	if timed {
+		return true, w.vecSweepTimed(ev, ls, b, c, from, to)
 	}
 	passed := 0
 	if c != nil {
@@ -552,6 +561,61 @@ func (w *rangeWorker) vecSweep(ev *evaluator, ls record.Labels, b *part.Block, f
 	w.tally.swept += rows
 	return true, ev.flush(&w.tally)
 }
+
+// vecSweepTimed is vecSweep for a block whose rows do not all count in
+// the same windows: each row that passes is added at its time, its
+// value (the column's next, in row order) or its absence from its
+// template's kind (vecSweep's tkind).
+func (w *rangeWorker) vecSweepTimed(ev *evaluator, ls record.Labels, b *part.Block, c *vecColumn, from, to int64) error {
+	ps := w.cols.pred
+	if err := b.DecodeTimes(); err != nil {
+		return err
+	}
+	s, err := w.passedSeries(ls)
+	if err != nil {
+		return err
+	}
+	count := ps.unwrap < 0
+	var bits []uint64
+	var nums []float64
+	if c != nil {
+		bits, nums = c.bits, c.nums
+	}
+	vi, rows := 0, int64(0)
+	for k := range b.NumRows() {
+		kind := ps.tkind[b.RowTemplate(k)]
+		if kind == rowsNothing {
+			continue // counted rows: none of its rows gives anything
+		}
+		pass, v := ps.vecAbsent && count, 1.0
+		if kind == rowsInColumn {
+			pass = bits[vi/64]>>(vi%64)&1 != 0
+			if !count {
+				v = nums[vi]
+			}
+			vi++
+		}
+		t := b.RowTime(k)
+		if t < from || t > to {
+			continue
+		}
+		rows++
+		if pass {
+			w.add(s, t, v)
+		}
+	}
+	w.tally.rows += rows
+	w.tally.columnar += rows
+	w.tally.swept += rows
+	return ev.flush(&w.tally)
+}
+
+// The kinds of a block's templates in vecSweep.
+const (
+	rowsNothing  uint8 = iota // no rows, or rows that give nothing
+	rowsAbsent                // rows without the parameter
+	rowsInColumn              // rows whose parameter is the column's next value
+)
 
 // addSetBits adds at time t the samples nums[i] of the set bits i of
 // set, in order.

@@ -104,6 +104,21 @@ func newStrState(w *rangeWorker, jp stage.JSONParams, params bool, observed []st
 	}
 	byLabel := map[string][]logql.LabelFilter{}
 	var labels []string
+	leaf := func(n string, f logql.LabelFilter) bool {
+		if !slices.Contains(set, n) || strings.HasSuffix(n, stage.ExtractedSuffix) {
+			return false
+		}
+		if _, ok := byLabel[n]; !ok {
+			labels = append(labels, n)
+		}
+		byLabel[n] = append(byLabel[n], f)
+		return true
+	}
+	// A number filter sets an error on a value that is no number: the
+	// row is dropped when a filter __error__="" comes after the last
+	// number filter, and the verdicts count an error as a failure.
+	stages := w.x.Range.Log.Pipeline[1:]
+	numbers := errorsDroppedLast(stages)
 	var leaves func(f logql.LabelFilter) bool
 	leaves = func(f logql.LabelFilter) bool {
 		switch f := f.(type) {
@@ -112,20 +127,15 @@ func newStrState(w *rangeWorker, jp stage.JSONParams, params bool, observed []st
 		case *logql.LabelFilterString:
 			n := f.Matcher.Name
 			if n == stage.ErrorLabel && f.Matcher.Type == logql.MatchEqual && f.Matcher.Value == "" {
-				return true // the templates swept have no errors
+				return true // the templates swept have no errors but the number filters'
 			}
-			if !slices.Contains(set, n) || strings.HasSuffix(n, stage.ExtractedSuffix) {
-				return false
-			}
-			if _, ok := byLabel[n]; !ok {
-				labels = append(labels, n)
-			}
-			byLabel[n] = append(byLabel[n], f)
-			return true
+			return leaf(n, f)
+		case *logql.LabelFilterNumber:
+			return numbers && leaf(f.Name, f)
 		}
 		return false
 	}
-	for _, s := range w.x.Range.Log.Pipeline[1:] {
+	for _, s := range stages {
 		f, ok := s.(*logql.LabelFilterStage)
 		if !ok || !leaves(f.Filter) {
 			return nil
@@ -167,7 +177,7 @@ func (ss *strState) startStream(ls record.Labels) {
 func (w *rangeWorker) filterSweep(ev *evaluator, ls record.Labels, b *part.Block, from, to int64) (bool, error) {
 	cp := w.cols
 	ss := cp.strs
-	if ss == nil || !ss.on || w.op != opSum || cp.pred != nil {
+	if ss == nil || !ss.on || w.op != opSum {
 		return false, nil
 	}
 	lo, hi := b.TimeRange()
@@ -409,7 +419,7 @@ func (ss *strState) passes(w *rangeWorker, ls record.Labels, li int, name string
 		cp.json.Apply(w.lb, ss.vals)
 	}
 	_, ok := ss.pipes[li].Process(0, nil, w.lb)
-	return ok
+	return ok && !w.lb.HasError()
 }
 
 // count returns how many of block b's rows pass, planned by plan.
