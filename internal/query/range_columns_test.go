@@ -513,6 +513,11 @@ func TestVecSweepSameAsRows(t *testing.T) {
 		`min_over_time(` + all + ` | json lat="http.latency_ms" | lat >= 100 | unwrap lat [1h]) by (service)`,
 		`quantile_over_time(0.9, ` + all + ` | json lat="http.latency_ms" | unwrap lat | __error__="" [1h]) by (service)`,
 		`quantile_over_time(0.5, ` + all + ` | json lat="http.latency_ms" | lat > 120 | unwrap lat [1h]) by (service)`,
+		// Windows shorter than a block (vecSweepTimed).
+		`sum by (service) (count_over_time(` + all + ` | json lat="http.latency_ms" | lat > 100 and lat <= 400.5 | __error__="" [15s]))`,
+		`sum by (service) (count_over_time(` + all + ` | json lat="http.latency_ms" | __error__="" or lat > 300 [20s]))`,
+		`avg_over_time(` + all + ` | json lat="http.latency_ms" | unwrap lat | __error__="" [15s]) by (service)`,
+		`quantile_over_time(0.9, ` + all + ` | json lat="http.latency_ms" | lat > 50 | unwrap lat | __error__="" [25s]) by (service)`,
 	})
 }
 
