@@ -611,12 +611,23 @@ func (w *rangeWorker) countTimes(ev *evaluator, ls record.Labels, b *part.Block,
 	if err != nil || s == nil {
 		return err
 	}
+	if w.op != opSum {
+		for k := range b.NumRows() {
+			if t := b.RowTime(k); t >= from && t <= to {
+				w.tally.rows++
+				w.add(s, t, 1)
+			}
+		}
+		return ev.flush(&w.tally)
+	}
+	r := onesRun{s: s}
 	for k := range b.NumRows() {
 		if t := b.RowTime(k); t >= from && t <= to {
 			w.tally.rows++
-			w.add(s, t, 1)
+			w.one(&r, t)
 		}
 	}
+	w.flushOnes(&r)
 	return ev.flush(&w.tally)
 }
 

@@ -582,6 +582,7 @@ func (w *rangeWorker) vecSweepTimed(ev *evaluator, ls record.Labels, b *part.Blo
 		bits, nums = c.bits, c.nums
 	}
 	vi, rows := 0, int64(0)
+	r := onesRun{s: s}
 	for k := range b.NumRows() {
 		kind := ps.tkind[b.RowTemplate(k)]
 		if kind == rowsNothing {
@@ -600,10 +601,15 @@ func (w *rangeWorker) vecSweepTimed(ev *evaluator, ls record.Labels, b *part.Blo
 			continue
 		}
 		rows++
-		if pass {
+		switch {
+		case !pass:
+		case count:
+			w.one(&r, t)
+		default:
 			w.add(s, t, v)
 		}
 	}
+	w.flushOnes(&r)
 	w.tally.rows += rows
 	w.tally.columnar += rows
 	w.tally.swept += rows

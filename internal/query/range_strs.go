@@ -203,9 +203,10 @@ func (w *rangeWorker) filterSweep(ev *evaluator, ls record.Labels, b *part.Block
 			return true, err
 		}
 		rows = 0
+		r := onesRun{s: ss.series}
 		add := func(k int) {
 			if t := b.RowTime(k); t >= from && t <= to {
-				w.add(ss.series, t, 1)
+				w.one(&r, t)
 			}
 		}
 		if _, ok := ss.countTwo(b, true); ok {
@@ -220,6 +221,7 @@ func (w *rangeWorker) filterSweep(ev *evaluator, ls record.Labels, b *part.Block
 				add(int(k))
 			}
 		}
+		w.flushOnes(&r)
 		if lo >= from && hi <= to {
 			rows = int64(b.NumRows())
 		} else {

@@ -342,6 +342,41 @@ type windowCache struct {
 	lo, hi   int64
 }
 
+// onesRun adds a count's samples (opSum, a value of 1 each) of rows
+// taken in time order a run at a time: the rows whose times share their
+// windows (windowsAt's cache) are added to them together, not one by
+// one (a 10 s step holds hundreds of a stream's rows).
+type onesRun struct {
+	s        *rangeSeries
+	lo, hi   int64 // the run's windows
+	last, to int64 // its last row's time; the last ts with the same windows
+	n        int
+}
+
+// one adds a row at time t to r.
+func (w *rangeWorker) one(r *onesRun, t int64) {
+	if r.n > 0 && t >= r.last && t+w.off <= r.to {
+		r.n++
+		r.last = t
+		return
+	}
+	w.flushOnes(r)
+	r.lo, r.hi = w.windows(t)
+	r.to, r.last, r.n = w.win.to, t, 1
+}
+
+// flushOnes adds r's run to its windows and empties it.
+func (w *rangeWorker) flushOnes(r *onesRun) {
+	if r.n > 0 {
+		n := float64(r.n)
+		for k := r.lo; k <= r.hi; k++ {
+			r.s.n[k] += n
+			r.s.v[k] += n
+		}
+		r.n = 0
+	}
+}
+
 // addN adds n samples of value 1 at time t: n rows counted (opSum).
 func (w *rangeWorker) addN(s *rangeSeries, t int64, n int) {
 	lo, hi := w.windows(t)
