@@ -81,7 +81,7 @@ var allowed = map[string][]string{
 	// The store owns the head, parts and their indexes; it knows records
 	// but no input format.
 	"internal/store":  {"internal/store/", "internal/record", "internal/rows", "internal/bin", "internal/timestamp", "internal/wal", "internal/vfs"},
-	"internal/store/": {"internal/store/", "internal/record", "internal/rows", "internal/bin", "internal/timestamp", "internal/vfs"},
+	"internal/store/": {"internal/store/", "internal/record", "internal/rows", "internal/bin", "internal/timestamp", "internal/vfs", "internal/literal"},
 	// The SDK is public: programs import it, so it imports nothing of
 	// sluice (its wire formats are written anew).
 	"sdk": {},

@@ -10,6 +10,7 @@ import (
 	"strconv"
 
 	"github.com/sluicelog/sluice/internal/bin"
+	"github.com/sluicelog/sluice/internal/literal"
 	"github.com/sluicelog/sluice/internal/rows"
 	"github.com/sluicelog/sluice/internal/timestamp"
 )
@@ -436,8 +437,9 @@ func (b *Block) searchValues(bits []uint64, c *colData, lit *Literal) []uint64 {
 		b.scratch = hay
 	}
 	bits = append(bits[:0], make([]uint64, (len(c.ends)+63)/64)...)
+	f := literal.NewFinder(lit.Text)
 	for off := 0; off < len(hay); {
-		i := bytes.Index(hay[off:], lit.Text)
+		i := f.Index(hay[off:])
 		if i < 0 {
 			break
 		}
