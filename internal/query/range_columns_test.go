@@ -151,6 +151,12 @@ func TestSweepSameAsRows(t *testing.T) {
 		`sum by (level) (count_over_time(` + all + ` | json [1h]))`,
 		`sum by (level) (count_over_time(` + all + ` | json | level="error" [1h]))`,
 		`sum(count_over_time(` + all + ` | json | http_status >= 500 | __error__="" [1h]))`,
+		// Windows shorter than a block: each row at its time (sweepTimed).
+		`sum by (level) (count_over_time(` + all + ` | json level [40s]))`,
+		`sum by (level) (count_over_time(` + all + ` | json [35s]))`,
+		`sum by (msg) (count_over_time(` + all + ` | json msg | msg != "m1" [40s]))`,
+		`sum by (service, service_extracted) (count_over_time(` + all + ` | json service [40s]))`,
+		`sum by (level) (rate(` + all + ` | json level | level != "" [40s]))`,
 	})
 }
 

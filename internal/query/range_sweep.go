@@ -1,6 +1,7 @@
 package query
 
 import (
+	"fmt"
 	"math"
 
 	"github.com/sluicelog/sluice/internal/record"
@@ -32,6 +33,13 @@ type sweepState struct {
 	uses   []int  // per template and parameter column
 	raw    []bool // per template
 	cur    []int  // per parameter column
+	// sweepTimed's: the runs of the block's outcomes, per column and
+	// value id the run of its outcome, per template its run or column,
+	// and per column its value ids.
+	runs    []onesRun
+	colRun  [][256]int32
+	tmplRun []int32
+	ids2    [][]byte
 	// checkRows: per column, whether a row checks it
 	checked []bool
 }
@@ -52,9 +60,12 @@ func (w *rangeWorker) sweep(ev *evaluator, ls record.Labels, b *part.Block, from
 	}
 	cp.curNames = cp.single // the one parameter's name, json without parameters
 	lo, hi := b.TimeRange()
-	if lo < from || hi > to || !w.sameWindows(lo, hi) {
-		return false, nil
+	if hi < from || lo > to {
+		return true, nil
 	}
+	// timed: the rows do not all count in the same windows (a range
+	// query's steps over the block): each is added at its time.
+	timed := lo < from || hi > to || !w.sameWindows(lo, hi)
 	sw := &cp.sweep
 	ncols := b.NumColumns()
 	sw.cols, sw.consts = sw.cols[:0], sw.consts[:0]
@@ -75,6 +86,9 @@ func (w *rangeWorker) sweep(ev *evaluator, ls record.Labels, b *part.Block, from
 			continue // no row of it counts: its values are neither the parameter's nor checked
 		}
 		if !p.ok && b.TemplateRaw(t) {
+			if timed {
+				return false, nil
+			}
 			raws += n // lines stored whole: walked below, and their values uncounted
 			continue
 		}
@@ -155,6 +169,9 @@ func (w *rangeWorker) sweep(ev *evaluator, ls record.Labels, b *part.Block, from
 		}
 		return err
 	}
+	if timed {
+		return true, w.sweepTimed(ev, b, values, one, from, to)
+	}
 	k := 0
 	for i := range sw.cols {
 		for _, n := range sw.ids[i].counts {
@@ -183,6 +200,113 @@ func (w *rangeWorker) sweep(ev *evaluator, ls record.Labels, b *part.Block, from
 		return true, w.rawRows(ev, ls, b, lo)
 	}
 	return true, ev.flush(&w.tally)
+}
+
+// sweepTimed is the end of sweep for a block whose rows do not all count
+// in the same windows: each distinct value's outcome (one) is worked out
+// once, then each row is added at its time to the series of its value,
+// found by its column's value ids in row order, or of its template's
+// constant. Every template with rows is planned (none raw).
+func (w *rangeWorker) sweepTimed(ev *evaluator, b *part.Block, values []stage.ParamValue, one func(stage.ParamValue, int) error, from, to int64) error {
+	cp := w.cols
+	sw := &cp.sweep
+	if err := b.DecodeTimes(); err != nil {
+		return err
+	}
+	// Outcomes: per column its values' (by id), then per constant
+	// template its own, each the index of a run in sw.runs (-1: none).
+	sw.runs = sw.runs[:0]
+	outcome := func(pv stage.ParamValue) (int32, error) {
+		sw.adds = sw.adds[:0]
+		if err := one(pv, 0); err != nil || len(sw.adds) == 0 {
+			return -1, err
+		}
+		sw.runs = append(sw.runs, onesRun{s: sw.adds[0].s})
+		return int32(len(sw.runs) - 1), nil
+	}
+	sw.colRun = grown(sw.colRun, len(sw.cols))
+	k := 0
+	for i := range sw.cols {
+		for id, n := range sw.ids[i].counts {
+			sw.colRun[i][id] = -1
+			if n == 0 {
+				continue
+			}
+			r, err := outcome(values[k])
+			if err != nil {
+				return err
+			}
+			sw.colRun[i][id] = r
+			k++
+		}
+	}
+	// Per template: the run of its constant, or 1 + the index in
+	// sw.cols of the column of its value (negative), or none.
+	nt := b.NumTemplates()
+	sw.tmplRun = grown(sw.tmplRun, nt)
+	for t := range nt {
+		sw.tmplRun[t] = -1
+	}
+	for _, t := range sw.consts {
+		r, err := outcome(cp.plans[t].params[0].value)
+		if err != nil {
+			return err
+		}
+		sw.tmplRun[t] = r
+	}
+	slot := growClear(sw.index, b.NumColumns())
+	sw.index = slot
+	for i, col := range sw.cols {
+		slot[col] = i + 1
+	}
+	for t := range nt {
+		p := &cp.plans[t]
+		if b.TemplateRows(t) == 0 || !p.ok || p.nothing || len(p.params) == 0 || p.params[0].hole < 0 {
+			continue
+		}
+		_, holes := b.TemplateLine(t)
+		if i := slot[b.SlotColumn(t, holes[p.params[0].hole])]; i > 0 {
+			sw.tmplRun[t] = int32(-1 - i)
+		}
+	}
+	sw.ids2 = grown(sw.ids2, len(sw.cols))
+	for i, col := range sw.cols {
+		ids, ok := b.ValueIDs(col)
+		if !ok {
+			return fmt.Errorf("columnar read: column %d of a sweep has no value ids", col)
+		}
+		sw.ids2[i] = ids
+	}
+	cur := growClear(sw.cur, len(sw.cols))
+	sw.cur = cur
+	rows := int64(0)
+	for k := range b.NumRows() {
+		r := sw.tmplRun[b.RowTemplate(k)]
+		if r < -1 { // a value of column -2-r
+			i := -2 - r
+			id := 0
+			if ids := sw.ids2[i]; ids != nil {
+				id = int(ids[cur[i]])
+			}
+			cur[i]++
+			r = sw.colRun[i][id]
+		}
+		t := b.RowTime(k)
+		if t < from || t > to {
+			continue
+		}
+		rows++
+		if r >= 0 {
+			w.one(&sw.runs[r], t)
+		}
+	}
+	for i := range sw.runs {
+		w.flushOnes(&sw.runs[i])
+	}
+	w.tally.rows += rows
+	w.tally.columnar += rows
+	w.tally.swept += rows
+	return ev.flush(&w.tally)
 }
 
 // checkRows checks the values that the rows of a block must have
