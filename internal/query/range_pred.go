@@ -464,16 +464,21 @@ func (w *rangeWorker) addPassed(ls record.Labels, t int64, v float64) error {
 // passedSeries returns the one series of the stream's labels that the
 // rows the filters pass count in, made at the stream's first.
 func (w *rangeWorker) passedSeries(ls record.Labels) (*rangeSeries, error) {
-	ps := w.cols.pred
-	if ps.series == nil {
+	return w.streamSeries(ls, &w.cols.pred.series)
+}
+
+// streamSeries returns *kept, the series of the stream's labels alone,
+// making it into *kept if it is nil.
+func (w *rangeWorker) streamSeries(ls record.Labels, kept **rangeSeries) (*rangeSeries, error) {
+	if *kept == nil {
 		w.lb.Reset(ls)
 		s, err := w.seriesOf()
 		if err != nil {
 			return nil, err
 		}
-		ps.series = s
+		*kept = s
 	}
-	return ps.series, nil
+	return *kept, nil
 }
 
 // vecSweep adds the samples of block b's rows that pass the filters

@@ -189,13 +189,8 @@ func (w *rangeWorker) filterSweep(ev *evaluator, ls record.Labels, b *part.Block
 	if err != nil || !ok {
 		return false, err
 	}
-	if ss.series == nil {
-		w.lb.Reset(ls)
-		s, err := w.seriesOf()
-		if err != nil {
-			return true, err
-		}
-		ss.series = s
+	if _, err := w.streamSeries(ls, &ss.series); err != nil {
+		return true, err
 	}
 	rows := int64(b.NumRows())
 	if timed {
