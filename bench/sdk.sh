@@ -6,7 +6,7 @@
 #
 #   bench/sdk.sh                             # 2M records, 4 goroutines, NDJSON zstd and Loki protobuf
 #   RUNS=3 RECORDS=500000 bench/sdk.sh
-#   SENDERS=4 bench/sdk.sh                   # the Client's requests in flight (sdk.Config.Senders; default 2)
+#   SENDERS=2 bench/sdk.sh                   # the Client's requests in flight (sdk.Config.Senders; default 4)
 #
 # Starts `sluice serve` on a fresh data directory (127.0.0.1, a free port) for each run, the two
 # protocols alternated, and checks with `sluice stats` that the store holds every record sent.
@@ -62,7 +62,7 @@ done
 
 median() { tr ' ' '\n' <<<"$1" | sed '/^$/d' | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 bench_header RUNS RECORDS GOROUTINES SENDERS
-echo "- $records records of about 110 bytes, one sdk.Client, $goroutines goroutines calling Send, OverflowBlock, Senders ${SENDERS:-the default, 2}; from the first Send to Close returned"
+echo "- $records records of about 110 bytes, one sdk.Client, $goroutines goroutines calling Send, OverflowBlock, Senders ${SENDERS:-the default, 4}; from the first Send to Close returned"
 echo
 echo "| protocol | records/s (median) | runs |"
 echo "|---|---|---|"

@@ -114,7 +114,10 @@ type Config struct {
 	// 10,000); Send refuses a new one past it with ErrTooManyStreams.
 	MaxStreams int
 
-	// Senders is the number of requests in flight at once (default 2).
+	// Senders is the number of requests in flight at once (default 4):
+	// each waits for the server's fsync before its answer, and the others
+	// keep the server's cores busy meanwhile. Each holds one batch being
+	// sent (BatchBytes, and its compressed body) and a connection.
 	Senders int
 	// A refused batch is retried after a jittered exponential backoff
 	// from MinBackoff (default 100 ms) up to MaxBackoff (default 10 s),
@@ -271,7 +274,7 @@ func New(cfg Config) (*Client, error) {
 	def(&cfg.BatchBytes, 1<<20)
 	def(&cfg.MaxBufferedBytes, 32<<20)
 	def(&cfg.MaxStreams, 10000)
-	def(&cfg.Senders, 2)
+	def(&cfg.Senders, 4)
 	defDur(&cfg.Linger, 200*time.Millisecond)
 	defDur(&cfg.MinBackoff, 100*time.Millisecond)
 	defDur(&cfg.MaxBackoff, 10*time.Second)

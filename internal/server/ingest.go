@@ -64,14 +64,21 @@ func (c *codeCounters) inc(code int) {
 
 // takeInflight takes an ingest request's in-flight slot, waiting up to
 // InflightWait for one. It returns 0 with the slot, 503 (Retry-After set
-// on w) when none came, or 499 when done closed first.
-func (s *Server) takeInflight(w http.ResponseWriter, done <-chan struct{}) (int, string) {
+// on w) when none came, or 499 when ctx (nil: none) was done first. ctx's
+// Done is asked only when the request waits: a fastExchange's makes a
+// channel (goneCtx), which a request that finds a slot at once never
+// needs.
+func (s *Server) takeInflight(w http.ResponseWriter, ctx context.Context) (int, string) {
 	select {
 	case s.inflight <- struct{}{}:
 		return 0, ""
 	default:
 	}
 	noteWait(w)
+	var done <-chan struct{}
+	if ctx != nil {
+		done = ctx.Done()
+	}
 	t := time.NewTimer(s.cfg.InflightWait)
 	defer t.Stop()
 	select {
@@ -86,7 +93,7 @@ func (s *Server) takeInflight(w http.ResponseWriter, done <-chan struct{}) (int,
 }
 
 func (s *Server) serveIngest(w http.ResponseWriter, r *http.Request, protocol string, h ingestFunc) int {
-	switch code, msg := s.takeInflight(w, r.Context().Done()); code {
+	switch code, msg := s.takeInflight(w, r.Context()); code {
 	case 0:
 	case 499:
 		return 499
