@@ -43,6 +43,10 @@ type sinkConfig struct {
 	// Concurrency is how many batches may be in the destination at once
 	// (postgres only, policy block).
 	Concurrency int `yaml:"concurrency"`
+	// Pace, between 0 and 1, is the share of its time a sink behind
+	// ingest works while the WAL grows faster than it reads (0: never
+	// pauses).
+	Pace float64 `yaml:"pace"`
 
 	Budget   int64          `yaml:"budget_bytes"`
 	Policy   string         `yaml:"policy"` // block, drop_oldest
@@ -205,7 +209,7 @@ func buildSinks(cfgs []sinkConfig, data string, reg prometheus.Registerer, log *
 		}
 		s, err := sink.New(sink.Config{Name: c.Name, Type: c.Type, Tenant: c.Tenant, Selector: c.Selector, From: c.From, BatchSize: c.Batch, BatchBytes: c.BatchBytes,
 			Linger: linger, Retry: sink.Backoff{Initial: rmin, Max: rmax}, Budget: c.Budget, Policy: policy,
-			Dir: filepath.Join(sinksDir(data), c.Name), Concurrency: c.Concurrency}, dest, log)
+			Dir: filepath.Join(sinksDir(data), c.Name), Concurrency: c.Concurrency, Pace: c.Pace}, dest, log)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %v", where, err)
 		}

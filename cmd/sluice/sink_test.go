@@ -34,6 +34,8 @@ func TestSinkConfigErrors(t *testing.T) {
 			`sink "f": concurrency 2: the file destination delivers one batch at a time`},
 		{"concurrency drop_oldest", []sinkConfig{{Name: "p", Type: "postgres", Concurrency: 2, Policy: "drop_oldest",
 			Postgres: pgSinkConfig{DSN: "postgres://127.0.0.1/x"}}}, `sink "p": concurrency 2 needs policy block`},
+		{"pace 1", []sinkConfig{file(sinkConfig{Name: "f", Type: "file", Pace: 1})},
+			`sink "f": pace 1: want at least 0 (never pause) and below 1`},
 		{"loki timeout", []sinkConfig{{Name: "lk", Type: "loki", Loki: lokiSinkConfig{URL: "http://l/", Timeout: "1"}}},
 			`sink "lk": loki.timeout "1"`},
 		{"loki auth", []sinkConfig{{Name: "lk", Type: "loki", Loki: lokiSinkConfig{URL: "http://l/", User: "u", BearerToken: "t"}}},
