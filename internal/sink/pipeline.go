@@ -176,7 +176,9 @@ func (s *Sink) deliverOrdered(ctx context.Context, l *wal.Log, cur *wal.Cursor, 
 		showSending()
 		wg.Go(func() {
 			defer close(f.done)
+			t0 := time.Now()
 			f.rej, f.err = s.attempt(ctx, l, b)
+			s.delivering.Store(int64(time.Since(t0)))
 		})
 	}
 	// finish moves the position past the delivered batch b.

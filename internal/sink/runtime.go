@@ -163,8 +163,9 @@ type Sink struct {
 	oldest  atomic.Int64  // receive time (Unix ns) of the oldest record of the batch being filled, 0 if none
 	sending atomic.Int64  // that of the batch being delivered while the next fills (pipeline), 0 if none
 	dropped atomic.Uint64 // records dropped by policy (also in metrics)
-	// delivering is how long (ns) the last delivery of the pipeline
-	// took: with the fill's, the work Pace measures.
+	// delivering is how long (ns) the pipeline's last delivery attempt
+	// took (with Concurrency above 1, its turn's wait included): with
+	// the fill's, the work Pace measures.
 	delivering atomic.Int64
 
 	rnd func(int64) int64
