@@ -8,13 +8,16 @@
 #   LINES=200000 RUNS=1 bench/sink-file.sh      # a quick check on a small corpus
 #   COMPRESSION=none bench/sink-file.sh         # zstd (the default), gzip or none
 #   PROFILE=/tmp/prof LINES=1000000 RUNS=1 bench/sink-file.sh   # CPU and heap profiles of sluice
+#   PACE=0.25 bench/sink-file.sh                # the sink paced while ingest is busy (sinks[].pace)
 #
 # RUNS times, the order of the sides reversed every other run:
 #   - sink: `sluice serve` on a fresh data directory with one file sink of every tenant (COMPRESSION;
 #     BATCH and LINGER set its batch and linger when given), the corpus posted in PARTS parallel POSTs
 #     as bench/http.sh does. Ingest lines/s is the accepted lines over the time from the first
 #     request to the last reply; delivered lines/s over the time until GET /api/v1/sinks shows the
-#     sink's backlog at 0 with every accepted line sent. The files' lines are then counted.
+#     sink's backlog at 0 with every accepted line sent, and the catch-up time is the seconds from
+#     the last reply to then (with PACE, the sink works less while ingest is busy and delivers the
+#     rest after it: read the ingest ratio with the catch-up time). The files' lines are then counted.
 #   - nosink: the same posts to a `sluice serve` without sinks.
 # Peak RSS (VmHWM) of each side at the last reply and once the store settled (every accepted line in
 # parts or in a head no flush is due for; with the sink, also once the sink caught up). sluice's CPU
@@ -74,6 +77,7 @@ run_sink() {
 		echo "    tenant: '*'"
 		if [[ -n "${BATCH:-}" ]]; then echo "    batch: $BATCH"; fi
 		if [[ -n "${LINGER:-}" ]]; then echo "    linger: $LINGER"; fi
+		if [[ -n "${PACE:-}" ]]; then echo "    pace: $PACE"; fi
 		echo "    file:"
 		echo "      dir: '$out'"
 		echo "      compression: $compression"
@@ -106,7 +110,8 @@ run_sink() {
 	fi
 	fig_ingest_sink+="$(rate "$accepted" "$start" "$ingested") "
 	fig_sink+="$(rate "$accepted" "$start" "$done_at") "
-	log "run $r sink: ingest $(last "$fig_ingest_sink") lines/s, delivered $(last "$fig_sink") lines/s, peak RSS $(last "$rss_sink") MB ($(last "$rss_reply_sink") MB at the last reply), CPU: sluice $(last "$cpu_sink") s"
+	catchup+="$(awk -v a="$ingested" -v b="$done_at" 'BEGIN {printf "%.2f", b - a}') "
+	log "run $r sink: ingest $(last "$fig_ingest_sink") lines/s, delivered $(last "$fig_sink") lines/s, caught up $(last "$catchup") s after the last reply, peak RSS $(last "$rss_sink") MB ($(last "$rss_reply_sink") MB at the last reply), CPU: sluice $(last "$cpu_sink") s"
 	rm -rf "$data" "$out"
 }
 
@@ -134,7 +139,7 @@ run_nosink() {
 }
 
 fig_sink="" fig_ingest_sink="" fig_ingest_nosink="" rss_sink="" rss_nosink="" rss_reply_sink="" rss_reply_nosink=""
-cpu_sink="" cpu_nosink=""
+cpu_sink="" cpu_nosink="" catchup=""
 for ((r = 1; r <= runs; r++)); do
 	if ((r % 2)); then order=(sink nosink); else order=(nosink sink); fi
 	for side in "${order[@]}"; do
@@ -145,9 +150,9 @@ done
 median() { tr ' ' '\n' <<<"$1" | sed '/^$/d' | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.2f", a / b}'; }
 mis=$(median "$fig_ingest_sink") min=$(median "$fig_ingest_nosink")
-bench_header LINES RUNS PARTS COMPRESSION BATCH LINGER SERVE_FLAGS SLUICE_BENCH_DIR
+bench_header LINES RUNS PARTS COMPRESSION BATCH LINGER PACE SERVE_FLAGS SLUICE_BENCH_DIR
 echo "- corpus: \`$corpus_name\`, $lines lines, $bytes bytes, in ${#files[@]} parallel POSTs to \`/insert/jsonline?_stream_fields=service,host\`"
-echo "- sink: one file sink of every tenant, compression $compression, batch ${BATCH:-default}, linger ${LINGER:-default}"
+echo "- sink: one file sink of every tenant, compression $compression, batch ${BATCH:-default}, linger ${LINGER:-default}, pace ${PACE:-none}"
 echo
 echo "| figure | median | runs |"
 echo "|---|---|---|"
@@ -155,6 +160,7 @@ echo "| ingest lines/s with the sink | $mis | $fig_ingest_sink|"
 echo "| ingest lines/s without sinks | $min | $fig_ingest_nosink|"
 echo "| ingest with the sink / without | **$(ratio "$mis" "$min")** | |"
 echo "| delivered to the files, lines/s (first request to the sink's backlog at 0) | $(median "$fig_sink") | $fig_sink|"
+echo "| catch-up: seconds from the last reply to the sink's backlog at 0 | $(median "$catchup") | $catchup|"
 echo "| sluice CPU s with the sink (to the store settled) | $(median "$cpu_sink") | $cpu_sink|"
 echo "| sluice CPU s without sinks (to the store settled) | $(median "$cpu_nosink") | $cpu_nosink|"
 echo "| peak RSS with the sink, MB (the sink caught up, the store settled) | $(median "$rss_sink") | $rss_sink|"

@@ -7,6 +7,7 @@
 #   LINES=20000 RUNS=1 bench/sink-pg.sh    # a quick check on a small corpus
 #   BATCH=20000 LINGER=200ms bench/sink-pg.sh
 #   CONCURRENCY=2 bench/sink-pg.sh         # two batches in PostgreSQL at once (the sink's concurrency)
+#   PACE=0.25 bench/sink-pg.sh             # the sink paced while ingest is busy (sinks[].pace)
 #   JSON_TYPE=json bench/sink-pg.sh        # labels and fields as json (the sink's json_type), in both tables
 #   PROFILE=/tmp/prof LINES=200000 RUNS=1 bench/sink-pg.sh   # CPU profiles of sluice during the sink runs
 #
@@ -16,7 +17,7 @@
 # nice level: PostgreSQL on the same 2 cores then yields them to ingest and catches up after), then RUNS times, the order of the sides reversed
 # every other run:
 #   - sink: `sluice serve` on a fresh data directory with one postgres sink of every tenant (the
-#     default table; BATCH, LINGER, CONCURRENCY, POOL set its batch, linger, concurrency and pool when given), the corpus posted
+#     default table; BATCH, LINGER, CONCURRENCY, POOL, PACE set its batch, linger, concurrency, pool and pace when given), the corpus posted
 #     in PARTS parallel POSTs as bench/http.sh does. Rows/s is the lines accepted over the time from
 #     the first request until GET /api/v1/sinks shows the sink's backlog at 0 with every accepted line
 #     sent; the table's row count is then checked. Ingest lines/s is the accepted lines over the time
@@ -112,6 +113,7 @@ run_sink() {
 		if [[ -n "${BATCH:-}" ]]; then echo "    batch: $BATCH"; fi
 		if [[ -n "${LINGER:-}" ]]; then echo "    linger: $LINGER"; fi
 		if [[ -n "${CONCURRENCY:-}" ]]; then echo "    concurrency: $CONCURRENCY"; fi
+		if [[ -n "${PACE:-}" ]]; then echo "    pace: $PACE"; fi
 		echo "    postgres:"
 		echo "      dsn: '$dsn'"
 		if [[ -n "${POOL:-}" ]]; then echo "      pool: $POOL"; fi
@@ -155,7 +157,8 @@ run_sink() {
 	fi
 	fig_sink+="$(rate "$accepted" "$start" "$done_at") "
 	fig_ingest_sink+="$(rate "$accepted" "$start" "$ingested") "
-	log "run $r sink: $accepted rows, ingest $(rate "$accepted" "$start" "$ingested") lines/s, in PostgreSQL $(rate "$accepted" "$start" "$done_at") rows/s ($(awk -v a="$start" -v b="$done_at" 'BEGIN {printf "%.2f", b - a}') s, ${batches:-?} batches, ${retries:-?} retries, ${deliver_s:-?} s in Deliver), peak RSS $(peak_rss_last "$rss_sink") MB ($(peak_rss_last "$rss_reply_sink") MB at the last reply), CPU: sluice $scpu s, PostgreSQL backends $pcpu s; $iphase"
+	catchup+="$(awk -v a="$ingested" -v b="$done_at" 'BEGIN {printf "%.2f", b - a}') "
+	log "run $r sink: $accepted rows, ingest $(rate "$accepted" "$start" "$ingested") lines/s, in PostgreSQL $(rate "$accepted" "$start" "$done_at") rows/s (caught up $(awk -v a="$ingested" -v b="$done_at" 'BEGIN {printf "%.2f", b - a}') s after the last reply, $(awk -v a="$start" -v b="$done_at" 'BEGIN {printf "%.2f", b - a}') s, ${batches:-?} batches, ${retries:-?} retries, ${deliver_s:-?} s in Deliver), peak RSS $(peak_rss_last "$rss_sink") MB ($(peak_rss_last "$rss_reply_sink") MB at the last reply), CPU: sluice $scpu s, PostgreSQL backends $pcpu s; $iphase"
 	psql "DROP TABLE IF EXISTS sluice_logs; DROP TABLE IF EXISTS sluice_sink_positions"
 	rm -rf "$data"
 }
@@ -200,7 +203,7 @@ run_copy() {
 
 peak_rss_last() { awk '{print $NF}' <<<"$1"; }
 
-fig_sink="" fig_copy="" fig_ingest_sink="" fig_ingest_nosink="" rss_sink="" rss_nosink="" rss_reply_sink="" rss_reply_nosink=""
+catchup="" fig_sink="" fig_copy="" fig_ingest_sink="" fig_ingest_nosink="" rss_sink="" rss_nosink="" rss_reply_sink="" rss_reply_nosink=""
 for ((r = 1; r <= runs; r++)); do
 	if ((r % 2)); then order=(sink nosink copy); else order=(copy nosink sink); fi
 	for side in "${order[@]}"; do
@@ -211,15 +214,16 @@ done
 median() { tr ' ' '\n' <<<"$1" | sed '/^$/d' | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.2f", a / b}'; }
 ms=$(median "$fig_sink") mc=$(median "$fig_copy") mis=$(median "$fig_ingest_sink") min=$(median "$fig_ingest_nosink")
-bench_header LINES RUNS PARTS BATCH LINGER CONCURRENCY POOL JSON_TYPE PG_OPTS PG_NICE SERVE_FLAGS SLUICE_BENCH_DIR
+bench_header LINES RUNS PARTS BATCH LINGER CONCURRENCY POOL PACE JSON_TYPE PG_OPTS PG_NICE SERVE_FLAGS SLUICE_BENCH_DIR
 echo "- corpus: \`$corpus_name\`, $lines lines, $bytes bytes, in ${#files[@]} parallel POSTs to \`/insert/jsonline?_stream_fields=service,host\`"
-echo "- sink: one postgres sink of every tenant, the default table (labels and fields ${JSON_TYPE:-jsonb}), batch ${BATCH:-default}, linger ${LINGER:-default}, concurrency ${CONCURRENCY:-default}, pool ${POOL:-default}; PostgreSQL 15 with its defaults (fsync on)${PG_OPTS:+ and $PG_OPTS}${PG_NICE:+, at nice $PG_NICE}"
+echo "- sink: one postgres sink of every tenant, the default table (labels and fields ${JSON_TYPE:-jsonb}), batch ${BATCH:-default}, linger ${LINGER:-default}, concurrency ${CONCURRENCY:-default}, pool ${POOL:-default}, pace ${PACE:-none}; PostgreSQL 15 with its defaults (fsync on)${PG_OPTS:+ and $PG_OPTS}${PG_NICE:+, at nice $PG_NICE}"
 echo
 echo "| figure | median | runs |"
 echo "|---|---|---|"
 echo "| sluice -> PostgreSQL, rows/s (first request to the sink's backlog at 0) | $ms | $fig_sink|"
 echo "| bare pgx CopyFrom of the same rows, rows/s | $mc | $fig_copy|"
 echo "| sluice / bare CopyFrom | **$(ratio "$ms" "$mc")x** | |"
+echo "| catch-up: seconds from the last reply to the sink's backlog at 0 | $(median "$catchup") | $catchup|"
 echo "| ingest lines/s with the sink | $mis | $fig_ingest_sink|"
 echo "| ingest lines/s without sinks | $min | $fig_ingest_nosink|"
 echo "| ingest with the sink / without | **$(ratio "$mis" "$min")** | |"

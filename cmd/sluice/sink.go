@@ -41,8 +41,13 @@ type sinkConfig struct {
 
 	BatchBytes int `yaml:"batch_bytes"` // bytes per batch at most (lines, labels, fields)
 	// Concurrency is how many batches may be in the destination at once
-	// (postgres only, policy block).
+	// (postgres only, policy block; 0: postgres.DefaultConcurrency for a
+	// postgres sink of policy block, 1 otherwise).
 	Concurrency int `yaml:"concurrency"`
+	// Pace, between 0 and 1, is the share of its time a sink behind
+	// ingest works while the WAL grows faster than it reads (0: never
+	// pauses).
+	Pace float64 `yaml:"pace"`
 
 	Budget   int64          `yaml:"budget_bytes"`
 	Policy   string         `yaml:"policy"` // block, drop_oldest
@@ -159,6 +164,13 @@ func buildSinks(cfgs []sinkConfig, data string, reg prometheus.Registerer, log *
 		if err != nil {
 			return nil, fmt.Errorf("%s: %v", where, err)
 		}
+		conc := c.Concurrency
+		if conc == 0 && c.Type == "postgres" && policy == sink.Block {
+			conc = postgres.DefaultConcurrency
+			if c.Postgres.Pool > 0 {
+				conc = min(conc, c.Postgres.Pool) // a pool set for one batch at a time
+			}
+		}
 		var dest sink.Destination
 		switch c.Type {
 		case "postgres":
@@ -166,7 +178,7 @@ func buildSinks(cfgs []sinkConfig, data string, reg prometheus.Registerer, log *
 			if timeout, err = dur("postgres.timeout", c.Postgres.Timeout); err == nil {
 				dest, err = postgres.New(postgres.Config{Sink: c.Name, DSN: c.Postgres.DSN, Table: c.Postgres.Table,
 					Columns: c.Postgres.Columns, Pool: c.Postgres.Pool, Timeout: timeout, JSONType: c.Postgres.JSONType,
-					Concurrency: c.Concurrency})
+					Concurrency: conc})
 			}
 		case "file":
 			var age time.Duration
@@ -205,7 +217,7 @@ func buildSinks(cfgs []sinkConfig, data string, reg prometheus.Registerer, log *
 		}
 		s, err := sink.New(sink.Config{Name: c.Name, Type: c.Type, Tenant: c.Tenant, Selector: c.Selector, From: c.From, BatchSize: c.Batch, BatchBytes: c.BatchBytes,
 			Linger: linger, Retry: sink.Backoff{Initial: rmin, Max: rmax}, Budget: c.Budget, Policy: policy,
-			Dir: filepath.Join(sinksDir(data), c.Name), Concurrency: c.Concurrency}, dest, log)
+			Dir: filepath.Join(sinksDir(data), c.Name), Concurrency: conc, Pace: c.Pace}, dest, log)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %v", where, err)
 		}

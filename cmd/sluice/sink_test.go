@@ -7,6 +7,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/sluicelog/sluice/internal/sink"
+	"github.com/sluicelog/sluice/internal/sink/postgres"
 )
 
 // TestSinkConfigErrors: every mistake in a sinks: entry is refused at
@@ -34,6 +37,8 @@ func TestSinkConfigErrors(t *testing.T) {
 			`sink "f": concurrency 2: the file destination delivers one batch at a time`},
 		{"concurrency drop_oldest", []sinkConfig{{Name: "p", Type: "postgres", Concurrency: 2, Policy: "drop_oldest",
 			Postgres: pgSinkConfig{DSN: "postgres://127.0.0.1/x"}}}, `sink "p": concurrency 2 needs policy block`},
+		{"pace 1", []sinkConfig{file(sinkConfig{Name: "f", Type: "file", Pace: 1})},
+			`sink "f": pace 1: want at least 0 (never pause) and below 1`},
 		{"loki timeout", []sinkConfig{{Name: "lk", Type: "loki", Loki: lokiSinkConfig{URL: "http://l/", Timeout: "1"}}},
 			`sink "lk": loki.timeout "1"`},
 		{"loki auth", []sinkConfig{{Name: "lk", Type: "loki", Loki: lokiSinkConfig{URL: "http://l/", User: "u", BearerToken: "t"}}},
@@ -57,6 +62,40 @@ func TestSinkConfigErrors(t *testing.T) {
 			_, err := buildSinks(tc.cfgs, t.TempDir(), nil, slog.New(slog.NewTextHandler(io.Discard, nil)))
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("got %v, want an error containing %q", err, tc.want)
+			}
+		})
+	}
+}
+
+// TestPostgresDefaultConcurrency: a postgres sink of policy block without
+// a concurrency takes postgres.DefaultConcurrency (so it holds that many
+// batches and one more), unless its pool is smaller; drop_oldest and the
+// other types deliver one batch at a time.
+func TestPostgresDefaultConcurrency(t *testing.T) {
+	pg := func(c sinkConfig) sinkConfig {
+		c.Name, c.Type = "pg", "postgres"
+		c.Postgres.DSN = "postgres://127.0.0.1/x"
+		return c
+	}
+	for _, tc := range []struct {
+		name    string
+		cfg     sinkConfig
+		batches int64
+	}{
+		{"postgres", pg(sinkConfig{}), postgres.DefaultConcurrency + 1},
+		{"postgres, concurrency 1", pg(sinkConfig{Concurrency: 1}), 2},
+		{"postgres, concurrency 3", pg(sinkConfig{Concurrency: 3}), 4},
+		{"postgres, pool 1", pg(sinkConfig{Postgres: pgSinkConfig{Pool: 1}}), 2},
+		{"postgres, drop_oldest", pg(sinkConfig{Policy: "drop_oldest"}), 2},
+		{"file", sinkConfig{Name: "f", Type: "file", File: fileSinkConfig{Dir: t.TempDir()}}, 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m, err := buildSinks([]sinkConfig{tc.cfg}, t.TempDir(), nil, slog.New(slog.NewTextHandler(io.Discard, nil)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got, want := m.BatchMemory(), tc.batches*sink.DefaultBatchBytes; got != want {
+				t.Fatalf("batch memory %d, want %d batches (%d)", got, tc.batches, want)
 			}
 		})
 	}

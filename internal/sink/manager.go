@@ -241,7 +241,9 @@ type Status struct {
 	Retries      float64 `json:"retries"`
 	DeadLettered float64 `json:"dead_lettered"`
 	Dropped      float64 `json:"dropped"`
-	LastError    string  `json:"last_error,omitempty"`
+	// Paused is the seconds the sink paused for ingest (Config.Pace).
+	Paused    float64 `json:"paused_seconds,omitempty"`
+	LastError string  `json:"last_error,omitempty"`
 }
 
 // Status returns every sink's state.
@@ -271,7 +273,7 @@ func (m *Manager) Status() []Status {
 			Position: done.String(), Backlog: backlog, Budget: s.cfg.Budget, Policy: s.cfg.Policy.String(),
 			Blocked: s.over.Load(), OldestAge: age, Records: value(s.m.records), Bytes: value(s.m.bytes),
 			Batches: value(s.m.batches), Retries: value(s.m.retries), DeadLettered: value(s.m.deadLettered),
-			Dropped: value(s.m.dropped), LastError: lastErr})
+			Dropped: value(s.m.dropped), Paused: value(s.m.paused), LastError: lastErr})
 	}
 	return out
 }
@@ -299,6 +301,9 @@ func FormatStatus(st []Status) string {
 		fmt.Fprintf(&b, "%-16s %-8s %-10s %-24s %12d %12d %-11s %8.1f %10.0f %8.0f %8.0f %8.0f %8.0f\n",
 			s.Name, s.Type, s.Tenant, s.Position, s.Backlog, s.Budget, policy, s.OldestAge, s.Records, s.Batches,
 			s.Retries, s.DeadLettered, s.Dropped)
+		if s.Paused > 0 {
+			fmt.Fprintf(&b, "  paused for ingest (pace): %.1f s\n", s.Paused)
+		}
 		if s.LastError != "" {
 			fmt.Fprintf(&b, "  last error: %s\n", s.LastError)
 		}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/sluicelog/sluice/internal/wal"
 )
@@ -38,6 +39,7 @@ func (s *Sink) pipeline(ctx context.Context, l *wal.Log, cur *wal.Cursor, start 
 	wg.Go(func() {
 		defer close(full)
 		from := start
+		pace := s.pacer()
 		for {
 			var b *Batch
 			select {
@@ -46,17 +48,22 @@ func (s *Sink) pipeline(ctx context.Context, l *wal.Log, cur *wal.Cursor, start 
 			case b = <-free:
 			}
 			b.Reset()
+			t0 := time.Now()
 			err := s.fill(ctx, l, cur, b, from)
 			if err == nil && ctx.Err() != nil {
 				return
 			}
 			from = b.End
+			work := time.Since(t0) - b.waited + time.Duration(s.delivering.Load())
 			select {
 			case full <- filled{b, err}:
 			case <-ctx.Done():
 				return
 			}
 			if err != nil {
+				return
+			}
+			if !pace.after(ctx, l, from, work) {
 				return
 			}
 		}
@@ -74,9 +81,11 @@ func (s *Sink) pipeline(ctx context.Context, l *wal.Log, cur *wal.Cursor, start 
 			// may already have set the next batch's.
 			s.sending.Store(b.oldest)
 			s.oldest.CompareAndSwap(b.oldest, 0)
+			t0 := time.Now()
 			if !s.deliver(ctx, l, cur, b) {
 				return nil
 			}
+			s.delivering.Store(int64(time.Since(t0)))
 		}
 		s.sending.Store(0)
 		if err := s.delivered(b); err != nil {
@@ -167,7 +176,9 @@ func (s *Sink) deliverOrdered(ctx context.Context, l *wal.Log, cur *wal.Cursor, 
 		showSending()
 		wg.Go(func() {
 			defer close(f.done)
+			t0 := time.Now()
 			f.rej, f.err = s.attempt(ctx, l, b)
+			s.delivering.Store(int64(time.Since(t0)))
 		})
 	}
 	// finish moves the position past the delivered batch b.

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -57,6 +58,14 @@ type Config struct {
 	// DefaultBudget.
 	Budget int64
 	Policy Policy
+	// Pace, between 0 and 1, paces a sink that falls behind ingest: while
+	// the WAL grows faster than the sink reads it, the sink works Pace of
+	// its time, pausing after each batch (1-Pace)/Pace times as long as
+	// the batch's fill and delivery took (at most a second), so that
+	// ingest keeps the CPU; it catches up at full speed once the WAL it
+	// has not read stops growing or passes half the budget. 0 (the
+	// default) never pauses.
+	Pace float64
 	// Dir holds the sink's position file and dead-letter file.
 	Dir string
 }
@@ -109,6 +118,9 @@ func (c Config) withDefaults() (Config, error) {
 	if c.Budget <= 0 {
 		c.Budget = DefaultBudget
 	}
+	if c.Pace < 0 || c.Pace >= 1 || math.IsNaN(c.Pace) {
+		return c, fmt.Errorf("sink %q: pace %v: want at least 0 (never pause) and below 1", c.Name, c.Pace)
+	}
 	if c.Dir == "" {
 		return c, fmt.Errorf("sink %q: no directory for its position and dead letter", c.Name)
 	}
@@ -151,6 +163,10 @@ type Sink struct {
 	oldest  atomic.Int64  // receive time (Unix ns) of the oldest record of the batch being filled, 0 if none
 	sending atomic.Int64  // that of the batch being delivered while the next fills (pipeline), 0 if none
 	dropped atomic.Uint64 // records dropped by policy (also in metrics)
+	// delivering is how long (ns) the pipeline's last delivery attempt
+	// took (with Concurrency above 1, its turn's wait included): with
+	// the fill's, the work Pace measures.
+	delivering atomic.Int64
 
 	rnd func(int64) int64
 	// onDone, if set (by tests), is called after each move of the
@@ -269,8 +285,10 @@ func (s *Sink) Run(ctx context.Context, l *wal.Log) error {
 		return s.savePosition()
 	}
 	var b Batch
+	pace := s.pacer()
 	for ctx.Err() == nil {
 		b.Reset()
+		t0 := time.Now()
 		if err := s.fill(ctx, l, cur, &b, s.donePos()); err != nil {
 			return err
 		}
@@ -285,6 +303,9 @@ func (s *Sink) Run(ctx context.Context, l *wal.Log) error {
 		s.oldest.Store(0)
 		if err := s.delivered(&b); err != nil {
 			return err
+		}
+		if !pace.after(ctx, l, cur.Pos(), time.Since(t0)-b.waited) {
+			break
 		}
 	}
 	if err := s.savePosition(); err != nil {
@@ -381,13 +402,16 @@ func (s *Sink) fill(ctx context.Context, l *wal.Log, cur *wal.Cursor, b *Batch, 
 			}
 			wake = timer.C
 		}
+		t0 := time.Now()
 		select {
 		case <-ctx.Done():
 			return nil
 		case <-changed:
 		case <-wake:
+			b.waited += time.Since(t0)
 			return nil
 		}
+		b.waited += time.Since(t0)
 	}
 }
 

@@ -266,6 +266,8 @@ type Batch struct {
 	// turn, if set (batches delivered concurrently), waits for every
 	// earlier batch: see Turn.
 	turn func(context.Context) error
+	// waited is how long fill waited for the WAL while it filled b.
+	waited time.Duration
 }
 
 // Turn waits until every batch handed to the destination before b was
@@ -324,6 +326,7 @@ func (b *Batch) Reset() {
 	clear(b.settled)
 	b.settled, b.nsettled, b.nrejected = b.settled[:0], 0, 0
 	b.turn = nil
+	b.waited = 0
 }
 
 // filter is a sink's subscription.

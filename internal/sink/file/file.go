@@ -19,7 +19,6 @@ package file
 
 import (
 	"bytes"
-	"compress/gzip"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -31,6 +30,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/klauspost/compress/gzip"
 	"github.com/klauspost/compress/zstd"
 
 	"github.com/sluicelog/sluice/internal/sink"
@@ -177,6 +177,11 @@ func (d *Dest) Open(context.Context) (wal.Pos, bool, error) {
 			created: int64(binary.LittleEndian.Uint64(b[16:])),
 			pos:     wal.Pos{Segment: binary.LittleEndian.Uint64(b[24:]), Offset: int64(binary.LittleEndian.Uint64(b[32:]))}}
 	}
+	if has && d.st.size > 0 {
+		if err := d.checkCurrent(); err != nil {
+			return wal.Pos{}, false, err
+		}
+	}
 	// Undo what was written after the state: later files, the tail of
 	// the current one.
 	seqs, err := d.seqs()
@@ -204,6 +209,28 @@ func (d *Dest) Open(context.Context) (wal.Pos, bool, error) {
 	}
 	d.f = f
 	return d.st.pos, has, nil
+}
+
+// checkCurrent checks that the file the state records a size of is
+// there: when it is not, truncating a new one to that size would write
+// the next batch after zeros. The usual cause is a change of compression
+// (another extension), which is refused naming the file there is.
+func (d *Dest) checkCurrent() error {
+	_, err := os.Stat(d.name(d.st.seq))
+	if err == nil {
+		return nil
+	}
+	if !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("file sink %q: %w", d.cfg.Sink, err)
+	}
+	for _, ext := range []string{".ndjson", ".ndjson.gz", ".ndjson.zst"} {
+		other := filepath.Join(d.cfg.Dir, fmt.Sprintf("%s-%08d%s", d.cfg.Sink, d.st.seq, ext))
+		if _, err := os.Stat(other); err == nil {
+			return sink.Permanent(fmt.Errorf("file sink %q: state %s records %d bytes of %s, which is missing, and %s is there: was the compression changed? Set it back, or move the files and the state away to start anew",
+				d.cfg.Sink, d.statePath(), d.st.size, filepath.Base(d.name(d.st.seq)), filepath.Base(other)))
+		}
+	}
+	return sink.Permanent(fmt.Errorf("file sink %q: state %s records %d bytes of %s, which is missing", d.cfg.Sink, d.statePath(), d.st.size, d.name(d.st.seq)))
 }
 
 // Deliver writes b's records as one piece, syncs, and records the state.

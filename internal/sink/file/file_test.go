@@ -6,6 +6,7 @@ import (
 	"compress/gzip"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -213,5 +214,50 @@ func TestZstdChunks(t *testing.T) {
 	}
 	if n := bytes.Count(piece, []byte{0x28, 0xb5, 0x2f, 0xfd}); n < 3 {
 		t.Fatalf("%d zstd frame magics in the piece, want one per chunk (3 or more)", n)
+	}
+}
+
+// TestCompressionChangedRefused: a sink whose compression changed finds
+// no file of the state's name; Open refuses, naming the file there is,
+// rather than truncate a new file to the recorded size (zeros, then the
+// next batch), and the old file is left as it was.
+func TestCompressionChangedRefused(t *testing.T) {
+	dir := t.TempDir()
+	l, _, err := wal.Open(wal.Options{Dir: filepath.Join(dir, "wal"), Logger: sinktest.Quiet()}, 0, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	out := filepath.Join(dir, "out")
+	d, err := New(Config{Sink: "out", Dir: out, Compression: "zstd"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pos, _, err := d.Open(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	sinktest.AppendLines(t, l, "t1", `{"msg":"one"}`)
+	deliverAll(t, l, d, pos)
+	d.Close()
+	old := filepath.Join(out, "out-00000001.ndjson.zst")
+	before, err := os.ReadFile(old)
+	if err != nil || len(before) == 0 {
+		t.Fatalf("the zstd file: %d bytes, %v", len(before), err)
+	}
+	d2, err := New(Config{Sink: "out", Dir: out, Compression: "none"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _, err = d2.Open(context.Background())
+	if err == nil || !strings.Contains(err.Error(), "out-00000001.ndjson.zst is there: was the compression changed?") ||
+		!errors.Is(err, sink.ErrPermanent) {
+		t.Fatalf("Open after a change of compression: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(out, "out-00000001.ndjson")); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("a file of the new compression was made: %v", err)
+	}
+	if after, err := os.ReadFile(old); err != nil || !bytes.Equal(after, before) {
+		t.Fatalf("the zstd file changed: %d bytes, %v", len(after), err)
 	}
 }

@@ -4,6 +4,7 @@ package sinktest
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"slices"
@@ -74,4 +75,32 @@ func SetRoutes(b *record.Batch, route func(i int) []string) {
 		}
 		b.Records[i].Route = uint16(k + 1)
 	}
+}
+
+// Frames parses NDJSON data (lines of JSON) as ingest does, the records'
+// streams made of streamFields, and returns the WAL records it appends,
+// one per parsed batch, and how many records they hold.
+func Frames(t testing.TB, tenant string, data []byte, streamFields ...string) ([][]byte, int) {
+	t.Helper()
+	cfg := record.DefaultConfig()
+	cfg.StreamFields = streamFields
+	p, err := parse.New(parse.Options{Format: "json", Record: cfg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var enc rows.Encoder
+	var out [][]byte
+	n := 0
+	err = p.Bytes(context.Background(), data, func(b *record.Batch) error {
+		if len(b.Errors) > 0 {
+			return fmt.Errorf("%d lines refused, the first: %v", len(b.Errors), b.Errors[0])
+		}
+		out = append(out, enc.Append(nil, tenant, b))
+		n += len(b.Records)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out, n
 }
