@@ -11,11 +11,13 @@ import (
 	"github.com/sluicelog/sluice/internal/store/part"
 )
 
-// String filters on json labels, decided a dictionary entry at a time:
+// Label filters on json labels, decided a dictionary entry at a time:
 // `sum by (host) (count_over_time({...} | json m="http.method",
 // p="http.path" | m="DELETE" | p="/api/v1/orders" [1h]))`, or the same
 // with json without parameters. When the filters after the json stage
-// are and-ed string comparisons, each of one label the stage sets, a row
+// are and-ed comparisons (of strings; of numbers when a filter
+// __error__="" follows the last, so that a value that is no number
+// fails), each of one label the stage sets, a row
 // passes exactly when each of those labels' values passes its own
 // comparisons; and when the grouping keeps none of the stage's labels, a
 // passing row counts in its stream's one series. Each label's verdict is
