@@ -385,28 +385,29 @@ func importSeries(ps PartialSeries, op rangeOp, copying bool) *rangeSeries {
 	if copying {
 		s.n, s.v, s.t, s.m2 = slices.Clone(s.n), slices.Clone(s.v), slices.Clone(s.t), slices.Clone(s.m2)
 	}
-	if op == opValues {
-		s.vals = make([][]float64, len(ps.Samples))
-		for k, l := range ps.Samples {
-			s.vals[k] = make([]float64, len(l))
-			for j, pt := range l {
-				s.vals[k][j] = pt.Value
-			}
-		}
-	}
-	if op == opList {
-		s.lists = make([][]tv, len(ps.Samples))
-		for k, l := range ps.Samples {
-			if len(l) == 0 {
-				continue
-			}
-			s.lists[k] = make([]tv, len(l))
-			for j, pt := range l {
-				s.lists[k][j] = tv{pt.Time, pt.Value}
-			}
-		}
+	switch op {
+	case opValues:
+		s.vals = convertLists(ps.Samples, func(pt Point) float64 { return pt.Value })
+	case opList:
+		s.lists = convertLists(ps.Samples, func(pt Point) tv { return tv{pt.Time, pt.Value} })
 	}
 	return s
+}
+
+// convertLists returns each window's samples of lists converted by f
+// (nil for a window without).
+func convertLists[F, T any](lists [][]F, f func(F) T) [][]T {
+	out := make([][]T, len(lists))
+	for k, l := range lists {
+		if len(l) == 0 {
+			continue
+		}
+		out[k] = make([]T, len(l))
+		for j, x := range l {
+			out[k][j] = f(x)
+		}
+	}
+	return out
 }
 
 // exportSeries returns the series of a range aggregation, sorted by
@@ -416,29 +417,11 @@ func exportSeries(states *seriesTable) []PartialSeries {
 	var labels labelChunks
 	states.each(func(k string, s *rangeSeries) {
 		ps := PartialSeries{Labels: labels.of(k, s), Count: s.n, Value: s.v, Time: s.t, M2: s.m2}
-		if s.lists != nil {
-			ps.Samples = make([][]Point, len(s.lists))
-			for k, l := range s.lists {
-				if len(l) == 0 {
-					continue
-				}
-				ps.Samples[k] = make([]Point, len(l))
-				for j, x := range l {
-					ps.Samples[k][j] = Point{Time: x.t, Value: x.v}
-				}
-			}
-		}
-		if s.vals != nil { // a quantile's values: no times
-			ps.Samples = make([][]Point, len(s.vals))
-			for k, l := range s.vals {
-				if len(l) == 0 {
-					continue
-				}
-				ps.Samples[k] = make([]Point, len(l))
-				for j, v := range l {
-					ps.Samples[k][j] = Point{Value: v}
-				}
-			}
+		switch {
+		case s.lists != nil:
+			ps.Samples = convertLists(s.lists, func(x tv) Point { return Point{Time: x.t, Value: x.v} })
+		case s.vals != nil: // a quantile's values: no times
+			ps.Samples = convertLists(s.vals, func(v float64) Point { return Point{Value: v} })
 		}
 		out = append(out, ps)
 	})
