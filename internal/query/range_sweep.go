@@ -33,6 +33,7 @@ type sweepState struct {
 	uses   []int  // per template and parameter column
 	raw    []bool // per template
 	cur    []int  // per parameter column
+	tcol   []int  // per template, the column of its rows' values of the parameter, or -1
 	// sweepTimed's: the runs of the block's outcomes, per column and
 	// value id the run of its outcome, per template its run or column,
 	// and per column its value ids.
@@ -72,7 +73,9 @@ func (w *rangeWorker) sweep(ev *evaluator, ls record.Labels, b *part.Block, from
 	sw.ctx = growClear(sw.ctx, ncols)
 	sw.param = growClear(sw.param, ncols)
 	raws, walk := 0, false
+	sw.tcol = grown(sw.tcol, b.NumTemplates())
 	for t := range b.NumTemplates() {
+		sw.tcol[t] = -1
 		n := b.TemplateRows(t)
 		if n == 0 {
 			continue
@@ -118,6 +121,7 @@ func (w *rangeWorker) sweep(ev *evaluator, ls record.Labels, b *part.Block, from
 			return false, nil // read both inside and outside strings
 		}
 		sw.param[col] += n
+		sw.tcol[t] = col
 	}
 	sw.ids = grown(sw.ids, len(sw.cols))
 	for i, col := range sw.cols {
@@ -259,14 +263,9 @@ func (w *rangeWorker) sweepTimed(ev *evaluator, b *part.Block, values []stage.Pa
 	for i, col := range sw.cols {
 		slot[col] = i + 1
 	}
-	for t := range nt {
-		p := &cp.plans[t]
-		if b.TemplateRows(t) == 0 || !p.ok || p.nothing || len(p.params) == 0 || p.params[0].hole < 0 {
-			continue
-		}
-		_, holes := b.TemplateLine(t)
-		if i := slot[b.SlotColumn(t, holes[p.params[0].hole])]; i > 0 {
-			sw.tmplRun[t] = int32(-1 - i)
+	for t, col := range sw.tcol[:nt] {
+		if col >= 0 {
+			sw.tmplRun[t] = int32(-1 - slot[col])
 		}
 	}
 	sw.ids2 = grown(sw.ids2, len(sw.cols))
