@@ -125,3 +125,28 @@ type Record struct {
 	FieldStart uint32
 	NumFields  uint32
 }
+
+// MsgIsLine reports whether r's message is its whole line, as a Loki
+// push's or an OTLP record's is (the line as sent), or r has no line.
+// Only such a record has structured metadata (IsMetadata).
+func (r *Record) MsgIsLine() bool {
+	return r.Line.Len == 0 || r.MsgFlags&Const == 0 && r.Msg == r.Line
+}
+
+// InLine reports whether field f of r is a span of r's line.
+func (r *Record) InLine(f *Field) bool {
+	return f.Flags&Const == 0 && f.Raw.Off >= r.Line.Off && f.Raw.End() <= r.Line.End()
+}
+
+// IsMetadata reports whether field f of r is structured metadata, which
+// LogQL sees as a label of the line: r's message is its whole line
+// (MsgIsLine) and f is a string held apart from the line, with no time
+// or message role. A field in the line was parsed from it (the keys of a
+// pushed JSON line, a pattern's captures): no label until a query's
+// parser makes it one. The fields of sluice's own formats are parsed
+// from the line or computed from it (syslog's), and their message is a
+// part of the line or one of the fields: never metadata.
+// rows.Row.IsMetadata is the same rule for a stored row.
+func (r *Record) IsMetadata(f *Field) bool {
+	return f.Kind == String && f.Role == RoleNone && r.MsgIsLine() && !r.InLine(f)
+}

@@ -49,9 +49,12 @@ type Field struct {
 	Role  record.Role
 	// InLine reports that Value is a span of the row's line, at Off.
 	InLine bool
-	Off    uint32
-	Value  []byte // the raw value: a view into the block
-	Num    uint64 // as record.Field.Num
+	// FromLine reports a value parsed from the line but held apart from
+	// it (a stored row's whose line is kept whole): no metadata.
+	FromLine bool
+	Off      uint32
+	Value    []byte // the raw value: a view into the block
+	Num      uint64 // as record.Field.Num
 }
 
 // Row is one decoded record. Its byte slices view the block.
@@ -69,6 +72,21 @@ type Row struct {
 	// Route is the sinks the rules routed the row to: 0 none, k the
 	// names Block.Routes[k-1].
 	Route uint16
+}
+
+// MsgIsLine reports whether r's message is its whole line (a Loki
+// push's or an OTLP record's), or r has no line: see
+// record.Record.MsgIsLine.
+func (r *Row) MsgIsLine() bool {
+	return len(r.Line) == 0 || r.MsgInLine && r.MsgOff == 0 && len(r.Msg) == len(r.Line)
+}
+
+// IsMetadata reports whether field f of r is structured metadata, by
+// the rule of record.Record.IsMetadata: r's message is its whole line,
+// and f a string held apart from it (not parsed from it: FromLine), with
+// no role.
+func (r *Row) IsMetadata(f *Field) bool {
+	return f.Kind == record.String && f.Role == record.RoleNone && !f.InLine && !f.FromLine && r.MsgIsLine()
 }
 
 // maxKeptBody is the largest body buffer an Encoder keeps for the next

@@ -970,29 +970,19 @@ func (r *rule) sampleKeep(lb *stage.Labels, line []byte) bool {
 }
 
 // addMeta adds record i's structured metadata to lb, as a query over the
-// stored record would see it: the fields of a record whose message is
-// its whole line and whose fields are all stored apart from it (a Loki
-// push or OTLP record); nothing for records of sluice's own formats,
-// whose fields are parsed from the line.
+// stored record would see it: the fields record.Record.IsMetadata names
+// (a Loki push's or OTLP record's, held apart from its line); nothing for
+// records of sluice's own formats, whose fields are parsed from the line.
 func addMeta(lb *stage.Labels, b *record.Batch, i int) {
 	r := &b.Records[i]
+	if r.NumFields == 0 || !r.MsgIsLine() {
+		return
+	}
 	fs := b.RecordFields(i)
-	if len(fs) == 0 {
-		return
-	}
-	if r.Line.Len > 0 && !(r.MsgFlags&record.Const == 0 && r.Msg == r.Line) {
-		return
-	}
 	for k := range fs {
-		f := &fs[k]
-		inLine := f.Flags&record.Const == 0 && f.Raw.Off >= r.Line.Off && f.Raw.End() <= r.Line.End()
-		if inLine || f.Role != record.RoleNone || f.Kind != record.String {
-			return
+		if f := &fs[k]; r.IsMetadata(f) {
+			lb.SetMeta(b.Name(f), b.Raw(f), f.Flags)
 		}
-	}
-	for k := range fs {
-		f := &fs[k]
-		lb.SetMeta(b.Name(f), b.Raw(f), f.Flags)
 	}
 }
 

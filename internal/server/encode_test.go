@@ -125,7 +125,7 @@ func TestEncodedPushStored(t *testing.T) {
 			stream[l.Name] = l.Value
 		}
 		var meta map[string]string // null when none, as the answer's {}
-		for _, fl := range loki.Metadata(b, i) {
+		for _, fl := range loki.AppendMetadata(nil, b, i) {
 			if meta == nil {
 				meta = map[string]string{}
 			}

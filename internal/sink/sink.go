@@ -189,9 +189,9 @@ type Record struct {
 	Row int
 	// Metadata is the record's structured metadata, as a Loki or OTLP
 	// push carried it (names and unescaped values), for destinations
-	// that keep it apart from the line; nil when the record's fields
-	// were parsed from its line (see protocol/loki.Metadata for the
-	// rule). Its fields are in FieldsJSON too.
+	// that keep it apart from the line; nil when it has none (fields
+	// parsed from its line are no metadata: record.Record.IsMetadata
+	// has the rule). Its fields are in FieldsJSON too.
 	Metadata record.Labels
 }
 
@@ -574,27 +574,19 @@ func (b *Batch) appendEncoded(f *filter, p []byte, at wal.Pos) (int, error) {
 	return b.end(&bf), nil
 }
 
-// metadataOf returns the fields of r as structured metadata when they
-// are that, by the rule of protocol/loki.Metadata: the message is the
-// whole line, and every field is a string held apart from the line, with
-// no time or message role. Otherwise nil: the fields were parsed from
-// the line, which a destination sends as it is.
+// metadataOf returns the structured metadata of r (rows.Row.IsMetadata:
+// strings held apart from a line that is its message), or nil: the
+// fields parsed from the line, or those of sluice's own formats, a
+// destination gets in the line it is sent.
 func metadataOf(blk *rows.Block, r *rows.Row) record.Labels {
-	if len(r.Fields) == 0 {
+	if len(r.Fields) == 0 || !r.MsgIsLine() {
 		return nil
 	}
-	if len(r.Line) > 0 && !(r.MsgInLine && r.MsgOff == 0 && len(r.Msg) == len(r.Line)) {
-		return nil
-	}
+	var md record.Labels
 	for k := range r.Fields {
-		if f := &r.Fields[k]; f.InLine || f.Role != record.RoleNone || f.Kind != record.String {
-			return nil
+		if f := &r.Fields[k]; r.IsMetadata(f) {
+			md = append(md, record.Label{Name: blk.Names[f.Name], Value: string(record.AppendUnescaped(nil, f.Value, f.Flags&^record.BadUTF8))})
 		}
-	}
-	md := make(record.Labels, len(r.Fields))
-	for k := range r.Fields {
-		f := &r.Fields[k]
-		md[k] = record.Label{Name: blk.Names[f.Name], Value: string(record.AppendUnescaped(nil, f.Value, f.Flags&^record.BadUTF8))}
 	}
 	return md
 }

@@ -31,15 +31,16 @@ import (
 //     decoder refuse ("duplicate label name"). Labels go sorted by the
 //     names sent. A record whose stream has no labels is sent under
 //     NoLabels, since Loki refuses a stream without labels.
-//   - Structured metadata is sent for records that carry it: a record
-//     whose message is its whole line and whose fields are all strings
-//     held outside the line, with no time or message role, which is what
-//     a Loki or OTLP push decodes to (the rule of query's
-//     StructuredMetadata). Fields with empty values are left out, as the
-//     decoder leaves them out. The fields of records parsed from their
-//     line by sluice's own formats are not sent: they are in the line,
-//     and Loki extracts them at query time with a parser stage. In
-//     JSON, metadata is an object: of two fields of one name, the
+//   - Structured metadata is sent for records that carry it: the
+//     fields record.Record.IsMetadata names, strings held outside a line
+//     that is the record's message, with no time or message role, which
+//     is what a Loki or OTLP push decodes to (a pushed JSON line's own
+//     keys are in its line, and are not sent). Fields with empty values
+//     are left out, as the decoder leaves them out. The fields of
+//     records parsed from their line by sluice's own formats are not
+//     sent: they are in the line, and Loki extracts them at query time
+//     with a parser stage. In JSON, metadata is an object: of two fields
+//     of one name, the
 //     decoder keeps the last.
 //
 // Concurrency: one goroutine; reuse it for many batches, and it
@@ -59,11 +60,12 @@ type Encoder struct {
 	kend  []int32  // by group: where its label text ends in keys
 	table []int32  // open addressing of label texts: group+1, or 0
 	seed  maphash.Seed
-	pairs []pair // a label set as sent
-	nbuf  []byte // the names of pairs
-	raw   []byte // protobuf before compression
-	sbuf  []byte // one stream's protobuf message
-	vbuf  []byte // an unescaped value
+	pairs []pair         // a label set as sent
+	nbuf  []byte         // the names of pairs
+	raw   []byte         // protobuf before compression
+	sbuf  []byte         // one stream's protobuf message
+	vbuf  []byte         // an unescaped value
+	meta  []record.Field // a record's structured metadata
 }
 
 // pair is a label as sent: its name, sanitized, in nbuf.
@@ -289,25 +291,20 @@ func (e *Encoder) appendPairsJSON(dst []byte, ps []pair) []byte {
 	return append(dst, '}')
 }
 
-// Metadata returns the fields of record i that are structured metadata
-// (see Encoder), or nil.
-func Metadata(b *record.Batch, i int) []record.Field {
+// AppendMetadata appends to dst the fields of record i that are
+// structured metadata (record.Record.IsMetadata), in their order.
+func AppendMetadata(dst []record.Field, b *record.Batch, i int) []record.Field {
 	r := &b.Records[i]
+	if r.NumFields == 0 || !r.MsgIsLine() {
+		return dst
+	}
 	fs := b.RecordFields(i)
-	if len(fs) == 0 {
-		return nil
-	}
-	if r.Line.Len > 0 && (r.Msg != r.Line || r.MsgFlags&record.Const != 0) {
-		return nil
-	}
 	for k := range fs {
-		f := &fs[k]
-		inLine := f.Flags&record.Const == 0 && f.Raw.Off >= r.Line.Off && f.Raw.End() <= r.Line.End()
-		if inLine || f.Role != record.RoleNone || f.Kind != record.String {
-			return nil
+		if r.IsMetadata(&fs[k]) {
+			dst = append(dst, fs[k])
 		}
 	}
-	return fs
+	return dst
 }
 
 // metaValue returns the bytes of a metadata value: the stored bytes (as
@@ -395,7 +392,8 @@ func (e *Encoder) entrySize(b *record.Batch, i int) int {
 	if r.Line.Len > 0 {
 		n += 1 + protowire.SizeBytes(int(r.Line.Len))
 	}
-	meta := Metadata(b, i)
+	e.meta = AppendMetadata(e.meta[:0], b, i)
+	meta := e.meta
 	for k := range meta {
 		v := e.metaValue(b, &meta[k])
 		if len(v) == 0 {
@@ -417,7 +415,8 @@ func (e *Encoder) appendEntry(dst []byte, b *record.Batch, i int) []byte {
 		dst = protowire.AppendTag(dst, 2, protowire.BytesType)
 		dst = protowire.AppendBytes(dst, b.Bytes(r.Line))
 	}
-	meta := Metadata(b, i)
+	e.meta = AppendMetadata(e.meta[:0], b, i)
+	meta := e.meta
 	for k := range meta {
 		v := e.metaValue(b, &meta[k])
 		if len(v) == 0 {
@@ -457,7 +456,8 @@ func (e *Encoder) AppendPushJSON(dst []byte, b *record.Batch) []byte {
 			dst = strconv.AppendInt(dst, r.Time, 10)
 			dst = append(dst, `",`...)
 			dst = appendJSONString(dst, b.Bytes(r.Line))
-			if meta := Metadata(b, int(i)); meta != nil {
+			if e.meta = AppendMetadata(e.meta[:0], b, int(i)); len(e.meta) > 0 {
+				meta := e.meta
 				dst = append(dst, ",{"...)
 				first := true
 				for m := range meta {

@@ -189,7 +189,7 @@ func wait(err error) time.Duration {
 
 // build fills d.rb with records idx of b: lines, times, stream labels and
 // structured metadata (string fields held after the line in Data, which
-// is what protocol/loki.Metadata sends).
+// is what protocol/loki.AppendMetadata finds).
 func (d *Dest) build(b *sink.Batch, idx []int) *record.Batch {
 	rb := &d.rb
 	rb.Reset()

@@ -30,6 +30,7 @@ type blockHeader struct {
 	seen  []bool   // scratch of parseTemplate
 	rest  []byte   // the header after the templates: column count, row streams length, column entries
 	ool   bool     // outOfLine, worked out once
+	meta  []int32  // the columns of fields that may be structured metadata (MetaColumns)
 	size  int64    // the memory it holds, for the cache's budget
 	used  atomic.Bool
 	cache *BlockCache // the cache holding it, if one does
@@ -97,7 +98,8 @@ func parseHeader(hdr []byte, h *blockHeader) error {
 		return fmt.Errorf("block header: %w", err)
 	}
 	h.rest = hdr[r.Off():]
-	h.ool = h.findOutOfLine()
+	h.meta = h.findOutOfLine(h.meta[:0])
+	h.ool = len(h.meta) > 0
 	return nil
 }
 

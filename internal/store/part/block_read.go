@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/maphash"
+	"slices"
 	"strconv"
 
 	"github.com/sluicelog/sluice/internal/bin"
@@ -83,13 +84,14 @@ type slot struct {
 
 // A template's slices are views of its header's arrays (blockHeader).
 type template struct {
-	raw   bool
-	dup   bool // some slot's column is an earlier slot's (its nth is not 0)
-	slots []slot
-	cols  []int32 // each slot's column, for the loops over many templates' (SlotColumn)
-	holes []int   // slot of each hole, in line order
-	gaps  Gaps    // len(holes)+1 gaps
-	shape Shape   // of the gaps (Block.TemplateShape)
+	raw     bool
+	msgLine bool // tmplMsgLine: the rows' message is their line
+	dup     bool // some slot's column is an earlier slot's (its nth is not 0)
+	slots   []slot
+	cols    []int32 // each slot's column, for the loops over many templates' (SlotColumn)
+	holes   []int   // slot of each hole, in line order
+	gaps    Gaps    // len(holes)+1 gaps
+	shape   Shape   // of the gaps (Block.TemplateShape)
 	// holeStr and holeVal: a bit per hole (the first 64) whose slot has
 	// slotJSONString, slotJSONValue (Block.HoleJSON).
 	holeStr, holeVal uint64
@@ -249,28 +251,44 @@ var ErrOutOfLine = errors.New("part: the block's rows have fields out of their l
 func (b *Block) OutOfLine() bool { return b.hd != nil && b.hd.outOfLine() }
 
 // outOfLine reports whether a row of the block may have structured
-// metadata: a template whose line is its message alone (or that keeps its
-// line raw) has a field stored out of the line. (Lines of sluice's own
-// formats are more than their message, or their message is a field.)
+// metadata: a template whose rows' message is their line (its one hole,
+// or tmplMsgLine), or that keeps its line raw, has a field stored out of
+// the line. (Lines of sluice's own formats are more than their message,
+// or their message is a field.)
 func (hd *blockHeader) outOfLine() bool { return hd.ool }
 
-// findOutOfLine works out outOfLine, as parseHeader ends.
-func (hd *blockHeader) findOutOfLine() bool {
+// findOutOfLine appends to dst the columns of the fields that may be
+// structured metadata (each once), as parseHeader ends: a field held
+// apart from the line (not parsed from it) of a template whose rows'
+// message is their line.
+func (hd *blockHeader) findOutOfLine(dst []int32) []int32 {
 	for i := range hd.tmpls {
 		t := &hd.tmpls[i]
-		msgOnly := t.raw ||
+		msgOnly := t.raw || t.msgLine ||
 			len(t.holes) == 0 && len(t.gaps.Last()) == 0 ||
 			len(t.holes) == 1 && t.slots[t.holes[0]].flags&slotMsg != 0 && len(t.gaps.At(0)) == 0 && len(t.gaps.Last()) == 0
 		if !msgOnly {
 			continue
 		}
-		for _, sl := range t.slots {
-			if sl.flags&(slotInLine|slotMsg) == 0 {
-				return true
+		for si, sl := range t.slots {
+			if c := t.cols[si]; sl.flags&(slotInLine|slotMsg|slotParsed) == 0 && !slices.Contains(dst, c) {
+				dst = append(dst, c)
 			}
 		}
 	}
-	return false
+	return dst
+}
+
+// MetaColumns returns the columns (indexes of Names) of the block's
+// fields that may be structured metadata (a field held apart from a line
+// that is its row's message: see OutOfLine), each once. A reader that
+// asks none of their names as labels may read the block's columns as
+// if its rows had no metadata. The caller must not change it.
+func (b *Block) MetaColumns() []int32 {
+	if b.hd == nil {
+		return nil
+	}
+	return b.hd.meta
 }
 
 // rowParts are a block's row streams, decompressed.
@@ -340,8 +358,8 @@ func gapsShape(gaps Gaps) Shape {
 func (h *blockHeader) parseTemplate(enc []byte, t *template) error {
 	r := bin.NewReader(enc)
 	mode := r.Byte("template mode")
-	*t = template{raw: mode == tmplRaw}
-	if mode > tmplRaw {
+	*t = template{raw: mode == tmplRaw, msgLine: mode&tmplMsgLine != 0}
+	if mode&^tmplMsgLine > tmplRaw || mode == tmplRaw|tmplMsgLine {
 		r.Fail("template mode")
 	}
 	s0, c0 := len(h.slots), len(h.cols)
@@ -408,8 +426,10 @@ func (h *blockHeader) parseTemplate(enc []byte, t *template) error {
 		if (sl.flags&slotInLine != 0) != seen[i] {
 			r.Fail("in-line slot without a hole")
 		}
-		if sl.flags&^(slotInLine|slotMsg|slotRoleMsk|slotJSONString|slotJSONValue) != 0 || sl.flags&slotRoleMsk>>slotRoleSh > byte(record.RoleMsg) ||
-			sl.flags&(slotJSONString|slotJSONValue) != 0 && sl.flags&slotInLine == 0 {
+		if sl.flags&^(slotInLine|slotMsg|slotRoleMsk|slotJSONString|slotJSONValue|slotParsed) != 0 || sl.flags&slotRoleMsk>>slotRoleSh > byte(record.RoleMsg) ||
+			sl.flags&(slotJSONString|slotJSONValue) != 0 && sl.flags&slotInLine == 0 ||
+			sl.flags&slotParsed != 0 && sl.flags&(slotInLine|slotMsg) != 0 ||
+			t.msgLine && sl.flags&slotMsg != 0 { // two messages
 			r.Fail("slot flags")
 		}
 	}
@@ -674,7 +694,7 @@ func (b *Block) assemble(nrows int, stream uint32, times, subms, tids, rowFlags,
 			}
 			kind, flags := unmeta(m)
 			b.fields = append(b.fields, rows.Field{Name: uint32(col), Kind: kind, Flags: flags,
-				Role: record.Role(s.flags & slotRoleMsk >> slotRoleSh), Value: v, Num: num})
+				Role: record.Role(s.flags & slotRoleMsk >> slotRoleSh), Value: v, Num: num, FromLine: s.flags&slotParsed != 0})
 		}
 
 		lineStart := len(b.lines)
@@ -731,6 +751,9 @@ func (b *Block) assemble(nrows int, stream uint32, times, subms, tids, rowFlags,
 		if b.linesOnly {
 			b.Rows = append(b.Rows, r)
 			continue
+		}
+		if tm.msgLine {
+			r.Msg, r.MsgInLine, r.MsgOff = r.Line, true, 0
 		}
 		// Point in-line values into the rebuilt line.
 		for si, s := range tm.slots {

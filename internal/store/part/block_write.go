@@ -52,12 +52,23 @@ const (
 	// slot takes in the block's rows is JSONStringContent, or a JSONValue.
 	slotJSONString = 1 << 4
 	slotJSONValue  = 1 << 5
+	// Version 7 on: the value was parsed from the line, but is no hole
+	// of it (a raw template's, or one a message's hole overlapped), so
+	// it is no structured metadata (rows.Field.FromLine).
+	slotParsed = 1 << 6
 )
 
 // Template modes.
 const (
 	tmplHoles = 0 // the line is gaps and holes
 	tmplRaw   = 1 // the line is the value of the line column
+	// Version 7 on, with tmplHoles: the rows' message is their whole
+	// line (a Loki push's), whose holes are fields parsed from it (a
+	// JSON line's keys, a pattern's captures). Without it such a message
+	// took a hole of its own, which left no room for the fields' holes:
+	// they were stored again apart from the line, and a query could not
+	// read them as columns of the line.
+	tmplMsgLine = 2
 )
 
 // Row flags, one byte per row.
@@ -165,6 +176,7 @@ type blockWriter struct {
 	digitRun  int
 	fieldCols []int    // scratch of add: the column of each field
 	slotIn    []byte   // scratch of templateKey: slotInLine of each slot with a hole
+	msgLine   bool     // the row being added has tmplMsgLine (see add)
 	tokens    tokenSet // scratch of encode
 	filter    []byte   // encode's output: the token filter
 	key       []byte   // scratch: the template being built
@@ -321,6 +333,13 @@ func (w *blockWriter) add(r *rows.Row, names []string) {
 		}
 	}
 	hasMsg := r.Msg != nil && msgSlot < 0
+	// A message that is the whole line around fields parsed from it is
+	// no value of its own: the template says so (tmplMsgLine), and the
+	// fields are the holes.
+	w.msgLine = hasMsg && r.MsgInLine && r.MsgOff == 0 && len(r.Msg) == len(r.Line) && len(r.Line) > 0 && inLineField(r)
+	if w.msgLine {
+		hasMsg = false
+	}
 
 	// Each field's column, looked up once for the template and the values.
 	// Columns are made in field order, then the message's, then the line's.
@@ -366,9 +385,9 @@ func (w *blockWriter) add(r *rows.Row, names []string) {
 	if gapBytes > len(r.Line)*3/4+16 || (w.nTmpls >= maxBlockTemplates && !w.known(r, hasMsg)) {
 		mode = tmplRaw
 		w.holes = w.holes[:0]
-		if hasMsg && r.MsgInLine {
+		if w.msgLine || hasMsg && r.MsgInLine {
 			// A raw row keeps an in-line message as a span of the line.
-			hasMsg = false
+			hasMsg, w.msgLine = false, false
 			flags |= rowMsgSpan
 			w.msgSpans = binary.AppendUvarint(w.msgSpans, uint64(r.MsgOff))
 			w.msgSpans = binary.AppendUvarint(w.msgSpans, uint64(len(r.Msg)))
@@ -439,6 +458,16 @@ func (w *blockWriter) add(r *rows.Row, names []string) {
 		c.add(r.Line, meta(record.String, 0), 0, row, false)
 	}
 	w.rowFlags = append(w.rowFlags, flags)
+}
+
+// inLineField reports whether a field of r is a span of its line.
+func inLineField(r *rows.Row) bool {
+	for j := range r.Fields {
+		if r.Fields[j].InLine {
+			return true
+		}
+	}
+	return false
 }
 
 // holeColumn returns the column of a hole's slot: a field's, or the
@@ -561,7 +590,11 @@ func (w *blockWriter) known(r *rows.Row, hasMsg bool) bool {
 // slot of each hole in line order and the gaps around them. The encoding
 // is both the map key and what the block stores.
 func (w *blockWriter) templateKey(r *rows.Row, mode byte, hasMsg bool) []byte {
-	key := append(w.key[:0], mode)
+	m := mode
+	if w.msgLine {
+		m |= tmplMsgLine
+	}
+	key := append(w.key[:0], m)
 	nslots := len(r.Fields)
 	if hasMsg {
 		nslots++
@@ -574,7 +607,11 @@ func (w *blockWriter) templateKey(r *rows.Row, mode byte, hasMsg bool) []byte {
 	for j := range r.Fields {
 		f := &r.Fields[j]
 		key = binary.AppendUvarint(key, uint64(w.fieldCols[j]))
-		key = append(key, byte(f.Role)<<slotRoleSh|w.slotIn[j])
+		fl := byte(f.Role)<<slotRoleSh | w.slotIn[j]
+		if fl&slotInLine == 0 && (f.InLine || f.FromLine) {
+			fl |= slotParsed
+		}
+		key = append(key, fl)
 	}
 	if hasMsg {
 		key = binary.AppendUvarint(key, uint64(w.specialColumn(colMsg)))

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/sluicelog/sluice/internal/protocol/loki"
+	"github.com/sluicelog/sluice/internal/record"
 	"github.com/sluicelog/sluice/internal/rows"
 	"github.com/sluicelog/sluice/internal/store/part"
 	"github.com/sluicelog/sluice/internal/vfs"
@@ -31,7 +33,9 @@ import (
 //     of the commit that introduced version 5);
 //   - v5.part: format version 5, as the writer wrote it until commit
 //     d00b2dd (the parent of the commit that introduced version 6);
-//   - v6.part: format version 6, the current writer's; `go test
+//   - v6.part: format version 6, as the writer wrote it until the
+//     commit that introduced version 7;
+//   - v7.part: format version 7, the current writer's; `go test
 //     ./internal/store/part -run TestGoldenParts -update` rewrites it.
 //
 // v1 and v2 were made with a temporary test file in a git worktree of
@@ -55,9 +59,13 @@ import (
 // tokens; v4.want adds the JSON flags of the templates' slots (jsontext.go);
 // v5.want each block's fields flag from the index (BlockMeta.Fields);
 // v6.want is v5.want (version 6 added an encoding the input has no use
-// for: TestGoldenDictRest freezes it).
+// for: TestGoldenDictRest freezes it); v7.want differs from v6.want in
+// the text lines' level fields, which version 7 keeps as holes of lines
+// that are their message (tmplMsgLine), where version 6 held them apart
+// (and its readers took them for structured metadata); TestGoldenMsgLine
+// freezes the same for Loki pushes with metadata.
 // A new version adds its vN.part and vN.want; none is removed.
-var goldenVersions = []int{1, 2, 3, 4, 5, 6}
+var goldenVersions = []int{1, 2, 3, 4, 5, 6, 7}
 
 func TestGoldenParts(t *testing.T) {
 	if *update {
@@ -162,9 +170,12 @@ func dumpRow(sb *strings.Builder, r *rows.Row, names []string, stream string) {
 	fmt.Fprintf(sb, "    line %s\n", strconv.Quote(string(r.Line)))
 	fmt.Fprintf(sb, "    msg %s flags %d\n", strconv.Quote(string(r.Msg)), r.MsgFlags)
 	for _, f := range r.Fields {
-		where := "inline"
-		if f.InLine {
+		where := "inline" // (held apart from the line)
+		switch {
+		case f.InLine:
 			where = fmt.Sprintf("at %d", f.Off)
+		case f.FromLine:
+			where = "parsed"
 		}
 		fmt.Fprintf(sb, "    field %s=%s kind %s flags %d role %d num %d %s\n",
 			names[f.Name], strconv.Quote(string(f.Value)), f.Kind, f.Flags, f.Role, f.Num, where)
@@ -333,5 +344,105 @@ func TestGoldenDictRest(t *testing.T) {
 		if !slices.Equal(found, want) {
 			t.Errorf("%q: %d lines found, want %d", lit, len(found), len(want))
 		}
+	}
+}
+
+// msgLineBody is the Loki push of testdata/golden/msgline-v7.part: JSON
+// lines (one with a key its structured metadata also has, one nested,
+// one with an escape, one kept whole: a raw template), a line that is
+// not JSON and one that is not an object, as protocol/loki decodes them
+// with JSON fields and detected levels.
+const msgLineBody = `{"streams":[{"stream":{"app":"shop"},"values":[
+["1768464000000000000","{\"level\":\"info\",\"msg\":\"order placed\",\"id\":17}"],
+["1768464001000000000","{\"level\":\"error\",\"msg\":\"card \\\"declined\\\"\",\"id\":18}",{"trace":"ab12"}],
+["1768464002000000000","{\"level\":\"warn\",\"trace\":\"line\",\"http\":{\"status\":503}}",{"trace":"meta"}],
+["1768464003000000000","plain text at level error"],
+["1768464004000000000","[1,2,3]"],
+["1768464005000000000","{\"level\":\"info\",\"msg\":\"order placed\",\"id\":19}"],
+["1768464006000000000","{\"a_key_much_longer_than_its_value_so_that_the_line_stays_whole\":\"x\"}",{"trace":"cd34"}]
+]}]}`
+
+// TestGoldenMsgLine reads the part version 7's writer made of
+// msgLineBody: rows whose message is their line around fields parsed
+// from it (tmplMsgLine), beside structured metadata held apart. It must
+// read as written, row by row, as long as version 7 is read: each row's
+// message its line, the JSON keys in the line (no metadata), the
+// metadata apart.
+func TestGoldenMsgLine(t *testing.T) {
+	path := filepath.Join("testdata", "golden", "msgline-v7.part")
+	if *update && part.Version == 7 {
+		d := loki.Decoder{Limits: loki.DefaultLimits, Discover: loki.Discovery{LogLevels: true}, Fields: loki.DefaultLineFields}
+		b := &record.Batch{}
+		if _, err := d.DecodeJSON([]byte(msgLineBody), b); err != nil {
+			t.Fatal(err)
+		}
+		var enc rows.Encoder
+		blk, err := rows.Decode(enc.Append(nil, "t", b))
+		if err != nil {
+			t.Fatal(err)
+		}
+		writePart(t, vfs.OS, path+".tmp", []*rows.Block{blk})
+		if err := os.Rename(path+".tmp", path); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rd, err := part.Open(vfs.OS, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rd.Close()
+	got := dumpPart(t, rd)
+	wantPath := strings.TrimSuffix(path, ".part") + ".want"
+	if *update && part.Version == 7 {
+		if err := os.WriteFile(wantPath, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(wantPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got != string(want) {
+		t.Errorf("%s reads differently from %s: old data no longer reads as written\n got:\n%s", path, wantPath, got)
+	}
+	var blk part.Block
+	if err := rd.ReadRows(0, &blk); err != nil {
+		t.Fatal(err)
+	}
+	var metas []string
+	inLine := 0
+	for _, r := range blk.Rows {
+		if !r.MsgIsLine() || !r.MsgInLine || r.MsgOff != 0 || string(r.Msg) != string(r.Line) {
+			t.Errorf("row %q: message %q, not its line", r.Line, r.Msg)
+		}
+		for k := range r.Fields {
+			f := &r.Fields[k]
+			if r.IsMetadata(f) {
+				metas = append(metas, blk.Names[f.Name]+"="+string(f.Value))
+			} else if f.FromLine {
+				inLine++
+				if !strings.Contains(string(r.Line), string(f.Value)) {
+					t.Errorf("row %q: field %s=%q is not in its line", r.Line, blk.Names[f.Name], f.Value)
+				}
+			} else if f.InLine {
+				inLine++
+				if string(r.Line[f.Off:int(f.Off)+len(f.Value)]) != string(f.Value) {
+					t.Errorf("row %q: field %s=%q is not its line's bytes at %d", r.Line, blk.Names[f.Name], f.Value, f.Off)
+				}
+			} else {
+				t.Errorf("row %q: field %s neither metadata nor in the line", r.Line, blk.Names[f.Name])
+			}
+		}
+	}
+	wantMeta := []string{"detected_level=info", "trace=ab12", "detected_level=error", "trace=meta", "detected_level=warn",
+		"detected_level=error", "detected_level=unknown", "detected_level=info", "trace=cd34", "detected_level=unknown"}
+	if !slices.Equal(metas, wantMeta) {
+		t.Errorf("metadata %q, want %q", metas, wantMeta)
+	}
+	if inLine != 3+3+3+3+1 {
+		t.Errorf("%d fields parsed from the lines, want 13", inLine)
+	}
+	if rd.Blocks[0].Fields != part.FieldsOutOfLine {
+		t.Errorf("block fields %v: its rows' metadata are out of their lines", rd.Blocks[0].Fields)
 	}
 }

@@ -23,9 +23,10 @@ import (
 // version 3 the text columns' gram filters (grams.go); version 4 the JSON
 // flags of the templates' in-line slots (jsontext.go); version 5 each
 // block's flags in the index (BlockMeta.Fields); version 6 the
-// dictionary-and-rest column encoding (enc_dictrest.go).
+// dictionary-and-rest column encoding (enc_dictrest.go); version 7 the
+// templates whose rows' message is their line (tmplMsgLine).
 const (
-	Version    = 6
+	Version    = 7
 	minVersion = 1
 )
 
