@@ -27,6 +27,7 @@ type fileConfig struct {
 	Retention      string              `yaml:"retention"`
 	MaxTenantBytes int64               `yaml:"max_tenant_bytes"`
 	Pprof          *bool               `yaml:"pprof"`
+	LokiJSONFields *bool               `yaml:"loki_json_fields"`
 	Discover       discoverConfig      `yaml:"discover"`
 	Limits         limitsConfig        `yaml:"limits"`
 	Syslog         syslogConfig        `yaml:"syslog"`
@@ -152,6 +153,9 @@ func (c *fileConfig) apply(o *serveOpts, fs *flag.FlagSet) error {
 	}
 	if c.Pprof != nil && !set["pprof"] {
 		cfg.Pprof = *c.Pprof
+	}
+	if c.LokiJSONFields != nil && !set["loki-json-fields"] {
+		cfg.LokiFields.JSON = *c.LokiJSONFields
 	}
 	if c.Discover.ServiceName != nil && !set["discover-service-name"] {
 		o.discoverService = strings.Join(*c.Discover.ServiceName, ",")

@@ -106,6 +106,7 @@ SIGTERM or SIGINT drains the requests in flight, then closes the store.`,
 		fs.IntVar(&cfg.Admission.MaxTails, "max-tails", cfg.Admission.MaxTails, "tail WebSockets open at once; one more gets 429 (0: no limit)")
 		fs.IntVar(&cfg.Admission.MaxTenantTails, "max-tenant-tails", cfg.Admission.MaxTenantTails, "tail WebSockets one tenant may have open; one more gets 429 (0: no limit)")
 		fs.StringVar(&o.discoverService, "discover-service-name", strings.Join(loki.DefaultServiceNameLabels, ","), "as Loki, give a Loki or OTLP push stream without service_name the first of these `labels` (comma-separated) it has as service_name, else unknown_service (empty: add none)")
+		fs.BoolVar(&cfg.LokiFields.JSON, "loki-json-fields", true, "keep the keys of a Loki or OTLP push line that is a JSON object as fields, stored as columns that `| json` reads without the line (the line is kept byte for byte either way; the fields are no labels)")
 		fs.BoolVar(&cfg.Discover.LogLevels, "discover-log-levels", true, "as Loki, give each Loki or OTLP push entry a detected_level structured metadata, from a level label, metadata or field, or the line")
 		fs.StringVar(&o.rules, "rules", "", "apply the rules in this YAML `file` (see rules.example.yaml) to every line before it is stored; reloaded on change and on SIGHUP")
 		fs.StringVar(&o.config, "config", "", "read settings from this YAML `file` (see sluice.example.yaml); flags given win")
@@ -142,6 +143,7 @@ func (o *serveOpts) run(args []string, e *env) error {
 			return err
 		}
 	}
+	o.cfg.LokiFields.MaxFields = o.cfg.Parse.Record.MaxFields
 	o.cfg.Discover.ServiceName = nil
 	for _, l := range strings.Split(o.discoverService, ",") {
 		if l = strings.TrimSpace(l); l != "" {

@@ -2,6 +2,7 @@ package query
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"strings"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/sluicelog/sluice/internal/logql"
 	"github.com/sluicelog/sluice/internal/parse"
+	"github.com/sluicelog/sluice/internal/protocol/loki"
 	"github.com/sluicelog/sluice/internal/record"
 	"github.com/sluicelog/sluice/internal/store"
 	"github.com/sluicelog/sluice/internal/vfs"
@@ -42,7 +44,7 @@ func (g *queryGen) pick(n int) int {
 func (g *queryGen) one(s ...string) string { return s[g.pick(len(s))] }
 
 var (
-	genSelectors = []string{`{service=~"api|web"}`, `{service="api"}`, `{service=~".+"}`, `{service!="web", service=~".+"}`, `{service="lf"}`, `{job="nginx"}`}
+	genSelectors = []string{`{service=~"api|web"}`, `{service="api"}`, `{service=~".+"}`, `{service!="web", service=~".+"}`, `{service="lf"}`, `{job="nginx"}`, `{service="pushed"}`}
 	genFilters   = []string{`|= "error"`, `!= "debug"`, `|~ "(?i)err(or)?"`, `|~ "m[0-3]"`, `|= "error" or "warn"`, `!~ "declined|ok"`, `|> "<_>error<_>"`, `|= "GET"`, `|~ "status\":5"`, `|= ip("10.0.0.0/8")`,
 		// Alternations: exact (the store decides the rows), folding (with
 		// an s: the store keeps candidates), a chain, and required
@@ -223,12 +225,58 @@ func diffSnapshot(tb testing.TB) *store.Snapshot {
 				return
 			}
 		}
+		if err := pushLines(st, columnLines(1200)); err != nil {
+			diffStore.err = err
+			return
+		}
 		diffStore.sn = st.Snapshot() // closed by TestMain
 	})
 	if diffStore.err != nil {
 		tb.Fatal(diffStore.err)
 	}
 	return diffStore.sn
+}
+
+// pushLines stores lines as Loki's push API takes them, in stream
+// {service="pushed"}: JSON lines keep their keys as fields of the line,
+// which are no labels, beside structured metadata (a detected_level on
+// each; on some a trace_id, or a level, which makes a line's own level
+// level_extracted). Half go to parts, the rest stay in the head.
+func pushLines(st *store.Store, lines []string) error {
+	var body strings.Builder
+	body.WriteString(`{"streams":[{"stream":{"service":"pushed"},"values":[`)
+	for i, l := range lines {
+		if i > 0 {
+			body.WriteByte(',')
+		}
+		ts := time.Date(2026, 1, 15, 8, 0, 0, 0, time.UTC).Add(time.Duration(i) * 11 * time.Millisecond).UnixNano()
+		q, _ := json.Marshal(l)
+		fmt.Fprintf(&body, `["%d",%s`, ts, q)
+		switch i % 5 {
+		case 1:
+			fmt.Fprintf(&body, `,{"trace_id":"t%d"}`, i%7)
+		case 2:
+			fmt.Fprintf(&body, `,{"level":"%s"}`, []string{"meta", "error"}[i%2])
+		}
+		body.WriteByte(']')
+	}
+	body.WriteString(`]}]}`)
+	d := loki.Decoder{Limits: loki.DefaultLimits, Discover: loki.Discovery{LogLevels: true}, Fields: loki.DefaultLineFields}
+	b := &record.Batch{}
+	if res, err := d.DecodeJSON([]byte(body.String()), b); err != nil || res.Rejected > 0 {
+		return fmt.Errorf("push: %v %v", err, res.Reasons)
+	}
+	half := *b
+	half.Records = b.Records[:len(b.Records)/2]
+	if err := st.Append(context.Background(), store.DefaultTenant, &half); err != nil {
+		return err
+	}
+	if err := st.Flush(); err != nil {
+		return err
+	}
+	rest := *b
+	rest.Records = b.Records[len(b.Records)/2:]
+	return st.Append(context.Background(), store.DefaultTenant, &rest)
 }
 
 // sameAnswer runs q on the engine and on the reference and reports how

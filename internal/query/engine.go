@@ -23,10 +23,12 @@ type Source interface {
 	// ScanColumns calls rowFn for the stream's rows in [from, to] that
 	// are not in stored blocks read columnar (the head's first), then
 	// blockFn for its stored blocks with rows in [from, to], read
-	// columnar, newest first (blocks may overlap in time).
+	// columnar, newest first (blocks may overlap in time); a block whose
+	// rows may have structured metadata only when metaOK (or nil: never)
+	// takes it, else rowFn for its rows.
 	// Only the share of the stream that shard names (ScanOptions.Shard
 	// for Scan).
-	ScanColumns(ctx context.Context, tenant string, stream record.Labels, from, to int64, shard store.Shard, blockFn store.BlockFunc, rowFn store.RowFunc) error
+	ScanColumns(ctx context.Context, tenant string, stream record.Labels, from, to int64, shard store.Shard, blockFn store.BlockFunc, metaOK store.MetaFunc, rowFn store.RowFunc) error
 }
 
 // Warner is a Source that can say what its reads left out (damaged data

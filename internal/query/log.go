@@ -147,7 +147,7 @@ func (ev *evaluator) logLines(ctx context.Context, x *logql.LogExpr) ([]logLine,
 			w.columns(x).none = unknown // its outcome holds for one stream
 			err = ev.src.ScanColumns(ctx, ev.p.Tenant, ls, from, to, store.Shard{}, func(b *part.Block) error {
 				return w.block(ev, ls, b, from, to, cut, keep)
-			}, row)
+			}, nil, row) // a line's labels are its metadata too
 		} else {
 			err = ev.src.Scan(ctx, ev.p.Tenant, ls, from, to, opts, row)
 		}

@@ -14,6 +14,7 @@ import (
 	"github.com/sluicelog/sluice/internal/record"
 	"github.com/sluicelog/sluice/internal/rows"
 	"github.com/sluicelog/sluice/internal/stage"
+	"github.com/sluicelog/sluice/internal/store"
 	"github.com/sluicelog/sluice/internal/store/part"
 )
 
@@ -421,11 +422,11 @@ func (ev *evaluator) rangeStates(ctx context.Context, x *logql.RangeAggregation,
 		case timesOnly:
 			err = ev.src.ScanColumns(ctx, ev.p.Tenant, ls, from, to, u.shard, func(b *part.Block) error {
 				return w.countTimes(ev, ls, b, from, to)
-			}, row)
+			}, metaUnseen(hints.observed), row)
 		case columnar:
 			err = ev.src.ScanColumns(ctx, ev.p.Tenant, ls, from, to, u.shard, func(b *part.Block) error {
 				return w.block(ev, ls, b, from, to)
-			}, row)
+			}, metaUnseen(hints.observed), row)
 		default:
 			o := opts
 			o.CountAll = countsAll
@@ -465,6 +466,25 @@ func (ev *evaluator) rangeStates(ctx context.Context, x *logql.RangeAggregation,
 		})
 	}
 	return merged, nil
+}
+
+// metaUnseen returns the store.MetaFunc of a range aggregation that
+// observes the labels o: it takes a block whose rows may have structured
+// metadata when o sees none of the names the metadata may have
+// (stage.Observed.Sees), for then the rows' answers are what they would
+// be without it. nil (no block) when o is nil: every label counts.
+func metaUnseen(o *stage.Observed) store.MetaFunc {
+	if o == nil {
+		return nil
+	}
+	return func(b *part.Block) bool {
+		for _, c := range b.MetaColumns() {
+			if o.Sees(b.Names[c]) {
+				return false
+			}
+		}
+		return true
+	}
 }
 
 // seriesCount reports whether x, a vector aggregation, is a count of

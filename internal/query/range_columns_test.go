@@ -597,3 +597,58 @@ func TestFilterSweepSameAsRows(t *testing.T) {
 		`sum by (service) (count_over_time(` + all + ` | json | http_path="true" or http_method="1" [1h]))`,
 	})
 }
+
+// TestPushedSameAsRows: JSON lines pushed through Loki's push API keep
+// their keys as columns, beside structured metadata (pushLines): queries
+// that see none of the metadata's names read them from columns, the
+// others read rows, and both answer as the reference does.
+func TestPushedSameAsRows(t *testing.T) {
+	sn := diffSnapshot(t)
+	at := time.Date(2026, 1, 15, 8, 0, 20, 0, time.UTC).UnixNano()
+	pushed := `{service="pushed"}`
+	for _, c := range []struct {
+		q        string
+		columnar bool // the metadata's names are not seen: rows from columns
+	}{
+		{`sum by (service) (count_over_time(` + pushed + ` | json | http_status >= 500 | __error__="" [1h]))`, true},
+		{`sum by (service_extracted) (count_over_time(` + pushed + ` | json | __error__="" [1h]))`, true},
+		{`sum(count_over_time(` + pushed + ` | json msg | msg=~"m[0-3]" | __error__="" [1h]))`, true},
+		{`sum by (method) (count_over_time(` + pushed + ` | json method="http.method" | __error__="" [1h]))`, true},
+		{`sum(sum_over_time(` + pushed + ` | json lat="http.latency_ms" | unwrap lat | __error__="" [1h]))`, true},
+		// level is metadata of some rows: the lines' own level is then
+		// level_extracted; trace_id and detected_level are metadata.
+		{`sum by (level) (count_over_time(` + pushed + ` | json level | __error__="" [1h]))`, false},
+		{`sum by (level_extracted) (count_over_time(` + pushed + ` | json | __error__="" [1h]))`, false},
+		{`sum by (trace_id) (count_over_time(` + pushed + ` | json | __error__="" [1h]))`, false},
+		{`sum by (detected_level) (count_over_time(` + pushed + `[1h]))`, false},
+		{`sum by (service) (count_over_time(` + pushed + ` | json | detected_level="error" | __error__="" [1h]))`, false},
+		{`count_over_time(` + pushed + ` | json msg | __error__="" [1h])`, false}, // every label is the series'
+	} {
+		if diff := sameAnswer(sn, c.q, false, false); diff != "" {
+			t.Errorf("%s: %s", c.q, diff)
+			continue
+		}
+		p := Params{Tenant: store.DefaultTenant, Query: c.q, Start: at, End: at, Instant: true}
+		res, err := (&Engine{workers: 2, limits: DefaultLimits}).Exec(context.Background(), sn, p)
+		if err != nil {
+			t.Fatalf("%s: %v", c.q, err)
+		}
+		if got := res.Stats.RowsColumnar > 0; got != c.columnar {
+			t.Errorf("%s: %d of %d rows read from columns, want columns %v", c.q, res.Stats.RowsColumnar, res.Stats.Rows, c.columnar)
+		}
+	}
+	// Range queries over steps, and the same logs read newest first.
+	for _, q := range []string{
+		`sum(count_over_time(` + pushed + ` [2s]))`,
+		`sum by (service) (rate(` + pushed + ` | json | http_status >= 400 | __error__="" [3s]))`,
+	} {
+		if diff := sameAnswer(sn, q, false, false); diff != "" {
+			t.Errorf("%s: %s", q, diff)
+		}
+	}
+	for _, q := range []string{pushed + ` | json | http_status >= 500`, pushed + ` | json level | level="error"`} {
+		if diff := sameAnswer(sn, q, true, true); diff != "" {
+			t.Errorf("%s: %s", q, diff)
+		}
+	}
+}

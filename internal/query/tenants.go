@@ -105,10 +105,10 @@ func (m *multiSource) Scan(ctx context.Context, _ string, stream record.Labels, 
 	return m.src.Scan(ctx, ts.tenant, ts.labels, from, to, opts, fn)
 }
 
-func (m *multiSource) ScanColumns(ctx context.Context, _ string, stream record.Labels, from, to int64, shard store.Shard, blockFn store.BlockFunc, rowFn store.RowFunc) error {
+func (m *multiSource) ScanColumns(ctx context.Context, _ string, stream record.Labels, from, to int64, shard store.Shard, blockFn store.BlockFunc, metaOK store.MetaFunc, rowFn store.RowFunc) error {
 	ts, err := m.resolve(stream)
 	if err != nil {
 		return err
 	}
-	return m.src.ScanColumns(ctx, ts.tenant, ts.labels, from, to, shard, blockFn, rowFn)
+	return m.src.ScanColumns(ctx, ts.tenant, ts.labels, from, to, shard, blockFn, metaOK, rowFn)
 }

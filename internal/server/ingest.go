@@ -498,9 +498,9 @@ func (s *Server) handleLines(w http.ResponseWriter, r *http.Request, tenant stri
 // put back.
 var lokiDecoders = sync.Pool{New: func() any { return &loki.Decoder{Reuse: true} }}
 
-func getLokiDecoder(l loki.Limits, disc loki.Discovery) *loki.Decoder {
+func (s *Server) getLokiDecoder() *loki.Decoder {
 	d := lokiDecoders.Get().(*loki.Decoder)
-	d.Limits, d.Discover = l, disc
+	d.Limits, d.Discover, d.Fields = s.cfg.Loki, s.cfg.Discover, s.cfg.LokiFields
 	return d
 }
 
@@ -516,7 +516,7 @@ func (s *Server) handleLoki(w http.ResponseWriter, r *http.Request, tenant strin
 	if err != nil {
 		return bodyError(w, err), 0
 	}
-	d := getLokiDecoder(s.cfg.Loki, s.cfg.Discover)
+	d := s.getLokiDecoder()
 	defer putLokiDecoder(d)
 	b := record.GetBatch()
 	defer record.PutBatch(b)

@@ -43,7 +43,7 @@ func (s *Server) handleOTLP(w http.ResponseWriter, r *http.Request, tenant strin
 			}
 		}
 	}
-	d := getLokiDecoder(s.cfg.Loki, s.cfg.Discover)
+	d := s.getLokiDecoder()
 	defer putLokiDecoder(d)
 	b := record.GetBatch()
 	defer record.PutBatch(b)

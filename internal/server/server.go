@@ -55,6 +55,8 @@ type Config struct {
 	// Discover is what Loki and OTLP pushes get added as Loki's
 	// distributor adds it: service_name and detected_level.
 	Discover loki.Discovery
+	// LokiFields says which Loki and OTLP push lines keep their fields.
+	LokiFields loki.LineFields
 	// Pprof serves /debug/pprof/.
 	Pprof bool
 	// ShutdownTimeout bounds how long Serve waits for requests in flight
@@ -121,6 +123,7 @@ func DefaultConfig() Config {
 		InflightWait:        time.Second,
 		Loki:                loki.DefaultLimits,
 		Discover:            loki.DefaultDiscovery,
+		LokiFields:          loki.DefaultLineFields,
 		Query:               query.DefaultLimits,
 		ShutdownTimeout:     30 * time.Second,
 		BodyIdleTimeout:     30 * time.Second,

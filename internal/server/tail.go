@@ -283,8 +283,8 @@ func (ts tailSource) Scan(ctx context.Context, tenant string, stream record.Labe
 	return ts.sn.Scan(ctx, tenant, stream, from, to, opts, fn)
 }
 
-func (ts tailSource) ScanColumns(ctx context.Context, tenant string, stream record.Labels, from, to int64, shard store.Shard, blockFn store.BlockFunc, rowFn store.RowFunc) error {
-	return ts.sn.ScanColumns(ctx, tenant, stream, from, to, shard, blockFn, rowFn)
+func (ts tailSource) ScanColumns(ctx context.Context, tenant string, stream record.Labels, from, to int64, shard store.Shard, blockFn store.BlockFunc, metaOK store.MetaFunc, rowFn store.RowFunc) error {
+	return ts.sn.ScanColumns(ctx, tenant, stream, from, to, shard, blockFn, metaOK, rowFn)
 }
 
 // acquire returns a snapshot of st no older than tailSnapshotAge; the

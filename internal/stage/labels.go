@@ -70,7 +70,7 @@ func (b *Labels) setMeta(name, value string) {
 		return
 	}
 	if b.IsStream(name) {
-		name += "_extracted"
+		name += ExtractedSuffix
 	}
 	b.set(name, value)
 	b.meta = append(b.meta, name)
@@ -156,7 +156,7 @@ func (b *Labels) set(name, value string) {
 // "_extracted", as in Loki.
 func (b *Labels) setExtracted(name, value string) {
 	if b.IsStream(name) || b.IsMeta(name) {
-		name += "_extracted"
+		name += ExtractedSuffix
 	}
 	b.set(name, value)
 }

@@ -40,6 +40,23 @@ func (o *Observed) observesBytes(name []byte) bool {
 	return false
 }
 
+// Sees reports whether a row's label named name, set before the
+// pipeline (structured metadata, say), could change what the query
+// answers: o observes name, or name_extracted, which a parser names its
+// own label of name when the row has that label already. Always for nil
+// (every label).
+func (o *Observed) Sees(name string) bool {
+	if o == nil {
+		return true
+	}
+	for _, n := range o.names {
+		if n == name || len(n) == len(name)+len(ExtractedSuffix) && n[:len(name)] == name && n[len(name):] == ExtractedSuffix {
+			return true
+		}
+	}
+	return false
+}
+
 // allSet reports whether every label o observes but the error labels
 // is set in lb: then no parser can set another label the query sees
 // (the first value of a name wins), and what is left of a line need

@@ -118,7 +118,7 @@ func TestDamagedBlockQuarantined(t *testing.T) {
 	n := 0
 	for _, ls := range sn.Streams("default", math.MinInt64, math.MaxInt64) {
 		err := sn.ScanColumns(context.Background(), "default", ls, math.MinInt64, math.MaxInt64, Shard{},
-			func(b *part.Block) error { n += b.NumRows(); return nil }, func(*rows.Row, []string) error { n++; return nil })
+			func(b *part.Block) error { n += b.NumRows(); return nil }, nil, func(*rows.Row, []string) error { n++; return nil })
 		if err != nil {
 			t.Fatal(err)
 		}

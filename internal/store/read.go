@@ -642,6 +642,11 @@ func (sn *Snapshot) StreamStats(ctx context.Context, tenant string, from, to int
 // walk. The block is valid only during the call.
 type BlockFunc func(b *part.Block) error
 
+// MetaFunc says whether a BlockFunc takes block b, whose rows may have
+// structured metadata (part.Block.OutOfLine): one that reads none of
+// the metadata's names (part.Block.MetaColumns) may.
+type MetaFunc func(b *part.Block) bool
+
 // rowsOf calls fn for each row of block i of rd in [from, to].
 func rowsOf(rd *part.Reader, i int, from, to int64, fn RowFunc) error {
 	blk := blockPool.Get().(*part.Block)
@@ -664,11 +669,12 @@ func rowsOf(rd *part.Reader, i int, from, to int64, fn RowFunc) error {
 // blockFn for each stored block of one stream of a tenant with rows in
 // [from, to], newest first (by their newest row; blocks may overlap in
 // time), or rowFn for each row in [from, to] of a block with fields out
-// of its lines (structured metadata, see ScanOptions.Meta); only the
-// share of the stream that shard names. For queries
-// that read a few values of every row rather than lines, and for log
-// queries that want the newest lines and can stop early.
-func (sn *Snapshot) ScanColumns(ctx context.Context, tenant string, stream record.Labels, from, to int64, shard Shard, blockFn BlockFunc, rowFn RowFunc) error {
+// of its lines (structured metadata, see ScanOptions.Meta) unless metaOK
+// (which may be nil) takes it; only the share of the stream that shard
+// names. For queries that read a few values of every row rather than
+// lines, and for log queries that want the newest lines and can stop
+// early.
+func (sn *Snapshot) ScanColumns(ctx context.Context, tenant string, stream record.Labels, from, to int64, shard Shard, blockFn BlockFunc, metaOK MetaFunc, rowFn RowFunc) error {
 	key := stream.String()
 	var its []rowIter
 	for _, h := range sn.heads {
@@ -716,9 +722,9 @@ func (sn *Snapshot) ScanColumns(ctx context.Context, tenant string, stream recor
 			}
 			return err
 		}
-		if blk.OutOfLine() {
-			// Its rows may carry structured metadata, which the
-			// columnar path knows nothing of: they go to rowFn.
+		if blk.OutOfLine() && (metaOK == nil || !metaOK(blk)) {
+			// Its rows may carry structured metadata, which blockFn
+			// would not see: they go to rowFn.
 			if err := rowsOf(p.rd, i, from, to, rowFn); err != nil {
 				if skip != nil && skip(err) {
 					continue

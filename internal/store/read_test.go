@@ -317,7 +317,7 @@ func TestShards(t *testing.T) {
 							cur.Next(tm)
 						}
 						return nil
-					},
+					}, nil,
 					func(r *rows.Row, _ []string) error {
 						cols = append(cols, string(r.Line))
 						return nil

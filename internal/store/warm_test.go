@@ -31,7 +31,7 @@ func TestWarmBlockCache(t *testing.T) {
 		for _, ls := range sn.Streams("default", math.MinInt64, math.MaxInt64) {
 			err := sn.ScanColumns(context.Background(), "default", ls, math.MinInt64, math.MaxInt64, Shard{}, func(b *part.Block) error {
 				return b.DecodeTimes()
-			}, func(*rows.Row, []string) error { return nil })
+			}, nil, func(*rows.Row, []string) error { return nil })
 			if err != nil {
 				t.Fatal(err)
 			}

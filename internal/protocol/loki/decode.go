@@ -39,6 +39,8 @@ type Decoder struct {
 	// Discover is what the decoder adds as Loki's distributor does
 	// (zero: nothing).
 	Discover Discovery
+	// Fields says which lines keep the fields they hold (zero: none).
+	Fields LineFields
 	// Reuse gives each batch the tables of the batch before, reset,
 	// rather than new ones (a table's first page is tens of KB, more
 	// than a one-line push), while they stay small.
@@ -51,6 +53,7 @@ type Decoder struct {
 	buf     []byte
 	lower   []byte    // DetectLevel's scratch
 	json    jsonState // DecodeJSON's
+	fields  jsonFields
 }
 
 // Clear drops what the decoder holds of the last body it decoded (views
@@ -91,6 +94,7 @@ func (d *Decoder) batch(b *record.Batch) {
 		d.streams.Reset()
 	}
 	b.Names, b.Streams = d.names, d.streams
+	d.fields.ids = d.fields.ids[:0] // for the names of the batch before
 	if !d.Reuse {
 		d.names, d.streams = nil, nil
 	}
@@ -116,6 +120,9 @@ func (d *Decoder) add(b *record.Batch, stream uint32, ts int64, line []byte, met
 	rec := record.Record{Time: ts, TimeSource: record.FromData, Stream: stream, MsgFlags: flags,
 		Line: record.Span{Off: start, Len: uint32(len(line))}, FieldStart: uint32(len(b.Fields))}
 	rec.Msg = rec.Line
+	if d.Fields.JSON {
+		d.fields.add(b, rec.Line, d.Fields.MaxFields)
+	}
 	level := ""
 	if d.Discover.LogLevels {
 		// As Loki: a detected_level sent is kept (its known spellings
