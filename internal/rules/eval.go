@@ -76,6 +76,7 @@ type evaluator struct {
 	cands   []int32     // scratch of streamRules
 	val     []byte      // a value as redactAll redacts it
 	patches [][2][]byte // escaped text in the line, and its redacted replacement
+	inLine  []bool      // commitRedaction: which fields of a record were in its line
 	// heads, parsers and tails are the parts of the rules' split
 	// pipelines (see rule.splitParser); parsed holds what each parser
 	// found of the current line, until the line or its labels change.
@@ -1027,6 +1028,16 @@ func (ev *evaluator) commitRedaction(b *record.Batch, i int, line []byte, lineCh
 		}
 	}
 	fs := b.RecordFields(i)
+	// A record whose message is its line (a Loki push's) holds the keys
+	// of a JSON line as fields of the line beside its structured
+	// metadata: which are which is known by their place, before the
+	// redaction moves values.
+	ev.inLine = ev.inLine[:0]
+	if msgIsLine {
+		for k := range fs {
+			ev.inLine = append(ev.inLine, rec.InLine(&fs[k]))
+		}
+	}
 	for k := range fs {
 		f := &fs[k]
 		if f.Kind == record.Null || f.Kind == record.Bool {
@@ -1060,6 +1071,17 @@ func (ev *evaluator) commitRedaction(b *record.Batch, i int, line []byte, lineCh
 		if msgIsLine {
 			rec.Msg = rec.Line
 			rec.MsgFlags = utf8Flag(line)
+			// The fields parsed from the old line go (the new one is
+			// stored as text); held apart from the new line, they would
+			// read as structured metadata. The metadata stay.
+			kept := 0
+			for k := range fs {
+				if !ev.inLine[k] {
+					fs[kept] = fs[k]
+					kept++
+				}
+			}
+			rec.NumFields = uint32(kept)
 		}
 	}
 	return true

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/sluicelog/sluice/internal/parse"
+	"github.com/sluicelog/sluice/internal/protocol/loki"
 	"github.com/sluicelog/sluice/internal/record"
 )
 
@@ -528,6 +529,41 @@ func TestCommonSubstring(t *testing.T) {
 		}
 		if got := string(commonSubstring(lits)); got != c.want {
 			t.Errorf("%q: %q, want %q", c.lits, got, c.want)
+		}
+	}
+}
+
+// TestRedactPushedJSON: a redacted JSON line of a Loki push, whose keys
+// are fields of the line, keeps its structured metadata as metadata and
+// none of its parsed keys becomes one (they go with the old line).
+func TestRedactPushedJSON(t *testing.T) {
+	s := compile(t, "rules:\n  - name: m\n    redact: {detectors: [email]}\n")
+	d := loki.Decoder{Limits: loki.DefaultLimits, Fields: loki.DefaultLineFields}
+	b := &record.Batch{}
+	body := `{"streams":[{"stream":{"app":"x"},"values":[["1","{\"msg\":\"mail bob@example.com\",\"n\":7}",{"trace":"t1","owner":"carol@corp.io"}],["2","{\"msg\":\"nothing here\"}",{"trace":"t2"}]]}]}`
+	if _, err := d.DecodeJSON([]byte(body), b); err != nil {
+		t.Fatal(err)
+	}
+	s.Apply(b)
+	want := []string{"owner=<redacted> trace=t1", "msg=nothing here@ trace=t2"}
+	for i := range b.Records {
+		r := &b.Records[i]
+		line := string(b.Bytes(r.Line))
+		if strings.Contains(line, "@example.com") || !r.MsgIsLine() {
+			t.Errorf("record %d: line %s", i, line)
+		}
+		var got []string
+		for _, f := range b.RecordFields(i) {
+			v := b.Name(&f) + "=" + string(b.AppendString(nil, &f))
+			if r.InLine(&f) {
+				v += "@"
+			} else if !r.IsMetadata(&f) {
+				t.Errorf("record %d: field %s neither in the line nor metadata", i, v)
+			}
+			got = append(got, v)
+		}
+		if strings.Join(got, " ") != want[i] {
+			t.Errorf("record %d: fields %q, want %q", i, strings.Join(got, " "), want[i])
 		}
 	}
 }
