@@ -201,6 +201,9 @@ func (e *Engine) Eval(ctx context.Context, src Source, expr logql.Expr, p Params
 	if len(p.Tenants) > 1 {
 		src = newMultiSource(src, p.Tenants)
 	}
+	if !e.reference {
+		expr = pruned(expr)
+	}
 	ev := &evaluator{e: e, src: src, p: p}
 	var res *Result
 	var err error

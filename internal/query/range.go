@@ -429,6 +429,7 @@ func (ev *evaluator) rangeStates(ctx context.Context, x *logql.RangeAggregation,
 			}, metaUnseen(hints.observed), row)
 		default:
 			o := opts
+			o.MetaOK = metaUnseen(hints.observed)
 			o.CountAll = countsAll
 			if o.NoLines || o.CountAll {
 				// A block whose rows all count in the same windows is
@@ -472,7 +473,8 @@ func (ev *evaluator) rangeStates(ctx context.Context, x *logql.RangeAggregation,
 // observes the labels o: it takes a block whose rows may have structured
 // metadata when o sees none of the names the metadata may have
 // (stage.Observed.Sees), for then the rows' answers are what they would
-// be without it. nil (no block) when o is nil: every label counts.
+// be without it (read columnar, or as lines alone, or counted from the
+// index). nil (no block) when o is nil: every label counts.
 func metaUnseen(o *stage.Observed) store.MetaFunc {
 	if o == nil {
 		return nil

@@ -637,8 +637,17 @@ func TestPushedSameAsRows(t *testing.T) {
 			t.Errorf("%s: %d of %d rows read from columns, want columns %v", c.q, res.Stats.RowsColumnar, res.Stats.Rows, c.columnar)
 		}
 	}
-	// Range queries over steps, and the same logs read newest first.
+	// The row path: counts from the index and lines read without the
+	// metadata where the query sees none of its names, and with it
+	// where it does; over steps too; and the same logs read newest
+	// first.
 	for _, q := range []string{
+		`sum by (service) (count_over_time(` + pushed + ` [1h]))`,
+		`sum by (trace_id) (count_over_time(` + pushed + ` [1h]))`,
+		`sum by (service) (count_over_time(` + pushed + ` |= "m1" [1h]))`,
+		`sum by (level) (count_over_time(` + pushed + ` |= "m1" [1h]))`,
+		`sum by (service) (count_over_time(` + pushed + ` | logfmt | __error__="" [1h]))`,
+		`sum by (level_extracted) (count_over_time(` + pushed + ` | regexp "\"level\":\"(?P<level>[a-z]+)" [1h]))`,
 		`sum(count_over_time(` + pushed + ` [2s]))`,
 		`sum by (service) (rate(` + pushed + ` | json | http_status >= 400 | __error__="" [3s]))`,
 	} {

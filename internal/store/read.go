@@ -180,6 +180,12 @@ type ScanOptions struct {
 	// with Meta, its rows may have structured metadata (which are labels
 	// to the caller): then its rows are yielded.
 	CountAll bool
+	// MetaOK, with Meta, takes a stored block whose rows may have
+	// structured metadata (asked after reading its columns' directory,
+	// part.Block.MetaColumns) as if they had none: the caller reads none
+	// of the metadata's names, so its block is read (or counted) as a
+	// block without Meta is.
+	MetaOK MetaFunc
 }
 
 // Scan calls fn for every row of one stream of a tenant with a time in
@@ -342,6 +348,12 @@ type partIter struct {
 	count    func(minTime, maxTime int64) func(n int) error // ScanOptions.BlockCount
 	countAll bool                                           // ScanOptions.CountAll
 	meta     bool                                           // ScanOptions.Meta
+	metaOK   MetaFunc                                       // ScanOptions.MetaOK
+	// cur is the question of the current block's read: lines, or
+	// noMeta (lines without Meta) for a block metaOK took.
+	cur    *part.LineRead
+	noMeta part.LineRead
+	plain  bool // metaOK found the current block's rows free of metadata, or took them
 	// skip, if set, is asked about a block that does not read: true
 	// means it was noted as damaged and the read goes on without it.
 	skip     func(error) bool
@@ -369,6 +381,13 @@ func newPartIter(rd *part.Reader, stream uint32, from, to int64, opts ScanOption
 			q.Newest, q.From, q.To = opts.Newest, from, to
 		}
 		it.lines = q
+		if q.Meta && opts.MetaOK != nil {
+			it.noMeta = *q
+			it.noMeta.Meta = false
+		}
+	}
+	if opts.Meta {
+		it.metaOK = opts.MetaOK
 	}
 	if opts.CountAll && len(opts.Contains) == 0 && opts.BlockCount != nil {
 		it.count, it.countAll, it.meta = opts.BlockCount, true, opts.Meta
@@ -425,6 +444,22 @@ func (it *partIter) next() bool {
 		if it.bi >= len(it.blocks) {
 			return false
 		}
+		it.cur, it.plain = it.lines, false
+		if it.metaOK != nil {
+			free, err := it.metaFree()
+			if err != nil {
+				if it.skip != nil && it.skip(err) {
+					it.blk.Rows, it.i = it.blk.Rows[:0], -1
+					continue
+				}
+				it.e = err
+				return false
+			}
+			it.plain = free
+			if free && it.lines != nil {
+				it.cur = &it.noMeta
+			}
+		}
 		if it.countAll {
 			counted, err := it.countFromIndex()
 			if err != nil {
@@ -442,7 +477,7 @@ func (it *partIter) next() bool {
 		} else if it.count != nil {
 			bm := &it.rd.Blocks[it.blocks[it.bi]]
 			if fn := it.count(bm.MinTime, bm.MaxTime); fn != nil {
-				n, err := it.rd.CountLines(it.blocks[it.bi], it.blk, it.lines)
+				n, err := it.rd.CountLines(it.blocks[it.bi], it.blk, it.cur)
 				if !errors.Is(err, part.ErrOutOfLine) { // else its rows are read below
 					if err != nil && it.skip != nil && it.skip(err) {
 						it.blk.Rows, it.i = it.blk.Rows[:0], -1
@@ -477,15 +512,31 @@ func (it *partIter) next() bool {
 
 // read reads the current block: its lines, or its rows whole.
 func (it *partIter) read() error {
-	if it.lines != nil {
-		return it.rd.ReadLines(it.blocks[it.bi], it.blk, it.lines)
+	if it.cur != nil {
+		return it.rd.ReadLines(it.blocks[it.bi], it.blk, it.cur)
 	}
 	return it.rd.ReadRows(it.blocks[it.bi], it.blk)
 }
 
+// metaFree reports whether the current block's rows have no structured
+// metadata, or metaOK takes the block's: then the caller sees it as a
+// block without metadata. It reads the block's columns' directory only
+// when the index says its rows may have some.
+func (it *partIter) metaFree() (bool, error) {
+	i := it.blocks[it.bi]
+	out, err := it.rd.BlockOutOfLine(i, it.blk)
+	if err != nil || !out {
+		return !out, err
+	}
+	if err := it.rd.ReadColumns(i, it.blk); err != nil {
+		return false, err
+	}
+	return it.metaOK(it.blk), nil
+}
+
 // countFromIndex counts the rows of the current block from the part's
 // index if BlockCount takes the block and, with Meta, its rows have no
-// structured metadata; it reports whether it did.
+// structured metadata (or MetaOK took them); it reports whether it did.
 func (it *partIter) countFromIndex() (bool, error) {
 	i := it.blocks[it.bi]
 	bm := &it.rd.Blocks[i]
@@ -493,9 +544,11 @@ func (it *partIter) countFromIndex() (bool, error) {
 	if fn == nil {
 		return false, nil
 	}
-	out, err := it.rd.BlockOutOfLine(i, it.blk)
-	if err != nil || (out && it.meta) {
-		return false, err
+	if it.meta && !it.plain {
+		// Its rows may have metadata, which are labels to the caller.
+		if out, err := it.rd.BlockOutOfLine(i, it.blk); err != nil || out {
+			return false, err
+		}
 	}
 	return true, fn(bm.Rows)
 }
