@@ -59,8 +59,9 @@ type rangeWorker struct {
 	op       rangeOp
 	shape    *matrix
 	rng, off int64
-	win      windowCache // windowsAt's last answer
-	cols     *colPlanner // the columnar path's state (range_columns.go)
+	win      windowCache  // windowsAt's last answer
+	cols     *colPlanner  // the columnar path's state (range_columns.go)
+	meta     *metaCounter // metaCount's (range_meta.go)
 	// by, when the row's series are grouped by labels (by (...), not
 	// without), are the names its key keeps, sorted: seriesOf finds a
 	// known series by looking them up (byKey), without reducing the
@@ -419,6 +420,12 @@ func (ev *evaluator) rangeStates(ctx context.Context, x *logql.RangeAggregation,
 			}
 		}
 		switch {
+		case countsAll && hints.observed.Beyond(ls):
+			// Labels the stream has not (or every label) are asked: its
+			// rows' metadata may have them.
+			err = ev.src.ScanColumns(ctx, ev.p.Tenant, ls, from, to, u.shard, func(b *part.Block) error {
+				return w.metaCount(ev, ls, b, from, to)
+			}, metaCountable, row)
 		case timesOnly:
 			err = ev.src.ScanColumns(ctx, ev.p.Tenant, ls, from, to, u.shard, func(b *part.Block) error {
 				return w.countTimes(ev, ls, b, from, to)

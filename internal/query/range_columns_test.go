@@ -620,7 +620,10 @@ func TestPushedSameAsRows(t *testing.T) {
 		{`sum by (level) (count_over_time(` + pushed + ` | json level | __error__="" [1h]))`, false},
 		{`sum by (level_extracted) (count_over_time(` + pushed + ` | json | __error__="" [1h]))`, false},
 		{`sum by (trace_id) (count_over_time(` + pushed + ` | json | __error__="" [1h]))`, false},
-		{`sum by (detected_level) (count_over_time(` + pushed + `[1h]))`, false},
+		// Counts by metadata read the metadata's columns (metaCount).
+		{`sum by (detected_level) (count_over_time(` + pushed + `[1h]))`, true},
+		{`count_over_time(` + pushed + `[1h])`, true},
+		{`sum by (level, trace_id) (rate(` + pushed + `[1h]))`, true},
 		{`sum by (service) (count_over_time(` + pushed + ` | json | detected_level="error" | __error__="" [1h]))`, false},
 		{`count_over_time(` + pushed + ` | json msg | __error__="" [1h])`, false}, // every label is the series'
 	} {
@@ -649,6 +652,8 @@ func TestPushedSameAsRows(t *testing.T) {
 		`sum by (service) (count_over_time(` + pushed + ` | logfmt | __error__="" [1h]))`,
 		`sum by (level_extracted) (count_over_time(` + pushed + ` | regexp "\"level\":\"(?P<level>[a-z]+)" [1h]))`,
 		`sum(count_over_time(` + pushed + ` [2s]))`,
+		`sum by (detected_level) (count_over_time(` + pushed + ` [2s]))`,
+		`count_over_time(` + pushed + ` [3s])`,
 		`sum by (service) (rate(` + pushed + ` | json | http_status >= 400 | __error__="" [3s]))`,
 	} {
 		if diff := sameAnswer(sn, q, false, false); diff != "" {

@@ -5,6 +5,7 @@ import (
 	"text/template/parse"
 
 	"github.com/sluicelog/sluice/internal/logql"
+	"github.com/sluicelog/sluice/internal/record"
 )
 
 // Observed is the set of label names whose values a query can observe
@@ -51,6 +52,24 @@ func (o *Observed) Sees(name string) bool {
 	}
 	for _, n := range o.names {
 		if n == name || len(n) == len(name)+len(ExtractedSuffix) && n[:len(name)] == name && n[len(name):] == ExtractedSuffix {
+			return true
+		}
+	}
+	return false
+}
+
+// Beyond reports whether o observes a label that is neither an error
+// label nor one of ls (a stream's labels): one that rows may have from
+// their structured metadata. Always for nil (every label).
+func (o *Observed) Beyond(ls record.Labels) bool {
+	if o == nil {
+		return true
+	}
+	for _, n := range o.names {
+		if n == ErrorLabel || n == ErrorDetailsLabel {
+			continue
+		}
+		if _, ok := ls.Get(n); !ok {
 			return true
 		}
 	}

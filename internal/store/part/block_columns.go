@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/sluicelog/sluice/internal/record"
 	"github.com/sluicelog/sluice/internal/timestamp"
 )
 
@@ -334,6 +335,22 @@ func (b *Block) Value(col, vi int, t int64, dst []byte) (v, out []byte, err erro
 	}
 	v, out, _, _, err = c.valueAt(vi, dst, t, true)
 	return v, out, err
+}
+
+// ValueMeta is Value with the value's kind and flags (record.Escaped,
+// BadUTF8, SDEscaped), which a reader of its text needs.
+func (b *Block) ValueMeta(col, vi int, t int64, dst []byte) (v, out []byte, kind record.Kind, flags record.Flags, err error) {
+	c, err := b.loadedCol(col)
+	if err != nil {
+		return nil, dst, 0, 0, err
+	}
+	if vi < 0 || vi >= c.n {
+		return nil, dst, 0, 0, fmt.Errorf("column %q has %d values, not %d", b.Names[col], c.n, vi+1)
+	}
+	var m byte
+	v, out, m, _, err = c.valueAt(vi, dst, t, true)
+	kind, flags = unmeta(m)
+	return v, out, kind, flags, err
 }
 
 // Number returns value vi of an integer or decimal column as the float

@@ -264,10 +264,7 @@ func (hd *blockHeader) outOfLine() bool { return hd.ool }
 func (hd *blockHeader) findOutOfLine(dst []int32) []int32 {
 	for i := range hd.tmpls {
 		t := &hd.tmpls[i]
-		msgOnly := t.raw || t.msgLine ||
-			len(t.holes) == 0 && len(t.gaps.Last()) == 0 ||
-			len(t.holes) == 1 && t.slots[t.holes[0]].flags&slotMsg != 0 && len(t.gaps.At(0)) == 0 && len(t.gaps.Last()) == 0
-		if !msgOnly {
+		if !t.msgOnly() {
 			continue
 		}
 		for si, sl := range t.slots {
@@ -277,6 +274,39 @@ func (hd *blockHeader) findOutOfLine(dst []int32) []int32 {
 		}
 	}
 	return dst
+}
+
+// msgOnly reports whether the rows of t may have their line as their
+// message: its one hole is the message, with no text around it, or it
+// says so (tmplMsgLine), or its line is empty; a raw template's rows may
+// (their message spans tell).
+func (t *template) msgOnly() bool {
+	return t.raw || t.msgLine ||
+		len(t.holes) == 0 && len(t.gaps.Last()) == 0 ||
+		len(t.holes) == 1 && t.slots[t.holes[0]].flags&slotMsg != 0 && len(t.gaps.At(0)) == 0 && len(t.gaps.Last()) == 0
+}
+
+// MetaSlots appends to dst the slots of template t whose values are
+// structured metadata of each of its rows, by the rule of
+// rows.Row.IsMetadata but for the value's kind (ValueMeta tells it): a
+// field with no role held apart from a line that is the row's message.
+// It reports false when only the rows can tell: a raw template's rows
+// with such fields, whose messages may be their lines or not.
+func (b *Block) MetaSlots(t int, dst []int) ([]int, bool) {
+	tm := &b.tmpls[t]
+	if !tm.msgOnly() {
+		return dst, true
+	}
+	for s, sl := range tm.slots {
+		if sl.flags&(slotInLine|slotMsg|slotParsed|slotRoleMsk) != 0 {
+			continue
+		}
+		if tm.raw {
+			return dst, false
+		}
+		dst = append(dst, s)
+	}
+	return dst, true
 }
 
 // MetaColumns returns the columns (indexes of Names) of the block's
