@@ -448,11 +448,9 @@ func (it *partIter) next() bool {
 		if it.metaOK != nil {
 			free, err := it.metaFree()
 			if err != nil {
-				if it.skip != nil && it.skip(err) {
-					it.blk.Rows, it.i = it.blk.Rows[:0], -1
+				if it.skipBlock(err) {
 					continue
 				}
-				it.e = err
 				return false
 			}
 			it.plain = free
@@ -463,11 +461,9 @@ func (it *partIter) next() bool {
 		if it.countAll {
 			counted, err := it.countFromIndex()
 			if err != nil {
-				if it.skip != nil && it.skip(err) {
-					it.blk.Rows, it.i = it.blk.Rows[:0], -1
+				if it.skipBlock(err) {
 					continue
 				}
-				it.e = err
 				return false
 			}
 			if counted {
@@ -496,11 +492,9 @@ func (it *partIter) next() bool {
 			}
 		}
 		if err := it.read(); err != nil {
-			if it.skip != nil && it.skip(err) {
-				it.blk.Rows, it.i = it.blk.Rows[:0], -1
+			if it.skipBlock(err) {
 				continue
 			}
-			it.e = err
 			return false
 		}
 		it.i = -1
@@ -508,6 +502,17 @@ func (it *partIter) next() bool {
 			it.i = len(it.blk.Rows)
 		}
 	}
+}
+
+// skipBlock reports whether the current block, whose read failed with
+// err, is skipped (noted as damaged); else err ends the iteration.
+func (it *partIter) skipBlock(err error) bool {
+	if it.skip != nil && it.skip(err) {
+		it.blk.Rows, it.i = it.blk.Rows[:0], -1
+		return true
+	}
+	it.e = err
+	return false
 }
 
 // read reads the current block: its lines, or its rows whole.
