@@ -43,12 +43,23 @@ func TestPrunedSameAsReference(t *testing.T) {
 		`sum by (service) (count_over_time({service=~".+"} | drop __error__="x" [10s]))`,
 		`sum by (detected_level) (count_over_time({service="pushed"} | drop __error__, __error_details__ [1h]))`,
 		`sum by (level) (count_over_time({service=~".+"} | json | drop __error__, __error_details__ [1h]))`,
+		// A drop at the end of a json pipeline: the columnar path runs
+		// the rows with errors (malformed lines, number filters on no
+		// number) through it.
+		`sum by (level) (count_over_time({service=~".+"} | json | http_status >= 500 | drop __error__ [1h]))`,
+		`sum by (service) (count_over_time({service=~".+"} | json level | level="error" | drop __error__, __error_details__ [10s]))`,
+		`sum(count_over_time({service=~".+"} | json lat="http.latency_ms" | lat > 100 | drop __error__ [1h]))`,
+		`sum by (level) (count_over_time({service="pushed"} | json | drop __error__, __error_details__ [1h]))`,
+		`sum by (level) (count_over_time({service=~".+"} | json level | drop __error__ [2s]))`,
+		`sum by (service) (sum_over_time({service=~".+"} | json | drop __error__ | unwrap http_latency_ms | __error__="" [1h]))`,
+		`sum by (level) (count_over_time({service=~".+"} | json | drop __error__ | __error__="" [1h]))`,
 	} {
 		if diff := sameAnswer(sn, q, false, false); diff != "" {
 			t.Errorf("%s: %s", q, diff)
 		}
 	}
-	for _, q := range []string{`{service=~".+"} | drop __error__, __error_details__`, `{service="pushed"} |~ "m[0-3]" | drop __error__`} {
+	for _, q := range []string{`{service=~".+"} | drop __error__, __error_details__`, `{service="pushed"} |~ "m[0-3]" | drop __error__`,
+		`{service=~".+"} | json level | level="error" | drop __error__`, `{service=~".+"} | json lat="http.latency_ms" | lat > 100 | drop __error__, __error_details__`} {
 		for _, backward := range []bool{true, false} {
 			if diff := sameAnswer(sn, q, true, backward); diff != "" {
 				t.Errorf("%s: %s", q, diff)

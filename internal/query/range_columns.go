@@ -46,7 +46,7 @@ func columnarPipeline(x *logql.RangeAggregation, observed *stage.Observed) bool 
 
 // columnarStages reports whether a pipeline is json with parameters, or
 // without them when its parsers set only the labels observed (not nil),
-// followed by label filters. With lineTail, a line_format of labels alone
+// followed by label filters, and perhaps drops of the error labels. With lineTail, a line_format of labels alone
 // (stage.PlainTemplate) may follow them, and after it parsers, line
 // filters and label filters: they read the line it makes of the json
 // stage's labels, never the stored line, so that they are run on the
@@ -59,6 +59,17 @@ func columnarStages(stages []logql.Stage, observed *stage.Observed, lineTail boo
 	}
 	if j, ok := stages[0].(*logql.JSONParser); !ok || len(j.Params) == 0 && observed == nil {
 		return false
+	}
+	// Drops of the error labels alone at the end (`| drop __error__,
+	// __error_details__`, as Grafana's Logs Drilldown ends its queries)
+	// change only the rows with errors, which the columnar path runs
+	// through the whole pipeline: the stages after json run them too.
+	for len(stages) > 1 {
+		d, ok := stages[len(stages)-1].(*logql.Drop)
+		if !ok || !dropsErrorLabelsOnly(d) {
+			break
+		}
+		stages = stages[:len(stages)-1]
 	}
 	formatted := false
 	for _, s := range stages[1:] {
