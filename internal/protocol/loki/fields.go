@@ -59,7 +59,9 @@ func (j *jsonFields) add(b *record.Batch, line record.Span, max int) bool {
 	if !jsonObject(b.Bytes(line)) || b.Names.Len() >= record.MaxTableSize/2 {
 		return false
 	}
-	if j.bl == nil || j.max != max {
+	// The builder's name table outlives the batch (a decoder is kept
+	// between requests): lines of ever new keys get a new one.
+	if j.bl == nil || j.max != max || j.scratch.Names != nil && j.scratch.Names.Len() > maxBuilderNames {
 		j.bl = record.NewBuilder(record.Config{MaxFields: max})
 		j.max = max
 	}
@@ -95,6 +97,10 @@ func (j *jsonFields) add(b *record.Batch, line record.Span, max int) bool {
 	}
 	return true
 }
+
+// maxBuilderNames is the most names jsonFields' builder keeps between
+// requests.
+const maxBuilderNames = 1 << 16
 
 // jsonObject reports whether line's first byte that is not JSON's
 // whitespace is '{'.
