@@ -326,14 +326,7 @@ func (b *Block) TemplateShape(t int) Shape { return b.tmpls[t].shape }
 // columns write) to dst, or returns a view of it; valid until the next
 // read into b.
 func (b *Block) Value(col, vi int, t int64, dst []byte) (v, out []byte, err error) {
-	c, err := b.loadedCol(col)
-	if err != nil {
-		return nil, dst, err
-	}
-	if vi < 0 || vi >= c.n {
-		return nil, dst, fmt.Errorf("column %q has %d values, not %d", b.Names[col], c.n, vi+1)
-	}
-	v, out, _, _, err = c.valueAt(vi, dst, t, true)
+	v, out, _, _, err = b.ValueMeta(col, vi, t, dst)
 	return v, out, err
 }
 

@@ -82,6 +82,11 @@ type slot struct {
 	flags byte
 }
 
+// apart reports whether s's value is held apart from the line and was
+// not parsed from it: structured metadata, in a template whose rows'
+// message is their line (template.msgOnly), when it has no role.
+func (s slot) apart() bool { return s.flags&(slotInLine|slotMsg|slotParsed) == 0 }
+
 // A template's slices are views of its header's arrays (blockHeader).
 type template struct {
 	raw     bool
@@ -268,7 +273,7 @@ func (hd *blockHeader) findOutOfLine(dst []int32) []int32 {
 			continue
 		}
 		for si, sl := range t.slots {
-			if c := t.cols[si]; sl.flags&(slotInLine|slotMsg|slotParsed) == 0 && !slices.Contains(dst, c) {
+			if c := t.cols[si]; sl.apart() && !slices.Contains(dst, c) {
 				dst = append(dst, c)
 			}
 		}
@@ -298,7 +303,7 @@ func (b *Block) MetaSlots(t int, dst []int) ([]int, bool) {
 		return dst, true
 	}
 	for s, sl := range tm.slots {
-		if sl.flags&(slotInLine|slotMsg|slotParsed|slotRoleMsk) != 0 {
+		if !sl.apart() || sl.flags&slotRoleMsk != 0 {
 			continue
 		}
 		if tm.raw {

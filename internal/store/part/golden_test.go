@@ -73,11 +73,7 @@ func TestGoldenParts(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		path := filepath.Join("testdata", "golden", fmt.Sprintf("v%d.part", part.Version))
-		writePart(t, vfs.OS, path+".tmp", encoded(t, "auto", in))
-		if err := os.Rename(path+".tmp", path); err != nil {
-			t.Fatal(err)
-		}
+		writeGolden(t, filepath.Join("testdata", "golden", fmt.Sprintf("v%d.part", part.Version)), encoded(t, "auto", in))
 	}
 	if last := goldenVersions[len(goldenVersions)-1]; last != part.Version {
 		t.Fatalf("part.Version is %d, the newest golden part v%d: add testdata/golden/v%d.part (-update) and its .want",
@@ -114,6 +110,16 @@ func TestGoldenParts(t *testing.T) {
 			checkGoldenFilters(t, rd, v)
 			checkGoldenSearch(t, rd, lines)
 		})
+	}
+}
+
+// writeGolden writes the part of blocks to path (-update), whole or not
+// at all.
+func writeGolden(t *testing.T, path string, blocks []*rows.Block) {
+	t.Helper()
+	writePart(t, vfs.OS, path+".tmp", blocks)
+	if err := os.Rename(path+".tmp", path); err != nil {
+		t.Fatal(err)
 	}
 }
 
@@ -299,10 +305,7 @@ func TestGoldenDictRest(t *testing.T) {
 	path := filepath.Join("testdata", "golden", "dictrest-v6.part")
 	lines := dictRestInput()
 	if *update && part.Version == 6 {
-		writePart(t, vfs.OS, path+".tmp", encoded(t, "auto", []byte(strings.Join(lines, "\n")+"\n")))
-		if err := os.Rename(path+".tmp", path); err != nil {
-			t.Fatal(err)
-		}
+		writeGolden(t, path, encoded(t, "auto", []byte(strings.Join(lines, "\n")+"\n")))
 	}
 	rd, err := part.Open(vfs.OS, path)
 	if err != nil {
@@ -381,10 +384,7 @@ func TestGoldenMsgLine(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		writePart(t, vfs.OS, path+".tmp", []*rows.Block{blk})
-		if err := os.Rename(path+".tmp", path); err != nil {
-			t.Fatal(err)
-		}
+		writeGolden(t, path, []*rows.Block{blk})
 	}
 	rd, err := part.Open(vfs.OS, path)
 	if err != nil {
