@@ -195,6 +195,16 @@ func (ev *evaluator) pruning(stages []logql.Stage) store.ScanOptions {
 	return pruning(stages)
 }
 
+// impliedOptions returns the scan options o of a pipeline with the
+// clauses its label filters imply (impliedClauses): none for the
+// reference engine.
+func (ev *evaluator) impliedOptions(o store.ScanOptions, stages []logql.Stage) *impliedOptions {
+	if ev.e.reference {
+		return newImpliedOptions(o, nil)
+	}
+	return newImpliedOptions(o, impliedClauses(stages))
+}
+
 // hintsOf returns the hints of a range aggregation: none for the
 // reference engine.
 func (ev *evaluator) hintsOf(x *logql.RangeAggregation) rangeHints {

@@ -77,6 +77,7 @@ func (ev *evaluator) logLines(ctx context.Context, x *logql.LogExpr) ([]logLine,
 		// them are all its blocks need to find.
 		opts.Newest = limit
 	}
+	implied := ev.impliedOptions(opts, x.Pipeline)
 	streams := ev.streams(x.Selector, from, to)
 	setup := func() (*logWorker, error) {
 		pipe, err := stage.Compile(x.Pipeline)
@@ -149,7 +150,7 @@ func (ev *evaluator) logLines(ctx context.Context, x *logql.LogExpr) ([]logLine,
 				return w.block(ev, ls, b, from, to, cut, keep)
 			}, nil, row) // a line's labels are its metadata too
 		} else {
-			err = ev.src.Scan(ctx, ev.p.Tenant, ls, from, to, opts, row)
+			err = ev.src.Scan(ctx, ev.p.Tenant, ls, from, to, implied.of(ls), row)
 		}
 		if errors.Is(err, errEnough) {
 			err = nil

@@ -358,6 +358,7 @@ func (ev *evaluator) rangeStates(ctx context.Context, x *logql.RangeAggregation,
 	// A count whose pipeline is only literal filters the store applies
 	// exactly needs no line: the stored rows come without.
 	opts.NoLines = !ev.e.reference && unwrap == nil && countsRows(x.Op) && literalsOnly(x.Range.Log.Pipeline)
+	implied := ev.impliedOptions(opts, x.Range.Log.Pipeline)
 	setup := func() (*rangeWorker, error) {
 		pipe, err := stage.CompileObserving(x.Range.Log.Pipeline, hints.observed)
 		if err != nil {
@@ -435,7 +436,7 @@ func (ev *evaluator) rangeStates(ctx context.Context, x *logql.RangeAggregation,
 				return w.block(ev, ls, b, from, to)
 			}, metaUnseen(hints.observed), row)
 		default:
-			o := opts
+			o := implied.of(ls)
 			o.MetaOK = metaUnseen(hints.observed)
 			o.CountAll = countsAll
 			if o.NoLines || o.CountAll {

@@ -72,6 +72,11 @@ func (l Literal) String() string {
 // clause holds in no line.
 type Clause []Literal
 
+// same reports whether l and o are the same literal.
+func (l *Literal) same(o *Literal) bool {
+	return l.Fold == o.Fold && l.ASCII == o.ASCII && bytes.Equal(l.Text, o.Text)
+}
+
 // in reports whether text contains the literal (or, folding, may).
 func (l *Literal) in(text []byte, scratch *[]byte) bool {
 	if !l.Fold {
@@ -240,6 +245,7 @@ func startsWithSuffix(g, lit []byte) bool {
 // candidates returns (computing them once per block) the slots of
 // template ti whose column may hold literal li.
 func (b *Block) candidates(ti, li int) ([]int, error) {
+	li = b.lm.same[li]
 	k := ti*len(b.lm.lits) + li
 	if b.lm.candDone[k] {
 		return b.lm.cands[k], nil
@@ -303,6 +309,7 @@ const (
 // colMatchOf returns (computing it once per block) what is known of
 // literal li in column ci.
 func (b *Block) colMatchOf(ci, li int) (*colMatch, error) {
+	li = b.lm.same[li]
 	m := &b.lm.matches[li*len(b.cols)+ci]
 	if m.state != matchUnknown {
 		return m, nil
@@ -522,6 +529,20 @@ func (b *Block) assembleMatching(nrows int, stream uint32, times, subms, tids, r
 	for _, c := range b.q.Contains {
 		b.lm.lits = append(b.lm.lits, c...)
 		b.lm.clauseEnd = append(b.lm.clauseEnd, len(b.lm.lits))
+	}
+	// A literal in several clauses (a backslash, which the label
+	// filters after json or logfmt give each of their clauses) is
+	// searched for once: its columns' matches and candidates are the
+	// first's.
+	b.lm.same = grown(b.lm.same, len(b.lm.lits))
+	for i := range b.lm.lits {
+		b.lm.same[i] = i
+		for j := range i {
+			if b.lm.lits[j].same(&b.lm.lits[i]) {
+				b.lm.same[i] = j
+				break
+			}
+		}
 	}
 	lci := -1
 	for i := range b.cols {
@@ -1448,6 +1469,7 @@ func (b *Block) holdsAll(line []byte) bool {
 type literalMatch struct {
 	lits      []Literal
 	clauseEnd []int
+	same      []int // per literal, the first of the same text and folding
 	plans     []litPlan  // per template and literal
 	cplans    []litPlan  // per template and clause
 	matches   []colMatch // per literal and column
