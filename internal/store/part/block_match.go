@@ -1469,7 +1469,7 @@ func (b *Block) holdsAll(line []byte) bool {
 type literalMatch struct {
 	lits      []Literal
 	clauseEnd []int
-	same      []int // per literal, the first of the same text and folding
+	same      []int      // per literal, the first of the same text and folding
 	plans     []litPlan  // per template and literal
 	cplans    []litPlan  // per template and clause
 	matches   []colMatch // per literal and column
