@@ -465,15 +465,18 @@ func (b *Block) loadedCol(i int) (*colData, error) {
 	if p := hd.keptColumn(i); p != nil {
 		kept = *p
 	}
+	var ownUpTo int64
+	if hd.cache != nil {
+		ownUpTo = max(maxKeptColumn, hd.cache.budget/keptShare)
+	}
 	var colRaw []byte
-	var decompressed bool
+	var owned bool
 	var err error
-	if b.raw, colRaw, decompressed, err = c.load(b.raw, kept); err != nil {
+	if b.raw, colRaw, owned, err = c.load(b.raw, kept, ownUpTo); err != nil {
 		return nil, fmt.Errorf("%w: column %q: %v", ErrCorrupt, b.Names[i], err)
 	}
-	if decompressed && hd.cache != nil && int64(len(colRaw)) <= max(maxKeptColumn, hd.cache.budget/keptShare) {
-		k := slices.Clone(colRaw)
-		hd.cache.keep(hd, int64(cap(k)), func() bool { return hd.colRaw[i].CompareAndSwap(nil, &k) })
+	if owned {
+		hd.cache.keep(hd, int64(cap(colRaw)), func() bool { return hd.colRaw[i].CompareAndSwap(nil, &colRaw) })
 	}
 	return c, nil
 }

@@ -222,7 +222,7 @@ func decodeBlock(body []byte, hd *blockHeader, stream uint32, b *Block) error {
 			}
 		default:
 			var err error
-			if b.raw, _, _, err = c.load(b.raw, nil); err != nil {
+			if b.raw, _, _, err = c.load(b.raw, nil, 0); err != nil {
 				return fmt.Errorf("column %d (%q): %w", i, name, err)
 			}
 		}
@@ -513,8 +513,10 @@ func (c *colData) decode(h, cr *bin.Reader, raw []byte) []byte {
 // read leaves for the first use), appending what it decompresses to raw.
 // kept, when not nil, is the column's stream decompressed by an earlier
 // read (blockHeader.colRaw), decoded without decompressing it again.
-// load returns the stream it decoded, and whether it decompressed it.
-func (c *colData) load(raw, kept []byte) (_, colRaw []byte, decompressed bool, _ error) {
+// A stream compressed to at most ownUpTo bytes decompressed goes to a
+// buffer of its own instead, for the block cache to keep (owned): no
+// copy of it is made. load returns the stream it decoded.
+func (c *colData) load(raw, kept []byte, ownUpTo int64) (_, colRaw []byte, owned bool, _ error) {
 	if c.loaded {
 		return raw, nil, false, nil
 	}
@@ -523,8 +525,12 @@ func (c *colData) load(raw, kept []byte) (_, colRaw []byte, decompressed bool, _
 		colRaw = kept
 	} else {
 		cd := bin.NewReader(c.stored)
-		decompressed = len(c.stored) > 0 && c.stored[0] != codecRaw
-		colRaw, raw = readStream(&cd, raw)
+		if n, ok := compressedLen(c.stored); ok && ownUpTo > 0 && n <= uint64(ownUpTo) {
+			colRaw, _ = readStream(&cd, make([]byte, 0, n))
+			owned = true
+		} else {
+			colRaw, raw = readStream(&cd, raw)
+		}
 		cd.Done("column")
 		if err := cd.Err(); err != nil {
 			return raw, nil, false, err
@@ -557,7 +563,7 @@ func (c *colData) load(raw, kept []byte) (_, colRaw []byte, decompressed bool, _
 		c.nums = bin.NewReader(r.BytesN("column part"))
 	}
 	r.Done("column")
-	return raw, colRaw, decompressed, r.Err()
+	return raw, colRaw, owned, r.Err()
 }
 
 // next appends value i of the column to dst when it must be rendered, and

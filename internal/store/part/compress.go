@@ -100,6 +100,16 @@ func skipStream(d *bin.Reader) {
 	d.BytesN("stream")
 }
 
+// compressedLen returns the decompressed length of a stored stream
+// (appendStream) that is compressed.
+func compressedLen(stored []byte) (uint64, bool) {
+	if len(stored) == 0 || stored[0] != codecZstd {
+		return 0, false
+	}
+	n, k := binary.Uvarint(stored[1:])
+	return n, k > 0 && n <= maxStream
+}
+
 // readStream reads one stored stream from d, decompressing it at the end
 // of buf when needed, and returns its raw bytes (a view of d's input when
 // stored raw) and buf extended.
