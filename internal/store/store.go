@@ -788,23 +788,39 @@ func (s *Store) signal() {
 }
 
 // warm reads the blocks of the parts live at Open into the block cache,
-// the newest part first, until the cache holds half of its budget (the
-// rest is the queries'), or the store closes: one goroutine, so that
-// queries arriving meanwhile keep a core. A damaged block is quarantined
-// and reported as a query's read would (OnDamage); warming goes on.
+// the newest part first: their headers, templates and times until the
+// cache holds a quarter of its budget, then their columns decompressed
+// until it holds half (the rest is the queries'), or the store closes.
+// One goroutine, so that queries arriving meanwhile keep a core. A
+// damaged block is quarantined and reported as a query's read would
+// (OnDamage); warming goes on.
+//
+// With the columns, the first query after a restart runs as a warm one:
+// on the mixed 2M-line store, `sum by (kind) (count_over_time({kind=~".+"}
+// |= "/login" [10s]))` took 377-497 ms first and 78-100 ms after; warmed,
+// 91-96 ms first, for 0.7 s of CPU at the start.
 func (s *Store) warm() {
 	defer s.wg.Done()
 	defer close(s.warmed)
 	sn := s.Snapshot()
 	defer sn.Release()
 	var blk part.Block
-	for i := len(sn.parts) - 1; i >= 0; i-- { // parts are by id: the newest last
-		rd := sn.parts[i].rd
-		for b := range rd.Blocks {
-			if s.ctx.Err() != nil || s.blocks.Used() >= s.blocks.Budget()/2 {
-				return
+	for _, pass := range []struct {
+		columns bool
+		upTo    int64
+	}{{false, s.blocks.Budget() / 4}, {true, s.blocks.Budget() / 2}} {
+	parts:
+		for i := len(sn.parts) - 1; i >= 0; i-- { // parts are by id: the newest last
+			rd := sn.parts[i].rd
+			for b := range rd.Blocks {
+				if s.ctx.Err() != nil {
+					return
+				}
+				if s.blocks.Used() >= pass.upTo {
+					break parts
+				}
+				_ = rd.Warm(b, &blk, pass.columns) // damage is quarantined, and reported by the reader
 			}
-			_ = rd.Warm(b, &blk) // damage is quarantined, and reported by the reader
 		}
 	}
 }

@@ -11,7 +11,8 @@ import (
 )
 
 // TestWarmBlockCache: a store opened with WarmBlockCache fills the block
-// cache with what a columnar read of its parts would keep, so that the
+// cache with what a columnar read of its parts would keep, its columns
+// decompressed included, so that the
 // first queries add nothing to it; with a small cache it stops at half
 // of the budget; and a store closed while it warms stops it.
 func TestWarmBlockCache(t *testing.T) {
@@ -23,14 +24,25 @@ func TestWarmBlockCache(t *testing.T) {
 	}
 	s.Close()
 
-	// readAll reads every stored block as a query's columnar read does.
+	// readAll reads every stored block as a query's columnar read does,
+	// every column's values too.
 	readAll := func(s *Store) {
 		t.Helper()
 		sn := s.Snapshot()
 		defer sn.Release()
 		for _, ls := range sn.Streams("default", math.MinInt64, math.MaxInt64) {
 			err := sn.ScanColumns(context.Background(), "default", ls, math.MinInt64, math.MaxInt64, Shard{}, func(b *part.Block) error {
-				return b.DecodeTimes()
+				if err := b.DecodeTimes(); err != nil {
+					return err
+				}
+				for c := range b.NumColumns() {
+					if b.ColumnValues(c) > 0 {
+						if _, _, err := b.Value(c, 0, b.RowTime(0), nil); err != nil {
+							return err
+						}
+					}
+				}
+				return nil
 			}, nil, func(*rows.Row, []string) error { return nil })
 			if err != nil {
 				t.Fatal(err)

@@ -631,10 +631,11 @@ func (r *Reader) load() error {
 
 // Warm reads block i as a columnar read does (b lends its buffers), so
 // that the block cache holds its parsed header, the templates and flags
-// of its rows, and their times: what a query finds there it neither
-// checksums, decompresses nor parses again. Without a cache it does
-// nothing. Damage is found and quarantined as by ReadRows.
-func (r *Reader) Warm(i int, b *Block) error {
+// of its rows, their times and, with columns, its compressed columns
+// decompressed (those the cache keeps: loadedCol): what a query finds
+// there it neither checksums, decompresses nor parses again. Without a
+// cache it does nothing. Damage is found and quarantined as by ReadRows.
+func (r *Reader) Warm(i int, b *Block, columns bool) error {
 	if r.headers == nil {
 		return nil
 	}
@@ -642,7 +643,18 @@ func (r *Reader) Warm(i int, b *Block) error {
 	if err := r.ReadColumns(i, b); err != nil {
 		return err
 	}
-	return b.DecodeTimes()
+	if err := b.DecodeTimes(); err != nil {
+		return err
+	}
+	for c := range b.cols {
+		if !columns {
+			break
+		}
+		if _, err := b.loadedCol(c); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // readMode is what a block read builds: one per entry point.
