@@ -471,6 +471,19 @@ def ask_checked(asker, q, side, replies):
     return st, body, secs
 
 
+def measure_floor(asker, n=31):
+    """The median time, per side, of a GET of a page that does no work (sluice's /ready,
+    VictoriaLogs' /health) asked as questions are, on a new connection: the client's and the HTTP
+    stack's share of every time, which no engine can go below."""
+    times = {"sluice": [], "vl": []}
+    for _ in range(n):
+        for side, base, path in (("sluice", asker.sluice, "/ready"), ("vl", asker.vl, "/health")):
+            st, _, secs = get(base, path, {}, asker.timeout)
+            if st == 200:
+                times[side].append(secs)
+    return {side: median(t) * 1000 if t else 0.0 for side, t in times.items()}
+
+
 def run_question(asker, c, q, runs, first, replies, bound):
     """Asks q once per side (the answers compared), then runs times per side, alternating, first
     going first. Returns the result dict."""
@@ -537,6 +550,8 @@ def cmd_run(a):
             json.dump(doc, f, indent=1)
         return 1
     qs = selected(c["questions"], a.only)
+    floor = measure_floor(asker)
+    log("%s: client floor (a GET of /ready, /health): sluice %.2f ms, VL %.2f ms" % (a.corpus, floor["sluice"], floor["vl"]))
     results = []
     bound = a.wait or 10 * a.timeout
     for n, q in enumerate(qs):
@@ -547,7 +562,7 @@ def cmd_run(a):
         log("%s %s: sluice %s ms, VL %s ms, ratio %s, %s %s %s" % (a.corpus, q["id"], ms(r["sluice"]), ms(r["vl"]), ratio,
                                                              r["status"], r["answer"], r["detail"]))
     doc = {"corpus": a.corpus, "lines": a.lines, "runs": a.runs, "timeout": a.timeout, "results": results, "cold": [],
-           "step_start": asker.step_start, "step_end": asker.step_end}
+           "step_start": asker.step_start, "step_end": asker.step_end, "floor": floor}
     with open(a.out, "w", encoding="utf-8") as f:
         json.dump(doc, f, indent=1)
     return 1 if any(r["status"] == "DIFF" or "error" in r["status"] for r in results) else 0
@@ -638,14 +653,23 @@ def cmd_report(a):
             out.append("Not run: %s" % md(d["error"]))
             bad += 1
             continue
-        out.append("| id | question | sluice ms | VL ms | sluice / VL | status |")
-        out.append("|---|---|---|---|---|---|")
+        fl = d.get("floor") or {"sluice": 0.0, "vl": 0.0}
+        if fl["sluice"] or fl["vl"]:
+            out.append("Client floor (the median GET of /ready and of /health, asked as the questions are): sluice %.2f ms,"
+                       " VL %.2f ms. Above floor: (sluice - its floor) / (VL - its floor), when VL's time is over its floor."
+                       % (fl["sluice"], fl["vl"]))
+            out.append("")
+        out.append("| id | question | sluice ms | VL ms | sluice / VL | above floor | status |")
+        out.append("|---|---|---|---|---|---|---|")
         for r in rs:
             ratio = "%.2f" % (r["sluice"] / r["vl"]) if r["status"] == "ok" and r["sluice"] and r["vl"] else "-"
+            above = "-"
+            if r["status"] == "ok" and r["sluice"] and r["vl"] and r["vl"] > fl["vl"]:
+                above = "%.2f" % (max(r["sluice"] - fl["sluice"], 0) / (r["vl"] - fl["vl"]))
             # A side that timed out in a timed run may have answered the untimed ask: then the
             # answers were compared all the same.
             status = r["status"] + (" (%s)" % r["answer"] if r["answer"] and r["status"] != "DIFF" else "")
-            out.append("| %s | %s | %s | %s | %s | %s |" % (r["id"], md(r["ask"]), ms(r["sluice"]), ms(r["vl"]), ratio, md(status)))
+            out.append("| %s | %s | %s | %s | %s | %s | %s |" % (r["id"], md(r["ask"]), ms(r["sluice"]), ms(r["vl"]), ratio, above, md(status)))
         g = geomean([x for x, _ in ratios])
         out.append("")
         if ratios:

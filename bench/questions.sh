@@ -26,7 +26,7 @@
 #  4. with COLD=1 (the default), for the questions marked cold: restarts both servers, waits until
 #     neither uses CPU (their start-up done: sluice warms its block cache, VictoriaLogs opens its
 #     parts) and asks each side once (the first query of a fresh process; the OS page cache stays warm);
-#  5. prints a table per corpus (id, question, sluice ms, VL ms, ratio, status), the geometric mean and
+#  5. prints a table per corpus (id, question, sluice ms, VL ms, ratio, ratio above each side's client floor, status), the geometric mean and
 #     the worst ratio, and a Markdown block for BENCHMARKS.md. A question whose answers differ is DIFF,
 #     with both answers, and gets no ratio. Exits non-zero if any answer is DIFF or an error.
 set -euo pipefail

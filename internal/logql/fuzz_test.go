@@ -60,3 +60,24 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+// FuzzSelectorRegexp: a selector's regexp matched without running it
+// (.*, .+, alternations of literals) matches what the regexp does.
+func FuzzSelectorRegexp(f *testing.F) {
+	for _, s := range [][2]string{{".*", "a\nb"}, {".+", ""}, {"api|web", "web"}, {"a||b", ""}, {"\uFFFD", "\xff"}, {"a.c", "abc"}, {"x|y", "xy"}} {
+		f.Add(s[0], s[1])
+	}
+	f.Fuzz(func(t *testing.T, re, v string) {
+		m, err := newMatcher("l", MatchRegexp, re)
+		if err != nil {
+			return
+		}
+		if got, want := m.Matches(v), m.re.MatchString(v); got != want {
+			t.Fatalf("%q =~ %q: %v, the regexp says %v (fast %d)", v, re, got, want, m.fast)
+		}
+		n, _ := newMatcher("l", MatchNotRegexp, re)
+		if got, want := n.Matches(v), !m.re.MatchString(v); got != want {
+			t.Fatalf("%q !~ %q: %v, the regexp says %v", v, re, got, want)
+		}
+	})
+}

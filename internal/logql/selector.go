@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"unicode/utf8"
 )
 
 // MatchType is the operator of a label matcher.
@@ -26,7 +27,21 @@ type Matcher struct {
 	Type  MatchType
 	Value string
 	re    *regexp.Regexp // anchored, for the regexp types
+	// fast, for the regexps selectors use most, matches without the
+	// regexp: .* and .+ (a line break is not a "."), and alternations of
+	// literals (api|web), which one is in alts.
+	fast fastRegexp
+	alts []string
 }
+
+type fastRegexp uint8
+
+const (
+	slowRegexp fastRegexp = iota
+	anyRegexp             // .*
+	someRegexp            // .+
+	altsRegexp            // literals, one of alts
+)
 
 // Matches reports whether a label value (empty when the label is absent,
 // as in Prometheus and Loki) satisfies m.
@@ -37,10 +52,49 @@ func (m *Matcher) Matches(v string) bool {
 	case MatchNotEqual:
 		return v != m.Value
 	case MatchRegexp:
-		return m.re.MatchString(v)
+		return m.regexpMatches(v)
 	default:
-		return !m.re.MatchString(v)
+		return !m.regexpMatches(v)
 	}
+}
+
+func (m *Matcher) regexpMatches(v string) bool {
+	switch m.fast {
+	case anyRegexp:
+		return strings.IndexByte(v, '\n') < 0
+	case someRegexp:
+		return v != "" && strings.IndexByte(v, '\n') < 0
+	case altsRegexp:
+		for _, a := range m.alts {
+			if v == a {
+				return true
+			}
+		}
+		return false
+	}
+	return m.re.MatchString(v)
+}
+
+// fastOf returns how a selector's regexp matches without running it.
+func fastOf(value string) (fastRegexp, []string) {
+	switch value {
+	case ".*":
+		return anyRegexp, nil
+	case ".+":
+		return someRegexp, nil
+	}
+	alts := strings.Split(value, "|")
+	if len(alts) > 16 {
+		return slowRegexp, nil
+	}
+	for _, a := range alts {
+		// (A regexp takes a byte of broken UTF-8 for U+FFFD: an
+		// alternative holding U+FFFD matches more than itself.)
+		if regexp.QuoteMeta(a) != a || strings.ContainsRune(a, utf8.RuneError) {
+			return slowRegexp, nil
+		}
+	}
+	return altsRegexp, alts
 }
 
 func (m *Matcher) String() string {
@@ -90,6 +144,7 @@ func newMatcher(name string, t MatchType, value string) (*Matcher, error) {
 			return nil, fmt.Errorf("invalid regexp %q: %w", value, err)
 		}
 		m.re = re
+		m.fast, m.alts = fastOf(value)
 	}
 	return m, nil
 }

@@ -90,14 +90,17 @@ func (sn *Snapshot) Streams(tenant string, from, to int64) []record.Labels {
 			}
 		}
 	}
+	var found []bool // per stream of a part, whether it is in seen
 	for _, p := range sn.parts {
 		if p.info.Tenant != tenant || p.info.MaxTime < from || p.info.MinTime > to {
 			continue
 		}
-		for _, b := range p.rd.Blocks {
-			if b.MaxTime >= from && b.MinTime <= to {
-				ls := p.rd.Streams[b.Stream]
-				seen[ls.String()] = ls
+		found = append(found[:0], make([]bool, len(p.rd.Streams))...)
+		for i := range p.rd.Blocks {
+			b := &p.rd.Blocks[i]
+			if !found[b.Stream] && b.MaxTime >= from && b.MinTime <= to {
+				found[b.Stream] = true
+				seen[p.rd.StreamKey(b.Stream)] = p.rd.Streams[b.Stream]
 			}
 		}
 	}

@@ -402,6 +402,8 @@ type Reader struct {
 	Streams []record.Labels
 	Blocks  []BlockMeta
 
+	streamKeys []string // each stream's labels as a string (StreamKey)
+
 	data    []byte
 	filters []byte
 	release func() error
@@ -434,6 +436,10 @@ func (r *Reader) StreamsWith(name, value string) []uint32 { return r.labels[name
 // LabelValues returns the values of a label name, with the streams that
 // have each.
 func (r *Reader) LabelValues(name string) map[string][]uint32 { return r.labels[name] }
+
+// StreamKey returns stream s's labels as a string (record.Labels.String),
+// made once at Open.
+func (r *Reader) StreamKey(s uint32) string { return r.streamKeys[s] }
 
 // StreamBlocks returns the range [lo, hi) of Blocks that holds every
 // block of stream s (and, in a part whose blocks are not in stream
@@ -548,6 +554,10 @@ func (r *Reader) load() error {
 			ls[j] = record.Label{Name: x.String("label name"), Value: x.String("label value")}
 		}
 		r.Streams[i] = ls
+	}
+	r.streamKeys = make([]string, len(r.Streams))
+	for i, ls := range r.Streams {
+		r.streamKeys[i] = ls.String()
 	}
 	r.Blocks = make([]BlockMeta, x.Count("block count", 10))
 	r.checked = make([]atomic.Uint64, (len(r.Blocks)+63)/64)
