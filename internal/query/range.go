@@ -665,7 +665,7 @@ func (w *rangeWorker) countTimes(ev *evaluator, ls record.Labels, b *part.Block,
 // label; a value that does not convert sets SampleExtractionErr. The
 // filters after unwrap then decide whether the row counts.
 func (w *rangeWorker) unwrap(u *logql.Unwrap, ts int64, line []byte) (float64, bool) {
-	raw := w.lb.Get(u.Label)
+	raw := w.lb.Take(u.Label) // the label is no label of the sample
 	if raw == "" {
 		return 0, false // as Loki: a row without the label is no sample, not an error
 	}
@@ -683,7 +683,6 @@ func (w *rangeWorker) unwrap(u *logql.Unwrap, ts int64, line []byte) (float64, b
 	default:
 		v, err = stage.ParseNumber(raw)
 	}
-	w.lb.Del(u.Label)
 	if err != nil {
 		w.lb.ReplaceError(errSampleConv, err.Error())
 	}

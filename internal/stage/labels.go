@@ -131,22 +131,40 @@ func (b *Labels) Lookup(name string) (string, bool) { return b.lookup(name) }
 
 // lookup returns a label's value and whether it is set.
 func (b *Labels) lookup(name string) (string, bool) {
-	for _, l := range b.cur {
-		if l.Name == name {
-			return l.Value, true
-		}
+	if i := b.index(name); i >= 0 {
+		return b.cur[i].Value, true
 	}
 	return "", false
+}
+
+// index returns where label name is in cur, or -1. Names of a row's
+// labels are short and often of one length (path, size, kind): the first
+// byte tells most apart without a call to compare the rest.
+func (b *Labels) index(name string) int {
+	if name == "" {
+		for i := range b.cur {
+			if b.cur[i].Name == "" {
+				return i
+			}
+		}
+		return -1
+	}
+	c := name[0]
+	for i := range b.cur {
+		n := b.cur[i].Name
+		if len(n) == len(name) && n[0] == c && n == name {
+			return i
+		}
+	}
+	return -1
 }
 
 // set sets a label, replacing its value if it is set.
 func (b *Labels) set(name, value string) {
 	b.unmeta(name)
-	for i := range b.cur {
-		if b.cur[i].Name == name {
-			b.cur[i].Value = value
-			return
-		}
+	if i := b.index(name); i >= 0 {
+		b.cur[i].Value = value
+		return
 	}
 	b.cur = append(b.cur, record.Label{Name: name, Value: value})
 }
@@ -163,13 +181,19 @@ func (b *Labels) setExtracted(name, value string) {
 
 // Del removes a label. A name is set once at most (set replaces).
 func (b *Labels) Del(name string) {
-	for i := range b.cur {
-		if b.cur[i].Name == name {
-			b.unmeta(name)
-			b.cur = slices.Delete(b.cur, i, i+1)
-			return
-		}
+	b.Take(name)
+}
+
+// Take removes a label and returns its value ("" when absent).
+func (b *Labels) Take(name string) string {
+	i := b.index(name)
+	if i < 0 {
+		return ""
 	}
+	v := b.cur[i].Value
+	b.unmeta(name)
+	b.cur = slices.Delete(b.cur, i, i+1)
+	return v
 }
 
 // DeleteFunc removes the labels for which del returns true.
