@@ -96,7 +96,7 @@ func TestCanceledQueryStops(t *testing.T) {
 		log bool
 	}{
 		{`sum by (level) (count_over_time({service=~".+"} | logfmt | level=~"err.*" [1h]))`, false}, // rows
-		{`sum by (level) (count_over_time({service=~".+"} | json level [1h]))`, false},             // columns
+		{`sum by (level) (count_over_time({service=~".+"} | json level [1h]))`, false},              // columns
 		{`{service=~".+"} | json | level="error"`, true},
 	} {
 		ctx, cancel := context.WithCancel(context.Background())
