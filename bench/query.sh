@@ -333,12 +333,20 @@ done
 
 geomean() { awk '{s += log($1); n++} END {if (n) printf "%.2f (%d rows)", exp(s / n), n; else print "none"}'; }
 
+# Memory after the questions: each server's peak and current resident set (VmHWM, VmRSS), and what
+# sluice's block cache holds (its budget is a sixteenth of the memory, 64 MiB to 1 GiB).
+kib() { awk -v k="$2" '$1 == k":" {printf "%d", $2 / 1024}' "/proc/$1/status" 2>/dev/null || echo "?"; }
+cache_mb="$(curl -s "$surl/metrics" | awk '$1 == "sluice_store_block_cache_bytes" {printf "%d", $2 / 1048576}')"
+memory="sluice peak $(kib "$sluice_pid" VmHWM) MB, now $(kib "$sluice_pid" VmRSS) MB (block cache ${cache_mb:-?} MB); VictoriaLogs peak $(kib "$vl_pid" VmHWM) MB, now $(kib "$vl_pid" VmRSS) MB"
+log "memory after the questions: $memory"
+
 # --- the report ------------------------------------------------------------------------------------
 bench_header LINES RUNS TIMEOUT ONLY SLUICE_BENCH_DIR
 echo "- corpus: \`$corpus_name\`, $lines lines; sluice holds $held_sluice (part format v$version, $(du -sm "$run/sluice-data" | cut -f1) MB);" \
 	"VictoriaLogs $vl_version holds $held_vl ($(du -sm "$run/vl-data" | cut -f1) MB): it drops the lines whose time is in \`timestamp\` (\`2026-01-15 08:00:00,123\`)"
 echo "- each query asked once to warm up (the answer checked), then $runs times on each side alternating; median of curl's time_total$( ((runs > 1)) && echo ', (min–max) of the runs'); timeout ${timeout} s"
 echo "- \`\$all\` is \`$all\`; sluice's instant queries at $end, log queries over [$start, $end] with limit 100, VictoriaLogs over the same range"
+echo "- memory after the questions (resident sets from /proc): $memory"
 echo "- answers: sluice's answer over every line it holds; then its answer on the lines VictoriaLogs holds, which must equal VictoriaLogs' (the unparameterized forms must equal the parameterized)"
 echo
 echo "| question | form | sluice (LogQL) | VictoriaLogs $vl_version (LogsQL) | sluice ms | VL ms | sluice / VL | answers |"
