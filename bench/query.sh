@@ -333,11 +333,14 @@ done
 
 geomean() { awk '{s += log($1); n++} END {if (n) printf "%.2f (%d rows)", exp(s / n), n; else print "none"}'; }
 
-# Memory after the questions: each server's peak and current resident set (VmHWM, VmRSS), and what
-# sluice's block cache holds (its budget is a sixteenth of the memory, 64 MiB to 1 GiB).
+# Memory after the questions: each server's peak and current resident set (VmHWM, VmRSS; the
+# current one as anonymous memory, the heap, and file pages mapped, which for sluice are the parts'
+# pages it has read and the kernel may drop), and what sluice's block cache holds (its budget is a
+# sixteenth of the memory, 64 MiB to 1 GiB).
 kib() { awk -v k="$2" '$1 == k":" {printf "%d", $2 / 1024}' "/proc/$1/status" 2>/dev/null || echo "?"; }
 cache_mb="$(curl -s "$surl/metrics" | awk '$1 == "sluice_store_block_cache_bytes" {printf "%d", $2 / 1048576}')"
-memory="sluice peak $(kib "$sluice_pid" VmHWM) MB, now $(kib "$sluice_pid" VmRSS) MB (block cache ${cache_mb:-?} MB); VictoriaLogs peak $(kib "$vl_pid" VmHWM) MB, now $(kib "$vl_pid" VmRSS) MB"
+rss() { echo "peak $(kib "$1" VmHWM) MB, now $(kib "$1" VmRSS) MB ($(kib "$1" RssAnon) anonymous, $(kib "$1" RssFile) file pages)"; }
+memory="sluice $(rss "$sluice_pid"), its block cache ${cache_mb:-?} MB; VictoriaLogs $(rss "$vl_pid")"
 log "memory after the questions: $memory"
 
 # --- the report ------------------------------------------------------------------------------------
