@@ -1,6 +1,8 @@
 package record
 
-import ()
+import (
+	"unsafe"
+)
 
 const (
 	pageBits = 10
@@ -128,7 +130,12 @@ func (ls Labels) Value(name string) string {
 
 // String formats the set as Loki does: {a="x", b="y"}.
 func (ls Labels) String() string {
-	return string(ls.AppendString(nil))
+	n := 2 // the braces, and per label its quotes, '=' and separator
+	for _, l := range ls {
+		n += len(l.Name) + len(l.Value) + 5
+	}
+	b := ls.AppendString(make([]byte, 0, n))
+	return unsafe.String(unsafe.SliceData(b), len(b)) // b is not kept: one allocation, not a copy
 }
 
 // AppendString appends the set as String formats it.
