@@ -8,12 +8,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sluicelog/sluice/internal/parse"
 	"github.com/sluicelog/sluice/internal/record"
 	"github.com/sluicelog/sluice/internal/rows"
 	"github.com/sluicelog/sluice/internal/store"
 	"github.com/sluicelog/sluice/internal/store/part"
-	"github.com/sluicelog/sluice/internal/vfs"
 )
 
 // cancelSource is a Source that cancels the query's context once after
@@ -66,23 +64,10 @@ func (c *cancelSource) ScanColumns(ctx context.Context, tenant string, stream re
 // the block at hand, per worker; it returns context.Canceled.
 func TestCanceledQueryStops(t *testing.T) {
 	// Small heads: many parts of small blocks, as a busy server has.
-	st, err := store.Open(store.Options{FS: vfs.NewMem(), Dir: "data", HeadBytes: 256 << 10})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	p, err := parse.New(parse.Options{Record: record.DefaultConfig()})
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := openMemWith(t, store.Options{HeadBytes: 256 << 10})
 	lines := diffLines(60000)
 	for i := 0; i < len(lines); i += 5000 {
-		chunk := strings.Join(lines[i:min(i+5000, len(lines))], "\n") + "\n"
-		if err := p.Bytes(context.Background(), []byte(chunk), func(b *record.Batch) error {
-			return st.Append(context.Background(), store.DefaultTenant, b)
-		}); err != nil {
-			t.Fatal(err)
-		}
+		appendText(t, st, strings.Join(lines[i:min(i+5000, len(lines))], "\n")+"\n")
 	}
 	if err := st.Flush(); err != nil {
 		t.Fatal(err)

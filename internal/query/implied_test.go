@@ -13,7 +13,6 @@ import (
 	"github.com/sluicelog/sluice/internal/protocol/loki"
 	"github.com/sluicelog/sluice/internal/record"
 	"github.com/sluicelog/sluice/internal/store"
-	"github.com/sluicelog/sluice/internal/vfs"
 )
 
 func TestImpliedClauses(t *testing.T) {
@@ -59,11 +58,7 @@ func TestImpliedClauses(t *testing.T) {
 // structured metadata, a value unescaped from the line, a line changed
 // or a label set before the parser.
 func TestImpliedSameAsReference(t *testing.T) {
-	st, err := store.Open(store.Options{FS: vfs.NewMem(), Dir: "data"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	st := openMem(t)
 	push := func(streams ...string) {
 		t.Helper()
 		d := loki.Decoder{Limits: loki.DefaultLimits, Fields: loki.DefaultLineFields}

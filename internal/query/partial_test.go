@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/sluicelog/sluice/internal/logql"
+	"github.com/sluicelog/sluice/internal/parse"
 	"github.com/sluicelog/sluice/internal/record"
 	"github.com/sluicelog/sluice/internal/store"
 	"github.com/sluicelog/sluice/internal/vfs"
@@ -55,12 +56,34 @@ type splitStores struct {
 
 func openMem(t testing.TB) *store.Store {
 	t.Helper()
-	st, err := store.Open(store.Options{FS: vfs.NewMem(), Dir: "data"})
+	return openMemWith(t, store.Options{})
+}
+
+// openMemWith opens a store in memory with opts, closed when the test ends.
+func openMemWith(t testing.TB, opts store.Options) *store.Store {
+	t.Helper()
+	opts.FS, opts.Dir = vfs.NewMem(), "data"
+	st, err := store.Open(opts)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
 	return st
+}
+
+// appendText parses text (lines of any shape) as sluice ingest does and
+// appends its records to st, in the default tenant.
+func appendText(t testing.TB, st *store.Store, text string) {
+	t.Helper()
+	p, err := parse.New(parse.Options{Record: record.DefaultConfig()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Bytes(context.Background(), []byte(text), func(b *record.Batch) error {
+		return st.Append(context.Background(), store.DefaultTenant, b)
+	}); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // add loads a block of script lines into every store.

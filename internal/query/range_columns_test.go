@@ -337,18 +337,8 @@ func FuzzColumnarSameAsRows(f *testing.F) {
 			}
 			lines = append(lines, fmt.Sprintf(`{"ts":"%s","service":"api",%s`, ts, l))
 		}
-		st, err := store.Open(store.Options{FS: vfs.NewMem(), Dir: "data"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer st.Close()
-		p, err := parse.New(parse.Options{Record: record.DefaultConfig()})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := p.Bytes(context.Background(), []byte(strings.Join(lines, "\n")+"\n"), func(b *record.Batch) error { return st.Append(context.Background(), store.DefaultTenant, b) }); err != nil {
-			t.Fatal(err)
-		}
+		st := openMem(t)
+		appendText(t, st, strings.Join(lines, "\n")+"\n")
 		if err := st.Flush(); err != nil {
 			t.Fatal(err)
 		}

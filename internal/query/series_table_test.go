@@ -8,10 +8,7 @@ import (
 	"time"
 	"unsafe"
 
-	"github.com/sluicelog/sluice/internal/parse"
-	"github.com/sluicelog/sluice/internal/record"
 	"github.com/sluicelog/sluice/internal/store"
-	"github.com/sluicelog/sluice/internal/vfs"
 )
 
 // TestSeriesTable checks the table against a map: every key added is
@@ -136,21 +133,11 @@ func TestRangeSeriesLayout(t *testing.T) {
 // UTF-8), gives a series with that value, not labels misread from its
 // key (keyHolds), on the row path and the columnar one.
 func TestSeriesLabelsWithSeparator(t *testing.T) {
-	st, err := store.Open(store.Options{FS: vfs.NewMem(), Dir: "data"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	p, err := parse.New(parse.Options{Record: record.DefaultConfig()})
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := openMem(t)
 	lines := "{\"ts\":\"2026-01-15T08:00:00Z\",\"service\":\"api\",\"v\":\"a\xffb\"}\n" +
 		"{\"ts\":\"2026-01-15T08:00:01Z\",\"service\":\"api\",\"v\":\"a\xffb\"}\n" +
 		"{\"ts\":\"2026-01-15T08:00:02Z\",\"service\":\"api\",\"v\":\"c\"}\n"
-	if err := p.Bytes(context.Background(), []byte(lines), func(b *record.Batch) error { return st.Append(context.Background(), store.DefaultTenant, b) }); err != nil {
-		t.Fatal(err)
-	}
+	appendText(t, st, lines)
 	if err := st.Flush(); err != nil {
 		t.Fatal(err)
 	}
