@@ -213,6 +213,11 @@ func (e *Engine) Eval(ctx context.Context, src Source, expr logql.Expr, p Params
 	case logql.SampleExpr:
 		res, err = ev.metricQuery(ctx, x)
 	}
+	if err != nil && ctx.Err() != nil {
+		// Canceled or out of time: what a worker met meanwhile (a
+		// pipeline error of rows read after) is not the answer.
+		err = ctx.Err()
+	}
 	if err = e.timedOut(err); err != nil {
 		return nil, err
 	}
