@@ -45,15 +45,24 @@ type Snapshot struct {
 
 	dmgMu  sync.Mutex
 	damage []Damage // what reads skipped
+
+	// The block cache the reads go through, entered at epoch until
+	// Release: what it holds stays until then.
+	cache *part.BlockCache
+	epoch uint64
 }
 
-// Release unpins the snapshot's parts. The snapshot must not be used
-// afterwards.
+// Release unpins the snapshot's parts and what its reads found in the
+// block cache: nothing read from the snapshot may be used afterwards.
 func (sn *Snapshot) Release() {
 	for _, p := range sn.parts {
 		p.release()
 	}
 	sn.parts = nil
+	if sn.cache != nil {
+		sn.cache.Leave(sn.epoch)
+		sn.cache = nil
+	}
 }
 
 // Tenants returns the tenants with data, sorted.

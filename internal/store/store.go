@@ -1046,6 +1046,9 @@ func (s *Store) Close() error {
 		s.cut.Unlock()
 	}
 	s.closeParts()
+	if s.blocks != nil {
+		s.blocks.Close() // its memory is freed as the last snapshots are released
+	}
 	if cerr := s.lock.Close(); err == nil {
 		err = cerr
 	}
@@ -1076,6 +1079,9 @@ func (s *Store) Snapshot() *Snapshot {
 		p.acquire()
 	}
 	s.mu.Unlock()
+	if s.blocks != nil {
+		sn.cache, sn.epoch = s.blocks, s.blocks.Enter()
+	}
 	return sn
 }
 

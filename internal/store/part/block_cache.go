@@ -2,7 +2,7 @@ package part
 
 import (
 	"fmt"
-	"slices"
+	"math"
 	"sync"
 	"sync/atomic"
 	"unsafe"
@@ -31,9 +31,12 @@ type blockHeader struct {
 	rest  []byte   // the header after the templates: column count, row streams length, column entries
 	ool   bool     // outOfLine, worked out once
 	meta  []int32  // the columns of fields that may be structured metadata (MetaColumns)
-	size  int64    // the memory it holds, for the cache's budget
-	used  atomic.Bool
-	cache *BlockCache // the cache holding it, if one does
+	// region holds a cached header's arrays (those above), in the
+	// cache's memory (moveHeader).
+	region []byte
+	size   int64 // the memory it holds, for the cache's budget
+	used   atomic.Bool
+	cache  *BlockCache // the cache holding it, if one does
 	// skeleton, once a read has walked the block's rows, and the rows'
 	// times, once one has read them.
 	skeleton atomic.Pointer[rowSkeleton]
@@ -61,10 +64,24 @@ type rowSkeleton struct {
 	tids    []int32
 	perTmpl []int
 	flags   []byte
+	mem     []byte // holding the three, in the cache's memory
 }
 
-func (s *rowSkeleton) memory() int64 {
-	return int64(unsafe.Sizeof(*s)) + 4*int64(cap(s.tids)) + 8*int64(cap(s.perTmpl)) + int64(cap(s.flags))
+// newSkeleton returns a copy of a block's row skeleton in the cache's
+// memory.
+func (c *BlockCache) newSkeleton(tids []int32, perTmpl []int, flags []byte) *rowSkeleton {
+	var size, off int
+	regionSize[int](&size, len(perTmpl))
+	regionSize[int32](&size, len(tids))
+	regionSize[byte](&size, len(flags))
+	sk := &rowSkeleton{mem: c.mem.alloc(size)}
+	sk.perTmpl = view[int](sk.mem, &off, len(perTmpl))
+	sk.tids = view[int32](sk.mem, &off, len(tids))
+	sk.flags = view[byte](sk.mem, &off, len(flags))
+	copy(sk.perTmpl, perTmpl)
+	copy(sk.tids, tids)
+	copy(sk.flags, flags)
+	return sk
 }
 
 // parseHeader parses hdr, a block's header stream, into h, reusing its
@@ -81,19 +98,10 @@ func parseHeader(hdr []byte, h *blockHeader) error {
 	}
 	// The arrays have stopped growing: point each template at its part
 	// of their final copies.
-	var s, o, l, e int
-	for i := range h.tmpls {
-		t := &h.tmpls[i]
-		t.slots = h.slots[s : s+len(t.slots) : s+len(t.slots)]
-		t.cols = h.cols[s : s+len(t.slots) : s+len(t.slots)]
-		s += len(t.slots)
-		if !t.raw {
-			t.holes = h.holes[o : o+len(t.holes) : o+len(t.holes)]
-			n, ne := len(t.gaps.line), len(t.gaps.ends)
-			t.gaps = Gaps{line: h.line[l : l+n : l+n], ends: h.ends[e : e+ne : e+ne]}
-			o, l, e = o+len(t.holes), l+n, e+ne
-		}
-	}
+	h.pointTemplates(func(k int) (slots, holes, line, ends int) {
+		t := &h.tmpls[k]
+		return len(t.slots), len(t.holes), len(t.gaps.line), len(t.gaps.ends)
+	})
 	if err := r.Err(); err != nil {
 		return fmt.Errorf("block header: %w", err)
 	}
@@ -103,6 +111,25 @@ func parseHeader(hdr []byte, h *blockHeader) error {
 	return nil
 }
 
+// pointTemplates points each template at its part of the header's
+// arrays, which hold them end to end in order; n gives template k's
+// lengths (called before it is pointed).
+func (h *blockHeader) pointTemplates(n func(k int) (slots, holes, line, ends int)) {
+	var s, o, l, e int
+	for k := range h.tmpls {
+		ns, nh, nl, ne := n(k)
+		t := &h.tmpls[k]
+		t.slots = h.slots[s : s+ns : s+ns]
+		t.cols = h.cols[s : s+ns : s+ns]
+		s += ns
+		if !t.raw {
+			t.holes = h.holes[o : o+nh : o+nh]
+			t.gaps = Gaps{line: h.line[l : l+nl : l+nl], ends: h.ends[e : e+ne : e+ne]}
+			o, l, e = o+nh, l+nl, e+ne
+		}
+	}
+}
+
 // BlockCache keeps what reads of a block find the same every time: its
 // header parsed, and once reads have walked its rows, their templates and
 // flags (rowSkeleton) and their times. Up to a budget of memory shared by
@@ -110,12 +137,31 @@ func parseHeader(hdr []byte, h *blockHeader) error {
 // nor, unless it reads values, anything but the columns it needs. When
 // full it evicts a block's whole entry by CLOCK: one read since the hand
 // last passed it is kept one more turn.
+//
+// What the cache holds lies outside the Go heap (offHeap), so it is freed
+// by hand: an entry evicted is retired, and freed once every read that
+// began before is done. A read of a reader that uses the cache must lie
+// between Enter and Leave (the store's Snapshot and its Release), and
+// keep no view of what it read past Leave.
 type BlockCache struct {
 	budget int64
+	mem    *offHeap
 	mu     sync.Mutex
 	used   int64
 	ring   []cachedHeader
 	hand   int
+	// epoch grows with each retirement; pins counts the reads under way
+	// by the epoch they entered at; retired is what waits for them, by
+	// the epoch it was retired at, oldest first.
+	epoch   uint64
+	pins    map[uint64]int
+	retired []retiredBuf
+	closed  bool // takes nothing more in
+}
+
+type retiredBuf struct {
+	p     *byte
+	epoch uint64
 }
 
 type cachedHeader struct {
@@ -125,7 +171,81 @@ type cachedHeader struct {
 }
 
 // NewBlockCache returns a cache holding at most budget bytes.
-func NewBlockCache(budget int64) *BlockCache { return &BlockCache{budget: budget} }
+func NewBlockCache(budget int64) *BlockCache {
+	return &BlockCache{budget: budget, mem: newOffHeap(max(budget/16, 4<<20)), pins: map[uint64]int{}}
+}
+
+// Enter begins a read through the cache: nothing the cache holds now or
+// later is freed before the Leave of the epoch it returns.
+func (c *BlockCache) Enter() uint64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.pins[c.epoch]++
+	return c.epoch
+}
+
+// Leave ends a read begun by Enter, and frees what no read under way may
+// hold any more.
+func (c *BlockCache) Leave(epoch uint64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.pins[epoch]--; c.pins[epoch] <= 0 {
+		delete(c.pins, epoch)
+	}
+	c.reclaim()
+}
+
+// retireLocked hands p, which the cache no longer holds, to be freed once
+// the reads under way are done. REQUIRES: c.mu.
+func (c *BlockCache) retireLocked(p *byte) {
+	if p == nil {
+		return
+	}
+	c.retired = append(c.retired, retiredBuf{p: p, epoch: c.epoch})
+	c.epoch++
+}
+
+func (c *BlockCache) retire(p *byte) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.retireLocked(p)
+}
+
+// reclaim frees what was retired before the oldest read under way began.
+// REQUIRES: c.mu.
+func (c *BlockCache) reclaim() {
+	oldest := uint64(math.MaxUint64)
+	for e := range c.pins {
+		oldest = min(oldest, e)
+	}
+	k := 0
+	for k < len(c.retired) && c.retired[k].epoch < oldest {
+		c.mem.release(c.retired[k].p)
+		k++
+	}
+	if k > 0 {
+		n := copy(c.retired, c.retired[k:])
+		clear(c.retired[n:])
+		c.retired = c.retired[:n]
+	}
+}
+
+// Close frees the cache's memory once the reads under way are done; the
+// store closes it after its readers.
+func (c *BlockCache) Close() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.closed = true
+	for len(c.ring) > 0 {
+		c.remove(len(c.ring) - 1)
+	}
+	c.reclaim()
+	c.mem.close()
+}
+
+// Mapped returns the memory the cache has mapped: what it holds, and what
+// it keeps free to reuse or waits to free.
+func (c *BlockCache) Mapped() int64 { return c.mem.mappedBytes() }
 
 // Budget returns the bytes the cache may hold.
 func (c *BlockCache) Budget() int64 { return c.budget }
@@ -156,40 +276,81 @@ func (r *Reader) header(i int, d *bin.Reader, b *Block) (*blockHeader, error) {
 	if r.headers == nil || b.Scan || int64(len(hdr)) > r.cache.budget/8 {
 		return &b.header, parseHeader(hdr, &b.header)
 	}
-	h := new(blockHeader)
-	if err := parseHeader(hdr, h); err != nil {
+	// Parsed into the block's own header, then moved to the cache's
+	// memory: the block's arrays are scratch the next parse reuses.
+	if err := parseHeader(hdr, &b.header); err != nil {
 		return nil, err
 	}
-	h.rest = slices.Clone(h.rest) // the templates hold no view of hdr, which b.raw's next use overwrites
+	h := r.cache.moveHeader(&b.header)
 	cr := bin.NewReader(h.rest)
 	if n := cr.Count("column count", 4); cr.Err() == nil {
 		h.colRaw = make([]atomic.Pointer[[]byte], n)
 	}
-	h.size = headerMemory(h)
-	r.cache.add(r, i, h)
+	h.size = int64(unsafe.Sizeof(*h)) + r.cache.mem.size(h.region) + 8*int64(len(h.colRaw))
+	if !r.cache.add(r, i, h) {
+		r.cache.retire(unsafe.SliceData(h.region)) // this read's alone
+	}
 	return h, nil
 }
 
-// headerMemory estimates the memory a cached header holds.
-func headerMemory(h *blockHeader) int64 {
-	return int64(unsafe.Sizeof(*h)) + int64(cap(h.rest)) + int64(cap(h.tmpls))*int64(unsafe.Sizeof(template{})) +
-		int64(cap(h.slots))*int64(unsafe.Sizeof(slot{})) + 4*int64(cap(h.cols)) + int64(cap(h.holes))*int64(unsafe.Sizeof(0)) +
-		int64(cap(h.line)) + 4*int64(cap(h.ends)) + 8*int64(len(h.colRaw))
+// moveHeader returns a copy of the parsed header p in one buffer of the
+// cache's memory: the templates and every array they view, so that the
+// copy holds no pointer into the heap (the collector does not see it).
+func (c *BlockCache) moveHeader(p *blockHeader) *blockHeader {
+	var size int
+	regionSize[template](&size, len(p.tmpls))
+	regionSize[int](&size, len(p.holes))
+	regionSize[slot](&size, len(p.slots))
+	regionSize[int32](&size, len(p.cols))
+	regionSize[uint32](&size, len(p.ends))
+	regionSize[int32](&size, len(p.meta))
+	regionSize[byte](&size, len(p.line))
+	regionSize[byte](&size, len(p.rest))
+	region := c.mem.alloc(size)
+	var off int
+	h := &blockHeader{nrows: p.nrows, ool: p.ool, cache: c, region: region}
+	h.tmpls = view[template](region, &off, len(p.tmpls))
+	h.holes = view[int](region, &off, len(p.holes))
+	h.slots = view[slot](region, &off, len(p.slots))
+	h.cols = view[int32](region, &off, len(p.cols))
+	h.ends = view[uint32](region, &off, len(p.ends))
+	h.meta = view[int32](region, &off, len(p.meta))
+	h.line = view[byte](region, &off, len(p.line))
+	h.rest = view[byte](region, &off, len(p.rest))
+	copy(h.holes, p.holes)
+	copy(h.slots, p.slots)
+	copy(h.cols, p.cols)
+	copy(h.ends, p.ends)
+	copy(h.meta, p.meta)
+	copy(h.line, p.line)
+	copy(h.rest, p.rest)
+	for k := range p.tmpls {
+		t := &p.tmpls[k]
+		// The scalars; pointTemplates sets the views.
+		h.tmpls[k] = template{raw: t.raw, msgLine: t.msgLine, dup: t.dup, shape: t.shape, holeStr: t.holeStr, holeVal: t.holeVal}
+	}
+	h.pointTemplates(func(k int) (slots, holes, line, ends int) {
+		t := &p.tmpls[k]
+		return len(t.slots), len(t.holes), len(t.gaps.line), len(t.gaps.ends)
+	})
+	return h
 }
 
-func (c *BlockCache) add(r *Reader, i int, h *blockHeader) {
+// add caches h as block i of r, and reports whether it did.
+func (c *BlockCache) add(r *Reader, i int, h *blockHeader) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if r.headers[i].Load() != nil {
-		return // another read cached it first
+	if c.closed || r.headers[i].Load() != nil {
+		return false // closed, or another read cached it first
 	}
 	if !c.makeRoom(h.size) {
-		return
+		return false
 	}
-	h.cache, h.inCache = c, true
+	h.inCache = true
 	r.headers[i].Store(h)
 	c.ring = append(c.ring, cachedHeader{r: r, block: i, h: h})
 	c.used += h.size
+	return true
 }
 
 // makeRoom evicts headers until n more bytes fit, and reports whether
@@ -207,17 +368,20 @@ func (c *BlockCache) makeRoom(n int64) bool {
 	return c.used+n <= c.budget
 }
 
-// keep gives a cached header n more bytes of what reads of its block
-// find (set stores it, and reports false if another read did first), if
-// there is room for them.
-func (c *BlockCache) keep(h *blockHeader, n int64, set func() bool) {
+// keep gives a cached header buf, what reads of its block find, from the
+// cache's memory (set stores it, and reports false if another read did
+// first), if there is room for it; what the header does not take is
+// retired, for the read that made it may still use it.
+func (c *BlockCache) keep(h *blockHeader, buf *byte, n int64, set func() bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if !h.inCache {
+	if c.closed || !h.inCache {
+		c.retireLocked(buf)
 		return
 	}
 	h.used.Store(true) // not the one to evict for it
 	if !c.makeRoom(n) || !h.inCache || !set() {
+		c.retireLocked(buf)
 		return
 	}
 	h.size += n
@@ -230,6 +394,18 @@ func (c *BlockCache) remove(k int) {
 	e.r.headers[e.block].Store(nil)
 	e.h.inCache = false
 	c.used -= e.h.size
+	c.retireLocked(unsafe.SliceData(e.h.region))
+	if sk := e.h.skeleton.Load(); sk != nil {
+		c.retireLocked(unsafe.SliceData(sk.mem))
+	}
+	if ts := e.h.times.Load(); ts != nil {
+		c.retireLocked(bytesOf(*ts))
+	}
+	for i := range e.h.colRaw {
+		if p := e.h.colRaw[i].Load(); p != nil {
+			c.retireLocked(unsafe.SliceData(*p))
+		}
+	}
 	last := len(c.ring) - 1
 	c.ring[k] = c.ring[last]
 	c.ring[last] = cachedHeader{}

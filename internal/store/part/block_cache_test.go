@@ -36,7 +36,11 @@ func TestBlockCache(t *testing.T) {
 	// literal, the newest of them, and a columnar walk of the rows (the
 	// last three take the rows' templates from a cached header's row
 	// skeleton once one read has made it).
+	cacheOf := map[*part.Reader]*part.BlockCache{}
 	read := func(rd *part.Reader, i int, scan bool) (string, error) {
+		if c := cacheOf[rd]; c != nil { // a read through a cache is pinned, as a store's snapshot pins it
+			defer c.Leave(c.Enter())
+		}
 		var s strings.Builder
 		b := part.Block{Scan: scan}
 		if err := rd.ReadLines(i, &b, &part.LineRead{}); err != nil {
@@ -102,6 +106,7 @@ func TestBlockCache(t *testing.T) {
 		t.Fatal(err)
 	}
 	rd.UseBlockCache(probe)
+	cacheOf[rd] = probe
 	if _, err := read(rd, 0, false); err != nil {
 		t.Fatal(err)
 	}
@@ -117,6 +122,7 @@ func TestBlockCache(t *testing.T) {
 		t.Fatal(err)
 	}
 	rd.UseBlockCache(c)
+	cacheOf[rd] = c
 	order := []int{}
 	for i := range want {
 		order = append(order, i)
@@ -163,5 +169,85 @@ func TestBlockCache(t *testing.T) {
 	rd.Close()
 	if u := c.Used(); u != 0 {
 		t.Fatalf("%d bytes cached after the reader closed", u)
+	}
+	c.Leave(c.Enter()) // no read under way: what was retired is freed
+	c.Close()
+	if m := c.Mapped(); m != 0 {
+		t.Fatalf("%d bytes mapped after the cache closed", m)
+	}
+}
+
+// TestBlockCacheFreesAfterReads: what the cache held is freed once it has
+// been evicted and every read that began before has left, not before: a
+// view a read holds stays intact while others evict it, and is poisoned
+// (a test binary's freed memory) once that read leaves.
+func TestBlockCacheFreesAfterReads(t *testing.T) {
+	var in strings.Builder
+	for i := range 3000 {
+		fmt.Fprintf(&in, `{"ts":%d,"service":"s%d","msg":"message %d of a test, long enough to be stored apart %d"}`+"\n", 1768464000000+i, i%8, i, i*7919)
+	}
+	fs := vfs.NewMem()
+	writePart(t, fs, "p.part", encoded(t, "auto", []byte(in.String())))
+	msg := func(rd *part.Reader, i int) []byte {
+		var b part.Block
+		if err := rd.ReadColumns(i, &b); err != nil {
+			t.Fatal(err)
+		}
+		for ci := range b.NumColumns() {
+			if b.Names[ci] == "msg" {
+				v, _, err := b.Value(ci, 0, 0, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return v
+			}
+		}
+		t.Fatal("no msg column")
+		return nil
+	}
+	open := func(c *part.BlockCache) *part.Reader {
+		rd, err := part.Open(fs, "p.part")
+		if err != nil {
+			t.Fatal(err)
+		}
+		rd.UseBlockCache(c)
+		return rd
+	}
+	// A budget of about one block's header and message column.
+	probe := part.NewBlockCache(1 << 30)
+	rd := open(probe)
+	if len(rd.Blocks) < 4 {
+		t.Fatalf("%d blocks, want 4", len(rd.Blocks))
+	}
+	e := probe.Enter()
+	msg(rd, 0)
+	one := probe.Used()
+	probe.Leave(e)
+	rd.Close()
+	probe.Close()
+
+	c := part.NewBlockCache(one * 3 / 2)
+	rd = open(c)
+	defer rd.Close()
+	first := c.Enter()
+	v := msg(rd, 0)
+	held := string(v)
+	if !strings.HasPrefix(held, "message ") {
+		t.Fatalf("block 0's first message %q", held)
+	}
+	other := c.Enter()
+	for i := 1; i < len(rd.Blocks); i++ {
+		msg(rd, i)
+	}
+	c.Leave(other)
+	if string(v) != held {
+		t.Fatalf("block 0's message freed while the read that holds it is under way: %q, was %q", v, held)
+	}
+	c.Leave(first)
+	if string(v) == held {
+		t.Fatal("block 0's message not freed once evicted and its read gone")
+	}
+	if u, m := c.Used(), c.Mapped(); u > one*3/2 || m > u+4<<20 {
+		t.Fatalf("%d bytes mapped, %d of them held: more than the budget %d and the free buffers", m, u, one*3/2)
 	}
 }

@@ -3,7 +3,7 @@ package part
 import (
 	"encoding/binary"
 	"fmt"
-	"slices"
+	"unsafe"
 
 	"github.com/sluicelog/sluice/internal/record"
 	"github.com/sluicelog/sluice/internal/timestamp"
@@ -51,9 +51,9 @@ func (b *Block) decodeRows() error {
 	}
 	b.rowFlags = b.rowParts.flags
 	if c := b.hd.cache; c != nil {
-		sk := &rowSkeleton{tids: slices.Clone(b.tids), perTmpl: slices.Clone(b.perTmpl),
-			flags: slices.Clone(b.rowFlags)}
-		c.keep(b.hd, sk.memory(), func() bool { return b.hd.skeleton.CompareAndSwap(nil, sk) })
+		sk := c.newSkeleton(b.tids, b.perTmpl, b.rowFlags)
+		c.keep(b.hd, unsafe.SliceData(sk.mem), int64(unsafe.Sizeof(*sk))+c.mem.size(sk.mem),
+			func() bool { return b.hd.skeleton.CompareAndSwap(nil, sk) })
 	}
 	return nil
 }
@@ -149,8 +149,11 @@ func (b *Block) DecodeTimes() error {
 	}
 	b.timesRead = true
 	if c := b.hd.cache; c != nil {
-		ts := slices.Clone(b.times)
-		c.keep(b.hd, 8*int64(cap(ts)), func() bool { return b.hd.times.CompareAndSwap(nil, &ts) })
+		mem := c.mem.alloc(8 * len(b.times))
+		var off int
+		ts := view[int64](mem, &off, len(b.times))
+		copy(ts, b.times)
+		c.keep(b.hd, unsafe.SliceData(mem), c.mem.size(mem), func() bool { return b.hd.times.CompareAndSwap(nil, &ts) })
 	}
 	return nil
 }
@@ -466,17 +469,21 @@ func (b *Block) loadedCol(i int) (*colData, error) {
 		kept = *p
 	}
 	var ownUpTo int64
+	var mem *offHeap
 	if hd.cache != nil {
-		ownUpTo = max(maxKeptColumn, hd.cache.budget/keptShare)
+		ownUpTo, mem = max(maxKeptColumn, hd.cache.budget/keptShare), hd.cache.mem
 	}
 	var colRaw []byte
 	var owned bool
 	var err error
-	if b.raw, colRaw, owned, err = c.load(b.raw, kept, ownUpTo); err != nil {
+	if b.raw, colRaw, owned, err = c.load(b.raw, kept, ownUpTo, mem); err != nil {
+		if owned {
+			hd.cache.retire(unsafe.SliceData(colRaw))
+		}
 		return nil, fmt.Errorf("%w: column %q: %v", ErrCorrupt, b.Names[i], err)
 	}
 	if owned {
-		hd.cache.keep(hd, int64(cap(colRaw)), func() bool { return hd.colRaw[i].CompareAndSwap(nil, &colRaw) })
+		hd.cache.keep(hd, unsafe.SliceData(colRaw), mem.size(colRaw), func() bool { return hd.colRaw[i].CompareAndSwap(nil, &colRaw) })
 	}
 	return c, nil
 }

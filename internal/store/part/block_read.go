@@ -7,6 +7,7 @@ import (
 	"hash/maphash"
 	"slices"
 	"strconv"
+	"unsafe"
 
 	"github.com/sluicelog/sluice/internal/bin"
 	"github.com/sluicelog/sluice/internal/record"
@@ -222,7 +223,7 @@ func decodeBlock(body []byte, hd *blockHeader, stream uint32, b *Block) error {
 			}
 		default:
 			var err error
-			if b.raw, _, _, err = c.load(b.raw, nil, 0); err != nil {
+			if b.raw, _, _, err = c.load(b.raw, nil, 0, nil); err != nil {
 				return fmt.Errorf("column %d (%q): %w", i, name, err)
 			}
 		}
@@ -514,9 +515,10 @@ func (c *colData) decode(h, cr *bin.Reader, raw []byte) []byte {
 // kept, when not nil, is the column's stream decompressed by an earlier
 // read (blockHeader.colRaw), decoded without decompressing it again.
 // A stream compressed to at most ownUpTo bytes decompressed goes to a
-// buffer of its own instead, for the block cache to keep (owned): no
-// copy of it is made. load returns the stream it decoded.
-func (c *colData) load(raw, kept []byte, ownUpTo int64) (_, colRaw []byte, owned bool, _ error) {
+// buffer of its own from mem instead, for the block cache to keep
+// (owned): no copy of it is made. load returns the stream it
+// decoded.
+func (c *colData) load(raw, kept []byte, ownUpTo int64, mem *offHeap) (_, colRaw []byte, owned bool, _ error) {
 	if c.loaded {
 		return raw, nil, false, nil
 	}
@@ -526,8 +528,14 @@ func (c *colData) load(raw, kept []byte, ownUpTo int64) (_, colRaw []byte, owned
 	} else {
 		cd := bin.NewReader(c.stored)
 		if n, ok := compressedLen(c.stored); ok && ownUpTo > 0 && n <= uint64(ownUpTo) {
-			colRaw, _ = readStream(&cd, make([]byte, 0, n))
+			own := mem.alloc(int(n))[:0]
+			colRaw, _ = readStream(&cd, own)
 			owned = true
+			defer func() {
+				if !owned {
+					mem.release(unsafe.SliceData(own)) // the stream is bad: nothing saw it
+				}
+			}()
 		} else {
 			colRaw, raw = readStream(&cd, raw)
 		}
