@@ -37,6 +37,12 @@ func main() {
 	limit := flag.Int("limit", 100, "a range log query's lines")
 	step := flag.Duration("step", 0, "with -range, a metric query's step")
 	cache := flag.Int64("block-cache-bytes", 1<<30, "the block cache's budget (the server's default with 16 GiB of memory or more)")
+	var before []string
+	beforeAt := flag.String("before-time", "", "the instant the -before questions are asked at (default -time)")
+	flag.Func("before", "a question asked once (at -before-time) before the runs, as another user's would fill the block cache first (repeatable)", func(q string) error {
+		before = append(before, q)
+		return nil
+	})
 	flag.Parse()
 	if *data == "" || *q == "" {
 		fmt.Fprintln(os.Stderr, "querycpu: -data and -query are required")
@@ -53,12 +59,32 @@ func main() {
 		os.Exit(1)
 	}
 	defer st.Close()
-	sn := st.Snapshot()
-	defer sn.Release()
+	// A snapshot per question, as the server takes one per request (what
+	// a snapshot's reads retire from the block cache waits for its
+	// release).
 	e := query.NewEngine(query.Limits{})
+	exec := func(p query.Params) (*query.Result, error) {
+		sn := st.Snapshot()
+		defer sn.Release()
+		return e.Exec(context.Background(), sn, p)
+	}
 	p := query.Params{Tenant: *tenant, Query: *q, Start: t.UnixNano(), End: t.UnixNano(), Instant: true}
 	if *over > 0 {
 		p = query.Params{Tenant: *tenant, Query: *q, Start: t.Add(-*over).UnixNano(), End: t.UnixNano(), Limit: *limit, Direction: query.Backward, Step: *step}
+	}
+	bt := t
+	if *beforeAt != "" {
+		if bt, err = time.Parse(time.RFC3339Nano, *beforeAt); err != nil {
+			fmt.Fprintf(os.Stderr, "querycpu: -before-time: %v\n", err)
+			os.Exit(2)
+		}
+	}
+	for _, b := range before {
+		bp := query.Params{Tenant: *tenant, Query: b, Start: bt.UnixNano(), End: bt.UnixNano(), Instant: true}
+		if _, err := exec(bp); err != nil {
+			fmt.Fprintf(os.Stderr, "querycpu: -before %s: %v\n", b, err)
+			os.Exit(1)
+		}
 	}
 	var took []time.Duration
 	var last *query.Result
@@ -72,7 +98,7 @@ func main() {
 			defer stop()
 		}
 		c0 := cpuTime()
-		res, err := e.Exec(context.Background(), sn, p)
+		res, err := exec(p)
 		if err != nil {
 			fmt.Fprintf(os.Stderr, "querycpu: %v\n", err)
 			os.Exit(1)

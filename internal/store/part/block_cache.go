@@ -156,11 +156,19 @@ type BlockCache struct {
 	epoch   uint64
 	pins    map[uint64]int
 	retired []retiredBuf
+	// backlog is the memory retired and not yet freed; once it is an
+	// eighth of the budget the cache is crowded and takes nothing more
+	// in until reads leave. (A query reading more than the cache holds
+	// would otherwise retire all it read beyond the budget, held until
+	// it ends: a scan of 20M lines' columns, a gigabyte more.)
+	backlog int64
+	crowded atomic.Bool
 	closed  bool // takes nothing more in
 }
 
 type retiredBuf struct {
 	p     *byte
+	size  int64
 	epoch uint64
 }
 
@@ -201,9 +209,16 @@ func (c *BlockCache) retireLocked(p *byte) {
 	if p == nil {
 		return
 	}
-	c.retired = append(c.retired, retiredBuf{p: p, epoch: c.epoch})
+	size := c.mem.mappedSize(p)
+	c.retired = append(c.retired, retiredBuf{p: p, size: size, epoch: c.epoch})
 	c.epoch++
+	c.backlog += size
+	c.crowded.Store(c.backlog >= c.budget/8)
 }
+
+// admits reports whether the cache takes in more: reads of a crowded one
+// decompress and parse into their own scratch, as a scan's.
+func (c *BlockCache) admits() bool { return !c.crowded.Load() }
 
 func (c *BlockCache) retire(p *byte) {
 	c.mu.Lock()
@@ -221,8 +236,10 @@ func (c *BlockCache) reclaim() {
 	k := 0
 	for k < len(c.retired) && c.retired[k].epoch < oldest {
 		c.mem.release(c.retired[k].p)
+		c.backlog -= c.retired[k].size
 		k++
 	}
+	c.crowded.Store(c.backlog >= c.budget/8)
 	if k > 0 {
 		n := copy(c.retired, c.retired[k:])
 		clear(c.retired[n:])
@@ -273,7 +290,7 @@ func (r *Reader) header(i int, d *bin.Reader, b *Block) (*blockHeader, error) {
 	if err := d.Err(); err != nil {
 		return nil, fmt.Errorf("block header: %w", err)
 	}
-	if r.headers == nil || b.Scan || int64(len(hdr)) > r.cache.budget/8 {
+	if r.headers == nil || b.Scan || int64(len(hdr)) > r.cache.budget/8 || !r.cache.admits() {
 		return &b.header, parseHeader(hdr, &b.header)
 	}
 	// Parsed into the block's own header, then moved to the cache's

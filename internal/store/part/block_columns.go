@@ -50,7 +50,7 @@ func (b *Block) decodeRows() error {
 		return err
 	}
 	b.rowFlags = b.rowParts.flags
-	if c := b.hd.cache; c != nil {
+	if c := b.hd.cache; c != nil && c.admits() {
 		sk := c.newSkeleton(b.tids, b.perTmpl, b.rowFlags)
 		c.keep(b.hd, unsafe.SliceData(sk.mem), int64(unsafe.Sizeof(*sk))+c.mem.size(sk.mem),
 			func() bool { return b.hd.skeleton.CompareAndSwap(nil, sk) })
@@ -148,7 +148,7 @@ func (b *Block) DecodeTimes() error {
 		return fmt.Errorf("%w: row streams: %d and %d bytes of times left after the rows", ErrCorrupt, len(rs.times), len(rs.subms))
 	}
 	b.timesRead = true
-	if c := b.hd.cache; c != nil {
+	if c := b.hd.cache; c != nil && c.admits() {
 		mem := c.mem.alloc(8 * len(b.times))
 		var off int
 		ts := view[int64](mem, &off, len(b.times))
@@ -470,7 +470,7 @@ func (b *Block) loadedCol(i int) (*colData, error) {
 	}
 	var ownUpTo int64
 	var mem *offHeap
-	if hd.cache != nil {
+	if hd.cache != nil && hd.cache.admits() {
 		ownUpTo, mem = max(maxKeptColumn, hd.cache.budget/keptShare), hd.cache.mem
 	}
 	var colRaw []byte

@@ -106,6 +106,14 @@ func (m *offHeap) size(b []byte) int64 {
 	return int64(cap(b))
 }
 
+// mappedSize returns the memory of a buffer from alloc that is mapped, 0
+// for a heap slice.
+func (m *offHeap) mappedSize(p *byte) int64 {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return int64(m.mapped[p])
+}
+
 // release takes back a buffer from alloc, which nothing may use again; a
 // heap slice is left to the collector.
 func (m *offHeap) release(p *byte) {
