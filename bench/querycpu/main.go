@@ -15,6 +15,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"runtime"
 	"runtime/pprof"
 	"slices"
 	"syscall"
@@ -43,7 +44,10 @@ func main() {
 		before = append(before, q)
 		return nil
 	})
+	floor := flag.Int64("gc-floor", 256<<20, "bytes of heap allocated and never touched, as `sluice serve` keeps a quarter of its block cache's budget, so that the collector paces as the server's does (0: none)")
 	flag.Parse()
+	ballast := make([]byte, max(*floor, 0))
+	defer runtime.KeepAlive(ballast)
 	if *data == "" || *q == "" {
 		fmt.Fprintln(os.Stderr, "querycpu: -data and -query are required")
 		os.Exit(2)

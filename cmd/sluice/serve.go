@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"runtime"
 	"runtime/debug"
 	"strings"
 	"sync"
@@ -72,7 +73,7 @@ SIGTERM or SIGINT drains the requests in flight, then closes the store.`,
 		fs.Int64Var(&cfg.MaxInflightBytes, "max-inflight-bytes", cfg.MaxInflightBytes, "memory that ingest requests in flight may hold; more wait a second, then get 503")
 		fs.Int64Var(&o.maxHeadBytes, "max-head-bytes", 0, "memory the heads not yet flushed may hold; past it ingest waits for the flush (0: an eighth of the memory, at most 1 GiB, at least twice --head-bytes)")
 		fs.Int64Var(&o.blockCacheBytes, "block-cache-bytes", 0, "memory the block cache may hold, outside the Go heap: the parsed headers, row templates, times and small decompressed columns of the blocks queries read (0: a sixteenth of the memory, 64 MiB to 1 GiB; -1: no cache)")
-		fs.Int64Var(&o.memLimit, "memory-limit", 0, "soft limit of the Go heap in `bytes` (0: --max-head-bytes, one more head, the in-flight bytes, concurrency+1 batches of batch_bytes per sink and 64 MiB; the block cache's memory is outside the heap; GOMEMLIMIT overrides)")
+		fs.Int64Var(&o.memLimit, "memory-limit", 0, "soft limit of the Go heap in `bytes` (0: --max-head-bytes, one more head, the in-flight bytes, concurrency+1 batches of batch_bytes per sink, the collector's floor of a quarter of --block-cache-bytes and 64 MiB; the block cache's memory is outside the heap; GOMEMLIMIT overrides)")
 		fs.IntVar(&cfg.MaxInflight, "max-inflight", cfg.MaxInflight, "ingest requests served at once; more wait a second, then get 503")
 		fs.IntVar(&cfg.Parse.MaxLineSize, "max-line-size", 1<<20, "reject lines longer than this many bytes")
 		fs.IntVar(&cfg.Parse.Record.MaxFields, "max-fields", 1000, "reject lines with more fields than this")
@@ -169,13 +170,16 @@ func (o *serveOpts) run(args []string, e *env) error {
 	if o.blockCacheBytes == 0 {
 		o.blockCacheBytes = defaultBlockCacheBytes()
 	}
+	floor := gcFloor(defaultGCFloor(o.blockCacheBytes))
+	defer runtime.KeepAlive(floor)
 	if os.Getenv("GOMEMLIMIT") == "" {
 		// A soft limit, so the GC keeps garbage near what is live: the
-		// heads, the part being built from one, and what requests in
-		// flight may hold (the block cache is not on the heap).
+		// heads, the part being built from one, what requests in flight
+		// may hold, and the collector's floor (the block cache is not on
+		// the heap).
 		limit := o.memLimit
 		if limit <= 0 {
-			limit = o.maxHeadBytes + o.storage.headBytes + o.cfg.MaxInflightBytes + 64<<20
+			limit = o.maxHeadBytes + o.storage.headBytes + o.cfg.MaxInflightBytes + int64(len(floor)) + 64<<20
 		}
 		debug.SetMemoryLimit(limit)
 	}
