@@ -212,6 +212,8 @@ type Stats struct {
 	HeadBytes, HeadRows   int64
 	FlushingBytes         int64 // of the head being flushed, if one is
 	BlockCacheBytes       int64 // held by the block cache
+	BlockCacheWaiting     int64 // evicted from it, freed once the reads under way leave
+	BlockCacheResident    int64 // its memory that may be resident: held, waiting and free to reuse
 	Parts                 int
 	PartBytes, LineBytes  int64
 	PartRows              int64
@@ -1108,6 +1110,7 @@ func (s *Store) Stats() Stats {
 	}
 	if s.blocks != nil {
 		st.BlockCacheBytes = s.blocks.Used()
+		st.BlockCacheWaiting, st.BlockCacheResident = s.blocks.Waiting(), s.blocks.Resident()
 	}
 	st.QuarantinedBlocks = s.quarantined.Load()
 	if s.wal != nil {

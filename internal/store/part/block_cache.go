@@ -260,9 +260,21 @@ func (c *BlockCache) Close() {
 	c.mem.close()
 }
 
-// Mapped returns the memory the cache has mapped: what it holds, and what
-// it keeps free to reuse or waits to free.
-func (c *BlockCache) Mapped() int64 { return c.mem.mappedBytes() }
+// Waiting returns the memory evicted and waiting for the reads under way
+// to leave before it is freed.
+func (c *BlockCache) Waiting() int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.backlog
+}
+
+// Resident returns the memory of the cache's mappings that may be
+// resident: what it holds, what waits for reads to leave, and the free
+// buffers it keeps to reuse.
+func (c *BlockCache) Resident() int64 { return c.mem.residentBytes() }
+
+// Mappings returns how many memory mappings the cache uses.
+func (c *BlockCache) Mappings() int { return c.mem.mappings() }
 
 // Budget returns the bytes the cache may hold.
 func (c *BlockCache) Budget() int64 { return c.budget }

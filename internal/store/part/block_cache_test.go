@@ -172,8 +172,8 @@ func TestBlockCache(t *testing.T) {
 	}
 	c.Leave(c.Enter()) // no read under way: what was retired is freed
 	c.Close()
-	if m := c.Mapped(); m != 0 {
-		t.Fatalf("%d bytes mapped after the cache closed", m)
+	if r, m := c.Resident(), c.Mappings(); r != 0 || m != 0 {
+		t.Fatalf("%d bytes resident in %d mappings after the cache closed", r, m)
 	}
 }
 
@@ -247,7 +247,7 @@ func TestBlockCacheFreesAfterReads(t *testing.T) {
 	if string(v) == held {
 		t.Fatal("block 0's message not freed once evicted and its read gone")
 	}
-	if u, m := c.Used(), c.Mapped(); u > one*3/2 || m > u+4<<20 {
-		t.Fatalf("%d bytes mapped, %d of them held: more than the budget %d and the free buffers", m, u, one*3/2)
+	if u, r := c.Used(), c.Resident(); u > one*3/2 || r > u+4<<20 {
+		t.Fatalf("%d bytes resident, %d of them held: more than the budget %d and the free buffers", r, u, one*3/2)
 	}
 }

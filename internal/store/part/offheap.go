@@ -16,23 +16,41 @@ import (
 // 2.1 GB of anonymous memory beside a 1 GB cache when it was on the heap).
 //
 // Buffers come in size classes (whole pages, four classes a doubling above
-// 16 pages, so at most a quarter is lost to rounding) and go back to a
-// free list of their class, up to maxFree bytes, for the next: a cache at
-// its budget evicts about what it takes in, without a system call for
-// either. A buffer of less than minMapped bytes is an ordinary heap slice.
+// 16 pages, so at most a quarter is lost to rounding), cut from chunks of
+// chunkSize mapped at once: a mapping per buffer would be tens of
+// thousands of them for a full cache, near the kernel's limit of 65,530
+// a process (vm.max_map_count), and a system call each. A buffer released
+// goes back to a free list of its class for the next: a cache at its
+// budget evicts about what it takes in. Past maxFree bytes of free
+// buffers, the pages of those released are given back to the kernel
+// (MADV_DONTNEED: still mapped, no longer resident) and the buffer is kept
+// for its class, faulted in again when reused. A buffer of a quarter chunk
+// or more has a mapping of its own, unmapped when released; one of less
+// than minMapped bytes is an ordinary heap slice.
 //
 // The cache, not offHeap, decides when a buffer may be freed: only once no
 // read that may hold it is left (BlockCache.Enter, Leave).
 type offHeap struct {
-	mu        sync.Mutex
-	mapped    map[*byte]int // every buffer handed out or free, by its first byte: its class size
+	mu      sync.Mutex
+	classOf map[*byte]int // every buffer handed out or free, by its first byte: its class size
+	chunks  [][]byte      // the mappings buffers are cut from
+	rest    []byte        // what is left of the newest chunk
+	own     map[*byte]int // buffers with a mapping of their own, handed out
+	// free and cold hold released buffers by class: those still
+	// resident (freeBytes of them), and those whose pages were given back.
 	free      map[int][]*byte
+	cold      map[int][]*byte
 	freeBytes int64
 	maxFree   int64
+	out       int   // buffers handed out
+	outBytes  int64 // and their bytes, mapped ones
 	closed    bool
 }
 
-const pageSize = 4096
+const (
+	pageSize  = 4096
+	chunkSize = 32 << 20
+)
 
 // minMapped is the least a buffer must be to be mapped. In a test binary
 // it is a few bytes, so that the tests' small blocks take the path (and
@@ -45,7 +63,7 @@ var minMapped = func() int {
 }()
 
 func newOffHeap(maxFree int64) *offHeap {
-	return &offHeap{mapped: map[*byte]int{}, free: map[int][]*byte{}, maxFree: maxFree}
+	return &offHeap{classOf: map[*byte]int{}, own: map[*byte]int{}, free: map[int][]*byte{}, cold: map[int][]*byte{}, maxFree: maxFree}
 }
 
 // sizeClass returns the bytes a buffer of n bytes takes.
@@ -58,29 +76,52 @@ func sizeClass(n int) int {
 	return p * pageSize
 }
 
-// alloc returns a buffer of length n, zeroed if it is newly mapped and
-// holding what its last user left otherwise.
+// alloc returns a buffer of length n, zeroed if it is new and holding
+// what its last user left otherwise.
 func (m *offHeap) alloc(n int) []byte {
 	if n < minMapped {
 		return heapBytes(n)
 	}
 	size := sizeClass(n)
 	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed {
+		return heapBytes(n)
+	}
 	if l := m.free[size]; len(l) > 0 {
 		p := l[len(l)-1]
 		m.free[size] = l[:len(l)-1]
 		m.freeBytes -= int64(size)
-		m.mu.Unlock()
+		m.out, m.outBytes = m.out+1, m.outBytes+int64(size)
 		return unsafe.Slice(p, size)[:n]
 	}
-	m.mu.Unlock()
-	b, err := unix.Mmap(-1, 0, size, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_ANON|unix.MAP_PRIVATE)
-	if err != nil { // out of mappings or memory: the heap's turn to say so
-		return heapBytes(n)
+	if l := m.cold[size]; len(l) > 0 {
+		p := l[len(l)-1]
+		m.cold[size] = l[:len(l)-1]
+		m.out, m.outBytes = m.out+1, m.outBytes+int64(size)
+		return unsafe.Slice(p, size)[:n]
 	}
-	m.mu.Lock()
-	m.mapped[&b[0]] = size
-	m.mu.Unlock()
+	if size >= chunkSize/4 {
+		b, err := unix.Mmap(-1, 0, size, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_ANON|unix.MAP_PRIVATE)
+		if err != nil { // out of mappings or memory: the heap's turn to say so
+			return heapBytes(n)
+		}
+		m.own[&b[0]] = size
+		m.out, m.outBytes = m.out+1, m.outBytes+int64(size)
+		return b[:n]
+	}
+	if len(m.rest) < size {
+		c, err := unix.Mmap(-1, 0, chunkSize, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_ANON|unix.MAP_PRIVATE)
+		if err != nil {
+			return heapBytes(n)
+		}
+		m.chunks = append(m.chunks, c)
+		m.rest = c // what was left of the last is never touched: not resident
+	}
+	b := m.rest[:size:size]
+	m.rest = m.rest[size:]
+	m.classOf[&b[0]] = size
+	m.out, m.outBytes = m.out+1, m.outBytes+int64(size)
 	return b[:n]
 }
 
@@ -92,16 +133,8 @@ func heapBytes(n int) []byte {
 
 // size returns the memory a buffer from alloc holds.
 func (m *offHeap) size(b []byte) int64 {
-	if cap(b) == 0 {
-		return 0
-	}
-	if cap(b) < minMapped {
-		return int64(cap(b))
-	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if n, ok := m.mapped[unsafe.SliceData(b)]; ok {
-		return int64(n)
+	if n := m.mappedSize(unsafe.SliceData(b)); n > 0 {
+		return n
 	}
 	return int64(cap(b))
 }
@@ -109,9 +142,15 @@ func (m *offHeap) size(b []byte) int64 {
 // mappedSize returns the memory of a buffer from alloc that is mapped, 0
 // for a heap slice.
 func (m *offHeap) mappedSize(p *byte) int64 {
+	if p == nil {
+		return 0
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return int64(m.mapped[p])
+	if n, ok := m.classOf[p]; ok {
+		return int64(n)
+	}
+	return int64(m.own[p])
 }
 
 // release takes back a buffer from alloc, which nothing may use again; a
@@ -122,10 +161,18 @@ func (m *offHeap) release(p *byte) {
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	size, ok := m.mapped[p]
+	if size, ok := m.own[p]; ok {
+		delete(m.own, p)
+		m.out, m.outBytes = m.out-1, m.outBytes-int64(size)
+		_ = unix.Munmap(unsafe.Slice(p, size))
+		m.unmapIfDone()
+		return
+	}
+	size, ok := m.classOf[p]
 	if !ok {
 		return
 	}
+	m.out, m.outBytes = m.out-1, m.outBytes-int64(size)
 	b := unsafe.Slice(p, size)
 	if testing.Testing() {
 		// A read that kept a view of the cache past its pin reads this,
@@ -134,40 +181,54 @@ func (m *offHeap) release(p *byte) {
 			b[i] = 0xa5
 		}
 	}
-	if !m.closed && m.freeBytes+int64(size) <= m.maxFree {
+	if m.freeBytes+int64(size) <= m.maxFree {
 		m.free[size] = append(m.free[size], p)
 		m.freeBytes += int64(size)
-		return
+	} else {
+		_ = unix.Madvise(b, unix.MADV_DONTNEED)
+		m.cold[size] = append(m.cold[size], p)
 	}
-	delete(m.mapped, p)
-	_ = unix.Munmap(b)
+	m.unmapIfDone()
 }
 
-// close unmaps the free buffers; those still handed out are unmapped
-// when released.
+// close unmaps the cache's memory once every buffer is released (at once
+// if none is handed out).
 func (m *offHeap) close() {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.closed = true
-	for size, l := range m.free {
-		for _, p := range l {
-			delete(m.mapped, p)
-			_ = unix.Munmap(unsafe.Slice(p, size))
-		}
+	m.unmapIfDone()
+}
+
+// unmapIfDone unmaps the chunks of a closed offHeap that has no buffer
+// out. REQUIRES: m.mu.
+func (m *offHeap) unmapIfDone() {
+	if !m.closed || m.out > 0 {
+		return
 	}
+	for _, c := range m.chunks {
+		_ = unix.Munmap(c)
+	}
+	m.chunks, m.rest = nil, nil
+	clear(m.classOf)
 	clear(m.free)
+	clear(m.cold)
 	m.freeBytes = 0
 }
 
-// mappedBytes returns the memory mapped, handed out or free.
-func (m *offHeap) mappedBytes() int64 {
+// residentBytes returns the memory of the buffers handed out and of the
+// free ones not given back: what of the mappings may be resident.
+func (m *offHeap) residentBytes() int64 {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	var n int64
-	for _, size := range m.mapped {
-		n += int64(size)
-	}
-	return n
+	return m.outBytes + m.freeBytes
+}
+
+// mappings returns how many mappings the buffers are cut from or have.
+func (m *offHeap) mappings() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return len(m.chunks) + len(m.own)
 }
 
 // view returns n values of type T laid out in b from offset *off, aligned
