@@ -156,11 +156,11 @@ type BlockCache struct {
 	epoch   uint64
 	pins    map[uint64]int
 	retired []retiredBuf
-	// backlog is the memory retired and not yet freed; once it is an
-	// eighth of the budget the cache is crowded and takes nothing more
-	// in until reads leave. (A query reading more than the cache holds
-	// would otherwise retire all it read beyond the budget, held until
-	// it ends: a scan of 20M lines' columns, a gigabyte more.)
+	// backlog is the memory retired and not yet freed; once it is a
+	// maxBacklogShare of the budget the cache is crowded and takes
+	// nothing more in until reads leave. (A query reading more than the
+	// cache holds would otherwise retire all it read beyond the budget,
+	// held until it ends: a scan of 20M lines' columns, a gigabyte more.)
 	backlog int64
 	crowded atomic.Bool
 	closed  bool // takes nothing more in
@@ -213,8 +213,17 @@ func (c *BlockCache) retireLocked(p *byte) {
 	c.retired = append(c.retired, retiredBuf{p: p, size: size, epoch: c.epoch})
 	c.epoch++
 	c.backlog += size
-	c.crowded.Store(c.backlog >= c.budget/8)
+	c.crowded.Store(c.backlog >= c.budget/maxBacklogShare)
 }
+
+// maxBacklogShare: the cache is crowded once what waits to be freed is
+// this share of its budget. A share is what one query can turn over of
+// what an earlier one left: at 20M lines (`LINES=20000000 bench/query.sh`)
+// an eighth held the count by level per minute at 231-306 ms after the
+// questions before it (their blocks filled the cache), a quarter at
+// 156-170, a half at 119, the cache on the heap at 132; the peak resident
+// set was 2,538-2,551, 2,554, 2,865 and 2,849 MB.
+const maxBacklogShare = 4
 
 // admits reports whether the cache takes in more: reads of a crowded one
 // decompress and parse into their own scratch, as a scan's.
@@ -239,7 +248,7 @@ func (c *BlockCache) reclaim() {
 		c.backlog -= c.retired[k].size
 		k++
 	}
-	c.crowded.Store(c.backlog >= c.budget/8)
+	c.crowded.Store(c.backlog >= c.budget/maxBacklogShare)
 	if k > 0 {
 		n := copy(c.retired, c.retired[k:])
 		clear(c.retired[n:])
