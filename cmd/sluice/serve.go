@@ -73,7 +73,7 @@ SIGTERM or SIGINT drains the requests in flight, then closes the store.`,
 		fs.Int64Var(&cfg.MaxInflightBytes, "max-inflight-bytes", cfg.MaxInflightBytes, "memory that ingest requests in flight may hold; more wait a second, then get 503")
 		fs.Int64Var(&o.maxHeadBytes, "max-head-bytes", 0, "memory the heads not yet flushed may hold; past it ingest waits for the flush (0: an eighth of the memory, at most 1 GiB, at least twice --head-bytes)")
 		fs.Int64Var(&o.blockCacheBytes, "block-cache-bytes", 0, "memory the block cache may hold, outside the Go heap: the parsed headers, row templates, times and small decompressed columns of the blocks queries read (0: a sixteenth of the memory, 64 MiB to 1 GiB; -1: no cache)")
-		fs.Int64Var(&o.memLimit, "memory-limit", 0, "soft limit of the Go heap in `bytes` (0: --max-head-bytes, one more head, the in-flight bytes, concurrency+1 batches of batch_bytes per sink, the collector's floor of a quarter of --block-cache-bytes and 64 MiB; the block cache's memory is outside the heap; GOMEMLIMIT overrides)")
+		fs.Int64Var(&o.memLimit, "memory-limit", 0, "soft limit of the Go heap in `bytes` (0: --max-head-bytes, one more head, the in-flight bytes, concurrency+1 batches of batch_bytes per sink, the collector's floor of a quarter of --block-cache-bytes, 64 MiB, and what the block cache, outside the heap, does not use of its budget, set again every second; GOMEMLIMIT overrides)")
 		fs.IntVar(&cfg.MaxInflight, "max-inflight", cfg.MaxInflight, "ingest requests served at once; more wait a second, then get 503")
 		fs.IntVar(&cfg.Parse.MaxLineSize, "max-line-size", 1<<20, "reject lines longer than this many bytes")
 		fs.IntVar(&cfg.Parse.Record.MaxFields, "max-fields", 1000, "reject lines with more fields than this")
@@ -172,25 +172,22 @@ func (o *serveOpts) run(args []string, e *env) error {
 	}
 	floor := gcFloor(defaultGCFloor(o.blockCacheBytes))
 	defer runtime.KeepAlive(floor)
-	if os.Getenv("GOMEMLIMIT") == "" {
-		// A soft limit, so the GC keeps garbage near what is live: the
-		// heads, the part being built from one, what requests in flight
-		// may hold, and the collector's floor (the block cache is not on
-		// the heap).
-		limit := o.memLimit
-		if limit <= 0 {
-			limit = o.maxHeadBytes + o.storage.headBytes + o.cfg.MaxInflightBytes + int64(len(floor)) + 64<<20
-		}
-		debug.SetMemoryLimit(limit)
-	}
 	reg := prometheus.NewRegistry()
 	sinks, err := buildSinks(o.sinks, o.storage.data, reg, log)
 	if err != nil {
 		return err
 	}
-	if os.Getenv("GOMEMLIMIT") == "" && o.memLimit <= 0 && sinks.BatchMemory() > 0 {
-		// The default limit above, and what the sinks' batches may hold.
-		debug.SetMemoryLimit(debug.SetMemoryLimit(-1) + sinks.BatchMemory())
+	// A soft limit, so the GC keeps garbage near what is live: the heads,
+	// the part being built from one, what requests in flight may hold,
+	// the sinks' batches, the collector's floor, and what the block cache
+	// (outside the heap) does not use of its budget (paceMemoryLimit).
+	paced := os.Getenv("GOMEMLIMIT") == "" && o.memLimit <= 0
+	limit := o.maxHeadBytes + o.storage.headBytes + o.cfg.MaxInflightBytes + sinks.BatchMemory() + int64(len(floor)) + 64<<20
+	switch {
+	case paced:
+		debug.SetMemoryLimit(limit + max(o.blockCacheBytes, 0))
+	case os.Getenv("GOMEMLIMIT") == "":
+		debug.SetMemoryLimit(o.memLimit)
 	}
 	st, err := o.storage.openWith(e.stderr, store.Options{Retention: o.retention, MaxTenantBytes: o.maxTenantBytes,
 		MaxHeadBytes: o.maxHeadBytes, BlockCacheBytes: o.blockCacheBytes, WarmBlockCache: true, OnWALSync: server.WALSyncObserver(reg),
@@ -199,6 +196,11 @@ func (o *serveOpts) run(args []string, e *env) error {
 		return err
 	}
 	defer st.Close()
+	if paced {
+		pctx, stopPacing := context.WithCancel(ctx)
+		defer stopPacing() // before the store closes
+		go paceMemoryLimit(pctx, limit, max(o.blockCacheBytes, 0), func() int64 { return st.Stats().BlockCacheResident })
+	}
 	o.cfg.WrapSink = sinks.Gate
 	o.cfg.AdminRoutes = map[string]http.Handler{"/api/v1/sinks": sinks.Handler()}
 	ln, err := net.Listen("tcp", o.listen)
