@@ -527,22 +527,21 @@ func (c *colData) load(raw, kept []byte, ownUpTo int64, mem *offHeap) (_, colRaw
 		colRaw = kept
 	} else {
 		cd := bin.NewReader(c.stored)
+		var own []byte
 		if n, ok := compressedLen(c.stored); ok && ownUpTo > 0 && n <= uint64(ownUpTo) {
-			own := mem.alloc(int(n))[:0]
+			own = mem.alloc(int(n))[:0]
 			colRaw, _ = readStream(&cd, own)
-			owned = true
-			defer func() {
-				if !owned {
-					mem.release(unsafe.SliceData(own)) // the stream is bad: nothing saw it
-				}
-			}()
 		} else {
 			colRaw, raw = readStream(&cd, raw)
 		}
 		cd.Done("column")
 		if err := cd.Err(); err != nil {
+			if own != nil {
+				mem.release(unsafe.SliceData(own)) // the stream is bad: nothing saw it
+			}
 			return raw, nil, false, err
 		}
+		owned = own != nil
 	}
 	r := bin.NewReader(colRaw)
 	if c.meta0 == 0xff {
