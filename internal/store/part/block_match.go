@@ -2,6 +2,7 @@ package part
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/hex"
 	"fmt"
 	bits64 "math/bits"
@@ -338,20 +339,24 @@ func (b *Block) colMatchOf(ci, li int) (*colMatch, error) {
 			// check found (a folding one is lowercase).
 			want := make([]byte, c.hexLen/2)
 			if _, err := hex.Decode(want, lit.Text); err == nil {
-				// One search over the values end to end: a place that
-				// is not a value's start is passed by one byte.
+				// Each value compared where it starts: its first 8
+				// bytes as a word, the rest only when they agree (a
+				// trace id is 16 bytes; a search of the values end to
+				// end stopped at every byte equal to the first).
 				w, data := len(want), c.data[:c.n*len(want)]
-				for off := 0; ; {
-					i := bytes.Index(data[off:], want)
-					if i < 0 {
-						break
+				if w >= 8 {
+					head := binary.LittleEndian.Uint64(want)
+					for vi := range c.n {
+						v := data[vi*w : vi*w+w]
+						if binary.LittleEndian.Uint64(v) == head && bytes.Equal(v[8:], want[8:]) {
+							m.bits[vi/64] |= 1 << (vi % 64)
+						}
 					}
-					if p := off + i; p%w == 0 {
-						vi := p / w
-						m.bits[vi/64] |= 1 << (vi % 64)
-						off = p + w
-					} else {
-						off = p + 1
+				} else {
+					for vi := range c.n {
+						if bytes.Equal(data[vi*w:vi*w+w], want) {
+							m.bits[vi/64] |= 1 << (vi % 64)
+						}
 					}
 				}
 				m.state = matchBits
@@ -623,18 +628,52 @@ func (b *Block) matchNewest(nrows int, stream uint32, lci int) error {
 	if !b.mayMatch() {
 		return nil
 	}
-	rowFlags := b.rowFlags
+	rowFlags, verdict := b.rowFlags, b.lm.verdict
 	if err := b.DecodeTimes(); err != nil {
 		return err
+	}
+	// Unless some row needs matchRow to decide, the rows are told apart
+	// by the tests' columns alone (a walk that moves one or two columns,
+	// not all), and a row that matches has the cursor of every column
+	// placed at it from the template counts of the rows passed since the
+	// last (Cursor.BackBy): a needle's block is walked at a few
+	// nanoseconds a row, and the columns its line needs are moved once.
+	walk, fullAt := &b.cur, nrows
+	narrow := !slices.Contains(verdict, rowsMatch)
+	if narrow {
+		need := grown(b.lm.need, len(b.cols))
+		clear(need)
+		b.lm.need = need
+		for _, x := range b.lm.tests {
+			need[x.col] = true
+		}
+		walk = &b.lm.walk
+		walk.StartAtEnd(b, need)
+		b.lm.passed = grown(b.lm.passed, len(b.tmpls))
+		clear(b.lm.passed)
 	}
 	b.cur.StartAtEnd(b, nil)
 	for k := nrows - 1; k >= 0 && len(b.Rows) < b.q.Newest; k-- {
 		tid := int(b.tids[k])
 		tm := &b.tmpls[tid]
-		b.cur.Back(tid)
+		walk.Back(tid)
 		t := b.times[k]
 		if t < b.q.From || t > b.q.To {
 			continue
+		}
+		// The verdicts decide most rows with a lookup or two: matchRow
+		// is for the rows that may match (it makes their lines).
+		switch verdict[tid] {
+		case rowsNone:
+			continue
+		case rowsTest:
+			if !b.allTests(walk, tid) {
+				continue
+			}
+		}
+		if narrow {
+			b.placeAt(k, fullAt)
+			fullAt = k
 		}
 		r := rowOf(t, stream, rowFlags[k])
 		keep, err := b.matchRow(k, tm, tid, lci, t, rowFlags[k], nil, &r)
@@ -647,6 +686,22 @@ func (b *Block) matchNewest(nrows int, stream uint32, lci int) error {
 	}
 	slices.Reverse(b.Rows) // in time order, as every read gives them
 	return nil
+}
+
+// placeAt moves b.cur, which stands before row at (walking back), to
+// stand before row k < at: each template's columns by its count of the
+// rows passed, not row by row.
+func (b *Block) placeAt(k, at int) {
+	passed := b.lm.passed
+	for _, tid := range b.tids[k:at] {
+		passed[tid]++
+	}
+	for _, tid := range b.tids[k:at] {
+		if n := passed[tid]; n > 0 {
+			b.cur.BackBy(int(tid), int(n))
+			passed[tid] = 0
+		}
+	}
 }
 
 // clause returns the range of b.lm.lits of clause c.
@@ -794,7 +849,7 @@ func (b *Block) countMatches(nrows int, stream uint32, rowFlags []byte, lci int)
 		var r rows.Row
 		switch v {
 		case rowsTest:
-			keep = b.allTests(tid)
+			keep = b.allTests(&b.cur, tid)
 		case rowsMatch:
 			var t int64 // a raw row's line needs no time
 			if b.timesRead {
@@ -1094,13 +1149,13 @@ func (b *Block) timeBits(ci int, lits []int, bits []uint64) error {
 	return nil
 }
 
-// allTests reports whether the row at hand (template tid) has, for each
-// clause tested, a candidate value holding one of its literals.
-func (b *Block) allTests(tid int) bool {
+// allTests reports whether the row at hand of cur (template tid) has,
+// for each clause tested, a candidate value holding one of its literals.
+func (b *Block) allTests(cur *Cursor, tid int) bool {
 	hit := false
 	for _, x := range b.lm.tests[b.lm.testStart[tid]:b.lm.testStart[tid+1]] {
 		if !hit {
-			vi := b.cur.At(x.col) + x.nth
+			vi := cur.At(x.col) + x.nth
 			hit = x.bits[vi/64]&(1<<(vi%64)) != 0
 		}
 		if x.last {
@@ -1224,7 +1279,7 @@ func (b *Block) countTests(verdict []rowsVerdict) int {
 			v1, v2 := pos[c.x1.col]+c.x1.nth, pos[c.x2.col]+c.x2.nth
 			n += int((c.x1.bits[v1/64]>>(v1%64) | c.x2.bits[v2/64]>>(v2%64)) & 1)
 		case countTests:
-			if b.allTests(int(tid)) {
+			if b.allTests(cur, int(tid)) {
 				n++
 			}
 		}
@@ -1476,6 +1531,10 @@ type literalMatch struct {
 	cands     [][]int    // per template and literal
 	candDone  []bool
 	need      []bool // matchCounting: the columns whose cursors are kept
+	// matchNewest's walk of the tests' columns, and its count of the rows
+	// of each template passed since the last match (placeAt).
+	walk   Cursor
+	passed []int32
 	// countMatches: a verdict per template, the candidate tests of each
 	// (from testStart), and per clause and column a bit per value
 	// holding one of the clause's literals (a view of cbitsBuf, or of a

@@ -71,6 +71,14 @@ func (c *Cursor) Back(t int) {
 	}
 }
 
+// BackBy moves c back before n rows of template t: Back n times.
+func (c *Cursor) BackBy(t, n int) {
+	pos := c.pos
+	for _, col := range c.moves[c.start[t]:c.start[t+1]] {
+		pos[col] -= n
+	}
+}
+
 // Moves reports whether a row of template t moves a kept column: rows
 // that move none read no kept value and may be passed over unwalked.
 func (c *Cursor) Moves(t int) bool { return c.start[t+1] > c.start[t] }

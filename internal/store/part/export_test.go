@@ -27,3 +27,13 @@ func Plain(opts WriterOptions) WriterOptions {
 	opts.plain = true
 	return opts
 }
+
+// TokenFilter returns the token filter a block whose lines hold the
+// tokens would get.
+func TokenFilter(tokens ...[]byte) Filter {
+	var s tokenSet
+	for _, t := range tokens {
+		s.add(TokenHash(t))
+	}
+	return Filter(s.appendFilter(nil))
+}

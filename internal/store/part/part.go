@@ -24,9 +24,10 @@ import (
 // flags of the templates' in-line slots (jsontext.go); version 5 each
 // block's flags in the index (BlockMeta.Fields); version 6 the
 // dictionary-and-rest column encoding (enc_dictrest.go); version 7 the
-// templates whose rows' message is their line (tmplMsgLine).
+// templates whose rows' message is their line (tmplMsgLine); version 8
+// salted token filters with their probes chosen by their size (bloom.go).
 const (
-	Version    = 7
+	Version    = 8
 	minVersion = 1
 )
 
