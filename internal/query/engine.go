@@ -31,6 +31,13 @@ type Source interface {
 	ScanColumns(ctx context.Context, tenant string, stream record.Labels, from, to int64, shard store.Shard, blockFn store.BlockFunc, metaOK store.MetaFunc, rowFn store.RowFunc) error
 }
 
+// indexCounter is a Source that can count a stream's rows in [from,
+// to] from its index when no row need be read (store.Snapshot's
+// CountIndexed); ok false: Scan them.
+type indexCounter interface {
+	CountIndexed(tenant, key string, from, to int64, shard store.Shard) (n int, ok bool)
+}
+
 // Warner is a Source that can say what its reads left out (damaged data
 // skipped): the result's Warnings.
 type Warner interface {

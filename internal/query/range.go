@@ -386,6 +386,7 @@ func (ev *evaluator) rangeStates(ctx context.Context, x *logql.RangeAggregation,
 	// (rows of the same time in two shares: which one is first?) and the
 	// lists of samples, whose order among equal times would change (a
 	// quantile's values have no order).
+	counter, _ := ev.src.(indexCounter)
 	units := ev.shardStreams(streams, op != opFirst && op != opLast && op != opList)
 	workers, err := forUnits(ctx, ev, units, func(u streamShard) bool { return u.shard.I == 0 }, setup, func(ctx context.Context, w *rangeWorker, u streamShard) error {
 		ls := u.ls
@@ -418,6 +419,12 @@ func (ev *evaluator) rangeStates(ctx context.Context, x *logql.RangeAggregation,
 			if cp.keys != nil {
 				cp.keys.startStream(ls)
 				cp.skipMemoTrial()
+			}
+		}
+		if countsAll && !timesOnly && counter != nil {
+			// At one instant, most streams' counts are in the index.
+			if n, ok := counter.CountIndexed(ev.p.Tenant, ls.String(), from, to, u.shard); ok {
+				return w.countRows(ev, ls, to, n)
 			}
 		}
 		switch {

@@ -225,6 +225,48 @@ func (sn *Snapshot) Scan(ctx context.Context, tenant string, stream record.Label
 	return mergeRows(ctx, its, opts.Backward, fn)
 }
 
+// CountIndexed returns the number of rows of one stream of a tenant
+// (key: its labels' String) with a time in [from, to], in the share
+// shard names, when the parts' index says it without a block read: each
+// stored block of the stream that the range touches lies within it and
+// holds no field out of its lines (which a reader may take for labels:
+// structured metadata), and the heads hold none of its rows in the
+// range. ok false: the rows must be read (Scan). A stream-label question
+// (`count by (host) (count_over_time({...}[1h]))`) asks it of every
+// stream, where a Scan costs an iterator and its merge per stream.
+func (sn *Snapshot) CountIndexed(tenant, key string, from, to int64, shard Shard) (n int, ok bool) {
+	for _, h := range sn.heads {
+		if sv := h.stream(tenant, key); sv != nil && shard.head() {
+			refs := sv.refs
+			lo := sort.Search(len(refs), func(i int) bool { return refs[i].time >= from })
+			if lo < len(refs) && refs[lo].time <= to {
+				return 0, false
+			}
+		}
+	}
+	for _, p := range sn.parts {
+		if p.info.Tenant != tenant || p.info.MaxTime < from || p.info.MinTime > to {
+			continue
+		}
+		si, found := p.streams[key]
+		if !found {
+			continue
+		}
+		lo, hi := p.rd.StreamBlocks(si)
+		for i := lo; i < hi; i++ {
+			b := &p.rd.Blocks[i]
+			if b.Stream != si || b.MaxTime < from || b.MinTime > to || !shard.block(i) {
+				continue
+			}
+			if b.MinTime < from || b.MaxTime > to || b.Fields != part.FieldsInLine {
+				return 0, false
+			}
+			n += b.Rows
+		}
+	}
+	return n, true
+}
+
 // Shard names one of N shares of a stream's rows, so that N workers can
 // read one stream together: stored block i of a part (its index in the
 // part) is in share i mod N, and the head's rows are in share 0. A Shard

@@ -3,9 +3,11 @@ package store
 import (
 	"context"
 	"math"
+	"math/rand/v2"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/sluicelog/sluice/internal/rows"
 	"github.com/sluicelog/sluice/internal/store/part"
@@ -338,5 +340,58 @@ func TestShards(t *testing.T) {
 		if blocks == 0 {
 			t.Errorf("%d shards: no stored block read", n)
 		}
+	}
+}
+
+// TestCountIndexed: where the index alone counts a stream's rows in a
+// range (CountIndexed ok), the count is the rows a scan yields, share by
+// share; and it is ok for the streams whose rows are all in stored blocks
+// within the range, not for a range that cuts a block or meets the head's
+// rows.
+func TestCountIndexed(t *testing.T) {
+	_, sn := partsAndHead(t, 11)
+	ctx := context.Background()
+	rng := rand.New(rand.NewPCG(11, 1))
+	okAll, okSome, notOK := 0, 0, 0
+	for round := range 40 {
+		from, to := int64(math.MinInt64), int64(math.MaxInt64)
+		if round > 0 {
+			// Around the stored rows' times (genLines: from 23:59 on, a
+			// millisecond every third line).
+			base := time.Date(2026, 1, 15, 23, 59, 0, 0, time.UTC).UnixNano()
+			from = base + rng.Int64N(int64(1500*time.Millisecond))
+			to = from + rng.Int64N(int64(1500*time.Millisecond))
+		}
+		for n := 1; n <= 3; n++ {
+			for i := range n {
+				shard := Shard{I: i, N: n}
+				for _, ls := range sn.Streams("default", from, to) {
+					got, ok := sn.CountIndexed("default", ls.String(), from, to, shard)
+					if !ok {
+						notOK++
+						continue
+					}
+					if round == 0 {
+						okAll++
+					} else {
+						okSome++
+					}
+					want := 0
+					err := sn.Scan(ctx, "default", ls, from, to, ScanOptions{Shard: shard}, func(*rows.Row, []string) error {
+						want++
+						return nil
+					})
+					if err != nil {
+						t.Fatal(err)
+					}
+					if got != want {
+						t.Fatalf("%s in [%d, %d], share %d/%d: %d rows counted from the index, %d scanned", ls, from, to, i, n, got, want)
+					}
+				}
+			}
+		}
+	}
+	if okAll == 0 || okSome == 0 || notOK == 0 {
+		t.Errorf("counted from the index over all time %d times, over a part of it %d, not %d: want each", okAll, okSome, notOK)
 	}
 }
