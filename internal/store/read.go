@@ -91,6 +91,15 @@ func (sn *Snapshot) Tenants() []string {
 // as skipped (Damage).
 func (sn *Snapshot) Streams(tenant string, from, to int64) []record.Labels {
 	sn.noteBadParts(tenant, from, to)
+	if out, ok := sn.streamsOfOnePart(tenant, from, to); ok {
+		return out
+	}
+	return sn.streamsMerged(tenant, from, to)
+}
+
+// streamsMerged is Streams from every part and head: a set of their
+// streams, sorted.
+func (sn *Snapshot) streamsMerged(tenant string, from, to int64) []record.Labels {
 	seen := map[string]record.Labels{}
 	for _, h := range sn.heads {
 		for _, sv := range h.tenants[tenant] {
@@ -123,6 +132,49 @@ func (sn *Snapshot) Streams(tenant string, from, to int64) []record.Labels {
 		out[i] = seen[k]
 	}
 	return out
+}
+
+// streamsOfOnePart is Streams when one part alone has rows of the tenant
+// in [from, to] (a store merged to one part a day, and a range within
+// the day) and its streams are in order: they come in it, without a set
+// and a sort. ok false: not so.
+func (sn *Snapshot) streamsOfOnePart(tenant string, from, to int64) (out []record.Labels, ok bool) {
+	for _, h := range sn.heads {
+		for _, sv := range h.tenants[tenant] {
+			if len(sv.refs) > 0 && sv.refs[0].time <= to && sv.refs[len(sv.refs)-1].time >= from {
+				return nil, false
+			}
+		}
+	}
+	var one *livePart
+	for _, p := range sn.parts {
+		if p.info.Tenant != tenant || p.info.MaxTime < from || p.info.MinTime > to {
+			continue
+		}
+		if one != nil || !p.rd.StreamKeysSorted() {
+			return nil, false
+		}
+		one = p
+	}
+	if one == nil {
+		return []record.Labels{}, true
+	}
+	found := make([]bool, len(one.rd.Streams))
+	n := 0
+	for i := range one.rd.Blocks {
+		b := &one.rd.Blocks[i]
+		if !found[b.Stream] && b.MaxTime >= from && b.MinTime <= to {
+			found[b.Stream] = true
+			n++
+		}
+	}
+	out = make([]record.Labels, 0, n)
+	for s, ok := range found {
+		if ok {
+			out = append(out, one.rd.Streams[s])
+		}
+	}
+	return out, true
 }
 
 // RowFunc receives one row; its field names index names. Both are valid

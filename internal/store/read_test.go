@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -9,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluicelog/sluice/internal/record"
 	"github.com/sluicelog/sluice/internal/rows"
 	"github.com/sluicelog/sluice/internal/store/part"
 	"github.com/sluicelog/sluice/internal/vfs"
@@ -393,5 +395,50 @@ func TestCountIndexed(t *testing.T) {
 	}
 	if okAll == 0 || okSome == 0 || notOK == 0 {
 		t.Errorf("counted from the index over all time %d times, over a part of it %d, not %d: want each", okAll, okSome, notOK)
+	}
+}
+
+// TestStreamsOfOnePart: where one part alone has a tenant's rows in a
+// range, Streams takes its streams in its order, and they are those of
+// the set and sort of every part and head (streamsMerged).
+func TestStreamsOfOnePart(t *testing.T) {
+	s := open(t, vfs.NewMem(), Options{HeadBytes: 32 << 10})
+	t.Cleanup(func() { s.Close() })
+	appendLines(t, s, "default", genLines(3000, 12), 250) // across midnight: a part a day
+	appendLines(t, s, "team-b", genLines(500, 13), 250)
+	// Streams of their own within a part's day, in a few rows each.
+	var few []string
+	for i := range 40 {
+		few = append(few, fmt.Sprintf(`{"ts":"2026-01-15T23:59:00.%03dZ","service":"few%d","msg":"x"}`, 20*i, i))
+	}
+	appendLines(t, s, "default", few, 10)
+	if err := s.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	// In the head: streams no part has.
+	appendLines(t, s, "team-b", []string{`{"ts":"2026-01-15T23:59:00.300Z","service":"headonly","msg":"x"}`, `{"ts":"2026-01-16T00:00:00.100Z","service":"headonly2","msg":"x"}`}, 2)
+	sn := s.Snapshot()
+	t.Cleanup(sn.Release)
+	rng := rand.New(rand.NewPCG(12, 1))
+	base := time.Date(2026, 1, 15, 23, 59, 0, 0, time.UTC).UnixNano()
+	fast := 0
+	for round := range 200 {
+		from := base + rng.Int64N(int64(1200*time.Millisecond)) - int64(100*time.Millisecond)
+		to := from + rng.Int64N(int64(time.Second))
+		if round == 0 {
+			from, to = math.MinInt64, math.MaxInt64
+		}
+		for _, tenant := range []string{"default", "team-b", "nobody"} {
+			if _, ok := sn.streamsOfOnePart(tenant, from, to); ok {
+				fast++
+			}
+			got, want := sn.Streams(tenant, from, to), sn.streamsMerged(tenant, from, to)
+			if !slices.EqualFunc(got, want, func(a, b record.Labels) bool { return a.String() == b.String() }) || got == nil {
+				t.Fatalf("%s in [%d, %d]: streams %v, want %v", tenant, from, to, got, want)
+			}
+		}
+	}
+	if fast < 100 {
+		t.Errorf("one part alone answered %d times of 600", fast)
 	}
 }

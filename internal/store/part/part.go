@@ -8,6 +8,7 @@ import (
 	"hash/crc32"
 	"math"
 	"runtime"
+	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -404,6 +405,7 @@ type Reader struct {
 	Blocks  []BlockMeta
 
 	streamKeys []string // each stream's labels as a string (StreamKey)
+	keysSorted bool     // streamKeys are in order (the writer's; not checked)
 
 	data    []byte
 	filters []byte
@@ -441,6 +443,11 @@ func (r *Reader) LabelValues(name string) map[string][]uint32 { return r.labels[
 // StreamKey returns stream s's labels as a string (record.Labels.String),
 // made once at Open.
 func (r *Reader) StreamKey(s uint32) string { return r.streamKeys[s] }
+
+// StreamKeysSorted reports whether the streams are in the order of their
+// keys (StreamKey), as the writer puts them; a reader that relies on it
+// asks, since it is not checked at Open.
+func (r *Reader) StreamKeysSorted() bool { return r.keysSorted }
 
 // StreamBlocks returns the range [lo, hi) of Blocks that holds every
 // block of stream s (and, in a part whose blocks are not in stream
@@ -560,6 +567,7 @@ func (r *Reader) load() error {
 	for i, ls := range r.Streams {
 		r.streamKeys[i] = ls.String()
 	}
+	r.keysSorted = slices.IsSorted(r.streamKeys)
 	r.Blocks = make([]BlockMeta, x.Count("block count", 10))
 	r.checked = make([]atomic.Uint64, (len(r.Blocks)+63)/64)
 	var rowsSum int64
