@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"errors"
+	"iter"
 	"slices"
 	"sort"
 	"sync"
@@ -296,27 +297,37 @@ func (sn *Snapshot) CountIndexed(tenant, key string, from, to int64, shard Shard
 			}
 		}
 	}
-	for _, p := range sn.parts {
-		if p.info.Tenant != tenant || p.info.MaxTime < from || p.info.MinTime > to {
-			continue
+	for p, i := range sn.storedBlocks(tenant, key, from, to, shard) {
+		b := &p.rd.Blocks[i]
+		if b.MinTime < from || b.MaxTime > to || b.Fields != part.FieldsInLine {
+			return 0, false
 		}
-		si, found := p.streams[key]
-		if !found {
-			continue
-		}
-		lo, hi := p.rd.StreamBlocks(si)
-		for i := lo; i < hi; i++ {
-			b := &p.rd.Blocks[i]
-			if b.Stream != si || b.MaxTime < from || b.MinTime > to || !shard.block(i) {
-				continue
-			}
-			if b.MinTime < from || b.MaxTime > to || b.Fields != part.FieldsInLine {
-				return 0, false
-			}
-			n += b.Rows
-		}
+		n += b.Rows
 	}
 	return n, true
+}
+
+// storedBlocks yields the stored blocks of one stream of a tenant (key:
+// its labels' String) with rows in [from, to], in the share shard names:
+// each block's part and its index there.
+func (sn *Snapshot) storedBlocks(tenant, key string, from, to int64, shard Shard) iter.Seq2[*livePart, int] {
+	return func(yield func(*livePart, int) bool) {
+		for _, p := range sn.parts {
+			if p.info.Tenant != tenant || p.info.MaxTime < from || p.info.MinTime > to {
+				continue
+			}
+			si, ok := p.streams[key]
+			if !ok {
+				continue
+			}
+			lo, hi := p.rd.StreamBlocks(si)
+			for i := lo; i < hi; i++ {
+				if b := &p.rd.Blocks[i]; b.Stream == si && b.MaxTime >= from && b.MinTime <= to && shard.block(i) && !yield(p, i) {
+					return
+				}
+			}
+		}
+	}
 }
 
 // Shard names one of N shares of a stream's rows, so that N workers can
@@ -855,20 +866,8 @@ func (sn *Snapshot) ScanColumns(ctx context.Context, tenant string, stream recor
 		max int64
 	}
 	var blocks []stored
-	for _, p := range sn.parts {
-		if p.info.Tenant != tenant || p.info.MaxTime < from || p.info.MinTime > to {
-			continue
-		}
-		si, ok := p.streams[key]
-		if !ok {
-			continue
-		}
-		lo, hi := p.rd.StreamBlocks(si)
-		for i := lo; i < hi; i++ {
-			if b := &p.rd.Blocks[i]; b.Stream == si && b.MaxTime >= from && b.MinTime <= to && shard.block(i) {
-				blocks = append(blocks, stored{p, i, b.MaxTime})
-			}
-		}
+	for p, i := range sn.storedBlocks(tenant, key, from, to, shard) {
+		blocks = append(blocks, stored{p, i, p.rd.Blocks[i].MaxTime})
 	}
 	slices.SortStableFunc(blocks, func(a, b stored) int { return cmp.Compare(b.max, a.max) })
 	blk := blockPool.Get().(*part.Block)
