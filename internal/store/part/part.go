@@ -9,6 +9,7 @@ import (
 	"math"
 	"runtime"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -405,7 +406,7 @@ type Reader struct {
 	Blocks  []BlockMeta
 
 	streamKeys []string // each stream's labels as a string (StreamKey)
-	keysSorted bool     // streamKeys are in order (the writer's; not checked)
+	keysSorted bool     // streamKeys are in increasing order, no two alike (the writer's; not checked)
 
 	data    []byte
 	filters []byte
@@ -444,9 +445,9 @@ func (r *Reader) LabelValues(name string) map[string][]uint32 { return r.labels[
 // made once at Open.
 func (r *Reader) StreamKey(s uint32) string { return r.streamKeys[s] }
 
-// StreamKeysSorted reports whether the streams are in the order of their
-// keys (StreamKey), as the writer puts them; a reader that relies on it
-// asks, since it is not checked at Open.
+// StreamKeysSorted reports whether the streams are in the increasing
+// order of their keys (StreamKey), no two alike, as the writer puts them;
+// a reader that relies on it asks, since it is not checked at Open.
 func (r *Reader) StreamKeysSorted() bool { return r.keysSorted }
 
 // StreamBlocks returns the range [lo, hi) of Blocks that holds every
@@ -567,7 +568,12 @@ func (r *Reader) load() error {
 	for i, ls := range r.Streams {
 		r.streamKeys[i] = ls.String()
 	}
-	r.keysSorted = slices.IsSorted(r.streamKeys)
+	r.keysSorted = slices.IsSortedFunc(r.streamKeys, func(a, b string) int {
+		if a == b {
+			return -1 // two streams alike: not in order
+		}
+		return strings.Compare(a, b)
+	})
 	r.Blocks = make([]BlockMeta, x.Count("block count", 10))
 	r.checked = make([]atomic.Uint64, (len(r.Blocks)+63)/64)
 	var rowsSum int64
