@@ -45,9 +45,11 @@ func main() {
 		return nil
 	})
 	floor := flag.Int64("gc-floor", 256<<20, "bytes of heap allocated and never touched, as `sluice serve` keeps a quarter of its block cache's budget, so that the collector paces as the server's does (0: none)")
+	prefault := flag.Int64("prefault", 512<<20, "bytes of heap touched and freed before the runs, so that the runs reuse memory as a server that has answered for a while does instead of faulting fresh pages in (0: none)")
 	flag.Parse()
 	ballast := make([]byte, max(*floor, 0))
 	defer runtime.KeepAlive(ballast)
+	touchHeap(*prefault)
 	if *data == "" || *q == "" {
 		fmt.Fprintln(os.Stderr, "querycpu: -data and -query are required")
 		os.Exit(2)
@@ -146,3 +148,24 @@ func cpuTime() time.Duration {
 }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+// touchHeap allocates n bytes of heap in 1 MiB pieces, writes a byte of
+// every page, and lets the collector free them: the heap then holds that
+// much memory already faulted in, as a server's does after its first
+// queries. Without it, a question that allocates much pays first-touch
+// page faults in every run (the heap grows toward a target that the
+// collector floor raises), which a warm server does not: 53 ms of system
+// time in a 180 ms run of a count of 400,000 distinct users.
+func touchHeap(n int64) {
+	pieces := make([][]byte, 0, n>>20)
+	for range n >> 20 {
+		b := make([]byte, 1<<20)
+		for i := 0; i < len(b); i += 4096 {
+			b[i] = 1
+		}
+		pieces = append(pieces, b)
+	}
+	runtime.KeepAlive(pieces)
+	pieces = nil
+	runtime.GC()
+}
