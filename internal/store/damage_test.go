@@ -4,7 +4,10 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
+	"encoding/binary"
 	"errors"
+	"hash/crc32"
+	"maps"
 	"math"
 	"path"
 	"slices"
@@ -343,5 +346,60 @@ func TestCheck(t *testing.T) {
 	flipBit(t, fs, "data/MANIFEST", 10)
 	if f := check(); len(f) == 0 || f[0].File != "data/MANIFEST" {
 		t.Errorf("damaged manifest: %v", f)
+	}
+}
+
+// TestNewerPartRefused: a sound part in a format version above this
+// binary's (its header and footer name the same later version) is no
+// damage: the store refuses to open, naming it, and leaves every file as
+// it was; a part whose header alone names a later version is damaged and
+// set aside as before.
+func TestNewerPartRefused(t *testing.T) {
+	fs := vfs.NewMem()
+	p, _, _ := damagedStore(t, fs)
+	data, release, err := fs.Map(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := slices.Clone(data)
+	release()
+	rewrite := func(b []byte) {
+		f, err := fs.Create(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := f.Write(b); err != nil {
+			t.Fatal(err)
+		}
+		if err := f.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	newer := slices.Clone(b)
+	binary.LittleEndian.PutUint32(newer[8:], part.Version+1)
+	ft := newer[len(newer)-68:]
+	binary.LittleEndian.PutUint32(ft[20:], part.Version+1)
+	binary.LittleEndian.PutUint32(ft[64:], crc32.Checksum(ft[:64], crc32.MakeTable(crc32.Castagnoli)))
+	rewrite(newer)
+	before := hashDir(t, fs, "data")
+	s, err := Open(Options{FS: fs, Dir: "data", Logger: quiet})
+	if err == nil {
+		s.Close()
+		t.Fatal("a store with a part of a later format opened")
+	}
+	if !errors.Is(err, part.ErrNewerFormat) || errors.Is(err, part.ErrCorrupt) || !strings.Contains(err.Error(), p) {
+		t.Errorf("open: %v: want ErrNewerFormat naming %s, not damage", err, p)
+	}
+	if after := hashDir(t, fs, "data"); !maps.Equal(before, after) {
+		t.Errorf("the refused open changed the data directory")
+	}
+
+	headerOnly := slices.Clone(b)
+	binary.LittleEndian.PutUint32(headerOnly[8:], part.Version+1)
+	rewrite(headerOnly)
+	s = open(t, fs, Options{})
+	defer s.Close()
+	if st := s.Stats(); st.BadParts != 1 || st.Parts != 0 {
+		t.Errorf("a header alone naming a later version: %d bad parts, %d parts: want 1, 0 (damage)", st.BadParts, st.Parts)
 	}
 }

@@ -8,6 +8,12 @@ import (
 // ErrCorrupt is matched by every error reporting a damaged part.
 var ErrCorrupt = errors.New("part: corrupt")
 
+// ErrNewerFormat is matched by the error of opening a part that a later
+// sluice wrote, in a format version above Version: the part is sound,
+// and this binary must not take it for damage (set it aside) but refuse
+// to serve without it.
+var ErrNewerFormat = errors.New("part: written in a newer format")
+
 // CorruptionError says where a part is damaged.
 type CorruptionError struct {
 	Path string

@@ -526,11 +526,18 @@ func (r *Reader) load() error {
 		return r.corrupt(0, "bad magic")
 	}
 	r.version = binary.LittleEndian.Uint32(r.data[8:])
+	ft := r.data[n-footerSize:]
+	footerOK := crc32.Checksum(ft[:footerSize-4], crcTable) == binary.LittleEndian.Uint32(ft[footerSize-4:]) && string(ft[56:64]) == magic
+	if r.version > Version && footerOK && binary.LittleEndian.Uint32(ft[20:]) == r.version {
+		// A sound part of a later sluice (its footer, as laid out up to
+		// this version, checks and names the same version): not damage.
+		return fmt.Errorf("%w: part %s has format version %d; this sluice reads %d to %d: run the sluice that wrote it, or a later one",
+			ErrNewerFormat, r.Path, r.version, minVersion, Version)
+	}
 	if r.version < minVersion || r.version > Version {
 		return r.corrupt(8, "version %d, want %d to %d", r.version, minVersion, Version)
 	}
-	ft := r.data[n-footerSize:]
-	if crc32.Checksum(ft[:footerSize-4], crcTable) != binary.LittleEndian.Uint32(ft[footerSize-4:]) || string(ft[56:64]) != magic {
+	if !footerOK {
 		return r.corrupt(n-footerSize, "footer checksum mismatch")
 	}
 	indexOff := int64(binary.LittleEndian.Uint64(ft[0:]))
