@@ -7,6 +7,8 @@ package bin
 import (
 	"encoding/binary"
 	"fmt"
+	"math/bits"
+	"slices"
 )
 
 // Reader reads a byte region front to back.
@@ -77,11 +79,39 @@ func (r *Reader) Varint(what string) int64 {
 // of numbers is decoded this way, a value of one byte without a call.
 func (r *Reader) Varints(dst []int64, n int, what string) []int64 {
 	b, off := r.b, r.off
-	for i := range n {
+	start := len(dst)
+	dst = slices.Grow(dst, n)[:start+n]
+	out := dst[start:]
+	for i := 0; i < n; {
 		if r.err != nil {
-			return append(dst, make([]int64, n-i)...)
+			clear(out[i:])
+			break
 		}
-		// binary.Uvarint's loop, inline.
+		// With 8 bytes at hand and the varint's last among them, its
+		// length is where the first byte without the continuation bit is,
+		// and its 7-bit groups are gathered without a branch per byte: a
+		// loop over the bytes that ends after 1, 2, 3 or 4 of them, as
+		// the numbers of log lines do in no order, mispredicts (14.7 ns a
+		// value against 9.5).
+		for i < n && off+8 <= len(b) {
+			w := binary.LittleEndian.Uint64(b[off:])
+			stops := ^w & 0x8080808080808080
+			if stops == 0 {
+				break // nine bytes or ten: the loop below
+			}
+			l := bits.TrailingZeros64(stops)/8 + 1
+			x := w & (1<<(8*uint(l)) - 1)
+			u := x&0x7f | x>>1&(0x7f<<7) | x>>2&(0x7f<<14) | x>>3&(0x7f<<21) |
+				x>>4&(0x7f<<28) | x>>5&(0x7f<<35) | x>>6&(0x7f<<42) | x>>7&(0x7f<<49)
+			off += l
+			out[i] = int64(u>>1) ^ -int64(u&1)
+			i++
+		}
+		if i == n {
+			break
+		}
+		// One varint as binary.Uvarint reads it, inline: near the end of
+		// the bytes, or of nine bytes or more.
 		var u uint64
 		var shift uint
 		j, ok := off, false
@@ -99,11 +129,13 @@ func (r *Reader) Varints(dst []int64, n int, what string) []int64 {
 		if !ok {
 			r.off = off
 			r.Fail(what)
-			dst = append(dst, 0)
+			out[i] = 0
+			i++
 			continue
 		}
 		off = j
-		dst = append(dst, int64(u>>1)^-int64(u&1))
+		out[i] = int64(u>>1) ^ -int64(u&1)
+		i++
 	}
 	r.off = off
 	return dst
