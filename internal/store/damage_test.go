@@ -33,6 +33,12 @@ func flipBit(t testing.TB, fs vfs.FS, name string, off int64) {
 		off += int64(len(b))
 	}
 	b[off] ^= 1
+	writeFile(t, fs, name, b)
+}
+
+// writeFile replaces a file's bytes with b.
+func writeFile(t testing.TB, fs vfs.FS, name string, b []byte) {
+	t.Helper()
 	f, err := fs.Create(name)
 	if err != nil {
 		t.Fatal(err)
@@ -363,24 +369,12 @@ func TestNewerPartRefused(t *testing.T) {
 	}
 	b := slices.Clone(data)
 	release()
-	rewrite := func(b []byte) {
-		f, err := fs.Create(p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := f.Write(b); err != nil {
-			t.Fatal(err)
-		}
-		if err := f.Close(); err != nil {
-			t.Fatal(err)
-		}
-	}
 	newer := slices.Clone(b)
 	binary.LittleEndian.PutUint32(newer[8:], part.Version+1)
 	ft := newer[len(newer)-68:]
 	binary.LittleEndian.PutUint32(ft[20:], part.Version+1)
 	binary.LittleEndian.PutUint32(ft[64:], crc32.Checksum(ft[:64], crc32.MakeTable(crc32.Castagnoli)))
-	rewrite(newer)
+	writeFile(t, fs, p, newer)
 	before := hashDir(t, fs, "data")
 	s, err := Open(Options{FS: fs, Dir: "data", Logger: quiet})
 	if err == nil {
@@ -396,7 +390,7 @@ func TestNewerPartRefused(t *testing.T) {
 
 	headerOnly := slices.Clone(b)
 	binary.LittleEndian.PutUint32(headerOnly[8:], part.Version+1)
-	rewrite(headerOnly)
+	writeFile(t, fs, p, headerOnly)
 	s = open(t, fs, Options{})
 	defer s.Close()
 	if st := s.Stats(); st.BadParts != 1 || st.Parts != 0 {
