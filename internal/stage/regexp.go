@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/sluicelog/sluice/internal/logql"
+	"github.com/sluicelog/sluice/internal/record"
 	"github.com/sluicelog/sluice/internal/regexscan"
 )
 
@@ -106,8 +107,16 @@ type patternStage struct {
 	p        *pattern
 	buf      rowBuf
 	lb       *Labels
-	set      func(name string, value []byte)
+	set      func(part int, value []byte)
 	observed *Observed // the labels set; nil: all
+	// plain says, by part, whether a capture's label is set under its
+	// own name and observed for the rows of the stream last seen
+	// (plainOf: its labels): no stream label has the name. A row of it
+	// without structured metadata then sets the label after a lookup for
+	// the first-wins rule alone, not setParsed's checks of the stream's
+	// labels, the metadata and the labels observed.
+	plain   []bool
+	plainOf record.Labels
 }
 
 func newPatternStage(p *logql.PatternParser) (stage, error) {
@@ -121,8 +130,30 @@ func newPatternStage(p *logql.PatternParser) (stage, error) {
 	s := &patternStage{p: c}
 	// One closure for the life of the stage: a new one per line would
 	// allocate.
-	s.set = func(name string, value []byte) { setParsed(s.lb, &s.buf, s.observed, name, bytesView(value)) }
+	s.set = func(part int, value []byte) {
+		lb, name := s.lb, s.p.parts[part].Name
+		if s.plain[part] && len(lb.meta) == 0 {
+			if _, ok := lb.lookup(name); !ok {
+				lb.cur = append(lb.cur, record.Label{Name: name, Value: bytesView(value)})
+			}
+			return
+		}
+		setParsed(lb, &s.buf, s.observed, name, bytesView(value))
+	}
 	return s, nil
+}
+
+// plainFor works out s.plain for the rows of stream ls.
+func (s *patternStage) plainFor(ls record.Labels) {
+	if cap(s.plain) < len(s.p.parts) {
+		s.plain = make([]bool, len(s.p.parts))
+	}
+	s.plain = s.plain[:len(s.p.parts)]
+	for i, part := range s.p.parts {
+		_, stream := ls.Get(part.Name)
+		s.plain[i] = part.Capture && part.Name != "" && !stream && s.observed.observes(part.Name)
+	}
+	s.plainOf = ls
 }
 
 // observe makes s set only the labels o observes, and stop matching at
@@ -146,11 +177,15 @@ func (s *patternStage) observe(o *Observed) {
 		}
 	}
 	s.p = &pattern{parts: parts, names: s.p.names}
+	s.plain, s.plainOf = nil, nil
 }
 
 func (s *patternStage) process(_ int64, line []byte, lb *Labels) ([]byte, bool) {
 	s.buf.reset()
 	s.lb = lb
+	if st := lb.stream; s.plain == nil || len(st) != len(s.plainOf) || len(st) > 0 && &st[0] != &s.plainOf[0] {
+		s.plainFor(st)
+	}
 	s.p.extract(line, s.set)
 	s.lb = nil
 	return line, true
@@ -249,29 +284,29 @@ func (p *pattern) matchWhole(line []byte) bool {
 }
 
 // extract matches line as Loki's pattern parser does and calls set for
-// each named capture: a leading literal must start the line; a capture
-// runs to the first occurrence of the literal after it (or to the end of
-// the line); when that literal is missing the capture takes the rest of
-// the line and matching stops there. It reports whether the leading
+// each named capture (with its index in p.parts): a leading literal must
+// start the line; a capture runs to the first occurrence of the literal
+// after it (or to the end of the line); when that literal is missing the
+// capture takes the rest of the line and matching stops there. It reports whether the leading
 // literal matched.
-func (p *pattern) extract(line []byte, set func(name string, value []byte)) bool {
+func (p *pattern) extract(line []byte, set func(part int, value []byte)) bool {
 	parts := p.parts
 	if len(parts) == 0 { // patternStage.observe: no capture observed
 		return true
 	}
-	pos := 0
+	pos, at := 0, 0 // at: the index in p.parts of parts[0]
 	if !parts[0].Capture {
 		if !bytes.HasPrefix(line, stringBytes(parts[0].Literal)) {
 			return false
 		}
 		pos = len(parts[0].Literal)
-		parts = parts[1:]
+		parts, at = parts[1:], 1
 	}
 	for len(parts) > 0 {
 		c := parts[0]
 		if len(parts) == 1 {
 			if c.Name != "" {
-				set(c.Name, line[pos:])
+				set(at, line[pos:])
 			}
 			return true
 		}
@@ -279,15 +314,15 @@ func (p *pattern) extract(line []byte, set func(name string, value []byte)) bool
 		j := bytes.Index(line[pos:], lit)
 		if j < 0 {
 			if c.Name != "" {
-				set(c.Name, line[pos:])
+				set(at, line[pos:])
 			}
 			return true
 		}
 		if c.Name != "" {
-			set(c.Name, line[pos:pos+j])
+			set(at, line[pos:pos+j])
 		}
 		pos += j + len(lit)
-		parts = parts[2:]
+		parts, at = parts[2:], at+2
 	}
 	return true
 }

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/sluicelog/sluice/internal/logql"
+	"github.com/sluicelog/sluice/internal/record"
 )
 
 func TestRegexpStage(t *testing.T) {
@@ -114,5 +115,42 @@ func BenchmarkPattern(b *testing.B) {
 				st.process(0, line, &lb)
 			}
 		})
+	}
+}
+
+// TestPatternStageStreamsAndMetadata: one stage, rows of two streams in
+// turn, with and without structured metadata, and with a label a stage
+// before set: a capture named as a stream label or as metadata becomes
+// name_extracted, and one already set keeps its first value, whichever
+// stream the stage saw last.
+func TestPatternStageStreamsAndMetadata(t *testing.T) {
+	st := must(t)(newPatternStage(&logql.PatternParser{Pattern: pat(`<a>:<b>`)}))
+	plain, named := lbls("x", "y"), lbls("a", "s")
+	for i, c := range []struct {
+		stream record.Labels
+		meta   [2]string // a metadata name and value, or none
+		pre    [2]string // a label set before the stage, or none
+		want   string
+	}{
+		{stream: plain, want: `{a="1", b="2", x="y"}`},
+		{stream: named, want: `{a="s", a_extracted="1", b="2"}`},
+		{stream: plain, meta: [2]string{"b", "m"}, want: `{a="1", b="m", b_extracted="2", x="y"}`},
+		{stream: plain, want: `{a="1", b="2", x="y"}`},
+		{stream: plain, pre: [2]string{"a", "pre"}, want: `{a="pre", b="2", x="y"}`},
+		{stream: named, want: `{a="s", a_extracted="1", b="2"}`},
+		{stream: plain, want: `{a="1", b="2", x="y"}`},
+	} {
+		var lb Labels
+		lb.Reset(c.stream)
+		if c.meta[0] != "" {
+			lb.SetMeta(c.meta[0], []byte(c.meta[1]), 0)
+		}
+		if c.pre[0] != "" {
+			lb.set(c.pre[0], c.pre[1])
+		}
+		st.process(testTS, []byte("1:2"), &lb)
+		if got := lb.Copy().String(); got != c.want {
+			t.Errorf("row %d: labels %s, want %s", i, got, c.want)
+		}
 	}
 }
