@@ -181,13 +181,15 @@ func (o *serveOpts) run(args []string, e *env) error {
 	// the part being built from one, what requests in flight may hold,
 	// the sinks' batches, the collector's floor, and what the block cache
 	// (outside the heap) does not use of its budget (paceMemoryLimit).
-	paced := os.Getenv("GOMEMLIMIT") == "" && o.memLimit <= 0
+	paced := false
 	limit := o.maxHeadBytes + o.storage.headBytes + o.cfg.MaxInflightBytes + sinks.BatchMemory() + int64(len(floor)) + 64<<20
 	switch {
-	case paced:
-		debug.SetMemoryLimit(limit + max(o.blockCacheBytes, 0))
-	case os.Getenv("GOMEMLIMIT") == "":
+	case os.Getenv("GOMEMLIMIT") != "":
+	case o.memLimit > 0:
 		debug.SetMemoryLimit(o.memLimit)
+	default:
+		paced = true
+		debug.SetMemoryLimit(limit + max(o.blockCacheBytes, 0))
 	}
 	st, err := o.storage.openWith(e.stderr, store.Options{Retention: o.retention, MaxTenantBytes: o.maxTenantBytes,
 		MaxHeadBytes: o.maxHeadBytes, BlockCacheBytes: o.blockCacheBytes, WarmBlockCache: true, OnWALSync: server.WALSyncObserver(reg),

@@ -3,6 +3,7 @@ package store
 import (
 	"cmp"
 	"slices"
+	"sort"
 	"sync"
 
 	"github.com/sluicelog/sluice/internal/record"
@@ -160,6 +161,20 @@ type streamView struct {
 	labels record.Labels
 	key    string
 	refs   []headRef // sorted by time, ties in WAL order
+}
+
+// spans reports whether the stream's rows in the head reach into [from,
+// to]: its first is at or before to and its last at or after from.
+func (sv *streamView) spans(from, to int64) bool {
+	return len(sv.refs) > 0 && sv.refs[0].time <= to && sv.refs[len(sv.refs)-1].time >= from
+}
+
+// rowsIn returns the stream's rows in the head with a time in [from, to].
+func (sv *streamView) rowsIn(from, to int64) []headRef {
+	refs := sv.refs
+	lo := sort.Search(len(refs), func(i int) bool { return refs[i].time >= from })
+	hi := sort.Search(len(refs), func(i int) bool { return refs[i].time > to })
+	return refs[lo:hi]
 }
 
 // view returns the head's current content. Streams are sorted by key.

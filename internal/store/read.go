@@ -104,7 +104,7 @@ func (sn *Snapshot) streamsMerged(tenant string, from, to int64) []record.Labels
 	seen := map[string]record.Labels{}
 	for _, h := range sn.heads {
 		for _, sv := range h.tenants[tenant] {
-			if len(sv.refs) > 0 && sv.refs[0].time <= to && sv.refs[len(sv.refs)-1].time >= from {
+			if sv.spans(from, to) {
 				seen[sv.key] = sv.labels
 			}
 		}
@@ -142,7 +142,7 @@ func (sn *Snapshot) streamsMerged(tenant string, from, to int64) []record.Labels
 func (sn *Snapshot) streamsOfOnePart(tenant string, from, to int64) (out []record.Labels, ok bool) {
 	for _, h := range sn.heads {
 		for _, sv := range h.tenants[tenant] {
-			if len(sv.refs) > 0 && sv.refs[0].time <= to && sv.refs[len(sv.refs)-1].time >= from {
+			if sv.spans(from, to) {
 				return nil, false
 			}
 		}
@@ -289,12 +289,8 @@ func (sn *Snapshot) Scan(ctx context.Context, tenant string, stream record.Label
 // stream, where a Scan costs an iterator and its merge per stream.
 func (sn *Snapshot) CountIndexed(tenant, key string, from, to int64, shard Shard) (n int, ok bool) {
 	for _, h := range sn.heads {
-		if sv := h.stream(tenant, key); sv != nil && shard.head() {
-			refs := sv.refs
-			lo := sort.Search(len(refs), func(i int) bool { return refs[i].time >= from })
-			if lo < len(refs) && refs[lo].time <= to {
-				return 0, false
-			}
+		if sv := h.stream(tenant, key); sv != nil && shard.head() && len(sv.rowsIn(from, to)) > 0 {
+			return 0, false
 		}
 	}
 	for p, i := range sn.storedBlocks(tenant, key, from, to, shard) {
@@ -424,10 +420,7 @@ type headIter struct {
 }
 
 func newHeadIter(h *headView, sv *streamView, from, to int64, backward bool) *headIter {
-	refs := sv.refs
-	lo := sort.Search(len(refs), func(i int) bool { return refs[i].time >= from })
-	hi := sort.Search(len(refs), func(i int) bool { return refs[i].time > to })
-	it := &headIter{h: h, refs: refs[lo:hi], i: -1, backward: backward}
+	it := &headIter{h: h, refs: sv.rowsIn(from, to), i: -1, backward: backward}
 	if backward {
 		it.i = len(it.refs)
 	}

@@ -8,8 +8,6 @@ import (
 	"hash/crc32"
 	"math"
 	"runtime"
-	"slices"
-	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -575,12 +573,10 @@ func (r *Reader) load() error {
 	for i, ls := range r.Streams {
 		r.streamKeys[i] = ls.String()
 	}
-	r.keysSorted = slices.IsSortedFunc(r.streamKeys, func(a, b string) int {
-		if a == b {
-			return -1 // two streams alike: not in order
-		}
-		return strings.Compare(a, b)
-	})
+	r.keysSorted = true
+	for i := 1; i < len(r.streamKeys); i++ {
+		r.keysSorted = r.keysSorted && r.streamKeys[i-1] < r.streamKeys[i]
+	}
 	r.Blocks = make([]BlockMeta, x.Count("block count", 10))
 	r.checked = make([]atomic.Uint64, (len(r.Blocks)+63)/64)
 	var rowsSum int64
