@@ -176,7 +176,7 @@ func (s *patternStage) observe(o *Observed) {
 			parts[i].Name = ""
 		}
 	}
-	s.p = &pattern{parts: parts, names: s.p.names}
+	s.p = newPattern(parts, s.p.names)
 	s.plain, s.plainOf = nil, nil
 }
 
@@ -196,6 +196,35 @@ func (s *patternStage) process(_ int64, line []byte, lb *Labels) ([]byte, bool) 
 type pattern struct {
 	parts []logql.PatternPart
 	names []string // one per named capture, in order
+	// lead and steps are parts as extract walks them: the leading
+	// literal ("" for none), then each capture with the literal after it
+	// (nil when the capture ends the pattern).
+	lead  []byte
+	steps []patternStep
+}
+
+type patternStep struct {
+	lit   []byte
+	part  int  // the capture's index in parts
+	named bool // the capture has a name
+}
+
+// newPattern returns the pattern of parts: literals and captures in turn.
+func newPattern(parts []logql.PatternPart, names []string) *pattern {
+	p := &pattern{parts: parts, names: names}
+	for i := 0; i < len(parts); i++ {
+		if !parts[i].Capture {
+			p.lead = []byte(parts[i].Literal)
+			continue
+		}
+		st := patternStep{part: i, named: parts[i].Name != ""}
+		if i+1 < len(parts) {
+			st.lit = []byte(parts[i+1].Literal)
+			i++
+		}
+		p.steps = append(p.steps, st)
+	}
+	return p
 }
 
 // compilePattern checks a pattern: no two captures next to each other
@@ -238,7 +267,7 @@ func compilePattern(p *logql.Pattern, parser bool) (*pattern, error) {
 	if parser && len(c.names) == 0 {
 		return nil, fmt.Errorf("pattern %q: at least one named capture is required", p.Source)
 	}
-	return c, nil
+	return newPattern(c.parts, c.names), nil
 }
 
 // matchWhole reports whether the whole line matches the pattern, each
@@ -290,39 +319,31 @@ func (p *pattern) matchWhole(line []byte) bool {
 // capture takes the rest of the line and matching stops there. It reports whether the leading
 // literal matched.
 func (p *pattern) extract(line []byte, set func(part int, value []byte)) bool {
-	parts := p.parts
-	if len(parts) == 0 { // patternStage.observe: no capture observed
+	if len(p.parts) == 0 { // patternStage.observe: no capture observed
 		return true
 	}
-	pos, at := 0, 0 // at: the index in p.parts of parts[0]
-	if !parts[0].Capture {
-		if !bytes.HasPrefix(line, stringBytes(parts[0].Literal)) {
-			return false
-		}
-		pos = len(parts[0].Literal)
-		parts, at = parts[1:], 1
+	if !bytes.HasPrefix(line, p.lead) {
+		return false
 	}
-	for len(parts) > 0 {
-		c := parts[0]
-		if len(parts) == 1 {
-			if c.Name != "" {
-				set(at, line[pos:])
+	pos := len(p.lead)
+	for _, st := range p.steps {
+		if st.lit == nil {
+			if st.named {
+				set(st.part, line[pos:])
 			}
 			return true
 		}
-		lit := stringBytes(parts[1].Literal)
-		j := bytes.Index(line[pos:], lit)
+		j := bytes.Index(line[pos:], st.lit)
 		if j < 0 {
-			if c.Name != "" {
-				set(at, line[pos:])
+			if st.named {
+				set(st.part, line[pos:])
 			}
 			return true
 		}
-		if c.Name != "" {
-			set(at, line[pos:pos+j])
+		if st.named {
+			set(st.part, line[pos:pos+j])
 		}
-		pos += j + len(lit)
-		parts, at = parts[2:], at+2
+		pos += j + len(st.lit)
 	}
 	return true
 }
