@@ -8,7 +8,6 @@ import (
 	"slices"
 	"sort"
 	"strings"
-	"time"
 
 	"github.com/sluicelog/sluice/internal/logql"
 	"github.com/sluicelog/sluice/internal/record"
@@ -61,6 +60,7 @@ type rangeWorker struct {
 	rng, off int64
 	win      windowCache  // windowsAt's last answer
 	cols     *colPlanner  // the columnar path's state (range_columns.go)
+	lines    *lineEval    // the lean path of a line parser (range_lines.go); nil: not taken
 	meta     *metaCounter // metaCount's (range_meta.go)
 	// by, when the row's series are grouped by labels (by (...), not
 	// without), are the names its key keeps, sorted: seriesOf finds a
@@ -374,6 +374,11 @@ func (ev *evaluator) rangeStates(ctx context.Context, x *logql.RangeAggregation,
 				return nil, err
 			}
 		}
+		if !ev.e.reference {
+			if w.lines, err = newLineEval(w); err != nil {
+				return nil, err
+			}
+		}
 		return w, nil
 	}
 	columnar := !ev.e.reference && columnarPipeline(x, hints.observed)
@@ -398,7 +403,13 @@ func (ev *evaluator) rangeStates(ctx context.Context, x *logql.RangeAggregation,
 				w.lb.Reset(ls)
 				return w.sample(r.Time, nil)
 			}
+			if w.lines != nil && w.lines.takes(r) {
+				return w.lines.row(ev, w, ls, r.Time, r.Line)
+			}
 			return w.row(ev, ls, r.Time, r.Line, r, names)
+		}
+		if w.lines != nil {
+			w.lines.startStream(ls)
 		}
 		var err error
 		if columnar {
@@ -676,20 +687,7 @@ func (w *rangeWorker) unwrap(u *logql.Unwrap, ts int64, line []byte) (float64, b
 	if raw == "" {
 		return 0, false // as Loki: a row without the label is no sample, not an error
 	}
-	var v float64
-	var err error
-	switch u.Conv {
-	case "duration", "duration_seconds":
-		var d time.Duration
-		d, err = stage.ParseDuration(raw)
-		v = d.Seconds()
-	case "bytes":
-		var b uint64
-		b, err = stage.ParseBytes(raw)
-		v = float64(b)
-	default:
-		v, err = stage.ParseNumber(raw)
-	}
+	v, err := convert(u.Conv, raw)
 	if err != nil {
 		w.lb.ReplaceError(errSampleConv, err.Error())
 	}

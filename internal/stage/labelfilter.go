@@ -80,55 +80,78 @@ func compileLabelFilter(f logql.LabelFilter) (labelPred, error) {
 			return func(lb *Labels) bool { return l(lb) && r(lb) }, nil
 		}
 		return func(lb *Labels) bool { return l(lb) || r(lb) }, nil
+	}
+	leaf, err := compileLeaf(f)
+	if err != nil {
+		return nil, err
+	}
+	if match, name := leaf.match, leaf.name; match != nil {
+		return func(lb *Labels) bool { return match(lb.Get(name)) }, nil
+	}
+	return convertingFilter(leaf.name, leaf.passErrors, leaf.test), nil
+}
+
+// filterLeaf is a label filter that is not "and" or "or": a string
+// filter's match of the label's value ("" when absent), or a converting
+// filter's test (passErrors: it keeps the rows that have an error).
+type filterLeaf struct {
+	name       string
+	match      func(v string) bool
+	test       func(v string) (bool, error)
+	passErrors bool
+}
+
+func compileLeaf(f logql.LabelFilter) (filterLeaf, error) {
+	switch f := f.(type) {
 	case *logql.LabelFilterString:
 		m := f.Matcher
 		if m == nil {
-			return nil, fmt.Errorf("label filter without a matcher")
+			return filterLeaf{}, fmt.Errorf("label filter without a matcher")
 		}
 		if m.Type == logql.MatchRegexp || m.Type == logql.MatchNotRegexp {
 			// The matcher's regexp, searched for its literals first.
 			re, err := regexp.Compile("^(?:" + m.Value + ")$")
 			if err != nil {
-				return nil, fmt.Errorf("invalid regexp %q: %w", m.Value, err)
+				return filterLeaf{}, fmt.Errorf("invalid regexp %q: %w", m.Value, err)
 			}
-			match, name, negate := regexpMatcher(re, m.Value, true), m.Name, m.Type == logql.MatchNotRegexp
-			return func(lb *Labels) bool { return match(stringBytes(lb.Get(name))) != negate }, nil
+			match, negate := regexpMatcher(re, m.Value, true), m.Type == logql.MatchNotRegexp
+			return filterLeaf{name: m.Name, match: func(v string) bool { return match(stringBytes(v)) != negate }}, nil
 		}
-		return func(lb *Labels) bool { return m.Matches(lb.Get(m.Name)) }, nil
+		return filterLeaf{name: m.Name, match: m.Matches}, nil
 	case *logql.LabelFilterNumber:
-		name, op, want := f.Name, f.Op, f.Value
-		return convertingFilter(name, false, func(v string) (bool, error) {
+		op, want := f.Op, f.Value
+		return filterLeaf{name: f.Name, test: func(v string) (bool, error) {
 			if v == "" {
 				return false, errEmptyNumber // the common failure: no allocation
 			}
 			got, err := ParseNumber(v)
 			return compareOp(op, got, want), err
-		}), nil
+		}}, nil
 	case *logql.LabelFilterDuration:
-		name, op, want := f.Name, f.Op, f.Value
-		return convertingFilter(name, false, func(v string) (bool, error) {
+		op, want := f.Op, f.Value
+		return filterLeaf{name: f.Name, test: func(v string) (bool, error) {
 			got, err := ParseDuration(v)
 			return compareOp(op, got, want), err
-		}), nil
+		}}, nil
 	case *logql.LabelFilterBytes:
-		name, op, want := f.Name, f.Op, f.Value
-		return convertingFilter(name, false, func(v string) (bool, error) {
+		op, want := f.Op, f.Value
+		return filterLeaf{name: f.Name, test: func(v string) (bool, error) {
 			got, err := ParseBytes(v)
 			return compareOp(op, got, want), err
-		}), nil
+		}}, nil
 	case *logql.LabelFilterIP:
 		m, err := newIPMatcher(f.Value)
 		if err != nil {
-			return nil, err
+			return filterLeaf{}, err
 		}
 		negate := f.Negate
-		return convertingFilter(f.Name, true, func(v string) (bool, error) {
+		return filterLeaf{name: f.Name, passErrors: true, test: func(v string) (bool, error) {
 			return m.matchText(stringBytes(v)) != negate, nil
-		}), nil
+		}}, nil
 	case nil:
-		return nil, fmt.Errorf("empty label filter")
+		return filterLeaf{}, fmt.Errorf("empty label filter")
 	default:
-		return nil, fmt.Errorf("label filter %T is not supported", f)
+		return filterLeaf{}, fmt.Errorf("label filter %T is not supported", f)
 	}
 }
 

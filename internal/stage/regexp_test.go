@@ -118,6 +118,36 @@ func BenchmarkPattern(b *testing.B) {
 	}
 }
 
+// BenchmarkPatternCaptures is BenchmarkPattern's line read into a table
+// (LineCaptures), as the query engine's lean path reads it.
+func BenchmarkPatternCaptures(b *testing.B) {
+	line := []byte(`10.1.2.3 - - [15/Jan/2026:08:00:00 +0000] "GET /api/v1/orders?id=42 HTTP/1.1" 502 5123 "-" "Mozilla/5.0 (X11; Linux x86_64)"`)
+	for _, c := range []struct {
+		name     string
+		observed []string
+	}{{"all", nil}, {"path-size", []string{"path", "size"}}, {"status", []string{"status"}}} {
+		b.Run(c.name, func(b *testing.B) {
+			p, err := CompileObserving([]logql.Stage{&logql.PatternParser{Pattern: pat(`<ip> - - [<_>] "<method> <path> <_>" <status> <size> <_>`)}}, observedOrAll(c.observed))
+			if err != nil {
+				b.Fatal(err)
+			}
+			caps, _ := p.LineCaptures(0)
+			vals := make([]Value, caps.Len())
+			for b.Loop() {
+				caps.Extract(line, vals)
+			}
+		})
+	}
+}
+
+// observedOrAll is the labels names observed, or all when nil.
+func observedOrAll(names []string) *Observed {
+	if names == nil {
+		return nil
+	}
+	return ObservedBy(nil, names)
+}
+
 // TestPatternStageStreamsAndMetadata: one stage, rows of two streams in
 // turn, with and without structured metadata, and with a label a stage
 // before set: a capture named as a stream label or as metadata becomes

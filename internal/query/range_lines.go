@@ -1,0 +1,285 @@
+package query
+
+import (
+	"slices"
+	"strings"
+
+	"github.com/sluicelog/sluice/internal/logql"
+	"github.com/sluicelog/sluice/internal/record"
+	"github.com/sluicelog/sluice/internal/rows"
+	"github.com/sluicelog/sluice/internal/stage"
+)
+
+// The lean path of a range aggregation whose pipeline is line filters,
+// then a pattern or regexp parser of the stored line, then label filters,
+// with or without an unwrap of one of the parser's captures
+// (`| pattern "<_> <status> <size>" | status >= 500 | unwrap size`): a
+// row's captures are read into a table of values, the filters decided on
+// it and the row's series found by the values of the captures its series
+// keeps, without setting labels, unwrapping them out of labels or
+// building the series' key. The stages' own code extracts the captures
+// and decides the filters (stage.LineCaptures, stage.ValueFilter).
+//
+// It holds for rows without structured metadata, of streams that have
+// no label a capture names (the _extracted rule), while every value
+// converts: a row with metadata, one whose value fails to convert (the
+// stages would set __error__) and the first row of each series go
+// through the pipeline as on the row path.
+type lineEval struct {
+	caps *stage.LineCaptures
+	pre  *stage.Pipeline // the line filters before the parser; nil: none
+	// vals is a row's table: its captures, then the other labels the
+	// filters read (consts: the stream's, set per stream), then one label
+	// never set (the unwrapped one, as the filters after unwrap see it).
+	vals    []stage.Value
+	consts  []string // the names of the labels after the captures, in vals order
+	filters []stage.ValueFilter
+	post    []stage.ValueFilter // unwrap's filters
+	unwrap  int                 // the unwrapped capture; -1: no unwrap
+	conv    string
+	bytes   bool  // the sample is the line's length (bytes_over_time, bytes_rate)
+	keyed   []int // the captures the series keeps
+	memo    map[string]*rangeSeries
+	key     []byte
+	preLb   stage.Labels
+	on      bool // the stream's rows may take the path (startStream)
+}
+
+// maxLineMemo bounds the series remembered by their captures' values: a
+// stream of more is forgotten and learnt again.
+const maxLineMemo = 1 << 16
+
+// linePipeline reports whether a range aggregation's pipeline is line
+// filters, a pattern or regexp parser, then label filters, and returns
+// the parser's index.
+func linePipeline(x *logql.RangeAggregation) (int, bool) {
+	stages := x.Range.Log.Pipeline
+	k := 0
+	for k < len(stages) {
+		if _, ok := stages[k].(*logql.LineFilter); !ok {
+			break
+		}
+		k++
+	}
+	if k == len(stages) {
+		return 0, false
+	}
+	switch stages[k].(type) {
+	case *logql.PatternParser, *logql.RegexpParser:
+	default:
+		return 0, false
+	}
+	for _, s := range stages[k+1:] {
+		if _, ok := s.(*logql.LabelFilterStage); !ok {
+			return 0, false
+		}
+	}
+	return k, true
+}
+
+// newLineEval returns the lean path of w's range aggregation, or nil
+// when its pipeline is not one it takes.
+func newLineEval(w *rangeWorker) (*lineEval, error) {
+	x := w.x
+	k, ok := linePipeline(x)
+	if !ok {
+		return nil, nil
+	}
+	caps, ok := w.pipe.LineCaptures(k)
+	if !ok {
+		return nil, nil
+	}
+	le := &lineEval{caps: caps, unwrap: -1}
+	if k > 0 {
+		le.pre = w.pipe.Head(k)
+	}
+	n := caps.Len()
+	capture := func(name string) int {
+		for i := range n {
+			if caps.Name(i) == name {
+				return i
+			}
+		}
+		return -1
+	}
+	for i := range n {
+		if strings.HasPrefix(caps.Named(i), "__") {
+			return nil, nil // the error labels' names, or close to them
+		}
+	}
+	unwrapped := ""
+	if u := x.Range.Unwrap; u != nil {
+		if le.unwrap = capture(u.Label); le.unwrap < 0 {
+			return nil, nil
+		}
+		unwrapped, le.conv = u.Label, u.Conv
+	}
+	le.bytes = x.Op == "bytes_over_time" || x.Op == "bytes_rate"
+	slot := func(name string) int {
+		if i := capture(name); i >= 0 {
+			return i
+		}
+		if i := slices.Index(le.consts, name); i >= 0 {
+			return n + i
+		}
+		le.consts = append(le.consts, name)
+		return n + len(le.consts) - 1
+	}
+	for _, s := range x.Range.Log.Pipeline[k+1:] {
+		f, err := stage.CompileValueFilter(s.(*logql.LabelFilterStage).Filter, slot)
+		if err != nil {
+			return nil, err
+		}
+		le.filters = append(le.filters, f)
+	}
+	if u := x.Range.Unwrap; u != nil {
+		gone := -1 // the unwrapped label, which the filters after unwrap see absent
+		for _, f := range u.Filters {
+			vf, err := stage.CompileValueFilter(f, func(name string) int {
+				if name != unwrapped {
+					return slot(name)
+				}
+				if gone < 0 {
+					le.consts = append(le.consts, "")
+					gone = n + len(le.consts) - 1
+				}
+				return gone
+			})
+			if err != nil {
+				return nil, err
+			}
+			le.post = append(le.post, vf)
+		}
+	}
+	le.vals = make([]stage.Value, n+len(le.consts))
+	for i := range n {
+		name := caps.Name(i)
+		if name == "" || i == le.unwrap || w.byOn && !slices.Contains(w.by, name) {
+			continue
+		}
+		le.keyed = append(le.keyed, i)
+	}
+	le.memo = map[string]*rangeSeries{}
+	return le, nil
+}
+
+// startStream readies the path for the rows of stream ls.
+func (le *lineEval) startStream(ls record.Labels) {
+	clear(le.memo) // the series are the stream's
+	le.on = true
+	n := le.caps.Len()
+	for i := range n {
+		if name := le.caps.Named(i); name != "" {
+			if _, ok := ls.Get(name); ok {
+				le.on = false // the capture's label is name_extracted
+				return
+			}
+		}
+	}
+	for i, name := range le.consts {
+		v, ok := ls.Get(name)
+		le.vals[n+i] = stage.Value{V: v, Set: ok && name != ""}
+	}
+	le.preLb.Reset(ls)
+}
+
+// takes reports whether row r of the stream started takes the path: it
+// has no structured metadata.
+func (le *lineEval) takes(r *rows.Row) bool {
+	if !le.on || r.Line == nil {
+		return false
+	}
+	if len(r.Fields) > 0 && r.MsgIsLine() {
+		for i := range r.Fields {
+			if r.IsMetadata(&r.Fields[i]) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// row adds the sample of a row of stream ls at time t, of line.
+func (le *lineEval) row(ev *evaluator, w *rangeWorker, ls record.Labels, t int64, line []byte) error {
+	if le.pre != nil {
+		if _, ok := le.pre.Process(t, line, &le.preLb); !ok {
+			return nil
+		}
+	}
+	vals := le.vals
+	le.caps.Extract(line, vals)
+	for _, f := range le.filters {
+		pass, ok := f(vals)
+		if !ok {
+			return w.row(ev, ls, t, line, nil, nil) // the stage sets an error
+		}
+		if !pass {
+			return nil
+		}
+	}
+	v := 1.0
+	switch {
+	case le.unwrap >= 0:
+		u := vals[le.unwrap]
+		if u.V == "" {
+			return nil // no sample, as unwrap of an absent label
+		}
+		var err error
+		if v, err = convert(le.conv, u.V); err != nil {
+			return w.row(ev, ls, t, line, nil, nil) // the sample's error
+		}
+		for _, f := range le.post {
+			pass, ok := f(vals)
+			if !ok {
+				return w.row(ev, ls, t, line, nil, nil)
+			}
+			if !pass {
+				return nil
+			}
+		}
+	case le.bytes:
+		v = float64(len(line))
+	}
+	le.key = le.key[:0]
+	for _, i := range le.keyed {
+		if c := vals[i]; c.Set {
+			le.key = append(le.key, 1)
+			le.key = append(le.key, c.V...)
+			le.key = append(le.key, 0xff)
+		} else {
+			le.key = append(le.key, 0)
+		}
+	}
+	if s := le.memo[string(le.key)]; s != nil {
+		w.add(s, t, v)
+		return nil
+	}
+	// The series' first row: its labels found the plain way.
+	w.lb.Reset(ls)
+	out, ok := w.pipe.Process(t, line, w.lb)
+	if !ok {
+		return nil
+	}
+	s, v, err := w.sampleSeries(t, out)
+	if s != nil {
+		if len(le.memo) >= maxLineMemo {
+			clear(le.memo)
+		}
+		le.memo[string(le.key)] = s
+		w.add(s, t, v)
+	}
+	return err
+}
+
+// convert reads an unwrapped value as unwrap with conversion conv does.
+func convert(conv, raw string) (float64, error) {
+	switch conv {
+	case "duration", "duration_seconds":
+		d, err := stage.ParseDuration(raw)
+		return d.Seconds(), err
+	case "bytes":
+		b, err := stage.ParseBytes(raw)
+		return float64(b), err
+	}
+	return stage.ParseNumber(raw)
+}
