@@ -453,6 +453,10 @@ func (ev *evaluator) rangeStates(ctx context.Context, x *logql.RangeAggregation,
 			err = ev.src.ScanColumns(ctx, ev.p.Tenant, ls, from, to, u.shard, func(b *part.Block) error {
 				return w.block(ev, ls, b, from, to)
 			}, metaUnseen(hints.observed), row)
+		case w.lines != nil && w.lines.on && unpruned(implied.of(ls)):
+			err = ev.src.ScanColumns(ctx, ev.p.Tenant, ls, from, to, u.shard, func(b *part.Block) error {
+				return w.lines.block(ev, w, ls, b, from, to)
+			}, metaUnseen(hints.observed), row)
 		default:
 			o := implied.of(ls)
 			o.MetaOK = metaUnseen(hints.observed)

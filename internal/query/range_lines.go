@@ -8,6 +8,8 @@ import (
 	"github.com/sluicelog/sluice/internal/record"
 	"github.com/sluicelog/sluice/internal/rows"
 	"github.com/sluicelog/sluice/internal/stage"
+	"github.com/sluicelog/sluice/internal/store"
+	"github.com/sluicelog/sluice/internal/store/part"
 )
 
 // The lean path of a range aggregation whose pipeline is line filters,
@@ -43,6 +45,8 @@ type lineEval struct {
 	key     []byte
 	preLb   stage.Labels
 	on      bool // the stream's rows may take the path (startStream)
+	cur     part.Cursor
+	line    []byte // a row's line, when rebuilt
 }
 
 // maxLineMemo bounds the series remembered by their captures' values: a
@@ -197,6 +201,41 @@ func (le *lineEval) takes(r *rows.Row) bool {
 		}
 	}
 	return true
+}
+
+// unpruned reports whether a scan with options o would read every block
+// of a stream: then the path reads the stored blocks itself (block), and
+// else the rows the scan yields.
+func unpruned(o store.ScanOptions) bool {
+	return len(o.Tokens) == 0 && len(o.Needles) == 0 && len(o.Any) == 0 && len(o.Contains) == 0
+}
+
+// block adds the samples of the rows of a stored block of stream ls in
+// [from, to], without metadata that the query reads: a line stored whole
+// is read where its column holds it, another is rebuilt.
+func (le *lineEval) block(ev *evaluator, w *rangeWorker, ls record.Labels, b *part.Block, from, to int64) error {
+	if err := b.DecodeTimes(); err != nil {
+		return err
+	}
+	le.cur.Start(b, nil)
+	for k := range b.NumRows() {
+		tm, t := b.RowTemplate(k), b.RowTime(k)
+		if t >= from && t <= to {
+			line, out, err := b.LineAt(tm, &le.cur, t, le.line)
+			le.line = out
+			if err == nil {
+				err = ev.scanned(&w.tally, line)
+			}
+			if err == nil {
+				err = le.row(ev, w, ls, t, line)
+			}
+			if err != nil {
+				return err
+			}
+		}
+		le.cur.Next(tm)
+	}
+	return nil
 }
 
 // row adds the sample of a row of stream ls at time t, of line.

@@ -99,6 +99,8 @@ func TestLineCapturesSameAsReference(t *testing.T) {
 		`sum by (status) (count_over_time({job="web"} | pattern ` + nginx + ` | status >= 400 [1h]))`,
 		`sum by (status) (count_over_time({job="web"} | pattern ` + nginx + ` | status >= 400 | __error__="" [1h]))`,
 		`count_over_time({job="web"} | pattern ` + nginx + ` [1h])`,
+		`sum by (method) (count_over_time({job="web"} | pattern ` + nginx + ` | status >= 300 [7s]))`,
+		`sum by (path) (sum_over_time({host="a"} | pattern ` + nginx + ` | unwrap size | __error__="" [3s] offset 4s))`,
 		`sum by (method, host) (rate({job="web"} | pattern ` + nginx + ` | method=~"P.*" [1m]))`,
 		`sum by (method_extracted) (count_over_time({job="web"} | pattern ` + nginx + ` [1h]))`,
 		`sum by (path) (bytes_over_time({job="web"} | pattern ` + nginx + ` | path!="/health" [1h]))`,

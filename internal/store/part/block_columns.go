@@ -454,6 +454,29 @@ func (b *Block) AppendLine(dst []byte, t int, cur *Cursor, time int64) ([]byte, 
 	return append(dst, tm.gaps.Last()...), nil
 }
 
+// LineAt returns the line of the row of template t at cur, as
+// AppendLine: a view of its value when the line is one value whole (a raw
+// row, or a template of one hole without gaps), else rebuilt into dst.
+// out is dst, perhaps grown; the line is valid until the next read into b
+// or dst.
+func (b *Block) LineAt(t int, cur *Cursor, time int64, dst []byte) (line, out []byte, err error) {
+	tm := &b.tmpls[t]
+	switch {
+	case tm.raw:
+		lci := b.LineColumn()
+		if lci < 0 {
+			return nil, dst, fmt.Errorf("raw template without a line column")
+		}
+		return b.Value(lci, cur.At(lci), time, dst[:0])
+	case len(tm.holes) == 1 && tm.gaps.Len() == 2 && len(tm.gaps.At(0)) == 0 && len(tm.gaps.Last()) == 0:
+		si := tm.holes[0]
+		col := int(tm.cols[si])
+		return b.Value(col, cur.At(col)+tm.nth(si), time, dst[:0])
+	}
+	out, err = b.AppendLine(dst[:0], t, cur, time)
+	return out, out, err
+}
+
 // NumTemplates returns the block's templates.
 func (b *Block) NumTemplates() int { return len(b.tmpls) }
 

@@ -826,6 +826,12 @@ func isASCII(s string) bool {
 // rebuild, while the cursor moves nothing else).
 func TestColumnar(t *testing.T) {
 	rd := mixedPart(t)
+	whole := 0 // rows whose line is one value
+	defer func() {
+		if whole == 0 {
+			t.Error("no row's line is one value: LineAt's views are untested")
+		}
+	}()
 	for i := range rd.Blocks {
 		var full, cb part.Block
 		if err := rd.ReadLines(i, &full, &part.LineRead{}); err != nil {
@@ -848,6 +854,17 @@ func TestColumnar(t *testing.T) {
 			}
 			if !bytes.Equal(line, full.Rows[k].Line) || cb.RowTime(k) != full.Rows[k].Time {
 				t.Fatalf("block %d row %d (%s): %q at %d, want %q at %d", i, k, how, line, cb.RowTime(k), full.Rows[k].Line, full.Rows[k].Time)
+			}
+			// LineAt: the same line, a view where it is one value.
+			view, _, err := cb.LineAt(cb.RowTemplate(k), cur, cb.RowTime(k), make([]byte, 3))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(view, full.Rows[k].Line) {
+				t.Fatalf("block %d row %d (%s): LineAt %q, want %q", i, k, how, view, full.Rows[k].Line)
+			}
+			if gaps, holes := cb.TemplateLine(cb.RowTemplate(k)); cb.TemplateRaw(cb.RowTemplate(k)) || len(holes) == 1 && len(gaps.At(0)) == 0 && len(gaps.Last()) == 0 {
+				whole++
 			}
 		}
 		var cur part.Cursor
