@@ -397,8 +397,13 @@ func TestKeyBatchSameAsRows(t *testing.T) {
 	for i := range lines {
 		ts := time.Date(2026, 1, 15, 8, 0, 0, 0, time.UTC).Add(time.Duration(i) * 11 * time.Millisecond).Format(time.RFC3339Nano)
 		user := fmt.Sprintf("u%d", rng.IntN(3000))
-		if i%97 == 0 {
+		switch {
+		case i%97 == 0:
 			user = "" // a user_id!="" filter drops it
+		case i%13 == 0:
+			user = fmt.Sprintf(`u\u0031%d`, rng.IntN(30)) // the same key as u1…, escaped
+		case i%29 == 0:
+			user = `bad\ud800` // a lone surrogate: U+FFFD to json
 		}
 		lines[i] = fmt.Sprintf(`{"ts":"%s","service":"api","level":"%s","user":{"id":"%s"},"bytes":%d}`, ts, []string{"info", "error"}[rng.IntN(2)], user, rng.IntN(1000))
 	}

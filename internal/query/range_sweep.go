@@ -43,6 +43,10 @@ type sweepState struct {
 	ids2    [][]byte
 	// checkRows: per column, whether a row checks it
 	checked []bool
+	// each: per column of cols, whether its values have no ids (a
+	// string column): each is counted by its key (countEach).
+	each    []bool
+	eachVal []stage.ParamValue // countEach's row values
 }
 
 type idCounts struct{ counts, first [256]int }
@@ -124,6 +128,8 @@ func (w *rangeWorker) sweep(ev *evaluator, ls record.Labels, b *part.Block, from
 		sw.tcol[t] = col
 	}
 	sw.ids = grown(sw.ids, len(sw.cols))
+	sw.each = growClear(sw.each, len(sw.cols))
+	keyed := !timed && cp.keys != nil && cp.keys.on
 	for i, col := range sw.cols {
 		// A block's rows use exactly its columns' values (the part
 		// checks it as it reads them): the column holds the
@@ -132,8 +138,18 @@ func (w *rangeWorker) sweep(ev *evaluator, ls record.Labels, b *part.Block, from
 			return false, nil // the column holds other values too
 		}
 		ic := &sw.ids[i]
-		if ok, err := b.CountIDs(col, &ic.counts, &ic.first); err != nil || !ok {
+		ok, err := b.CountIDs(col, &ic.counts, &ic.first)
+		if err != nil {
 			return false, err
+		}
+		if !ok {
+			if !keyed {
+				return false, nil
+			}
+			// Values without ids (a host, a user id): each counts by
+			// its key, as a row's would, in the column's order.
+			sw.each[i] = true
+			continue
 		}
 	}
 	if walk {
@@ -147,9 +163,19 @@ func (w *rangeWorker) sweep(ev *evaluator, ls record.Labels, b *part.Block, from
 
 	// Every value first, so that none can send the block back to the row
 	// path once a series exists; then the outcomes.
+	for i, col := range sw.cols {
+		if sw.each[i] {
+			if ok, err := w.eachValueReads(b, col, lo); err != nil || !ok {
+				return false, err
+			}
+		}
+	}
 	cp.arena.reset()
 	cp.values = cp.values[:0]
 	for i, col := range sw.cols {
+		if sw.each[i] {
+			continue
+		}
 		ic := &sw.ids[i]
 		for id, n := range ic.counts {
 			if n == 0 {
@@ -178,6 +204,9 @@ func (w *rangeWorker) sweep(ev *evaluator, ls record.Labels, b *part.Block, from
 	}
 	k := 0
 	for i := range sw.cols {
+		if sw.each[i] {
+			continue
+		}
 		for _, n := range sw.ids[i].counts {
 			if n == 0 {
 				continue
@@ -193,6 +222,14 @@ func (w *rangeWorker) sweep(ev *evaluator, ls record.Labels, b *part.Block, from
 			return true, err
 		}
 	}
+	// Last, as they reuse the arena the values above are in.
+	for i, col := range sw.cols {
+		if sw.each[i] {
+			if err := w.countEach(b, col, lo); err != nil {
+				return true, err
+			}
+		}
+	}
 	for _, a := range sw.adds {
 		w.addN(a.s, lo, a.n)
 	}
@@ -204,6 +241,50 @@ func (w *rangeWorker) sweep(ev *evaluator, ls record.Labels, b *part.Block, from
 		return true, w.rawRows(ev, ls, b, lo)
 	}
 	return true, ev.flush(&w.tally)
+}
+
+// eachValueReads reports whether every value of column col of block b
+// reads as the parameter (holeValue), before countEach counts any.
+func (w *rangeWorker) eachValueReads(b *part.Block, col int, t int64) (bool, error) {
+	cp := w.cols
+	inString := cp.sweep.ctx[col] == placeInString
+	if cp.wellFormedColumn(b, col, inString) {
+		return true, nil
+	}
+	for vi := range b.ColumnValues(col) {
+		cp.arena.reset()
+		if _, ok, err := cp.holeValue(b, col, vi, t, inString); err != nil || !ok {
+			return false, err
+		}
+	}
+	return true, nil
+}
+
+// countEach counts each value of column col of block b, the parameter's
+// in every row that holds one, by its key (countKey) at time t: the
+// sweep's rows all count in the same windows, so that which row holds
+// which value matters not.
+func (w *rangeWorker) countEach(b *part.Block, col int, t int64) error {
+	cp := w.cols
+	sw := &cp.sweep
+	inString := sw.ctx[col] == placeInString
+	values := cp.values
+	defer func() { cp.values = values }()
+	for vi := range b.ColumnValues(col) {
+		cp.arena.reset()
+		pv, ok, err := cp.holeValue(b, col, vi, t, inString)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return fmt.Errorf("%w: a value of column %d read before does not now", part.ErrCorrupt, col)
+		}
+		sw.eachVal = append(sw.eachVal[:0], pv)
+		cp.values = sw.eachVal
+		w.countKey(t)
+	}
+	w.flushKeys()
+	return nil
 }
 
 // sweepTimed is the end of sweep for a block whose rows do not all count
