@@ -244,6 +244,9 @@ type keyBatch struct {
 	times  []int64 // their times
 	h1, h2 []uint64
 	series []*rangeSeries
+	// hold: the batch is not counted when full, only by flushKeys (a
+	// sweep's rows, which may yet go back to the row path: drop).
+	hold bool
 }
 
 // keyBatchRows is how many rows a batch holds before it is counted.
@@ -251,11 +254,13 @@ const keyBatchRows = 256
 
 // countKey counts the row whose parameters' values are cp.values in its
 // series (none when the filters drop it), now or with the batch; for a
-// plan that is on.
-func (w *rangeWorker) countKey(t int64) {
+// plan that is on. While the batch holds (keyBatch.hold) it counts
+// nothing before flushKeys, and reports false, counting nothing, for a
+// row it cannot batch.
+func (w *rangeWorker) countKey(t int64) bool {
 	kp, values, kb := w.cols.keys, w.cols.values, &w.cols.batch
 	if !kp.pred(kp, values) {
-		return
+		return true
 	}
 	start := len(kb.keys)
 	kb.keys = kp.appendKey(kb.keys, values)
@@ -266,13 +271,22 @@ func (w *rangeWorker) countKey(t int64) {
 		// A value holds the separator: keySeries sets the series'
 		// labels from the values, which the batch does not keep.
 		kb.keys = kb.keys[:start]
+		if kb.hold {
+			return false
+		}
 		w.add(w.keySeries(), t, 1)
-		return
+		return true
 	}
 	kb.ends, kb.times = append(kb.ends, len(kb.keys)), append(kb.times, t)
-	if len(kb.ends) == keyBatchRows {
+	if len(kb.ends) == keyBatchRows && !kb.hold {
 		w.flushKeys()
 	}
+	return true
+}
+
+// drop empties the batch, counting none of its rows.
+func (kb *keyBatch) drop() {
+	kb.keys, kb.ends, kb.times, kb.hold = kb.keys[:0], kb.ends[:0], kb.times[:0], false
 }
 
 // flushKeys counts the rows of the batch in their series, making those

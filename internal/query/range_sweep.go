@@ -44,9 +44,9 @@ type sweepState struct {
 	// checkRows: per column, whether a row checks it
 	checked []bool
 	// each: per column of cols, whether its values have no ids (a
-	// string column): each is counted by its key (countEach).
+	// string column): each is counted by its key (batchEach).
 	each    []bool
-	eachVal []stage.ParamValue // countEach's row values
+	eachVal []stage.ParamValue // batchEach's row values
 }
 
 type idCounts struct{ counts, first [256]int }
@@ -163,13 +163,6 @@ func (w *rangeWorker) sweep(ev *evaluator, ls record.Labels, b *part.Block, from
 
 	// Every value first, so that none can send the block back to the row
 	// path once a series exists; then the outcomes.
-	for i, col := range sw.cols {
-		if sw.each[i] {
-			if ok, err := w.eachValueReads(b, col, lo); err != nil || !ok {
-				return false, err
-			}
-		}
-	}
 	cp.arena.reset()
 	cp.values = cp.values[:0]
 	for i, col := range sw.cols {
@@ -189,6 +182,19 @@ func (w *rangeWorker) sweep(ev *evaluator, ls record.Labels, b *part.Block, from
 		}
 	}
 	values := cp.values
+	// The values without ids, each batched by its key, held until the
+	// others are counted too.
+	for i, col := range sw.cols {
+		if sw.each[i] {
+			if ok, err := w.batchEach(b, col, lo); err != nil || !ok {
+				cp.batch.drop()
+				cp.values = values
+				return false, err
+			}
+		}
+	}
+	cp.values = values
+	defer func() { cp.batch.hold = false }() // flushKeys counts what an error leaves
 	sw.adds = sw.adds[:0]
 	one := func(pv stage.ParamValue, n int) error {
 		cp.values = append(sw.one[:0], pv)
@@ -222,13 +228,9 @@ func (w *rangeWorker) sweep(ev *evaluator, ls record.Labels, b *part.Block, from
 			return true, err
 		}
 	}
-	// Last, as they reuse the arena the values above are in.
-	for i, col := range sw.cols {
-		if sw.each[i] {
-			if err := w.countEach(b, col, lo); err != nil {
-				return true, err
-			}
-		}
+	if cp.batch.hold {
+		cp.batch.hold = false
+		w.flushKeys()
 	}
 	for _, a := range sw.adds {
 		w.addN(a.s, lo, a.n)
@@ -243,48 +245,31 @@ func (w *rangeWorker) sweep(ev *evaluator, ls record.Labels, b *part.Block, from
 	return true, ev.flush(&w.tally)
 }
 
-// eachValueReads reports whether every value of column col of block b
-// reads as the parameter (holeValue), before countEach counts any.
-func (w *rangeWorker) eachValueReads(b *part.Block, col int, t int64) (bool, error) {
-	cp := w.cols
-	inString := cp.sweep.ctx[col] == placeInString
-	if cp.wellFormedColumn(b, col, inString) {
-		return true, nil
-	}
-	for vi := range b.ColumnValues(col) {
-		cp.arena.reset()
-		if _, ok, err := cp.holeValue(b, col, vi, t, inString); err != nil || !ok {
-			return false, err
-		}
-	}
-	return true, nil
-}
-
-// countEach counts each value of column col of block b, the parameter's
-// in every row that holds one, by its key (countKey) at time t: the
-// sweep's rows all count in the same windows, so that which row holds
-// which value matters not.
-func (w *rangeWorker) countEach(b *part.Block, col int, t int64) error {
+// batchEach puts each value of column col of block b, the parameter's
+// in every row that holds one, in the key batch at time t, held
+// (countKey): the sweep's rows all count in the same windows, so that
+// which row holds which value matters not. It reports false when a value
+// does not read as the parameter (holeValue) or cannot be batched; the
+// caller then drops the batch.
+func (w *rangeWorker) batchEach(b *part.Block, col int, t int64) (bool, error) {
 	cp := w.cols
 	sw := &cp.sweep
 	inString := sw.ctx[col] == placeInString
-	values := cp.values
-	defer func() { cp.values = values }()
+	cp.batch.hold = true
+	mark := len(cp.arena.b) // the other columns' values are before
 	for vi := range b.ColumnValues(col) {
-		cp.arena.reset()
 		pv, ok, err := cp.holeValue(b, col, vi, t, inString)
-		if err != nil {
-			return err
-		}
-		if !ok {
-			return fmt.Errorf("%w: a value of column %d read before does not now", part.ErrCorrupt, col)
+		if err != nil || !ok {
+			return false, err
 		}
 		sw.eachVal = append(sw.eachVal[:0], pv)
 		cp.values = sw.eachVal
-		w.countKey(t)
+		if !w.countKey(t) {
+			return false, nil
+		}
+		cp.arena.b = cp.arena.b[:mark] // the batch copied the key
 	}
-	w.flushKeys()
-	return nil
+	return true, nil
 }
 
 // sweepTimed is the end of sweep for a block whose rows do not all count
