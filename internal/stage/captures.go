@@ -101,30 +101,17 @@ func (c *LineCaptures) Extract(line []byte, vals []Value) {
 		}
 		return
 	}
-	s := c.re
-	if s.none {
+	if c.re.none {
 		return
 	}
-	var idx []int
-	ok := false
-	if s.scan != nil {
-		idx, ok = s.scan.FindSubmatchIndex(s.idx, line)
-	}
-	if !ok {
-		idx = s.p.Re.FindSubmatchIndex(line)
-	}
+	idx := c.re.match(line)
 	if idx == nil {
 		return
 	}
 	for g, name := range c.names {
-		if name == "" {
-			continue
+		if name != "" {
+			vals[g] = Value{V: groupValue(line, idx, g), Set: true}
 		}
-		v := ""
-		if lo, hi := idx[2*g], idx[2*g+1]; lo >= 0 {
-			v = bytesView(line[lo:hi])
-		}
-		vals[g] = Value{V: v, Set: true}
 	}
 }
 

@@ -74,30 +74,38 @@ func (s *regexpStage) process(_ int64, line []byte, lb *Labels) ([]byte, bool) {
 		return line, true
 	}
 	s.buf.reset()
-	var idx []int
-	ok := false
-	if s.scan != nil {
-		idx, ok = s.scan.FindSubmatchIndex(s.idx, line)
-	}
-	if !ok {
-		// FindSubmatchIndex allocates its result; regexp has no
-		// variant that reuses a slice.
-		idx = s.p.Re.FindSubmatchIndex(line)
-	}
+	idx := s.match(line)
 	if idx == nil {
 		return line, true
 	}
 	for g, name := range s.names {
-		if name == "" {
-			continue
+		if name != "" {
+			setParsed(lb, &s.buf, s.observed, name, groupValue(line, idx, g))
 		}
-		v := ""
-		if lo, hi := idx[2*g], idx[2*g+1]; lo >= 0 {
-			v = bytesView(line[lo:hi])
-		}
-		setParsed(lb, &s.buf, s.observed, name, v)
 	}
 	return line, true
+}
+
+// match returns the submatch indexes of the expression in line, nil when
+// it does not match.
+func (s *regexpStage) match(line []byte) []int {
+	if s.scan != nil {
+		if idx, ok := s.scan.FindSubmatchIndex(s.idx, line); ok {
+			return idx
+		}
+	}
+	// FindSubmatchIndex allocates its result; regexp has no variant that
+	// reuses a slice.
+	return s.p.Re.FindSubmatchIndex(line)
+}
+
+// groupValue returns group g's text in line, "" when it took no part in
+// the match.
+func groupValue(line []byte, idx []int, g int) string {
+	if lo, hi := idx[2*g], idx[2*g+1]; lo >= 0 {
+		return bytesView(line[lo:hi])
+	}
+	return ""
 }
 
 // patternStage is `| pattern "..."`: see pattern.extract for how a line
