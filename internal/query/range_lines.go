@@ -1,6 +1,7 @@
 package query
 
 import (
+	"encoding/binary"
 	"slices"
 	"strings"
 
@@ -279,12 +280,13 @@ func (le *lineEval) row(ev *evaluator, w *rangeWorker, ls record.Labels, t int64
 	case le.bytes:
 		v = float64(len(line))
 	}
+	// Each value with its length (0 when unset): no two tables of values
+	// have one key, whatever bytes the values hold.
 	le.key = le.key[:0]
 	for _, i := range le.keyed {
 		if c := vals[i]; c.Set {
-			le.key = append(le.key, 1)
+			le.key = binary.AppendUvarint(le.key, uint64(len(c.V))+1)
 			le.key = append(le.key, c.V...)
-			le.key = append(le.key, 0xff)
 		} else {
 			le.key = append(le.key, 0)
 		}
