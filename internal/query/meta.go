@@ -11,7 +11,7 @@ import (
 // rowMeta adds to lb the structured metadata of row r, whose field names
 // index names (see rows.Row.IsMetadata).
 func rowMeta(lb *stage.Labels, r *rows.Row, names []string) {
-	if len(r.Fields) == 0 || !r.MsgIsLine() {
+	if !metaOf(r) {
 		return
 	}
 	for i := range r.Fields {
@@ -19,6 +19,23 @@ func rowMeta(lb *stage.Labels, r *rows.Row, names []string) {
 			lb.SetMeta(names[f.Name], f.Value, f.Flags)
 		}
 	}
+}
+
+// metaOf reports whether a stored row's fields may hold structured
+// metadata (some are held apart from its line).
+func metaOf(r *rows.Row) bool { return len(r.Fields) > 0 && r.MsgIsLine() }
+
+// hasMeta reports whether a stored row has structured metadata.
+func hasMeta(r *rows.Row) bool {
+	if !metaOf(r) {
+		return false
+	}
+	for i := range r.Fields {
+		if r.IsMetadata(&r.Fields[i]) {
+			return true
+		}
+	}
+	return false
 }
 
 // StructuredMetadata appends to dst the structured metadata of a stored
@@ -29,7 +46,7 @@ func rowMeta(lb *stage.Labels, r *rows.Row, names []string) {
 // strings. Scan with ScanOptions.Meta (or without LinesOnly) for stored
 // rows to carry their fields.
 func StructuredMetadata(dst record.Labels, r *rows.Row, names []string) record.Labels {
-	if len(r.Fields) == 0 || !r.MsgIsLine() {
+	if !metaOf(r) {
 		return dst
 	}
 	var buf []byte

@@ -77,15 +77,25 @@ type rangeWorker struct {
 // row runs one row through the pipeline and adds its sample. r, when
 // given, is the stored row, whose structured metadata are labels.
 func (w *rangeWorker) row(ev *evaluator, ls record.Labels, t int64, line []byte, r *rows.Row, names []string) error {
+	s, v, err := w.rowSeries(ls, t, line, r, names)
+	if s != nil {
+		w.add(s, t, v)
+	}
+	return err
+}
+
+// rowSeries runs one row through the pipeline and returns its series and
+// value, as row adds them; no series when the pipeline drops it.
+func (w *rangeWorker) rowSeries(ls record.Labels, t int64, line []byte, r *rows.Row, names []string) (*rangeSeries, float64, error) {
 	w.lb.Reset(ls)
 	if r != nil {
 		rowMeta(w.lb, r, names)
 	}
 	line, ok := w.pipe.Process(t, line, w.lb)
 	if !ok {
-		return nil
+		return nil, 0, nil
 	}
-	return w.sample(t, line)
+	return w.sampleSeries(t, line)
 }
 
 // sample adds the sample of a row the pipeline kept, whose labels are in
@@ -699,6 +709,19 @@ func (w *rangeWorker) unwrap(u *logql.Unwrap, ts int64, line []byte) (float64, b
 		return 0, false
 	}
 	return v, true
+}
+
+// convert reads an unwrapped value as unwrap with conversion conv does.
+func convert(conv, raw string) (float64, error) {
+	switch conv {
+	case "duration", "duration_seconds":
+		d, err := stage.ParseDuration(raw)
+		return d.Seconds(), err
+	case "bytes":
+		b, err := stage.ParseBytes(raw)
+		return float64(b), err
+	}
+	return stage.ParseNumber(raw)
 }
 
 // errSampleConv is the error value of __error__ for an unwrapped value

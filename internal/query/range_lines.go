@@ -191,17 +191,7 @@ func (le *lineEval) startStream(ls record.Labels) {
 // takes reports whether row r of the stream started takes the path: it
 // has no structured metadata.
 func (le *lineEval) takes(r *rows.Row) bool {
-	if !le.on || r.Line == nil {
-		return false
-	}
-	if len(r.Fields) > 0 && r.MsgIsLine() {
-		for i := range r.Fields {
-			if r.IsMetadata(&r.Fields[i]) {
-				return false
-			}
-		}
-	}
-	return true
+	return le.on && r.Line != nil && !hasMeta(r)
 }
 
 // unpruned reports whether a scan with options o would read every block
@@ -296,12 +286,7 @@ func (le *lineEval) row(ev *evaluator, w *rangeWorker, ls record.Labels, t int64
 		return nil
 	}
 	// The series' first row: its labels found the plain way.
-	w.lb.Reset(ls)
-	out, ok := w.pipe.Process(t, line, w.lb)
-	if !ok {
-		return nil
-	}
-	s, v, err := w.sampleSeries(t, out)
+	s, v, err := w.rowSeries(ls, t, line, nil, nil)
 	if s != nil {
 		if len(le.memo) >= maxLineMemo {
 			clear(le.memo)
@@ -310,17 +295,4 @@ func (le *lineEval) row(ev *evaluator, w *rangeWorker, ls record.Labels, t int64
 		w.add(s, t, v)
 	}
 	return err
-}
-
-// convert reads an unwrapped value as unwrap with conversion conv does.
-func convert(conv, raw string) (float64, error) {
-	switch conv {
-	case "duration", "duration_seconds":
-		d, err := stage.ParseDuration(raw)
-		return d.Seconds(), err
-	case "bytes":
-		b, err := stage.ParseBytes(raw)
-		return float64(b), err
-	}
-	return stage.ParseNumber(raw)
 }

@@ -434,11 +434,7 @@ func (b *Block) ValueIDs(col int) ([]byte, bool) {
 func (b *Block) AppendLine(dst []byte, t int, cur *Cursor, time int64) ([]byte, error) {
 	tm := &b.tmpls[t]
 	if tm.raw {
-		lci := b.LineColumn()
-		if lci < 0 {
-			return dst, fmt.Errorf("raw template without a line column")
-		}
-		v, _, err := b.Value(lci, cur.At(lci), time, nil)
+		v, _, err := b.rawLine(cur, time, nil)
 		return append(dst, v...), err
 	}
 	for hi, si := range tm.holes {
@@ -463,11 +459,7 @@ func (b *Block) LineAt(t int, cur *Cursor, time int64, dst []byte) (line, out []
 	tm := &b.tmpls[t]
 	switch {
 	case tm.raw:
-		lci := b.LineColumn()
-		if lci < 0 {
-			return nil, dst, fmt.Errorf("raw template without a line column")
-		}
-		return b.Value(lci, cur.At(lci), time, dst[:0])
+		return b.rawLine(cur, time, dst[:0])
 	case len(tm.holes) == 1 && tm.gaps.Len() == 2 && len(tm.gaps.At(0)) == 0 && len(tm.gaps.Last()) == 0:
 		si := tm.holes[0]
 		col := int(tm.cols[si])
@@ -475,6 +467,15 @@ func (b *Block) LineAt(t int, cur *Cursor, time int64, dst []byte) (line, out []
 	}
 	out, err = b.AppendLine(dst[:0], t, cur, time)
 	return out, out, err
+}
+
+// rawLine returns the line of the raw row at cur, as Value.
+func (b *Block) rawLine(cur *Cursor, time int64, dst []byte) (line, out []byte, err error) {
+	lci := b.LineColumn()
+	if lci < 0 {
+		return nil, dst, fmt.Errorf("raw template without a line column")
+	}
+	return b.Value(lci, cur.At(lci), time, dst)
 }
 
 // NumTemplates returns the block's templates.
