@@ -1580,7 +1580,12 @@ func (cp *colPlanner) planCached(b *part.Block, tm int) {
 		}
 	}
 	if c != nil {
-		*p = tmplPlan{ok: c.ok, check: c.check, params: c.params, names: c.names, inString: c.inString, inStrMask: c.inStrMask, checks: p.checks[:0], nums: p.nums[:0]}
+		// Field by field: the whole struct's write was 6% of a sweep's
+		// profile. idAt is left as it was: only idAt[:idn] is read.
+		p.ok, p.check, p.params, p.names, p.inString, p.inStrMask = c.ok, c.check, c.params, c.names, c.inString, c.inStrMask
+		p.nothing, p.fastOne, p.fastIDs, p.numsOK = false, false, false, false
+		p.num0, p.one, p.idn = numParam{}, oneParam{}, 0
+		p.checks, p.nums = p.checks[:0], p.nums[:0]
 		return
 	}
 	p.params, p.names, p.inString = nil, nil, nil // new slices: a plan cached is shared

@@ -539,7 +539,11 @@ func TestFilterSweepSameAsRows(t *testing.T) {
 		svc := []string{"api", "web"}[rng.IntN(2)]
 		lvl := levels[rng.IntN(len(levels))]
 		m, p := methods[rng.IntN(len(methods))], paths[rng.IntN(len(paths))]
-		switch r := rng.IntN(12); {
+		switch r := rng.IntN(13); {
+		case r == 12:
+			// A stream of one level: a constant column in blocks of
+			// more rows than a dictionary has ids.
+			lines[i] = fmt.Sprintf(`{"ts":"%s","service":"one","level":"error","http":{"method":"%s"}}`, ts, m)
 		case r < 2:
 			lines[i] = fmt.Sprintf(`{"ts":"%s","service":"%s","level":"%s"}`, ts, svc, lvl)
 		case r == 2:

@@ -50,10 +50,11 @@ type strState struct {
 	oneName [1]string
 	counts  [256]int
 	first   [256]int
-	fast    []strFast
-	hits    []int32  // passing's rows
-	marks   []uint64 // countTwo's rows that pass, a bit each
-	flat    []uint8  // countTwo's verdicts, 256 each after one every value passes
+	fast    []uint64        // countTwo's templates, packed (twoCount)
+	pads    [2][]byte       // countTwo's slots' ids, padded
+	hits    []int32         // passing's rows
+	marks   []uint64        // countTwo's rows that pass, a bit each
+	flat    *[1 << 16]uint8 // countTwo's table: 256 a row, one every value passes, one none does, then the verdicts
 }
 
 // strSlot is a column that holds a label the filters read.
@@ -433,18 +434,13 @@ func (ss *strState) count(b *part.Block) int {
 	return len(ss.hits)
 }
 
-// strFast is a template's part of countTwo: whether its rows may pass,
-// and for each of the two slots the rank of the value its rows read
-// there, the verdict that reads it (0: none, every value passes) and how
-// many values a row has there.
-type strFast struct {
-	alive, r0, r1, v0, v1, n0, n1 uint8
-}
-
-// countTwo is passing's count without a branch per row, for blocks of at most
-// two slots whose templates read each at most once: a template that
-// reads no value of a slot tests its (clamped) value with a verdict
-// every value passes.
+// countTwo is passing's count without a branch per row, for blocks of
+// at most two slots whose templates read each at most once. A template's
+// part is packed in a word (twoFast); a template that reads no value of a
+// slot tests value 0 of its run with the table row every value passes,
+// and one whose rows cannot pass with the row none does, so that every
+// row does the same loads. The slots' ids are copied with 256 zeros
+// after them (a rank is at most 255), so no read needs clamping.
 //
 // With mark, it also sets a bit per row that passes in ss.marks.
 func (ss *strState) countTwo(b *part.Block, mark bool) (int, bool) {
@@ -452,70 +448,90 @@ func (ss *strState) countTwo(b *part.Block, mark bool) (int, bool) {
 		return 0, false
 	}
 	ss.fast = grown(ss.fast, b.NumTemplates())
-	ss.flat = grown(ss.flat, 256*(1+len(ss.verds)))
+	if ss.flat == nil {
+		ss.flat = new([1 << 16]uint8)
+	}
 	for i := range ss.flat[:256] {
-		ss.flat[i] = 1
+		ss.flat[i], ss.flat[256+i] = 1, 0
 	}
 	for vi := range ss.verds {
 		for id, ok := range ss.verds[vi].pass {
-			ss.flat[256*(vi+1)+id] = b2u(ok)
+			ss.flat[256*(vi+2)+id] = b2u(ok)
 		}
 	}
 	for ti := range b.NumTemplates() {
 		tm := &ss.tmpls[ti]
-		f := strFast{alive: b2u(tm.alive)}
+		var f [2]struct{ r, v, n int }
 		for _, m := range ss.moves[tm.movesStart:tm.movesEnd] {
 			if m.n > 255 {
 				return 0, false
 			}
-			if m.slot == 0 {
-				f.n0 = uint8(m.n)
-			} else {
-				f.n1 = uint8(m.n)
+			if ss.slots[m.slot].ids != nil { // a constant's run stays at its one value
+				f[m.slot].n = m.n
 			}
 		}
 		for _, u := range ss.uses[tm.uses[0]:tm.uses[1]] {
-			v := u.verdict + 1
 			switch {
 			case u.rank > 255:
 				return 0, false
-			case u.slot == 0 && f.v0 == 0:
-				f.r0, f.v0 = uint8(u.rank), uint8(v)
-			case u.slot == 1 && f.v1 == 0:
-				f.r1, f.v1 = uint8(u.rank), uint8(v)
-			default:
+			case f[u.slot].v != 0:
 				return 0, false // a slot read twice
 			}
+			f[u.slot].r, f[u.slot].v = u.rank, u.verdict+2
 		}
-		ss.fast[ti] = f
-	}
-	ids := [2][]byte{{0}, {0}}
-	for s, sl := range ss.slots {
-		if sl.ids != nil {
-			ids[s] = sl.ids
+		if !tm.alive {
+			f[0].r, f[0].v = 0, 1
 		}
+		ss.fast[ti] = uint64(f[0].r) | uint64(f[1].r)<<8 | uint64(f[0].v)<<24 | uint64(f[1].v)<<40 |
+			uint64(f[0].n)<<48 | uint64(f[1].n)<<56
 	}
-	ids0, ids1 := ids[0], ids[1]
-	last0, last1 := len(ids0)-1, len(ids1)-1
-	fast, flat := ss.fast, ss.flat
-	if mark {
-		ss.marks = growClear(ss.marks, (b.NumRows()+63)/64)
+	var ids [2][]byte
+	for s := range ids {
+		ss.pads[s] = ss.pads[s][:0]
+		if s < len(ss.slots) && ss.slots[s].ids != nil {
+			ss.pads[s] = append(ss.pads[s], ss.slots[s].ids...)
+		}
+		ss.pads[s] = append(ss.pads[s], zeros256[:]...)
+		ids[s] = ss.pads[s]
 	}
-	marks := ss.marks
+	if !mark {
+		return twoCount(b.RowTemplates(), ss.fast, ids[0], ids[1], ss.flat), true
+	}
+	ss.marks = growClear(ss.marks, (b.NumRows()+63)/64)
+	return twoMark(b.RowTemplates(), ss.fast, ids[0], ids[1], ss.flat, ss.marks), true
+}
+
+var zeros256 [256]byte
+
+// twoCount counts the rows of templates tids that pass, each template's
+// part packed by countTwo: bits 0-7 and 8-15 the ranks of its values in
+// the two slots, 16-31 and 32-47 its table rows there (times 256), 48-55
+// and 56-63 how many values a row has in each.
+func twoCount(tids []int32, fast []uint64, ids0, ids1 []byte, flat *[1 << 16]uint8) int {
 	vi0, vi1, passed := 0, 0, 0
-	for k := range b.NumRows() {
-		f := fast[b.RowTemplate(k)]
-		id0 := ids0[min(vi0+int(f.r0), last0)]
-		id1 := ids1[min(vi1+int(f.r1), last1)]
-		p := f.alive & flat[int(f.v0)<<8|int(id0)] & flat[int(f.v1)<<8|int(id1)]
-		passed += int(p)
-		if mark {
-			marks[k>>6] |= uint64(p) << (k & 63)
-		}
-		vi0 += int(f.n0)
-		vi1 += int(f.n1)
+	for _, t := range tids {
+		f := fast[t]
+		id0, id1 := ids0[vi0+int(uint8(f))], ids1[vi1+int(uint8(f>>8))]
+		passed += int(flat[uint16(f>>16)|uint16(id0)] & flat[uint16(f>>32)|uint16(id1)])
+		vi0 += int(uint8(f >> 48))
+		vi1 += int(uint8(f >> 56))
 	}
-	return passed, true
+	return passed
+}
+
+// twoMark is twoCount that also sets a bit per row that passes in marks.
+func twoMark(tids []int32, fast []uint64, ids0, ids1 []byte, flat *[1 << 16]uint8, marks []uint64) int {
+	vi0, vi1, passed := 0, 0, 0
+	for k, t := range tids {
+		f := fast[t]
+		id0, id1 := ids0[vi0+int(uint8(f))], ids1[vi1+int(uint8(f>>8))]
+		p := flat[uint16(f>>16)|uint16(id0)] & flat[uint16(f>>32)|uint16(id1)]
+		passed += int(p)
+		marks[k>>6] |= uint64(p) << (k & 63)
+		vi0 += int(uint8(f >> 48))
+		vi1 += int(uint8(f >> 56))
+	}
+	return passed
 }
 
 func b2u(b bool) uint8 {

@@ -264,6 +264,9 @@ func (b *Block) RowTime(k int) int64 { return b.times[k] }
 // RowTemplate returns row k's template.
 func (b *Block) RowTemplate(k int) int { return int(b.tids[k]) }
 
+// RowTemplates returns each row's template, to be read only.
+func (b *Block) RowTemplates() []int32 { return b.tids[:b.nrows] }
+
 // NumColumns returns the block's columns.
 func (b *Block) NumColumns() int { return len(b.cols) }
 

@@ -2,6 +2,7 @@ package part
 
 import (
 	"bytes"
+	"encoding/binary"
 
 	"github.com/sluicelog/sluice/internal/bin"
 )
@@ -66,12 +67,39 @@ func (w *blockWriter) appendDict(col []byte) []byte {
 // value.
 func (c *colData) loadDict(r *bin.Reader) {
 	c.loadEntries(r)
-	for _, i := range c.idx {
-		if int(i) >= len(c.dict) {
-			r.Fail("dictionary index")
-			break
+	if !idsBelow(c.idx, len(c.dict)) {
+		r.Fail("dictionary index")
+	}
+}
+
+// idsBelow reports whether every byte of ids is below n; eight at a time
+// when n is at most 128: a byte below 128 plus 128-n sets its top bit
+// exactly when it is n or more, and carries nothing into the next byte.
+// (A byte of 128 or more sets the top bit by itself; its sum's carry
+// may spoil the next byte's, but the answer is false already.)
+func idsBelow(ids []byte, n int) bool {
+	if n >= 256 {
+		return true
+	}
+	i := 0
+	if n > 0 && n <= 128 {
+		const ones, tops = 0x0101010101010101, 0x8080808080808080
+		add := uint64(128-n) * ones
+		var bad uint64
+		for ; i+8 <= len(ids); i += 8 {
+			x := binary.LittleEndian.Uint64(ids[i:])
+			bad |= x | (x + add)
+		}
+		if bad&tops != 0 {
+			return false
 		}
 	}
+	for _, id := range ids[i:] {
+		if int(id) >= n {
+			return false
+		}
+	}
+	return true
 }
 
 // loadEntries reads a dictionary's entries and an index per value, which
