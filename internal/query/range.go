@@ -72,6 +72,9 @@ type rangeWorker struct {
 	// that rows counted by key alone mark their keys (series.marks)
 	// rather than find their series (flushKeys).
 	distinct bool
+	// batched: the key batch holds samples whose order counts (of
+	// unwrap): add flushes it before adding another (flushKeys).
+	batched bool
 }
 
 // row runs one row through the pipeline and adds its sample. r, when
@@ -190,6 +193,9 @@ func groupedBy(g1, g2 *logql.Grouping) ([]string, bool) {
 
 // add adds a sample at time t to the windows of s that hold it.
 func (w *rangeWorker) add(s *rangeSeries, t int64, v float64) {
+	if w.batched {
+		w.flushKeys()
+	}
 	lo, hi := w.windows(t)
 	for k := lo; k <= hi; k++ {
 		s.add(w.op, int(k), t, v)

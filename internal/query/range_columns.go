@@ -622,7 +622,7 @@ func (w *rangeWorker) columnRow(ls record.Labels, t int64) error {
 		// The values hardly repeat in this stream: the memo would
 		// cost a key and a lookup per row, and save nothing.
 		if kp := cp.keys; kp != nil && kp.on {
-			w.countKey(t)
+			w.keyRow(t, 1)
 			return nil
 		}
 		s, err := w.columnSeries(ls, t)
@@ -802,9 +802,7 @@ func (w *rangeWorker) columnRowOnce(ls record.Labels, t int64) error {
 			return nil
 		}
 		if err == nil && cp.keys != nil && cp.keys.on {
-			if s := w.keySeries(); s != nil {
-				w.add(s, t, v)
-			}
+			w.keyRow(t, v)
 			return nil
 		}
 		if err == nil {

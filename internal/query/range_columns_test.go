@@ -405,7 +405,17 @@ func TestKeyBatchSameAsRows(t *testing.T) {
 		case i%29 == 0:
 			user = `bad\ud800` // a lone surrogate: U+FFFD to json
 		}
-		lines[i] = fmt.Sprintf(`{"ts":"%s","service":"api","level":"%s","user":{"id":"%s"},"bytes":%d}`, ts, []string{"info", "error"}[rng.IntN(2)], user, rng.IntN(1000))
+		// f: floats whose sum depends on the order they are added in
+		// ((1e16+1)-1e16 is 0, (1e16-1e16)+1 is 1): a series must take
+		// its samples in the rows' order, batched or not.
+		f := []string{"1e16", "1", "-1e16", "0.1", "3.3e-5"}[rng.IntN(5)]
+		pad := ""
+		if i%17 == 0 {
+			// A line mostly key: stored whole, it takes the row path,
+			// between rows of the same series in the batch.
+			pad = `,"` + strings.Repeat("k", 300) + `":0`
+		}
+		lines[i] = fmt.Sprintf(`{"ts":"%s","service":"api","level":"%s","user":{"id":"%s"},"bytes":%d,"f":%s%s}`, ts, []string{"info", "error"}[rng.IntN(2)], user, rng.IntN(1000), f, pad)
 	}
 	all := `{service="api"}`
 	checkColumnar(t, lines, false, []string{
@@ -416,6 +426,8 @@ func TestKeyBatchSameAsRows(t *testing.T) {
 		`topk(5, sum by (u) (sum_over_time(` + all + ` | json u="user.id", b="bytes" | u!="" | unwrap b | __error__="" [1h])))`,
 		`sum by (u) (last_over_time(` + all + ` | json u="user.id", b="bytes" | unwrap b [1h]))`,
 		`sum by (u, level) (max_over_time(` + all + ` | json u="user.id", level, b="bytes" | unwrap b | __error__="" [1h]))`,
+		`sum by (u) (sum_over_time(` + all + ` | json u="user.id", f | unwrap f [1h]))`,
+		`topk(20, sum by (u) (sum_over_time(` + all + ` | json u="user.id", f | u!="" | unwrap f [1h])))`,
 	})
 }
 

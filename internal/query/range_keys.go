@@ -231,17 +231,20 @@ func (w *rangeWorker) keySeries() *rangeSeries {
 // rows) each find their series in a table far larger than the caches:
 // a miss for the slot, another for the series. Looked up one row at a
 // time, between a row's reading and filtering, no two misses overlap.
-// A count's rows are instead kept in a batch, their keys written
-// (countKey), and their series found and counted together (flushKeys):
-// the lookups of consecutive rows then do not wait on one another. Only
-// counts are batched (columnRow without unwrap adds 1): the order in
-// which a series' samples are added cannot change a count.
+// Such rows are instead kept in a batch, their keys and samples written
+// (keyRow), and their series found and their samples added together
+// (flushKeys): the lookups of consecutive rows then do not wait on one
+// another. A count's rows may be added in any order; a sample of unwrap
+// may not (a sum of floats, the first or last value): while the batch
+// holds one (rangeWorker.batched), every other add flushes it first, so
+// that each series takes its samples in the rows' order.
 
 // keyBatch is the rows of a block waiting for their series.
 type keyBatch struct {
-	keys   []byte  // their keys, one after the other
-	ends   []int   // where each ends in keys
-	times  []int64 // their times
+	keys   []byte    // their keys, one after the other
+	ends   []int     // where each ends in keys
+	times  []int64   // their times
+	vals   []float64 // their samples
 	h1, h2 []uint64
 	series []*rangeSeries
 	// hold: the batch is not counted when full, only by flushKeys (a
@@ -252,12 +255,12 @@ type keyBatch struct {
 // keyBatchRows is how many rows a batch holds before it is counted.
 const keyBatchRows = 256
 
-// countKey counts the row whose parameters' values are cp.values in its
-// series (none when the filters drop it), now or with the batch; for a
-// plan that is on. While the batch holds (keyBatch.hold) it counts
-// nothing before flushKeys, and reports false, counting nothing, for a
-// row it cannot batch.
-func (w *rangeWorker) countKey(t int64) bool {
+// keyRow adds sample v at time t of the row whose parameters' values
+// are cp.values to its series (none when the filters drop it), now or
+// with the batch; for a plan that is on. While the batch holds
+// (keyBatch.hold, a count's) it adds nothing before flushKeys, and
+// reports false, adding nothing, for a row it cannot batch.
+func (w *rangeWorker) keyRow(t int64, v float64) bool {
 	kp, values, kb := w.cols.keys, w.cols.values, &w.cols.batch
 	if !kp.pred(kp, values) {
 		return true
@@ -274,10 +277,11 @@ func (w *rangeWorker) countKey(t int64) bool {
 		if kb.hold {
 			return false
 		}
-		w.add(w.keySeries(), t, 1)
+		w.add(w.keySeries(), t, v)
 		return true
 	}
-	kb.ends, kb.times = append(kb.ends, len(kb.keys)), append(kb.times, t)
+	kb.ends, kb.times, kb.vals = append(kb.ends, len(kb.keys)), append(kb.times, t), append(kb.vals, v)
+	w.batched = w.batched || w.x.Range.Unwrap != nil
 	if len(kb.ends) == keyBatchRows && !kb.hold {
 		w.flushKeys()
 	}
@@ -286,15 +290,16 @@ func (w *rangeWorker) countKey(t int64) bool {
 
 // drop empties the batch, counting none of its rows.
 func (kb *keyBatch) drop() {
-	kb.keys, kb.ends, kb.times, kb.hold = kb.keys[:0], kb.ends[:0], kb.times[:0], false
+	kb.keys, kb.ends, kb.times, kb.vals, kb.hold = kb.keys[:0], kb.ends[:0], kb.times[:0], kb.vals[:0], false
 }
 
-// flushKeys counts the rows of the batch in their series, making those
+// flushKeys adds the samples of the batch to their series, making those
 // that are new.
 func (w *rangeWorker) flushKeys() {
 	if w.cols == nil {
 		return
 	}
+	w.batched = false
 	kb := &w.cols.batch
 	n := len(kb.ends)
 	if n == 0 {
@@ -314,7 +319,7 @@ func (w *rangeWorker) flushKeys() {
 				w.tally.held += w.series.marks.add(kb.h1[i], kb.h2[i])
 			}
 		}
-		kb.keys, kb.ends, kb.times = kb.keys[:0], kb.ends[:0], kb.times[:0]
+		kb.keys, kb.ends, kb.times, kb.vals = kb.keys[:0], kb.ends[:0], kb.times[:0], kb.vals[:0]
 		return
 	}
 	start = 0
@@ -330,8 +335,8 @@ func (w *rangeWorker) flushKeys() {
 		start = end
 	}
 	for i, s := range kb.series[:n] {
-		w.add(s, kb.times[i], 1)
+		w.add(s, kb.times[i], kb.vals[i])
 	}
 	clear(kb.series[:n])
-	kb.keys, kb.ends, kb.times = kb.keys[:0], kb.ends[:0], kb.times[:0]
+	kb.keys, kb.ends, kb.times, kb.vals = kb.keys[:0], kb.ends[:0], kb.times[:0], kb.vals[:0]
 }

@@ -247,7 +247,7 @@ func (w *rangeWorker) sweep(ev *evaluator, ls record.Labels, b *part.Block, from
 
 // batchEach puts each value of column col of block b, the parameter's
 // in every row that holds one, in the key batch at time t, held
-// (countKey): the sweep's rows all count in the same windows, so that
+// (keyRow): the sweep's rows all count in the same windows, so that
 // which row holds which value matters not. It reports false when a value
 // does not read as the parameter (holeValue) or cannot be batched; the
 // caller then drops the batch.
@@ -264,7 +264,7 @@ func (w *rangeWorker) batchEach(b *part.Block, col int, t int64) (bool, error) {
 		}
 		sw.eachVal = append(sw.eachVal[:0], pv)
 		cp.values = sw.eachVal
-		if !w.countKey(t) {
+		if !w.keyRow(t, 1) {
 			return false, nil
 		}
 		cp.arena.b = cp.arena.b[:mark] // the batch copied the key
