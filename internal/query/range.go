@@ -503,6 +503,7 @@ func (ev *evaluator) rangeStates(ctx context.Context, x *logql.RangeAggregation,
 	}
 	merged := &workers[0].series
 	for _, w := range workers[1:] {
+		merged.reserve(merged.used + w.series.used) // one resize, not one per doubling
 		merged.marks.union(&w.series.marks)
 		w.series.each(func(k string, s *rangeSeries) {
 			if m := merged.getString(k); m != nil {

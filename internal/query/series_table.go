@@ -2,6 +2,7 @@ package query
 
 import (
 	"hash/maphash"
+	"slices"
 	"unsafe"
 )
 
@@ -118,9 +119,25 @@ func (t *seriesTable) insert(h1, h2 uint64, s *rangeSeries) {
 	t.used++
 }
 
-func (t *seriesTable) grow() {
+func (t *seriesTable) grow() { t.resize(max(2*len(t.slots), 16)) }
+
+// reserve makes room for n series without a resize.
+func (t *seriesTable) reserve(n int) {
+	size := max(len(t.slots), 16)
+	for n*4 > size*3 {
+		size *= 2
+	}
+	if size > len(t.slots) {
+		t.resize(size)
+	}
+	t.order = slices.Grow(t.order, n-len(t.order))
+	t.keys = slices.Grow(t.keys, n-len(t.keys))
+}
+
+// resize moves the series to n slots, a power of two.
+func (t *seriesTable) resize(n int) {
 	old := t.slots
-	t.slots = make([]tableSlot, max(2*len(old), 16))
+	t.slots = make([]tableSlot, n)
 	mask := uint64(len(t.slots) - 1)
 	for _, sl := range old {
 		if sl.h1 == 0 {
