@@ -503,15 +503,8 @@ func (ev *evaluator) rangeStates(ctx context.Context, x *logql.RangeAggregation,
 	}
 	merged := &workers[0].series
 	for _, w := range workers[1:] {
-		merged.reserve(merged.used + w.series.used) // one resize, not one per doubling
 		merged.marks.union(&w.series.marks)
-		w.series.each(func(k string, s *rangeSeries) {
-			if m := merged.getString(k); m != nil {
-				m.merge(op, s)
-			} else {
-				merged.addString(k, s)
-			}
-		})
+		merged.union(&w.series, func(m, s *rangeSeries) { m.merge(op, s) })
 	}
 	return merged, nil
 }

@@ -101,6 +101,34 @@ func (t *seriesTable) addString(key string, s *rangeSeries) {
 	t.order, t.keys = append(t.order, s), append(t.keys, key)
 }
 
+// union adds the series of o to t, each one whose key t holds merged
+// into t's by merge. Its keys are hashed a batch at a time and their
+// slots found in a pass that does nothing else, so that the misses of a
+// table far larger than the caches overlap; t is sized for both first.
+func (t *seriesTable) union(o *seriesTable, merge func(into, s *rangeSeries)) {
+	t.reserve(t.used + o.used)
+	var h1, h2 [256]uint64
+	var found [256]*rangeSeries
+	for start := 0; start < len(o.order); start += len(h1) {
+		keys, order := o.keys[start:min(start+len(h1), len(o.keys))], o.order[start:]
+		for i, k := range keys {
+			h1[i], h2[i] = t.hashString(k)
+		}
+		for i := range keys {
+			found[i] = t.getHashed(h1[i], h2[i])
+		}
+		for i, k := range keys {
+			// o's keys differ: none of this batch made another's series.
+			if found[i] != nil {
+				merge(found[i], order[i])
+				continue
+			}
+			t.insert(h1[i], h2[i], order[i])
+			t.order, t.keys = append(t.order, order[i]), append(t.keys, k)
+		}
+	}
+}
+
 // getString is get for a key that is a string.
 func (t *seriesTable) getString(key string) *rangeSeries {
 	return t.get(unsafe.Slice(unsafe.StringData(key), len(key)))
