@@ -224,7 +224,7 @@ type keySlot struct{ h1, h2 uint64 } // h1 0: empty
 // by.
 func (s *keySet) add(h1, h2 uint64) (grew int64) {
 	if (s.used+1)*4 > len(s.slots)*3 {
-		grew = s.resize(max(2*len(s.slots), 1024))
+		grew = s.resize(grownSize(len(s.slots)))
 	}
 	mask := uint64(len(s.slots) - 1)
 	for i := h1 & mask; ; i = (i + 1) & mask {
@@ -240,14 +240,31 @@ func (s *keySet) add(h1, h2 uint64) (grew int64) {
 	}
 }
 
+// grownSize is the size a set of size n grows to: four times once it is
+// far larger than the caches, where each resize's moves are mostly
+// misses (a set of distinct users grew 2x nine times, 23% of the count's
+// profile).
+func grownSize(n int) int {
+	if n >= 1<<16 {
+		return 4 * n
+	}
+	return max(2*n, 1024)
+}
+
 // resize moves the keys to n slots, returning the bytes that added.
 func (s *keySet) resize(n int) int64 {
 	old := s.slots
-	s.slots, s.used = make([]keySlot, n), 0
+	s.slots = make([]keySlot, n)
+	mask := uint64(n - 1)
 	for _, sl := range old {
-		if sl.h1 != 0 {
-			s.add(sl.h1, sl.h2)
+		if sl.h1 == 0 {
+			continue
 		}
+		i := sl.h1 & mask
+		for s.slots[i].h1 != 0 { // the keys differ: no compare
+			i = (i + 1) & mask
+		}
+		s.slots[i] = sl
 	}
 	return int64(16 * (n - len(old)))
 }
