@@ -120,6 +120,7 @@ type Engine struct {
 	// whole and run through the pipeline, every label set, no pruning
 	// by the store, no columnar path.
 	reference bool
+	plans     planShare // templates' plans, shared by the queries (plan_share.go)
 }
 
 // NewEngine returns an engine with the given limits.

@@ -72,6 +72,7 @@ type rangeWorker struct {
 	// that rows counted by key alone mark their keys (series.marks)
 	// rather than find their series (flushKeys).
 	distinct bool
+	plans    *planShare // the engine's plans of templates (colPlanner.share)
 	// batched: the key batch holds samples whose order counts (of
 	// unwrap): add flushes it before adding another (flushKeys).
 	batched bool
@@ -380,7 +381,7 @@ func (ev *evaluator) rangeStates(ctx context.Context, x *logql.RangeAggregation,
 		if err != nil {
 			return nil, err
 		}
-		w := &rangeWorker{pipe: pipe, lb: &stage.Labels{},
+		w := &rangeWorker{pipe: pipe, lb: &stage.Labels{}, plans: &ev.e.plans,
 			x: x, sumBy: hints.sumBy, op: op, shape: shape, rng: rng, off: off, distinct: distinct && shape.steps == 1}
 		if !ev.e.reference {
 			w.by, w.byOn = groupedBy(x.Grouping, hints.sumBy)

@@ -198,6 +198,8 @@ type colPlanner struct {
 	scratch   []byte            // a value a check reads
 
 	planCache map[part.Shape]*tmplPlan // by the shape of a template
+	share     *planShare               // the engine's plans, behind planCache
+	stageKey  string                   // what the plans depend on besides the shape (planShareKey)
 	planFront *[planFrontSize]planSlot // in front of planCache: the plan last met per slot of a shape's hash
 	memo      map[string]*rangeSeries  // the stream's parameters' values -> series (nil: filtered out)
 	memoKey   []byte
@@ -285,7 +287,12 @@ func (w *rangeWorker) colPlanner() *colPlanner {
 		jp, params := w.pipe.JSONParams() // columnarPipeline made sure of one or the other
 		jf, _ := w.pipe.JSONFields()
 		w.cols = &colPlanner{json: jp, named: !params, fields: jf, rest: w.pipe.Tail(), memoOn: w.x.Range.Unwrap == nil, unwrapParam: -1,
-			dropsErrors: dropsErrors(w.x)}
+			dropsErrors: dropsErrors(w.x), share: w.plans}
+		if params {
+			w.cols.stageKey = "p" + jp.PathsKey()
+		} else {
+			w.cols.stageKey = "n" + strings.Join(jf.Observed(), "\x00")
+		}
 		var names []string
 		if !params {
 			for _, n := range jf.Observed() {
@@ -1568,11 +1575,18 @@ func (cp *colPlanner) planCached(b *part.Block, tm int) {
 	shape := b.TemplateShape(tm)
 	if cp.planFront == nil {
 		cp.planFront = new([planFrontSize]planSlot)
+		cp.planCache = map[part.Shape]*tmplPlan{}
 	}
 	slot := &cp.planFront[shape[0]%planFrontSize] // a shape is a hash: its bits are spread
 	c := slot.plan
 	if c == nil || slot.shape != shape {
 		c = cp.planCache[shape]
+		if c == nil && cp.share != nil {
+			// Made by an earlier query.
+			if c = cp.share.get(planShareKey{cp.stageKey, shape}); c != nil && len(cp.planCache) < maxPlanCache {
+				cp.planCache[shape] = c
+			}
+		}
 		if c != nil {
 			*slot = planSlot{shape: shape, plan: c}
 		}
@@ -1588,13 +1602,14 @@ func (cp *colPlanner) planCached(b *part.Block, tm int) {
 	}
 	p.params, p.names, p.inString = nil, nil, nil // new slices: a plan cached is shared
 	cp.plan(b, tm)
-	if cp.planCache == nil {
-		cp.planCache = map[part.Shape]*tmplPlan{}
-	}
+	c = new(tmplPlan)
+	*c = *p
+	c.checks, c.one, c.idn, c.nums, c.nothing, c.numsOK = nil, oneParam{}, 0, nil, false, false // of this block
 	if len(cp.planCache) < maxPlanCache {
-		c := *p
-		c.checks, c.one, c.idn, c.nums, c.nothing, c.numsOK = nil, oneParam{}, 0, nil, false, false // of this block
-		cp.planCache[shape] = &c
+		cp.planCache[shape] = c
+	}
+	if cp.share != nil {
+		cp.share.put(planShareKey{cp.stageKey, shape}, c)
 	}
 }
 

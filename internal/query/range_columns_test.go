@@ -213,13 +213,16 @@ func checkColumnar(t *testing.T, lines []string, swept bool, queries []string) {
 	sn := st.Snapshot()
 	defer sn.Release()
 	at := time.Date(2026, 1, 15, 8, 1, 0, 0, time.UTC).UnixNano()
+	// One engine for every query: each plans its templates with the
+	// plans the ones before it made (planShare), under its own stage.
+	eng := &Engine{workers: 2}
 	for _, q := range queries {
 		for _, p := range []Params{
 			{Tenant: store.DefaultTenant, Query: q, Start: at, End: at, Instant: true},
 			{Tenant: store.DefaultTenant, Query: q, Start: at - int64(time.Minute), End: at, Step: 10 * time.Second},
 		} {
 			rows, rerr := (&Engine{workers: 2, reference: true}).Exec(context.Background(), sn, p)
-			cols, cerr := (&Engine{workers: 2}).Exec(context.Background(), sn, p)
+			cols, cerr := eng.Exec(context.Background(), sn, p)
 			if fmt.Sprint(rerr) != fmt.Sprint(cerr) {
 				t.Errorf("%s: errors differ: rows %v, columns %v", q, rerr, cerr)
 				continue

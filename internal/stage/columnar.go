@@ -10,6 +10,7 @@ package stage
 
 import (
 	"bytes"
+	"encoding/binary"
 	"slices"
 )
 
@@ -70,6 +71,21 @@ func (j JSONParams) Observes(i int) bool { return j.s.observed.observes(j.s.para
 
 // Path returns the path of parameter i.
 func (j JSONParams) Path(i int) JSONPath { return JSONPath{elems: j.s.params[i].path} }
+
+// PathsKey returns the parameters' paths, written so that two stages
+// have equal keys exactly when their paths are equal, in order.
+func (j JSONParams) PathsKey() string {
+	var b []byte
+	for _, p := range j.s.params {
+		b = binary.AppendUvarint(b, uint64(len(p.path)))
+		for _, e := range p.path {
+			b = binary.AppendVarint(b, int64(e.index))
+			b = binary.AppendUvarint(b, uint64(len(e.key)))
+			b = append(b, e.key...)
+		}
+	}
+	return string(b)
+}
 
 // Apply sets the labels that the parameters' values give a row, as the
 // stage sets them for a line in which it found those values: values[i]
