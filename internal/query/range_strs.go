@@ -304,13 +304,18 @@ func (ss *strState) plan(w *rangeWorker, ls record.Labels, b *part.Block, t int6
 		}
 	}
 	// Every template's moves in the slots' columns: a template that
-	// fails still moves past its values.
+	// fails still moves past its values. Each use's rank must fall
+	// within its template's values of the column, and the columns'
+	// values must be the rows' (the part checks it; a sweep trusts
+	// nothing it did not count).
+	ss.vi = growClear(ss.vi, len(ss.slots))
 	for ti := range b.NumTemplates() {
 		tm := &ss.tmpls[ti]
 		tm.movesStart = int32(len(ss.moves))
-		if b.TemplateRows(ti) > 0 && len(ss.slots) > 0 {
-			for s := range b.TemplateSlots(ti) {
-				slot := ss.colSlot[b.SlotColumn(ti, s)] - 1
+		rows := b.TemplateRows(ti)
+		if rows > 0 && len(ss.slots) > 0 {
+			for _, col := range b.SlotColumns(ti) {
+				slot := ss.colSlot[col] - 1
 				if slot < 0 {
 					continue
 				}
@@ -325,15 +330,8 @@ func (ss *strState) plan(w *rangeWorker, ls record.Labels, b *part.Block, t int6
 			}
 		}
 		tm.movesEnd = int32(len(ss.moves))
-	}
-	// Each use's rank must fall within its template's values of the
-	// column, and the columns' values must be the rows' (the part checks
-	// it; a sweep trusts nothing it did not count).
-	ss.vi = growClear(ss.vi, len(ss.slots))
-	for ti := range b.NumTemplates() {
-		tm := &ss.tmpls[ti]
 		for _, m := range ss.moves[tm.movesStart:tm.movesEnd] {
-			ss.vi[m.slot] += m.n * b.TemplateRows(ti)
+			ss.vi[m.slot] += m.n * rows
 		}
 		for _, u := range ss.uses[tm.uses[0]:tm.uses[1]] {
 			if n := ss.moveOf(tm, u.slot); u.rank >= n {

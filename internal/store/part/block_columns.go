@@ -308,6 +308,10 @@ func (b *Block) TemplateRaw(t int) bool { return b.tmpls[t].raw }
 // TemplateSlots returns how many slots template t has.
 func (b *Block) TemplateSlots(t int) int { return len(b.tmpls[t].slots) }
 
+// SlotColumns returns the column of each slot of template t, to be read
+// only.
+func (b *Block) SlotColumns(t int) []int32 { return b.tmpls[t].cols }
+
 // SlotColumn returns the column of slot s of template t.
 func (b *Block) SlotColumn(t, s int) int { return int(b.tmpls[t].cols[s]) }
 
