@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/sluicelog/sluice/internal/parse"
 	"github.com/sluicelog/sluice/internal/record"
@@ -677,6 +678,22 @@ func TestPushedSameAsRows(t *testing.T) {
 	for _, q := range []string{pushed + ` | json | http_status >= 500`, pushed + ` | json level | level="error"`} {
 		if diff := sameAnswer(sn, q, true, true); diff != "" {
 			t.Errorf("%s: %s", q, diff)
+		}
+	}
+}
+
+// TestWorkerStatesOwnTheirLines: the states workers write row by row are
+// at least 512 bytes, so that the allocator places them at multiples of
+// 64 bytes and no cache line holds two workers' (workerPad).
+func TestWorkerStatesOwnTheirLines(t *testing.T) {
+	for name, size := range map[string]uintptr{
+		"rangeWorker": unsafe.Sizeof(rangeWorker{}),
+		"lineEval":    unsafe.Sizeof(lineEval{}),
+		"colPlanner":  unsafe.Sizeof(colPlanner{}),
+		"strState":    unsafe.Sizeof(strState{}),
+	} {
+		if size < 512 {
+			t.Errorf("%s is %d bytes: its size class may not be a multiple of 64", name, size)
 		}
 	}
 }

@@ -47,7 +47,8 @@ type lineEval struct {
 	preLb   stage.Labels
 	on      bool // the stream's rows may take the path (startStream)
 	cur     part.Cursor
-	line    []byte // a row's line, when rebuilt
+	line    []byte    // a row's line, when rebuilt
+	_       workerPad // see workerPad
 }
 
 // maxLineMemo bounds the series remembered by their captures' values: a
