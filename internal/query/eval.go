@@ -136,6 +136,17 @@ func forUnits[W, U any](ctx context.Context, ev *evaluator, units []U, begins fu
 	var next atomic.Int64
 	var wg sync.WaitGroup
 	loop := func(i int) {
+		// Each worker makes its own state, on its own thread: states
+		// made one after another on one are neighbours in memory, and
+		// what one worker writes at every row shared cache lines with
+		// what the next one reads (see workerPad).
+		st, err := setup()
+		if err != nil {
+			errs[i] = err
+			cancel()
+			return
+		}
+		states[i] = st
 		for {
 			j := int(next.Add(1) - 1)
 			if j >= len(units) || ctx.Err() != nil {
@@ -150,13 +161,6 @@ func forUnits[W, U any](ctx context.Context, ev *evaluator, units []U, begins fu
 				return
 			}
 		}
-	}
-	for i := range n {
-		st, err := setup()
-		if err != nil {
-			return nil, err
-		}
-		states[i] = st
 	}
 	// Worker 0 is the calling goroutine: a small query wakes no other.
 	for i := 1; i < n; i++ {
