@@ -33,6 +33,7 @@ func main() {
 	runs := flag.Int("runs", 10, "timed runs")
 	warm := flag.Int("warm", 2, "untimed runs first (the block cache fills)")
 	profile := flag.String("cpuprofile", "", "write a CPU profile of the timed runs to this file")
+	memProfile := flag.String("memprofile", "", "write a profile of what the timed runs allocated to this file")
 	quiet := flag.Bool("q", false, "print only the median and the rows read")
 	over := flag.Duration("range", 0, "ask a range query over this long before -time instead (a log query: -limit lines, newest first)")
 	limit := flag.Int("limit", 100, "a range log query's lines")
@@ -95,6 +96,9 @@ func main() {
 	var took []time.Duration
 	var last *query.Result
 	for i := range *warm + *runs {
+		if i == *warm && *memProfile != "" {
+			runtime.MemProfileRate = 64 << 10
+		}
 		if i == *warm && *profile != "" {
 			stop, err := startProfile(*profile)
 			if err != nil {
@@ -114,6 +118,12 @@ func main() {
 			took = append(took, cpuTime()-c0)
 		}
 	}
+	if *memProfile != "" {
+		if err := writeAllocs(*memProfile); err != nil {
+			fmt.Fprintf(os.Stderr, "querycpu: -memprofile: %v\n", err)
+			os.Exit(1)
+		}
+	}
 	sorted := slices.Clone(took)
 	slices.Sort(sorted)
 	if *quiet {
@@ -122,6 +132,21 @@ func main() {
 		return
 	}
 	fmt.Printf("median %.1f ms CPU, runs %v\n", ms(sorted[len(sorted)/2]), took)
+}
+
+// writeAllocs writes the heap profile, whose alloc_space counts what was
+// allocated since MemProfileRate was set.
+func writeAllocs(path string) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	runtime.GC() // the profile counts allocations up to the last collection
+	if err := pprof.Lookup("allocs").WriteTo(f, 0); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }
 
 // startProfile starts a CPU profile into path; the function it returns
