@@ -434,7 +434,7 @@ func (ss *strState) count(b *part.Block) int {
 
 // countTwo is passing's count without a branch per row, for blocks of
 // at most two slots whose templates read each at most once. A template's
-// part is packed in a word (twoFast); a template that reads no value of a
+// part is packed in a word (twoCount); a template that reads no value of a
 // slot tests value 0 of its run with the table row every value passes,
 // and one whose rows cannot pass with the row none does, so that every
 // row does the same loads. The slots' ids are copied with 256 zeros
