@@ -200,14 +200,15 @@ func TestKeySet(t *testing.T) {
 	if b.used != 100000 || a.used != 0 {
 		t.Fatalf("union: %d keys (%d left in the other), want 100000", b.used, a.used)
 	}
-	fill(&c, 99000, 130000)
+	fill(&c, 99000, 300000) // past 256 Ki slots: it grows four times
 	b.union(&c)
-	if b.used != 130000 {
-		t.Fatalf("union: %d keys, want 130000", b.used)
+	if b.used != 300000 {
+		t.Fatalf("union: %d keys, want 300000", b.used)
 	}
+	fill(&b, 0, 300000) // again: no new key
 	var empty keySet
 	b.union(&empty)
-	if b.used != 130000 {
+	if b.used != 300000 {
 		t.Fatalf("union with none: %d keys", b.used)
 	}
 }
