@@ -591,6 +591,7 @@ func (ev *evaluator) countSeries(ctx context.Context, x *logql.RangeAggregation,
 			}
 		})
 		counts[0] = float64(marks.used)
+		marks.release() // read no more
 		return countsMatrix(shape, counts), nil
 	}
 	for _, rs := range merged.all() {

@@ -3,6 +3,7 @@ package query
 import (
 	"hash/maphash"
 	"slices"
+	"sync"
 	"unsafe"
 )
 
@@ -255,7 +256,8 @@ func grownSize(n int) int {
 // resize moves the keys to n slots, returning the bytes that added.
 func (s *keySet) resize(n int) int64 {
 	old := s.slots
-	s.slots = make([]keySlot, n)
+	s.slots = takeKeySlots(n)
+	defer giveKeySlots(old)
 	mask := uint64(n - 1)
 	for _, sl := range old {
 		if sl.h1 == 0 {
@@ -288,10 +290,71 @@ func (s *keySet) union(o *keySet) {
 	if n > len(s.slots) {
 		s.resize(n)
 	}
-	defer func() { *o = keySet{} }()
+	defer o.release()
 	for _, sl := range o.slots {
 		if sl.h1 != 0 {
 			s.add(sl.h1, sl.h2)
 		}
 	}
+}
+
+// release empties the set, handing its slots to keySlotPool.
+func (s *keySet) release() {
+	giveKeySlots(s.slots)
+	*s = keySet{}
+}
+
+// keySlotPool holds the large slot arrays of key sets that queries let
+// go, by length, so that the next query's sets take pages the process has
+// written already. A fresh server's count of 390,000 distinct users took
+// 16,400 minor page faults a query (about 7 µs each on a VM), 97% of them
+// at the first writes to new slot arrays, until its heap had grown: its
+// first six queries took 150-230 ms, the rest 40-47.
+var keySlotPool struct {
+	mu    sync.Mutex
+	free  map[int][][]keySlot
+	bytes int
+}
+
+// Arrays of at least minPooledSlots slots (1 MiB) are pooled, up to
+// maxPooledSlotBytes in all; smaller ones the allocator reuses well.
+const (
+	minPooledSlots     = 1 << 16
+	maxPooledSlotBytes = 96 << 20
+)
+
+// takeKeySlots returns n empty slots, from the pool when it has them.
+func takeKeySlots(n int) []keySlot {
+	if n >= minPooledSlots {
+		p := &keySlotPool
+		p.mu.Lock()
+		if list := p.free[n]; len(list) > 0 {
+			s := list[len(list)-1]
+			p.free[n] = list[:len(list)-1]
+			p.bytes -= 16 * n
+			p.mu.Unlock()
+			clear(s)
+			return s
+		}
+		p.mu.Unlock()
+	}
+	return make([]keySlot, n)
+}
+
+// giveKeySlots hands slots nobody reads any more to the pool.
+func giveKeySlots(s []keySlot) {
+	if len(s) < minPooledSlots {
+		return
+	}
+	p := &keySlotPool
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.bytes+16*len(s) > maxPooledSlotBytes {
+		return
+	}
+	if p.free == nil {
+		p.free = map[int][][]keySlot{}
+	}
+	p.free[len(s)] = append(p.free[len(s)], s)
+	p.bytes += 16 * len(s)
 }

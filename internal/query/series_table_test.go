@@ -212,3 +212,35 @@ func TestKeySet(t *testing.T) {
 		t.Fatalf("union with none: %d keys", b.used)
 	}
 }
+
+// TestKeySlotPool: slot arrays let go are handed out again empty, to a
+// set of their length only, and the pool holds no more than its bound.
+func TestKeySlotPool(t *testing.T) {
+	n := minPooledSlots
+	s := takeKeySlots(n)
+	for i := range s {
+		s[i] = keySlot{h1: uint64(i) + 1, h2: 7}
+	}
+	giveKeySlots(s)
+	if other := takeKeySlots(2 * n); &other[0] == &s[0] {
+		t.Fatal("an array went to a set of another length")
+	}
+	got := takeKeySlots(n)
+	if &got[0] != &s[0] {
+		t.Fatal("the array let go was not handed out again")
+	}
+	for i, sl := range got {
+		if sl != (keySlot{}) {
+			t.Fatalf("slot %d holds %v", i, sl)
+		}
+	}
+	for range maxPooledSlotBytes/(16*n) + 2 {
+		giveKeySlots(make([]keySlot, n))
+	}
+	if b := keySlotPool.bytes; b > maxPooledSlotBytes {
+		t.Fatalf("the pool holds %d bytes, more than %d", b, maxPooledSlotBytes)
+	}
+	for len(keySlotPool.free[n]) > 0 { // leave it as the other tests found it
+		takeKeySlots(n)
+	}
+}
