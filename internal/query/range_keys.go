@@ -237,7 +237,8 @@ func (w *rangeWorker) keySeries() *rangeSeries {
 	s := w.series.get(w.key)
 	if s == nil {
 		s = w.alloc.series(nil, w.op, w.shape.steps)
-		if k := w.series.add(w.key, s); !keyHolds(k, len(kp.items)) { // a value holds the separator
+		w.series.add(w.key, s)
+		if kp.holdsSep(values) { // the key cannot say the labels
 			s.labels = make(record.Labels, len(kp.items))
 			for i, it := range kp.items {
 				v := it.value

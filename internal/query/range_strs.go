@@ -448,9 +448,9 @@ func (ss *strState) countTwo(b *part.Block, mark bool) (int, bool) {
 	ss.fast = grown(ss.fast, b.NumTemplates())
 	if ss.flat == nil {
 		ss.flat = new([1 << 16]uint8)
-	}
-	for i := range ss.flat[:256] {
-		ss.flat[i], ss.flat[256+i] = 1, 0
+		for i := range ss.flat[:256] {
+			ss.flat[i] = 1 // row 0: every value passes; row 1: none does
+		}
 	}
 	for vi := range ss.verds {
 		for id, ok := range ss.verds[vi].pass {
