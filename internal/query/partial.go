@@ -373,9 +373,12 @@ func (ps *PartialSeries) check(op rangeOp, n int) error {
 
 // importSeries returns the state of a series for function op, sharing
 // its memory unless copying (merge reads the other series and writes its
-// own). What op does not use is left out, as newRangeSeries leaves it.
+// own). What op does not use is left out, as seriesAlloc.series leaves it.
 func importSeries(ps PartialSeries, op rangeOp, copying bool) *rangeSeries {
 	s := &rangeSeries{labels: ps.Labels, n: ps.Count, v: ps.Value}
+	if op.keepsMore() {
+		s.seriesMore = &seriesMore{}
+	}
 	switch op {
 	case opFirst, opLast:
 		s.t = ps.Time
@@ -383,7 +386,10 @@ func importSeries(ps PartialSeries, op rangeOp, copying bool) *rangeSeries {
 		s.m2 = ps.M2
 	}
 	if copying {
-		s.n, s.v, s.t, s.m2 = slices.Clone(s.n), slices.Clone(s.v), slices.Clone(s.t), slices.Clone(s.m2)
+		s.n, s.v = slices.Clone(s.n), slices.Clone(s.v)
+		if s.seriesMore != nil {
+			s.t, s.m2 = slices.Clone(s.t), slices.Clone(s.m2)
+		}
 	}
 	switch op {
 	case opValues:
@@ -416,12 +422,15 @@ func exportSeries(states *seriesTable) []PartialSeries {
 	out := make([]PartialSeries, 0, states.len())
 	var labels labelChunks
 	states.each(func(k string, s *rangeSeries) {
-		ps := PartialSeries{Labels: labels.of(k, s), Count: s.n, Value: s.v, Time: s.t, M2: s.m2}
-		switch {
-		case s.lists != nil:
-			ps.Samples = convertLists(s.lists, func(x tv) Point { return Point{Time: x.t, Value: x.v} })
-		case s.vals != nil: // a quantile's values: no times
-			ps.Samples = convertLists(s.vals, func(v float64) Point { return Point{Value: v} })
+		ps := PartialSeries{Labels: labels.of(k, s), Count: s.n, Value: s.v}
+		switch m := s.seriesMore; {
+		case m == nil:
+		case m.lists != nil:
+			ps.Samples = convertLists(m.lists, func(x tv) Point { return Point{Time: x.t, Value: x.v} })
+		case m.vals != nil: // a quantile's values: no times
+			ps.Samples = convertLists(m.vals, func(v float64) Point { return Point{Value: v} })
+		default:
+			ps.Time, ps.M2 = m.t, m.m2
 		}
 		out = append(out, ps)
 	})

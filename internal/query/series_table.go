@@ -30,6 +30,8 @@ type seriesTable struct {
 	// marks are the keys of series counted by key alone: a count of
 	// the distinct series at one step needs no series (rangeWorker.distinct).
 	marks keySet
+	// sealed: the slots are gone (seal); the series are read in order.
+	sealed bool
 }
 
 type tableSlot struct {
@@ -62,7 +64,8 @@ func (t *seriesTable) get(key []byte) *rangeSeries {
 	return t.getHashed(h1, h2)
 }
 
-// getHashed is get for a key whose hashes are h1 and h2 (hash).
+// getHashed is get for a key whose hashes are h1 and h2 (hash). A
+// sealed table's lookups panic (its slots are nil).
 func (t *seriesTable) getHashed(h1, h2 uint64) *rangeSeries {
 	if t.used == 0 {
 		return nil
@@ -108,6 +111,7 @@ func (t *seriesTable) addString(key string, s *rangeSeries) {
 // table far larger than the caches overlap; t is sized for both first.
 func (t *seriesTable) union(o *seriesTable, merge func(into, s *rangeSeries)) {
 	t.reserve(t.used + o.used)
+	defer o.seal()
 	var h1, h2 [256]uint64
 	var found [256]*rangeSeries
 	for start := 0; start < len(o.order); start += len(h1) {
@@ -128,6 +132,13 @@ func (t *seriesTable) union(o *seriesTable, merge func(into, s *rangeSeries)) {
 			t.order, t.keys = append(t.order, order[i]), append(t.keys, k)
 		}
 	}
+}
+
+// seal hands the table's slots to tableSlotPool: from now on its
+// series are read in order (each, all), never looked up or added to.
+func (t *seriesTable) seal() {
+	tableSlotPool.give(t.slots)
+	t.slots, t.sealed = nil, true
 }
 
 // getString is get for a key that is a string.
@@ -165,8 +176,12 @@ func (t *seriesTable) reserve(n int) {
 
 // resize moves the series to n slots, a power of two.
 func (t *seriesTable) resize(n int) {
+	if t.sealed {
+		panic("query: a series table added to after seal")
+	}
 	old := t.slots
-	t.slots = make([]tableSlot, n)
+	t.slots = tableSlotPool.take(n)
+	defer tableSlotPool.give(old)
 	mask := uint64(len(t.slots) - 1)
 	for _, sl := range old {
 		if sl.h1 == 0 {
@@ -256,8 +271,8 @@ func grownSize(n int) int {
 // resize moves the keys to n slots, returning the bytes that added.
 func (s *keySet) resize(n int) int64 {
 	old := s.slots
-	s.slots = takeKeySlots(n)
-	defer giveKeySlots(old)
+	s.slots = keySlotPool.take(n)
+	defer keySlotPool.give(old)
 	mask := uint64(n - 1)
 	for _, sl := range old {
 		if sl.h1 == 0 {
@@ -300,61 +315,72 @@ func (s *keySet) union(o *keySet) {
 
 // release empties the set, handing its slots to keySlotPool.
 func (s *keySet) release() {
-	giveKeySlots(s.slots)
+	keySlotPool.give(s.slots)
 	*s = keySet{}
 }
 
-// keySlotPool holds the large slot arrays of key sets that queries let
-// go, by length, so that the next query's sets take pages the process has
-// written already. A fresh server's count of 390,000 distinct users took
-// 16,400 minor page faults a query (about 7 µs each on a VM), 97% of them
-// at the first writes to new slot arrays, until its heap had grown: its
-// first six queries took 150-230 ms, the rest 40-47.
-var keySlotPool struct {
+// slotPool holds the large slot arrays of the tables and sets that
+// queries let go, by length, so that the next query's take pages the
+// process has written already. A fresh server's count of 390,000
+// distinct users took 16,400 minor page faults a query (about 7 µs each
+// on a VM), 97% of them at the first writes to new slot arrays, until
+// its heap had grown: its first six queries took 150-230 ms, the rest
+// 40-47. A warm one still faults: after each collection the runtime
+// hands the free pages above about 110% of the heap in use back to the
+// OS, and the next query that allocates as much writes them anew (a
+// high-cardinality topk, 5,000-30,000 faults a query, a third of them
+// in series tables). Arrays given back are cleared then, so that the
+// pool keeps no series alive.
+type slotPool[T any] struct {
 	mu    sync.Mutex
-	free  map[int][][]keySlot
+	free  map[int][][]T
 	bytes int
 }
 
-// Arrays of at least minPooledSlots slots (1 MiB) are pooled, up to
-// maxPooledSlotBytes in all; smaller ones the allocator reuses well.
+var (
+	keySlotPool   slotPool[keySlot]
+	tableSlotPool slotPool[tableSlot]
+)
+
+// Arrays of at least minPooledSlots slots (1 MiB of key slots) are
+// pooled, up to maxPooledSlotBytes in each pool; smaller ones the
+// allocator reuses well.
 const (
 	minPooledSlots     = 1 << 16
 	maxPooledSlotBytes = 96 << 20
 )
 
-// takeKeySlots returns n empty slots, from the pool when it has them.
-func takeKeySlots(n int) []keySlot {
+// take returns n empty slots, from the pool when it has them.
+func (p *slotPool[T]) take(n int) []T {
 	if n >= minPooledSlots {
-		p := &keySlotPool
 		p.mu.Lock()
 		if list := p.free[n]; len(list) > 0 {
 			s := list[len(list)-1]
 			p.free[n] = list[:len(list)-1]
-			p.bytes -= 16 * n
+			p.bytes -= int(unsafe.Sizeof(s[0])) * n
 			p.mu.Unlock()
-			clear(s)
 			return s
 		}
 		p.mu.Unlock()
 	}
-	return make([]keySlot, n)
+	return make([]T, n)
 }
 
-// giveKeySlots hands slots nobody reads any more to the pool.
-func giveKeySlots(s []keySlot) {
+// give hands slots nobody reads any more to the pool.
+func (p *slotPool[T]) give(s []T) {
 	if len(s) < minPooledSlots {
 		return
 	}
-	p := &keySlotPool
+	size := int(unsafe.Sizeof(s[0])) * len(s)
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.bytes+16*len(s) > maxPooledSlotBytes {
+	if p.bytes+size > maxPooledSlotBytes {
 		return
 	}
+	clear(s)
 	if p.free == nil {
-		p.free = map[int][][]keySlot{}
+		p.free = map[int][][]T{}
 	}
 	p.free[len(s)] = append(p.free[len(s)], s)
-	p.bytes += 16 * len(s)
+	p.bytes += size
 }

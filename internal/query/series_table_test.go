@@ -217,15 +217,15 @@ func TestKeySet(t *testing.T) {
 // set of their length only, and the pool holds no more than its bound.
 func TestKeySlotPool(t *testing.T) {
 	n := minPooledSlots
-	s := takeKeySlots(n)
+	s := keySlotPool.take(n)
 	for i := range s {
 		s[i] = keySlot{h1: uint64(i) + 1, h2: 7}
 	}
-	giveKeySlots(s)
-	if other := takeKeySlots(2 * n); &other[0] == &s[0] {
+	keySlotPool.give(s)
+	if other := keySlotPool.take(2 * n); &other[0] == &s[0] {
 		t.Fatal("an array went to a set of another length")
 	}
-	got := takeKeySlots(n)
+	got := keySlotPool.take(n)
 	if &got[0] != &s[0] {
 		t.Fatal("the array let go was not handed out again")
 	}
@@ -235,12 +235,65 @@ func TestKeySlotPool(t *testing.T) {
 		}
 	}
 	for range maxPooledSlotBytes/(16*n) + 2 {
-		giveKeySlots(make([]keySlot, n))
+		keySlotPool.give(make([]keySlot, n))
 	}
 	if b := keySlotPool.bytes; b > maxPooledSlotBytes {
 		t.Fatalf("the pool holds %d bytes, more than %d", b, maxPooledSlotBytes)
 	}
 	for len(keySlotPool.free[n]) > 0 { // leave it as the other tests found it
-		takeKeySlots(n)
+		keySlotPool.take(n)
 	}
+}
+
+// A range series is a multiple of 64 bytes, so that every one in
+// seriesAlloc's chunks starts a cache line, and a series of a sum or a
+// count keeps nothing beside its windows.
+func TestRangeSeriesSize(t *testing.T) {
+	if n := unsafe.Sizeof(rangeSeries{}); n%64 != 0 || n > 128 {
+		t.Errorf("rangeSeries is %d bytes, want a multiple of 64 of at most 128", n)
+	}
+	var a seriesAlloc
+	for _, op := range []rangeOp{opSum, opMin, opMax, opAvg} {
+		if s := a.series(nil, op, 1); s.seriesMore != nil {
+			t.Errorf("op %d: a series keeps more than its windows", op)
+		}
+	}
+	for _, op := range []rangeOp{opFirst, opLast, opVar, opList, opValues} {
+		if s := a.series(nil, op, 3); s.seriesMore == nil {
+			t.Errorf("op %d: a series keeps nothing beside its windows", op)
+		}
+	}
+}
+
+// TestSeriesTableSeal: a sealed table's series stay readable in order,
+// its slots go to tableSlotPool cleared (no series kept alive by the
+// pool), and adding to it is refused.
+func TestSeriesTableSeal(t *testing.T) {
+	var tb seriesTable
+	const n = minPooledSlots
+	var key []byte
+	for i := range n {
+		key = fmt.Appendf(key[:0], "user-%d", i)
+		tb.add(key, &rangeSeries{one: [2]float64{float64(i), 0}})
+	}
+	slots := tb.slots
+	tb.seal()
+	if tb.len() != n || len(tb.all()) != n || tb.all()[n-1].one[0] != n-1 {
+		t.Fatalf("sealed: %d series, want %d in order", tb.len(), n)
+	}
+	got := tableSlotPool.take(len(slots))
+	if &got[0] != &slots[0] {
+		t.Fatal("the sealed table's slots were not handed out again")
+	}
+	for i, sl := range got {
+		if sl != (tableSlot{}) {
+			t.Fatalf("slot %d holds %v", i, sl)
+		}
+	}
+	defer func() {
+		if recover() == nil {
+			t.Error("a sealed table took a new series")
+		}
+	}()
+	tb.add([]byte("one more"), &rangeSeries{})
 }
