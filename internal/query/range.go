@@ -31,10 +31,11 @@ type rangeSeries struct {
 	// a sum or a count is 128 bytes, not 192, and a query of a million
 	// series writes (and faults in) 64 MB less.
 	*seriesMore
+	key string // its key in the series table (seriesTable.add)
 	// The size a multiple of 64, so that in seriesAlloc's chunks (whose
 	// size classes are multiples of 64) every series starts a cache
 	// line. The collector scans none of it: no pointer follows.
-	_ [32]byte
+	_ [16]byte
 }
 
 // seriesMore is the state of a range series that only some functions

@@ -24,9 +24,8 @@ type seriesTable struct {
 	slots  []tableSlot // a power of two long, or nil
 	used   int
 	order  []*rangeSeries
-	keys   []string // by order
-	chunk  []byte   // the free tail of the chunk keys are copied into
-	chunkN int      // the size of the last chunk: from 1 KiB to keyChunk
+	chunk  []byte // the free tail of the chunk keys are copied into
+	chunkN int    // the size of the last chunk: from 1 KiB to keyChunk
 	// marks are the keys of series counted by key alone: a count of
 	// the distinct series at one step needs no series (rangeWorker.distinct).
 	marks keySet
@@ -93,7 +92,8 @@ func (t *seriesTable) add(key []byte, s *rangeSeries) string {
 func (t *seriesTable) addHashed(key []byte, h1, h2 uint64, s *rangeSeries) string {
 	k := t.keep(key)
 	t.insert(h1, h2, s)
-	t.order, t.keys = append(t.order, s), append(t.keys, k)
+	s.key = k
+	t.order = append(t.order, s)
 	return k
 }
 
@@ -102,7 +102,8 @@ func (t *seriesTable) addHashed(key []byte, h1, h2 uint64, s *rangeSeries) strin
 func (t *seriesTable) addString(key string, s *rangeSeries) {
 	h1, h2 := t.hashString(key)
 	t.insert(h1, h2, s)
-	t.order, t.keys = append(t.order, s), append(t.keys, key)
+	s.key = key
+	t.order = append(t.order, s)
 }
 
 // union adds the series of o to t, each one whose key t holds merged
@@ -115,21 +116,21 @@ func (t *seriesTable) union(o *seriesTable, merge func(into, s *rangeSeries)) {
 	var h1, h2 [256]uint64
 	var found [256]*rangeSeries
 	for start := 0; start < len(o.order); start += len(h1) {
-		keys, order := o.keys[start:min(start+len(h1), len(o.keys))], o.order[start:]
-		for i, k := range keys {
-			h1[i], h2[i] = t.hashString(k)
+		order := o.order[start:min(start+len(h1), len(o.order))]
+		for i, s := range order {
+			h1[i], h2[i] = t.hashString(s.key)
 		}
-		for i := range keys {
+		for i := range order {
 			found[i] = t.getHashed(h1[i], h2[i])
 		}
-		for i, k := range keys {
+		for i := range order {
 			// o's keys differ: none of this batch made another's series.
 			if found[i] != nil {
 				merge(found[i], order[i])
 				continue
 			}
 			t.insert(h1[i], h2[i], order[i])
-			t.order, t.keys = append(t.order, order[i]), append(t.keys, k)
+			t.order = append(t.order, order[i])
 		}
 	}
 }
@@ -171,7 +172,6 @@ func (t *seriesTable) reserve(n int) {
 		t.resize(size)
 	}
 	t.order = slices.Grow(t.order, n-len(t.order))
-	t.keys = slices.Grow(t.keys, n-len(t.keys))
 }
 
 // resize moves the series to n slots, a power of two.
@@ -221,8 +221,8 @@ func (t *seriesTable) all() []*rangeSeries { return t.order }
 
 // each calls f with each key and series, in the order they were added.
 func (t *seriesTable) each(f func(key string, s *rangeSeries)) {
-	for i, s := range t.order {
-		f(t.keys[i], s)
+	for _, s := range t.order {
+		f(s.key, s)
 	}
 }
 
