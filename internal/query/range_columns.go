@@ -158,7 +158,10 @@ type paramPlan struct {
 // start of (colPlanner.prefix): values[idx] is a prefix of value vi of
 // column col of block b.
 type valueCut struct {
-	on      bool
+	on bool
+	// drop: the row is dropped for sure (colPlanner.needle), nothing
+	// to read.
+	drop    bool
 	idx     int
 	b       *part.Block
 	col, vi int
@@ -275,6 +278,17 @@ type colPlanner struct {
 	prefixOn bool
 	prefixOK bool
 	cut      valueCut
+	// needle: a value of the prefix label that holds neither
+	// needle.text nor `\u` drops its row unless needle.label was set
+	// before (stage.PrefixRead.Needle): the row is dropped unread.
+	// needle.ok: for the block at hand (no stream label of the name);
+	// needle.miss: the row at hand's value holds neither.
+	needle struct {
+		label, text  string
+		scan         needleScan
+		on, ok, miss bool
+		at           valueCut // the value missed: parameter idx, where it is
+	}
 
 	num unwrapNum // rowValues: the unwrapped parameter's number, if read as one
 	// paramTime: some template of the block has a parameter in a time
@@ -337,6 +351,11 @@ func (w *rangeWorker) colPlanner() *colPlanner {
 		}
 		if w.x.Range.Unwrap == nil {
 			w.cols.prefix, w.cols.prefixOn = w.cols.rest.PrefixRead()
+			if w.cols.prefixOn {
+				nd := &w.cols.needle
+				nd.label, nd.text, nd.on = w.cols.prefix.Needle()
+				nd.scan = newNeedleScan(nd.text)
+			}
 		}
 	}
 	return w.cols
@@ -356,6 +375,8 @@ func (w *rangeWorker) blockRows(ev *evaluator, ls record.Labels, b *part.Block, 
 	if cp.prefixOn {
 		_, stream := ls.Get(cp.prefix.Label())
 		cp.prefixOK = !stream
+		_, stream = ls.Get(cp.needle.label)
+		cp.needle.ok = cp.prefixOK && cp.needle.on && !stream
 	}
 	countable := w.countable(b, from, to)
 	// A block counted without a walk needs no memo of outcomes by ids.
@@ -727,6 +748,9 @@ func (w *rangeWorker) columnSeries(ls record.Labels, t int64) (*rangeSeries, err
 	cp := w.cols
 	if cp.cut.on {
 		cp.cut.on = false
+		if cp.cut.drop {
+			return nil, nil
+		}
 		w.setColumnLabels(ls)
 		if cp.prefix.Process(t, w.lb) {
 			return nil, nil
@@ -1259,6 +1283,7 @@ func (cp *colPlanner) rowValues(b *part.Block, tm int, t int64) (bool, error) {
 	}
 	cp.idKeyed = false
 	cp.num.ok = false
+	cp.needle.miss = false
 	if p.idn > 0 {
 		if cp.idKey, cp.idKeyed = cp.rowIDKey(p); cp.idKeyed {
 			if cp.idHit = cp.idOutcome(cp.idKey); cp.idHit != nil {
@@ -1290,7 +1315,9 @@ func (cp *colPlanner) rowValues(b *part.Block, tm int, t int64) (bool, error) {
 		var ok, cut bool
 		var err error
 		if cp.prefixOK && pp.inString && cp.valueID < 0 && !cp.idKeyed && cp.paramName(i) == cp.prefix.Label() {
-			pv, ok, cut, err = cp.prefixValue(b, col, vi, t)
+			if pv, ok, cut, err = cp.prefixValue(b, col, vi, t, cp.needle.ok); cp.needle.miss {
+				cp.needle.at = valueCut{idx: len(cp.values), b: b, col: col, vi: vi, t: t}
+			}
 		} else {
 			pv, ok, err = cp.holeValue(b, col, vi, t, pp.inString)
 		}
@@ -1302,7 +1329,34 @@ func (cp *colPlanner) rowValues(b *part.Block, tm int, t int64) (bool, error) {
 		}
 		cp.values = append(cp.values, pv)
 	}
+	if cp.needle.miss {
+		if !cp.setsNeedleLabel() {
+			cp.cut = valueCut{on: true, drop: true}
+			return true, nil
+		}
+		// Another field sets the label: the value read after all.
+		at := &cp.needle.at
+		pv, ok, cut, err := cp.prefixValue(at.b, at.col, at.vi, at.t, false)
+		if err != nil || !ok {
+			return false, err
+		}
+		if cut {
+			cp.cut = valueCut{on: true, idx: at.idx, b: at.b, col: at.col, vi: at.vi, t: at.t}
+		}
+		cp.values[at.idx] = pv
+	}
 	return true, nil
+}
+
+// setsNeedleLabel reports whether the row at hand's parameters set the
+// needle's label (a field of its name in the line).
+func (cp *colPlanner) setsNeedleLabel() bool {
+	for i, v := range cp.values {
+		if v.Found && cp.paramName(i) == cp.needle.label {
+			return true
+		}
+	}
+	return false
 }
 
 // paramName is the label name of the row at hand's value i.
@@ -1317,11 +1371,17 @@ func (cp *colPlanner) paramName(i int) string {
 // holeValue does, but only its first prefixCut bytes when it is longer
 // and has escapes there (a value without is a view of the column, whole,
 // for nothing); cut says whether it did.
-func (cp *colPlanner) prefixValue(b *part.Block, col, vi int, t int64) (pv stage.ParamValue, ok, cut bool, err error) {
+func (cp *colPlanner) prefixValue(b *part.Block, col, vi int, t int64, needle bool) (pv stage.ParamValue, ok, cut bool, err error) {
 	v, arena, err := b.Value(col, vi, t, cp.arena.b)
 	cp.arena.b = arena
 	if err != nil {
 		return pv, false, false, err
+	}
+	if needle && !cp.needle.scan.in(v) {
+		// Dropped unless another field sets the needle's label
+		// (rowValues): unread for now.
+		cp.needle.miss = true
+		return stage.ParamValue{}, true, false, nil
 	}
 	if len(v) > prefixCut && bytes.IndexByte(v[:prefixCut], '\\') >= 0 {
 		u := len(cp.arena.b)

@@ -1,6 +1,7 @@
 package query
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -438,10 +439,13 @@ func TestKeyBatchSameAsRows(t *testing.T) {
 // TestPrefixReadSameAsRows: a pipeline that parses the JSON inside a
 // field (`| json | line_format "{{.log}}" | json | level="error"`) reads
 // a prefix of each long value first (stage.PrefixRead) and the whole
-// value only for the rows the prefix does not decide: it gives what the
-// row path gives, with levels early, late, twice or missing, escapes
-// across the cut, lines that are text or broken JSON, and values short
-// enough to be read whole.
+// value only for the rows the prefix does not decide, and drops unread
+// the rows whose value lacks the text a filter requires (the needle): it
+// gives what the row path gives, with levels early, late, twice or
+// missing, escapes across the cut, lines that are text or broken JSON,
+// values short enough to be read whole, the required text made by an
+// escape (inside the JSON, or of the stored text), and a level outside
+// the value that the unparameterized json sets first.
 func TestPrefixReadSameAsRows(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 8))
 	levels := []string{"info", "error", "warn", `err\u006fr`}
@@ -460,8 +464,10 @@ func TestPrefixReadSameAsRows(t *testing.T) {
 			fmt.Sprintf(`"ts":%d`, 1768464000000+rng.IntN(1000)),
 			fmt.Sprintf(`"msg":"%s"`, pad(rng.IntN(120))),
 			fmt.Sprintf(`"http":{"method":"GET","status":%d}`, []int{200, 404, 500, 503}[rng.IntN(4)]),
-			fmt.Sprintf(`"error":{"stack":"%s"}`, pad(rng.IntN(80))),
 			`"tags":["a","b"]`,
+		}
+		if rng.IntN(2) == 0 {
+			fields = slices.Insert(fields, 3, fmt.Sprintf(`"error":{"stack":"%s"}`, pad(rng.IntN(80))))
 		}
 		if rng.IntN(8) != 0 {
 			at := rng.IntN(len(fields) + 1)
@@ -485,7 +491,17 @@ func TestPrefixReadSameAsRows(t *testing.T) {
 	for i := range lines {
 		ts := time.Date(2026, 1, 15, 8, 0, 0, 0, time.UTC).Add(time.Duration(i) * 11 * time.Millisecond).Format(time.RFC3339Nano)
 		log, _ := json.Marshal(inner())
-		lines[i] = fmt.Sprintf(`{"ts":"%s","service":"api","stream":"stdout","log":%s}`, ts, log)
+		if rng.IntN(9) == 0 {
+			// "error" made by an escape of the stored text itself.
+			log = bytes.Replace(log, []byte("error"), []byte(`\u0065rror`), 1)
+		}
+		outer := ""
+		if rng.IntN(7) == 0 {
+			// A level beside the log, which the unparameterized json
+			// sets first.
+			outer = fmt.Sprintf(`"level":"%s",`, levels[rng.IntN(3)])
+		}
+		lines[i] = fmt.Sprintf(`{"ts":"%s","service":"api","stream":"stdout",%s"log":%s}`, ts, outer, log)
 	}
 	all := `{service="api"}`
 	checkColumnar(t, lines, false, []string{

@@ -33,6 +33,9 @@ type labelFilterStage struct {
 	// reads is the labels it reads; ok false when unknown.
 	reads   []string
 	readsOK bool
+	// needLabel = needValue is an equality every row it keeps holds
+	// (needValue not empty; none when needLabel is empty): PrefixRead.Needle.
+	needLabel, needValue string
 }
 
 // labelPred reports whether a row passes; it may set an error label.
@@ -44,7 +47,32 @@ func newLabelFilterStage(f logql.LabelFilter) (stage, error) {
 		return nil, err
 	}
 	reads, ok := appendFilterNames(nil, f)
-	return &labelFilterStage{pred: p, errorBlind: errorBlind(f), reads: reads, readsOK: ok}, nil
+	st := &labelFilterStage{pred: p, errorBlind: errorBlind(f), reads: reads, readsOK: ok}
+	st.needLabel, st.needValue = requiredEquality(f)
+	return st, nil
+}
+
+// requiredEquality returns an equality `name = value` that every row f
+// keeps holds, with value not empty: f's own, or the longer of the two
+// sides' of an and; none ("") for an or or another filter.
+func requiredEquality(f logql.LabelFilter) (name, value string) {
+	switch f := f.(type) {
+	case *logql.LabelFilterBinary:
+		if !f.And {
+			return "", ""
+		}
+		ln, lv := requiredEquality(f.Left)
+		rn, rv := requiredEquality(f.Right)
+		if len(rv) > len(lv) {
+			return rn, rv
+		}
+		return ln, lv
+	case *logql.LabelFilterString:
+		if m := f.Matcher; m != nil && m.Type == logql.MatchEqual && m.Value != "" {
+			return m.Name, m.Value
+		}
+	}
+	return "", ""
 }
 
 // errorBlind reports whether f and every filter in it is a string

@@ -1,6 +1,9 @@
 package stage
 
-import "slices"
+import (
+	"slices"
+	"strings"
+)
 
 // A pipeline that makes the line of one label's value and parses it as
 // JSON (`| line_format "{{.log}}" | json ...`: the JSON an application
@@ -64,3 +67,33 @@ func (r PrefixRead) Process(ts int64, lb *Labels) (dropped bool) {
 	}
 	return false
 }
+
+// Needle returns a label and a text such that a row whose value of the
+// prefix label (the escaped text of a JSON string, as stored) holds
+// neither text nor `\u` is dropped by the label filters after the json
+// stage, unless the label is set before the line_format stage (a stream
+// label, or a label an earlier stage set: the caller's to rule out). The
+// filters keep only rows where the label equals text, and the json stage
+// can only have set it from a JSON value holding text, which the stored
+// text holds as it is unless an escape made some of its bytes: text has
+// none that an escape other than \u makes (a quote, a backslash, a
+// slash, a control byte), and \u, escaped in the value or in the JSON
+// inside it, shows as `\u` in the stored text. ok is false when the
+// filters require no such equality (of a label other than the error
+// labels, which the json stage sets itself).
+func (r PrefixRead) Needle() (label, text string, ok bool) {
+	for _, s := range r.p.stages[2 : 2+r.filters] {
+		f := s.(*labelFilterStage)
+		n, v := f.needLabel, f.needValue
+		if n == "" || n == ErrorLabel || n == ErrorDetailsLabel || strings.ContainsFunc(v, escapeMade) {
+			continue
+		}
+		if len(v) > len(text) {
+			label, text, ok = n, v, true
+		}
+	}
+	return label, text, ok
+}
+
+// escapeMade reports whether a JSON escape other than \u makes c.
+func escapeMade(c rune) bool { return c == '"' || c == '\\' || c == '/' || c < 0x20 }
