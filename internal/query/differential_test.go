@@ -461,6 +461,12 @@ func TestHintsSameAsReference(t *testing.T) {
 		`count(count by (lvl) (sum_over_time({service="lf"} | logfmt | label_format lvl=level | unwrap lat [1h])))`,
 		`sum(count_over_time({service=~".+"}[1h])) by (service)`,
 		`count(count by (service) (count_over_time({service=~".+"}[1h])))`,
+		// Aggregations over series that are each a group of their own
+		// (aggregateSingles).
+		`avg by (service) (sum by (service) (count_over_time({service=~".+"} | json | __error__="" [10m])))`,
+		`stddev by (level) (sum by (level) (bytes_over_time({service=~"api|web"} | json [1h])))`,
+		`max by (service, level) (sum by (service, level) (rate({service=~".+"} | json | __error__="" [10m])))`,
+		`min(sum(count_over_time({service=~".+"}[10m])))`,
 		// service is every stream's label: json sets service_extracted.
 		`sum by (service) (count_over_time({service=~".+"} | json | level="error" [1h]))`,
 		`sum by (service, service_extracted) (count_over_time({service=~".+"} | json [1h]))`,
