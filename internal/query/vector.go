@@ -92,17 +92,31 @@ func groupSeries(g *logql.Grouping, in *matrix) []*aggGroup {
 	index := make(map[string]*aggGroup)
 	var key []byte
 	for _, s := range in.series {
-		ls := groupLabels(g, s.labels)
-		key = appendLabelsKey(key[:0], ls)
+		// The key of the group's labels, made without them: they are
+		// made once per group.
+		key = key[:0]
+		for _, l := range s.labels {
+			if inGroup(g, l.Name) {
+				key = appendLabelsKey(key, record.Labels{l})
+			}
+		}
 		gr, ok := index[string(key)]
 		if !ok {
-			gr = &aggGroup{labels: ls}
+			gr = &aggGroup{labels: groupLabels(g, s.labels)}
 			index[string(key)] = gr
 			groups = append(groups, gr)
 		}
 		gr.members = append(gr.members, s)
 	}
 	return groups
+}
+
+// inGroup reports whether groupLabels keeps the label name.
+func inGroup(g *logql.Grouping, name string) bool {
+	if g == nil {
+		return false
+	}
+	return slices.Contains(g.Labels, name) != g.Without
 }
 
 // groupLabels returns the labels of ls that identify its group. The
