@@ -22,10 +22,12 @@ type matrix struct {
 	// group by these labels (a range aggregation grouped early,
 	// rangeHints.sumBy): that sum is the matrix itself.
 	summedBy []string
-	// vals and has are chunks the next series' steps are taken from.
-	vals  []float64
-	has   []bool
-	chunk int // the size of the last chunk
+	// vals and has are chunks the next series' steps are taken from,
+	// structs the chunk the next series is.
+	vals    []float64
+	has     []bool
+	chunk   int // the size of the last chunk
+	structs []series
 }
 
 // series is one labelled series of a matrix. has[i] reports whether it
@@ -52,7 +54,12 @@ func (m *matrix) add(ls record.Labels) *series {
 		m.chunk = min(max(2*m.chunk, 16*n), max(n, 4096))
 		m.vals, m.has = make([]float64, m.chunk), make([]bool, m.chunk)
 	}
-	s := &series{labels: ls, vals: m.vals[:n:n], has: m.has[:n:n]}
+	if len(m.structs) == 0 {
+		m.structs = make([]series, min(max(2*cap(m.series), 16), 1024))
+	}
+	s := &m.structs[0]
+	m.structs = m.structs[1:]
+	*s = series{labels: ls, vals: m.vals[:n:n], has: m.has[:n:n]}
 	m.vals, m.has = m.vals[n:], m.has[n:]
 	m.series = append(m.series, s)
 	return s
