@@ -522,9 +522,9 @@ func (ev *evaluator) rangeStates(ctx context.Context, x *logql.RangeAggregation,
 		return &seriesTable{}, nil
 	}
 	merged := &workers[0].series
-	for _, w := range workers[1:] {
+	for i, w := range workers[1:] {
 		merged.marks.union(&w.series.marks)
-		merged.union(&w.series, func(m, s *rangeSeries) { m.merge(op, s) })
+		merged.union(&w.series, func(m, s *rangeSeries) { m.merge(op, s) }, i == len(workers)-2)
 	}
 	// Its readers take its series in order: its slots can serve the
 	// next query.

@@ -297,3 +297,49 @@ func TestSeriesTableSeal(t *testing.T) {
 	}()
 	tb.add([]byte("one more"), &rangeSeries{})
 }
+
+// TestSeriesTableUnion: a union merges the series of keys both tables
+// hold and appends the others in the other table's order, whether it
+// keeps t's table of slots for more unions (not last) or only its order
+// (last, t sealed after), also into an empty table.
+func TestSeriesTableUnion(t *testing.T) {
+	fill := func(keys ...int) *seriesTable {
+		var tb seriesTable
+		for _, k := range keys {
+			tb.add(fmt.Appendf(nil, "k%d", k), &rangeSeries{one: [2]float64{1, float64(k)}})
+		}
+		return &tb
+	}
+	merge := func(into, s *rangeSeries) { into.one[0] += s.one[0] }
+	for _, last := range []bool{false, true} {
+		var empty seriesTable
+		empty.union(fill(3, 1), merge, false)
+		a := fill(1, 2, 3)
+		a.union(fill(4, 2, 5), merge, false)
+		a.union(fill(5, 6, 1), merge, last)
+		empty.union(fill(7), merge, last)
+		var none seriesTable
+		none.union(fill(8, 9, 10), merge, last)
+		// More than a batch of keys into an empty table.
+		var many []int
+		for k := range 600 {
+			many = append(many, 100+k)
+		}
+		var none2 seriesTable
+		none2.union(fill(many...), merge, last)
+		if none2.len() != 600 || none2.all()[599].one[1] != 699 {
+			t.Errorf("last %v: %d series into an empty table, want 600", last, none2.len())
+		}
+		var got []string
+		for _, tb := range []*seriesTable{a, &empty, &none} {
+			tb.each(func(k string, s *rangeSeries) { got = append(got, fmt.Sprintf("%s=%g", k, s.one[0])) })
+		}
+		want := "[k1=2 k2=2 k3=1 k4=1 k5=2 k6=1 k3=1 k1=1 k7=1 k8=1 k9=1 k10=1]"
+		if fmt.Sprint(got) != want || a.len() != 6 || empty.len() != 3 || none.len() != 3 {
+			t.Errorf("last %v: %v (%d, %d and %d series), want %s", last, got, a.len(), empty.len(), none.len(), want)
+		}
+		if a.sealed != last {
+			t.Errorf("last %v: sealed %v", last, a.sealed)
+		}
+	}
+}
