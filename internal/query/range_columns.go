@@ -278,13 +278,13 @@ type colPlanner struct {
 	prefixOn bool
 	prefixOK bool
 	cut      valueCut
-	// needle: a value of the prefix label that holds neither
-	// needle.text nor `\u` drops its row unless needle.label was set
+	// needle: a value of the prefix label that holds neither the text
+	// of needle.scan nor `\u` drops its row unless needle.label was set
 	// before (stage.PrefixRead.Needle): the row is dropped unread.
 	// needle.ok: for the block at hand (no stream label of the name);
 	// needle.miss: the row at hand's value holds neither.
 	needle struct {
-		label, text  string
+		label        string
 		scan         needleScan
 		on, ok, miss bool
 		at           valueCut // the value missed: parameter idx, where it is
@@ -353,8 +353,10 @@ func (w *rangeWorker) colPlanner() *colPlanner {
 			w.cols.prefix, w.cols.prefixOn = w.cols.rest.PrefixRead()
 			if w.cols.prefixOn {
 				nd := &w.cols.needle
-				nd.label, nd.text, nd.on = w.cols.prefix.Needle()
-				nd.scan = newNeedleScan(nd.text)
+				var text string
+				if nd.label, text, nd.on = w.cols.prefix.Needle(); nd.on {
+					nd.scan = newNeedleScan(text)
+				}
 			}
 		}
 	}

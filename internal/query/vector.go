@@ -111,7 +111,9 @@ func groupSeries(g *logql.Grouping, in *matrix) []*aggGroup {
 	return groups
 }
 
-// inGroup reports whether groupLabels keeps the label name.
+// inGroup reports whether the group of a series has its label name:
+// those of `by`, or all but those of `without` (Prometheus also drops
+// __name__ there; our series have none), none without a grouping.
 func inGroup(g *logql.Grouping, name string) bool {
 	if g == nil {
 		return false
@@ -119,18 +121,19 @@ func inGroup(g *logql.Grouping, name string) bool {
 	return slices.Contains(g.Labels, name) != g.Without
 }
 
-// groupLabels returns the labels of ls that identify its group. The
-// result never shares ls' backing array.
+// groupLabels returns the labels of ls that identify its group (those
+// inGroup keeps). The result never shares ls' backing array.
 func groupLabels(g *logql.Grouping, ls record.Labels) record.Labels {
-	switch {
-	case g == nil || (!g.Without && len(g.Labels) == 0):
-		return record.Labels{}
-	case g.Without:
-		// Prometheus also drops __name__ here; our series have none.
-		return dropLabels(ls, g.Labels)
-	default:
-		return keepLabels(ls, g.Labels)
+	out := record.Labels{}
+	if g != nil {
+		out = make(record.Labels, 0, len(ls))
 	}
+	for _, l := range ls {
+		if inGroup(g, l.Name) {
+			out = append(out, l)
+		}
+	}
+	return out
 }
 
 // keepLabels returns a new set with the labels of ls named in names.
@@ -219,22 +222,7 @@ func aggregateGroups(op string, g *logql.Grouping, in *matrix) *matrix {
 	out := in.like()
 	var vals []float64
 	for _, gr := range groupSeries(g, in) {
-		var s *series
-		for i := range in.steps {
-			vals = vals[:0]
-			for _, m := range gr.members {
-				if m.has[i] {
-					vals = append(vals, m.vals[i])
-				}
-			}
-			if len(vals) == 0 {
-				continue
-			}
-			if s == nil {
-				s = out.add(gr.labels)
-			}
-			s.set(i, aggregateValues(op, vals))
-		}
+		vals = addAggregate(out, op, gr.labels, gr.members, vals)
 	}
 	out.sortSeries()
 	return out
@@ -246,22 +234,37 @@ func aggregateGroups(op string, g *logql.Grouping, in *matrix) *matrix {
 // hosts spent a third of its time there).
 func aggregateSingles(op string, in *matrix) *matrix {
 	out := in.like()
-	var one [1]float64
+	var vals []float64
+	var one [1]*series
 	for _, m := range in.series {
-		var s *series
-		for i := range in.steps {
-			if !m.has[i] {
-				continue
-			}
-			if s == nil {
-				s = out.add(m.labels)
-			}
-			one[0] = m.vals[i]
-			s.set(i, aggregateValues(op, one[:]))
-		}
+		one[0] = m
+		vals = addAggregate(out, op, m.labels, one[:], vals)
 	}
 	out.sortSeries()
 	return out
+}
+
+// addAggregate adds to out the series of the group of members, labelled
+// ls, with op's value at each step where a member has one (none if no
+// member has any). vals is scratch, returned for reuse.
+func addAggregate(out *matrix, op string, ls record.Labels, members []*series, vals []float64) []float64 {
+	var s *series
+	for i := range out.steps {
+		vals = vals[:0]
+		for _, m := range members {
+			if m.has[i] {
+				vals = append(vals, m.vals[i])
+			}
+		}
+		if len(vals) == 0 {
+			continue
+		}
+		if s == nil {
+			s = out.add(ls)
+		}
+		s.set(i, aggregateValues(op, vals))
+	}
+	return vals
 }
 
 // aggregateValues aggregates the values of one group at one step, as
