@@ -370,8 +370,8 @@ func (b *Block) Number(col, vi int) (float64, bool) {
 	default:
 		return 0, false
 	}
-	m := c.ints[vi]
-	if m <= -1<<53 || m >= 1<<53 {
+	m, err := c.intAt(vi)
+	if err != nil || m <= -1<<53 || m >= 1<<53 {
 		return 0, false
 	}
 	if c.enc == encInt {
@@ -386,7 +386,7 @@ func (b *Block) Number(col, vi int) (float64, bool) {
 // for another kind of column, or one with a value Number cannot give.
 func (b *Block) Numbers(col int, dst []float64) ([]float64, bool) {
 	c, err := b.loadedCol(col)
-	if err != nil || c.enc != encInt && c.enc != encDecimal {
+	if err != nil || c.enc != encInt && c.enc != encDecimal || c.decodeInts() != nil {
 		return dst, false
 	}
 	for vi, m := range c.ints[:c.n] {

@@ -144,15 +144,22 @@ type colData struct {
 	dict       [][]byte
 	idx        []byte   // encDict, encDictRest; encTime with several shapes
 	restAt     []uint32 // encDictRest: each value's place among the rest
-	ints       []int64
+	ints       []int64  // encInt, encDecimal: the numbers, once decoded (decodeInts)
 	scales     []byte
-	shapes     []timestamp.Shape
-	nums       bin.Reader // stored numbers, for encodings without their own
-	i          int
-	stored     []byte // the column's stored stream, until load
-	loaded     bool
-	dictHas    []known // block_match.go: per literal and entry, whether it holds the literal
-	grams      []byte  // the values' gram filter, if the column has one
+	// encInt, encDecimal: the numbers' varints, and where intAt read last
+	// (the varint intsAt starts at intsOff) and how much it did.
+	varints                []byte
+	intsAt, intsOff        int
+	intsReads, intsSkipped int
+	intsDone               bool
+	intsErr                error
+	shapes                 []timestamp.Shape
+	nums                   bin.Reader // stored numbers, for encodings without their own
+	i                      int
+	stored                 []byte // the column's stored stream, until load
+	loaded                 bool
+	dictHas                []known // block_match.go: per literal and entry, whether it holds the literal
+	grams                  []byte  // the values' gram filter, if the column has one
 }
 
 // reset empties c for the next block, keeping its buffers.
@@ -603,9 +610,13 @@ func (c *colData) valueAt(i int, dst []byte, t int64, linesOnly bool) (v, out []
 	case encDictRest:
 		v = c.restValue(i)
 	case encInt:
+		n, err := c.intAt(i)
+		if err != nil {
+			return nil, dst, 0, 0, err
+		}
 		start := len(dst)
-		dst = strconv.AppendInt(dst, c.ints[i], 10)
-		return dst[start:], dst, m, uint64(c.ints[i]), nil
+		dst = strconv.AppendInt(dst, n, 10)
+		return dst[start:], dst, m, uint64(n), nil
 	case encDecimal:
 		v, dst, num, err = c.decimalValue(i, dst, linesOnly)
 		return v, dst, m, num, err

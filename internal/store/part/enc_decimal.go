@@ -99,8 +99,12 @@ func appendDecimals(col []byte, c *column, s []byte) (_, _ []byte) {
 // decimalValue appends value i of a decimal column to dst and returns it
 // with its number (none with linesOnly).
 func (c *colData) decimalValue(i int, dst []byte, linesOnly bool) (v, out []byte, num uint64, err error) {
+	n, err := c.intAt(i)
+	if err != nil {
+		return nil, dst, 0, err
+	}
 	start := len(dst)
-	dst = appendDecimal(dst, c.ints[i], c.scales[i])
+	dst = appendDecimal(dst, n, c.scales[i])
 	v = dst[start:]
 	if linesOnly {
 		return v, dst, 0, nil

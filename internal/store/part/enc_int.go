@@ -3,6 +3,9 @@ package part
 import (
 	"bytes"
 	"encoding/binary"
+	"errors"
+	"fmt"
+	"math/bits"
 	"slices"
 	"strconv"
 
@@ -37,16 +40,18 @@ func appendInts(col []byte, c *column, s []byte) (_, _ []byte) {
 	return bin.AppendBytes(col, s), s
 }
 
-// loadNumbers reads an integer or decimal column's numbers (and a
-// decimal one's scales).
+// loadNumbers takes an integer or decimal column's numbers (and a
+// decimal one's scales). The varints are counted, not decoded: a block
+// read for a few rows (a needle's, the newest lines of a filter) renders
+// a value or two of each column, which intAt finds in the varints, and
+// the first reader of many values decodes them all (decodeInts).
 func (c *colData) loadNumbers(r *bin.Reader) {
 	s := r.BytesN("column part")
-	ir := bin.NewReader(s)
-	c.ints = ir.Varints(slices.Grow(c.ints[:0], c.n), c.n, "integer")
-	ir.Done("integers")
-	if err := ir.Err(); err != nil {
-		r.Fail(err.Error())
+	if !varintCount(s, c.n) {
+		r.Fail("integers")
 	}
+	c.varints, c.intsDone, c.intsErr = s, false, nil
+	c.intsAt, c.intsOff, c.intsReads, c.intsSkipped = 0, 0, 0, 0
 	if c.enc == encDecimal {
 		c.scales = r.BytesN("column part")
 		if len(c.scales) != c.n {
@@ -58,15 +63,105 @@ func (c *colData) loadNumbers(r *bin.Reader) {
 				break
 			}
 		}
-		// At most 18 digits, as written: every value renders as a
-		// JSON number (readers rely on it).
-		for _, m := range c.ints {
-			if m <= -1e18 || m >= 1e18 {
-				r.Fail("decimal out of range")
-				break
-			}
+	}
+}
+
+// varintCount reports whether s is n varints exactly: n bytes without
+// the continuation bit, the last byte one of them.
+func varintCount(s []byte, n int) bool {
+	if len(s) == 0 || s[len(s)-1] >= 0x80 {
+		return len(s) == 0 && n == 0
+	}
+	stops, i := 0, 0
+	for ; i+8 <= len(s); i += 8 {
+		stops += bits.OnesCount64(^binary.LittleEndian.Uint64(s[i:]) & 0x8080808080808080)
+	}
+	for ; i < len(s); i++ {
+		if s[i] < 0x80 {
+			stops++
 		}
 	}
+	return stops == n
+}
+
+// Single reads of a column's numbers before intAt decodes them all: a
+// read skips to its varint eight bytes a step, some 15 times faster than
+// decoding what it passes, so reads that pass up to the column's length
+// in all cost less than a fifth of one decoding.
+const lazyIntReads = 32
+
+// intAt returns number vi of an integer or decimal column.
+func (c *colData) intAt(vi int) (int64, error) {
+	if !c.intsDone && (c.intsReads >= lazyIntReads || c.intsSkipped > len(c.varints)) {
+		c.decodeInts()
+	}
+	if c.intsDone {
+		if c.intsErr != nil {
+			return 0, c.intsErr
+		}
+		return c.ints[vi], nil
+	}
+	c.intsReads++
+	if vi < c.intsAt {
+		c.intsAt, c.intsOff = 0, 0
+	}
+	off := skipVarints(c.varints, c.intsOff, vi-c.intsAt)
+	c.intsSkipped += off - c.intsOff
+	m, l := binary.Varint(c.varints[off:])
+	if l <= 0 {
+		return 0, fmt.Errorf("value %d: integer", vi)
+	}
+	if c.enc == encDecimal && (m <= -1e18 || m >= 1e18) {
+		return 0, fmt.Errorf("value %d: decimal out of range", vi)
+	}
+	c.intsAt, c.intsOff = vi+1, off+l
+	return m, nil
+}
+
+// decodeInts decodes every number of the column into c.ints (an error in
+// c.intsErr).
+func (c *colData) decodeInts() error {
+	if c.intsDone {
+		return c.intsErr
+	}
+	c.intsDone = true
+	ir := bin.NewReader(c.varints)
+	c.ints = ir.Varints(slices.Grow(c.ints[:0], c.n), c.n, "integer")
+	ir.Done("integers")
+	if err := ir.Err(); err != nil {
+		c.intsErr = err
+		return err
+	}
+	// At most 18 digits, as written: every value renders as a JSON
+	// number (readers rely on it).
+	if c.enc == encDecimal && slices.ContainsFunc(c.ints, func(m int64) bool { return m <= -1e18 || m >= 1e18 }) {
+		c.intsErr = errors.New("decimal out of range")
+	}
+	return c.intsErr
+}
+
+// skipVarints returns the offset in s of the varint k after the one that
+// starts at off: the k-th byte without the continuation bit from off
+// ends the last one passed. s holds them (varintCount).
+func skipVarints(s []byte, off, k int) int {
+	for k > 0 && off+8 <= len(s) {
+		stops := ^binary.LittleEndian.Uint64(s[off:]) & 0x8080808080808080
+		if n := bits.OnesCount64(stops); n < k {
+			k -= n
+			off += 8
+			continue
+		}
+		for range k - 1 {
+			stops &= stops - 1
+		}
+		return off + bits.TrailingZeros64(stops)/8 + 1
+	}
+	for ; k > 0 && off < len(s); off++ {
+		if s[off] < 0x80 {
+			k--
+		}
+	}
+	return off
 }
 
 // intAlphabet holds every byte an integer's text may have: a literal

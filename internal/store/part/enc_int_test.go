@@ -1,0 +1,88 @@
+package part
+
+import (
+	"encoding/binary"
+	"testing"
+)
+
+// FuzzIntAt: an integer column's numbers read one at a time (intAt, in
+// any order, across its switch to decoding them all) are what decoding
+// them all gives, and bytes that are not the column's count of varints
+// are refused at load or give an error, never a panic.
+func FuzzIntAt(f *testing.F) {
+	var seed []byte
+	for _, v := range []int64{0, 1, -1, 63, -64, 64, 300, -300, 1 << 40, -1 << 62, 7, 99999} {
+		seed = binary.AppendVarint(seed, v)
+	}
+	f.Add(seed, []byte{0, 11, 3, 3, 2, 9, 1}, false)
+	f.Add(seed, []byte{11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0}, true)
+	f.Add([]byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01}, []byte{0}, false)
+	f.Add([]byte{0x80, 0x80}, []byte{0, 1}, false)
+	f.Fuzz(func(t *testing.T, s, reads []byte, decimal bool) {
+		n := 0
+		for _, c := range s {
+			if c < 0x80 {
+				n++
+			}
+		}
+		enc := byte(encInt)
+		if decimal {
+			enc = encDecimal
+		}
+		whole := colData{enc: enc, n: n, varints: s}
+		wantErr := whole.decodeInts()
+		if !varintCount(s, n) {
+			if len(s) > 0 && s[len(s)-1] < 0x80 || len(s) == 0 && n == 0 {
+				t.Fatalf("varintCount refused %x, %d varints", s, n)
+			}
+			return
+		}
+		lazy := colData{enc: enc, n: n, varints: s}
+		for k, r := range reads {
+			if n == 0 {
+				break
+			}
+			vi := int(r) % n
+			got, err := lazy.intAt(vi)
+			if wantErr != nil {
+				// The whole column fails; a read of one value may
+				// succeed, unless it is the bad one.
+				continue
+			}
+			if err != nil || got != whole.ints[vi] {
+				t.Fatalf("read %d: value %d = %d, %v; decoded whole %d", k, vi, got, err, whole.ints[vi])
+			}
+		}
+		if wantErr == nil && n > 0 && !lazy.intsDone && len(reads) > lazyIntReads {
+			t.Fatalf("%d reads and the column is not decoded", len(reads))
+		}
+	})
+}
+
+// TestIntAtSkips: reads of one value each, forward and back, over
+// varints of every length, agree with decoding them all.
+func TestIntAtSkips(t *testing.T) {
+	var s []byte
+	var want []int64
+	for i := range 1000 {
+		v := int64(i*i*i*i) ^ -int64(i&1)<<(i%60)
+		want = append(want, v)
+		s = binary.AppendVarint(s, v)
+	}
+	if !varintCount(s, len(want)) || varintCount(s, len(want)-1) || varintCount(s[:len(s)-1], len(want)-1) {
+		t.Fatal("varintCount")
+	}
+	for _, order := range [][]int{{999, 0, 500, 501, 3, 998}, {5, 4, 3, 2, 1, 0}, {0, 1, 2, 3, 4, 5, 6, 7, 8, 9}} {
+		c := colData{enc: encInt, n: len(want), varints: s}
+		for _, vi := range order {
+			if got, err := c.intAt(vi); err != nil || got != want[vi] {
+				t.Fatalf("order %v: value %d = %d, %v, want %d", order, vi, got, err, want[vi])
+			}
+		}
+		// Reads that pass more than the column's bytes in all decode it
+		// whole (the first order); the others find their values.
+		if c.intsDone != (order[0] == 999) {
+			t.Fatalf("order %v: decoded whole %v after %d reads", order, c.intsDone, len(order))
+		}
+	}
+}
