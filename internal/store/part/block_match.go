@@ -2,7 +2,6 @@ package part
 
 import (
 	"bytes"
-	"encoding/binary"
 	"encoding/hex"
 	"fmt"
 	bits64 "math/bits"
@@ -253,10 +252,14 @@ func (b *Block) candidates(ti, li int) ([]int, error) {
 	}
 	tm := &b.tmpls[ti]
 	c := b.lm.cands[k][:0]
+	matches := b.lm.matches[li*len(b.cols) : (li+1)*len(b.cols)]
 	for _, si := range tm.holes {
-		m, err := b.colMatchOf(int(tm.cols[si]), li)
-		if err != nil {
-			return nil, err
+		m := &matches[tm.cols[si]] // colMatchOf's memo, looked at first: most columns are known
+		if m.state == matchUnknown {
+			var err error
+			if m, err = b.colMatchOf(int(tm.cols[si]), li); err != nil {
+				return nil, err
+			}
 		}
 		if m.state != matchNever && m.state != matchNone {
 			c = append(c, si)
@@ -339,26 +342,7 @@ func (b *Block) colMatchOf(ci, li int) (*colMatch, error) {
 			// check found (a folding one is lowercase).
 			want := make([]byte, c.hexLen/2)
 			if _, err := hex.Decode(want, lit.Text); err == nil {
-				// Each value compared where it starts: its first 8
-				// bytes as a word, the rest only when they agree (a
-				// trace id is 16 bytes; a search of the values end to
-				// end stopped at every byte equal to the first).
-				w, data := len(want), c.data[:c.n*len(want)]
-				if w >= 8 {
-					head := binary.LittleEndian.Uint64(want)
-					for vi := range c.n {
-						v := data[vi*w : vi*w+w]
-						if binary.LittleEndian.Uint64(v) == head && bytes.Equal(v[8:], want[8:]) {
-							m.bits[vi/64] |= 1 << (vi % 64)
-						}
-					}
-				} else {
-					for vi := range c.n {
-						if bytes.Equal(data[vi*w:vi*w+w], want) {
-							m.bits[vi/64] |= 1 << (vi % 64)
-						}
-					}
-				}
+				c.hexEqualBits(want, m.bits)
 				m.state = matchBits
 				return m, nil
 			}
@@ -641,6 +625,9 @@ func (b *Block) matchNewest(nrows int, stream uint32, lci int) error {
 	walk, fullAt := &b.cur, nrows
 	narrow := !slices.Contains(verdict, rowsMatch)
 	if narrow {
+		if col, bits, ok := b.decidingColumn(verdict, lci); ok {
+			return b.newestByColumn(nrows, stream, lci, col, bits)
+		}
 		need := grown(b.lm.need, len(b.cols))
 		clear(need)
 		b.lm.need = need
@@ -677,6 +664,62 @@ func (b *Block) matchNewest(nrows int, stream uint32, lci int) error {
 		}
 		r := rowOf(t, stream, rowFlags[k])
 		keep, err := b.matchRow(k, tm, tid, lci, t, rowFlags[k], nil, &r)
+		if err != nil {
+			return err
+		}
+		if keep {
+			b.Rows = append(b.Rows, r)
+		}
+	}
+	slices.Reverse(b.Rows) // in time order, as every read gives them
+	return nil
+}
+
+// newestByColumn is matchNewest's walk when one column decides every row
+// it has a value in (decidingColumn: a needle's trace id): the rows
+// whose template reads it take its values from the last back, a row
+// matches when its value's bit is set (or its template's every row
+// does), and only the cursor of the rows kept is moved, by placeAt.
+func (b *Block) newestByColumn(nrows int, stream uint32, lci, col int, bits []uint64) error {
+	verdict := b.lm.verdict
+	vi := b.cols[col].n
+	// With no template whose every row matches, the walk ends at the
+	// row of the first value whose bit is set (most of a needle's block
+	// is never walked).
+	first := -1
+	if !slices.ContainsFunc(verdict, func(v rowsVerdict) bool { return v == rowsAll }) {
+		for w, x := range bits[:(vi+63)/64] {
+			if x != 0 {
+				first = 64*w + bits64.TrailingZeros64(x)
+				break
+			}
+		}
+	}
+	b.lm.passed = grown(b.lm.passed, len(b.tmpls))
+	clear(b.lm.passed)
+	b.cur.StartAtEnd(b, nil)
+	fullAt := nrows
+	for k := nrows - 1; k >= 0 && len(b.Rows) < b.q.Newest && vi > first; k-- {
+		tid := int(b.tids[k])
+		switch verdict[tid] {
+		case rowsNone:
+			continue
+		case rowsTest:
+			if vi--; vi < 0 {
+				return fmt.Errorf("%w: row %d: column %q has only %d values", ErrCorrupt, k, b.Names[col], b.cols[col].n)
+			}
+			if bits[vi/64]&(1<<(vi%64)) == 0 {
+				continue
+			}
+		}
+		t := b.times[k]
+		if t < b.q.From || t > b.q.To {
+			continue
+		}
+		b.placeAt(k, fullAt)
+		fullAt = k
+		r := rowOf(t, stream, b.rowFlags[k])
+		keep, err := b.matchRow(k, &b.tmpls[tid], tid, lci, t, b.rowFlags[k], nil, &r)
 		if err != nil {
 			return err
 		}
@@ -1169,15 +1212,39 @@ func (b *Block) allTests(cur *Cursor, tid int) bool {
 }
 
 // countByColumn counts the matching rows without walking them when one
-// column decides every row it has a value in: each template that reads
-// it has one value in it and the one test of its rows on it (all tests
-// alike: the same clause's bits), and no template with another verdict
-// reads it. Then each value is one row, and the rows that match are the
-// values' set bits, plus the rows every one of which matches. It reports
-// false when the block is not so.
+// column decides every row it has a value in (decidingColumn): each
+// value is one row, and the rows that match are the values' set bits,
+// plus the rows every one of which matches. It reports false when the
+// block is not so.
 func (b *Block) countByColumn(verdict []rowsVerdict, lci int) (int, bool) {
-	col, n := -1, 0
-	var bits []uint64
+	col, bits, ok := b.decidingColumn(verdict, lci)
+	if !ok {
+		return 0, false
+	}
+	n := 0
+	for t, v := range verdict {
+		if v == rowsAll {
+			n += b.perTmpl[t]
+		}
+	}
+	nv := b.cols[col].n
+	for _, w := range bits[:nv/64] {
+		n += bits64.OnesCount64(w)
+	}
+	if r := nv % 64; r > 0 {
+		n += bits64.OnesCount64(bits[nv/64] & (1<<r - 1))
+	}
+	return n, true
+}
+
+// decidingColumn returns the column that decides every row it has a
+// value in, and the bits of its values that match: each template with
+// rows that reads it has one value in it and the one test of its rows on
+// it (all tests alike: the same clause's bits), and no template with
+// another verdict reads it. Bits past the column's values may be set (a
+// clause's bits made all ones): only the first values' count.
+func (b *Block) decidingColumn(verdict []rowsVerdict, lci int) (col int, bits []uint64, ok bool) {
+	col = -1
 	uses := func(t, c int) int {
 		tm := &b.tmpls[t]
 		k := 0
@@ -1197,44 +1264,28 @@ func (b *Block) countByColumn(verdict []rowsVerdict, lci int) (int, bool) {
 		}
 		tests := b.lm.tests[b.lm.testStart[t]:b.lm.testStart[t+1]]
 		if len(tests) != 1 {
-			return 0, false
+			return 0, nil, false
 		}
 		x := &tests[0]
 		if col < 0 {
 			col, bits = x.col, x.bits
 		}
 		if x.col != col || x.nth != 0 || len(x.bits) == 0 || len(x.bits) != len(bits) || &x.bits[0] != &bits[0] || uses(t, col) != 1 {
-			return 0, false
+			return 0, nil, false
 		}
 	}
 	if col < 0 {
-		return 0, false // no row is tested: countTests is as quick
+		return 0, nil, false // no row is tested
 	}
 	for t, v := range verdict {
-		switch {
-		case b.perTmpl[t] == 0:
-		case v == rowsAll:
-			if uses(t, col) > 0 {
-				return 0, false
-			}
-			n += b.perTmpl[t]
-		case v != rowsTest && uses(t, col) > 0:
-			return 0, false
+		if b.perTmpl[t] > 0 && v != rowsTest && uses(t, col) > 0 {
+			return 0, nil, false
 		}
 	}
-	// Bits past the column's values may be set (a clause's bits made
-	// all ones): only the values' count.
-	nv := b.cols[col].n
-	if len(bits) < (nv+63)/64 {
-		return 0, false
+	if len(bits) < (b.cols[col].n+63)/64 {
+		return 0, nil, false
 	}
-	for _, w := range bits[:nv/64] {
-		n += bits64.OnesCount64(w)
-	}
-	if r := nv % 64; r > 0 {
-		n += bits64.OnesCount64(bits[nv/64] & (1<<r - 1))
-	}
-	return n, true
+	return col, bits, true
 }
 
 // countTests is countMatches' loop when it only counts and no row needs

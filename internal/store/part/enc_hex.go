@@ -1,6 +1,8 @@
 package part
 
 import (
+	"bytes"
+	"encoding/binary"
 	"slices"
 
 	"github.com/sluicelog/sluice/internal/bin"
@@ -81,6 +83,36 @@ func (c *colData) appendHexValue(dst []byte, i int) []byte {
 		dst = append(dst, hexDigits[x>>4], hexDigits[x&15])
 	}
 	return dst
+}
+
+// hexEqualBits sets the bit of each value equal to want (hexLen/2
+// bytes). Each value is compared where it starts: its first 8 bytes as a
+// word, four values a step, the rest only when a head agrees (a trace id
+// is 16 bytes; a search of the values end to end stopped at every byte
+// equal to the first).
+func (c *colData) hexEqualBits(want []byte, bits []uint64) {
+	w, data := len(want), c.data[:c.n*len(want)]
+	vi := 0
+	if w >= 8 {
+		head := binary.LittleEndian.Uint64(want)
+		for ; vi+4 <= c.n; vi += 4 {
+			d := data[vi*w : (vi+4)*w]
+			if binary.LittleEndian.Uint64(d) != head && binary.LittleEndian.Uint64(d[w:]) != head &&
+				binary.LittleEndian.Uint64(d[2*w:]) != head && binary.LittleEndian.Uint64(d[3*w:]) != head {
+				continue
+			}
+			for k := range 4 {
+				if bytes.Equal(d[k*w:(k+1)*w], want) {
+					bits[(vi+k)/64] |= 1 << ((vi + k) % 64)
+				}
+			}
+		}
+	}
+	for ; vi < c.n; vi++ {
+		if bytes.Equal(data[vi*w:(vi+1)*w], want) {
+			bits[vi/64] |= 1 << (vi % 64)
+		}
+	}
 }
 
 // hexAlphabet holds every byte a hex value may have.

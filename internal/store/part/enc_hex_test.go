@@ -1,0 +1,42 @@
+package part
+
+import (
+	"bytes"
+	"math/rand/v2"
+	"testing"
+)
+
+// TestHexEqualBits: the values equal to a wanted one, found four heads a
+// step, are those a comparison of each value finds: a value placed at
+// each place in turn (in every lane of a step and in the tail), beside
+// one whose head agrees and whose rest does not, for values of 8 bytes
+// or more and fewer.
+func TestHexEqualBits(t *testing.T) {
+	rng := rand.New(rand.NewPCG(4, 4))
+	for _, w := range []int{4, 8, 16} {
+		for n := 1; n < 23; n++ {
+			for p := range n {
+				data := make([]byte, n*w)
+				for i := range data {
+					data[i] = byte(rng.IntN(3))
+				}
+				want := make([]byte, w)
+				for i := range want {
+					want[i] = 3 + byte(rng.IntN(3))
+				}
+				copy(data[p*w:], want)
+				if q := rng.IntN(n); q != p {
+					copy(data[q*w:], want[:min(8, w)]) // the head alone
+				}
+				c := colData{n: n, hexLen: 2 * w, data: data}
+				got := make([]uint64, (n+63)/64)
+				c.hexEqualBits(want, got)
+				for vi := range n {
+					if eq := bytes.Equal(data[vi*w:(vi+1)*w], want); eq != (got[vi/64]&(1<<(vi%64)) != 0) {
+						t.Fatalf("%d values of %d bytes, the wanted one at %d: value %d equal %v, its bit says otherwise", n, w, p, vi, eq)
+					}
+				}
+			}
+		}
+	}
+}
