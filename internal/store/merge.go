@@ -152,7 +152,9 @@ func (s *Store) merge(ctx context.Context, group []*livePart) error {
 			for _, p := range group {
 				if si, ok := p.streams[k]; ok {
 					// Every block is read once: Drop.
-					its = append(its, newPartIter(p.rd, si, math.MinInt64, math.MaxInt64, ScanOptions{Drop: true}))
+					if it := newPartIter(p.rd, si, math.MinInt64, math.MaxInt64, ScanOptions{Drop: true}); it != nil {
+						its = append(its, it)
+					}
 				}
 			}
 			if err := w.StartStream(streams[k]); err != nil {

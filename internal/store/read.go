@@ -265,9 +265,10 @@ func (sn *Snapshot) Scan(ctx context.Context, tenant string, stream record.Label
 			continue
 		}
 		if si, ok := p.streams[key]; ok {
-			it := newPartIter(p.rd, si, from, to, opts)
-			it.skip = sn.skipper(p)
-			its = append(its, it)
+			if it := newPartIter(p.rd, si, from, to, opts); it != nil {
+				it.skip = sn.skipper(p)
+				its = append(its, it)
+			}
 		}
 	}
 	for _, h := range sn.heads {
@@ -479,8 +480,19 @@ type partIter struct {
 	e        error
 }
 
+// newPartIter returns the iterator over the blocks of one stream of a
+// part that may hold rows for opts in [from, to], or nil when none may
+// (a needle's filters pass few blocks of few streams: the others cost no
+// iterator).
 func newPartIter(rd *part.Reader, stream uint32, from, to int64, opts ScanOptions) *partIter {
-	it := &partIter{rd: rd, from: from, to: to, bi: -1, drop: opts.Drop, backward: opts.Backward, blk: blockPool.Get().(*part.Block)}
+	blocks := partBlocks(rd, stream, from, to, opts)
+	if len(blocks) == 0 {
+		return nil
+	}
+	if opts.Backward {
+		slices.Reverse(blocks)
+	}
+	it := &partIter{rd: rd, from: from, to: to, bi: -1, drop: opts.Drop, backward: opts.Backward, blocks: blocks, blk: blockPool.Get().(*part.Block)}
 	it.blk.Scan = opts.Drop
 	if opts.LinesOnly {
 		q := &part.LineRead{Meta: opts.Meta, Contains: opts.Contains, NoLines: opts.NoLines && len(opts.Contains) > 0}
@@ -502,6 +514,14 @@ func newPartIter(rd *part.Reader, stream uint32, from, to int64, opts ScanOption
 	if opts.CountAll && len(opts.Contains) == 0 && opts.BlockCount != nil {
 		it.count, it.countAll, it.meta = opts.BlockCount, true, opts.Meta
 	}
+	return it
+}
+
+// partBlocks returns the blocks of one stream of a part with rows in
+// [from, to], in the share opts.Shard names, that its filters say may
+// hold opts' tokens and needles, in order.
+func partBlocks(rd *part.Reader, stream uint32, from, to int64, opts ScanOptions) []int {
+	var blocks []int
 	lo, hi := rd.StreamBlocks(stream)
 blocks:
 	for i := lo; i < hi; i++ {
@@ -520,12 +540,9 @@ blocks:
 				}
 			}
 		}
-		it.blocks = append(it.blocks, i)
+		blocks = append(blocks, i)
 	}
-	if it.backward {
-		slices.Reverse(it.blocks)
-	}
-	return it
+	return blocks
 }
 
 func (it *partIter) next() bool {
