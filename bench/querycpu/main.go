@@ -93,7 +93,7 @@ func main() {
 			os.Exit(1)
 		}
 	}
-	var took []time.Duration
+	var took, walls []time.Duration
 	var last *query.Result
 	for i := range *warm + *runs {
 		if i == *warm && *memProfile != "" {
@@ -107,7 +107,7 @@ func main() {
 			}
 			defer stop()
 		}
-		c0 := cpuTime()
+		c0, w0 := cpuTime(), time.Now()
 		res, err := exec(p)
 		if err != nil {
 			fmt.Fprintf(os.Stderr, "querycpu: %v\n", err)
@@ -116,6 +116,7 @@ func main() {
 		last = res
 		if i >= *warm {
 			took = append(took, cpuTime()-c0)
+			walls = append(walls, time.Since(w0))
 		}
 	}
 	if *memProfile != "" {
@@ -126,9 +127,10 @@ func main() {
 	}
 	sorted := slices.Clone(took)
 	slices.Sort(sorted)
+	slices.Sort(walls)
 	if *quiet {
 		st := last.Stats
-		fmt.Printf("median %.2f ms CPU; rows %d, from columns %d, swept %d\n", ms(sorted[len(sorted)/2]), st.Rows, st.RowsColumnar, st.RowsSwept)
+		fmt.Printf("median %.2f ms CPU, %.2f ms wall; rows %d, from columns %d, swept %d\n", ms(sorted[len(sorted)/2]), ms(walls[len(walls)/2]), st.Rows, st.RowsColumnar, st.RowsSwept)
 		return
 	}
 	fmt.Printf("median %.1f ms CPU, runs %v\n", ms(sorted[len(sorted)/2]), took)
