@@ -154,20 +154,28 @@ func (w *rangeWorker) seriesOf() (*rangeSeries, error) {
 	if w.lb.HasError() {
 		return nil, pipelineError(w.lb)
 	}
+	n := 0
 	if w.byOn {
-		if s := w.series.get(w.byKey()); s != nil {
-			return s, nil
-		}
+		// The key of the labels once grouped, without grouping them
+		// (a new series groups them only to copy them).
+		n = w.byKey()
+	} else {
+		group(w.lb, w.x.Grouping)
+		group(w.lb, w.sumBy)
+		w.key = w.lb.AppendKey(w.key[:0])
+		n = len(w.lb.Current())
 	}
-	group(w.lb, w.x.Grouping)
-	group(w.lb, w.sumBy)
-	w.key = w.lb.AppendKey(w.key[:0])
 	s := w.series.get(w.key)
 	if s == nil {
 		s = w.alloc.series(nil, w.op, w.shape.steps)
 		k := w.series.add(w.key, s)
-		if !keyHolds(k, len(w.lb.Current())) {
-			s.labels = w.lb.Copy() // a value holds the separator
+		if !keyHolds(k, n) {
+			// A value holds the separator: the series keeps its labels.
+			if w.byOn {
+				group(w.lb, w.x.Grouping)
+				group(w.lb, w.sumBy)
+			}
+			s.labels = w.lb.Copy()
 		}
 		w.tally.held += s.size(len(w.key))
 	}
@@ -175,18 +183,21 @@ func (w *rangeWorker) seriesOf() (*rangeSeries, error) {
 }
 
 // byKey writes into w.key the key AppendKey gives the labels in w.lb
-// once grouped by w.by: those of its names that are set, in name order.
-func (w *rangeWorker) byKey() []byte {
+// once grouped by w.by (those of its names that are set, in name order),
+// and returns how many labels it holds.
+func (w *rangeWorker) byKey() int {
 	w.key = w.key[:0]
+	n := 0
 	for _, name := range w.by {
 		if v, ok := w.lb.Lookup(name); ok {
 			w.key = append(w.key, name...)
 			w.key = append(w.key, 0xff)
 			w.key = append(w.key, v...)
 			w.key = append(w.key, 0xff)
+			n++
 		}
 	}
-	return w.key
+	return n
 }
 
 // groupedBy returns the names grouping by g1 then by g2 keeps, sorted,
