@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sluicelog/sluice/internal/record"
 	"github.com/sluicelog/sluice/internal/rows"
 	"github.com/sluicelog/sluice/internal/store"
 	"github.com/sluicelog/sluice/internal/store/part"
@@ -44,11 +43,11 @@ func (c *cancelSource) rows(fn store.RowFunc) store.RowFunc {
 	}
 }
 
-func (c *cancelSource) Scan(ctx context.Context, tenant string, stream record.Labels, from, to int64, opts store.ScanOptions, fn store.RowFunc) error {
+func (c *cancelSource) Scan(ctx context.Context, tenant string, stream store.Stream, from, to int64, opts store.ScanOptions, fn store.RowFunc) error {
 	return c.Source.Scan(ctx, tenant, stream, from, to, opts, c.rows(fn))
 }
 
-func (c *cancelSource) ScanColumns(ctx context.Context, tenant string, stream record.Labels, from, to int64, shard store.Shard, blockFn store.BlockFunc, metaOK store.MetaFunc, rowFn store.RowFunc) error {
+func (c *cancelSource) ScanColumns(ctx context.Context, tenant string, stream store.Stream, from, to int64, shard store.Shard, blockFn store.BlockFunc, metaOK store.MetaFunc, rowFn store.RowFunc) error {
 	return c.Source.ScanColumns(ctx, tenant, stream, from, to, shard, func(b *part.Block) error {
 		if n := int64(b.NumRows()); n > c.maxBlock.Load() {
 			c.maxBlock.Store(n) // (racy, but a test's bound: the largest a worker saw)

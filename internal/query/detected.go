@@ -16,6 +16,7 @@ import (
 	"github.com/sluicelog/sluice/internal/record"
 	"github.com/sluicelog/sluice/internal/rows"
 	"github.com/sluicelog/sluice/internal/stage"
+	"github.com/sluicelog/sluice/internal/store"
 )
 
 // What Grafana Logs Drilldown asks of a log query's lines beyond the lines
@@ -83,9 +84,10 @@ func (e *Engine) sample(ctx context.Context, src Source, p SampleParams) ([]samp
 		}
 		return &worker{pipe: pipe, lb: &stage.Labels{}}, nil
 	}
-	workers, err := forStreams(ctx, ev, ev.streams(x.Selector, from, to), setup, func(ctx context.Context, w *worker, ls record.Labels) error {
+	workers, err := forStreams(ctx, ev, ev.streams(x.Selector, from, to), setup, func(ctx context.Context, w *worker, st store.Stream) error {
+		ls := st.Labels
 		n := 0
-		err := ev.src.Scan(ctx, ev.p.Tenant, ls, from, to, opts, func(r *rows.Row, names []string) error {
+		err := ev.src.Scan(ctx, ev.p.Tenant, st, from, to, opts, func(r *rows.Row, names []string) error {
 			if err := ev.scanned(&w.tally, r.Line); err != nil {
 				return err
 			}

@@ -16,10 +16,10 @@ import (
 // (store.Snapshot answers it).
 type Source interface {
 	// Streams returns the streams of a tenant with rows in [from, to].
-	Streams(tenant string, from, to int64) []record.Labels
+	Streams(tenant string, from, to int64) []store.Stream
 	// Scan calls fn for the rows of one stream with a time in [from, to]
 	// in time order, or newest first when opts say so.
-	Scan(ctx context.Context, tenant string, stream record.Labels, from, to int64, opts store.ScanOptions, fn store.RowFunc) error
+	Scan(ctx context.Context, tenant string, stream store.Stream, from, to int64, opts store.ScanOptions, fn store.RowFunc) error
 	// ScanColumns calls rowFn for the stream's rows in [from, to] that
 	// are not in stored blocks read columnar (the head's first), then
 	// blockFn for its stored blocks with rows in [from, to], read
@@ -28,11 +28,11 @@ type Source interface {
 	// takes it, else rowFn for its rows.
 	// Only the share of the stream that shard names (ScanOptions.Shard
 	// for Scan).
-	ScanColumns(ctx context.Context, tenant string, stream record.Labels, from, to int64, shard store.Shard, blockFn store.BlockFunc, metaOK store.MetaFunc, rowFn store.RowFunc) error
+	ScanColumns(ctx context.Context, tenant string, stream store.Stream, from, to int64, shard store.Shard, blockFn store.BlockFunc, metaOK store.MetaFunc, rowFn store.RowFunc) error
 }
 
 // indexCounter is a Source that can count a stream's rows in [from,
-// to] from its index when no row need be read (store.Snapshot's
+// to] (key: its store.Stream's) from its index when no row need be read (store.Snapshot's
 // CountIndexed); ok false: Scan them.
 type indexCounter interface {
 	CountIndexed(tenant, key string, from, to int64, shard store.Shard) (n int, ok bool)

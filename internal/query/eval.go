@@ -11,7 +11,6 @@ import (
 	"sync/atomic"
 
 	"github.com/sluicelog/sluice/internal/logql"
-	"github.com/sluicelog/sluice/internal/record"
 	"github.com/sluicelog/sluice/internal/regexlit"
 	"github.com/sluicelog/sluice/internal/stage"
 	"github.com/sluicelog/sluice/internal/store"
@@ -44,11 +43,11 @@ func (c *counters) snapshot() Stats {
 
 // streams returns the streams of the query's tenant with rows in
 // [from, to] that sel matches.
-func (ev *evaluator) streams(sel logql.Selector, from, to int64) []record.Labels {
-	var out []record.Labels
-	for _, ls := range ev.src.Streams(ev.p.Tenant, from, to) {
-		if sel.Matches(ls.Value) {
-			out = append(out, ls)
+func (ev *evaluator) streams(sel logql.Selector, from, to int64) []store.Stream {
+	var out []store.Stream
+	for _, st := range ev.src.Streams(ev.p.Tenant, from, to) {
+		if sel.Matches(st.Labels.Value) {
+			out = append(out, st)
 		}
 	}
 	return out
@@ -93,15 +92,15 @@ func (ev *evaluator) flush(t *tally) error {
 // forStreams runs work for each stream on the engine's workers; each
 // worker first calls setup for its own state (a compiled pipeline, say).
 // The first error stops the others.
-func forStreams[W any](ctx context.Context, ev *evaluator, streams []record.Labels, setup func() (W, error), work func(ctx context.Context, w W, ls record.Labels) error) ([]W, error) {
-	return forUnits(ctx, ev, streams, func(record.Labels) bool { return true }, setup, work)
+func forStreams[W any](ctx context.Context, ev *evaluator, streams []store.Stream, setup func() (W, error), work func(ctx context.Context, w W, st store.Stream) error) ([]W, error) {
+	return forUnits(ctx, ev, streams, func(store.Stream) bool { return true }, setup, work)
 }
 
 // streamShard is a share of one stream's rows (store.Shard): the unit of
 // work of a range aggregation, whose workers' series merge whatever rows
 // each read.
 type streamShard struct {
-	ls    record.Labels
+	st    store.Stream
 	shard store.Shard
 }
 
@@ -110,15 +109,15 @@ type streamShard struct {
 // worker busy (one big stream, say) and split says the function's
 // states merge whatever rows each share read, each cut in a share per
 // worker.
-func (ev *evaluator) shardStreams(streams []record.Labels, split bool) []streamShard {
+func (ev *evaluator) shardStreams(streams []store.Stream, split bool) []streamShard {
 	n := 1
 	if w := ev.e.workers; split && w > 1 && len(streams) < 4*w && !ev.e.reference {
 		n = w
 	}
 	out := make([]streamShard, 0, n*len(streams))
-	for _, ls := range streams {
+	for _, st := range streams {
 		for i := range n {
-			out = append(out, streamShard{ls: ls, shard: store.Shard{I: i, N: n}})
+			out = append(out, streamShard{st: st, shard: store.Shard{I: i, N: n}})
 		}
 	}
 	return out

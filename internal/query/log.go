@@ -98,7 +98,8 @@ func (ev *evaluator) logLines(ctx context.Context, x *logql.LogExpr) ([]logLine,
 	// Newest first, no interval: stored blocks are read columnar when
 	// the pipeline allows, each walked from its newest row (log_columns.go).
 	columnar := opts.Backward && cut != nil && logColumnar(x)
-	workers, err := forStreams(ctx, ev, streams, setup, func(ctx context.Context, w *logWorker, ls record.Labels) error {
+	workers, err := forStreams(ctx, ev, streams, setup, func(ctx context.Context, w *logWorker, st store.Stream) error {
+		ls := st.Labels
 		// Each stream yields at most limit lines: its newest (or oldest)
 		// ones are all the merged result can use.
 		n, last := 0, int64(0)
@@ -146,11 +147,11 @@ func (ev *evaluator) logLines(ctx context.Context, x *logql.LogExpr) ([]logLine,
 		var err error
 		if columnar {
 			w.columns(x).none = unknown // its outcome holds for one stream
-			err = ev.src.ScanColumns(ctx, ev.p.Tenant, ls, from, to, store.Shard{}, func(b *part.Block) error {
+			err = ev.src.ScanColumns(ctx, ev.p.Tenant, st, from, to, store.Shard{}, func(b *part.Block) error {
 				return w.block(ev, ls, b, from, to, cut, keep)
 			}, nil, row) // a line's labels are its metadata too
 		} else {
-			err = ev.src.Scan(ctx, ev.p.Tenant, ls, from, to, implied.of(ls), row)
+			err = ev.src.Scan(ctx, ev.p.Tenant, st, from, to, implied.of(ls), row)
 		}
 		if errors.Is(err, errEnough) {
 			err = nil

@@ -441,7 +441,7 @@ func (ev *evaluator) rangeStates(ctx context.Context, x *logql.RangeAggregation,
 	counter, _ := ev.src.(indexCounter)
 	units := ev.shardStreams(streams, op != opFirst && op != opLast && op != opList)
 	workers, err := forUnits(ctx, ev, units, func(u streamShard) bool { return u.shard.I == 0 }, setup, func(ctx context.Context, w *rangeWorker, u streamShard) error {
-		ls := u.ls
+		ls := u.st.Labels
 		row := func(r *rows.Row, names []string) error {
 			if err := ev.scanned(&w.tally, r.Line); err != nil {
 				return err
@@ -481,7 +481,7 @@ func (ev *evaluator) rangeStates(ctx context.Context, x *logql.RangeAggregation,
 		}
 		if countsAll && !timesOnly && counter != nil {
 			// At one instant, most streams' counts are in the index.
-			if n, ok := counter.CountIndexed(ev.p.Tenant, ls.String(), from, to, u.shard); ok {
+			if n, ok := counter.CountIndexed(ev.p.Tenant, u.st.Key, from, to, u.shard); ok {
 				return w.countRows(ev, ls, to, n)
 			}
 		}
@@ -489,19 +489,19 @@ func (ev *evaluator) rangeStates(ctx context.Context, x *logql.RangeAggregation,
 		case countsAll && hints.observed.Beyond(ls):
 			// Labels the stream has not (or every label) are asked: its
 			// rows' metadata may have them.
-			err = ev.src.ScanColumns(ctx, ev.p.Tenant, ls, from, to, u.shard, func(b *part.Block) error {
+			err = ev.src.ScanColumns(ctx, ev.p.Tenant, u.st, from, to, u.shard, func(b *part.Block) error {
 				return w.metaCount(ev, ls, b, from, to)
 			}, metaCountable, row)
 		case timesOnly:
-			err = ev.src.ScanColumns(ctx, ev.p.Tenant, ls, from, to, u.shard, func(b *part.Block) error {
+			err = ev.src.ScanColumns(ctx, ev.p.Tenant, u.st, from, to, u.shard, func(b *part.Block) error {
 				return w.countTimes(ev, ls, b, from, to)
 			}, metaUnseen(hints.observed), row)
 		case columnar:
-			err = ev.src.ScanColumns(ctx, ev.p.Tenant, ls, from, to, u.shard, func(b *part.Block) error {
+			err = ev.src.ScanColumns(ctx, ev.p.Tenant, u.st, from, to, u.shard, func(b *part.Block) error {
 				return w.block(ev, ls, b, from, to)
 			}, metaUnseen(hints.observed), row)
 		case w.lines != nil && w.lines.on && unpruned(implied.of(ls)):
-			err = ev.src.ScanColumns(ctx, ev.p.Tenant, ls, from, to, u.shard, func(b *part.Block) error {
+			err = ev.src.ScanColumns(ctx, ev.p.Tenant, u.st, from, to, u.shard, func(b *part.Block) error {
 				return w.lines.block(ev, w, ls, b, from, to)
 			}, metaUnseen(hints.observed), row)
 		default:
@@ -519,7 +519,7 @@ func (ev *evaluator) rangeStates(ctx context.Context, x *logql.RangeAggregation,
 				}
 			}
 			o.Shard = u.shard
-			err = ev.src.Scan(ctx, ev.p.Tenant, ls, from, to, o, row)
+			err = ev.src.Scan(ctx, ev.p.Tenant, u.st, from, to, o, row)
 		}
 		if ferr := ev.flush(&w.tally); err == nil {
 			err = ferr

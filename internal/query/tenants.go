@@ -59,12 +59,12 @@ type multiSource struct {
 	tenants []string
 
 	mu     sync.Mutex
-	origin map[string]tenantStream // by the labelled set's text
+	origin map[string]tenantStream // by the labelled set's key
 }
 
 type tenantStream struct {
 	tenant string
-	labels record.Labels
+	stream store.Stream
 }
 
 func newMultiSource(src Source, tenants []string) *multiSource {
@@ -73,42 +73,42 @@ func newMultiSource(src Source, tenants []string) *multiSource {
 
 // Streams returns every tenant's streams with rows in [from, to]; the
 // tenant argument (the query's, the tenants joined by |) is not read.
-func (m *multiSource) Streams(_ string, from, to int64) []record.Labels {
-	var out []record.Labels
+func (m *multiSource) Streams(_ string, from, to int64) []store.Stream {
+	var out []store.Stream
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	for _, t := range m.tenants {
-		for _, ls := range m.src.Streams(t, from, to) {
-			l := WithTenant(ls, t)
-			m.origin[l.String()] = tenantStream{t, ls}
+		for _, st := range m.src.Streams(t, from, to) {
+			l := store.StreamOf(WithTenant(st.Labels, t))
+			m.origin[l.Key] = tenantStream{t, st}
 			out = append(out, l)
 		}
 	}
 	return out
 }
 
-func (m *multiSource) resolve(stream record.Labels) (tenantStream, error) {
+func (m *multiSource) resolve(stream store.Stream) (tenantStream, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	ts, ok := m.origin[stream.String()]
+	ts, ok := m.origin[stream.Key]
 	if !ok {
 		return ts, fmt.Errorf("multi-tenant query: stream %s was not listed by Streams", stream)
 	}
 	return ts, nil
 }
 
-func (m *multiSource) Scan(ctx context.Context, _ string, stream record.Labels, from, to int64, opts store.ScanOptions, fn store.RowFunc) error {
+func (m *multiSource) Scan(ctx context.Context, _ string, stream store.Stream, from, to int64, opts store.ScanOptions, fn store.RowFunc) error {
 	ts, err := m.resolve(stream)
 	if err != nil {
 		return err
 	}
-	return m.src.Scan(ctx, ts.tenant, ts.labels, from, to, opts, fn)
+	return m.src.Scan(ctx, ts.tenant, ts.stream, from, to, opts, fn)
 }
 
-func (m *multiSource) ScanColumns(ctx context.Context, _ string, stream record.Labels, from, to int64, shard store.Shard, blockFn store.BlockFunc, metaOK store.MetaFunc, rowFn store.RowFunc) error {
+func (m *multiSource) ScanColumns(ctx context.Context, _ string, stream store.Stream, from, to int64, shard store.Shard, blockFn store.BlockFunc, metaOK store.MetaFunc, rowFn store.RowFunc) error {
 	ts, err := m.resolve(stream)
 	if err != nil {
 		return err
 	}
-	return m.src.ScanColumns(ctx, ts.tenant, ts.labels, from, to, shard, blockFn, metaOK, rowFn)
+	return m.src.ScanColumns(ctx, ts.tenant, ts.stream, from, to, shard, blockFn, metaOK, rowFn)
 }

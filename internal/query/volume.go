@@ -130,24 +130,25 @@ func (e *Engine) Volume(ctx context.Context, src Source, p VolumeParams) ([]Volu
 			into[m.Name] = true
 		}
 	}
-	var streams []record.Labels
-	for _, ls := range src.Streams(p.Tenant, p.Start, p.End) {
-		if !p.Selector.Matches(ls.Value) {
+	var streams []store.Stream
+	for _, st := range src.Streams(p.Tenant, p.Start, p.End) {
+		if !p.Selector.Matches(st.Labels.Value) {
 			continue
 		}
-		if slices.ContainsFunc(must, func(n string) bool { return ls.Value(n) == "" }) {
+		if slices.ContainsFunc(must, func(n string) bool { return st.Labels.Value(n) == "" }) {
 			continue
 		}
-		streams = append(streams, ls)
+		streams = append(streams, st)
 	}
 	buckets := newVolumeBuckets(p.Start, p.End, p.Step)
 	ev := &evaluator{e: e, src: src, p: Params{Tenant: p.Tenant, Start: p.Start, End: p.End}}
 	setup := func() (*volumeWorker, error) { return &volumeWorker{series: map[string]*volumeAcc{}}, nil }
 	opts := store.ScanOptions{LinesOnly: true}
-	workers, err := forStreams(ctx, ev, streams, setup, func(ctx context.Context, w *volumeWorker, ls record.Labels) error {
+	workers, err := forStreams(ctx, ev, streams, setup, func(ctx context.Context, w *volumeWorker, st store.Stream) error {
+		ls := st.Labels
 		sums := make([]int64, len(buckets.times))
 		seen := make([]bool, len(buckets.times))
-		err := ev.src.Scan(ctx, p.Tenant, ls, p.Start, p.End, opts, func(r *rows.Row, _ []string) error {
+		err := ev.src.Scan(ctx, p.Tenant, st, p.Start, p.End, opts, func(r *rows.Row, _ []string) error {
 			if err := ev.scanned(&w.tally, r.Line); err != nil {
 				return err
 			}

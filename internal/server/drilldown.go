@@ -217,11 +217,11 @@ func (s *Server) detectedLabels(ctx context.Context, q *queryRequest) (any, erro
 	sn := s.st.Snapshot()
 	defer sn.Release()
 	values := map[string]map[string]bool{}
-	for _, ls := range sn.Streams(q.tenant, start.UnixNano(), end.UnixNano()) {
-		if !sel.Matches(ls.Value) {
+	for _, st := range sn.Streams(q.tenant, start.UnixNano(), end.UnixNano()) {
+		if !sel.Matches(st.Labels.Value) {
 			continue
 		}
-		for _, l := range ls {
+		for _, l := range st.Labels {
 			if values[l.Name] == nil {
 				values[l.Name] = map[string]bool{}
 			}

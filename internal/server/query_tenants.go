@@ -68,7 +68,8 @@ func (q *queryRequest) multi() bool { return len(q.tenants) > 1 }
 func (s *Server) tenantStreams(q *queryRequest, sn *store.Snapshot, from, to int64) []record.Labels {
 	var out []record.Labels
 	for _, t := range q.tenants {
-		for _, ls := range sn.Streams(t, from, to) {
+		for _, st := range sn.Streams(t, from, to) {
+			ls := st.Labels
 			if q.multi() {
 				ls = query.WithTenant(ls, t)
 			}

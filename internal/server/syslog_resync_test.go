@@ -51,7 +51,7 @@ func (f *fixture) storedField(tenant, app, name string) []string {
 	defer sn.Release()
 	var out []string
 	for _, ls := range sn.Streams(tenant, math.MinInt64, math.MaxInt64) {
-		if !strings.Contains(ls.String(), `app_name="`+app+`"`) {
+		if !strings.Contains(ls.Key, `app_name="`+app+`"`) {
 			continue
 		}
 		err := sn.Scan(context.Background(), tenant, ls, math.MinInt64, math.MaxInt64, store.ScanOptions{}, func(r *rows.Row, names []string) error {

@@ -247,7 +247,7 @@ type sharedSnapshot struct {
 	// tenant's streams walks them all (20,000 streams: milliseconds), too
 	// much for every tail every second.
 	mu      sync.Mutex
-	streams map[string][]record.Labels
+	streams map[string][]store.Stream
 }
 
 // tailSource is the source of one tail's queries: a shared snapshot
@@ -260,30 +260,30 @@ type tailSource struct {
 // Streams returns every stream of tenant that the tail's selector
 // matches, whatever their times: a stream without rows in [from, to]
 // yields nothing when scanned.
-func (ts tailSource) Streams(tenant string, from, to int64) []record.Labels {
+func (ts tailSource) Streams(tenant string, from, to int64) []store.Stream {
 	key := tenant + "\x00" + ts.sel.String()
 	ts.mu.Lock()
 	defer ts.mu.Unlock()
 	out, ok := ts.streams[key]
 	if !ok {
-		for _, ls := range ts.sn.Streams(tenant, math.MinInt64, math.MaxInt64) {
-			if ts.sel.Matches(ls.Value) {
-				out = append(out, ls)
+		for _, st := range ts.sn.Streams(tenant, math.MinInt64, math.MaxInt64) {
+			if ts.sel.Matches(st.Labels.Value) {
+				out = append(out, st)
 			}
 		}
 		if ts.streams == nil {
-			ts.streams = map[string][]record.Labels{}
+			ts.streams = map[string][]store.Stream{}
 		}
 		ts.streams[key] = out
 	}
 	return out
 }
 
-func (ts tailSource) Scan(ctx context.Context, tenant string, stream record.Labels, from, to int64, opts store.ScanOptions, fn store.RowFunc) error {
+func (ts tailSource) Scan(ctx context.Context, tenant string, stream store.Stream, from, to int64, opts store.ScanOptions, fn store.RowFunc) error {
 	return ts.sn.Scan(ctx, tenant, stream, from, to, opts, fn)
 }
 
-func (ts tailSource) ScanColumns(ctx context.Context, tenant string, stream record.Labels, from, to int64, shard store.Shard, blockFn store.BlockFunc, metaOK store.MetaFunc, rowFn store.RowFunc) error {
+func (ts tailSource) ScanColumns(ctx context.Context, tenant string, stream store.Stream, from, to int64, shard store.Shard, blockFn store.BlockFunc, metaOK store.MetaFunc, rowFn store.RowFunc) error {
 	return ts.sn.ScanColumns(ctx, tenant, stream, from, to, shard, blockFn, metaOK, rowFn)
 }
 

@@ -39,7 +39,7 @@ func (sn *Snapshot) Export(ctx context.Context, tenants []string, from, to int64
 	}
 	type item struct {
 		tenant string
-		stream record.Labels
+		stream Stream
 		out    chan []byte // filled buffers, in order; closed when done
 		err    error       // set before out is closed
 	}
@@ -98,11 +98,11 @@ func (sn *Snapshot) Export(ctx context.Context, tenants []string, from, to int64
 		defer close(order)
 		defer close(todo)
 		for _, t := range tenants {
-			for _, ls := range sn.Streams(t, from, to) {
-				if match != nil && !match(ls) {
+			for _, st := range sn.Streams(t, from, to) {
+				if match != nil && !match(st.Labels) {
 					continue
 				}
-				it := &item{tenant: t, stream: ls, out: make(chan []byte, 4)}
+				it := &item{tenant: t, stream: st, out: make(chan []byte, 4)}
 				select {
 				case order <- it:
 				case <-ctx.Done():

@@ -85,12 +85,23 @@ func (sn *Snapshot) Tenants() []string {
 	return out
 }
 
+// Stream is one stream of a tenant: its labels, and their String, the
+// key the store finds its rows by. A reader of many streams keeps the
+// key the store gives it rather than writing it again for each read.
+type Stream struct {
+	Labels record.Labels
+	Key    string
+}
+
+// StreamOf returns the Stream of labels ls.
+func StreamOf(ls record.Labels) Stream { return Stream{Labels: ls, Key: ls.String()} }
+
 // Streams returns the streams of a tenant with data in [from, to],
-// sorted by their String.
+// sorted by their key.
 //
 // The unreadable parts of the tenant with rows in [from, to] are noted
 // as skipped (Damage).
-func (sn *Snapshot) Streams(tenant string, from, to int64) []record.Labels {
+func (sn *Snapshot) Streams(tenant string, from, to int64) []Stream {
 	sn.noteBadParts(tenant, from, to)
 	if out, ok := sn.streamsOfOnePart(tenant, from, to); ok {
 		return out
@@ -100,7 +111,7 @@ func (sn *Snapshot) Streams(tenant string, from, to int64) []record.Labels {
 
 // streamsMerged is Streams from every part and head: a set of their
 // streams, sorted.
-func (sn *Snapshot) streamsMerged(tenant string, from, to int64) []record.Labels {
+func (sn *Snapshot) streamsMerged(tenant string, from, to int64) []Stream {
 	seen := map[string]record.Labels{}
 	for _, h := range sn.heads {
 		for _, sv := range h.tenants[tenant] {
@@ -128,9 +139,9 @@ func (sn *Snapshot) streamsMerged(tenant string, from, to int64) []record.Labels
 		keys = append(keys, k)
 	}
 	slices.Sort(keys)
-	out := make([]record.Labels, len(keys))
+	out := make([]Stream, len(keys))
 	for i, k := range keys {
-		out[i] = seen[k]
+		out[i] = Stream{Labels: seen[k], Key: k}
 	}
 	return out
 }
@@ -139,7 +150,7 @@ func (sn *Snapshot) streamsMerged(tenant string, from, to int64) []record.Labels
 // in [from, to] (a store merged to one part a day, and a range within
 // the day) and its streams are in order: they come in it, without a set
 // and a sort. ok false: not so.
-func (sn *Snapshot) streamsOfOnePart(tenant string, from, to int64) (out []record.Labels, ok bool) {
+func (sn *Snapshot) streamsOfOnePart(tenant string, from, to int64) (out []Stream, ok bool) {
 	for _, h := range sn.heads {
 		for _, sv := range h.tenants[tenant] {
 			if sv.spans(from, to) {
@@ -158,7 +169,7 @@ func (sn *Snapshot) streamsOfOnePart(tenant string, from, to int64) (out []recor
 		one = p
 	}
 	if one == nil {
-		return []record.Labels{}, true
+		return []Stream{}, true
 	}
 	found := make([]bool, len(one.rd.Streams))
 	n := 0
@@ -169,10 +180,10 @@ func (sn *Snapshot) streamsOfOnePart(tenant string, from, to int64) (out []recor
 			n++
 		}
 	}
-	out = make([]record.Labels, 0, n)
+	out = make([]Stream, 0, n)
 	for s, ok := range found {
 		if ok {
-			out = append(out, one.rd.Streams[s])
+			out = append(out, Stream{Labels: one.rd.Streams[s], Key: one.rd.StreamKey(uint32(s))})
 		}
 	}
 	return out, true
@@ -257,8 +268,8 @@ type ScanOptions struct {
 // [from, to], in time order (rows with equal times in the order they were
 // stored; reversed when backward). An error fn returns ends the scan and
 // is returned.
-func (sn *Snapshot) Scan(ctx context.Context, tenant string, stream record.Labels, from, to int64, opts ScanOptions, fn RowFunc) error {
-	key := stream.String()
+func (sn *Snapshot) Scan(ctx context.Context, tenant string, stream Stream, from, to int64, opts ScanOptions, fn RowFunc) error {
+	key := stream.Key
 	var its []rowIter
 	for _, p := range sn.parts {
 		if p.info.Tenant != tenant || p.info.MaxTime < from || p.info.MinTime > to {
@@ -707,11 +718,11 @@ func (sn *Snapshot) Lines(ctx context.Context, tenants []string, from, to int64,
 		tenants = sn.Tenants()
 	}
 	for _, t := range tenants {
-		for _, ls := range sn.Streams(t, from, to) {
-			if match != nil && !match(ls) {
+		for _, st := range sn.Streams(t, from, to) {
+			if match != nil && !match(st.Labels) {
 				continue
 			}
-			err := sn.Scan(ctx, t, ls, from, to, ScanOptions{}, func(r *rows.Row, _ []string) error { return fn(t, ls, r) })
+			err := sn.Scan(ctx, t, st, from, to, ScanOptions{}, func(r *rows.Row, _ []string) error { return fn(t, st.Labels, r) })
 			if err != nil {
 				return err
 			}
@@ -789,12 +800,12 @@ type StreamStats struct {
 // and bytes are counted exactly, by reading the rows.
 func (sn *Snapshot) StreamStats(ctx context.Context, tenant string, from, to int64, match func(record.Labels) bool) (StreamStats, error) {
 	var st StreamStats
-	for _, ls := range sn.Streams(tenant, from, to) {
-		if match != nil && !match(ls) {
+	for _, stream := range sn.Streams(tenant, from, to) {
+		if match != nil && !match(stream.Labels) {
 			continue
 		}
 		st.Streams++
-		key := ls.String()
+		key := stream.Key
 		for _, p := range sn.parts {
 			if si, ok := p.streams[key]; ok && p.info.Tenant == tenant {
 				lo, hi := p.rd.StreamBlocks(si)
@@ -810,7 +821,7 @@ func (sn *Snapshot) StreamStats(ctx context.Context, tenant string, from, to int
 				st.Blocks++
 			}
 		}
-		err := sn.Scan(ctx, tenant, ls, from, to, ScanOptions{}, func(r *rows.Row, _ []string) error {
+		err := sn.Scan(ctx, tenant, stream, from, to, ScanOptions{}, func(r *rows.Row, _ []string) error {
 			st.Rows++
 			st.Bytes += int64(len(r.Line))
 			return nil
@@ -859,8 +870,8 @@ func rowsOf(rd *part.Reader, i int, from, to int64, fn RowFunc) error {
 // names. For queries that read a few values of every row rather than
 // lines, and for log queries that want the newest lines and can stop
 // early.
-func (sn *Snapshot) ScanColumns(ctx context.Context, tenant string, stream record.Labels, from, to int64, shard Shard, blockFn BlockFunc, metaOK MetaFunc, rowFn RowFunc) error {
-	key := stream.String()
+func (sn *Snapshot) ScanColumns(ctx context.Context, tenant string, stream Stream, from, to int64, shard Shard, blockFn BlockFunc, metaOK MetaFunc, rowFn RowFunc) error {
+	key := stream.Key
 	var its []rowIter
 	for _, h := range sn.heads {
 		if sv := h.stream(tenant, key); sv != nil && shard.head() {

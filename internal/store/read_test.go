@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sluicelog/sluice/internal/record"
 	"github.com/sluicelog/sluice/internal/rows"
 	"github.com/sluicelog/sluice/internal/store/part"
 	"github.com/sluicelog/sluice/internal/vfs"
@@ -211,7 +210,7 @@ func TestScanClauses(t *testing.T) {
 			}
 		}
 		if len(newest) < min(3, len(all)) || !slices.Equal(newest[:min(3, len(all))], all[:min(3, len(all))]) {
-			t.Errorf("stream %s: newest %q, want the first 3 of %q", ls, newest, all[:min(3, len(all))])
+			t.Errorf("stream %s: newest %q, want the first 3 of %q", ls.Key, newest, all[:min(3, len(all))])
 		}
 	}
 }
@@ -368,7 +367,7 @@ func TestCountIndexed(t *testing.T) {
 			for i := range n {
 				shard := Shard{I: i, N: n}
 				for _, ls := range sn.Streams("default", from, to) {
-					got, ok := sn.CountIndexed("default", ls.String(), from, to, shard)
+					got, ok := sn.CountIndexed("default", ls.Key, from, to, shard)
 					if !ok {
 						notOK++
 						continue
@@ -387,7 +386,7 @@ func TestCountIndexed(t *testing.T) {
 						t.Fatal(err)
 					}
 					if got != want {
-						t.Fatalf("%s in [%d, %d], share %d/%d: %d rows counted from the index, %d scanned", ls, from, to, i, n, got, want)
+						t.Fatalf("%s in [%d, %d], share %d/%d: %d rows counted from the index, %d scanned", ls.Key, from, to, i, n, got, want)
 					}
 				}
 			}
@@ -433,7 +432,10 @@ func TestStreamsOfOnePart(t *testing.T) {
 				fast++
 			}
 			got, want := sn.Streams(tenant, from, to), sn.streamsMerged(tenant, from, to)
-			if !slices.EqualFunc(got, want, func(a, b record.Labels) bool { return a.String() == b.String() }) || got == nil {
+			// The same streams, and each key its labels' String.
+			if !slices.EqualFunc(got, want, func(a, b Stream) bool {
+				return a.Key == b.Key && a.Key == a.Labels.String() && b.Key == b.Labels.String()
+			}) || got == nil {
 				t.Fatalf("%s in [%d, %d]: streams %v, want %v", tenant, from, to, got, want)
 			}
 		}
