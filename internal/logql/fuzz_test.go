@@ -68,15 +68,19 @@ func FuzzSelectorRegexp(f *testing.F) {
 		f.Add(s[0], s[1])
 	}
 	f.Fuzz(func(t *testing.T, re, v string) {
+		compiled, cerr := anchored(re)
 		m, err := newMatcher("l", MatchRegexp, re)
+		if (err != nil) != (cerr != nil) {
+			t.Fatalf("%q: newMatcher says %v, the regexp %v", re, err, cerr)
+		}
 		if err != nil {
 			return
 		}
-		if got, want := m.Matches(v), m.re.MatchString(v); got != want {
+		if got, want := m.Matches(v), compiled.MatchString(v); got != want {
 			t.Fatalf("%q =~ %q: %v, the regexp says %v (fast %d)", v, re, got, want, m.fast)
 		}
 		n, _ := newMatcher("l", MatchNotRegexp, re)
-		if got, want := n.Matches(v), !m.re.MatchString(v); got != want {
+		if got, want := n.Matches(v), !compiled.MatchString(v); got != want {
 			t.Fatalf("%q !~ %q: %v, the regexp says %v", v, re, got, want)
 		}
 	})

@@ -139,12 +139,25 @@ func (e *ParseError) Error() string {
 func newMatcher(name string, t MatchType, value string) (*Matcher, error) {
 	m := &Matcher{Name: name, Type: t, Value: value}
 	if t == MatchRegexp || t == MatchNotRegexp {
-		re, err := regexp.Compile("^(?:" + value + ")$")
-		if err != nil {
-			return nil, fmt.Errorf("invalid regexp %q: %w", value, err)
+		// The forms fastOf knows are regexps by construction (any text,
+		// some text, literals of valid UTF-8 without a metacharacter),
+		// matched without one: only the others are compiled.
+		if m.fast, m.alts = fastOf(value); m.fast == slowRegexp {
+			re, err := anchored(value)
+			if err != nil {
+				return nil, err
+			}
+			m.re = re
 		}
-		m.re = re
-		m.fast, m.alts = fastOf(value)
 	}
 	return m, nil
+}
+
+// anchored compiles a selector's regexp, which matches a whole value.
+func anchored(value string) (*regexp.Regexp, error) {
+	re, err := regexp.Compile("^(?:" + value + ")$")
+	if err != nil {
+		return nil, fmt.Errorf("invalid regexp %q: %w", value, err)
+	}
+	return re, nil
 }
