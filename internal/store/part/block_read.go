@@ -151,7 +151,7 @@ type colData struct {
 	varints                []byte
 	intsAt, intsOff        int
 	intsReads, intsSkipped int
-	intsDone               bool
+	intsDone, intsOK       bool // decoded; and without an error
 	intsErr                error
 	shapes                 []timestamp.Shape
 	nums                   bin.Reader // stored numbers, for encodings without their own

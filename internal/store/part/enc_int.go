@@ -50,7 +50,7 @@ func (c *colData) loadNumbers(r *bin.Reader) {
 	if !varintCount(s, c.n) {
 		r.Fail("integers")
 	}
-	c.varints, c.intsDone, c.intsErr = s, false, nil
+	c.varints, c.intsDone, c.intsOK, c.intsErr = s, false, false, nil
 	c.intsAt, c.intsOff, c.intsReads, c.intsSkipped = 0, 0, 0, 0
 	if c.enc == encDecimal {
 		c.scales = r.BytesN("column part")
@@ -92,6 +92,14 @@ const lazyIntReads = 32
 
 // intAt returns number vi of an integer or decimal column.
 func (c *colData) intAt(vi int) (int64, error) {
+	if c.intsOK {
+		return c.ints[vi], nil // inlined: a row loop's common case
+	}
+	return c.intAtSlow(vi)
+}
+
+// intAtSlow is intAt before the column is decoded, or after it failed.
+func (c *colData) intAtSlow(vi int) (int64, error) {
 	if !c.intsDone && (c.intsReads >= lazyIntReads || c.intsSkipped > len(c.varints)) {
 		c.decodeInts()
 	}
@@ -137,6 +145,7 @@ func (c *colData) decodeInts() error {
 	if c.enc == encDecimal && slices.ContainsFunc(c.ints, func(m int64) bool { return m <= -1e18 || m >= 1e18 }) {
 		c.intsErr = errors.New("decimal out of range")
 	}
+	c.intsOK = c.intsErr == nil
 	return c.intsErr
 }
 
