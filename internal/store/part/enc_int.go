@@ -3,7 +3,6 @@ package part
 import (
 	"bytes"
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"math/bits"
 	"slices"
@@ -84,10 +83,10 @@ func varintCount(s []byte, n int) bool {
 	return stops == n
 }
 
-// Single reads of a column's numbers before intAt decodes them all: a
-// read skips to its varint eight bytes a step, some 15 times faster than
-// decoding what it passes, so reads that pass up to the column's length
-// in all cost less than a fifth of one decoding.
+// Single reads of a column's numbers before intAt decodes them all. A
+// read skips to its varint eight bytes a step, counting the bytes that
+// end one rather than decoding them; once the reads have skipped the
+// column's length, or made lazyIntReads reads, it is decoded whole.
 const lazyIntReads = 32
 
 // intAt returns number vi of an integer or decimal column.
@@ -117,10 +116,10 @@ func (c *colData) intAtSlow(vi int) (int64, error) {
 	c.intsSkipped += off - c.intsOff
 	m, l := binary.Varint(c.varints[off:])
 	if l <= 0 {
-		return 0, fmt.Errorf("value %d: integer", vi)
+		return 0, fmt.Errorf("%w: value %d: integer", ErrCorrupt, vi)
 	}
 	if c.enc == encDecimal && (m <= -1e18 || m >= 1e18) {
-		return 0, fmt.Errorf("value %d: decimal out of range", vi)
+		return 0, fmt.Errorf("%w: value %d: decimal out of range", ErrCorrupt, vi)
 	}
 	c.intsAt, c.intsOff = vi+1, off+l
 	return m, nil
@@ -137,13 +136,13 @@ func (c *colData) decodeInts() error {
 	c.ints = ir.Varints(slices.Grow(c.ints[:0], c.n), c.n, "integer")
 	ir.Done("integers")
 	if err := ir.Err(); err != nil {
-		c.intsErr = err
-		return err
+		c.intsErr = fmt.Errorf("%w: %v", ErrCorrupt, err)
+		return c.intsErr
 	}
 	// At most 18 digits, as written: every value renders as a JSON
 	// number (readers rely on it).
 	if c.enc == encDecimal && slices.ContainsFunc(c.ints, func(m int64) bool { return m <= -1e18 || m >= 1e18 }) {
-		c.intsErr = errors.New("decimal out of range")
+		c.intsErr = fmt.Errorf("%w: decimal out of range", ErrCorrupt)
 	}
 	c.intsOK = c.intsErr == nil
 	return c.intsErr

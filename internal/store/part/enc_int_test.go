@@ -2,6 +2,7 @@ package part
 
 import (
 	"encoding/binary"
+	"errors"
 	"testing"
 )
 
@@ -31,6 +32,9 @@ func FuzzIntAt(f *testing.F) {
 		}
 		whole := colData{enc: enc, n: n, varints: s}
 		wantErr := whole.decodeInts()
+		if wantErr != nil && !errors.Is(wantErr, ErrCorrupt) {
+			t.Fatalf("%v is no ErrCorrupt", wantErr)
+		}
 		if !varintCount(s, n) {
 			if len(s) > 0 && s[len(s)-1] < 0x80 || len(s) == 0 && n == 0 {
 				t.Fatalf("varintCount refused %x, %d varints", s, n)
@@ -44,6 +48,9 @@ func FuzzIntAt(f *testing.F) {
 			}
 			vi := int(r) % n
 			got, err := lazy.intAt(vi)
+			if err != nil && !errors.Is(err, ErrCorrupt) {
+				t.Fatalf("read %d: %v is no ErrCorrupt", k, err)
+			}
 			if wantErr != nil {
 				// The whole column fails; a read of one value may
 				// succeed, unless it is the bad one.
