@@ -10,6 +10,7 @@
 #   COMPRESSION=lz4 bench/sink-kafka.sh      # zstd (the default), lz4, snappy, gzip or none
 #   PARTITIONS=8 bench/sink-kafka.sh         # the topic's partitions (default 8)
 #   BATCH=50000 bench/sink-kafka.sh          # records per batch, i.e. per transaction (default 10000)
+#   PACE=0.25 bench/sink-kafka.sh            # the sink paced while ingest is busy (sinks[].pace)
 #   KEEP=1 ...                               # keep the logs (sluice's, the broker's)
 #   PROFILE=/tmp/prof ...                    # a CPU profile of sluice from the first push (PROFILE_SECS,
 #                                            # default 10 s) into /tmp/prof/sink.RUN.pprof
@@ -194,7 +195,8 @@ sinks:
     linger: 50ms
     retry: {initial: 50ms, max: 200ms}
     budget_bytes: 17179869184
-    kafka:
+${PACE:+    pace: $PACE
+}    kafka:
       brokers: ["127.0.0.1:$kport"]
       topic: bench
       partitions: $partitions
@@ -284,8 +286,8 @@ for ((r = 1; r <= runs; r++)); do
 	done < <(tail -n +2 "$run/secs-$r")
 done
 
-bench_header RUNS LINES COMPRESSION PARTITIONS BATCH
-echo "- corpus: \`$corpus_name\`, $lines lines; a kafka sink (compression $compression, batch $batch, linger 50ms, value line, labels as headers, one transaction per batch, acks=all) to a one-node Kafka 4.1.0 broker on this machine, topic of $partitions partitions; time from the first push of the corpus (chunks of 100,000 lines, one after the other) to the sink's backlog at 0 with every line sent"
+bench_header RUNS LINES COMPRESSION PARTITIONS BATCH PACE
+echo "- corpus: \`$corpus_name\`, $lines lines; a kafka sink (compression $compression, batch $batch, linger 50ms, pace ${PACE:-none}, value line, labels as headers, one transaction per batch, acks=all) to a one-node Kafka 4.1.0 broker on this machine, topic of $partitions partitions; time from the first push of the corpus (chunks of 100,000 lines, one after the other) to the sink's backlog at 0 with every line sent"
 echo
 python3 - "$lines" "$run" "$runs" <<'PY'
 import statistics, sys
