@@ -148,18 +148,19 @@ type colData struct {
 	scales     []byte
 	// encInt, encDecimal: the numbers' varints, and where intAt read last
 	// (the varint intsAt starts at intsOff) and how much it did.
-	varints                []byte
-	intsAt, intsOff        int
-	intsReads, intsSkipped int
-	intsDone, intsOK       bool // decoded; and without an error
-	intsErr                error
-	shapes                 []timestamp.Shape
-	nums                   bin.Reader // stored numbers, for encodings without their own
-	i                      int
-	stored                 []byte // the column's stored stream, until load
-	loaded                 bool
-	dictHas                []known // block_match.go: per literal and entry, whether it holds the literal
-	grams                  []byte  // the values' gram filter, if the column has one
+	varints             []byte
+	intsAt, intsOff     int
+	intsReads, intsNext int // reads, and of them reads a little after the last
+	intsSkipped         int
+	intsDone, intsOK    bool // decoded; and without an error
+	intsErr             error
+	shapes              []timestamp.Shape
+	nums                bin.Reader // stored numbers, for encodings without their own
+	i                   int
+	stored              []byte // the column's stored stream, until load
+	loaded              bool
+	dictHas             []known // block_match.go: per literal and entry, whether it holds the literal
+	grams               []byte  // the values' gram filter, if the column has one
 }
 
 // reset empties c for the next block, keeping its buffers.

@@ -3,6 +3,7 @@ package part
 import (
 	"encoding/binary"
 	"errors"
+	"slices"
 	"testing"
 )
 
@@ -60,7 +61,7 @@ func FuzzIntAt(f *testing.F) {
 				t.Fatalf("read %d: value %d = %d, %v; decoded whole %d", k, vi, got, err, whole.ints[vi])
 			}
 		}
-		if wantErr == nil && n > 0 && !lazy.intsDone && len(reads) > lazyIntReads {
+		if wantErr == nil && n > 0 && !lazy.intsDone && len(reads) > max(lazyIntReads, n/8) {
 			t.Fatalf("%d reads and the column is not decoded", len(reads))
 		}
 	})
@@ -79,17 +80,80 @@ func TestIntAtSkips(t *testing.T) {
 	if !varintCount(s, len(want)) || varintCount(s, len(want)-1) || varintCount(s[:len(s)-1], len(want)-1) {
 		t.Fatal("varintCount")
 	}
-	for _, order := range [][]int{{999, 0, 500, 501, 3, 998}, {5, 4, 3, 2, 1, 0}, {0, 1, 2, 3, 4, 5, 6, 7, 8, 9}} {
+	for _, tc := range []struct {
+		order []int
+		whole bool // decoded whole by the end
+	}{
+		{[]int{999, 0, 500, 501, 3, 998}, false},
+		{[]int{5, 4, 3, 2, 1, 0}, false},
+		{[]int{998, 997, 990, 700, 699}, false},
+		{[]int{0, 1, 2, 3, 4, 5, 6, 7, 8, 9}, false},
+		// A quarter of the column skipped a read: decoded once the reads
+		// have skipped its length.
+		{[]int{250, 750, 250, 750, 250, 750, 250, 750, 250, 750}, true},
+		// A walk of every value: decoded after lazyIntReads of them;
+		// other reads: after an eighth of the column's count.
+		{seq(lazyIntReads + 1), true},
+		{slices.Repeat([]int{7}, 1000/8), false},
+		{slices.Repeat([]int{7}, 1000/8+1), true},
+	} {
 		c := colData{enc: encInt, n: len(want), varints: s}
-		for _, vi := range order {
+		for _, vi := range tc.order {
 			if got, err := c.intAt(vi); err != nil || got != want[vi] {
-				t.Fatalf("order %v: value %d = %d, %v, want %d", order, vi, got, err, want[vi])
+				t.Fatalf("order %v: value %d = %d, %v, want %d", tc.order, vi, got, err, want[vi])
 			}
 		}
-		// Reads that pass more than the column's bytes in all decode it
-		// whole (the first order); the others find their values.
-		if c.intsDone != (order[0] == 999) {
-			t.Fatalf("order %v: decoded whole %v after %d reads", order, c.intsDone, len(order))
+		if c.intsDone != tc.whole {
+			t.Fatalf("order %v: decoded whole %v after %d reads", tc.order, c.intsDone, len(tc.order))
+		}
+	}
+}
+
+// seq returns 0, 1, ..., n-1.
+func seq(n int) []int {
+	out := make([]int, n)
+	for i := range out {
+		out[i] = i
+	}
+	return out
+}
+
+// intsColumn returns the varints of n numbers of one to three bytes, as a
+// log's latencies and sizes are.
+func intsColumn(n int) []byte {
+	var s []byte
+	for i := range n {
+		s = binary.AppendVarint(s, int64(i*7919%20000))
+	}
+	return s
+}
+
+// BenchmarkIntAtBackward: a read of one value each, walking back from
+// the last, as a newest-first walk renders rows (ns per read).
+func BenchmarkIntAtBackward(b *testing.B) {
+	const n = 24000
+	s := intsColumn(n)
+	b.ResetTimer()
+	for i := 0; i < b.N; {
+		c := colData{enc: encInt, n: n, varints: s}
+		for vi := n - 1; vi >= n-n/8+1 && i < b.N; vi, i = vi-1, i+1 {
+			if _, err := c.intAt(vi); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+}
+
+// BenchmarkDecodeInts: a column's numbers decoded whole (ns per value).
+func BenchmarkDecodeInts(b *testing.B) {
+	const n = 24000
+	s := intsColumn(n)
+	ints := make([]int64, 0, n)
+	b.ResetTimer()
+	for i := 0; i < b.N; i += n {
+		c := colData{enc: encInt, n: n, varints: s, ints: ints}
+		if err := c.decodeInts(); err != nil {
+			b.Fatal(err)
 		}
 	}
 }
