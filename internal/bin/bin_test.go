@@ -64,3 +64,36 @@ func BenchmarkVarints(b *testing.B) {
 		}
 	})
 }
+
+// FuzzEnds: Ends reads as many calls of Bounded do, ends, offset and
+// error alike, on any bytes.
+func FuzzEnds(f *testing.F) {
+	var seed []byte
+	for _, v := range []uint64{0, 1, 5, 127, 128, 300, 16383, 16384, 1 << 30, 7, 7, 7, 7, 7, 7, 7, 7, 9} {
+		seed = binary.AppendUvarint(seed, v)
+	}
+	f.Add(seed, uint8(18), uint8(0), uint32(1<<30))
+	f.Add(seed, uint8(20), uint8(2), uint32(200))
+	f.Add([]byte{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17}, uint8(17), uint8(0), uint32(100))
+	f.Add([]byte{1, 2, 3, 4, 5, 6, 7, 8, 0x80}, uint8(9), uint8(0), uint32(100))
+	f.Fuzz(func(t *testing.T, b []byte, n, skip uint8, limit uint32) {
+		start := min(int(skip), len(b))
+		one := NewReader(b)
+		one.off = start
+		var want []uint32
+		var wantEnd uint64
+		for range int(n) {
+			wantEnd += one.Bounded("length", uint64(limit))
+			want = append(want, uint32(wantEnd))
+		}
+		many := NewReader(b)
+		many.off = start
+		got, end := many.Ends(nil, int(n), uint64(limit), "length")
+		if fmt.Sprint(one.Err()) != fmt.Sprint(many.Err()) || one.off != many.off {
+			t.Fatalf("error %v at %d, Bounded's %v at %d", many.Err(), many.off, one.Err(), one.off)
+		}
+		if !slices.Equal(got, want) || end != wantEnd {
+			t.Fatalf("ends %v (sum %d), Bounded's %v (sum %d)", got, end, want, wantEnd)
+		}
+	})
+}

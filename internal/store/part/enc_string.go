@@ -2,7 +2,6 @@ package part
 
 import (
 	"encoding/binary"
-	"slices"
 
 	"github.com/sluicelog/sluice/internal/bin"
 )
@@ -28,12 +27,8 @@ func (c *colData) loadStrings(r *bin.Reader) { c.loadEnds(r, c.n) }
 func (c *colData) loadEnds(r *bin.Reader, n int) {
 	s := r.BytesN("column part")
 	lr := bin.NewReader(s)
-	c.ends = slices.Grow(c.ends[:0], n)
 	var end uint64
-	for range n {
-		end += lr.Bounded("value length", maxStream)
-		c.ends = append(c.ends, uint32(end))
-	}
+	c.ends, end = lr.Ends(c.ends[:0], n, maxStream, "value length")
 	lr.Done("value lengths")
 	if err := lr.Err(); err != nil {
 		r.Fail(err.Error())
