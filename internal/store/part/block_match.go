@@ -612,7 +612,7 @@ func (b *Block) matchNewest(nrows int, stream uint32, lci int) error {
 	if !b.mayMatch() {
 		return nil
 	}
-	rowFlags, verdict := b.rowFlags, b.lm.verdict
+	verdict := b.lm.verdict
 	if err := b.DecodeTimes(); err != nil {
 		return err
 	}
@@ -642,7 +642,6 @@ func (b *Block) matchNewest(nrows int, stream uint32, lci int) error {
 	b.cur.StartAtEnd(b, nil)
 	for k := nrows - 1; k >= 0 && len(b.Rows) < b.q.Newest; k-- {
 		tid := int(b.tids[k])
-		tm := &b.tmpls[tid]
 		walk.Back(tid)
 		t := b.times[k]
 		if t < b.q.From || t > b.q.To {
@@ -662,17 +661,23 @@ func (b *Block) matchNewest(nrows int, stream uint32, lci int) error {
 			b.placeAt(k, fullAt)
 			fullAt = k
 		}
-		r := rowOf(t, stream, rowFlags[k])
-		keep, err := b.matchRow(k, tm, tid, lci, t, rowFlags[k], nil, &r)
-		if err != nil {
+		if err := b.keepMatching(k, tid, lci, t, stream); err != nil {
 			return err
-		}
-		if keep {
-			b.Rows = append(b.Rows, r)
 		}
 	}
 	slices.Reverse(b.Rows) // in time order, as every read gives them
 	return nil
+}
+
+// keepMatching makes row k (template tid, time t) and keeps it when
+// matchRow finds it holds the clauses.
+func (b *Block) keepMatching(k, tid, lci int, t int64, stream uint32) error {
+	r := rowOf(t, stream, b.rowFlags[k])
+	keep, err := b.matchRow(k, &b.tmpls[tid], tid, lci, t, b.rowFlags[k], nil, &r)
+	if keep && err == nil {
+		b.Rows = append(b.Rows, r)
+	}
+	return err
 }
 
 // newestByColumn is matchNewest's walk when one column decides every row
@@ -718,13 +723,8 @@ func (b *Block) newestByColumn(nrows int, stream uint32, lci, col int, bits []ui
 		}
 		b.placeAt(k, fullAt)
 		fullAt = k
-		r := rowOf(t, stream, b.rowFlags[k])
-		keep, err := b.matchRow(k, &b.tmpls[tid], tid, lci, t, b.rowFlags[k], nil, &r)
-		if err != nil {
+		if err := b.keepMatching(k, tid, lci, t, stream); err != nil {
 			return err
-		}
-		if keep {
-			b.Rows = append(b.Rows, r)
 		}
 	}
 	slices.Reverse(b.Rows) // in time order, as every read gives them
