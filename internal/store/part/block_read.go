@@ -587,6 +587,9 @@ func (c *colData) next(dst []byte, t int64, linesOnly bool) (v, out []byte, m by
 	if c.i >= c.n {
 		return nil, dst, 0, 0, fmt.Errorf("column has only %d values", c.n)
 	}
+	if c.i == 0 && (c.enc == encInt || c.enc == encDecimal) {
+		c.decodeInts() // every value is read, in order (its error comes with the first)
+	}
 	c.i++
 	return c.valueAt(c.i-1, dst, t, linesOnly)
 }
