@@ -182,7 +182,23 @@ func (r *Reader) Ends(dst []uint32, n int, limit uint64, what string) ([]uint32,
 				break
 			}
 		}
-		v, l := binary.Uvarint(b[off:])
+		var v uint64
+		var l int
+		if off+8 <= len(b) {
+			// Its length where the first byte without the continuation
+			// bit is, its 7-bit groups gathered as Varints does (a long
+			// value's length is two bytes).
+			w := binary.LittleEndian.Uint64(b[off:])
+			if stops := ^w & 0x8080808080808080; stops != 0 {
+				l = bits.TrailingZeros64(stops)/8 + 1
+				x := w & (1<<(8*uint(l)) - 1)
+				v = x&0x7f | x>>1&(0x7f<<7) | x>>2&(0x7f<<14) | x>>3&(0x7f<<21) |
+					x>>4&(0x7f<<28) | x>>5&(0x7f<<35) | x>>6&(0x7f<<42) | x>>7&(0x7f<<49)
+			}
+		}
+		if l == 0 {
+			v, l = binary.Uvarint(b[off:])
+		}
 		if l <= 0 || v > limit {
 			r.off = off // where Uvarint fails, or after the value Bounded refuses
 			if l > 0 {
