@@ -121,11 +121,11 @@ func (b *Block) plan(ti, li int) litPlan {
 	if *p == planUnknown {
 		tm := &b.tmpls[ti]
 		key := shapeLit{tm.shape, li}
-		if sp, ok := b.lm.shapePlans[key]; ok {
+		if sp := b.lm.shapePlans.get(key); sp != planUnknown {
 			*p = sp
 		} else {
 			*p = b.templatePlan(tm, li)
-			b.lm.shapePlans[key] = *p
+			b.lm.shapePlans.put(key, *p)
 		}
 	}
 	return *p
@@ -136,20 +136,74 @@ type shapeLit struct {
 	lit   int
 }
 
+// shapePlanTable holds plans by template shape and literal, an open
+// addressing table indexed by the shape's first word (a hash already): a
+// Go map's hashing of the 24-byte key was most of a lookup, one per
+// template of every block a literal filter reads.
+type shapePlanTable struct {
+	keys  []shapeLit
+	plans []litPlan // planUnknown: an empty slot
+	n     int
+}
+
+// slot returns where k is, or the empty slot where it would go.
+func (t *shapePlanTable) slot(k shapeLit) int {
+	mask := uint64(len(t.keys) - 1)
+	i := (k.shape[0] ^ uint64(k.lit)*0x9e3779b97f4a7c15) & mask
+	for t.plans[i] != planUnknown && t.keys[i] != k {
+		i = (i + 1) & mask
+	}
+	return int(i)
+}
+
+// get returns k's plan, or planUnknown.
+func (t *shapePlanTable) get(k shapeLit) litPlan {
+	if t.n == 0 {
+		return planUnknown
+	}
+	return t.plans[t.slot(k)]
+}
+
+// put sets k's plan p (not planUnknown).
+func (t *shapePlanTable) put(k shapeLit, p litPlan) {
+	if 4*(t.n+1) > 3*len(t.keys) {
+		keys, plans := t.keys, t.plans
+		n := max(256, 2*len(keys))
+		t.keys, t.plans, t.n = make([]shapeLit, n), make([]litPlan, n), 0
+		for i, op := range plans {
+			if op != planUnknown {
+				t.put(keys[i], op)
+			}
+		}
+	}
+	i := t.slot(k)
+	if t.plans[i] == planUnknown {
+		t.n++
+	}
+	t.keys[i], t.plans[i] = k, p
+}
+
+// reset empties the table, keeping its slots unless they are many.
+func (t *shapePlanTable) reset() {
+	if len(t.keys) > 1<<17 {
+		*t = shapePlanTable{}
+		return
+	}
+	clear(t.plans)
+	t.n = 0
+}
+
 // keepShapePlans empties the plans kept by shape unless they are for
 // the literals of this read.
 func (b *Block) keepShapePlans() {
-	same := b.lm.shapePlans != nil && len(b.lm.planLits) == len(b.lm.lits)
+	same := b.lm.planLits != nil && len(b.lm.planLits) == len(b.lm.lits)
 	for i := 0; same && i < len(b.lm.lits); i++ {
 		same = b.lm.planLits[i].Fold == b.lm.lits[i].Fold && b.lm.planLits[i].ASCII == b.lm.lits[i].ASCII && bytes.Equal(b.lm.planLits[i].Text, b.lm.lits[i].Text)
 	}
 	if same {
 		return
 	}
-	if b.lm.shapePlans == nil || len(b.lm.shapePlans) > 1<<16 {
-		b.lm.shapePlans = map[shapeLit]litPlan{}
-	}
-	clear(b.lm.shapePlans)
+	b.lm.shapePlans.reset()
 	b.lm.planLits = b.lm.planLits[:0]
 	for _, l := range b.lm.lits {
 		b.lm.planLits = append(b.lm.planLits, Literal{Text: bytes.Clone(l.Text), Fold: l.Fold, ASCII: l.ASCII})
@@ -1604,6 +1658,6 @@ type literalMatch struct {
 	litBytes   [][256]bool // the bytes of each literal
 	// and the plans of the templates of earlier reads by their shape,
 	// for the literals planLits
-	shapePlans map[shapeLit]litPlan
+	shapePlans shapePlanTable
 	planLits   []Literal
 }

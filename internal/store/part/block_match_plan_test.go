@@ -1,0 +1,48 @@
+package part
+
+import (
+	"math/rand/v2"
+	"testing"
+)
+
+// TestShapePlanTable: the table of plans by shape and literal answers as
+// a map does, across its growth and a reset.
+func TestShapePlanTable(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 5))
+	var tb shapePlanTable
+	want := map[shapeLit]litPlan{}
+	for round := range 3 {
+		for i := range 5000 {
+			// Few distinct first words (many keys share a slot's start)
+			// and shapes (a shape with each literal).
+			k := shapeLit{Shape{rng.Uint64() % 64, rng.Uint64() % 256}, rng.IntN(3)}
+			if i%3 == 0 && len(want) > 0 {
+				for old := range want {
+					k = old
+					break
+				}
+			}
+			p := litPlan(1 + rng.IntN(3))
+			tb.put(k, p)
+			want[k] = p
+			if got := tb.get(shapeLit{Shape{rng.Uint64() % 64, 256 + rng.Uint64()%256}, 0}); got != planUnknown {
+				t.Fatalf("round %d: a key never put has plan %d", round, got)
+			}
+		}
+		for k, p := range want {
+			if got := tb.get(k); got != p {
+				t.Fatalf("round %d: key %v: plan %d, want %d", round, k, got, p)
+			}
+		}
+		if tb.n != len(want) {
+			t.Fatalf("round %d: %d keys held, want %d", round, tb.n, len(want))
+		}
+		tb.reset()
+		for k := range want {
+			if tb.get(k) != planUnknown {
+				t.Fatal("a plan survived the reset")
+			}
+		}
+		clear(want)
+	}
+}
