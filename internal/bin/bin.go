@@ -88,11 +88,8 @@ func (r *Reader) Varints(dst []int64, n int, what string) []int64 {
 			break
 		}
 		// With 8 bytes at hand and the varint's last among them, its
-		// length is where the first byte without the continuation bit is,
-		// and its 7-bit groups are gathered without a branch per byte: a
-		// loop over the bytes that ends after 1, 2, 3 or 4 of them, as
-		// the numbers of log lines do in no order, mispredicts (14.7 ns a
-		// value against 9.5).
+		// length is where the first byte without the continuation bit
+		// is (gather7).
 		for i < n && off+8 <= len(b) {
 			w := binary.LittleEndian.Uint64(b[off:])
 			stops := ^w & 0x8080808080808080
@@ -100,9 +97,7 @@ func (r *Reader) Varints(dst []int64, n int, what string) []int64 {
 				break // nine bytes or ten: the loop below
 			}
 			l := bits.TrailingZeros64(stops)/8 + 1
-			x := w & (1<<(8*uint(l)) - 1)
-			u := x&0x7f | x>>1&(0x7f<<7) | x>>2&(0x7f<<14) | x>>3&(0x7f<<21) |
-				x>>4&(0x7f<<28) | x>>5&(0x7f<<35) | x>>6&(0x7f<<42) | x>>7&(0x7f<<49)
+			u := gather7(w & (1<<(8*uint(l)) - 1))
 			off += l
 			out[i] = int64(u>>1) ^ -int64(u&1)
 			i++
@@ -152,6 +147,16 @@ func (r *Reader) Count(what string, min int) int {
 	return int(n)
 }
 
+// gather7 joins the 7-bit groups of the bytes of x, least significant
+// first: a varint of the bytes up to the first without the continuation
+// bit, read without a branch per byte (a loop over the bytes that ends
+// after 1, 2, 3 or 4 of them, as the numbers of log lines do in no order,
+// mispredicts: 14.7 ns a value against 9.5).
+func gather7(x uint64) uint64 {
+	return x&0x7f | x>>1&(0x7f<<7) | x>>2&(0x7f<<14) | x>>3&(0x7f<<21) |
+		x>>4&(0x7f<<28) | x>>5&(0x7f<<35) | x>>6&(0x7f<<42) | x>>7&(0x7f<<49)
+}
+
 // Ends reads n unsigned varints, the lengths of n values stored end to
 // end, each at most limit, and appends their running sums (each value's
 // end) to dst; it returns the sum as well, which a uint32 end may not
@@ -185,15 +190,11 @@ func (r *Reader) Ends(dst []uint32, n int, limit uint64, what string) ([]uint32,
 		var v uint64
 		var l int
 		if off+8 <= len(b) {
-			// Its length where the first byte without the continuation
-			// bit is, its 7-bit groups gathered as Varints does (a long
-			// value's length is two bytes).
+			// A long value's length is two bytes: read as Varints does.
 			w := binary.LittleEndian.Uint64(b[off:])
 			if stops := ^w & 0x8080808080808080; stops != 0 {
 				l = bits.TrailingZeros64(stops)/8 + 1
-				x := w & (1<<(8*uint(l)) - 1)
-				v = x&0x7f | x>>1&(0x7f<<7) | x>>2&(0x7f<<14) | x>>3&(0x7f<<21) |
-					x>>4&(0x7f<<28) | x>>5&(0x7f<<35) | x>>6&(0x7f<<42) | x>>7&(0x7f<<49)
+				v = gather7(w & (1<<(8*uint(l)) - 1))
 			}
 		}
 		if l == 0 {

@@ -49,8 +49,7 @@ func (c *colData) loadNumbers(r *bin.Reader) {
 	if !varintCount(s, c.n) {
 		r.Fail("integers")
 	}
-	c.varints, c.intsDone, c.intsOK, c.intsErr = s, false, false, nil
-	c.intsAt, c.intsOff, c.intsReads, c.intsNext, c.intsSkipped = 0, 0, 0, 0, 0
+	c.varints = s // intAt's state is reset's, as a block's columns are
 	if c.enc == encDecimal {
 		c.scales = r.BytesN("column part")
 		if len(c.scales) != c.n {
@@ -138,7 +137,7 @@ func (c *colData) intAtSlow(vi int) (int64, error) {
 	if l <= 0 {
 		return 0, fmt.Errorf("%w: value %d: integer", ErrCorrupt, vi)
 	}
-	if c.enc == encDecimal && (m <= -1e18 || m >= 1e18) {
+	if c.enc == encDecimal && !decimalInRange(m) {
 		return 0, fmt.Errorf("%w: value %d: decimal out of range", ErrCorrupt, vi)
 	}
 	c.intsAt, c.intsOff = vi+1, off+l
@@ -188,14 +187,17 @@ func (c *colData) decodeInts() error {
 		c.intsErr = fmt.Errorf("%w: %v", ErrCorrupt, err)
 		return c.intsErr
 	}
-	// At most 18 digits, as written: every value renders as a JSON
-	// number (readers rely on it).
-	if c.enc == encDecimal && slices.ContainsFunc(c.ints, func(m int64) bool { return m <= -1e18 || m >= 1e18 }) {
+	if c.enc == encDecimal && slices.ContainsFunc(c.ints, func(m int64) bool { return !decimalInRange(m) }) {
 		c.intsErr = fmt.Errorf("%w: decimal out of range", ErrCorrupt)
 	}
 	c.intsOK = c.intsErr == nil
 	return c.intsErr
 }
+
+// decimalInRange reports whether a decimal's mantissa has at most 18
+// digits, as written: every value renders as a JSON number (readers rely
+// on it).
+func decimalInRange(m int64) bool { return m > -1e18 && m < 1e18 }
 
 // skipVarints returns the offset in s of the varint k after the one that
 // starts at off: the k-th byte without the continuation bit from off
