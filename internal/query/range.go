@@ -471,8 +471,8 @@ func (ev *evaluator) rangeStates(ctx context.Context, x *logql.RangeAggregation,
 			if cp.pred != nil {
 				cp.pred.startStream(ls)
 			}
-			if cp.strs != nil {
-				cp.strs.startStream(ls)
+			if cp.filters != nil {
+				cp.filters.startStream(ls)
 			}
 			if cp.keys != nil {
 				cp.keys.startStream(ls)

@@ -246,11 +246,11 @@ type colPlanner struct {
 	// well-formed.
 	wholeValid [][2]known
 
-	sweep sweepState
-	pred  *predState // number filters decided on columns (range_pred.go), or nil
-	strs  *strState  // string filters decided per value (range_strs.go), or nil
-	keys  *keyPlan   // series keys from the parameters' values (range_keys.go), or nil
-	batch keyBatch   // rows counted with keys, waiting for their series (range_keys.go)
+	sweep   sweepState
+	pred    *predState   // number filters decided on columns (range_pred.go), or nil
+	filters *filterState // label filters decided per value (range_filters.go), or nil
+	keys    *keyPlan     // series keys from the parameters' values (range_keys.go), or nil
+	batch   keyBatch     // rows counted with keys, waiting for their series (range_keys.go)
 
 	// dropsErrors: a label filter __error__="" drops the rows whose line
 	// the json stage cannot parse. Then rows of a template in which no
@@ -270,7 +270,7 @@ type colPlanner struct {
 	// needKnown: need and paramTime are worked out for the block at
 	// hand (startBlock does it for a block it is told will be walked).
 	needKnown bool
-	// idsLater: planBlock leaves the plans' value ids (planIDs) to
+	// idsLater: planBlock leaves the plans' value ids and numbers (planIDs) to
 	// startRows, for a block that may be counted without a walk.
 	idsLater bool
 
@@ -327,10 +327,7 @@ func (w *rangeWorker) colPlanner() *colPlanner {
 			// Every plan has the one observed label as its parameter 0.
 			w.cols.pred = newPredState(w, w.cols.single)
 		}
-		if w.cols.memoOn {
-			// Beside pred: its columns of numbers, strs's of entries.
-			w.cols.strs = newStrState(w, jp, params, names)
-		}
+		w.cols.filters = newFilterState(w, jp, params, names)
 		if u := w.x.Range.Unwrap; u != nil && u.Conv == "" && !filtersRead(w.x.Range.Log.Pipeline[1:], u.Label) {
 			switch {
 			case params:
@@ -387,9 +384,6 @@ func (w *rangeWorker) blockRows(ev *evaluator, ls record.Labels, b *part.Block, 
 		return err
 	}
 	if done, err := w.sweep(ev, ls, b, from, to); done || err != nil {
-		return err
-	}
-	if done, err := w.vecSweep(ev, ls, b, from, to); done || err != nil {
 		return err
 	}
 	if done, err := w.filterSweep(ev, ls, b, from, to); done || err != nil {
@@ -485,11 +479,11 @@ func (w *rangeWorker) blockRows(ev *evaluator, ls record.Labels, b *part.Block, 
 }
 
 // countable reports whether block b may be counted without a walk of its
-// rows (sweep, vecSweep, filterSweep): then the columns a walk would keep are worked
-// out only if it is walked after all.
+// rows (sweep, filterSweep): then the columns a walk would keep are
+// worked out only if it is walked after all.
 func (w *rangeWorker) countable(b *part.Block, from, to int64) bool {
 	cp := w.cols
-	if cp.strs != nil && cp.strs.on && w.op == opSum {
+	if cp.filters != nil && cp.filters.on {
 		return true // filterSweep, in one window or not
 	}
 	lo, hi := b.TimeRange()
@@ -497,7 +491,7 @@ func (w *rangeWorker) countable(b *part.Block, from, to int64) bool {
 		return false
 	}
 	sweeps := cp.memoOn && w.op == opSum && (cp.named && cp.single != nil || !cp.named && cp.json.Len() == 1)
-	return sweeps || cp.pred != nil && cp.pred.vec != nil
+	return sweeps
 }
 
 // timeFree reports whether the range function's value over a window is
@@ -1091,12 +1085,6 @@ func (cp *colPlanner) planBlock(b *part.Block, t int, holes []int, gives func(p 
 		p.nothing = true
 		return nil
 	}
-	if cp.pred != nil {
-		p.nums, p.numsOK = cp.pred.numParams(b, t, p, holes, p.nums[:0])
-		if p.numsOK && len(p.nums) > 0 {
-			p.num0 = p.nums[0]
-		}
-	}
 	if p.check <= 64 {
 		// The values whose slots' flags do not say them
 		// well-formed, a bit each, then their columns asked.
@@ -1123,8 +1111,15 @@ func (cp *colPlanner) planBlock(b *part.Block, t int, holes []int, gives func(p 
 }
 
 // planIDs works out where the value ids of template t's parameters are,
-// for a walk's memo of outcomes by ids (fastOne, fastIDs).
+// for a walk's memo of outcomes by ids (fastOne, fastIDs), and where the
+// numbers the number filters read are (predRow).
 func (cp *colPlanner) planIDs(b *part.Block, t int, p *tmplPlan, holes []int) {
+	if cp.pred != nil {
+		p.nums, p.numsOK = cp.pred.numParams(b, t, p, holes, p.nums[:0])
+		if p.numsOK && len(p.nums) > 0 {
+			p.num0 = p.nums[0]
+		}
+	}
 	if !cp.named && len(p.params) == 1 && p.params[0].hole >= 0 {
 		si := holes[p.params[0].hole]
 		col := b.SlotColumn(t, si)

@@ -317,13 +317,17 @@ func FuzzColumnarSameAsRows(f *testing.F) {
 		`sum by (x) (sum_over_time({service="api"} | json x, lat="http.latency_ms" | x!="" | unwrap lat | __error__="" [1h]))`,
 		`quantile_over_time(0.9, {service="api"} | json | unwrap http_latency_ms | __error__="" [1h])`,
 		`sum(sum_over_time({service="api"} | json | unwrap http_status [1h]))`,
-		// Number filters decided a column at a time (range_pred.go).
+		// Label filters decided a column at a time (range_filters.go).
 		`sum by (service) (count_over_time({service="api"} | json lat="http.latency_ms" | lat > 1.5 and lat <= 300 or lat == 0 | __error__="" [1h]))`,
 		`sum by (service) (sum_over_time({service="api"} | json s="http.status" | s != 500 | unwrap s | __error__="" [1h]))`,
 		`sum by (a, level) (count_over_time({service="api"} | json [1h]))`,
-		// String filters decided per value (range_strs.go).
 		`sum by (service) (count_over_time({service="api"} | json l="level", x | l="error" | x!="1" [1h]))`,
 		`sum(count_over_time({service="api"} | json | level=~"err.*" | a!="x" | __error__="" [1h]))`,
+		`sum by (service) (count_over_time({service="api"} | json lat="http.latency_ms", l="level" | lat > 1 | l!="info" | __error__="" [1h]))`,
+		`sum by (service) (count_over_time({service="api"} | json lat="http.latency_ms" | lat > 1.5 [1h]))`,
+		`sum(count_over_time({service="api"} | json | http_status >= 400 or http_status == 0 | level="error" [1h]))`,
+		`sum by (service) (sum_over_time({service="api"} | json lat="http.latency_ms", l="level" | l=~"e.*" | unwrap lat | __error__="" [1h]))`,
+		`sum by (service) (max_over_time({service="api"} | json lat="http.latency_ms", s="http.status" | s > 200 | unwrap lat [1h]))`,
 	}
 	f.Fuzz(func(t *testing.T, data string, qi uint8) {
 		// qi's top bit puts each line's own fields first, the time and
@@ -514,11 +518,11 @@ func TestPrefixReadSameAsRows(t *testing.T) {
 	})
 }
 
-// TestVecSweepSameAsRows: a block counted from the pass bits of one
-// column of numbers (vecSweep) gives what the row path gives, with rows
-// that lack the number (their templates pass or fail alike), numbers in
-// another column in some blocks (strings), and filters that pass absent
-// values.
+// TestVecSweepSameAsRows: a block counted from the verdicts of a column
+// of numbers (filterSweep) gives what the row path gives, with rows that
+// lack the number (their templates pass or fail alike), numbers in
+// another column in some blocks (strings), filters that pass absent
+// values, and number and string filters on two labels.
 func TestVecSweepSameAsRows(t *testing.T) {
 	rng := rand.New(rand.NewPCG(9, 10))
 	lines := make([]string, 4400)
@@ -546,11 +550,25 @@ func TestVecSweepSameAsRows(t *testing.T) {
 		`min_over_time(` + all + ` | json lat="http.latency_ms" | lat >= 100 | unwrap lat [1h]) by (service)`,
 		`quantile_over_time(0.9, ` + all + ` | json lat="http.latency_ms" | unwrap lat | __error__="" [1h]) by (service)`,
 		`quantile_over_time(0.5, ` + all + ` | json lat="http.latency_ms" | lat > 120 | unwrap lat [1h]) by (service)`,
-		// Windows shorter than a block (vecSweepTimed).
+		// Windows shorter than a block.
 		`sum by (service) (count_over_time(` + all + ` | json lat="http.latency_ms" | lat > 100 and lat <= 400.5 | __error__="" [15s]))`,
 		`sum by (service) (count_over_time(` + all + ` | json lat="http.latency_ms" | __error__="" or lat > 300 [20s]))`,
 		`avg_over_time(` + all + ` | json lat="http.latency_ms" | unwrap lat | __error__="" [15s]) by (service)`,
 		`quantile_over_time(0.9, ` + all + ` | json lat="http.latency_ms" | lat > 50 | unwrap lat | __error__="" [25s]) by (service)`,
+	})
+	// Numbers and strings together, each label decided on its own
+	// column: a column of numbers and a dictionary of statuses, an
+	// unwrap under a filter of another label.
+	checkColumnar(t, lines, true, []string{
+		`sum by (service) (count_over_time(` + all + ` | json lat="http.latency_ms", s="http.status" | lat > 100 | s >= 300 | __error__="" [1h]))`,
+		`sum(count_over_time(` + all + ` | json lat="http.latency_ms", s="http.status" | lat <= 250 or lat > 450 | s!="200" | __error__="" [1h]))`,
+		`sum by (service) (count_over_time(` + all + ` | json | http_status="500" | http_latency_ms < 300 | __error__="" [1h]))`,
+		`sum by (service) (sum_over_time(` + all + ` | json lat="http.latency_ms", s="http.status" | s="500" | unwrap lat | __error__="" [1h]))`,
+		`quantile_over_time(0.5, ` + all + ` | json lat="http.latency_ms", s="http.status" | s=~"[45].." | unwrap lat | __error__="" [1h]) by (service)`,
+		`max_over_time(` + all + ` | json lat="http.latency_ms", s="http.status" | lat > 10 | unwrap lat | s!="200" [1h]) by (service)`,
+		// Windows shorter than a block.
+		`sum by (service) (count_over_time(` + all + ` | json lat="http.latency_ms", s="http.status" | lat > 100 | s >= 300 | __error__="" [15s]))`,
+		`avg_over_time(` + all + ` | json lat="http.latency_ms", s="http.status" | s="200" | unwrap lat | __error__="" [20s]) by (service)`,
 	})
 }
 
@@ -706,7 +724,7 @@ func TestWorkerStatesOwnTheirLines(t *testing.T) {
 		"rangeWorker": unsafe.Sizeof(rangeWorker{}),
 		"lineEval":    unsafe.Sizeof(lineEval{}),
 		"colPlanner":  unsafe.Sizeof(colPlanner{}),
-		"strState":    unsafe.Sizeof(strState{}),
+		"filterState": unsafe.Sizeof(filterState{}),
 	} {
 		if size < 512 {
 			t.Errorf("%s is %d bytes: its size class may not be a multiple of 64", name, size)

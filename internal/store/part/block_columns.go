@@ -308,6 +308,11 @@ func (b *Block) TemplateRaw(t int) bool { return b.tmpls[t].raw }
 // TemplateSlots returns how many slots template t has.
 func (b *Block) TemplateSlots(t int) int { return len(b.tmpls[t].slots) }
 
+// TemplateDup reports whether a column holds two or more of template t's
+// slots (a field named twice in a line): without, a row of the template
+// has one value in each column of its slots.
+func (b *Block) TemplateDup(t int) bool { return b.tmpls[t].dup }
+
 // SlotColumns returns the column of each slot of template t, to be read
 // only.
 func (b *Block) SlotColumns(t int) []int32 { return b.tmpls[t].cols }

@@ -1,0 +1,877 @@
+package query
+
+import (
+	"math/bits"
+	"slices"
+	"strings"
+
+	"github.com/sluicelog/sluice/internal/logql"
+	"github.com/sluicelog/sluice/internal/record"
+	"github.com/sluicelog/sluice/internal/stage"
+	"github.com/sluicelog/sluice/internal/store/part"
+)
+
+// Label filters on json labels, decided a column at a time (selection
+// vectors): `sum by (host) (count_over_time({...} | json m="http.method",
+// s="http.status" | m="DELETE" | s >= 500 [1h]))`, the same with json
+// without parameters, or with an unwrap of a parameter (`| unwrap lat`
+// by stream labels).
+//
+// When the filters after the json stage are and-ed conditions each of
+// which reads one label the stage sets (any and/or of comparisons of that
+// label, and __error__=""), a row passes exactly when each label's value
+// passes its own conditions; and when the grouping keeps none of the
+// stage's labels, a passing row counts in its stream's one series. Each
+// label's verdict is then worked out for every value of each column that
+// holds it, a bit per value: from the verdict of each distinct value of
+// a dictionary or constant column, or by comparing a column of numbers
+// with the label's number comparisons a column at a time (vecNode). A
+// block's rows pass when, for each label, the bit of the row's value is
+// set, found by the template's place of the value in the column and the
+// values of the rows before (filterSweep): no cursor, no row's labels,
+// key or memo. An unwrapped label is one more label, whose rows must
+// have a number from a column of numbers; its values are the samples of
+// the rows that pass.
+//
+// A number filter sets an error on a value that is no number: the row is
+// dropped when a filter __error__="" comes after the last number filter,
+// and the verdicts count an error as a failure; otherwise a value that
+// errs sends its block down the general path (a column of numbers never
+// errs).
+
+// filterState is a range worker's state for label filters decided per
+// value; nil when the query's filters are not of that form.
+type filterState struct {
+	labels []string          // the labels the filters (and the unwrap) read, distinct
+	pipes  []*stage.Pipeline // per label, its filters
+	// vecs, per label: its filters as number comparisons decided a
+	// column of numbers at a time; nil when some filter of the label is
+	// not a number comparison.
+	vecs   []*vecNode
+	params []int    // json with parameters: per label, its parameter
+	nparam int      // json with parameters: how many there are
+	names  []string // every label the json stage may set
+	// dropsErrors: a filter __error__="" comes after the last number
+	// filter, so that a value a number filter fails on fails its row.
+	dropsErrors bool
+	unwrap      int // the label (index in labels) whose number is the sample, or -1
+
+	on     bool         // the stream at hand has no label the json stage may set
+	series *rangeSeries // the stream's series, once made
+
+	// Per block.
+	colSlot []int // per column, 1 + its place in slots, or 0
+	slots   []fSlot
+	verds   []fVerdict
+	tmpls   []fTmpl
+	uses    []fUse          // the templates' uses, each template's a run
+	moves   []fMove         // the templates' moves, each template's a run
+	vi      []int           // per slot, the next row's first value
+	absent  []absentVerdict // per label, what a row without it gives
+	vals    []stage.ParamValue
+	one     [1]stage.ParamValue
+	oneName [1]string
+	counts  [256]int
+	first   [256]int
+	idPass  [256]byte
+	// pass holds a bit per value of each verdict's column (1: passes),
+	// each verdict's from a word of its own, after two words: every bit
+	// set (passOne) and none (passZero), which the two-slot kernel reads
+	// for a template that reads no value of a slot, or whose rows all
+	// fail. Bits past a column's values are 0.
+	pass  []uint64
+	two   []fTwo     // countTwo's, per template
+	tmp   [][]uint64 // vecNode.eval's scratch
+	and   []uint64   // addSamples' bits of the values every use passes
+	hits  []int32    // the rows that pass (passing)
+	samps []float64  // their samples, with an unwrap
+}
+
+const (
+	passOne  = 0  // the bit of every value passes
+	passZero = 64 // the bit of no value does
+)
+
+// fSlot is a column that holds a label the filters read: a constant or
+// dictionary column (ids, nil for a constant) or a column of numbers
+// (nums, once read).
+type fSlot struct {
+	col    int
+	ids    []byte
+	dict   bool // a constant or dictionary column
+	nums   []float64
+	numsOK bool
+}
+
+// fVerdict is whether each value of a slot's column passes one label's
+// filters, read in or out of a JSON string: bits at*64 on of pass.
+type fVerdict struct {
+	slot, label int
+	inString    bool
+	at          int
+}
+
+// fTmpl is a template's part of a sweep.
+type fTmpl struct {
+	alive      bool // its rows may pass: no label it lacks fails
+	uses       [2]int32
+	movesStart int32
+	movesEnd   int32
+	// samp: with an unwrap, the use that reads the sample (index in
+	// uses).
+	samp int32
+}
+
+// fUse is a label of a template read from a column: value vi+rank of the
+// slot's column, tested by verds[verdict].
+type fUse struct{ slot, rank, verdict int }
+
+// fMove is how many values of a slot's column a row of a template has.
+type fMove struct{ slot, n int }
+
+// newFilterState returns the state for the query of w when its filters
+// after the json stage (jp with parameters, or json without them, whose
+// observed labels are observed) are and-ed conditions each on one label
+// the stage sets, and its grouping keeps none of them; else nil.
+func newFilterState(w *rangeWorker, jp stage.JSONParams, params bool, observed []string) *filterState {
+	if w.x.Grouping == nil && w.sumBy == nil {
+		return nil
+	}
+	set := observed
+	if params {
+		names, ok := distinctParamNames(jp)
+		if !ok {
+			return nil
+		}
+		set = names
+	}
+	if keepsAny(set, w.x.Grouping, w.sumBy) {
+		return nil
+	}
+	stages := w.x.Range.Log.Pipeline[1:]
+	var conds []logql.LabelFilter
+	for _, s := range stages {
+		f, ok := s.(*logql.LabelFilterStage)
+		if !ok {
+			return nil
+		}
+		conds = appendConjuncts(conds, f.Filter)
+	}
+	fs := &filterState{names: set, unwrap: -1}
+	byLabel := map[string][]logql.LabelFilter{}
+	label := func(n string) int {
+		if i := slices.Index(fs.labels, n); i >= 0 {
+			return i
+		}
+		fs.labels = append(fs.labels, n)
+		return len(fs.labels) - 1
+	}
+	if u := w.x.Range.Unwrap; u != nil {
+		// A plain unwrap of a parameter, in a sum, an average, a
+		// minimum, a maximum or a quantile, whose filters after it do
+		// not read it (unwrap takes the label away).
+		switch w.op {
+		case opSum, opAvg, opMin, opMax, opValues:
+		default:
+			return nil
+		}
+		if u.Conv != "" || !slices.Contains(set, u.Label) || strings.HasSuffix(u.Label, stage.ExtractedSuffix) {
+			return nil
+		}
+		for _, f := range u.Filters {
+			if filtersRead([]logql.Stage{&logql.LabelFilterStage{Filter: f}}, u.Label) {
+				return nil
+			}
+			conds = appendConjuncts(conds, f)
+		}
+		fs.unwrap = label(u.Label)
+		byLabel[u.Label] = nil
+		for _, f := range u.Filters {
+			stages = append(slices.Clip(stages), &logql.LabelFilterStage{Filter: f})
+		}
+	} else if w.op != opSum {
+		return nil
+	}
+	fs.dropsErrors = errorsDroppedLast(stages)
+	for _, f := range conds {
+		n, ok := conditionLabel(f)
+		switch {
+		case !ok:
+			return nil
+		case n == "":
+			continue // __error__="": no row swept has an error but a number filter's
+		case !slices.Contains(set, n) || strings.HasSuffix(n, stage.ExtractedSuffix):
+			return nil
+		}
+		byLabel[n] = append(byLabel[n], f)
+		label(n)
+	}
+	if len(fs.labels) == 0 {
+		return nil
+	}
+	for _, l := range fs.labels {
+		p, err := stage.CompileFilters(byLabel[l])
+		if err != nil {
+			return nil
+		}
+		fs.pipes = append(fs.pipes, p)
+		var vec *vecNode
+		if _, v, _, ok := compileNumPred(nil, byLabel[l], []string{l}); ok {
+			vec = v
+		}
+		fs.vecs = append(fs.vecs, vec)
+		if params {
+			fs.params = append(fs.params, slices.Index(set, l))
+		}
+	}
+	if params {
+		fs.nparam = jp.Len()
+	}
+	return fs
+}
+
+// appendConjuncts appends the conditions of f's top-level and to dst.
+func appendConjuncts(dst []logql.LabelFilter, f logql.LabelFilter) []logql.LabelFilter {
+	if b, ok := f.(*logql.LabelFilterBinary); ok && b.And {
+		return appendConjuncts(appendConjuncts(dst, b.Left), b.Right)
+	}
+	return append(dst, f)
+}
+
+// conditionLabel returns the one label condition f reads besides
+// __error__="" ("" when none), or false when it reads more than one, or
+// another matcher of an error label.
+func conditionLabel(f logql.LabelFilter) (string, bool) {
+	switch f := f.(type) {
+	case *logql.LabelFilterBinary:
+		l, ok := conditionLabel(f.Left)
+		if !ok {
+			return "", false
+		}
+		r, ok := conditionLabel(f.Right)
+		if !ok || l != "" && r != "" && l != r {
+			return "", false
+		}
+		if l == "" {
+			return r, true
+		}
+		return l, true
+	case *logql.LabelFilterString:
+		m := f.Matcher
+		if m.Name == stage.ErrorLabel && m.Type == logql.MatchEqual && m.Value == "" {
+			return "", true
+		}
+		if m.Name == stage.ErrorLabel || m.Name == stage.ErrorDetailsLabel {
+			return "", false
+		}
+		return m.Name, true
+	case *logql.LabelFilterNumber:
+		return f.Name, true
+	}
+	return "", false
+}
+
+// startStream readies the state for a stream's rows.
+func (fs *filterState) startStream(ls record.Labels) {
+	fs.series = nil
+	fs.on = !slices.ContainsFunc(fs.names, func(n string) bool { _, ok := ls.Get(n); return ok })
+}
+
+// filterSweep adds the samples of block b's rows that pass the filters
+// without walking them with a cursor, and reports whether it did; when
+// it did not, it added nothing. Every template with rows is planned with
+// no value to check, each label the filters read either absent, the same
+// in every row, or in a constant, dictionary or number column. When every
+// row counts in the same windows the rows that pass are counted (or
+// their samples added); otherwise (a range query's steps over a block)
+// each passing row is added at its time.
+func (w *rangeWorker) filterSweep(ev *evaluator, ls record.Labels, b *part.Block, from, to int64) (bool, error) {
+	cp := w.cols
+	fs := cp.filters
+	if fs == nil || !fs.on {
+		return false, nil
+	}
+	lo, hi := b.TimeRange()
+	if hi < from || lo > to {
+		return true, nil
+	}
+	timed := lo < from || hi > to || !w.sameWindows(lo, hi)
+	ok, err := fs.plan(w, ls, b, hi)
+	if err != nil || !ok {
+		return false, err
+	}
+	s, err := w.streamSeries(ls, &fs.series)
+	if err != nil {
+		return true, err
+	}
+	rows := int64(b.NumRows())
+	switch {
+	case timed:
+		if err := b.DecodeTimes(); err != nil {
+			return true, err
+		}
+		fs.passing(b)
+		rows = 0
+		if lo >= from && hi <= to {
+			rows = int64(b.NumRows())
+		} else {
+			for k := range b.NumRows() {
+				if t := b.RowTime(k); t >= from && t <= to {
+					rows++
+				}
+			}
+		}
+		if fs.unwrap >= 0 {
+			for i, k := range fs.hits {
+				if t := b.RowTime(int(k)); t >= from && t <= to {
+					w.add(s, t, fs.samps[i])
+				}
+			}
+			break
+		}
+		r := onesRun{s: s}
+		for _, k := range fs.hits {
+			if t := b.RowTime(int(k)); t >= from && t <= to {
+				w.one(&r, t)
+			}
+		}
+		w.flushOnes(&r)
+	case fs.unwrap >= 0:
+		w.addSamples(fs, b, s, hi)
+	default:
+		if passed := fs.count(b); passed > 0 {
+			w.addN(s, hi, passed)
+		}
+	}
+	w.tally.rows += rows
+	w.tally.columnar += rows
+	w.tally.swept += rows
+	return true, ev.flush(&w.tally)
+}
+
+// plan works out, for block b of stream ls (its rows at time t), each
+// template's uses and moves and each column's verdicts; false when a
+// template with rows cannot be swept.
+func (fs *filterState) plan(w *rangeWorker, ls record.Labels, b *part.Block, t int64) (bool, error) {
+	cp := w.cols
+	fs.colSlot = growClear(fs.colSlot, b.NumColumns())
+	fs.slots, fs.verds, fs.uses, fs.moves, fs.vi = fs.slots[:0], fs.verds[:0], fs.uses[:0], fs.moves[:0], fs.vi[:0]
+	fs.tmpls = grown(fs.tmpls, b.NumTemplates())
+	fs.pass = append(fs.pass[:0], ^uint64(0), 0) // passOne, passZero
+	// The labels' verdicts when absent, the same for every template,
+	// worked out when a template lacks one.
+	fs.absent = growClear(fs.absent, len(fs.labels))
+	for ti := range b.NumTemplates() {
+		tm := &fs.tmpls[ti]
+		*tm = fTmpl{samp: -1, movesStart: int32(len(fs.moves)), movesEnd: int32(len(fs.moves))}
+		rows := b.TemplateRows(ti)
+		if rows == 0 {
+			continue
+		}
+		p := &cp.plans[ti]
+		tm.alive = !p.nothing
+		if !tm.alive {
+			continue
+		}
+		if !p.ok || len(p.checks) > 0 || b.TemplateRaw(ti) || !cp.named && len(p.params) != fs.nparam {
+			return false, nil
+		}
+		_, holes := b.TemplateLine(ti)
+		tm.uses[0] = int32(len(fs.uses))
+		for li, name := range fs.labels {
+			j := -1
+			if cp.named {
+				j = slices.Index(p.names, name)
+			} else {
+				j = fs.params[li]
+			}
+			if j < 0 || j >= len(p.params) || p.params[j].hole < 0 && !p.params[j].value.Found {
+				pass, ok := fs.absentPasses(w, ls, li)
+				if !ok {
+					return false, nil
+				}
+				tm.alive = tm.alive && pass
+				continue
+			}
+			pp := &p.params[j]
+			if pp.hole < 0 {
+				if li == fs.unwrap {
+					return false, nil // a sample in the gaps
+				}
+				// The same value in every row: decided once.
+				pass, ok := fs.passes(w, ls, li, name, pp.value)
+				if !ok {
+					return false, nil
+				}
+				tm.alive = tm.alive && pass
+				continue
+			}
+			si := holes[pp.hole]
+			col := b.SlotColumn(ti, si)
+			slot, ok := fs.slot(b, col)
+			if !ok {
+				return false, nil
+			}
+			v, err := fs.verdict(w, ls, b, slot, li, name, pp.inString, t)
+			if err != nil || v < 0 {
+				return false, err
+			}
+			if li == fs.unwrap {
+				tm.samp = int32(len(fs.uses))
+			}
+			fs.uses = append(fs.uses, fUse{slot: slot, rank: b.SlotRank(ti, si), verdict: v})
+		}
+		tm.uses[1] = int32(len(fs.uses))
+		if !fs.planMoves(b, ti, tm, rows) {
+			return false, nil
+		}
+	}
+	// The columns' values must be the rows' (the part checks it; a sweep
+	// trusts nothing it did not count).
+	for s, sl := range fs.slots {
+		n := b.ColumnValues(sl.col)
+		if fs.vi[s] != n || sl.ids != nil && len(sl.ids) != n || sl.numsOK && len(sl.nums) != n {
+			return false, nil
+		}
+	}
+	return true, nil
+}
+
+// planMoves works out the moves of template ti (tm, of rows rows) in the
+// slots' columns, and adds them to the columns' counts of values; false
+// when a use's rank falls beyond the template's values of its column. A
+// template that fails still moves past its values. Only a template that
+// reads a label from a column is looked at, and only the slots made so
+// far: a template that holds values of a slot's column without reading
+// them leaves the column's count of values short, and the block takes
+// the general path.
+func (fs *filterState) planMoves(b *part.Block, ti int, tm *fTmpl, rows int) bool {
+	uses := fs.uses[tm.uses[0]:tm.uses[1]]
+	switch {
+	case len(uses) == 0:
+	case !b.TemplateDup(ti):
+		// A value in each column of its slots: one in each used.
+		for _, u := range uses {
+			if !slices.Contains(fs.moves[tm.movesStart:], fMove{slot: u.slot, n: 1}) {
+				fs.moves = append(fs.moves, fMove{slot: u.slot, n: 1})
+			}
+		}
+	default:
+		for _, col := range b.SlotColumns(ti) {
+			slot := fs.colSlot[col] - 1
+			if slot < 0 {
+				continue
+			}
+			k := int(tm.movesStart)
+			for k < len(fs.moves) && fs.moves[k].slot != slot {
+				k++
+			}
+			if k == len(fs.moves) {
+				fs.moves = append(fs.moves, fMove{slot: slot})
+			}
+			fs.moves[k].n++
+		}
+	}
+	tm.movesEnd = int32(len(fs.moves))
+	for _, m := range fs.moves[tm.movesStart:tm.movesEnd] {
+		fs.vi[m.slot] += m.n * rows
+	}
+	for _, u := range uses {
+		if n := fs.moveOf(tm, u.slot); u.rank >= n {
+			return false
+		}
+	}
+	return true
+}
+
+// absentPasses reports whether a row without label li passes its
+// filters: false for an unwrapped label, which gives no sample (as
+// Loki's, a row without the label is none, with or without an error);
+// ok false when the filters leave an error no later filter drops.
+func (fs *filterState) absentPasses(w *rangeWorker, ls record.Labels, li int) (pass, ok bool) {
+	if fs.absent[li] == absentUnknown {
+		fs.absent[li] = absentFails
+		if li == fs.unwrap {
+			return false, true
+		}
+		switch pass, ok := fs.passes(w, ls, li, "", stage.ParamValue{}); {
+		case !ok:
+			fs.absent[li] = absentErrs
+		case pass:
+			fs.absent[li] = absentPasses
+		}
+	}
+	return fs.absent[li] == absentPasses, fs.absent[li] != absentErrs
+}
+
+// absentVerdict is what a row without a label gives (absentPasses).
+type absentVerdict uint8
+
+const (
+	absentUnknown absentVerdict = iota // not yet worked out for the block
+	absentFails
+	absentPasses
+	absentErrs // the label's filters leave an error that no filter drops
+)
+
+// moveOf returns how many values of slot's column a row of template tm has.
+func (fs *filterState) moveOf(tm *fTmpl, slot int) int {
+	for _, m := range fs.moves[tm.movesStart:tm.movesEnd] {
+		if m.slot == slot {
+			return m.n
+		}
+	}
+	return 0
+}
+
+// slot returns the slot of column col, made at its first use: false
+// when the column is neither a constant, a dictionary nor of numbers.
+func (fs *filterState) slot(b *part.Block, col int) (int, bool) {
+	if s := fs.colSlot[col]; s > 0 {
+		return s - 1, true
+	}
+	sl := fSlot{col: col}
+	if n := len(fs.slots); n < cap(fs.slots) {
+		sl.nums = fs.slots[:n+1][n].nums[:0] // the buffer of the block before's slot
+	}
+	if ids, ok := b.ValueIDs(col); ok {
+		sl.ids, sl.dict = ids, true
+	} else if k := b.ColumnKind(col); k != part.ColumnInt && k != part.ColumnDecimal {
+		return 0, false
+	}
+	fs.slots = append(fs.slots, sl)
+	fs.vi = append(fs.vi, 0)
+	fs.colSlot[col] = len(fs.slots)
+	return len(fs.slots) - 1, true
+}
+
+// verdict returns the index in verds of whether each value of slot's
+// column passes label li's filters, read in or out of a string (worked
+// out once per block); -1 when a value is not what json reads as a
+// label, errs where the error is not dropped, or the column cannot say
+// (numbers the label's filters do not only compare, a sample not from
+// a column of numbers).
+func (fs *filterState) verdict(w *rangeWorker, ls record.Labels, b *part.Block, slot, li int, name string, inString bool, t int64) (int, error) {
+	for i := range fs.verds {
+		if v := &fs.verds[i]; v.slot == slot && v.label == li && v.inString == inString {
+			return i, nil
+		}
+	}
+	sl := &fs.slots[slot]
+	n := b.ColumnValues(sl.col)
+	at, nw := len(fs.pass), (n+63)/64
+	fs.pass = slices.Grow(fs.pass, nw)[:at+nw]
+	dst := fs.pass[at:]
+	clear(dst)
+	switch {
+	case sl.dict && li != fs.unwrap:
+		cp := w.cols
+		if ok, err := b.CountIDs(sl.col, &fs.counts, &fs.first); err != nil || !ok {
+			return -1, err
+		}
+		for id, c := range fs.counts {
+			fs.idPass[id] = 0
+			if c == 0 {
+				continue
+			}
+			pv, ok, err := cp.holeValue(b, sl.col, fs.first[id], t, inString)
+			if err != nil || !ok {
+				return -1, err
+			}
+			pass, ok := fs.passes(w, ls, li, name, pv)
+			if !ok {
+				return -1, nil
+			}
+			fs.idPass[id] = b2u(pass)
+		}
+		if sl.ids == nil { // a constant: every value is id 0
+			if fs.idPass[0] != 0 {
+				for i := range n / 64 {
+					dst[i] = ^uint64(0)
+				}
+				if r := n % 64; r > 0 {
+					dst[n/64] = 1<<r - 1
+				}
+			}
+		} else {
+			gatherBits(dst, sl.ids[:n], &fs.idPass)
+		}
+	case !sl.dict && fs.vecs[li] != nil: // an unwrapped label's without filters passes every number
+		if !sl.numsOK {
+			var ok bool
+			if sl.nums, ok = b.Numbers(sl.col, sl.nums[:0]); !ok {
+				return -1, nil
+			}
+			sl.numsOK = true
+		}
+		fs.vecs[li].eval(sl.nums, dst, &fs.tmp)
+		if r := n % 64; r > 0 {
+			dst[n/64] &= 1<<r - 1 // vecAll sets a word whole
+		}
+	default:
+		return -1, nil
+	}
+	fs.verds = append(fs.verds, fVerdict{slot: slot, label: li, inString: inString, at: at})
+	return len(fs.verds) - 1, nil
+}
+
+// gatherBits sets bit i of dst to pass[ids[i]] (0 or 1), a word at a
+// time in a register.
+func gatherBits(dst []uint64, ids []byte, pass *[256]byte) {
+	for w := range len(ids) / 64 {
+		var x uint64
+		for j, id := range ids[w*64 : w*64+64] {
+			x |= uint64(pass[id]) << j
+		}
+		dst[w] = x
+	}
+	if r := len(ids) % 64; r > 0 {
+		var x uint64
+		for j, id := range ids[len(ids)-r:] {
+			x |= uint64(pass[id]) << j
+		}
+		dst[len(ids)/64] = x
+	}
+}
+
+// passes reports whether value pv of label li (set by the json field
+// name, for json without parameters) passes the label's filters, for a
+// row of stream ls; ok false when the filters leave an error that no
+// later filter drops (the row would keep it as a label).
+func (fs *filterState) passes(w *rangeWorker, ls record.Labels, li int, name string, pv stage.ParamValue) (pass, ok bool) {
+	cp := w.cols
+	w.lb.Reset(ls)
+	if cp.named {
+		fs.oneName[0], fs.one[0] = name, pv
+		cp.fields.Apply(w.lb, fs.oneName[:], fs.one[:])
+	} else {
+		fs.vals = growClear(fs.vals, fs.nparam)
+		fs.vals[fs.params[li]] = pv
+		cp.json.Apply(w.lb, fs.vals)
+	}
+	_, kept := fs.pipes[li].Process(0, nil, w.lb)
+	if w.lb.HasError() {
+		return false, fs.dropsErrors
+	}
+	return kept, true
+}
+
+// count returns how many of block b's rows pass, planned by plan.
+func (fs *filterState) count(b *part.Block) int {
+	if canon, others, ok := fs.aligned(b); ok {
+		return others + fs.countAligned(b, canon)
+	}
+	if n, ok := fs.countTwo(b); ok {
+		return n
+	}
+	fs.passing(b)
+	return len(fs.hits)
+}
+
+// addSamples adds at time t to series s the samples of block b's rows
+// that pass (an unwrap), in the rows' order.
+func (w *rangeWorker) addSamples(fs *filterState, b *part.Block, s *rangeSeries, t int64) {
+	lo, hi := w.windows(t)
+	canon, _, ok := fs.aligned(b)
+	if !ok {
+		fs.passing(b)
+		for k := lo; k <= hi; k++ {
+			for _, v := range fs.samps {
+				s.add(w.op, int(k), t, v)
+			}
+		}
+		return
+	}
+	if canon == nil {
+		return
+	}
+	// Value i of every slot is one row's; rows without the values give
+	// no sample (their templates lack the unwrapped label).
+	var nums []float64
+	for _, u := range canon {
+		if fs.verds[u.verdict].label == fs.unwrap {
+			nums = fs.slots[u.slot].nums
+		}
+	}
+	nw := (b.ColumnValues(fs.slots[canon[0].slot].col) + 63) / 64
+	set := fs.pass[fs.verds[canon[0].verdict].at:][:nw]
+	if len(canon) > 1 {
+		fs.and = grown(fs.and, nw)
+		for wi := range nw {
+			fs.and[wi] = fs.alignedWord(canon, wi)
+		}
+		set = fs.and
+	}
+	for k := lo; k <= hi; k++ {
+		for wi, word := range set {
+			for ; word != 0; word &= word - 1 {
+				s.add(w.op, int(k), t, nums[wi*64+bits.TrailingZeros64(word)])
+			}
+		}
+	}
+}
+
+// alignedWord returns word wi of the bits of the values that pass every
+// use of canon.
+func (fs *filterState) alignedWord(canon []fUse, wi int) uint64 {
+	word := ^uint64(0)
+	for _, u := range canon {
+		word &= fs.pass[fs.verds[u.verdict].at+wi]
+	}
+	return word
+}
+
+// fTwo is a template's part in countTwo: bit base[s] + (vi[s]+r[s])&m[s]
+// of pass decides slot s (a mask of 0 reads bit base[s] alone: passOne
+// for a slot the template reads no value of, passZero for a template
+// whose rows cannot pass), and a row has n[s] values of slot s's column.
+type fTwo struct {
+	base, r, m, n [2]int32
+}
+
+// countTwo is passing's count without a branch per row, for blocks of
+// at most two slots whose templates read each at most once.
+func (fs *filterState) countTwo(b *part.Block) (int, bool) {
+	if len(fs.slots) > 2 {
+		return 0, false
+	}
+	fs.two = grown(fs.two, b.NumTemplates())
+	for ti := range b.NumTemplates() {
+		tm := &fs.tmpls[ti]
+		f := fTwo{base: [2]int32{passOne, passOne}}
+		for _, m := range fs.moves[tm.movesStart:tm.movesEnd] {
+			f.n[m.slot] = int32(m.n)
+		}
+		for _, u := range fs.uses[tm.uses[0]:tm.uses[1]] {
+			if f.m[u.slot] != 0 {
+				return 0, false // a slot read twice
+			}
+			f.base[u.slot], f.r[u.slot], f.m[u.slot] = int32(64*fs.verds[u.verdict].at), int32(u.rank), -1
+		}
+		if !tm.alive {
+			f.base[0], f.m[0] = passZero, 0
+		}
+		fs.two[ti] = f
+	}
+	return twoCount(b.RowTemplates(), fs.two, fs.pass), true
+}
+
+// twoCount counts the rows of templates tids that pass (countTwo).
+func twoCount(tids []int32, two []fTwo, pass []uint64) int {
+	vi0, vi1, passed := int32(0), int32(0), 0
+	for _, t := range tids {
+		f := &two[t]
+		i0, i1 := f.base[0]+(vi0+f.r[0])&f.m[0], f.base[1]+(vi1+f.r[1])&f.m[1]
+		passed += int((pass[i0>>6] >> (i0 & 63)) & (pass[i1>>6] >> (i1 & 63)) & 1)
+		vi0 += f.n[0]
+		vi1 += f.n[1]
+	}
+	return passed
+}
+
+func b2u(b bool) uint8 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// aligned reports whether every template with rows that has a value in
+// the slots' columns has one in each, is alive and reads each the same
+// way (canon, nil when no template has values): then value i of every
+// slot is one row's, and a row passes when each slot's value i passes.
+// The other templates' rows pass or fail alike: others of them pass.
+func (fs *filterState) aligned(b *part.Block) (canon []fUse, others int, ok bool) {
+	for ti := range b.NumTemplates() {
+		n := b.TemplateRows(ti)
+		if n == 0 {
+			continue
+		}
+		tm := &fs.tmpls[ti]
+		ms, us := fs.moves[tm.movesStart:tm.movesEnd], fs.uses[tm.uses[0]:tm.uses[1]]
+		if len(ms) == 0 {
+			if tm.alive {
+				others += n
+			}
+			continue
+		}
+		if !tm.alive || len(ms) != len(fs.slots) || len(us) != len(fs.slots) {
+			return nil, 0, false
+		}
+		for _, m := range ms {
+			if m.n != 1 {
+				return nil, 0, false
+			}
+		}
+		if canon == nil {
+			canon = us
+			continue
+		}
+		if !slices.Equal(us, canon) {
+			return nil, 0, false
+		}
+	}
+	for _, u := range canon {
+		if u.rank != 0 {
+			return nil, 0, false
+		}
+	}
+	return canon, others, true
+}
+
+// countAligned counts the rows of the aligned uses canon that pass.
+func (fs *filterState) countAligned(b *part.Block, canon []fUse) int {
+	if canon == nil {
+		return 0
+	}
+	passed := 0
+	nw := (b.ColumnValues(fs.slots[canon[0].slot].col) + 63) / 64
+	switch p0 := fs.pass[fs.verds[canon[0].verdict].at:][:nw]; len(canon) {
+	case 1:
+		for _, word := range p0 {
+			passed += bits.OnesCount64(word)
+		}
+	case 2:
+		p1 := fs.pass[fs.verds[canon[1].verdict].at:][:nw]
+		for i, word := range p0 {
+			passed += bits.OnesCount64(word & p1[i])
+		}
+	default:
+		for wi := range nw {
+			passed += bits.OnesCount64(fs.alignedWord(canon, wi))
+		}
+	}
+	return passed
+}
+
+// passing sets fs.hits to the rows of block b that pass and, with an
+// unwrap, fs.samps to their samples, in one pass over their templates,
+// each row's values found by the moves of the rows before it.
+func (fs *filterState) passing(b *part.Block) {
+	vi := fs.vi
+	clear(vi)
+	fs.hits, fs.samps = fs.hits[:0], fs.samps[:0]
+	tmpls, uses, moves, verds, pass := fs.tmpls, fs.uses, fs.moves, fs.verds, fs.pass
+	for k, t := range b.RowTemplates() {
+		tm := &tmpls[t]
+		if tm.alive {
+			ok := true
+			for _, u := range uses[tm.uses[0]:tm.uses[1]] {
+				if i := 64*verds[u.verdict].at + vi[u.slot] + u.rank; pass[i>>6]>>(i&63)&1 == 0 {
+					ok = false
+					break
+				}
+			}
+			if ok {
+				fs.hits = append(fs.hits, int32(k))
+				if tm.samp >= 0 {
+					u := uses[tm.samp]
+					fs.samps = append(fs.samps, fs.slots[u.slot].nums[vi[u.slot]+u.rank])
+				}
+			}
+		}
+		for _, m := range moves[tm.movesStart:tm.movesEnd] {
+			vi[m.slot] += m.n
+		}
+	}
+}
