@@ -328,6 +328,9 @@ func FuzzColumnarSameAsRows(f *testing.F) {
 		`sum(count_over_time({service="api"} | json | http_status >= 400 or http_status == 0 | level="error" [1h]))`,
 		`sum by (service) (sum_over_time({service="api"} | json lat="http.latency_ms", l="level" | l=~"e.*" | unwrap lat | __error__="" [1h]))`,
 		`sum by (service) (max_over_time({service="api"} | json lat="http.latency_ms", s="http.status" | s > 200 | unwrap lat [1h]))`,
+		`sum by (l) (count_over_time({service="api"} | json l="level", x | x!="1" [1h]))`,
+		`sum by (http_status) (sum_over_time({service="api"} | json | level!="info" | unwrap http_latency_ms | __error__="" [1h]))`,
+		`sum by (level) (count_over_time({service="api"} | json | level=~"e.*|i.*" | x!="2" [1h]))`,
 	}
 	f.Fuzz(func(t *testing.T, data string, qi uint8) {
 		// qi's top bit puts each line's own fields first, the time and
@@ -569,6 +572,11 @@ func TestVecSweepSameAsRows(t *testing.T) {
 		// Windows shorter than a block.
 		`sum by (service) (count_over_time(` + all + ` | json lat="http.latency_ms", s="http.status" | lat > 100 | s >= 300 | __error__="" [15s]))`,
 		`avg_over_time(` + all + ` | json lat="http.latency_ms", s="http.status" | s="200" | unwrap lat | __error__="" [20s]) by (service)`,
+		// The grouping keeps one label.
+		`sum by (s) (sum_over_time(` + all + ` | json lat="http.latency_ms", s="http.status" | unwrap lat | __error__="" [1h]))`,
+		`max_over_time(` + all + ` | json lat="http.latency_ms", s="http.status" | lat > 100 | unwrap lat | __error__="" [1h]) by (s)`,
+		`sum by (s) (count_over_time(` + all + ` | json lat="http.latency_ms", s="http.status" | lat > 100 | __error__="" [15s]))`,
+		`quantile_over_time(0.5, ` + all + ` | json lat="http.latency_ms", s="http.status" | unwrap lat | __error__="" [20s]) by (s, service)`,
 	})
 }
 
@@ -640,6 +648,13 @@ func TestFilterSweepSameAsRows(t *testing.T) {
 		`sum by (service) (count_over_time(` + all + ` | json m="http.method" | m="GET" [15s]))`,
 		`sum(count_over_time(` + all + ` | json | http_method="POST" | level="error" [25s]))`,
 		`sum by (service) (count_over_time(` + all + ` | json | level=~"err.*" | http_path!="/a" | http_method!="" [20s]))`,
+		// The grouping keeps one label: a passing row counts in its
+		// entry's series.
+		`sum by (m) (count_over_time(` + all + ` | json m="http.method", p="http.path" | p="/b/c" [1h]))`,
+		`sum by (level) (count_over_time(` + all + ` | json | http_method="POST" [1h]))`,
+		`sum by (service, m) (count_over_time(` + all + ` | json m="http.method", l="level" | m=~"P.*|G.*" | l!="info" [1h]))`,
+		`sum by (http_path) (count_over_time(` + all + ` | json | level="error" | http_method!="GET" [20s]))`,
+		`count(sum by (m) (count_over_time(` + all + ` | json m="http.method", l="level" | l="warn" [1h])))`,
 	})
 	// Not and-ed: the row path's memo decides.
 	checkColumnar(t, lines, false, []string{

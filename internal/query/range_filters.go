@@ -31,7 +31,12 @@ import (
 // values of the rows before (filterSweep): no cursor, no row's labels,
 // key or memo. An unwrapped label is one more label, whose rows must
 // have a number from a column of numbers; its values are the samples of
-// the rows that pass.
+// the rows that pass. The grouping may keep one of the labels (`sum by
+// (http_method) (sum_over_time(... | json m="http.method", b="http.bytes"
+// | unwrap b [1h]))`): its values must come from constant or dictionary
+// columns, and the series of each of their entries (or none, when the
+// label's own filters fail it) is worked out once per block, so that a
+// passing row counts in the series of its entry's id.
 //
 // A number filter sets an error on a value that is no number: the row is
 // dropped when a filter __error__="" comes after the last number filter,
@@ -55,9 +60,24 @@ type filterState struct {
 	// filter, so that a value a number filter fails on fails its row.
 	dropsErrors bool
 	unwrap      int // the label (index in labels) whose number is the sample, or -1
+	group       int // the label (index in labels) the grouping keeps, or -1
 
 	on     bool         // the stream at hand has no label the json stage may set
 	series *rangeSeries // the stream's series, once made
+
+	// outs are the series the block's passing rows count in: the
+	// stream's alone (outs[0]) without a group label; with one, the
+	// series of each value the block's rows give it, and outIDs, per
+	// verdict of the group label, the index in outs of each entry id's
+	// (-1: its filters fail it).
+	outs   []*rangeSeries
+	outIDs []int32
+	// absentOut: the outcome of a row without the group label (-2:
+	// not yet worked out for the block).
+	absentOut int32
+	houts     []int32 // with a group label, the outcome of each of hits
+	counts    []int   // per outcome, the rows that pass (countGroups)
+	runs      []onesRun
 
 	// Per block.
 	colSlot []int // per column, 1 + its place in slots, or 0
@@ -71,7 +91,7 @@ type filterState struct {
 	vals    []stage.ParamValue
 	one     [1]stage.ParamValue
 	oneName [1]string
-	counts  [256]int
+	idCount [256]int
 	first   [256]int
 	idPass  [256]byte
 	// pass holds a bit per value of each verdict's column (1: passes),
@@ -109,6 +129,7 @@ type fVerdict struct {
 	slot, label int
 	inString    bool
 	at          int
+	outAt       int // the group label's: its ids' outcomes are outIDs[outAt : outAt+256]
 }
 
 // fTmpl is a template's part of a sweep.
@@ -118,8 +139,10 @@ type fTmpl struct {
 	movesStart int32
 	movesEnd   int32
 	// samp: with an unwrap, the use that reads the sample (index in
-	// uses).
-	samp int32
+	// uses); group: the use that reads the group label, or (-1) gout is
+	// the outcome of every row of the template.
+	samp, group int32
+	gout        int32
 }
 
 // fUse is a label of a template read from a column: value vi+rank of the
@@ -145,7 +168,13 @@ func newFilterState(w *rangeWorker, jp stage.JSONParams, params bool, observed [
 		}
 		set = names
 	}
-	if keepsAny(set, w.x.Grouping, w.sumBy) {
+	var kept []string
+	for _, n := range set {
+		if keepsAny([]string{n}, w.x.Grouping, w.sumBy) {
+			kept = append(kept, n)
+		}
+	}
+	if len(kept) > 1 {
 		return nil
 	}
 	stages := w.x.Range.Log.Pipeline[1:]
@@ -157,7 +186,7 @@ func newFilterState(w *rangeWorker, jp stage.JSONParams, params bool, observed [
 		}
 		conds = appendConjuncts(conds, f.Filter)
 	}
-	fs := &filterState{names: set, unwrap: -1}
+	fs := &filterState{names: set, unwrap: -1, group: -1}
 	byLabel := map[string][]logql.LabelFilter{}
 	label := func(n string) int {
 		if i := slices.Index(fs.labels, n); i >= 0 {
@@ -193,6 +222,15 @@ func newFilterState(w *rangeWorker, jp stage.JSONParams, params bool, observed [
 		return nil
 	}
 	fs.dropsErrors = errorsDroppedLast(stages)
+	if len(kept) == 1 {
+		// The label the grouping keeps, read from constant or
+		// dictionary columns, never unwrapped (unwrap takes it away).
+		if u := w.x.Range.Unwrap; u != nil && u.Label == kept[0] || strings.HasSuffix(kept[0], stage.ExtractedSuffix) {
+			return nil
+		}
+		fs.group = label(kept[0])
+		byLabel[kept[0]] = nil
+	}
 	for _, f := range conds {
 		n, ok := conditionLabel(f)
 		switch {
@@ -300,10 +338,6 @@ func (w *rangeWorker) filterSweep(ev *evaluator, ls record.Labels, b *part.Block
 	if err != nil || !ok {
 		return false, err
 	}
-	s, err := w.streamSeries(ls, &fs.series)
-	if err != nil {
-		return true, err
-	}
 	rows := int64(b.NumRows())
 	switch {
 	case timed:
@@ -324,23 +358,34 @@ func (w *rangeWorker) filterSweep(ev *evaluator, ls record.Labels, b *part.Block
 		if fs.unwrap >= 0 {
 			for i, k := range fs.hits {
 				if t := b.RowTime(int(k)); t >= from && t <= to {
-					w.add(s, t, fs.samps[i])
+					w.add(fs.outs[fs.hitOut(i)], t, fs.samps[i])
 				}
 			}
 			break
 		}
-		r := onesRun{s: s}
-		for _, k := range fs.hits {
+		fs.runs = growClear(fs.runs, len(fs.outs))
+		for i, k := range fs.hits {
 			if t := b.RowTime(int(k)); t >= from && t <= to {
-				w.one(&r, t)
+				o := fs.hitOut(i)
+				fs.runs[o].s = fs.outs[o]
+				w.one(&fs.runs[o], t)
 			}
 		}
-		w.flushOnes(&r)
+		for i := range fs.runs {
+			w.flushOnes(&fs.runs[i])
+		}
 	case fs.unwrap >= 0:
-		w.addSamples(fs, b, s, hi)
+		w.addSamples(fs, b, hi)
+	case fs.group >= 0:
+		fs.countGroups(b)
+		for o, n := range fs.counts {
+			if n > 0 {
+				w.addN(fs.outs[o], hi, n)
+			}
+		}
 	default:
 		if passed := fs.count(b); passed > 0 {
-			w.addN(s, hi, passed)
+			w.addN(fs.outs[0], hi, passed)
 		}
 	}
 	w.tally.rows += rows
@@ -358,12 +403,20 @@ func (fs *filterState) plan(w *rangeWorker, ls record.Labels, b *part.Block, t i
 	fs.slots, fs.verds, fs.uses, fs.moves, fs.vi = fs.slots[:0], fs.verds[:0], fs.uses[:0], fs.moves[:0], fs.vi[:0]
 	fs.tmpls = grown(fs.tmpls, b.NumTemplates())
 	fs.pass = append(fs.pass[:0], ^uint64(0), 0) // passOne, passZero
+	fs.outs, fs.outIDs, fs.absentOut = fs.outs[:0], fs.outIDs[:0], -2
+	if fs.group < 0 {
+		s, err := w.streamSeries(ls, &fs.series)
+		if err != nil {
+			return false, err
+		}
+		fs.outs = append(fs.outs, s)
+	}
 	// The labels' verdicts when absent, the same for every template,
 	// worked out when a template lacks one.
 	fs.absent = growClear(fs.absent, len(fs.labels))
 	for ti := range b.NumTemplates() {
 		tm := &fs.tmpls[ti]
-		*tm = fTmpl{samp: -1, movesStart: int32(len(fs.moves)), movesEnd: int32(len(fs.moves))}
+		*tm = fTmpl{samp: -1, group: -1, movesStart: int32(len(fs.moves)), movesEnd: int32(len(fs.moves))}
 		rows := b.TemplateRows(ti)
 		if rows == 0 {
 			continue
@@ -386,6 +439,15 @@ func (fs *filterState) plan(w *rangeWorker, ls record.Labels, b *part.Block, t i
 				j = fs.params[li]
 			}
 			if j < 0 || j >= len(p.params) || p.params[j].hole < 0 && !p.params[j].value.Found {
+				if li == fs.group {
+					o, ok, err := fs.absentOutcome(w, ls, li, name)
+					if err != nil || !ok {
+						return false, err
+					}
+					tm.gout = o
+					tm.alive = tm.alive && o >= 0
+					continue
+				}
 				pass, ok := fs.absentPasses(w, ls, li)
 				if !ok {
 					return false, nil
@@ -399,6 +461,15 @@ func (fs *filterState) plan(w *rangeWorker, ls record.Labels, b *part.Block, t i
 					return false, nil // a sample in the gaps
 				}
 				// The same value in every row: decided once.
+				if li == fs.group {
+					o, ok, err := fs.outcome(w, ls, li, name, pp.value)
+					if err != nil || !ok {
+						return false, err
+					}
+					tm.gout = o
+					tm.alive = tm.alive && o >= 0
+					continue
+				}
 				pass, ok := fs.passes(w, ls, li, name, pp.value)
 				if !ok {
 					return false, nil
@@ -416,8 +487,11 @@ func (fs *filterState) plan(w *rangeWorker, ls record.Labels, b *part.Block, t i
 			if err != nil || v < 0 {
 				return false, err
 			}
-			if li == fs.unwrap {
+			switch li {
+			case fs.unwrap:
 				tm.samp = int32(len(fs.uses))
+			case fs.group:
+				tm.group = int32(len(fs.uses))
 			}
 			fs.uses = append(fs.uses, fUse{slot: slot, rank: b.SlotRank(ti, si), verdict: v})
 		}
@@ -482,6 +556,37 @@ func (fs *filterState) planMoves(b *part.Block, ti int, tm *fTmpl, rows int) boo
 		}
 	}
 	return true
+}
+
+// outcome returns the index in outs of the series a row whose group
+// label li (set by the json field name, for json without parameters)
+// has value pv counts in when the other labels pass, -1 when the label's
+// filters fail it; ok false when they leave an error no later filter
+// drops.
+func (fs *filterState) outcome(w *rangeWorker, ls record.Labels, li int, name string, pv stage.ParamValue) (int32, bool, error) {
+	pass, ok := fs.passes(w, ls, li, name, pv)
+	if !ok || !pass {
+		return -1, ok, nil
+	}
+	s, err := w.seriesOf() // the labels the filters kept: the stream's and the group label
+	if err != nil {
+		return -1, false, err
+	}
+	fs.outs = append(fs.outs, s)
+	return int32(len(fs.outs) - 1), true, nil
+}
+
+// absentOutcome is outcome for a row without the group label, worked
+// out once per block.
+func (fs *filterState) absentOutcome(w *rangeWorker, ls record.Labels, li int, name string) (int32, bool, error) {
+	if fs.absentOut == -2 {
+		o, ok, err := fs.outcome(w, ls, li, name, stage.ParamValue{})
+		if err != nil || !ok {
+			return -1, false, err
+		}
+		fs.absentOut = o
+	}
+	return fs.absentOut, true, nil
 }
 
 // absentPasses reports whether a row without label li passes its
@@ -559,6 +664,7 @@ func (fs *filterState) verdict(w *rangeWorker, ls record.Labels, b *part.Block, 
 	}
 	sl := &fs.slots[slot]
 	n := b.ColumnValues(sl.col)
+	outAt := -1
 	at, nw := len(fs.pass), (n+63)/64
 	fs.pass = slices.Grow(fs.pass, nw)[:at+nw]
 	dst := fs.pass[at:]
@@ -566,10 +672,14 @@ func (fs *filterState) verdict(w *rangeWorker, ls record.Labels, b *part.Block, 
 	switch {
 	case sl.dict && li != fs.unwrap:
 		cp := w.cols
-		if ok, err := b.CountIDs(sl.col, &fs.counts, &fs.first); err != nil || !ok {
+		if ok, err := b.CountIDs(sl.col, &fs.idCount, &fs.first); err != nil || !ok {
 			return -1, err
 		}
-		for id, c := range fs.counts {
+		if li == fs.group {
+			outAt = len(fs.outIDs)
+			fs.outIDs = slices.Grow(fs.outIDs, 256)[:outAt+256]
+		}
+		for id, c := range fs.idCount {
 			fs.idPass[id] = 0
 			if c == 0 {
 				continue
@@ -577,6 +687,15 @@ func (fs *filterState) verdict(w *rangeWorker, ls record.Labels, b *part.Block, 
 			pv, ok, err := cp.holeValue(b, sl.col, fs.first[id], t, inString)
 			if err != nil || !ok {
 				return -1, err
+			}
+			if outAt >= 0 {
+				o, ok, err := fs.outcome(w, ls, li, name, pv)
+				if err != nil || !ok {
+					return -1, err
+				}
+				fs.outIDs[outAt+id] = o
+				fs.idPass[id] = b2u(o >= 0)
+				continue
 			}
 			pass, ok := fs.passes(w, ls, li, name, pv)
 			if !ok {
@@ -596,7 +715,7 @@ func (fs *filterState) verdict(w *rangeWorker, ls record.Labels, b *part.Block, 
 		} else {
 			gatherBits(dst, sl.ids[:n], &fs.idPass)
 		}
-	case !sl.dict && fs.vecs[li] != nil: // an unwrapped label's without filters passes every number
+	case !sl.dict && fs.vecs[li] != nil && li != fs.group: // an unwrapped label's without filters passes every number
 		if !sl.numsOK {
 			var ok bool
 			if sl.nums, ok = b.Numbers(sl.col, sl.nums[:0]); !ok {
@@ -611,7 +730,7 @@ func (fs *filterState) verdict(w *rangeWorker, ls record.Labels, b *part.Block, 
 	default:
 		return -1, nil
 	}
-	fs.verds = append(fs.verds, fVerdict{slot: slot, label: li, inString: inString, at: at})
+	fs.verds = append(fs.verds, fVerdict{slot: slot, label: li, inString: inString, at: at, outAt: outAt})
 	return len(fs.verds) - 1, nil
 }
 
@@ -670,14 +789,15 @@ func (fs *filterState) count(b *part.Block) int {
 
 // addSamples adds at time t to series s the samples of block b's rows
 // that pass (an unwrap), in the rows' order.
-func (w *rangeWorker) addSamples(fs *filterState, b *part.Block, s *rangeSeries, t int64) {
+func (w *rangeWorker) addSamples(fs *filterState, b *part.Block, t int64) {
 	lo, hi := w.windows(t)
 	canon, _, ok := fs.aligned(b)
-	if !ok {
+	g := fs.groupUse(canon)
+	if !ok || fs.group >= 0 && g == nil {
 		fs.passing(b)
 		for k := lo; k <= hi; k++ {
-			for _, v := range fs.samps {
-				s.add(w.op, int(k), t, v)
+			for i, v := range fs.samps {
+				fs.outs[fs.hitOut(i)].add(w.op, int(k), t, v)
 			}
 		}
 		return
@@ -702,6 +822,23 @@ func (w *rangeWorker) addSamples(fs *filterState, b *part.Block, s *rangeSeries,
 		}
 		set = fs.and
 	}
+	if g != nil {
+		// Each passing value's series by its group label's entry.
+		ids, outs := fs.slots[g.slot].ids, fs.outIDs[fs.verds[g.verdict].outAt:][:256]
+		for k := lo; k <= hi; k++ {
+			for wi, word := range set {
+				for ; word != 0; word &= word - 1 {
+					i, id := wi*64+bits.TrailingZeros64(word), 0
+					if ids != nil {
+						id = int(ids[i])
+					}
+					fs.outs[outs[id]].add(w.op, int(k), t, nums[i])
+				}
+			}
+		}
+		return
+	}
+	s := fs.outs[0]
 	for k := lo; k <= hi; k++ {
 		for wi, word := range set {
 			for ; word != 0; word &= word - 1 {
@@ -709,6 +846,20 @@ func (w *rangeWorker) addSamples(fs *filterState, b *part.Block, s *rangeSeries,
 			}
 		}
 	}
+}
+
+// groupUse returns the use of the group label among the aligned uses
+// canon, nil when none reads it.
+func (fs *filterState) groupUse(canon []fUse) *fUse {
+	if fs.group < 0 {
+		return nil
+	}
+	for i := range canon {
+		if fs.verds[canon[i].verdict].label == fs.group {
+			return &canon[i]
+		}
+	}
+	return nil
 }
 
 // alignedWord returns word wi of the bits of the values that pass every
@@ -844,13 +995,80 @@ func (fs *filterState) countAligned(b *part.Block, canon []fUse) int {
 	return passed
 }
 
+// hitOut returns the outcome of hit i of passing: the index in outs of
+// its series.
+func (fs *filterState) hitOut(i int) int32 {
+	if fs.group < 0 {
+		return 0
+	}
+	return fs.houts[i]
+}
+
+// rowOut returns the outcome of a passing row of template tm whose
+// slots' values start at vi: its group label's entry's, or the
+// template's.
+func (fs *filterState) rowOut(tm *fTmpl, vi []int) int32 {
+	if tm.group < 0 {
+		return tm.gout
+	}
+	u := fs.uses[tm.group]
+	id := 0
+	if ids := fs.slots[u.slot].ids; ids != nil {
+		id = int(ids[vi[u.slot]+u.rank])
+	}
+	return fs.outIDs[fs.verds[u.verdict].outAt+id]
+}
+
+// countGroups sets fs.counts to the number of block b's rows that pass
+// in each outcome.
+func (fs *filterState) countGroups(b *part.Block) {
+	fs.counts = growClear(fs.counts, len(fs.outs))
+	canon, _, ok := fs.aligned(b)
+	if !ok {
+		fs.passing(b)
+		for _, o := range fs.houts {
+			fs.counts[o]++
+		}
+		return
+	}
+	// The templates without values: each passes or fails whole.
+	for ti := range b.NumTemplates() {
+		if tm := &fs.tmpls[ti]; tm.alive && tm.movesEnd == tm.movesStart {
+			fs.counts[tm.gout] += b.TemplateRows(ti)
+		}
+	}
+	g := fs.groupUse(canon)
+	if g == nil {
+		// No template has the group label in a column: the aligned
+		// rows' outcome is their templates' (all alike, or not aligned).
+		fs.passing(b)
+		clear(fs.counts)
+		for _, o := range fs.houts {
+			fs.counts[o]++
+		}
+		return
+	}
+	ids, outs := fs.slots[g.slot].ids, fs.outIDs[fs.verds[g.verdict].outAt:][:256]
+	nw := (b.ColumnValues(fs.slots[g.slot].col) + 63) / 64
+	for wi := range nw {
+		word := fs.alignedWord(canon, wi)
+		for ; word != 0; word &= word - 1 {
+			id := 0
+			if ids != nil {
+				id = int(ids[wi*64+bits.TrailingZeros64(word)])
+			}
+			fs.counts[outs[id]]++
+		}
+	}
+}
+
 // passing sets fs.hits to the rows of block b that pass and, with an
 // unwrap, fs.samps to their samples, in one pass over their templates,
 // each row's values found by the moves of the rows before it.
 func (fs *filterState) passing(b *part.Block) {
 	vi := fs.vi
 	clear(vi)
-	fs.hits, fs.samps = fs.hits[:0], fs.samps[:0]
+	fs.hits, fs.samps, fs.houts = fs.hits[:0], fs.samps[:0], fs.houts[:0]
 	tmpls, uses, moves, verds, pass := fs.tmpls, fs.uses, fs.moves, fs.verds, fs.pass
 	for k, t := range b.RowTemplates() {
 		tm := &tmpls[t]
@@ -867,6 +1085,9 @@ func (fs *filterState) passing(b *part.Block) {
 				if tm.samp >= 0 {
 					u := uses[tm.samp]
 					fs.samps = append(fs.samps, fs.slots[u.slot].nums[vi[u.slot]+u.rank])
+				}
+				if fs.group >= 0 {
+					fs.houts = append(fs.houts, fs.rowOut(tm, vi))
 				}
 			}
 		}
