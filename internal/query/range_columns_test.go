@@ -619,6 +619,10 @@ func TestFilterSweepSameAsRows(t *testing.T) {
 		case r == 7:
 			// A key twice: its column has two values per row.
 			lines[i] = fmt.Sprintf(`{"ts":"%s","service":"dup","level":"%s","http":{"method":"%s"},"level":"%s"}`, ts, lvl, m, levels[rng.IntN(len(levels))])
+		case r == 8 && i%3 == 0:
+			// A line mostly key: stored whole, it takes the row path
+			// after the block's other rows are counted.
+			lines[i] = fmt.Sprintf(`{"ts":"%s","service":"%s","level":"%s","http":{"method":"%s"},"%s":0}`, ts, svc, lvl, m, strings.Repeat("k", 300))
 		default:
 			st := []string{"200", "404", "500", "503", `"5xx"`, "2.5e2"}[rng.IntN(6)]
 			lines[i] = fmt.Sprintf(`{"ts":"%s","service":"%s","level":"%s","http":{"method":"%s","path":"%s","status":%s}}`, ts, svc, lvl, m, p, st)
@@ -745,4 +749,33 @@ func TestWorkerStatesOwnTheirLines(t *testing.T) {
 			t.Errorf("%s is %d bytes: its size class may not be a multiple of 64", name, size)
 		}
 	}
+}
+
+// FuzzEqualBits: the eight-at-a-time comparison of value ids (equalBits)
+// and the lookup of each id (gatherBits) set the bits a comparison of
+// each id sets, and none past the ids.
+func FuzzEqualBits(f *testing.F) {
+	f.Add([]byte{1, 2, 3, 1, 1, 0, 255, 1, 1}, byte(1), false)
+	f.Add(bytes.Repeat([]byte{7, 7, 0x80, 7}, 40), byte(7), true)
+	f.Add(bytes.Repeat([]byte{0}, 130), byte(0), false)
+	f.Fuzz(func(t *testing.T, ids []byte, id byte, negate bool) {
+		nw := (len(ids) + 63) / 64
+		got := make([]uint64, nw)
+		equalBits(got, ids, id, negate)
+		var pass [256]byte
+		for i := range pass {
+			pass[i] = b2u(byte(i) == id != negate)
+		}
+		gathered := make([]uint64, nw)
+		gatherBits(gathered, ids, &pass)
+		want := make([]uint64, nw)
+		for i, v := range ids {
+			if v == id != negate {
+				want[i>>6] |= 1 << (i & 63)
+			}
+		}
+		if !slices.Equal(got, want) || !slices.Equal(gathered, want) {
+			t.Fatalf("ids %v, id %d, negate %v: equalBits %x, gatherBits %x, want %x", ids, id, negate, got, gathered, want)
+		}
+	})
 }

@@ -1,6 +1,7 @@
 package query
 
 import (
+	"encoding/binary"
 	"math/bits"
 	"slices"
 	"strings"
@@ -76,6 +77,7 @@ type filterState struct {
 	// not yet worked out for the block).
 	absentOut int32
 	houts     []int32 // with a group label, the outcome of each of hits
+	raws      int     // rows of the block's raw templates (rawRows)
 	counts    []int   // per outcome, the rows that pass (countGroups)
 	runs      []onesRun
 
@@ -157,9 +159,6 @@ type fMove struct{ slot, n int }
 // observed labels are observed) are and-ed conditions each on one label
 // the stage sets, and its grouping keeps none of them; else nil.
 func newFilterState(w *rangeWorker, jp stage.JSONParams, params bool, observed []string) *filterState {
-	if w.x.Grouping == nil && w.sumBy == nil {
-		return nil
-	}
 	set := observed
 	if params {
 		names, ok := distinctParamNames(jp)
@@ -319,10 +318,12 @@ func (fs *filterState) startStream(ls record.Labels) {
 // without walking them with a cursor, and reports whether it did; when
 // it did not, it added nothing. Every template with rows is planned with
 // no value to check, each label the filters read either absent, the same
-// in every row, or in a constant, dictionary or number column. When every
-// row counts in the same windows the rows that pass are counted (or
-// their samples added); otherwise (a range query's steps over a block)
-// each passing row is added at its time.
+// in every row, or in a constant, dictionary or number column; or its
+// lines are stored whole, and its rows take the row path after the
+// others. When every row counts in the same windows the rows that pass
+// are counted (or their samples added); otherwise (a range query's steps
+// over a block, where no line may be stored whole) each passing row is
+// added at its time.
 func (w *rangeWorker) filterSweep(ev *evaluator, ls record.Labels, b *part.Block, from, to int64) (bool, error) {
 	cp := w.cols
 	fs := cp.filters
@@ -334,11 +335,11 @@ func (w *rangeWorker) filterSweep(ev *evaluator, ls record.Labels, b *part.Block
 		return true, nil
 	}
 	timed := lo < from || hi > to || !w.sameWindows(lo, hi)
-	ok, err := fs.plan(w, ls, b, hi)
+	ok, err := fs.plan(w, ls, b, hi, timed)
 	if err != nil || !ok {
 		return false, err
 	}
-	rows := int64(b.NumRows())
+	rows := int64(b.NumRows() - fs.raws)
 	switch {
 	case timed:
 		if err := b.DecodeTimes(); err != nil {
@@ -391,13 +392,16 @@ func (w *rangeWorker) filterSweep(ev *evaluator, ls record.Labels, b *part.Block
 	w.tally.rows += rows
 	w.tally.columnar += rows
 	w.tally.swept += rows
+	if fs.raws > 0 {
+		return true, w.rawRows(ev, ls, b, hi)
+	}
 	return true, ev.flush(&w.tally)
 }
 
 // plan works out, for block b of stream ls (its rows at time t), each
 // template's uses and moves and each column's verdicts; false when a
 // template with rows cannot be swept.
-func (fs *filterState) plan(w *rangeWorker, ls record.Labels, b *part.Block, t int64) (bool, error) {
+func (fs *filterState) plan(w *rangeWorker, ls record.Labels, b *part.Block, t int64, timed bool) (bool, error) {
 	cp := w.cols
 	fs.colSlot = growClear(fs.colSlot, b.NumColumns())
 	fs.slots, fs.verds, fs.uses, fs.moves, fs.vi = fs.slots[:0], fs.verds[:0], fs.uses[:0], fs.moves[:0], fs.vi[:0]
@@ -414,6 +418,7 @@ func (fs *filterState) plan(w *rangeWorker, ls record.Labels, b *part.Block, t i
 	// The labels' verdicts when absent, the same for every template,
 	// worked out when a template lacks one.
 	fs.absent = growClear(fs.absent, len(fs.labels))
+	fs.raws = 0
 	for ti := range b.NumTemplates() {
 		tm := &fs.tmpls[ti]
 		*tm = fTmpl{samp: -1, group: -1, movesStart: int32(len(fs.moves)), movesEnd: int32(len(fs.moves))}
@@ -422,11 +427,20 @@ func (fs *filterState) plan(w *rangeWorker, ls record.Labels, b *part.Block, t i
 			continue
 		}
 		p := &cp.plans[ti]
+		if b.TemplateRaw(ti) {
+			// Lines stored whole take the row path after the sweep,
+			// in one window: no row of theirs counts here.
+			if timed {
+				return false, nil
+			}
+			fs.raws += rows
+			continue
+		}
 		tm.alive = !p.nothing
 		if !tm.alive {
 			continue
 		}
-		if !p.ok || len(p.checks) > 0 || b.TemplateRaw(ti) || !cp.named && len(p.params) != fs.nparam {
+		if !p.ok || len(p.checks) > 0 || !cp.named && len(p.params) != fs.nparam {
 			return false, nil
 		}
 		_, holes := b.TemplateLine(ti)
@@ -500,6 +514,18 @@ func (fs *filterState) plan(w *rangeWorker, ls record.Labels, b *part.Block, t i
 			return false, nil
 		}
 	}
+	if fs.raws > 0 {
+		// The raw rows' values in the slots' columns, now that every
+		// slot is known.
+		for ti := range b.NumTemplates() {
+			if rows := b.TemplateRows(ti); rows > 0 && b.TemplateRaw(ti) {
+				tm := &fs.tmpls[ti]
+				tm.movesStart = int32(len(fs.moves))
+				fs.slotMoves(b, ti, tm)
+				fs.countMoves(tm, rows)
+			}
+		}
+	}
 	// The columns' values must be the rows' (the part checks it; a sweep
 	// trusts nothing it did not count).
 	for s, sl := range fs.slots {
@@ -531,25 +557,9 @@ func (fs *filterState) planMoves(b *part.Block, ti int, tm *fTmpl, rows int) boo
 			}
 		}
 	default:
-		for _, col := range b.SlotColumns(ti) {
-			slot := fs.colSlot[col] - 1
-			if slot < 0 {
-				continue
-			}
-			k := int(tm.movesStart)
-			for k < len(fs.moves) && fs.moves[k].slot != slot {
-				k++
-			}
-			if k == len(fs.moves) {
-				fs.moves = append(fs.moves, fMove{slot: slot})
-			}
-			fs.moves[k].n++
-		}
+		fs.slotMoves(b, ti, tm)
 	}
-	tm.movesEnd = int32(len(fs.moves))
-	for _, m := range fs.moves[tm.movesStart:tm.movesEnd] {
-		fs.vi[m.slot] += m.n * rows
-	}
+	fs.countMoves(tm, rows)
 	for _, u := range uses {
 		if n := fs.moveOf(tm, u.slot); u.rank >= n {
 			return false
@@ -618,6 +628,34 @@ const (
 	absentPasses
 	absentErrs // the label's filters leave an error that no filter drops
 )
+
+// slotMoves appends the moves of template ti (tm) in the columns of the
+// slots made so far, from its slots' columns (countMoves ends its run).
+func (fs *filterState) slotMoves(b *part.Block, ti int, tm *fTmpl) {
+	for _, col := range b.SlotColumns(ti) {
+		slot := fs.colSlot[col] - 1
+		if slot < 0 {
+			continue
+		}
+		k := int(tm.movesStart)
+		for k < len(fs.moves) && fs.moves[k].slot != slot {
+			k++
+		}
+		if k == len(fs.moves) {
+			fs.moves = append(fs.moves, fMove{slot: slot})
+		}
+		fs.moves[k].n++
+	}
+}
+
+// countMoves adds the values of template tm's rows rows to its slots'
+// columns' counts.
+func (fs *filterState) countMoves(tm *fTmpl, rows int) {
+	tm.movesEnd = int32(len(fs.moves))
+	for _, m := range fs.moves[tm.movesStart:tm.movesEnd] {
+		fs.vi[m.slot] += m.n * rows
+	}
+}
 
 // moveOf returns how many values of slot's column a row of template tm has.
 func (fs *filterState) moveOf(tm *fTmpl, slot int) int {
@@ -713,7 +751,25 @@ func (fs *filterState) verdict(w *rangeWorker, ls record.Labels, b *part.Block, 
 				}
 			}
 		} else {
-			gatherBits(dst, sl.ids[:n], &fs.idPass)
+			// One entry passes (an equality), or one fails: each value
+			// compared with it, eight at a time; else looked up.
+			var one [2]int
+			var last [2]int
+			for id, c := range fs.idCount {
+				if c > 0 {
+					p := fs.idPass[id]
+					one[p]++
+					last[p] = id
+				}
+			}
+			switch {
+			case one[1] == 1:
+				equalBits(dst, sl.ids[:n], byte(last[1]), false)
+			case one[0] == 1:
+				equalBits(dst, sl.ids[:n], byte(last[0]), true)
+			default:
+				gatherBits(dst, sl.ids[:n], &fs.idPass)
+			}
 		}
 	case !sl.dict && fs.vecs[li] != nil && li != fs.group: // an unwrapped label's without filters passes every number
 		if !sl.numsOK {
@@ -750,6 +806,39 @@ func gatherBits(dst []uint64, ids []byte, pass *[256]byte) {
 			x |= uint64(pass[id]) << j
 		}
 		dst[len(ids)/64] = x
+	}
+}
+
+// equalBits sets bit i of dst to whether ids[i] is id (not, with
+// negate), eight ids a step: a byte of the difference is zero exactly
+// when its top bit and the top bit of it plus 0x7f are both clear.
+func equalBits(dst []uint64, ids []byte, id byte, negate bool) {
+	const lows, highs = 0x7f7f7f7f7f7f7f7f, 0x8080808080808080
+	want := uint64(id) * 0x0101010101010101
+	n := len(ids)
+	for w := range (n + 63) / 64 {
+		var x uint64
+		end := min(w*64+64, n)
+		i := w * 64
+		for ; i+8 <= end; i += 8 {
+			v := binary.LittleEndian.Uint64(ids[i:]) ^ want
+			nonzero := ((v & lows) + lows | v) & highs // the top bit of each byte that differs
+			zero := ^nonzero & highs
+			// The top bits gathered into a byte, byte k's at bit k.
+			x |= (zero >> 7 * 0x0102040810204080 >> 56) << (i - w*64)
+		}
+		for ; i < end; i++ {
+			if ids[i] == id {
+				x |= 1 << (i - w*64)
+			}
+		}
+		if negate {
+			x = ^x
+			if r := end - w*64; r < 64 {
+				x &= 1<<r - 1
+			}
+		}
+		dst[w] = x
 	}
 }
 
@@ -1038,6 +1127,18 @@ func (fs *filterState) countGroups(b *part.Block) {
 		}
 	}
 	g := fs.groupUse(canon)
+	if g != nil && len(canon) == 1 {
+		// The group label alone: its entries' counts are its rows'.
+		if ok, err := b.CountIDs(fs.slots[g.slot].col, &fs.idCount, &fs.first); err == nil && ok {
+			outs := fs.outIDs[fs.verds[g.verdict].outAt:][:256]
+			for id, n := range fs.idCount {
+				if n > 0 && outs[id] >= 0 {
+					fs.counts[outs[id]] += n
+				}
+			}
+			return
+		}
+	}
 	if g == nil {
 		// No template has the group label in a column: the aligned
 		// rows' outcome is their templates' (all alike, or not aligned).
