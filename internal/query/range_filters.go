@@ -48,7 +48,7 @@ import (
 // filterState is a range worker's state for label filters decided per
 // value; nil when the query's filters are not of that form.
 type filterState struct {
-	labels []string          // the labels the filters (and the unwrap) read, distinct
+	labels []string          // the labels the filters, the unwrap and the grouping read, distinct
 	pipes  []*stage.Pipeline // per label, its filters
 	// vecs, per label: its filters as number comparisons decided a
 	// column of numbers at a time; nil when some filter of the label is
@@ -157,7 +157,8 @@ type fMove struct{ slot, n int }
 // newFilterState returns the state for the query of w when its filters
 // after the json stage (jp with parameters, or json without them, whose
 // observed labels are observed) are and-ed conditions each on one label
-// the stage sets, and its grouping keeps none of them; else nil.
+// the stage sets, and its grouping keeps at most one of those labels;
+// else nil.
 func newFilterState(w *rangeWorker, jp stage.JSONParams, params bool, observed []string) *filterState {
 	set := observed
 	if params {
@@ -876,8 +877,8 @@ func (fs *filterState) count(b *part.Block) int {
 	return len(fs.hits)
 }
 
-// addSamples adds at time t to series s the samples of block b's rows
-// that pass (an unwrap), in the rows' order.
+// addSamples adds at time t the samples of block b's rows that pass (an
+// unwrap) to their series, in the rows' order.
 func (w *rangeWorker) addSamples(fs *filterState, b *part.Block, t int64) {
 	lo, hi := w.windows(t)
 	canon, _, ok := fs.aligned(b)
