@@ -103,6 +103,8 @@ type filterState struct {
 	// fail. Bits past a column's values are 0.
 	pass  []uint64
 	two   []fTwo     // countTwo's, per template
+	gtwo  []fGroup   // groupTwo's, per template
+	zeros []byte     // groupTwo's ids of a column without
 	tmp   [][]uint64 // vecNode.eval's scratch
 	and   []uint64   // addSamples' bits of the values every use passes
 	hits  []int32    // the rows that pass (passing)
@@ -973,8 +975,18 @@ type fTwo struct {
 // countTwo is passing's count without a branch per row, for blocks of
 // at most two slots whose templates read each at most once.
 func (fs *filterState) countTwo(b *part.Block) (int, bool) {
-	if len(fs.slots) > 2 {
+	if !fs.planTwo(b) {
 		return 0, false
+	}
+	return twoCount(b.RowTemplates(), fs.two, fs.pass), true
+}
+
+// planTwo works out the templates' parts in the two-slot kernels (fTwo);
+// false when the block has more than two slots or a template reads one
+// twice.
+func (fs *filterState) planTwo(b *part.Block) bool {
+	if len(fs.slots) > 2 {
+		return false
 	}
 	fs.two = grown(fs.two, b.NumTemplates())
 	for ti := range b.NumTemplates() {
@@ -985,7 +997,7 @@ func (fs *filterState) countTwo(b *part.Block) (int, bool) {
 		}
 		for _, u := range fs.uses[tm.uses[0]:tm.uses[1]] {
 			if f.m[u.slot] != 0 {
-				return 0, false // a slot read twice
+				return false // a slot read twice
 			}
 			f.base[u.slot], f.r[u.slot], f.m[u.slot] = int32(64*fs.verds[u.verdict].at), int32(u.rank), -1
 		}
@@ -994,7 +1006,74 @@ func (fs *filterState) countTwo(b *part.Block) (int, bool) {
 		}
 		fs.two[ti] = f
 	}
-	return twoCount(b.RowTemplates(), fs.two, fs.pass), true
+	return true
+}
+
+// fGroup is a template's group part in groupTwo: its rows' outcome is
+// outIDs[base + id], id the value id (vi[s]+r)&m of slot s's column,
+// masked by m (a mask of 0: every row's outcome is outIDs[base]).
+type fGroup struct {
+	base, r, m int32
+	s          int32
+}
+
+// groupTwo is countGroups without a branch per row, for blocks of at
+// most two slots whose templates read each at most once: per row, the
+// two pass bits and the outcome of its group label's value id, counted
+// in fs.counts (a row that fails, in a last entry not kept).
+func (fs *filterState) groupTwo(b *part.Block) bool {
+	if !fs.planTwo(b) {
+		return false
+	}
+	nt := b.NumTemplates()
+	fs.gtwo = grown(fs.gtwo, nt)
+	for ti := range nt {
+		tm := &fs.tmpls[ti]
+		if tm.group >= 0 {
+			u := fs.uses[tm.group]
+			fs.gtwo[ti] = fGroup{base: int32(fs.verds[u.verdict].outAt), r: int32(u.rank), m: -1, s: int32(u.slot)}
+			continue
+		}
+		fs.gtwo[ti] = fGroup{base: int32(len(fs.outIDs))}
+		fs.outIDs = append(fs.outIDs, max(tm.gout, 0)) // a dead template's rows fail
+	}
+	// Each slot's ids, or zeros (a constant, a column of numbers).
+	var ids [2][]byte
+	for s := range ids {
+		if s < len(fs.slots) && fs.slots[s].ids != nil {
+			ids[s] = fs.slots[s].ids
+			continue
+		}
+		n := 1
+		if s < len(fs.slots) {
+			n = max(n, b.ColumnValues(fs.slots[s].col))
+		}
+		if len(fs.zeros) < n {
+			fs.zeros = make([]byte, n)
+		}
+		ids[s] = fs.zeros
+	}
+	fs.counts = growClear(fs.counts, len(fs.outs)+1)
+	groupCount(b.RowTemplates(), fs.two, fs.gtwo, fs.pass, ids, fs.outIDs, fs.counts)
+	fs.counts = fs.counts[:len(fs.outs)]
+	return true
+}
+
+// groupCount counts the rows of templates tids in counts by outcome
+// (groupTwo).
+func groupCount(tids []int32, two []fTwo, gtwo []fGroup, pass []uint64, ids [2][]byte, outIDs []int32, counts []int) {
+	dummy := int32(len(counts) - 1)
+	var vi [2]int32
+	for _, t := range tids {
+		f, g := &two[t], &gtwo[t]
+		i0, i1 := f.base[0]+(vi[0]+f.r[0])&f.m[0], f.base[1]+(vi[1]+f.r[1])&f.m[1]
+		p := int32((pass[i0>>6] >> (i0 & 63)) & (pass[i1>>6] >> (i1 & 63)) & 1)
+		id := int32(ids[g.s][(vi[g.s]+g.r)&g.m]) & g.m
+		o := outIDs[g.base+id]
+		counts[dummy+(o-dummy)*p]++
+		vi[0] += f.n[0]
+		vi[1] += f.n[1]
+	}
 }
 
 // twoCount counts the rows of templates tids that pass (countTwo).
@@ -1115,6 +1194,9 @@ func (fs *filterState) countGroups(b *part.Block) {
 	fs.counts = growClear(fs.counts, len(fs.outs))
 	canon, _, ok := fs.aligned(b)
 	if !ok {
+		if fs.groupTwo(b) {
+			return
+		}
 		fs.passing(b)
 		for _, o := range fs.houts {
 			fs.counts[o]++
