@@ -884,7 +884,7 @@ func (fs *filterState) count(b *part.Block) int {
 func (w *rangeWorker) addSamples(fs *filterState, b *part.Block, t int64) {
 	lo, hi := w.windows(t)
 	canon, _, ok := fs.aligned(b)
-	g := fs.groupUse(canon)
+	g := fs.canonUse(canon, fs.group)
 	if !ok || fs.group >= 0 && g == nil {
 		fs.passing(b)
 		for k := lo; k <= hi; k++ {
@@ -899,12 +899,7 @@ func (w *rangeWorker) addSamples(fs *filterState, b *part.Block, t int64) {
 	}
 	// Value i of every slot is one row's; rows without the values give
 	// no sample (their templates lack the unwrapped label).
-	var nums []float64
-	for _, u := range canon {
-		if fs.verds[u.verdict].label == fs.unwrap {
-			nums = fs.slots[u.slot].nums
-		}
-	}
+	nums := fs.slots[fs.canonUse(canon, fs.unwrap).slot].nums
 	nw := (b.ColumnValues(fs.slots[canon[0].slot].col) + 63) / 64
 	set := fs.pass[fs.verds[canon[0].verdict].at:][:nw]
 	if len(canon) > 1 {
@@ -940,14 +935,14 @@ func (w *rangeWorker) addSamples(fs *filterState, b *part.Block, t int64) {
 	}
 }
 
-// groupUse returns the use of the group label among the aligned uses
+// canonUse returns the use of label li (-1: none) among the aligned uses
 // canon, nil when none reads it.
-func (fs *filterState) groupUse(canon []fUse) *fUse {
-	if fs.group < 0 {
+func (fs *filterState) canonUse(canon []fUse, li int) *fUse {
+	if li < 0 {
 		return nil
 	}
 	for i := range canon {
-		if fs.verds[canon[i].verdict].label == fs.group {
+		if fs.verds[canon[i].verdict].label == li {
 			return &canon[i]
 		}
 	}
@@ -1193,7 +1188,10 @@ func (fs *filterState) rowOut(tm *fTmpl, vi []int) int32 {
 func (fs *filterState) countGroups(b *part.Block) {
 	fs.counts = growClear(fs.counts, len(fs.outs))
 	canon, _, ok := fs.aligned(b)
-	if !ok {
+	g := fs.canonUse(canon, fs.group)
+	if !ok || g == nil {
+		// The templates read the columns unlike, or none reads the
+		// group label from one (each row's outcome is its template's).
 		if fs.groupTwo(b) {
 			return
 		}
@@ -1209,8 +1207,7 @@ func (fs *filterState) countGroups(b *part.Block) {
 			fs.counts[tm.gout] += b.TemplateRows(ti)
 		}
 	}
-	g := fs.groupUse(canon)
-	if g != nil && len(canon) == 1 {
+	if len(canon) == 1 {
 		// The group label alone: its entries' counts are its rows'.
 		if ok, err := b.CountIDs(fs.slots[g.slot].col, &fs.idCount, &fs.first); err == nil && ok {
 			outs := fs.outIDs[fs.verds[g.verdict].outAt:][:256]
@@ -1221,16 +1218,6 @@ func (fs *filterState) countGroups(b *part.Block) {
 			}
 			return
 		}
-	}
-	if g == nil {
-		// No template has the group label in a column: the aligned
-		// rows' outcome is their templates' (all alike, or not aligned).
-		fs.passing(b)
-		clear(fs.counts)
-		for _, o := range fs.houts {
-			fs.counts[o]++
-		}
-		return
 	}
 	ids, outs := fs.slots[g.slot].ids, fs.outIDs[fs.verds[g.verdict].outAt:][:256]
 	nw := (b.ColumnValues(fs.slots[g.slot].col) + 63) / 64
