@@ -321,11 +321,11 @@ func (w *rangeWorker) colPlanner() *colPlanner {
 		switch {
 		case params:
 			if names, ok := distinctParamNames(jp); ok {
-				w.cols.pred = newPredState(w, names)
+				w.cols.pred = newPredState(w, names, true)
 			}
 		case w.cols.single != nil:
 			// Every plan has the one observed label as its parameter 0.
-			w.cols.pred = newPredState(w, w.cols.single)
+			w.cols.pred = newPredState(w, w.cols.single, false)
 		}
 		w.cols.filters = newFilterState(w, jp, params, names)
 		if u := w.x.Range.Unwrap; u != nil && u.Conv == "" && !filtersRead(w.x.Range.Log.Pipeline[1:], u.Label) {

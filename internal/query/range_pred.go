@@ -213,7 +213,11 @@ type predState struct {
 	unwrap int      // the parameter whose number is the sample (plain unwrap), or -1
 	reads  []int    // the parameters it reads, the unwrapped one among them
 	names  []string // every parameter's label name
-	on     bool     // for the stream at hand: no parameter is one of its labels
+	// params: names are a json stage's parameters, which set a label ""
+	// where their path is not found (a number filter or an unwrap of it
+	// errs), not no label.
+	params bool
+	on     bool // for the stream at hand: no parameter is one of its labels
 	series *rangeSeries
 	nums   []float64
 	has    []bool
@@ -237,7 +241,7 @@ type vecColumn struct {
 // newPredState returns the state when a range aggregation's filters can
 // be decided on numbers and its grouping keeps no parameter (names: the
 // json stage's parameters, or its one observed label); else nil.
-func newPredState(w *rangeWorker, names []string) *predState {
+func newPredState(w *rangeWorker, names []string, params bool) *predState {
 	if w.x.Grouping == nil && w.sumBy == nil || keepsAny(names, w.x.Grouping, w.sumBy) {
 		return nil
 	}
@@ -258,7 +262,7 @@ func newPredState(w *rangeWorker, names []string) *predState {
 			}
 		}
 	}
-	return compilePredState(w.x.Range.Log.Pipeline[1:], after, names, unwrap)
+	return compilePredState(w.x.Range.Log.Pipeline[1:], after, names, unwrap, params)
 }
 
 // newLogPredState returns the state for a log query whose filters after
@@ -269,7 +273,7 @@ func newLogPredState(stages []logql.Stage, jp stage.JSONParams) *predState {
 	if !ok {
 		return nil
 	}
-	return compilePredState(stages, nil, names, -1)
+	return compilePredState(stages, nil, names, -1, true)
 }
 
 // distinctParamNames returns the label names of jp's parameters, and
@@ -287,8 +291,9 @@ func distinctParamNames(jp stage.JSONParams) ([]string, bool) {
 }
 
 // compilePredState compiles the filters of stages and after on the
-// parameters names, unwrapping parameter unwrap (or none, -1).
-func compilePredState(stages []logql.Stage, after []logql.LabelFilter, names []string, unwrap int) *predState {
+// parameters names, unwrapping parameter unwrap (or none, -1); params:
+// they are a json stage's parameters.
+func compilePredState(stages []logql.Stage, after []logql.LabelFilter, names []string, unwrap int, params bool) *predState {
 	pred, vec, reads, ok := compileNumPred(stages, after, names)
 	if !ok {
 		return nil
@@ -296,7 +301,7 @@ func compilePredState(stages []logql.Stage, after []logql.LabelFilter, names []s
 	if unwrap >= 0 && !slices.Contains(reads, unwrap) {
 		reads = append(reads, unwrap)
 	}
-	ps := &predState{pred: pred, unwrap: unwrap, reads: reads, names: names, nums: make([]float64, len(names)), has: make([]bool, len(names))}
+	ps := &predState{pred: pred, unwrap: unwrap, reads: reads, names: names, nums: make([]float64, len(names)), has: make([]bool, len(names)), params: params}
 	if len(reads) == 1 {
 		ps.vec, ps.vecAbsent = vec, pred(ps.nums, ps.has) // has all false: the parameter absent
 	}
@@ -349,8 +354,8 @@ func (ps *predState) numParams(b *part.Block, t int, p *tmplPlan, holes []int, d
 	for _, i := range ps.reads {
 		pp := &p.params[i]
 		if pp.hole < 0 {
-			if pp.value.Found {
-				return dst, false // a value in the gaps: its text is what it is
+			if pp.value.Found || ps.params {
+				return dst, false // a value in the gaps, or "": its text is what it is
 			}
 			dst = append(dst, numParam{col: -1})
 			continue
