@@ -471,9 +471,7 @@ func (ev *evaluator) rangeStates(ctx context.Context, x *logql.RangeAggregation,
 			if cp.pred != nil {
 				cp.pred.startStream(ls)
 			}
-			if cp.filters != nil {
-				cp.filters.startStream(ls)
-			}
+			cp.startFilters(ls)
 			if cp.keys != nil {
 				cp.keys.startStream(ls)
 				cp.skipMemoTrial()

@@ -246,11 +246,14 @@ type colPlanner struct {
 	// well-formed.
 	wholeValid [][2]known
 
-	sweep   sweepState
-	pred    *predState   // number filters decided on columns (range_pred.go), or nil
-	filters *filterState // label filters decided per value (range_filters.go), or nil
-	keys    *keyPlan     // series keys from the parameters' values (range_keys.go), or nil
-	batch   keyBatch     // rows counted with keys, waiting for their series (range_keys.go)
+	checked []bool     // checkRows': per column, whether a row checks it
+	pred    *predState // number filters decided on columns (range_pred.go), or nil
+	// filters are the stream at hand's label filters decided per value
+	// (range_filters.go), or nil: byLabel's when it is on for the
+	// stream, else byWhole's.
+	filters, byLabel, byWhole *filterState
+	keys                      *keyPlan // series keys from the parameters' values (range_keys.go), or nil
+	batch                     keyBatch // rows counted with keys, waiting for their series (range_keys.go)
 
 	// dropsErrors: a label filter __error__="" drops the rows whose line
 	// the json stage cannot parse. Then rows of a template in which no
@@ -327,7 +330,8 @@ func (w *rangeWorker) colPlanner() *colPlanner {
 			// Every plan has the one observed label as its parameter 0.
 			w.cols.pred = newPredState(w, w.cols.single, false)
 		}
-		w.cols.filters = newFilterState(w, jp, params, names)
+		w.cols.byLabel = newFilterState(w, jp, params, names)
+		w.cols.byWhole = newWholeState(w, jp, params)
 		if u := w.x.Range.Unwrap; u != nil && u.Conv == "" && !filtersRead(w.x.Range.Log.Pipeline[1:], u.Label) {
 			switch {
 			case params:
@@ -381,9 +385,6 @@ func (w *rangeWorker) blockRows(ev *evaluator, ls record.Labels, b *part.Block, 
 	// A block counted without a walk needs no memo of outcomes by ids.
 	cp.idsLater = countable
 	if err := cp.startBlock(b, !countable, func(p *tmplPlan) (bool, error) { return w.givesNothing(ls, p) }); err != nil {
-		return err
-	}
-	if done, err := w.sweep(ev, ls, b, from, to); done || err != nil {
 		return err
 	}
 	if done, err := w.filterSweep(ev, ls, b, from, to); done || err != nil {
@@ -479,19 +480,11 @@ func (w *rangeWorker) blockRows(ev *evaluator, ls record.Labels, b *part.Block, 
 }
 
 // countable reports whether block b may be counted without a walk of its
-// rows (sweep, filterSweep): then the columns a walk would keep are
+// rows (filterSweep): then the columns a walk would keep are
 // worked out only if it is walked after all.
 func (w *rangeWorker) countable(b *part.Block, from, to int64) bool {
 	cp := w.cols
-	if cp.filters != nil && cp.filters.on {
-		return true // filterSweep, in one window or not
-	}
-	lo, hi := b.TimeRange()
-	if lo < from || hi > to || !w.sameWindows(lo, hi) {
-		return false
-	}
-	sweeps := cp.memoOn && w.op == opSum && (cp.named && cp.single != nil || !cp.named && cp.json.Len() == 1)
-	return sweeps
+	return cp.filters != nil // filterSweep, in one window or not
 }
 
 // timeFree reports whether the range function's value over a window is

@@ -113,7 +113,7 @@ func TestColumnarSameAsRows(t *testing.T) {
 }
 
 // sweepLines are clean JSON lines, as most logs are, whose counts the
-// columnar path sweeps (range_sweep.go): a parameter in a dictionary
+// columnar path sweeps (filterSweep, range_filters.go): a parameter in a dictionary
 // column, escaped in some rows, absent from others, or the same in every
 // row of a template.
 func sweepLines(n int) []string {
@@ -159,6 +159,22 @@ func TestSweepSameAsRows(t *testing.T) {
 		`sum by (msg) (count_over_time(` + all + ` | json msg | msg != "m1" [40s]))`,
 		`sum by (service, service_extracted) (count_over_time(` + all + ` | json service [40s]))`,
 		`sum by (level) (rate(` + all + ` | json level | level != "" [40s]))`,
+	})
+}
+
+// TestWholeSweepSameAsRows: counts of one json label swept with any
+// stages after json (the label's outcome is the whole pipeline's, once
+// per dictionary entry), and by each value's series key where its column
+// has no ids.
+func TestWholeSweepSameAsRows(t *testing.T) {
+	all := `{service=~"api|web"}`
+	checkColumnar(t, columnLines(6000), true, []string{
+		`count(sum by (tid) (count_over_time(` + all + ` | json tid="trace_id" [1h])))`,
+		`topk(3, sum by (tid) (count_over_time(` + all + ` | json tid="trace_id" | tid=~"0.*" [1h])))`,
+		`sum by (service) (count_over_time(` + all + ` | json msg | line_format "{{.msg}}" |= "m1" [1h]))`,
+		`sum by (level) (count_over_time(` + all + ` | json level | line_format "<{{.level}}>" | regexp "<(?P<l>e.*)>" | l!="" [1h]))`,
+		`sum by (msg) (count_over_time(` + all + ` | json msg | line_format "{{.msg}}" != "m2" [40s]))`,
+		`sum by (service) (count_over_time(` + all + ` | json | line_format "{{.level}}" |~ "warn|error" [40s]))`,
 	})
 }
 
@@ -331,6 +347,11 @@ func FuzzColumnarSameAsRows(f *testing.F) {
 		`sum by (l) (count_over_time({service="api"} | json l="level", x | x!="1" [1h]))`,
 		`sum by (http_status) (sum_over_time({service="api"} | json | level!="info" | unwrap http_latency_ms | __error__="" [1h]))`,
 		`sum by (level) (count_over_time({service="api"} | json | level=~"e.*|i.*" | x!="2" [1h]))`,
+		// One label through the whole pipeline (whole), keyed where its
+		// column has no ids.
+		`sum by (service) (count_over_time({service="api"} | json l="level" | line_format "{{.l}}" |= "err" [1h]))`,
+		`count(sum by (x) (count_over_time({service="api"} | json x [1h])))`,
+		`sum by (level) (count_over_time({service="api"} | json | line_format "{{.level}}" != "info" [1h]))`,
 	}
 	f.Fuzz(func(t *testing.T, data string, qi uint8) {
 		// qi's top bit puts each line's own fields first, the time and
@@ -365,13 +386,13 @@ func FuzzColumnarSameAsRows(f *testing.F) {
 			rows, rerr := (&Engine{workers: 1, reference: true}).Exec(context.Background(), sn, p)
 			cols, cerr := (&Engine{workers: 1}).Exec(context.Background(), sn, p)
 			if fmt.Sprint(rerr) != fmt.Sprint(cerr) {
-				t.Fatalf("%s: errors differ: rows %v, columns %v", q, rerr, cerr)
+				t.Fatalf("%s: errors differ: rows %v, columns %v\nDATA %q", q, rerr, cerr, lines)
 			}
 			if rerr != nil {
 				continue
 			}
 			if r, c := render(rows, p), render(cols, p); !slices.Equal(r, c) {
-				t.Fatalf("%s (instant %v):\nrows:\n  %s\ncolumns:\n  %s", q, p.Instant, strings.Join(r, "\n  "), strings.Join(c, "\n  "))
+				t.Fatalf("%s (instant %v):\nrows:\n  %s\ncolumns:\n  %s\nDATA %q", q, p.Instant, strings.Join(r, "\n  "), strings.Join(c, "\n  "), lines)
 			}
 		}
 	})

@@ -39,6 +39,16 @@ import (
 // label's own filters fail it) is worked out once per block, so that a
 // passing row counts in the series of its entry's id.
 //
+// A query that counts rows and observes one label of the json stage (its
+// one parameter, or json without parameters and one label read) is
+// swept whatever its stages after json (whole): the outcome of each
+// value, the series it counts in or none, is what the whole pipeline
+// makes of it, worked out once per dictionary entry. When the templates
+// read one label from columns that hold nothing else, a block is counted
+// from the columns' counts of entry ids (histogram), without a bit per
+// value; a whole state's label in a column of strings without ids (a
+// user id) is counted there by each value's series key (keyRow).
+//
 // A number filter sets an error on a value that is no number: the row is
 // dropped when a filter __error__="" comes after the last number filter,
 // and the verdicts count an error as a failure; otherwise a value that
@@ -63,7 +73,13 @@ type filterState struct {
 	unwrap      int // the label (index in labels) whose number is the sample, or -1
 	group       int // the label (index in labels) the grouping keeps, or -1
 
-	on     bool         // the stream at hand has no label the json stage may set
+	// whole: the query observes one label of the json stage (labels[0],
+	// the group label) and no unwrap: a value's outcome is what the
+	// whole pipeline after the stage makes of it (columnSeries), with
+	// any stages, for any stream.
+	whole bool
+
+	on     bool         // the stream at hand has no label the json stage may set (or whole)
 	series *rangeSeries // the stream's series, once made
 
 	// outs are the series the block's passing rows count in: the
@@ -77,8 +93,15 @@ type filterState struct {
 	// not yet worked out for the block).
 	absentOut int32
 	houts     []int32 // with a group label, the outcome of each of hits
+	rowOuts   []int32 // per row, its outcome or -1 (groupRows)
 	raws      int     // rows of the block's raw templates (rawRows)
 	counts    []int   // per outcome, the rows that pass (countGroups)
+	// used, per slot, the values of its column that alive templates'
+	// rows read as the one label histLabel (-1: none yet; -2: more than
+	// one, or a template that fails whole reads one): histTemplate.
+	used      []int
+	histLabel int
+	free      []int // per outcome, the rows of alive templates that read no value from a column
 	runs      []onesRun
 
 	// Per block.
@@ -93,9 +116,8 @@ type filterState struct {
 	vals    []stage.ParamValue
 	one     [1]stage.ParamValue
 	oneName [1]string
-	idCount [256]int
 	first   [256]int
-	idPass  [256]byte
+	dicts   []fDict // the dictionary verdicts' per entry id counts and verdicts
 	// pass holds a bit per value of each verdict's column (1: passes),
 	// each verdict's from a word of its own, after two words: every bit
 	// set (passOne) and none (passZero), which the two-slot kernel reads
@@ -125,6 +147,17 @@ type fSlot struct {
 	dict   bool // a constant or dictionary column
 	nums   []float64
 	numsOK bool
+	// keyed: a column of strings without ids, of the group label when
+	// the filters read no other: its values are counted each by its
+	// series key (keyRow), in one window.
+	keyed bool
+}
+
+// fDict is a dictionary column's verdict per entry id, and its rows
+// per id.
+type fDict struct {
+	count [256]int
+	pass  [256]byte
 }
 
 // fVerdict is whether each value of a slot's column passes one label's
@@ -134,6 +167,11 @@ type fVerdict struct {
 	inString    bool
 	at          int
 	outAt       int // the group label's: its ids' outcomes are outIDs[outAt : outAt+256]
+	// dict: a dictionary column's, the index of its fDict (-1: none);
+	// lazy: its bits are not yet set from it (bitsReady), as a count
+	// from the ids' counts (histogram) never reads them.
+	dict int
+	lazy bool
 }
 
 // fTmpl is a template's part of a sweep.
@@ -311,10 +349,47 @@ func conditionLabel(f logql.LabelFilter) (string, bool) {
 	return "", false
 }
 
+// newWholeState returns the state for the query of w when it counts
+// rows (no unwrap) and observes one label of its json stage (jp with
+// parameters, or json without them): each value's outcome is what the
+// whole pipeline after the stage makes of it; else nil.
+func newWholeState(w *rangeWorker, jp stage.JSONParams, params bool) *filterState {
+	cp := w.cols
+	if w.x.Range.Unwrap != nil || w.op != opSum || !params && cp.single == nil || params && jp.Len() != 1 {
+		return nil
+	}
+	name := ""
+	if params {
+		name = jp.Name(0)
+	} else {
+		name = cp.single[0]
+	}
+	fs := &filterState{whole: true, names: []string{name}, labels: []string{name}, pipes: []*stage.Pipeline{nil}, vecs: []*vecNode{nil}, unwrap: -1, group: 0}
+	if params {
+		fs.params, fs.nparam = []int{0}, 1
+	}
+	return fs
+}
+
+// startFilters picks the stream ls's filter state (colPlanner.filters).
+func (cp *colPlanner) startFilters(ls record.Labels) {
+	cp.filters = nil
+	if fs := cp.byLabel; fs != nil {
+		if fs.startStream(ls); fs.on {
+			cp.filters = fs
+			return
+		}
+	}
+	if fs := cp.byWhole; fs != nil {
+		fs.startStream(ls)
+		cp.filters = fs
+	}
+}
+
 // startStream readies the state for a stream's rows.
 func (fs *filterState) startStream(ls record.Labels) {
 	fs.series = nil
-	fs.on = !slices.ContainsFunc(fs.names, func(n string) bool { _, ok := ls.Get(n); return ok })
+	fs.on = fs.whole || !slices.ContainsFunc(fs.names, func(n string) bool { _, ok := ls.Get(n); return ok })
 }
 
 // filterSweep adds the samples of block b's rows that pass the filters
@@ -330,7 +405,7 @@ func (fs *filterState) startStream(ls record.Labels) {
 func (w *rangeWorker) filterSweep(ev *evaluator, ls record.Labels, b *part.Block, from, to int64) (bool, error) {
 	cp := w.cols
 	fs := cp.filters
-	if fs == nil || !fs.on {
+	if fs == nil {
 		return false, nil
 	}
 	lo, hi := b.TimeRange()
@@ -343,12 +418,24 @@ func (w *rangeWorker) filterSweep(ev *evaluator, ls record.Labels, b *part.Block
 		return false, err
 	}
 	rows := int64(b.NumRows() - fs.raws)
+	hist := !timed && fs.unwrap < 0 && fs.histOK()
+	if !hist {
+		for _, sl := range fs.slots {
+			if sl.keyed {
+				return false, nil
+			}
+		}
+		fs.bitsReady()
+	}
 	switch {
+	case hist:
+		if ok, err := w.histogram(b, hi); err != nil || !ok {
+			return false, err
+		}
 	case timed:
 		if err := b.DecodeTimes(); err != nil {
 			return true, err
 		}
-		fs.passing(b)
 		rows = 0
 		if lo >= from && hi <= to {
 			rows = int64(b.NumRows())
@@ -360,6 +447,7 @@ func (w *rangeWorker) filterSweep(ev *evaluator, ls record.Labels, b *part.Block
 			}
 		}
 		if fs.unwrap >= 0 {
+			fs.passing(b)
 			for i, k := range fs.hits {
 				if t := b.RowTime(int(k)); t >= from && t <= to {
 					w.add(fs.outs[fs.hitOut(i)], t, fs.samps[i])
@@ -367,17 +455,7 @@ func (w *rangeWorker) filterSweep(ev *evaluator, ls record.Labels, b *part.Block
 			}
 			break
 		}
-		fs.runs = growClear(fs.runs, len(fs.outs))
-		for i, k := range fs.hits {
-			if t := b.RowTime(int(k)); t >= from && t <= to {
-				o := fs.hitOut(i)
-				fs.runs[o].s = fs.outs[o]
-				w.one(&fs.runs[o], t)
-			}
-		}
-		for i := range fs.runs {
-			w.flushOnes(&fs.runs[i])
-		}
+		w.timedCounts(fs, b, from, to)
 	case fs.unwrap >= 0:
 		w.addSamples(fs, b, hi)
 	case fs.group >= 0:
@@ -401,6 +479,171 @@ func (w *rangeWorker) filterSweep(ev *evaluator, ls record.Labels, b *part.Block
 	return true, ev.flush(&w.tally)
 }
 
+// timedCounts adds each of block b's rows that pass with a time in
+// [from, to] at its time (a count, times decoded), a run of rows at a
+// time.
+func (w *rangeWorker) timedCounts(fs *filterState, b *part.Block, from, to int64) {
+	fs.runs = growClear(fs.runs, len(fs.outs))
+	for o := range fs.runs {
+		fs.runs[o].s = fs.outs[o]
+	}
+	var ids [2][]byte
+	var grouped bool
+	if fs.group >= 0 {
+		ids, grouped = fs.planGroupTwo(b)
+	}
+	switch {
+	case grouped:
+		// Each row's outcome without a branch, then its time.
+		fs.rowOuts = grown(fs.rowOuts, b.NumRows())
+		groupRows(b.RowTemplates(), fs.two, fs.gtwo, fs.pass, ids, fs.outIDs, fs.rowOuts)
+		for k, o := range fs.rowOuts {
+			if o >= 0 {
+				if t := b.RowTime(k); t >= from && t <= to {
+					w.one(&fs.runs[o], t)
+				}
+			}
+		}
+	case fs.group < 0 && fs.planTwo(b):
+		// The rows that pass listed without a branch, then their times.
+		fs.hits = grown(fs.hits, b.NumRows())
+		for _, k := range fs.hits[:twoHits(b.RowTemplates(), fs.two, fs.pass, fs.hits)] {
+			if t := b.RowTime(int(k)); t >= from && t <= to {
+				w.one(&fs.runs[0], t)
+			}
+		}
+	default:
+		fs.passing(b)
+		for i, k := range fs.hits {
+			if t := b.RowTime(int(k)); t >= from && t <= to {
+				w.one(&fs.runs[fs.hitOut(i)], t)
+			}
+		}
+	}
+	for i := range fs.runs {
+		w.flushOnes(&fs.runs[i])
+	}
+}
+
+// histOK reports whether block b's rows may be counted from its
+// columns' counts of entry ids (histogram): the templates read one label
+// from columns (the group label, if any), each of its columns holds only
+// the values that label of alive templates' rows takes (histTemplate
+// counted them), and is read one way.
+func (fs *filterState) histOK() bool {
+	if fs.histLabel < -1 {
+		return false
+	}
+	for s := range fs.slots {
+		if s >= len(fs.used) || fs.used[s] != fs.vi[s] {
+			return false
+		}
+	}
+	for i, v := range fs.verds {
+		if v.dict < 0 && !fs.slots[v.slot].keyed {
+			return false // numbers, decided by bits
+		}
+		for _, o := range fs.verds[:i] {
+			if o.slot == v.slot {
+				return false // read in and out of strings
+			}
+		}
+	}
+	return true
+}
+
+// histTemplate counts, for histOK and histogram, the values template
+// tm's rows (rows) read from columns, or its rows when it reads none; it
+// sets histLabel to -2 when the template reads more than one, or a label
+// other than the others' or than the group label, or when its rows fail
+// whole.
+func (fs *filterState) histTemplate(tm *fTmpl, rows int) {
+	us := fs.uses[tm.uses[0]:tm.uses[1]]
+	if len(us) == 0 && tm.alive {
+		if int(tm.gout) >= len(fs.free) {
+			fs.free = append(fs.free, make([]int, int(tm.gout)+1-len(fs.free))...)
+		}
+		fs.free[tm.gout] += rows
+	}
+	if len(us) == 0 || fs.histLabel < -1 {
+		return
+	}
+	l := fs.verds[us[0].verdict].label
+	if !tm.alive || len(us) != 1 || fs.group >= 0 && l != fs.group || fs.histLabel >= 0 && l != fs.histLabel {
+		fs.histLabel = -2
+		return
+	}
+	fs.histLabel = l
+	if s := us[0].slot; s >= len(fs.used) {
+		fs.used = append(fs.used, make([]int, s+1-len(fs.used))...)
+	}
+	fs.used[us[0].slot] += rows
+}
+
+// histogram counts block b's rows (of histOK) at time t: a template's
+// rows in its outcome, a dictionary column's in its entries' outcomes,
+// by their counts of ids, and each value of a keyed column by its key
+// (held in the batch until every value is read: false, adding nothing,
+// when one cannot be batched).
+func (w *rangeWorker) histogram(b *part.Block, t int64) (bool, error) {
+	cp, fs := w.cols, w.cols.filters
+	for _, v := range fs.verds {
+		sl := &fs.slots[v.slot]
+		if !sl.keyed {
+			continue
+		}
+		cp.batch.hold = true
+		mark := len(cp.arena.b)
+		for vi := range b.ColumnValues(sl.col) {
+			pv, ok, err := cp.holeValue(b, sl.col, vi, t, v.inString)
+			if err == nil && ok {
+				fs.one[0] = pv
+				cp.values = fs.one[:]
+				ok = w.keyRow(t, 1)
+			}
+			cp.arena.b = cp.arena.b[:mark] // the batch copied the key
+			if err != nil || !ok {
+				cp.batch.drop()
+				return false, err
+			}
+		}
+	}
+	// The templates that read no value pass or fail whole (histTemplate
+	// counted them).
+	fs.counts = append(growClear(fs.counts, 0), fs.free...)
+	fs.counts = append(fs.counts, make([]int, len(fs.outs)-len(fs.counts))...)
+	for _, v := range fs.verds {
+		if v.dict < 0 {
+			continue
+		}
+		d := &fs.dicts[v.dict]
+		for id, n := range d.count {
+			if n == 0 {
+				continue
+			}
+			o := int32(0) // without a group label, a row that passes counts in the stream's series
+			if v.outAt >= 0 {
+				o = fs.outIDs[v.outAt+id]
+			} else if d.pass[id] == 0 {
+				o = -1
+			}
+			if o >= 0 {
+				fs.counts[o] += n
+			}
+		}
+	}
+	for o, n := range fs.counts {
+		if n > 0 {
+			w.addN(fs.outs[o], t, n)
+		}
+	}
+	if cp.batch.hold {
+		cp.batch.hold = false
+		w.flushKeys()
+	}
+	return true, nil
+}
+
 // plan works out, for block b of stream ls (its rows at time t), each
 // template's uses and moves and each column's verdicts; false when a
 // template with rows cannot be swept.
@@ -410,7 +653,7 @@ func (fs *filterState) plan(w *rangeWorker, ls record.Labels, b *part.Block, t i
 	fs.slots, fs.verds, fs.uses, fs.moves, fs.vi = fs.slots[:0], fs.verds[:0], fs.uses[:0], fs.moves[:0], fs.vi[:0]
 	fs.tmpls = grown(fs.tmpls, b.NumTemplates())
 	fs.pass = append(fs.pass[:0], ^uint64(0), 0) // passOne, passZero
-	fs.outs, fs.outIDs, fs.absentOut = fs.outs[:0], fs.outIDs[:0], -2
+	fs.outs, fs.outIDs, fs.absentOut, fs.dicts = fs.outs[:0], fs.outIDs[:0], -2, fs.dicts[:0]
 	if fs.group < 0 {
 		s, err := w.streamSeries(ls, &fs.series)
 		if err != nil {
@@ -421,7 +664,9 @@ func (fs *filterState) plan(w *rangeWorker, ls record.Labels, b *part.Block, t i
 	// The labels' verdicts when absent, the same for every template,
 	// worked out when a template lacks one.
 	fs.absent = growClear(fs.absent, len(fs.labels))
-	fs.raws = 0
+	fs.raws, fs.histLabel = 0, -1
+	fs.used, fs.free = fs.used[:0], fs.free[:0]
+	checks := false
 	for ti := range b.NumTemplates() {
 		tm := &fs.tmpls[ti]
 		*tm = fTmpl{samp: -1, group: -1, movesStart: int32(len(fs.moves)), movesEnd: int32(len(fs.moves))}
@@ -443,21 +688,24 @@ func (fs *filterState) plan(w *rangeWorker, ls record.Labels, b *part.Block, t i
 		if !tm.alive {
 			continue
 		}
-		if !p.ok || len(p.checks) > 0 || !cp.named && len(p.params) != fs.nparam {
+		if !p.ok || !cp.named && len(p.params) != fs.nparam {
 			return false, nil
 		}
+		// Values its rows must have well-formed: checked below.
+		checks = checks || len(p.checks) > 0
 		_, holes := b.TemplateLine(ti)
 		tm.uses[0] = int32(len(fs.uses))
 		for li, name := range fs.labels {
-			j := -1
-			if cp.named {
-				j = slices.Index(p.names, name)
-			} else {
+			j := 0 // json without parameters and one label observed: every plan has it first
+			switch {
+			case !cp.named:
 				j = fs.params[li]
+			case cp.single == nil:
+				j = slices.Index(p.names, name)
 			}
 			if j < 0 || j >= len(p.params) || p.params[j].hole < 0 && !p.params[j].value.Found {
 				if li == fs.group {
-					o, ok, err := fs.absentOutcome(w, ls, li, name)
+					o, ok, err := fs.absentOutcome(w, ls, li, name, t)
 					if err != nil || !ok {
 						return false, err
 					}
@@ -479,7 +727,7 @@ func (fs *filterState) plan(w *rangeWorker, ls record.Labels, b *part.Block, t i
 				}
 				// The same value in every row: decided once.
 				if li == fs.group {
-					o, ok, err := fs.outcome(w, ls, li, name, pp.value)
+					o, ok, err := fs.outcome(w, ls, li, name, pp.value, t)
 					if err != nil || !ok {
 						return false, err
 					}
@@ -496,7 +744,11 @@ func (fs *filterState) plan(w *rangeWorker, ls record.Labels, b *part.Block, t i
 			}
 			si := holes[pp.hole]
 			col := b.SlotColumn(ti, si)
-			slot, ok := fs.slot(b, col)
+			// The group label alone, in one window, with keys from the
+			// one parameter's value (keyRow): a column of strings
+			// without ids is counted by its values' keys.
+			keyed := !timed && cp.keys != nil && cp.keys.on && fs.nparam == 1 && len(fs.labels) == 1 && li == fs.group
+			slot, ok := fs.slot(b, col, keyed)
 			if !ok {
 				return false, nil
 			}
@@ -516,6 +768,7 @@ func (fs *filterState) plan(w *rangeWorker, ls record.Labels, b *part.Block, t i
 		if !fs.planMoves(b, ti, tm, rows) {
 			return false, nil
 		}
+		fs.histTemplate(tm, rows)
 	}
 	if fs.raws > 0 {
 		// The raw rows' values in the slots' columns, now that every
@@ -537,6 +790,9 @@ func (fs *filterState) plan(w *rangeWorker, ls record.Labels, b *part.Block, t i
 			return false, nil
 		}
 	}
+	if checks {
+		return w.checkRows(b, t)
+	}
 	return true, nil
 }
 
@@ -553,12 +809,16 @@ func (fs *filterState) planMoves(b *part.Block, ti int, tm *fTmpl, rows int) boo
 	switch {
 	case len(uses) == 0:
 	case !b.TemplateDup(ti):
-		// A value in each column of its slots: one in each used.
-		for _, u := range uses {
-			if !slices.Contains(fs.moves[tm.movesStart:], fMove{slot: u.slot, n: 1}) {
+		// A value in each column of its slots: one in each used, each
+		// use's the first (rank 0).
+		for i, u := range uses {
+			if i == 0 || !slices.Contains(fs.moves[tm.movesStart:], fMove{slot: u.slot, n: 1}) {
 				fs.moves = append(fs.moves, fMove{slot: u.slot, n: 1})
+				fs.vi[u.slot] += rows
 			}
 		}
+		tm.movesEnd = int32(len(fs.moves))
+		return true
 	default:
 		fs.slotMoves(b, ti, tm)
 	}
@@ -576,14 +836,25 @@ func (fs *filterState) planMoves(b *part.Block, ti int, tm *fTmpl, rows int) boo
 // has value pv counts in when the other labels pass, -1 when the label's
 // filters fail it; ok false when they leave an error no later filter
 // drops.
-func (fs *filterState) outcome(w *rangeWorker, ls record.Labels, li int, name string, pv stage.ParamValue) (int32, bool, error) {
-	pass, ok := fs.passes(w, ls, li, name, pv)
-	if !ok || !pass {
-		return -1, ok, nil
-	}
-	s, err := w.seriesOf() // the labels the filters kept: the stream's and the group label
-	if err != nil {
-		return -1, false, err
+func (fs *filterState) outcome(w *rangeWorker, ls record.Labels, li int, name string, pv stage.ParamValue, t int64) (int32, bool, error) {
+	var s *rangeSeries
+	var err error
+	if fs.whole {
+		// The whole pipeline after the json stage, on the one value.
+		cp := w.cols
+		fs.one[0] = pv
+		cp.values, cp.curNames = fs.one[:], cp.single
+		if s, err = w.columnSeries(ls, t); err != nil || s == nil {
+			return -1, err == nil, err
+		}
+	} else {
+		pass, ok := fs.passes(w, ls, li, name, pv)
+		if !ok || !pass {
+			return -1, ok, nil
+		}
+		if s, err = w.seriesOf(); err != nil { // the labels the filters kept: the stream's and the group label
+			return -1, false, err
+		}
 	}
 	fs.outs = append(fs.outs, s)
 	return int32(len(fs.outs) - 1), true, nil
@@ -591,9 +862,9 @@ func (fs *filterState) outcome(w *rangeWorker, ls record.Labels, li int, name st
 
 // absentOutcome is outcome for a row without the group label, worked
 // out once per block.
-func (fs *filterState) absentOutcome(w *rangeWorker, ls record.Labels, li int, name string) (int32, bool, error) {
+func (fs *filterState) absentOutcome(w *rangeWorker, ls record.Labels, li int, name string, t int64) (int32, bool, error) {
 	if fs.absentOut == -2 {
-		o, ok, err := fs.outcome(w, ls, li, name, stage.ParamValue{})
+		o, ok, err := fs.outcome(w, ls, li, name, stage.ParamValue{}, t)
 		if err != nil || !ok {
 			return -1, false, err
 		}
@@ -671,8 +942,9 @@ func (fs *filterState) moveOf(tm *fTmpl, slot int) int {
 }
 
 // slot returns the slot of column col, made at its first use: false
-// when the column is neither a constant, a dictionary nor of numbers.
-func (fs *filterState) slot(b *part.Block, col int) (int, bool) {
+// when the column is neither a constant, a dictionary nor of numbers,
+// nor may be keyed (fSlot.keyed).
+func (fs *filterState) slot(b *part.Block, col int, keyed bool) (int, bool) {
 	if s := fs.colSlot[col]; s > 0 {
 		return s - 1, true
 	}
@@ -682,6 +954,8 @@ func (fs *filterState) slot(b *part.Block, col int) (int, bool) {
 	}
 	if ids, ok := b.ValueIDs(col); ok {
 		sl.ids, sl.dict = ids, true
+	} else if keyed {
+		sl.keyed = true
 	} else if k := b.ColumnKind(col); k != part.ColumnInt && k != part.ColumnDecimal {
 		return 0, false
 	}
@@ -710,18 +984,24 @@ func (fs *filterState) verdict(w *rangeWorker, ls record.Labels, b *part.Block, 
 	fs.pass = slices.Grow(fs.pass, nw)[:at+nw]
 	dst := fs.pass[at:]
 	clear(dst)
+	dict := -1
 	switch {
+	case sl.keyed:
+		// Each value is counted by its key (keyed): no bits.
 	case sl.dict && li != fs.unwrap:
 		cp := w.cols
-		if ok, err := b.CountIDs(sl.col, &fs.idCount, &fs.first); err != nil || !ok {
+		dict = len(fs.dicts)
+		fs.dicts = slices.Grow(fs.dicts, 1)[:dict+1]
+		d := &fs.dicts[dict]
+		if ok, err := b.CountIDs(sl.col, &d.count, &fs.first); err != nil || !ok {
 			return -1, err
 		}
 		if li == fs.group {
 			outAt = len(fs.outIDs)
 			fs.outIDs = slices.Grow(fs.outIDs, 256)[:outAt+256]
 		}
-		for id, c := range fs.idCount {
-			fs.idPass[id] = 0
+		for id, c := range d.count {
+			d.pass[id] = 0
 			if c == 0 {
 				continue
 			}
@@ -730,49 +1010,19 @@ func (fs *filterState) verdict(w *rangeWorker, ls record.Labels, b *part.Block, 
 				return -1, err
 			}
 			if outAt >= 0 {
-				o, ok, err := fs.outcome(w, ls, li, name, pv)
+				o, ok, err := fs.outcome(w, ls, li, name, pv, t)
 				if err != nil || !ok {
 					return -1, err
 				}
 				fs.outIDs[outAt+id] = o
-				fs.idPass[id] = b2u(o >= 0)
+				d.pass[id] = b2u(o >= 0)
 				continue
 			}
 			pass, ok := fs.passes(w, ls, li, name, pv)
 			if !ok {
 				return -1, nil
 			}
-			fs.idPass[id] = b2u(pass)
-		}
-		if sl.ids == nil { // a constant: every value is id 0
-			if fs.idPass[0] != 0 {
-				for i := range n / 64 {
-					dst[i] = ^uint64(0)
-				}
-				if r := n % 64; r > 0 {
-					dst[n/64] = 1<<r - 1
-				}
-			}
-		} else {
-			// One entry passes (an equality), or one fails: each value
-			// compared with it, eight at a time; else looked up.
-			var one [2]int
-			var last [2]int
-			for id, c := range fs.idCount {
-				if c > 0 {
-					p := fs.idPass[id]
-					one[p]++
-					last[p] = id
-				}
-			}
-			switch {
-			case one[1] == 1:
-				equalBits(dst, sl.ids[:n], byte(last[1]), false)
-			case one[0] == 1:
-				equalBits(dst, sl.ids[:n], byte(last[0]), true)
-			default:
-				gatherBits(dst, sl.ids[:n], &fs.idPass)
-			}
+			d.pass[id] = b2u(pass)
 		}
 	case !sl.dict && fs.vecs[li] != nil && li != fs.group: // an unwrapped label's without filters passes every number
 		if !sl.numsOK {
@@ -789,8 +1039,55 @@ func (fs *filterState) verdict(w *rangeWorker, ls record.Labels, b *part.Block, 
 	default:
 		return -1, nil
 	}
-	fs.verds = append(fs.verds, fVerdict{slot: slot, label: li, inString: inString, at: at, outAt: outAt})
+	fs.verds = append(fs.verds, fVerdict{slot: slot, label: li, inString: inString, at: at, outAt: outAt, dict: dict, lazy: dict >= 0})
 	return len(fs.verds) - 1, nil
+}
+
+// bitsReady sets the bits of the verdicts whose bits are not yet set
+// from their entries' verdicts.
+func (fs *filterState) bitsReady() {
+	for i := range fs.verds {
+		v := &fs.verds[i]
+		if !v.lazy {
+			continue
+		}
+		v.lazy = false
+		d, sl := &fs.dicts[v.dict], &fs.slots[v.slot]
+		n := len(sl.ids)
+		if sl.ids == nil { // a constant: every value is id 0
+			n = fs.vi[v.slot]
+		}
+		dst := fs.pass[v.at:][:(n+63)/64]
+		if sl.ids == nil {
+			if d.pass[0] != 0 {
+				for i := range n / 64 {
+					dst[i] = ^uint64(0)
+				}
+				if r := n % 64; r > 0 {
+					dst[n/64] = 1<<r - 1
+				}
+			}
+			continue
+		}
+		// One entry passes (an equality), or one fails: each value
+		// compared with it, eight at a time; else looked up.
+		var one, last [2]int
+		for id, c := range d.count {
+			if c > 0 {
+				p := d.pass[id]
+				one[p]++
+				last[p] = id
+			}
+		}
+		switch {
+		case one[1] == 1:
+			equalBits(dst, sl.ids, byte(last[1]), false)
+		case one[0] == 1:
+			equalBits(dst, sl.ids, byte(last[0]), true)
+		default:
+			gatherBits(dst, sl.ids, &d.pass)
+		}
+	}
 }
 
 // gatherBits sets bit i of dst to pass[ids[i]] (0 or 1), a word at a
@@ -1017,8 +1314,25 @@ type fGroup struct {
 // two pass bits and the outcome of its group label's value id, counted
 // in fs.counts (a row that fails, in a last entry not kept).
 func (fs *filterState) groupTwo(b *part.Block) bool {
-	if !fs.planTwo(b) {
+	ids, ok := fs.planGroupTwo(b)
+	if !ok {
 		return false
+	}
+	fs.counts = growClear(fs.counts, len(fs.outs)+1)
+	groupCount(b.RowTemplates(), fs.two, fs.gtwo, fs.pass, ids, fs.outIDs, fs.counts)
+	fs.counts = fs.counts[:len(fs.outs)]
+	return true
+}
+
+// planGroupTwo works out the templates' parts in the branch-free
+// grouped kernels (groupCount, groupRows), and returns each slot's ids;
+// false when the block has more than two slots or a template reads one
+// twice. Without a group label, every template's rows that pass count in
+// outcome 0, the stream's series.
+func (fs *filterState) planGroupTwo(b *part.Block) ([2][]byte, bool) {
+	var ids [2][]byte
+	if !fs.planTwo(b) {
+		return ids, false
 	}
 	nt := b.NumTemplates()
 	fs.gtwo = grown(fs.gtwo, nt)
@@ -1033,7 +1347,6 @@ func (fs *filterState) groupTwo(b *part.Block) bool {
 		fs.outIDs = append(fs.outIDs, max(tm.gout, 0)) // a dead template's rows fail
 	}
 	// Each slot's ids, or zeros (a constant, a column of numbers).
-	var ids [2][]byte
 	for s := range ids {
 		if s < len(fs.slots) && fs.slots[s].ids != nil {
 			ids[s] = fs.slots[s].ids
@@ -1048,10 +1361,7 @@ func (fs *filterState) groupTwo(b *part.Block) bool {
 		}
 		ids[s] = fs.zeros
 	}
-	fs.counts = growClear(fs.counts, len(fs.outs)+1)
-	groupCount(b.RowTemplates(), fs.two, fs.gtwo, fs.pass, ids, fs.outIDs, fs.counts)
-	fs.counts = fs.counts[:len(fs.outs)]
-	return true
+	return ids, true
 }
 
 // groupCount counts the rows of templates tids in counts by outcome
@@ -1069,6 +1379,36 @@ func groupCount(tids []int32, two []fTwo, gtwo []fGroup, pass []uint64, ids [2][
 		vi[0] += f.n[0]
 		vi[1] += f.n[1]
 	}
+}
+
+// groupRows sets dst[k] to the outcome of row k of templates tids, -1
+// when it fails (planGroupTwo).
+func groupRows(tids []int32, two []fTwo, gtwo []fGroup, pass []uint64, ids [2][]byte, outIDs []int32, dst []int32) {
+	var vi [2]int32
+	for k, t := range tids {
+		f, g := &two[t], &gtwo[t]
+		i0, i1 := f.base[0]+(vi[0]+f.r[0])&f.m[0], f.base[1]+(vi[1]+f.r[1])&f.m[1]
+		p := int32((pass[i0>>6] >> (i0 & 63)) & (pass[i1>>6] >> (i1 & 63)) & 1)
+		id := int32(ids[g.s][(vi[g.s]+g.r)&g.m]) & g.m
+		dst[k] = (outIDs[g.base+id]+1)*p - 1
+		vi[0] += f.n[0]
+		vi[1] += f.n[1]
+	}
+}
+
+// twoHits sets the first entries of hits (as long as tids) to the rows
+// of templates tids that pass, and returns how many pass (planTwo).
+func twoHits(tids []int32, two []fTwo, pass []uint64, hits []int32) int {
+	vi0, vi1, n := int32(0), int32(0), 0
+	for k, t := range tids {
+		f := &two[t]
+		i0, i1 := f.base[0]+(vi0+f.r[0])&f.m[0], f.base[1]+(vi1+f.r[1])&f.m[1]
+		hits[n] = int32(k)
+		n += int((pass[i0>>6] >> (i0 & 63)) & (pass[i1>>6] >> (i1 & 63)) & 1)
+		vi0 += f.n[0]
+		vi1 += f.n[1]
+	}
+	return n
 }
 
 // twoCount counts the rows of templates tids that pass (countTwo).
@@ -1207,18 +1547,6 @@ func (fs *filterState) countGroups(b *part.Block) {
 			fs.counts[tm.gout] += b.TemplateRows(ti)
 		}
 	}
-	if len(canon) == 1 {
-		// The group label alone: its entries' counts are its rows'.
-		if ok, err := b.CountIDs(fs.slots[g.slot].col, &fs.idCount, &fs.first); err == nil && ok {
-			outs := fs.outIDs[fs.verds[g.verdict].outAt:][:256]
-			for id, n := range fs.idCount {
-				if n > 0 && outs[id] >= 0 {
-					fs.counts[outs[id]] += n
-				}
-			}
-			return
-		}
-	}
 	ids, outs := fs.slots[g.slot].ids, fs.outIDs[fs.verds[g.verdict].outAt:][:256]
 	nw := (b.ColumnValues(fs.slots[g.slot].col) + 63) / 64
 	for wi := range nw {
@@ -1266,4 +1594,64 @@ func (fs *filterState) passing(b *part.Block) {
 			vi[m.slot] += m.n
 		}
 	}
+}
+
+// checkRows checks the values that the rows of a block must have
+// well-formed (tmplPlan.check) in one walk of the rows with a cursor that
+// keeps only the columns checked.
+func (w *rangeWorker) checkRows(b *part.Block, t int64) (bool, error) {
+	cp := w.cols
+	nt := b.NumTemplates()
+	checked := growClear(cp.checked, b.NumColumns())
+	cp.checked = checked
+	for tm := range nt {
+		if p := &cp.plans[tm]; p.ok && len(p.checks) > 0 && !cp.knownNothing(p) {
+			_, holes := b.TemplateLine(tm)
+			for _, h := range p.checks {
+				checked[b.SlotColumn(tm, holes[h])] = true
+			}
+		}
+	}
+	cp.cur.Start(b, checked)
+	for k := range b.NumRows() {
+		tm := b.RowTemplate(k)
+		if !cp.cur.Moves(tm) {
+			continue // it uses no checked column: it has no check
+		}
+		if p := &cp.plans[tm]; p.ok && !cp.knownNothing(p) {
+			if good, err := cp.checksHold(b, tm, p, t); err != nil || !good {
+				return false, err
+			}
+		}
+		cp.cur.Next(tm)
+	}
+	return true, nil
+}
+
+// rawRows runs the rows of a block's raw templates, whose lines are
+// stored whole, on the row path. The block's rows all count in the same
+// windows, and the stages of a columnar pipeline (json, label filters)
+// never read a row's time: each row is given time t, and the block's
+// times are never decoded.
+func (w *rangeWorker) rawRows(ev *evaluator, ls record.Labels, b *part.Block, t int64) error {
+	cp := w.cols
+	lci, vi := b.LineColumn(), 0
+	for k := range b.NumRows() {
+		if !b.TemplateRaw(b.RowTemplate(k)) {
+			continue
+		}
+		line, out, err := b.Value(lci, vi, t, cp.line[:0])
+		cp.line = out
+		if err != nil {
+			return err
+		}
+		vi++
+		if err := ev.scanned(&w.tally, nil); err != nil {
+			return err
+		}
+		if err := w.row(ev, ls, t, line, nil, nil); err != nil {
+			return err
+		}
+	}
+	return ev.flush(&w.tally)
 }

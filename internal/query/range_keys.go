@@ -273,8 +273,9 @@ type keyBatch struct {
 	vals   []float64 // their samples
 	h1, h2 []uint64
 	series []*rangeSeries
-	// hold: the batch is not counted when full, only by flushKeys (a
-	// sweep's rows, which may yet go back to the row path: drop).
+	// hold: the batch is not counted when full, only by flushKeys (the
+	// values of a block counted by histogram, which may yet go back to
+	// the row path: drop).
 	hold bool
 }
 
