@@ -165,12 +165,14 @@ func TestSweepSameAsRows(t *testing.T) {
 // TestWholeSweepSameAsRows: counts of one json label swept with any
 // stages after json (the label's outcome is the whole pipeline's, once
 // per dictionary entry), and by each value's series key where its column
-// has no ids.
+// has no ids, with an unwrapped label too.
 func TestWholeSweepSameAsRows(t *testing.T) {
 	all := `{service=~"api|web"}`
 	checkColumnar(t, columnLines(6000), true, []string{
 		`count(sum by (tid) (count_over_time(` + all + ` | json tid="trace_id" [1h])))`,
 		`topk(3, sum by (tid) (count_over_time(` + all + ` | json tid="trace_id" | tid=~"0.*" [1h])))`,
+		`topk(3, sum by (tid) (sum_over_time(` + all + ` | json tid="trace_id", lat="http.latency_ms" | tid!="" | unwrap lat | __error__="" [1h])))`,
+		`max_over_time(` + all + ` | json tid="trace_id", lat="http.latency_ms" | tid=~"[0-7].*" | unwrap lat | __error__="" [1h]) by (tid)`,
 		`sum by (service) (count_over_time(` + all + ` | json msg | line_format "{{.msg}}" |= "m1" [1h]))`,
 		`sum by (level) (count_over_time(` + all + ` | json level | line_format "<{{.level}}>" | regexp "<(?P<l>e.*)>" | l!="" [1h]))`,
 		`sum by (msg) (count_over_time(` + all + ` | json msg | line_format "{{.msg}}" != "m2" [40s]))`,

@@ -92,10 +92,15 @@ type filterState struct {
 	// absentOut: the outcome of a row without the group label (-2:
 	// not yet worked out for the block).
 	absentOut int32
-	houts     []int32 // with a group label, the outcome of each of hits
-	rowOuts   []int32 // per row, its outcome or -1 (groupRows)
-	raws      int     // rows of the block's raw templates (rawRows)
-	counts    []int   // per outcome, the rows that pass (countGroups)
+	houts     []int32            // with a group label, the outcome of each of hits
+	rowOuts   []int32            // per row, its outcome or -1 (groupRows)
+	kvals     []stage.ParamValue // keyedSamples' row values
+	// keyedRows': per template, the slot and rank of its sample; per
+	// row that passes, its group label's value and its sample's.
+	samp         [][2]int32
+	gvals, svals []int32
+	raws         int   // rows of the block's raw templates (rawRows)
+	counts       []int // per outcome, the rows that pass (countGroups)
 	// used, per slot, the values of its column that alive templates'
 	// rows read as the one label histLabel (-1: none yet; -2: more than
 	// one, or a template that fails whole reads one): histTemplate.
@@ -419,17 +424,23 @@ func (w *rangeWorker) filterSweep(ev *evaluator, ls record.Labels, b *part.Block
 	}
 	rows := int64(b.NumRows() - fs.raws)
 	hist := !timed && fs.unwrap < 0 && fs.histOK()
+	keyed := false
 	if !hist {
 		for _, sl := range fs.slots {
-			if sl.keyed {
-				return false, nil
-			}
+			keyed = keyed || sl.keyed
+		}
+		if keyed && fs.unwrap < 0 {
+			return false, nil
 		}
 		fs.bitsReady()
 	}
 	switch {
 	case hist:
 		if ok, err := w.histogram(b, hi); err != nil || !ok {
+			return false, err
+		}
+	case keyed:
+		if ok, err := w.keyedSamples(fs, b, hi); err != nil || !ok {
 			return false, err
 		}
 	case timed:
@@ -523,6 +534,108 @@ func (w *rangeWorker) timedCounts(fs *filterState, b *part.Block, from, to int64
 	for i := range fs.runs {
 		w.flushOnes(&fs.runs[i])
 	}
+}
+
+// keyedSamples adds at time t the samples of block b's rows that pass
+// (an unwrap), those whose group label is in a keyed column by their
+// values' keys (held in the batch until every row is read: false, adding
+// nothing, when one cannot be batched, or when two verdicts are keyed),
+// the others to their outcome's series.
+func (w *rangeWorker) keyedSamples(fs *filterState, b *part.Block, t int64) (bool, error) {
+	cp := w.cols
+	var kv *fVerdict
+	for i := range fs.verds {
+		if fs.slots[fs.verds[i].slot].keyed {
+			if kv != nil {
+				return false, nil
+			}
+			kv = &fs.verds[i]
+		}
+	}
+	col, gp := fs.slots[kv.slot].col, fs.params[fs.group]
+	fs.kvals = growClear(fs.kvals, fs.nparam)
+	cp.batch.hold = true
+	mark := len(cp.arena.b)
+	row := func(vi int, v float64) (bool, error) {
+		pv, ok, err := cp.holeValue(b, col, vi, t, kv.inString)
+		if err == nil && ok {
+			fs.kvals[gp] = pv
+			cp.values = fs.kvals
+			ok = w.keyRow(t, v)
+		}
+		cp.arena.b = cp.arena.b[:mark] // the batch copied the key
+		if err != nil || !ok {
+			cp.batch.drop()
+			return false, err
+		}
+		return true, nil
+	}
+	if canon, others, ok := fs.aligned(b); ok && others == 0 && canon != nil {
+		// Value i of each slot is one row's: the values that pass.
+		nums := fs.slots[fs.canonUse(canon, fs.unwrap).slot].nums
+		for wi := range (b.ColumnValues(col) + 63) / 64 {
+			for word := fs.alignedWord(canon, wi); word != 0; word &= word - 1 {
+				i := wi*64 + bits.TrailingZeros64(word)
+				if ok, err := row(i, nums[i]); !ok {
+					return false, err
+				}
+			}
+		}
+		cp.batch.hold = false
+		w.flushKeys()
+		return true, nil
+	}
+	if _, ok := fs.planGroupTwo(b); ok {
+		// The rows that pass listed without a branch, each with its
+		// group label's value and its sample's.
+		nt, nr := b.NumTemplates(), b.NumRows()
+		fs.samp = grown(fs.samp, nt)
+		for ti := range nt {
+			fs.samp[ti] = [2]int32{}
+			if tm := &fs.tmpls[ti]; tm.samp >= 0 {
+				u := fs.uses[tm.samp]
+				fs.samp[ti] = [2]int32{int32(u.slot), int32(u.rank)}
+			}
+		}
+		fs.hits, fs.gvals, fs.svals = grown(fs.hits, nr), grown(fs.gvals, nr), grown(fs.svals, nr)
+		tids := b.RowTemplates()
+		n := keyedRows(tids, fs.two, fs.gtwo, fs.samp, fs.pass, fs.hits, fs.gvals, fs.svals)
+		fs.samps, fs.houts = fs.samps[:0], fs.houts[:0]
+		for h, k := range fs.hits[:n] {
+			tid := tids[k]
+			v := fs.slots[fs.samp[tid][0]].nums[fs.svals[h]]
+			if fs.gtwo[tid].m == 0 {
+				// The template's group label is the same in every row.
+				fs.samps, fs.houts = append(fs.samps, v), append(fs.houts, fs.tmpls[tid].gout)
+				continue
+			}
+			if ok, err := row(int(fs.gvals[h]), v); !ok {
+				return false, err
+			}
+		}
+	} else {
+		fs.passing(b)
+		houts, samps := fs.houts[:0], fs.samps[:0]
+		for i, o := range fs.houts {
+			if o >= 0 {
+				houts, samps = append(houts, o), append(samps, fs.samps[i])
+			} else if ok, err := row(int(-2-o), fs.samps[i]); !ok {
+				return false, err
+			}
+		}
+		fs.houts, fs.samps = houts, samps
+	}
+	lo, hi := w.windows(t)
+	for k := lo; k <= hi; k++ {
+		for i, o := range fs.houts {
+			if o >= 0 {
+				fs.outs[o].add(w.op, int(k), t, fs.samps[i])
+			}
+		}
+	}
+	cp.batch.hold = false
+	w.flushKeys()
+	return true, nil
 }
 
 // histOK reports whether block b's rows may be counted from its
@@ -744,10 +857,12 @@ func (fs *filterState) plan(w *rangeWorker, ls record.Labels, b *part.Block, t i
 			}
 			si := holes[pp.hole]
 			col := b.SlotColumn(ti, si)
-			// The group label alone, in one window, with keys from the
-			// one parameter's value (keyRow): a column of strings
-			// without ids is counted by its values' keys.
-			keyed := !timed && cp.keys != nil && cp.keys.on && fs.nparam == 1 && len(fs.labels) == 1 && li == fs.group
+			// The group label alone (and an unwrapped one), in one
+			// window, with keys from the parameters' values (keyRow):
+			// a column of strings without ids is counted by its
+			// values' keys.
+			keyed := !timed && cp.keys != nil && cp.keys.on && li == fs.group && fs.nparam == len(fs.labels) &&
+				(len(fs.labels) == 1 || len(fs.labels) == 2 && fs.unwrap >= 0)
 			slot, ok := fs.slot(b, col, keyed)
 			if !ok {
 				return false, nil
@@ -987,7 +1102,9 @@ func (fs *filterState) verdict(w *rangeWorker, ls record.Labels, b *part.Block, 
 	dict := -1
 	switch {
 	case sl.keyed:
-		// Each value is counted by its key (keyed): no bits.
+		// Each value passes here, counted by its key, which the key's
+		// filters decide (keyRow).
+		setBits(dst, n)
 	case sl.dict && li != fs.unwrap:
 		cp := w.cols
 		dict = len(fs.dicts)
@@ -1060,12 +1177,7 @@ func (fs *filterState) bitsReady() {
 		dst := fs.pass[v.at:][:(n+63)/64]
 		if sl.ids == nil {
 			if d.pass[0] != 0 {
-				for i := range n / 64 {
-					dst[i] = ^uint64(0)
-				}
-				if r := n % 64; r > 0 {
-					dst[n/64] = 1<<r - 1
-				}
+				setBits(dst, n)
 			}
 			continue
 		}
@@ -1087,6 +1199,16 @@ func (fs *filterState) bitsReady() {
 		default:
 			gatherBits(dst, sl.ids, &d.pass)
 		}
+	}
+}
+
+// setBits sets the first n bits of dst, whose words past them are clear.
+func setBits(dst []uint64, n int) {
+	for i := range n / 64 {
+		dst[i] = ^uint64(0)
+	}
+	if r := n % 64; r > 0 {
+		dst[n/64] = 1<<r - 1
 	}
 }
 
@@ -1396,6 +1518,27 @@ func groupRows(tids []int32, two []fTwo, gtwo []fGroup, pass []uint64, ids [2][]
 	}
 }
 
+// keyedRows lists in hits (as long as tids) the rows of templates tids
+// that pass, and for each its group label's value in gvals (0 for a
+// template whose rows all give it alike) and its sample's in svals (samp:
+// per template, the slot and rank of its sample); it returns how many
+// pass (planGroupTwo).
+func keyedRows(tids []int32, two []fTwo, gtwo []fGroup, samp [][2]int32, pass []uint64, hits, gvals, svals []int32) int {
+	var vi [2]int32
+	n := 0
+	for k, t := range tids {
+		f, g, sp := &two[t], &gtwo[t], &samp[t]
+		i0, i1 := f.base[0]+(vi[0]+f.r[0])&f.m[0], f.base[1]+(vi[1]+f.r[1])&f.m[1]
+		hits[n] = int32(k)
+		gvals[n] = (vi[g.s] + g.r) & g.m
+		svals[n] = vi[sp[0]] + sp[1]
+		n += int((pass[i0>>6] >> (i0 & 63)) & (pass[i1>>6] >> (i1 & 63)) & 1)
+		vi[0] += f.n[0]
+		vi[1] += f.n[1]
+	}
+	return n
+}
+
 // twoHits sets the first entries of hits (as long as tids) to the rows
 // of templates tids that pass, and returns how many pass (planTwo).
 func twoHits(tids []int32, two []fTwo, pass []uint64, hits []int32) int {
@@ -1510,12 +1653,16 @@ func (fs *filterState) hitOut(i int) int32 {
 
 // rowOut returns the outcome of a passing row of template tm whose
 // slots' values start at vi: its group label's entry's, or the
-// template's.
+// template's; for a group label in a keyed column, -2 - the index of
+// the row's value (keyedSamples).
 func (fs *filterState) rowOut(tm *fTmpl, vi []int) int32 {
 	if tm.group < 0 {
 		return tm.gout
 	}
 	u := fs.uses[tm.group]
+	if fs.slots[u.slot].keyed {
+		return int32(-2 - (vi[u.slot] + u.rank))
+	}
 	id := 0
 	if ids := fs.slots[u.slot].ids; ids != nil {
 		id = int(ids[vi[u.slot]+u.rank])
