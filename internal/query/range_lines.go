@@ -43,6 +43,7 @@ type lineEval struct {
 	bytes   bool  // the sample is the line's length (bytes_over_time, bytes_rate)
 	keyed   []int // the captures the series keeps
 	memo    map[string]*rangeSeries
+	only    *rangeSeries // memo's one series when the series keeps no capture
 	key     []byte
 	preLb   stage.Labels
 	on      bool // the stream's rows may take the path (startStream)
@@ -172,6 +173,7 @@ func newLineEval(w *rangeWorker) (*lineEval, error) {
 // startStream readies the path for the rows of stream ls.
 func (le *lineEval) startStream(ls record.Labels) {
 	clear(le.memo) // the series are the stream's
+	le.only = nil
 	le.on = true
 	n := le.caps.Len()
 	for i := range n {
@@ -273,6 +275,10 @@ func (le *lineEval) row(ev *evaluator, w *rangeWorker, ls record.Labels, t int64
 	}
 	// Each value with its length (0 when unset): no two tables of values
 	// have one key, whatever bytes the values hold.
+	if len(le.keyed) == 0 && le.only != nil {
+		w.add(le.only, t, v) // the stream's one series, without a key
+		return nil
+	}
 	le.key = le.key[:0]
 	for _, i := range le.keyed {
 		if c := vals[i]; c.Set {
@@ -293,6 +299,9 @@ func (le *lineEval) row(ev *evaluator, w *rangeWorker, ls record.Labels, t int64
 			clear(le.memo)
 		}
 		le.memo[string(le.key)] = s
+		if len(le.keyed) == 0 {
+			le.only = s
+		}
 		w.add(s, t, v)
 	}
 	return err

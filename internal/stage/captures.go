@@ -27,8 +27,7 @@ type LineCaptures struct {
 	names []string // by capture; "" for one that sets no label
 	named []string // by capture, its name in the expression; "" for <_> or a group without
 	unset []int    // the named captures of the pattern that set no label
-	vals  []Value  // Extract's, during the call
-	set   func(part int, value []byte)
+	spans []patternSpan
 }
 
 // LineCaptures returns stage k of the pipeline when it is a pattern or a
@@ -53,9 +52,6 @@ func (p *Pipeline) LineCaptures(k int) (*LineCaptures, bool) {
 			}
 			c.names = append(c.names, name)
 			c.named = append(c.named, part.Name)
-		}
-		c.set = func(part int, value []byte) {
-			c.vals[part] = Value{V: bytesView(value), Set: true}
 		}
 	case *regexpStage:
 		c.re = s
@@ -93,9 +89,16 @@ func (c *LineCaptures) Extract(line []byte, vals []Value) {
 	vals = vals[:len(c.names)]
 	clear(vals)
 	if c.pat != nil {
-		c.vals = vals
-		c.pat.p.extract(line, c.set)
-		c.vals = nil
+		p := c.pat.p
+		if len(c.spans) < len(p.steps) {
+			c.spans = make([]patternSpan, len(p.steps))
+		}
+		n := p.match(line, c.spans)
+		for i, sp := range c.spans[:n] {
+			if st := &p.steps[i]; st.named {
+				vals[st.part] = Value{V: bytesView(line[sp.from:sp.to]), Set: true}
+			}
+		}
 		for _, i := range c.unset {
 			vals[i] = Value{}
 		}

@@ -116,7 +116,8 @@ type patternStage struct {
 	buf      rowBuf
 	lb       *Labels
 	set      func(part int, value []byte)
-	observed *Observed // the labels set; nil: all
+	spans    []patternSpan // match's
+	observed *Observed     // the labels set; nil: all
 	// plain says, by part, whether a capture's label is set under its
 	// own name and observed for the rows of the stream last seen
 	// (plainOf: its labels): no stream label has the name. A row of it
@@ -194,7 +195,15 @@ func (s *patternStage) process(_ int64, line []byte, lb *Labels) ([]byte, bool) 
 	if st := lb.stream; s.plain == nil || len(st) != len(s.plainOf) || len(st) > 0 && &st[0] != &s.plainOf[0] {
 		s.plainFor(st)
 	}
-	s.p.extract(line, s.set)
+	if len(s.spans) < len(s.p.steps) {
+		s.spans = make([]patternSpan, len(s.p.steps))
+	}
+	n := s.p.match(line, s.spans)
+	for i, sp := range s.spans[:n] {
+		if st := &s.p.steps[i]; st.named {
+			s.set(st.part, line[sp.from:sp.to])
+		}
+	}
 	s.lb = nil
 	return line, true
 }
@@ -320,38 +329,37 @@ func (p *pattern) matchWhole(line []byte) bool {
 	return pos == len(line)
 }
 
-// extract matches line as Loki's pattern parser does and calls set for
-// each named capture (with its index in p.parts): a leading literal must
-// start the line; a capture runs to the first occurrence of the literal
-// after it (or to the end of the line); when that literal is missing the
-// capture takes the rest of the line and matching stops there. It reports whether the leading
-// literal matched.
-func (p *pattern) extract(line []byte, set func(part int, value []byte)) bool {
-	if len(p.parts) == 0 { // patternStage.observe: no capture observed
-		return true
-	}
-	if !bytes.HasPrefix(line, p.lead) {
-		return false
+// match matches line as Loki's pattern parser does: a leading literal
+// must start the line; a capture runs to the first occurrence of the
+// literal after it (or to the end of the line); when that literal is
+// missing the capture takes the rest of the line and matching stops
+// there. It sets spans[i] to where step i's capture is (spans as long as
+// p.steps), and returns how many steps' captures it set: 0 when the
+// leading literal does not match.
+func (p *pattern) match(line []byte, spans []patternSpan) int {
+	if len(p.parts) == 0 || !bytes.HasPrefix(line, p.lead) { // no parts: patternStage.observe observed no capture
+		return 0
 	}
 	pos := len(p.lead)
-	for _, st := range p.steps {
-		if st.lit == nil {
-			if st.named {
-				set(st.part, line[pos:])
-			}
-			return true
+	for i := range p.steps {
+		lit := p.steps[i].lit
+		j := -1
+		switch len(lit) {
+		case 0: // none: the capture ends the pattern
+		case 1:
+			j = bytes.IndexByte(line[pos:], lit[0]) // the commonest literal, a space
+		default:
+			j = bytes.Index(line[pos:], lit)
 		}
-		j := bytes.Index(line[pos:], st.lit)
 		if j < 0 {
-			if st.named {
-				set(st.part, line[pos:])
-			}
-			return true
+			spans[i] = patternSpan{int32(pos), int32(len(line))}
+			return i + 1
 		}
-		if st.named {
-			set(st.part, line[pos:pos+j])
-		}
-		pos += j + len(st.lit)
+		spans[i] = patternSpan{int32(pos), int32(pos + j)}
+		pos += j + len(lit)
 	}
-	return true
+	return len(p.steps)
 }
+
+// patternSpan is where a capture is in a line: [from, to).
+type patternSpan struct{ from, to int32 }
