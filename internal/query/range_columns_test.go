@@ -354,6 +354,10 @@ func FuzzColumnarSameAsRows(f *testing.F) {
 		`sum by (service) (count_over_time({service="api"} | json l="level" | line_format "{{.l}}" |= "err" [1h]))`,
 		`count(sum by (x) (count_over_time({service="api"} | json x [1h])))`,
 		`sum by (level) (count_over_time({service="api"} | json | line_format "{{.level}}" != "info" [1h]))`,
+		// Windows shorter than the rows' span: each row at its time.
+		`sum by (l) (sum_over_time({service="api"} | json l="level", lat="http.latency_ms" | unwrap lat | __error__="" [150ms]))`,
+		`max_over_time({service="api"} | json lat="http.latency_ms", s="http.status" | s >= 300 | unwrap lat | __error__="" [150ms])`,
+		`sum by (level) (count_over_time({service="api"} | json level | level!="debug" [150ms]))`,
 	}
 	f.Fuzz(func(t *testing.T, data string, qi uint8) {
 		// qi's top bit puts each line's own fields first, the time and

@@ -458,12 +458,7 @@ func (w *rangeWorker) filterSweep(ev *evaluator, ls record.Labels, b *part.Block
 			}
 		}
 		if fs.unwrap >= 0 {
-			fs.passing(b)
-			for i, k := range fs.hits {
-				if t := b.RowTime(int(k)); t >= from && t <= to {
-					w.add(fs.outs[fs.hitOut(i)], t, fs.samps[i])
-				}
-			}
+			w.timedSamples(fs, b, from, to)
 			break
 		}
 		w.timedCounts(fs, b, from, to)
@@ -586,20 +581,8 @@ func (w *rangeWorker) keyedSamples(fs *filterState, b *part.Block, t int64) (boo
 		return true, nil
 	}
 	if _, ok := fs.planGroupTwo(b); ok {
-		// The rows that pass listed without a branch, each with its
-		// group label's value and its sample's.
-		nt, nr := b.NumTemplates(), b.NumRows()
-		fs.samp = grown(fs.samp, nt)
-		for ti := range nt {
-			fs.samp[ti] = [2]int32{}
-			if tm := &fs.tmpls[ti]; tm.samp >= 0 {
-				u := fs.uses[tm.samp]
-				fs.samp[ti] = [2]int32{int32(u.slot), int32(u.rank)}
-			}
-		}
-		fs.hits, fs.gvals, fs.svals = grown(fs.hits, nr), grown(fs.gvals, nr), grown(fs.svals, nr)
 		tids := b.RowTemplates()
-		n := keyedRows(tids, fs.two, fs.gtwo, fs.samp, fs.pass, fs.hits, fs.gvals, fs.svals)
+		n := fs.sampleRows(b)
 		fs.samps, fs.houts = fs.samps[:0], fs.houts[:0]
 		for h, k := range fs.hits[:n] {
 			tid := tids[k]
@@ -636,6 +619,52 @@ func (w *rangeWorker) keyedSamples(fs *filterState, b *part.Block, t int64) (boo
 	cp.batch.hold = false
 	w.flushKeys()
 	return true, nil
+}
+
+// sampleRows lists the rows of block b that pass, each with its group
+// label's value and its sample's, without a branch (keyedRows, after
+// planGroupTwo), and returns how many pass.
+func (fs *filterState) sampleRows(b *part.Block) int {
+	nt, nr := b.NumTemplates(), b.NumRows()
+	fs.samp = grown(fs.samp, nt)
+	for ti := range nt {
+		fs.samp[ti] = [2]int32{}
+		if tm := &fs.tmpls[ti]; tm.samp >= 0 {
+			u := fs.uses[tm.samp]
+			fs.samp[ti] = [2]int32{int32(u.slot), int32(u.rank)}
+		}
+	}
+	fs.hits, fs.gvals, fs.svals = grown(fs.hits, nr), grown(fs.gvals, nr), grown(fs.svals, nr)
+	return keyedRows(b.RowTemplates(), fs.two, fs.gtwo, fs.samp, fs.pass, fs.hits, fs.gvals, fs.svals)
+}
+
+// timedSamples adds the samples (an unwrap) of block b's rows that pass
+// with a time in [from, to] at their times (times decoded).
+func (w *rangeWorker) timedSamples(fs *filterState, b *part.Block, from, to int64) {
+	ids, ok := fs.planGroupTwo(b)
+	if !ok {
+		fs.passing(b)
+		for i, k := range fs.hits {
+			if t := b.RowTime(int(k)); t >= from && t <= to {
+				w.add(fs.outs[fs.hitOut(i)], t, fs.samps[i])
+			}
+		}
+		return
+	}
+	tids := b.RowTemplates()
+	for h, k := range fs.hits[:fs.sampleRows(b)] {
+		t := b.RowTime(int(k))
+		if t < from || t > to {
+			continue
+		}
+		tid := tids[k]
+		g := &fs.gtwo[tid]
+		id := int32(0) // a template whose rows' group outcome is one: outIDs[g.base]
+		if g.m != 0 {
+			id = int32(ids[g.s][fs.gvals[h]])
+		}
+		w.add(fs.outs[fs.outIDs[g.base+id]], t, fs.slots[fs.samp[tid][0]].nums[fs.svals[h]])
+	}
 }
 
 // histOK reports whether block b's rows may be counted from its
