@@ -1415,6 +1415,13 @@ type fTwo struct {
 	base, r, m, n [2]int32
 }
 
+// passBit returns 1 when a row of template part f whose values of the
+// two slots' columns start at vi0 and vi1 passes, else 0.
+func (f *fTwo) passBit(vi0, vi1 int32, pass []uint64) int32 {
+	i0, i1 := f.base[0]+(vi0+f.r[0])&f.m[0], f.base[1]+(vi1+f.r[1])&f.m[1]
+	return int32((pass[i0>>6] >> (i0 & 63)) & (pass[i1>>6] >> (i1 & 63)) & 1)
+}
+
 // countTwo is passing's count without a branch per row, for blocks of
 // at most two slots whose templates read each at most once.
 func (fs *filterState) countTwo(b *part.Block) (int, bool) {
@@ -1522,8 +1529,7 @@ func groupCount(tids []int32, two []fTwo, gtwo []fGroup, pass []uint64, ids [2][
 	var vi [2]int32
 	for _, t := range tids {
 		f, g := &two[t], &gtwo[t]
-		i0, i1 := f.base[0]+(vi[0]+f.r[0])&f.m[0], f.base[1]+(vi[1]+f.r[1])&f.m[1]
-		p := int32((pass[i0>>6] >> (i0 & 63)) & (pass[i1>>6] >> (i1 & 63)) & 1)
+		p := f.passBit(vi[0], vi[1], pass)
 		id := int32(ids[g.s][(vi[g.s]+g.r)&g.m]) & g.m
 		o := outIDs[g.base+id]
 		counts[dummy+(o-dummy)*p]++
@@ -1538,8 +1544,7 @@ func groupRows(tids []int32, two []fTwo, gtwo []fGroup, pass []uint64, ids [2][]
 	var vi [2]int32
 	for k, t := range tids {
 		f, g := &two[t], &gtwo[t]
-		i0, i1 := f.base[0]+(vi[0]+f.r[0])&f.m[0], f.base[1]+(vi[1]+f.r[1])&f.m[1]
-		p := int32((pass[i0>>6] >> (i0 & 63)) & (pass[i1>>6] >> (i1 & 63)) & 1)
+		p := f.passBit(vi[0], vi[1], pass)
 		id := int32(ids[g.s][(vi[g.s]+g.r)&g.m]) & g.m
 		dst[k] = (outIDs[g.base+id]+1)*p - 1
 		vi[0] += f.n[0]
@@ -1557,11 +1562,10 @@ func keyedRows(tids []int32, two []fTwo, gtwo []fGroup, samp [][2]int32, pass []
 	n := 0
 	for k, t := range tids {
 		f, g, sp := &two[t], &gtwo[t], &samp[t]
-		i0, i1 := f.base[0]+(vi[0]+f.r[0])&f.m[0], f.base[1]+(vi[1]+f.r[1])&f.m[1]
 		hits[n] = int32(k)
 		gvals[n] = (vi[g.s] + g.r) & g.m
 		svals[n] = vi[sp[0]] + sp[1]
-		n += int((pass[i0>>6] >> (i0 & 63)) & (pass[i1>>6] >> (i1 & 63)) & 1)
+		n += int(f.passBit(vi[0], vi[1], pass))
 		vi[0] += f.n[0]
 		vi[1] += f.n[1]
 	}
@@ -1574,9 +1578,8 @@ func twoHits(tids []int32, two []fTwo, pass []uint64, hits []int32) int {
 	vi0, vi1, n := int32(0), int32(0), 0
 	for k, t := range tids {
 		f := &two[t]
-		i0, i1 := f.base[0]+(vi0+f.r[0])&f.m[0], f.base[1]+(vi1+f.r[1])&f.m[1]
 		hits[n] = int32(k)
-		n += int((pass[i0>>6] >> (i0 & 63)) & (pass[i1>>6] >> (i1 & 63)) & 1)
+		n += int(f.passBit(vi0, vi1, pass))
 		vi0 += f.n[0]
 		vi1 += f.n[1]
 	}
@@ -1588,8 +1591,7 @@ func twoCount(tids []int32, two []fTwo, pass []uint64) int {
 	vi0, vi1, passed := int32(0), int32(0), 0
 	for _, t := range tids {
 		f := &two[t]
-		i0, i1 := f.base[0]+(vi0+f.r[0])&f.m[0], f.base[1]+(vi1+f.r[1])&f.m[1]
-		passed += int((pass[i0>>6] >> (i0 & 63)) & (pass[i1>>6] >> (i1 & 63)) & 1)
+		passed += int(f.passBit(vi0, vi1, pass))
 		vi0 += f.n[0]
 		vi1 += f.n[1]
 	}
