@@ -103,7 +103,7 @@ type filterState struct {
 	counts       []int // per outcome, the rows that pass (countGroups)
 	// used, per slot, the values of its column that alive templates'
 	// rows read as the one label histLabel (-1: none yet; -2: more than
-	// one, or a template that fails whole reads one): histTemplate.
+	// one, or a template that fails whole reads one).
 	used      []int
 	histLabel int
 	free      []int // per outcome, the rows of alive templates that read no value from a column
@@ -670,14 +670,14 @@ func (w *rangeWorker) timedSamples(fs *filterState, b *part.Block, from, to int6
 // histOK reports whether block b's rows may be counted from its
 // columns' counts of entry ids (histogram): the templates read one label
 // from columns (the group label, if any), each of its columns holds only
-// the values that label of alive templates' rows takes (histTemplate
-// counted them), and is read one way.
+// the values that label of alive templates' rows takes (plan counted
+// them), and is read one way.
 func (fs *filterState) histOK() bool {
 	if fs.histLabel < -1 {
 		return false
 	}
 	for s := range fs.slots {
-		if s >= len(fs.used) || fs.used[s] != fs.vi[s] {
+		if fs.used[s] != fs.vi[s] {
 			return false
 		}
 	}
@@ -692,34 +692,6 @@ func (fs *filterState) histOK() bool {
 		}
 	}
 	return true
-}
-
-// histTemplate counts, for histOK and histogram, the values template
-// tm's rows (rows) read from columns, or its rows when it reads none; it
-// sets histLabel to -2 when the template reads more than one, or a label
-// other than the others' or than the group label, or when its rows fail
-// whole.
-func (fs *filterState) histTemplate(tm *fTmpl, rows int) {
-	us := fs.uses[tm.uses[0]:tm.uses[1]]
-	if len(us) == 0 && tm.alive {
-		if int(tm.gout) >= len(fs.free) {
-			fs.free = append(fs.free, make([]int, int(tm.gout)+1-len(fs.free))...)
-		}
-		fs.free[tm.gout] += rows
-	}
-	if len(us) == 0 || fs.histLabel < -1 {
-		return
-	}
-	l := fs.verds[us[0].verdict].label
-	if !tm.alive || len(us) != 1 || fs.group >= 0 && l != fs.group || fs.histLabel >= 0 && l != fs.histLabel {
-		fs.histLabel = -2
-		return
-	}
-	fs.histLabel = l
-	if s := us[0].slot; s >= len(fs.used) {
-		fs.used = append(fs.used, make([]int, s+1-len(fs.used))...)
-	}
-	fs.used[us[0].slot] += rows
 }
 
 // histogram counts block b's rows (of histOK) at time t: a template's
@@ -750,10 +722,9 @@ func (w *rangeWorker) histogram(b *part.Block, t int64) (bool, error) {
 			}
 		}
 	}
-	// The templates that read no value pass or fail whole (histTemplate
-	// counted them).
-	fs.counts = append(growClear(fs.counts, 0), fs.free...)
-	fs.counts = append(fs.counts, make([]int, len(fs.outs)-len(fs.counts))...)
+	// The templates that read no value pass or fail whole (plan counted
+	// them).
+	fs.counts = append(fs.counts[:0], fs.free...)
 	for _, v := range fs.verds {
 		if v.dict < 0 {
 			continue
@@ -796,18 +767,18 @@ func (fs *filterState) plan(w *rangeWorker, ls record.Labels, b *part.Block, t i
 	fs.tmpls = grown(fs.tmpls, b.NumTemplates())
 	fs.pass = append(fs.pass[:0], ^uint64(0), 0) // passOne, passZero
 	fs.outs, fs.outIDs, fs.absentOut, fs.dicts = fs.outs[:0], fs.outIDs[:0], -2, fs.dicts[:0]
+	fs.used, fs.free = fs.used[:0], fs.free[:0]
 	if fs.group < 0 {
 		s, err := w.streamSeries(ls, &fs.series)
 		if err != nil {
 			return false, err
 		}
-		fs.outs = append(fs.outs, s)
+		fs.outs, fs.free = append(fs.outs, s), append(fs.free, 0)
 	}
 	// The labels' verdicts when absent, the same for every template,
 	// worked out when a template lacks one.
 	fs.absent = growClear(fs.absent, len(fs.labels))
 	fs.raws, fs.histLabel = 0, -1
-	fs.used, fs.free = fs.used[:0], fs.free[:0]
 	checks := false
 	for ti := range b.NumTemplates() {
 		tm := &fs.tmpls[ti]
@@ -912,7 +883,24 @@ func (fs *filterState) plan(w *rangeWorker, ls record.Labels, b *part.Block, t i
 		if !fs.planMoves(b, ti, tm, rows) {
 			return false, nil
 		}
-		fs.histTemplate(tm, rows)
+		// What a count from the columns' ids needs (histOK, histogram):
+		// the rows of the templates that read no value, per outcome;
+		// else the values of each slot read as the one label.
+		switch nu := tm.uses[1] - tm.uses[0]; {
+		case nu == 0:
+			if tm.alive {
+				fs.free[tm.gout] += rows
+			}
+		case fs.histLabel >= -1:
+			u := &fs.uses[tm.uses[0]]
+			l := fs.verds[u.verdict].label
+			if !tm.alive || nu != 1 || fs.group >= 0 && l != fs.group || fs.histLabel >= 0 && l != fs.histLabel {
+				fs.histLabel = -2
+				break
+			}
+			fs.histLabel = l
+			fs.used[u.slot] += rows
+		}
 	}
 	if fs.raws > 0 {
 		// The raw rows' values in the slots' columns, now that every
@@ -1000,7 +988,7 @@ func (fs *filterState) outcome(w *rangeWorker, ls record.Labels, li int, name st
 			return -1, false, err
 		}
 	}
-	fs.outs = append(fs.outs, s)
+	fs.outs, fs.free = append(fs.outs, s), append(fs.free, 0)
 	return int32(len(fs.outs) - 1), true, nil
 }
 
@@ -1103,7 +1091,7 @@ func (fs *filterState) slot(b *part.Block, col int, keyed bool) (int, bool) {
 	} else if k := b.ColumnKind(col); k != part.ColumnInt && k != part.ColumnDecimal {
 		return 0, false
 	}
-	fs.slots = append(fs.slots, sl)
+	fs.slots, fs.used = append(fs.slots, sl), append(fs.used, 0)
 	fs.vi = append(fs.vi, 0)
 	fs.colSlot[col] = len(fs.slots)
 	return len(fs.slots) - 1, true
