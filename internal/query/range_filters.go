@@ -761,24 +761,15 @@ func (w *rangeWorker) histogram(b *part.Block, t int64) (bool, error) {
 // template's uses and moves and each column's verdicts; false when a
 // template with rows cannot be swept.
 func (fs *filterState) plan(w *rangeWorker, ls record.Labels, b *part.Block, t int64, timed bool) (bool, error) {
-	cp := w.cols
-	fs.colSlot = growClear(fs.colSlot, b.NumColumns())
-	fs.slots, fs.verds, fs.uses, fs.moves, fs.vi = fs.slots[:0], fs.verds[:0], fs.uses[:0], fs.moves[:0], fs.vi[:0]
-	fs.tmpls = grown(fs.tmpls, b.NumTemplates())
-	fs.pass = append(fs.pass[:0], ^uint64(0), 0) // passOne, passZero
-	fs.outs, fs.outIDs, fs.absentOut, fs.dicts = fs.outs[:0], fs.outIDs[:0], -2, fs.dicts[:0]
-	fs.used, fs.free = fs.used[:0], fs.free[:0]
-	if fs.group < 0 {
-		s, err := w.streamSeries(ls, &fs.series)
-		if err != nil {
-			return false, err
+	if len(fs.labels) == 1 && fs.unwrap < 0 && fs.vecs[0] == nil && !timed {
+		if ok, decided, err := fs.planOne(w, ls, b, t); err != nil || decided {
+			return ok, err
 		}
-		fs.outs, fs.free = append(fs.outs, s), append(fs.free, 0)
 	}
-	// The labels' verdicts when absent, the same for every template,
-	// worked out when a template lacks one.
-	fs.absent = growClear(fs.absent, len(fs.labels))
-	fs.raws, fs.histLabel = 0, -1
+	if err := fs.start(w, ls, b); err != nil {
+		return false, err
+	}
+	cp := w.cols
 	checks := false
 	for ti := range b.NumTemplates() {
 		tm := &fs.tmpls[ti]
@@ -926,6 +917,132 @@ func (fs *filterState) plan(w *rangeWorker, ls record.Labels, b *part.Block, t i
 		return w.checkRows(b, t)
 	}
 	return true, nil
+}
+
+// start readies the state for the plan of block b of stream ls.
+func (fs *filterState) start(w *rangeWorker, ls record.Labels, b *part.Block) error {
+	fs.colSlot = growClear(fs.colSlot, b.NumColumns())
+	fs.slots, fs.verds, fs.uses, fs.moves, fs.vi = fs.slots[:0], fs.verds[:0], fs.uses[:0], fs.moves[:0], fs.vi[:0]
+	fs.tmpls = grown(fs.tmpls, b.NumTemplates())
+	fs.pass = append(fs.pass[:0], ^uint64(0), 0) // passOne, passZero
+	fs.outs, fs.outIDs, fs.absentOut, fs.dicts = fs.outs[:0], fs.outIDs[:0], -2, fs.dicts[:0]
+	fs.used, fs.free = fs.used[:0], fs.free[:0]
+	if fs.group < 0 {
+		s, err := w.streamSeries(ls, &fs.series)
+		if err != nil {
+			return err
+		}
+		fs.outs, fs.free = append(fs.outs, s), append(fs.free, 0)
+	}
+	// The labels' verdicts when absent, the same for every template,
+	// worked out when a template lacks one.
+	fs.absent = growClear(fs.absent, len(fs.labels))
+	fs.raws, fs.histLabel = 0, -1
+	return nil
+}
+
+// planOne is plan for a query of one label whose block is counted from
+// its columns' counts of entry ids (histOK, histogram): it keeps no
+// template's uses or moves, which only the other kernels read. decided
+// false: the block needs the whole plan (a template that reads a column
+// twice, holds values it does not read, fails whole or is stored whole,
+// a column of numbers).
+func (fs *filterState) planOne(w *rangeWorker, ls record.Labels, b *part.Block, t int64) (ok, decided bool, err error) {
+	if err := fs.start(w, ls, b); err != nil {
+		return false, true, err
+	}
+	cp := w.cols
+	name := fs.labels[0]
+	checks := false
+	for ti := range b.NumTemplates() {
+		rows := b.TemplateRows(ti)
+		if rows == 0 {
+			continue
+		}
+		p := &cp.plans[ti]
+		if b.TemplateRaw(ti) || p.nothing || !p.ok || !cp.named && len(p.params) != fs.nparam {
+			return false, false, nil
+		}
+		checks = checks || len(p.checks) > 0
+		j := 0 // json without parameters and one label observed: every plan has it first
+		switch {
+		case !cp.named:
+			j = fs.params[0]
+		case cp.single == nil:
+			j = slices.Index(p.names, name)
+		}
+		var pv stage.ParamValue
+		switch {
+		case j < 0 || j >= len(p.params) || p.params[j].hole < 0 && !p.params[j].value.Found:
+			// Absent: its outcome, or its filters' verdict.
+		case p.params[j].hole < 0:
+			pv = p.params[j].value // the same value in every row
+		default:
+			pp := &p.params[j]
+			_, holes := b.TemplateLine(ti)
+			si := holes[pp.hole]
+			if b.TemplateDup(ti) {
+				return false, false, nil
+			}
+			keyed := cp.keys != nil && cp.keys.on && fs.nparam == 1 && fs.group == 0
+			slot, ok := fs.slot(b, b.SlotColumn(ti, si), keyed)
+			if !ok {
+				return false, true, nil
+			}
+			v, err := fs.verdict(w, ls, b, slot, 0, name, pp.inString, t)
+			if err != nil || v < 0 {
+				return false, true, err
+			}
+			fs.used[slot] += rows
+			fs.histLabel = 0
+			continue
+		}
+		o := int32(0) // the stream's series, without a group label
+		if fs.group == 0 {
+			var ok bool
+			var err error
+			if pv.Found {
+				o, ok, err = fs.outcome(w, ls, 0, name, pv, t)
+			} else {
+				o, ok, err = fs.absentOutcome(w, ls, 0, name, t)
+			}
+			if err != nil || !ok {
+				return false, true, err
+			}
+		} else {
+			var pass, ok bool
+			if pv.Found {
+				pass, ok = fs.passes(w, ls, 0, name, pv)
+			} else {
+				pass, ok = fs.absentPasses(w, ls, 0)
+			}
+			if !ok {
+				return false, true, nil
+			}
+			if !pass {
+				o = -1
+			}
+		}
+		if o >= 0 {
+			fs.free[o] += rows
+		}
+	}
+	// Every value of each column is a row's (the part checks it; a
+	// sweep trusts nothing it did not count), read one way.
+	fs.vi = append(fs.vi[:0], fs.used...)
+	for _, sl := range fs.slots {
+		if n := b.ColumnValues(sl.col); fs.used[fs.colSlot[sl.col]-1] != n || sl.ids != nil && len(sl.ids) != n {
+			return false, false, nil
+		}
+	}
+	if !fs.histOK() {
+		return false, false, nil
+	}
+	if checks {
+		ok, err := w.checkRows(b, t)
+		return ok, true, err
+	}
+	return true, true, nil
 }
 
 // planMoves works out the moves of template ti (tm, of rows rows) in the
