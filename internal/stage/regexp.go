@@ -344,9 +344,9 @@ func (p *pattern) match(line []byte, spans []patternSpan) int {
 	for i := range p.steps {
 		lit := p.steps[i].lit
 		j := -1
-		switch len(lit) {
-		case 0: // none: the capture ends the pattern
-		case 1:
+		switch {
+		case lit == nil: // the capture ends the pattern
+		case len(lit) == 1:
 			j = bytes.IndexByte(line[pos:], lit[0]) // the commonest literal, a space
 		default:
 			j = bytes.Index(line[pos:], lit)
