@@ -92,9 +92,8 @@ type filterState struct {
 	// absentOut: the outcome of a row without the group label (-2:
 	// not yet worked out for the block).
 	absentOut int32
-	houts     []int32            // with a group label, the outcome of each of hits
-	rowOuts   []int32            // per row, its outcome or -1 (groupRows)
-	kvals     []stage.ParamValue // keyedSamples' row values
+	houts     []int32 // with a group label, the outcome of each of hits
+	rowOuts   []int32 // per row, its outcome or -1 (groupRows)
 	// keyedRows': per template, the slot and rank of its sample; per
 	// row that passes, its group label's value and its sample's.
 	samp         [][2]int32
@@ -114,11 +113,11 @@ type filterState struct {
 	slots   []fSlot
 	verds   []fVerdict
 	tmpls   []fTmpl
-	uses    []fUse          // the templates' uses, each template's a run
-	moves   []fMove         // the templates' moves, each template's a run
-	vi      []int           // per slot, the next row's first value
-	absent  []absentVerdict // per label, what a row without it gives
-	vals    []stage.ParamValue
+	uses    []fUse             // the templates' uses, each template's a run
+	moves   []fMove            // the templates' moves, each template's a run
+	vi      []int              // per slot, the next row's first value
+	absent  []absentVerdict    // per label, what a row without it gives
+	vals    []stage.ParamValue // one row's parameter values (passes, keyValue)
 	one     [1]stage.ParamValue
 	oneName [1]string
 	first   [256]int
@@ -547,24 +546,9 @@ func (w *rangeWorker) keyedSamples(fs *filterState, b *part.Block, t int64) (boo
 			kv = &fs.verds[i]
 		}
 	}
-	col, gp := fs.slots[kv.slot].col, fs.params[fs.group]
-	fs.kvals = growClear(fs.kvals, fs.nparam)
+	col := fs.slots[kv.slot].col
 	cp.batch.hold = true
-	mark := len(cp.arena.b)
-	row := func(vi int, v float64) (bool, error) {
-		pv, ok, err := cp.holeValue(b, col, vi, t, kv.inString)
-		if err == nil && ok {
-			fs.kvals[gp] = pv
-			cp.values = fs.kvals
-			ok = w.keyRow(t, v)
-		}
-		cp.arena.b = cp.arena.b[:mark] // the batch copied the key
-		if err != nil || !ok {
-			cp.batch.drop()
-			return false, err
-		}
-		return true, nil
-	}
+	row := func(vi int, v float64) (bool, error) { return w.keyValue(b, col, vi, kv.inString, t, v) }
 	if canon, others, ok := fs.aligned(b); ok && others == 0 && canon != nil {
 		// Value i of each slot is one row's: the values that pass.
 		nums := fs.slots[fs.canonUse(canon, fs.unwrap).slot].nums
@@ -618,6 +602,27 @@ func (w *rangeWorker) keyedSamples(fs *filterState, b *part.Block, t int64) (boo
 	}
 	cp.batch.hold = false
 	w.flushKeys()
+	return true, nil
+}
+
+// keyValue puts value vi of block b's keyed column col (read in or out
+// of a JSON string), the group label's, in the key batch with sample v
+// at time t; false when it cannot be batched, the batch then dropped.
+func (w *rangeWorker) keyValue(b *part.Block, col, vi int, inString bool, t int64, v float64) (bool, error) {
+	cp, fs := w.cols, w.cols.filters
+	mark := len(cp.arena.b)
+	pv, ok, err := cp.holeValue(b, col, vi, t, inString)
+	if err == nil && ok {
+		fs.vals = growClear(fs.vals, fs.nparam)
+		fs.vals[fs.params[fs.group]] = pv
+		cp.values = fs.vals
+		ok = w.keyRow(t, v)
+	}
+	cp.arena.b = cp.arena.b[:mark] // the batch copied the key
+	if err != nil || !ok {
+		cp.batch.drop()
+		return false, err
+	}
 	return true, nil
 }
 
@@ -707,17 +712,8 @@ func (w *rangeWorker) histogram(b *part.Block, t int64) (bool, error) {
 			continue
 		}
 		cp.batch.hold = true
-		mark := len(cp.arena.b)
 		for vi := range b.ColumnValues(sl.col) {
-			pv, ok, err := cp.holeValue(b, sl.col, vi, t, v.inString)
-			if err == nil && ok {
-				fs.one[0] = pv
-				cp.values = fs.one[:]
-				ok = w.keyRow(t, 1)
-			}
-			cp.arena.b = cp.arena.b[:mark] // the batch copied the key
-			if err != nil || !ok {
-				cp.batch.drop()
+			if ok, err := w.keyValue(b, sl.col, vi, v.inString, t, 1); !ok {
 				return false, err
 			}
 		}
@@ -800,50 +796,24 @@ func (fs *filterState) plan(w *rangeWorker, ls record.Labels, b *part.Block, t i
 		_, holes := b.TemplateLine(ti)
 		tm.uses[0] = int32(len(fs.uses))
 		for li, name := range fs.labels {
-			j := 0 // json without parameters and one label observed: every plan has it first
-			switch {
-			case !cp.named:
-				j = fs.params[li]
-			case cp.single == nil:
-				j = slices.Index(p.names, name)
-			}
-			if j < 0 || j >= len(p.params) || p.params[j].hole < 0 && !p.params[j].value.Found {
-				if li == fs.group {
-					o, ok, err := fs.absentOutcome(w, ls, li, name, t)
-					if err != nil || !ok {
-						return false, err
+			pp := fs.param(cp, p, li, name)
+			if pp == nil || pp.hole < 0 {
+				// Absent, or the same value in every row: decided once.
+				var pv stage.ParamValue
+				if pp != nil {
+					if li == fs.unwrap {
+						return false, nil // a sample in the gaps
 					}
-					tm.gout = o
-					tm.alive = tm.alive && o >= 0
-					continue
+					pv = pp.value
 				}
-				pass, ok := fs.absentPasses(w, ls, li)
-				if !ok {
-					return false, nil
+				o, ok, err := fs.constOutcome(w, ls, li, name, pv, t)
+				if err != nil || !ok {
+					return false, err
 				}
-				tm.alive = tm.alive && pass
-				continue
-			}
-			pp := &p.params[j]
-			if pp.hole < 0 {
-				if li == fs.unwrap {
-					return false, nil // a sample in the gaps
-				}
-				// The same value in every row: decided once.
 				if li == fs.group {
-					o, ok, err := fs.outcome(w, ls, li, name, pp.value, t)
-					if err != nil || !ok {
-						return false, err
-					}
 					tm.gout = o
-					tm.alive = tm.alive && o >= 0
-					continue
 				}
-				pass, ok := fs.passes(w, ls, li, name, pp.value)
-				if !ok {
-					return false, nil
-				}
-				tm.alive = tm.alive && pass
+				tm.alive = tm.alive && o >= 0
 				continue
 			}
 			si := holes[pp.hole]
@@ -964,21 +934,8 @@ func (fs *filterState) planOne(w *rangeWorker, ls record.Labels, b *part.Block, 
 			return false, false, nil
 		}
 		checks = checks || len(p.checks) > 0
-		j := 0 // json without parameters and one label observed: every plan has it first
-		switch {
-		case !cp.named:
-			j = fs.params[0]
-		case cp.single == nil:
-			j = slices.Index(p.names, name)
-		}
-		var pv stage.ParamValue
-		switch {
-		case j < 0 || j >= len(p.params) || p.params[j].hole < 0 && !p.params[j].value.Found:
-			// Absent: its outcome, or its filters' verdict.
-		case p.params[j].hole < 0:
-			pv = p.params[j].value // the same value in every row
-		default:
-			pp := &p.params[j]
+		pp := fs.param(cp, p, 0, name)
+		if pp != nil && pp.hole >= 0 {
 			_, holes := b.TemplateLine(ti)
 			si := holes[pp.hole]
 			if b.TemplateDup(ti) {
@@ -997,31 +954,13 @@ func (fs *filterState) planOne(w *rangeWorker, ls record.Labels, b *part.Block, 
 			fs.histLabel = 0
 			continue
 		}
-		o := int32(0) // the stream's series, without a group label
-		if fs.group == 0 {
-			var ok bool
-			var err error
-			if pv.Found {
-				o, ok, err = fs.outcome(w, ls, 0, name, pv, t)
-			} else {
-				o, ok, err = fs.absentOutcome(w, ls, 0, name, t)
-			}
-			if err != nil || !ok {
-				return false, true, err
-			}
-		} else {
-			var pass, ok bool
-			if pv.Found {
-				pass, ok = fs.passes(w, ls, 0, name, pv)
-			} else {
-				pass, ok = fs.absentPasses(w, ls, 0)
-			}
-			if !ok {
-				return false, true, nil
-			}
-			if !pass {
-				o = -1
-			}
+		var pv stage.ParamValue // absent
+		if pp != nil {
+			pv = pp.value // the same value in every row
+		}
+		o, ok, err := fs.constOutcome(w, ls, 0, name, pv, t)
+		if err != nil || !ok {
+			return false, true, err
 		}
 		if o >= 0 {
 			fs.free[o] += rows
@@ -1078,6 +1017,46 @@ func (fs *filterState) planMoves(b *part.Block, ti int, tm *fTmpl, rows int) boo
 		}
 	}
 	return true
+}
+
+// param returns the parameter of template plan p that sets label li
+// (named name), nil when its rows lack the label.
+func (fs *filterState) param(cp *colPlanner, p *tmplPlan, li int, name string) *paramPlan {
+	j := 0 // json without parameters and one label observed: every plan has it first
+	switch {
+	case !cp.named:
+		j = fs.params[li]
+	case cp.single == nil:
+		j = slices.Index(p.names, name)
+	}
+	if j < 0 || j >= len(p.params) || p.params[j].hole < 0 && !p.params[j].value.Found {
+		return nil
+	}
+	return &p.params[j]
+}
+
+// constOutcome returns what the rows whose label li has value pv in
+// every row give (pv not Found: rows without the label): the group
+// label's outcome (outcome), another label's verdict (0 passes, -1
+// fails); ok false when the filters leave an error no later filter
+// drops.
+func (fs *filterState) constOutcome(w *rangeWorker, ls record.Labels, li int, name string, pv stage.ParamValue, t int64) (int32, bool, error) {
+	if li == fs.group {
+		if !pv.Found {
+			return fs.absentOutcome(w, ls, li, name, t)
+		}
+		return fs.outcome(w, ls, li, name, pv, t)
+	}
+	var pass, ok bool
+	if pv.Found {
+		pass, ok = fs.passes(w, ls, li, name, pv)
+	} else {
+		pass, ok = fs.absentPasses(w, ls, li)
+	}
+	if !pass {
+		return -1, ok, nil
+	}
+	return 0, ok, nil
 }
 
 // outcome returns the index in outs of the series a row whose group

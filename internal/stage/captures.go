@@ -90,11 +90,8 @@ func (c *LineCaptures) Extract(line []byte, vals []Value) {
 	clear(vals)
 	if c.pat != nil {
 		p := c.pat.p
-		if len(c.spans) < len(p.steps) {
-			c.spans = make([]patternSpan, len(p.steps))
-		}
-		n := p.match(line, c.spans)
-		for i, sp := range c.spans[:n] {
+		c.spans = p.match(line, c.spans[:0])
+		for i, sp := range c.spans {
 			if st := &p.steps[i]; st.named {
 				vals[st.part] = Value{V: bytesView(line[sp.from:sp.to]), Set: true}
 			}

@@ -195,11 +195,8 @@ func (s *patternStage) process(_ int64, line []byte, lb *Labels) ([]byte, bool) 
 	if st := lb.stream; s.plain == nil || len(st) != len(s.plainOf) || len(st) > 0 && &st[0] != &s.plainOf[0] {
 		s.plainFor(st)
 	}
-	if len(s.spans) < len(s.p.steps) {
-		s.spans = make([]patternSpan, len(s.p.steps))
-	}
-	n := s.p.match(line, s.spans)
-	for i, sp := range s.spans[:n] {
+	s.spans = s.p.match(line, s.spans[:0])
+	for i, sp := range s.spans {
 		if st := &s.p.steps[i]; st.named {
 			s.set(st.part, line[sp.from:sp.to])
 		}
@@ -333,12 +330,11 @@ func (p *pattern) matchWhole(line []byte) bool {
 // must start the line; a capture runs to the first occurrence of the
 // literal after it (or to the end of the line); when that literal is
 // missing the capture takes the rest of the line and matching stops
-// there. It sets spans[i] to where step i's capture is (spans as long as
-// p.steps), and returns how many steps' captures it set: 0 when the
-// leading literal does not match.
-func (p *pattern) match(line []byte, spans []patternSpan) int {
+// there. It appends to dst where each step's capture is, for the steps
+// matched (none when the leading literal does not match).
+func (p *pattern) match(line []byte, dst []patternSpan) []patternSpan {
 	if len(p.parts) == 0 || !bytes.HasPrefix(line, p.lead) { // no parts: patternStage.observe observed no capture
-		return 0
+		return dst
 	}
 	pos := len(p.lead)
 	for i := range p.steps {
@@ -352,13 +348,12 @@ func (p *pattern) match(line []byte, spans []patternSpan) int {
 			j = bytes.Index(line[pos:], lit)
 		}
 		if j < 0 {
-			spans[i] = patternSpan{int32(pos), int32(len(line))}
-			return i + 1
+			return append(dst, patternSpan{int32(pos), int32(len(line))})
 		}
-		spans[i] = patternSpan{int32(pos), int32(pos + j)}
+		dst = append(dst, patternSpan{int32(pos), int32(pos + j)})
 		pos += j + len(lit)
 	}
-	return len(p.steps)
+	return dst
 }
 
 // patternSpan is where a capture is in a line: [from, to).
