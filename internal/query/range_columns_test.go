@@ -180,6 +180,25 @@ func TestWholeSweepSameAsRows(t *testing.T) {
 	})
 }
 
+// TestKeptSweepSameAsRows: counts and sums grouped by two or more json
+// labels swept (each value a class, a row's series its classes'
+// combination), with filters on the kept labels and on others, json with
+// and without parameters, in windows longer and shorter than the rows'
+// span.
+func TestKeptSweepSameAsRows(t *testing.T) {
+	all := `{service=~"api|web"}`
+	checkColumnar(t, columnLines(6000), true, []string{
+		`sum by (level, m) (count_over_time(` + all + ` | json level, m="http.method" [1h]))`,
+		`sum by (level, http_method) (count_over_time(` + all + ` | json [1h]))`,
+		`sum by (level, m) (count_over_time(` + all + ` | json level, m="http.method", lat="http.latency_ms" | lat > 100 | level!="warn" | __error__="" [1h]))`,
+		`sum by (m, level) (sum_over_time(` + all + ` | json level, m="http.method", lat="http.latency_ms" | unwrap lat | __error__="" [1h]))`,
+		`sum by (level, m, msg) (count_over_time(` + all + ` | json level, m="http.method", msg [1h]))`,
+		`sum by (level, m) (count_over_time(` + all + ` | json level, m="http.method" | m!="POST" [40s]))`,
+		`sum by (msg, level) (sum_over_time(` + all + ` | json level, msg, lat="http.latency_ms" | unwrap lat | __error__="" [40s]))`,
+		`topk(2, sum by (level, service, m) (count_over_time(` + all + ` | json level, m="http.method" [1h])))`,
+	})
+}
+
 // TestIDKeysOfFewerParameters: a row's packed value ids never read as
 // those of a template with more parameters. Here the block's first
 // column is a constant (its one value has id 0), and a template without
@@ -358,6 +377,12 @@ func FuzzColumnarSameAsRows(f *testing.F) {
 		`sum by (l) (sum_over_time({service="api"} | json l="level", lat="http.latency_ms" | unwrap lat | __error__="" [150ms]))`,
 		`max_over_time({service="api"} | json lat="http.latency_ms", s="http.status" | s >= 300 | unwrap lat | __error__="" [150ms])`,
 		`sum by (level) (count_over_time({service="api"} | json level | level!="debug" [150ms]))`,
+		// Grouped by two or more json labels.
+		`sum by (level, a) (count_over_time({service="api"} | json level, a [1h]))`,
+		`sum by (level, a) (count_over_time({service="api"} | json level, a | a!="x" [150ms]))`,
+		`sum by (level, x, a) (count_over_time({service="api"} | json | level=~"e.*|i.*" | __error__="" [1h]))`,
+		`sum by (a, l) (sum_over_time({service="api"} | json l="level", a, lat="http.latency_ms" | unwrap lat | __error__="" [1h]))`,
+		`sum by (a, l) (count_over_time({service="api"} | json l="level", a, s="http.status" | s >= 300 | __error__="" [1h]))`,
 	}
 	f.Fuzz(func(t *testing.T, data string, qi uint8) {
 		// qi's top bit puts each line's own fields first, the time and

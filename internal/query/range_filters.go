@@ -72,6 +72,14 @@ type filterState struct {
 	dropsErrors bool
 	unwrap      int // the label (index in labels) whose number is the sample, or -1
 	group       int // the label (index in labels) the grouping keeps, or -1
+	// kept: the labels (indices in labels) the grouping keeps when it
+	// keeps two or more (group is then -1). Each value of each is a
+	// class (its verdicts' outIDs and a template's gcls say which, -1
+	// when the label's filters fail it); a passing row's outcome is first
+	// its classes' combination (rowOut), then the series of that
+	// combination (combos).
+	kept      []int
+	keptNames []string
 
 	// whole: the query observes one label of the json stage (labels[0],
 	// the group label) and no unwrap: a value's outcome is what the
@@ -107,6 +115,14 @@ type filterState struct {
 	histLabel int
 	free      []int // per outcome, the rows of alive templates that read no value from a column
 	runs      []onesRun
+	// With kept labels, per block: each kept label's classes, by value
+	// and in order; and per combination of classes, the index in outs
+	// of its series (-1: not yet made).
+	classOf [maxKept]map[string]int32
+	classes [maxKept][]string // "\x01"+value, or "\x00" for a row without the label
+	combos  []int32
+	key     []byte             // class's
+	kvals   []stage.ParamValue // keptOutcomes' values of the kept labels
 
 	// Per block.
 	colSlot []int // per column, 1 + its place in slots, or 0
@@ -128,13 +144,14 @@ type filterState struct {
 	// for a template that reads no value of a slot, or whose rows all
 	// fail. Bits past a column's values are 0.
 	pass  []uint64
-	two   []fTwo     // countTwo's, per template
-	gtwo  []fGroup   // groupTwo's, per template
-	zeros []byte     // groupTwo's ids of a column without
-	tmp   [][]uint64 // vecNode.eval's scratch
-	and   []uint64   // addSamples' bits of the values every use passes
-	hits  []int32    // the rows that pass (passing)
-	samps []float64  // their samples, with an unwrap
+	two   []fTwo      // countTwo's, per template
+	gtwo  []fGroup    // groupTwo's, per template
+	gpair [][2]fGroup // the two kept labels' (pairCount, pairRows), per template
+	zeros []byte      // groupTwo's ids of a column without
+	tmp   [][]uint64  // vecNode.eval's scratch
+	and   []uint64    // addSamples' bits of the values every use passes
+	hits  []int32     // the rows that pass (passing)
+	samps []float64   // their samples, with an unwrap
 }
 
 const (
@@ -189,7 +206,18 @@ type fTmpl struct {
 	// the outcome of every row of the template.
 	samp, group int32
 	gout        int32
+	// With kept labels (filterState.kept), per kept label: the use that
+	// reads it, or (-1) gcls is its class in every row.
+	guse, gcls [maxKept]int32
 }
+
+// maxKept is the most labels a sweep's grouping keeps, and maxCombos the
+// most combinations of their classes a block may have: past either, the
+// rows are walked.
+const (
+	maxKept   = 4
+	maxCombos = 1 << 14
+)
 
 // fUse is a label of a template read from a column: value vi+rank of the
 // slot's column, tested by verds[verdict].
@@ -218,7 +246,7 @@ func newFilterState(w *rangeWorker, jp stage.JSONParams, params bool, observed [
 			kept = append(kept, n)
 		}
 	}
-	if len(kept) > 1 {
+	if len(kept) > maxKept {
 		return nil
 	}
 	stages := w.x.Range.Log.Pipeline[1:]
@@ -266,14 +294,20 @@ func newFilterState(w *rangeWorker, jp stage.JSONParams, params bool, observed [
 		return nil
 	}
 	fs.dropsErrors = errorsDroppedLast(stages)
-	if len(kept) == 1 {
-		// The label the grouping keeps, read from constant or
-		// dictionary columns, never unwrapped (unwrap takes it away).
-		if u := w.x.Range.Unwrap; u != nil && u.Label == kept[0] || strings.HasSuffix(kept[0], stage.ExtractedSuffix) {
+	for _, k := range kept {
+		// The labels the grouping keeps, read from constant or
+		// dictionary columns, never unwrapped (unwrap takes them away).
+		if u := w.x.Range.Unwrap; u != nil && u.Label == k || strings.HasSuffix(k, stage.ExtractedSuffix) {
 			return nil
 		}
-		fs.group = label(kept[0])
-		byLabel[kept[0]] = nil
+		fs.kept = append(fs.kept, label(k))
+		byLabel[k] = nil
+	}
+	if len(fs.kept) == 1 {
+		fs.group, fs.kept = fs.kept[0], nil
+	}
+	for _, li := range fs.kept {
+		fs.keptNames = append(fs.keptNames, fs.labels[li])
 	}
 	for _, f := range conds {
 		n, ok := conditionLabel(f)
@@ -422,7 +456,7 @@ func (w *rangeWorker) filterSweep(ev *evaluator, ls record.Labels, b *part.Block
 		return false, err
 	}
 	rows := int64(b.NumRows() - fs.raws)
-	hist := !timed && fs.unwrap < 0 && fs.histOK()
+	hist := !timed && fs.unwrap < 0 && fs.kept == nil && fs.histOK()
 	keyed := false
 	if !hist {
 		for _, sl := range fs.slots {
@@ -442,19 +476,18 @@ func (w *rangeWorker) filterSweep(ev *evaluator, ls record.Labels, b *part.Block
 		if ok, err := w.keyedSamples(fs, b, hi); err != nil || !ok {
 			return false, err
 		}
-	case timed:
-		if err := b.DecodeTimes(); err != nil {
+	case fs.kept != nil:
+		if timed {
+			if rows, err = timedRows(b, from, to); err != nil {
+				return true, err
+			}
+		}
+		if err := w.keptRows(fs, ls, b, from, to, timed); err != nil {
 			return true, err
 		}
-		rows = 0
-		if lo >= from && hi <= to {
-			rows = int64(b.NumRows())
-		} else {
-			for k := range b.NumRows() {
-				if t := b.RowTime(k); t >= from && t <= to {
-					rows++
-				}
-			}
+	case timed:
+		if rows, err = timedRows(b, from, to); err != nil {
+			return true, err
 		}
 		if fs.unwrap >= 0 {
 			w.timedSamples(fs, b, from, to)
@@ -482,6 +515,228 @@ func (w *rangeWorker) filterSweep(ev *evaluator, ls record.Labels, b *part.Block
 		return true, w.rawRows(ev, ls, b, hi)
 	}
 	return true, ev.flush(&w.tally)
+}
+
+// timedRows decodes block b's times and returns how many of its rows
+// have a time in [from, to].
+func timedRows(b *part.Block, from, to int64) (int64, error) {
+	if err := b.DecodeTimes(); err != nil {
+		return 0, err
+	}
+	if lo, hi := b.TimeRange(); lo >= from && hi <= to {
+		return int64(b.NumRows()), nil
+	}
+	n := int64(0)
+	for k := range b.NumRows() {
+		if t := b.RowTime(k); t >= from && t <= to {
+			n++
+		}
+	}
+	return n, nil
+}
+
+// keptRows adds block b's rows that pass to the series of their kept
+// labels' values: counts, or an unwrap's samples; timed, each at its
+// time in [from, to] (times decoded); else all in the windows of the
+// block's last time.
+func (w *rangeWorker) keptRows(fs *filterState, ls record.Labels, b *part.Block, from, to int64, timed bool) error {
+	_, last := b.TimeRange()
+	if fs.unwrap < 0 {
+		if ids, ok := fs.planPair(b); ok {
+			return w.pairRows(fs, ls, b, ids, from, to, timed)
+		}
+	}
+	fs.passing(b)
+	if err := w.keptOutcomes(fs, ls, last); err != nil {
+		return err
+	}
+	switch {
+	case timed && fs.unwrap >= 0:
+		for i, k := range fs.hits {
+			if t := b.RowTime(int(k)); t >= from && t <= to {
+				w.add(fs.outs[fs.houts[i]], t, fs.samps[i])
+			}
+		}
+	case timed:
+		fs.runs = fs.runs[:0]
+		for i, k := range fs.hits {
+			if t := b.RowTime(int(k)); t >= from && t <= to {
+				w.one(fs.run(fs.houts[i]), t)
+			}
+		}
+		w.flushRuns(fs)
+	case fs.unwrap >= 0:
+		lo, hi := w.windows(last)
+		for k := lo; k <= hi; k++ {
+			for i, v := range fs.samps {
+				fs.outs[fs.houts[i]].add(w.op, int(k), last, v)
+			}
+		}
+	default:
+		fs.counts = growClear(fs.counts, len(fs.outs))
+		for _, o := range fs.houts {
+			fs.counts[o]++
+		}
+		for o, n := range fs.counts {
+			if n > 0 {
+				w.addN(fs.outs[o], last, n)
+			}
+		}
+	}
+	return nil
+}
+
+// keptOutcomes turns the outcomes passing gave (with kept labels, the
+// combinations of the rows' classes) into the indices in outs of their
+// series, each made at its first row: the stream's labels and the kept
+// labels' values, grouped.
+func (w *rangeWorker) keptOutcomes(fs *filterState, ls record.Labels, t int64) error {
+	for i, c := range fs.houts {
+		o, err := w.comboOut(fs, ls, c)
+		if err != nil {
+			return err
+		}
+		fs.houts[i] = o
+	}
+	return nil
+}
+
+// comboOut returns the index in outs of the series of combination c of
+// the kept labels' classes, made at its first row.
+func (w *rangeWorker) comboOut(fs *filterState, ls record.Labels, c int32) (int32, error) {
+	if o := fs.combos[c]; o >= 0 {
+		return o, nil
+	}
+	cp := w.cols
+	w.lb.Reset(ls)
+	if cp.named {
+		fs.kvals = fs.kvals[:0]
+		for g := range fs.kept {
+			fs.kvals = append(fs.kvals, fs.classValue(g, c))
+		}
+		cp.fields.Apply(w.lb, fs.keptNames, fs.kvals)
+	} else {
+		fs.vals = growClear(fs.vals, fs.nparam)
+		for g, li := range fs.kept {
+			fs.vals[fs.params[li]] = fs.classValue(g, c)
+		}
+		cp.json.Apply(w.lb, fs.vals)
+	}
+	s, err := w.seriesOf()
+	if err != nil {
+		return -1, err
+	}
+	fs.outs = append(fs.outs, s)
+	fs.combos[c] = int32(len(fs.outs) - 1)
+	return fs.combos[c], nil
+}
+
+// pairRows is keptRows for counts by two kept labels, each row's
+// combination of classes found without a branch (planPair).
+func (w *rangeWorker) pairRows(fs *filterState, ls record.Labels, b *part.Block, ids [2][]byte, from, to int64, timed bool) error {
+	n1 := int32(max(len(fs.classes[1]), 1))
+	if timed {
+		fs.rowOuts = grown(fs.rowOuts, b.NumRows())
+		pairOuts(b.RowTemplates(), fs.two, fs.gpair, fs.pass, ids, fs.outIDs, n1, fs.rowOuts)
+		fs.runs = fs.runs[:0]
+		for k, c := range fs.rowOuts {
+			if c < 0 {
+				continue
+			}
+			if t := b.RowTime(k); t >= from && t <= to {
+				o, err := w.comboOut(fs, ls, c)
+				if err != nil {
+					return err
+				}
+				w.one(fs.run(o), t)
+			}
+		}
+		w.flushRuns(fs)
+		return nil
+	}
+	_, last := b.TimeRange()
+	fs.counts = growClear(fs.counts, len(fs.combos)+1)
+	pairCount(b.RowTemplates(), fs.two, fs.gpair, fs.pass, ids, fs.outIDs, n1, fs.counts)
+	for c, n := range fs.counts[:len(fs.combos)] {
+		if n > 0 {
+			o, err := w.comboOut(fs, ls, int32(c))
+			if err != nil {
+				return err
+			}
+			w.addN(fs.outs[o], last, n)
+		}
+	}
+	return nil
+}
+
+// run returns the run of rows of outcome o (outs[o]'s), made for the
+// outcomes up to o as they come.
+func (fs *filterState) run(o int32) *onesRun {
+	for int(o) >= len(fs.runs) {
+		fs.runs = append(fs.runs, onesRun{s: fs.outs[len(fs.runs)]})
+	}
+	return &fs.runs[o]
+}
+
+// flushRuns adds the runs of rows of every outcome to their windows.
+func (w *rangeWorker) flushRuns(fs *filterState) {
+	for i := range fs.runs {
+		w.flushOnes(&fs.runs[i])
+	}
+}
+
+// classValue returns the value of kept label g in combination c.
+func (fs *filterState) classValue(g int, c int32) stage.ParamValue {
+	for h := len(fs.kept) - 1; h > g; h-- {
+		c /= int32(len(fs.classes[h]))
+	}
+	v := fs.classes[g][c%int32(len(fs.classes[g]))]
+	return stage.ParamValue{Value: v[1:], Found: v[0] == 1}
+}
+
+// class returns the class of value pv (not Found: a row without the
+// label) of kept label g (label li, set by the json field name for json
+// without parameters): -1 when the label's filters fail it; ok false
+// when they leave an error no later filter drops.
+func (fs *filterState) class(w *rangeWorker, ls record.Labels, g, li int, name string, pv stage.ParamValue) (int32, bool) {
+	var pass, ok bool
+	if pv.Found {
+		pass, ok = fs.passes(w, ls, li, name, pv)
+	} else {
+		pass, ok = fs.absentPasses(w, ls, li)
+	}
+	if !pass || !ok {
+		return -1, ok
+	}
+	m := fs.classOf[g]
+	if m == nil {
+		m = map[string]int32{}
+		fs.classOf[g] = m
+	}
+	fs.key = append(append(fs.key[:0], b2u(pv.Found)), pv.Value...)
+	if c, ok := m[string(fs.key)]; ok {
+		return c, true
+	}
+	k := string(fs.key)
+	m[k] = int32(len(fs.classes[g]))
+	fs.classes[g] = append(fs.classes[g], k)
+	return m[k], true
+}
+
+// startCombos readies the table of the block's combinations of classes
+// (combos); false when they are more than maxCombos.
+func (fs *filterState) startCombos() bool {
+	n := 1
+	for g := range fs.kept {
+		if n *= max(len(fs.classes[g]), 1); n > maxCombos {
+			return false
+		}
+	}
+	fs.combos = grown(fs.combos, n)
+	for i := range fs.combos {
+		fs.combos[i] = -1
+	}
+	return true
 }
 
 // timedCounts adds each of block b's rows that pass with a time in
@@ -769,7 +1024,7 @@ func (fs *filterState) plan(w *rangeWorker, ls record.Labels, b *part.Block, t i
 	checks := false
 	for ti := range b.NumTemplates() {
 		tm := &fs.tmpls[ti]
-		*tm = fTmpl{samp: -1, group: -1, movesStart: int32(len(fs.moves)), movesEnd: int32(len(fs.moves))}
+		*tm = fTmpl{samp: -1, group: -1, guse: [maxKept]int32{-1, -1, -1, -1}, movesStart: int32(len(fs.moves)), movesEnd: int32(len(fs.moves))}
 		rows := b.TemplateRows(ti)
 		if rows == 0 {
 			continue
@@ -812,6 +1067,8 @@ func (fs *filterState) plan(w *rangeWorker, ls record.Labels, b *part.Block, t i
 				}
 				if li == fs.group {
 					tm.gout = o
+				} else if g := fs.keptIndex(li); g >= 0 {
+					tm.gcls[g] = o
 				}
 				tm.alive = tm.alive && o >= 0
 				continue
@@ -837,6 +1094,10 @@ func (fs *filterState) plan(w *rangeWorker, ls record.Labels, b *part.Block, t i
 				tm.samp = int32(len(fs.uses))
 			case fs.group:
 				tm.group = int32(len(fs.uses))
+			default:
+				if g := fs.keptIndex(li); g >= 0 {
+					tm.guse[g] = int32(len(fs.uses))
+				}
 			}
 			fs.uses = append(fs.uses, fUse{slot: slot, rank: b.SlotRank(ti, si), verdict: v})
 		}
@@ -849,7 +1110,7 @@ func (fs *filterState) plan(w *rangeWorker, ls record.Labels, b *part.Block, t i
 		// else the values of each slot read as the one label.
 		switch nu := tm.uses[1] - tm.uses[0]; {
 		case nu == 0:
-			if tm.alive {
+			if tm.alive && fs.kept == nil {
 				fs.free[tm.gout] += rows
 			}
 		case fs.histLabel >= -1:
@@ -883,6 +1144,9 @@ func (fs *filterState) plan(w *rangeWorker, ls record.Labels, b *part.Block, t i
 			return false, nil
 		}
 	}
+	if fs.kept != nil && !fs.startCombos() {
+		return false, nil
+	}
 	if checks {
 		return w.checkRows(b, t)
 	}
@@ -897,7 +1161,11 @@ func (fs *filterState) start(w *rangeWorker, ls record.Labels, b *part.Block) er
 	fs.pass = append(fs.pass[:0], ^uint64(0), 0) // passOne, passZero
 	fs.outs, fs.outIDs, fs.absentOut, fs.dicts = fs.outs[:0], fs.outIDs[:0], -2, fs.dicts[:0]
 	fs.used, fs.free = fs.used[:0], fs.free[:0]
-	if fs.group < 0 {
+	for g := range fs.kept {
+		clear(fs.classOf[g])
+		fs.classes[g] = fs.classes[g][:0]
+	}
+	if fs.group < 0 && fs.kept == nil {
 		s, err := w.streamSeries(ls, &fs.series)
 		if err != nil {
 			return err
@@ -1041,11 +1309,8 @@ func (fs *filterState) param(cp *colPlanner, p *tmplPlan, li int, name string) *
 // fails); ok false when the filters leave an error no later filter
 // drops.
 func (fs *filterState) constOutcome(w *rangeWorker, ls record.Labels, li int, name string, pv stage.ParamValue, t int64) (int32, bool, error) {
-	if li == fs.group {
-		if !pv.Found {
-			return fs.absentOutcome(w, ls, li, name, t)
-		}
-		return fs.outcome(w, ls, li, name, pv, t)
+	if li == fs.group || fs.keptIndex(li) >= 0 {
+		return fs.groupOutcome(w, ls, li, name, pv, t)
 	}
 	var pass, ok bool
 	if pv.Found {
@@ -1057,6 +1322,26 @@ func (fs *filterState) constOutcome(w *rangeWorker, ls record.Labels, li int, na
 		return -1, ok, nil
 	}
 	return 0, ok, nil
+}
+
+// groupOutcome returns the outcome of value pv (not Found: a row without
+// the label) of label li, which the grouping keeps: its series'
+// (outcome), or with kept labels its class; -1 when the label's filters
+// fail it; ok false when they leave an error no later filter drops.
+func (fs *filterState) groupOutcome(w *rangeWorker, ls record.Labels, li int, name string, pv stage.ParamValue, t int64) (int32, bool, error) {
+	if g := fs.keptIndex(li); g >= 0 {
+		o, ok := fs.class(w, ls, g, li, name, pv)
+		return o, ok, nil
+	}
+	if !pv.Found {
+		return fs.absentOutcome(w, ls, li, name, t)
+	}
+	return fs.outcome(w, ls, li, name, pv, t)
+}
+
+// keptIndex returns the place of label li among the kept labels, or -1.
+func (fs *filterState) keptIndex(li int) int {
+	return slices.Index(fs.kept, li)
 }
 
 // outcome returns the index in outs of the series a row whose group
@@ -1226,7 +1511,7 @@ func (fs *filterState) verdict(w *rangeWorker, ls record.Labels, b *part.Block, 
 		if ok, err := b.CountIDs(sl.col, &d.count, &fs.first); err != nil || !ok {
 			return -1, err
 		}
-		if li == fs.group {
+		if li == fs.group || fs.keptIndex(li) >= 0 {
 			outAt = len(fs.outIDs)
 			fs.outIDs = slices.Grow(fs.outIDs, 256)[:outAt+256]
 		}
@@ -1240,7 +1525,7 @@ func (fs *filterState) verdict(w *rangeWorker, ls record.Labels, b *part.Block, 
 				return -1, err
 			}
 			if outAt >= 0 {
-				o, ok, err := fs.outcome(w, ls, li, name, pv, t)
+				o, ok, err := fs.groupOutcome(w, ls, li, name, pv, t)
 				if err != nil || !ok {
 					return -1, err
 				}
@@ -1254,7 +1539,7 @@ func (fs *filterState) verdict(w *rangeWorker, ls record.Labels, b *part.Block, 
 			}
 			d.pass[id] = b2u(pass)
 		}
-	case !sl.dict && fs.vecs[li] != nil && li != fs.group: // an unwrapped label's without filters passes every number
+	case !sl.dict && fs.vecs[li] != nil && li != fs.group && fs.keptIndex(li) < 0: // an unwrapped label's without filters passes every number
 		if !sl.numsOK {
 			var ok bool
 			if sl.nums, ok = b.Numbers(sl.col, sl.nums[:0]); !ok {
@@ -1572,9 +1857,8 @@ func (fs *filterState) groupTwo(b *part.Block) bool {
 // twice. Without a group label, every template's rows that pass count in
 // outcome 0, the stream's series.
 func (fs *filterState) planGroupTwo(b *part.Block) ([2][]byte, bool) {
-	var ids [2][]byte
 	if !fs.planTwo(b) {
-		return ids, false
+		return [2][]byte{}, false
 	}
 	nt := b.NumTemplates()
 	fs.gtwo = grown(fs.gtwo, nt)
@@ -1588,7 +1872,38 @@ func (fs *filterState) planGroupTwo(b *part.Block) ([2][]byte, bool) {
 		fs.gtwo[ti] = fGroup{base: int32(len(fs.outIDs))}
 		fs.outIDs = append(fs.outIDs, max(tm.gout, 0)) // a dead template's rows fail
 	}
-	// Each slot's ids, or zeros (a constant, a column of numbers).
+	return fs.twoIDs(b), true
+}
+
+// planPair works out the templates' parts in the branch-free kernels of
+// two kept labels (pairCount, pairRows), and returns each slot's ids;
+// false when the grouping keeps not two labels, the block has more than
+// two slots or a template reads one twice.
+func (fs *filterState) planPair(b *part.Block) ([2][]byte, bool) {
+	if len(fs.kept) != 2 || !fs.planTwo(b) {
+		return [2][]byte{}, false
+	}
+	nt := b.NumTemplates()
+	fs.gpair = grown(fs.gpair, nt)
+	for ti := range nt {
+		tm := &fs.tmpls[ti]
+		for g := range 2 {
+			if ui := tm.guse[g]; ui >= 0 {
+				u := fs.uses[ui]
+				fs.gpair[ti][g] = fGroup{base: int32(fs.verds[u.verdict].outAt), r: int32(u.rank), m: -1, s: int32(u.slot)}
+				continue
+			}
+			fs.gpair[ti][g] = fGroup{base: int32(len(fs.outIDs))}
+			fs.outIDs = append(fs.outIDs, max(tm.gcls[g], 0)) // a dead template's rows fail
+		}
+	}
+	return fs.twoIDs(b), true
+}
+
+// twoIDs returns the ids of the two-slot kernels' slots: each slot's
+// ids, or zeros (a constant, a column of numbers, no slot).
+func (fs *filterState) twoIDs(b *part.Block) [2][]byte {
+	var ids [2][]byte
 	for s := range ids {
 		if s < len(fs.slots) && fs.slots[s].ids != nil {
 			ids[s] = fs.slots[s].ids
@@ -1603,7 +1918,7 @@ func (fs *filterState) planGroupTwo(b *part.Block) ([2][]byte, bool) {
 		}
 		ids[s] = fs.zeros
 	}
-	return ids, true
+	return ids
 }
 
 // groupCount counts the rows of templates tids in counts by outcome
@@ -1634,6 +1949,42 @@ func groupRows(tids []int32, two []fTwo, gtwo []fGroup, pass []uint64, ids [2][]
 		vi[0] += f.n[0]
 		vi[1] += f.n[1]
 	}
+}
+
+// pairCount counts the rows of templates tids in counts by combination
+// of their two kept labels' classes (n1: the second label's classes; a
+// row that fails, in a last entry not kept).
+func pairCount(tids []int32, two []fTwo, gp [][2]fGroup, pass []uint64, ids [2][]byte, outIDs []int32, n1 int32, counts []int) {
+	dummy := int32(len(counts) - 1)
+	var vi [2]int32
+	for _, t := range tids {
+		f, g := &two[t], &gp[t]
+		p := f.passBit(vi[0], vi[1], pass)
+		c := g[0].class(vi, ids, outIDs)*n1 + g[1].class(vi, ids, outIDs)
+		counts[dummy+(c-dummy)*p]++
+		vi[0] += f.n[0]
+		vi[1] += f.n[1]
+	}
+}
+
+// pairOuts sets dst[k] to the combination of the classes of row k of
+// templates tids, -1 when it fails (pairCount).
+func pairOuts(tids []int32, two []fTwo, gp [][2]fGroup, pass []uint64, ids [2][]byte, outIDs []int32, n1 int32, dst []int32) {
+	var vi [2]int32
+	for k, t := range tids {
+		f, g := &two[t], &gp[t]
+		p := f.passBit(vi[0], vi[1], pass)
+		c := g[0].class(vi, ids, outIDs)*n1 + g[1].class(vi, ids, outIDs)
+		dst[k] = (c+1)*p - 1
+		vi[0] += f.n[0]
+		vi[1] += f.n[1]
+	}
+}
+
+// class returns outIDs' entry of the row whose values of the two slots'
+// columns start at vi.
+func (g *fGroup) class(vi [2]int32, ids [2][]byte, outIDs []int32) int32 {
+	return outIDs[g.base+int32(ids[g.s][(vi[g.s]+g.r)&g.m])&g.m]
 }
 
 // keyedRows lists in hits (as long as tids) the rows of templates tids
@@ -1771,6 +2122,23 @@ func (fs *filterState) hitOut(i int) int32 {
 // template's; for a group label in a keyed column, -2 - the index of
 // the row's value (keyedSamples).
 func (fs *filterState) rowOut(tm *fTmpl, vi []int) int32 {
+	if fs.kept != nil {
+		// The combination of the kept labels' classes (keptOutcomes).
+		c := int32(0)
+		for g := range fs.kept {
+			k := tm.gcls[g]
+			if ui := tm.guse[g]; ui >= 0 {
+				u := fs.uses[ui]
+				id := 0
+				if ids := fs.slots[u.slot].ids; ids != nil {
+					id = int(ids[vi[u.slot]+u.rank])
+				}
+				k = fs.outIDs[fs.verds[u.verdict].outAt+id]
+			}
+			c = c*int32(len(fs.classes[g])) + k
+		}
+		return c
+	}
 	if tm.group < 0 {
 		return tm.gout
 	}
@@ -1847,7 +2215,7 @@ func (fs *filterState) passing(b *part.Block) {
 					u := uses[tm.samp]
 					fs.samps = append(fs.samps, fs.slots[u.slot].nums[vi[u.slot]+u.rank])
 				}
-				if fs.group >= 0 {
+				if fs.group >= 0 || fs.kept != nil {
 					fs.houts = append(fs.houts, fs.rowOut(tm, vi))
 				}
 			}
