@@ -3,6 +3,7 @@ package part
 import (
 	"bytes"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	bits64 "math/bits"
 	"slices"
@@ -566,6 +567,65 @@ func (b *Block) valueHas(ci, vi, li int, t int64) (bool, error) {
 func (b *Block) assembleMatching(nrows int, stream uint32, times, subms, tids, rowFlags, msgSpans []byte) error {
 	rs, mr := newRowStreams(times, subms, tids, len(b.tmpls)), bin.NewReader(msgSpans)
 	b.Rows = b.Rows[:0]
+	lci := b.startMatching()
+	if b.q.Newest > 0 {
+		return b.matchNewest(nrows, stream, lci)
+	}
+	if b.q.NoLines {
+		return b.matchCounting(nrows, stream, lci)
+	}
+	cur := &b.cur
+	cur.Start(b, nil)
+	for k := range nrows {
+		t, tid, err := rs.next(k)
+		if err != nil {
+			return err
+		}
+		tm := &b.tmpls[tid]
+		for si, col := range tm.cols {
+			if int(col) >= len(b.cols) || b.cols[col].flags&colLine != 0 || cur.At(int(col))+tm.nth(si) >= b.cols[col].n {
+				return fmt.Errorf("row %d: slot %d: column %d of %d, or past its values", k, si, col, len(b.cols))
+			}
+		}
+		r := rowOf(t, stream, rowFlags[k])
+		keep, err := b.matchRow(k, tm, tid, lci, t, rowFlags[k], &mr, &r)
+		if err != nil {
+			return err
+		}
+		if keep {
+			b.Rows = append(b.Rows, r)
+		}
+		cur.Next(tid)
+	}
+	mr.Done("message spans")
+	if err := firstErr(rs.done(), mr.Err()); err != nil {
+		return err
+	}
+	return b.checkUsed(cur.At)
+}
+
+// MatchingRows sets a bit per row of a block read by ReadColumns in sel
+// (grown to the rows' words; its other bits cleared), set when the row's
+// line holds every clause of contains (at least one): the rows a lines
+// read with those clauses keeps, found as it finds them, with no line
+// rebuilt but those whose values cannot decide.
+func (b *Block) MatchingRows(contains []Clause, sel []uint64) ([]uint64, error) {
+	if b.mode != readColumns || len(contains) == 0 {
+		return sel, errors.New("part: MatchingRows of a block not read by ReadColumns, or without clauses")
+	}
+	sel = grown(sel, (b.nrows+63)/64)
+	clear(sel)
+	q := b.q
+	b.q, b.lm.sel, b.lm.selecting = LineRead{Contains: contains, NoLines: true}, sel, true
+	defer func() { b.q, b.lm.sel, b.lm.selecting = q, nil, false }()
+	err := b.matchCounting(b.nrows, 0, b.startMatching())
+	return sel, err
+}
+
+// startMatching readies the block's search for the literals of the
+// clauses of b.q.Contains, and returns the index of its line column (-1:
+// none).
+func (b *Block) startMatching() int {
 	// The clauses' literals end to end: what is planned, searched and
 	// kept per literal is indexed by a literal's place among them.
 	b.lm.lits, b.lm.clauseEnd = b.lm.lits[:0], b.lm.clauseEnd[:0]
@@ -614,40 +674,7 @@ func (b *Block) assembleMatching(nrows int, stream uint32, times, subms, tids, r
 	for i := range b.lm.matches {
 		b.lm.matches[i].state = matchUnknown
 	}
-	if b.q.Newest > 0 {
-		return b.matchNewest(nrows, stream, lci)
-	}
-	if b.q.NoLines {
-		return b.matchCounting(nrows, stream, lci)
-	}
-	cur := &b.cur
-	cur.Start(b, nil)
-	for k := range nrows {
-		t, tid, err := rs.next(k)
-		if err != nil {
-			return err
-		}
-		tm := &b.tmpls[tid]
-		for si, col := range tm.cols {
-			if int(col) >= len(b.cols) || b.cols[col].flags&colLine != 0 || cur.At(int(col))+tm.nth(si) >= b.cols[col].n {
-				return fmt.Errorf("row %d: slot %d: column %d of %d, or past its values", k, si, col, len(b.cols))
-			}
-		}
-		r := rowOf(t, stream, rowFlags[k])
-		keep, err := b.matchRow(k, tm, tid, lci, t, rowFlags[k], &mr, &r)
-		if err != nil {
-			return err
-		}
-		if keep {
-			b.Rows = append(b.Rows, r)
-		}
-		cur.Next(tid)
-	}
-	mr.Done("message spans")
-	if err := firstErr(rs.done(), mr.Err()); err != nil {
-		return err
-	}
-	return b.checkUsed(cur.At)
+	return lci
 }
 
 // matchNewest keeps the newest b.q.Newest matching rows with a time in
@@ -837,8 +864,10 @@ func (b *Block) clausePlan(ti, c int) litPlan {
 // with the cursors of only the columns the tests read: a literal's
 // candidate values, the values of the lines to rebuild.
 func (b *Block) matchCounting(nrows int, stream uint32, lci int) error {
-	if err := b.decodeRows(); err != nil {
-		return err
+	if !b.lm.selecting { // ReadColumns decoded them
+		if err := b.decodeRows(); err != nil {
+			return err
+		}
 	}
 	rowFlags := b.rowFlags
 	b.counted = 0
@@ -922,7 +951,7 @@ func (b *Block) countMatches(nrows int, stream uint32, rowFlags []byte, lci int)
 	verdict := b.lm.verdict
 	// Times are needed for the rows kept, and for the templated rows
 	// matchRow tests (a time column's values are written with them).
-	needTimes := b.mode != readCount
+	needTimes := b.mode != readCount && !b.lm.selecting
 	for t, n := range b.perTmpl {
 		needTimes = needTimes || n > 0 && verdict[t] == rowsMatch && !b.tmpls[t].raw
 	}
@@ -958,10 +987,17 @@ func (b *Block) countMatches(nrows int, stream uint32, rowFlags []byte, lci int)
 				return err
 			}
 		}
-		if keep && v != rowsMatch && b.mode != readCount {
+		switch {
+		case b.lm.selecting:
+			if keep {
+				b.lm.sel[k>>6] |= 1 << (k & 63)
+			}
+		case keep && v != rowsMatch && b.mode != readCount:
 			r = rowOf(b.times[k], stream, rowFlags[k])
+			fallthrough
+		default:
+			b.keep(keep, r)
 		}
-		b.keep(keep, r)
 		b.cur.Next(tid)
 	}
 	return nil
@@ -1656,6 +1692,9 @@ type literalMatch struct {
 	fast       []countFast // countTestsTwo's, per template
 	sets       [][]uint64  // countTestsTwo's bits, after zeroWord
 	litBytes   [][256]bool // the bytes of each literal
+	// MatchingRows': it is asked (no row kept or counted), and its bits.
+	selecting bool
+	sel       []uint64
 	// and the plans of the templates of earlier reads by their shape,
 	// for the literals planLits
 	shapePlans shapePlanTable

@@ -174,6 +174,32 @@ func checkClauses(t testing.TB, rd *part.Reader, i int, cs []part.Clause, reused
 		t.Fatalf("block %d, %s: %d rows counted (%d kept), %d read", i, name, n, len(bare.Rows), len(got))
 	}
 
+	// A bit per row of a block read as columns: the same rows, and a
+	// block read so may be read again by lines.
+	var cols part.Block
+	if err := rd.ReadColumns(i, &cols); err != nil {
+		t.Fatal(err)
+	}
+	sel, err := cols.MatchingRows(cs, []uint64{^uint64(0)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var selected []timedLine
+	for k, r := range all.Rows {
+		if sel[k>>6]>>(k&63)&1 != 0 {
+			selected = append(selected, timedLine{r.Time, string(r.Line)})
+		}
+	}
+	if len(sel) != (len(all.Rows)+63)/64 || !slices.Equal(selected, got) {
+		t.Fatalf("block %d, %s: %d rows selected in %d words, %d read", i, name, len(selected), len(sel), len(got))
+	}
+	if err := rd.ReadLines(i, &cols, &part.LineRead{Contains: cs}); err != nil {
+		t.Fatal(err)
+	}
+	if r := timedLines(&cols); !slices.Equal(r, got) {
+		t.Fatalf("block %d, %s: a block whose rows were selected keeps %d rows, a new one %d", i, name, len(r), len(got))
+	}
+
 	// The newest few, within a range that leaves out the first and the
 	// last row kept.
 	lo, hi := int64(math.MinInt64), int64(math.MaxInt64)
