@@ -55,12 +55,20 @@ type tv struct {
 
 // rangeWorker is one worker's state in a range aggregation.
 type rangeWorker struct {
-	pipe   *stage.Pipeline
-	post   *stage.Pipeline // the label filters after unwrap
-	lb     *stage.Labels
-	tally  tally
-	series seriesTable
-	key    []byte
+	pipe *stage.Pipeline
+	// colPipe is the columnar path's pipeline: pipe's stages after the
+	// first lead, line filters whose clauses (leadClauses) hold in
+	// exactly the lines they keep, which the path finds in a block's
+	// rows as the store does (part.Block.MatchingRows) before it reads
+	// their values. Without such filters, pipe.
+	colPipe     *stage.Pipeline
+	lead        int
+	leadClauses []store.Clause
+	post        *stage.Pipeline // the label filters after unwrap
+	lb          *stage.Labels
+	tally       tally
+	series      seriesTable
+	key         []byte
 
 	alloc    seriesAlloc
 	x        *logql.RangeAggregation
@@ -406,6 +414,7 @@ func (ev *evaluator) rangeStates(ctx context.Context, x *logql.RangeAggregation,
 	// exactly needs no line: the stored rows come without.
 	opts.NoLines = !ev.e.reference && unwrap == nil && countsRows(x.Op) && literalsOnly(x.Range.Log.Pipeline)
 	implied := ev.impliedOptions(opts, x.Range.Log.Pipeline)
+	columnar := !ev.e.reference && columnarPipeline(x, hints.observed)
 	setup := func() (*rangeWorker, error) {
 		pipe, err := stage.CompileObserving(x.Range.Log.Pipeline, hints.observed)
 		if err != nil {
@@ -426,9 +435,17 @@ func (ev *evaluator) rangeStates(ctx context.Context, x *logql.RangeAggregation,
 				return nil, err
 			}
 		}
+		w.colPipe = pipe
+		if !columnar {
+			return w, nil
+		}
+		if w.lead, w.leadClauses = literalsLeadClauses(x.Range.Log.Pipeline, nil); w.lead > 0 {
+			if w.colPipe, err = stage.CompileObserving(x.Range.Log.Pipeline[w.lead:], hints.observed); err != nil {
+				return nil, err
+			}
+		}
 		return w, nil
 	}
-	columnar := !ev.e.reference && columnarPipeline(x, hints.observed)
 	// A count of every row of the streams: over steps it reads their
 	// rows' times only (a block whose rows all count in the same windows,
 	// not even those); at one instant the parts' index counts them.

@@ -41,7 +41,14 @@ func columnarPipeline(x *logql.RangeAggregation, observed *stage.Observed) bool 
 	case "bytes_over_time", "bytes_rate":
 		return false // they need the line
 	}
-	return columnarStages(x.Range.Log.Pipeline, observed, true)
+	stages := x.Range.Log.Pipeline
+	return columnarStages(stages[literalsLead(stages):], observed, true)
+}
+
+// afterJSON returns the stages after the json stage of a columnar
+// pipeline.
+func (w *rangeWorker) afterJSON() []logql.Stage {
+	return w.x.Range.Log.Pipeline[w.lead+1:]
 }
 
 // columnarStages reports whether a pipeline is json with parameters, or
@@ -297,13 +304,14 @@ type colPlanner struct {
 	// paramTime: some template of the block has a parameter in a time
 	// column, whose values are written from their rows' times.
 	paramTime bool
+	sel       []uint64 // the block's rows the leading line filters keep, a bit each (MatchingRows)
 }
 
 func (w *rangeWorker) colPlanner() *colPlanner {
 	if w.cols == nil {
-		jp, params := w.pipe.JSONParams() // columnarPipeline made sure of one or the other
-		jf, _ := w.pipe.JSONFields()
-		w.cols = &colPlanner{json: jp, named: !params, fields: jf, rest: w.pipe.Tail(), memoOn: w.x.Range.Unwrap == nil, unwrapParam: -1,
+		jp, params := w.colPipe.JSONParams() // columnarPipeline made sure of one or the other
+		jf, _ := w.colPipe.JSONFields()
+		w.cols = &colPlanner{json: jp, named: !params, fields: jf, rest: w.colPipe.Tail(), memoOn: w.x.Range.Unwrap == nil, unwrapParam: -1,
 			dropsErrors: dropsErrors(w.x), share: w.plans}
 		if params {
 			w.cols.stageKey = "p" + jp.PathsKey()
@@ -332,7 +340,7 @@ func (w *rangeWorker) colPlanner() *colPlanner {
 		}
 		w.cols.byLabel = newFilterState(w, jp, params, names)
 		w.cols.byWhole = newWholeState(w, jp, params)
-		if u := w.x.Range.Unwrap; u != nil && u.Conv == "" && !filtersRead(w.x.Range.Log.Pipeline[1:], u.Label) {
+		if u := w.x.Range.Unwrap; u != nil && u.Conv == "" && !filtersRead(w.afterJSON(), u.Label) {
 			switch {
 			case params:
 				for i := range jp.Len() {
@@ -375,6 +383,20 @@ func (w *rangeWorker) block(ev *evaluator, ls record.Labels, b *part.Block, from
 func (w *rangeWorker) blockRows(ev *evaluator, ls record.Labels, b *part.Block, from, to int64) error {
 	cp := w.colPlanner()
 	cp.cut.on = false
+	sel := []uint64(nil) // the rows the leading line filters keep (nil: every row)
+	if w.leadClauses != nil {
+		var err error
+		if cp.sel, err = b.MatchingRows(w.leadClauses, cp.sel); err != nil {
+			return err
+		}
+		if !slices.ContainsFunc(cp.sel, func(word uint64) bool { return word != 0 }) {
+			return nil
+		}
+		sel = cp.sel
+	}
+	if cp.filters != nil {
+		cp.filters.sel = sel
+	}
 	if cp.prefixOn {
 		_, stream := ls.Get(cp.prefix.Label())
 		cp.prefixOK = !stream
@@ -406,7 +428,7 @@ func (w *rangeWorker) blockRows(ev *evaluator, ls record.Labels, b *part.Block, 
 		if !timeless {
 			t = b.RowTime(k)
 		}
-		if t >= from && t <= to {
+		if t >= from && t <= to && (sel == nil || sel[k>>6]>>(k&63)&1 != 0) {
 			if err := ev.scanned(&w.tally, nil); err != nil {
 				return err
 			}

@@ -199,6 +199,28 @@ func TestKeptSweepSameAsRows(t *testing.T) {
 	})
 }
 
+// TestLeadingLineFiltersSameAsRows: line filters before the json stage
+// whose literals the store finds exactly select a block's rows before
+// their values are read (part.Block.MatchingRows), on the sweep and on
+// the walk, with any stages after json.
+func TestLeadingLineFiltersSameAsRows(t *testing.T) {
+	all := `{service=~"api|web"}`
+	checkColumnar(t, columnLines(6000), true, []string{
+		`sum by (level) (count_over_time(` + all + ` |= "payment" | json level [1h]))`,
+		`sum by (service) (count_over_time(` + all + ` |= "error" |~ "(?i)DECLINED|m1" | json | level="error" [1h]))`,
+		`sum by (level, m) (count_over_time(` + all + ` |= "GET" | json level, m="http.method" [1h]))`,
+		`sum by (service) (sum_over_time(` + all + ` |= "POST" | json lat="http.latency_ms" | unwrap lat | __error__="" [1h]))`,
+		`sum by (level) (count_over_time(` + all + ` |= "\"level\":\"error\"" | json level [40s]))`,
+		`sum by (msg) (count_over_time(` + all + ` |= "m" | json msg | line_format "{{.msg}}" |= "m2" [1h]))`,
+	})
+	// The rows walked, as the sweep takes not these.
+	checkColumnar(t, columnLines(6000), false, []string{
+		`sum by (tid) (count_over_time(` + all + ` |= "m3" | json tid="trace_id" [1h]))`,
+		`max_over_time(` + all + ` |= "status" | json lat="http.latency_ms", s="http.status" | s >= 300 | unwrap lat | __error__="" [1h]) by (service)`,
+		`first_over_time(` + all + ` |= "GET" | json lat="http.latency_ms" | unwrap lat | __error__="" [1h]) by (service)`,
+	})
+}
+
 // TestIDKeysOfFewerParameters: a row's packed value ids never read as
 // those of a template with more parameters. Here the block's first
 // column is a constant (its one value has id 0), and a template without
@@ -383,6 +405,10 @@ func FuzzColumnarSameAsRows(f *testing.F) {
 		`sum by (level, x, a) (count_over_time({service="api"} | json | level=~"e.*|i.*" | __error__="" [1h]))`,
 		`sum by (a, l) (sum_over_time({service="api"} | json l="level", a, lat="http.latency_ms" | unwrap lat | __error__="" [1h]))`,
 		`sum by (a, l) (count_over_time({service="api"} | json l="level", a, s="http.status" | s >= 300 | __error__="" [1h]))`,
+		// Line filters before json.
+		`sum by (level) (count_over_time({service="api"} |= "e" | json level [1h]))`,
+		`sum by (level, a) (count_over_time({service="api"} |= "\"" |~ "(?i)X|info" | json [1h]))`,
+		`sum(sum_over_time({service="api"} |= "1" | json lat="http.latency_ms" | unwrap lat | __error__="" [150ms]))`,
 	}
 	f.Fuzz(func(t *testing.T, data string, qi uint8) {
 		// qi's top bit puts each line's own fields first, the time and

@@ -152,6 +152,10 @@ type filterState struct {
 	and   []uint64    // addSamples' bits of the values every use passes
 	hits  []int32     // the rows that pass (passing)
 	samps []float64   // their samples, with an unwrap
+	// sel, when not nil, holds a bit per row of the block: a row whose
+	// bit is 0 passes not, whatever its values (the leading line filters
+	// drop it). Only passing reads it: the other kernels are not used.
+	sel []uint64
 }
 
 const (
@@ -249,7 +253,7 @@ func newFilterState(w *rangeWorker, jp stage.JSONParams, params bool, observed [
 	if len(kept) > maxKept {
 		return nil
 	}
-	stages := w.x.Range.Log.Pipeline[1:]
+	stages := w.afterJSON()
 	var conds []logql.LabelFilter
 	for _, s := range stages {
 		f, ok := s.(*logql.LabelFilterStage)
@@ -456,13 +460,13 @@ func (w *rangeWorker) filterSweep(ev *evaluator, ls record.Labels, b *part.Block
 		return false, err
 	}
 	rows := int64(b.NumRows() - fs.raws)
-	hist := !timed && fs.unwrap < 0 && fs.kept == nil && fs.histOK()
+	hist := !timed && fs.unwrap < 0 && fs.kept == nil && fs.sel == nil && fs.histOK()
 	keyed := false
 	if !hist {
 		for _, sl := range fs.slots {
 			keyed = keyed || sl.keyed
 		}
-		if keyed && fs.unwrap < 0 {
+		if keyed && (fs.unwrap < 0 || fs.sel != nil) {
 			return false, nil
 		}
 		fs.bitsReady()
@@ -476,13 +480,13 @@ func (w *rangeWorker) filterSweep(ev *evaluator, ls record.Labels, b *part.Block
 		if ok, err := w.keyedSamples(fs, b, hi); err != nil || !ok {
 			return false, err
 		}
-	case fs.kept != nil:
+	case fs.kept != nil || fs.sel != nil:
 		if timed {
 			if rows, err = timedRows(b, from, to); err != nil {
 				return true, err
 			}
 		}
-		if err := w.keptRows(fs, ls, b, from, to, timed); err != nil {
+		if err := w.passingRows(fs, ls, b, from, to, timed); err != nil {
 			return true, err
 		}
 	case timed:
@@ -535,20 +539,28 @@ func timedRows(b *part.Block, from, to int64) (int64, error) {
 	return n, nil
 }
 
-// keptRows adds block b's rows that pass to the series of their kept
-// labels' values: counts, or an unwrap's samples; timed, each at its
-// time in [from, to] (times decoded); else all in the windows of the
-// block's last time.
-func (w *rangeWorker) keptRows(fs *filterState, ls record.Labels, b *part.Block, from, to int64, timed bool) error {
+// passingRows adds block b's rows that pass to their outcomes' series
+// (of their kept labels' values, or their group label's, or the
+// stream's): counts, or an unwrap's samples; timed, each at its time in
+// [from, to] (times decoded); else all in the windows of the block's
+// last time. It takes the rows one by one (passing), for kept labels
+// (unless pairRows can) and a selection of rows (fs.sel).
+func (w *rangeWorker) passingRows(fs *filterState, ls record.Labels, b *part.Block, from, to int64, timed bool) error {
 	_, last := b.TimeRange()
-	if fs.unwrap < 0 {
+	if fs.unwrap < 0 && fs.sel == nil {
 		if ids, ok := fs.planPair(b); ok {
 			return w.pairRows(fs, ls, b, ids, from, to, timed)
 		}
 	}
 	fs.passing(b)
-	if err := w.keptOutcomes(fs, ls, last); err != nil {
-		return err
+	switch {
+	case fs.kept != nil:
+		if err := w.keptOutcomes(fs, ls, last); err != nil {
+			return err
+		}
+	case fs.group < 0:
+		fs.houts = grown(fs.houts, len(fs.hits))
+		clear(fs.houts) // every row's outcome is the stream's series
 	}
 	switch {
 	case timed && fs.unwrap >= 0:
@@ -631,7 +643,7 @@ func (w *rangeWorker) comboOut(fs *filterState, ls record.Labels, c int32) (int3
 	return fs.combos[c], nil
 }
 
-// pairRows is keptRows for counts by two kept labels, each row's
+// pairRows is passingRows for counts by two kept labels, each row's
 // combination of classes found without a branch (planPair).
 func (w *rangeWorker) pairRows(fs *filterState, ls record.Labels, b *part.Block, ids [2][]byte, from, to int64, timed bool) error {
 	n1 := int32(max(len(fs.classes[1]), 1))
@@ -1012,7 +1024,7 @@ func (w *rangeWorker) histogram(b *part.Block, t int64) (bool, error) {
 // template's uses and moves and each column's verdicts; false when a
 // template with rows cannot be swept.
 func (fs *filterState) plan(w *rangeWorker, ls record.Labels, b *part.Block, t int64, timed bool) (bool, error) {
-	if len(fs.labels) == 1 && fs.unwrap < 0 && fs.vecs[0] == nil && !timed {
+	if len(fs.labels) == 1 && fs.unwrap < 0 && fs.vecs[0] == nil && !timed && fs.sel == nil {
 		if ok, decided, err := fs.planOne(w, ls, b, t); err != nil || decided {
 			return ok, err
 		}
@@ -2199,9 +2211,10 @@ func (fs *filterState) passing(b *part.Block) {
 	clear(vi)
 	fs.hits, fs.samps, fs.houts = fs.hits[:0], fs.samps[:0], fs.houts[:0]
 	tmpls, uses, moves, verds, pass := fs.tmpls, fs.uses, fs.moves, fs.verds, fs.pass
+	sel := fs.sel
 	for k, t := range b.RowTemplates() {
 		tm := &tmpls[t]
-		if tm.alive {
+		if tm.alive && (sel == nil || sel[k>>6]>>(k&63)&1 != 0) {
 			ok := true
 			for _, u := range uses[tm.uses[0]:tm.uses[1]] {
 				if i := 64*verds[u.verdict].at + vi[u.slot] + u.rank; pass[i>>6]>>(i&63)&1 == 0 {
@@ -2266,8 +2279,13 @@ func (w *rangeWorker) checkRows(b *part.Block, t int64) (bool, error) {
 func (w *rangeWorker) rawRows(ev *evaluator, ls record.Labels, b *part.Block, t int64) error {
 	cp := w.cols
 	lci, vi := b.LineColumn(), 0
+	sel := cp.filters.sel
 	for k := range b.NumRows() {
 		if !b.TemplateRaw(b.RowTemplate(k)) {
+			continue
+		}
+		if sel != nil && sel[k>>6]>>(k&63)&1 == 0 {
+			vi++ // the leading line filters drop it
 			continue
 		}
 		line, out, err := b.Value(lci, vi, t, cp.line[:0])

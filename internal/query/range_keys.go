@@ -116,7 +116,7 @@ func newKeyPlan(w *rangeWorker, jp stage.JSONParams) *keyPlan {
 		return nil
 	}
 	var preds []keyPred
-	for _, s := range w.x.Range.Log.Pipeline[1:] {
+	for _, s := range w.afterJSON() {
 		lf, ok := s.(*logql.LabelFilterStage)
 		if !ok {
 			return nil

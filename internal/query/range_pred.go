@@ -262,7 +262,7 @@ func newPredState(w *rangeWorker, names []string, params bool) *predState {
 			}
 		}
 	}
-	return compilePredState(w.x.Range.Log.Pipeline[1:], after, names, unwrap, params)
+	return compilePredState(w.afterJSON(), after, names, unwrap, params)
 }
 
 // newLogPredState returns the state for a log query whose filters after
