@@ -20,7 +20,7 @@ func TestObservedLabels(t *testing.T) {
 	for _, c := range []struct{ q, want string }{
 		{`sum by (level) (count_over_time({a="b"} | json [1m]))`, `__error__ __error_details__ level`},
 		{`sum(rate({a="b"} | logfmt | status >= 500 [1m]))`, `__error__ __error_details__ status`},
-		{`sum by (level) (count_over_time({a="b"} | json | drop x | keep y="1" [1m]))`, `__error__ __error_details__ level x y`},
+		{`sum by (level) (count_over_time({a="b"} | json | drop x | keep y="1" [1m]))`, `__error__ __error_details__ level y`},
 		{`avg_over_time({a="b"} | json | unwrap lat | __error__="" [1m]) by (svc)`, `__error__ __error_details__ lat svc`},
 		{`quantile_over_time(0.9, {a="b"} | json | unwrap lat [1m]) by (svc)`, `__error__ __error_details__ lat svc`},
 		{`topk(5, sum by (level) (count_over_time({a="b"} | json [1m])))`, `__error__ __error_details__ level`},
@@ -33,7 +33,8 @@ func TestObservedLabels(t *testing.T) {
 		{`sum without (x) (count_over_time({a="b"} | json [1m]))`, `all`},
 		{`sum by (level) (count_over_time({a="b"} | json | line_format "{{.x}}" [1m]))`, `__error__ __error_details__ level x`},
 		{`sum by (level) (count_over_time({a="b"} | json | line_format "{{ toJson . }}" [1m]))`, `all`},
-		{`sum by (level) (count_over_time({a="b"} | json | label_format y="{{.x}}" [1m]))`, `all`},
+		{`sum by (level) (count_over_time({a="b"} | json | label_format y="{{.x}}" [1m]))`, `__error__ __error_details__ level x`},
+		{`sum by (level) (count_over_time({a="b"} | json | label_format y="{{ range . }}{{ end }}" [1m]))`, `all`},
 		{`sum by (level) (label_replace(count_over_time({a="b"} | json [1m]), "d", "$1", "x", "(.*)"))`, `all`},
 		{`sum by (level) (count_over_time({a="b"} | json [1m]) / count_over_time({a="b"} | json [1m]))`, `all`},
 		{`sum by (level) (absent_over_time({a="b"} | json [1m]))`, `all`},

@@ -53,9 +53,12 @@ func (w *rangeWorker) afterJSON() []logql.Stage {
 
 // columnarStages reports whether a pipeline is json with parameters, or
 // without them when its parsers set only the labels observed (not nil),
-// followed by label filters, and perhaps drops of the error labels. With lineTail, a line_format of labels alone
-// (stage.PlainTemplate) may follow them, and after it parsers, line
-// filters and label filters: they read the line it makes of the json
+// followed by label filters, and perhaps drops of the error labels. With
+// lineTail (a range aggregation's pipeline), other stages of labels alone
+// may follow too (drop, keep, label_format from labels alone:
+// stage.FormatsLabelsOnly), then a line_format of labels alone
+// (stage.PlainTemplate), and after it parsers, line filters and label
+// filters: they read the line it makes of the json
 // stage's labels, never the stored line, so that they are run on the
 // labels the columns give (`| json log | line_format "{{.log}}" | json
 // level`), and what a row gives still depends only on its stream and
@@ -83,6 +86,14 @@ func columnarStages(stages []logql.Stage, observed *stage.Observed, lineTail boo
 		switch s := s.(type) {
 		case *logql.LabelFilterStage:
 			continue
+		case *logql.Drop, *logql.Keep:
+			if lineTail {
+				continue
+			}
+		case *logql.LabelFormat:
+			if lineTail && stage.FormatsLabelsOnly(s) {
+				continue
+			}
 		case *logql.LineFormat:
 			if lineTail && stage.PlainTemplate(s.Template) {
 				formatted = true

@@ -112,10 +112,12 @@ func (o *Observed) underPrefix(prefix []byte) bool {
 // ObservedBy returns the labels a query can observe after stages when
 // what it does with a row's labels at the end reads only result (the
 // grouping of an outer sum, say): result, the error labels, and the
-// labels the stages' own filters, drop, keep and line_format templates
-// name. It returns nil (every label) when a stage can read labels it
-// does not name: label_format, and a line_format template that may read
-// the whole data (templateLabels).
+// labels the stages' own filters, keep, label_format and line_format
+// name. (A label drop names is not observed: a parser that leaves it
+// unset gives what dropping it gives, and a later read of it is one of
+// the others.) It returns nil (every label) when a stage can read labels
+// it does not name: a template that may read the whole data
+// (templateLabels).
 func ObservedBy(stages []logql.Stage, result []string) *Observed {
 	o := &Observed{names: append([]string{ErrorLabel, ErrorDetailsLabel}, result...)}
 	for _, s := range stages {
@@ -127,14 +129,22 @@ func ObservedBy(stages []logql.Stage, result []string) *Observed {
 			}
 			o.names = append(o.names, refs...)
 		case *logql.LabelFormat:
-			return nil
+			for _, it := range s.Items {
+				if it.Src != "" {
+					o.names = append(o.names, it.Src)
+					continue
+				}
+				refs, ok := templateLabels(it.Template)
+				if !ok {
+					return nil
+				}
+				o.names = append(o.names, refs...)
+			}
 		case *logql.LabelFilterStage:
 			var ok bool
 			if o.names, ok = appendFilterNames(o.names, s.Filter); !ok {
 				return nil
 			}
-		case *logql.Drop:
-			o.names = appendItemNames(o.names, s.Items)
 		case *logql.Keep:
 			o.names = appendItemNames(o.names, s.Items)
 		}
@@ -150,11 +160,32 @@ func ObservedBy(stages []logql.Stage, result []string) *Observed {
 // (`.` or `$` passed on, `range`, `with`, a chain), or a template it
 // includes.
 func templateLabels(src string) ([]string, bool) {
+	names, _, ok := templateRefs(src)
+	return names, ok
+}
+
+// FormatsLabelsOnly reports whether a label_format sets labels from
+// other labels alone: each template reads labels by name (templateLabels)
+// and neither the row's line nor its time.
+func FormatsLabelsOnly(f *logql.LabelFormat) bool {
+	for _, it := range f.Items {
+		if it.Src != "" {
+			continue
+		}
+		if _, row, ok := templateRefs(it.Template); !ok || row {
+			return false
+		}
+	}
+	return true
+}
+
+// templateRefs returns the labels a template reads (templateLabels) and
+// whether it reads its row's line or time (__line__, __timestamp__).
+func templateRefs(src string) (names []string, row, ok bool) {
 	t, err := parseTemplate("line", src, &templateCtx{})
 	if err != nil || t.Tree == nil {
-		return nil, false
+		return nil, false, false
 	}
-	var names []string
 	var walk func(n parse.Node) bool
 	walk = func(n parse.Node) bool {
 		switch n := n.(type) {
@@ -170,7 +201,10 @@ func templateLabels(src string) ([]string, bool) {
 				}
 			}
 			return true
-		case *parse.TextNode, *parse.StringNode, *parse.NumberNode, *parse.BoolNode, *parse.IdentifierNode, *parse.NilNode:
+		case *parse.IdentifierNode:
+			row = row || n.Ident == "__line__" || n.Ident == "__timestamp__"
+			return true
+		case *parse.TextNode, *parse.StringNode, *parse.NumberNode, *parse.BoolNode, *parse.NilNode:
 			return true
 		case *parse.FieldNode:
 			names = append(names, n.Ident[0])
@@ -203,9 +237,9 @@ func templateLabels(src string) ([]string, bool) {
 		return false // ., $, range, with, template, chains, ...
 	}
 	if !walk(t.Tree.Root) {
-		return nil, false
+		return nil, false, false
 	}
-	return names, true
+	return names, row, true
 }
 
 // AddFilters adds the labels filters read (those after unwrap) to o.

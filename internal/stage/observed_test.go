@@ -46,9 +46,23 @@ func TestObserving(t *testing.T) {
 	if o := ObservedBy(stages(`{a="b"} | json | line_format "{{.x}}"`), nil); o == nil || !slices.Equal(o.Names(), []string{"__error__", "__error_details__", "x"}) {
 		t.Errorf("line_format of x: observed %v, want x and the error labels", o.Names())
 	}
-	o := ObservedBy(stages(`{a="b"} | json | x > 1 or y=~"z" | drop d | keep k="v"`), []string{"g"})
-	if got, want := o.Names(), []string{"__error__", "__error_details__", "d", "g", "k", "x", "y"}; !slices.Equal(got, want) {
+	// A dropped label is not observed; label_format's sources are.
+	o := ObservedBy(stages(`{a="b"} | json | x > 1 or y=~"z" | drop d | keep k="v" | label_format l=m, n="{{.p}}-{{ .q | upper }}"`), []string{"g"})
+	if got, want := o.Names(), []string{"__error__", "__error_details__", "g", "k", "m", "p", "q", "x", "y"}; !slices.Equal(got, want) {
 		t.Errorf("observed %v, want %v", got, want)
+	}
+	if o := ObservedBy(stages(`{a="b"} | json | label_format n="{{ range . }}{{ end }}"`), []string{"g"}); o != nil {
+		t.Errorf("label_format of the whole data: observed %v, want every label", o.Names())
+	}
+	for q, want := range map[string]bool{
+		`{a="b"} | label_format l=m, n="{{.p}}-{{ .q | upper }}"`: true,
+		`{a="b"} | label_format n="{{ __line__ }}"`:               false,
+		`{a="b"} | label_format l=m, n="{{ __timestamp__ }}"`:     false,
+		`{a="b"} | label_format n="{{ . }}"`:                      false,
+	} {
+		if got := FormatsLabelsOnly(stages(q)[0].(*logql.LabelFormat)); got != want {
+			t.Errorf("%s: FormatsLabelsOnly %v, want %v", q, got, want)
+		}
 	}
 }
 
