@@ -424,7 +424,8 @@ func TestAlternationsSameAsReference(t *testing.T) {
 // TestHintsSameAsReference: the shapes the engine's hints rewrite, each
 // against the reference.
 // TestLogColumnarSameAsReference pins the columnar path of log queries
-// (log_columns.go): newest first, json with parameters and label filters.
+// (log_columns.go): newest first, json and label filters, after line
+// filters or not.
 func TestLogColumnarSameAsReference(t *testing.T) {
 	sn := diffSnapshot(t)
 	for _, q := range []string{
@@ -441,6 +442,16 @@ func TestLogColumnarSameAsReference(t *testing.T) {
 		`{service=~".+"} | json lat="http.latency_ms" | lat > 100 and lat <= 400 | level="x" or lat > 0 | __error__=""`,
 		`{service=~".+"} | json lat="http.latency_ms" | __error__="" | lat > 100`,
 		`{service=~".+"} | json lat="http.latency_ms" | lat > 100 | __error__="" | lat < 300`,
+		// json without parameters: the filters' labels from the
+		// columns, the lines kept run through the whole pipeline.
+		`{service=~".+"} | json | level="error"`,
+		`{service=~".+"} | json | http_status >= 500 | __error__=""`,
+		`{service=~".+"} | json | level=~"e.*" | msg!="m2"`,
+		`{service=~".+"} | json`,
+		// Line filters before json select the rows first.
+		`{service=~".+"} |= "error" | json | level="error"`,
+		`{service=~".+"} |~ "(?i)declined" | json lat="http.latency_ms" | lat > 100`,
+		`{service=~".+"} |= "m1" |= "GET" | json`,
 	} {
 		for _, backward := range []bool{true, false} {
 			if diff := sameAnswer(sn, q, true, backward); diff != "" {

@@ -146,7 +146,11 @@ func (ev *evaluator) logLines(ctx context.Context, x *logql.LogExpr) ([]logLine,
 		}
 		var err error
 		if columnar {
-			w.columns(x).none = unknown // its outcome holds for one stream
+			lc, err := w.columns(x)
+			if err != nil {
+				return err
+			}
+			lc.none = unknown // its outcome holds for one stream
 			err = ev.src.ScanColumns(ctx, ev.p.Tenant, st, from, to, store.Shard{}, func(b *part.Block) error {
 				return w.block(ev, ls, b, from, to, cut, keep)
 			}, nil, row) // a line's labels are its metadata too

@@ -1,16 +1,22 @@
 package query
 
 import (
+	"slices"
+
 	"github.com/sluicelog/sluice/internal/logql"
 	"github.com/sluicelog/sluice/internal/record"
+	"github.com/sluicelog/sluice/internal/stage"
+	"github.com/sluicelog/sluice/internal/store"
 	"github.com/sluicelog/sluice/internal/store/part"
 )
 
 // The columnar path of a log query, newest first, whose pipeline is
-// `| json` with parameters followed by label filters: each stored block
-// is walked from its newest row, a row's parameters are read from the
-// columns that hold them (colPlanner, as for range aggregations), the
-// filters decide on them, and only the lines kept are rebuilt. A block's
+// `| json` followed by label filters: each stored block is walked from
+// its newest row, a row's parameters (json without parameters: the
+// fields whose labels the filters read) are read from the columns that
+// hold them (colPlanner, as for range aggregations), the filters decide
+// on them, and only the lines kept are rebuilt (json without parameters:
+// and run through the whole pipeline, for every label it sets). A block's
 // walk ends at the first row older than the cutoff (the limit newest
 // lines kept so far across every stream), so a query for the newest
 // lines with a selective filter reads the newest blocks' few columns,
@@ -20,6 +26,13 @@ import (
 type logCols struct {
 	cp          *colPlanner
 	dropsErrors bool
+	// named: json without parameters; its labels come from the line.
+	named bool
+	// clauses: those of the line filters before json (literalsLead),
+	// which select a block's rows (part.Block.MatchingRows, into sel)
+	// before their values are read; nil: none.
+	clauses []store.Clause
+	sel     []uint64
 	// none, per stream: whether rows without any parameter are all
 	// dropped, as colPlanner.noneMemo.
 	none known
@@ -29,31 +42,59 @@ type logCols struct {
 // logColumnar reports whether a log query's pipeline can take the
 // columnar path.
 func logColumnar(x *logql.LogExpr) bool {
-	if len(x.Pipeline) == 0 {
+	stages := x.Pipeline[literalsLead(x.Pipeline):]
+	if len(stages) == 0 {
 		return false
 	}
-	j, ok := x.Pipeline[0].(*logql.JSONParser)
-	return ok && len(j.Params) > 0 && columnarStages(x.Pipeline, nil, false)
+	j, ok := stages[0].(*logql.JSONParser)
+	if ok && len(j.Params) == 0 {
+		o := stage.ObservedBy(stages, nil)
+		return o != nil && columnarStages(stages, o, false)
+	}
+	return ok && columnarStages(stages, nil, false)
 }
 
 // columns returns the worker's columnar state.
-func (w *logWorker) columns(x *logql.LogExpr) *logCols {
+func (w *logWorker) columns(x *logql.LogExpr) (*logCols, error) {
 	if w.cols == nil {
-		jp, _ := w.pipe.JSONParams() // logColumnar made sure of it
+		// The pipeline after the line filters before json, if any.
+		lead, clauses := literalsLeadClauses(x.Pipeline, nil)
+		stages := x.Pipeline[lead:]
+		pipe := w.pipe
+		if lead > 0 {
+			var err error
+			if pipe, err = stage.Compile(stages); err != nil {
+				return nil, err
+			}
+		}
+		jp, params := pipe.JSONParams() // logColumnar made sure of it, or of json without them
 		w.cols = &logCols{
-			cp:          &colPlanner{json: jp, rest: w.pipe.Tail(), unwrapParam: -1},
-			dropsErrors: stagesDropErrors(x.Pipeline, nil),
+			cp:          &colPlanner{json: jp, rest: pipe.Tail(), unwrapParam: -1},
+			dropsErrors: stagesDropErrors(stages, nil),
+			clauses:     clauses,
+		}
+		if !params {
+			// The filters' labels read from the columns by a pipeline
+			// that observes only them.
+			pipe, err := stage.CompileObserving(stages, stage.ObservedBy(stages, nil))
+			if err != nil {
+				return nil, err
+			}
+			jf, _ := pipe.JSONFields()
+			w.cols.named = true
+			w.cols.cp = &colPlanner{named: true, fields: jf, rest: pipe.Tail(), unwrapParam: -1}
+			return w.cols, nil
 		}
 		// Number filters decided on the columns' numbers drop the rows
 		// they fail unread (range_pred.go); a row they pass is read. A
 		// number filter keeps a row whose label does not convert (an
 		// absent path gives ""), with an error: the errors must be
 		// dropped after the last of them, as the numbers cannot say.
-		if errorsDroppedLast(x.Pipeline[1:]) {
-			w.cols.cp.pred = newLogPredState(x.Pipeline[1:], jp)
+		if errorsDroppedLast(stages[1:]) {
+			w.cols.cp.pred = newLogPredState(stages[1:], jp)
 		}
 	}
-	return w.cols
+	return w.cols, nil
 }
 
 // givesNothing reports whether the rows of a template with plan p (of
@@ -66,7 +107,7 @@ func (lc *logCols) givesNothing(w *logWorker, ls record.Labels, p *tmplPlan) boo
 	}
 	if lc.none == unknown {
 		cp := lc.cp
-		cp.values = cp.values[:0]
+		cp.values, cp.curNames = cp.values[:0], p.names
 		for _, pp := range p.params {
 			cp.values = append(cp.values, pp.value)
 		}
@@ -79,7 +120,11 @@ func (lc *logCols) givesNothing(w *logWorker, ls record.Labels, p *tmplPlan) boo
 // and reports whether the filters keep the row.
 func (lc *logCols) labels(w *logWorker, ls record.Labels, t int64) bool {
 	w.lb.Reset(ls)
-	lc.cp.json.Apply(w.lb, lc.cp.values)
+	if cp := lc.cp; cp.named {
+		cp.fields.Apply(w.lb, cp.curNames, cp.values)
+	} else {
+		cp.json.Apply(w.lb, cp.values)
+	}
 	_, ok := lc.cp.rest.Process(t, nil, w.lb)
 	return ok
 }
@@ -95,6 +140,17 @@ func (w *logWorker) block(ev *evaluator, ls record.Labels, b *part.Block, from, 
 	}
 	lc := w.cols
 	cp := lc.cp
+	var sel []uint64 // the rows the line filters before json keep (nil: every row)
+	if lc.clauses != nil {
+		var err error
+		if lc.sel, err = b.MatchingRows(lc.clauses, lc.sel); err != nil {
+			return err
+		}
+		if !slices.ContainsFunc(lc.sel, func(word uint64) bool { return word != 0 }) {
+			return nil
+		}
+		sel = lc.sel
+	}
 	// The walk keeps every column (StartAtEnd below).
 	if err := cp.startBlock(b, false, func(p *tmplPlan) (bool, error) { return lc.givesNothing(w, ls, p), nil }); err != nil {
 		return err
@@ -118,6 +174,9 @@ func (w *logWorker) block(ev *evaluator, ls record.Labels, b *part.Block, from, 
 		}
 		if cut.beyond(t) {
 			return nil // the block's older rows come too late too
+		}
+		if sel != nil && sel[k>>6]>>(k&63)&1 == 0 {
+			continue
 		}
 		if err := ev.scanned(&w.tally, nil); err != nil {
 			return err
@@ -144,7 +203,7 @@ func (w *logWorker) block(ev *evaluator, ls record.Labels, b *part.Block, from, 
 			return err
 		}
 		line := lc.line
-		if !ok { // the row path: the whole pipeline on the line
+		if !ok || lc.named { // the row path: the whole pipeline on the line
 			w.lb.Reset(ls)
 			var kept bool
 			if line, kept = w.pipe.Process(t, line, w.lb); !kept {
