@@ -452,6 +452,7 @@ func TestLogColumnarSameAsReference(t *testing.T) {
 		`{service=~".+"} |= "error" | json | level="error"`,
 		`{service=~".+"} |~ "(?i)declined" | json lat="http.latency_ms" | lat > 100`,
 		`{service=~".+"} |= "m1" |= "GET" | json`,
+		`{service=~".+"} != "debug" !~ "(?i)declined|m2" | json | level!="info"`,
 	} {
 		for _, backward := range []bool{true, false} {
 			if diff := sameAnswer(sn, q, true, backward); diff != "" {

@@ -256,38 +256,7 @@ func countsRows(op string) bool {
 // search also keeps lines with a non-ASCII byte, where Unicode may fold a
 // rune to it.)
 func literalsOnly(stages []logql.Stage) bool {
-	return len(stages) > 0 && literalsLead(stages) == len(stages)
-}
-
-// literalsLead returns how many of a pipeline's first stages are line
-// filters whose clauses hold in exactly the lines they keep, as the
-// store finds them (literalsOnly), and appends those clauses to dst.
-func literalsLead(stages []logql.Stage) int {
-	n, _ := literalsLeadClauses(stages, nil)
-	return n
-}
-
-// literalsLeadClauses is literalsLead, appending the clauses to dst.
-func literalsLeadClauses(stages []logql.Stage, dst []store.Clause) (int, []store.Clause) {
-	for i, s := range stages {
-		f, ok := s.(*logql.LineFilter)
-		if !ok {
-			return i, dst
-		}
-		req := lineClauses(f)
-		if !req.exact {
-			return i, dst
-		}
-		for _, c := range req.clauses {
-			for _, l := range c {
-				if l.Fold && !l.ASCII && bytes.ContainsAny(l.Text, "ks") {
-					return i, dst
-				}
-			}
-		}
-		dst = append(dst, req.clauses...)
-	}
-	return len(stages), dst
+	return len(stages) > 0 && leadingFilters(stages, false).n == len(stages)
 }
 
 // maxClause bounds the literals of a clause given the store: a block

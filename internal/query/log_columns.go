@@ -1,12 +1,9 @@
 package query
 
 import (
-	"slices"
-
 	"github.com/sluicelog/sluice/internal/logql"
 	"github.com/sluicelog/sluice/internal/record"
 	"github.com/sluicelog/sluice/internal/stage"
-	"github.com/sluicelog/sluice/internal/store"
 	"github.com/sluicelog/sluice/internal/store/part"
 )
 
@@ -28,11 +25,9 @@ type logCols struct {
 	dropsErrors bool
 	// named: json without parameters; its labels come from the line.
 	named bool
-	// clauses: those of the line filters before json (literalsLead),
-	// which select a block's rows (part.Block.MatchingRows, into sel)
-	// before their values are read; nil: none.
-	clauses []store.Clause
-	sel     []uint64
+	// lead selects a block's rows by the line filters before json
+	// (lead_filters.go) before their values are read; nil: none.
+	lead *rowSelection
 	// none, per stream: whether rows without any parameter are all
 	// dropped, as colPlanner.noneMemo.
 	none known
@@ -42,7 +37,7 @@ type logCols struct {
 // logColumnar reports whether a log query's pipeline can take the
 // columnar path.
 func logColumnar(x *logql.LogExpr) bool {
-	stages := x.Pipeline[literalsLead(x.Pipeline):]
+	stages := x.Pipeline[leadingFilters(x.Pipeline, true).n:]
 	if len(stages) == 0 {
 		return false
 	}
@@ -58,10 +53,10 @@ func logColumnar(x *logql.LogExpr) bool {
 func (w *logWorker) columns(x *logql.LogExpr) (*logCols, error) {
 	if w.cols == nil {
 		// The pipeline after the line filters before json, if any.
-		lead, clauses := literalsLeadClauses(x.Pipeline, nil)
-		stages := x.Pipeline[lead:]
+		lf := leadingFilters(x.Pipeline, true)
+		stages := x.Pipeline[lf.n:]
 		pipe := w.pipe
-		if lead > 0 {
+		if lf.n > 0 {
 			var err error
 			if pipe, err = stage.Compile(stages); err != nil {
 				return nil, err
@@ -71,7 +66,9 @@ func (w *logWorker) columns(x *logql.LogExpr) (*logCols, error) {
 		w.cols = &logCols{
 			cp:          &colPlanner{json: jp, rest: pipe.Tail(), unwrapParam: -1},
 			dropsErrors: stagesDropErrors(stages, nil),
-			clauses:     clauses,
+		}
+		if lf.n > 0 {
+			w.cols.lead = &rowSelection{lf: lf}
 		}
 		if !params {
 			// The filters' labels read from the columns by a pipeline
@@ -141,15 +138,12 @@ func (w *logWorker) block(ev *evaluator, ls record.Labels, b *part.Block, from, 
 	lc := w.cols
 	cp := lc.cp
 	var sel []uint64 // the rows the line filters before json keep (nil: every row)
-	if lc.clauses != nil {
+	if lc.lead != nil {
+		var some bool
 		var err error
-		if lc.sel, err = b.MatchingRows(lc.clauses, lc.sel); err != nil {
+		if sel, some, err = lc.lead.of(b); err != nil || !some {
 			return err
 		}
-		if !slices.ContainsFunc(lc.sel, func(word uint64) bool { return word != 0 }) {
-			return nil
-		}
-		sel = lc.sel
 	}
 	// The walk keeps every column (StartAtEnd below).
 	if err := cp.startBlock(b, false, func(p *tmplPlan) (bool, error) { return lc.givesNothing(w, ls, p), nil }); err != nil {

@@ -56,14 +56,11 @@ type tv struct {
 // rangeWorker is one worker's state in a range aggregation.
 type rangeWorker struct {
 	pipe *stage.Pipeline
-	// colPipe is the columnar path's pipeline: pipe's stages after the
-	// first lead, line filters whose clauses (leadClauses) hold in
-	// exactly the lines they keep, which the path finds in a block's
-	// rows as the store does (part.Block.MatchingRows) before it reads
-	// their values. Without such filters, pipe.
-	colPipe     *stage.Pipeline
-	lead        int
-	leadClauses []store.Clause
+	// colPipe is the columnar path's pipeline: pipe's stages after its
+	// leading line filters (lead_filters.go), which select a block's
+	// rows (lead) before their values are read. Without them, pipe.
+	colPipe *stage.Pipeline
+	lead    *rowSelection
 	post        *stage.Pipeline // the label filters after unwrap
 	lb          *stage.Labels
 	tally       tally
@@ -439,8 +436,9 @@ func (ev *evaluator) rangeStates(ctx context.Context, x *logql.RangeAggregation,
 		if !columnar {
 			return w, nil
 		}
-		if w.lead, w.leadClauses = literalsLeadClauses(x.Range.Log.Pipeline, nil); w.lead > 0 {
-			if w.colPipe, err = stage.CompileObserving(x.Range.Log.Pipeline[w.lead:], hints.observed); err != nil {
+		if lf := leadingFilters(x.Range.Log.Pipeline, true); lf.n > 0 {
+			w.lead = &rowSelection{lf: lf}
+			if w.colPipe, err = stage.CompileObserving(x.Range.Log.Pipeline[lf.n:], hints.observed); err != nil {
 				return nil, err
 			}
 		}

@@ -42,13 +42,17 @@ func columnarPipeline(x *logql.RangeAggregation, observed *stage.Observed) bool 
 		return false // they need the line
 	}
 	stages := x.Range.Log.Pipeline
-	return columnarStages(stages[literalsLead(stages):], observed, true)
+	return columnarStages(stages[leadingFilters(stages, true).n:], observed, true)
 }
 
 // afterJSON returns the stages after the json stage of a columnar
 // pipeline.
 func (w *rangeWorker) afterJSON() []logql.Stage {
-	return w.x.Range.Log.Pipeline[w.lead+1:]
+	n := 0
+	if w.lead != nil {
+		n = w.lead.lf.n
+	}
+	return w.x.Range.Log.Pipeline[n+1:]
 }
 
 // columnarStages reports whether a pipeline is json with parameters, or
@@ -315,7 +319,6 @@ type colPlanner struct {
 	// paramTime: some template of the block has a parameter in a time
 	// column, whose values are written from their rows' times.
 	paramTime bool
-	sel       []uint64 // the block's rows the leading line filters keep, a bit each (MatchingRows)
 }
 
 func (w *rangeWorker) colPlanner() *colPlanner {
@@ -395,15 +398,12 @@ func (w *rangeWorker) blockRows(ev *evaluator, ls record.Labels, b *part.Block, 
 	cp := w.colPlanner()
 	cp.cut.on = false
 	sel := []uint64(nil) // the rows the leading line filters keep (nil: every row)
-	if w.leadClauses != nil {
+	if w.lead != nil {
+		var some bool
 		var err error
-		if cp.sel, err = b.MatchingRows(w.leadClauses, cp.sel); err != nil {
+		if sel, some, err = w.lead.of(b); err != nil || !some {
 			return err
 		}
-		if !slices.ContainsFunc(cp.sel, func(word uint64) bool { return word != 0 }) {
-			return nil
-		}
-		sel = cp.sel
 	}
 	if cp.filters != nil {
 		cp.filters.sel = sel

@@ -213,6 +213,10 @@ func TestLeadingLineFiltersSameAsRows(t *testing.T) {
 		`sum by (service) (sum_over_time(` + all + ` |= "POST" | json lat="http.latency_ms" | unwrap lat | __error__="" [1h]))`,
 		`sum by (level) (count_over_time(` + all + ` |= "\"level\":\"error\"" | json level [40s]))`,
 		`sum by (msg) (count_over_time(` + all + ` |= "m" | json msg | line_format "{{.msg}}" |= "m2" [1h]))`,
+		// Negated: the rows that hold none of the literals.
+		`sum by (level) (count_over_time(` + all + ` != "debug" | json level [1h]))`,
+		`sum by (level) (count_over_time(` + all + ` |= "m" != "m2" !~ "(?i)POST|declined" | json level [40s]))`,
+		`sum by (service) (sum_over_time(` + all + ` !~ "warn|info" | json lat="http.latency_ms" | unwrap lat | __error__="" [1h]))`,
 	})
 	// The rows walked, as the sweep takes not these.
 	checkColumnar(t, columnLines(6000), false, []string{
@@ -445,6 +449,7 @@ func FuzzColumnarSameAsRows(f *testing.F) {
 		`sum by (level) (count_over_time({service="api"} |= "e" | json level [1h]))`,
 		`sum by (level, a) (count_over_time({service="api"} |= "\"" |~ "(?i)X|info" | json [1h]))`,
 		`sum(sum_over_time({service="api"} |= "1" | json lat="http.latency_ms" | unwrap lat | __error__="" [150ms]))`,
+		`sum by (level) (count_over_time({service="api"} != "x" !~ "(?i)ERR" | json level [1h]))`,
 	}
 	f.Fuzz(func(t *testing.T, data string, qi uint8) {
 		// qi's top bit puts each line's own fields first, the time and
