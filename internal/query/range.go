@@ -61,11 +61,11 @@ type rangeWorker struct {
 	// rows (lead) before their values are read. Without them, pipe.
 	colPipe *stage.Pipeline
 	lead    *rowSelection
-	post        *stage.Pipeline // the label filters after unwrap
-	lb          *stage.Labels
-	tally       tally
-	series      seriesTable
-	key         []byte
+	post    *stage.Pipeline // the label filters after unwrap
+	lb      *stage.Labels
+	tally   tally
+	series  seriesTable
+	key     []byte
 
 	alloc    seriesAlloc
 	x        *logql.RangeAggregation
