@@ -1,11 +1,14 @@
 package query
 
 import (
+	"slices"
+
 	"github.com/sluicelog/sluice/internal/logql"
 	"github.com/sluicelog/sluice/internal/stage"
 )
 
-// pruned returns x without the stages that cannot change its answer
+// pruned returns x without the stages that cannot change its answer and
+// with its line filters as early as they give the same answer
 // (prunedStages), sharing every node it leaves as it is: x itself is
 // never changed, as a parsed query may be evaluated again (by the
 // reference engine, say, which runs every stage as written).
@@ -62,6 +65,56 @@ func prunedSample(x logql.SampleExpr) logql.SampleExpr {
 // the engine answers from the stream's index. It reports whether it
 // took out any.
 func prunedStages(stages []logql.Stage) ([]logql.Stage, bool) {
+	out, dropped := withoutErrorDrops(stages)
+	out, hoisted := filtersFirst(out)
+	return out, dropped || hoisted
+}
+
+// filtersFirst returns stages with each line filter moved before the
+// parsers and stages of labels alone that come before it, up to the
+// last stage that changes the line (line_format, decolorize, unpack, or
+// a stage not known here), keeping the filters' order: `| json | level="error"
+// |= "timeout"` is `|= "timeout" | json | level="error"`. A line filter
+// reads only the line, which those stages leave as it is, and drops a
+// row whatever its labels: the answer is the same, the filter runs
+// before the parser, and the columnar paths select a block's rows by it
+// (lead_filters.go). It reports whether it moved any.
+func filtersFirst(stages []logql.Stage) ([]logql.Stage, bool) {
+	out := make([]logql.Stage, 0, len(stages))
+	moved := false
+	start := 0 // in out, where the line was last changed
+	for _, s := range stages {
+		switch s.(type) {
+		case *logql.LineFilter:
+			at := start
+			for at < len(out) && isLineFilter(out[at]) {
+				at++
+			}
+			moved = moved || at < len(out)
+			out = slices.Insert(out, at, s)
+			continue
+		case *logql.JSONParser, *logql.LogfmtParser, *logql.RegexpParser, *logql.PatternParser,
+			*logql.LabelFilterStage, *logql.Drop, *logql.Keep, *logql.LabelFormat:
+			out = append(out, s)
+		default:
+			out = append(out, s)
+			start = len(out)
+		}
+	}
+	if !moved {
+		return stages, false
+	}
+	return out, true
+}
+
+func isLineFilter(s logql.Stage) bool {
+	_, ok := s.(*logql.LineFilter)
+	return ok
+}
+
+// withoutErrorDrops is prunedStages' drop of the error labels' drops,
+// and whether it dropped any.
+func withoutErrorDrops(stages []logql.Stage) ([]logql.Stage, bool) {
 	n := 0
 scan:
 	for _, s := range stages {

@@ -135,3 +135,42 @@ func btoi(b bool) int {
 	}
 	return 0
 }
+
+// TestFiltersFirst: line filters move before the parsers and stages of
+// labels alone before them, in their order, never past a stage that
+// changes the line.
+func TestFiltersFirst(t *testing.T) {
+	for _, tc := range []struct{ q, want string }{
+		{`{a="b"} | json | level="error" |= "timeout"`, `{a="b"} |= "timeout" | json | level="error"`},
+		{`{a="b"} |= "x" | json | drop y | logfmt != "z" |~ "w"`, `{a="b"} |= "x" != "z" |~ "w" | json | drop y | logfmt`},
+		{`{a="b"} | json | line_format "{{.m}}" | logfmt |= "c" | keep k | json != "d"`, `{a="b"} | json | line_format "{{.m}}" |= "c" != "d" | logfmt | keep k | json`},
+		{`{a="b"} | unpack |= "c"`, `{a="b"} | unpack |= "c"`},
+		{`{a="b"} |= "c" | json`, `{a="b"} |= "c" | json`},
+	} {
+		x, err := logql.ParseLogExpr(tc.q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		stages, moved := filtersFirst(x.Pipeline)
+		got := (&logql.LogExpr{Selector: x.Selector, Pipeline: stages}).String()
+		w, err := logql.ParseLogExpr(tc.want)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := w.String(); got != want || moved != (tc.q != tc.want) {
+			t.Errorf("%s: %s (moved %v), want %s", tc.q, got, moved, want)
+		}
+		if again, _ := filtersFirst(x.Pipeline); fmt.Sprint(again) != fmt.Sprint(stages) || x.String() != mustParse(t, tc.q) {
+			t.Errorf("%s: not the same twice, or the query changed", tc.q)
+		}
+	}
+}
+
+func mustParse(t *testing.T, q string) string {
+	t.Helper()
+	x, err := logql.ParseLogExpr(q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return x.String()
+}
