@@ -453,6 +453,12 @@ func TestLogColumnarSameAsReference(t *testing.T) {
 		`{service=~".+"} |~ "(?i)declined" | json lat="http.latency_ms" | lat > 100`,
 		`{service=~".+"} |= "m1" |= "GET" | json`,
 		`{service=~".+"} != "debug" !~ "(?i)declined|m2" | json | level!="info"`,
+		// Stages after the filters, run on the lines kept.
+		`{service=~".+"} | json | line_format "{{.msg}}"`,
+		`{service=~".+"} | json msg, level | level="error" | line_format "{{.level}}: {{.msg}}" |= "m1"`,
+		`{service=~".+"} | json | level=~"e.*" | drop __error__, __error_details__`,
+		`{service=~".+"} | json lat="http.latency_ms" | lat > 100 | label_format l=lat | drop lat | keep l, service`,
+		`{service=~".+"} |= "GET" | json | http_status >= 400 | line_format "{{.msg}} {{ __line__ | len }}" | logfmt`,
 	} {
 		for _, backward := range []bool{true, false} {
 			if diff := sameAnswer(sn, q, true, backward); diff != "" {

@@ -8,12 +8,14 @@ import (
 )
 
 // The columnar path of a log query, newest first, whose pipeline is
-// `| json` followed by label filters: each stored block is walked from
-// its newest row, a row's parameters (json without parameters: the
-// fields whose labels the filters read) are read from the columns that
-// hold them (colPlanner, as for range aggregations), the filters decide
-// on them, and only the lines kept are rebuilt (json without parameters:
-// and run through the whole pipeline, for every label it sets). A block's
+// `| json` (after line filters the store decides, which select a block's
+// rows first) followed by label filters and perhaps other stages: each
+// stored block is walked from its newest row, a row's parameters (json
+// without parameters: the fields whose labels the filters read) are read
+// from the columns that hold them (colPlanner, as for range
+// aggregations), the filters decide on them, and only the lines kept are
+// rebuilt (json without parameters, or stages after the filters: and run
+// through the whole pipeline). A block's
 // walk ends at the first row older than the cutoff (the limit newest
 // lines kept so far across every stream), so a query for the newest
 // lines with a selective filter reads the newest blocks' few columns,
@@ -23,8 +25,10 @@ import (
 type logCols struct {
 	cp          *colPlanner
 	dropsErrors bool
-	// named: json without parameters; its labels come from the line.
-	named bool
+	// whole: the lines kept run through the whole pipeline, for the
+	// labels json without parameters sets, and the stages after those
+	// the columns decide.
+	whole bool
 	// lead selects a block's rows by the line filters before json
 	// (lead_filters.go) before their values are read; nil: none.
 	lead *rowSelection
@@ -35,28 +39,46 @@ type logCols struct {
 }
 
 // logColumnar reports whether a log query's pipeline can take the
-// columnar path.
+// columnar path: after its leading line filters, json, then any stages
+// (logPrefix).
 func logColumnar(x *logql.LogExpr) bool {
 	stages := x.Pipeline[leadingFilters(x.Pipeline, true).n:]
 	if len(stages) == 0 {
 		return false
 	}
 	j, ok := stages[0].(*logql.JSONParser)
-	if ok && len(j.Params) == 0 {
-		o := stage.ObservedBy(stages, nil)
-		return o != nil && columnarStages(stages, o, false)
+	return ok && (len(j.Params) > 0 || stage.ObservedBy(stages[:logPrefix(stages)], nil) != nil)
+}
+
+// logPrefix returns how many of the stages of a columnar log query
+// (json first) the columns decide: json, and the label filters and drops
+// of the error labels after it. A row they drop is dropped whatever the
+// stages after them; those run on the lines of the rows kept (logCols.whole).
+func logPrefix(stages []logql.Stage) int {
+	for k, s := range stages[1:] {
+		switch s := s.(type) {
+		case *logql.LabelFilterStage:
+			continue
+		case *logql.Drop:
+			if dropsErrorLabelsOnly(s) {
+				continue
+			}
+		}
+		return 1 + k
 	}
-	return ok && columnarStages(stages, nil, false)
+	return len(stages)
 }
 
 // columns returns the worker's columnar state.
 func (w *logWorker) columns(x *logql.LogExpr) (*logCols, error) {
 	if w.cols == nil {
-		// The pipeline after the line filters before json, if any.
+		// The pipeline after the line filters before json, if any, to
+		// its stages the columns decide (logPrefix).
 		lf := leadingFilters(x.Pipeline, true)
 		stages := x.Pipeline[lf.n:]
+		stages = stages[:logPrefix(stages)]
 		pipe := w.pipe
-		if lf.n > 0 {
+		if len(stages) != len(x.Pipeline) {
 			var err error
 			if pipe, err = stage.Compile(stages); err != nil {
 				return nil, err
@@ -66,6 +88,7 @@ func (w *logWorker) columns(x *logql.LogExpr) (*logCols, error) {
 		w.cols = &logCols{
 			cp:          &colPlanner{json: jp, rest: pipe.Tail(), unwrapParam: -1},
 			dropsErrors: stagesDropErrors(stages, nil),
+			whole:       !params || len(stages) != len(x.Pipeline)-lf.n,
 		}
 		if lf.n > 0 {
 			w.cols.lead = &rowSelection{lf: lf}
@@ -78,7 +101,6 @@ func (w *logWorker) columns(x *logql.LogExpr) (*logCols, error) {
 				return nil, err
 			}
 			jf, _ := pipe.JSONFields()
-			w.cols.named = true
 			w.cols.cp = &colPlanner{named: true, fields: jf, rest: pipe.Tail(), unwrapParam: -1}
 			return w.cols, nil
 		}
@@ -197,7 +219,7 @@ func (w *logWorker) block(ev *evaluator, ls record.Labels, b *part.Block, from, 
 			return err
 		}
 		line := lc.line
-		if !ok || lc.named { // the row path: the whole pipeline on the line
+		if !ok || lc.whole { // the row path: the whole pipeline on the line
 			w.lb.Reset(ls)
 			var kept bool
 			if line, kept = w.pipe.Process(t, line, w.lb); !kept {
