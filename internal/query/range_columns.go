@@ -120,13 +120,12 @@ type tmplPlan struct {
 	ok bool // false: rebuild each row's line and take the row path
 	// nothing: givesNothing said its rows give nothing (this block).
 	nothing bool
-	// fastOne: a row's outcome is its one parameter's dictionary entry's
-	// (one, dictMemo), and needs no check, number filter nor unwrap: once
-	// the entry's outcome is known, block decides the row itself, without
-	// rowValues and columnRow (this block).
-	fastOne bool
-	// fastIDs: the same for a row whose outcome is its parameters'
-	// packed ids' (ids, idMemo): once known, block decides the row.
+	// fastIDs: a row's outcome is its parameters' packed ids' (ids,
+	// idMemo), and needs no check, number filter nor unwrap: once the
+	// outcome is known, block decides the row itself, without rowValues
+	// and columnRow (this block). (A row of one parameter's entry is
+	// decided by rowValues and columnRow from dictMemo: the sweep takes
+	// such rows first.)
 	fastIDs bool
 	numsOK  bool     // see nums
 	num0    numParam // nums[0], read by every row of a number filter on one parameter
@@ -448,21 +447,6 @@ func (w *rangeWorker) blockRows(ev *evaluator, ls record.Labels, b *part.Block, 
 				w.tally.columnar++
 				cp.cur.Next(tm)
 				continue
-			}
-			if p.fastOne {
-				if id := cp.oneID(&p.one); id >= 0 {
-					switch cp.dictMemo[id] {
-					case memoDropped:
-						w.tally.columnar++
-						cp.cur.Next(tm)
-						continue
-					case memoKept:
-						w.tally.columnar++
-						w.add(cp.dictSeries[id], t, 1)
-						cp.cur.Next(tm)
-						continue
-					}
-				}
 			}
 			if p.fastIDs {
 				if key, ok := cp.rowIDKey(p); ok {
@@ -1137,7 +1121,7 @@ func (cp *colPlanner) planBlock(b *part.Block, t int, holes []int, gives func(p 
 }
 
 // planIDs works out where the value ids of template t's parameters are,
-// for a walk's memo of outcomes by ids (fastOne, fastIDs), and where the
+// for a walk's memo of outcomes by ids (dictMemo, fastIDs), and where the
 // numbers the number filters read are (predRow).
 func (cp *colPlanner) planIDs(b *part.Block, t int, p *tmplPlan, holes []int) {
 	if cp.pred != nil {
@@ -1151,7 +1135,6 @@ func (cp *colPlanner) planIDs(b *part.Block, t int, p *tmplPlan, holes []int) {
 		col := b.SlotColumn(t, si)
 		if ids, ok := b.ValueIDs(col); ok {
 			p.one = oneParam{col: col, rank: b.SlotRank(t, si), ids: ids}
-			p.fastOne = len(p.checks) == 0 && cp.memoOn && cp.pred == nil
 		}
 	} else if cp.memoOn {
 		cp.idParams(b, t, p, holes, -1)
@@ -1683,7 +1666,7 @@ func (cp *colPlanner) planCached(b *part.Block, tm int) {
 		// Field by field: the whole struct's write was 6% of a sweep's
 		// profile. idAt is left as it was: only idAt[:idn] is read.
 		p.ok, p.check, p.params, p.names, p.inString, p.inStrMask = c.ok, c.check, c.params, c.names, c.inString, c.inStrMask
-		p.nothing, p.fastOne, p.fastIDs, p.numsOK = false, false, false, false
+		p.nothing, p.fastIDs, p.numsOK = false, false, false
 		p.num0, p.one, p.idn = numParam{}, oneParam{}, 0
 		p.checks, p.nums = p.checks[:0], p.nums[:0]
 		return
