@@ -104,3 +104,47 @@ func TestCanceledQueryStops(t *testing.T) {
 		t.Logf("%s: canceled after %d rows, %d came after", c.q, src.seen.Load(), src.late.Load())
 	}
 }
+
+// failSource is a Source whose columnar scans fail after their first
+// block, as a block found corrupt does.
+type failSource struct {
+	Source
+	err error
+}
+
+func (f *failSource) ScanColumns(ctx context.Context, tenant string, stream store.Stream, from, to int64, shard store.Shard, blockFn store.BlockFunc, metaOK store.MetaFunc, rowFn store.RowFunc) error {
+	if err := f.Source.ScanColumns(ctx, tenant, stream, from, to, shard, blockFn, metaOK, rowFn); err != nil {
+		return err
+	}
+	return f.err
+}
+
+// TestColumnarScanErrorsReachTheAnswer: an error of a columnar scan is
+// the query's answer, on the paths of range aggregations and log queries.
+func TestColumnarScanErrorsReachTheAnswer(t *testing.T) {
+	st := openMemWith(t, store.Options{})
+	appendText(t, st, strings.Join(diffLines(5000), "\n")+"\n")
+	if err := st.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	sn := st.Snapshot()
+	defer sn.Release()
+	at := time.Date(2026, 1, 15, 8, 0, 0, 0, time.UTC).Add(10 * time.Minute).UnixNano()
+	boom := errors.New("block 7 is corrupt")
+	for _, c := range []struct {
+		q   string
+		log bool
+	}{
+		{`sum by (level) (count_over_time({service=~".+"} | json level [1h]))`, false},
+		{`{service=~".+"} | json | level="error"`, true},
+		{`{service=~".+"} |= "error" | json lat="http.latency_ms" | lat > 1`, true},
+	} {
+		prm := Params{Tenant: store.DefaultTenant, Query: c.q, Start: at, End: at, Instant: true, Limit: 100}
+		if c.log {
+			prm.Start, prm.Instant, prm.Direction = at-int64(time.Hour), false, Backward
+		}
+		if _, err := (&Engine{workers: 2, limits: DefaultLimits}).Exec(context.Background(), &failSource{Source: sn, err: boom}, prm); !errors.Is(err, boom) {
+			t.Errorf("%s: %v, want %v", c.q, err, boom)
+		}
+	}
+}

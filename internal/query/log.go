@@ -146,8 +146,8 @@ func (ev *evaluator) logLines(ctx context.Context, x *logql.LogExpr) ([]logLine,
 		}
 		var err error
 		if columnar {
-			lc, err := w.columns(x)
-			if err != nil {
+			var lc *logCols
+			if lc, err = w.columns(x); err != nil {
 				return err
 			}
 			lc.none = unknown // its outcome holds for one stream
