@@ -99,8 +99,12 @@ type rowSelection struct {
 }
 
 // of returns a bit per row of block b (read as columns), set when the
-// row's line passes the leading filters, and whether any is set.
+// row's line passes the leading filters, and whether any is set; nil
+// and true for a pipeline without leading filters (rs nil): every row.
 func (rs *rowSelection) of(b *part.Block) ([]uint64, bool, error) {
+	if rs == nil {
+		return nil, true, nil
+	}
 	var err error
 	n := b.NumRows()
 	if len(rs.lf.must) > 0 {

@@ -159,13 +159,9 @@ func (w *logWorker) block(ev *evaluator, ls record.Labels, b *part.Block, from, 
 	}
 	lc := w.cols
 	cp := lc.cp
-	var sel []uint64 // the rows the line filters before json keep (nil: every row)
-	if lc.lead != nil {
-		var some bool
-		var err error
-		if sel, some, err = lc.lead.of(b); err != nil || !some {
-			return err
-		}
+	sel, some, err := lc.lead.of(b) // the rows the line filters before json keep (nil: every row)
+	if err != nil || !some {
+		return err
 	}
 	// The walk keeps every column (StartAtEnd below).
 	if err := cp.startBlock(b, false, func(p *tmplPlan) (bool, error) { return lc.givesNothing(w, ls, p), nil }); err != nil {

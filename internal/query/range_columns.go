@@ -396,13 +396,9 @@ func (w *rangeWorker) block(ev *evaluator, ls record.Labels, b *part.Block, from
 func (w *rangeWorker) blockRows(ev *evaluator, ls record.Labels, b *part.Block, from, to int64) error {
 	cp := w.colPlanner()
 	cp.cut.on = false
-	sel := []uint64(nil) // the rows the leading line filters keep (nil: every row)
-	if w.lead != nil {
-		var some bool
-		var err error
-		if sel, some, err = w.lead.of(b); err != nil || !some {
-			return err
-		}
+	sel, some, err := w.lead.of(b) // the rows the leading line filters keep (nil: every row)
+	if err != nil || !some {
+		return err
 	}
 	if cp.filters != nil {
 		cp.filters.sel = sel

@@ -546,48 +546,54 @@ func timedRows(b *part.Block, from, to int64) (int64, error) {
 // last time. It takes the rows one by one (passing), for kept labels
 // (unless pairRows can) and a selection of rows (fs.sel).
 func (w *rangeWorker) passingRows(fs *filterState, ls record.Labels, b *part.Block, from, to int64, timed bool) error {
-	_, last := b.TimeRange()
 	if fs.unwrap < 0 && fs.sel == nil {
 		if ids, ok := fs.planPair(b); ok {
 			return w.pairRows(fs, ls, b, ids, from, to, timed)
 		}
 	}
 	fs.passing(b)
-	switch {
-	case fs.kept != nil:
-		if err := w.keptOutcomes(fs, ls, last); err != nil {
+	if fs.kept != nil {
+		if err := w.keptOutcomes(fs, ls); err != nil {
 			return err
 		}
-	case fs.group < 0:
-		fs.houts = grown(fs.houts, len(fs.hits))
-		clear(fs.houts) // every row's outcome is the stream's series
 	}
+	w.addPassing(fs, b, from, to, timed)
+	return nil
+}
+
+// addPassing adds the rows passing found (fs.hits, each to its
+// outcome's series, hitOut, with its sample for an unwrap): timed, each
+// at its time in [from, to] (times decoded); else all in the windows of
+// the block's last time.
+func (w *rangeWorker) addPassing(fs *filterState, b *part.Block, from, to int64, timed bool) {
 	switch {
 	case timed && fs.unwrap >= 0:
 		for i, k := range fs.hits {
 			if t := b.RowTime(int(k)); t >= from && t <= to {
-				w.add(fs.outs[fs.houts[i]], t, fs.samps[i])
+				w.add(fs.outs[fs.hitOut(i)], t, fs.samps[i])
 			}
 		}
 	case timed:
 		fs.runs = fs.runs[:0]
 		for i, k := range fs.hits {
 			if t := b.RowTime(int(k)); t >= from && t <= to {
-				w.one(fs.run(fs.houts[i]), t)
+				w.one(fs.run(fs.hitOut(i)), t)
 			}
 		}
 		w.flushRuns(fs)
 	case fs.unwrap >= 0:
+		_, last := b.TimeRange()
 		lo, hi := w.windows(last)
 		for k := lo; k <= hi; k++ {
 			for i, v := range fs.samps {
-				fs.outs[fs.houts[i]].add(w.op, int(k), last, v)
+				fs.outs[fs.hitOut(i)].add(w.op, int(k), last, v)
 			}
 		}
 	default:
+		_, last := b.TimeRange()
 		fs.counts = growClear(fs.counts, len(fs.outs))
-		for _, o := range fs.houts {
-			fs.counts[o]++
+		for i := range fs.hits {
+			fs.counts[fs.hitOut(i)]++
 		}
 		for o, n := range fs.counts {
 			if n > 0 {
@@ -595,14 +601,13 @@ func (w *rangeWorker) passingRows(fs *filterState, ls record.Labels, b *part.Blo
 			}
 		}
 	}
-	return nil
 }
 
 // keptOutcomes turns the outcomes passing gave (with kept labels, the
 // combinations of the rows' classes) into the indices in outs of their
 // series, each made at its first row: the stream's labels and the kept
 // labels' values, grouped.
-func (w *rangeWorker) keptOutcomes(fs *filterState, ls record.Labels, t int64) error {
+func (w *rangeWorker) keptOutcomes(fs *filterState, ls record.Labels) error {
 	for i, c := range fs.houts {
 		o, err := w.comboOut(fs, ls, c)
 		if err != nil {
@@ -786,11 +791,8 @@ func (w *rangeWorker) timedCounts(fs *filterState, b *part.Block, from, to int64
 		}
 	default:
 		fs.passing(b)
-		for i, k := range fs.hits {
-			if t := b.RowTime(int(k)); t >= from && t <= to {
-				w.one(&fs.runs[fs.hitOut(i)], t)
-			}
-		}
+		w.addPassing(fs, b, from, to, true)
+		return
 	}
 	for i := range fs.runs {
 		w.flushOnes(&fs.runs[i])
@@ -916,11 +918,7 @@ func (w *rangeWorker) timedSamples(fs *filterState, b *part.Block, from, to int6
 	ids, ok := fs.planGroupTwo(b)
 	if !ok {
 		fs.passing(b)
-		for i, k := range fs.hits {
-			if t := b.RowTime(int(k)); t >= from && t <= to {
-				w.add(fs.outs[fs.hitOut(i)], t, fs.samps[i])
-			}
-		}
+		w.addPassing(fs, b, from, to, true)
 		return
 	}
 	tids := b.RowTemplates()
@@ -1716,11 +1714,7 @@ func (w *rangeWorker) addSamples(fs *filterState, b *part.Block, t int64) {
 	g := fs.canonUse(canon, fs.group)
 	if !ok || fs.group >= 0 && g == nil {
 		fs.passing(b)
-		for k := lo; k <= hi; k++ {
-			for i, v := range fs.samps {
-				fs.outs[fs.hitOut(i)].add(w.op, int(k), t, v)
-			}
-		}
+		w.addPassing(fs, b, 0, 0, false) // t is the block's last time
 		return
 	}
 	if canon == nil {
@@ -2123,7 +2117,7 @@ func (fs *filterState) countAligned(b *part.Block, canon []fUse) int {
 // hitOut returns the outcome of hit i of passing: the index in outs of
 // its series.
 func (fs *filterState) hitOut(i int) int32 {
-	if fs.group < 0 {
+	if fs.group < 0 && fs.kept == nil {
 		return 0
 	}
 	return fs.houts[i]
