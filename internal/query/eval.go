@@ -248,6 +248,10 @@ func countsRows(op string) bool {
 	return op == "count_over_time" || op == "rate" || op == "absent_over_time"
 }
 
+// measuresLines reports whether a range aggregation's sample is the
+// line's length.
+func measuresLines(op string) bool { return op == "bytes_over_time" || op == "bytes_rate" }
+
 // literalsOnly reports whether a pipeline is only line filters whose
 // clauses (lineClauses, which pruning gives the store as Contains) hold
 // in exactly the lines the filters keep, as the store finds them: so

@@ -76,6 +76,7 @@ type rangeWorker struct {
 	win      windowCache  // windowsAt's last answer
 	cols     *colPlanner  // the columnar path's state (range_columns.go)
 	lines    *lineEval    // the lean path of a line parser (range_lines.go); nil: not taken
+	lens     []int32      // a block's lines' lengths (lineLengths)
 	meta     *metaCounter // metaCount's (range_meta.go)
 	// by, when the row's series are grouped by labels (by (...), not
 	// without), are the names its key keeps, sorted: seriesOf finds a
@@ -147,7 +148,7 @@ func (w *rangeWorker) sampleSeries(t int64, line []byte) (*rangeSeries, float64,
 		if v, ok = w.unwrap(unwrap, t, line); !ok {
 			return nil, 0, nil
 		}
-	case x.Op == "bytes_over_time" || x.Op == "bytes_rate":
+	case measuresLines(x.Op):
 		v = float64(len(line))
 	}
 	s, err := w.seriesOf()
@@ -412,6 +413,10 @@ func (ev *evaluator) rangeStates(ctx context.Context, x *logql.RangeAggregation,
 	opts.NoLines = !ev.e.reference && unwrap == nil && countsRows(x.Op) && literalsOnly(x.Range.Log.Pipeline)
 	implied := ev.impliedOptions(opts, x.Range.Log.Pipeline)
 	columnar := !ev.e.reference && columnarPipeline(x, hints.observed)
+	// The lengths of the lines of streams, perhaps of those the leading
+	// line filters keep, are measured in their columns (lineLengths).
+	lengths := !ev.e.reference && unwrap == nil && measuresLines(x.Op) &&
+		leadingFilters(x.Range.Log.Pipeline, true).n == len(x.Range.Log.Pipeline)
 	setup := func() (*rangeWorker, error) {
 		pipe, err := stage.CompileObserving(x.Range.Log.Pipeline, hints.observed)
 		if err != nil {
@@ -433,11 +438,14 @@ func (ev *evaluator) rangeStates(ctx context.Context, x *logql.RangeAggregation,
 			}
 		}
 		w.colPipe = pipe
-		if !columnar {
+		if !columnar && !lengths {
 			return w, nil
 		}
 		if lf := leadingFilters(x.Range.Log.Pipeline, true); lf.n > 0 {
 			w.lead = &rowSelection{lf: lf}
+			if !columnar {
+				return w, nil
+			}
 			if w.colPipe, err = stage.CompileObserving(x.Range.Log.Pipeline[lf.n:], hints.observed); err != nil {
 				return nil, err
 			}
@@ -512,6 +520,10 @@ func (ev *evaluator) rangeStates(ctx context.Context, x *logql.RangeAggregation,
 		case columnar:
 			err = ev.src.ScanColumns(ctx, ev.p.Tenant, u.st, from, to, u.shard, func(b *part.Block) error {
 				return w.block(ev, ls, b, from, to)
+			}, metaUnseen(hints.observed), row)
+		case lengths:
+			err = ev.src.ScanColumns(ctx, ev.p.Tenant, u.st, from, to, u.shard, func(b *part.Block) error {
+				return w.lineLengths(ev, ls, b, from, to)
 			}, metaUnseen(hints.observed), row)
 		case w.lines != nil && w.lines.on && unpruned(implied.of(ls)):
 			err = ev.src.ScanColumns(ctx, ev.p.Tenant, u.st, from, to, u.shard, func(b *part.Block) error {
@@ -738,6 +750,64 @@ func (w *rangeWorker) countTimes(ev *evaluator, ls record.Labels, b *part.Block,
 		}
 	}
 	w.flushOnes(&r)
+	return ev.flush(&w.tally)
+}
+
+// lineLengths adds the lengths of the lines of a stored block of stream
+// ls in [from, to] that the leading line filters keep (all, without),
+// measured in their columns (part.Block.LineLengths): no line is rebuilt.
+func (w *rangeWorker) lineLengths(ev *evaluator, ls record.Labels, b *part.Block, from, to int64) error {
+	sel, some, err := w.lead.of(b)
+	if err != nil || !some {
+		return err
+	}
+	if w.lens, err = b.LineLengths(sel, w.lens); err != nil {
+		return err
+	}
+	var s *rangeSeries // the stream's, made at its first row kept
+	series := func() error {
+		if s == nil {
+			w.lb.Reset(ls)
+			s, _, err = w.sampleSeries(from, nil)
+		}
+		return err
+	}
+	kept := func(k int) bool { return sel == nil || sel[k>>6]>>(k&63)&1 != 0 }
+	if lo, hi := b.TimeRange(); lo >= from && hi <= to && w.sameWindows(lo, hi) {
+		// One sample of their sum: the lengths are integers, which
+		// a float64 adds exactly in any order.
+		rows, sum := 0, 0
+		for k, n := range w.lens {
+			if kept(k) {
+				rows++
+				sum += int(n)
+			}
+		}
+		if rows > 0 {
+			if err := series(); err != nil {
+				return err
+			}
+			if s != nil {
+				w.add(s, hi, float64(sum))
+			}
+		}
+		w.tally.rows += int64(rows)
+		w.tally.columnar += int64(rows)
+		return ev.flush(&w.tally)
+	}
+	for k, n := range w.lens {
+		if t := b.RowTime(k); t >= from && t <= to && kept(k) {
+			if err := series(); err != nil {
+				return err
+			}
+			if s == nil {
+				return nil // the stream's labels give no series
+			}
+			w.tally.rows++
+			w.tally.columnar++
+			w.add(s, t, float64(n))
+		}
+	}
 	return ev.flush(&w.tally)
 }
 

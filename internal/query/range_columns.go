@@ -2,6 +2,7 @@ package query
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"math"
 	"math/bits"
@@ -37,11 +38,13 @@ import (
 // when its parsers set only the labels observed (not nil), followed by
 // label filters.
 func columnarPipeline(x *logql.RangeAggregation, observed *stage.Observed) bool {
-	switch x.Op {
-	case "bytes_over_time", "bytes_rate":
-		return false // they need the line
-	}
 	stages := x.Range.Log.Pipeline
+	if measuresLines(x.Op) && slices.ContainsFunc(stages, func(s logql.Stage) bool {
+		_, ok := s.(*logql.LineFormat)
+		return ok
+	}) {
+		return false // the length measured is the stored line's, not the one made
+	}
 	return columnarStages(stages[leadingFilters(stages, true).n:], observed, true)
 }
 
@@ -209,8 +212,14 @@ type colPlanner struct {
 	// (and not a suffixed one), is that label: every template's plan then
 	// has the one parameter, absent where no field sets it, and blocks
 	// can be swept as for json with one parameter.
-	single    []string
-	rest      *stage.Pipeline // the stages after it (columnarStages): label filters, and what reads a line_format's line
+	single []string
+	rest   *stage.Pipeline // the stages after it (columnarStages): label filters, and what reads a line_format's line
+	// weight is what the row at hand counts for: 1, or with measure
+	// (bytes_over_time, bytes_rate) its line's length, from lens (the
+	// block's, part.Block.LineLengths).
+	weight    float64
+	measure   bool
+	lens      []int32
 	plans     []tmplPlan
 	cur       part.Cursor // where the row at hand's values are, in the columns needed
 	need      []bool      // per column, whether the cursor keeps it
@@ -237,7 +246,7 @@ type colPlanner struct {
 	// pastLooks and pastMisses are theirs over the streams before
 	// (skipMemoTrial).
 	pastLooks, pastMisses int
-	unwrapParam           int // the parameter a plain unwrap reads, when no filter before it does; -1
+	unwrapParam           int // the parameter a plain unwrap (or of bytes()) reads, when no filter before it does; -1
 	// unwrapIDs: the stream has no label of unwrapParam's name, so that
 	// a row's outcome but for its number can be remembered by the other
 	// parameters' ids (idParams).
@@ -325,7 +334,7 @@ func (w *rangeWorker) colPlanner() *colPlanner {
 		jp, params := w.colPipe.JSONParams() // columnarPipeline made sure of one or the other
 		jf, _ := w.colPipe.JSONFields()
 		w.cols = &colPlanner{json: jp, named: !params, fields: jf, rest: w.colPipe.Tail(), memoOn: w.x.Range.Unwrap == nil, unwrapParam: -1,
-			dropsErrors: dropsErrors(w.x), share: w.plans}
+			dropsErrors: dropsErrors(w.x), share: w.plans, weight: 1, measure: measuresLines(w.x.Op)}
 		if params {
 			w.cols.stageKey = "p" + jp.PathsKey()
 		} else {
@@ -351,9 +360,11 @@ func (w *rangeWorker) colPlanner() *colPlanner {
 			// Every plan has the one observed label as its parameter 0.
 			w.cols.pred = newPredState(w, w.cols.single, false)
 		}
-		w.cols.byLabel = newFilterState(w, jp, params, names)
-		w.cols.byWhole = newWholeState(w, jp, params)
-		if u := w.x.Range.Unwrap; u != nil && u.Conv == "" && !filtersRead(w.afterJSON(), u.Label) {
+		if !w.cols.measure { // the sweeps count rows: a row's length is no count
+			w.cols.byLabel = newFilterState(w, jp, params, names)
+			w.cols.byWhole = newWholeState(w, jp, params)
+		}
+		if u := w.x.Range.Unwrap; u != nil && (u.Conv == "" || u.Conv == "bytes") && !filtersRead(w.afterJSON(), u.Label) {
 			switch {
 			case params:
 				for i := range jp.Len() {
@@ -424,6 +435,11 @@ func (w *rangeWorker) blockRows(ev *evaluator, ls record.Labels, b *part.Block, 
 	// its rows' times are read only for the lines rebuilt.
 	lo, hi := b.TimeRange()
 	timeless := lo >= from && hi <= to && w.sameWindows(lo, hi) && w.timeFree() && !cp.paramTime
+	if cp.measure {
+		if cp.lens, err = b.LineLengths(sel, cp.lens); err != nil {
+			return err
+		}
+	}
 	if !timeless {
 		if err := b.DecodeTimes(); err != nil {
 			return err
@@ -438,6 +454,9 @@ func (w *rangeWorker) blockRows(ev *evaluator, ls record.Labels, b *part.Block, 
 			if err := ev.scanned(&w.tally, nil); err != nil {
 				return err
 			}
+			if cp.measure {
+				cp.weight = float64(cp.lens[k])
+			}
 			p := &cp.plans[tm]
 			if p.nothing { // startBlock asked givesNothing
 				w.tally.columnar++
@@ -449,7 +468,7 @@ func (w *rangeWorker) blockRows(ev *evaluator, ls record.Labels, b *part.Block, 
 					if hit := cp.idOutcome(key); hit != nil {
 						w.tally.columnar++
 						if hit.s != nil {
-							w.add(hit.s, t, 1)
+							w.add(hit.s, t, cp.weight)
 						}
 						cp.cur.Next(tm)
 						continue
@@ -610,7 +629,7 @@ func (w *rangeWorker) columnRow(ls record.Labels, t int64) error {
 		// A prefix of a value is no key of its outcome.
 		s, err := w.columnSeries(ls, t)
 		if s != nil {
-			w.add(s, t, 1)
+			w.add(s, t, cp.weight)
 		}
 		return err
 	}
@@ -620,7 +639,7 @@ func (w *rangeWorker) columnRow(ls record.Labels, t int64) error {
 		case memoDropped:
 			return nil
 		case memoKept:
-			w.add(cp.dictSeries[cp.valueID], t, 1)
+			w.add(cp.dictSeries[cp.valueID], t, cp.weight)
 			return nil
 		}
 		s, err := w.columnSeries(ls, t)
@@ -630,7 +649,7 @@ func (w *rangeWorker) columnRow(ls record.Labels, t int64) error {
 		cp.dictMemo[cp.valueID] = memoDropped
 		if s != nil {
 			cp.dictMemo[cp.valueID], cp.dictSeries[cp.valueID] = memoKept, s
-			w.add(s, t, 1)
+			w.add(s, t, cp.weight)
 		}
 		return nil
 	}
@@ -644,7 +663,7 @@ func (w *rangeWorker) columnRow(ls record.Labels, t int64) error {
 			cp.rememberID(s)
 		}
 		if s := cp.idHit.s; s != nil {
-			w.add(s, t, 1)
+			w.add(s, t, cp.weight)
 		}
 		return nil
 	}
@@ -652,12 +671,12 @@ func (w *rangeWorker) columnRow(ls record.Labels, t int64) error {
 		// The values hardly repeat in this stream: the memo would
 		// cost a key and a lookup per row, and save nothing.
 		if kp := cp.keys; kp != nil && kp.on {
-			w.keyRow(t, 1)
+			w.keyRow(t, cp.weight)
 			return nil
 		}
 		s, err := w.columnSeries(ls, t)
 		if s != nil {
-			w.add(s, t, 1)
+			w.add(s, t, cp.weight)
 		}
 		return err
 	}
@@ -673,7 +692,7 @@ func (w *rangeWorker) columnRow(ls record.Labels, t int64) error {
 	cp.memoLooks++
 	if o, ok := cp.memoed(); ok {
 		if o != nil {
-			w.add(o, t, 1)
+			w.add(o, t, cp.weight)
 		}
 		return nil
 	}
@@ -684,7 +703,7 @@ func (w *rangeWorker) columnRow(ls record.Labels, t int64) error {
 	}
 	cp.remember(s)
 	if s != nil {
-		w.add(s, t, 1)
+		w.add(s, t, cp.weight)
 	}
 	return nil
 }
@@ -808,13 +827,25 @@ func (w *rangeWorker) columnRowOnce(ls record.Labels, t int64) error {
 	cp := w.cols
 	ui := cp.unwrapParam
 	if _, stream := ls.Get(w.x.Range.Unwrap.Label); ui >= 0 && !stream {
+		conv := w.x.Range.Unwrap.Conv
 		v, err := cp.num.v, error(nil)
-		if !cp.num.ok {
+		switch {
+		case !cp.num.ok:
 			raw := cp.values[ui].Value
 			if raw == "" {
 				return nil // no sample, as unwrap gives
 			}
-			v, err = stage.ParseNumber(raw)
+			v, err = convert(conv, raw)
+		case conv == "bytes":
+			// A number column's text is its digits, with a sign and a
+			// point: a size in bytes, the fraction truncated, if it
+			// has no sign (stage.ParseBytes); a negative one fails,
+			// which the whole pipeline reports.
+			if v < 0 {
+				err = errNegativeBytes
+			} else {
+				v = float64(uint64(v))
+			}
 		}
 		if err == nil && cp.idKeyed {
 			// The labels' outcome by the other parameters' packed ids.
@@ -874,6 +905,9 @@ func (w *rangeWorker) columnRowOnce(ls record.Labels, t int64) error {
 	}
 	return err
 }
+
+// errNegativeBytes: a negative number is no size in bytes.
+var errNegativeBytes = errors.New("a negative size")
 
 // columnSample runs the label stages and unwrap on a row's parameters.
 func (w *rangeWorker) columnSample(ls record.Labels, t int64) (*rangeSeries, float64, error) {

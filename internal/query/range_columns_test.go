@@ -52,8 +52,8 @@ func columnLines(n int) []string {
 		case 8:
 			out[i] = fmt.Sprintf(`%s ERROR plain text {"level":"error"}`, ts)
 		default:
-			out[i] = fmt.Sprintf(`{"ts":"%s","level":"%s","service":"%s","msg":"m%d","trace_id":"%016x","http":{"method":"%s","status":%d,"latency_ms":%d.%d}}`,
-				ts, pick("info", "error", "warn"), svc, rng.IntN(5), rng.Uint64(), pick("GET", "POST"), 200+100*rng.IntN(4), rng.IntN(500), rng.IntN(10))
+			out[i] = fmt.Sprintf(`{"ts":"%s","level":"%s","service":"%s","msg":"m%d","trace_id":"%016x","http":{"method":"%s","status":%d,"latency_ms":%d.%d},"neg":%d}`,
+				ts, pick("info", "error", "warn"), svc, rng.IntN(5), rng.Uint64(), pick("GET", "POST"), 200+100*rng.IntN(4), rng.IntN(500), rng.IntN(10), -(i % 997))
 		}
 	}
 	return out
@@ -224,6 +224,42 @@ func TestLeadingLineFiltersSameAsRows(t *testing.T) {
 		`max_over_time(` + all + ` |= "status" | json lat="http.latency_ms", s="http.status" | s >= 300 | unwrap lat | __error__="" [1h]) by (service)`,
 		`first_over_time(` + all + ` |= "GET" | json lat="http.latency_ms" | unwrap lat | __error__="" [1h]) by (service)`,
 	})
+}
+
+// TestLineLengthsSameAsRows: bytes_over_time and bytes_rate measure the
+// lines in their columns (part.Block.LineLengths), without a pipeline,
+// after line filters the store decides and on the columnar walk after
+// json, with the same answers as the lines read whole.
+func TestLineLengthsSameAsRows(t *testing.T) {
+	all := `{service=~"api|web"}`
+	checkColumnar(t, columnLines(6000), false, []string{
+		`sum by (service) (bytes_over_time(` + all + ` [1h]))`,
+		`bytes_rate(` + all + ` [40s])`,
+		`sum(bytes_over_time({service=~".+"} [1h]))`,
+		`sum by (service) (bytes_over_time(` + all + ` |= "payment" [1h]))`,
+		`sum by (service) (bytes_rate(` + all + ` != "debug" |~ "m1|m2" [40s]))`,
+		`sum by (level) (bytes_over_time(` + all + ` | json level [1h]))`,
+		`sum by (level) (bytes_over_time(` + all + ` | json | level="error" [40s]))`,
+		`sum by (service) (bytes_rate(` + all + ` | json s="http.status" | s >= 300 | __error__="" [1h]))`,
+		`sum by (tid) (bytes_over_time(` + all + ` |= "m3" | json tid="trace_id" [1h]))`,
+		`sum by (e) (bytes_over_time(` + all + ` | json e="esc" [1h]))`,
+		`sum by (level, m) (bytes_over_time(` + all + ` |= "GET" | json level, m="http.method" | drop __error__, __error_details__ [1h]))`,
+		// unwrap bytes() of a number column: its number, truncated;
+		// a negative one fails as the text does.
+		`sum by (service) (sum_over_time(` + all + ` | json lat="http.latency_ms" | unwrap bytes(lat) | __error__="" [1h]))`,
+		`sum by (level) (max_over_time(` + all + ` | json s="http.status", level | unwrap bytes(s) | __error__="" [40s]))`,
+		`sum by (service) (sum_over_time(` + all + ` | json n="neg" | unwrap bytes(n) | __error__="" [1h]))`,
+	})
+	// The line a line_format makes is the one measured: not the stored one.
+	q := `sum by (msg) (bytes_over_time(` + all + ` | json msg | line_format "{{.msg}}" |= "m2" [1h]))`
+	x, err := logql.ParseSampleExpr(q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ra := x.(*logql.VectorAggregation).Expr.(*logql.RangeAggregation)
+	if columnarPipeline(ra, stage.ObservedBy(ra.Range.Log.Pipeline, []string{"msg"})) {
+		t.Errorf("%s takes the columnar path", q)
+	}
 }
 
 // TestLabelStagesSameAsRows: drop, keep and label_format of labels
@@ -435,6 +471,10 @@ func FuzzColumnarSameAsRows(f *testing.F) {
 		`sum by (l) (sum_over_time({service="api"} | json l="level", lat="http.latency_ms" | unwrap lat | __error__="" [150ms]))`,
 		`max_over_time({service="api"} | json lat="http.latency_ms", s="http.status" | s >= 300 | unwrap lat | __error__="" [150ms])`,
 		`sum by (level) (count_over_time({service="api"} | json level | level!="debug" [150ms]))`,
+		// Lines measured in their columns (part.Block.LineLengths).
+		`sum by (level) (bytes_over_time({service="api"} | json | level=~"e.*|i.*" [1h]))`,
+		`sum(bytes_rate({service="api"} |= "a" [150ms]))`,
+		`sum by (x) (bytes_over_time({service="api"} | json x, lat="http.latency_ms" | lat > 1 [1h]))`,
 		// Grouped by two or more json labels.
 		`sum by (level, a) (count_over_time({service="api"} | json level, a [1h]))`,
 		`sum by (level, a) (count_over_time({service="api"} | json level, a | a!="x" [150ms]))`,

@@ -385,7 +385,7 @@ func (w *rangeWorker) predRow(ls record.Labels, b *part.Block, tm int, t int64) 
 	if !pass || cp.pred.unwrap >= 0 && !has {
 		return true, nil // filtered out, or no value to unwrap: no sample
 	}
-	return true, w.addPassed(ls, t, v)
+	return true, w.addPassed(ls, t, v*cp.weight) // v is 1 but for unwrap, whose weight is 1
 }
 
 // numVerdict decides the row at hand (template tm, time t) on its

@@ -77,11 +77,14 @@ func TestSeriesTable(t *testing.T) {
 // high-cardinality range aggregation does, in the table and in the Go
 // map it replaced.
 func BenchmarkSeriesTable(b *testing.B) {
-	for _, n := range []int{1000, 65536, 400000} {
+	for _, n := range []int{1000, 65536, 400000, 1 << 20} {
 		r := rand.New(rand.NewSource(1))
 		keys := make([][]byte, 1<<20)
 		for i := range keys {
 			keys[i] = fmt.Appendf(nil, "kubernetes_host\xffip-10-0-%d-%d.ec2.internal\xff", r.Intn(n)/256, r.Intn(256))
+			if n == len(keys) { // every row its own series (a pod name per line)
+				keys[i] = fmt.Appendf(nil, "kubernetes_pod_name\xffreports-%08x-%d\xff", r.Uint32(), i)
+			}
 		}
 		b.Run(fmt.Sprintf("table/%d", n), func(b *testing.B) {
 			for range b.N {

@@ -1,6 +1,9 @@
 package timestamp
 
-import "strconv"
+import (
+	"math/bits"
+	"strconv"
+)
 
 // Shape is how a timestamp was written: enough to write the same text
 // again from its Unix nanoseconds. The store keeps a record's time once, as
@@ -166,6 +169,64 @@ func (s Shape) Append(dst []byte, ns int64) []byte {
 	}
 	return append(dst, b[:n]...)
 }
+
+// Len returns the length of the text Append writes for ns, without
+// writing it: a civil shape's is the same for every time.
+func (s Shape) Len(ns int64) int {
+	switch s.Kind {
+	case EpochS:
+		return IntLen(ns / 1e9)
+	case EpochMs:
+		return IntLen(ns / 1e6)
+	case EpochUs:
+		return IntLen(ns / 1e3)
+	case EpochNs:
+		return IntLen(ns)
+	case Civil:
+	default:
+		return 0
+	}
+	n := 19
+	if s.FracSep != 0 {
+		n += 1 + int(s.Digits)
+	}
+	switch s.Zone {
+	case ZoneZ:
+		n++
+	case ZoneColon:
+		n += 6
+	case ZoneNoColon:
+		n += 5
+	}
+	return n
+}
+
+// IntLen is the length of strconv.AppendInt(nil, v, 10): an epoch's
+// text, or any integer's.
+func IntLen(v int64) int {
+	n, u := 0, uint64(v)
+	if v < 0 {
+		n, u = 1, -u
+	}
+	if u == 0 {
+		return 1
+	}
+	// u has d or d+1 digits, d from its bit length (1233/4096 ≈ log10 2).
+	d := bits.Len64(u) * 1233 >> 12
+	if u >= decimalPow[d] {
+		d++
+	}
+	return n + d
+}
+
+// decimalPow holds 10^i for i from 0 to 19.
+var decimalPow = func() (p [20]uint64) {
+	p[0] = 1
+	for i := 1; i < len(p); i++ {
+		p[i] = p[i-1] * 10
+	}
+	return p
+}()
 
 // Valid reports whether s is a shape Append can write.
 func (s Shape) Valid() bool {

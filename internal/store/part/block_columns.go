@@ -462,6 +462,194 @@ func (b *Block) AppendLine(dst []byte, t int, cur *Cursor, time int64) ([]byte, 
 	return append(dst, tm.gaps.Last()...), nil
 }
 
+// LineLengths returns the length of each row's line, AppendLine's, in
+// a columnar read (ReadColumns): dst grown to the block's rows, holding
+// the length of each row whose bit sel holds (of every row when sel is
+// nil; 0 for the others). No line is written: each column's values are
+// measured once (a dictionary's by its entries, a number's by its
+// digits), a template's gaps and values of one length once, and a row
+// adds the lengths of its other values (a time's by its shape).
+func (b *Block) LineLengths(sel []uint64, dst []int32) ([]int32, error) {
+	if b.mode != readColumns {
+		return dst, fmt.Errorf("part: LineLengths of a block not read by ReadColumns")
+	}
+	n := b.nrows
+	dst = grown(dst, n)
+	if err := b.DecodeTimes(); err != nil { // a time column's text is its row's time
+		return dst, err
+	}
+	lm := &b.lens
+	if err := lm.plan(b); err != nil {
+		return dst, err
+	}
+	lci := b.LineColumn()
+	cur := &b.cur
+	cur.Start(b, lm.keep)
+	for k := range n {
+		tid := int(b.tids[k])
+		if sel != nil && sel[k>>6]>>(k&63)&1 == 0 {
+			dst[k] = 0
+			cur.Next(tid)
+			continue
+		}
+		lt := &lm.tmpls[tid]
+		size := int(lt.fixed)
+		if b.tmpls[tid].raw {
+			size += int(lm.values[lci][cur.At(lci)])
+		}
+		for _, h := range lm.holes[lt.lo:lt.hi] {
+			vi := cur.At(int(h.col)) + int(h.nth)
+			if !h.time {
+				size += int(lm.values[h.col][vi])
+				continue
+			}
+			c := &b.cols[h.col]
+			sh := c.shapes[0]
+			if c.idx != nil {
+				sh = c.shapes[c.idx[vi]]
+			}
+			size += sh.Len(b.times[k])
+		}
+		dst[k] = int32(size)
+		cur.Next(tid)
+	}
+	return dst, nil
+}
+
+// lineMeasure is how LineLengths measures a block's lines (scratch kept
+// between reads).
+type lineMeasure struct {
+	values  [][]int32 // per column, its values' lengths (none for a time column)
+	uniform []int32   // per column, the one length of its values; -1: they differ; -2: not measured yet
+	keep    []bool    // per column, whether a row adds its values' lengths (the cursor keeps it)
+	tmpls   []lengthTemplate
+	holes   []lengthHole
+}
+
+// lengthTemplate: a template's line is fixed bytes long (its gaps, and
+// its values in columns of one length) and for each of holes[lo:hi] the
+// length of its value.
+type lengthTemplate struct {
+	fixed  int32
+	lo, hi int32
+}
+
+type lengthHole struct {
+	col, nth int32
+	time     bool // a time column: its text is its row's time in a shape
+}
+
+// plan measures the columns the lines of block b read and plans each
+// template with rows.
+func (lm *lineMeasure) plan(b *Block) error {
+	lm.values = grown(lm.values, len(b.cols))
+	lm.uniform = grown(lm.uniform, len(b.cols))
+	lm.keep = grown(lm.keep, len(b.cols))
+	for i := range lm.uniform {
+		lm.uniform[i], lm.keep[i] = -2, false
+	}
+	lm.tmpls = grown(lm.tmpls, len(b.tmpls))
+	lm.holes = lm.holes[:0]
+	lci := b.LineColumn()
+	for t := range b.tmpls {
+		tm, lt := &b.tmpls[t], &lm.tmpls[t]
+		*lt = lengthTemplate{lo: int32(len(lm.holes)), hi: int32(len(lm.holes))}
+		if b.perTmpl[t] == 0 {
+			continue // unchecked: ReadColumns checks the templates rows have
+		}
+		if tm.raw {
+			if lci < 0 {
+				return fmt.Errorf("template %d: raw without a line column", t)
+			}
+			if err := lm.measure(b, lci); err != nil {
+				return err
+			}
+			lm.keep[lci] = true
+			continue
+		}
+		lt.fixed = int32(tm.gaps.ends[len(tm.gaps.ends)-1])
+		for _, si := range tm.holes {
+			col := int(tm.cols[si])
+			if err := lm.measure(b, col); err != nil {
+				return err
+			}
+			if u := lm.uniform[col]; u >= 0 {
+				lt.fixed += u
+				continue
+			}
+			lm.keep[col] = true
+			lm.holes = append(lm.holes, lengthHole{col: int32(col), nth: int32(tm.nth(si)), time: b.cols[col].enc == encTime})
+		}
+		lt.hi = int32(len(lm.holes))
+	}
+	return nil
+}
+
+// measure sets the lengths of the values of column col of block b as
+// Value writes them (values, uniform), once per read.
+func (lm *lineMeasure) measure(b *Block, col int) error {
+	if lm.uniform[col] != -2 {
+		return nil
+	}
+	c, err := b.loadedCol(col)
+	if err != nil {
+		return err
+	}
+	if c.metas != nil {
+		for vi, m := range c.metas[:c.n] {
+			if kind, _ := unmeta(m); kind > record.JSON {
+				return fmt.Errorf("column %q: value %d: kind %d", b.Names[col], vi, kind)
+			}
+		}
+	} else if kind, _ := unmeta(c.meta0); kind > record.JSON && c.n > 0 {
+		return fmt.Errorf("column %q: value 0: kind %d", b.Names[col], kind)
+	}
+	lm.uniform[col] = -1
+	switch c.enc {
+	case encTime:
+		return nil // its values' are their rows'
+	case encConst:
+		lm.uniform[col] = int32(len(c.data))
+		return nil
+	case encHex:
+		lm.uniform[col] = int32(c.hexLen / 2 * 2)
+		return nil
+	case encInt, encDecimal:
+		if err := c.decodeInts(); err != nil {
+			return err
+		}
+	}
+	lens := grown(lm.values[col][:0], c.n)
+	switch c.enc {
+	case encDict:
+		var entry [256]int32
+		for id, v := range c.dict {
+			entry[id] = int32(len(v))
+		}
+		for vi, id := range c.idx[:c.n] {
+			lens[vi] = entry[id]
+		}
+	case encDictRest:
+		for vi := range lens {
+			lens[vi] = int32(len(c.restValue(vi)))
+		}
+	case encInt:
+		for vi, m := range c.ints[:c.n] {
+			lens[vi] = int32(timestamp.IntLen(m))
+		}
+	case encDecimal:
+		for vi, m := range c.ints[:c.n] {
+			lens[vi] = int32(decimalLen(m, c.scales[vi]))
+		}
+	default:
+		for vi := range lens {
+			lens[vi] = int32(len(c.stringValue(vi)))
+		}
+	}
+	lm.values[col] = lens
+	return nil
+}
+
 // LineAt returns the line of the row of template t at cur, as
 // AppendLine: a view of its value when the line is one value whole (a raw
 // row, or a template of one hole without gaps), else rebuilt into dst.

@@ -64,7 +64,8 @@ type Block struct {
 	cur       Cursor // the reads that walk rows: where the row at hand's values are
 	used      []int  // walkTemplates: per column, the values the rows use
 	scratch   []byte
-	constVals [][]byte // scratch of DistinctValues
+	constVals [][]byte    // scratch of DistinctValues
+	lens      lineMeasure // scratch of LineLengths
 	gapBuf    []byte
 
 	fields []rows.Field

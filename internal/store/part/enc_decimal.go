@@ -8,6 +8,7 @@ import (
 	"strconv"
 
 	"github.com/sluicelog/sluice/internal/bin"
+	"github.com/sluicelog/sluice/internal/timestamp"
 )
 
 // The decimal encoding (encDecimal): decimal fractions of at most 18
@@ -81,6 +82,19 @@ func appendDecimal(dst []byte, m int64, scale byte) []byte {
 	dst = append(dst, digits[:whole]...)
 	dst = append(dst, '.')
 	return append(dst, digits[whole:]...)
+}
+
+// decimalLen is the length of appendDecimal's text for m and scale.
+func decimalLen(m int64, scale byte) int {
+	n := timestamp.IntLen(m) // its sign and digits
+	digits := n
+	if m < 0 {
+		digits--
+	}
+	if whole := digits - int(scale); whole <= 0 {
+		return n - digits + 2 + int(scale) // 0.<zeros><digits>
+	}
+	return n + 1
 }
 
 // appendDecimals appends a decimal column's mantissas as varints, then

@@ -193,6 +193,23 @@ func checkClauses(t testing.TB, rd *part.Reader, i int, cs []part.Clause, reused
 	if len(sel) != (len(all.Rows)+63)/64 || !slices.Equal(selected, got) {
 		t.Fatalf("block %d, %s: %d rows selected in %d words, %d read", i, name, len(selected), len(sel), len(got))
 	}
+	// Each line's length, of every row and of the rows selected, is
+	// the length of the line read whole.
+	for _, of := range [][]uint64{nil, sel} {
+		lens, err := cols.LineLengths(of, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for k, r := range all.Rows {
+			want := len(r.Line)
+			if of != nil && of[k>>6]>>(k&63)&1 == 0 {
+				want = 0
+			}
+			if len(lens) != len(all.Rows) || int(lens[k]) != want {
+				t.Fatalf("block %d, %s: row %d: line length %d, want %d (%q)", i, name, k, lens[k], want, r.Line)
+			}
+		}
+	}
 	if err := rd.ReadLines(i, &cols, &part.LineRead{Contains: cs}); err != nil {
 		t.Fatal(err)
 	}
