@@ -403,6 +403,14 @@ func TestAlternationsSameAsReference(t *testing.T) {
 		`|~ "(?i)ok"`,
 		`|~ "(?i)OK|declined" |~ "(?i)ERROR|class"`,
 		`|~ "(?i)ka.ka|cla[sx]s"`,
+		// Pattern filters: their literals select the lines first.
+		`|> "<_>payment declined<_>"`,
+		`|> "<_> declined<_>"`,
+		`|> "<_>\"level\":\"<_>\"<_>"`,
+		`|> "<_>m1<_>" or "<_>ERROR<_>"`,
+		`|> "<_>" or "<_>m2<_>"`,
+		`!> "<_>declined<_>"`,
+		`|> "{<_>"`,
 	} {
 		for _, q := range []string{
 			`sum(count_over_time({service=~".+"} ` + f + ` [1h]))`,

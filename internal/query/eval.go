@@ -323,8 +323,48 @@ func lineClauses(f *logql.LineFilter) lineReq {
 			c = append(c, req.clauses[0]...)
 		}
 		return lineReq{clauses: []store.Clause{c}, exact: true}
+	case logql.FilterPattern:
+		return patternClauses(f)
 	}
 	return lineReq{}
+}
+
+// patternClauses returns what a pattern line filter's lines hold (|>
+// "<_> declined <_>", as Grafana's Logs Drilldown filters by a
+// pattern): every literal of its one pattern, each a clause; of an "or"
+// chain of patterns, one clause of each one's longest literal. Never
+// exact: the pattern decides the lines that hold them.
+func patternClauses(f *logql.LineFilter) lineReq {
+	longest := func(p *logql.Pattern) string {
+		lit := ""
+		for _, part := range p.Parts {
+			if !part.Capture && len(part.Literal) > len(lit) {
+				lit = part.Literal
+			}
+		}
+		return lit
+	}
+	if len(f.Values) == 1 && f.Values[0].Pattern != nil {
+		var req lineReq
+		for _, part := range f.Values[0].Pattern.Parts {
+			if !part.Capture && part.Literal != "" && len(req.clauses) < maxClause {
+				req.clauses = append(req.clauses, store.Clause{{Text: []byte(part.Literal)}})
+			}
+		}
+		return req
+	}
+	var c store.Clause
+	for _, v := range f.Values {
+		if v.Pattern == nil || len(c) == maxClause {
+			return lineReq{}
+		}
+		lit := longest(v.Pattern)
+		if lit == "" {
+			return lineReq{} // a pattern of captures alone: any line may match
+		}
+		c = append(c, store.Literal{Text: []byte(lit)})
+	}
+	return lineReq{clauses: []store.Clause{c}}
 }
 
 // regexpClauses returns what a line filter's regexp requires.

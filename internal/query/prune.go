@@ -150,6 +150,64 @@ scan:
 	return out, true
 }
 
+// withoutQuietParsers returns stages without their parsers when those
+// can change nothing the query reads: line filters, then parsers
+// without parameters (json, logfmt without --strict or --keep-empty),
+// then drops of the error labels alone that drop both, and nothing
+// after, in a range aggregation that observes no label (observed holds
+// only the error labels). Such parsers set only the labels observed
+// and errors, which the drops take away again: Grafana's Logs
+// Drilldown counts a service's lines by a stream label so (`sum by
+// (cluster) (count_over_time({...} | json | logfmt | drop __error__,
+// __error_details__ [1m]))`), and without the parsers the engine
+// counts them from the streams' index.
+func withoutQuietParsers(stages []logql.Stage, observed *stage.Observed) ([]logql.Stage, bool) {
+	if observed == nil {
+		return stages, false
+	}
+	for _, n := range observed.Names() {
+		if n != stage.ErrorLabel && n != stage.ErrorDetailsLabel {
+			return stages, false
+		}
+	}
+	k := 0
+	for k < len(stages) && isLineFilter(stages[k]) {
+		k++
+	}
+	parsers := 0
+	for ; k < len(stages); k++ {
+		switch p := stages[k].(type) {
+		case *logql.JSONParser:
+			if len(p.Params) > 0 {
+				return stages, false
+			}
+			parsers++
+			continue
+		case *logql.LogfmtParser:
+			if len(p.Params) > 0 || p.KeepEmpty {
+				return stages, false
+			}
+			parsers++
+			continue
+		}
+		break
+	}
+	dropped := map[string]bool{}
+	for _, s := range stages[k:] {
+		d, ok := s.(*logql.Drop)
+		if !ok || !dropsErrorLabelsOnly(d) {
+			return stages, false
+		}
+		for _, it := range d.Items {
+			dropped[it.Name] = true
+		}
+	}
+	if parsers == 0 || !dropped[stage.ErrorLabel] || !dropped[stage.ErrorDetailsLabel] {
+		return stages, false
+	}
+	return stages[:k-parsers], true
+}
+
 // dropsErrorLabelsOnly reports whether d names only the error labels.
 func dropsErrorLabelsOnly(d *logql.Drop) bool {
 	for _, it := range d.Items {

@@ -77,6 +77,7 @@ type rangeWorker struct {
 	cols     *colPlanner  // the columnar path's state (range_columns.go)
 	lines    *lineEval    // the lean path of a line parser (range_lines.go); nil: not taken
 	lens     []int32      // a block's lines' lengths (lineLengths)
+	keyLines *keyLines    // the rows a quiet logfmt parser may read a label from (logfmt_after.go); nil: none
 	meta     *metaCounter // metaCount's (range_meta.go)
 	// by, when the row's series are grouped by labels (by (...), not
 	// without), are the names its key keeps, sorted: seriesOf finds a
@@ -404,6 +405,13 @@ func (ev *evaluator) rangeStates(ctx context.Context, x *logql.RangeAggregation,
 	from, to := first-off-rng+1, last-off // windows are (t-range, t]
 	unwrap := x.Range.Unwrap
 	hints := ev.hintsOf(x)
+	if ps, ok := withoutQuietParsers(x.Range.Log.Pipeline, hints.observed); ok && unwrap == nil {
+		r := *x.Range
+		r.Log = &logql.LogExpr{Selector: x.Range.Log.Selector, Pipeline: ps}
+		y := *x
+		y.Range = &r
+		x = &y
+	}
 	streams := ev.streams(x.Range.Log.Selector, from, to)
 	opts := ev.pruning(x.Range.Log.Pipeline)
 	opts.LinesOnly = true // the stages parse lines
@@ -440,6 +448,9 @@ func (ev *evaluator) rangeStates(ctx context.Context, x *logql.RangeAggregation,
 		w.colPipe = pipe
 		if !columnar && !lengths {
 			return w, nil
+		}
+		if columnar {
+			w.keyLines, _ = logfmtKeys(x.Range.Log.Pipeline, hints.observed)
 		}
 		if lf := leadingFilters(x.Range.Log.Pipeline, true); lf.n > 0 {
 			w.lead = &rowSelection{lf: lf}

@@ -45,6 +45,17 @@ func columnarPipeline(x *logql.RangeAggregation, observed *stage.Observed) bool 
 	}) {
 		return false // the length measured is the stored line's, not the one made
 	}
+	if _, ok := logfmtKeys(stages, observed); !ok {
+		return false // a quiet logfmt parser that may set any label
+	}
+	if x.Op == "first_over_time" || x.Op == "last_over_time" {
+		if kl, _ := logfmtKeys(stages, observed); kl != nil {
+			// The rows its keys send through the whole pipeline
+			// are added before the others: of two rows of the same
+			// time, which is first would change.
+			return false
+		}
+	}
 	return columnarStages(stages[leadingFilters(stages, true).n:], observed, true)
 }
 
@@ -55,7 +66,13 @@ func (w *rangeWorker) afterJSON() []logql.Stage {
 	if w.lead != nil {
 		n = w.lead.lf.n
 	}
-	return w.x.Range.Log.Pipeline[n+1:]
+	stages := w.x.Range.Log.Pipeline[n+1:]
+	if w.keyLines == nil {
+		return stages
+	}
+	// A quiet logfmt parser sets nothing on the rows read from columns
+	// (logfmt_after.go).
+	return withoutQuietLogfmt(stages)
 }
 
 // columnarStages reports whether a pipeline is json with parameters, or
@@ -107,8 +124,8 @@ func columnarStages(stages []logql.Stage, observed *stage.Observed, lineTail boo
 				continue
 			}
 		case *logql.JSONParser, *logql.LogfmtParser, *logql.RegexpParser, *logql.PatternParser, *logql.LineFilter:
-			if formatted {
-				continue
+			if formatted || lineTail && quietLogfmt(s) && observed != nil {
+				continue // a quiet logfmt's rows are split by its keys (logfmt_after.go)
 			}
 		}
 		return false
@@ -410,6 +427,20 @@ func (w *rangeWorker) blockRows(ev *evaluator, ls record.Labels, b *part.Block, 
 	sel, some, err := w.lead.of(b) // the rows the leading line filters keep (nil: every row)
 	if err != nil || !some {
 		return err
+	}
+	if w.keyLines != nil {
+		// The rows whose line may give a quiet logfmt parser a label
+		// go through the whole pipeline; the others are read from
+		// columns.
+		var lined []uint64
+		if sel, lined, err = w.keyLines.split(b, sel); err != nil {
+			return err
+		}
+		if lined != nil {
+			if err := w.linedRows(ev, ls, b, lined, from, to); err != nil {
+				return err
+			}
+		}
 	}
 	if cp.filters != nil {
 		cp.filters.sel = sel

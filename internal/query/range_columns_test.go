@@ -44,7 +44,8 @@ func columnLines(n int) []string {
 		case 4:
 			out[i] = fmt.Sprintf(`{"ts":"%s","service":"%s","nested":{"deep":{"k":"%s"}},"http":{"status":%d,"latency_ms":%d.%03d}}`, ts, svc, pick("a", "b\\u0041", ""), 200+100*rng.IntN(4), rng.IntN(300), rng.IntN(1000))
 		case 5:
-			out[i] = fmt.Sprintf(`{"ts":"%s","level":"%s","service":"%s","msg":"payment %s","http":{"status":"%d"}}`, ts, pick("info", "error", "ERROR"), svc, pick("declined", "ok"), 200+100*rng.IntN(4))
+			out[i] = fmt.Sprintf(`{"ts":"%s","level":"%s","service":"%s","msg":"payment %s%s","http":{"status":"%d"}}`, ts, pick("info", "error", "ERROR"), svc, pick("declined", "ok"),
+				[]string{"", " level=warn", " http.method=PUT", " a_b=1 x=", ""}[i%5], 200+100*rng.IntN(4))
 		case 6:
 			out[i] = fmt.Sprintf(`{"ts":"%s","service":"%s","level":"info","http":{"status":%d},"http.status":999}`, ts, svc, 500+rng.IntN(3))
 		case 7:
@@ -226,6 +227,35 @@ func TestLeadingLineFiltersSameAsRows(t *testing.T) {
 	})
 }
 
+// columnStore returns an engine and a snapshot of a store of lines,
+// the first 4,500 in parts and the rest in the head; the store closes
+// when the test ends.
+func columnStore(t *testing.T, lines []string) (*Engine, *store.Snapshot) {
+	t.Helper()
+	st, err := store.Open(store.Options{FS: vfs.NewMem(), Dir: "data"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	p, err := parse.New(parse.Options{Record: record.DefaultConfig()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < len(lines); i += 500 {
+		chunk := strings.Join(lines[i:min(i+500, len(lines))], "\n") + "\n"
+		err := p.Bytes(context.Background(), []byte(chunk), func(b *record.Batch) error { return st.Append(context.Background(), store.DefaultTenant, b) })
+		if err != nil {
+			t.Fatal(err)
+		}
+		if i == 4000 {
+			if err := st.Flush(); err != nil { // the rest stays in the head
+				t.Fatal(err)
+			}
+		}
+	}
+	return &Engine{workers: 2}, st.Snapshot()
+}
+
 // TestLineLengthsSameAsRows: bytes_over_time and bytes_rate measure the
 // lines in their columns (part.Block.LineLengths), without a pipeline,
 // after line filters the store decides and on the columnar walk after
@@ -259,6 +289,71 @@ func TestLineLengthsSameAsRows(t *testing.T) {
 	ra := x.(*logql.VectorAggregation).Expr.(*logql.RangeAggregation)
 	if columnarPipeline(ra, stage.ObservedBy(ra.Range.Log.Pipeline, []string{"msg"})) {
 		t.Errorf("%s takes the columnar path", q)
+	}
+}
+
+// TestQuietLogfmtSameAsRows: a logfmt parser after json, as Logs
+// Drilldown writes for mixed formats, takes the columnar path; the rows
+// whose line holds a key the query observes (`level=` in a message) go
+// through the whole pipeline, and with no label observed the parsers
+// are gone (the streams' index counts).
+func TestQuietLogfmtSameAsRows(t *testing.T) {
+	all := `{service=~"api|web"}`
+	mixed := ` | json | logfmt | drop __error__, __error_details__`
+	checkColumnar(t, columnLines(6000), false, []string{
+		`sum by (level) (count_over_time(` + all + mixed + ` | level!="" [1h]))`,
+		`sum by (level) (count_over_time(` + all + mixed + ` | level!="" [40s]))`,
+		`sum by (http_method) (count_over_time(` + all + mixed + ` [1h]))`,
+		`sum by (level, a_b) (count_over_time(` + all + mixed + ` [1h]))`,
+		`sum by (x) (count_over_time(` + all + mixed + ` [1h]))`,
+		`sum by (service) (count_over_time(` + all + ` |= "payment"` + mixed + ` | level=~"e.*" [1h]))`,
+		`sum by (level) (bytes_over_time(` + all + mixed + ` [1h]))`,
+		`sum by (service) (sum_over_time(` + all + ` | json | logfmt | unwrap http_status | __error__="" [1h]))`,
+	})
+	// Nothing observed: the parsers and drops are gone, and the index or
+	// the rows' times count.
+	eng, sn := columnStore(t, columnLines(6000))
+	defer sn.Release()
+	at := time.Date(2026, 1, 15, 8, 1, 0, 0, time.UTC).UnixNano()
+	for _, q := range []string{
+		`sum by (service) (count_over_time(` + all + mixed + ` [1h]))`,
+		`sum(count_over_time(` + all + ` |= "payment"` + mixed + ` [40s]))`,
+	} {
+		for _, p := range []Params{
+			{Tenant: store.DefaultTenant, Query: q, Start: at, End: at, Instant: true},
+			{Tenant: store.DefaultTenant, Query: q, Start: at - int64(time.Minute), End: at, Step: 10 * time.Second},
+		} {
+			rows, rerr := (&Engine{workers: 2, reference: true}).Exec(context.Background(), sn, p)
+			cols, cerr := eng.Exec(context.Background(), sn, p)
+			if rerr != nil || cerr != nil {
+				t.Fatalf("%s: %v / %v", q, rerr, cerr)
+			}
+			if r, c := render(rows, p), render(cols, p); !slices.Equal(r, c) {
+				t.Errorf("%s:\nrows:\n%s\ncolumns:\n%s", q, strings.Join(r, "\n"), strings.Join(c, "\n"))
+			}
+		}
+	}
+	for _, c := range []struct {
+		q    string
+		gone bool
+	}{
+		{`sum by (service) (count_over_time(` + all + mixed + ` [1h]))`, true},
+		{`sum by (service) (count_over_time(` + all + ` |= "x" | json | drop __error__, __error_details__ [1h]))`, true},
+		{`sum by (service) (count_over_time(` + all + ` | json | drop __error__ [1h]))`, false},
+		{`sum by (service) (count_over_time(` + all + ` | json [1h]))`, false},
+		{`sum by (level) (count_over_time(` + all + mixed + ` [1h]))`, false},
+		{`sum by (service) (count_over_time(` + all + ` | json a="b" | drop __error__, __error_details__ [1h]))`, false},
+		{`sum by (service) (count_over_time(` + all + mixed + ` | service="api" [1h]))`, false},
+	} {
+		x, err := logql.ParseSampleExpr(c.q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ra := x.(*logql.VectorAggregation).Expr.(*logql.RangeAggregation)
+		h := queryHints(x)[ra]
+		if ps, gone := withoutQuietParsers(ra.Range.Log.Pipeline, h.observed); gone != c.gone || gone && slices.ContainsFunc(ps, func(s logql.Stage) bool { return !isLineFilter(s) }) {
+			t.Errorf("%s: parsers gone %v (%d stages left), want %v", c.q, gone, len(ps), c.gone)
+		}
 	}
 }
 
@@ -321,34 +416,11 @@ func TestIDKeysOfFewerParameters(t *testing.T) {
 // queries must sweep some rows.
 func checkColumnar(t *testing.T, lines []string, swept bool, queries []string) {
 	t.Helper()
-	st, err := store.Open(store.Options{FS: vfs.NewMem(), Dir: "data"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	cfg := record.DefaultConfig()
-	p, err := parse.New(parse.Options{Record: cfg})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := 0; i < len(lines); i += 500 {
-		chunk := strings.Join(lines[i:min(i+500, len(lines))], "\n") + "\n"
-		err := p.Bytes(context.Background(), []byte(chunk), func(b *record.Batch) error { return st.Append(context.Background(), store.DefaultTenant, b) })
-		if err != nil {
-			t.Fatal(err)
-		}
-		if i == 4000 {
-			if err := st.Flush(); err != nil { // the rest stays in the head
-				t.Fatal(err)
-			}
-		}
-	}
-	sn := st.Snapshot()
-	defer sn.Release()
-	at := time.Date(2026, 1, 15, 8, 1, 0, 0, time.UTC).UnixNano()
 	// One engine for every query: each plans its templates with the
 	// plans the ones before it made (planShare), under its own stage.
-	eng := &Engine{workers: 2}
+	eng, sn := columnStore(t, lines)
+	defer sn.Release()
+	at := time.Date(2026, 1, 15, 8, 1, 0, 0, time.UTC).UnixNano()
 	for _, q := range queries {
 		for _, p := range []Params{
 			{Tenant: store.DefaultTenant, Query: q, Start: at, End: at, Instant: true},
@@ -471,6 +543,10 @@ func FuzzColumnarSameAsRows(f *testing.F) {
 		`sum by (l) (sum_over_time({service="api"} | json l="level", lat="http.latency_ms" | unwrap lat | __error__="" [150ms]))`,
 		`max_over_time({service="api"} | json lat="http.latency_ms", s="http.status" | s >= 300 | unwrap lat | __error__="" [150ms])`,
 		`sum by (level) (count_over_time({service="api"} | json level | level!="debug" [150ms]))`,
+		// A logfmt parser after json (logfmt_after.go).
+		`sum by (level) (count_over_time({service="api"} | json | logfmt | drop __error__, __error_details__ | level!="" [1h]))`,
+		`sum by (x, l) (count_over_time({service="api"} | json | logfmt | label_format l=level | drop __error__, __error_details__ [150ms]))`,
+		`sum(count_over_time({service="api"} | json | logfmt | drop __error__, __error_details__ [1h]))`,
 		// Lines measured in their columns (part.Block.LineLengths).
 		`sum by (level) (bytes_over_time({service="api"} | json | level=~"e.*|i.*" [1h]))`,
 		`sum(bytes_rate({service="api"} |= "a" [150ms]))`,
