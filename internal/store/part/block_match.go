@@ -2,9 +2,11 @@ package part
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"hash/maphash"
 	bits64 "math/bits"
 	"slices"
 	"sort"
@@ -110,7 +112,12 @@ const (
 	planUnknown litPlan = iota
 	planValues          // the literal is in the line if and only if it is in one of its values
 	planGap             // a gap holds it: every row of the template has it
-	planLine            // it may cross a boundary: rebuild the line and search it
+	planLine            // it may cross a gap from one value to another: rebuild the line and search it
+	// planWindows: it may cross a boundary, but within one value and the
+	// edges of the gaps around it (its window): the windows of the values
+	// are searched (windowBits), or, where a row is tested whole
+	// (matchRow), the line rebuilt.
+	planWindows
 )
 
 // plan returns (computing it once per block) how template ti is tested
@@ -205,6 +212,7 @@ func (b *Block) keepShapePlans() {
 		return
 	}
 	b.lm.shapePlans.reset()
+	clear(b.lm.shapeHoles)
 	b.lm.planLits = b.lm.planLits[:0]
 	for _, l := range b.lm.lits {
 		b.lm.planLits = append(b.lm.planLits, Literal{Text: bytes.Clone(l.Text), Fold: l.Fold, ASCII: l.ASCII})
@@ -237,6 +245,7 @@ func gapPlan(gaps Gaps, n int, lit []byte, in *[256]bool) litPlan {
 	if len(lit) < 2 {
 		return planValues // one byte cannot cross a boundary
 	}
+	p := planValues
 	for j := range gaps.Len() {
 		g := gaps.At(j)
 		// A literal crossing into the next value ends g with a byte of
@@ -247,54 +256,34 @@ func gapPlan(gaps Gaps, n int, lit []byte, in *[256]bool) litPlan {
 			continue
 		}
 		// g ends before value j (j < n) and starts after value j-1 (j > 0).
-		if j < n && endsWithPrefix(g, lit) {
-			return planLine
-		}
-		if j > 0 && startsWithSuffix(g, lit) {
-			return planLine
-		}
 		if j > 0 && j < n && bytes.Contains(lit[1:len(lit)-1], g) {
-			return planLine
+			return planLine // from value j-1 across g into value j
+		}
+		if crossesAt(g, j, n, lit) {
+			p = planWindows
 		}
 	}
-	return planValues
+	return p
+}
+
+// crossesAt reports whether literal lit may cross a boundary of gap j
+// (of a template of n values): into value j, or from value j-1.
+func crossesAt(g []byte, j, n int, lit []byte) bool {
+	return j < n && endsWithPrefix(g, lit) || j > 0 && startsWithSuffix(g, lit)
 }
 
 // endsWithPrefix reports whether g ends with a non-empty proper prefix of
-// lit: such a prefix starts at a byte of g equal to lit[0].
+// lit.
 func endsWithPrefix(g, lit []byte) bool {
-	for p := max(len(g)-len(lit)+1, 0); p < len(g); {
-		i := bytes.IndexByte(g[p:], lit[0])
-		if i < 0 {
-			return false
-		}
-		p += i
-		if bytes.Equal(g[p:], lit[:len(g)-p]) {
-			return true
-		}
-		p++
-	}
-	return false
+	var one [1]int
+	return len(intoPlaces(g, &Literal{Text: lit}, nil, one[:0], true)) > 0
 }
 
 // startsWithSuffix reports whether g starts with a non-empty proper
-// suffix of lit: such a suffix starts at a byte of lit equal to g[0].
+// suffix of lit.
 func startsWithSuffix(g, lit []byte) bool {
-	if len(g) == 0 {
-		return false
-	}
-	for q := max(len(lit)-len(g), 1); q < len(lit); {
-		i := bytes.IndexByte(lit[q:], g[0])
-		if i < 0 {
-			return false
-		}
-		q += i
-		if bytes.Equal(g[:len(lit)-q], lit[q:]) {
-			return true
-		}
-		q++
-	}
-	return false
+	var one [1]int
+	return len(outOfPlaces(g, &Literal{Text: lit}, nil, one[:0], true)) > 0
 }
 
 // candidates returns (computing them once per block) the slots of
@@ -854,6 +843,10 @@ func (b *Block) clausePlan(ti, c int) litPlan {
 			return *p
 		case planLine:
 			*p = planLine
+		case planWindows:
+			if *p == planValues {
+				*p = planWindows
+			}
 		}
 	}
 	return *p
@@ -887,7 +880,7 @@ func (b *Block) matchCounting(nrows int, stream uint32, lci int) error {
 		}
 		for c := range b.lm.clauseEnd {
 			switch b.clausePlan(t, c) {
-			case planLine:
+			case planLine, planWindows: // windows: the tests' columns, or every one for matchRow
 				for _, si := range tm.holes {
 					need[tm.cols[si]] = true
 				}
@@ -1014,6 +1007,8 @@ func (b *Block) verdicts() error {
 	b.lm.cbits, b.lm.cbitsBuf = grown(b.lm.cbits, nb), grown(b.lm.cbitsBuf, nb)
 	b.lm.cbitsState = grown(b.lm.cbitsState, nb)
 	clear(b.lm.cbitsState)
+	clear(b.lm.windows)
+	clear(b.lm.crosses)
 	for t := range nt {
 		verdict[t] = rowsNone // a template without rows in the block reads nothing
 		if b.perTmpl[t] > 0 {
@@ -1055,7 +1050,8 @@ func (b *Block) tmplTests(t int) (rowsVerdict, error) {
 	start := len(b.lm.tests)
 	v := rowsAll
 	for c := range b.lm.clauseEnd {
-		switch b.clausePlan(t, c) {
+		plan := b.clausePlan(t, c)
+		switch plan {
 		case planGap:
 			continue
 		case planLine:
@@ -1064,6 +1060,20 @@ func (b *Block) tmplTests(t int) (rowsVerdict, error) {
 		}
 		c0 := len(b.lm.tests)
 		ok := true
+		if plan == planWindows {
+			// A value's window holds what the value does and what
+			// crosses its edges: its test comes first, and takes the
+			// place of the value's.
+			wok, err := b.windowTests(t, c)
+			if err != nil {
+				return 0, err
+			}
+			if !wok {
+				b.lm.tests = b.lm.tests[:c0]
+				v = rowsMatch // matchRow rebuilds the lines
+				continue
+			}
+		}
 		lo, hi := b.clause(c)
 		for li := lo; li < hi; li++ {
 			cands, err := b.candidates(t, li)
@@ -1110,6 +1120,425 @@ func (b *Block) tmplTests(t int) (rowsVerdict, error) {
 	}
 	return v, nil
 }
+
+// windowTests appends to b.lm.tests the tests of the values of template
+// t whose windows a literal of clause c may cross into (windowBits),
+// and reports false when one cannot be tested by bits (matchRow
+// decides the rows).
+func (b *Block) windowTests(t, c int) (bool, error) {
+	tm := &b.tmpls[t]
+	c0 := len(b.lm.tests)
+	lo, hi := b.clause(c)
+	for li := lo; li < hi; li++ {
+		if b.plan(t, li) != planWindows {
+			continue
+		}
+	holes:
+		for _, j := range b.windowHoles(tm, li) {
+			si := tm.holes[j]
+			col, nth := int(tm.cols[si]), tm.nth(si)
+			for _, x := range b.lm.tests[c0:] {
+				if x.col == col && x.nth == nth {
+					continue holes
+				}
+			}
+			bits, empty, err := b.windowBits(tm, j, c)
+			switch {
+			case err != nil:
+				return false, err
+			case bits == nil:
+				return false, nil
+			case empty:
+				continue holes // no value's window holds a literal
+			}
+			b.lm.tests = append(b.lm.tests, oneTest{col: col, nth: nth, bits: bits})
+		}
+	}
+	return true, nil
+}
+
+// windowHoles returns the holes (by place in the line) of template tm
+// that literal li may cross into or out of (b.lm.holes, reused): where
+// the gaps let it (shapeHoles, kept by the template's shape), with a
+// byte in the value that the column's values may have.
+func (b *Block) windowHoles(tm *template, li int) []int {
+	l := &b.lm.lits[li]
+	key := shapeLit{tm.shape, li}
+	sh, ok := b.lm.shapeHoles[key]
+	if !ok {
+		gaps := tm.gaps
+		if l.Fold {
+			b.gapBuf = appendLower(b.gapBuf[:0], tm.gaps.line)
+			gaps = Gaps{line: b.gapBuf, ends: tm.gaps.ends}
+		}
+		for j := range len(tm.holes) {
+			// Into value j from the gap before it, or out of it into
+			// the gap after it: the literal's bytes in the value there.
+			into := intoPlaces(gaps.At(j), l, nil, nil, false)
+			outOf := outOfPlaces(gaps.At(j+1), l, nil, nil, false)
+			if len(into)+len(outOf) == 0 {
+				continue
+			}
+			h := crossHole{j: j}
+			for _, p := range into {
+				h.bytes = append(h.bytes, l.Text[p])
+			}
+			for _, q := range outOf {
+				h.bytes = append(h.bytes, l.Text[q-1])
+			}
+			sh = append(sh, h)
+		}
+		if b.lm.shapeHoles == nil || len(b.lm.shapeHoles) > 1<<16 {
+			b.lm.shapeHoles = map[shapeLit][]crossHole{}
+		}
+		b.lm.shapeHoles[key] = sh
+	}
+	b.lm.holes = b.lm.holes[:0]
+	for _, h := range sh {
+		set := b.valueAlphabet(int(tm.cols[tm.holes[h.j]]))
+		if slices.ContainsFunc(h.bytes, func(c byte) bool { return inAlphabet(c, l.Fold, set) }) {
+			b.lm.holes = append(b.lm.holes, h.j)
+		}
+	}
+	return b.lm.holes
+}
+
+// crossHole is a hole a literal may cross into or out of, by the gaps
+// around it: the bytes of the literal in the value where it does.
+type crossHole struct {
+	j     int
+	bytes []byte
+}
+
+// valueAlphabet returns the bytes the values of column ci may have, as
+// its header says (nil: any).
+func (b *Block) valueAlphabet(ci int) *[256]bool {
+	c := &b.cols[ci]
+	if c.enc == encTime && !slices.ContainsFunc(c.shapes, func(s timestamp.Shape) bool { return s.Kind == timestamp.Civil }) {
+		return alphabets[encInt] // epoch times: integers
+	}
+	if int(c.enc) < len(alphabets) {
+		return alphabets[c.enc]
+	}
+	return nil
+}
+
+// intoPlaces appends to dst each length p of a non-empty proper prefix
+// of literal l that gap g ends with (g as l's case is: lowered when it
+// folds) and whose next byte of l is in set (nil: any byte), the value
+// after g's: the first only, with one.
+func intoPlaces(g []byte, l *Literal, set *[256]bool, dst []int, one bool) []int {
+	lit := l.Text
+	for p := max(len(g)-len(lit)+1, 0); p < len(g); p++ {
+		i := bytes.IndexByte(g[p:], lit[0])
+		if i < 0 {
+			break
+		}
+		p += i
+		if n := len(g) - p; bytes.Equal(g[p:], lit[:n]) && inAlphabet(lit[n], l.Fold, set) {
+			if dst = append(dst, n); one {
+				break
+			}
+		}
+	}
+	return dst
+}
+
+// outOfPlaces appends to dst each start q of a non-empty proper suffix
+// of literal l that gap g starts with and whose byte before it in l is
+// in set (nil: any), the value before g's: the first only, with one.
+func outOfPlaces(g []byte, l *Literal, set *[256]bool, dst []int, one bool) []int {
+	lit := l.Text
+	if len(g) == 0 {
+		return dst
+	}
+	for q := max(len(lit)-len(g), 1); q < len(lit); q++ {
+		i := bytes.IndexByte(lit[q:], g[0])
+		if i < 0 {
+			break
+		}
+		q += i
+		if bytes.Equal(g[:len(lit)-q], lit[q:]) && inAlphabet(lit[q-1], l.Fold, set) {
+			if dst = append(dst, q); one {
+				break
+			}
+		}
+	}
+	return dst
+}
+
+// setCase sets c in set, and its upper case if it is a lowercase
+// letter of a folding literal.
+func setCase(set *[256]bool, c byte, fold bool) {
+	set[c] = true
+	if fold && c-'a' < 26 {
+		set[c-32] = true
+	}
+}
+
+// inAlphabet reports whether byte c of a literal (folding: or its upper
+// case) is in set; nil holds every byte.
+func inAlphabet(c byte, fold bool, set *[256]bool) bool {
+	return set == nil || set[c] || fold && c-'a' < 26 && set[c-32]
+}
+
+// windowKey names a column's windows for a clause: the edges of the
+// gaps around a value, as long as the clause's longest literal but one.
+type windowKey struct {
+	col, clause int
+	edges       uint64 // a hash of the edges, which the set holds (windowSet)
+}
+
+// crossKey names what windowBits works out of a column's values for a
+// clause once, whatever the gaps after them: where each literal may
+// cross into or out of a value (each literal's places, a byte each,
+// after its index).
+type crossKey struct {
+	col, clause int
+	places      uint64 // a hash of the places, which the set holds (crossSet)
+}
+
+// crossSet is what a column's values give for a crossKey: a bit per
+// value that holds a literal or crosses an edge whatever the gap after
+// it, and the values too short to tell without that gap (shortValue).
+type crossSet struct {
+	places string
+	bits   []uint64
+	short  []shortValue
+}
+
+// shortValue is a value shorter than what a literal needs after the
+// gap before it (text[p:]), and equal to its start: the gap after it
+// must start with the rest.
+type shortValue struct {
+	vi   int
+	lit  int32 // the index of the literal in the clause's crossings
+	rest int32 // the offset in the literal where the gap after takes over
+}
+
+// crossing is how a literal may cross the edges of a value: the gap
+// before it ends with text[:p] for each p of into, the gap after it
+// starts with text[q:] for each q of outOf.
+type crossing struct {
+	lit   *Literal
+	into  []int
+	outOf []int
+}
+
+// windowBits returns (once per block for the same edges) a bit per
+// value of the column of hole j of template tm saying whether the
+// value's window (the end of the gap before it, the value, the start of
+// the gap after it) holds a literal of clause c: the value does
+// (clauseBits), or a literal crosses one of its edges, which each value
+// is compared with at the places the gaps allow. nil when the values
+// cannot be so decided (a time's text is its row's; a folding search
+// that needs its rows, Literal.unicodeFolds). empty reports that none
+// is set.
+func (b *Block) windowBits(tm *template, j, c int) (bits []uint64, empty bool, err error) {
+	lo, hi := b.clause(c)
+	edge := 0
+	for li := lo; li < hi; li++ {
+		if b.lm.lits[li].unicodeFolds() {
+			return nil, false, nil
+		}
+		edge = max(edge, len(b.lm.lits[li].Text)-1)
+	}
+	col := int(tm.cols[tm.holes[j]])
+	if b.cols[col].enc == encTime {
+		return nil, false, nil
+	}
+	before, after := tm.gaps.At(j), tm.gaps.At(j+1)
+	before, after = before[max(len(before)-edge, 0):], after[:min(len(after), edge)]
+	key := windowKey{col: col, clause: c, edges: maphash.Bytes(edgeSeed, before) ^ maphash.Bytes(edgeSeed, after)*0x9e3779b97f4a7c15}
+	if w, ok := b.lm.windows[key]; ok && w.before == string(before) && w.after == string(after) {
+		return w.bits, w.empty, nil
+	}
+	// Where each literal may cross the value's edges.
+	cross, places := b.lm.crossing[:0], b.lm.places[:0]
+	set := b.valueAlphabet(col)
+	for li := lo; li < hi; li++ {
+		l := &b.lm.lits[li]
+		g0, g1 := before, after
+		if l.Fold {
+			g0 = appendLower(b.lm.lowered[:0], g0)
+			g1 = appendLower(g0[len(g0):len(g0):len(g0)], g1)
+			b.lm.lowered = g1[:0]
+		}
+		x := crossing{lit: l, into: intoPlaces(g0, l, set, nil, false), outOf: outOfPlaces(g1, l, set, nil, false)}
+		places = append(places, byte(li-lo), byte(len(x.into)), byte(len(x.outOf)))
+		for _, p := range x.into {
+			places = binary.AppendUvarint(places, uint64(p))
+		}
+		for _, q := range x.outOf {
+			places = binary.AppendUvarint(places, uint64(q))
+		}
+		cross = append(cross, x)
+	}
+	b.lm.crossing, b.lm.places = cross, places
+	cs, err := b.crossBits(crossKey{col: col, clause: c, places: maphash.Bytes(edgeSeed, places)}, places, cross)
+	if err != nil || cs.bits == nil {
+		return nil, false, err
+	}
+	bits = cs.bits
+	if len(cs.short) > 0 {
+		// A short value whose literal goes on into the gap after it.
+		var extra []uint64
+		for _, sv := range cs.short {
+			l := cross[sv.lit].lit
+			g1 := after
+			if l.Fold {
+				g1 = appendLower(b.lm.lowered[:0], g1)
+				b.lm.lowered = g1[:0]
+			}
+			if bytes.HasPrefix(g1, l.Text[sv.rest:]) {
+				if extra == nil {
+					extra = slices.Clone(bits)
+				}
+				extra[sv.vi/64] |= 1 << (sv.vi % 64)
+			}
+		}
+		if extra != nil {
+			bits = extra
+		}
+	}
+	empty = !slices.ContainsFunc(bits, func(w uint64) bool { return w != 0 })
+	if b.lm.windows == nil {
+		b.lm.windows = map[windowKey]windowSet{}
+	}
+	b.lm.windows[key] = windowSet{before: string(before), after: string(after), bits: bits, empty: empty}
+	return bits, empty, nil
+}
+
+// crossBits returns (once per block for the same key) the bits of the
+// values of a column that hold a literal of the clause (clauseBits) or
+// cross an edge as cross says, and the values too short to tell
+// without the gap after them; nil bits when the values are searched one
+// by one.
+func (b *Block) crossBits(key crossKey, places []byte, cross []crossing) (crossSet, error) {
+	if cs, ok := b.lm.crosses[key]; ok && cs.places == string(places) {
+		return cs, nil
+	}
+	vbits, _, err := b.clauseBits(key.clause, key.col)
+	if err != nil || vbits == nil {
+		return crossSet{}, err
+	}
+	cs := crossSet{places: string(places), bits: vbits}
+	any := false
+	for _, x := range cross {
+		any = any || len(x.into)+len(x.outOf) > 0
+	}
+	if any {
+		cs.bits = slices.Clone(vbits)
+		cd, err := b.loadedCol(key.col)
+		if err != nil {
+			return crossSet{}, err
+		}
+		// check reports whether v crosses; it notes a short value vi
+		// that may, with the gap after it (vi < 0: a dictionary's
+		// entry, whose values are noted after).
+		var entryShort []shortValue
+		// The bytes a value crossed into starts with, and those one
+		// crossed out of ends with (either case, folding).
+		var first, last [256]bool
+		for _, x := range cross {
+			for _, p := range x.into {
+				setCase(&first, x.lit.Text[p], x.lit.Fold)
+			}
+			for _, q := range x.outOf {
+				setCase(&last, x.lit.Text[q-1], x.lit.Fold)
+			}
+		}
+		check := func(v []byte, vi int) bool {
+			if len(v) > 0 && !first[v[0]] && !last[v[len(v)-1]] {
+				return false
+			}
+			low := false
+			for k := range cross {
+				x := &cross[k]
+				t := v
+				if x.lit.Fold {
+					if !low {
+						b.lm.lowered, low = appendLower(b.lm.lowered[:0], v), true
+					}
+					t = b.lm.lowered
+				}
+				lit := x.lit.Text
+				for _, p := range x.into {
+					rest := lit[p:]
+					if len(t) >= len(rest) {
+						if bytes.HasPrefix(t, rest) {
+							return true
+						}
+					} else if bytes.Equal(t, rest[:len(t)]) {
+						sv := shortValue{vi: vi, lit: int32(k), rest: int32(p + len(t))}
+						if vi < 0 {
+							entryShort = append(entryShort, sv)
+						} else {
+							cs.short = append(cs.short, sv)
+						}
+					}
+				}
+				for _, q := range x.outOf {
+					if q <= len(t) && bytes.HasSuffix(t, lit[:q]) {
+						return true
+					}
+				}
+			}
+			return false
+		}
+		if cd.enc == encDict {
+			var has [256]bool
+			var short [256][]shortValue
+			for e, v := range cd.dict {
+				entryShort = entryShort[:0]
+				has[e] = check(v, -1)
+				if !has[e] && len(entryShort) > 0 {
+					short[e] = slices.Clone(entryShort)
+				}
+			}
+			for vi, e := range cd.idx[:cd.n] {
+				if has[e] {
+					cs.bits[vi/64] |= 1 << (vi % 64)
+				}
+				for _, sv := range short[e] {
+					sv.vi = vi
+					cs.short = append(cs.short, sv)
+				}
+			}
+		} else {
+			start := len(b.vals) // what is before may be viewed: written after it
+			for vi := range cd.n {
+				if cs.bits[vi/64]&(1<<(vi%64)) != 0 {
+					continue // the value holds one
+				}
+				v, vals, _, _, err := cd.valueAt(vi, b.vals[:start], 0, true)
+				b.vals = vals
+				if err != nil {
+					return crossSet{}, fmt.Errorf("column %q: %w", b.Names[key.col], err)
+				}
+				if check(v, vi) {
+					cs.bits[vi/64] |= 1 << (vi % 64)
+				}
+			}
+			b.vals = b.vals[:start]
+		}
+	}
+	if b.lm.crosses == nil {
+		b.lm.crosses = map[crossKey]crossSet{}
+	}
+	b.lm.crosses[key] = cs
+	return cs, nil
+}
+
+// windowSet is windowBits' memo of one column's windows.
+type windowSet struct {
+	before, after string
+	bits          []uint64
+	empty         bool
+}
+
+// edgeSeed seeds the hashes of windowKey and crossKey.
+var edgeSeed = maphash.MakeSeed()
 
 // known is a memo of a yes-or-no answer: not worked out yet, no, or yes.
 type known uint8
@@ -1590,7 +2019,7 @@ func (b *Block) matchRow(k int, tm *template, tid, lci int, t int64, fl byte, mr
 		found, line := false, false
 		lo, hi := b.clause(c)
 		for li := lo; li < hi && !found; li++ {
-			if b.plan(tid, li) == planLine {
+			if p := b.plan(tid, li); p == planLine || p == planWindows {
 				line = true
 				continue
 			}
@@ -1692,6 +2121,17 @@ type literalMatch struct {
 	fast       []countFast // countTestsTwo's, per template
 	sets       [][]uint64  // countTestsTwo's bits, after zeroWord
 	litBytes   [][256]bool // the bytes of each literal
+	// windowBits' memo for the block (verdicts empties it), windowHoles'
+	// answer and the window searched
+	// windowHoles' crossings by template shape, for the literals
+	// planLits (as shapePlans)
+	shapeHoles map[shapeLit][]crossHole
+	windows    map[windowKey]windowSet
+	crosses    map[crossKey]crossSet
+	holes      []int
+	crossing   []crossing
+	places     []byte
+	lowered    []byte
 	// MatchingRows': it is asked (no row kept or counted), and its bits.
 	selecting bool
 	sel       []uint64
