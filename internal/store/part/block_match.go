@@ -615,6 +615,9 @@ func (b *Block) MatchingRows(contains []Clause, sel []uint64) ([]uint64, error) 
 // clauses of b.q.Contains, and returns the index of its line column (-1:
 // none).
 func (b *Block) startMatching() int {
+	clear(b.lm.windows) // windowBits' memos are of a block's columns
+	clear(b.lm.crosses)
+	clear(b.lm.rowWindows)
 	// The clauses' literals end to end: what is planned, searched and
 	// kept per literal is indexed by a literal's place among them.
 	b.lm.lits, b.lm.clauseEnd = b.lm.lits[:0], b.lm.clauseEnd[:0]
@@ -663,6 +666,10 @@ func (b *Block) startMatching() int {
 	for i := range b.lm.matches {
 		b.lm.matches[i].state = matchUnknown
 	}
+	nb := len(b.lm.clauseEnd) * len(b.cols) // clauseBits' memo
+	b.lm.cbits, b.lm.cbitsBuf = grown(b.lm.cbits, nb), grown(b.lm.cbitsBuf, nb)
+	b.lm.cbitsState = grown(b.lm.cbitsState, nb)
+	clear(b.lm.cbitsState)
 	return lci
 }
 
@@ -1003,12 +1010,6 @@ func (b *Block) verdicts() error {
 	verdict := grown(b.lm.verdict, nt)
 	b.lm.verdict = verdict
 	b.lm.tests, b.lm.testStart = b.lm.tests[:0], append(b.lm.testStart[:0], 0)
-	nb := len(b.lm.clauseEnd) * len(b.cols)
-	b.lm.cbits, b.lm.cbitsBuf = grown(b.lm.cbits, nb), grown(b.lm.cbitsBuf, nb)
-	b.lm.cbitsState = grown(b.lm.cbitsState, nb)
-	clear(b.lm.cbitsState)
-	clear(b.lm.windows)
-	clear(b.lm.crosses)
 	for t := range nt {
 		verdict[t] = rowsNone // a template without rows in the block reads nothing
 		if b.perTmpl[t] > 0 {
@@ -1155,6 +1156,42 @@ func (b *Block) windowTests(t, c int) (bool, error) {
 		}
 	}
 	return true, nil
+}
+
+// windowRow reports whether a window of the row at hand of b.cur
+// (template tid) holds a literal of clause c (windowTests, once per
+// block and template); ok is false when one cannot be told by bits (the
+// line decides).
+func (b *Block) windowRow(tid, c int) (hit, ok bool, err error) {
+	k := tid*len(b.lm.clauseEnd) + c
+	w, done := b.lm.rowWindows[k]
+	if !done {
+		c0 := len(b.lm.tests)
+		if w.ok, err = b.windowTests(tid, c); err != nil {
+			return false, false, err
+		}
+		w.tests = slices.Clone(b.lm.tests[c0:])
+		b.lm.tests = b.lm.tests[:c0]
+		if b.lm.rowWindows == nil {
+			b.lm.rowWindows = map[int]rowWindows{}
+		}
+		b.lm.rowWindows[k] = w
+	}
+	if !w.ok {
+		return false, false, nil
+	}
+	for _, x := range w.tests {
+		if vi := b.cur.At(x.col) + x.nth; x.bits[vi/64]&(1<<(vi%64)) != 0 {
+			return true, true, nil
+		}
+	}
+	return false, true, nil
+}
+
+// rowWindows are a template's window tests for a clause (windowRow).
+type rowWindows struct {
+	tests []oneTest
+	ok    bool
 }
 
 // windowHoles returns the holes (by place in the line) of template tm
@@ -2011,15 +2048,23 @@ func (b *Block) matchRow(k int, tm *template, tid, lci int, t int64, fl byte, mr
 	}
 	rebuild := false
 	for c := range b.lm.clauseEnd {
-		if b.clausePlan(tid, c) == planGap {
+		plan := b.clausePlan(tid, c)
+		if plan == planGap {
 			continue
 		}
 		// A value holding a literal decides the clause, even where
 		// another literal of it would need the line.
 		found, line := false, false
+		if plan == planWindows {
+			hit, ok, err := b.windowRow(tid, c)
+			if err != nil {
+				return false, fmt.Errorf("row %d: %w", k, err)
+			}
+			found, line = hit, !ok
+		}
 		lo, hi := b.clause(c)
 		for li := lo; li < hi && !found; li++ {
-			if p := b.plan(tid, li); p == planLine || p == planWindows {
+			if b.plan(tid, li) == planLine {
 				line = true
 				continue
 			}
@@ -2121,13 +2166,14 @@ type literalMatch struct {
 	fast       []countFast // countTestsTwo's, per template
 	sets       [][]uint64  // countTestsTwo's bits, after zeroWord
 	litBytes   [][256]bool // the bytes of each literal
-	// windowBits' memo for the block (verdicts empties it), windowHoles'
-	// answer and the window searched
 	// windowHoles' crossings by template shape, for the literals
 	// planLits (as shapePlans)
 	shapeHoles map[shapeLit][]crossHole
+	// the memos of windowBits, crossBits and windowRow for the block
+	// (startMatching empties them), and their scratch
 	windows    map[windowKey]windowSet
 	crosses    map[crossKey]crossSet
+	rowWindows map[int]rowWindows
 	holes      []int
 	crossing   []crossing
 	places     []byte
