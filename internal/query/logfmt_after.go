@@ -141,11 +141,7 @@ func (w *rangeWorker) linedRows(ev *evaluator, ls record.Labels, b *part.Block, 
 			if err := ev.scanned(&w.tally, nil); err != nil {
 				return err
 			}
-			var err error
-			if kl.line, err = b.AppendLine(kl.line[:0], tm, &kl.cur, t); err != nil {
-				return err
-			}
-			if err := w.row(ev, ls, t, kl.line, nil, nil); err != nil {
+			if err := w.rebuiltRow(ev, ls, b, tm, &kl.cur, t, &kl.line); err != nil {
 				return err
 			}
 		}

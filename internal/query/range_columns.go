@@ -529,10 +529,7 @@ func (w *rangeWorker) blockRows(ev *evaluator, ls record.Labels, b *part.Block, 
 					}
 					t = b.RowTime(k)
 				}
-				if cp.line, err = b.AppendLine(cp.line[:0], tm, &cp.cur, t); err != nil {
-					return err
-				}
-				if err := w.row(ev, ls, t, cp.line, nil, nil); err != nil {
+				if err := w.rebuiltRow(ev, ls, b, tm, &cp.cur, t, &cp.line); err != nil {
 					return err
 				}
 			}
@@ -540,6 +537,16 @@ func (w *rangeWorker) blockRows(ev *evaluator, ls record.Labels, b *part.Block, 
 		cp.cur.Next(tm)
 	}
 	return nil
+}
+
+// rebuiltRow runs the row of template tm at cur (time t) of block b
+// through the whole pipeline on its line, rebuilt into *line.
+func (w *rangeWorker) rebuiltRow(ev *evaluator, ls record.Labels, b *part.Block, tm int, cur *part.Cursor, t int64, line *[]byte) error {
+	var err error
+	if *line, err = b.AppendLine((*line)[:0], tm, cur, t); err != nil {
+		return err
+	}
+	return w.row(ev, ls, t, *line, nil, nil)
 }
 
 // countable reports whether block b may be counted without a walk of its
