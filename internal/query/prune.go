@@ -152,8 +152,8 @@ scan:
 
 // withoutQuietParsers returns stages without their parsers when those
 // can change nothing the query reads: line filters, then parsers
-// without parameters (json, logfmt without --strict or --keep-empty),
-// then drops of the error labels alone that drop both, and nothing
+// without parameters (json, logfmt without --keep-empty), then drops
+// of the error labels alone that drop both, and nothing
 // after, in a range aggregation that observes no label (observed holds
 // only the error labels). Such parsers set only the labels observed
 // and errors, which the drops take away again: Grafana's Logs
