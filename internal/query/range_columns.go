@@ -45,16 +45,14 @@ func columnarPipeline(x *logql.RangeAggregation, observed *stage.Observed) bool 
 	}) {
 		return false // the length measured is the stored line's, not the one made
 	}
-	if _, ok := logfmtKeys(stages, observed); !ok {
+	switch kl, ok := logfmtKeys(stages, observed); {
+	case !ok:
 		return false // a quiet logfmt parser that may set any label
-	}
-	if x.Op == "first_over_time" || x.Op == "last_over_time" {
-		if kl, _ := logfmtKeys(stages, observed); kl != nil {
-			// The rows its keys send through the whole pipeline
-			// are added before the others: of two rows of the same
-			// time, which is first would change.
-			return false
-		}
+	case kl != nil && (x.Op == "first_over_time" || x.Op == "last_over_time"):
+		// The rows its keys send through the whole pipeline are added
+		// before the others: of two rows of the same time, which is
+		// first would change.
+		return false
 	}
 	return columnarStages(stages[leadingFilters(stages, true).n:], observed, true)
 }

@@ -1393,13 +1393,15 @@ func (b *Block) windowBits(tm *template, j, c int) (bits []uint64, empty bool, e
 	// Where each literal may cross the value's edges.
 	cross, places := b.lm.crossing[:0], b.lm.places[:0]
 	set := b.valueAlphabet(col)
+	// The edges lowered, for the folding literals.
+	low := appendLower(appendLower(b.lm.lowEdges[:0], before), after)
+	b.lm.lowEdges = low
+	lowBefore, lowAfter := low[:len(before)], low[len(before):]
 	for li := lo; li < hi; li++ {
 		l := &b.lm.lits[li]
 		g0, g1 := before, after
 		if l.Fold {
-			g0 = appendLower(b.lm.lowered[:0], g0)
-			g1 = appendLower(g0[len(g0):len(g0):len(g0)], g1)
-			b.lm.lowered = g1[:0]
+			g0, g1 = lowBefore, lowAfter
 		}
 		x := crossing{lit: l, into: intoPlaces(g0, l, set, nil, false), outOf: outOfPlaces(g1, l, set, nil, false)}
 		places = append(places, byte(li-lo), byte(len(x.into)), byte(len(x.outOf)))
@@ -1424,8 +1426,7 @@ func (b *Block) windowBits(tm *template, j, c int) (bits []uint64, empty bool, e
 			l := cross[sv.lit].lit
 			g1 := after
 			if l.Fold {
-				g1 = appendLower(b.lm.lowered[:0], g1)
-				b.lm.lowered = g1[:0]
+				g1 = lowAfter
 			}
 			if bytes.HasPrefix(g1, l.Text[sv.rest:]) {
 				if extra == nil {
@@ -1460,11 +1461,11 @@ func (b *Block) crossBits(key crossKey, places []byte, cross []crossing) (crossS
 		return crossSet{}, err
 	}
 	cs := crossSet{places: string(places), bits: vbits}
-	any := false
+	crosses := false
 	for _, x := range cross {
-		any = any || len(x.into)+len(x.outOf) > 0
+		crosses = crosses || len(x.into)+len(x.outOf) > 0
 	}
-	if any {
+	if crosses {
 		cs.bits = slices.Clone(vbits)
 		cd, err := b.loadedCol(key.col)
 		if err != nil {
@@ -2177,6 +2178,7 @@ type literalMatch struct {
 	holes      []int
 	crossing   []crossing
 	places     []byte
+	lowEdges   []byte // windowBits' gap edges, lowered
 	lowered    []byte
 	// MatchingRows': it is asked (no row kept or counted), and its bits.
 	selecting bool
