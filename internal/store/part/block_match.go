@@ -129,7 +129,7 @@ func (b *Block) plan(ti, li int) litPlan {
 	if *p == planUnknown {
 		tm := &b.tmpls[ti]
 		key := shapeLit{tm.shape, li}
-		if sp := b.lm.shapePlans.get(key); sp != planUnknown {
+		if sp, ok := b.lm.shapePlans.get(key); ok {
 			*p = sp
 		} else {
 			*p = b.templatePlan(tm, li)
@@ -144,60 +144,64 @@ type shapeLit struct {
 	lit   int
 }
 
-// shapePlanTable holds plans by template shape and literal, an open
-// addressing table indexed by the shape's first word (a hash already): a
-// Go map's hashing of the 24-byte key was most of a lookup, one per
-// template of every block a literal filter reads.
-type shapePlanTable struct {
-	keys  []shapeLit
-	plans []litPlan // planUnknown: an empty slot
-	n     int
+// shapeTable holds what is worked out for a template shape and a
+// literal (a plan, the holes it crosses), an open addressing table
+// indexed by the shape's first word (a hash already): a Go map's hashing
+// of the 24-byte key was most of a lookup, one per template of every
+// block a literal filter reads.
+type shapeTable[V any] struct {
+	keys []shapeLit
+	vals []V
+	used []bool
+	n    int
 }
 
 // slot returns where k is, or the empty slot where it would go.
-func (t *shapePlanTable) slot(k shapeLit) int {
+func (t *shapeTable[V]) slot(k shapeLit) int {
 	mask := uint64(len(t.keys) - 1)
 	i := (k.shape[0] ^ uint64(k.lit)*0x9e3779b97f4a7c15) & mask
-	for t.plans[i] != planUnknown && t.keys[i] != k {
+	for t.used[i] && t.keys[i] != k {
 		i = (i + 1) & mask
 	}
 	return int(i)
 }
 
-// get returns k's plan, or planUnknown.
-func (t *shapePlanTable) get(k shapeLit) litPlan {
+// get returns k's value, and whether it has one.
+func (t *shapeTable[V]) get(k shapeLit) (v V, ok bool) {
 	if t.n == 0 {
-		return planUnknown
+		return v, false
 	}
-	return t.plans[t.slot(k)]
+	i := t.slot(k)
+	return t.vals[i], t.used[i]
 }
 
-// put sets k's plan p (not planUnknown).
-func (t *shapePlanTable) put(k shapeLit, p litPlan) {
+// put sets k's value.
+func (t *shapeTable[V]) put(k shapeLit, v V) {
 	if 4*(t.n+1) > 3*len(t.keys) {
-		keys, plans := t.keys, t.plans
+		keys, vals, used := t.keys, t.vals, t.used
 		n := max(256, 2*len(keys))
-		t.keys, t.plans, t.n = make([]shapeLit, n), make([]litPlan, n), 0
-		for i, op := range plans {
-			if op != planUnknown {
-				t.put(keys[i], op)
+		t.keys, t.vals, t.used, t.n = make([]shapeLit, n), make([]V, n), make([]bool, n), 0
+		for i, u := range used {
+			if u {
+				t.put(keys[i], vals[i])
 			}
 		}
 	}
 	i := t.slot(k)
-	if t.plans[i] == planUnknown {
+	if !t.used[i] {
 		t.n++
 	}
-	t.keys[i], t.plans[i] = k, p
+	t.keys[i], t.vals[i], t.used[i] = k, v, true
 }
 
 // reset empties the table, keeping its slots unless they are many.
-func (t *shapePlanTable) reset() {
+func (t *shapeTable[V]) reset() {
 	if len(t.keys) > 1<<17 {
-		*t = shapePlanTable{}
+		*t = shapeTable[V]{}
 		return
 	}
-	clear(t.plans)
+	clear(t.used)
+	clear(t.vals) // nothing they point to is held
 	t.n = 0
 }
 
@@ -212,7 +216,8 @@ func (b *Block) keepShapePlans() {
 		return
 	}
 	b.lm.shapePlans.reset()
-	clear(b.lm.shapeHoles)
+	b.lm.shapeHoles.reset()
+	clear(b.lm.edgeIDs)
 	b.lm.planLits = b.lm.planLits[:0]
 	for _, l := range b.lm.lits {
 		b.lm.planLits = append(b.lm.planLits, Literal{Text: bytes.Clone(l.Text), Fold: l.Fold, ASCII: l.ASCII})
@@ -276,14 +281,14 @@ func crossesAt(g []byte, j, n int, lit []byte) bool {
 // lit.
 func endsWithPrefix(g, lit []byte) bool {
 	var one [1]int
-	return len(intoPlaces(g, &Literal{Text: lit}, nil, one[:0], true)) > 0
+	return len(intoPlaces(g, &Literal{Text: lit}, nil, 1, one[:0], true)) > 0
 }
 
 // startsWithSuffix reports whether g starts with a non-empty proper
 // suffix of lit.
 func startsWithSuffix(g, lit []byte) bool {
 	var one [1]int
-	return len(outOfPlaces(g, &Literal{Text: lit}, nil, one[:0], true)) > 0
+	return len(outOfPlaces(g, &Literal{Text: lit}, nil, 1, one[:0], true)) > 0
 }
 
 // candidates returns (computing them once per block) the slots of
@@ -297,7 +302,19 @@ func (b *Block) candidates(ti, li int) ([]int, error) {
 	tm := &b.tmpls[ti]
 	c := b.lm.cands[k][:0]
 	matches := b.lm.matches[li*len(b.cols) : (li+1)*len(b.cols)]
-	for _, si := range tm.holes {
+	holes := tm.holes
+	var strs uint64 // holes not to look at: their values are JSON string content, which cannot hold the literal
+	if b.lm.quoted[li] && len(holes) <= 64 {
+		strs = tm.holeStr
+	}
+	for j := 0; j < len(holes); j++ {
+		if strs != 0 {
+			// Skip to the next hole that is not a string's.
+			if j += bits64.TrailingZeros64(^strs >> j); j >= len(holes) {
+				break
+			}
+		}
+		si := holes[j]
 		m := &matches[tm.cols[si]] // colMatchOf's memo, looked at first: most columns are known
 		if m.state == matchUnknown {
 			var err error
@@ -565,6 +582,7 @@ func (b *Block) assembleMatching(nrows int, stream uint32, times, subms, tids, r
 	}
 	cur := &b.cur
 	cur.Start(b, nil)
+	b.lm.streamed = true
 	for k := range nrows {
 		t, tid, err := rs.next(k)
 		if err != nil {
@@ -615,6 +633,7 @@ func (b *Block) MatchingRows(contains []Clause, sel []uint64) ([]uint64, error) 
 // clauses of b.q.Contains, and returns the index of its line column (-1:
 // none).
 func (b *Block) startMatching() int {
+	b.lm.streamed = false
 	clear(b.lm.windows) // windowBits' memos are of a block's columns
 	clear(b.lm.crosses)
 	clear(b.lm.rowWindows)
@@ -640,10 +659,12 @@ func (b *Block) startMatching() int {
 		}
 	}
 	lci := -1
+	b.lm.alphabets = grown(b.lm.alphabets, len(b.cols))
 	for i := range b.cols {
 		if b.cols[i].flags&colLine != 0 {
 			lci = i
 		}
+		b.lm.alphabets[i] = b.valueAlphabet(i)
 		c := &b.cols[i]
 		if c.enc == encDict {
 			c.dictHas = grown(c.dictHas, 256*len(b.lm.lits))
@@ -656,8 +677,10 @@ func (b *Block) startMatching() int {
 	clear(b.lm.cplans)
 	b.keepShapePlans()
 	b.lm.litBytes = grown(b.lm.litBytes, len(b.lm.lits))
+	b.lm.quoted = grown(b.lm.quoted, len(b.lm.lits))
 	for i := range b.lm.lits {
 		b.lm.litBytes[i] = asciiSet(b.lm.lits[i].Text)
+		b.lm.quoted[i] = quoted(b.lm.lits[i].Text)
 	}
 	b.lm.matches = grown(b.lm.matches, len(b.lm.lits)*len(b.cols))
 	b.lm.cands = grown(b.lm.cands, len(b.tmpls)*len(b.lm.lits))
@@ -871,13 +894,24 @@ func (b *Block) matchCounting(nrows int, stream uint32, lci int) error {
 	}
 	rowFlags := b.rowFlags
 	b.counted = 0
+	if err := b.verdicts(); err != nil {
+		return err
+	}
+	// The cursor keeps the columns read: a tested template's tests', a
+	// matched one's values that matchRow reads.
 	need := grown(b.lm.need, len(b.cols))
 	clear(need)
 	b.lm.need = need
 	for t := range b.tmpls {
 		tm := &b.tmpls[t]
-		if b.perTmpl[t] == 0 {
-			continue // no row of the block has it: nothing to plan or read
+		switch b.lm.verdict[t] {
+		case rowsNone, rowsAll:
+			continue // nothing read (a template without rows in the block is rowsNone)
+		case rowsTest:
+			for _, x := range b.lm.tests[b.lm.testStart[t]:b.lm.testStart[t+1]] {
+				need[x.col] = true
+			}
+			continue
 		}
 		if tm.raw {
 			if lci >= 0 {
@@ -940,14 +974,12 @@ type oneTest struct {
 	last     bool
 }
 
-// countMatches is matchCounting's loop: each template's verdict and, per
-// clause, its candidate values are worked out before the rows (a
-// dictionary's entries searched once, a column's values once for all the
-// literals of a clause), so that a row costs a few lookups.
+// countMatches is matchCounting's loop over the rows, after the
+// verdicts: each template's verdict and, per clause, its candidate values
+// worked out before the rows (a dictionary's entries searched once, a
+// column's values once for all the literals of a clause), so that a row
+// costs a few lookups.
 func (b *Block) countMatches(nrows int, stream uint32, rowFlags []byte, lci int) error {
-	if err := b.verdicts(); err != nil {
-		return err
-	}
 	verdict := b.lm.verdict
 	// Times are needed for the rows kept, and for the templated rows
 	// matchRow tests (a time column's values are written with them).
@@ -1135,15 +1167,15 @@ func (b *Block) windowTests(t, c int) (bool, error) {
 			continue
 		}
 	holes:
-		for _, j := range b.windowHoles(tm, li) {
-			si := tm.holes[j]
+		for _, h := range b.windowHoles(tm, li) {
+			si := tm.holes[h.j]
 			col, nth := int(tm.cols[si]), tm.nth(si)
 			for _, x := range b.lm.tests[c0:] {
 				if x.col == col && x.nth == nth {
 					continue holes
 				}
 			}
-			bits, empty, err := b.windowBits(tm, j, c)
+			bits, empty, err := b.windowBits(tm, h, c)
 			switch {
 			case err != nil:
 				return false, err
@@ -1194,15 +1226,21 @@ type rowWindows struct {
 	ok    bool
 }
 
-// windowHoles returns the holes (by place in the line) of template tm
-// that literal li may cross into or out of (b.lm.holes, reused): where
-// the gaps let it (shapeHoles, kept by the template's shape), with a
-// byte in the value that the column's values may have.
-func (b *Block) windowHoles(tm *template, li int) []int {
+// windowHoles returns the holes of template tm that literal li may cross
+// into or out of (b.lm.holes, reused): where the gaps let it
+// (shapeHoles, kept by the template's shape), with a byte in the value
+// that the column's values may have.
+func (b *Block) windowHoles(tm *template, li int) []crossHole {
 	l := &b.lm.lits[li]
 	key := shapeLit{tm.shape, li}
-	sh, ok := b.lm.shapeHoles[key]
+	sh, ok := b.lm.shapeHoles.get(key)
 	if !ok {
+		if b.lm.shapeHoles.n >= 1<<16 {
+			b.lm.shapeHoles.reset()
+			clear(b.lm.edgeIDs)
+			clear(b.lm.windows) // its keys are edgeIDs
+		}
+		edge := b.windowEdge(li)
 		gaps := tm.gaps
 		if l.Fold {
 			b.gapBuf = appendLower(b.gapBuf[:0], tm.gaps.line)
@@ -1211,40 +1249,205 @@ func (b *Block) windowHoles(tm *template, li int) []int {
 		for j := range len(tm.holes) {
 			// Into value j from the gap before it, or out of it into
 			// the gap after it: the literal's bytes in the value there.
-			into := intoPlaces(gaps.At(j), l, nil, nil, false)
-			outOf := outOfPlaces(gaps.At(j+1), l, nil, nil, false)
+			before, after := gaps.At(j), gaps.At(j+1)
+			into := intoPlaces(before, l, nil, 1, nil, false)
+			outOf := outOfPlaces(after, l, nil, 1, nil, false)
 			if len(into)+len(outOf) == 0 {
 				continue
 			}
-			h := crossHole{j: j}
+			h := crossHole{j: j, edges: b.edgesID(tm.gaps.At(j), tm.gaps.At(j+1), edge)}
 			for _, p := range into {
 				h.bytes = append(h.bytes, l.Text[p])
+				h.inString = h.inString || intoString(l.Text, p, after)
 			}
 			for _, q := range outOf {
 				h.bytes = append(h.bytes, l.Text[q-1])
+				h.inString = h.inString || outOfString(l.Text, q, before)
 			}
-			sh = append(sh, h)
+			if !h.inString && j < 64 {
+				sh.notString |= 1 << j
+				sh.holes = append(sh.holes, h)
+			} else {
+				sh.holes = slices.Insert(sh.holes, sh.others, h)
+				sh.others++
+			}
 		}
-		if b.lm.shapeHoles == nil || len(b.lm.shapeHoles) > 1<<16 {
-			b.lm.shapeHoles = map[shapeLit][]crossHole{}
-		}
-		b.lm.shapeHoles[key] = sh
+		b.lm.shapeHoles.put(key, sh)
 	}
 	b.lm.holes = b.lm.holes[:0]
-	for _, h := range sh {
-		set := b.valueAlphabet(int(tm.cols[tm.holes[h.j]]))
+	n := len(sh.holes)
+	if sh.notString&^tm.holeStr == 0 {
+		n = sh.others // every hole of the rest holds JSON string content (most of a JSON line's)
+	}
+	for k := range n {
+		h := &sh.holes[k]
+		if k >= sh.others && tm.holeStr>>h.j&1 != 0 {
+			continue // the block's values there are JSON string content
+		}
+		set := b.lm.alphabets[tm.cols[tm.holes[h.j]]]
 		if slices.ContainsFunc(h.bytes, func(c byte) bool { return inAlphabet(c, l.Fold, set) }) {
-			b.lm.holes = append(b.lm.holes, h.j)
+			b.lm.holes = append(b.lm.holes, *h)
 		}
 	}
 	return b.lm.holes
 }
 
-// crossHole is a hole a literal may cross into or out of, by the gaps
-// around it: the bytes of the literal in the value where it does.
+// shapeHoles are the holes of a template shape a literal may cross into
+// or out of: the first others of them whatever their values, the rest
+// (notString has a bit for each) only when their values are not JSON
+// string content.
+type shapeHoles struct {
+	holes     []crossHole
+	notString uint64
+	others    int
+}
+
+// windowEdge returns how far a literal of li's clause may reach into
+// the gaps around a value: the clause's longest literal but one byte.
+func (b *Block) windowEdge(li int) int {
+	c, _ := slices.BinarySearch(b.lm.clauseEnd, li+1)
+	lo, hi := b.clause(c)
+	edge := 0
+	for k := lo; k < hi; k++ {
+		edge = max(edge, len(b.lm.lits[k].Text)-1)
+	}
+	return edge
+}
+
+// edgesID returns the number (edgeIDs, kept with shapeHoles) of a
+// window's edges: the last edge bytes of before, the first of after.
+func (b *Block) edgesID(before, after []byte, edge int) uint32 {
+	before, after = before[max(len(before)-edge, 0):], after[:min(len(after), edge)]
+	k := append(binary.AppendUvarint(b.lm.edgeKey[:0], uint64(len(before))), before...)
+	k = append(k, after...)
+	b.lm.edgeKey = k
+	id, ok := b.lm.edgeIDs[string(k)]
+	if !ok {
+		if b.lm.edgeIDs == nil {
+			b.lm.edgeIDs = map[string]uint32{}
+		}
+		id = uint32(len(b.lm.edgeIDs))
+		b.lm.edgeIDs[string(k)] = id
+	}
+	return id
+}
+
+// crossHole is hole j, which a literal may cross into or out of by the
+// gaps around it: the bytes of the literal in the value where it does,
+// whether it still may when the values there are JSON string content
+// (inString: intoString, outOfString), and the number of its window's
+// edges for the literal's clause (edgesID).
 type crossHole struct {
-	j     int
-	bytes []byte
+	j        int
+	bytes    []byte
+	inString bool
+	edges    uint32
+}
+
+// A value that is JSON string content (the slot flag slotJSONString:
+// Block.HoleJSON) holds a quote only escaped, after a backslash: a
+// literal crossing into or out of it has no other quote in the part the
+// value holds, and where it has one the value must end (or start)
+// before it, the literal going on into the gap after (before) the
+// value. Most literals that cross a JSON text's quotes ("level":"error",
+// "status":503) are so ruled out of every string value beside a quote.
+
+// bareQuote reports whether lit[i] is a quote that string content
+// starting at lit[s] cannot hold: one at the start, or after a byte
+// other than a backslash. (A quote after a backslash that is itself
+// escaped is let through: that keeps more crossings, never fewer.)
+func bareQuote(lit []byte, i, s int) bool {
+	return lit[i] == '"' && (i == s || lit[i-1] != '\\')
+}
+
+// quoted reports whether lit has a quote after a byte other than a
+// backslash, which JSON string content cannot hold.
+func quoted(lit []byte) bool {
+	for i := 1; i < len(lit); i++ {
+		if bareQuote(lit, i, -1) {
+			return true
+		}
+	}
+	return false
+}
+
+// intoString reports whether literal lit, which gap before ends with
+// lit[:p], may still cross into a value of JSON string content followed
+// by gap after: the value holds lit[p:n] up to lit's first bare quote
+// after p (intoFits).
+func intoString(lit []byte, p int, after []byte) bool {
+	stop := p
+	for stop < len(lit) && !bareQuote(lit, stop, p) {
+		stop++
+	}
+	return intoFits(lit, p, stop, after)
+}
+
+// outOfString reports whether literal lit, which gap after starts with
+// lit[q:], may still cross out of a value of JSON string content after
+// gap before: the value holds lit[s:q] from after lit's last bare quote
+// before q, and does not start with a quote (outOfFits).
+func outOfString(lit []byte, q int, before []byte) bool {
+	start := q
+	for start > 1 && !bareQuote(lit, start-1, 0) {
+		start--
+	}
+	if start == 1 {
+		start = 0 // a quote at lit[0] may be escaped in the value
+	}
+	return outOfFits(lit, q, start, before, true)
+}
+
+// intoFits reports whether literal lit, which gap before ends with
+// lit[:p], may cross into a value that cannot hold lit[stop] there
+// (len(lit): it may hold all of lit[p:]): the value holds lit[p:n] for
+// an n up to stop, and gap after holds the rest.
+func intoFits(lit []byte, p, stop int, after []byte) bool {
+	if stop == len(lit) {
+		return true
+	}
+	for n := p; n <= stop; n++ {
+		if bytes.HasPrefix(after, lit[n:]) {
+			return true
+		}
+	}
+	return false
+}
+
+// outOfFits reports whether literal lit, which gap after starts with
+// lit[q:], may cross out of a value that can hold lit[start:q] but not
+// the byte before it (start 0: it may hold all of lit[:q]): the value
+// holds lit[s:q] for an s from start, and gap before holds lit[:s]. With
+// quote, the value cannot start with a quote (JSON string content).
+func outOfFits(lit []byte, q, start int, before []byte, quote bool) bool {
+	if start == 0 {
+		return true
+	}
+	for s := start; s <= q; s++ {
+		if (!quote || s == q || lit[s] != '"') && bytes.HasSuffix(before, lit[:s]) {
+			return true
+		}
+	}
+	return false
+}
+
+// fitsAlphabet reports whether literal l may cross into (into) or out
+// of a value of bytes in set at place p (an intoPlaces or outOfPlaces
+// place), between gaps that end with before and start with after.
+func fitsAlphabet(l *Literal, p int, into bool, before, after []byte, set *[256]bool) bool {
+	lit := l.Text
+	if into {
+		stop := p
+		for stop < len(lit) && inAlphabet(lit[stop], l.Fold, set) {
+			stop++
+		}
+		return intoFits(lit, p, stop, after)
+	}
+	start := p
+	for start > 0 && inAlphabet(lit[start-1], l.Fold, set) {
+		start--
+	}
+	return outOfFits(lit, p, start, before, false)
 }
 
 // valueAlphabet returns the bytes the values of column ci may have, as
@@ -1262,9 +1465,10 @@ func (b *Block) valueAlphabet(ci int) *[256]bool {
 
 // intoPlaces appends to dst each length p of a non-empty proper prefix
 // of literal l that gap g ends with (g as l's case is: lowered when it
-// folds) and whose next byte of l is in set (nil: any byte), the value
-// after g's: the first only, with one.
-func intoPlaces(g []byte, l *Literal, set *[256]bool, dst []int, one bool) []int {
+// folds) and whose next bytes of l, as many as the shortest value after
+// g has (short, at least 1), are in set (nil: any byte), the bytes of
+// that value: the first only, with one.
+func intoPlaces(g []byte, l *Literal, set *[256]bool, short int, dst []int, one bool) []int {
 	lit := l.Text
 	for p := max(len(g)-len(lit)+1, 0); p < len(g); p++ {
 		i := bytes.IndexByte(g[p:], lit[0])
@@ -1272,7 +1476,7 @@ func intoPlaces(g []byte, l *Literal, set *[256]bool, dst []int, one bool) []int
 			break
 		}
 		p += i
-		if n := len(g) - p; bytes.Equal(g[p:], lit[:n]) && inAlphabet(lit[n], l.Fold, set) {
+		if n := len(g) - p; bytes.Equal(g[p:], lit[:n]) && allInAlphabet(lit[n:min(len(lit), n+short)], l.Fold, set) {
 			if dst = append(dst, n); one {
 				break
 			}
@@ -1282,9 +1486,10 @@ func intoPlaces(g []byte, l *Literal, set *[256]bool, dst []int, one bool) []int
 }
 
 // outOfPlaces appends to dst each start q of a non-empty proper suffix
-// of literal l that gap g starts with and whose byte before it in l is
-// in set (nil: any), the value before g's: the first only, with one.
-func outOfPlaces(g []byte, l *Literal, set *[256]bool, dst []int, one bool) []int {
+// of literal l that gap g starts with and whose bytes before it in l,
+// as many as the shortest value before g has (short), are in set: the
+// first only, with one.
+func outOfPlaces(g []byte, l *Literal, set *[256]bool, short int, dst []int, one bool) []int {
 	lit := l.Text
 	if len(g) == 0 {
 		return dst
@@ -1295,7 +1500,7 @@ func outOfPlaces(g []byte, l *Literal, set *[256]bool, dst []int, one bool) []in
 			break
 		}
 		q += i
-		if bytes.Equal(g[:len(lit)-q], lit[q:]) && inAlphabet(lit[q-1], l.Fold, set) {
+		if bytes.Equal(g[:len(lit)-q], lit[q:]) && allInAlphabet(lit[max(q-short, 0):q], l.Fold, set) {
 			if dst = append(dst, q); one {
 				break
 			}
@@ -1313,6 +1518,20 @@ func setCase(set *[256]bool, c byte, fold bool) {
 	}
 }
 
+// allInAlphabet reports whether every byte of text is in set
+// (inAlphabet).
+func allInAlphabet(text []byte, fold bool, set *[256]bool) bool {
+	if set == nil {
+		return true
+	}
+	for _, c := range text {
+		if !inAlphabet(c, fold, set) {
+			return false
+		}
+	}
+	return true
+}
+
 // inAlphabet reports whether byte c of a literal (folding: or its upper
 // case) is in set; nil holds every byte.
 func inAlphabet(c byte, fold bool, set *[256]bool) bool {
@@ -1320,10 +1539,11 @@ func inAlphabet(c byte, fold bool, set *[256]bool) bool {
 }
 
 // windowKey names a column's windows for a clause: the edges of the
-// gaps around a value, as long as the clause's longest literal but one.
+// gaps around a value, as long as the clause's longest literal but one
+// (by their number, edgesID).
 type windowKey struct {
 	col, clause int
-	edges       uint64 // a hash of the edges, which the set holds (windowSet)
+	edges       uint32
 }
 
 // crossKey names what windowBits works out of a column's values for a
@@ -1363,15 +1583,21 @@ type crossing struct {
 }
 
 // windowBits returns (once per block for the same edges) a bit per
-// value of the column of hole j of template tm saying whether the
+// value of the column of hole h.j of template tm saying whether the
 // value's window (the end of the gap before it, the value, the start of
 // the gap after it) holds a literal of clause c: the value does
 // (clauseBits), or a literal crosses one of its edges, which each value
-// is compared with at the places the gaps allow. nil when the values
-// cannot be so decided (a time's text is its row's; a folding search
-// that needs its rows, Literal.unicodeFolds). empty reports that none
-// is set.
-func (b *Block) windowBits(tm *template, j, c int) (bits []uint64, empty bool, err error) {
+// is compared with at the places the gaps allow (a time written with
+// its row's time: timeValues). nil when the values cannot be so decided
+// (a folding search that needs its rows, Literal.unicodeFolds; a time
+// column's when the rows are read one by one, streamed). empty reports
+// that none is set.
+func (b *Block) windowBits(tm *template, h crossHole, c int) (bits []uint64, empty bool, err error) {
+	col := int(tm.cols[tm.holes[h.j]])
+	key := windowKey{col: col, clause: c, edges: h.edges}
+	if w, ok := b.lm.windows[key]; ok {
+		return w.bits, w.empty, nil
+	}
 	lo, hi := b.clause(c)
 	edge := 0
 	for li := lo; li < hi; li++ {
@@ -1380,19 +1606,18 @@ func (b *Block) windowBits(tm *template, j, c int) (bits []uint64, empty bool, e
 		}
 		edge = max(edge, len(b.lm.lits[li].Text)-1)
 	}
-	col := int(tm.cols[tm.holes[j]])
-	if b.cols[col].enc == encTime {
-		return nil, false, nil
+	if b.lm.streamed && b.cols[col].enc == encTime {
+		return nil, false, nil // the rows' times are not decoded, but met one by one
 	}
-	before, after := tm.gaps.At(j), tm.gaps.At(j+1)
+	before, after := tm.gaps.At(h.j), tm.gaps.At(h.j+1)
 	before, after = before[max(len(before)-edge, 0):], after[:min(len(after), edge)]
-	key := windowKey{col: col, clause: c, edges: maphash.Bytes(edgeSeed, before) ^ maphash.Bytes(edgeSeed, after)*0x9e3779b97f4a7c15}
-	if w, ok := b.lm.windows[key]; ok && w.before == string(before) && w.after == string(after) {
-		return w.bits, w.empty, nil
-	}
 	// Where each literal may cross the value's edges.
 	cross, places := b.lm.crossing[:0], b.lm.places[:0]
 	set := b.valueAlphabet(col)
+	short := 1 // the length of the column's shortest value, or less
+	if b.cols[col].enc == encHex {
+		short = b.cols[col].hexLen // every value's
+	}
 	// The edges lowered, for the folding literals.
 	low := appendLower(appendLower(b.lm.lowEdges[:0], before), after)
 	b.lm.lowEdges = low
@@ -1403,7 +1628,13 @@ func (b *Block) windowBits(tm *template, j, c int) (bits []uint64, empty bool, e
 		if l.Fold {
 			g0, g1 = lowBefore, lowAfter
 		}
-		x := crossing{lit: l, into: intoPlaces(g0, l, set, nil, false), outOf: outOfPlaces(g1, l, set, nil, false)}
+		x := crossing{lit: l, into: intoPlaces(g0, l, set, short, nil, false), outOf: outOfPlaces(g1, l, set, short, nil, false)}
+		if set != nil {
+			// Where the value cannot hold the literal's bytes up to its
+			// edge, it ends early and the gap goes on with the rest.
+			x.into = slices.DeleteFunc(x.into, func(p int) bool { return !fitsAlphabet(l, p, true, g0, g1, set) })
+			x.outOf = slices.DeleteFunc(x.outOf, func(q int) bool { return !fitsAlphabet(l, q, false, g0, g1, set) })
+		}
 		places = append(places, byte(li-lo), byte(len(x.into)), byte(len(x.outOf)))
 		for _, p := range x.into {
 			places = binary.AppendUvarint(places, uint64(p))
@@ -1443,7 +1674,7 @@ func (b *Block) windowBits(tm *template, j, c int) (bits []uint64, empty bool, e
 	if b.lm.windows == nil {
 		b.lm.windows = map[windowKey]windowSet{}
 	}
-	b.lm.windows[key] = windowSet{before: string(before), after: string(after), bits: bits, empty: empty}
+	b.lm.windows[key] = windowSet{bits: bits, empty: empty}
 	return bits, empty, nil
 }
 
@@ -1487,9 +1718,6 @@ func (b *Block) crossBits(key crossKey, places []byte, cross []crossing) (crossS
 			}
 		}
 		check := func(v []byte, vi int) bool {
-			if len(v) > 0 && !first[v[0]] && !last[v[len(v)-1]] {
-				return false
-			}
 			low := false
 			for k := range cross {
 				x := &cross[k]
@@ -1524,17 +1752,40 @@ func (b *Block) crossBits(key crossKey, places []byte, cross []crossing) (crossS
 			}
 			return false
 		}
-		if cd.enc == encDict {
+		// quick reports whether v neither starts nor ends with a byte
+		// a crossing needs.
+		quick := func(v []byte) bool { return len(v) > 0 && !first[v[0]] && !last[v[len(v)-1]] }
+		if cd.enc == encDict || cd.enc == encDictRest {
+			// The entries once, then each value (a rest value, one by
+			// one, as a string column's).
 			var has [256]bool
 			var short [256][]shortValue
+			entries := false
 			for e, v := range cd.dict {
 				entryShort = entryShort[:0]
-				has[e] = check(v, -1)
+				has[e] = !quick(v) && check(v, -1)
 				if !has[e] && len(entryShort) > 0 {
 					short[e] = slices.Clone(entryShort)
 				}
+				entries = entries || has[e] || short[e] != nil
 			}
+			rest := cd.enc == encDictRest
+			start, r := uint32(0), 0
 			for vi, e := range cd.idx[:cd.n] {
+				if rest && e == restID {
+					v := cd.data[start:cd.ends[r]]
+					start, r = cd.ends[r], r+1
+					if cs.bits[vi/64]&(1<<(vi%64)) == 0 && !quick(v) && check(v, vi) {
+						cs.bits[vi/64] |= 1 << (vi % 64)
+					}
+					continue
+				}
+				if !entries {
+					if rest {
+						continue
+					}
+					break // no entry crosses: none to add
+				}
 				if has[e] {
 					cs.bits[vi/64] |= 1 << (vi % 64)
 				}
@@ -1543,7 +1794,39 @@ func (b *Block) crossBits(key crossKey, places []byte, cross []crossing) (crossS
 					cs.short = append(cs.short, sv)
 				}
 			}
-		} else {
+		} else if cd.enc == encConst {
+			// One value, checked once.
+			entryShort = entryShort[:0]
+			if !quick(cd.data) && check(cd.data, -1) {
+				setBits(cs.bits, cd.n)
+			}
+			for vi := range cd.n {
+				for _, sv := range entryShort {
+					sv.vi = vi
+					cs.short = append(cs.short, sv)
+				}
+			}
+		} else if cd.enc == encTime && !timesOutside(cd.shapes, &first, &last) {
+			err := b.timeValues(key.col, func(vi int, v []byte) {
+				if cs.bits[vi/64]&(1<<(vi%64)) == 0 && !quick(v) && check(v, vi) {
+					cs.bits[vi/64] |= 1 << (vi % 64)
+				}
+			})
+			if err != nil {
+				return crossSet{}, err
+			}
+		} else if cd.enc == encString {
+			// The values end to end: most are told by their first and
+			// last bytes, without a call.
+			start := uint32(0)
+			for vi, end := range cd.ends[:cd.n] {
+				v := cd.data[start:end]
+				start = end
+				if cs.bits[vi/64]&(1<<(vi%64)) == 0 && !quick(v) && check(v, vi) {
+					cs.bits[vi/64] |= 1 << (vi % 64)
+				}
+			}
+		} else if cd.enc != encTime { // (no time of the column's shapes crosses: none to add)
 			start := len(b.vals) // what is before may be viewed: written after it
 			for vi := range cd.n {
 				if cs.bits[vi/64]&(1<<(vi%64)) != 0 {
@@ -1554,7 +1837,7 @@ func (b *Block) crossBits(key crossKey, places []byte, cross []crossing) (crossS
 				if err != nil {
 					return crossSet{}, fmt.Errorf("column %q: %w", b.Names[key.col], err)
 				}
-				if check(v, vi) {
+				if !quick(v) && check(v, vi) {
 					cs.bits[vi/64] |= 1 << (vi % 64)
 				}
 			}
@@ -1570,9 +1853,8 @@ func (b *Block) crossBits(key crossKey, places []byte, cross []crossing) (crossS
 
 // windowSet is windowBits' memo of one column's windows.
 type windowSet struct {
-	before, after string
-	bits          []uint64
-	empty         bool
+	bits  []uint64
+	empty bool
 }
 
 // edgeSeed seeds the hashes of windowKey and crossKey.
@@ -1705,11 +1987,56 @@ func (b *Block) clauseBits(c, ci int) (bits []uint64, empty bool, err error) {
 	return bits, false, nil
 }
 
+// setBits sets the first n bits of bits.
+func setBits(bits []uint64, n int) {
+	for i := range n / 64 {
+		bits[i] = ^uint64(0)
+	}
+	if n%64 != 0 {
+		bits[n/64] |= 1<<(n%64) - 1
+	}
+}
+
+// timesOutside reports whether no time written in one of shapes starts
+// with a byte of first or ends with a byte of last: each starts with a
+// digit (a year's, an epoch's) or a minus sign, and ends with a digit
+// unless its zone ends it (Z, an offset's).
+func timesOutside(shapes []timestamp.Shape, first, last *[256]bool) bool {
+	digit := func(set *[256]bool) bool { return slices.Contains(set['0':'9'+1], true) }
+	if digit(first) || first['-'] {
+		return false
+	}
+	var buf [40]byte
+	for _, s := range shapes {
+		if s.Kind == timestamp.Civil && s.Zone != timestamp.ZoneNone {
+			if v := s.Append(buf[:0], 0); last[v[len(v)-1]] {
+				return false
+			}
+		} else if digit(last) {
+			return false
+		}
+	}
+	return true
+}
+
 // timeBits sets the bit of each value of time column ci that holds one
-// of the literals lits. A time is written with its row's time: the rows
-// are walked, as countMatches walks them, to find each value's row, and
-// each value is written once.
+// of the literals lits.
 func (b *Block) timeBits(ci int, lits []int, bits []uint64) error {
+	return b.timeValues(ci, func(vi int, v []byte) {
+		for _, li := range lits {
+			if b.lm.lits[li].in(v, &b.scratch) {
+				bits[vi/64] |= 1 << (vi % 64)
+				break
+			}
+		}
+	})
+}
+
+// timeValues calls f with each value of time column ci and its index.
+// A time is written with its row's time: the rows are walked, as
+// countMatches walks them, to find each value's row, and each value is
+// written once (v is valid during the call).
+func (b *Block) timeValues(ci int, f func(vi int, v []byte)) error {
 	if err := b.DecodeTimes(); err != nil {
 		return err
 	}
@@ -1737,12 +2064,7 @@ func (b *Block) timeBits(ci int, lits []int, bits []uint64) error {
 			if err != nil {
 				return fmt.Errorf("%w: column %q: %v", ErrCorrupt, b.Names[ci], err)
 			}
-			for _, li := range lits {
-				if b.lm.lits[li].in(v, &b.scratch) {
-					bits[vi/64] |= 1 << (vi % 64)
-					break
-				}
-			}
+			f(vi, v)
 		}
 		cur += n
 	}
@@ -2167,15 +2489,20 @@ type literalMatch struct {
 	fast       []countFast // countTestsTwo's, per template
 	sets       [][]uint64  // countTestsTwo's bits, after zeroWord
 	litBytes   [][256]bool // the bytes of each literal
+	quoted     []bool      // and whether it has a quote JSON string content cannot hold (quoted)
 	// windowHoles' crossings by template shape, for the literals
 	// planLits (as shapePlans)
-	shapeHoles map[shapeLit][]crossHole
+	shapeHoles shapeTable[shapeHoles]
+	edgeIDs    map[string]uint32 // edgesID's numbers, kept with shapeHoles
+	edgeKey    []byte
 	// the memos of windowBits, crossBits and windowRow for the block
 	// (startMatching empties them), and their scratch
 	windows    map[windowKey]windowSet
+	alphabets  []*[256]bool // each column's valueAlphabet
+	streamed   bool         // assembleMatching reads the rows one by one: b.tids and b.times are not known
 	crosses    map[crossKey]crossSet
 	rowWindows map[int]rowWindows
-	holes      []int
+	holes      []crossHole
 	crossing   []crossing
 	places     []byte
 	lowEdges   []byte // windowBits' gap edges, lowered
@@ -2185,6 +2512,6 @@ type literalMatch struct {
 	sel       []uint64
 	// and the plans of the templates of earlier reads by their shape,
 	// for the literals planLits
-	shapePlans shapePlanTable
+	shapePlans shapeTable[litPlan]
 	planLits   []Literal
 }

@@ -5,11 +5,11 @@ import (
 	"testing"
 )
 
-// TestShapePlanTable: the table of plans by shape and literal answers as
-// a map does, across its growth and a reset.
-func TestShapePlanTable(t *testing.T) {
+// TestShapeTable: the table of plans by shape and literal answers as a
+// map does, across its growth and a reset.
+func TestShapeTable(t *testing.T) {
 	rng := rand.New(rand.NewPCG(5, 5))
-	var tb shapePlanTable
+	var tb shapeTable[litPlan]
 	want := map[shapeLit]litPlan{}
 	for round := range 3 {
 		for i := range 5000 {
@@ -25,12 +25,12 @@ func TestShapePlanTable(t *testing.T) {
 			p := litPlan(1 + rng.IntN(3))
 			tb.put(k, p)
 			want[k] = p
-			if got := tb.get(shapeLit{Shape{rng.Uint64() % 64, 256 + rng.Uint64()%256}, 0}); got != planUnknown {
+			if got, ok := tb.get(shapeLit{Shape{rng.Uint64() % 64, 256 + rng.Uint64()%256}, 0}); ok {
 				t.Fatalf("round %d: a key never put has plan %d", round, got)
 			}
 		}
 		for k, p := range want {
-			if got := tb.get(k); got != p {
+			if got, _ := tb.get(k); got != p {
 				t.Fatalf("round %d: key %v: plan %d, want %d", round, k, got, p)
 			}
 		}
@@ -39,7 +39,7 @@ func TestShapePlanTable(t *testing.T) {
 		}
 		tb.reset()
 		for k := range want {
-			if tb.get(k) != planUnknown {
+			if _, ok := tb.get(k); ok {
 				t.Fatal("a plan survived the reset")
 			}
 		}

@@ -30,6 +30,9 @@ func FuzzContains(f *testing.F) {
 {"ts":"2026-01-15T08:00:02Z","level":"warn","msg":"ok","n":7}`, "upstream timeout|payment declined", false)
 	f.Add(`{"ts":"2026-01-15T08:00:00Z","level":"error","msg":"upstream timeout","n":12}
 {"ts":"2026-01-15T08:00:01Z","level":"info","msg":"payment declined","n":3}`, "ERROR|warn\ntimeout|\"n\":3", true)
+	f.Add(`{"ts":"2026-01-15T08:00:00Z","msg":"said \"status\":503","status":503}
+{"ts":"2026-01-15T08:00:01Z","msg":"ok \"","status":200}`, `"status":503|\"status\":5
+"msg":"ok|\"","status`, false)
 	f.Add("ts=2026-01-15T08:00:00Z level=info msg=a took=5ms\nts=2026-01-15T08:00:01Z level=debug msg=b took=17ms", "o=5|fo\nms|g=d", false)
 	// Enough rows for a dictionary-and-rest column (encDictRest): a few
 	// messages, and the rest (45%) each different.

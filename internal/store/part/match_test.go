@@ -6,6 +6,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -247,7 +248,7 @@ func checkClauses(t testing.TB, rd *part.Reader, i int, cs []part.Clause, reused
 func clausePart(t *testing.T) *part.Reader {
 	t.Helper()
 	rng := rand.New(rand.NewPCG(15, 15))
-	msgs := []string{"payment declined for order %d", "upstream timeout after %dms", "user %d logged in", "cache miss %d", "Kafka rebalance %d", "\u212aafka lag %d in cla\u017fs"}
+	msgs := []string{"payment declined for order %d", "upstream timeout after %dms", "user %d logged in", "cache miss %d", "Kafka rebalance %d", "\u212aafka lag %d in cla\u017fs", `said \"status\":%d`, `quoted %d \"`}
 	var in strings.Builder
 	for i := range 2400 {
 		ts := time.Date(2026, 1, 15, 8, 0, 0, 0, time.UTC).Add(time.Duration(i) * 1234567 * time.Microsecond)
@@ -347,6 +348,20 @@ func TestContainsClauses(t *testing.T) {
 		{"ASCII-folded with the long s", [][]string{{"(?I)class", "cla\u017fs"}}},
 		{"folded gap", [][]string{{"(?i)warn FREE", "(?i)qqq"}}},
 		{"duplicates", [][]string{{"declined", "declined"}, {"declined"}}},
+		// JSON string values hold a quote only escaped: a literal with
+		// another quote is found across their edges only where the
+		// value ends (starts) before it.
+		{"a string value between its quotes", [][]string{{`"ERROR"`, `"info"`}}},
+		{"quotes into a string value", [][]string{{`"level":"ERROR`, `"msg":"said`}}},
+		{"quotes out of a string value", [][]string{{`ERROR","msg":"`, `ok","n"`}}},
+		{"escaped quotes in a string value", [][]string{{`\"status\":4`, `said \"status`}}},
+		{"escaped quote at a string value's end", [][]string{{`quoted \""`, `\"","n":`}}},
+		{"across a time's edges", [][]string{{`"ts":"2026-01-15T08:01`, `Z","svc":"api`}}},
+		{"across an epoch time's edges", [][]string{{`{"time":17684640`, `1","msg"`}}},
+		{"across a constant's edges", [][]string{{`"svc":"ap`, `pi","level`}}},
+		{"across a dictionary's edges", [][]string{{`"level":"ERR`, `arn","msg`}}},
+		{"out of a time or a string value", [][]string{{`3","svc`, `9","n":`}}},
+		{"a quote the values cannot hold", [][]string{{`"status":4`, `d \"status":`}}},
 		{"one implies another", [][]string{{"payment declined", "declined"}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -355,6 +370,38 @@ func TestContainsClauses(t *testing.T) {
 				checkClauses(t, rd, i, cs, &reused)
 			}
 		})
+	}
+}
+
+// TestContainsDictRest: literals found in, and across the edges of, the
+// values of a dictionary-and-rest column (a few frequent messages, the
+// rest each different), whose entries are checked once and whose rest
+// values one by one.
+func TestContainsDictRest(t *testing.T) {
+	var in strings.Builder
+	for i := range 1200 {
+		msg := []string{"ok", "payment declined", "retry 7"}[i/7%3]
+		if i%20 < 9 {
+			msg = "id " + strconv.Itoa(i) + " declined"
+		}
+		fmt.Fprintf(&in, "lvl=%s m=\"%s\" n=%d\n", []string{"info", "warn"}[i%2], msg, i%7)
+	}
+	fs := vfs.NewMem()
+	writePart(t, fs, "r.part", encoded(t, "auto", []byte(in.String())))
+	rd, err := part.Open(fs, "r.part")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rd.Close()
+	var reused part.Block
+	for _, c := range [][][]string{
+		{{`m="id 12`}}, {{`declined" n=3`}}, {{`m="ok"`}}, {{`7" n=`, `info m="re`}},
+		{{"declined"}, {`d" n=`}}, {{`(?i)M="ID 3`, `(?i)D" N=6`}},
+	} {
+		cs := clausesOf(c)
+		for i := range rd.Blocks {
+			checkClauses(t, rd, i, cs, &reused)
+		}
 	}
 }
 
