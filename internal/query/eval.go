@@ -331,10 +331,25 @@ func lineClauses(f *logql.LineFilter) lineReq {
 
 // patternClauses returns what a pattern line filter's lines hold (|>
 // "<_> declined <_>", as Grafana's Logs Drilldown filters by a
-// pattern): every literal of its one pattern, each a clause; of an "or"
-// chain of patterns, one clause of each one's longest literal. Never
-// exact: the pattern decides the lines that hold them.
+// pattern): of patterns that are each a literal between two captures,
+// one clause of those literals, Inner (off the line's edges: each
+// capture takes a byte at least), exactly; otherwise every literal of
+// its one pattern, each a clause, or of an "or" chain of patterns, one
+// clause of each one's longest literal, where the pattern decides the
+// lines that hold them.
 func patternClauses(f *logql.LineFilter) lineReq {
+	var inner store.Clause
+	for _, v := range f.Values {
+		lit, ok := innerLiteral(v.Pattern)
+		if !ok || len(inner) == maxClause {
+			inner = nil
+			break
+		}
+		inner = append(inner, store.Literal{Text: []byte(lit), Inner: true})
+	}
+	if inner != nil {
+		return lineReq{clauses: []store.Clause{inner}, exact: true}
+	}
 	longest := func(p *logql.Pattern) string {
 		lit := ""
 		for _, part := range p.Parts {
@@ -365,6 +380,33 @@ func patternClauses(f *logql.LineFilter) lineReq {
 		c = append(c, store.Literal{Text: []byte(lit)})
 	}
 	return lineReq{clauses: []store.Clause{c}}
+}
+
+// innerLiteral returns the literal of a pattern that is one literal
+// between two captures (<_> declined <_>), the literals next to each
+// other joined and the empty ones left out, as a pattern filter reads
+// it.
+func innerLiteral(p *logql.Pattern) (string, bool) {
+	if p == nil {
+		return "", false
+	}
+	var parts []logql.PatternPart
+	for _, part := range p.Parts {
+		n := len(parts)
+		switch {
+		case part.Capture:
+			parts = append(parts, part)
+		case part.Literal == "":
+		case n > 0 && !parts[n-1].Capture:
+			parts[n-1].Literal += part.Literal
+		default:
+			parts = append(parts, part)
+		}
+	}
+	if len(parts) != 3 || !parts[0].Capture || parts[1].Capture || !parts[2].Capture {
+		return "", false
+	}
+	return parts[1].Literal, true
 }
 
 // regexpClauses returns what a line filter's regexp requires.

@@ -52,14 +52,22 @@ import (
 // given) to decide, unless ASCII says the caller has those runes' texts
 // as literals of their own (as regexlit writes a case-insensitive k:
 // a folding k, or the Kelvin sign) and the search ignores no other case.
+//
+// With Inner the literal must be found neither at the start nor at the
+// end of the line, with a byte of the line before and after it (as a
+// pattern filter <_>text<_> wants it): in a template whose first and
+// last gaps keep it off the line's edges that is any place (innerPlan);
+// in others the line is searched without its first and last bytes.
 type Literal struct {
 	Text  []byte
 	Fold  bool
 	ASCII bool
+	Inner bool
 }
 
 // String writes the literal as tests and messages show it: quoted,
-// after (?i) when it folds case, (?I) when it folds ASCII case alone.
+// after (?i) when it folds case, (?I) when it folds ASCII case alone,
+// between <_> when it is Inner.
 func (l Literal) String() string {
 	prefix := ""
 	switch {
@@ -67,6 +75,9 @@ func (l Literal) String() string {
 		prefix = "(?I)"
 	case l.Fold:
 		prefix = "(?i)"
+	}
+	if l.Inner {
+		return prefix + "<_>" + strconv.Quote(string(l.Text)) + "<_>"
 	}
 	return prefix + strconv.Quote(string(l.Text))
 }
@@ -77,7 +88,19 @@ type Clause []Literal
 
 // same reports whether l and o are the same literal.
 func (l *Literal) same(o *Literal) bool {
-	return l.Fold == o.Fold && l.ASCII == o.ASCII && bytes.Equal(l.Text, o.Text)
+	return l.Fold == o.Fold && l.ASCII == o.ASCII && l.Inner == o.Inner && bytes.Equal(l.Text, o.Text)
+}
+
+// inLine reports whether a line holds the literal (in), off its edges
+// when it is Inner.
+func (l *Literal) inLine(line []byte, scratch *[]byte) bool {
+	if l.Inner {
+		if len(line) < 2 {
+			return false
+		}
+		line = line[1 : len(line)-1]
+	}
+	return l.in(line, scratch)
 }
 
 // in reports whether text contains the literal (or, folding, may).
@@ -118,6 +141,11 @@ const (
 	// are searched (windowBits), or, where a row is tested whole
 	// (matchRow), the line rebuilt.
 	planWindows
+	// planEdges: an Inner literal in a template whose line may start or
+	// end with it (innerPlan): where its values hold it (as planValues
+	// finds it), the line is rebuilt to see whether it holds it off its
+	// edges.
+	planEdges
 )
 
 // plan returns (computing it once per block) how template ti is tested
@@ -210,7 +238,7 @@ func (t *shapeTable[V]) reset() {
 func (b *Block) keepShapePlans() {
 	same := b.lm.planLits != nil && len(b.lm.planLits) == len(b.lm.lits)
 	for i := 0; same && i < len(b.lm.lits); i++ {
-		same = b.lm.planLits[i].Fold == b.lm.lits[i].Fold && b.lm.planLits[i].ASCII == b.lm.lits[i].ASCII && bytes.Equal(b.lm.planLits[i].Text, b.lm.lits[i].Text)
+		same = b.lm.planLits[i].same(&b.lm.lits[i])
 	}
 	if same {
 		return
@@ -220,13 +248,12 @@ func (b *Block) keepShapePlans() {
 	clear(b.lm.edgeIDs)
 	b.lm.planLits = b.lm.planLits[:0]
 	for _, l := range b.lm.lits {
-		b.lm.planLits = append(b.lm.planLits, Literal{Text: bytes.Clone(l.Text), Fold: l.Fold, ASCII: l.ASCII})
+		b.lm.planLits = append(b.lm.planLits, Literal{Text: bytes.Clone(l.Text), Fold: l.Fold, ASCII: l.ASCII, Inner: l.Inner})
 	}
 }
 
 func (b *Block) templatePlan(tm *template, li int) litPlan {
 	l := &b.lm.lits[li]
-	lit := l.Text
 	if l.Fold {
 		// Gaps lowercased; one with a non-ASCII byte is searched in the
 		// line rebuilt, where the caller decides.
@@ -234,9 +261,29 @@ func (b *Block) templatePlan(tm *template, li int) litPlan {
 			return planLine
 		}
 		b.gapBuf = appendLower(b.gapBuf[:0], tm.gaps.line)
-		return gapPlan(Gaps{line: b.gapBuf, ends: tm.gaps.ends}, len(tm.holes), lit, &b.lm.litBytes[li])
+		return innerPlan(l, Gaps{line: b.gapBuf, ends: tm.gaps.ends}, len(tm.holes), &b.lm.litBytes[li])
 	}
-	return gapPlan(tm.gaps, len(tm.holes), lit, &b.lm.litBytes[li])
+	return innerPlan(l, tm.gaps, len(tm.holes), &b.lm.litBytes[li])
+}
+
+// innerPlan is gapPlan's, for an Inner literal only where the first and
+// last gaps keep it off the line's edges: each is not empty, and neither
+// it nor the literal starts (ends) with the other. Elsewhere the line is
+// searched: where the values hold it (planEdges), or every line
+// (planLine).
+func innerPlan(l *Literal, gaps Gaps, n int, in *[256]bool) litPlan {
+	p := gapPlan(gaps, n, l.Text, in)
+	if l.Inner {
+		first, last := gaps.At(0), gaps.Last()
+		if len(first) == 0 || bytes.HasPrefix(first, l.Text) || bytes.HasPrefix(l.Text, first) ||
+			len(last) == 0 || bytes.HasSuffix(last, l.Text) || bytes.HasSuffix(l.Text, last) {
+			if p == planValues {
+				return planEdges
+			}
+			return planLine
+		}
+	}
+	return p
 }
 
 // gapPlan plans a literal for a template of n values between gaps; in
@@ -871,7 +918,7 @@ func (b *Block) clausePlan(ti, c int) litPlan {
 		case planGap:
 			*p = planGap
 			return *p
-		case planLine:
+		case planLine, planEdges: // matchRow decides the rows
 			*p = planLine
 		case planWindows:
 			if *p == planValues {
@@ -2371,14 +2418,14 @@ func (b *Block) matchRow(k int, tm *template, tid, lci int, t int64, fl byte, mr
 	}
 	rebuild := false
 	for c := range b.lm.clauseEnd {
-		plan := b.clausePlan(tid, c)
-		if plan == planGap {
+		cplan := b.clausePlan(tid, c)
+		if cplan == planGap {
 			continue
 		}
 		// A value holding a literal decides the clause, even where
 		// another literal of it would need the line.
 		found, line := false, false
-		if plan == planWindows {
+		if cplan == planWindows {
 			hit, ok, err := b.windowRow(tid, c)
 			if err != nil {
 				return false, fmt.Errorf("row %d: %w", k, err)
@@ -2387,9 +2434,12 @@ func (b *Block) matchRow(k int, tm *template, tid, lci int, t int64, fl byte, mr
 		}
 		lo, hi := b.clause(c)
 		for li := lo; li < hi && !found; li++ {
-			if b.plan(tid, li) == planLine {
-				line = true
-				continue
+			plan := b.plan(tid, li)
+			if plan == planLine || plan == planWindows && cplan != planWindows {
+				line = true // its crossings are the line's to find (windowRow not asked)
+				if plan == planLine {
+					continue
+				}
 			}
 			cands, err := b.candidates(tid, li)
 			if err != nil {
@@ -2402,7 +2452,8 @@ func (b *Block) matchRow(k int, tm *template, tid, lci int, t int64, fl byte, mr
 					return false, fmt.Errorf("row %d: column %q: %w", k, b.Names[ci], err)
 				}
 				if has {
-					found = true
+					// Off the line's edges, perhaps: the line decides.
+					found, line = plan != planEdges, line || plan == planEdges
 					break
 				}
 			}
@@ -2445,7 +2496,7 @@ func (b *Block) holdsAll(line []byte) bool {
 		lo, hi := b.clause(c)
 		found := false
 		for li := lo; li < hi && !found; li++ {
-			found = b.lm.lits[li].in(line, &b.scratch)
+			found = b.lm.lits[li].inLine(line, &b.scratch)
 		}
 		if !found {
 			return false

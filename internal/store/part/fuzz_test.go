@@ -17,7 +17,8 @@ import (
 //
 // lits holds the clauses a line each, their literals split by "|";
 // with fold, every other literal (the first, the third...) folds case,
-// every other of those ASCII case alone (Literal.ASCII).
+// every other of those ASCII case alone (Literal.ASCII); one written
+// <_>text<_> is Inner.
 func FuzzContains(f *testing.F) {
 	f.Add(`{"ts":"2026-01-15T08:00:00Z","msg":"payment declined","n":12}
 {"ts":"2026-01-15T08:00:01Z","msg":"ok","n":3}`, "payment", false)
@@ -45,6 +46,8 @@ func FuzzContains(f *testing.F) {
 		rest.WriteString("m=\"" + msg + "\"\n")
 	}
 	f.Add(rest.String(), "declined", false)
+	f.Add(rest.String(), "<_>declined<_>|<_>m=\"ok<_>\n<_>\"<_>", false)
+	f.Add("free text line\nline free\na line free text", "<_>free<_>|<_>line<_>", true)
 	f.Add(rest.String(), "d 1|caf\u00e9\nok|id", true)
 	f.Fuzz(func(t *testing.T, input, lits string, fold bool) {
 		if lits == "" || len(input) > 1<<14 || len(lits) > 1<<10 {
@@ -59,6 +62,9 @@ func FuzzContains(f *testing.F) {
 					continue
 				}
 				l := part.Literal{Text: []byte(alt), Fold: fold && n%2 == 0, ASCII: fold && n%4 == 2}
+				if in, ok := strings.CutPrefix(alt, "<_>"); ok && strings.HasSuffix(in, "<_>") && len(in) > 3 {
+					l.Text, l.Inner = []byte(strings.TrimSuffix(in, "<_>")), true
+				}
 				if l.Fold {
 					l.Text = lowerASCII(l.Text)
 				}

@@ -17,21 +17,26 @@ import (
 
 // clausesOf returns clauses written as text: a literal starting with
 // (?i) folds (its text lowercased), with (?I) it folds ASCII case alone
-// (Literal.ASCII).
+// (Literal.ASCII); one between <_> and <_> (after those) is Inner.
 func clausesOf(spec [][]string) []part.Clause {
 	cs := make([]part.Clause, 0, len(spec))
 	for _, alts := range spec {
 		c := part.Clause{}
 		for _, a := range alts {
+			var l part.Literal
 			if low, ok := strings.CutPrefix(a, "(?i)"); ok {
-				c = append(c, part.Literal{Text: lowerASCII([]byte(low)), Fold: true})
-				continue
+				l, a = part.Literal{Fold: true}, low
+			} else if low, ok := strings.CutPrefix(a, "(?I)"); ok {
+				l, a = part.Literal{Fold: true, ASCII: true}, low
 			}
-			if low, ok := strings.CutPrefix(a, "(?I)"); ok {
-				c = append(c, part.Literal{Text: lowerASCII([]byte(low)), Fold: true, ASCII: true})
-				continue
+			if in, ok := strings.CutPrefix(a, "<_>"); ok && strings.HasSuffix(in, "<_>") && len(in) > 3 {
+				l.Inner, a = true, strings.TrimSuffix(in, "<_>")
 			}
-			c = append(c, part.Literal{Text: []byte(a)})
+			l.Text = []byte(a)
+			if l.Fold {
+				l.Text = lowerASCII(l.Text)
+			}
+			c = append(c, l)
 		}
 		cs = append(cs, c)
 	}
@@ -39,15 +44,22 @@ func clausesOf(spec [][]string) []part.Clause {
 }
 
 // holdsClauses is the reference: whether line holds one literal of each
-// clause (a folding one in the line's ASCII lowercase).
+// clause (a folding one in the line's ASCII lowercase; an Inner one at a
+// place with a byte of the line before and after it).
 func holdsClauses(line []byte, cs []part.Clause) bool {
 	low := lowerASCII(line)
 	for _, c := range cs {
 		if !slices.ContainsFunc(c, func(l part.Literal) bool {
+			text := line
 			if l.Fold {
-				return bytes.Contains(low, l.Text)
+				text = low
 			}
-			return bytes.Contains(line, l.Text)
+			for i := range text {
+				if bytes.HasPrefix(text[i:], l.Text) && (!l.Inner || i > 0 && i+len(l.Text) < len(text)) {
+					return true
+				}
+			}
+			return len(l.Text) == 0 && !l.Inner
 		}) {
 			return false
 		}
@@ -358,6 +370,14 @@ func TestContainsClauses(t *testing.T) {
 		{"escaped quote at a string value's end", [][]string{{`quoted \""`, `\"","n":`}}},
 		{"across a time's edges", [][]string{{`"ts":"2026-01-15T08:01`, `Z","svc":"api`}}},
 		{"across an epoch time's edges", [][]string{{`{"time":17684640`, `1","msg"`}}},
+		// Inner literals: off the line's edges, as <_>text<_> wants them.
+		{"inner in values", [][]string{{"<_>payment declined<_>", "<_>logged in<_>"}}},
+		{"inner at a line's edges", [][]string{{`<_>{"ts":"2026<_>`, `<_>in"}<_>`, `<_>"}<_>`}}},
+		{"inner or not", [][]string{{"<_>ms<_>", "WARN"}, {"<_>2026-01-15<_>"}}},
+		{"inner in text lines", [][]string{{"<_>2026-01-15 08:0<_>", "<_>free text<_>"}}},
+		{"inner folded", [][]string{{"(?i)<_>TS=2026<_>", "(?i)<_>LEVEL=INFO<_>"}}},
+		{"inner or across a boundary", [][]string{{"<_>payment declined<_>", "text line 12", "<_>cache miss<_>"}}},
+		{"inner across a boundary", [][]string{{`<_>ERROR","msg":"pay<_>`, `<_>"level":"warn<_>`}}},
 		{"across a constant's edges", [][]string{{`"svc":"ap`, `pi","level`}}},
 		{"across a dictionary's edges", [][]string{{`"level":"ERR`, `arn","msg`}}},
 		{"out of a time or a string value", [][]string{{`3","svc`, `9","n":`}}},
@@ -397,6 +417,40 @@ func TestContainsDictRest(t *testing.T) {
 	for _, c := range [][][]string{
 		{{`m="id 12`}}, {{`declined" n=3`}}, {{`m="ok"`}}, {{`7" n=`, `info m="re`}},
 		{{"declined"}, {`d" n=`}}, {{`(?i)M="ID 3`, `(?i)D" N=6`}},
+	} {
+		cs := clausesOf(c)
+		for i := range rd.Blocks {
+			checkClauses(t, rd, i, cs, &reused)
+		}
+	}
+}
+
+// TestContainsInner: Inner literals in lines that start or end with a
+// value (a template whose edges may hold the literal: its values are
+// searched, then the line), in a clause with a literal that crosses into
+// a value.
+func TestContainsInner(t *testing.T) {
+	var in strings.Builder
+	words := []string{"declined", "payment declined now", "ok", "declined twice declined", "d"}
+	for i := range 900 {
+		switch i % 3 {
+		case 0:
+			fmt.Fprintf(&in, "%s n=%d took %dms\n", words[i%5], i%40, i%9)
+		default:
+			fmt.Fprintf(&in, "lvl=warn n=%d took %dms %s\n", i%40, i%9, words[i/3%5])
+		}
+	}
+	fs := vfs.NewMem()
+	writePart(t, fs, "i.part", encoded(t, "auto", []byte(in.String())))
+	rd, err := part.Open(fs, "i.part")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rd.Close()
+	var reused part.Block
+	for _, c := range [][][]string{
+		{{"<_>declined<_>"}}, {{"<_>declined<_>", "n=12"}}, {{"n=1", "<_>d<_>"}, {"<_>ok<_>", "<_>twice<_>"}},
+		{{"(?i)<_>DECLINED<_>", "(?i)N=3"}}, {{"<_>lvl<_>", "<_>ms<_>"}},
 	} {
 		cs := clausesOf(c)
 		for i := range rd.Blocks {
