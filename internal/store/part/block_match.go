@@ -108,7 +108,7 @@ func (l *Literal) in(text []byte, scratch *[]byte) bool {
 	if !l.Fold {
 		return bytes.Contains(text, l.Text)
 	}
-	low := appendLower((*scratch)[:0], text)
+	low := literal.AppendLower((*scratch)[:0], text)
 	*scratch = low
 	return bytes.Contains(low, l.Text) || l.unicodeFolds() && !ascii(text)
 }
@@ -260,7 +260,7 @@ func (b *Block) templatePlan(tm *template, li int) litPlan {
 		if l.unicodeFolds() && !ascii(tm.gaps.line) {
 			return planLine
 		}
-		b.gapBuf = appendLower(b.gapBuf[:0], tm.gaps.line)
+		b.gapBuf = literal.AppendLower(b.gapBuf[:0], tm.gaps.line)
 		return innerPlan(l, Gaps{line: b.gapBuf, ends: tm.gaps.ends}, len(tm.holes), &b.lm.litBytes[li])
 	}
 	return innerPlan(l, tm.gaps, len(tm.holes), &b.lm.litBytes[li])
@@ -537,7 +537,7 @@ func (b *Block) colMatchOf(ci, li int) (*colMatch, error) {
 func (b *Block) searchValues(bits []uint64, c *colData, lit *Literal) []uint64 {
 	hay := c.data
 	if lit.Fold {
-		hay = appendLower(b.scratch[:0], hay)
+		hay = literal.AppendLower(b.scratch[:0], hay)
 		b.scratch = hay
 	}
 	bits = append(bits[:0], make([]uint64, (len(c.ends)+63)/64)...)
@@ -567,18 +567,6 @@ func rejectOr(lit *Literal, set *[256]bool) matchState {
 		return matchPerValue
 	}
 	return matchNever
-}
-
-// appendLower appends b with ASCII letters lowercased.
-func appendLower(dst, b []byte) []byte {
-	n := len(dst)
-	dst = append(dst, b...)
-	for i, c := range dst[n:] {
-		if c-'A' < 26 {
-			dst[n+i] = c | 0x20
-		}
-	}
-	return dst
 }
 
 // valueHas reports whether value vi of column ci contains literal li;
@@ -1290,7 +1278,7 @@ func (b *Block) windowHoles(tm *template, li int) []crossHole {
 		edge := b.windowEdge(li)
 		gaps := tm.gaps
 		if l.Fold {
-			b.gapBuf = appendLower(b.gapBuf[:0], tm.gaps.line)
+			b.gapBuf = literal.AppendLower(b.gapBuf[:0], tm.gaps.line)
 			gaps = Gaps{line: b.gapBuf, ends: tm.gaps.ends}
 		}
 		for j := range len(tm.holes) {
@@ -1666,7 +1654,7 @@ func (b *Block) windowBits(tm *template, h crossHole, c int) (bits []uint64, emp
 		short = b.cols[col].hexLen // every value's
 	}
 	// The edges lowered, for the folding literals.
-	low := appendLower(appendLower(b.lm.lowEdges[:0], before), after)
+	low := literal.AppendLower(literal.AppendLower(b.lm.lowEdges[:0], before), after)
 	b.lm.lowEdges = low
 	lowBefore, lowAfter := low[:len(before)], low[len(before):]
 	for li := lo; li < hi; li++ {
@@ -1771,7 +1759,7 @@ func (b *Block) crossBits(key crossKey, places []byte, cross []crossing) (crossS
 				t := v
 				if x.lit.Fold {
 					if !low {
-						b.lm.lowered, low = appendLower(b.lm.lowered[:0], v), true
+						b.lm.lowered, low = literal.AppendLower(b.lm.lowered[:0], v), true
 					}
 					t = b.lm.lowered
 				}
