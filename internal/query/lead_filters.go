@@ -57,7 +57,7 @@ func leadingFilters(stages []logql.Stage, negations bool) leadFilters {
 }
 
 // positiveOf returns the filter that keeps the lines a negated filter (!=,
-// !~) drops, and whether f is negated.
+// !~, !>) drops, and whether f is negated.
 func positiveOf(f *logql.LineFilter) (*logql.LineFilter, bool) {
 	pos := *f
 	switch f.Op {
@@ -65,6 +65,8 @@ func positiveOf(f *logql.LineFilter) (*logql.LineFilter, bool) {
 		pos.Op = logql.FilterContains
 	case logql.FilterNotRegexp:
 		pos.Op = logql.FilterRegexp
+	case logql.FilterNotPattern:
+		pos.Op = logql.FilterPattern
 	default:
 		return f, false
 	}

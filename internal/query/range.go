@@ -76,7 +76,8 @@ type rangeWorker struct {
 	win      windowCache  // windowsAt's last answer
 	cols     *colPlanner  // the columnar path's state (range_columns.go)
 	lines    *lineEval    // the lean path of a line parser (range_lines.go); nil: not taken
-	lens     []int32      // a block's lines' lengths (lineLengths)
+	lens     []int32      // a block's lines' lengths, or ones (selectedRows)
+	measures bool         // the samples are the lines' lengths
 	keyLines *keyLines    // the rows a quiet logfmt parser may read a label from (logfmt_after.go); nil: none
 	meta     *metaCounter // metaCount's (range_meta.go)
 	// by, when the row's series are grouped by labels (by (...), not
@@ -422,9 +423,13 @@ func (ev *evaluator) rangeStates(ctx context.Context, x *logql.RangeAggregation,
 	implied := ev.impliedOptions(opts, x.Range.Log.Pipeline)
 	columnar := !ev.e.reference && columnarPipeline(x, hints.observed)
 	// The lengths of the lines of streams, perhaps of those the leading
-	// line filters keep, are measured in their columns (lineLengths).
-	lengths := !ev.e.reference && unwrap == nil && measuresLines(x.Op) &&
-		leadingFilters(x.Range.Log.Pipeline, true).n == len(x.Range.Log.Pipeline)
+	// line filters keep, are measured in their columns; a count of the
+	// rows those filters keep, != and !~ among them, is a count of the
+	// rows selected (selectedRows). (With |= and |~ alone the store
+	// counts, NoLines.)
+	onlyLead := leadingFilters(x.Range.Log.Pipeline, true).n == len(x.Range.Log.Pipeline)
+	selected := !ev.e.reference && unwrap == nil && onlyLead &&
+		(measuresLines(x.Op) || countsRows(x.Op) && len(x.Range.Log.Pipeline) > 0 && !opts.NoLines)
 	setup := func() (*rangeWorker, error) {
 		pipe, err := stage.CompileObserving(x.Range.Log.Pipeline, hints.observed)
 		if err != nil {
@@ -446,7 +451,8 @@ func (ev *evaluator) rangeStates(ctx context.Context, x *logql.RangeAggregation,
 			}
 		}
 		w.colPipe = pipe
-		if !columnar && !lengths {
+		w.measures = measuresLines(x.Op)
+		if !columnar && !selected {
 			return w, nil
 		}
 		if columnar {
@@ -532,9 +538,9 @@ func (ev *evaluator) rangeStates(ctx context.Context, x *logql.RangeAggregation,
 			err = ev.src.ScanColumns(ctx, ev.p.Tenant, u.st, from, to, u.shard, func(b *part.Block) error {
 				return w.block(ev, ls, b, from, to)
 			}, metaUnseen(hints.observed), row)
-		case lengths:
+		case selected:
 			err = ev.src.ScanColumns(ctx, ev.p.Tenant, u.st, from, to, u.shard, func(b *part.Block) error {
-				return w.lineLengths(ev, ls, b, from, to)
+				return w.selectedRows(ev, ls, b, from, to)
 			}, metaUnseen(hints.observed), row)
 		case w.lines != nil && w.lines.on && unpruned(implied.of(ls)):
 			err = ev.src.ScanColumns(ctx, ev.p.Tenant, u.st, from, to, u.shard, func(b *part.Block) error {
@@ -764,15 +770,21 @@ func (w *rangeWorker) countTimes(ev *evaluator, ls record.Labels, b *part.Block,
 	return ev.flush(&w.tally)
 }
 
-// lineLengths adds the lengths of the lines of a stored block of stream
-// ls in [from, to] that the leading line filters keep (all, without),
-// measured in their columns (part.Block.LineLengths): no line is rebuilt.
-func (w *rangeWorker) lineLengths(ev *evaluator, ls record.Labels, b *part.Block, from, to int64) error {
+// selectedRows adds the rows of a stored block of stream ls in [from,
+// to] that the leading line filters keep (all, without): counted, or
+// with measures each its line's length, measured in its columns
+// (part.Block.LineLengths). No line is rebuilt.
+func (w *rangeWorker) selectedRows(ev *evaluator, ls record.Labels, b *part.Block, from, to int64) error {
 	sel, some, err := w.lead.of(b)
 	if err != nil || !some {
 		return err
 	}
-	if w.lens, err = b.LineLengths(sel, w.lens); err != nil {
+	if w.measures {
+		w.lens, err = b.LineLengths(sel, w.lens)
+	} else {
+		err = b.DecodeTimes()
+	}
+	if err != nil {
 		return err
 	}
 	var s *rangeSeries // the stream's, made at its first row kept
@@ -783,15 +795,28 @@ func (w *rangeWorker) lineLengths(ev *evaluator, ls record.Labels, b *part.Block
 		}
 		return err
 	}
+	// sample adds n rows at time t, of lines of sum bytes.
+	sample := func(t int64, n, sum int) {
+		if w.measures {
+			w.add(s, t, float64(sum)) // integers, which a float64 adds exactly in any order
+		} else {
+			w.addN(s, t, n)
+		}
+	}
 	kept := func(k int) bool { return sel == nil || sel[k>>6]>>(k&63)&1 != 0 }
+	length := func(k int) int {
+		if w.measures {
+			return int(w.lens[k])
+		}
+		return 0
+	}
 	if lo, hi := b.TimeRange(); lo >= from && hi <= to && w.sameWindows(lo, hi) {
-		// One sample of their sum: the lengths are integers, which
-		// a float64 adds exactly in any order.
+		// One sample of them all.
 		rows, sum := 0, 0
-		for k, n := range w.lens {
+		for k := range b.NumRows() {
 			if kept(k) {
 				rows++
-				sum += int(n)
+				sum += length(k)
 			}
 		}
 		if rows > 0 {
@@ -799,14 +824,14 @@ func (w *rangeWorker) lineLengths(ev *evaluator, ls record.Labels, b *part.Block
 				return err
 			}
 			if s != nil {
-				w.add(s, hi, float64(sum))
+				sample(hi, rows, sum)
 			}
 		}
 		w.tally.rows += int64(rows)
 		w.tally.columnar += int64(rows)
 		return ev.flush(&w.tally)
 	}
-	for k, n := range w.lens {
+	for k := range b.NumRows() {
 		if t := b.RowTime(k); t >= from && t <= to && kept(k) {
 			if err := series(); err != nil {
 				return err
@@ -816,7 +841,7 @@ func (w *rangeWorker) lineLengths(ev *evaluator, ls record.Labels, b *part.Block
 			}
 			w.tally.rows++
 			w.tally.columnar++
-			w.add(s, t, float64(n))
+			sample(t, 1, length(k))
 		}
 	}
 	return ev.flush(&w.tally)

@@ -292,6 +292,20 @@ func TestLineLengthsSameAsRows(t *testing.T) {
 	}
 }
 
+// TestSelectedCountsSameAsRows: counts whose pipeline is line filters
+// the store decides, negated ones among them (!= "debug", !~, !> of a
+// pattern <_>text<_>), count the rows selected in the columns.
+func TestSelectedCountsSameAsRows(t *testing.T) {
+	all := `{service=~"api|web"}`
+	checkColumnar(t, columnLines(6000), false, []string{
+		`sum by (service) (count_over_time(` + all + ` != "payment" [1h]))`,
+		`sum by (service) (rate(` + all + ` != "debug" |~ "m1|m2" [40s]))`,
+		`count_over_time(` + all + ` |= "GET" !~ "m[12]" [1h])`,
+		`sum(count_over_time(` + all + ` !> "<_>payment<_>" [40s]))`,
+		`sum by (service) (count_over_time(` + all + ` |> "<_>payment<_>" != "m3" [1h]))`,
+	})
+}
+
 // TestQuietLogfmtSameAsRows: a logfmt parser after json, as Logs
 // Drilldown writes for mixed formats, takes the columnar path; the rows
 // whose line holds a key the query observes (`level=` in a message) go
