@@ -151,12 +151,12 @@ const (
 // plan returns (computing it once per block) how template ti is tested
 // for literal li. A plan depends on the template's gaps alone: plans are
 // also kept by shape, for the templates of the next blocks read with the
-// same literals.
+// same literal (by its number, litIDs).
 func (b *Block) plan(ti, li int) litPlan {
 	p := &b.lm.plans[ti*len(b.lm.lits)+li]
 	if *p == planUnknown {
 		tm := &b.tmpls[ti]
-		key := shapeLit{tm.shape, li}
+		key := shapeLit{tm.shape, b.lm.litIDs[li]}
 		if sp, ok := b.lm.shapePlans.get(key); ok {
 			*p = sp
 		} else {
@@ -233,23 +233,47 @@ func (t *shapeTable[V]) reset() {
 	t.n = 0
 }
 
-// keepShapePlans empties the plans kept by shape unless they are for
-// the literals of this read.
-func (b *Block) keepShapePlans() {
-	same := b.lm.planLits != nil && len(b.lm.planLits) == len(b.lm.lits)
-	for i := 0; same && i < len(b.lm.lits); i++ {
-		same = b.lm.planLits[i].same(&b.lm.lits[i])
+// numberLits numbers the literals of this read for the plans and holes
+// kept by shape (litIDs, holeIDs): a literal keeps its number from read
+// to read (a block's selection by two filters reads it with each in
+// turn), its holes' by how far its clause reaches (windowEdge). Too many
+// numbers empty the tables.
+func (b *Block) numberLits() {
+	if len(b.lm.ids) > 1<<12 {
+		b.lm.shapePlans.reset()
+		b.lm.shapeHoles.reset()
+		clear(b.lm.edgeIDs)
+		clear(b.lm.ids)
 	}
-	if same {
-		return
+	if b.lm.ids == nil {
+		b.lm.ids = map[string]int{}
 	}
-	b.lm.shapePlans.reset()
-	b.lm.shapeHoles.reset()
-	clear(b.lm.edgeIDs)
-	b.lm.planLits = b.lm.planLits[:0]
-	for _, l := range b.lm.lits {
-		b.lm.planLits = append(b.lm.planLits, Literal{Text: bytes.Clone(l.Text), Fold: l.Fold, ASCII: l.ASCII, Inner: l.Inner})
+	id := func(k []byte) int {
+		n, ok := b.lm.ids[string(k)]
+		if !ok {
+			n = len(b.lm.ids)
+			b.lm.ids[string(k)] = n
+		}
+		return n
 	}
+	b.lm.litIDs, b.lm.holeIDs = b.lm.litIDs[:0], b.lm.holeIDs[:0]
+	for li := range b.lm.lits {
+		l := &b.lm.lits[li]
+		k := append(b.lm.idKey[:0], 'p', boolByte(l.Fold), boolByte(l.ASCII), boolByte(l.Inner))
+		k = append(k, l.Text...)
+		b.lm.litIDs = append(b.lm.litIDs, id(k))
+		k[0] = 'h'
+		k = binary.AppendUvarint(k, uint64(b.windowEdge(li)))
+		b.lm.holeIDs = append(b.lm.holeIDs, id(k))
+		b.lm.idKey = k
+	}
+}
+
+func boolByte(b bool) byte {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 func (b *Block) templatePlan(tm *template, li int) litPlan {
@@ -710,7 +734,7 @@ func (b *Block) startMatching() int {
 	clear(b.lm.plans)
 	b.lm.cplans = grown(b.lm.cplans, len(b.tmpls)*len(b.lm.clauseEnd))
 	clear(b.lm.cplans)
-	b.keepShapePlans()
+	b.numberLits()
 	b.lm.litBytes = grown(b.lm.litBytes, len(b.lm.lits))
 	b.lm.quoted = grown(b.lm.quoted, len(b.lm.lits))
 	for i := range b.lm.lits {
@@ -1027,6 +1051,11 @@ func (b *Block) countMatches(nrows int, stream uint32, rowFlags []byte, lci int)
 			return err
 		}
 	}
+	if b.lm.selecting && !slices.Contains(verdict, rowsMatch) {
+		if _, ok := b.countTestsTwo(b.tmplCounts(verdict), b.lm.sel); ok {
+			return nil
+		}
+	}
 	if b.mode == readCount && !slices.Contains(verdict, rowsMatch) {
 		if n, ok := b.countByColumn(verdict, lci); ok {
 			b.counted = n
@@ -1267,7 +1296,7 @@ type rowWindows struct {
 // that the column's values may have.
 func (b *Block) windowHoles(tm *template, li int) []crossHole {
 	l := &b.lm.lits[li]
-	key := shapeLit{tm.shape, li}
+	key := shapeLit{tm.shape, b.lm.holeIDs[li]}
 	sh, ok := b.lm.shapeHoles.get(key)
 	if !ok {
 		if b.lm.shapeHoles.n >= 1<<16 {
@@ -2208,25 +2237,8 @@ func (b *Block) decidingColumn(verdict []rowsVerdict, lci int) (col int, bits []
 // clause decide (most: a literal in one column or in either of two) are
 // tested inline; the others through allTests.
 func (b *Block) countTests(verdict []rowsVerdict) int {
-	tc := grown(b.lm.tcount, len(verdict))
-	b.lm.tcount = tc
-	for t, v := range verdict {
-		c := tmplCount{kind: countNone}
-		switch v {
-		case rowsAll:
-			c.kind = countAll
-		case rowsTest:
-			c.kind = countTests
-			tests := b.lm.tests[b.lm.testStart[t]:b.lm.testStart[t+1]]
-			if len(tests) <= 2 && tests[len(tests)-1].last && (len(tests) == 1 || !tests[0].last) {
-				c.kind = countOne + countKind(len(tests)-1)
-				c.x1 = tests[0]
-				c.x2 = tests[len(tests)-1]
-			}
-		}
-		tc[t] = c
-	}
-	if n, ok := b.countTestsTwo(tc); ok {
+	tc := b.tmplCounts(verdict)
+	if n, ok := b.countTestsTwo(tc, nil); ok {
 		return n
 	}
 	n := 0
@@ -2255,13 +2267,38 @@ func (b *Block) countTests(verdict []rowsVerdict) int {
 	return n
 }
 
+// tmplCounts returns how each template's rows are counted, by the
+// verdicts (b.lm.tcount).
+func (b *Block) tmplCounts(verdict []rowsVerdict) []tmplCount {
+	tc := grown(b.lm.tcount, len(verdict))
+	b.lm.tcount = tc
+	for t, v := range verdict {
+		c := tmplCount{kind: countNone}
+		switch v {
+		case rowsAll:
+			c.kind = countAll
+		case rowsTest:
+			c.kind = countTests
+			tests := b.lm.tests[b.lm.testStart[t]:b.lm.testStart[t+1]]
+			if len(tests) <= 2 && tests[len(tests)-1].last && (len(tests) == 1 || !tests[0].last) {
+				c.kind = countOne + countKind(len(tests)-1)
+				c.x1 = tests[0]
+				c.x2 = tests[len(tests)-1]
+			}
+		}
+		tc[t] = c
+	}
+	return tc
+}
+
 // countTestsTwo is countTests without a branch per row, when the rows
 // move at most two columns and every template's rows count all, none, or
 // by one or two tests in different columns: a row then costs a lookup
 // of its template's countFast, a bit of each column (a zero word for a
 // column its template does not test) and two adds. Rows come in any order
 // of a few hundred templates, whose branches a processor cannot guess.
-func (b *Block) countTestsTwo(tc []tmplCount) (int, bool) {
+// With sel, each row counted also sets its bit there (MatchingRows).
+func (b *Block) countTestsTwo(tc []tmplCount, sel []uint64) (int, bool) {
 	cur := &b.cur
 	cols := [2]int{-1, -1}
 	for _, col := range cur.moves {
@@ -2330,13 +2367,17 @@ func (b *Block) countTestsTwo(tc []tmplCount) (int, bool) {
 		p1 = cur.pos[cols[1]]
 	}
 	n := 0
-	for _, tid := range b.tids {
+	for k, tid := range b.tids {
 		f := &fast[tid]
 		v0, v1 := p0+int(f.nth[0]), p1+int(f.nth[1])
 		w0, w1 := sets[f.set[0]], sets[f.set[1]]
 		b0 := w0[min(v0>>6, len(w0)-1)] >> (v0 & 63)
 		b1 := w1[min(v1>>6, len(w1)-1)] >> (v1 & 63)
-		n += int((uint64(f.all) | b0 | b1) & 1)
+		bit := (uint64(f.all) | b0 | b1) & 1
+		n += int(bit)
+		if sel != nil {
+			sel[k>>6] |= bit << (k & 63)
+		}
 		p0 += int(f.moves[0])
 		p1 += int(f.moves[1])
 	}
@@ -2529,8 +2570,7 @@ type literalMatch struct {
 	sets       [][]uint64  // countTestsTwo's bits, after zeroWord
 	litBytes   [][256]bool // the bytes of each literal
 	quoted     []bool      // and whether it has a quote JSON string content cannot hold (quoted)
-	// windowHoles' crossings by template shape, for the literals
-	// planLits (as shapePlans)
+	// windowHoles' crossings by template shape and literal (holeIDs)
 	shapeHoles shapeTable[shapeHoles]
 	edgeIDs    map[string]uint32 // edgesID's numbers, kept with shapeHoles
 	edgeKey    []byte
@@ -2549,8 +2589,11 @@ type literalMatch struct {
 	// MatchingRows': it is asked (no row kept or counted), and its bits.
 	selecting bool
 	sel       []uint64
-	// and the plans of the templates of earlier reads by their shape,
-	// for the literals planLits
+	// and the plans of the templates of earlier reads by their shape and
+	// literal (litIDs); the literals' numbers (numberLits)
 	shapePlans shapeTable[litPlan]
-	planLits   []Literal
+	ids        map[string]int
+	idKey      []byte
+	litIDs     []int
+	holeIDs    []int
 }
