@@ -467,6 +467,14 @@ func TestLogColumnarSameAsReference(t *testing.T) {
 		`{service=~".+"} | json | level=~"e.*" | drop __error__, __error_details__`,
 		`{service=~".+"} | json lat="http.latency_ms" | lat > 100 | label_format l=lat | drop lat | keep l, service`,
 		`{service=~".+"} |= "GET" | json | http_status >= 400 | line_format "{{.msg}} {{ __line__ | len }}" | logfmt`,
+		// Line filters alone: no pipeline (every row, the store's newest),
+		// negations selecting a block's rows in its columns.
+		`{service=~".+"}`,
+		`{service="api"}`,
+		`{service=~".+"} != "debug"`,
+		`{service=~".+"} |= "GET" !~ "m[12]"`,
+		`{service=~".+"} !> "<_>error<_>" != "m3"`,
+		`{service=~".+"} |> "<_>declined<_>"`,
 	} {
 		for _, backward := range []bool{true, false} {
 			if diff := sameAnswer(sn, q, true, backward); diff != "" {

@@ -39,6 +39,10 @@ type logWorker struct {
 	labels map[string]*keyed
 	key    []byte
 	cols   *logCols // the columnar path's state
+	// the selected path's: the line filters' selection, a cursor, a line
+	sel  *rowSelection
+	cur  part.Cursor
+	line []byte
 }
 
 // logQuery returns the lines of a log query in [Start, End), at most
@@ -72,7 +76,7 @@ func (ev *evaluator) logLines(ctx context.Context, x *logql.LogExpr) ([]logLine,
 	opts.LinesOnly = true // the stages parse lines
 	opts.Meta = true      // a line's structured metadata are among its labels
 	opts.Backward = ev.p.Direction == Backward
-	if opts.Backward && ev.p.Interval == 0 && !ev.e.reference && literalsOnly(x.Pipeline) {
+	if opts.Backward && ev.p.Interval == 0 && !ev.e.reference && (len(x.Pipeline) == 0 || literalsOnly(x.Pipeline)) {
 		// Every row the store finds is kept: a stream's newest limit of
 		// them are all its blocks need to find.
 		opts.Newest = limit
@@ -96,8 +100,12 @@ func (ev *evaluator) logLines(ctx context.Context, x *logql.LogExpr) ([]logLine,
 		cut = newCutoff(limit, opts.Backward)
 	}
 	// Newest first, no interval: stored blocks are read columnar when
-	// the pipeline allows, each walked from its newest row (log_columns.go).
-	columnar := opts.Backward && cut != nil && logColumnar(x)
+	// the pipeline allows, each walked from its newest row (log_columns.go);
+	// a pipeline of line filters alone, != or !~ among them, selects a
+	// block's rows in its columns (selectedBlock).
+	lf := leadingFilters(x.Pipeline, true)
+	selected := opts.Backward && cut != nil && opts.Newest == 0 && len(x.Pipeline) > 0 && lf.n == len(x.Pipeline)
+	columnar := opts.Backward && cut != nil && logColumnar(x) || selected
 	workers, err := forStreams(ctx, ev, streams, setup, func(ctx context.Context, w *logWorker, st store.Stream) error {
 		ls := st.Labels
 		// Each stream yields at most limit lines: its newest (or oldest)
@@ -145,7 +153,15 @@ func (ev *evaluator) logLines(ctx context.Context, x *logql.LogExpr) ([]logLine,
 			return keep(r.Time, line)
 		}
 		var err error
-		if columnar {
+		switch {
+		case selected:
+			if w.sel == nil {
+				w.sel = &rowSelection{lf: lf}
+			}
+			err = ev.src.ScanColumns(ctx, ev.p.Tenant, st, from, to, store.Shard{}, func(b *part.Block) error {
+				return w.selectedBlock(ev, ls, b, from, to, cut, keep)
+			}, nil, row) // a line's labels are its metadata too
+		case columnar:
 			var lc *logCols
 			if lc, err = w.columns(x); err != nil {
 				return err
@@ -154,7 +170,7 @@ func (ev *evaluator) logLines(ctx context.Context, x *logql.LogExpr) ([]logLine,
 			err = ev.src.ScanColumns(ctx, ev.p.Tenant, st, from, to, store.Shard{}, func(b *part.Block) error {
 				return w.block(ev, ls, b, from, to, cut, keep)
 			}, nil, row) // a line's labels are its metadata too
-		} else {
+		default:
 			err = ev.src.Scan(ctx, ev.p.Tenant, st, from, to, implied.of(ls), row)
 		}
 		if errors.Is(err, errEnough) {

@@ -229,6 +229,44 @@ func (w *logWorker) block(ev *evaluator, ls record.Labels, b *part.Block, from, 
 	return nil
 }
 
+// selectedBlock keeps the lines of a stored block's rows in [from, to]
+// that the line filters keep (w.sel, the whole pipeline), newest first,
+// until a row older than the cutoff: the rows are selected in the
+// block's columns, and only the lines kept are made.
+func (w *logWorker) selectedBlock(ev *evaluator, ls record.Labels, b *part.Block, from, to int64, cut *cutoff, keep func(t int64, line []byte) error) error {
+	if _, hi := b.TimeRange(); cut.beyond(min(hi, to)) {
+		return errEnough // blocks come newest first
+	}
+	sel, some, err := w.sel.of(b)
+	if err != nil || !some {
+		return err
+	}
+	if err := b.DecodeTimes(); err != nil {
+		return err
+	}
+	w.cur.StartAtEnd(b, nil)
+	for k := b.NumRows() - 1; k >= 0; k-- {
+		tm := b.RowTemplate(k)
+		w.cur.Back(tm)
+		if t := b.RowTime(k); t >= from && t <= to && sel[k>>6]>>(k&63)&1 != 0 {
+			if cut.beyond(t) {
+				return nil // the block's older rows come too late too
+			}
+			if err := ev.scanned(&w.tally, nil); err != nil {
+				return err
+			}
+			if w.line, err = b.AppendLine(w.line[:0], tm, &w.cur, t); err != nil {
+				return err
+			}
+			w.lb.Reset(ls)
+			if err := keep(t, w.line); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
 // errorsDroppedLast reports whether a stage after the last that holds a
 // number filter drops every row with an error (`| __error__=""`).
 func errorsDroppedLast(stages []logql.Stage) bool {

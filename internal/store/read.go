@@ -239,10 +239,10 @@ type ScanOptions struct {
 	// Rows whose line is given (the head's, and some stored ones) are the
 	// caller's to check.
 	NoLines bool
-	// Newest, with Contains and Backward, says the caller wants at most
-	// the newest Newest rows of the stream that hold the clauses: a
-	// stored block tests only as many of its rows, from the newest, as it
-	// takes to find them.
+	// Newest, with Backward, says the caller wants at most the newest
+	// Newest rows of the stream that hold the clauses (every row, without
+	// Contains): a stored block tests and makes only as many of its rows,
+	// from the newest, as it takes to find them.
 	Newest int
 	// BlockCount, with NoLines, is asked of each stored block before it
 	// is read, with the block's time range: when it returns a function,
@@ -510,7 +510,7 @@ func newPartIter(rd *part.Reader, stream uint32, from, to int64, opts ScanOption
 		if q.NoLines {
 			it.count = opts.BlockCount // blocks it takes are counted (CountLines)
 		}
-		if len(opts.Contains) > 0 && opts.Backward && opts.Newest > 0 {
+		if opts.Backward && opts.Newest > 0 {
 			q.Newest, q.From, q.To = opts.Newest, from, to
 		}
 		it.lines = q

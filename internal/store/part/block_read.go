@@ -184,7 +184,7 @@ func decodeBlock(body []byte, hd *blockHeader, stream uint32, b *Block) error {
 	}
 	// A lines read with clauses keeps only the rows holding them
 	// (block_match.go); one that reads the rows in full tests none.
-	matching := b.linesOnly && len(b.q.Contains) > 0
+	matching := b.linesOnly && (len(b.q.Contains) > 0 || b.q.Newest > 0)
 	h := bin.NewReader(hd.rest)
 	ncols := h.Count("column count", 4)
 	rowLen := h.Uvarint("row streams length")

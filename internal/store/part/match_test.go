@@ -459,6 +459,36 @@ func TestContainsInner(t *testing.T) {
 	}
 }
 
+// TestNewestWithoutClauses: a read of the newest few rows of a time
+// range, without clauses, makes those rows' lines alone: the same as the
+// block's rows read whole.
+func TestNewestWithoutClauses(t *testing.T) {
+	rd := clausePart(t)
+	var reused part.Block
+	for i := range rd.Blocks {
+		var all part.Block
+		if err := rd.ReadLines(i, &all, &part.LineRead{}); err != nil {
+			t.Fatal(err)
+		}
+		rows := timedLines(&all)
+		lo, hi := rows[len(rows)/4].time, rows[len(rows)*3/4].time
+		var in []timedLine
+		for _, r := range rows {
+			if r.time >= lo && r.time <= hi {
+				in = append(in, r)
+			}
+		}
+		for _, n := range []int{1, 7, 100000} {
+			if err := rd.ReadLines(i, &reused, &part.LineRead{Newest: n, From: lo, To: hi}); err != nil {
+				t.Fatal(err)
+			}
+			if got, want := timedLines(&reused), in[max(0, len(in)-n):]; !slices.Equal(got, want) {
+				t.Fatalf("block %d: newest %d: %d rows, want %d, or other rows", i, n, len(got), len(want))
+			}
+		}
+	}
+}
+
 // TestContainsWholeHex: a literal that is a whole value of a hex column
 // (a trace id) is compared with the values' bytes: found exactly, in
 // capitals only when folding, and not as a longer or shorter text.

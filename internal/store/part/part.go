@@ -710,9 +710,10 @@ type LineRead struct {
 	// every clause was found in its values or gaps (its Line is nil):
 	// for a caller that only counts the rows.
 	NoLines bool
-	// Newest, with Contains, keeps only the newest Newest matching rows
-	// with a time in [From, To], and tests no older row: for a caller
-	// that wants the newest lines. The rows still come in time order.
+	// Newest keeps only the newest Newest rows with a time in [From,
+	// To] that hold the clauses (with no Contains, every row), and tests
+	// or makes no older row: for a caller that wants the newest lines.
+	// The rows still come in time order.
 	Newest   int
 	From, To int64
 }
@@ -734,7 +735,7 @@ func (r *Reader) ReadRows(i int, b *Block) error {
 func (r *Reader) ReadLines(i int, b *Block, q *LineRead) error {
 	b.mode, b.q = readLines, *q
 	if len(q.Contains) == 0 {
-		b.q.NoLines, b.q.Newest = false, 0
+		b.q.NoLines = false
 	}
 	return r.read(i, b)
 }
