@@ -78,6 +78,7 @@ type rangeWorker struct {
 	lines    *lineEval    // the lean path of a line parser (range_lines.go); nil: not taken
 	lens     []int32      // a block's lines' lengths, or ones (selectedRows)
 	measures bool         // the samples are the lines' lengths
+	run      onesRun      // the stream's rows found by the store (counted)
 	keyLines *keyLines    // the rows a quiet logfmt parser may read a label from (logfmt_after.go); nil: none
 	meta     *metaCounter // metaCount's (range_meta.go)
 	// by, when the row's series are grouped by labels (by (...), not
@@ -137,6 +138,24 @@ func (w *rangeWorker) sample(t int64, line []byte) error {
 		w.add(s, t, v)
 	}
 	return err
+}
+
+// counted adds a stored row of stream ls at time t that the store found
+// to hold the line filters' literals, and gave without its line: a
+// count's sample of 1 (opSum), added with the rows before it whose
+// windows are the same (onesRun: a row of a window of an hour over
+// minute steps counts in sixty).
+func (w *rangeWorker) counted(ls record.Labels, t int64) error {
+	if w.run.s == nil {
+		w.lb.Reset(ls)
+		s, err := w.seriesOf()
+		if err != nil || s == nil {
+			return err
+		}
+		w.run.s = s
+	}
+	w.one(&w.run, t)
+	return nil
 }
 
 // sampleSeries returns the series and value of a row the pipeline kept,
@@ -487,8 +506,7 @@ func (ev *evaluator) rangeStates(ctx context.Context, x *logql.RangeAggregation,
 				return err
 			}
 			if r.Line == nil { // a stored row the store found to hold the literals
-				w.lb.Reset(ls)
-				return w.sample(r.Time, nil)
+				return w.counted(ls, r.Time)
 			}
 			if w.lines != nil && w.lines.takes(r) {
 				return w.lines.row(ev, w, ls, r.Time, r.Line)
@@ -563,6 +581,8 @@ func (ev *evaluator) rangeStates(ctx context.Context, x *logql.RangeAggregation,
 			o.Shard = u.shard
 			err = ev.src.Scan(ctx, ev.p.Tenant, u.st, from, to, o, row)
 		}
+		w.flushOnes(&w.run)
+		w.run.s = nil // the next unit's stream is another
 		if ferr := ev.flush(&w.tally); err == nil {
 			err = ferr
 		}
@@ -831,6 +851,7 @@ func (w *rangeWorker) selectedRows(ev *evaluator, ls record.Labels, b *part.Bloc
 		w.tally.columnar += int64(rows)
 		return ev.flush(&w.tally)
 	}
+	var run onesRun // a count's rows, a run of the same windows at a time
 	for k := range b.NumRows() {
 		if t := b.RowTime(k); t >= from && t <= to && kept(k) {
 			if err := series(); err != nil {
@@ -841,9 +862,15 @@ func (w *rangeWorker) selectedRows(ev *evaluator, ls record.Labels, b *part.Bloc
 			}
 			w.tally.rows++
 			w.tally.columnar++
-			sample(t, 1, length(k))
+			if w.measures {
+				sample(t, 1, length(k))
+			} else {
+				run.s = s
+				w.one(&run, t)
+			}
 		}
 	}
+	w.flushOnes(&run)
 	return ev.flush(&w.tally)
 }
 
