@@ -475,10 +475,52 @@ func TestLogColumnarSameAsReference(t *testing.T) {
 		`{service=~".+"} |= "GET" !~ "m[12]"`,
 		`{service=~".+"} !> "<_>error<_>" != "m3"`,
 		`{service=~".+"} |> "<_>declined<_>"`,
+		// Pipelines that drop no row: the store's newest rows.
+		`{service=~".+"} | logfmt`,
+		`{service=~".+"} | decolorize | line_format "{{.service}} {{__line__}}"`,
+		`{service=~"api|web"} | json | label_format l=level | drop msg`,
+		`{service=~".+"} | regexp "m(?P<m>[0-9])" | keep m, service`,
+		`{service=~".+"} | logfmt | level="error"`,
+		`{service="lf"} | logfmt | level="error"`,
+		`{service=~".+"} | json | label_format level="{{.level}}" | level="error"`,
+		`{service=~".+"} | decolorize |= "m1"`,
 	} {
 		for _, backward := range []bool{true, false} {
 			if diff := sameAnswer(sn, q, true, backward); diff != "" {
 				t.Errorf("%s (backward %v): %s", q, backward, diff)
+			}
+		}
+	}
+}
+
+// TestLogNewestFromParts: the newest few lines of a range whose rows are
+// all in parts (the store's newest rows of each block when the pipeline
+// drops none, every row otherwise), against the reference.
+func TestLogNewestFromParts(t *testing.T) {
+	sn := diffSnapshot(t)
+	end := time.Date(2026, 1, 15, 8, 0, 10, 0, time.UTC).UnixNano() // the head holds rows from 08:00:17.5
+	for _, q := range []string{
+		`{service="lf"}`,
+		`{service="lf"} | logfmt`,
+		`{service="lf"} | logfmt | level="error"`,
+		`{service="lf"} | logfmt | label_format l=level | l="info"`,
+		`{service=~".+"} | decolorize | line_format "{{.service}} {{__line__}}"`,
+		`{service=~".+"} |= "m1" | regexp "m(?P<m>[0-9])"`,
+		`{service=~".+"} != "GET"`,
+	} {
+		for _, limit := range []int{1, 7, 40} {
+			p := Params{Tenant: store.DefaultTenant, Query: q, Start: end - int64(time.Minute), End: end, Limit: limit, Direction: Backward}
+			want, werr := (&Engine{workers: 2, reference: true, limits: DefaultLimits}).Exec(context.Background(), sn, p)
+			got, gerr := (&Engine{workers: 2, limits: DefaultLimits}).Exec(context.Background(), sn, p)
+			if werr != nil || gerr != nil {
+				t.Fatalf("%s: %v, %v", q, werr, gerr)
+			}
+			w, g := render(want, p), render(got, p)
+			if len(w) == 0 {
+				t.Fatalf("%s: no line: the test tests nothing", q)
+			}
+			if !sameLines(g, w) {
+				t.Errorf("%s (limit %d): answers differ:\nreference:\n  %s\nengine:\n  %s", q, limit, strings.Join(w, "\n  "), strings.Join(g, "\n  "))
 			}
 		}
 	}

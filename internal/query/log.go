@@ -76,7 +76,7 @@ func (ev *evaluator) logLines(ctx context.Context, x *logql.LogExpr) ([]logLine,
 	opts.LinesOnly = true // the stages parse lines
 	opts.Meta = true      // a line's structured metadata are among its labels
 	opts.Backward = ev.p.Direction == Backward
-	if opts.Backward && ev.p.Interval == 0 && !ev.e.reference && (len(x.Pipeline) == 0 || literalsOnly(x.Pipeline)) {
+	if opts.Backward && ev.p.Interval == 0 && !ev.e.reference && (keepsEveryRow(x.Pipeline) || literalsOnly(x.Pipeline)) {
 		// Every row the store finds is kept: a stream's newest limit of
 		// them are all its blocks need to find.
 		opts.Newest = limit
@@ -194,6 +194,19 @@ func (ev *evaluator) logLines(ctx context.Context, x *logql.LogExpr) ([]logLine,
 	}
 	sortLines(all, ev.p.Direction)
 	return all[:min(len(all), limit)], labels, nil
+}
+
+// keepsEveryRow reports whether a pipeline keeps every row it is given:
+// it has no filter (its parsers and formats set labels and errors, and
+// drop no row).
+func keepsEveryRow(stages []logql.Stage) bool {
+	for _, s := range stages {
+		switch s.(type) {
+		case *logql.LineFilter, *logql.LabelFilterStage:
+			return false
+		}
+	}
+	return true
 }
 
 // sortLines orders lines as a log query returns them: by time, newest
