@@ -1823,15 +1823,18 @@ func (b *Block) crossBits(key crossKey, places []byte, cross []crossing) (crossS
 			// The entries once, then each value (a rest value, one by
 			// one, as a string column's).
 			var has [256]bool
-			var short [256][]shortValue
+			var short [][]shortValue // an entry's, made at the first
 			entries := false
 			for e, v := range cd.dict {
 				entryShort = entryShort[:0]
 				has[e] = !quick(v) && check(v, -1)
 				if !has[e] && len(entryShort) > 0 {
+					if short == nil {
+						short = make([][]shortValue, 256)
+					}
 					short[e] = slices.Clone(entryShort)
 				}
-				entries = entries || has[e] || short[e] != nil
+				entries = entries || has[e] || len(entryShort) > 0
 			}
 			rest := cd.enc == encDictRest
 			start, r := uint32(0), 0
@@ -1853,9 +1856,11 @@ func (b *Block) crossBits(key crossKey, places []byte, cross []crossing) (crossS
 				if has[e] {
 					cs.bits[vi/64] |= 1 << (vi % 64)
 				}
-				for _, sv := range short[e] {
-					sv.vi = vi
-					cs.short = append(cs.short, sv)
+				if short != nil {
+					for _, sv := range short[e] {
+						sv.vi = vi
+						cs.short = append(cs.short, sv)
+					}
 				}
 			}
 		} else if cd.enc == encConst {
