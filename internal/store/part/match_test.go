@@ -406,19 +406,26 @@ func TestContainsDictRest(t *testing.T) {
 		}
 		fmt.Fprintf(&in, "lvl=%s m=\"%s\" n=%d\n", []string{"info", "warn"}[i%2], msg, i%7)
 	}
+	checkLinesClauses(t, in.String(), [][][]string{
+		{{`m="id 12`}}, {{`declined" n=3`}}, {{`m="ok"`}}, {{`7" n=`, `info m="re`}},
+		{{"declined"}, {`d" n=`}}, {{`(?i)M="ID 3`, `(?i)D" N=6`}},
+	})
+}
+
+// checkLinesClauses stores lines in a part and checks each of specs'
+// clauses on each of its blocks (checkClauses).
+func checkLinesClauses(t *testing.T, lines string, specs [][][]string) {
+	t.Helper()
 	fs := vfs.NewMem()
-	writePart(t, fs, "r.part", encoded(t, "auto", []byte(in.String())))
-	rd, err := part.Open(fs, "r.part")
+	writePart(t, fs, "l.part", encoded(t, "auto", []byte(lines)))
+	rd, err := part.Open(fs, "l.part")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer rd.Close()
 	var reused part.Block
-	for _, c := range [][][]string{
-		{{`m="id 12`}}, {{`declined" n=3`}}, {{`m="ok"`}}, {{`7" n=`, `info m="re`}},
-		{{"declined"}, {`d" n=`}}, {{`(?i)M="ID 3`, `(?i)D" N=6`}},
-	} {
-		cs := clausesOf(c)
+	for _, spec := range specs {
+		cs := clausesOf(spec)
 		for i := range rd.Blocks {
 			checkClauses(t, rd, i, cs, &reused)
 		}
@@ -440,23 +447,10 @@ func TestContainsInner(t *testing.T) {
 			fmt.Fprintf(&in, "lvl=warn n=%d took %dms %s\n", i%40, i%9, words[i/3%5])
 		}
 	}
-	fs := vfs.NewMem()
-	writePart(t, fs, "i.part", encoded(t, "auto", []byte(in.String())))
-	rd, err := part.Open(fs, "i.part")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rd.Close()
-	var reused part.Block
-	for _, c := range [][][]string{
+	checkLinesClauses(t, in.String(), [][][]string{
 		{{"<_>declined<_>"}}, {{"<_>declined<_>", "n=12"}}, {{"n=1", "<_>d<_>"}, {"<_>ok<_>", "<_>twice<_>"}},
 		{{"(?i)<_>DECLINED<_>", "(?i)N=3"}}, {{"<_>lvl<_>", "<_>ms<_>"}},
-	} {
-		cs := clausesOf(c)
-		for i := range rd.Blocks {
-			checkClauses(t, rd, i, cs, &reused)
-		}
-	}
+	})
 }
 
 // TestNewestWithoutClauses: a read of the newest few rows of a time
