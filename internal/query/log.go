@@ -101,8 +101,8 @@ func (ev *evaluator) logLines(ctx context.Context, x *logql.LogExpr) ([]logLine,
 	}
 	// Newest first, no interval: stored blocks are read columnar when
 	// the pipeline allows, each walked from its newest row (log_columns.go);
-	// a pipeline of line filters alone, != or !~ among them, selects a
-	// block's rows in its columns (selectedBlock).
+	// a pipeline of line filters alone, !=, !~ or !> among them, selects
+	// a block's rows in its columns (selectedBlock).
 	lf := leadingFilters(x.Pipeline, true)
 	selected := opts.Backward && cut != nil && opts.Newest == 0 && len(x.Pipeline) > 0 && lf.n == len(x.Pipeline)
 	columnar := opts.Backward && cut != nil && logColumnar(x) || selected

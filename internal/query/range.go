@@ -76,7 +76,7 @@ type rangeWorker struct {
 	win      windowCache  // windowsAt's last answer
 	cols     *colPlanner  // the columnar path's state (range_columns.go)
 	lines    *lineEval    // the lean path of a line parser (range_lines.go); nil: not taken
-	lens     []int32      // a block's lines' lengths, or ones (selectedRows)
+	lens     []int32      // a block's lines' lengths (selectedRows)
 	measures bool         // the samples are the lines' lengths
 	run      onesRun      // the stream's rows found by the store (counted)
 	keyLines *keyLines    // the rows a quiet logfmt parser may read a label from (logfmt_after.go); nil: none
@@ -443,9 +443,9 @@ func (ev *evaluator) rangeStates(ctx context.Context, x *logql.RangeAggregation,
 	columnar := !ev.e.reference && columnarPipeline(x, hints.observed)
 	// The lengths of the lines of streams, perhaps of those the leading
 	// line filters keep, are measured in their columns; a count of the
-	// rows those filters keep, != and !~ among them, is a count of the
-	// rows selected (selectedRows). (With |= and |~ alone the store
-	// counts, NoLines.)
+	// rows those filters keep, !=, !~ or !> among them, is a count of the
+	// rows selected (selectedRows). (With positive filters alone the
+	// store counts, NoLines.)
 	onlyLead := leadingFilters(x.Range.Log.Pipeline, true).n == len(x.Range.Log.Pipeline)
 	selected := !ev.e.reference && unwrap == nil && onlyLead &&
 		(measuresLines(x.Op) || countsRows(x.Op) && len(x.Range.Log.Pipeline) > 0 && !opts.NoLines)

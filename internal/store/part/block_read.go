@@ -182,8 +182,9 @@ func decodeBlock(body []byte, hd *blockHeader, stream uint32, b *Block) error {
 		}
 		b.linesOnly = false // its rows' fields may be metadata the caller wants
 	}
-	// A lines read with clauses keeps only the rows holding them
-	// (block_match.go); one that reads the rows in full tests none.
+	// A lines read with clauses, or for the newest rows, keeps only the
+	// rows holding them (block_match.go); one that reads the rows in full
+	// tests none.
 	matching := b.linesOnly && (len(b.q.Contains) > 0 || b.q.Newest > 0)
 	h := bin.NewReader(hd.rest)
 	ncols := h.Count("column count", 4)
