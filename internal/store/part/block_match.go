@@ -1370,6 +1370,11 @@ type shapeHoles struct {
 // the gaps around a value: the clause's longest literal but one byte.
 func (b *Block) windowEdge(li int) int {
 	c, _ := slices.BinarySearch(b.lm.clauseEnd, li+1)
+	return b.clauseEdge(c)
+}
+
+// clauseEdge is windowEdge of clause c's literals.
+func (b *Block) clauseEdge(c int) int {
 	lo, hi := b.clause(c)
 	edge := 0
 	for k := lo; k < hi; k++ {
@@ -1663,13 +1668,12 @@ func (b *Block) windowBits(tm *template, h crossHole, c int) (bits []uint64, emp
 		return w.bits, w.empty, nil
 	}
 	lo, hi := b.clause(c)
-	edge := 0
 	for li := lo; li < hi; li++ {
 		if b.lm.lits[li].unicodeFolds() {
 			return nil, false, nil
 		}
-		edge = max(edge, len(b.lm.lits[li].Text)-1)
 	}
+	edge := b.clauseEdge(c)
 	if b.lm.streamed && b.cols[col].enc == encTime {
 		return nil, false, nil // the rows' times are not decoded, but met one by one
 	}
