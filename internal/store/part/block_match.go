@@ -1051,13 +1051,13 @@ func (b *Block) countMatches(nrows int, stream uint32, rowFlags []byte, lci int)
 			return err
 		}
 	}
-	if b.lm.selecting && !slices.Contains(verdict, rowsMatch) {
+	if b.lm.selecting && !b.lm.plain && !slices.Contains(verdict, rowsMatch) {
 		if _, ok := b.countTestsTwo(b.tmplCounts(verdict), b.lm.sel); ok {
 			return nil
 		}
 	}
 	if b.mode == readCount && !slices.Contains(verdict, rowsMatch) {
-		if n, ok := b.countByColumn(verdict, lci); ok {
+		if n, ok := b.countByColumn(verdict, lci); ok && !b.lm.plain { // it moves no cursor
 			b.counted = n
 			return nil
 		}
@@ -1874,6 +1874,9 @@ func (b *Block) crossBits(key crossKey, places []byte, cross []crossing) (crossS
 				setBits(cs.bits, cd.n)
 			}
 			for vi := range cd.n {
+				if len(entryShort) == 0 {
+					break
+				}
 				for _, sv := range entryShort {
 					sv.vi = vi
 					cs.short = append(cs.short, sv)
@@ -2197,6 +2200,7 @@ func (b *Block) countByColumn(verdict []rowsVerdict, lci int) (int, bool) {
 // clause's bits made all ones): only the first values' count.
 func (b *Block) decidingColumn(verdict []rowsVerdict, lci int) (col int, bits []uint64, ok bool) {
 	col = -1
+	alike := b.lm.alike[:0] // the bits found to be bits' over the column's values
 	uses := func(t, c int) int {
 		tm := &b.tmpls[t]
 		k := 0
@@ -2220,12 +2224,17 @@ func (b *Block) decidingColumn(verdict []rowsVerdict, lci int) (col int, bits []
 		}
 		x := &tests[0]
 		if col < 0 {
+			if x.col < 0 || len(x.bits) == 0 || len(x.bits) < (b.cols[x.col].n+63)/64 {
+				return 0, nil, false
+			}
 			col, bits = x.col, x.bits
+			alike = append(alike[:0], &bits[0])
 		}
-		if x.col != col || x.nth != 0 || len(x.bits) == 0 || len(x.bits) != len(bits) || &x.bits[0] != &bits[0] || uses(t, col) != 1 {
+		if x.col != col || x.nth != 0 || uses(t, col) != 1 || !b.sameBits(col, bits, x.bits, &alike) {
 			return 0, nil, false
 		}
 	}
+	b.lm.alike = alike
 	if col < 0 {
 		return 0, nil, false // no row is tested
 	}
@@ -2234,10 +2243,31 @@ func (b *Block) decidingColumn(verdict []rowsVerdict, lci int) (col int, bits []
 			return 0, nil, false
 		}
 	}
-	if len(bits) < (b.cols[col].n+63)/64 {
-		return 0, nil, false
-	}
 	return col, bits, true
+}
+
+// sameBits reports whether other has bits' bit for each value of column
+// col (its bits past the values are not looked at): the same slice, one
+// in alike (those found so before, to which it adds other), or another
+// that is set alike (two literals' windows in the two spellings of a
+// field's name and value).
+func (b *Block) sameBits(col int, bits, other []uint64, alike *[]*uint64) bool {
+	nv := b.cols[col].n
+	full := nv / 64
+	if len(other) < (nv+63)/64 {
+		return false
+	}
+	if nv == 0 || slices.Contains(*alike, &other[0]) {
+		return true
+	}
+	if !slices.Equal(bits[:full], other[:full]) {
+		return false
+	}
+	if r := nv % 64; r > 0 && (bits[full]^other[full])&(1<<r-1) != 0 {
+		return false
+	}
+	*alike = append(*alike, &other[0])
+	return true
 }
 
 // countTests is countMatches' loop when it only counts and no row needs
@@ -2247,8 +2277,10 @@ func (b *Block) decidingColumn(verdict []rowsVerdict, lci int) (col int, bits []
 // tested inline; the others through allTests.
 func (b *Block) countTests(verdict []rowsVerdict) int {
 	tc := b.tmplCounts(verdict)
-	if n, ok := b.countTestsTwo(tc, nil); ok {
-		return n
+	if !b.lm.plain {
+		if n, ok := b.countTestsTwo(tc, nil); ok {
+			return n
+		}
 	}
 	n := 0
 	cur := &b.cur
@@ -2303,10 +2335,10 @@ func (b *Block) tmplCounts(verdict []rowsVerdict) []tmplCount {
 // countTestsTwo is countTests without a branch per row, when the rows
 // move at most two columns and every template's rows count all, none, or
 // by one or two tests in different columns: a row then costs a lookup
-// of its template's countFast, a bit of each column (a zero word for a
-// column its template does not test) and two adds. Rows come in any order
-// of a few hundred templates, whose branches a processor cannot guess.
-// With sel, each row counted also sets its bit there (MatchingRows).
+// of its template's countFast, a byte of each column's lanes and two
+// adds. Rows come in any order of a few hundred templates, whose
+// branches a processor cannot guess. With sel, each row counted also
+// sets its bit there (MatchingRows).
 func (b *Block) countTestsTwo(tc []tmplCount, sel []uint64) (int, bool) {
 	cur := &b.cur
 	cols := [2]int{-1, -1}
@@ -2330,12 +2362,14 @@ func (b *Block) countTestsTwo(tc []tmplCount, sel []uint64) (int, bool) {
 		}
 		return -1
 	}
-	sets := append(b.lm.sets[:0], zeroWord[:])
+	// Each column's tests' bits, told apart by their lane (laneBits).
+	sets := [2][][]uint64{b.lm.laneSets[0][:0], b.lm.laneSets[1][:0]}
+	defer func() { b.lm.laneSets = sets }()
 	fast := grown(b.lm.fast, len(tc))
 	b.lm.fast = fast
 	for t := range tc {
 		c := &tc[t]
-		f := countFast{}
+		f := countFast{lane: [2]uint8{noLane, noLane}}
 		switch c.kind {
 		case countAll:
 			f.all = 1
@@ -2345,17 +2379,17 @@ func (b *Block) countTestsTwo(tc []tmplCount, sel []uint64) (int, bool) {
 			xs := [2]*oneTest{&c.x1, &c.x2}
 			for _, x := range xs[:int(c.kind-countOne)+1] {
 				s := slotOf(x.col)
-				if s < 0 || f.set[s] != 0 || x.nth > 255 || len(x.bits)*64 < b.cols[x.col].n {
+				if s < 0 || f.lane[s] != noLane || x.nth > 255 || len(x.bits)*64 < b.cols[x.col].n {
 					return 0, false
 				}
-				k := slices.IndexFunc(sets, func(w []uint64) bool { return &w[0] == &x.bits[0] })
+				k := slices.IndexFunc(sets[s], func(w []uint64) bool { return &w[0] == &x.bits[0] })
 				if k < 0 {
-					if k = len(sets); k > 255 {
+					if k = len(sets[s]); k >= noLane {
 						return 0, false
 					}
-					sets = append(sets, x.bits)
+					sets[s] = append(sets[s], x.bits)
 				}
-				f.set[s], f.nth[s] = uint8(k), uint8(x.nth)
+				f.lane[s], f.nth[s] = uint8(k), uint8(x.nth)
 			}
 		}
 		for _, col := range cur.moves[cur.start[t]:cur.start[t+1]] {
@@ -2367,25 +2401,28 @@ func (b *Block) countTestsTwo(tc []tmplCount, sel []uint64) (int, bool) {
 		}
 		fast[t] = f
 	}
-	b.lm.sets = sets
-	var p0, p1 int
-	if cols[0] >= 0 {
-		p0 = cur.pos[cols[0]]
+	var p [2]int
+	var lanes [2][]uint16
+	for s, col := range cols {
+		if col >= 0 {
+			p[s] = cur.pos[col]
+			b.lm.lanes[s] = laneBits(b.lm.lanes[s], sets[s], b.cols[col].n)
+		} else {
+			b.lm.lanes[s] = laneBits(b.lm.lanes[s], nil, 0)
+		}
+		lanes[s] = b.lm.lanes[s]
 	}
-	if cols[1] >= 0 {
-		p1 = cur.pos[cols[1]]
-	}
+	p0, p1 := p[0], p[1]
+	lane0, lane1 := lanes[0], lanes[1]
 	n := 0
 	for k, tid := range b.tids {
 		f := &fast[tid]
-		v0, v1 := p0+int(f.nth[0]), p1+int(f.nth[1])
-		w0, w1 := sets[f.set[0]], sets[f.set[1]]
-		b0 := w0[min(v0>>6, len(w0)-1)] >> (v0 & 63)
-		b1 := w1[min(v1>>6, len(w1)-1)] >> (v1 & 63)
-		bit := (uint64(f.all) | b0 | b1) & 1
+		b0 := lane0[p0+int(f.nth[0])] >> f.lane[0]
+		b1 := lane1[p1+int(f.nth[1])] >> f.lane[1]
+		bit := (uint16(f.all) | b0 | b1) & 1
 		n += int(bit)
 		if sel != nil {
-			sel[k>>6] |= bit << (k & 63)
+			sel[k>>6] |= uint64(bit) << (k & 63)
 		}
 		p0 += int(f.moves[0])
 		p1 += int(f.moves[1])
@@ -2399,19 +2436,43 @@ func (b *Block) countTestsTwo(tc []tmplCount, sel []uint64) (int, bool) {
 	return n, true
 }
 
+// laneBits returns lanes (reused) with a lane per set of bits, over the
+// n values of a column and 256 past them (a row's value is at most 255
+// values on from its column's place, and a row of a template that does
+// not test the column looks at its place, its end at the last): bit k of
+// value v's entry is set when v's bit in sets[k] is. Lane noLane is
+// never set.
+func laneBits(lanes []uint16, sets [][]uint64, n int) []uint16 {
+	lanes = grown(lanes, n+256)
+	clear(lanes)
+	for k, bits := range sets {
+		for w, word := range bits[:(n+63)/64] {
+			if w == n/64 {
+				word &= 1<<(n%64) - 1 // bits past the values may be set (a clause's bits made all ones)
+			}
+			for word != 0 {
+				lanes[w*64+bits64.TrailingZeros64(word)] |= 1 << k
+				word &= word - 1
+			}
+		}
+	}
+	return lanes
+}
+
+// noLane is the lane of laneBits that is never set: a column's, for a
+// template that does not test it.
+const noLane = 15
+
 // countFast is how countTestsTwo counts a row of a template: all its
-// rows, or the bit at rank nth of its value in each column (set: the
-// index of its bits in literalMatch.sets, 0 for none), and how many
-// values of each column the row moves past.
+// rows, or the bit of its value (at rank nth past the column's place) in
+// each column's lane, and how many values of each column the row moves
+// past.
 type countFast struct {
 	all   uint8
-	set   [2]uint8
+	lane  [2]uint8
 	nth   [2]uint8
 	moves [2]uint8
 }
-
-// zeroWord is the bits of a column a template does not test.
-var zeroWord = [1]uint64{}
 
 // tmplCount is how countTests counts a template's rows.
 type tmplCount struct {
@@ -2576,7 +2637,8 @@ type literalMatch struct {
 	restBits   []uint64    // colMatchOf's scratch: a bit per value of an encDictRest column's rest
 	tcount     []tmplCount // countTests': per template, how its rows are counted
 	fast       []countFast // countTestsTwo's, per template
-	sets       [][]uint64  // countTestsTwo's bits, after zeroWord
+	lanes      [2][]uint16 // and its columns' lanes (laneBits)
+	laneSets   [2][][]uint64
 	litBytes   [][256]bool // the bytes of each literal
 	quoted     []bool      // and whether it has a quote JSON string content cannot hold (quoted)
 	// windowHoles' crossings by template shape and literal (holeIDs)
@@ -2598,6 +2660,10 @@ type literalMatch struct {
 	// MatchingRows': it is asked (no row kept or counted), and its bits.
 	selecting bool
 	sel       []uint64
+	alike     []*uint64 // decidingColumn's
+	// plain: the rows are counted and selected by the plain loops, none
+	// of the fast paths (countByColumn, countTestsTwo), to test them.
+	plain bool
 	// and the plans of the templates of earlier reads by their shape and
 	// literal (litIDs); the literals' numbers (numberLits)
 	shapePlans shapeTable[litPlan]

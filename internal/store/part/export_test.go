@@ -37,3 +37,7 @@ func TokenFilter(tokens ...[]byte) Filter {
 	}
 	return Filter(s.appendFilter(nil))
 }
+
+// PlainCounts makes b count and select rows by the plain loops, not
+// their fast paths, to check the fast paths against.
+func (b *Block) PlainCounts() { b.lm.plain = true }

@@ -206,6 +206,18 @@ func checkClauses(t testing.TB, rd *part.Reader, i int, cs []part.Clause, reused
 	if len(sel) != (len(all.Rows)+63)/64 || !slices.Equal(selected, got) {
 		t.Fatalf("block %d, %s: %d rows selected in %d words, %d read", i, name, len(selected), len(sel), len(got))
 	}
+	// The fast paths of counts and selections against the plain loops.
+	var plain part.Block
+	plain.PlainCounts()
+	if n, err := rd.CountLines(i, &plain, &part.LineRead{Contains: cs}); err != nil || n != len(got) {
+		t.Fatalf("block %d, %s: %d rows counted by the plain loop (%v), %d read", i, name, n, err, len(got))
+	}
+	if err := rd.ReadColumns(i, &plain); err != nil {
+		t.Fatal(err)
+	}
+	if psel, err := plain.MatchingRows(cs, nil); err != nil || !slices.Equal(psel, sel) {
+		t.Fatalf("block %d, %s: the plain loop selects other rows (%v)", i, name, err)
+	}
 	// Each line's length, of every row and of the rows selected, is
 	// the length of the line read whole.
 	for _, of := range [][]uint64{nil, sel} {
