@@ -81,6 +81,18 @@ func (ev *evaluator) logLines(ctx context.Context, x *logql.LogExpr) ([]logLine,
 		// them are all its blocks need to find.
 		opts.Newest = limit
 	}
+	interval := int64(ev.p.Interval)
+	// The limit lines nearest the scans' start across all streams: a
+	// stream's scan stops at a row beyond the farthest of them, which
+	// could not be among the lines returned. (Not with an interval, which
+	// thins each stream's lines by their own.)
+	var cut *cutoff
+	if interval == 0 && !ev.e.reference {
+		cut = newCutoff(limit, opts.Backward)
+		if opts.Newest > 0 {
+			opts.NewestFloor = cut.floor // a block's rows older than the farthest kept are not made
+		}
+	}
 	implied := ev.impliedOptions(opts, x.Pipeline)
 	streams := ev.streams(x.Selector, from, to)
 	setup := func() (*logWorker, error) {
@@ -90,15 +102,6 @@ func (ev *evaluator) logLines(ctx context.Context, x *logql.LogExpr) ([]logLine,
 		}
 		return &logWorker{pipe: pipe, lb: &stage.Labels{}, labels: map[string]*keyed{}}, nil
 	}
-	interval := int64(ev.p.Interval)
-	// The limit lines nearest the scans' start across all streams: a
-	// stream's scan stops at a row beyond the farthest of them, which
-	// could not be among the lines returned. (Not with an interval, which
-	// thins each stream's lines by their own.)
-	var cut *cutoff
-	if interval == 0 && !ev.e.reference {
-		cut = newCutoff(limit, opts.Backward)
-	}
 	// Newest first, no interval: stored blocks are read columnar when
 	// the pipeline allows, each walked from its newest row (log_columns.go);
 	// a pipeline of line filters alone, !=, !~ or !> among them, selects
@@ -106,7 +109,11 @@ func (ev *evaluator) logLines(ctx context.Context, x *logql.LogExpr) ([]logLine,
 	lf := leadingFilters(x.Pipeline, true)
 	selected := opts.Backward && cut != nil && opts.Newest == 0 && len(x.Pipeline) > 0 && lf.n == len(x.Pipeline)
 	columnar := opts.Backward && cut != nil && logColumnar(x) || selected
+	newest := ev.newestFirst(streams, from, to, cut)
 	workers, err := forStreams(ctx, ev, streams, setup, func(ctx context.Context, w *logWorker, st store.Stream) error {
+		if t, ok := newest[st.Key]; ok && cut.beyond(t) {
+			return nil // every row of the stream is older than the limit lines kept
+		}
 		ls := st.Labels
 		// Each stream yields at most limit lines: its newest (or oldest)
 		// ones are all the merged result can use.
@@ -292,6 +299,57 @@ func (c *cutoff) beyond(t int64) bool {
 		return t < c.bound.Load()
 	}
 	return t > c.bound.Load()
+}
+
+// streamNewest is a Source that tells a stream's newest time from its
+// index (store.Snapshot.StreamNewest).
+type streamNewest interface {
+	StreamNewest(tenant, key string, from, to int64) (int64, bool)
+}
+
+// newestFirst orders streams by their newest row, newest first, when
+// the lines asked for are the newest (cut) and the source tells those
+// times, and returns them by stream key: the first streams read hold
+// the newest lines, so that the cutoff soon rules the others' blocks,
+// and whole streams, out (none of their lines made).
+func (ev *evaluator) newestFirst(streams []store.Stream, from, to int64, cut *cutoff) map[string]int64 {
+	src, ok := ev.src.(streamNewest)
+	if !ok || cut == nil || !cut.backward || len(streams) < 2 {
+		return nil
+	}
+	newest := make(map[string]int64, len(streams))
+	for _, st := range streams {
+		if t, ok := src.StreamNewest(ev.p.Tenant, st.Key, from, to); ok {
+			newest[st.Key] = t
+		}
+	}
+	slices.SortStableFunc(streams, func(a, b store.Stream) int {
+		ta, oka := newest[a.Key]
+		tb, okb := newest[b.Key]
+		switch {
+		case oka != okb: // a stream without a time comes last
+			if oka {
+				return -1
+			}
+			return 1
+		case ta > tb:
+			return -1
+		case ta < tb:
+			return 1
+		}
+		return 0
+	})
+	return newest
+}
+
+// floor returns, newest first, the time of the farthest of limit lines
+// kept, once limit are (store.ScanOptions.NewestFloor): no row older
+// can be returned.
+func (c *cutoff) floor() (int64, bool) {
+	if !c.backward || !c.full.Load() {
+		return 0, false
+	}
+	return c.bound.Load(), true
 }
 
 // add counts a line kept at time t.

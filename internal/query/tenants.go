@@ -112,3 +112,16 @@ func (m *multiSource) ScanColumns(ctx context.Context, _ string, stream store.St
 	}
 	return m.src.ScanColumns(ctx, ts.tenant, ts.stream, from, to, shard, blockFn, metaOK, rowFn)
 }
+
+// StreamNewest is the tenant's source's, when it tells (streamNewest).
+func (m *multiSource) StreamNewest(_ string, key string, from, to int64) (int64, bool) {
+	src, ok := m.src.(streamNewest)
+	if !ok {
+		return 0, false
+	}
+	ts, err := m.resolve(store.Stream{Key: key})
+	if err != nil {
+		return 0, false
+	}
+	return src.StreamNewest(ts.tenant, ts.stream.Key, from, to)
+}

@@ -244,6 +244,12 @@ type ScanOptions struct {
 	// Contains): a stored block tests and makes only as many of its rows,
 	// from the newest, as it takes to find them.
 	Newest int
+	// NewestFloor, with Newest, is asked before each stored block is
+	// read: a time before which the caller wants no row any more (the
+	// farthest of the lines it keeps across streams, which only rises),
+	// if it has one. A block whose rows are all older is not read; one
+	// that is makes no older row.
+	NewestFloor func() (t int64, ok bool)
 	// BlockCount, with NoLines, is asked of each stored block before it
 	// is read, with the block's time range: when it returns a function,
 	// the block's rows that hold the clauses are not yielded but counted,
@@ -313,6 +319,28 @@ func (sn *Snapshot) CountIndexed(tenant, key string, from, to int64, shard Shard
 		n += b.Rows
 	}
 	return n, true
+}
+
+// StreamNewest returns the time of the newest row of a stream of a
+// tenant (key: its labels' String) in [from, to] as far as the head and
+// the parts' index tell without reading a block: a stored block's latest
+// time in range is taken to be its newest row's (at most to), so the time
+// returned may be later than any row's but never earlier. False: no row.
+func (sn *Snapshot) StreamNewest(tenant, key string, from, to int64) (int64, bool) {
+	newest, ok := int64(0), false
+	for _, h := range sn.heads {
+		if sv := h.stream(tenant, key); sv != nil {
+			if in := sv.rowsIn(from, to); len(in) > 0 && (!ok || in[len(in)-1].time > newest) {
+				newest, ok = in[len(in)-1].time, true
+			}
+		}
+	}
+	for p, i := range sn.storedBlocks(tenant, key, from, to, Shard{}) {
+		if t := min(p.rd.Blocks[i].MaxTime, to); !ok || t > newest {
+			newest, ok = t, true
+		}
+	}
+	return newest, ok
 }
 
 // storedBlocks yields the stored blocks of one stream of a tenant (key:
@@ -485,7 +513,8 @@ type partIter struct {
 	blocks   []int
 	bi       int
 	blk      *part.Block
-	lines    *part.LineRead // a lines read's question, or nil: rows whole
+	lines    *part.LineRead       // a lines read's question, or nil: rows whole
+	floor    func() (int64, bool) // ScanOptions.NewestFloor
 	i        int
 	from, to int64
 	e        error
@@ -512,6 +541,7 @@ func newPartIter(rd *part.Reader, stream uint32, from, to int64, opts ScanOption
 		}
 		if opts.Backward && opts.Newest > 0 {
 			q.Newest, q.From, q.To = opts.Newest, from, to
+			it.floor = opts.NewestFloor
 		}
 		it.lines = q
 		if q.Meta && opts.MetaOK != nil {
@@ -583,6 +613,16 @@ func (it *partIter) next() bool {
 			return false
 		}
 		it.cur, it.plain = it.lines, false
+		if it.floor != nil {
+			if t, ok := it.floor(); ok {
+				if it.rd.Blocks[it.blocks[it.bi]].MaxTime < t {
+					it.blk.Rows, it.i = it.blk.Rows[:0], -1
+					continue // every row older than the caller wants
+				}
+				it.lines.From = max(it.from, t)
+				it.noMeta.From = it.lines.From
+			}
+		}
 		if it.metaOK != nil {
 			free, err := it.metaFree()
 			if err != nil {
