@@ -287,15 +287,21 @@ func pushLines(st *store.Store, lines []string) error {
 func sameAnswer(sn *store.Snapshot, q string, log bool, backward bool) string {
 	for _, p := range diffParams(q, log, backward) {
 		want, werr := (&Engine{workers: 2, reference: true, limits: DefaultLimits}).Exec(context.Background(), sn, p)
-		got, gerr := (&Engine{workers: 2, limits: DefaultLimits}).Exec(context.Background(), sn, p)
-		if (werr == nil) != (gerr == nil) || werr != nil && errorClass(werr) != errorClass(gerr) {
-			return fmt.Sprintf("errors differ:\n  reference: %v\n  engine:    %v", werr, gerr)
+		firsts := []int{0}
+		if log && backward {
+			firsts = append(firsts, 5) // blocks read their newest 5 rows first (FirstNewest)
 		}
-		if werr != nil {
-			continue
-		}
-		if w, g := render(want, p), render(got, p); !sameLines(g, w) {
-			return fmt.Sprintf("(instant %v) answers differ:\nreference:\n  %s\nengine:\n  %s", p.Instant, strings.Join(w, "\n  "), strings.Join(g, "\n  "))
+		for _, first := range firsts {
+			got, gerr := (&Engine{workers: 2, limits: DefaultLimits, firstNewest: first}).Exec(context.Background(), sn, p)
+			if (werr == nil) != (gerr == nil) || werr != nil && errorClass(werr) != errorClass(gerr) {
+				return fmt.Sprintf("errors differ:\n  reference: %v\n  engine:    %v", werr, gerr)
+			}
+			if werr != nil {
+				continue
+			}
+			if w, g := render(want, p), render(got, p); !sameLines(g, w) {
+				return fmt.Sprintf("(instant %v, first %d) answers differ:\nreference:\n  %s\nengine:\n  %s", p.Instant, first, strings.Join(w, "\n  "), strings.Join(g, "\n  "))
+			}
 		}
 	}
 	return ""

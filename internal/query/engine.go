@@ -121,6 +121,9 @@ type Engine struct {
 	// by the store, no columnar path.
 	reference bool
 	plans     planShare // templates' plans, shared by the queries (plan_share.go)
+	// firstNewest, when set, replaces the const of that name (tests:
+	// blocks of a few rows read their newest first too).
+	firstNewest int
 }
 
 // NewEngine returns an engine with the given limits.

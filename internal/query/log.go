@@ -89,8 +89,11 @@ func (ev *evaluator) logLines(ctx context.Context, x *logql.LogExpr) ([]logLine,
 	var cut *cutoff
 	if interval == 0 && !ev.e.reference {
 		cut = newCutoff(limit, opts.Backward)
-		if opts.Newest > 0 {
-			opts.NewestFloor = cut.floor // a block's rows older than the farthest kept are not made
+		opts.NewestFloor = cut.floor // a block's rows older than the farthest kept are not made
+		if opts.Backward && opts.Newest == 0 {
+			// The pipeline drops rows: a block's newest first, the rest
+			// if they are not enough.
+			opts.FirstNewest = cmp.Or(ev.e.firstNewest, firstNewest)
 		}
 	}
 	implied := ev.impliedOptions(opts, x.Pipeline)
@@ -300,6 +303,12 @@ func (c *cutoff) beyond(t int64) bool {
 	}
 	return t > c.bound.Load()
 }
+
+// firstNewest is how many of a block's newest rows a log query whose
+// pipeline drops rows makes first (store.ScanOptions.FirstNewest): the
+// rest of a block's rows cost a second read when they are needed, which
+// these few rows' lines made twice are a small part of.
+const firstNewest = 256
 
 // streamNewest is a Source that tells a stream's newest time from its
 // index (store.Snapshot.StreamNewest).

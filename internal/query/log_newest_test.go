@@ -60,21 +60,29 @@ func TestLogNewestAcrossStreams(t *testing.T) {
 	}
 	sn := st.Snapshot()
 	defer sn.Release()
-	for _, q := range []string{`{service=~".+"}`, `{service=~".+"} |= "declined"`, `{service=~"s[0-46]"} | json | msg=~"t.*"`, `{service=~".+"} != "ok"`} {
+	for _, q := range []string{`{service=~".+"}`, `{service=~".+"} |= "declined"`, `{service=~"s[0-46]"} | json | msg=~"t.*"`, `{service=~".+"} != "ok"`,
+		`{service=~".+"} | regexp "(?P<w>[a-z]+) (?P<r>[0-9])-" | w="declined"`, `{service=~".+"} | line_format "{{.service}} {{__line__}}" |= "s1 "`} {
 		for _, limit := range []int{1, 2, 5, 7, 13, 30, 200} {
 			for _, dir := range []Direction{Backward, Forward} {
 				prm := Params{Tenant: store.DefaultTenant, Query: q, Start: base.UnixNano(), End: end.UnixNano() + 1, Limit: limit, Direction: dir}
 				want, werr := (&Engine{workers: 2, reference: true, limits: DefaultLimits}).Exec(context.Background(), sn, prm)
-				got, gerr := (&Engine{workers: 2, limits: DefaultLimits}).Exec(context.Background(), sn, prm)
-				if werr != nil || gerr != nil {
-					t.Fatalf("%s: %v, %v", q, werr, gerr)
+				if werr != nil {
+					t.Fatalf("%s: %v", q, werr)
 				}
-				w, g := render(want, prm), render(got, prm)
+				w := render(want, prm)
 				if len(w) == 0 {
 					t.Fatalf("%s: no line: the test tests nothing", q)
 				}
-				if !sameLines(g, w) {
-					t.Errorf("%s (limit %d, %v): answers differ:\nreference:\n  %s\nengine:\n  %s", q, limit, dir, strings.Join(w, "\n  "), strings.Join(g, "\n  "))
+				// Blocks read their newest rows first, 3 or 256 of them
+				// (more than a block here holds).
+				for _, first := range []int{3, 0} {
+					got, gerr := (&Engine{workers: 2, limits: DefaultLimits, firstNewest: first}).Exec(context.Background(), sn, prm)
+					if gerr != nil {
+						t.Fatalf("%s: %v", q, gerr)
+					}
+					if g := render(got, prm); !sameLines(g, w) {
+						t.Errorf("%s (limit %d, %v, first %d): answers differ:\nreference:\n  %s\nengine:\n  %s", q, limit, dir, first, strings.Join(w, "\n  "), strings.Join(g, "\n  "))
+					}
 				}
 			}
 		}

@@ -250,6 +250,12 @@ type ScanOptions struct {
 	// if it has one. A block whose rows are all older is not read; one
 	// that is makes no older row.
 	NewestFloor func() (t int64, ok bool)
+	// FirstNewest, with Backward and without Newest, says the caller
+	// may stop early but drops some rows (a pipeline's filters): a stored
+	// block first makes only its newest FirstNewest rows (that hold the
+	// clauses), and the rest of its rows only when the caller reads past
+	// them. NewestFloor applies as with Newest.
+	FirstNewest int
 	// BlockCount, with NoLines, is asked of each stored block before it
 	// is read, with the block's time range: when it returns a function,
 	// the block's rows that hold the clauses are not yielded but counted,
@@ -515,9 +521,14 @@ type partIter struct {
 	blk      *part.Block
 	lines    *part.LineRead       // a lines read's question, or nil: rows whole
 	floor    func() (int64, bool) // ScanOptions.NewestFloor
-	i        int
-	from, to int64
-	e        error
+	// first: blocks are read their newest rows first (FirstNewest);
+	// chunk: the current block was, and the rest of its rows are not
+	// read yet (its question then: rest).
+	first, chunk bool
+	rest         part.LineRead
+	i            int
+	from, to     int64
+	e            error
 }
 
 // newPartIter returns the iterator over the blocks of one stream of a
@@ -539,9 +550,13 @@ func newPartIter(rd *part.Reader, stream uint32, from, to int64, opts ScanOption
 		if q.NoLines {
 			it.count = opts.BlockCount // blocks it takes are counted (CountLines)
 		}
-		if opts.Backward && opts.Newest > 0 {
+		switch {
+		case opts.Backward && opts.Newest > 0:
 			q.Newest, q.From, q.To = opts.Newest, from, to
 			it.floor = opts.NewestFloor
+		case opts.Backward && opts.FirstNewest > 0:
+			q.Newest, q.From, q.To = opts.FirstNewest, from, to
+			it.floor, it.first = opts.NewestFloor, true
 		}
 		it.lines = q
 		if q.Meta && opts.MetaOK != nil {
@@ -595,6 +610,16 @@ func (it *partIter) next() bool {
 						return true
 					}
 				}
+				if it.chunk {
+					// Read past the block's newest rows: the rest of them.
+					if err := it.readRest(); err != nil {
+						if it.skipBlock(err) {
+							continue
+						}
+						return false
+					}
+					continue
+				}
 			} else {
 				for it.i++; it.i < len(it.blk.Rows); it.i++ {
 					if t := it.blk.Rows[it.i].Time; t >= it.from && t <= it.to {
@@ -612,7 +637,7 @@ func (it *partIter) next() bool {
 		if it.bi >= len(it.blocks) {
 			return false
 		}
-		it.cur, it.plain = it.lines, false
+		it.cur, it.plain, it.chunk = it.lines, false, false
 		if it.floor != nil {
 			if t, ok := it.floor(); ok {
 				if it.rd.Blocks[it.blocks[it.bi]].MaxTime < t {
@@ -678,6 +703,9 @@ func (it *partIter) next() bool {
 		it.i = -1
 		if it.backward {
 			it.i = len(it.blk.Rows)
+			// A read of the newest rows first that kept as many as it
+			// could has more.
+			it.chunk = it.first && it.cur != nil && it.cur.Newest > 0 && len(it.blk.Rows) == it.cur.Newest
 		}
 	}
 }
@@ -691,6 +719,30 @@ func (it *partIter) skipBlock(err error) bool {
 	}
 	it.e = err
 	return false
+}
+
+// readRest reads the current block again, every row that holds the
+// clauses, after a read of its newest (it.chunk), and places the walk
+// back at the newest row that read did not keep.
+func (it *partIter) readRest() error {
+	it.chunk = false
+	it.rest = *it.cur
+	first := it.rest // the newest rows' read
+	it.rest.Newest, it.rest.From, it.rest.To = 0, 0, 0
+	if err := it.rd.ReadLines(it.blocks[it.bi], it.blk, &it.rest); err != nil {
+		return err
+	}
+	// The rows of the first read are the newest of those in its time
+	// range (the rows are in time order): the last as many of these.
+	k, i := 0, len(it.blk.Rows)
+	for i > 0 && k < first.Newest {
+		i--
+		if t := it.blk.Rows[i].Time; t >= first.From && t <= first.To {
+			k++
+		}
+	}
+	it.i = i
+	return nil
 }
 
 // read reads the current block: its lines, or its rows whole.

@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -214,6 +215,65 @@ func TestScanClauses(t *testing.T) {
 		}
 	}
 }
+
+// TestScanFirstNewest: a backward scan that reads each stored block's
+// newest rows first (FirstNewest) yields the rows a plain one does, in
+// its order, with clauses or without, whether the caller stops early or
+// reads on; with NewestFloor, the rows at or after the floor.
+func TestScanFirstNewest(t *testing.T) {
+	_, sn := partsAndHead(t, 6)
+	cs := []Clause{{{Text: []byte("WARN")}, {Text: []byte("api")}}}
+	for _, contains := range [][]Clause{nil, cs} {
+		for _, ls := range sn.Streams("default", math.MinInt64, math.MaxInt64) {
+			scan := func(o ScanOptions, stop int) []string {
+				var out []string
+				o.LinesOnly, o.Backward, o.Contains = true, true, contains
+				err := sn.Scan(context.Background(), "default", ls, math.MinInt64, math.MaxInt64, o, func(r *rows.Row, _ []string) error {
+					out = append(out, fmt.Sprintf("%d %s", r.Time, r.Line))
+					if len(out) == stop {
+						return errStop
+					}
+					return nil
+				})
+				if err != nil && err != errStop {
+					t.Fatal(err)
+				}
+				return out
+			}
+			all := scan(ScanOptions{}, -1)
+			if len(all) < 20 {
+				t.Fatalf("stream %s: %d rows: the test tests little", ls.Key, len(all))
+			}
+			for _, first := range []int{1, 3, 7, 1000} {
+				if got := scan(ScanOptions{FirstNewest: first}, -1); !slices.Equal(got, all) {
+					t.Errorf("stream %s, FirstNewest %d: %d rows, want the %d of a plain scan", ls.Key, first, len(got), len(all))
+				}
+				if got := scan(ScanOptions{FirstNewest: first}, 10); !slices.Equal(got, all[:10]) {
+					t.Errorf("stream %s, FirstNewest %d, stopped at 10: %q", ls.Key, first, got)
+				}
+				// A floor at the time of the 15th row: the rows from
+				// it on come first, as in a plain scan.
+				var floor int64
+				fmt.Sscan(all[14], &floor)
+				n := 0
+				for n < len(all) {
+					var t0 int64
+					fmt.Sscan(all[n], &t0)
+					if t0 < floor {
+						break
+					}
+					n++
+				}
+				got := scan(ScanOptions{FirstNewest: first, NewestFloor: func() (int64, bool) { return floor, true }}, -1)
+				if len(got) < n || !slices.Equal(got[:n], all[:n]) {
+					t.Errorf("stream %s, FirstNewest %d, floor %d: %d rows, the first %d not a plain scan's", ls.Key, first, floor, len(got), n)
+				}
+			}
+		}
+	}
+}
+
+var errStop = errors.New("stop")
 
 // TestScanBlockCount: a scan that counts the stored blocks it may counts
 // as many rows as it would yield, and yields the others.
