@@ -784,9 +784,6 @@ func (b *Block) matchNewest(nrows int, stream uint32, lci int) error {
 	walk, fullAt := &b.cur, nrows
 	narrow := !slices.Contains(verdict, rowsMatch)
 	if narrow {
-		if col, bits, ok := b.decidingColumn(verdict, lci); ok {
-			return b.newestByColumn(nrows, stream, lci, col, bits)
-		}
 		need := grown(b.lm.need, len(b.cols))
 		clear(need)
 		b.lm.need = need
@@ -795,6 +792,9 @@ func (b *Block) matchNewest(nrows int, stream uint32, lci int) error {
 		}
 		walk = &b.lm.walk
 		walk.StartAtEnd(b, need)
+		if col, bits, ok := b.decidingColumn(verdict, walk); ok {
+			return b.newestByColumn(nrows, stream, lci, col, bits)
+		}
 		b.lm.passed = grown(b.lm.passed, len(b.tmpls))
 		clear(b.lm.passed)
 	}
@@ -1057,7 +1057,7 @@ func (b *Block) countMatches(nrows int, stream uint32, rowFlags []byte, lci int)
 		}
 	}
 	if b.mode == readCount && !slices.Contains(verdict, rowsMatch) {
-		if n, ok := b.countByColumn(verdict, lci); ok && !b.lm.plain { // it moves no cursor
+		if n, ok := b.countByColumn(verdict); ok && !b.lm.plain { // it moves no cursor
 			b.counted = n
 			return nil
 		}
@@ -2171,8 +2171,8 @@ func (b *Block) allTests(cur *Cursor, tid int) bool {
 // value is one row, and the rows that match are the values' set bits,
 // plus the rows every one of which matches. It reports false when the
 // block is not so.
-func (b *Block) countByColumn(verdict []rowsVerdict, lci int) (int, bool) {
-	col, bits, ok := b.decidingColumn(verdict, lci)
+func (b *Block) countByColumn(verdict []rowsVerdict) (int, bool) {
+	col, bits, ok := b.decidingColumn(verdict, &b.cur)
 	if !ok {
 		return 0, false
 	}
@@ -2197,18 +2197,17 @@ func (b *Block) countByColumn(verdict []rowsVerdict, lci int) (int, bool) {
 // rows that reads it has one value in it and the one test of its rows on
 // it (all tests alike: the same clause's bits), and no template with
 // another verdict reads it. Bits past the column's values may be set (a
-// clause's bits made all ones): only the first values' count.
-func (b *Block) decidingColumn(verdict []rowsVerdict, lci int) (col int, bits []uint64, ok bool) {
+// clause's bits made all ones): only the first values' count. cur is
+// planned for the block, keeping the tests' columns at least.
+func (b *Block) decidingColumn(verdict []rowsVerdict, cur *Cursor) (col int, bits []uint64, ok bool) {
 	col = -1
 	alike := b.lm.alike[:0] // the bits found to be bits' over the column's values
+	// How many values of column c a row of template t has: cur's moves
+	// (it keeps the tests' columns at least) name c as often.
 	uses := func(t, c int) int {
-		tm := &b.tmpls[t]
 		k := 0
-		if tm.raw && lci == c {
-			k++
-		}
-		for _, tc := range tm.cols {
-			if int(tc) == c {
+		for _, col := range cur.moves[cur.start[t]:cur.start[t+1]] {
+			if col == c {
 				k++
 			}
 		}
