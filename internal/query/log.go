@@ -113,14 +113,35 @@ func (ev *evaluator) logLines(ctx context.Context, x *logql.LogExpr) ([]logLine,
 	selected := opts.Backward && cut != nil && opts.Newest == 0 && len(x.Pipeline) > 0 && lf.n == len(x.Pipeline)
 	columnar := opts.Backward && cut != nil && logColumnar(x) || selected
 	newest := ev.newestFirst(streams, from, to, cut)
-	workers, err := forStreams(ctx, ev, streams, setup, func(ctx context.Context, w *logWorker, st store.Stream) error {
+	// A pipeline that drops rows, newest first, read by Scan: two passes.
+	// The first reads each stream's newest rows alone (first of them), so
+	// that the lines kept, and the cutoff, come from every stream's newest
+	// before any stream is read far back (a stream whose lines the
+	// pipeline drops would otherwise be read whole before the cutoff
+	// can rule it out); the second reads on from there the streams that
+	// have more and whose rows are not all beyond the cutoff.
+	twoPass := !columnar && opts.FirstNewest > 0
+	first := opts.FirstNewest
+	var (
+		mu    sync.Mutex
+		more  map[string]resume // the streams the first pass left, by key
+		again bool              // the second pass
+	)
+	pass := func(ctx context.Context, w *logWorker, st store.Stream) error {
 		if t, ok := newest[st.Key]; ok && cut.beyond(t) {
 			return nil // every row of the stream is older than the limit lines kept
+		}
+		var from2 resume // where the first pass left the stream
+		if again {
+			from2 = more[st.Key]
+			if cut.beyond(from2.last) {
+				return nil
+			}
 		}
 		ls := st.Labels
 		// Each stream yields at most limit lines: its newest (or oldest)
 		// ones are all the merged result can use.
-		n, last := 0, int64(0)
+		n, last := from2.kept, int64(0)
 		// keep keeps a line the pipeline kept, whose labels are in w.lb.
 		keep := func(t int64, line []byte) error {
 			if interval > 0 && n > 0 && absDiff(t, last) < interval {
@@ -180,6 +201,43 @@ func (ev *evaluator) logLines(ctx context.Context, x *logql.LogExpr) ([]logLine,
 			err = ev.src.ScanColumns(ctx, ev.p.Tenant, st, from, to, store.Shard{}, func(b *part.Block) error {
 				return w.block(ev, ls, b, from, to, cut, keep)
 			}, nil, row) // a line's labels are its metadata too
+		case twoPass && !again:
+			// The stream's newest first rows, and whether it has more:
+			// one more row read newest first (a block read for its newest
+			// first rows alone would leave its others out unseen).
+			o := implied.of(ls)
+			o.Newest, o.FirstNewest = first+1, 0
+			var at resume
+			err = ev.src.Scan(ctx, ev.p.Tenant, st, from, to, o, func(r *rows.Row, names []string) error {
+				if at.seen == first {
+					at.kept = n
+					mu.Lock()
+					more[st.Key] = at
+					mu.Unlock()
+					return errEnough // one more: the second pass reads on
+				}
+				at.seen++
+				if at.seen > 1 && r.Time == at.last {
+					at.atLast++
+				} else {
+					at.last, at.atLast = r.Time, 1
+				}
+				return row(r, names)
+			})
+		case again:
+			// On from where the first pass left: rows newer than its
+			// last, and as many of its last time as it read, were read.
+			skip := from2.atLast
+			err = ev.src.Scan(ctx, ev.p.Tenant, st, from, to, implied.of(ls), func(r *rows.Row, names []string) error {
+				switch {
+				case r.Time > from2.last:
+					return nil
+				case r.Time == from2.last && skip > 0:
+					skip--
+					return nil
+				}
+				return row(r, names)
+			})
 		default:
 			err = ev.src.Scan(ctx, ev.p.Tenant, st, from, to, implied.of(ls), row)
 		}
@@ -190,7 +248,18 @@ func (ev *evaluator) logLines(ctx context.Context, x *logql.LogExpr) ([]logLine,
 			err = ferr
 		}
 		return err
-	})
+	}
+	if twoPass {
+		more = map[string]resume{}
+	}
+	workers, err := forStreams(ctx, ev, streams, setup, pass)
+	if err == nil && len(more) > 0 {
+		again = true
+		rest := slices.DeleteFunc(streams, func(st store.Stream) bool { _, ok := more[st.Key]; return !ok })
+		var ws []*logWorker
+		ws, err = forStreams(ctx, ev, rest, setup, pass)
+		workers = append(workers, ws...)
+	}
 	if err != nil {
 		return nil, nil, err
 	}
@@ -204,6 +273,14 @@ func (ev *evaluator) logLines(ctx context.Context, x *logql.LogExpr) ([]logLine,
 	}
 	sortLines(all, ev.p.Direction)
 	return all[:min(len(all), limit)], labels, nil
+}
+
+// resume is where the first pass of a log query over a stream left it:
+// the rows it read (seen), the time of the last (last) and how many of
+// the rows read had that time (atLast), and the lines kept (kept).
+type resume struct {
+	seen, atLast, kept int
+	last               int64
 }
 
 // keepsEveryRow reports whether a pipeline keeps every row it is given:

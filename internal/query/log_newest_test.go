@@ -16,7 +16,7 @@ import (
 // TestLogNewestAcrossStreams: the newest lines of many streams whose
 // rows share their times (the limit falls among rows of one time in
 // several streams), stored in several parts and the head, some streams
-// ending long before the others. The engine orders the streams by their
+// ending long before the others, some logging two lines at a time. The engine orders the streams by their
 // newest row and skips the blocks and streams older than the lines it
 // keeps (store.ScanOptions.NewestFloor): it answers as the reference,
 // which reads every row.
@@ -45,7 +45,9 @@ func TestLogNewestAcrossStreams(t *testing.T) {
 					continue // not every stream logs at every time
 				}
 				word := []string{"ok", "declined", "timeout"}[(k*s+round)%3]
-				fmt.Fprintf(&b, `{"ts":"%s","service":"s%d","msg":"%s %d-%d"}`+"\n", ts.Format(time.RFC3339Nano), s, word, round, k)
+				for rep := range 1 + s%2 { // odd services log two lines at a time
+					fmt.Fprintf(&b, `{"ts":"%s","service":"s%d","msg":"%s %d-%d-%d"}`+"\n", ts.Format(time.RFC3339Nano), s, word, round, k, rep)
+				}
 			}
 		}
 		err := p.Bytes(context.Background(), []byte(b.String()), func(bt *record.Batch) error {
@@ -73,9 +75,9 @@ func TestLogNewestAcrossStreams(t *testing.T) {
 				if len(w) == 0 {
 					t.Fatalf("%s: no line: the test tests nothing", q)
 				}
-				// Blocks read their newest rows first, 3 or 256 of them
+				// Blocks read their newest rows first, 2, 3 or 256 of them
 				// (more than a block here holds).
-				for _, first := range []int{3, 0} {
+				for _, first := range []int{2, 3, 0} {
 					got, gerr := (&Engine{workers: 2, limits: DefaultLimits, firstNewest: first}).Exec(context.Background(), sn, prm)
 					if gerr != nil {
 						t.Fatalf("%s: %v", q, gerr)
