@@ -208,16 +208,17 @@ func (ev *evaluator) logLines(ctx context.Context, x *logql.LogExpr) ([]logLine,
 			o := implied.of(ls)
 			o.Newest, o.FirstNewest = first+1, 0
 			var at resume
+			seen := 0
 			err = ev.src.Scan(ctx, ev.p.Tenant, st, from, to, o, func(r *rows.Row, names []string) error {
-				if at.seen == first {
+				if seen == first {
 					at.kept = n
 					mu.Lock()
 					more[st.Key] = at
 					mu.Unlock()
 					return errEnough // one more: the second pass reads on
 				}
-				at.seen++
-				if at.seen > 1 && r.Time == at.last {
+				seen++
+				if seen > 1 && r.Time == at.last {
 					at.atLast++
 				} else {
 					at.last, at.atLast = r.Time, 1
@@ -276,11 +277,11 @@ func (ev *evaluator) logLines(ctx context.Context, x *logql.LogExpr) ([]logLine,
 }
 
 // resume is where the first pass of a log query over a stream left it:
-// the rows it read (seen), the time of the last (last) and how many of
-// the rows read had that time (atLast), and the lines kept (kept).
+// the time of the last row it read (last), how many of the rows read had
+// that time (atLast), and the lines kept (kept).
 type resume struct {
-	seen, atLast, kept int
-	last               int64
+	atLast, kept int
+	last         int64
 }
 
 // keepsEveryRow reports whether a pipeline keeps every row it is given:

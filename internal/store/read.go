@@ -523,9 +523,8 @@ type partIter struct {
 	floor    func() (int64, bool) // ScanOptions.NewestFloor
 	// first: blocks are read their newest rows first (FirstNewest);
 	// chunk: the current block was, and the rest of its rows are not
-	// read yet (its question then: rest).
+	// read yet.
 	first, chunk bool
-	rest         part.LineRead
 	i            int
 	from, to     int64
 	e            error
@@ -726,10 +725,9 @@ func (it *partIter) skipBlock(err error) bool {
 // back at the newest row that read did not keep.
 func (it *partIter) readRest() error {
 	it.chunk = false
-	it.rest = *it.cur
-	first := it.rest // the newest rows' read
-	it.rest.Newest, it.rest.From, it.rest.To = 0, 0, 0
-	if err := it.rd.ReadLines(it.blocks[it.bi], it.blk, &it.rest); err != nil {
+	first, rest := *it.cur, *it.cur // the newest rows' read, and every row's
+	rest.Newest, rest.From, rest.To = 0, 0, 0
+	if err := it.rd.ReadLines(it.blocks[it.bi], it.blk, &rest); err != nil {
 		return err
 	}
 	// The rows of the first read are the newest of those in its time

@@ -1873,13 +1873,12 @@ func (b *Block) crossBits(key crossKey, places []byte, cross []crossing) (crossS
 			if !quick(cd.data) && check(cd.data, -1) {
 				setBits(cs.bits, cd.n)
 			}
-			for vi := range cd.n {
-				if len(entryShort) == 0 {
-					break
-				}
-				for _, sv := range entryShort {
-					sv.vi = vi
-					cs.short = append(cs.short, sv)
+			if len(entryShort) > 0 {
+				for vi := range cd.n {
+					for _, sv := range entryShort {
+						sv.vi = vi
+						cs.short = append(cs.short, sv)
+					}
 				}
 			}
 		} else if cd.enc == encTime && !timesOutside(cd.shapes, &first, &last) {
@@ -2363,7 +2362,6 @@ func (b *Block) countTestsTwo(tc []tmplCount, sel []uint64) (int, bool) {
 	}
 	// Each column's tests' bits, told apart by their lane (laneBits).
 	sets := [2][][]uint64{b.lm.laneSets[0][:0], b.lm.laneSets[1][:0]}
-	defer func() { b.lm.laneSets = sets }()
 	fast := grown(b.lm.fast, len(tc))
 	b.lm.fast = fast
 	for t := range tc {
@@ -2400,6 +2398,7 @@ func (b *Block) countTestsTwo(tc []tmplCount, sel []uint64) (int, bool) {
 		}
 		fast[t] = f
 	}
+	b.lm.laneSets = sets // kept for the next block's
 	var p [2]int
 	var lanes [2][]uint16
 	for s, col := range cols {
