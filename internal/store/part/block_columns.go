@@ -494,7 +494,7 @@ func (b *Block) LineLengths(sel []uint64, dst []int32) ([]int32, error) {
 		}
 		lt := &lm.tmpls[tid]
 		size := int(lt.fixed)
-		if b.tmpls[tid].raw {
+		if b.tmpls[tid].raw && lm.keep[lci] {
 			size += int(lm.values[lci][cur.At(lci)])
 		}
 		for _, h := range lm.holes[lt.lo:lt.hi] {
@@ -563,6 +563,10 @@ func (lm *lineMeasure) plan(b *Block) error {
 			}
 			if err := lm.measure(b, lci); err != nil {
 				return err
+			}
+			if u := lm.uniform[lci]; u >= 0 {
+				lt.fixed = u // every line of the block one length (a constant line column)
+				continue
 			}
 			lm.keep[lci] = true
 			continue
