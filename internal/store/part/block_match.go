@@ -176,22 +176,27 @@ type shapeLit struct {
 // literal (a plan, the holes it crosses), an open addressing table
 // indexed by the shape's first word (a hash already): a Go map's hashing
 // of the 24-byte key was most of a lookup, one per template of every
-// block a literal filter reads.
+// block a literal filter reads. A slot's key, mark and value are side by
+// side: a lookup that misses the cache misses it once.
 type shapeTable[V any] struct {
-	keys []shapeLit
-	vals []V
-	used []bool
-	n    int
+	slots []shapeSlot[V]
+	n     int
+}
+
+type shapeSlot[V any] struct {
+	key  shapeLit
+	used bool
+	val  V
 }
 
 // slot returns where k is, or the empty slot where it would go.
-func (t *shapeTable[V]) slot(k shapeLit) int {
-	mask := uint64(len(t.keys) - 1)
+func (t *shapeTable[V]) slot(k shapeLit) *shapeSlot[V] {
+	mask := uint64(len(t.slots) - 1)
 	i := (k.shape[0] ^ uint64(k.lit)*0x9e3779b97f4a7c15) & mask
-	for t.used[i] && t.keys[i] != k {
+	for t.slots[i].used && t.slots[i].key != k {
 		i = (i + 1) & mask
 	}
-	return int(i)
+	return &t.slots[i]
 }
 
 // get returns k's value, and whether it has one.
@@ -199,37 +204,35 @@ func (t *shapeTable[V]) get(k shapeLit) (v V, ok bool) {
 	if t.n == 0 {
 		return v, false
 	}
-	i := t.slot(k)
-	return t.vals[i], t.used[i]
+	s := t.slot(k)
+	return s.val, s.used
 }
 
 // put sets k's value.
 func (t *shapeTable[V]) put(k shapeLit, v V) {
-	if 4*(t.n+1) > 3*len(t.keys) {
-		keys, vals, used := t.keys, t.vals, t.used
-		n := max(256, 2*len(keys))
-		t.keys, t.vals, t.used, t.n = make([]shapeLit, n), make([]V, n), make([]bool, n), 0
-		for i, u := range used {
-			if u {
-				t.put(keys[i], vals[i])
+	if 2*(t.n+1) > len(t.slots) { // probes stay short: a lookup is one slot mostly
+		old := t.slots
+		t.slots, t.n = make([]shapeSlot[V], max(256, 2*len(old))), 0
+		for i := range old {
+			if old[i].used {
+				t.put(old[i].key, old[i].val)
 			}
 		}
 	}
-	i := t.slot(k)
-	if !t.used[i] {
+	s := t.slot(k)
+	if !s.used {
 		t.n++
 	}
-	t.keys[i], t.vals[i], t.used[i] = k, v, true
+	*s = shapeSlot[V]{key: k, used: true, val: v}
 }
 
 // reset empties the table, keeping its slots unless they are many.
 func (t *shapeTable[V]) reset() {
-	if len(t.keys) > 1<<17 {
+	if len(t.slots) > 1<<17 {
 		*t = shapeTable[V]{}
 		return
 	}
-	clear(t.used)
-	clear(t.vals) // nothing they point to is held
+	clear(t.slots) // nothing their values point to is held
 	t.n = 0
 }
 
@@ -239,9 +242,11 @@ func (t *shapeTable[V]) reset() {
 // turn), its holes' by how far its clause reaches (windowEdge). Too many
 // numbers empty the tables.
 func (b *Block) numberLits() {
-	if len(b.lm.ids) > 1<<12 {
+	if len(b.lm.ids) > 1<<12 || b.lm.shapeClauses.n >= 1<<16 {
+		// Between blocks: a block's templates keep their clauses'
+		// edge numbers (tclauses) while it is read.
 		b.lm.shapePlans.reset()
-		b.lm.shapeHoles.reset()
+		b.lm.shapeClauses.reset()
 		clear(b.lm.edgeIDs)
 		clear(b.lm.ids)
 	}
@@ -265,6 +270,18 @@ func (b *Block) numberLits() {
 		k[0] = 'h'
 		k = binary.AppendUvarint(k, uint64(b.windowEdge(li)))
 		b.lm.holeIDs = append(b.lm.holeIDs, id(k))
+		b.lm.idKey = k
+	}
+	// A clause by its literals' holeIDs (which name each literal and the
+	// clause's edge).
+	b.lm.clauseIDs = b.lm.clauseIDs[:0]
+	for c := range b.lm.clauseEnd {
+		k := append(b.lm.idKey[:0], 'c')
+		lo, hi := b.clause(c)
+		for li := lo; li < hi; li++ {
+			k = binary.AppendUvarint(k, uint64(b.lm.holeIDs[li]))
+		}
+		b.lm.clauseIDs = append(b.lm.clauseIDs, id(k))
 		b.lm.idKey = k
 	}
 }
@@ -695,6 +712,7 @@ func (b *Block) startMatching() int {
 	b.lm.streamed = false
 	clear(b.lm.windows) // windowBits' memos are of a block's columns
 	clear(b.lm.crosses)
+	clear(b.lm.entryBits)
 	clear(b.lm.rowWindows)
 	// The clauses' literals end to end: what is planned, searched and
 	// kept per literal is indexed by a literal's place among them.
@@ -734,6 +752,7 @@ func (b *Block) startMatching() int {
 	clear(b.lm.plans)
 	b.lm.cplans = grown(b.lm.cplans, len(b.tmpls)*len(b.lm.clauseEnd))
 	clear(b.lm.cplans)
+	b.lm.tclauses = grown(b.lm.tclauses, len(b.tmpls)*len(b.lm.clauseEnd))
 	b.numberLits()
 	b.lm.litBytes = grown(b.lm.litBytes, len(b.lm.lits))
 	b.lm.quoted = grown(b.lm.quoted, len(b.lm.lits))
@@ -914,31 +933,73 @@ func (b *Block) clause(c int) (lo, hi int) {
 	return lo, b.lm.clauseEnd[c]
 }
 
-// clausePlan returns (computing it once per block) how template ti is
+// clausePlan returns (working it out once per block) how template ti is
 // tested for clause c: planGap when a gap holds one of its literals,
 // planLine when none does and one may cross a boundary, planValues when
 // the clause holds exactly in the rows with a value holding one of them.
+// It notes the template's clause (shapeClause) for windowTests, and its
+// literals' plans.
 func (b *Block) clausePlan(ti, c int) litPlan {
-	p := &b.lm.cplans[ti*len(b.lm.clauseEnd)+c]
+	k := ti*len(b.lm.clauseEnd) + c
+	p := &b.lm.cplans[k]
 	if *p != planUnknown {
 		return *p
 	}
-	*p = planValues
+	tm := &b.tmpls[ti]
+	key := shapeLit{tm.shape, b.lm.clauseIDs[c]}
+	sc, ok := b.lm.shapeClauses.get(key)
+	if !ok {
+		sc = b.shapeClauseOf(tm, c)
+		b.lm.shapeClauses.put(key, sc)
+	}
+	b.lm.tclauses[k] = sc
+	lo, _ := b.clause(c)
+	for i, lp := range sc.lits {
+		b.lm.plans[ti*len(b.lm.lits)+lo+i] = lp
+	}
+	*p = sc.plan
+	return *p
+}
+
+// shapeClause is what a template's gaps say of a clause, kept by shape
+// (Block.shapeClauses) for the templates of the blocks read after: its
+// plan (clausePlan), each literal's (plan), and the holes a literal
+// planned by windows may cross (shapeHoles; none for other literals).
+type shapeClause struct {
+	plan  litPlan
+	lits  []litPlan
+	holes []shapeHoles
+}
+
+// shapeClauseOf works out template tm's shapeClause for clause c.
+func (b *Block) shapeClauseOf(tm *template, c int) shapeClause {
 	lo, hi := b.clause(c)
+	sc := shapeClause{plan: planValues, lits: make([]litPlan, hi-lo)}
 	for li := lo; li < hi; li++ {
-		switch b.plan(ti, li) {
+		lp := b.templatePlan(tm, li)
+		sc.lits[li-lo] = lp
+		switch lp {
 		case planGap:
-			*p = planGap
-			return *p
+			sc.plan = planGap
 		case planLine, planEdges: // matchRow decides the rows
-			*p = planLine
+			if sc.plan != planGap {
+				sc.plan = planLine
+			}
 		case planWindows:
-			if *p == planValues {
-				*p = planWindows
+			if sc.plan == planValues {
+				sc.plan = planWindows
 			}
 		}
 	}
-	return *p
+	if sc.plan == planWindows {
+		sc.holes = make([]shapeHoles, hi-lo)
+		for li := lo; li < hi; li++ {
+			if sc.lits[li-lo] == planWindows {
+				sc.holes[li-lo] = b.shapeHolesOf(tm, li)
+			}
+		}
+	}
+	return sc
 }
 
 // matchCounting is the read of LineRead.NoLines: the rows' times and templates
@@ -1225,13 +1286,15 @@ func (b *Block) tmplTests(t int) (rowsVerdict, error) {
 func (b *Block) windowTests(t, c int) (bool, error) {
 	tm := &b.tmpls[t]
 	c0 := len(b.lm.tests)
-	lo, hi := b.clause(c)
-	for li := lo; li < hi; li++ {
-		if b.plan(t, li) != planWindows {
+	b.clausePlan(t, c)
+	sc := &b.lm.tclauses[t*len(b.lm.clauseEnd)+c]
+	lo, _ := b.clause(c)
+	for i, lp := range sc.lits {
+		if lp != planWindows {
 			continue
 		}
 	holes:
-		for _, h := range b.windowHoles(tm, li) {
+		for _, h := range b.windowHoles(tm, lo+i, &sc.holes[i]) {
 			si := tm.holes[h.j]
 			col, nth := int(tm.cols[si]), tm.nth(si)
 			for _, x := range b.lm.tests[c0:] {
@@ -1291,53 +1354,11 @@ type rowWindows struct {
 }
 
 // windowHoles returns the holes of template tm that literal li may cross
-// into or out of (b.lm.holes, reused): where the gaps let it
-// (shapeHoles, kept by the template's shape), with a byte in the value
-// that the column's values may have.
-func (b *Block) windowHoles(tm *template, li int) []crossHole {
+// into or out of (b.lm.holes, reused): where the gaps let it (sh, of the
+// template's shape), with a byte in the value that the column's values
+// may have.
+func (b *Block) windowHoles(tm *template, li int, sh *shapeHoles) []crossHole {
 	l := &b.lm.lits[li]
-	key := shapeLit{tm.shape, b.lm.holeIDs[li]}
-	sh, ok := b.lm.shapeHoles.get(key)
-	if !ok {
-		if b.lm.shapeHoles.n >= 1<<16 {
-			b.lm.shapeHoles.reset()
-			clear(b.lm.edgeIDs)
-			clear(b.lm.windows) // its keys are edgeIDs
-		}
-		edge := b.windowEdge(li)
-		gaps := tm.gaps
-		if l.Fold {
-			b.gapBuf = literal.AppendLower(b.gapBuf[:0], tm.gaps.line)
-			gaps = Gaps{line: b.gapBuf, ends: tm.gaps.ends}
-		}
-		for j := range len(tm.holes) {
-			// Into value j from the gap before it, or out of it into
-			// the gap after it: the literal's bytes in the value there.
-			before, after := gaps.At(j), gaps.At(j+1)
-			into := intoPlaces(before, l, nil, 1, nil, false)
-			outOf := outOfPlaces(after, l, nil, 1, nil, false)
-			if len(into)+len(outOf) == 0 {
-				continue
-			}
-			h := crossHole{j: j, edges: b.edgesID(tm.gaps.At(j), tm.gaps.At(j+1), edge)}
-			for _, p := range into {
-				h.bytes = append(h.bytes, l.Text[p])
-				h.inString = h.inString || intoString(l.Text, p, after)
-			}
-			for _, q := range outOf {
-				h.bytes = append(h.bytes, l.Text[q-1])
-				h.inString = h.inString || outOfString(l.Text, q, before)
-			}
-			if !h.inString && j < 64 {
-				sh.notString |= 1 << j
-				sh.holes = append(sh.holes, h)
-			} else {
-				sh.holes = slices.Insert(sh.holes, sh.others, h)
-				sh.others++
-			}
-		}
-		b.lm.shapeHoles.put(key, sh)
-	}
 	b.lm.holes = b.lm.holes[:0]
 	n := len(sh.holes)
 	if sh.notString&^tm.holeStr == 0 {
@@ -1354,6 +1375,46 @@ func (b *Block) windowHoles(tm *template, li int) []crossHole {
 		}
 	}
 	return b.lm.holes
+}
+
+// shapeHolesOf works out the holes of template tm that literal li may
+// cross into or out of by its gaps (windowHoles looks at the values).
+func (b *Block) shapeHolesOf(tm *template, li int) shapeHoles {
+	l := &b.lm.lits[li]
+	var sh shapeHoles
+	edge := b.windowEdge(li)
+	gaps := tm.gaps
+	if l.Fold {
+		b.gapBuf = literal.AppendLower(b.gapBuf[:0], tm.gaps.line)
+		gaps = Gaps{line: b.gapBuf, ends: tm.gaps.ends}
+	}
+	for j := range len(tm.holes) {
+		// Into value j from the gap before it, or out of it into
+		// the gap after it: the literal's bytes in the value there.
+		before, after := gaps.At(j), gaps.At(j+1)
+		into := intoPlaces(before, l, nil, 1, nil, false)
+		outOf := outOfPlaces(after, l, nil, 1, nil, false)
+		if len(into)+len(outOf) == 0 {
+			continue
+		}
+		h := crossHole{j: j, edges: b.edgesID(tm.gaps.At(j), tm.gaps.At(j+1), edge)}
+		for _, p := range into {
+			h.bytes = append(h.bytes, l.Text[p])
+			h.inString = h.inString || intoString(l.Text, p, after)
+		}
+		for _, q := range outOf {
+			h.bytes = append(h.bytes, l.Text[q-1])
+			h.inString = h.inString || outOfString(l.Text, q, before)
+		}
+		if !h.inString && j < 64 {
+			sh.notString |= 1 << j
+			sh.holes = append(sh.holes, h)
+		} else {
+			sh.holes = slices.Insert(sh.holes, sh.others, h)
+			sh.others++
+		}
+	}
+	return sh
 }
 
 // shapeHoles are the holes of a template shape a literal may cross into
@@ -1840,31 +1901,50 @@ func (b *Block) crossBits(key crossKey, places []byte, cross []crossing) (crossS
 				}
 				entries = entries || has[e] || len(entryShort) > 0
 			}
-			rest := cd.enc == encDictRest
-			start, r := uint32(0), 0
-			for vi, e := range cd.idx[:cd.n] {
-				if rest && e == restID {
+			idx := cd.idx[:cd.n]
+			if entries && cd.enc == encDict && short == nil {
+				// The same entries as another window's of the column
+				// (the compact and the spaced JSON spellings of a key's
+				// edge) make the same bits.
+				ek := entriesKey{col: key.col, clause: key.clause}
+				for e, h := range has {
+					if h {
+						ek.has[e/64] |= 1 << (e % 64)
+					}
+				}
+				if bits, ok := b.lm.entryBits[ek]; ok {
+					cs.bits = bits
+				} else {
+					orEntries(cs.bits, idx, &has)
+					if b.lm.entryBits == nil {
+						b.lm.entryBits = map[entriesKey][]uint64{}
+					}
+					b.lm.entryBits[ek] = cs.bits
+				}
+			} else if entries {
+				orEntries(cs.bits, idx, &has) // has[restID] is false: a rest value is checked below
+			}
+			if short != nil {
+				for vi, e := range idx {
+					for _, sv := range short[e] {
+						sv.vi = vi
+						cs.short = append(cs.short, sv)
+					}
+				}
+			}
+			if cd.enc == encDictRest {
+				start, r := uint32(0), 0
+				for vi := bytes.IndexByte(idx, restID); vi >= 0; {
 					v := cd.data[start:cd.ends[r]]
 					start, r = cd.ends[r], r+1
 					if cs.bits[vi/64]&(1<<(vi%64)) == 0 && !quick(v) && check(v, vi) {
 						cs.bits[vi/64] |= 1 << (vi % 64)
 					}
-					continue
-				}
-				if !entries {
-					if rest {
-						continue
+					next := bytes.IndexByte(idx[vi+1:], restID)
+					if next < 0 {
+						break
 					}
-					break // no entry crosses: none to add
-				}
-				if has[e] {
-					cs.bits[vi/64] |= 1 << (vi % 64)
-				}
-				if short != nil {
-					for _, sv := range short[e] {
-						sv.vi = vi
-						cs.short = append(cs.short, sv)
-					}
+					vi += 1 + next
 				}
 			}
 		} else if cd.enc == encConst {
@@ -1924,6 +2004,33 @@ func (b *Block) crossBits(key crossKey, places []byte, cross []crossing) (crossS
 	}
 	b.lm.crosses[key] = cs
 	return cs, nil
+}
+
+// orEntries sets in bits the bit of each value of a dictionary column
+// whose entry (idx, the values' entries) has says; 64 values make a word
+// without a branch.
+func orEntries(bits []uint64, idx []byte, has *[256]bool) {
+	var one [256]uint64
+	for e, h := range has {
+		if h {
+			one[e] = 1
+		}
+	}
+	for w := 0; w*64 < len(idx); w++ {
+		var word uint64
+		for j, e := range idx[w*64 : min(w*64+64, len(idx))] {
+			word |= one[e] << j
+		}
+		bits[w] |= word
+	}
+}
+
+// entriesKey names the bits crossBits made from a dictionary column's
+// entries: the column, the clause whose values' bits they add to, and
+// the entries.
+type entriesKey struct {
+	col, clause int
+	has         [4]uint64
 }
 
 // windowSet is windowBits' memo of one column's windows.
@@ -2035,11 +2142,7 @@ func (b *Block) clauseBits(c, ci int) (bits []uint64, empty bool, err error) {
 	}
 	if dict {
 		own()
-		for vi, e := range col.idx[:col.n] {
-			if has[e] {
-				bits[vi/64] |= 1 << (vi % 64)
-			}
-		}
+		orEntries(bits, col.idx[:col.n], &has)
 	}
 	switch {
 	case owned && only != nil:
@@ -2639,16 +2742,19 @@ type literalMatch struct {
 	laneSets   [2][][]uint64
 	litBytes   [][256]bool // the bytes of each literal
 	quoted     []bool      // and whether it has a quote JSON string content cannot hold (quoted)
-	// windowHoles' crossings by template shape and literal (holeIDs)
-	shapeHoles shapeTable[shapeHoles]
-	edgeIDs    map[string]uint32 // edgesID's numbers, kept with shapeHoles
-	edgeKey    []byte
+	// what a template's shape says of a clause (clauseIDs), kept for the
+	// templates of the next blocks; the block's templates' (clausePlan)
+	shapeClauses shapeTable[shapeClause]
+	tclauses     []shapeClause
+	edgeIDs      map[string]uint32 // edgesID's numbers, kept with shapeClauses
+	edgeKey      []byte
 	// the memos of windowBits, crossBits and windowRow for the block
 	// (startMatching empties them), and their scratch
 	windows    map[windowKey]windowSet
 	alphabets  []*[256]bool // each column's valueAlphabet
 	streamed   bool         // assembleMatching reads the rows one by one: b.tids and b.times are not known
 	crosses    map[crossKey]crossSet
+	entryBits  map[entriesKey][]uint64
 	rowWindows map[int]rowWindows
 	holes      []crossHole
 	crossing   []crossing
@@ -2669,4 +2775,5 @@ type literalMatch struct {
 	idKey      []byte
 	litIDs     []int
 	holeIDs    []int
+	clauseIDs  []int
 }

@@ -1,5 +1,7 @@
 package part
 
+import "slices"
+
 // A Cursor walks the rows of a columnar read (ReadColumns), forward or
 // from the last row back, and says where the current row's values are:
 // slot s of a row of template t is value At(SlotColumn(t, s)) +
@@ -40,19 +42,27 @@ func (c *Cursor) StartAtEnd(b *Block, keep []bool) {
 
 func (c *Cursor) plan(b *Block, keep []bool) {
 	lci := b.LineColumn()
-	c.moves, c.start = c.moves[:0], append(c.start[:0], 0)
+	moves, start := c.moves[:0], append(c.start[:0], 0)
 	for t := range b.tmpls {
 		tm := &b.tmpls[t]
+		// Each column written, and kept by a count that moves on or
+		// not: no branch per column (a kept column is a coin toss).
+		moves = slices.Grow(moves, len(tm.cols))
+		n := len(moves)
+		buf := moves[:n+len(tm.cols)]
 		for _, col := range tm.cols {
+			buf[n] = int(col)
 			if keep == nil || keep[col] {
-				c.moves = append(c.moves, int(col))
+				n++
 			}
 		}
+		moves = buf[:n]
 		if tm.raw && lci >= 0 && (keep == nil || keep[lci]) {
-			c.moves = append(c.moves, lci)
+			moves = append(moves, lci)
 		}
-		c.start = append(c.start, len(c.moves))
+		start = append(start, len(moves))
 	}
+	c.moves, c.start = moves, start
 }
 
 // Next moves c past a row of template t.
