@@ -471,13 +471,16 @@ def ask_checked(asker, q, side, replies):
     return st, body, secs
 
 
-def measure_floor(asker, n=31):
+def measure_floor(asker, bound, n=31):
     """The median time, per side, of a GET of a page that does no work (sluice's /ready,
-    VictoriaLogs' /health) asked as questions are, on a new connection: the client's and the HTTP
-    stack's share of every time, which no engine can go below."""
+    VictoriaLogs' /health) asked as questions are: on a new connection, each after the wait for
+    idle servers that comes before every timed question (run_question), so that both wake from the
+    same rest. It is the client's and the HTTP stack's share of every time, which no engine can go
+    below."""
     times = {"sluice": [], "vl": []}
     for _ in range(n):
         for side, base, path in (("sluice", asker.sluice, "/ready"), ("vl", asker.vl, "/health")):
+            asker.wait_idle(bound)
             st, _, secs = get(base, path, {}, asker.timeout)
             if st == 200:
                 times[side].append(secs)
@@ -550,10 +553,10 @@ def cmd_run(a):
             json.dump(doc, f, indent=1)
         return 1
     qs = selected(c["questions"], a.only)
-    floor = measure_floor(asker)
+    bound = a.wait or 10 * a.timeout
+    floor = measure_floor(asker, bound)
     log("%s: client floor (a GET of /ready, /health): sluice %.2f ms, VL %.2f ms" % (a.corpus, floor["sluice"], floor["vl"]))
     results = []
-    bound = a.wait or 10 * a.timeout
     for n, q in enumerate(qs):
         first = "sluice" if n % 2 == 0 else "vl"
         r = run_question(asker, c, q, a.runs, first, a.replies, bound)
