@@ -952,10 +952,10 @@ func (b *Block) clausePlan(ti, c int) litPlan {
 		sc = b.shapeClauseOf(tm, c)
 		b.lm.shapeClauses.put(key, sc)
 	}
-	b.lm.tclauses[k] = sc
-	lo, _ := b.clause(c)
-	for i, lp := range sc.lits {
-		b.lm.plans[ti*len(b.lm.lits)+lo+i] = lp
+	lo, hi := b.clause(c)
+	copy(b.lm.plans[ti*len(b.lm.lits)+lo:], sc.litPlans(hi-lo))
+	if sc.plan == planWindows {
+		b.lm.tclauses[k] = sc // for windowTests, which only a clause planned so reads
 	}
 	*p = sc.plan
 	return *p
@@ -966,18 +966,39 @@ func (b *Block) clausePlan(ti, c int) litPlan {
 // plan (clausePlan), each literal's (plan), and the holes a literal
 // planned by windows may cross (shapeHoles; none for other literals).
 type shapeClause struct {
-	plan  litPlan
-	lits  []litPlan
-	holes []shapeHoles
+	plan litPlan
+	// The literals' plans: in few when they are at most as many (a
+	// lookup then reads no other memory), else in more.
+	few  [8]litPlan
+	more *clauseMore
+}
+
+// clauseMore is what a shapeClause holds of a clause of many literals,
+// or planned by windows: slots stay small for the others.
+type clauseMore struct {
+	lits  []litPlan    // when there are more than few
+	holes []shapeHoles // planWindows: per literal
+}
+
+// litPlans returns the plans of the clause's n literals.
+func (sc *shapeClause) litPlans(n int) []litPlan {
+	if n <= len(sc.few) {
+		return sc.few[:n]
+	}
+	return sc.more.lits
 }
 
 // shapeClauseOf works out template tm's shapeClause for clause c.
 func (b *Block) shapeClauseOf(tm *template, c int) shapeClause {
 	lo, hi := b.clause(c)
-	sc := shapeClause{plan: planValues, lits: make([]litPlan, hi-lo)}
+	sc := shapeClause{plan: planValues}
+	if hi-lo > len(sc.few) {
+		sc.more = &clauseMore{lits: make([]litPlan, hi-lo)}
+	}
+	lits := sc.litPlans(hi - lo)
 	for li := lo; li < hi; li++ {
 		lp := b.templatePlan(tm, li)
-		sc.lits[li-lo] = lp
+		lits[li-lo] = lp
 		switch lp {
 		case planGap:
 			sc.plan = planGap
@@ -992,10 +1013,13 @@ func (b *Block) shapeClauseOf(tm *template, c int) shapeClause {
 		}
 	}
 	if sc.plan == planWindows {
-		sc.holes = make([]shapeHoles, hi-lo)
+		if sc.more == nil {
+			sc.more = &clauseMore{}
+		}
+		sc.more.holes = make([]shapeHoles, hi-lo)
 		for li := lo; li < hi; li++ {
-			if sc.lits[li-lo] == planWindows {
-				sc.holes[li-lo] = b.shapeHolesOf(tm, li)
+			if lits[li-lo] == planWindows {
+				sc.more.holes[li-lo] = b.shapeHolesOf(tm, li)
 			}
 		}
 	}
@@ -1288,13 +1312,13 @@ func (b *Block) windowTests(t, c int) (bool, error) {
 	c0 := len(b.lm.tests)
 	b.clausePlan(t, c)
 	sc := &b.lm.tclauses[t*len(b.lm.clauseEnd)+c]
-	lo, _ := b.clause(c)
-	for i, lp := range sc.lits {
+	lo, hi := b.clause(c)
+	for i, lp := range sc.litPlans(hi - lo) {
 		if lp != planWindows {
 			continue
 		}
 	holes:
-		for _, h := range b.windowHoles(tm, lo+i, &sc.holes[i]) {
+		for _, h := range b.windowHoles(tm, lo+i, &sc.more.holes[i]) {
 			si := tm.holes[h.j]
 			col, nth := int(tm.cols[si]), tm.nth(si)
 			for _, x := range b.lm.tests[c0:] {
@@ -2007,8 +2031,9 @@ func (b *Block) crossBits(key crossKey, places []byte, cross []crossing) (crossS
 }
 
 // orEntries sets in bits the bit of each value of a dictionary column
-// whose entry (idx, the values' entries) has says; 64 values make a word
-// without a branch.
+// whose entry (idx, the values' entries) has says: a word of 64 values
+// at a time, eight lookups an expression, without a branch (a plain loop
+// mispredicts where a literal's entries are a few percent of the values).
 func orEntries(bits []uint64, idx []byte, has *[256]bool) {
 	var one [256]uint64
 	for e, h := range has {
@@ -2016,10 +2041,21 @@ func orEntries(bits []uint64, idx []byte, has *[256]bool) {
 			one[e] = 1
 		}
 	}
-	for w := 0; w*64 < len(idx); w++ {
+	w := 0
+	for ; (w+1)*64 <= len(idx); w++ {
+		vs := idx[w*64 : w*64+64]
 		var word uint64
-		for j, e := range idx[w*64 : min(w*64+64, len(idx))] {
-			word |= one[e] << j
+		for j := 0; j < 64; j += 8 {
+			c := vs[j : j+8 : j+8]
+			word |= one[c[0]]<<uint(j) | one[c[1]]<<uint(j+1) | one[c[2]]<<uint(j+2) | one[c[3]]<<uint(j+3) |
+				one[c[4]]<<uint(j+4) | one[c[5]]<<uint(j+5) | one[c[6]]<<uint(j+6) | one[c[7]]<<uint(j+7)
+		}
+		bits[w] |= word
+	}
+	if rest := idx[w*64:]; len(rest) > 0 {
+		var word uint64
+		for j, e := range rest {
+			word |= one[e] << (uint(j) & 63)
 		}
 		bits[w] |= word
 	}

@@ -2,6 +2,7 @@ package part
 
 import (
 	"math/rand/v2"
+	"slices"
 	"testing"
 )
 
@@ -44,5 +45,36 @@ func TestShapeTable(t *testing.T) {
 			}
 		}
 		clear(want)
+	}
+}
+
+// TestOrEntries: the bits orEntries sets are those of the plain loop, for
+// every length around a word's and entries of any density.
+func TestOrEntries(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 7))
+	for n := range 300 {
+		idx := make([]byte, n)
+		var has [256]bool
+		for e := range has {
+			has[e] = rng.IntN(4) == 0
+		}
+		for i := range idx {
+			idx[i] = byte(rng.IntN(256))
+		}
+		got := make([]uint64, (n+63)/64)
+		want := make([]uint64, len(got))
+		for i := range got {
+			got[i] = rng.Uint64() & rng.Uint64() // bits set before stay set
+			want[i] = got[i]
+		}
+		for vi, e := range idx {
+			if has[e] {
+				want[vi/64] |= 1 << (vi % 64)
+			}
+		}
+		orEntries(got, idx, &has)
+		if !slices.Equal(got, want) {
+			t.Fatalf("%d values: bits %x, want %x", n, got, want)
+		}
 	}
 }

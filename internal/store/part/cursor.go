@@ -42,27 +42,37 @@ func (c *Cursor) StartAtEnd(b *Block, keep []bool) {
 
 func (c *Cursor) plan(b *Block, keep []bool) {
 	lci := b.LineColumn()
-	moves, start := c.moves[:0], append(c.start[:0], 0)
+	start := append(c.start[:0], 0)
+	// Room for every template's columns (the header's, end to end) and
+	// a raw template's line: each column is written, and kept by a count
+	// that moves on or not, with no branch per column (a kept column is
+	// a coin toss) and no growth check per template.
+	room := len(b.tmpls)
+	if b.hd != nil {
+		room += len(b.hd.cols)
+	}
+	moves := slices.Grow(c.moves[:0], room)
+	moves = moves[:cap(moves)]
+	n := 0
 	for t := range b.tmpls {
 		tm := &b.tmpls[t]
-		// Each column written, and kept by a count that moves on or
-		// not: no branch per column (a kept column is a coin toss).
-		moves = slices.Grow(moves, len(tm.cols))
-		n := len(moves)
-		buf := moves[:n+len(tm.cols)]
+		if n+len(tm.cols)+1 > len(moves) { // a header whose templates' columns are not its array's
+			moves = slices.Grow(moves[:n], len(tm.cols)+1)
+			moves = moves[:cap(moves)]
+		}
 		for _, col := range tm.cols {
-			buf[n] = int(col)
+			moves[n] = int(col)
 			if keep == nil || keep[col] {
 				n++
 			}
 		}
-		moves = buf[:n]
 		if tm.raw && lci >= 0 && (keep == nil || keep[lci]) {
-			moves = append(moves, lci)
+			moves[n] = lci
+			n++
 		}
-		start = append(start, len(moves))
+		start = append(start, n)
 	}
-	c.moves, c.start = moves, start
+	c.moves, c.start = moves[:n], start
 }
 
 // Next moves c past a row of template t.
