@@ -1306,11 +1306,14 @@ func (b *Block) tmplTests(t int) (rowsVerdict, error) {
 // windowTests appends to b.lm.tests the tests of the values of template
 // t whose windows a literal of clause c may cross into (windowBits),
 // and reports false when one cannot be tested by bits (matchRow
-// decides the rows).
+// decides the rows): also for a clause not planned by windows, whose
+// holes the template's shapeClause does not hold.
 func (b *Block) windowTests(t, c int) (bool, error) {
 	tm := &b.tmpls[t]
 	c0 := len(b.lm.tests)
-	b.clausePlan(t, c)
+	if b.clausePlan(t, c) != planWindows {
+		return false, nil
+	}
 	sc := &b.lm.tclauses[t*len(b.lm.clauseEnd)+c]
 	lo, hi := b.clause(c)
 	for i, lp := range sc.litPlans(hi - lo) {
