@@ -148,35 +148,27 @@ const (
 	planEdges
 )
 
-// plan returns (computing it once per block) how template ti is tested
-// for literal li. A plan depends on the template's gaps alone: plans are
-// also kept by shape, for the templates of the next blocks read with the
-// same literal (by its number, litIDs).
+// plan returns how template ti is tested for literal li: its clause's
+// plan (clausePlan) notes its literals'.
 func (b *Block) plan(ti, li int) litPlan {
 	p := &b.lm.plans[ti*len(b.lm.lits)+li]
 	if *p == planUnknown {
-		tm := &b.tmpls[ti]
-		key := shapeLit{tm.shape, b.lm.litIDs[li]}
-		if sp, ok := b.lm.shapePlans.get(key); ok {
-			*p = sp
-		} else {
-			*p = b.templatePlan(tm, li)
-			b.lm.shapePlans.put(key, *p)
-		}
+		b.clausePlan(ti, b.clauseOf(li))
 	}
 	return *p
 }
 
-type shapeLit struct {
+// shapeKey names what is kept by a template's shape: the shape, and the
+// number of what it was worked out for (a clause: clauseIDs).
+type shapeKey struct {
 	shape Shape
-	lit   int
+	id    int
 }
 
-// shapeTable holds what is worked out for a template shape and a
-// literal (a plan, the holes it crosses), an open addressing table
-// indexed by the shape's first word (a hash already): a Go map's hashing
-// of the 24-byte key was most of a lookup, one per template of every
-// block a literal filter reads. A slot's key, mark and value are side by
+// shapeTable holds what is worked out for a template shape and a clause
+// (shapeClause), an open addressing table indexed by the shape's first
+// word (a hash already): a Go map's hashing of the 24-byte key was most
+// of a lookup, one per template of every block a literal filter reads. A slot's key, mark and value are side by
 // side: a lookup that misses the cache misses it once.
 type shapeTable[V any] struct {
 	slots []shapeSlot[V]
@@ -184,15 +176,15 @@ type shapeTable[V any] struct {
 }
 
 type shapeSlot[V any] struct {
-	key  shapeLit
+	key  shapeKey
 	used bool
 	val  V
 }
 
 // slot returns where k is, or the empty slot where it would go.
-func (t *shapeTable[V]) slot(k shapeLit) *shapeSlot[V] {
+func (t *shapeTable[V]) slot(k shapeKey) *shapeSlot[V] {
 	mask := uint64(len(t.slots) - 1)
-	i := (k.shape[0] ^ uint64(k.lit)*0x9e3779b97f4a7c15) & mask
+	i := (k.shape[0] ^ uint64(k.id)*0x9e3779b97f4a7c15) & mask
 	for t.slots[i].used && t.slots[i].key != k {
 		i = (i + 1) & mask
 	}
@@ -200,7 +192,7 @@ func (t *shapeTable[V]) slot(k shapeLit) *shapeSlot[V] {
 }
 
 // get returns k's value, and whether it has one.
-func (t *shapeTable[V]) get(k shapeLit) (v V, ok bool) {
+func (t *shapeTable[V]) get(k shapeKey) (v V, ok bool) {
 	if t.n == 0 {
 		return v, false
 	}
@@ -209,7 +201,7 @@ func (t *shapeTable[V]) get(k shapeLit) (v V, ok bool) {
 }
 
 // put sets k's value.
-func (t *shapeTable[V]) put(k shapeLit, v V) {
+func (t *shapeTable[V]) put(k shapeKey, v V) {
 	if 2*(t.n+1) > len(t.slots) { // probes stay short: a lookup is one slot mostly
 		old := t.slots
 		t.slots, t.n = make([]shapeSlot[V], max(256, 2*len(old))), 0
@@ -236,16 +228,15 @@ func (t *shapeTable[V]) reset() {
 	t.n = 0
 }
 
-// numberLits numbers the literals of this read for the plans and holes
-// kept by shape (litIDs, holeIDs): a literal keeps its number from read
-// to read (a block's selection by two filters reads it with each in
-// turn), its holes' by how far its clause reaches (windowEdge). Too many
-// numbers empty the tables.
+// numberLits numbers the literals and clauses of this read for what is
+// kept by shape (holeIDs, clauseIDs): a literal keeps its number from
+// read to read (a block's selection by two filters reads it with each in
+// turn), with how far its clause reaches (windowEdge). Too many numbers
+// empty the table.
 func (b *Block) numberLits() {
 	if len(b.lm.ids) > 1<<12 || b.lm.shapeClauses.n >= 1<<16 {
 		// Between blocks: a block's templates keep their clauses'
 		// edge numbers (tclauses) while it is read.
-		b.lm.shapePlans.reset()
 		b.lm.shapeClauses.reset()
 		clear(b.lm.edgeIDs)
 		clear(b.lm.ids)
@@ -261,14 +252,13 @@ func (b *Block) numberLits() {
 		}
 		return n
 	}
-	b.lm.litIDs, b.lm.holeIDs = b.lm.litIDs[:0], b.lm.holeIDs[:0]
+	b.lm.holeIDs = b.lm.holeIDs[:0]
 	for li := range b.lm.lits {
 		l := &b.lm.lits[li]
-		k := append(b.lm.idKey[:0], 'p', boolByte(l.Fold), boolByte(l.ASCII), boolByte(l.Inner))
-		k = append(k, l.Text...)
-		b.lm.litIDs = append(b.lm.litIDs, id(k))
-		k[0] = 'h'
+		// The edge before the text: no two keys read alike.
+		k := append(b.lm.idKey[:0], 'h', boolByte(l.Fold), boolByte(l.ASCII), boolByte(l.Inner))
 		k = binary.AppendUvarint(k, uint64(b.windowEdge(li)))
+		k = append(k, l.Text...)
 		b.lm.holeIDs = append(b.lm.holeIDs, id(k))
 		b.lm.idKey = k
 	}
@@ -925,6 +915,12 @@ func (b *Block) placeAt(k, at int) {
 	}
 }
 
+// clauseOf returns the clause of literal li.
+func (b *Block) clauseOf(li int) int {
+	c, _ := slices.BinarySearch(b.lm.clauseEnd, li+1)
+	return c
+}
+
 // clause returns the range of b.lm.lits of clause c.
 func (b *Block) clause(c int) (lo, hi int) {
 	if c > 0 {
@@ -946,7 +942,7 @@ func (b *Block) clausePlan(ti, c int) litPlan {
 		return *p
 	}
 	tm := &b.tmpls[ti]
-	key := shapeLit{tm.shape, b.lm.clauseIDs[c]}
+	key := shapeKey{tm.shape, b.lm.clauseIDs[c]}
 	sc, ok := b.lm.shapeClauses.get(key)
 	if !ok {
 		sc = b.shapeClauseOf(tm, c)
@@ -1457,8 +1453,7 @@ type shapeHoles struct {
 // windowEdge returns how far a literal of li's clause may reach into
 // the gaps around a value: the clause's longest literal but one byte.
 func (b *Block) windowEdge(li int) int {
-	c, _ := slices.BinarySearch(b.lm.clauseEnd, li+1)
-	return b.clauseEdge(c)
+	return b.clauseEdge(b.clauseOf(li))
 }
 
 // clauseEdge is windowEdge of clause c's literals.
@@ -2807,12 +2802,9 @@ type literalMatch struct {
 	// plain: the rows are counted and selected by the plain loops, none
 	// of the fast paths (countByColumn, countTestsTwo), to test them.
 	plain bool
-	// and the plans of the templates of earlier reads by their shape and
-	// literal (litIDs); the literals' numbers (numberLits)
-	shapePlans shapeTable[litPlan]
-	ids        map[string]int
-	idKey      []byte
-	litIDs     []int
-	holeIDs    []int
-	clauseIDs  []int
+	// the literals' and clauses' numbers (numberLits)
+	ids       map[string]int
+	idKey     []byte
+	holeIDs   []int
+	clauseIDs []int
 }

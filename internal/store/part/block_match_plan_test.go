@@ -11,12 +11,12 @@ import (
 func TestShapeTable(t *testing.T) {
 	rng := rand.New(rand.NewPCG(5, 5))
 	var tb shapeTable[litPlan]
-	want := map[shapeLit]litPlan{}
+	want := map[shapeKey]litPlan{}
 	for round := range 3 {
 		for i := range 5000 {
 			// Few distinct first words (many keys share a slot's start)
 			// and shapes (a shape with each literal).
-			k := shapeLit{Shape{rng.Uint64() % 64, rng.Uint64() % 256}, rng.IntN(3)}
+			k := shapeKey{Shape{rng.Uint64() % 64, rng.Uint64() % 256}, rng.IntN(3)}
 			if i%3 == 0 && len(want) > 0 {
 				for old := range want {
 					k = old
@@ -26,7 +26,7 @@ func TestShapeTable(t *testing.T) {
 			p := litPlan(1 + rng.IntN(3))
 			tb.put(k, p)
 			want[k] = p
-			if got, ok := tb.get(shapeLit{Shape{rng.Uint64() % 64, 256 + rng.Uint64()%256}, 0}); ok {
+			if got, ok := tb.get(shapeKey{Shape{rng.Uint64() % 64, 256 + rng.Uint64()%256}, 0}); ok {
 				t.Fatalf("round %d: a key never put has plan %d", round, got)
 			}
 		}
