@@ -269,11 +269,29 @@ func (f *Flow) Store(ctx context.Context, in Input, b *record.Batch) (int, error
 // batch was refused whole. On a sink error, the Result has the counts of
 // admission and nothing accepted.
 func (f *Flow) Write(ctx context.Context, in Input, b *record.Batch) (Result, error) {
-	res := f.Admit(in, b)
-	if in.Whole && res.Refused > 0 {
-		return res, nil
+	var p Prepared
+	res, started, err := f.Begin(ctx, &p, in, b)
+	if !started {
+		return res, err
 	}
-	n, err := f.Store(ctx, in, b)
-	res.Accepted = n
+	res.Accepted, err = p.Wait()
 	return res, err
+}
+
+// Begin is Write up to the wait: it admits b and, unless b was refused
+// whole, prepares it into dst and starts writing it. b, and whatever its
+// records view (a decoder's buffers), may be reused once Begin returns,
+// before the batch is durable: a handler gives them back for the next
+// request while it waits. started says whether dst.Wait is to be called
+// (false: refused whole, or err from the sink's Prepare).
+func (f *Flow) Begin(ctx context.Context, dst *Prepared, in Input, b *record.Batch) (res Result, started bool, err error) {
+	res = f.Admit(in, b)
+	if in.Whole && res.Refused > 0 {
+		return res, false, nil
+	}
+	if err := f.PrepareInto(dst, in, b); err != nil {
+		return res, false, err
+	}
+	dst.Write(ctx)
+	return res, true, nil
 }

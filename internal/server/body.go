@@ -17,7 +17,6 @@ import (
 
 	"github.com/klauspost/compress/zstd"
 
-	"github.com/sluicelog/sluice/internal/flow"
 	"github.com/sluicelog/sluice/internal/protocol/jsonline"
 )
 
@@ -90,10 +89,10 @@ type reqBody struct {
 	pace paced    // the body as sent, when BodyIdleTimeout or MinBodyRate is set
 	sent sentBody // pace, or the request's body, limited
 
-	data     []byte // buffer (see buffer)
-	scratch  []byte // for the handler's reply
-	reply    jsonline.Reply
-	prepared [2]flow.Prepared // handleLines' batches in flight
+	data    []byte // buffer (see buffer)
+	scratch []byte // for the handler's reply
+	reply   jsonline.Reply
+	pipe    storePipe // the body's batches in flight
 }
 
 var bodyPool = sync.Pool{New: func() any { return new(reqBody) }}

@@ -97,9 +97,9 @@ func (s *Server) handleESRoot(w http.ResponseWriter, r *http.Request) {
 		`"minimum_wire_compatibility_version":"7.17.0","minimum_index_compatibility_version":"7.0.0"},"tagline":"You Know, for Search"}`, esVersion)
 }
 
-// esDocs parses and stores documents (one per line), and returns, per
-// document line (from 1), the error that kept it out.
-func (s *Server) esDocs(r *http.Request, tenant string, docs []byte) (map[int64]*record.LineError, int, error) {
+// esDocs parses and stores documents (one per line) through pipe, and
+// returns, per document line (from 1), the error that kept it out.
+func (s *Server) esDocs(r *http.Request, tenant string, docs []byte, pipe *storePipe) (map[int64]*record.LineError, int, error) {
 	opts, err := jsonline.Options(r.URL.Query(), r.Header, "json", s.cfg.Parse)
 	if err != nil {
 		return nil, 0, err
@@ -108,9 +108,7 @@ func (s *Server) esDocs(r *http.Request, tenant string, docs []byte) (map[int64]
 	if err != nil {
 		return nil, 0, err
 	}
-	defer s.parsers.put(list, p)
 	failed := map[int64]*record.LineError{}
-	stored := 0
 	next := int64(1) // the first document line of the next batch
 	err = p.Bytes(r.Context(), docs, func(b *record.Batch) error {
 		for i := range b.Errors {
@@ -141,14 +139,18 @@ func (s *Server) esDocs(r *http.Request, tenant string, docs []byte) (map[int64]
 		if res := s.flow.Admit(in, b); res.Refused > 0 {
 			s.log.Warn("ingest: stream limit", "protocol", "elastic", "msg", res.Message)
 		}
-		n, err := s.flow.Store(r.Context(), in, b)
-		if err != nil {
+		if err := pipe.push(r.Context(), in, b); err != nil {
 			return storeFailure{err}
 		}
-		stored += n
 		return nil
 	})
-	return failed, stored, err
+	// Back before the last batch's fsync is waited for, as in
+	// handleLines.
+	s.parsers.put(list, p)
+	if serr := pipe.settle(); serr != nil && (err == nil || !errors.As(err, new(storeFailure))) {
+		err = storeFailure{serr}
+	}
+	return failed, pipe.accepted, err
 }
 
 // streamLimited is the message of a document refused for the stream
@@ -182,7 +184,7 @@ func (s *Server) handleBulk(w http.ResponseWriter, r *http.Request, tenant strin
 		w.Write(elastic.ErrorReply("illegal_argument_exception", err.Error(), http.StatusBadRequest))
 		return http.StatusBadRequest, 0
 	}
-	failed, stored, err := s.esDocs(r, tenant, docs)
+	failed, stored, err := s.esDocs(r, tenant, docs, body.pipe.start(s.flow))
 	var sf storeFailure
 	switch {
 	case errors.As(err, &sf):
@@ -225,7 +227,7 @@ func (s *Server) handleDoc(w http.ResponseWriter, r *http.Request, tenant string
 	}
 	// A document may span lines: store it as one line.
 	doc := compactJSON(data)
-	failed, stored, err := s.esDocs(r, tenant, append(doc, '\n'))
+	failed, stored, err := s.esDocs(r, tenant, append(doc, '\n'), body.pipe.start(s.flow))
 	var sf storeFailure
 	switch {
 	case errors.As(err, &sf):

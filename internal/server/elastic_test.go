@@ -287,3 +287,55 @@ func TestElasticManagementLimits(t *testing.T) {
 		t.Errorf("huge: %d %.200s", code, body)
 	}
 }
+
+// TestBulkBatchesInOrder: a _bulk body of many parser batches (two in
+// flight, as a line body's) is stored whole, every item 201; with the
+// disk filling up halfway, the request answers 507 and what was stored
+// is the body's first documents, none missing between them.
+func TestBulkBatchesInOrder(t *testing.T) {
+	var body []byte
+	docs := 0
+	for ; len(body) < 12<<20; docs++ {
+		body = fmt.Appendf(body, "{\"index\":{}}\n{\"ts\":%d,\"message\":\"doc %d %s\"}\n", 1768464000000+docs, docs, strings.Repeat("x", 200))
+	}
+	t.Run("whole", func(t *testing.T) {
+		f := newFixture(t, DefaultConfig())
+		code, reply := f.do("POST", "/logs/_bulk", body, "Content-Type", "application/x-ndjson")
+		if code != 200 || strings.Contains(reply, `"errors":true`) {
+			t.Fatalf("bulk: %d %.300s", code, reply)
+		}
+		if n := strings.Count(reply, `"status":201`); n != docs {
+			t.Errorf("%d items created, want %d", n, docs)
+		}
+		if got := f.stored("default"); len(got) != docs {
+			t.Errorf("%d documents stored, want %d", len(got), docs)
+		}
+	})
+	t.Run("disk full", func(t *testing.T) {
+		f := newFixture(t, DefaultConfig())
+		f.fs.SetCapacity(f.fs.Used() + 6<<20)
+		code, reply := f.do("POST", "/logs/_bulk", body, "Content-Type", "application/x-ndjson")
+		if code != 507 {
+			t.Fatalf("bulk: %d %.300s, want 507", code, reply)
+		}
+		got := f.stored("default")
+		if len(got) == 0 || len(got) >= docs {
+			t.Fatalf("%d of %d documents stored, want some and not all", len(got), docs)
+		}
+		seen := make([]bool, docs)
+		for _, line := range got {
+			var n int
+			i := strings.Index(line, `doc `)
+			if i < 0 {
+				t.Fatalf("stored line %q", line)
+			}
+			fmt.Sscanf(line[i:], "doc %d", &n)
+			seen[n] = true
+		}
+		for i := range got {
+			if !seen[i] {
+				t.Fatalf("document %d missing below the %d stored", i, len(got))
+			}
+		}
+	})
+}

@@ -390,32 +390,13 @@ func (s *Server) handleLines(w http.ResponseWriter, r *http.Request, tenant stri
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return http.StatusBadRequest, 0
 	}
-	defer s.parsers.put(list, p)
 	in := flow.Input{Protocol: protocol}
 	// The reply lives in the pooled body: the closures below make a
 	// local one escape, an allocation per request.
 	reply := &body.reply
 	var storeErr error
 	streamRefused := false
-	// Pipelined: a chunk is parsed and encoded while the one before it
-	// waits for its fsync. The two in flight are the body's (pooled):
-	// chunk k's in body.prepared[k%2], whose chunk k-2 was settled before
-	// chunk k-1 was written.
-	var pending *flow.Prepared
-	chunk := 0
-	settle := func() error {
-		if pending == nil {
-			return nil
-		}
-		n, err := pending.Wait()
-		pending = nil
-		if err != nil {
-			storeErr = err
-			return err
-		}
-		reply.Accepted += n
-		return nil
-	}
+	pipe := body.pipe.start(s.flow)
 	each := func(b *record.Batch) error {
 		for i := range b.Errors {
 			reply.AddError(b.Errors[i].Error(), maxReplyErrors)
@@ -430,17 +411,10 @@ func (s *Server) handleLines(w http.ResponseWriter, r *http.Request, tenant stri
 		}
 		reply.TimeFallbacks += res.TimeFallbacks
 		reply.Dropped += res.Dropped
-		next := &body.prepared[chunk%2]
-		chunk++
-		if err := s.flow.PrepareInto(next, in, b); err != nil {
+		if err := pipe.push(r.Context(), in, b); err != nil {
 			storeErr = err
 			return err
 		}
-		if err := settle(); err != nil {
-			return err
-		}
-		next.Write(r.Context())
-		pending = next
 		return nil
 	}
 	if r.ContentLength >= 0 && r.ContentLength <= smallBody && r.Header.Get("Content-Encoding") == "" {
@@ -459,9 +433,19 @@ func (s *Server) handleLines(w http.ResponseWriter, r *http.Request, tenant stri
 	} else {
 		err = p.Reader(r.Context(), fullReader{body}, each)
 	}
-	if serr := settle(); err == nil {
-		err = serr
+	// The parser goes back before the last chunk's fsync is waited for:
+	// Prepare copied its batches, so nothing the wait or the reply reads
+	// is the parser's. Requests waiting for one group commit then share
+	// the few parsers that were just used (still in the cache), not one
+	// each.
+	s.parsers.put(list, p)
+	if serr := pipe.settle(); serr != nil {
+		storeErr = serr
+		if err == nil {
+			err = serr
+		}
 	}
+	reply.Accepted = pipe.accepted
 	switch {
 	case storeErr != nil:
 		// What was made durable before stays: say how much, as the 413
@@ -493,6 +477,55 @@ func (s *Server) handleLines(w http.ResponseWriter, r *http.Request, tenant stri
 	return code, reply.Accepted
 }
 
+// storePipe stores a body's batches as they are parsed, two in flight: a
+// batch is prepared (encoded) while the one before it waits for its
+// fsync, and written once that one is durable, so that the body's lines
+// are stored in order. The two are the pooled body's: batch k in
+// slots[k%2], whose batch k-2 was settled before batch k-1 was written.
+type storePipe struct {
+	flow     *flow.Flow
+	slots    [2]flow.Prepared
+	pending  *flow.Prepared // the batch written and not yet settled
+	n        int            // batches pushed
+	accepted int            // lines of the batches settled
+}
+
+// start readies the pipe for a body, and returns it.
+func (p *storePipe) start(f *flow.Flow) *storePipe {
+	p.flow, p.pending, p.n, p.accepted = f, nil, 0, 0
+	return p
+}
+
+// push prepares b, admitted, settles the batch before it and writes b.
+// b may be reused once push returns.
+func (p *storePipe) push(ctx context.Context, in flow.Input, b *record.Batch) error {
+	next := &p.slots[p.n%2]
+	p.n++
+	if err := p.flow.PrepareInto(next, in, b); err != nil {
+		return err
+	}
+	if err := p.settle(); err != nil {
+		return err
+	}
+	next.Write(ctx)
+	p.pending = next
+	return nil
+}
+
+// settle waits for the batch in flight, if any, to be durable.
+func (p *storePipe) settle() error {
+	if p.pending == nil {
+		return nil
+	}
+	n, err := p.pending.Wait()
+	p.pending = nil
+	if err != nil {
+		return err
+	}
+	p.accepted += n
+	return nil
+}
+
 // lokiDecoders keeps Loki decoders, with their tables (Decoder.Reuse),
 // between requests: a push is stored and answered before its decoder is
 // put back.
@@ -517,9 +550,14 @@ func (s *Server) handleLoki(w http.ResponseWriter, r *http.Request, tenant strin
 		return bodyError(w, err), 0
 	}
 	d := s.getLokiDecoder()
-	defer putLokiDecoder(d)
 	b := record.GetBatch()
-	defer record.PutBatch(b)
+	// The decoder and the batch go back before the wait for the fsync
+	// (Flow.Begin): the requests of one group commit share a few, still
+	// in the cache, rather than holding one each.
+	release := func() {
+		putLokiDecoder(d)
+		record.PutBatch(b)
+	}
 	b.ReceiveTime = time.Now().UnixNano()
 	var res loki.Result
 	ct := strings.ToLower(r.Header.Get("Content-Type"))
@@ -530,15 +568,26 @@ func (s *Server) handleLoki(w http.ResponseWriter, r *http.Request, tenant strin
 	}
 	switch {
 	case errors.Is(err, loki.ErrTooLarge):
+		release()
 		http.Error(w, err.Error(), http.StatusRequestEntityTooLarge)
 		return http.StatusRequestEntityTooLarge, 0
 	case err != nil:
+		release()
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return http.StatusBadRequest, 0
 	}
 	b.Tenant = tenant
 	// Admitted whole, so that the client's retry stores no line twice.
-	fr, err := s.flow.Write(r.Context(), flow.Input{Protocol: "loki", Whole: true, Bytes: len(data)}, b)
+	pending := &body.pipe.slots[0]
+	fr, started, err := s.flow.Begin(r.Context(), pending, flow.Input{Protocol: "loki", Whole: true, Bytes: len(data)}, b)
+	var rejected string
+	if res.Rejected > 0 {
+		rejected = fmt.Sprintf("%d of %d entries rejected (the others are stored): %s", res.Rejected, res.Entries, strings.Join(res.Reasons, "; "))
+	}
+	release()
+	if started {
+		fr.Accepted, err = pending.Wait()
+	}
 	switch {
 	case err != nil:
 		return s.storeError(w, err, ""), 0
@@ -548,8 +597,7 @@ func (s *Server) handleLoki(w http.ResponseWriter, r *http.Request, tenant strin
 	}
 	if res.Rejected > 0 {
 		s.flow.Reject("loki", "invalid", res.Rejected)
-		msg := fmt.Sprintf("%d of %d entries rejected (the others are stored): %s", res.Rejected, res.Entries, strings.Join(res.Reasons, "; "))
-		http.Error(w, msg, http.StatusBadRequest)
+		http.Error(w, rejected, http.StatusBadRequest)
 		return http.StatusBadRequest, fr.Accepted
 	}
 	w.WriteHeader(http.StatusNoContent)

@@ -3,6 +3,7 @@ package server
 import (
 	"cmp"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -44,20 +45,29 @@ func (s *Server) handleOTLP(w http.ResponseWriter, r *http.Request, tenant strin
 		}
 	}
 	d := s.getLokiDecoder()
-	defer putLokiDecoder(d)
 	b := record.GetBatch()
-	defer record.PutBatch(b)
+	// Given back before the wait for the fsync, as handleLoki does.
+	release := func() {
+		putLokiDecoder(d)
+		record.PutBatch(b)
+	}
 	b.ReceiveTime = time.Now().UnixNano()
 	res, err := otlp.Decode(d, data, isJSON, b, index)
 	if err != nil {
+		release()
 		return fail(http.StatusBadRequest, err.Error())
 	}
 	rejected := int64(res.Rejected)
-	reasons := res.Reasons
+	reasons := slices.Clone(res.Reasons)
 	s.flow.Reject("otlp", "invalid", res.Rejected)
 	// OTLP's partial success: the client is told, and does not retry.
 	b.Tenant = tenant
-	fr, err := s.flow.Write(r.Context(), flow.Input{Protocol: "otlp", Bytes: len(data)}, b)
+	pending := &body.pipe.slots[0]
+	fr, started, err := s.flow.Begin(r.Context(), pending, flow.Input{Protocol: "otlp", Bytes: len(data)}, b)
+	release()
+	if started {
+		fr.Accepted, err = pending.Wait()
+	}
 	if err != nil {
 		return s.storeError(w, err, ""), 0
 	}
