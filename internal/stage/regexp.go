@@ -316,7 +316,7 @@ func (p *pattern) matchWhole(line []byte) bool {
 		if pos >= len(line) {
 			return false
 		}
-		j := bytes.Index(line[pos+1:], lit)
+		j := indexNear(line[pos+1:], lit)
 		if j < 0 {
 			return false
 		}
@@ -340,12 +340,8 @@ func (p *pattern) match(line []byte, dst []patternSpan) []patternSpan {
 	for i := range p.steps {
 		lit := p.steps[i].lit
 		j := -1
-		switch {
-		case lit == nil: // the capture ends the pattern
-		case len(lit) == 1:
-			j = bytes.IndexByte(line[pos:], lit[0]) // the commonest literal, a space
-		default:
-			j = bytes.Index(line[pos:], lit)
+		if lit != nil { // else the capture ends the pattern
+			j = indexNear(line[pos:], lit)
 		}
 		if j < 0 {
 			return append(dst, patternSpan{int32(pos), int32(len(line))})
