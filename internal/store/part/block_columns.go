@@ -664,10 +664,23 @@ func (b *Block) LineAt(t int, cur *Cursor, time int64, dst []byte) (line, out []
 	switch {
 	case tm.raw:
 		return b.rawLine(cur, time, dst[:0])
-	case len(tm.holes) == 1 && tm.gaps.Len() == 2 && len(tm.gaps.At(0)) == 0 && len(tm.gaps.Last()) == 0:
+	case tm.whole:
 		si := tm.holes[0]
 		col := int(tm.cols[si])
-		return b.Value(col, cur.At(col)+tm.nth(si), time, dst[:0])
+		vi := cur.At(col) + tm.nth(si)
+		// A loaded string column's value is a view, read without the
+		// general path's turns (Value): every row of a block of lines
+		// stored whole comes here.
+		if c := &b.cols[col]; c.loaded && c.enc == encString && uint(vi) < uint(c.n) {
+			m := c.meta0
+			if c.metas != nil {
+				m = c.metas[vi]
+			}
+			if kind, _ := unmeta(m); kind <= record.JSON {
+				return c.stringValue(vi), dst[:0], nil
+			}
+		}
+		return b.Value(col, vi, time, dst[:0])
 	}
 	out, err = b.AppendLine(dst[:0], t, cur, time)
 	return out, out, err

@@ -94,6 +94,7 @@ type template struct {
 	raw     bool
 	msgLine bool // tmplMsgLine: the rows' message is their line
 	dup     bool // some slot's column is an earlier slot's (its nth is not 0)
+	whole   bool // one hole and no gap: the line is the hole's value (Block.LineAt)
 	slots   []slot
 	cols    []int32 // each slot's column, for the loops over many templates' (SlotColumn)
 	holes   []int   // slot of each hole, in line order
@@ -447,6 +448,7 @@ func (h *blockHeader) parseTemplate(enc []byte, t *template) error {
 		gap()
 		t.gaps = Gaps{line: h.line[l0:], ends: h.ends[e0:]}
 		t.shape = gapsShape(t.gaps)
+		t.whole = len(t.holes) == 1 && len(h.line) == l0
 	}
 	// Every in-line slot is exactly one hole, and a raw template has
 	// none: the reader relies on it to place values in the line.
