@@ -26,8 +26,11 @@ type LineCaptures struct {
 	re    *regexpStage
 	names []string // by capture; "" for one that sets no label
 	named []string // by capture, its name in the expression; "" for <_> or a group without
-	unset []int    // the named captures of the pattern that set no label
-	spans []patternSpan
+	// want says, per step of a pattern, whether its capture sets a label;
+	// last is the last step that does (-1: none), after which no step
+	// changes what Extract reads.
+	want []bool
+	last int
 }
 
 // LineCaptures returns stage k of the pipeline when it is a pattern or a
@@ -47,11 +50,17 @@ func (p *Pipeline) LineCaptures(k int) (*LineCaptures, bool) {
 			name := ""
 			if part.Capture && s.observed.observes(part.Name) {
 				name = part.Name
-			} else if part.Name != "" {
-				c.unset = append(c.unset, len(c.names))
 			}
 			c.names = append(c.names, name)
 			c.named = append(c.named, part.Name)
+		}
+		c.last = -1
+		for i, st := range s.p.steps {
+			want := c.names[st.part] != ""
+			c.want = append(c.want, want)
+			if want {
+				c.last = i
+			}
 		}
 	case *regexpStage:
 		c.re = s
@@ -89,16 +98,7 @@ func (c *LineCaptures) Extract(line []byte, vals []Value) {
 	vals = vals[:len(c.names)]
 	clear(vals)
 	if c.pat != nil {
-		p := c.pat.p
-		c.spans = p.match(line, c.spans[:0])
-		for i, sp := range c.spans {
-			if st := &p.steps[i]; st.named {
-				vals[st.part] = Value{V: bytesView(line[sp.from:sp.to]), Set: true}
-			}
-		}
-		for _, i := range c.unset {
-			vals[i] = Value{}
-		}
+		c.pat.p.extract(line, vals, c.want, c.last)
 		return
 	}
 	if c.re.none {

@@ -352,5 +352,31 @@ func (p *pattern) match(line []byte, dst []patternSpan) []patternSpan {
 	return dst
 }
 
+// extract is match for a table of values (LineCaptures.Extract): the
+// capture of each step that want marks sets vals[its part] to a view of
+// line, up to step last, after which no step's capture is wanted.
+func (p *pattern) extract(line []byte, vals []Value, want []bool, last int) {
+	if last < 0 || !bytes.HasPrefix(line, p.lead) {
+		return
+	}
+	pos := len(p.lead)
+	for i, st := range p.steps[:last+1] {
+		j := -1
+		if st.lit != nil { // else the capture ends the pattern
+			j = indexNear(line[pos:], st.lit)
+		}
+		if j < 0 {
+			if want[i] {
+				vals[st.part] = Value{V: bytesView(line[pos:]), Set: true}
+			}
+			return
+		}
+		if want[i] {
+			vals[st.part] = Value{V: bytesView(line[pos : pos+j]), Set: true}
+		}
+		pos += j + len(st.lit)
+	}
+}
+
 // patternSpan is where a capture is in a line: [from, to).
 type patternSpan struct{ from, to int32 }
