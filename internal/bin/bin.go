@@ -187,19 +187,42 @@ func (r *Reader) Ends(dst []uint32, n int, limit uint64, what string) ([]uint32,
 				break
 			}
 		}
-		var v uint64
-		var l int
 		if off+8 <= len(b) {
-			// A long value's length is two bytes: read as Varints does.
+			// Lengths of longer values (two bytes from 128): every varint
+			// that ends in the eight bytes at hand is read from them, as
+			// Varints reads one.
 			w := binary.LittleEndian.Uint64(b[off:])
-			if stops := ^w & 0x8080808080808080; stops != 0 {
-				l = bits.TrailingZeros64(stops)/8 + 1
-				v = gather7(w & (1<<(8*uint(l)) - 1))
+			stops := ^w & 0x8080808080808080
+			read := 0
+			for stops != 0 && i < n {
+				l := bits.TrailingZeros64(stops)/8 + 1
+				var v uint64
+				switch l {
+				case 1:
+					v = w & 0x7f
+				case 2:
+					v = w&0x7f | w>>1&(0x7f<<7)
+				default:
+					v = gather7(w & (1<<(8*uint(l)) - 1))
+				}
+				if v > limit {
+					r.off = off + l // after the value Bounded refuses
+					r.Fail(what)
+					break
+				}
+				off += l
+				end += v
+				dst = append(dst, uint32(end))
+				i++
+				read++
+				w >>= 8 * uint(l)
+				stops >>= 8 * uint(l)
+			}
+			if read > 0 || r.err != nil {
+				continue
 			}
 		}
-		if l == 0 {
-			v, l = binary.Uvarint(b[off:])
-		}
+		v, l := binary.Uvarint(b[off:])
 		if l <= 0 || v > limit {
 			r.off = off // where Uvarint fails, or after the value Bounded refuses
 			if l > 0 {

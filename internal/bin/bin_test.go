@@ -97,3 +97,29 @@ func FuzzEnds(f *testing.F) {
 		}
 	})
 }
+
+// BenchmarkEnds: the lengths of 8,192 values, short (all one byte), of
+// log lines around 128 bytes (one byte or two, in no order), and long
+// (two bytes each).
+func BenchmarkEnds(b *testing.B) {
+	x := uint64(1)
+	for _, c := range []struct {
+		name     string
+		min, max uint64
+	}{{"short", 5, 60}, {"lines", 90, 200}, {"long", 300, 2000}} {
+		var enc []byte
+		for range 8192 {
+			x ^= x << 13
+			x ^= x >> 7
+			x ^= x << 17
+			enc = binary.AppendUvarint(enc, c.min+x%(c.max-c.min))
+		}
+		dst := make([]uint32, 0, 8192)
+		b.Run(c.name, func(b *testing.B) {
+			for b.Loop() {
+				r := NewReader(enc)
+				dst, _ = r.Ends(dst[:0], 8192, 1<<20, "length")
+			}
+		})
+	}
+}
