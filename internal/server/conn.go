@@ -2,6 +2,7 @@ package server
 
 import (
 	"bytes"
+	"errors"
 	"net"
 	"strconv"
 	"sync"
@@ -85,6 +86,15 @@ type limitedConn struct {
 	net.Conn
 	l    *connLimit
 	once sync.Once
+}
+
+// CloseWrite half-closes the connection when the one underneath can (a
+// TCP connection), for the servers' closes after a reply.
+func (c *limitedConn) CloseWrite() error {
+	if cw, ok := c.Conn.(interface{ CloseWrite() error }); ok {
+		return cw.CloseWrite()
+	}
+	return errors.ErrUnsupported
 }
 
 func (c *limitedConn) Close() error {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"io"
 	"net"
 	"net/http"
 	"sync"
@@ -299,7 +300,36 @@ func (c *prefixConn) Close() error {
 	if c.dead.Load() {
 		return nil
 	}
+	if c.recent != nil {
+		// fasthttp's: it closes right after a reply that ends the
+		// connection (a 413, say), maybe with the request's body not
+		// read; closing then would reset the connection, and the client
+		// could lose the reply. Half-closed, and closed once the client
+		// has closed its end (or lingerTime).
+		if err := c.CloseWrite(); err == nil {
+			go linger(c.Conn)
+			return nil
+		}
+	}
 	return c.Conn.Close()
+}
+
+// A connection half-closed after its last reply is read, what comes
+// discarded, for at most lingerTime and lingerBytes before it is closed
+// (net/http waits as long for the same reason).
+const (
+	lingerTime  = 500 * time.Millisecond
+	lingerBytes = 256 << 10
+)
+
+// linger reads c until its peer closes it, lingerTime or lingerBytes,
+// and closes it.
+func linger(c net.Conn) {
+	defer c.Close()
+	if c.SetReadDeadline(time.Now().Add(lingerTime)) != nil {
+		return
+	}
+	_, _ = io.Copy(io.Discard, io.LimitReader(c, lingerBytes))
 }
 
 func (c *prefixConn) SetDeadline(t time.Time) error {
@@ -361,7 +391,7 @@ func (c *prefixConn) CloseWrite() error {
 	if cw, ok := c.Conn.(interface{ CloseWrite() error }); ok {
 		return cw.CloseWrite()
 	}
-	return nil
+	return errors.ErrUnsupported
 }
 
 // serveSplit is Serve with the ingest connections on fasthttp (fast.go):
