@@ -187,16 +187,20 @@ func (r *Reader) Ends(dst []uint32, n int, limit uint64, what string) ([]uint32,
 				break
 			}
 		}
+		// Lengths of longer values (two bytes from 128): every varint
+		// that ends in the eight bytes at hand is read from them, as
+		// Varints reads one; one that does not (near the end of b, or
+		// longer than seven bytes) by binary.Uvarint.
+		var w, stops uint64
 		if off+8 <= len(b) {
-			// Lengths of longer values (two bytes from 128): every varint
-			// that ends in the eight bytes at hand is read from them, as
-			// Varints reads one.
-			w := binary.LittleEndian.Uint64(b[off:])
-			stops := ^w & 0x8080808080808080
-			read := 0
-			for stops != 0 && i < n {
-				l := bits.TrailingZeros64(stops)/8 + 1
-				var v uint64
+			w = binary.LittleEndian.Uint64(b[off:])
+			stops = ^w & 0x8080808080808080
+		}
+		for {
+			var v uint64
+			var l int
+			if stops != 0 {
+				l = bits.TrailingZeros64(stops)/8 + 1
 				switch l {
 				case 1:
 					v = w & 0x7f
@@ -205,36 +209,26 @@ func (r *Reader) Ends(dst []uint32, n int, limit uint64, what string) ([]uint32,
 				default:
 					v = gather7(w & (1<<(8*uint(l)) - 1))
 				}
-				if v > limit {
-					r.off = off + l // after the value Bounded refuses
-					r.Fail(what)
-					break
-				}
-				off += l
-				end += v
-				dst = append(dst, uint32(end))
-				i++
-				read++
 				w >>= 8 * uint(l)
 				stops >>= 8 * uint(l)
+			} else if v, l = binary.Uvarint(b[off:]); l <= 0 {
+				r.off = off // where Uvarint fails
+				r.Fail(what)
+				break
 			}
-			if read > 0 || r.err != nil {
-				continue
+			if v > limit {
+				r.off = off + l // after the value Bounded refuses
+				r.Fail(what)
+				break
+			}
+			off += l
+			end += v
+			dst = append(dst, uint32(end))
+			i++
+			if stops == 0 || i == n {
+				break
 			}
 		}
-		v, l := binary.Uvarint(b[off:])
-		if l <= 0 || v > limit {
-			r.off = off // where Uvarint fails, or after the value Bounded refuses
-			if l > 0 {
-				r.off += l
-			}
-			r.Fail(what)
-			break
-		}
-		off += l
-		end += v
-		dst = append(dst, uint32(end))
-		i++
 	}
 	if r.err != nil {
 		for ; i < n; i++ {

@@ -348,6 +348,14 @@ func (b *Block) Value(col, vi int, t int64, dst []byte) (v, out []byte, err erro
 // ValueMeta is Value with the value's kind and flags (record.Escaped,
 // BadUTF8, SDEscaped), which a reader of its text needs.
 func (b *Block) ValueMeta(col, vi int, t int64, dst []byte) (v, out []byte, kind record.Kind, flags record.Flags, err error) {
+	// A loaded string column's value is a view, read without the turns
+	// below: every row of a block of lines stored whole (LineAt) comes
+	// here.
+	if c := &b.cols[col]; c.loaded && c.enc == encString && uint(vi) < uint(c.n) {
+		if kind, flags = unmeta(c.metaAt(vi)); kind <= record.JSON {
+			return c.stringValue(vi), dst, kind, flags, nil
+		}
+	}
 	c, err := b.loadedCol(col)
 	if err != nil {
 		return nil, dst, 0, 0, err
@@ -667,20 +675,7 @@ func (b *Block) LineAt(t int, cur *Cursor, time int64, dst []byte) (line, out []
 	case tm.whole:
 		si := tm.holes[0]
 		col := int(tm.cols[si])
-		vi := cur.At(col) + tm.nth(si)
-		// A loaded string column's value is a view, read without the
-		// general path's turns (Value): every row of a block of lines
-		// stored whole comes here.
-		if c := &b.cols[col]; c.loaded && c.enc == encString && uint(vi) < uint(c.n) {
-			m := c.meta0
-			if c.metas != nil {
-				m = c.metas[vi]
-			}
-			if kind, _ := unmeta(m); kind <= record.JSON {
-				return c.stringValue(vi), dst[:0], nil
-			}
-		}
-		return b.Value(col, vi, time, dst[:0])
+		return b.Value(col, cur.At(col)+tm.nth(si), time, dst[:0])
 	}
 	out, err = b.AppendLine(dst[:0], t, cur, time)
 	return out, out, err

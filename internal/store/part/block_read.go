@@ -598,14 +598,19 @@ func (c *colData) next(dst []byte, t int64, linesOnly bool) (v, out []byte, m by
 	return c.valueAt(c.i-1, dst, t, linesOnly)
 }
 
+// metaAt returns value i's meta byte (its kind and flags).
+func (c *colData) metaAt(i int) byte {
+	if c.metas != nil {
+		return c.metas[i]
+	}
+	return c.meta0
+}
+
 // valueAt returns value i of the column, as next. With linesOnly it
 // reads no stored number, so values can be read in any order; without,
 // values must be read in order (next does).
 func (c *colData) valueAt(i int, dst []byte, t int64, linesOnly bool) (v, out []byte, m byte, num uint64, err error) {
-	m = c.meta0
-	if c.metas != nil {
-		m = c.metas[i]
-	}
+	m = c.metaAt(i)
 	kind, _ := unmeta(m)
 	if kind > record.JSON {
 		return nil, dst, 0, 0, fmt.Errorf("value %d: kind %d", i, kind)
