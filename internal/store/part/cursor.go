@@ -1,6 +1,9 @@
 package part
 
-import "slices"
+import (
+	"math/bits"
+	"slices"
+)
 
 // A Cursor walks the rows of a columnar read (ReadColumns), forward or
 // from the last row back, and says where the current row's values are:
@@ -53,6 +56,17 @@ func (c *Cursor) plan(b *Block, keep []bool) {
 	}
 	moves := slices.Grow(c.moves[:0], room)
 	moves = moves[:cap(moves)]
+	// The kept columns under 64 as bits: a masked template's kept
+	// columns are its mask's AND with them (a few, of a template's
+	// dozens), whatever order its slots name them in.
+	var kept uint64
+	if keep != nil {
+		for col, k := range keep[:min(len(keep), 64)] {
+			if k {
+				kept |= 1 << col
+			}
+		}
+	}
 	n := 0
 	for t := range b.tmpls {
 		tm := &b.tmpls[t]
@@ -60,10 +74,17 @@ func (c *Cursor) plan(b *Block, keep []bool) {
 			moves = slices.Grow(moves[:n], len(tm.cols)+1)
 			moves = moves[:cap(moves)]
 		}
-		for _, col := range tm.cols {
-			moves[n] = int(col)
-			if keep == nil || keep[col] {
+		if keep != nil && tm.masked {
+			for m := tm.colMask & kept; m != 0; m &= m - 1 {
+				moves[n] = bits.TrailingZeros64(m)
 				n++
+			}
+		} else {
+			for _, col := range tm.cols {
+				moves[n] = int(col)
+				if keep == nil || keep[col] {
+					n++
+				}
 			}
 		}
 		if tm.raw && lci >= 0 && (keep == nil || keep[lci]) {

@@ -902,6 +902,32 @@ func TestColumnar(t *testing.T) {
 				t.Fatalf("block %d: column %d not kept moved to %d", i, c, cur.At(c))
 			}
 		}
+		// Every row passed, a kept column is where a walk keeping all
+		// leaves it (its values' count), whichever columns are kept: every
+		// other one, then every third (templates whose columns are a
+		// mask's and the others' alike).
+		cur.Start(&cb, nil)
+		for k := range cb.NumRows() {
+			cur.Next(cb.RowTemplate(k))
+		}
+		ends := make([]int, cb.NumColumns())
+		for c := range ends {
+			ends[c] = cur.At(c)
+		}
+		for _, every := range []int{2, 3} {
+			for c := range keep {
+				keep[c] = c%every == 0
+			}
+			cur.Start(&cb, keep)
+			for k := range cb.NumRows() {
+				cur.Next(cb.RowTemplate(k))
+			}
+			for c, end := range ends {
+				if want := map[bool]int{true: end}[keep[c]]; cur.At(c) != want {
+					t.Fatalf("block %d, every %d kept: column %d at %d, want %d", i, every, c, cur.At(c), want)
+				}
+			}
+		}
 	}
 }
 
