@@ -36,16 +36,15 @@ func lowerASCII(b []byte) []byte {
 	return out
 }
 
-// forms builds lits in each form a Set takes: searched one by one (not
-// folding), the dense automaton and the sparse one.
+// forms builds lits in each form a Set takes: searched one by one
+// (folding: in lowered chunks of the text), the dense automaton and the
+// sparse one.
 func forms(lits [][]byte, fold bool) map[string]*Set {
 	m := map[string]*Set{
 		"dense":  newSet(lits, fold, 0, maxDenseCells, nil),
 		"sparse": newSet(lits, fold, 0, 0, nil),
 	}
-	if !fold {
-		m["few"] = newSet(lits, fold, len(lits), maxDenseCells, nil)
-	}
+	m["few"] = newSet(lits, fold, len(lits), maxDenseCells, nil)
 	return m
 }
 
@@ -237,4 +236,30 @@ func BenchmarkNewSet(b *testing.B) {
 			}
 		})
 	}
+}
+
+// TestSetFoldChunks: a folding literal searched alone is found wherever
+// it lies, by its rare byte in a text without it, and, in a text full of
+// that byte (mM: the scan gives up), by the lowered chunks, across their
+// edges, in texts of several chunks.
+func TestSetFoldChunks(t *testing.T) {
+	lits := [][]byte{[]byte("TimeOut")}
+	for _, fill := range []string{"a", "mM"} {
+		for _, n := range []int{foldChunk - 10, 2*foldChunk + 5, 3 * foldChunk} {
+			for at := 0; at+7 <= n; at++ {
+				text := bytes.Repeat([]byte(fill), n)[:n]
+				copy(text[at:], "tIMEOUT")
+				check(t, lits, true, text)
+				check(t, lits, true, text[:at+6]) // cut one byte short
+				if t.Failed() {
+					t.Fatalf("%q text of %d bytes, literal at %d", fill, n, at)
+				}
+			}
+		}
+	}
+	long := bytes.Repeat([]byte("Ab"), foldChunk/2+1) // longer than half a chunk: the automaton
+	if s := NewSet([][]byte{long}, true); s.few != nil {
+		t.Fatal("a literal of more than half a chunk is searched in chunks")
+	}
+	check(t, [][]byte{long}, true, append([]byte("zz"), bytes.ToLower(long)...))
 }
