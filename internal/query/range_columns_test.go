@@ -918,6 +918,41 @@ func TestFilterSweepSameAsRows(t *testing.T) {
 	})
 }
 
+// TestStringSweepSameAsRows: string filters on columns without ids (a
+// dictionary-and-rest column of a few frequent messages and a tail that
+// carries ids and escapes, and a column of distinct values) decided a
+// value at a time, each entry once, give what the row path gives: in and
+// out of a string, case-insensitive contains, prefixes, negations, and
+// and/or of one label's matchers, beside a filter of a dictionary
+// column.
+func TestStringSweepSameAsRows(t *testing.T) {
+	rng := rand.New(rand.NewPCG(21, 22))
+	frequent := []string{"upstream timeout", "request completed", "connection reset by peer", "Upstream TIMEOUT"}
+	lines := make([]string, 4600) // 4,000 in a part (columnStore), the rest in the head
+	for i := range lines {
+		ts := time.Date(2026, 1, 15, 8, 0, 0, 0, time.UTC).Add(time.Duration(i) * 11 * time.Millisecond).Format(time.RFC3339Nano)
+		msg := frequent[rng.IntN(len(frequent))]
+		switch rng.IntN(5) {
+		case 0:
+			msg = fmt.Sprintf(`query "SELECT %d" took %dms	TimeOut`, rng.IntN(1e6), rng.IntN(5000))
+		case 1:
+			msg = fmt.Sprintf(`order %d declined é`, rng.IntN(1e6))
+		}
+		lvl := []string{"info", "error"}[rng.IntN(2)]
+		lines[i] = fmt.Sprintf(`{"ts":"%s","service":"%s","level":"%s","msg":"%s","user":"u%d x"}`, ts, []string{"api", "web"}[rng.IntN(2)], lvl, msg, rng.IntN(1e7))
+	}
+	all := `{service=~".+"}`
+	checkColumnar(t, lines, true, []string{
+		`sum by (service) (count_over_time(` + all + ` | json msg | msg=~"(?i).*timeout.*" [1h]))`,
+		`sum by (service) (count_over_time(` + all + ` | json | msg=~"(?i).*timeout.*" | level="error" [1h]))`,
+		`sum(count_over_time(` + all + ` | json | msg!~".*declined.*" [20s]))`,
+		`sum(count_over_time(` + all + ` | json | msg=~"query.*|order 1.*" [1h]))`,
+		`sum(count_over_time(` + all + ` | json | msg="upstream timeout" or msg=~".*é" [1h]))`,
+		`sum by (service) (count_over_time(` + all + ` | json | user=~"u1.*" [1h]))`,
+		`sum by (service) (count_over_time(` + all + ` | json u="user" | u!~"u[0-4].*" | level!="info" [1h]))`,
+	})
+}
+
 // TestPushedSameAsRows: JSON lines pushed through Loki's push API keep
 // their keys as columns, beside structured metadata (pushLines): queries
 // that see none of the metadata's names read them from columns, the

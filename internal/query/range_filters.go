@@ -63,7 +63,12 @@ type filterState struct {
 	// vecs, per label: its filters as number comparisons decided a
 	// column of numbers at a time; nil when some filter of the label is
 	// not a number comparison.
-	vecs   []*vecNode
+	vecs []*vecNode
+	// strs, per label: its filters as one test of a value's string, so
+	// that a column of strings without ids is decided a value at a time
+	// (stage.StringFilter); nil when a filter of the label is not a string
+	// matcher of it.
+	strs   []func(string) bool
 	params []int    // json with parameters: per label, its parameter
 	nparam int      // json with parameters: how many there are
 	names  []string // every label the json stage may set
@@ -340,6 +345,8 @@ func newFilterState(w *rangeWorker, jp stage.JSONParams, params bool, observed [
 			vec = v
 		}
 		fs.vecs = append(fs.vecs, vec)
+		str, _ := stage.StringFilter(byLabel[l], l)
+		fs.strs = append(fs.strs, str)
 		if params {
 			fs.params = append(fs.params, slices.Index(set, l))
 		}
@@ -406,7 +413,7 @@ func newWholeState(w *rangeWorker, jp stage.JSONParams, params bool) *filterStat
 	} else {
 		name = cp.single[0]
 	}
-	fs := &filterState{whole: true, names: []string{name}, labels: []string{name}, pipes: []*stage.Pipeline{nil}, vecs: []*vecNode{nil}, unwrap: -1, group: 0}
+	fs := &filterState{whole: true, names: []string{name}, labels: []string{name}, pipes: []*stage.Pipeline{nil}, vecs: []*vecNode{nil}, strs: []func(string) bool{nil}, unwrap: -1, group: 0}
 	if params {
 		fs.params, fs.nparam = []int{0}, 1
 	}
@@ -1479,8 +1486,6 @@ func (fs *filterState) slot(b *part.Block, col int, keyed bool) (int, bool) {
 		sl.ids, sl.dict = ids, true
 	} else if keyed {
 		sl.keyed = true
-	} else if k := b.ColumnKind(col); k != part.ColumnInt && k != part.ColumnDecimal {
-		return 0, false
 	}
 	fs.slots, fs.used = append(fs.slots, sl), append(fs.used, 0)
 	fs.vi = append(fs.vi, 0)
@@ -1560,6 +1565,36 @@ func (fs *filterState) verdict(w *rangeWorker, ls record.Labels, b *part.Block, 
 		fs.vecs[li].eval(sl.nums, dst, &fs.tmp)
 		if r := n % 64; r > 0 {
 			dst[n/64] &= 1<<r - 1 // vecAll sets a word whole
+		}
+	case !sl.dict && fs.strs[li] != nil && li != fs.unwrap && li != fs.group && fs.keptIndex(li) < 0:
+		// A column without ids (strings, the long tail a dictionary
+		// did not take, numbers a string filter reads): each value
+		// decided by the label's filters alone, as json gives it.
+		// A dictionary-and-rest column's entries are decided once each.
+		match := fs.strs[li]
+		ids, _ := b.EntryIDs(sl.col)
+		var entry [part.RestID]int8 // 0: not yet decided, 1 passes, -1 fails
+		for vi := range n {
+			id := part.RestID
+			if ids != nil {
+				if id = int(ids[vi]); id != part.RestID && entry[id] != 0 {
+					if entry[id] > 0 {
+						dst[vi/64] |= 1 << (vi % 64)
+					}
+					continue
+				}
+			}
+			pv, ok, err := w.cols.holeValue(b, sl.col, vi, t, inString)
+			if err != nil || !ok {
+				return -1, err
+			}
+			pass := match(pv.Value)
+			if pass {
+				dst[vi/64] |= 1 << (vi % 64)
+			}
+			if id != part.RestID {
+				entry[id] = int8(2*b2u(pass)) - 1
+			}
 		}
 	default:
 		return -1, nil

@@ -104,11 +104,15 @@ func newKeyPlan(w *rangeWorker, jp stage.JSONParams) *keyPlan {
 			if m == nil {
 				return nil
 			}
+			match, err := stage.StringMatch(m) // the stage's test, not the regexp on every value
+			if err != nil {
+				return nil
+			}
 			j := len(kp.leaves)
 			kp.leaves = append(kp.leaves, m)
 			return func(kp *keyPlan, v []stage.ParamValue) bool {
 				if i := kp.params[j]; i >= 0 {
-					return m.Matches(v[i].Value)
+					return match(v[i].Value)
 				}
 				return kp.consts[j]
 			}

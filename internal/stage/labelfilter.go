@@ -129,6 +129,73 @@ type filterLeaf struct {
 	passErrors bool
 }
 
+// StringFilter returns the label filters fs (all must hold) as one test
+// of label name's value, when every one is a string matcher of that
+// label, or such matchers joined by and and or: a test that reads no
+// other label, converts nothing and sets no error, so that a column's
+// values can each be decided by it alone.
+func StringFilter(fs []logql.LabelFilter, name string) (func(v string) bool, bool) {
+	var one func(f logql.LabelFilter) func(string) bool
+	one = func(f logql.LabelFilter) func(string) bool {
+		switch f := f.(type) {
+		case *logql.LabelFilterBinary:
+			l, r := one(f.Left), one(f.Right)
+			if l == nil || r == nil {
+				return nil
+			}
+			if f.And {
+				return func(v string) bool { return l(v) && r(v) }
+			}
+			return func(v string) bool { return l(v) || r(v) }
+		case *logql.LabelFilterString:
+			if f.Matcher == nil || f.Matcher.Name != name {
+				return nil
+			}
+			m, err := StringMatch(f.Matcher)
+			if err != nil {
+				return nil
+			}
+			return m
+		}
+		return nil
+	}
+	tests := make([]func(string) bool, 0, len(fs))
+	for _, f := range fs {
+		t := one(f)
+		if t == nil {
+			return nil, false
+		}
+		tests = append(tests, t)
+	}
+	if len(tests) == 1 {
+		return tests[0], true
+	}
+	return func(v string) bool {
+		for _, t := range tests {
+			if !t(v) {
+				return false
+			}
+		}
+		return true
+	}, true
+}
+
+// StringMatch returns m's test of a value, as the label filter stage
+// runs it: a regexp's literals searched first, or searched alone when
+// the regexp is exactly "holds one of them" ((?i).*timeout.*) or "is one
+// of them" (info|warn), where m.Matches runs the regexp on every value.
+func StringMatch(m *logql.Matcher) (func(v string) bool, error) {
+	if m.Type != logql.MatchRegexp && m.Type != logql.MatchNotRegexp {
+		return m.Matches, nil
+	}
+	re, err := regexp.Compile("^(?:" + m.Value + ")$")
+	if err != nil {
+		return nil, fmt.Errorf("invalid regexp %q: %w", m.Value, err)
+	}
+	match, negate := regexpMatcher(re, m.Value, true), m.Type == logql.MatchNotRegexp
+	return func(v string) bool { return match(stringBytes(v)) != negate }, nil
+}
+
 func compileLeaf(f logql.LabelFilter) (filterLeaf, error) {
 	switch f := f.(type) {
 	case *logql.LabelFilterString:
@@ -136,16 +203,11 @@ func compileLeaf(f logql.LabelFilter) (filterLeaf, error) {
 		if m == nil {
 			return filterLeaf{}, fmt.Errorf("label filter without a matcher")
 		}
-		if m.Type == logql.MatchRegexp || m.Type == logql.MatchNotRegexp {
-			// The matcher's regexp, searched for its literals first.
-			re, err := regexp.Compile("^(?:" + m.Value + ")$")
-			if err != nil {
-				return filterLeaf{}, fmt.Errorf("invalid regexp %q: %w", m.Value, err)
-			}
-			match, negate := regexpMatcher(re, m.Value, true), m.Type == logql.MatchNotRegexp
-			return filterLeaf{name: m.Name, match: func(v string) bool { return match(stringBytes(v)) != negate }}, nil
+		match, err := StringMatch(m)
+		if err != nil {
+			return filterLeaf{}, err
 		}
-		return filterLeaf{name: m.Name, match: m.Matches}, nil
+		return filterLeaf{name: m.Name, match: match}, nil
 	case *logql.LabelFilterNumber:
 		op, want := f.Op, f.Value
 		return filterLeaf{name: f.Name, test: func(v string) (bool, error) {

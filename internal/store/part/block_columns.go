@@ -449,6 +449,22 @@ func (b *Block) ValueIDs(col int) ([]byte, bool) {
 	return nil, false
 }
 
+// RestID is the entry id EntryIDs gives a value kept with the rest.
+const RestID = restID
+
+// EntryIDs returns, for a dictionary-and-rest column (a string column
+// of a few frequent values and the rest), each value's entry id (0 to
+// 254: the equal values of the column share it, so that a reader can
+// work on each entry once) or RestID for a value of the rest; false for
+// other columns.
+func (b *Block) EntryIDs(col int) ([]byte, bool) {
+	c, err := b.loadedCol(col)
+	if err != nil || c.enc != encDictRest {
+		return nil, false // Value reports the error
+	}
+	return c.idx[:c.n], true
+}
+
 // AppendLine appends the line of the row of template t at cur, whose
 // columns the line's values are in must be kept.
 func (b *Block) AppendLine(dst []byte, t int, cur *Cursor, time int64) ([]byte, error) {
