@@ -139,9 +139,9 @@ func (s *Set) Match(text []byte) bool {
 	return s.matchSparse(text)
 }
 
-// matchFoldFew searches each of the few lowercased literals in text:
-// foldIndex, several times faster than the automaton's byte-by-byte walk
-// on a short value or a line (BenchmarkSet, BenchmarkSetFoldShort).
+// matchFoldFew searches each of the few lowercased literals in text
+// (foldIndex): faster than the automaton's walk a byte at a time
+// (foldFewMax).
 func (s *Set) matchFoldFew(text []byte) bool {
 	for k, l := range s.few {
 		if foldIndex(text, l, s.rare[k]) {
