@@ -9,9 +9,14 @@ import "bytes"
 // starts that scan again at each call (a search of a column's values end
 // to end calls it once per match). A finder that meets too many false
 // candidates hands the rest of the text to bytes.Index.
+//
+// A folding finder (NewFoldFinder) matches ASCII letters in either case:
+// it scans for both cases of the rare byte, and its fallback lowers the
+// text a chunk at a time on the stack.
 type Finder struct {
-	lit  []byte
-	rare int // the index in lit of the byte scanned for
+	lit  []byte // lowercased when fold
+	rare int    // the index in lit of the byte scanned for
+	fold bool
 }
 
 // NewFinder returns a finder of lit; it keeps lit.
@@ -25,36 +30,60 @@ func NewFinder(lit []byte) Finder {
 	return f
 }
 
+// NewFoldFinder returns a finder of lit whose ASCII letters match either
+// case (other bytes exactly); it keeps a lowercased copy.
+func NewFoldFinder(lit []byte) Finder {
+	f := NewFinder(AppendLower(nil, lit))
+	f.fold = true
+	return f
+}
+
 // Index returns the index of the first instance of the literal in s, or
 // -1; an empty literal is at 0.
 func (f *Finder) Index(s []byte) int {
 	n := len(f.lit)
+	c, r := byte(0), f.rare
+	if n > 0 {
+		c = f.lit[r]
+	}
+	up := c // the rare byte's other case, when the finder folds
+	if f.fold && c-'a' < 26 {
+		up = c - 'a' + 'A'
+	}
 	switch {
 	case n == 0:
 		return 0
-	case n == 1:
-		return bytes.IndexByte(s, f.lit[0])
+	case n == 1 && up == c:
+		return bytes.IndexByte(s, c)
 	case len(s) < n:
 		return -1
 	}
-	c, r := f.lit[f.rare], f.rare
 	// Candidates are found at i+r: the last start that fits is len(s)-n.
 	last := len(s) - n
 	fails := 0
 	for i := 0; i <= last; {
-		j := bytes.IndexByte(s[i+r:last+r+1], c)
+		w := s[i+r : last+r+1]
+		j := bytes.IndexByte(w, c)
+		if up != c {
+			if j >= 0 {
+				w = w[:j] // the other case only before it
+			}
+			if k := bytes.IndexByte(w, up); k >= 0 {
+				j = k
+			}
+		}
 		if j < 0 {
 			return -1
 		}
 		i += j
-		if bytes.Equal(s[i:i+n], f.lit) {
+		if cand := s[i : i+n]; !f.fold && bytes.Equal(cand, f.lit) || f.fold && equalLower(cand, f.lit) {
 			return i
 		}
 		i++
 		// Many candidates per byte scanned: the rare byte is not rare
 		// in this text, and bytes.Index's vectorised search wins.
 		if fails++; fails > 4+i>>4 {
-			if k := bytes.Index(s[i:], f.lit); k >= 0 {
+			if k := f.fallback(s[i:]); k >= 0 {
 				return i + k
 			}
 			return -1
@@ -62,6 +91,46 @@ func (f *Finder) Index(s []byte) int {
 	}
 	return -1
 }
+
+// equalLower reports whether b lowercased (ASCII letters) is low.
+func equalLower(b, low []byte) bool {
+	for i, c := range b {
+		if c-'A' < 26 {
+			c |= 0x20
+		}
+		if c != low[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// fallback is bytes.Index of the literal in s, or, folding, in s
+// lowercased a chunk at a time on the stack, the chunks overlapping by
+// the literal but one byte (a literal of more than half a chunk: s
+// lowercased whole).
+func (f *Finder) fallback(s []byte) int {
+	if !f.fold {
+		return bytes.Index(s, f.lit)
+	}
+	if len(f.lit) > foldChunk/2 {
+		return bytes.Index(AppendLower(nil, s), f.lit)
+	}
+	var buf [foldChunk]byte
+	for off := 0; ; off += foldChunk - (len(f.lit) - 1) {
+		end := min(off+foldChunk, len(s))
+		if k := bytes.Index(AppendLower(buf[:0], s[off:end]), f.lit); k >= 0 {
+			return off + k
+		}
+		if end == len(s) {
+			return -1
+		}
+	}
+}
+
+// foldChunk is how much of a text a folding finder's fallback lowers at
+// a time.
+const foldChunk = 512
 
 // byteRank orders bytes by how often they occur in log text, the most
 // frequent highest: lowercase letters, digits, spaces and the punctuation

@@ -15,7 +15,7 @@ import (
 const fewMax = 4
 
 // foldFewMax is the most folding literals searched one by one
-// (foldIndex): each scans the text for its rarest byte in both cases, so
+// (NewFoldFinder): each scans the text for its rarest byte in both cases, so
 // that more cost more than the automaton (BenchmarkSet: fold, 2 literals
 // in 4 KiB 6.0 against 10.2 us, 4 literals 8.9-12.2 against 10.2).
 const foldFewMax = 2
@@ -31,11 +31,8 @@ const maxDenseCells = 1 << 22
 type Set struct {
 	fold  bool
 	empty bool     // a literal is empty: every text matches
-	few   [][]byte // set when searched one by one (lowercased with fold)
-	// longest: the longest of few, at most foldChunk/2 with fold; rare,
-	// with fold, the index of each one's rarest byte (Finder's).
-	longest int
-	rare    []int
+	few   [][]byte // set when searched one by one
+	folds []Finder // the same, folding (NewFoldFinder)
 	// The automaton. State 0 is the root; a transition to a state that
 	// ends a literal (itself or through its failure links) is stored as
 	// matched, and the search stops there.
@@ -89,21 +86,19 @@ func newSet(lits [][]byte, fold bool, few, denseCells int, yield func()) *Set {
 			return s
 		}
 	}
-	if len(lits) <= few && (!fold || len(lits) <= foldFewMax) {
+	if len(lits) <= few && !fold {
 		for _, l := range lits {
-			if fold {
-				l = AppendLower(nil, l)
-			}
 			s.few = append(s.few, bytes.Clone(l))
-			s.longest = max(s.longest, len(l))
-			if fold {
-				s.rare = append(s.rare, NewFinder(l).rare)
-			}
 		}
-		if !fold || s.longest <= foldChunk/2 {
-			return s
+		return s
+	}
+	// Folding, a literal of more than half a chunk (whose fallback
+	// lowers a text whole) takes the automaton.
+	if len(lits) <= few && len(lits) <= foldFewMax && !slices.ContainsFunc(lits, func(l []byte) bool { return len(l) > foldChunk/2 }) {
+		for _, l := range lits {
+			s.folds = append(s.folds, NewFoldFinder(l))
 		}
-		s.few, s.rare = nil, nil // a literal too long for the chunks: the automaton
+		return s
 	}
 	if yield == nil {
 		yield = func() {}
@@ -117,8 +112,13 @@ func (s *Set) Match(text []byte) bool {
 	switch {
 	case s.empty:
 		return true
-	case s.few != nil && s.fold:
-		return s.matchFoldFew(text)
+	case s.folds != nil:
+		for i := range s.folds {
+			if s.folds[i].Index(text) >= 0 {
+				return true
+			}
+		}
+		return false
 	case s.few != nil:
 		for _, l := range s.few {
 			if bytes.Contains(text, l) {
@@ -138,91 +138,6 @@ func (s *Set) Match(text []byte) bool {
 	}
 	return s.matchSparse(text)
 }
-
-// matchFoldFew searches each of the few lowercased literals in text
-// (foldIndex): faster than the automaton's walk a byte at a time
-// (foldFewMax).
-func (s *Set) matchFoldFew(text []byte) bool {
-	for k, l := range s.few {
-		if foldIndex(text, l, s.rare[k]) {
-			return true
-		}
-	}
-	return false
-}
-
-// foldIndex reports whether text holds lit (lowercase) but for the case
-// of ASCII letters: candidates are where its byte rare (its rarest in log
-// text, byteRank) is, in either case, each compared whole. When the
-// candidates come too thick (the byte is not rare in this text, or the
-// text is made to defeat the scan), the rest of the text is lowered a
-// chunk at a time and searched by bytes.Index.
-func foldIndex(text, lit []byte, rare int) bool {
-	n := len(lit)
-	last := len(text) - n
-	lo := lit[rare]
-	up := lo
-	if lo-'a' < 26 {
-		up = lo - 'a' + 'A'
-	}
-	fails := 0
-	for i := 0; i <= last; {
-		w := text[i+rare : last+rare+1]
-		j := bytes.IndexByte(w, lo)
-		if up != lo {
-			if j >= 0 {
-				w = w[:j]
-			}
-			if k := bytes.IndexByte(w, up); k >= 0 {
-				j = k
-			}
-		}
-		if j < 0 {
-			return false
-		}
-		i += j
-		if equalLower(text[i:i+n], lit) {
-			return true
-		}
-		i++
-		if fails++; fails > 4+i>>4 {
-			return lowerContains(text[i:], lit)
-		}
-	}
-	return false
-}
-
-// equalLower reports whether b lowercased (ASCII letters) is low.
-func equalLower(b, low []byte) bool {
-	for i, c := range b {
-		if c-'A' < 26 {
-			c |= 0x20
-		}
-		if c != low[i] {
-			return false
-		}
-	}
-	return true
-}
-
-// lowerContains reports whether text lowercased holds low, lowering a
-// chunk at a time on the stack, the chunks overlapping by len(low)-1
-// bytes (len(low) is at most foldChunk/2).
-func lowerContains(text, low []byte) bool {
-	var buf [foldChunk]byte
-	for off := 0; ; off += foldChunk - (len(low) - 1) {
-		end := min(off+foldChunk, len(text))
-		if bytes.Contains(AppendLower(buf[:0], text[off:end]), low) {
-			return true
-		}
-		if end == len(text) {
-			return false
-		}
-	}
-}
-
-// foldChunk is how much of a text lowerContains lowers at a time.
-const foldChunk = 512
 
 func (s *Set) matchSparse(text []byte) bool {
 	st := int32(0)

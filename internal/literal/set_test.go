@@ -238,10 +238,10 @@ func BenchmarkNewSet(b *testing.B) {
 	}
 }
 
-// TestSetFoldChunks: a folding literal searched alone is found wherever
-// it lies, by its rare byte in a text without it, and, in a text full of
-// that byte (mM: the scan gives up), by the lowered chunks, across their
-// edges, in texts of several chunks.
+// TestSetFoldChunks: a folding literal searched alone (a folding
+// Finder) is found wherever it lies, by its rare byte in a text without
+// it, and, in a text full of that byte (mM: the scan gives up), by the
+// lowered chunks, across their edges, in texts of several chunks.
 func TestSetFoldChunks(t *testing.T) {
 	lits := [][]byte{[]byte("TimeOut")}
 	for _, fill := range []string{"a", "mM"} {
@@ -258,7 +258,7 @@ func TestSetFoldChunks(t *testing.T) {
 		}
 	}
 	long := bytes.Repeat([]byte("Ab"), foldChunk/2+1) // longer than half a chunk: the automaton
-	if s := NewSet([][]byte{long}, true); s.few != nil {
+	if s := NewSet([][]byte{long}, true); s.folds != nil {
 		t.Fatal("a literal of more than half a chunk is searched in chunks")
 	}
 	check(t, [][]byte{long}, true, append([]byte("zz"), bytes.ToLower(long)...))

@@ -365,7 +365,7 @@ func (c *BlockCache) moveHeader(p *blockHeader) *blockHeader {
 	for k := range p.tmpls {
 		t := &p.tmpls[k]
 		// The scalars; pointTemplates sets the views.
-		h.tmpls[k] = template{raw: t.raw, msgLine: t.msgLine, dup: t.dup, whole: t.whole, shape: t.shape, holeStr: t.holeStr, holeVal: t.holeVal, colMask: t.colMask, masked: t.masked}
+		h.tmpls[k] = template{raw: t.raw, msgLine: t.msgLine, dup: t.dup, whole: t.whole, shape: t.shape, holeStr: t.holeStr, holeVal: t.holeVal, colMask: t.colMask}
 	}
 	h.pointTemplates(func(k int) (slots, holes, line, ends int) {
 		t := &p.tmpls[k]

@@ -95,7 +95,6 @@ type template struct {
 	msgLine bool // tmplMsgLine: the rows' message is their line
 	dup     bool // some slot's column is an earlier slot's (its nth is not 0)
 	whole   bool // one hole and no gap: the line is the hole's value (Block.LineAt)
-	masked  bool // colMask has every column of the slots, each once
 	slots   []slot
 	cols    []int32 // each slot's column, for the loops over many templates' (SlotColumn)
 	holes   []int   // slot of each hole, in line order
@@ -104,9 +103,10 @@ type template struct {
 	// holeStr and holeVal: a bit per hole (the first 64) whose slot has
 	// slotJSONString, slotJSONValue (Block.HoleJSON).
 	holeStr, holeVal uint64
-	// colMask has bit c for each column c under 64 of the slots; with
-	// masked (no column is a slot's twice and every one is under 64),
-	// Cursor.plan finds a template's kept columns by one AND.
+	// colMask has bit c for each column c under 64 of the slots. When it
+	// has as many bits as there are slots (no column is a slot's twice,
+	// every one is under 64), Cursor.plan finds a template's kept columns
+	// by one AND.
 	colMask uint64
 }
 
@@ -438,7 +438,6 @@ func (h *blockHeader) parseTemplate(enc []byte, t *template) error {
 			t.colMask |= 1 << col
 		}
 	}
-	t.masked = !t.dup && !slices.ContainsFunc(h.cols[c0:], func(c int32) bool { return c >= 64 })
 	if !t.raw {
 		h0, l0, e0 := len(h.holes), len(h.line), len(h.ends)
 		h.holes = grown(h.holes, h0+r.Count("template holes", 2))

@@ -56,9 +56,10 @@ func (c *Cursor) plan(b *Block, keep []bool) {
 	}
 	moves := slices.Grow(c.moves[:0], room)
 	moves = moves[:cap(moves)]
-	// The kept columns under 64 as bits: a masked template's kept
-	// columns are its mask's AND with them (a few, of a template's
-	// dozens), whatever order its slots name them in.
+	// The kept columns under 64 as bits: a template whose mask has all
+	// its columns (template.colMask) keeps its mask's AND with them (a
+	// few, of a template's dozens), whatever order its slots name them
+	// in.
 	var kept uint64
 	if keep != nil {
 		for col, k := range keep[:min(len(keep), 64)] {
@@ -74,7 +75,7 @@ func (c *Cursor) plan(b *Block, keep []bool) {
 			moves = slices.Grow(moves[:n], len(tm.cols)+1)
 			moves = moves[:cap(moves)]
 		}
-		if keep != nil && tm.masked {
+		if keep != nil && bits.OnesCount64(tm.colMask) == len(tm.cols) {
 			for m := tm.colMask & kept; m != 0; m &= m - 1 {
 				moves[n] = bits.TrailingZeros64(m)
 				n++
