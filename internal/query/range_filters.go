@@ -1573,12 +1573,12 @@ func (fs *filterState) verdict(w *rangeWorker, ls record.Labels, b *part.Block, 
 		// A dictionary-and-rest column's entries are decided once each.
 		match := fs.strs[li]
 		ids, _ := b.EntryIDs(sl.col)
-		var entry [part.RestID]int8 // 0: not yet decided, 1 passes, -1 fails
+		var entry [part.RestID]known // each entry's verdict, once decided
 		for vi := range n {
 			id := part.RestID
 			if ids != nil {
-				if id = int(ids[vi]); id != part.RestID && entry[id] != 0 {
-					if entry[id] > 0 {
+				if id = int(ids[vi]); id != part.RestID && entry[id] != unknown {
+					if entry[id] == knownYes {
 						dst[vi/64] |= 1 << (vi % 64)
 					}
 					continue
@@ -1593,7 +1593,7 @@ func (fs *filterState) verdict(w *rangeWorker, ls record.Labels, b *part.Block, 
 				dst[vi/64] |= 1 << (vi % 64)
 			}
 			if id != part.RestID {
-				entry[id] = int8(2*b2u(pass)) - 1
+				entry[id] = knownOf(pass)
 			}
 		}
 	default:
