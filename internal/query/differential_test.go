@@ -567,6 +567,12 @@ func TestHintsSameAsReference(t *testing.T) {
 		`sum by (service) (sum_over_time({service=~".+"} | json lat="http.latency_ms", s="http.status" | s >= 400 | unwrap lat [10m]))`,
 		`quantile_over_time(0.9, {service=~"api|web"} | json lat="http.latency_ms" | unwrap lat [1h]) by (service)`,
 		`max_over_time({service=~".+"} | json s="http.status" | unwrap s | __error__="" [1h]) without (s)`,
+		// A max of max_over_time and a min of min_over_time merge their
+		// rows by the outer grouping as they are read.
+		`max by (level) (max_over_time({service=~".+"} | json | unwrap http_latency_ms | __error__="" [1h]))`,
+		`min(min_over_time({service=~".+"} | json lat="http.latency_ms" | lat > 100 | unwrap lat | __error__="" [10m]))`,
+		`topk(2, max by (service) (max_over_time({service=~".+"} | json | unwrap http_status | __error__="" [1h])))`,
+		`count(max by (level) (max_over_time({service=~".+"} | json | unwrap http_latency_ms | __error__="" [1h])))`,
 		// Several parameters in dictionaries: outcomes remembered by ids.
 		`sum by (service) (count_over_time({service=~".+"} | json | level="error" | msg=~"m[0-3]" [1h]))`,
 		`sum(count_over_time({service=~".+"} | json level, msg | level!="info" or msg="m1" [1h]))`,

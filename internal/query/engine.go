@@ -368,9 +368,9 @@ func (ev *evaluator) sample(ctx context.Context, x logql.SampleExpr, shape *matr
 			childOrdered = false
 		case "count": // how many series a group has a value in: their order cannot change it
 			childOrdered = false
-		case "sum":
+		case "sum", "max", "min":
 			if ra, ok := x.Expr.(*logql.RangeAggregation); ok {
-				if g := ev.hintsOf(ra).sumBy; g != nil && (x.Grouping == nil || !x.Grouping.Without) && sameNames(g.Labels, x.Grouping) {
+				if h := ev.hintsOf(ra); h.mergedBy != nil && h.mergeOp == x.Op && (x.Grouping == nil || !x.Grouping.Without) && sameNames(h.mergedBy.Labels, x.Grouping) {
 					childOrdered = ordered
 				}
 			}

@@ -18,10 +18,11 @@ type matrix struct {
 	// labels that has a value at every step.
 	scalar bool
 	series []*series
-	// summedBy, when set, says each series is already the sum of its
-	// group by these labels (a range aggregation grouped early,
-	// rangeHints.sumBy): that sum is the matrix itself.
-	summedBy []string
+	// mergedBy, when set, says each series is already the aggregation
+	// mergeOp of its group by these labels (a range aggregation grouped
+	// early, rangeHints.mergedBy): that aggregation is the matrix itself.
+	mergedBy []string
+	mergeOp  string
 	// vals and has are chunks the next series' steps are taken from,
 	// structs the chunk the next series is.
 	vals    []float64

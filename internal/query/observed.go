@@ -12,36 +12,44 @@ import (
 type rangeHints struct {
 	// observed are the labels its parsers need set; nil: every label.
 	observed *stage.Observed
-	// sumBy, when a sum of it by these labels is all the query reads of
-	// its series, groups its rows so as they are read: one series per
-	// group, not one per distinct set of labels summed at the end.
-	sumBy *logql.Grouping
+	// mergedBy, when an aggregation (mergeOp) of its series by these
+	// labels is all the query reads of them, groups its rows as they
+	// are read: one series per group, not one per distinct set of
+	// labels aggregated at the end.
+	mergedBy *logql.Grouping
+	mergeOp  string // "sum", "max" or "min"
 }
 
 // queryHints returns, for the range aggregations of a metric query
 // whose series' other labels cannot change its answer, the labels their
 // pipelines' parsers need set (stage.Observed): those of a grouping that
 // merges the series of the range aggregation before anything else reads
-// them; and, when that grouping is an outer sum's, the sum's grouping. A
-// range aggregation missing from the map observes every label.
+// them; and, when that grouping is an outer aggregation's, the
+// aggregation and its grouping. A range aggregation missing from the map
+// observes every label.
 //
 // Two groupings merge series soundly: the range aggregation's own
-// (`sum_over_time(...) by (a)` groups rows before the function), and a
-// sum directly above a function linear in its rows (`sum by (a)
-// (count_over_time(...))`: the sum of the counts of some series is the
-// count of their rows). A maximum, average or count of series, a top-k,
-// a binary operation and label_replace see the series themselves: below
-// them every label counts.
+// (`sum_over_time(...) by (a)` groups rows before the function), and an
+// aggregation directly above a function that it composes with: a sum of
+// a function linear in its rows (`sum by (a) (count_over_time(...))`:
+// the sum of the counts of some series is the count of their rows), a
+// maximum of max_over_time and a minimum of min_over_time (the largest
+// of the series' largest values is the largest of their rows'; NaN, as
+// both levels take it, only when every value is NaN). An average or
+// count of series, a maximum of counts, a top-k, a binary operation and
+// label_replace see the series themselves: below them every label
+// counts.
 func queryHints(x logql.SampleExpr) map[*logql.RangeAggregation]rangeHints {
 	out := map[*logql.RangeAggregation]rangeHints{}
-	observeIn(x, nil, false, out)
+	observeIn(x, nil, "", out)
 	return out
 }
 
-// observeIn walks x; sum is set when x's series are summed by the
-// labels of by on their way to the answer, or when only which groups by
-// those labels have a value reaches it (see countOfGroups).
-func observeIn(x logql.SampleExpr, by []string, sum bool, out map[*logql.RangeAggregation]rangeHints) {
+// observeIn walks x; op is the aggregation x's series go through by the
+// labels of by on their way to the answer ("" for none): "sum" also
+// when only which groups by those labels have a value reaches it (see
+// countOfGroups).
+func observeIn(x logql.SampleExpr, by []string, op string, out map[*logql.RangeAggregation]rangeHints) {
 	switch x := x.(type) {
 	case *logql.RangeAggregation:
 		var result []string
@@ -49,9 +57,9 @@ func observeIn(x logql.SampleExpr, by []string, sum bool, out map[*logql.RangeAg
 		switch g := x.Grouping; {
 		case g != nil && !g.Without:
 			result = g.Labels
-		case g == nil && sum && linearInRows(x.Op):
+		case g == nil && composes(op, x.Op):
 			result = by
-			h.sumBy = &logql.Grouping{Labels: by}
+			h.mergedBy, h.mergeOp = &logql.Grouping{Labels: by}, op
 		default:
 			return
 		}
@@ -68,23 +76,26 @@ func observeIn(x logql.SampleExpr, by []string, sum bool, out map[*logql.RangeAg
 		out[x] = h
 	case *logql.VectorAggregation:
 		if g, ok := countOfGroups(x); ok {
-			observeIn(x.Expr.(*logql.VectorAggregation).Expr, g, true, out)
+			observeIn(x.Expr.(*logql.VectorAggregation).Expr, g, "sum", out)
 			return
 		}
-		if x.Op == "sum" && (x.Grouping == nil || !x.Grouping.Without) {
-			var labels []string
-			if x.Grouping != nil {
-				labels = x.Grouping.Labels
+		switch x.Op {
+		case "sum", "max", "min":
+			if x.Grouping == nil || !x.Grouping.Without {
+				var labels []string
+				if x.Grouping != nil {
+					labels = x.Grouping.Labels
+				}
+				observeIn(x.Expr, labels, x.Op, out)
+				return
 			}
-			observeIn(x.Expr, labels, true, out)
-			return
 		}
-		observeIn(x.Expr, nil, false, out)
+		observeIn(x.Expr, nil, "", out)
 	case *logql.BinaryExpr:
-		observeIn(x.LHS, nil, false, out)
-		observeIn(x.RHS, nil, false, out)
+		observeIn(x.LHS, nil, "", out)
+		observeIn(x.RHS, nil, "", out)
 	case *logql.LabelReplace:
-		observeIn(x.Expr, nil, false, out)
+		observeIn(x.Expr, nil, "", out)
 	}
 }
 
@@ -128,13 +139,21 @@ func countOfGroups(x *logql.VectorAggregation) ([]string, bool) {
 	return in.Grouping.Labels, true
 }
 
-// linearInRows reports whether a range function's value for a set of
-// rows is the sum of its values for any split of them: counts, bytes,
-// sums, and rates of those.
-func linearInRows(op string) bool {
+// composes reports whether aggregation op of the values of range
+// function fn over some series is fn's value over all their rows: a sum
+// of a function linear in its rows (counts, bytes, sums, and rates of
+// those), a maximum of maxima, a minimum of minima.
+func composes(op, fn string) bool {
 	switch op {
-	case "count_over_time", "rate", "bytes_over_time", "bytes_rate", "sum_over_time":
-		return true
+	case "sum":
+		switch fn {
+		case "count_over_time", "rate", "bytes_over_time", "bytes_rate", "sum_over_time":
+			return true
+		}
+	case "max":
+		return fn == "max_over_time"
+	case "min":
+		return fn == "min_over_time"
 	}
 	return false
 }

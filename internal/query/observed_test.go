@@ -79,9 +79,10 @@ func TestMaxMemory(t *testing.T) {
 	}
 }
 
-// TestSumByEarly: a sum of a function linear in its rows groups the rows
-// as they are read; any other parent, or a range grouping, does not.
-func TestSumByEarly(t *testing.T) {
+// TestMergedEarly: a sum of a function linear in its rows, a max of
+// max_over_time and a min of min_over_time group the rows as they are
+// read; any other parent, or a range grouping, does not.
+func TestMergedEarly(t *testing.T) {
 	for _, c := range []struct{ q, want string }{
 		{`sum by (level) (count_over_time({a="b"} | json [1m]))`, `level`},
 		{`sum (rate({a="b"} | line_format "x" [1m]))`, ``},
@@ -94,6 +95,12 @@ func TestSumByEarly(t *testing.T) {
 		{`count by (host) (count_over_time({a="b"} | json [1m]))`, `none`},
 		{`count by (x) (count by (host) (count_over_time({a="b"}[1m])))`, `none`},
 		{`count(count by (host) (max_over_time({a="b"} | json | unwrap x [1m])))`, `none`},
+		{`max by (host) (max_over_time({a="b"} | json | unwrap x [1m]))`, `max host`},
+		{`min (min_over_time({a="b"} | json | unwrap x [1m]))`, `min `},
+		{`topk(2, max by (h) (max_over_time({a="b"} | json | unwrap x [1m])))`, `max h`},
+		{`max by (h) (min_over_time({a="b"} | json | unwrap x [1m]))`, `none`},
+		{`min by (h) (sum_over_time({a="b"} | json | unwrap x [1m]))`, `none`},
+		{`max without (h) (max_over_time({a="b"} | json | unwrap x [1m]))`, `none`},
 	} {
 		expr, err := logql.Parse(c.q)
 		if err != nil {
@@ -101,8 +108,11 @@ func TestSumByEarly(t *testing.T) {
 		}
 		x := expr.(logql.SampleExpr)
 		got := "none"
-		if g := queryHints(x)[rangeAggs(x, nil)[0]].sumBy; g != nil {
-			got = strings.Join(g.Labels, ",")
+		if h := queryHints(x)[rangeAggs(x, nil)[0]]; h.mergedBy != nil {
+			got = strings.Join(h.mergedBy.Labels, ",")
+			if h.mergeOp != "sum" {
+				got = h.mergeOp + " " + got
+			}
 		}
 		if got != c.want {
 			t.Errorf("%s: grouped early by %q, want %q", c.q, got, c.want)

@@ -69,7 +69,7 @@ type rangeWorker struct {
 
 	alloc    seriesAlloc
 	x        *logql.RangeAggregation
-	sumBy    *logql.Grouping // rangeHints.sumBy
+	mergedBy *logql.Grouping // rangeHints.mergedBy
 	op       rangeOp
 	shape    *matrix
 	rng, off int64
@@ -188,7 +188,7 @@ func (w *rangeWorker) seriesOf() (*rangeSeries, error) {
 		n = w.byKey()
 	} else {
 		group(w.lb, w.x.Grouping)
-		group(w.lb, w.sumBy)
+		group(w.lb, w.mergedBy)
 		w.key = w.lb.AppendKey(w.key[:0])
 		n = len(w.lb.Current())
 	}
@@ -200,7 +200,7 @@ func (w *rangeWorker) seriesOf() (*rangeSeries, error) {
 			// A value holds the separator: the series keeps its labels.
 			if w.byOn {
 				group(w.lb, w.x.Grouping)
-				group(w.lb, w.sumBy)
+				group(w.lb, w.mergedBy)
 			}
 			s.labels = w.lb.Copy()
 		}
@@ -296,8 +296,8 @@ func (ev *evaluator) rangeAggregation(ctx context.Context, x *logql.RangeAggrega
 		return nil, err
 	}
 	m := rangeMatrix(x, shape, merged, ordered)
-	if g := ev.hintsOf(x).sumBy; g != nil {
-		m.summedBy = g.Labels
+	if h := ev.hintsOf(x); h.mergedBy != nil {
+		m.mergedBy, m.mergeOp = h.mergedBy.Labels, h.mergeOp
 	}
 	return m, nil
 }
@@ -315,9 +315,9 @@ func (ev *evaluator) states(ctx context.Context, x *logql.RangeAggregation, shap
 // series of a range aggregation can take the k series it keeps from the
 // aggregation's states, making no other (rangeAggregationK); and
 // returns that aggregation. It can when x has no grouping and its
-// operand is the range aggregation, or a sum of it by the labels its
-// rows were summed by as they were read (which leaves it as it is). The
-// reference engine never does.
+// operand is the range aggregation, or the aggregation by the labels
+// its rows were merged by as they were read (which leaves it as it is).
+// The reference engine never does.
 func (ev *evaluator) preselectK(x *logql.VectorAggregation, shape *matrix) (*logql.RangeAggregation, bool) {
 	if ev.e.reference || shape.steps != 1 || x.Op != "topk" && x.Op != "bottomk" || x.Grouping != nil || x.Param < 1 || x.Param > maxPreselectK {
 		return nil, false
@@ -327,11 +327,11 @@ func (ev *evaluator) preselectK(x *logql.VectorAggregation, shape *matrix) (*log
 		return e, e.Op != "absent_over_time"
 	case *logql.VectorAggregation:
 		ra, ok := e.Expr.(*logql.RangeAggregation)
-		if !ok || e.Op != "sum" || e.Grouping != nil && e.Grouping.Without {
+		if !ok || e.Grouping != nil && e.Grouping.Without {
 			return nil, false
 		}
-		g := ev.hintsOf(ra).sumBy
-		return ra, g != nil && sameNames(g.Labels, e.Grouping) && ra.Op != "absent_over_time"
+		h := ev.hintsOf(ra)
+		return ra, h.mergedBy != nil && h.mergeOp == e.Op && sameNames(h.mergedBy.Labels, e.Grouping) && ra.Op != "absent_over_time"
 	}
 	return nil, false
 }
@@ -391,8 +391,8 @@ func (ev *evaluator) rangeAggregationK(ctx context.Context, x *logql.RangeAggreg
 		out.add(labelsOf(&best[i])).set(0, best[i].v)
 	}
 	out.sortSeries()
-	if g := ev.hintsOf(x).sumBy; g != nil {
-		out.summedBy = g.Labels
+	if h := ev.hintsOf(x); h.mergedBy != nil {
+		out.mergedBy, out.mergeOp = h.mergedBy.Labels, h.mergeOp
 	}
 	return out, nil
 }
@@ -455,9 +455,9 @@ func (ev *evaluator) rangeStates(ctx context.Context, x *logql.RangeAggregation,
 			return nil, err
 		}
 		w := &rangeWorker{pipe: pipe, lb: &stage.Labels{}, plans: &ev.e.plans,
-			x: x, sumBy: hints.sumBy, op: op, shape: shape, rng: rng, off: off, distinct: distinct && shape.steps == 1}
+			x: x, mergedBy: hints.mergedBy, op: op, shape: shape, rng: rng, off: off, distinct: distinct && shape.steps == 1}
 		if !ev.e.reference {
-			w.by, w.byOn = groupedBy(x.Grouping, hints.sumBy)
+			w.by, w.byOn = groupedBy(x.Grouping, hints.mergedBy)
 		}
 		if unwrap != nil {
 			if w.post, err = stage.CompileFilters(unwrap.Filters); err != nil {
@@ -627,9 +627,10 @@ func metaUnseen(o *stage.Observed) store.MetaFunc {
 
 // seriesCount reports whether x, a vector aggregation, is a count of
 // the series of a range aggregation ra, without grouping: `count(ra)`,
-// or `count(sum by (g) (ra))` and `count(count by (g) (ra))` where ra
-// groups its rows by g as they are read (rangeHints.sumBy), so that each
-// of its series is one group of the inner aggregation, which has a value
+// or `count(sum by (g) (ra))` (or max, min) and `count(count by (g)
+// (ra))` where ra groups its rows by g as they are read
+// (rangeHints.mergedBy), so that each of its series is one group of the
+// inner aggregation, which has a value
 // at a step exactly when the series has. Then the answer at a step is
 // how many of ra's series have a value at it: countSeries, without the
 // labels and matrices of every series (the distinct users of a day, a
@@ -644,10 +645,11 @@ func (ev *evaluator) seriesCount(x *logql.VectorAggregation) (*logql.RangeAggreg
 		ra = in
 	case *logql.VectorAggregation:
 		r, ok := in.Expr.(*logql.RangeAggregation)
-		if !ok || in.Op != "sum" && in.Op != "count" || in.Grouping == nil || in.Grouping.Without {
+		if !ok || in.Grouping == nil || in.Grouping.Without {
 			return nil, false
 		}
-		if g := ev.hintsOf(r).sumBy; g == nil || !sameNames(g.Labels, in.Grouping) {
+		// The inner count is countOfGroups' (merged as a sum).
+		if h := ev.hintsOf(r); h.mergedBy == nil || in.Op != h.mergeOp && in.Op != "count" || !sameNames(h.mergedBy.Labels, in.Grouping) {
 			return nil, false
 		}
 		ra = r
@@ -1067,11 +1069,13 @@ func (s *rangeSeries) add(op rangeOp, k int, t int64, v float64) {
 	case opSum, opAvg:
 		s.v[k] += v
 	case opMin:
-		if first || v < s.v[k] {
+		// NaN only when every value is NaN, in any order, as Loki's
+		// min_over_time and max_over_time give it.
+		if first || v < s.v[k] || math.IsNaN(s.v[k]) {
 			s.v[k] = v
 		}
 	case opMax:
-		if first || v > s.v[k] {
+		if first || v > s.v[k] || math.IsNaN(s.v[k]) {
 			s.v[k] = v
 		}
 	case opFirst:
@@ -1129,9 +1133,13 @@ func (s *rangeSeries) merge(op rangeOp, o *rangeSeries) {
 		case op == opSum || op == opAvg:
 			s.v[k] += o.v[k]
 		case op == opMin:
-			s.v[k] = math.Min(s.v[k], o.v[k])
+			if o.v[k] < s.v[k] || math.IsNaN(s.v[k]) {
+				s.v[k] = o.v[k]
+			}
 		case op == opMax:
-			s.v[k] = math.Max(s.v[k], o.v[k])
+			if o.v[k] > s.v[k] || math.IsNaN(s.v[k]) {
+				s.v[k] = o.v[k]
+			}
 		case op == opFirst && o.t[k] < s.t[k], op == opLast && o.t[k] > s.t[k]:
 			s.v[k], s.t[k] = o.v[k], o.t[k]
 		case op == opVar:

@@ -251,7 +251,7 @@ func newFilterState(w *rangeWorker, jp stage.JSONParams, params bool, observed [
 	}
 	var kept []string
 	for _, n := range set {
-		if keepsAny([]string{n}, w.x.Grouping, w.sumBy) {
+		if keepsAny([]string{n}, w.x.Grouping, w.mergedBy) {
 			kept = append(kept, n)
 		}
 	}

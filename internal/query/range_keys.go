@@ -64,7 +64,7 @@ type keyPred func(kp *keyPlan, values []stage.ParamValue) bool
 // keys can be written for, else nil. jp is its pipeline's json stage
 // with parameters.
 func newKeyPlan(w *rangeWorker, jp stage.JSONParams) *keyPlan {
-	kp := &keyPlan{skip: -1, gs: []*logql.Grouping{w.x.Grouping, w.sumBy}}
+	kp := &keyPlan{skip: -1, gs: []*logql.Grouping{w.x.Grouping, w.mergedBy}}
 	for i := range jp.Len() {
 		n := jp.Name(i)
 		if slices.Contains(kp.names, n) || n == stage.ErrorLabel || n == stage.ErrorDetailsLabel {

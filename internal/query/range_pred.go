@@ -242,7 +242,7 @@ type vecColumn struct {
 // be decided on numbers and its grouping keeps no parameter (names: the
 // json stage's parameters, or its one observed label); else nil.
 func newPredState(w *rangeWorker, names []string, params bool) *predState {
-	if w.x.Grouping == nil && w.sumBy == nil || keepsAny(names, w.x.Grouping, w.sumBy) {
+	if w.x.Grouping == nil && w.mergedBy == nil || keepsAny(names, w.x.Grouping, w.mergedBy) {
 		return nil
 	}
 	unwrap := -1

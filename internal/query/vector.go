@@ -43,10 +43,10 @@ func evalVectorAgg(e *logql.VectorAggregation, in *matrix) (*matrix, error) {
 	}
 	switch e.Op {
 	case "sum", "avg", "min", "max", "count", "stddev", "stdvar":
-		if in.summedBy != nil && (e.Grouping == nil || !e.Grouping.Without) && sameNames(in.summedBy, e.Grouping) {
-			// The rows were summed by the group as they were read: each
-			// series is a group of its own.
-			if e.Op == "sum" {
+		if in.mergedBy != nil && (e.Grouping == nil || !e.Grouping.Without) && sameNames(in.mergedBy, e.Grouping) {
+			// The rows were aggregated by the group as they were read:
+			// each series is a group of its own.
+			if e.Op == in.mergeOp {
 				return in, nil
 			}
 			return aggregateSingles(e.Op, in), nil
@@ -229,7 +229,7 @@ func aggregateGroups(op string, g *logql.Grouping, in *matrix) *matrix {
 }
 
 // aggregateSingles is aggregateGroups of series that are each a group
-// of their own, labelled as their group is (matrix.summedBy): no index
+// of their own, labelled as their group is (matrix.mergedBy): no index
 // of groups, no list of members (a count of the series of each of 300
 // hosts spent a third of its time there).
 func aggregateSingles(op string, in *matrix) *matrix {
