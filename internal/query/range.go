@@ -529,7 +529,7 @@ func (ev *evaluator) rangeStates(ctx context.Context, x *logql.RangeAggregation,
 			if cp.pred != nil {
 				cp.pred.startStream(ls)
 			}
-			cp.startFilters(ls)
+			cp.startFilters(w, ls)
 			if cp.keys != nil {
 				cp.keys.startStream(ls)
 				cp.skipMemoTrial()

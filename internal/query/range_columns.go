@@ -297,8 +297,13 @@ type colPlanner struct {
 	// (range_filters.go), or nil: byLabel's when it is on for the
 	// stream, else byWhole's.
 	filters, byLabel, byWhole *filterState
-	keys                      *keyPlan // series keys from the parameters' values (range_keys.go), or nil
-	batch                     keyBatch // rows counted with keys, waiting for their series (range_keys.go)
+	// byShadow: byLabel's kin for the streams that have some labels of
+	// the json stage, by those labels (nil: none can be swept);
+	// filterNames, the stage's observed labels they are made from.
+	byShadow    map[string]*filterState
+	filterNames []string
+	keys        *keyPlan // series keys from the parameters' values (range_keys.go), or nil
+	batch       keyBatch // rows counted with keys, waiting for their series (range_keys.go)
 
 	// dropsErrors: a label filter __error__="" drops the rows whose line
 	// the json stage cannot parse. Then rows of a template in which no
@@ -376,7 +381,8 @@ func (w *rangeWorker) colPlanner() *colPlanner {
 			w.cols.pred = newPredState(w, w.cols.single, false)
 		}
 		if !w.cols.measure { // the sweeps count rows: a row's length is no count
-			w.cols.byLabel = newFilterState(w, jp, params, names)
+			w.cols.byLabel = newFilterState(w, jp, params, names, nil)
+			w.cols.filterNames = names
 			w.cols.byWhole = newWholeState(w, jp, params)
 		}
 		if u := w.x.Range.Unwrap; u != nil && (u.Conv == "" || u.Conv == "bytes") && !filtersRead(w.afterJSON(), u.Label) {

@@ -953,6 +953,42 @@ func TestStringSweepSameAsRows(t *testing.T) {
 	})
 }
 
+// TestShadowedSameAsRows: a field of the line that is also a label of
+// its stream (host, taken as a stream label at ingest and kept in the
+// line) is host_extracted after json, and a filter, grouping or unwrap of
+// host reads the stream's: the sweep decides host's filters once per
+// stream and groups by the stream's value (newFilterState's shadow),
+// and answers as the row path does; streams without host (lines without
+// it) are swept as before.
+func TestShadowedSameAsRows(t *testing.T) {
+	rng := rand.New(rand.NewPCG(23, 24))
+	lines := make([]string, 4600)
+	for i := range lines {
+		ts := time.Date(2026, 1, 15, 8, 0, 0, 0, time.UTC).Add(time.Duration(i) * 11 * time.Millisecond).Format(time.RFC3339Nano)
+		host := ""
+		if rng.IntN(5) > 0 {
+			host = fmt.Sprintf(`,"host":"h%d"`, rng.IntN(4))
+		}
+		lines[i] = fmt.Sprintf(`{"ts":"%s","service":"%s"%s,"level":"%s","v":%d,"user":"u%d"}`, ts, []string{"api", "web"}[rng.IntN(2)], host,
+			[]string{"info", "error", "warn"}[rng.IntN(3)], rng.IntN(100), rng.IntN(1e6))
+	}
+	all := `{service=~".+"}`
+	checkColumnar(t, lines, true, []string{
+		`sum by (host) (count_over_time(` + all + ` | json | level="error" [1h]))`,
+		`max by (host) (max_over_time(` + all + ` | json | unwrap v [1h]))`,
+		`sum by (host, level) (count_over_time(` + all + ` | json | host=~"h[12]" [1h]))`,
+		`sum by (host) (sum_over_time(` + all + ` | json | host!="h3" and v > 20 | unwrap v [1h]))`,
+		`sum by (service) (count_over_time(` + all + ` | json | host="h2" | level!="info" [1h]))`,
+		`sum by (host) (count_over_time(` + all + ` | json host, level | level="warn" [1h]))`,
+		`sum by (host) (count_over_time(` + all + ` | json host, level, user | user=~"u1.*" [1h]))`,
+		`min by (host, level) (min_over_time(` + all + ` | json | unwrap v [1h]))`,
+	})
+	// The field's own label in the series: not swept by the stream's.
+	checkColumnar(t, lines, false, []string{
+		`sum by (host_extracted) (count_over_time(` + all + ` | json | level="error" [1h]))`,
+	})
+}
+
 // TestPushedSameAsRows: JSON lines pushed through Loki's push API keep
 // their keys as columns, beside structured metadata (pushLines): queries
 // that see none of the metadata's names read them from columns, the

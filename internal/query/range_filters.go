@@ -72,6 +72,10 @@ type filterState struct {
 	params []int    // json with parameters: per label, its parameter
 	nparam int      // json with parameters: how many there are
 	names  []string // every label the json stage may set
+	// shadow: those of names the state's streams have (newFilterState);
+	// shadowPipe, the filters on them, decided per stream (nil: none).
+	shadow     []string
+	shadowPipe *stage.Pipeline
 	// dropsErrors: a filter __error__="" comes after the last number
 	// filter, so that a value a number filter fails on fails its row.
 	dropsErrors bool
@@ -92,8 +96,11 @@ type filterState struct {
 	// any stages, for any stream.
 	whole bool
 
-	on     bool         // the stream at hand has no label the json stage may set (or whole)
-	series *rangeSeries // the stream's series, once made
+	// on: the stream at hand has no label the json stage may set but
+	// shadow (or whole); none: shadowPipe fails the stream, so no row of
+	// it passes.
+	on, none bool
+	series   *rangeSeries // the stream's series, once made
 
 	// outs are the series the block's passing rows count in: the
 	// stream's alone (outs[0]) without a group label; with one, the
@@ -240,14 +247,31 @@ type fMove struct{ slot, n int }
 // observed labels are observed) are and-ed conditions each on one label
 // the stage sets, and its grouping keeps at most one of those labels;
 // else nil.
-func newFilterState(w *rangeWorker, jp stage.JSONParams, params bool, observed []string) *filterState {
-	set := observed
+//
+// shadow are labels of the stage that the streams the state is for have
+// (startStream takes a stream whose labels among the stage's are exactly
+// those): there the stage names a field of the line name_extracted, and
+// a filter, grouping or unwrap of the name reads the stream's label, the
+// same in every row. The state leaves them to the stream: their filters
+// are decided once per stream (shadowPass), a grouping keeps the
+// stream's value, and an unwrap of one is not swept.
+func newFilterState(w *rangeWorker, jp stage.JSONParams, params bool, observed, shadow []string) *filterState {
+	all := observed
 	if params {
 		names, ok := distinctParamNames(jp)
 		if !ok {
 			return nil
 		}
-		set = names
+		all = names
+	}
+	set := all
+	if len(shadow) > 0 {
+		for _, n := range shadow {
+			if keepsAny([]string{n + stage.ExtractedSuffix}, w.x.Grouping, w.mergedBy) {
+				return nil // the field's label, name_extracted, is in the series
+			}
+		}
+		set = slices.DeleteFunc(slices.Clone(all), func(n string) bool { return slices.Contains(shadow, n) })
 	}
 	var kept []string
 	for _, n := range set {
@@ -267,7 +291,8 @@ func newFilterState(w *rangeWorker, jp stage.JSONParams, params bool, observed [
 		}
 		conds = appendConjuncts(conds, f.Filter)
 	}
-	fs := &filterState{names: set, unwrap: -1, group: -1}
+	fs := &filterState{names: all, shadow: shadow, unwrap: -1, group: -1}
+	var streamConds []logql.LabelFilter
 	byLabel := map[string][]logql.LabelFilter{}
 	label := func(n string) int {
 		if i := slices.Index(fs.labels, n); i >= 0 {
@@ -325,6 +350,12 @@ func newFilterState(w *rangeWorker, jp stage.JSONParams, params bool, observed [
 			return nil
 		case n == "":
 			continue // __error__="": no row swept has an error but a number filter's
+		case slices.Contains(shadow, n):
+			if _, ok := f.(*logql.LabelFilterNumber); ok {
+				return nil // it may err, on the stream's value, in every row
+			}
+			streamConds = append(streamConds, f)
+			continue
 		case !slices.Contains(set, n) || strings.HasSuffix(n, stage.ExtractedSuffix):
 			return nil
 		}
@@ -333,6 +364,12 @@ func newFilterState(w *rangeWorker, jp stage.JSONParams, params bool, observed [
 	}
 	if len(fs.labels) == 0 {
 		return nil
+	}
+	if len(streamConds) > 0 {
+		var err error
+		if fs.shadowPipe, err = stage.CompileFilters(streamConds); err != nil {
+			return nil
+		}
 	}
 	for _, l := range fs.labels {
 		p, err := stage.CompileFilters(byLabel[l])
@@ -348,7 +385,7 @@ func newFilterState(w *rangeWorker, jp stage.JSONParams, params bool, observed [
 		str, _ := stage.StringFilter(byLabel[l], l)
 		fs.strs = append(fs.strs, str)
 		if params {
-			fs.params = append(fs.params, slices.Index(set, l))
+			fs.params = append(fs.params, slices.Index(all, l))
 		}
 	}
 	if params {
@@ -420,25 +457,56 @@ func newWholeState(w *rangeWorker, jp stage.JSONParams, params bool) *filterStat
 	return fs
 }
 
-// startFilters picks the stream ls's filter state (colPlanner.filters).
-func (cp *colPlanner) startFilters(ls record.Labels) {
+// startFilters picks the stream ls's filter state (colPlanner.filters):
+// byLabel's, or the one for the labels of the json stage the stream has
+// (byShadow, made at its first stream), or byWhole's.
+func (cp *colPlanner) startFilters(w *rangeWorker, ls record.Labels) {
 	cp.filters = nil
 	if fs := cp.byLabel; fs != nil {
-		if fs.startStream(ls); fs.on {
+		if fs.startStream(w, ls); fs.on {
 			cp.filters = fs
 			return
 		}
+		var key string
+		for _, n := range fs.names {
+			if _, ok := ls.Get(n); ok {
+				key += n + "\x00"
+			}
+		}
+		sh, made := cp.byShadow[key]
+		if !made {
+			jp, params := w.colPipe.JSONParams()
+			sh = newFilterState(w, jp, params, cp.filterNames, strings.Split(strings.TrimSuffix(key, "\x00"), "\x00"))
+			if cp.byShadow == nil {
+				cp.byShadow = map[string]*filterState{}
+			}
+			cp.byShadow[key] = sh
+		}
+		if sh != nil {
+			if sh.startStream(w, ls); sh.on {
+				cp.filters = sh
+				return
+			}
+		}
 	}
 	if fs := cp.byWhole; fs != nil {
-		fs.startStream(ls)
+		fs.startStream(w, ls)
 		cp.filters = fs
 	}
 }
 
 // startStream readies the state for a stream's rows.
-func (fs *filterState) startStream(ls record.Labels) {
-	fs.series = nil
-	fs.on = fs.whole || !slices.ContainsFunc(fs.names, func(n string) bool { _, ok := ls.Get(n); return ok })
+func (fs *filterState) startStream(w *rangeWorker, ls record.Labels) {
+	fs.series, fs.none = nil, false
+	fs.on = fs.whole || !slices.ContainsFunc(fs.names, func(n string) bool {
+		_, ok := ls.Get(n)
+		return ok != slices.Contains(fs.shadow, n)
+	})
+	if fs.on && fs.shadowPipe != nil {
+		w.lb.Reset(ls)
+		_, kept := fs.shadowPipe.Process(0, nil, w.lb)
+		fs.none = !kept
+	}
 }
 
 // filterSweep adds the samples of block b's rows that pass the filters
@@ -456,6 +524,9 @@ func (w *rangeWorker) filterSweep(ev *evaluator, ls record.Labels, b *part.Block
 	fs := cp.filters
 	if fs == nil {
 		return false, nil
+	}
+	if fs.none {
+		return true, nil // the stream's labels fail the filters
 	}
 	lo, hi := b.TimeRange()
 	if hi < from || lo > to {
