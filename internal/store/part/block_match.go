@@ -646,6 +646,18 @@ func (b *Block) assembleMatching(nrows int, stream uint32, times, subms, tids, r
 	if b.q.NoLines {
 		return b.matchCounting(nrows, stream, lci)
 	}
+	// A block none of whose rows may hold every clause (its gaps and
+	// its values' bits say so: a regexp's literal that no value holds)
+	// is not walked.
+	if err := b.decodeRows(); err != nil {
+		return err
+	}
+	if err := b.verdicts(); err != nil {
+		return err
+	}
+	if !b.mayMatch() {
+		return nil
+	}
 	cur := &b.cur
 	cur.Start(b, nil)
 	b.lm.streamed = true
