@@ -558,6 +558,11 @@ func TestHintsSameAsReference(t *testing.T) {
 		`sum by (service) (count_over_time({service=~".+"} | json | line_format "{{.msg}} {{ if .level }}{{.level | upper}}{{end}}" |= "M1" [1h]))`,
 		`sum by (level) (count_over_time({service=~".+"} | json | line_format "level={{.level}} msg={{.msg}}" | logfmt | __error__="" [1h]))`,
 		`sum by (service) (count_over_time({service=~".+"} | json | line_format "{{ . }}" [1h]))`,
+		// Templates of labels alone with functions and conditions: the
+		// line is made from the columns' values.
+		`sum by (service) (count_over_time({service=~".+"} | json | line_format "{{.msg | ToUpper}}" |= "M1" [1h]))`,
+		`sum by (level) (count_over_time({service=~".+"} | json | line_format "{{ if eq .level \"error\" }}{{.msg}}{{ else }}x{{ end }}" != "x" [1h]))`,
+		`sum by (service) (count_over_time({service=~".+"} | json | line_format "{{ .msg | trunc 2 }}{{ .nested_deep_k | default \"none\" }}" |~ "m.none" [1h]))`,
 		// Number filters decided on columns (range_pred.go).
 		`sum by (service) (count_over_time({service=~".+"} | json lat="http.latency_ms" | lat > 100 and lat <= 400 | __error__="" [1h]))`,
 		`sum(count_over_time({service=~".+"} | json s="http.status", lat="http.latency_ms" | s >= 500 or lat < 50.5 [1h]))`,

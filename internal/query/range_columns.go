@@ -79,7 +79,7 @@ func (w *rangeWorker) afterJSON() []logql.Stage {
 // lineTail (a range aggregation's pipeline), other stages of labels alone
 // may follow too (drop, keep, label_format from labels alone:
 // stage.FormatsLabelsOnly), then a line_format of labels alone
-// (stage.PlainTemplate), and after it parsers, line filters and label
+// (stage.FromLabels), and after it parsers, line filters and label
 // filters: they read the line it makes of the json
 // stage's labels, never the stored line, so that they are run on the
 // labels the columns give (`| json log | line_format "{{.log}}" | json
@@ -117,7 +117,7 @@ func columnarStages(stages []logql.Stage, observed *stage.Observed, lineTail boo
 				continue
 			}
 		case *logql.LineFormat:
-			if lineTail && stage.PlainTemplate(s.Template) {
+			if lineTail && stage.FromLabels(s.Template) {
 				formatted = true
 				continue
 			}

@@ -165,16 +165,12 @@ type plainPart struct {
 	isLabel bool
 }
 
-// PlainTemplate reports whether a line_format template is text and label
-// references alone: its output depends on the row's labels only, not on
-// its line, its time or anything else.
-func PlainTemplate(src string) bool {
-	t, err := parseTemplate("line", src, &templateCtx{})
-	if err != nil {
-		return false
-	}
-	_, ok := plainOf(t)
-	return ok
+// FromLabels reports whether a line_format template's output depends on
+// the row's labels only, not on its line, its time or the clock: text,
+// label references, functions of those and conditions on them.
+func FromLabels(src string) bool {
+	_, row, ok := templateRefs(src)
+	return ok && !row
 }
 
 // plainOf returns t as a plainTemplate, if it is one.

@@ -180,7 +180,8 @@ func FormatsLabelsOnly(f *logql.LabelFormat) bool {
 }
 
 // templateRefs returns the labels a template reads (templateLabels) and
-// whether it reads its row's line or time (__line__, __timestamp__).
+// whether it reads its row's line or time (__line__, __timestamp__), or
+// the clock (now).
 func templateRefs(src string) (names []string, row, ok bool) {
 	t, err := parseTemplate("line", src, &templateCtx{})
 	if err != nil || t.Tree == nil {
@@ -202,7 +203,7 @@ func templateRefs(src string) (names []string, row, ok bool) {
 			}
 			return true
 		case *parse.IdentifierNode:
-			row = row || n.Ident == "__line__" || n.Ident == "__timestamp__"
+			row = row || n.Ident == "__line__" || n.Ident == "__timestamp__" || n.Ident == "now"
 			return true
 		case *parse.TextNode, *parse.StringNode, *parse.NumberNode, *parse.BoolNode, *parse.NilNode:
 			return true

@@ -59,9 +59,24 @@ func TestObserving(t *testing.T) {
 		`{a="b"} | label_format n="{{ __line__ }}"`:               false,
 		`{a="b"} | label_format l=m, n="{{ __timestamp__ }}"`:     false,
 		`{a="b"} | label_format n="{{ . }}"`:                      false,
+		`{a="b"} | label_format n="{{ now | date \"2006\" }}"`:    false,
 	} {
 		if got := FormatsLabelsOnly(stages(q)[0].(*logql.LabelFormat)); got != want {
 			t.Errorf("%s: FormatsLabelsOnly %v, want %v", q, got, want)
+		}
+	}
+	for src, want := range map[string]bool{
+		`{{.msg}} at {{.level}}`: true,
+		`{{.msg | ToUpper}}`:     true,
+		`{{ if eq .level "error" }}{{.msg}}{{ else }}-{{ end }}`: true,
+		`{{ __line__ }}`:                 false,
+		`{{ .msg }} {{ __timestamp__ }}`: false,
+		`{{ now | unixEpoch }}`:          false,
+		`{{ range . }}x{{ end }}`:        false,
+		`{{ $x := .msg }}{{ $x }}`:       false,
+	} {
+		if got := FromLabels(src); got != want {
+			t.Errorf("%s: FromLabels %v, want %v", src, got, want)
 		}
 	}
 }
