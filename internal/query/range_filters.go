@@ -1655,11 +1655,13 @@ func (fs *filterState) verdict(w *rangeWorker, ls record.Labels, b *part.Block, 
 					continue
 				}
 			}
+			mark := len(w.cols.arena.b)
 			pv, ok, err := w.cols.holeValue(b, sl.col, vi, t, inString)
 			if err != nil || !ok {
 				return -1, err
 			}
 			pass := match(pv.Value)
+			w.cols.arena.b = w.cols.arena.b[:mark] // the value is not kept: its unescaped copy need not be
 			if pass {
 				dst[vi/64] |= 1 << (vi % 64)
 			}
