@@ -253,7 +253,7 @@ type fMove struct{ slot, n int }
 // those): there the stage names a field of the line name_extracted, and
 // a filter, grouping or unwrap of the name reads the stream's label, the
 // same in every row. The state leaves them to the stream: their filters
-// are decided once per stream (shadowPass), a grouping keeps the
+// are decided once per stream (shadowPipe), a grouping keeps the
 // stream's value, and an unwrap of one is not swept.
 func newFilterState(w *rangeWorker, jp stage.JSONParams, params bool, observed, shadow []string) *filterState {
 	all := observed
