@@ -558,6 +558,15 @@ func TestHintsSameAsReference(t *testing.T) {
 		`sum by (service) (count_over_time({service=~".+"} | json | line_format "{{.msg}} {{ if .level }}{{.level | upper}}{{end}}" |= "M1" [1h]))`,
 		`sum by (level) (count_over_time({service=~".+"} | json | line_format "level={{.level}} msg={{.msg}}" | logfmt | __error__="" [1h]))`,
 		`sum by (service) (count_over_time({service=~".+"} | json | line_format "{{ . }}" [1h]))`,
+		// A line filter right after a line_format of one label: a value
+		// that holds neither the literal nor \u is dropped unread
+		// (LineNeedle); \u0065rror is error, a duplicate key's second
+		// value counts, a stream label's value is no field's.
+		`sum by (service) (count_over_time({service=~".+"} | json | line_format "{{.esc}}" |= "error" [1h]))`,
+		`sum by (service) (count_over_time({service=~".+"} | json | line_format "{{.dup}}" |= "two" [1h]))`,
+		`sum by (level) (count_over_time({service=~".+"} | json | line_format "{{.msg}}" |= "payment d" [1h]))`,
+		`sum by (level) (count_over_time({service=~".+"} | json | line_format "{{.service}}" |= "ap" [1h]))`,
+		`sum(count_over_time({job="nginx"} | json | line_format "{{.msg}}" |= "POST" [10s]))`,
 		// Templates of labels alone with functions and conditions: the
 		// line is made from the columns' values.
 		`sum by (service) (count_over_time({service=~".+"} | json | line_format "{{.msg | ToUpper}}" |= "M1" [1h]))`,

@@ -336,11 +336,14 @@ type colPlanner struct {
 	// before (stage.PrefixRead.Needle): the row is dropped unread.
 	// needle.ok: for the block at hand (no stream label of the name);
 	// needle.miss: the row at hand's value holds neither.
+	// needle.line: the needle is a line filter's right after a
+	// line_format of the label (stage.Pipeline.LineNeedle), with no
+	// prefix read.
 	needle struct {
-		label        string
-		scan         needleScan
-		on, ok, miss bool
-		at           valueCut // the value missed: parameter idx, where it is
+		label              string
+		scan               needleScan
+		on, ok, miss, line bool
+		at                 valueCut // the value missed: parameter idx, where it is
 	}
 
 	num unwrapNum // rowValues: the unwrapped parameter's number, if read as one
@@ -405,12 +408,16 @@ func (w *rangeWorker) colPlanner() *colPlanner {
 		}
 		if w.x.Range.Unwrap == nil {
 			w.cols.prefix, w.cols.prefixOn = w.cols.rest.PrefixRead()
+			nd := &w.cols.needle
+			var text string
 			if w.cols.prefixOn {
-				nd := &w.cols.needle
-				var text string
-				if nd.label, text, nd.on = w.cols.prefix.Needle(); nd.on {
-					nd.scan = newNeedleScan(text)
-				}
+				nd.label, text, nd.on = w.cols.prefix.Needle()
+			} else {
+				nd.label, text, nd.on = w.cols.rest.LineNeedle()
+				nd.line = nd.on
+			}
+			if nd.on {
+				nd.scan = newNeedleScan(text)
 			}
 		}
 	}
@@ -454,6 +461,9 @@ func (w *rangeWorker) blockRows(ev *evaluator, ls record.Labels, b *part.Block, 
 		cp.prefixOK = !stream
 		_, stream = ls.Get(cp.needle.label)
 		cp.needle.ok = cp.prefixOK && cp.needle.on && !stream
+	} else if cp.needle.line {
+		_, stream := ls.Get(cp.needle.label)
+		cp.needle.ok = !stream
 	}
 	countable := w.countable(b, from, to)
 	// A block counted without a walk needs no memo of outcomes by ids.
@@ -1396,6 +1406,10 @@ func (cp *colPlanner) rowValues(b *part.Block, tm int, t int64) (bool, error) {
 			if pv, ok, cut, err = cp.prefixValue(b, col, vi, t, cp.needle.ok); cp.needle.miss {
 				cp.needle.at = valueCut{idx: len(cp.values), b: b, col: col, vi: vi, t: t}
 			}
+		} else if cp.needle.line && cp.needle.ok && pp.inString && cp.valueID < 0 && !cp.idKeyed && cp.paramName(i) == cp.needle.label {
+			if pv, ok, err = cp.needleValue(b, col, vi, t); cp.needle.miss {
+				cp.needle.at = valueCut{idx: len(cp.values), b: b, col: col, vi: vi, t: t}
+			}
 		} else {
 			pv, ok, err = cp.holeValue(b, col, vi, t, pp.inString)
 		}
@@ -1414,7 +1428,14 @@ func (cp *colPlanner) rowValues(b *part.Block, tm int, t int64) (bool, error) {
 		}
 		// Another field sets the label: the value read after all.
 		at := &cp.needle.at
-		pv, ok, cut, err := cp.prefixValue(at.b, at.col, at.vi, at.t, false)
+		var pv stage.ParamValue
+		var ok, cut bool
+		var err error
+		if cp.needle.line {
+			pv, ok, err = cp.holeValue(at.b, at.col, at.vi, at.t, true)
+		} else {
+			pv, ok, cut, err = cp.prefixValue(at.b, at.col, at.vi, at.t, false)
+		}
 		if err != nil || !ok {
 			return false, err
 		}
@@ -1470,6 +1491,24 @@ func (cp *colPlanner) prefixValue(b *part.Block, col, vi int, t int64, needle bo
 	}
 	pv, ok = cp.parsedValue(v, true)
 	return pv, ok, false, nil
+}
+
+// needleValue reads value vi of column col, a JSON string's text, as
+// holeValue does, unless it holds neither the needle's text nor `\u`:
+// then the row is dropped unless another field sets the needle's label
+// (rowValues), and the value is left unread.
+func (cp *colPlanner) needleValue(b *part.Block, col, vi int, t int64) (pv stage.ParamValue, ok bool, err error) {
+	v, arena, err := b.Value(col, vi, t, cp.arena.b)
+	cp.arena.b = arena
+	if err != nil {
+		return pv, false, err
+	}
+	if !cp.needle.scan.in(v) {
+		cp.needle.miss = true
+		return stage.ParamValue{}, true, nil
+	}
+	pv, ok = cp.parsedValue(v, true)
+	return pv, ok, nil
 }
 
 // oneID returns the row at hand's entry of its one parameter's column, as

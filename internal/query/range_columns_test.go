@@ -989,6 +989,32 @@ func TestShadowedSameAsRows(t *testing.T) {
 	})
 }
 
+// TestLineNeedleSameAsRows: a line filter right after a line_format of
+// one label (stage.Pipeline.LineNeedle) drops the rows whose value holds
+// neither its literal nor \u unread, and answers as the row path does:
+// values of escaped JSON, distinct (no dictionary), some spelling the
+// literal with \u escapes, some with a second field of the name.
+func TestLineNeedleSameAsRows(t *testing.T) {
+	rng := rand.New(rand.NewPCG(25, 26))
+	lines := make([]string, 4600)
+	for i := range lines {
+		ts := time.Date(2026, 1, 15, 8, 0, 0, 0, time.UTC).Add(time.Duration(i) * 11 * time.Millisecond).Format(time.RFC3339Nano)
+		msg := []string{"payment declined", "payment ok", "pa\\u0079ment \\u0064eclined", "card declined", "declin"}[rng.IntN(5)]
+		log := fmt.Sprintf(`{\"id\":%d,\"msg\":\"%s\"}`, rng.IntN(1e9), msg)
+		dup := ""
+		if rng.IntN(7) == 0 {
+			dup = `,"log":"declined twice"`
+		}
+		lines[i] = fmt.Sprintf(`{"ts":"%s","service":"%s","log":"%s"%s,"level":"%s"}`, ts, []string{"api", "web"}[rng.IntN(2)], log, dup, []string{"info", "error"}[rng.IntN(2)])
+	}
+	all := `{service=~".+"}`
+	checkColumnar(t, lines, false, []string{
+		`sum by (service) (count_over_time(` + all + ` | json | line_format "{{.log}}" |= "declined" [1h]))`,
+		`sum by (level) (count_over_time(` + all + ` | json log, level | line_format "{{.log}}" |= "payment declined" [1h]))`,
+		`sum(count_over_time(` + all + ` | json | line_format "{{.log}}" |= "ment" |~ "ok|twice" [1h]))`,
+	})
+}
+
 // TestPushedSameAsRows: JSON lines pushed through Loki's push API keep
 // their keys as columns, beside structured metadata (pushLines): queries
 // that see none of the metadata's names read them from columns, the

@@ -20,6 +20,9 @@ import (
 type lineFilter struct {
 	negate  bool
 	matches []func(line []byte) bool
+	// needle: the literal of a `|=` of one exact literal ("" for any
+	// other filter): a line that holds it not is dropped.
+	needle string
 }
 
 func newLineFilter(f *logql.LineFilter) (stage, error) {
@@ -27,6 +30,9 @@ func newLineFilter(f *logql.LineFilter) (stage, error) {
 		return nil, fmt.Errorf("line filter without a value")
 	}
 	s := &lineFilter{}
+	if lit, fold, ok := filterLiteral(f.Op, f.Values[0]); ok && !fold && f.Op == logql.FilterContains && len(f.Values) == 1 {
+		s.needle = string(lit)
+	}
 	switch f.Op {
 	case logql.FilterNotContains, logql.FilterNotRegexp, logql.FilterNotPattern:
 		s.negate = true

@@ -95,5 +95,26 @@ func (r PrefixRead) Needle() (label, text string, ok bool) {
 	return label, text, ok
 }
 
+// LineNeedle returns, for a pipeline whose first stage makes the line of
+// one label's value alone (`| line_format "{{.log}}"`) and whose second
+// keeps the lines that hold a literal (`|= "declined"`), the label and
+// the literal, when no JSON escape but \u can make a byte of it: a row
+// whose value of the label is a JSON string whose text holds neither the
+// literal nor `\u` is dropped, unread.
+func (p *Pipeline) LineNeedle() (label, text string, ok bool) {
+	if len(p.stages) < 2 {
+		return "", "", false
+	}
+	lf, ok := p.stages[0].(*lineFormatStage)
+	if !ok || !lf.plainOK || len(lf.plain) != 1 || !lf.plain[0].isLabel {
+		return "", "", false
+	}
+	f, ok := p.stages[1].(*lineFilter)
+	if !ok || f.needle == "" || strings.ContainsFunc(f.needle, escapeMade) {
+		return "", "", false
+	}
+	return lf.plain[0].label, f.needle, true
+}
+
 // escapeMade reports whether a JSON escape other than \u makes c.
 func escapeMade(c rune) bool { return c == '"' || c == '\\' || c == '/' || c < 0x20 }
