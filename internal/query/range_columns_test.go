@@ -1015,6 +1015,51 @@ func TestLineNeedleSameAsRows(t *testing.T) {
 	})
 }
 
+// TestHexPrefixSameAsRows: a prefix filter on a column of hex values
+// (trace ids) is decided on the values' bytes (part.Block.HexPrefixBits)
+// and answers as the row path does: prefixes of odd and even length,
+// one no hex text starts with, one longer than the values, and the
+// blocks of a stream whose trace ids are not all hex (columns of strings).
+func TestHexPrefixSameAsRows(t *testing.T) {
+	rng := rand.New(rand.NewPCG(27, 28))
+	lines := make([]string, 4600)
+	for i := range lines {
+		ts := time.Date(2026, 1, 15, 8, 0, 0, 0, time.UTC).Add(time.Duration(i) * 11 * time.Millisecond).Format(time.RFC3339Nano)
+		id := fmt.Sprintf("%016x%016x", rng.Uint64()&0xf7ffffffffffffff, rng.Uint64())
+		svc := []string{"api", "web", "legacy"}[rng.IntN(3)]
+		if svc == "legacy" && rng.IntN(3) == 0 {
+			id = "not-hex-" + id[:8] // legacy's blocks hold strings
+		}
+		lines[i] = fmt.Sprintf(`{"ts":"%s","service":"%s","trace_id":"%s","level":"%s"}`, ts, svc, id, []string{"info", "error"}[rng.IntN(2)])
+	}
+	all := `{service=~".+"}`
+	checkColumnar(t, lines, true, []string{
+		`sum by (service) (count_over_time(` + all + ` | json | trace_id=~"7.*" [1h]))`,
+		`sum by (service) (count_over_time(` + all + ` | json | trace_id=~"a3.*" | level="error" [1h]))`,
+		`sum(count_over_time(` + all + ` | json trace_id | trace_id=~"(?s)0.*" [1h]))`,
+		`sum(count_over_time(` + all + ` | json | trace_id=~"not-.*" or trace_id=~"f.*" [1h]))`,
+	})
+	// Prefixes no hex value starts with: the rows that pass are the
+	// not-hex ones, or none.
+	eng, sn := columnStore(t, lines)
+	defer sn.Release()
+	at := time.Date(2026, 1, 15, 8, 1, 0, 0, time.UTC).UnixNano()
+	for _, q := range []string{
+		`sum(count_over_time(` + all + ` | json | trace_id=~"7C.*|not-.*" [1h]))`,                         // hex text is lowercase
+		`sum(count_over_time(` + all + ` | json | trace_id=~"00000000000000000000000000000000f.*" [1h]))`, // longer than the ids
+	} {
+		p := Params{Tenant: store.DefaultTenant, Query: q, Start: at, End: at, Instant: true}
+		rows, rerr := (&Engine{workers: 2, reference: true}).Exec(context.Background(), sn, p)
+		cols, cerr := eng.Exec(context.Background(), sn, p)
+		if rerr != nil || cerr != nil {
+			t.Fatalf("%s: %v, %v", q, rerr, cerr)
+		}
+		if r, c := render(rows, p), render(cols, p); !slices.Equal(r, c) {
+			t.Errorf("%s:\nrows:\n  %s\ncolumns:\n  %s", q, strings.Join(r, "\n  "), strings.Join(c, "\n  "))
+		}
+	}
+}
+
 // TestPushedSameAsRows: JSON lines pushed through Loki's push API keep
 // their keys as columns, beside structured metadata (pushLines): queries
 // that see none of the metadata's names read them from columns, the

@@ -68,10 +68,14 @@ type filterState struct {
 	// that a column of strings without ids is decided a value at a time
 	// (stage.StringFilter); nil when a filter of the label is not a string
 	// matcher of it.
-	strs   []func(string) bool
-	params []int    // json with parameters: per label, its parameter
-	nparam int      // json with parameters: how many there are
-	names  []string // every label the json stage may set
+	strs []func(string) bool
+	// prefixes, per label: its filter as a prefix its values start with
+	// (`trace_id=~"7ce4.*"`, stage.PrefixFilter), for a column of hex
+	// values, compared as their bytes (part.Block.HexPrefixBits).
+	prefixes []labelPrefix
+	params   []int    // json with parameters: per label, its parameter
+	nparam   int      // json with parameters: how many there are
+	names    []string // every label the json stage may set
 	// shadow: those of names the state's streams have (newFilterState);
 	// shadowPipe, the filters on them, decided per stream (nil: none).
 	shadow     []string
@@ -239,6 +243,13 @@ const (
 // slot's column, tested by verds[verdict].
 type fUse struct{ slot, rank, verdict int }
 
+// labelPrefix is a prefix a label's filter passes the values of
+// (ok: the filter is one).
+type labelPrefix struct {
+	text string
+	ok   bool
+}
+
 // fMove is how many values of a slot's column a row of a template has.
 type fMove struct{ slot, n int }
 
@@ -384,6 +395,9 @@ func newFilterState(w *rangeWorker, jp stage.JSONParams, params bool, observed, 
 		fs.vecs = append(fs.vecs, vec)
 		str, _ := stage.StringFilter(byLabel[l], l)
 		fs.strs = append(fs.strs, str)
+		var lp labelPrefix
+		lp.text, lp.ok = stage.PrefixFilter(byLabel[l], l)
+		fs.prefixes = append(fs.prefixes, lp)
 		if params {
 			fs.params = append(fs.params, slices.Index(all, l))
 		}
@@ -450,7 +464,7 @@ func newWholeState(w *rangeWorker, jp stage.JSONParams, params bool) *filterStat
 	} else {
 		name = cp.single[0]
 	}
-	fs := &filterState{whole: true, names: []string{name}, labels: []string{name}, pipes: []*stage.Pipeline{nil}, vecs: []*vecNode{nil}, strs: []func(string) bool{nil}, unwrap: -1, group: 0}
+	fs := &filterState{whole: true, names: []string{name}, labels: []string{name}, pipes: []*stage.Pipeline{nil}, vecs: []*vecNode{nil}, strs: []func(string) bool{nil}, prefixes: []labelPrefix{{}}, unwrap: -1, group: 0}
 	if params {
 		fs.params, fs.nparam = []int{0}, 1
 	}
@@ -1642,6 +1656,15 @@ func (fs *filterState) verdict(w *rangeWorker, ls record.Labels, b *part.Block, 
 		// did not take, numbers a string filter reads): each value
 		// decided by the label's filters alone, as json gives it.
 		// A dictionary-and-rest column's entries are decided once each.
+		if lp := fs.prefixes[li]; lp.ok {
+			hex, err := b.HexPrefixBits(sl.col, lp.text, dst)
+			if err != nil {
+				return -1, err
+			}
+			if hex {
+				break // hex values hold no newline, escape nor null
+			}
+		}
 		match := fs.strs[li]
 		ids, _ := b.EntryIDs(sl.col)
 		var entry [part.RestID]known // each entry's verdict, once decided

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"regexp"
+	"regexp/syntax"
 	"strconv"
 	"strings"
 	"time"
@@ -178,6 +179,33 @@ func StringFilter(fs []logql.LabelFilter, name string) (func(v string) bool, boo
 		}
 		return true
 	}, true
+}
+
+// PrefixFilter returns P when fs, the filters of label name, are one
+// `name=~"P.*"` with P a literal of case: a value without a newline
+// (`.` matches none) passes exactly when it starts with P.
+func PrefixFilter(fs []logql.LabelFilter, name string) (string, bool) {
+	if len(fs) != 1 {
+		return "", false
+	}
+	f, ok := fs[0].(*logql.LabelFilterString)
+	if !ok || f.Matcher == nil || f.Matcher.Name != name || f.Matcher.Type != logql.MatchRegexp {
+		return "", false
+	}
+	re, err := syntax.Parse(f.Matcher.Value, syntax.Perl)
+	if err != nil {
+		return "", false
+	}
+	re = re.Simplify()
+	if re.Op != syntax.OpConcat || len(re.Sub) != 2 {
+		return "", false
+	}
+	lit, star := re.Sub[0], re.Sub[1]
+	if lit.Op != syntax.OpLiteral || lit.Flags&syntax.FoldCase != 0 || star.Op != syntax.OpStar ||
+		star.Sub[0].Op != syntax.OpAnyCharNotNL && star.Sub[0].Op != syntax.OpAnyChar {
+		return "", false
+	}
+	return string(lit.Rune), true
 }
 
 // StringMatch returns m's test of a value, as the label filter stage

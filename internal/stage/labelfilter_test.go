@@ -3,6 +3,7 @@ package stage
 import (
 	"math"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -285,4 +286,52 @@ func FuzzParseNumber(f *testing.F) {
 			t.Fatalf("%q: %v %v, strconv %v %v", s, got, gerr, want, werr)
 		}
 	})
+}
+
+// TestPrefixFilter: a label's filter is a prefix only when it is one
+// case-sensitive `=~"P.*"` of that label; the values that pass it are
+// then those that start with P, as its regexp says.
+func TestPrefixFilter(t *testing.T) {
+	for q, want := range map[string]string{
+		`x=~"7ce4.*"`:        "7ce4",
+		`x=~"(?s)ab.*"`:      "ab",
+		`x=~"a\\.b.*"`:       "a.b",
+		`x=~".*"`:            "-",
+		`x=~"7ce4.+"`:        "-",
+		`x=~"(?i)ab.*"`:      "-",
+		`x=~"ab.*c"`:         "-",
+		`x=~"a|b.*"`:         "-",
+		`x="7ce4"`:           "-",
+		`x!~"7ce4.*"`:        "-",
+		`y=~"7ce4.*"`:        "-",
+		`x=~"ab.*", x="abc"`: "-",
+	} {
+		expr, err := logql.Parse(`{a="b"} | ` + q)
+		if err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+		var fs []logql.LabelFilter
+		for _, s := range expr.(*logql.LogExpr).Pipeline {
+			fs = append(fs, s.(*logql.LabelFilterStage).Filter)
+		}
+		got, ok := PrefixFilter(fs, "x")
+		if !ok {
+			got = "-"
+		}
+		if got != want {
+			t.Errorf("%s: prefix %q, want %q", q, got, want)
+		}
+		if !ok {
+			continue
+		}
+		m, err := StringMatch(fs[0].(*logql.LabelFilterString).Matcher)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, v := range []string{"", got, got + "x", "x" + got, got[:len(got)-1]} {
+			if m(v) != strings.HasPrefix(v, got) {
+				t.Errorf("%s on %q: the regexp says %v", q, v, m(v))
+			}
+		}
+	}
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"slices"
+	"strings"
 
 	"github.com/sluicelog/sluice/internal/bin"
 )
@@ -113,6 +114,42 @@ func (c *colData) hexEqualBits(want []byte, bits []uint64) {
 			bits[vi/64] |= 1 << (vi % 64)
 		}
 	}
+}
+
+// HexPrefixBits sets in dst (a bit per value of column col, at least
+// as long) the bit of each value whose text starts with prefix, and
+// reports whether col is a hex column (it sets nothing otherwise): the
+// values are compared as the bytes they are, not written out. A value's
+// text is lowercase hex digits, so that a prefix of any other byte, or
+// longer than the values, starts none.
+func (b *Block) HexPrefixBits(col int, prefix string, dst []uint64) (bool, error) {
+	c, err := b.loadedCol(col)
+	if err != nil || c.enc != encHex {
+		return false, err
+	}
+	if len(prefix) > c.hexLen {
+		return true, nil
+	}
+	want := grown(b.scratch[:0], len(prefix)/2+1)
+	clear(want)
+	b.scratch = want
+	for i := range len(prefix) {
+		d := strings.IndexByte(hexDigits, prefix[i])
+		if d < 0 {
+			return true, nil
+		}
+		want[i/2] |= byte(d) << (4 * (1 - i%2))
+	}
+	w, full, odd := c.hexLen/2, len(prefix)/2, len(prefix)%2 == 1
+	head, nib := want[:full], want[full]
+	data := c.data[:c.n*w]
+	for vi := range c.n {
+		v := data[vi*w : (vi+1)*w]
+		if string(v[:full]) == string(head) && (!odd || v[full]&0xf0 == nib) {
+			dst[vi/64] |= 1 << (vi % 64)
+		}
+	}
+	return true, nil
 }
 
 // hexAlphabet holds every byte a hex value may have.

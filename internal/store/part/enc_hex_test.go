@@ -40,3 +40,38 @@ func TestHexEqualBits(t *testing.T) {
 		}
 	}
 }
+
+// TestHexPrefixBits: the values whose text starts with a prefix, found
+// on their bytes, are those whose written text does: prefixes of every
+// length up to the values' and past them, odd and even, and prefixes
+// that no hex text can start with.
+func TestHexPrefixBits(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 5))
+	for _, w := range []int{1, 4, 16} {
+		n := 150
+		data := make([]byte, n*w)
+		for i := range data {
+			data[i] = byte(rng.IntN(3)) * 0x51 // 0x00, 0x51, 0xa2: prefixes often shared
+		}
+		b := &Block{cols: []colData{{enc: encHex, loaded: true, n: n, hexLen: 2 * w, data: data}}}
+		c := &b.cols[0]
+		var prefixes []string
+		for range 40 {
+			v := string(c.appendHexValue(nil, rng.IntN(n)))
+			prefixes = append(prefixes, v[:rng.IntN(len(v)+1)])
+		}
+		prefixes = append(prefixes, "", "A", "5g", string(c.appendHexValue(nil, 0))+"0")
+		for _, p := range prefixes {
+			got := make([]uint64, (n+63)/64)
+			if ok, err := b.HexPrefixBits(0, p, got); !ok || err != nil {
+				t.Fatalf("a hex column: %v, %v", ok, err)
+			}
+			for vi := range n {
+				want := bytes.HasPrefix(c.appendHexValue(nil, vi), []byte(p))
+				if want != (got[vi/64]&(1<<(vi%64)) != 0) {
+					t.Fatalf("values of %d bytes, prefix %q: value %d (%s) starts with it %v, its bit says otherwise", w, p, vi, c.appendHexValue(nil, vi), want)
+				}
+			}
+		}
+	}
+}
