@@ -572,7 +572,7 @@ func (w *rangeWorker) filterSweep(ev *evaluator, ls record.Labels, b *part.Block
 		if ok, err := w.keyedSamples(fs, b, hi); err != nil || !ok {
 			return false, err
 		}
-	case fs.kept != nil || fs.sel != nil:
+	case fs.kept != nil || fs.sel != nil && (timed || fs.unwrap >= 0 || fs.group >= 0):
 		if timed {
 			if rows, err = timedRows(b, from, to); err != nil {
 				return true, err
@@ -1827,8 +1827,10 @@ func (fs *filterState) passes(w *rangeWorker, ls record.Labels, li int, name str
 
 // count returns how many of block b's rows pass, planned by plan.
 func (fs *filterState) count(b *part.Block) int {
-	if canon, others, ok := fs.aligned(b); ok {
-		return others + fs.countAligned(b, canon)
+	if fs.sel == nil {
+		if canon, others, ok := fs.aligned(b); ok {
+			return others + fs.countAligned(b, canon)
+		}
 	}
 	if n, ok := fs.countTwo(b); ok {
 		return n
@@ -1929,10 +1931,14 @@ func (f *fTwo) passBit(vi0, vi1 int32, pass []uint64) int32 {
 }
 
 // countTwo is passing's count without a branch per row, for blocks of
-// at most two slots whose templates read each at most once.
+// at most two slots whose templates read each at most once; of the rows
+// fs.sel selects, when it is set.
 func (fs *filterState) countTwo(b *part.Block) (int, bool) {
 	if !fs.planTwo(b) {
 		return 0, false
+	}
+	if fs.sel != nil {
+		return twoCountSel(b.RowTemplates(), fs.two, fs.pass, fs.sel), true
 	}
 	return twoCount(b.RowTemplates(), fs.two, fs.pass), true
 }
@@ -2164,6 +2170,18 @@ func twoCount(tids []int32, two []fTwo, pass []uint64) int {
 	for _, t := range tids {
 		f := &two[t]
 		passed += int(f.passBit(vi0, vi1, pass))
+		vi0 += f.n[0]
+		vi1 += f.n[1]
+	}
+	return passed
+}
+
+// twoCountSel is twoCount of the rows whose bit sel holds.
+func twoCountSel(tids []int32, two []fTwo, pass, sel []uint64) int {
+	vi0, vi1, passed := int32(0), int32(0), 0
+	for k, t := range tids {
+		f := &two[t]
+		passed += int(f.passBit(vi0, vi1, pass) & int32(sel[k>>6]>>(k&63)))
 		vi0 += f.n[0]
 		vi1 += f.n[1]
 	}
