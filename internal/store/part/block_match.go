@@ -646,17 +646,10 @@ func (b *Block) assembleMatching(nrows int, stream uint32, times, subms, tids, r
 	if b.q.NoLines {
 		return b.matchCounting(nrows, stream, lci)
 	}
-	// A block none of whose rows may hold every clause (its gaps and
-	// its values' bits say so: a regexp's literal that no value holds)
-	// is not walked.
-	if err := b.decodeRows(); err != nil {
+	// A block none of whose rows may hold every clause (a regexp's
+	// literal that no value holds) is not walked.
+	if may, err := b.rowsMayMatch(); err != nil || !may {
 		return err
-	}
-	if err := b.verdicts(); err != nil {
-		return err
-	}
-	if !b.mayMatch() {
-		return nil
 	}
 	cur := &b.cur
 	cur.Start(b, nil)
@@ -781,16 +774,10 @@ func (b *Block) startMatching() int {
 // templates of all rows read first, the cursor starts at the end. (Message spans
 // are not read: lines-only rows have no message.)
 func (b *Block) matchNewest(nrows int, stream uint32, lci int) error {
-	if err := b.decodeRows(); err != nil {
-		return err
-	}
 	// A needle: most blocks its token filter lets through have no value
 	// holding it, and need no walk of their rows.
-	if err := b.verdicts(); err != nil {
+	if may, err := b.rowsMayMatch(); err != nil || !may {
 		return err
-	}
-	if !b.mayMatch() {
-		return nil
 	}
 	verdict := b.lm.verdict
 	if err := b.DecodeTimes(); err != nil {
@@ -1211,6 +1198,19 @@ func (b *Block) verdicts() error {
 		b.lm.testStart = append(b.lm.testStart, len(b.lm.tests))
 	}
 	return nil
+}
+
+// rowsMayMatch decodes the block's row templates, works out each
+// template's verdict (verdicts) and reports whether a row may hold every
+// clause (mayMatch).
+func (b *Block) rowsMayMatch() (bool, error) {
+	if err := b.decodeRows(); err != nil {
+		return false, err
+	}
+	if err := b.verdicts(); err != nil {
+		return false, err
+	}
+	return b.mayMatch(), nil
 }
 
 // mayMatch reports whether a row of the block may hold every clause, by
