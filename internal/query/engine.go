@@ -370,7 +370,7 @@ func (ev *evaluator) sample(ctx context.Context, x logql.SampleExpr, shape *matr
 			childOrdered = false
 		case "sum", "max", "min":
 			if ra, ok := x.Expr.(*logql.RangeAggregation); ok {
-				if h := ev.hintsOf(ra); h.mergedBy != nil && h.mergeOp == x.Op && (x.Grouping == nil || !x.Grouping.Without) && sameNames(h.mergedBy.Labels, x.Grouping) {
+				if ev.hintsOf(ra).mergedAs(x.Op, x.Grouping) {
 					childOrdered = ordered
 				}
 			}

@@ -20,6 +20,12 @@ type rangeHints struct {
 	mergeOp  string // "sum", "max" or "min"
 }
 
+// mergedAs reports whether the rows were merged as they were read by
+// aggregation op by the labels of grouping g (a `by`, or none).
+func (h rangeHints) mergedAs(op string, g *logql.Grouping) bool {
+	return h.mergedBy != nil && h.mergeOp == op && (g == nil || !g.Without) && sameNames(h.mergedBy.Labels, g)
+}
+
 // queryHints returns, for the range aggregations of a metric query
 // whose series' other labels cannot change its answer, the labels their
 // pipelines' parsers need set (stage.Observed): those of a grouping that

@@ -327,11 +327,7 @@ func (ev *evaluator) preselectK(x *logql.VectorAggregation, shape *matrix) (*log
 		return e, e.Op != "absent_over_time"
 	case *logql.VectorAggregation:
 		ra, ok := e.Expr.(*logql.RangeAggregation)
-		if !ok || e.Grouping != nil && e.Grouping.Without {
-			return nil, false
-		}
-		h := ev.hintsOf(ra)
-		return ra, h.mergedBy != nil && h.mergeOp == e.Op && sameNames(h.mergedBy.Labels, e.Grouping) && ra.Op != "absent_over_time"
+		return ra, ok && ev.hintsOf(ra).mergedAs(e.Op, e.Grouping) && ra.Op != "absent_over_time"
 	}
 	return nil, false
 }
@@ -645,11 +641,11 @@ func (ev *evaluator) seriesCount(x *logql.VectorAggregation) (*logql.RangeAggreg
 		ra = in
 	case *logql.VectorAggregation:
 		r, ok := in.Expr.(*logql.RangeAggregation)
-		if !ok || in.Grouping == nil || in.Grouping.Without {
+		if !ok || in.Grouping == nil {
 			return nil, false
 		}
-		// The inner count is countOfGroups' (merged as a sum).
-		if h := ev.hintsOf(r); h.mergedBy == nil || in.Op != h.mergeOp && in.Op != "count" || !sameNames(h.mergedBy.Labels, in.Grouping) {
+		// An inner count is countOfGroups' (merged as a sum).
+		if h := ev.hintsOf(r); !h.mergedAs(in.Op, in.Grouping) && !(in.Op == "count" && h.mergedAs("sum", in.Grouping)) {
 			return nil, false
 		}
 		ra = r

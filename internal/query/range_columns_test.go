@@ -227,6 +227,20 @@ func TestLeadingLineFiltersSameAsRows(t *testing.T) {
 	})
 }
 
+// sameAsReference asks p of eng and of the reference engine on sn, and
+// fails t unless both answer alike (neither may fail).
+func sameAsReference(t *testing.T, eng *Engine, sn *store.Snapshot, p Params) {
+	t.Helper()
+	rows, rerr := (&Engine{workers: 2, reference: true}).Exec(context.Background(), sn, p)
+	cols, cerr := eng.Exec(context.Background(), sn, p)
+	if rerr != nil || cerr != nil {
+		t.Fatalf("%s: %v / %v", p.Query, rerr, cerr)
+	}
+	if r, c := render(rows, p), render(cols, p); !slices.Equal(r, c) {
+		t.Errorf("%s:\nrows:\n  %s\ncolumns:\n  %s", p.Query, strings.Join(r, "\n  "), strings.Join(c, "\n  "))
+	}
+}
+
 // columnStore returns an engine and a snapshot of a store of lines,
 // the first 4,500 in parts and the rest in the head; the store closes
 // when the test ends.
@@ -337,14 +351,7 @@ func TestQuietLogfmtSameAsRows(t *testing.T) {
 			{Tenant: store.DefaultTenant, Query: q, Start: at, End: at, Instant: true},
 			{Tenant: store.DefaultTenant, Query: q, Start: at - int64(time.Minute), End: at, Step: 10 * time.Second},
 		} {
-			rows, rerr := (&Engine{workers: 2, reference: true}).Exec(context.Background(), sn, p)
-			cols, cerr := eng.Exec(context.Background(), sn, p)
-			if rerr != nil || cerr != nil {
-				t.Fatalf("%s: %v / %v", q, rerr, cerr)
-			}
-			if r, c := render(rows, p), render(cols, p); !slices.Equal(r, c) {
-				t.Errorf("%s:\nrows:\n%s\ncolumns:\n%s", q, strings.Join(r, "\n"), strings.Join(c, "\n"))
-			}
+			sameAsReference(t, eng, sn, p)
 		}
 	}
 	for _, c := range []struct {
@@ -1047,15 +1054,7 @@ func TestHexPrefixSameAsRows(t *testing.T) {
 		`sum(count_over_time(` + all + ` | json | trace_id=~"7C.*" [1h]))`,                                // hex text is lowercase
 		`sum(count_over_time(` + all + ` | json | trace_id=~"00000000000000000000000000000000f.*" [1h]))`, // longer than the ids
 	} {
-		p := Params{Tenant: store.DefaultTenant, Query: q, Start: at, End: at, Instant: true}
-		rows, rerr := (&Engine{workers: 2, reference: true}).Exec(context.Background(), sn, p)
-		cols, cerr := eng.Exec(context.Background(), sn, p)
-		if rerr != nil || cerr != nil {
-			t.Fatalf("%s: %v, %v", q, rerr, cerr)
-		}
-		if r, c := render(rows, p), render(cols, p); !slices.Equal(r, c) {
-			t.Errorf("%s:\nrows:\n  %s\ncolumns:\n  %s", q, strings.Join(r, "\n  "), strings.Join(c, "\n  "))
-		}
+		sameAsReference(t, eng, sn, Params{Tenant: store.DefaultTenant, Query: q, Start: at, End: at, Instant: true})
 	}
 }
 
