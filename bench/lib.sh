@@ -18,6 +18,13 @@ use_corpus() {
 	corpus_name="$(basename "$corpus" .ndjson)"
 }
 
+# part_key: the part format's version and the writer's layout (internal/store/part/part.go,
+# v8.2), which name the cached stores: a store another writer wrote is loaded anew.
+part_key() {
+	local f="$root/internal/store/part/part.go"
+	echo "v$(sed -n 's/^\tVersion *= \([0-9]*\)$/\1/p' "$f").$(sed -n 's/^\tLayout *= \([0-9]*\)$/\1/p' "$f")"
+}
+
 # free_port: a TCP port of 127.0.0.1 nothing listens on now.
 free_port() {
 	python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'

@@ -12,8 +12,8 @@
 #     VictoriaLogs v1.52.1 with ../shared/anchors/victorialogs/build.sh once into the cache dir
 #     ${SLUICE_BENCH_DIR:-$HOME/.cache/sluice-bench};
 #  2. loads the corpus into both, once per version, into that cache dir: sluice with
-#     `sluice ingest --stream-fields service,host` (query-data-vN-CORPUS, N the part format's
-#     version), VictoriaLogs by one POST to /insert/jsonline as ../shared/ANCHORS.md says, then a
+#     `sluice ingest --stream-fields service,host` (query-data-vN.L-CORPUS, N.L the part format's
+#     version and writer layout), VictoriaLogs by one POST to /insert/jsonline as ../shared/ANCHORS.md says, then a
 #     clean stop (SIGINT) so it persists what it holds (vl-data-v1.52.1-CORPUS). Remove a
 #     directory to load it again;
 #  3. copies both into a temp dir and starts both servers there, on free ports of 127.0.0.1;
@@ -57,9 +57,9 @@ use_corpus
 runs="${RUNS:-5}"
 timeout="${TIMEOUT:-60}"
 answers="$root/bench/answers.py"
-# The data directory is named by the part format's version: a new format is loaded anew.
-version="$(sed -n 's/^\tVersion *= \([0-9]*\)$/\1/p' "$root/internal/store/part/part.go")"
-sdata="$cache/query-data-v$version-$corpus_name"
+# The data directory is named by the part format's version and layout (part_key): a store another writer wrote is loaded anew.
+version="$(part_key)"
+sdata="$cache/query-data-$version-$corpus_name"
 vdata="$cache/vl-data-$vl_version-$corpus_name"
 bin="$root/bin/sluice"
 
@@ -345,7 +345,7 @@ log "memory after the questions: $memory"
 
 # --- the report ------------------------------------------------------------------------------------
 bench_header LINES RUNS TIMEOUT ONLY SLUICE_BENCH_DIR
-echo "- corpus: \`$corpus_name\`, $lines lines; sluice holds $held_sluice (part format v$version, $(du -sm "$run/sluice-data" | cut -f1) MB);" \
+echo "- corpus: \`$corpus_name\`, $lines lines; sluice holds $held_sluice (part format $version, $(du -sm "$run/sluice-data" | cut -f1) MB);" \
 	"VictoriaLogs $vl_version holds $held_vl ($(du -sm "$run/vl-data" | cut -f1) MB): it drops the lines whose time is in \`timestamp\` (\`2026-01-15 08:00:00,123\`)"
 echo "- each query asked once to warm up (the answer checked), then $runs times on each side alternating; median of curl's time_total$( ((runs > 1)) && echo ', (min–max) of the runs'); timeout ${timeout} s"
 echo "- \`\$all\` is \`$all\`; sluice's instant queries at $end, log queries over [$start, $end] with limit 100, VictoriaLogs over the same range"

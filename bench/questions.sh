@@ -12,8 +12,8 @@
 #  1. makes it: `gen.py app|k8s|mixed LINES --seed 1` through bench/corpus.sh, or the Loghub samples
 #     ../shared/loghub/*/*_2k.log concatenated; bench/feed.py turns it into what both systems load
 #     (see feed.py: the same lines, times and stream labels on both sides);
-#  2. loads it once per format version into the cache dir ${SLUICE_BENCH_DIR:-~/.cache/sluice-bench}:
-#     sluice by `sluice ingest` (app, k8s: q40-sluice-vN-CORPUS, N the part format's version) or by
+#  2. loads it once per format version and writer layout into the cache dir ${SLUICE_BENCH_DIR:-~/.cache/sluice-bench}:
+#     sluice by `sluice ingest` (app, k8s: q40-sluice-vN.L-CORPUS, N.L the part format's version and layout: part_key) or by
 #     its Loki push API (mixed, Loghub: the raw line with an explicit time), VictoriaLogs by one POST
 #     to /insert/jsonline and a clean stop (q40-vl-v1.52.1-CORPUS). Remove a directory to reload;
 #  3. starts both on copies of those, on free ports of 127.0.0.1, and runs bench/questions.py: per
@@ -43,7 +43,7 @@ corpora_arg="${CORPUS:-app k8s mixed loghub}"
 qfile="${QUESTIONS:-$root/bench/questions.txt}"
 py="$root/bench/questions.py"
 feed="$root/bench/feed.py"
-version="$(sed -n 's/^\tVersion *= \([0-9]*\)$/\1/p' "$root/internal/store/part/part.go")"
+version="$(part_key)"
 bin="$root/bin/sluice"
 
 corpora=()
@@ -98,7 +98,7 @@ feed_for() {
 load() {
 	local c=$1 key port code t0
 	if [[ $c == loghub ]]; then key=loghub; else key="$c-$lines_wanted"; fi
-	sdata="$cache/q40-sluice-v$version-$key" vdata="$cache/q40-vl-$vl_version-$key"
+	sdata="$cache/q40-sluice-$version-$key" vdata="$cache/q40-vl-$vl_version-$key"
 	if [[ ! -e "$sdata/MANIFEST" ]]; then
 		rm -rf "$sdata" "$sdata.tmp"
 		t0=$SECONDS

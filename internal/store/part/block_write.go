@@ -3,6 +3,7 @@ package part
 import (
 	"bytes"
 	"encoding/binary"
+	"hash/maphash"
 	"math"
 	"unsafe"
 
@@ -190,9 +191,12 @@ type blockWriter struct {
 	// chooseEncoding's dictionary of a column: entries, index of each value
 	dictEntries, dictIdx []byte
 	// and, for encDictRest, the rest's lengths and bytes, and the counts
-	// of a sample of values
+	// of a sample of values, and of the rest's values by hash
 	restLens, restData []byte
 	sampled            map[string]uint8
+	restCounts         map[uint64]restCount
+	restSeed           maphash.Seed
+	promote            []restCount
 	fast               bool // compress for speed: the part will soon be merged
 	noFilter           bool // leave the token and gram filters out
 	plain              bool // no fast paths (WriterOptions.plain)

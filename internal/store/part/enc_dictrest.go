@@ -2,6 +2,7 @@ package part
 
 import (
 	"encoding/binary"
+	"hash/maphash"
 	"slices"
 
 	"github.com/sluicelog/sluice/internal/bin"
@@ -24,9 +25,20 @@ const restID = 255
 // an entry.
 const restSample = 128
 
+// restFloor is the share of the sample (in 128ths) the entries must
+// cover for dictRest to read the whole column: below it the rest would
+// hardly stay under half the values.
+const restFloor = 32
+
 // dictRest reports whether c is better stored as entries and the rest,
 // and if so leaves the entries, each value's index and the rest's
 // lengths and bytes in w. It is asked after dictionary has refused c.
+//
+// The sample finds the commonest values; a value too rare to be met
+// twice in it (one in a few hundred) but still repeated goes with the
+// rest at first, counted by its hash, and the most repeated of those
+// become entries too while there is room: a message in 1% of the rows
+// is then decided once by a query, not once per row.
 func (w *blockWriter) dictRest(c *column) bool {
 	n := len(c.ends)
 	if n < 2*restSample || hasNums(c) {
@@ -44,31 +56,99 @@ func (w *blockWriter) dictRest(c *column) bool {
 		}
 	}
 	clear(w.dict)
-	w.dictEntries, w.dictIdx = w.dictEntries[:0], w.dictIdx[:0]
+	w.dictEntries = w.dictEntries[:0]
+	covered := 0
 	for i := range restSample {
 		v := c.value(i * step)
-		if _, ok := w.dict[string(v)]; !ok && w.sampled[string(v)] >= 2 {
+		if w.sampled[string(v)] < 2 {
+			continue
+		}
+		covered++
+		if _, ok := w.dict[string(v)]; !ok {
 			w.dict[string(v)] = uint8(len(w.dict))
 			w.dictEntries = bin.AppendBytes(w.dictEntries, v)
 		}
 	}
-	if len(w.dict) == 0 {
+	if len(w.dict) == 0 || covered < restFloor {
 		return false
 	}
-	w.restLens, w.restData = w.restLens[:0], w.restData[:0]
+	if w.restCounts == nil {
+		w.restCounts = make(map[uint64]restCount)
+		w.restSeed = maphash.MakeSeed()
+	}
+	clear(w.restCounts)
+	if w.assignRest(c, true) > n/2 {
+		return false
+	}
+	if w.promoteRest(c) {
+		w.assignRest(c, false)
+	}
+	return true
+}
+
+// restCount is how often a value of the rest came (n) and where first.
+type restCount struct{ n, first uint32 }
+
+// assignRest writes the index of each value of c and the rest's lengths
+// and bytes from the entries in w.dict, and returns how many values are
+// of the rest; with count, it counts them in w.restCounts by hash.
+func (w *blockWriter) assignRest(c *column, count bool) int {
+	w.dictIdx, w.restLens, w.restData = w.dictIdx[:0], w.restLens[:0], w.restData[:0]
 	rest := 0
-	for i := range n {
+	for i := range c.ends {
 		v := c.value(i)
 		id, ok := w.dict[string(v)]
 		if !ok {
-			if rest++; rest > n/2 {
-				return false
-			}
+			rest++
 			id = restID
 			w.restLens = binary.AppendUvarint(w.restLens, uint64(len(v)))
 			w.restData = append(w.restData, v...)
+			if count {
+				h := maphash.Bytes(w.restSeed, v)
+				rc, seen := w.restCounts[h]
+				if !seen {
+					rc.first = uint32(i)
+				}
+				rc.n++
+				w.restCounts[h] = rc
+			}
 		}
 		w.dictIdx = append(w.dictIdx, id)
+	}
+	return rest
+}
+
+// promoteRest makes entries of the values of the rest that came more
+// than once (w.restCounts), the most frequent first while ids remain,
+// and reports whether there were any.
+func (w *blockWriter) promoteRest(c *column) bool {
+	w.promote = w.promote[:0]
+	for _, rc := range w.restCounts {
+		if rc.n > 1 {
+			w.promote = append(w.promote, rc)
+		}
+	}
+	if len(w.promote) == 0 {
+		return false
+	}
+	// By count, then by first place: the same entries from the same
+	// column whatever the hashes.
+	slices.SortFunc(w.promote, func(a, b restCount) int {
+		if a.n != b.n {
+			return int(b.n) - int(a.n)
+		}
+		return int(a.first) - int(b.first)
+	})
+	for _, rc := range w.promote {
+		if len(w.dict) >= restID {
+			break
+		}
+		// Two values of one hash are counted as one: the first of them
+		// becomes an entry, which costs a little room and is still
+		// exact.
+		v := c.value(int(rc.first))
+		w.dict[string(v)] = uint8(len(w.dict))
+		w.dictEntries = bin.AppendBytes(w.dictEntries, v)
 	}
 	return true
 }

@@ -26,9 +26,18 @@ import (
 // dictionary-and-rest column encoding (enc_dictrest.go); version 7 the
 // templates whose rows' message is their line (tmplMsgLine); version 8
 // salted token filters with their probes chosen by their size (bloom.go).
+//
+// Layout numbers the writer's choices within a version (which values a
+// dictionary-and-rest column makes entries, say): parts of one version
+// read alike whatever their layout, and a reader never asks it. The
+// benchmarks' cached stores are named by both (bench/lib.sh part_key), so
+// that a writer storing the same data otherwise is measured on the parts
+// it writes. Layout 2: a dictionary-and-rest column's repeated values of
+// the rest become entries (enc_dictrest.go).
 const (
 	Version    = 8
 	minVersion = 1
+	Layout     = 2
 )
 
 const (

@@ -2,6 +2,7 @@ package part_test
 
 import (
 	"bytes"
+	"fmt"
 	"strconv"
 	"testing"
 	"time"
@@ -50,5 +51,50 @@ func BenchmarkWriteSDK(b *testing.B) {
 	// than the elapsed time when other processes share the cores.
 	if cpu1, ok := processCPU(); ok && cpuOK {
 		b.ReportMetric(float64((cpu1-cpu0).Nanoseconds())/float64(b.N)/n, "cpu-ns/record")
+	}
+}
+
+// messageRows returns n records of one stream whose messages are as the
+// app corpus' (bench/gen.py app): ten frequent ones, eight rarer ones
+// (about 1% of the rows each, some in other scripts, some escaped), and
+// a tail of distinct ones (3%), so that the blocks of a merged part
+// store the column as a dictionary and the rest.
+func messageRows(b testing.TB, n int) []*rows.Block {
+	frequent := []string{"upstream timeout", "connection reset by peer", "retrying request", "user logged in",
+		"request completed", "slow query", "payment declined", "cache miss", "order created", "rate limit exceeded"}
+	rarer := []string{"Zahlung fehlgeschlagen", "订单已创建", `\u8ba2\u5355\u5df2\u521b\u5efa`, "naïve café",
+		`na\u00efve caf\u00e9`, "emoji ok 🚀", `emoji ok \ud83d\ude80`, "ユーザーがログインしました"}
+	var buf bytes.Buffer
+	t0 := time.Date(2026, 1, 15, 8, 0, 0, 0, time.UTC)
+	x := uint64(1)
+	for i := range n {
+		x = x*6364136223846793005 + 1442695040888963407
+		var msg string
+		switch r := x >> 33 % 100; {
+		case r < 3:
+			msg = `query \"SELECT * FROM t WHERE id=` + strconv.Itoa(int(x>>40%1000000)) + `\" took ` + strconv.Itoa(int(x>>20%5000)) + `ms\tslow`
+		case r < 11:
+			msg = rarer[r-3]
+		default:
+			msg = frequent[r%10]
+		}
+		fmt.Fprintf(&buf, `{"_time":"%s","service":"api","level":"info","msg":"%s"}`+"\n", t0.Add(time.Duration(i)*time.Millisecond).Format(time.RFC3339Nano), msg)
+	}
+	return encoded(b, "auto", buf.Bytes())
+}
+
+// BenchmarkWriteMessages writes messageRows into one part, as a merge
+// does, and reports the cost per record and the part's bytes per record.
+func BenchmarkWriteMessages(b *testing.B) {
+	const n = 200000
+	refs := sortedRefs(messageRows(b, n))
+	fs := vfs.NewMem()
+	b.ReportAllocs()
+	for b.Loop() {
+		writeRefs(b, fs, "p.part", refs)
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/n, "ns/record")
+	if st, err := fs.Stat("p.part"); err == nil {
+		b.ReportMetric(float64(st.Size())/n, "bytes/record")
 	}
 }
