@@ -54,6 +54,9 @@ func (s *lineFormatStage) process(ts int64, line []byte, lb *Labels) ([]byte, bo
 			v := p.text
 			if p.isLabel {
 				v = lb.Get(p.label) // an absent label prints as "" (missingkey=zero)
+				for _, fn := range p.fns {
+					v = fn(v)
+				}
 			}
 			if _, err := s.out.WriteString(v); err != nil {
 				lb.ReplaceError(errTemplate, err.Error())
@@ -153,17 +156,43 @@ func (s *labelFormatStage) process(ts int64, line []byte, lb *Labels) ([]byte, b
 }
 
 // plainTemplate is a template of text and label references alone
-// ({{.name}}, {{- .name }}...), executed by appending the text and the
-// labels' values as text/template prints them, without its reflection:
-// line_format "{{.log}}" was a sixth of the time of a query parsing the
-// JSON inside a field (k8s-inner-errors).
+// ({{.name}}, {{- .name }}...), each perhaps through functions of one
+// string to a string ({{.msg | ToUpper}}, {{lower .name}}), executed by
+// appending the text and the labels' values as text/template prints
+// them, without its reflection: line_format "{{.log}}" was a sixth of
+// the time of a query parsing the JSON inside a field
+// (k8s-inner-errors), and text/template half of a count of the
+// messages a `{{.msg | ToUpper}}` line holds TIMEOUT in.
 type plainTemplate []plainPart
 
 type plainPart struct {
 	text    string
 	label   string
 	isLabel bool
+	fns     []func(string) string // applied to the label's value in order
 }
+
+// oneLabel returns the label when the template is one label's value
+// alone, unchanged.
+func (p plainTemplate) oneLabel() (string, bool) {
+	if len(p) != 1 || !p[0].isLabel || len(p[0].fns) > 0 {
+		return "", false
+	}
+	return p[0].label, true
+}
+
+// stringFuncs are the template functions of one string to a string
+// (ToUpper, lower, trim...), the very functions templateFuncs gives
+// text/template.
+var stringFuncs = func() map[string]func(string) string {
+	m := map[string]func(string) string{}
+	for name, f := range templateFuncs(&templateCtx{}) {
+		if fn, ok := f.(func(string) string); ok {
+			m[name] = fn
+		}
+	}
+	return m
+}()
 
 // FromLabels reports whether a line_format template's output depends on
 // the row's labels only, not on its line, its time or the clock: text,
@@ -184,19 +213,63 @@ func plainOf(t *template.Template) (plainTemplate, bool) {
 		case *parse.TextNode:
 			p = append(p, plainPart{text: string(n.Text)})
 		case *parse.ActionNode:
-			if n.Pipe == nil || len(n.Pipe.Decl) > 0 || len(n.Pipe.Cmds) != 1 || len(n.Pipe.Cmds[0].Args) != 1 {
+			part, ok := plainAction(n.Pipe)
+			if !ok {
 				return nil, false
 			}
-			f, ok := n.Pipe.Cmds[0].Args[0].(*parse.FieldNode)
-			if !ok || len(f.Ident) != 1 {
-				return nil, false
-			}
-			p = append(p, plainPart{label: f.Ident[0], isLabel: true})
+			p = append(p, part)
 		default:
 			return nil, false
 		}
 	}
 	return p, true
+}
+
+// plainAction returns an action's pipeline as a label reference and
+// the functions it is piped through: .name, then perhaps `| F` for each
+// F of stringFuncs; or `F .name`, then perhaps `| G`...
+func plainAction(pipe *parse.PipeNode) (plainPart, bool) {
+	if pipe == nil || len(pipe.Decl) > 0 || len(pipe.Cmds) == 0 {
+		return plainPart{}, false
+	}
+	fn := func(n parse.Node) (func(string) string, bool) {
+		id, ok := n.(*parse.IdentifierNode)
+		if !ok {
+			return nil, false
+		}
+		f, ok := stringFuncs[id.Ident]
+		return f, ok
+	}
+	var part plainPart
+	args := pipe.Cmds[0].Args
+	switch len(args) {
+	case 1:
+	case 2:
+		f, ok := fn(args[0])
+		if !ok {
+			return plainPart{}, false
+		}
+		part.fns = append(part.fns, f)
+		args = args[1:]
+	default:
+		return plainPart{}, false
+	}
+	field, ok := args[0].(*parse.FieldNode)
+	if !ok || len(field.Ident) != 1 {
+		return plainPart{}, false
+	}
+	part.label, part.isLabel = field.Ident[0], true
+	for _, c := range pipe.Cmds[1:] {
+		if len(c.Args) != 1 {
+			return plainPart{}, false
+		}
+		f, ok := fn(c.Args[0])
+		if !ok {
+			return plainPart{}, false
+		}
+		part.fns = append(part.fns, f)
+	}
+	return part, true
 }
 
 // templateData fills m with the row's labels.

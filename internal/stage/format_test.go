@@ -196,6 +196,34 @@ func BenchmarkLineFormat(b *testing.B) {
 	}
 }
 
+// TestPlainTemplates: which templates are appended without
+// text/template: label references, perhaps through functions of one
+// string to a string, and nothing else.
+func TestPlainTemplates(t *testing.T) {
+	for src, want := range map[string]bool{
+		"{{.log}}":                       true,
+		"x {{- .log | ToUpper }} y":      true,
+		"{{ToLower .log}}":               true,
+		"{{upper .log | trim | b64enc}}": true,
+		"{{.log | b64dec}}":              false, // it may fail
+		"{{.log | printf \"%s\"}}":       false,
+		"{{ToUpper .log .level}}":        false,
+		"{{ToUpper (lower .log)}}":       false,
+		"{{.log | replace \"a\" \"b\"}}": false,
+		"{{.log.x}}":                     false,
+		"{{ if .log }}x{{ end }}":        false,
+		"{{ $x := .log }}{{ $x }}":       false,
+	} {
+		tmpl, err := parseTemplate("line", src, &templateCtx{})
+		if err != nil {
+			t.Fatalf("%s: %v", src, err)
+		}
+		if _, got := plainOf(tmpl); got != want {
+			t.Errorf("%s: plain %v, want %v", src, got, want)
+		}
+	}
+}
+
 // FuzzPlainLineFormat: a line_format template of text and label
 // references alone, appended without text/template, gives what
 // text/template gives, for any label values and any text around them.
@@ -204,6 +232,9 @@ func FuzzPlainLineFormat(f *testing.F) {
 	f.Add("x={{ .log }} y={{.level}}!", "v\x00w", "error", false)
 	f.Add("{{- .log -}}  {{.missing}}", "\xff\xfe", "", true)
 	f.Add("plain text only", "", "", false)
+	f.Add("{{.log | ToUpper}}", "naïve ǅ ß", "", false)
+	f.Add("{{lower .log}} {{ .level | trim | title }}", "A\tB", "  warn  ", true)
+	f.Add("{{ToUpper .log | urlencode | b64enc}}={{.missing | upper}}", "a b&c", "", false)
 	f.Fuzz(func(t *testing.T, src, log, level string, withLevel bool) {
 		tmpl, err := parseTemplate("line", src, &templateCtx{})
 		if err != nil {

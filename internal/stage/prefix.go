@@ -30,14 +30,18 @@ func (p *Pipeline) PrefixRead() (PrefixRead, bool) {
 		return PrefixRead{}, false
 	}
 	lf, ok := p.stages[0].(*lineFormatStage)
-	if !ok || !lf.plainOK || len(lf.plain) != 1 || !lf.plain[0].isLabel {
+	if !ok || !lf.plainOK {
+		return PrefixRead{}, false
+	}
+	label, ok := lf.plain.oneLabel()
+	if !ok {
 		return PrefixRead{}, false
 	}
 	j, ok := p.stages[1].(*jsonStage)
 	if !ok {
 		return PrefixRead{}, false
 	}
-	r := PrefixRead{p: p, j: j, label: lf.plain[0].label}
+	r := PrefixRead{p: p, j: j, label: label}
 	for _, s := range p.stages[2:] {
 		f, ok := s.(*labelFilterStage)
 		if !ok || !f.readsOK || slices.Contains(f.reads, r.label) {
@@ -106,14 +110,18 @@ func (p *Pipeline) LineNeedle() (label, text string, ok bool) {
 		return "", "", false
 	}
 	lf, ok := p.stages[0].(*lineFormatStage)
-	if !ok || !lf.plainOK || len(lf.plain) != 1 || !lf.plain[0].isLabel {
+	if !ok || !lf.plainOK {
+		return "", "", false
+	}
+	label, ok = lf.plain.oneLabel()
+	if !ok {
 		return "", "", false
 	}
 	f, ok := p.stages[1].(*lineFilter)
 	if !ok || f.needle == "" || strings.ContainsFunc(f.needle, escapeMade) {
 		return "", "", false
 	}
-	return lf.plain[0].label, f.needle, true
+	return label, f.needle, true
 }
 
 // escapeMade reports whether a JSON escape other than \u makes c.
