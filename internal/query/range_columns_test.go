@@ -1171,3 +1171,49 @@ func FuzzEqualBits(f *testing.F) {
 		}
 	})
 }
+
+// TestWholeRestSameAsRows: a question that counts rows and observes one
+// json label (a whole state) whose values are in a column of a
+// dictionary and the rest (messages, a few frequent and a tail of
+// unique ones) decides each entry once and each value of the rest
+// alone (wholeBits), and answers as the row path does; every row is
+// swept when all the values that pass count in one series, and a
+// grouping by the label itself, whose values count in many, still
+// answers right.
+func TestWholeRestSameAsRows(t *testing.T) {
+	rng := rand.New(rand.NewPCG(29, 30))
+	lines := make([]string, 4600)
+	for i := range lines {
+		ts := time.Date(2026, 1, 15, 8, 0, 0, 0, time.UTC).Add(time.Duration(i) * 11 * time.Millisecond).Format(time.RFC3339Nano)
+		msg := []string{"upstream timeout", "Timeout waiting", "cache miss", "payment declined", "caf\\u00e9 timeout", "slow query"}[rng.IntN(6)]
+		switch rng.IntN(5) {
+		case 0:
+			msg = fmt.Sprintf(`query \"SELECT * FROM t WHERE id=%d\" took %dms\tslow`, rng.IntN(1e9), rng.IntN(5000))
+		case 1:
+			msg = fmt.Sprintf("call %d TIMEOUT after %dms", rng.IntN(1e9), rng.IntN(5000))
+		}
+		lines[i] = fmt.Sprintf(`{"ts":"%s","service":"%s","msg":"%s","level":"%s"}`, ts, []string{"api", "web"}[rng.IntN(2)], msg, []string{"info", "error"}[rng.IntN(2)])
+	}
+	eng, sn := columnStore(t, lines)
+	defer sn.Release()
+	at := time.Date(2026, 1, 15, 8, 1, 0, 0, time.UTC).UnixNano()
+	all := `{service=~".+"}`
+	for _, q := range []string{
+		`sum by (service) (count_over_time(` + all + ` | json | line_format "{{.msg | ToUpper}}" |= "TIMEOUT" [1h]))`,
+		`sum(count_over_time(` + all + ` | json msg | line_format "{{.msg}}" |~ "(?i)timeout|slow" [1h]))`,
+		`sum by (service) (count_over_time(` + all + ` | json msg | label_format m="{{.msg | ToLower}}" | m=~".*(caf|took).*" [1h]))`,
+		`sum by (service) (count_over_time(` + all + ` | json | line_format "{{.msg}}" |= "nowhere" [1h]))`,
+		`sum by (msg) (count_over_time(` + all + ` | json msg | line_format "{{.msg}}" |= "timeout" [1h]))`,
+	} {
+		p := Params{Tenant: store.DefaultTenant, Query: q, Start: at, End: at, Instant: true}
+		sameAsReference(t, eng, sn, p)
+		res, err := eng.Exec(context.Background(), sn, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.HasPrefix(q, "sum by (msg)") && res.Stats.RowsSwept < 4500 {
+			t.Errorf("%s: %d rows swept, not the 4,500 of the parts", q, res.Stats.RowsSwept)
+		}
+		sameAsReference(t, eng, sn, Params{Tenant: store.DefaultTenant, Query: q, Start: at - int64(time.Minute), End: at, Step: 10 * time.Second})
+	}
+}

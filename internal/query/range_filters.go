@@ -208,6 +208,9 @@ type fVerdict struct {
 	inString    bool
 	at          int
 	outAt       int // the group label's: its ids' outcomes are outIDs[outAt : outAt+256]
+	// one, for a whole state's label in a column without ids (outAt
+	// -1): the outcome of every value that passes, or -1 when none does.
+	one int32
 	// dict: a dictionary column's, the index of its fDict (-1: none);
 	// lazy: its bits are not yet set from it (bitsReady), as a count
 	// from the ids' counts (histogram) never reads them.
@@ -1195,6 +1198,13 @@ func (fs *filterState) plan(w *rangeWorker, ls record.Labels, b *part.Block, t i
 			case fs.unwrap:
 				tm.samp = int32(len(fs.uses))
 			case fs.group:
+				if vd := &fs.verds[v]; vd.outAt < 0 && !fs.slots[slot].keyed {
+					// A whole state's label in a column without ids:
+					// the values that pass count in one series, the
+					// template's (wholeBits).
+					tm.gout, tm.alive = vd.one, tm.alive && vd.one >= 0
+					break
+				}
 				tm.group = int32(len(fs.uses))
 			default:
 				if g := fs.keptIndex(li); g >= 0 {
@@ -1315,6 +1325,11 @@ func (fs *filterState) planOne(w *rangeWorker, ls record.Labels, b *part.Block, 
 			slot, ok := fs.slot(b, b.SlotColumn(ti, si), keyed)
 			if !ok {
 				return false, true, nil
+			}
+			if sl := &fs.slots[slot]; !sl.dict && !sl.keyed {
+				// Values decided one by one, which histOK refuses:
+				// decided once, by the whole plan.
+				return false, false, nil
 			}
 			v, err := fs.verdict(w, ls, b, slot, 0, name, pp.inString, t)
 			if err != nil || v < 0 {
@@ -1452,27 +1467,29 @@ func (fs *filterState) keptIndex(li int) int {
 // filters fail it; ok false when they leave an error no later filter
 // drops.
 func (fs *filterState) outcome(w *rangeWorker, ls record.Labels, li int, name string, pv stage.ParamValue, t int64) (int32, bool, error) {
-	var s *rangeSeries
-	var err error
+	s, ok, err := fs.outcomeSeries(w, ls, li, name, pv, t)
+	if s == nil {
+		return -1, ok, err
+	}
+	fs.outs, fs.free = append(fs.outs, s), append(fs.free, 0)
+	return int32(len(fs.outs) - 1), true, nil
+}
+
+// outcomeSeries is outcome's series, nil when the row counts in none.
+func (fs *filterState) outcomeSeries(w *rangeWorker, ls record.Labels, li int, name string, pv stage.ParamValue, t int64) (s *rangeSeries, ok bool, err error) {
 	if fs.whole {
 		// The whole pipeline after the json stage, on the one value.
 		cp := w.cols
 		fs.one[0] = pv
 		cp.values, cp.curNames = fs.one[:], cp.single
-		if s, err = w.columnSeries(ls, t); err != nil || s == nil {
-			return -1, err == nil, err
-		}
-	} else {
-		pass, ok := fs.passes(w, ls, li, name, pv)
-		if !ok || !pass {
-			return -1, ok, nil
-		}
-		if s, err = w.seriesOf(); err != nil { // the labels the filters kept: the stream's and the group label
-			return -1, false, err
-		}
+		s, err = w.columnSeries(ls, t)
+		return s, err == nil, err
 	}
-	fs.outs, fs.free = append(fs.outs, s), append(fs.free, 0)
-	return int32(len(fs.outs) - 1), true, nil
+	if pass, ok := fs.passes(w, ls, li, name, pv); !ok || !pass {
+		return nil, ok, nil
+	}
+	s, err = w.seriesOf() // the labels the filters kept: the stream's and the group label
+	return s, err == nil, err
 }
 
 // absentOutcome is outcome for a row without the group label, worked
@@ -1592,7 +1609,7 @@ func (fs *filterState) verdict(w *rangeWorker, ls record.Labels, b *part.Block, 
 	}
 	sl := &fs.slots[slot]
 	n := b.ColumnValues(sl.col)
-	outAt := -1
+	outAt, one := -1, int32(-1)
 	at, nw := len(fs.pass), (n+63)/64
 	fs.pass = slices.Grow(fs.pass, nw)[:at+nw]
 	dst := fs.pass[at:]
@@ -1692,11 +1709,65 @@ func (fs *filterState) verdict(w *rangeWorker, ls record.Labels, b *part.Block, 
 				entry[id] = knownOf(pass)
 			}
 		}
+	case !sl.dict && fs.whole:
+		var ok bool
+		var err error
+		if one, ok, err = fs.wholeBits(w, ls, b, sl.col, name, inString, t, dst); err != nil || !ok {
+			return -1, err
+		}
 	default:
 		return -1, nil
 	}
-	fs.verds = append(fs.verds, fVerdict{slot: slot, label: li, inString: inString, at: at, outAt: outAt, dict: dict, lazy: dict >= 0})
+	fs.verds = append(fs.verds, fVerdict{slot: slot, label: li, inString: inString, at: at, outAt: outAt, one: one, dict: dict, lazy: dict >= 0})
 	return len(fs.verds) - 1, nil
+}
+
+// wholeBits sets in dst the bits of the values of column col (a
+// dictionary and the rest, or strings) that a whole state's label passes
+// with (name, read in or out of a string), each value's series worked
+// out, an entry's once. It returns the outcome of the values that pass,
+// -1 when none does; false when they count in more than one series, or
+// a value is not what json reads as a label: the column cannot say.
+func (fs *filterState) wholeBits(w *rangeWorker, ls record.Labels, b *part.Block, col int, name string, inString bool, t int64, dst []uint64) (int32, bool, error) {
+	ids, _ := b.EntryIDs(col)
+	var entry [part.RestID]known // each entry's verdict, once decided
+	var only *rangeSeries
+	for vi := range b.ColumnValues(col) {
+		id := part.RestID
+		if ids != nil {
+			if id = int(ids[vi]); id != part.RestID && entry[id] != unknown {
+				if entry[id] == knownYes {
+					dst[vi/64] |= 1 << (vi % 64)
+				}
+				continue
+			}
+		}
+		mark := len(w.cols.arena.b)
+		pv, ok, err := w.cols.holeValue(b, col, vi, t, inString)
+		if err != nil || !ok {
+			return -1, false, err
+		}
+		s, ok, err := fs.outcomeSeries(w, ls, 0, name, pv, t)
+		w.cols.arena.b = w.cols.arena.b[:mark] // a new series copied what it keeps
+		if err != nil || !ok {
+			return -1, false, err
+		}
+		if s != nil {
+			if only != nil && s != only {
+				return -1, false, nil
+			}
+			only = s
+			dst[vi/64] |= 1 << (vi % 64)
+		}
+		if id != part.RestID {
+			entry[id] = knownOf(s != nil)
+		}
+	}
+	if only == nil {
+		return -1, true, nil
+	}
+	fs.outs, fs.free = append(fs.outs, only), append(fs.free, 0)
+	return int32(len(fs.outs) - 1), true, nil
 }
 
 // bitsReady sets the bits of the verdicts whose bits are not yet set
@@ -1844,7 +1915,7 @@ func (fs *filterState) count(b *part.Block) int {
 func (w *rangeWorker) addSamples(fs *filterState, b *part.Block, t int64) {
 	lo, hi := w.windows(t)
 	canon, _, ok := fs.aligned(b)
-	g := fs.canonUse(canon, fs.group)
+	g := fs.groupUse(canon)
 	if !ok || fs.group >= 0 && g == nil {
 		fs.passing(b)
 		w.addPassing(fs, b, 0, 0, false) // t is the block's last time
@@ -1903,6 +1974,18 @@ func (fs *filterState) canonUse(canon []fUse, li int) *fUse {
 		}
 	}
 	return nil
+}
+
+// groupUse is the use of canon that reads the group label and gives
+// each value its own outcome; nil when none does (each row's outcome is
+// its template's: the label is absent or the same in every row, or all
+// the values that pass count in one series, wholeBits).
+func (fs *filterState) groupUse(canon []fUse) *fUse {
+	u := fs.canonUse(canon, fs.group)
+	if u != nil && fs.verds[u.verdict].outAt < 0 && !fs.slots[u.slot].keyed {
+		return nil
+	}
+	return u
 }
 
 // alignedWord returns word wi of the bits of the values that pass every
@@ -2313,8 +2396,9 @@ func (fs *filterState) rowOut(tm *fTmpl, vi []int) int32 {
 func (fs *filterState) countGroups(b *part.Block) {
 	fs.counts = growClear(fs.counts, len(fs.outs))
 	canon, _, ok := fs.aligned(b)
-	g := fs.canonUse(canon, fs.group)
-	if !ok || g == nil {
+	g := fs.groupUse(canon)
+	one, oneOK := fs.valuesOutcome(b)
+	if !ok || g == nil && (canon == nil || !oneOK) {
 		// The templates read the columns unlike, or none reads the
 		// group label from one (each row's outcome is its template's).
 		if fs.groupTwo(b) {
@@ -2332,6 +2416,11 @@ func (fs *filterState) countGroups(b *part.Block) {
 			fs.counts[tm.gout] += b.TemplateRows(ti)
 		}
 	}
+	if g == nil {
+		// The rows with values count in one outcome (wholeBits).
+		fs.counts[one] += fs.countAligned(b, canon)
+		return
+	}
 	ids, outs := fs.slots[g.slot].ids, fs.outIDs[fs.verds[g.verdict].outAt:][:256]
 	nw := (b.ColumnValues(fs.slots[g.slot].col) + 63) / 64
 	for wi := range nw {
@@ -2344,6 +2433,23 @@ func (fs *filterState) countGroups(b *part.Block) {
 			fs.counts[outs[id]]++
 		}
 	}
+}
+
+// valuesOutcome returns the outcome of the rows of block b's templates
+// with values when it is one, the same for each template.
+func (fs *filterState) valuesOutcome(b *part.Block) (int32, bool) {
+	o := int32(-1)
+	for ti := range b.NumTemplates() {
+		tm := &fs.tmpls[ti]
+		if b.TemplateRows(ti) == 0 || tm.movesEnd == tm.movesStart {
+			continue
+		}
+		if tm.group >= 0 || o >= 0 && tm.gout != o {
+			return -1, false
+		}
+		o = tm.gout
+	}
+	return o, o >= 0
 }
 
 // passing sets fs.hits to the rows of block b that pass and, with an
