@@ -66,6 +66,9 @@ type rangeWorker struct {
 	tally   tally
 	series  seriesTable
 	key     []byte
+	// touched keeps the loads of flushKeys' touches of slots and
+	// series, which only warm the cache, from being optimized away.
+	touched uint64
 
 	alloc    seriesAlloc
 	x        *logql.RangeAggregation

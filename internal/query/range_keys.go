@@ -351,6 +351,7 @@ func (w *rangeWorker) flushKeys() {
 		kb.keys, kb.ends, kb.times, kb.vals = kb.keys[:0], kb.ends[:0], kb.times[:0], kb.vals[:0]
 		return
 	}
+	w.touched += w.series.touch(kb.h1[:n])
 	start = 0
 	for i, end := range kb.ends {
 		s := w.series.getHashed(kb.h1[i], kb.h2[i])
@@ -362,6 +363,9 @@ func (w *rangeWorker) flushKeys() {
 		}
 		kb.series[i] = s
 		start = end
+	}
+	for _, s := range kb.series[:n] {
+		w.touched += uint64(s.one[0]) // the series' first line, for all of them at once
 	}
 	for i, s := range kb.series[:n] {
 		w.add(s, kb.times[i], kb.vals[i])
