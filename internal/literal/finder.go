@@ -13,9 +13,15 @@ import "bytes"
 // A folding finder (NewFoldFinder) matches ASCII letters in either case:
 // it scans for both cases of the rare byte, and its fallback lowers the
 // text a chunk at a time on the stack.
+//
+// With AVX2, a literal of two bytes or more whose rare byte is not rare
+// in the text is found by its rarest pair of bytes one after the other,
+// 32 places at a time (IndexPairs): a pair is rarer than either of its
+// bytes (BenchmarkFinder/escaped: ...).
 type Finder struct {
 	lit  []byte // lowercased when fold
 	rare int    // the index in lit of the byte scanned for
+	pair int    // the index in lit of the pair scanned for, with AVX2
 	fold bool
 }
 
@@ -25,6 +31,9 @@ func NewFinder(lit []byte) Finder {
 	for i, c := range lit {
 		if byteRank[c] < byteRank[lit[f.rare]] {
 			f.rare = i
+		}
+		if i+1 < len(lit) && int(byteRank[c])+int(byteRank[lit[i+1]]) < int(byteRank[lit[f.pair]])+int(byteRank[lit[f.pair+1]]) {
+			f.pair = i
 		}
 	}
 	return f
@@ -81,12 +90,41 @@ func (f *Finder) Index(s []byte) int {
 		}
 		i++
 		// Many candidates per byte scanned: the rare byte is not rare
-		// in this text, and bytes.Index's vectorised search wins.
-		if fails++; fails > 4+i>>4 {
-			if k := f.fallback(s[i:]); k >= 0 {
+		// in this text, and a vectorised search wins: by the rarest
+		// pair when the byte comes more than once in 256 (each restart
+		// of the byte's scan costs what the pairs' takes for a few
+		// hundred bytes), or bytes.Index's past one in 16.
+		pairs := useAVX2 && n >= 2
+		if fails++; pairs && fails > 4+i>>8 || fails > 4+i>>4 {
+			k := -1
+			if pairs {
+				k = f.indexPairs(s[i:])
+			} else {
+				k = f.fallback(s[i:])
+			}
+			if k >= 0 {
 				return i + k
 			}
 			return -1
+		}
+	}
+	return -1
+}
+
+// indexPairs is Index by the literal's pair f.pair.
+func (f *Finder) indexPairs(s []byte) int {
+	n, k := len(f.lit), f.pair
+	p := PairOf(f.lit, k, f.fold)
+	// Candidates are found at i+k: the last start that fits is len(s)-n.
+	last := len(s) - n
+	for i := 0; i <= last; i++ {
+		j := IndexPairs(s[i+k:last+k+2], p, p)
+		if j < 0 {
+			return -1
+		}
+		i += j
+		if cand := s[i : i+n]; !f.fold && bytes.Equal(cand, f.lit) || f.fold && equalLower(cand, f.lit) {
+			return i
 		}
 	}
 	return -1

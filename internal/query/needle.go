@@ -2,16 +2,16 @@ package query
 
 import (
 	"bytes"
-	"encoding/binary"
-	"math/bits"
 	"strings"
+
+	"github.com/sluicelog/sluice/internal/literal"
 )
 
 // needleScan finds in a stored value either a text or `\u` (see
-// stage.PrefixRead.Needle) in one pass: a word of eight positions at a
-// time, each checked for the start of `\u` and for one byte pair of the
-// text (the rarest by letterRank), and only the positions that pass are
-// compared. Values of escaped JSON hold a backslash every few bytes and
+// stage.PrefixRead.Needle) in one pass: positions, 32 at a time
+// (literal.IndexPairs), checked for the start of `\u` and for one byte
+// pair of the text (the rarest by letterRank), and only the positions
+// that pass are compared. Values of escaped JSON hold a backslash every few bytes and
 // text like "error" holds common letters, which kept bytes.Contains
 // jumping from one false start to the next (half of a question's time).
 type needleScan struct {
@@ -48,31 +48,21 @@ func (ns *needleScan) in(v []byte) bool {
 	if ns.one {
 		return bytes.IndexByte(v, ns.text[0]) >= 0 || bytes.Contains(v, []byte(`\u`))
 	}
-	const lo, hi = 0x0101010101010101, 0x8080808080808080
-	p0, p1 := uint64(ns.text[ns.k])*lo, uint64(ns.text[ns.k+1])*lo
-	i := 0
-	for ; i+9 <= len(v); i += 8 {
-		a := binary.LittleEndian.Uint64(v[i:])
-		b := binary.LittleEndian.Uint64(v[i+1:])
-		// Zero bytes of x are found with no miss; a byte above a found
-		// one may be found falsely (a borrow), which the check below
-		// throws out.
-		x, y := a^('\\'*lo), b^('u'*lo)
-		z, w := a^p0, b^p1
-		m := ((x-lo)&^x)&((y-lo)&^y) | ((z-lo)&^z)&((w-lo)&^w)
-		for m &= hi; m != 0; m &= m - 1 {
-			if ns.at(v, i+bits.TrailingZeros64(m)>>3) {
-				return true
-			}
+	p := literal.Pair{A: ns.text[ns.k], B: ns.text[ns.k+1]}
+	for i := 0; ; {
+		j := literal.IndexPairs(v[i:], p, backslashU)
+		if j < 0 {
+			return false
 		}
-	}
-	for ; i+1 < len(v); i++ {
-		if ns.at(v, i) {
+		if ns.at(v, i+j) {
 			return true
 		}
+		i += j + 1
 	}
-	return false
 }
+
+// backslashU is the pair that starts a \u escape.
+var backslashU = literal.Pair{A: '\\', B: 'u'}
 
 // at reports whether `\u` starts at v[j], or the text at v[j-k].
 func (ns *needleScan) at(v []byte, j int) bool {
