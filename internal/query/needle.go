@@ -61,6 +61,50 @@ func (ns *needleScan) in(v []byte) bool {
 	}
 }
 
+// unescaped reports whether v, the text of a well-formed JSON string,
+// holds the text at a place no escape begins (not after an odd run of
+// backslashes) and no `\u` comes before (whose hex digits it could be
+// part of): the string's unescaped value holds it there too, as the text
+// holds no byte an escape other than \u makes
+// (stage.Pipeline.LineNeedle).
+func (ns *needleScan) unescaped(v []byte) bool {
+	if ns.one {
+		for i := 0; ; i++ {
+			j := bytes.IndexByte(v[i:], ns.text[0])
+			if j < 0 {
+				return false
+			}
+			if i += j; evenBackslashes(v[:i]) {
+				return !bytes.Contains(v[:i], []byte(`\u`))
+			}
+		}
+	}
+	p := literal.Pair{A: ns.text[ns.k], B: ns.text[ns.k+1]}
+	for i := 0; ; i++ {
+		j := literal.IndexPairs(v[i:], p, backslashU)
+		if j < 0 {
+			return false
+		}
+		i += j
+		if v[i] == '\\' {
+			return false // a \u first
+		}
+		if s := i - ns.k; s >= 0 && s+len(ns.text) <= len(v) && string(v[s:s+len(ns.text)]) == ns.text && evenBackslashes(v[:s]) {
+			return true
+		}
+	}
+}
+
+// evenBackslashes reports whether v ends in an even run of backslashes
+// (none counts).
+func evenBackslashes(v []byte) bool {
+	n := 0
+	for n < len(v) && v[len(v)-1-n] == '\\' {
+		n++
+	}
+	return n%2 == 0
+}
+
 // backslashU is the pair that starts a \u escape.
 var backslashU = literal.Pair{A: '\\', B: 'u'}
 

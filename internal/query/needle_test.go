@@ -2,7 +2,11 @@ package query
 
 import (
 	"bytes"
+	"encoding/json"
+	"strings"
 	"testing"
+
+	"github.com/sluicelog/sluice/internal/stage"
 )
 
 // FuzzNeedleScan: needleScan.in says what bytes.Contains says of the
@@ -47,6 +51,52 @@ func BenchmarkNeedleScan(b *testing.B) {
 			if bytes.Contains(v, []byte("error")) || bytes.Contains(v, []byte(`\u`)) {
 				b.Fatal("found")
 			}
+		}
+	})
+}
+
+// FuzzNeedleUnescaped: a JSON string's text that needleScan.unescaped
+// says holds the text holds it unescaped; one that needleScan.in says
+// holds neither the text nor `\u` holds it not, unescaped. The texts are
+// of well-formed strings: a Go string as encoding/json writes it (with
+// \u for controls and <, > and &), or the fuzzer's bytes when they are
+// one.
+func FuzzNeedleUnescaped(f *testing.F) {
+	f.Add(`payment declined`, "declined", false)
+	f.Add(`caf\u00e9 \u0064eclined`, "00e9", true)
+	f.Add(`{\"msg\":\"\\declined\"}`, "declined", true)
+	f.Add(`x\ndeclined`, "ndeclined", true)
+	f.Add(`\\\declined`, "declined", true)
+	f.Add(`a<b & declined`, "b ", false)
+	f.Fuzz(func(t *testing.T, s, text string, raw bool) {
+		if text == "" || strings.ContainsFunc(text, func(c rune) bool { return c == '"' || c == '\\' || c == '/' || c < 0x20 }) {
+			return // LineNeedle takes no such text
+		}
+		var v []byte
+		if raw {
+			v = []byte(s)
+		} else {
+			q, err := json.Marshal(s)
+			if err != nil {
+				return
+			}
+			v = q[1 : len(q)-1]
+		}
+		if !json.Valid([]byte(`"` + string(v) + `"`)) {
+			return // not a string's text
+		}
+		var sc stage.JSONScanner
+		u, ok := sc.UnquoteAppend(nil, v)
+		if !ok {
+			t.Fatalf("%q: valid JSON string text the stage does not unescape", v)
+		}
+		ns := newNeedleScan(text)
+		holds := strings.Contains(string(u), text)
+		if ns.unescaped(v) && !holds {
+			t.Fatalf("%q in %q: unescaped says yes, but %q holds it not", text, v, u)
+		}
+		if !ns.in(v) && holds {
+			t.Fatalf("%q in %q: in says no, but %q holds it", text, v, u)
 		}
 	})
 }

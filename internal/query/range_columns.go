@@ -338,12 +338,15 @@ type colPlanner struct {
 	// needle.miss: the row at hand's value holds neither.
 	// needle.line: the needle is a line filter's right after a
 	// line_format of the label (stage.Pipeline.LineNeedle), with no
-	// prefix read.
+	// prefix read; needle.keeps: and the two are the whole pipeline, the
+	// label is not in the series, and no line is measured, so that a
+	// value that holds the text where no escape begins it keeps its row
+	// read as it is stored, not unescaped (needleValue).
 	needle struct {
-		label              string
-		scan               needleScan
-		on, ok, miss, line bool
-		at                 valueCut // the value missed: parameter idx, where it is
+		label                     string
+		scan                      needleScan
+		on, ok, miss, line, keeps bool
+		at                        valueCut // the value missed: parameter idx, where it is
 	}
 
 	num unwrapNum // rowValues: the unwrapped parameter's number, if read as one
@@ -413,8 +416,10 @@ func (w *rangeWorker) colPlanner() *colPlanner {
 			if w.cols.prefixOn {
 				nd.label, text, nd.on = w.cols.prefix.Needle()
 			} else {
-				nd.label, text, nd.on = w.cols.rest.LineNeedle()
+				var alone bool
+				nd.label, text, alone, nd.on = w.cols.rest.LineNeedle()
 				nd.line = nd.on
+				nd.keeps = nd.on && alone && !w.cols.measure && !keepsAny([]string{nd.label}, w.x.Grouping, w.mergedBy)
 			}
 			if nd.on {
 				nd.scan = newNeedleScan(text)
@@ -1506,6 +1511,11 @@ func (cp *colPlanner) needleValue(b *part.Block, col, vi int, t int64) (pv stage
 	if !cp.needle.scan.in(v) {
 		cp.needle.miss = true
 		return stage.ParamValue{}, true, nil
+	}
+	if cp.needle.keeps && cp.needle.scan.unescaped(v) {
+		// The line holds the text whatever the value's escapes make of
+		// the rest: the row is kept, and nothing reads the value.
+		return stage.ParamValue{Value: bytesView(v), Found: true}, true, nil
 	}
 	pv, ok = cp.parsedValue(v, true)
 	return pv, ok, nil

@@ -1019,6 +1019,7 @@ func TestLineNeedleSameAsRows(t *testing.T) {
 		`sum by (service) (count_over_time(` + all + ` | json | line_format "{{.log}}" |= "declined" [1h]))`,
 		`sum by (level) (count_over_time(` + all + ` | json log, level | line_format "{{.log}}" |= "payment declined" [1h]))`,
 		`sum(count_over_time(` + all + ` | json | line_format "{{.log}}" |= "ment" |~ "ok|twice" [1h]))`,
+		`sum by (log) (count_over_time(` + all + ` | json | line_format "{{.log}}" |= "declined" [1h]))`, // the value is in the series
 	})
 }
 

@@ -104,24 +104,26 @@ func (r PrefixRead) Needle() (label, text string, ok bool) {
 // keeps the lines that hold a literal (`|= "declined"`), the label and
 // the literal, when no JSON escape but \u can make a byte of it: a row
 // whose value of the label is a JSON string whose text holds neither the
-// literal nor `\u` is dropped, unread.
-func (p *Pipeline) LineNeedle() (label, text string, ok bool) {
+// literal nor `\u` is dropped, unread. alone says the two are the whole
+// pipeline: then a row whose value holds the literal where no escape
+// begins it is kept whatever the rest of the value.
+func (p *Pipeline) LineNeedle() (label, text string, alone, ok bool) {
 	if len(p.stages) < 2 {
-		return "", "", false
+		return "", "", false, false
 	}
 	lf, ok := p.stages[0].(*lineFormatStage)
 	if !ok || !lf.plainOK {
-		return "", "", false
+		return "", "", false, false
 	}
 	label, ok = lf.plain.oneLabel()
 	if !ok {
-		return "", "", false
+		return "", "", false, false
 	}
 	f, ok := p.stages[1].(*lineFilter)
 	if !ok || f.needle == "" || strings.ContainsFunc(f.needle, escapeMade) {
-		return "", "", false
+		return "", "", false, false
 	}
-	return label, f.needle, true
+	return label, f.needle, len(p.stages) == 2, true
 }
 
 // escapeMade reports whether a JSON escape other than \u makes c.
