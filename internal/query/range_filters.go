@@ -1723,24 +1723,28 @@ func (fs *filterState) verdict(w *rangeWorker, ls record.Labels, b *part.Block, 
 }
 
 // wholeBits sets in dst the bits of the values of column col (a
-// dictionary and the rest, or strings) that a whole state's label passes
-// with (name, read in or out of a string), each value's series worked
-// out, an entry's once. It returns the outcome of the values that pass,
-// -1 when none does; false when they count in more than one series, or
-// a value is not what json reads as a label: the column cannot say.
+// dictionary and the rest) that a whole state's label passes with (name,
+// read in or out of a string), each value's series worked out, an
+// entry's once. It returns the outcome of the values that pass, -1 when
+// none does; false when they count in more than one series, or a value
+// is not what json reads as a label: the column cannot say. A column of
+// strings alone (each value another) is left to the rows, whose reads
+// of a value's prefix or needle this would lose (k8s-inner-errors: 650
+// ms against 1,000).
 func (fs *filterState) wholeBits(w *rangeWorker, ls record.Labels, b *part.Block, col int, name string, inString bool, t int64, dst []uint64) (int32, bool, error) {
-	ids, _ := b.EntryIDs(col)
+	ids, ok := b.EntryIDs(col)
+	if !ok {
+		return -1, false, nil
+	}
 	var entry [part.RestID]known // each entry's verdict, once decided
 	var only *rangeSeries
 	for vi := range b.ColumnValues(col) {
-		id := part.RestID
-		if ids != nil {
-			if id = int(ids[vi]); id != part.RestID && entry[id] != unknown {
-				if entry[id] == knownYes {
-					dst[vi/64] |= 1 << (vi % 64)
-				}
-				continue
+		id := int(ids[vi])
+		if id != part.RestID && entry[id] != unknown {
+			if entry[id] == knownYes {
+				dst[vi/64] |= 1 << (vi % 64)
 			}
+			continue
 		}
 		mark := len(w.cols.arena.b)
 		pv, ok, err := w.cols.holeValue(b, col, vi, t, inString)
