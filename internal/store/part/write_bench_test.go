@@ -39,18 +39,28 @@ func sdkRows(b testing.TB, n int) []*rows.Block {
 // two).
 func BenchmarkWriteSDK(b *testing.B) {
 	const n = 200000
-	refs := sortedRefs(sdkRows(b, n))
+	benchWrite(b, sdkRows(b, n), n, part.WriterOptions{FastCompression: true})
+}
+
+// benchWrite writes the n records of blocks into one part with opts, and
+// reports the cost per record (elapsed, and the process's CPU time) and
+// the part's bytes per record.
+func benchWrite(b *testing.B, blocks []*rows.Block, n int, opts part.WriterOptions) {
+	refs := sortedRefs(blocks)
 	fs := vfs.NewMem()
 	b.ReportAllocs()
 	cpu0, cpuOK := processCPU()
 	for b.Loop() {
-		writeRefsOpts(b, fs, "p.part", refs, part.WriterOptions{FastCompression: true})
+		writeRefsOpts(b, fs, "p.part", refs, opts)
 	}
-	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/n, "ns/record")
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(n), "ns/record")
 	// The process's CPU time (the encoders' and the GC's too) moves less
 	// than the elapsed time when other processes share the cores.
 	if cpu1, ok := processCPU(); ok && cpuOK {
-		b.ReportMetric(float64((cpu1-cpu0).Nanoseconds())/float64(b.N)/n, "cpu-ns/record")
+		b.ReportMetric(float64((cpu1-cpu0).Nanoseconds())/float64(b.N)/float64(n), "cpu-ns/record")
+	}
+	if st, err := fs.Stat("p.part"); err == nil {
+		b.ReportMetric(float64(st.Size())/float64(n), "bytes/record")
 	}
 }
 
@@ -84,17 +94,8 @@ func messageRows(b testing.TB, n int) []*rows.Block {
 }
 
 // BenchmarkWriteMessages writes messageRows into one part, as a merge
-// does, and reports the cost per record and the part's bytes per record.
+// does (filters on, compressed for size).
 func BenchmarkWriteMessages(b *testing.B) {
 	const n = 200000
-	refs := sortedRefs(messageRows(b, n))
-	fs := vfs.NewMem()
-	b.ReportAllocs()
-	for b.Loop() {
-		writeRefs(b, fs, "p.part", refs)
-	}
-	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/n, "ns/record")
-	if st, err := fs.Stat("p.part"); err == nil {
-		b.ReportMetric(float64(st.Size())/n, "bytes/record")
-	}
+	benchWrite(b, messageRows(b, n), n, part.WriterOptions{})
 }
