@@ -17,7 +17,7 @@ import "bytes"
 // With AVX2, a literal of two bytes or more whose rare byte is not rare
 // in the text is found by its rarest pair of bytes one after the other,
 // 32 places at a time (IndexPairs): a pair is rarer than either of its
-// bytes (BenchmarkFinder/escaped: ...).
+// bytes (BenchmarkFinder/escaped: 4.6 -> 12.5 GB/s).
 type Finder struct {
 	lit  []byte // lowercased when fold
 	rare int    // the index in lit of the byte scanned for
