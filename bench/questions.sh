@@ -19,10 +19,12 @@
 #  3. starts both on copies of those, on free ports of 127.0.0.1, and runs bench/questions.py: per
 #     question one untimed ask per side (the answers compared), then RUNS timed asks per side,
 #     alternating sluice and VictoriaLogs (which goes first alternates from question to question),
-#     the median of each side; past TIMEOUT seconds a side is "timeout", is not asked again, and the
-#     next ask waits until sluice's sluice_queries_running and VictoriaLogs' running selects are 0
-#     and neither process uses CPU (over a tenth of a core for half a second) any more: at most WAIT
-#     seconds, default 10 x TIMEOUT, and the row says if they were still busy then;
+#     the median of each side; every ask waits until sluice's sluice_queries_running and
+#     VictoriaLogs' running selects are 0 and neither process uses CPU (over a tenth of a core for a
+#     tenth of a second, half a second after a timeout): one side's work after its reply (its
+#     collector) no longer slows the other's answer. Past TIMEOUT seconds a side is "timeout" and is
+#     not asked again; a wait lasts at most WAIT seconds, default 10 x TIMEOUT, and the row says if
+#     they were still busy then;
 #  4. with COLD=1 (the default), for the questions marked cold: restarts both servers, waits until
 #     neither uses CPU (their start-up done: sluice warms its block cache, VictoriaLogs opens its
 #     parts) and asks each side once (the first query of a fresh process; the OS page cache stays warm);
