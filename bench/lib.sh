@@ -246,6 +246,26 @@ peak_rss() { awk '/VmHWM/ {printf "%d", $2 / 1024}' "/proc/$1/status"; }
 hz="$(getconf CLK_TCK)"
 cpu_of() { awk -v hz="$hz" '{sub(/.*\) /, ""); printf "%.2f", ($12 + $13) / hz}' "/proc/$1/stat"; }
 
+# wait_quiet PID...: waits, at most 30 s, until none of the processes uses more than a tenth of a
+# core over a tenth of a second: a server's work after its reply (its collector) would otherwise
+# run beside the next query timed on the other server (bench/questions.py waits the same way).
+wait_quiet() {
+	local t0=$SECONDS p busy
+	local -a c0
+	while ((SECONDS - t0 < 30)); do
+		c0=()
+		for p in "$@"; do c0+=("$(cpu_of "$p" 2>/dev/null || echo 0)"); done
+		sleep 0.1
+		busy=0
+		local i=0
+		for p in "$@"; do
+			awk -v a="${c0[i]}" -v b="$(cpu_of "$p" 2>/dev/null || echo 0)" 'BEGIN {exit !(b - a > 0.01)}' && busy=1
+			i=$((i + 1))
+		done
+		((busy)) || return 0
+	done
+}
+
 # wait_sink PORT: waits until the sink of the sluice at PORT (pid $spid) has caught up: its backlog
 # is 0 and it sent every accepted line.
 wait_sink() {

@@ -18,8 +18,9 @@
 #     directory to load it again;
 #  3. copies both into a temp dir and starts both servers there, on free ports of 127.0.0.1;
 #  4. for each question: asks sluice and VictoriaLogs once to warm up (these are the answers
-#     checked), then RUNS times each, alternating (sluice, VL, sluice, VL, ...), and takes each
-#     side's median of curl's time_total. A query that takes longer than TIMEOUT seconds is
+#     checked), then RUNS times each, alternating (sluice, VL, sluice, VL, ...), each ask once
+#     neither server uses CPU (wait_quiet), and takes each side's median of curl's time_total.
+#     A query that takes longer than TIMEOUT seconds is
 #     reported as "timeout" and not run again;
 #  5. checks the answers (bench/answers.py) and prints a markdown table for BENCHMARKS.md.
 # It exits non-zero when an answer is empty, an error, or differs between the two systems.
@@ -135,6 +136,7 @@ ask() {
 		step) args=(--data-urlencode "start=$step_start" --data-urlencode "end=$step_end") ;;
 		esac
 	fi
+	wait_quiet "$sluice_pid" "$vl_pid"
 	r="$(curl -s --max-time "$timeout" -o "$out" -w '%{http_code} %{time_total}' "${args[@]}" --data-urlencode "query=$expr" "$url")" || rc=$?
 	if ((rc == 28)); then
 		# sluice does not yet stop a query whose client has gone (issue 15): wait until it has
