@@ -11,13 +11,15 @@ import (
 // stage.PrefixRead.Needle) in one pass: positions, 32 at a time
 // (literal.IndexPairs), checked for the start of `\u` and for one byte
 // pair of the text (the rarest by letterRank), and only the positions
-// that pass are compared. Values of escaped JSON hold a backslash every few bytes and
-// text like "error" holds common letters, which kept bytes.Contains
-// jumping from one false start to the next (half of a question's time).
+// that pass are compared. Values of escaped JSON hold a backslash every
+// few bytes and text like "error" holds common letters, which kept
+// bytes.Contains jumping from one false start to the next (half of a
+// question's time).
 type needleScan struct {
 	text string
-	k    int  // the pair text[k], text[k+1]
-	one  bool // the text is one byte: no pair
+	k    int          // the pair text[k], text[k+1]
+	pair literal.Pair // that pair
+	one  bool         // the text is one byte: no pair
 }
 
 func newNeedleScan(text string) needleScan {
@@ -26,6 +28,9 @@ func newNeedleScan(text string) needleScan {
 		if letterRank(text[i])+letterRank(text[i+1]) < letterRank(text[ns.k])+letterRank(text[ns.k+1]) {
 			ns.k = i
 		}
+	}
+	if !ns.one {
+		ns.pair = literal.Pair{A: text[ns.k], B: text[ns.k+1]}
 	}
 	return ns
 }
@@ -48,9 +53,8 @@ func (ns *needleScan) in(v []byte) bool {
 	if ns.one {
 		return bytes.IndexByte(v, ns.text[0]) >= 0 || bytes.Contains(v, []byte(`\u`))
 	}
-	p := literal.Pair{A: ns.text[ns.k], B: ns.text[ns.k+1]}
 	for i := 0; ; {
-		j := literal.IndexPairs(v[i:], p, backslashU)
+		j := literal.IndexPairs(v[i:], ns.pair, backslashU)
 		if j < 0 {
 			return false
 		}
@@ -79,9 +83,8 @@ func (ns *needleScan) unescaped(v []byte) bool {
 			}
 		}
 	}
-	p := literal.Pair{A: ns.text[ns.k], B: ns.text[ns.k+1]}
 	for i := 0; ; i++ {
-		j := literal.IndexPairs(v[i:], p, backslashU)
+		j := literal.IndexPairs(v[i:], ns.pair, backslashU)
 		if j < 0 {
 			return false
 		}

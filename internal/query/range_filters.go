@@ -2401,8 +2401,11 @@ func (fs *filterState) countGroups(b *part.Block) {
 	fs.counts = growClear(fs.counts, len(fs.outs))
 	canon, _, ok := fs.aligned(b)
 	g := fs.groupUse(canon)
-	one, oneOK := fs.valuesOutcome(b)
-	if !ok || g == nil && (canon == nil || !oneOK) {
+	one := int32(-1)
+	if ok && g == nil && canon != nil {
+		one = fs.valuesOutcome(b)
+	}
+	if !ok || g == nil && one < 0 {
 		// The templates read the columns unlike, or none reads the
 		// group label from one (each row's outcome is its template's).
 		if fs.groupTwo(b) {
@@ -2440,8 +2443,8 @@ func (fs *filterState) countGroups(b *part.Block) {
 }
 
 // valuesOutcome returns the outcome of the rows of block b's templates
-// with values when it is one, the same for each template.
-func (fs *filterState) valuesOutcome(b *part.Block) (int32, bool) {
+// with values when it is one, the same for each template; else -1.
+func (fs *filterState) valuesOutcome(b *part.Block) int32 {
 	o := int32(-1)
 	for ti := range b.NumTemplates() {
 		tm := &fs.tmpls[ti]
@@ -2449,11 +2452,11 @@ func (fs *filterState) valuesOutcome(b *part.Block) (int32, bool) {
 			continue
 		}
 		if tm.group >= 0 || o >= 0 && tm.gout != o {
-			return -1, false
+			return -1
 		}
 		o = tm.gout
 	}
-	return o, o >= 0
+	return o
 }
 
 // passing sets fs.hits to the rows of block b that pass and, with an

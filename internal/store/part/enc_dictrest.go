@@ -91,7 +91,8 @@ type restCount struct{ n, first uint32 }
 
 // assignRest writes the index of each value of c and the rest's lengths
 // and bytes from the entries in w.dict, and returns how many values are
-// of the rest; with count, it counts them in w.restCounts by hash.
+// of the rest; with count, it counts them in w.restCounts by hash, and
+// stops past half the values (dictRest then refuses the column).
 func (w *blockWriter) assignRest(c *column, count bool) int {
 	w.dictIdx, w.restLens, w.restData = w.dictIdx[:0], w.restLens[:0], w.restData[:0]
 	rest := 0
@@ -99,7 +100,9 @@ func (w *blockWriter) assignRest(c *column, count bool) int {
 		v := c.value(i)
 		id, ok := w.dict[string(v)]
 		if !ok {
-			rest++
+			if rest++; count && rest > len(c.ends)/2 {
+				return rest
+			}
 			id = restID
 			w.restLens = binary.AppendUvarint(w.restLens, uint64(len(v)))
 			w.restData = append(w.restData, v...)
