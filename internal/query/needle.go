@@ -2,7 +2,9 @@ package query
 
 import (
 	"bytes"
+	"slices"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/sluicelog/sluice/internal/literal"
 )
@@ -20,10 +22,13 @@ type needleScan struct {
 	k    int          // the pair text[k], text[k+1]
 	pair literal.Pair // that pair
 	one  bool         // the text is one byte: no pair
+	// ascii: the text is; decide then tells a \u escape that cannot make
+	// a byte of it.
+	ascii bool
 }
 
 func newNeedleScan(text string) needleScan {
-	ns := needleScan{text: text, one: len(text) == 1}
+	ns := needleScan{text: text, one: len(text) == 1, ascii: strings.IndexFunc(text, func(r rune) bool { return r >= utf8.RuneSelf }) < 0}
 	for i := 1; i+1 < len(text); i++ {
 		if letterRank(text[i])+letterRank(text[i+1]) < letterRank(text[ns.k])+letterRank(text[ns.k+1]) {
 			ns.k = i
@@ -65,37 +70,122 @@ func (ns *needleScan) in(v []byte) bool {
 	}
 }
 
-// unescaped reports whether v, the text of a well-formed JSON string,
-// holds the text at a place no escape begins (not after an odd run of
-// backslashes) and no `\u` comes before (whose hex digits it could be
-// part of): the string's unescaped value holds it there too, as the text
-// holds no byte an escape other than \u makes
-// (stage.Pipeline.LineNeedle).
-func (ns *needleScan) unescaped(v []byte) bool {
+// needleVerdict is what needleScan.decide makes of a JSON string's text.
+type needleVerdict uint8
+
+const (
+	needleMiss needleVerdict = iota // its unescaped value holds not the text
+	needleHit                       // it holds it, where the stored text does
+	needleRead                      // an escape may make some of it: unescape and see
+)
+
+// decide tells whether v, the text of a well-formed JSON string, holds
+// the text once unescaped, for a text that holds no byte an escape other
+// than \u makes (stage.Pipeline.LineNeedle). The unescaped value is the
+// stored bytes between escapes and the escapes' bytes; none of the
+// latter is a byte of an ASCII text when every \u escape makes a rune
+// the text has not, so the text is in it exactly where the stored text
+// holds it outside any escape: no odd run of backslashes before it, and
+// not in a \u escape's hex digits. A \u escape that makes one of the
+// text's bytes (or any, for a text of other than ASCII) is needleRead.
+func (ns *needleScan) decide(v []byte) needleVerdict {
 	if ns.one {
-		for i := 0; ; i++ {
-			j := bytes.IndexByte(v[i:], ns.text[0])
-			if j < 0 {
-				return false
-			}
-			if i += j; evenBackslashes(v[:i]) {
-				return !bytes.Contains(v[:i], []byte(`\u`))
-			}
-		}
+		return ns.decideByte(v)
 	}
+	escEnd := 0 // past the last \u escape seen
 	for i := 0; ; i++ {
 		j := literal.IndexPairs(v[i:], ns.pair, backslashU)
 		if j < 0 {
-			return false
+			return needleMiss
 		}
 		i += j
-		if v[i] == '\\' {
-			return false // a \u first
+		if v[i] == '\\' && v[i+1] == 'u' && evenBackslashes(v[:i]) {
+			if !ns.harmless(v[i:]) {
+				return needleRead
+			}
+			escEnd = i + 6
+			i = escEnd - 1 // a text does not start in its hex digits
+			continue
 		}
-		if s := i - ns.k; s >= 0 && s+len(ns.text) <= len(v) && string(v[s:s+len(ns.text)]) == ns.text && evenBackslashes(v[:s]) {
-			return true
+		if s := i - ns.k; s >= escEnd && s+len(ns.text) <= len(v) && string(v[s:s+len(ns.text)]) == ns.text && evenBackslashes(v[:s]) {
+			return needleHit
 		}
 	}
+}
+
+// decideAll sets dst to decide's verdict of each value of a column of
+// strings (data end to end, ends[i] where value i ends) and returns it:
+// one search of the column's bytes for the values where the text or
+// `\u` may be, and decide on those alone; the text of one byte is
+// decided value by value.
+func (ns *needleScan) decideAll(data []byte, ends []uint32, dst []needleVerdict) []needleVerdict {
+	dst = slices.Grow(dst[:0], len(ends))[:len(ends)]
+	clear(dst) // needleMiss
+	start := 0
+	for v, i := 0, 0; v < len(ends); {
+		if ns.one {
+			dst[v] = ns.decideByte(data[start:ends[v]])
+			start = int(ends[v])
+			v++
+			continue
+		}
+		j := literal.IndexPairs(data[i:], ns.pair, backslashU)
+		if j < 0 {
+			break
+		}
+		for i += j; int(ends[v]) <= i; v++ {
+			start = int(ends[v])
+		}
+		// The value the place is in, decided whole; the search goes
+		// on at the next one.
+		dst[v] = ns.decide(data[start:ends[v]])
+		i, start = int(ends[v]), int(ends[v])
+		v++
+	}
+	return dst
+}
+
+// decideByte is decide for a text of one byte, with any `\u` a read.
+func (ns *needleScan) decideByte(v []byte) needleVerdict {
+	c := ns.text[0]
+	for i := 0; ; i++ {
+		j := bytes.IndexByte(v[i:], c)
+		if j < 0 {
+			if bytes.Contains(v, []byte(`\u`)) {
+				return needleRead
+			}
+			return needleMiss
+		}
+		if i += j; evenBackslashes(v[:i]) {
+			if bytes.Contains(v[:i], []byte(`\u`)) {
+				return needleRead
+			}
+			return needleHit
+		}
+	}
+}
+
+// harmless reports whether the \u escape that starts e makes a rune
+// that is none of the text's bytes: its text is ASCII and the rune is not
+// (a surrogate half, or a lone one made U+FFFD, is not either).
+func (ns *needleScan) harmless(e []byte) bool {
+	if !ns.ascii || len(e) < 6 {
+		return false
+	}
+	r := 0
+	for _, c := range e[2:6] {
+		switch {
+		case '0' <= c && c <= '9':
+			r = r<<4 | int(c-'0')
+		case 'a' <= c && c <= 'f':
+			r = r<<4 | int(c-'a'+10)
+		case 'A' <= c && c <= 'F':
+			r = r<<4 | int(c-'A'+10)
+		default:
+			return false
+		}
+	}
+	return r >= utf8.RuneSelf || strings.IndexByte(ns.text, byte(r)) < 0
 }
 
 // evenBackslashes reports whether v ends in an even run of backslashes

@@ -347,6 +347,15 @@ type colPlanner struct {
 		scan                      needleScan
 		on, ok, miss, line, keeps bool
 		at                        valueCut // the value missed: parameter idx, where it is
+		// kept: the row at hand's value holds the text, and the needle
+		// keeps it (needleValue); idx: the value's place in cp.values.
+		kept bool
+		idx  int
+		// cols: the block's columns of the label looked at so far, and
+		// verdicts[i] the verdict of each value of cols[i] when it is
+		// stored as strings (needleScan.decideAll), else nil.
+		cols     []int
+		verdicts [][]needleVerdict
 	}
 
 	num unwrapNum // rowValues: the unwrapped parameter's number, if read as one
@@ -469,6 +478,7 @@ func (w *rangeWorker) blockRows(ev *evaluator, ls record.Labels, b *part.Block, 
 	} else if cp.needle.line {
 		_, stream := ls.Get(cp.needle.label)
 		cp.needle.ok = !stream
+		cp.needle.cols = cp.needle.cols[:0]
 	}
 	countable := w.countable(b, from, to)
 	// A block counted without a walk needs no memo of outcomes by ids.
@@ -738,7 +748,14 @@ func (w *rangeWorker) columnRow(ls record.Labels, t int64) error {
 		return err
 	}
 	cp.memoKey = cp.memoKey[:0]
-	for _, v := range cp.values {
+	for i, v := range cp.values {
+		if cp.needle.kept && i == cp.needle.idx {
+			// The needle keeps the row whatever else the value
+			// holds, and the series lacks its label: the row's
+			// outcome is the same for every value kept so.
+			cp.memoKey = append(cp.memoKey, 2, 0xff)
+			continue
+		}
 		cp.memoKey = appendParamKey(cp.memoKey, v)
 	}
 	if cp.named { // templates differ in the fields their values are
@@ -1376,7 +1393,7 @@ func (cp *colPlanner) rowValues(b *part.Block, tm int, t int64) (bool, error) {
 	}
 	cp.idKeyed = false
 	cp.num.ok = false
-	cp.needle.miss = false
+	cp.needle.miss, cp.needle.kept = false, false
 	if p.idn > 0 {
 		if cp.idKey, cp.idKeyed = cp.rowIDKey(p); cp.idKeyed {
 			if cp.idHit = cp.idOutcome(cp.idKey); cp.idHit != nil {
@@ -1415,6 +1432,7 @@ func (cp *colPlanner) rowValues(b *part.Block, tm int, t int64) (bool, error) {
 			if pv, ok, err = cp.needleValue(b, col, vi, t); cp.needle.miss {
 				cp.needle.at = valueCut{idx: len(cp.values), b: b, col: col, vi: vi, t: t}
 			}
+			cp.needle.idx = len(cp.values)
 		} else {
 			pv, ok, err = cp.holeValue(b, col, vi, t, pp.inString)
 		}
@@ -1499,26 +1517,72 @@ func (cp *colPlanner) prefixValue(b *part.Block, col, vi int, t int64, needle bo
 }
 
 // needleValue reads value vi of column col, a JSON string's text, as
-// holeValue does, unless it holds neither the needle's text nor `\u`:
-// then the row is dropped unless another field sets the needle's label
-// (rowValues), and the value is left unread.
+// holeValue does, unless needleScan.decide tells it holds not the
+// needle's text: then the row is dropped unless another field sets the
+// needle's label (rowValues), and the value is left unread; or that it
+// holds it, and the needle keeps its row: then the value is read as
+// stored (needle.kept).
 func (cp *colPlanner) needleValue(b *part.Block, col, vi int, t int64) (pv stage.ParamValue, ok bool, err error) {
-	v, arena, err := b.Value(col, vi, t, cp.arena.b)
-	cp.arena.b = arena
+	vs, err := cp.needleVerdicts(b, col)
 	if err != nil {
 		return pv, false, err
 	}
-	if !cp.needle.scan.in(v) {
+	var v []byte
+	var verdict needleVerdict
+	if vs != nil && vi < len(vs) {
+		if verdict = vs[vi]; verdict != needleMiss {
+			v, _, err = b.Value(col, vi, t, nil) // a view: the column is of strings
+		}
+	} else {
+		v, cp.arena.b, err = b.Value(col, vi, t, cp.arena.b)
+		verdict = cp.needle.scan.decide(v)
+	}
+	if err != nil {
+		return pv, false, err
+	}
+	switch verdict {
+	case needleMiss:
 		cp.needle.miss = true
 		return stage.ParamValue{}, true, nil
-	}
-	if cp.needle.keeps && cp.needle.scan.unescaped(v) {
-		// The line holds the text whatever the value's escapes make of
-		// the rest: the row is kept, and nothing reads the value.
-		return stage.ParamValue{Value: bytesView(v), Found: true}, true, nil
+	case needleHit:
+		if cp.needle.keeps {
+			// The line holds the text whatever the value's escapes
+			// make of the rest: the row is kept, and nothing reads
+			// the value.
+			cp.needle.kept = true
+			return stage.ParamValue{Value: bytesView(v), Found: true}, true, nil
+		}
 	}
 	pv, ok = cp.parsedValue(v, true)
 	return pv, ok, nil
+}
+
+// needleVerdicts returns the verdict of each value of column col of the
+// block at hand, when it is stored as strings: decided in one search of
+// its bytes the first time a row asks (nil for other columns).
+func (cp *colPlanner) needleVerdicts(b *part.Block, col int) ([]needleVerdict, error) {
+	nd := &cp.needle
+	if i := slices.Index(nd.cols, col); i >= 0 {
+		return nd.verdicts[i], nil
+	}
+	data, ends, ok, err := b.Strings(col)
+	if err != nil {
+		return nil, err
+	}
+	i := len(nd.cols)
+	nd.cols = append(nd.cols, col)
+	if i == len(nd.verdicts) {
+		nd.verdicts = append(nd.verdicts, nil)
+	}
+	if !ok {
+		nd.verdicts[i] = nil
+		return nil, nil
+	}
+	if nd.verdicts[i] == nil {
+		nd.verdicts[i] = []needleVerdict{} // not nil: decided
+	}
+	nd.verdicts[i] = nd.scan.decideAll(data, ends, nd.verdicts[i])
+	return nd.verdicts[i], nil
 }
 
 // oneID returns the row at hand's entry of its one parameter's column, as

@@ -1006,13 +1006,14 @@ func TestLineNeedleSameAsRows(t *testing.T) {
 	lines := make([]string, 4600)
 	for i := range lines {
 		ts := time.Date(2026, 1, 15, 8, 0, 0, 0, time.UTC).Add(time.Duration(i) * 11 * time.Millisecond).Format(time.RFC3339Nano)
-		msg := []string{"payment declined", "payment ok", "pa\\u0079ment \\u0064eclined", "card declined", "declin"}[rng.IntN(5)]
+		msg := []string{"payment declined", "payment ok", "pa\\u0079ment \\u0064eclined", "card declined", "declin",
+			"caf\\u00e9 declined", "na\\u00efve ok", "\\u00e9\\u0064eclined", "\\u003c declined"}[rng.IntN(9)]
 		log := fmt.Sprintf(`{\"id\":%d,\"msg\":\"%s\"}`, rng.IntN(1e9), msg)
 		dup := ""
 		if rng.IntN(7) == 0 {
 			dup = `,"log":"declined twice"`
 		}
-		lines[i] = fmt.Sprintf(`{"ts":"%s","service":"%s","log":"%s"%s,"level":"%s"}`, ts, []string{"api", "web"}[rng.IntN(2)], log, dup, []string{"info", "error"}[rng.IntN(2)])
+		lines[i] = fmt.Sprintf(`{"ts":"%s","service":"%s","log":"%s"%s,"level":"%s","zone":"z%d"}`, ts, []string{"api", "web"}[rng.IntN(2)], log, dup, []string{"info", "error"}[rng.IntN(2)], rng.IntN(3))
 	}
 	all := `{service=~".+"}`
 	checkColumnar(t, lines, false, []string{
@@ -1020,6 +1021,10 @@ func TestLineNeedleSameAsRows(t *testing.T) {
 		`sum by (level) (count_over_time(` + all + ` | json log, level | line_format "{{.log}}" |= "payment declined" [1h]))`,
 		`sum(count_over_time(` + all + ` | json | line_format "{{.log}}" |= "ment" |~ "ok|twice" [1h]))`,
 		`sum by (log) (count_over_time(` + all + ` | json | line_format "{{.log}}" |= "declined" [1h]))`, // the value is in the series
+		// Kept rows remembered by their other values (zone), the
+		// series by stream and value, a text of one byte.
+		`sum by (zone, service) (count_over_time(` + all + ` | json | line_format "{{.log}}" |= "declined" [1h]))`,
+		`sum by (zone) (count_over_time(` + all + ` | json | line_format "{{.log}}" |= "d" [1h]))`,
 	})
 }
 

@@ -751,6 +751,18 @@ const (
 	keptShare     = 64
 )
 
+// Strings returns a column stored as strings (encString): its values'
+// bytes end to end and where each ends (value i is data[ends[i-1]:
+// ends[i]], the first from 0), views of the block the caller must not
+// change or keep; false for columns stored otherwise.
+func (b *Block) Strings(col int) (data []byte, ends []uint32, ok bool, err error) {
+	c, err := b.loadedCol(col)
+	if err != nil || c.enc != encString {
+		return nil, nil, false, err
+	}
+	return c.data, c.ends, true, nil
+}
+
 // Every reports whether ok holds for every value of a text column (one
 // stored as strings, a dictionary, a dictionary and the rest, or a
 // constant), each entry and each other value passed once, in one walk of
