@@ -356,6 +356,14 @@ type colPlanner struct {
 		// stored as strings (needleScan.decideAll), else nil.
 		cols     []int
 		verdicts [][]needleVerdict
+		// param[t]: for the block's template t, 1 + the place of the
+		// one parameter of the label among its plan's, read from the
+		// row as a string, or -1 when there is none (or another of
+		// the name); 0 until worked out (needleDrops).
+		param []int16
+		// pre: 1 + the row at hand's verdict, as needleDrops found it
+		// for needleValue; 0 when it did not.
+		pre needleVerdict
 	}
 
 	num unwrapNum // rowValues: the unwrapped parameter's number, if read as one
@@ -479,6 +487,7 @@ func (w *rangeWorker) blockRows(ev *evaluator, ls record.Labels, b *part.Block, 
 		_, stream := ls.Get(cp.needle.label)
 		cp.needle.ok = !stream
 		cp.needle.cols = cp.needle.cols[:0]
+		cp.needle.param = growClear(cp.needle.param, b.NumTemplates())
 	}
 	countable := w.countable(b, from, to)
 	// A block counted without a walk needs no memo of outcomes by ids.
@@ -1404,6 +1413,13 @@ func (cp *colPlanner) rowValues(b *part.Block, tm int, t int64) (bool, error) {
 			}
 		}
 	}
+	cp.needle.pre = 0
+	if cp.needle.line && cp.needle.ok && cp.valueID < 0 && !cp.idKeyed {
+		if drop, err := cp.needleDrops(b, tm, p, holes); drop || err != nil {
+			cp.cut = valueCut{on: true, drop: true}
+			return err == nil, err
+		}
+	}
 	for i, pp := range p.params {
 		if pp.hole < 0 {
 			cp.values = append(cp.values, pp.value)
@@ -1470,6 +1486,43 @@ func (cp *colPlanner) rowValues(b *part.Block, tm int, t int64) (bool, error) {
 	return true, nil
 }
 
+// needleDrops reports whether the row at hand (of template tm, planned
+// p) is dropped by the line needle before any value is read: its one
+// value of the needle's label is in a column of strings decided whole
+// (needleVerdicts), and it holds not the text.
+func (cp *colPlanner) needleDrops(b *part.Block, tm int, p *tmplPlan, holes []int) (bool, error) {
+	nd := &cp.needle
+	k := nd.param[tm]
+	if k == 0 {
+		k = -1
+		for i, pp := range p.params {
+			if name := cp.planName(p, i); name == nd.label {
+				if k != -1 || pp.hole < 0 || !pp.inString {
+					k = -1 // another of the name, or none read as a string
+					break
+				}
+				k = int16(i + 1)
+			}
+		}
+		nd.param[tm] = k
+	}
+	if k < 0 {
+		return false, nil
+	}
+	si := holes[p.params[k-1].hole]
+	col := b.SlotColumn(tm, si)
+	vs, err := cp.needleVerdicts(b, col)
+	if err != nil || vs == nil {
+		return false, err
+	}
+	vi := cp.cur.At(col) + b.SlotRank(tm, si)
+	if vi >= len(vs) {
+		return false, nil
+	}
+	nd.pre = vs[vi] + 1
+	return vs[vi] == needleMiss, nil
+}
+
 // setsNeedleLabel reports whether the row at hand's parameters set the
 // needle's label (a field of its name in the line).
 func (cp *colPlanner) setsNeedleLabel() bool {
@@ -1485,6 +1538,14 @@ func (cp *colPlanner) setsNeedleLabel() bool {
 func (cp *colPlanner) paramName(i int) string {
 	if cp.named {
 		return cp.curNames[i]
+	}
+	return cp.json.Name(i)
+}
+
+// planName is the label name of plan p's parameter i.
+func (cp *colPlanner) planName(p *tmplPlan, i int) string {
+	if cp.named {
+		return p.names[i]
 	}
 	return cp.json.Name(i)
 }
@@ -1523,19 +1584,23 @@ func (cp *colPlanner) prefixValue(b *part.Block, col, vi int, t int64, needle bo
 // holds it, and the needle keeps its row: then the value is read as
 // stored (needle.kept).
 func (cp *colPlanner) needleValue(b *part.Block, col, vi int, t int64) (pv stage.ParamValue, ok bool, err error) {
-	vs, err := cp.needleVerdicts(b, col)
-	if err != nil {
-		return pv, false, err
+	verdict, known := cp.needle.pre-1, cp.needle.pre > 0 // needleDrops' verdict
+	if !known {
+		vs, err := cp.needleVerdicts(b, col)
+		if err != nil {
+			return pv, false, err
+		}
+		if vi < len(vs) {
+			verdict, known = vs[vi], true
+		}
 	}
 	var v []byte
-	var verdict needleVerdict
-	if vs != nil && vi < len(vs) {
-		if verdict = vs[vi]; verdict != needleMiss {
-			v, _, err = b.Value(col, vi, t, nil) // a view: the column is of strings
-		}
-	} else {
+	switch {
+	case !known:
 		v, cp.arena.b, err = b.Value(col, vi, t, cp.arena.b)
 		verdict = cp.needle.scan.decide(v)
+	case verdict != needleMiss:
+		v, _, err = b.Value(col, vi, t, nil) // a view: the column is of strings
 	}
 	if err != nil {
 		return pv, false, err

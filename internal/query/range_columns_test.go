@@ -1011,7 +1011,7 @@ func TestLineNeedleSameAsRows(t *testing.T) {
 		log := fmt.Sprintf(`{\"id\":%d,\"msg\":\"%s\"}`, rng.IntN(1e9), msg)
 		dup := ""
 		if rng.IntN(7) == 0 {
-			dup = `,"log":"declined twice"`
+			dup = fmt.Sprintf(`,"log":"%s twice %d"`, []string{"declined", "ok"}[rng.IntN(2)], rng.IntN(1000))
 		}
 		lines[i] = fmt.Sprintf(`{"ts":"%s","service":"%s","log":"%s"%s,"level":"%s","zone":"z%d"}`, ts, []string{"api", "web"}[rng.IntN(2)], log, dup, []string{"info", "error"}[rng.IntN(2)], rng.IntN(3))
 	}
