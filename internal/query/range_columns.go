@@ -353,7 +353,10 @@ type colPlanner struct {
 		idx  int
 		// cols: the block's columns of the label looked at so far, and
 		// verdicts[i] the verdict of each value of cols[i] when it is
-		// stored as strings (needleScan.decideAll), else nil.
+		// stored as strings (needleScan.decideAll), else nil; whole:
+		// the block's rows are all read (no leading line filter selects
+		// some), so that its columns are decided whole.
+		whole    bool
 		cols     []int
 		verdicts [][]needleVerdict
 		// param[t]: for the block's template t, 1 + the place of the
@@ -486,7 +489,7 @@ func (w *rangeWorker) blockRows(ev *evaluator, ls record.Labels, b *part.Block, 
 	} else if cp.needle.line {
 		_, stream := ls.Get(cp.needle.label)
 		cp.needle.ok = !stream
-		cp.needle.cols = cp.needle.cols[:0]
+		cp.needle.cols, cp.needle.whole = cp.needle.cols[:0], sel == nil
 		cp.needle.param = growClear(cp.needle.param, b.NumTemplates())
 	}
 	countable := w.countable(b, from, to)
@@ -1623,12 +1626,16 @@ func (cp *colPlanner) needleValue(b *part.Block, col, vi int, t int64) (pv stage
 }
 
 // needleVerdicts returns the verdict of each value of column col of the
-// block at hand, when it is stored as strings: decided in one search of
-// its bytes the first time a row asks (nil for other columns).
+// block at hand, when it is stored as strings and every row is read:
+// decided in one search of its bytes the first time a row asks (nil
+// otherwise).
 func (cp *colPlanner) needleVerdicts(b *part.Block, col int) ([]needleVerdict, error) {
 	nd := &cp.needle
 	if i := slices.Index(nd.cols, col); i >= 0 {
 		return nd.verdicts[i], nil
+	}
+	if !nd.whole {
+		return nil, nil // a few rows' values, decided one by one
 	}
 	data, ends, ok, err := b.Strings(col)
 	if err != nil {

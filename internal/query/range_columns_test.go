@@ -1025,6 +1025,7 @@ func TestLineNeedleSameAsRows(t *testing.T) {
 		// series by stream and value, a text of one byte.
 		`sum by (zone, service) (count_over_time(` + all + ` | json | line_format "{{.log}}" |= "declined" [1h]))`,
 		`sum by (zone) (count_over_time(` + all + ` | json | line_format "{{.log}}" |= "d" [1h]))`,
+		`sum by (zone) (count_over_time(` + all + ` |= "card" | json | line_format "{{.log}}" |= "declined" [1h]))`, // rows a leading filter selects
 	})
 }
 
