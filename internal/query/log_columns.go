@@ -5,6 +5,7 @@ import (
 	"github.com/sluicelog/sluice/internal/record"
 	"github.com/sluicelog/sluice/internal/stage"
 	"github.com/sluicelog/sluice/internal/store/part"
+	"sort"
 )
 
 // The columnar path of a log query, newest first, whose pipeline is
@@ -158,6 +159,13 @@ func (w *logWorker) block(ev *evaluator, ls record.Labels, b *part.Block, from, 
 		return errEnough
 	}
 	lc := w.cols
+	if lc.lead != nil {
+		// Line filters before json select the rows: when the lines kept
+		// leave only a few rows to read, they are read one by one.
+		if done, err := w.fewNewest(ev, ls, b, from, to, cut, keep); done || err != nil {
+			return err
+		}
+	}
 	cp := lc.cp
 	sel, some, err := lc.lead.of(b) // the rows the line filters before json keep (nil: every row)
 	if err != nil || !some {
@@ -229,6 +237,65 @@ func (w *logWorker) block(ev *evaluator, ls record.Labels, b *part.Block, from, 
 	return nil
 }
 
+// maxFewNewest is the most rows of a block past the cutoff that
+// fewNewest reads one by one: each costs its line made and the whole
+// pipeline (a few microseconds), where the block's selection and plans
+// cost its hundreds of templates and thousands of rows once.
+const maxFewNewest = 128
+
+// fewNewest keeps the lines of a stored block's rows in [from, to] that
+// the pipeline keeps, newest first, as the row path makes them (the line
+// rebuilt, the whole pipeline run), when the lines already kept leave
+// at most maxFewNewest of its rows near enough to be kept: a log query
+// across many streams has its lines after the first blocks, and each
+// later block only its newest few rows to offer, which selecting and
+// planning the whole block for cost far more (app-newest-timeout-errors,
+// a block of 6,000 rows over two days for each of 328 streams). done
+// says whether it did.
+func (w *logWorker) fewNewest(ev *evaluator, ls record.Labels, b *part.Block, from, to int64, cut *cutoff, keep func(t int64, line []byte) error) (done bool, err error) {
+	if cut == nil || !cut.backward || !cut.full.Load() {
+		return false, nil
+	}
+	if err := b.DecodeTimes(); err != nil {
+		return true, err
+	}
+	// A block's rows are in time order: those past the bound and not
+	// after to are [lo, hi).
+	n := b.NumRows()
+	lo := sort.Search(n, func(k int) bool { return b.RowTime(k) >= max(from, cut.bound.Load()) })
+	hi := sort.Search(n, func(k int) bool { return b.RowTime(k) > to })
+	if hi-lo > maxFewNewest {
+		return false, nil
+	}
+	w.cur.StartAtEnd(b, nil)
+	for k := n - 1; k >= lo; k-- {
+		tm := b.RowTemplate(k)
+		w.cur.Back(tm)
+		t := b.RowTime(k)
+		if k >= hi {
+			continue
+		}
+		if cut.beyond(t) {
+			return true, nil // the block's older rows come too late too
+		}
+		if err := ev.scanned(&w.tally, nil); err != nil {
+			return true, err
+		}
+		if w.line, err = b.AppendLine(w.line[:0], tm, &w.cur, t); err != nil {
+			return true, err
+		}
+		w.lb.Reset(ls)
+		line, kept := w.pipe.Process(t, w.line, w.lb)
+		if !kept {
+			continue
+		}
+		if err := keep(t, line); err != nil {
+			return true, err
+		}
+	}
+	return true, nil
+}
+
 // selectedBlock keeps the lines of a stored block's rows in [from, to]
 // that the line filters keep (w.sel, the whole pipeline), newest first,
 // until a row older than the cutoff: the rows are selected in the
@@ -236,6 +303,9 @@ func (w *logWorker) block(ev *evaluator, ls record.Labels, b *part.Block, from, 
 func (w *logWorker) selectedBlock(ev *evaluator, ls record.Labels, b *part.Block, from, to int64, cut *cutoff, keep func(t int64, line []byte) error) error {
 	if _, hi := b.TimeRange(); cut.beyond(min(hi, to)) {
 		return errEnough // blocks come newest first
+	}
+	if done, err := w.fewNewest(ev, ls, b, from, to, cut, keep); done || err != nil {
+		return err
 	}
 	sel, some, err := w.sel.of(b)
 	if err != nil || !some {

@@ -62,11 +62,16 @@ func TestLogNewestAcrossStreams(t *testing.T) {
 	}
 	sn := st.Snapshot()
 	defer sn.Release()
-	for _, q := range []string{`{service=~".+"}`, `{service=~".+"} |= "declined"`, `{service=~"s[0-46]"} | json | msg=~"t.*"`, `{service=~".+"} != "ok"`,
+	for _, q := range []string{`{service=~".+"}`, `{service=~".+"} |= "declined"`, `{service=~"s[0-46]"} | json | msg=~"t.*"`, `{service=~".+"} != "ok"`, `{service=~".+"} |= "t" | json | msg=~"t.*"`,
 		`{service=~".+"} | regexp "(?P<w>[a-z]+) (?P<r>[0-9])-" | w="declined"`, `{service=~".+"} | line_format "{{.service}} {{__line__}}" |= "s1 "`} {
 		for _, limit := range []int{1, 2, 5, 7, 13, 30, 200} {
-			for _, dir := range []Direction{Backward, Forward} {
-				prm := Params{Tenant: store.DefaultTenant, Query: q, Start: base.UnixNano(), End: end.UnixNano() + 1, Limit: limit, Direction: dir}
+			// To the end, or to a time inside the blocks of the parts.
+			for i, dir := range []Direction{Backward, Forward, Backward} {
+				stop := end.UnixNano() + 1
+				if i == 2 {
+					stop = base.Add(1205 * time.Millisecond).UnixNano()
+				}
+				prm := Params{Tenant: store.DefaultTenant, Query: q, Start: base.UnixNano(), End: stop, Limit: limit, Direction: dir}
 				want, werr := (&Engine{workers: 2, reference: true, limits: DefaultLimits}).Exec(context.Background(), sn, prm)
 				if werr != nil {
 					t.Fatalf("%s: %v", q, werr)
