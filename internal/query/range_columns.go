@@ -330,7 +330,11 @@ type colPlanner struct {
 	prefix   stage.PrefixRead
 	prefixOn bool
 	prefixOK bool
-	cut      valueCut
+	// prefixKeeps: a row the prefix keeps for sure (stage.PrefixRead's
+	// Process) counts in the series of the labels it gives, as no
+	// series keeps the prefix's label and no line is measured.
+	prefixKeeps bool
+	cut         valueCut
 	// needle: a value of the prefix label that holds neither the text
 	// of needle.scan nor `\u` drops its row unless needle.label was set
 	// before (stage.PrefixRead.Needle): the row is dropped unread.
@@ -435,6 +439,7 @@ func (w *rangeWorker) colPlanner() *colPlanner {
 			var text string
 			if w.cols.prefixOn {
 				nd.label, text, nd.on = w.cols.prefix.Needle()
+				w.cols.prefixKeeps = !w.cols.measure && !keepsAny([]string{w.cols.prefix.Label()}, w.x.Grouping, w.mergedBy)
 			} else {
 				var alone bool
 				nd.label, text, alone, nd.on = w.cols.rest.LineNeedle()
@@ -859,8 +864,12 @@ func (w *rangeWorker) columnSeries(ls record.Labels, t int64) (*rangeSeries, err
 			return nil, nil
 		}
 		w.setColumnLabels(ls)
-		if cp.prefix.Process(t, w.lb) {
+		dropped, kept := cp.prefix.Process(t, w.lb)
+		switch {
+		case dropped:
 			return nil, nil
+		case kept && cp.prefixKeeps:
+			return w.seriesOf()
 		}
 		// Not decided by the prefix: the whole value, and the row again.
 		c := &cp.cut

@@ -318,7 +318,15 @@ func FuzzJSONDeferredErrors(f *testing.F) {
 }
 
 // FuzzPrefixRead checks PrefixRead: a row it says a prefix of its value
-// drops for sure is dropped by the pipeline with the whole value.
+// drops for sure is dropped by the pipeline with the whole value, and
+// one it says the prefix keeps for sure is kept, with the same labels
+// but the value's.
+
+// withoutLabel returns ls without the label of the name.
+func withoutLabel(ls record.Labels, name string) record.Labels {
+	return slices.DeleteFunc(ls, func(l record.Label) bool { return l.Name == name })
+}
+
 func FuzzPrefixRead(f *testing.F) {
 	for _, s := range []string{realisticJSON, `{"ts":1768464000001,"level":"info","msg":"payment declined"}`, `{"level":"error","msg":"x"}`, `2026-01-15 INFO text`, `{"a":12345,"level":"info"}`, `{"level":"err`, `{"a":{"level":"x"},"level":"y"}`} {
 		for _, pick := range []uint8{0x00, 0x40, 0x41, 0x60, 0xc0, 0x90, 0x13} {
@@ -358,12 +366,20 @@ func FuzzPrefixRead(f *testing.F) {
 		}
 		lb := &Labels{}
 		lb.Reset(record.Labels{{Name: "log", Value: value[:n]}})
-		if !r.Process(testTS, lb) {
+		dropped, keptCut := r.Process(testTS, lb)
+		if !dropped && !keptCut {
 			return
 		}
+		cutLabels := withoutLabel(lb.Copy(), "log")
 		lb.Reset(record.Labels{{Name: "log", Value: value}})
-		if _, kept := p.Process(testTS, nil, lb); kept {
+		_, kept := p.Process(testTS, nil, lb)
+		switch {
+		case dropped && kept:
 			t.Fatalf("%q cut at %d through %v: dropped for sure, but the whole value is kept with %s", value, n, stages, lb.Copy())
+		case keptCut && !kept:
+			t.Fatalf("%q cut at %d through %v: kept for sure with %s, but the whole value is dropped", value, n, stages, cutLabels)
+		case keptCut && !slices.Equal(cutLabels, withoutLabel(lb.Copy(), "log")):
+			t.Fatalf("%q cut at %d through %v: kept for sure with %s, but the whole value gives %s", value, n, stages, cutLabels, lb.Copy())
 		}
 	})
 }

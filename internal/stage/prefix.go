@@ -59,17 +59,24 @@ func (r PrefixRead) Label() string { return r.label }
 // pipeline, as Pipeline.Process does, the label's value being a prefix
 // of the row's; it reports whether the row was dropped for sure: by a
 // label filter right after the json stage, with labels and errors that
-// the whole value would give it too. The row's labels are then spent;
-// otherwise the caller runs it again with the whole value.
-func (r PrefixRead) Process(ts int64, lb *Labels) (dropped bool) {
+// the whole value would give it too. The row's labels are then spent.
+// kept reports that it is kept for sure instead: the stages read are
+// the whole pipeline, they all keep it, and the json stage gave it no
+// error and labels that the whole value would give too; lb holds its
+// labels then, but the label's, whose value is the prefix (and the
+// line, the prefix too). Otherwise the caller runs it again with the
+// whole value.
+func (r PrefixRead) Process(ts int64, lb *Labels) (dropped, kept bool) {
 	var line []byte
 	for i, s := range r.p.stages[:2+r.filters] {
 		var ok bool
 		if line, ok = s.process(ts, line, lb); !ok {
-			return i >= 2 && r.j.decidedWithin(len(line))
+			return i >= 2 && r.j.decidedWithin(len(line)), false
 		}
 	}
-	return false
+	// An error's details may name a character the cut split: a row kept
+	// with one is read whole (its query fails on it anyway).
+	return false, 2+r.filters == len(r.p.stages) && r.j.sc.errMsg == "" && r.j.decidedWithin(len(line))
 }
 
 // Needle returns a label and a text such that a row whose value of the
