@@ -777,6 +777,10 @@ func TestPrefixReadSameAsRows(t *testing.T) {
 		`sum by (msg) (count_over_time(` + all + ` | json log | line_format "{{.log}}" | json level, msg | level=~"err.*" | msg!="" | __error__="" [1h]))`,
 		`sum by (http_status) (count_over_time(` + all + ` | json | line_format "{{.log}}" | json | level="error" and http_status=~"5.." | __error__="" [1h]))`,
 		`sum by (stream) (count_over_time(` + all + ` | json log, stream | line_format "{{.log}}" | json ts | ts=~"17.*1" | __error__="" [1h]))`,
+		// Rows the prefix keeps: counted by its labels, unless the
+		// series keeps the label whose value the prefix is.
+		`sum by (level) (count_over_time(` + all + ` | json log | line_format "{{.log}}" | json level | level=~"e.*" [1h]))`,
+		`sum by (log) (count_over_time(` + all + ` | json log | line_format "{{.log}}" | json level | level="error" [1h]))`,
 	})
 }
 
