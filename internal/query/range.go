@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"math/bits"
 	"slices"
 	"sort"
 	"strings"
@@ -443,11 +444,14 @@ func (ev *evaluator) rangeStates(ctx context.Context, x *logql.RangeAggregation,
 	// The lengths of the lines of streams, perhaps of those the leading
 	// line filters keep, are measured in their columns; a count of the
 	// rows those filters keep, !=, !~ or !> among them, is a count of the
-	// rows selected (selectedRows). (With positive filters alone the
-	// store counts, NoLines.)
+	// rows selected (selectedRows). With positive filters alone the
+	// store counts (NoLines) the rows of a block that fall in the same
+	// windows, and yields the others one by one: over steps, which
+	// split blocks, the rows are selected instead (a count by service
+	// of `|= "timeout"` in 10 s steps: 69-73 ms of CPU yielded, 44 selected).
 	onlyLead := leadingFilters(x.Range.Log.Pipeline, true).n == len(x.Range.Log.Pipeline)
 	selected := !ev.e.reference && unwrap == nil && onlyLead &&
-		(measuresLines(x.Op) || countsRows(x.Op) && len(x.Range.Log.Pipeline) > 0 && !opts.NoLines)
+		(measuresLines(x.Op) || countsRows(x.Op) && len(x.Range.Log.Pipeline) > 0 && (!opts.NoLines || shape.steps > 1))
 	setup := func() (*rangeWorker, error) {
 		pipe, err := stage.CompileObserving(x.Range.Log.Pipeline, hints.observed)
 		if err != nil {
@@ -860,11 +864,18 @@ func (w *rangeWorker) selectedRows(ev *evaluator, ls record.Labels, b *part.Bloc
 	if lo, hi := b.TimeRange(); lo >= from && hi <= to && w.sameWindows(lo, hi) {
 		// One sample of them all.
 		rows, sum := 0, 0
-		for k := range b.NumRows() {
-			if kept(k) {
-				rows++
-				sum += length(k)
+		switch {
+		case w.measures:
+			for k := range b.NumRows() {
+				if kept(k) {
+					rows++
+					sum += length(k)
+				}
 			}
+		case sel != nil:
+			rows = bitsIn(sel, 0, b.NumRows())
+		default:
+			rows = b.NumRows()
 		}
 		if rows > 0 {
 			if err := series(); err != nil {
@@ -878,7 +889,37 @@ func (w *rangeWorker) selectedRows(ev *evaluator, ls record.Labels, b *part.Bloc
 		w.tally.columnar += int64(rows)
 		return ev.flush(&w.tally)
 	}
-	var run onesRun // a count's rows, a run of the same windows at a time
+	if !w.measures {
+		// A count: each run of rows in the same windows (countTimes)
+		// counted at once, its rows kept by a popcount of sel.
+		n := b.NumRows()
+		k := sort.Search(n, func(k int) bool { return b.RowTime(k) >= from })
+		end := k + sort.Search(n-k, func(i int) bool { return b.RowTime(k+i) > to })
+		for k < end {
+			lo, hi := w.windows(b.RowTime(k))
+			j := runEnd(k, end, func(j int) bool { return b.RowTime(j)+w.off <= w.win.to })
+			c := j - k
+			if sel != nil {
+				c = bitsIn(sel, k, j)
+			}
+			if c > 0 {
+				if err := series(); err != nil {
+					return err
+				}
+				if s == nil {
+					return nil // the stream's labels give no series
+				}
+				for x := lo; x <= hi; x++ {
+					s.n[x] += float64(c)
+					s.v[x] += float64(c)
+				}
+			}
+			w.tally.rows += int64(c)
+			w.tally.columnar += int64(c)
+			k = j
+		}
+		return ev.flush(&w.tally)
+	}
 	for k := range b.NumRows() {
 		if t := b.RowTime(k); t >= from && t <= to && kept(k) {
 			if err := series(); err != nil {
@@ -889,16 +930,27 @@ func (w *rangeWorker) selectedRows(ev *evaluator, ls record.Labels, b *part.Bloc
 			}
 			w.tally.rows++
 			w.tally.columnar++
-			if w.measures {
-				sample(t, 1, length(k))
-			} else {
-				run.s = s
-				w.one(&run, t)
-			}
+			sample(t, 1, length(k))
 		}
 	}
-	w.flushOnes(&run)
 	return ev.flush(&w.tally)
+}
+
+// bitsIn returns how many of bits lo to hi-1 of bs are set.
+func bitsIn(bs []uint64, lo, hi int) int {
+	if lo >= hi {
+		return 0
+	}
+	first, last := lo>>6, (hi-1)>>6
+	lm, hm := ^uint64(0)<<(lo&63), ^uint64(0)>>(63-(hi-1)&63)
+	if first == last {
+		return bits.OnesCount64(bs[first] & lm & hm)
+	}
+	n := bits.OnesCount64(bs[first]&lm) + bits.OnesCount64(bs[last]&hm)
+	for _, w := range bs[first+1 : last] {
+		n += bits.OnesCount64(w)
+	}
+	return n
 }
 
 // unwrap reads the unwrapped label's value as the sample and removes the

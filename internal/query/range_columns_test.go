@@ -1228,3 +1228,23 @@ func TestWholeRestSameAsRows(t *testing.T) {
 		sameAsReference(t, eng, sn, Params{Tenant: store.DefaultTenant, Query: q, Start: at - int64(time.Minute), End: at, Step: 10 * time.Second})
 	}
 }
+
+// TestBitsIn: bitsIn counts the bits of a range as a look at each does.
+func TestBitsIn(t *testing.T) {
+	rng := rand.New(rand.NewPCG(31, 32))
+	bs := make([]uint64, 5)
+	for i := range bs {
+		bs[i] = rng.Uint64()
+	}
+	for lo := 0; lo <= 320; lo++ {
+		for hi := lo; hi <= 320; hi++ {
+			want := 0
+			for k := lo; k < hi; k++ {
+				want += int(bs[k>>6] >> (k & 63) & 1)
+			}
+			if got := bitsIn(bs, lo, hi); got != want {
+				t.Fatalf("bits [%d, %d): %d, want %d", lo, hi, got, want)
+			}
+		}
+	}
+}
