@@ -784,25 +784,29 @@ func (w *rangeWorker) countTimes(ev *evaluator, ls record.Labels, b *part.Block,
 		}
 		return ev.flush(&w.tally)
 	}
-	// The rows come in time order: those in [from, to] are [k, end),
-	// and each run of rows in the same windows is counted at once, its
-	// end found by a galloping search (a 10 s step over a block of two
-	// minutes is a dozen runs of hundreds of rows).
+	w.timeRuns(b, from, to, func(k, j int, lo, hi int64) {
+		s.addCount(lo, hi, j-k)
+		w.tally.rows += int64(j - k)
+	})
+	return ev.flush(&w.tally)
+}
+
+// timeRuns calls run for each run [k, j) of a stored block's rows in
+// [from, to] whose times fall in the same windows, lo to hi, in time
+// order. The rows come in time order, and a run's end is found by a
+// galloping search (a 10 s step over a block of two minutes is a dozen
+// runs of hundreds of rows), so that a count by windows costs a few
+// looks a run rather than one a row.
+func (w *rangeWorker) timeRuns(b *part.Block, from, to int64, run func(k, j int, lo, hi int64)) {
 	n := b.NumRows()
 	k := sort.Search(n, func(k int) bool { return b.RowTime(k) >= from })
 	end := k + sort.Search(n-k, func(i int) bool { return b.RowTime(k+i) > to })
 	for k < end {
 		lo, hi := w.windows(b.RowTime(k))
 		j := runEnd(k, end, func(j int) bool { return b.RowTime(j)+w.off <= w.win.to })
-		c := float64(j - k)
-		for x := lo; x <= hi; x++ {
-			s.n[x] += c
-			s.v[x] += c
-		}
-		w.tally.rows += int64(j - k)
+		run(k, j, lo, hi)
 		k = j
 	}
-	return ev.flush(&w.tally)
 }
 
 // runEnd returns the first j in (k, end] at which in(j) fails (end if
@@ -890,33 +894,25 @@ func (w *rangeWorker) selectedRows(ev *evaluator, ls record.Labels, b *part.Bloc
 		return ev.flush(&w.tally)
 	}
 	if !w.measures {
-		// A count: each run of rows in the same windows (countTimes)
-		// counted at once, its rows kept by a popcount of sel.
-		n := b.NumRows()
-		k := sort.Search(n, func(k int) bool { return b.RowTime(k) >= from })
-		end := k + sort.Search(n-k, func(i int) bool { return b.RowTime(k+i) > to })
-		for k < end {
-			lo, hi := w.windows(b.RowTime(k))
-			j := runEnd(k, end, func(j int) bool { return b.RowTime(j)+w.off <= w.win.to })
+		// A count: each run of rows in the same windows counted at
+		// once, its rows kept by a popcount of sel.
+		var err error
+		w.timeRuns(b, from, to, func(k, j int, lo, hi int64) {
 			c := j - k
 			if sel != nil {
 				c = bitsIn(sel, k, j)
 			}
-			if c > 0 {
-				if err := series(); err != nil {
-					return err
-				}
-				if s == nil {
-					return nil // the stream's labels give no series
-				}
-				for x := lo; x <= hi; x++ {
-					s.n[x] += float64(c)
-					s.v[x] += float64(c)
-				}
+			if c == 0 || err != nil {
+				return
 			}
-			w.tally.rows += int64(c)
-			w.tally.columnar += int64(c)
-			k = j
+			if err = series(); err == nil && s != nil { // no series: the stream's labels give none
+				s.addCount(lo, hi, c)
+				w.tally.rows += int64(c)
+				w.tally.columnar += int64(c)
+			}
+		})
+		if err != nil {
+			return err
 		}
 		return ev.flush(&w.tally)
 	}

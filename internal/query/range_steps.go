@@ -88,11 +88,7 @@ func (w *rangeWorker) one(r *onesRun, t int64) {
 // flushOnes adds r's run to its windows and empties it.
 func (w *rangeWorker) flushOnes(r *onesRun) {
 	if r.n > 0 {
-		n := float64(r.n)
-		for k := r.lo; k <= r.hi; k++ {
-			r.s.n[k] += n
-			r.s.v[k] += n
-		}
+		r.s.addCount(r.lo, r.hi, r.n)
 		r.n = 0
 	}
 }
@@ -100,6 +96,12 @@ func (w *rangeWorker) flushOnes(r *onesRun) {
 // addN adds n samples of value 1 at time t: n rows counted (opSum).
 func (w *rangeWorker) addN(s *rangeSeries, t int64, n int) {
 	lo, hi := w.windows(t)
+	s.addCount(lo, hi, n)
+}
+
+// addCount adds n samples of value 1 to windows lo to hi: n rows
+// counted (opSum).
+func (s *rangeSeries) addCount(lo, hi int64, n int) {
 	for k := lo; k <= hi; k++ {
 		s.n[k] += float64(n)
 		s.v[k] += float64(n)
