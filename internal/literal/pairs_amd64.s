@@ -10,6 +10,13 @@
 //
 // X registers are written with VEX forms only (internal/asm_test.go).
 
+// VBCASTB sets every byte of y (and x) to the byte argument arg, by way
+// of R8.
+#define VBCASTB(arg, x, y) \
+	MOVBQZX arg, R8 \
+	VMOVQ R8, x \
+	VPBROADCASTB x, y
+
 // PAIRS sets BX to a bit per start AX+j (j < 32) of SI where a pair is,
 // and the flags to whether there is one.
 #define PAIRS \
@@ -33,30 +40,14 @@ TEXT ·pairsAVX2(SB), NOSPLIT, $0-41
 	MOVQ s_base+0(FP), SI
 	MOVQ s_len+8(FP), DX
 	SUBQ $33, DX                 // the last start whose 33 bytes fit
-	MOVBQZX a0+24(FP), R8
-	VMOVQ R8, X0
-	VPBROADCASTB X0, Y0
-	MOVBQZX b0+25(FP), R8
-	VMOVQ R8, X1
-	VPBROADCASTB X1, Y1
-	MOVBQZX a1+26(FP), R8
-	VMOVQ R8, X2
-	VPBROADCASTB X2, Y2
-	MOVBQZX b1+27(FP), R8
-	VMOVQ R8, X3
-	VPBROADCASTB X3, Y3
-	MOVBQZX orA0+28(FP), R8
-	VMOVQ R8, X4
-	VPBROADCASTB X4, Y4
-	MOVBQZX orB0+29(FP), R8
-	VMOVQ R8, X5
-	VPBROADCASTB X5, Y5
-	MOVBQZX orA1+30(FP), R8
-	VMOVQ R8, X6
-	VPBROADCASTB X6, Y6
-	MOVBQZX orB1+31(FP), R8
-	VMOVQ R8, X7
-	VPBROADCASTB X7, Y7
+	VBCASTB(a0+24(FP), X0, Y0)
+	VBCASTB(b0+25(FP), X1, Y1)
+	VBCASTB(a1+26(FP), X2, Y2)
+	VBCASTB(b1+27(FP), X3, Y3)
+	VBCASTB(orA0+28(FP), X4, Y4)
+	VBCASTB(orB0+29(FP), X5, Y5)
+	VBCASTB(orA1+30(FP), X6, Y6)
+	VBCASTB(orB1+31(FP), X7, Y7)
 	XORQ AX, AX
 
 loop:

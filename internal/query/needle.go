@@ -7,6 +7,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/sluicelog/sluice/internal/literal"
+	"github.com/sluicelog/sluice/internal/record"
 )
 
 // needleScan finds in a stored value either a text or `\u` (see
@@ -169,23 +170,8 @@ func (ns *needleScan) decideByte(v []byte) needleVerdict {
 // that is none of the text's bytes: its text is ASCII and the rune is not
 // (a surrogate half, or a lone one made U+FFFD, is not either).
 func (ns *needleScan) harmless(e []byte) bool {
-	if !ns.ascii || len(e) < 6 {
-		return false
-	}
-	r := 0
-	for _, c := range e[2:6] {
-		switch {
-		case '0' <= c && c <= '9':
-			r = r<<4 | int(c-'0')
-		case 'a' <= c && c <= 'f':
-			r = r<<4 | int(c-'a'+10)
-		case 'A' <= c && c <= 'F':
-			r = r<<4 | int(c-'A'+10)
-		default:
-			return false
-		}
-	}
-	return r >= utf8.RuneSelf || strings.IndexByte(ns.text, byte(r)) < 0
+	r, ok := record.HexEscape(e)
+	return ok && ns.ascii && (r >= utf8.RuneSelf || strings.IndexByte(ns.text, byte(r)) < 0)
 }
 
 // evenBackslashes reports whether v ends in an even run of backslashes

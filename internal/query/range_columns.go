@@ -1508,7 +1508,7 @@ func (cp *colPlanner) needleDrops(b *part.Block, tm int, p *tmplPlan, holes []in
 	if k == 0 {
 		k = -1
 		for i, pp := range p.params {
-			if name := cp.planName(p, i); name == nd.label {
+			if cp.paramName(i) == nd.label {
 				if k != -1 || pp.hole < 0 || !pp.inString {
 					k = -1 // another of the name, or none read as a string
 					break
@@ -1524,7 +1524,7 @@ func (cp *colPlanner) needleDrops(b *part.Block, tm int, p *tmplPlan, holes []in
 	si := holes[p.params[k-1].hole]
 	col := b.SlotColumn(tm, si)
 	vs, err := cp.needleVerdicts(b, col)
-	if err != nil || vs == nil {
+	if err != nil {
 		return false, err
 	}
 	vi := cp.cur.At(col) + b.SlotRank(tm, si)
@@ -1550,14 +1550,6 @@ func (cp *colPlanner) setsNeedleLabel() bool {
 func (cp *colPlanner) paramName(i int) string {
 	if cp.named {
 		return cp.curNames[i]
-	}
-	return cp.json.Name(i)
-}
-
-// planName is the label name of plan p's parameter i.
-func (cp *colPlanner) planName(p *tmplPlan, i int) string {
-	if cp.named {
-		return p.names[i]
 	}
 	return cp.json.Name(i)
 }
@@ -1636,7 +1628,7 @@ func (cp *colPlanner) needleValue(b *part.Block, col, vi int, t int64) (pv stage
 
 // needleVerdicts returns the verdict of each value of column col of the
 // block at hand, when it is stored as strings and every row is read:
-// decided in one search of its bytes the first time a row asks (nil
+// decided in one search of its bytes the first time a row asks (none
 // otherwise).
 func (cp *colPlanner) needleVerdicts(b *part.Block, col int) ([]needleVerdict, error) {
 	nd := &cp.needle
@@ -1656,13 +1648,10 @@ func (cp *colPlanner) needleVerdicts(b *part.Block, col int) ([]needleVerdict, e
 		nd.verdicts = append(nd.verdicts, nil)
 	}
 	if !ok {
-		nd.verdicts[i] = nil
-		return nil, nil
+		nd.verdicts[i] = nd.verdicts[i][:0] // none: each value decided when read
+	} else {
+		nd.verdicts[i] = nd.scan.decideAll(data, ends, nd.verdicts[i])
 	}
-	if nd.verdicts[i] == nil {
-		nd.verdicts[i] = []needleVerdict{} // not nil: decided
-	}
-	nd.verdicts[i] = nd.scan.decideAll(data, ends, nd.verdicts[i])
 	return nd.verdicts[i], nil
 }
 

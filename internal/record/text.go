@@ -72,7 +72,7 @@ func AppendUnescaped(dst, raw []byte, flags Flags) []byte {
 // pair written as two escapes. It returns the rune and the bytes used, or
 // 0 bytes if b does not start with four hex digits after \u.
 func decodeU(b []byte) (rune, int) {
-	r, ok := hex4(b)
+	r, ok := HexEscape(b)
 	if !ok {
 		return 0, 0
 	}
@@ -80,7 +80,7 @@ func decodeU(b []byte) (rune, int) {
 		return r, 6
 	}
 	if r < 0xDC00 && len(b) >= 12 && b[6] == '\\' && b[7] == 'u' {
-		if r2, ok := hex4(b[6:]); ok {
+		if r2, ok := HexEscape(b[6:]); ok {
 			if d := utf16.DecodeRune(r, r2); d != utf8.RuneError {
 				return d, 12
 			}
@@ -89,7 +89,10 @@ func decodeU(b []byte) (rune, int) {
 	return utf8.RuneError, 6
 }
 
-func hex4(b []byte) (rune, bool) {
+// HexEscape returns the code unit of the \uXXXX escape that b starts
+// with (a surrogate half as it is), false when b holds no four hex
+// digits after its first two bytes.
+func HexEscape(b []byte) (rune, bool) {
 	if len(b) < 6 {
 		return 0, false
 	}
