@@ -343,6 +343,9 @@ func (w *rangeWorker) flushKeys() {
 	}
 	if w.distinct {
 		// Only the keys count: no series, and no second miss for one.
+		// The batch's slots are loaded first, their misses overlapping
+		// (keySet.touch).
+		w.touched += w.series.marks.touch(kb.h1[:n])
 		for i, t := range kb.times {
 			if lo, hi := w.windows(t); lo <= hi {
 				w.tally.held += w.series.marks.add(kb.h1[i], kb.h2[i])
