@@ -265,9 +265,6 @@ func (t *seriesTable) each(f func(key string, s *rangeSeries)) {
 type keySet struct {
 	slots []keySlot // a power of two long, or nil
 	used  int
-	// mapping owns slots when they are a mapping of their own
-	// (takeKeySlots), nil when they are on the heap.
-	mapping *slotMapping
 }
 
 type keySlot struct{ h1, h2 uint64 } // h1 0: empty
@@ -321,9 +318,9 @@ func grownSize(n int) int {
 
 // resize moves the keys to n slots, returning the bytes that added.
 func (s *keySet) resize(n int) int64 {
-	old, oldMapping := s.slots, s.mapping
-	s.slots, s.mapping = takeKeySlots(n)
-	defer giveKeySlots(old, oldMapping)
+	old := s.slots
+	s.slots = keySlotPool.take(n)
+	defer keySlotPool.give(old)
 	mask := uint64(n - 1)
 	for _, sl := range old {
 		if sl.h1 == 0 {
@@ -364,9 +361,9 @@ func (s *keySet) union(o *keySet) {
 	}
 }
 
-// release empties the set, letting its slots go (giveKeySlots).
+// release empties the set, handing its slots to keySlotPool.
 func (s *keySet) release() {
-	giveKeySlots(s.slots, s.mapping)
+	keySlotPool.give(s.slots)
 	*s = keySet{}
 }
 
@@ -395,8 +392,7 @@ var (
 
 // Arrays of at least minPooledSlots slots (1 MiB of key slots) are
 // pooled, up to maxPooledSlotBytes in each pool; smaller ones the
-// allocator reuses well. Key slots of hugeSlotBytes or more are not on
-// the heap (takeKeySlots).
+// allocator reuses well.
 const (
 	minPooledSlots     = 1 << 16
 	maxPooledSlotBytes = 96 << 20

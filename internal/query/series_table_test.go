@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"math/rand"
-	"runtime"
 	"testing"
 	"time"
 	"unsafe"
@@ -214,51 +213,6 @@ func TestKeySet(t *testing.T) {
 	b.union(&empty)
 	if b.used != 300000 {
 		t.Fatalf("union with none: %d keys", b.used)
-	}
-	if b.mapping == nil || c.mapping != nil {
-		t.Fatalf("%d slots: mapped %v; the emptied set's mapped %v", len(b.slots), b.mapping != nil, c.mapping != nil)
-	}
-	b.release()
-	if b.slots != nil || b.used != 0 || b.mapping != nil {
-		t.Fatalf("released: %d slots, %d used", len(b.slots), b.used)
-	}
-}
-
-// TestKeySetMapping: a set's slots past hugeSlotBytes are a mapping of
-// their own, unmapped when the set lets them go (a resize, release) or,
-// for a set nobody released, once the collector finds it unreachable.
-func TestKeySetMapping(t *testing.T) {
-	base := mappedSlots.Load()
-	var tbl seriesTable
-	fill := func(s *keySet, n int) {
-		for i := range n {
-			s.add(tbl.hashString(fmt.Sprint("k", i)))
-		}
-	}
-	// 300,000 keys: 256 Ki slots (4 MiB, mapped), then 1 Mi.
-	s := new(keySet)
-	fill(s, 300000)
-	if s.mapping == nil || len(s.slots)*16 < hugeSlotBytes {
-		t.Fatalf("%d slots, mapped %v", len(s.slots), s.mapping != nil)
-	}
-	if n := mappedSlots.Load() - base; n != 1 {
-		t.Fatalf("%d mappings live after the resizes, want 1", n)
-	}
-	fill(s, 300000) // every key found in the mapped slots
-	if s.used != 300000 {
-		t.Fatalf("%d keys, want 300000", s.used)
-	}
-	s.release()
-	if n := mappedSlots.Load() - base; n != 0 {
-		t.Fatalf("%d mappings live after release, want 0", n)
-	}
-	func() { fill(new(keySet), 300000) }() // dropped unreleased
-	for i := 0; mappedSlots.Load() != base; i++ {
-		if i == 100 {
-			t.Fatalf("a dropped set's mapping is still live after %d collections", i)
-		}
-		runtime.GC()
-		time.Sleep(10 * time.Millisecond) // cleanups run on a goroutine of their own
 	}
 }
 
