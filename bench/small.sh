@@ -24,7 +24,9 @@
 # raw client (a bare HTTP/1.1 keep-alive client, no pipelining) costs the client core far less per
 # request than net/http's, whose client topped out near the floor's rate: both sides then
 # measured the client, not the server. Reported per side:
-# requests/s, p50 and p99 latency (`sluice bench`'s HDR histogram), errors; for sluice also the bytes
+# requests/s, p50 and p99 latency (`sluice bench`'s HDR histogram), errors, the server's CPU per
+# request (its process's user and system time from /proc/PID/stat, and the server core's user,
+# system and softirq time from /proc/stat: where the floor's time and sluice's differ); for sluice also the bytes
 # and allocations per request: the server's runtime.MemStats TotalAlloc and Mallocs deltas over the
 # counted run (go_memstats_alloc_bytes_total and go_memstats_mallocs_total from its /metrics, which
 # reads runtime.MemStats; everything the process allocated, flushes included) over the ingest
@@ -90,6 +92,23 @@ rps() { sed -n 's/^requests: .* s, \([0-9]*\) requests\/s$/\1/p' "$1"; }
 pct() { awk -v q="p$2" '$1 == q {print $2}' "$1"; }
 errs() { sed -n 's/^errors: //p' "$1"; }
 
+# cpu_mark PID: the ticks PID has run (user and system) and the server
+# core's user, system and softirq ticks, from /proc.
+cpu_mark() {
+	printf '%s %s\n' "$(awk '{print $14 + $15}' "/proc/$1/stat")" \
+		"$(awk -v c="cpu$server_core" '$1 == c {print $2 + $3, $4, $8}' /proc/stat)"
+}
+# cpu_per_request MARK0 MARK1 OUT: microseconds per request between the
+# marks: the process's, then the server core's user/system/softirq.
+cpu_per_request() {
+	local n
+	n="$(sed -n 's/^requests: \([0-9]*\) .*/\1/p' "$3")"
+	awk -v a="$1" -v b="$2" -v n="${n:-0}" -v hz="$(getconf CLK_TCK)" 'BEGIN {
+		split(a, x, " "); split(b, y, " "); f = (n > 0 ? 1e6 / hz / n : 0)
+		printf "%.1f (%.1f/%.1f/%.1f)", (y[1] - x[1]) * f, (y[2] - x[2]) * f, (y[3] - x[3]) * f, (y[4] - x[4]) * f
+	}'
+}
+
 problems=0
 declare -a rows
 declare -A rps_of
@@ -124,7 +143,9 @@ for ((r = 1; r <= runs; r++)); do
 				for ((i = 0; i < 100; i++)); do curl -s -o /dev/null -X POST -d x "$url/" && break; sleep 0.1; done
 			fi
 			drive "$target" "$warmup" "$run/warm.txt"
+			c0="$(cpu_mark "$spid")"
 			drive "$target" "$duration" "$run/out.txt"
+			c1="$(cpu_mark "$spid")"
 			# SIGTERM: a background job of a script ignores SIGINT, and
 			# so does the floor, which sets no handler.
 			kill -TERM "$spid" 2>/dev/null || true
@@ -132,7 +153,7 @@ for ((r = 1; r <= runs; r++)); do
 			pids=("${pids[@]/$spid/}")
 			rm -rf "$run/vl-$r"
 			rps_of[$side]+=" $(rps "$run/out.txt")"
-			rows+=("| $r | ${label[$side]} | $(rps "$run/out.txt") | $(pct "$run/out.txt" 50) | $(pct "$run/out.txt" 99) | $(errs "$run/out.txt") | | | |")
+			rows+=("| $r | ${label[$side]} | $(rps "$run/out.txt") | $(pct "$run/out.txt" 50) | $(pct "$run/out.txt" 99) | $(errs "$run/out.txt") | $(cpu_per_request "$c0" "$c1" "$run/out.txt") | | | |")
 		else
 			# shellcheck disable=SC2086
 			env ${SERVE_ENV:-} taskset -c "$server_core" "$bin" serve --data "$run/data-$r" --listen "127.0.0.1:$port" --pprof ${SERVE_FLAGS:-} >"$run/serve.log" 2>&1 &
@@ -152,7 +173,9 @@ for ((r = 1; r <= runs; r++)); do
 				curl -sf -o "$PROFILE/sluice-$r.cpu.pprof" "$url/debug/pprof/profile?seconds=$secs" &
 				prof=$!
 			fi
+			c0="$(cpu_mark "$spid")"
 			drive "$url" "$duration" "$run/out.txt"
+			c1="$(cpu_mark "$spid")"
 			if [[ -n "$prof" ]]; then wait "$prof" || log "run $r: no CPU profile"; fi
 			a1="$(metric "$url" go_memstats_alloc_bytes_total)"
 			m1="$(metric "$url" go_memstats_mallocs_total)"
@@ -175,7 +198,7 @@ for ((r = 1; r <= runs; r++)); do
 			apr=$(awk -v a=$((m1 - m0)) -v q="$reqs" 'BEGIN {printf "%.1f", (q > 0 ? a / q : 0)}')
 			rpf=$(awk -v f=$((f1 - f0)) -v q="$reqs" 'BEGIN {printf "%.1f", (f > 0 ? q / f : 0)}')
 			rps_of[sluice]+=" $(rps "$run/out.txt")"
-			rows+=("| $r | sluice | $(rps "$run/out.txt") | $(pct "$run/out.txt" 50) | $(pct "$run/out.txt" 99) | $(errs "$run/out.txt") | $bpr | $apr | $rpf |")
+			rows+=("| $r | sluice | $(rps "$run/out.txt") | $(pct "$run/out.txt" 50) | $(pct "$run/out.txt" 99) | $(errs "$run/out.txt") | $(cpu_per_request "$c0" "$c1" "$run/out.txt") | $bpr | $apr | $rpf |")
 		fi
 		log "run $r $side: $(head -1 "$run/out.txt"); p50 $(pct "$run/out.txt" 50), p99 $(pct "$run/out.txt" 99)"
 	done
@@ -191,8 +214,10 @@ bench_header RUNS DURATION WARMUP CONNS PROTOCOL CLIENT SERVER_CORE CLIENT_CORE 
 echo "- one line per request ($protocol), $conns keep-alive connections, server on core $server_core, \`sluice bench --client $client\` on core $client_core; $runs runs of $duration after $warmup of warm-up, the servers ($sides_list) taking turns"
 echo "- bytes and allocations per request: the sluice process's runtime.MemStats TotalAlloc and Mallocs deltas (go_memstats_alloc_bytes_total, go_memstats_mallocs_total on /metrics) over the counted run, divided by the ingest requests it answered"
 echo
-echo "| run | server | requests/s | p50 | p99 | errors | bytes/request | allocs/request | requests/fsync |"
-echo "|---|---|---|---|---|---|---|---|---|"
+echo "- CPU µs/request: the server process's user and system time over the counted run, then (in brackets) the server core's user/system/softirq time (the kernel's network work for both ends of a loopback connection runs partly there), each over the requests counted"
+echo
+echo "| run | server | requests/s | p50 | p99 | errors | CPU µs/request | bytes/request | allocs/request | requests/fsync |"
+echo "|---|---|---|---|---|---|---|---|---|---|"
 printf '%s\n' "${rows[@]}"
 echo
 awk -v s="$ms" -v f="$mf" 'BEGIN {printf "**median: sluice %d requests/s, net/http 204 %d requests/s, ratio %.2f**\n", s, f, (f > 0 ? s / f : 0)}'
