@@ -193,7 +193,12 @@ func TestKeySet(t *testing.T) {
 		}
 	}
 	var a, b, c keySet
+	if a.touch([]uint64{1, 2}) != 0 { // no slots yet: none read
+		t.Fatal("an empty set's touch read a slot")
+	}
 	fill(&a, 0, 100000)
+	// Any hash falls in the slots.
+	a.touch([]uint64{1, 1 << 63, ^uint64(0)})
 	fill(&a, 0, 1000) // again: no new key
 	if a.used != 100000 {
 		t.Fatalf("%d keys, want 100000", a.used)
