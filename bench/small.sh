@@ -26,14 +26,14 @@
 # measured the client, not the server. Reported per side:
 # requests/s, p50 and p99 latency (`sluice bench`'s HDR histogram), errors, the server's CPU per
 # request (its process's user and system time from /proc/PID/stat, and the server core's user,
-# system and softirq time from /proc/stat: where the floor's time and sluice's differ); for sluice also the bytes
-# and allocations per request: the server's runtime.MemStats TotalAlloc and Mallocs deltas over the
-# counted run (go_memstats_alloc_bytes_total and go_memstats_mallocs_total from its /metrics, which
-# reads runtime.MemStats; everything the process allocated, flushes included) over the ingest
-# requests it answered in that time (sluice_ingest_requests_total), and the requests per WAL
-# fdatasync (sluice_wal_fsyncs_total: how well the group commit batches). It checks that sluice answered
-# no error, that the lines it counts as stored (sluice_ingest_lines_total) are at least the 2xx
-# answers `sluice bench` saw, and exits non-zero otherwise.
+# system and softirq time from /proc/stat: where the floor's time and sluice's differ); for sluice
+# also the bytes and allocations per request: the server's runtime.MemStats TotalAlloc and Mallocs
+# deltas over the counted run (go_memstats_alloc_bytes_total and go_memstats_mallocs_total from its
+# /metrics, which reads runtime.MemStats; everything the process allocated, flushes included) over
+# the ingest requests it answered in that time (sluice_ingest_requests_total), and the requests per
+# WAL fdatasync (sluice_wal_fsyncs_total: how well the group commit batches). It checks that sluice
+# answered no error, that the lines it counts as stored (sluice_ingest_lines_total) are at least the
+# 2xx answers `sluice bench` saw, and exits non-zero otherwise.
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
