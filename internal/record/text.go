@@ -89,9 +89,9 @@ func decodeU(b []byte) (rune, int) {
 	return utf8.RuneError, 6
 }
 
-// HexEscape returns the code unit of the \uXXXX escape that b starts
-// with (a surrogate half as it is), false when b holds no four hex
-// digits after its first two bytes.
+// HexEscape returns the code unit of the `\u` escape that b starts with
+// (`\u` and four hex digits; a surrogate half as it is), false when b
+// holds no four hex digits after its first two bytes.
 func HexEscape(b []byte) (rune, bool) {
 	if len(b) < 6 {
 		return 0, false
