@@ -3,6 +3,7 @@ package query
 import (
 	"slices"
 	"strings"
+	"unsafe"
 
 	"github.com/sluicelog/sluice/internal/logql"
 	"github.com/sluicelog/sluice/internal/record"
@@ -336,10 +337,15 @@ func (w *rangeWorker) flushKeys() {
 	}
 	kb.h1, kb.h2 = grown(kb.h1, n), grown(kb.h2, n)
 	kb.series = grown(kb.series, n)
-	start := 0
+	start, longest := 0, 0
 	for i, end := range kb.ends {
 		kb.h1[i], kb.h2[i] = w.series.hash(kb.keys[start:end])
+		longest = max(longest, end-start)
 		start = end
+	}
+	if !w.distinct && w.flatKeys(longest) {
+		w.flushFlat()
+		return
 	}
 	if w.distinct {
 		// Only the keys count: no series, and no second miss for one.
@@ -374,5 +380,57 @@ func (w *rangeWorker) flushKeys() {
 		w.add(s, kb.times[i], kb.vals[i])
 	}
 	clear(kb.series[:n])
+	kb.keys, kb.ends, kb.times, kb.vals = kb.keys[:0], kb.ends[:0], kb.times[:0], kb.vals[:0]
+}
+
+// flatKeys reports whether the batch's rows, whose longest key is of
+// longest bytes, go to the series table's flat table (flatTable),
+// making it if need be: for a range function at one step whose state is
+// a count and a value. A batch with a key too long for a flat table's
+// refs, or too many keys, finds series.
+func (w *rangeWorker) flatKeys(longest int) bool {
+	t := &w.series
+	if longest > maxFlatKey || t.flat != nil && len(t.flat.keys) > maxFlatKeys-keyBatchRows {
+		// Series from now on, found as flushKeys finds them: the flat
+		// states made series first.
+		t.unflat()
+		w.noFlat = true
+		return false
+	}
+	if t.flat == nil && !w.noFlat && !t.sealed && w.shape.steps == 1 && flatOp(w.op) {
+		t.flat = &flatTable{op: w.op}
+		// The keys of the series rows taken alone made before it are
+		// marked moved: their rows find those.
+		for _, s := range t.order {
+			h1, h2 := t.hashString(s.key)
+			sl, _ := t.flat.find(unsafe.Slice(unsafe.StringData(s.key), len(s.key)), h1, h2)
+			sl.move()
+		}
+	}
+	return t.flat != nil
+}
+
+// flushFlat is flushKeys for a flat table: the batch's slots are loaded
+// first (flatTable.touch), then each row's state found or made and its
+// sample added.
+func (w *rangeWorker) flushFlat() {
+	kb, f := &w.cols.batch, w.series.flat
+	w.touched += f.touch(kb.h1[:len(kb.ends)], kb.h2[:len(kb.ends)])
+	start := 0
+	for i, end := range kb.ends {
+		key := kb.keys[start:end]
+		start = end
+		sl, added := f.find(key, kb.h1[i], kb.h2[i])
+		switch {
+		case sl.moved(): // a row taken alone made its series
+			w.add(w.series.getHashed(kb.h1[i], kb.h2[i]), kb.times[i], kb.vals[i])
+			continue
+		case added:
+			w.tally.held += oneStepSize(len(key))
+		}
+		if lo, hi := w.windows(kb.times[i]); lo <= hi {
+			f.add(sl, kb.vals[i])
+		}
+	}
 	kb.keys, kb.ends, kb.times, kb.vals = kb.keys[:0], kb.ends[:0], kb.times[:0], kb.vals[:0]
 }

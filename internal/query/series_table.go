@@ -31,6 +31,15 @@ type seriesTable struct {
 	marks keySet
 	// sealed: the slots are gone (seal); the series are read in order.
 	sealed bool
+	// flat, when not nil, holds states of series at one step in place of
+	// series (flatTable): those of the keys of rows a worker batched
+	// (flushKeys). A key a row taken alone asks for (get, add) has a
+	// series instead, its state moved out of flat, where it is marked
+	// moved (flatSlot.moved), so that the rows batched after it find the
+	// series: a key is in one or the other, and a series takes its
+	// samples in the rows' order. The readers (each, all, len, union)
+	// take series once the flat states are made into them (unflat).
+	flat *flatTable
 }
 
 type tableSlot struct {
@@ -54,13 +63,35 @@ func (t *seriesTable) hashString(key string) (uint64, uint64) {
 	return t.hash(unsafe.Slice(unsafe.StringData(key), len(key)))
 }
 
-// get returns the series of key, or nil.
+// get returns the series of key, or nil; a state of key in the flat
+// table is made into its series first.
 func (t *seriesTable) get(key []byte) *rangeSeries {
+	if t.flat != nil {
+		return t.flatGet(key)
+	}
 	if t.used == 0 {
 		return nil
 	}
 	h1, h2 := t.hash(key)
 	return t.getHashed(h1, h2)
+}
+
+// flatGet is get for a table with a flat table.
+func (t *seriesTable) flatGet(key []byte) *rangeSeries {
+	h1, h2 := t.hash(key)
+	f := t.flat
+	sl := f.lookup(h1, h2)
+	switch {
+	case sl == nil:
+		return nil
+	case sl.moved():
+		return t.getHashed(h1, h2)
+	}
+	s := f.alloc.series(nil, f.op, 1)
+	s.one = [2]float64{sl.n, sl.v}
+	sl.move()
+	t.addHashed(key, h1, h2, s)
+	return s
 }
 
 // getHashed is get for a key whose hashes are h1 and h2 (hash). A
@@ -102,6 +133,11 @@ func (t *seriesTable) touch(h1s []uint64) uint64 {
 // returns the copy of key the table keeps (it never moves).
 func (t *seriesTable) add(key []byte, s *rangeSeries) string {
 	h1, h2 := t.hash(key)
+	if t.flat != nil {
+		// The key's rows batched after it find this series.
+		sl, _ := t.flat.find(key, h1, h2)
+		sl.move()
+	}
 	return t.addHashed(key, h1, h2, s)
 }
 
@@ -132,6 +168,19 @@ func (t *seriesTable) addString(key string, s *rangeSeries) {
 // keys differ, so none is looked up again (the distinct users of two
 // workers, 170,000 each: no table of 340,000 grown and filled).
 func (t *seriesTable) union(o *seriesTable, merge func(into, s *rangeSeries), last bool) {
+	// Flat states alone merge as flat states; beside series, they are
+	// made series first.
+	switch {
+	case o.flat != nil && t.flat != nil && t.used+o.used == 0 && len(t.flat.keys)+len(o.flat.keys) <= maxFlatKeys:
+		t.flat.union(o.flat)
+		o.flat = nil
+		return
+	case o.flat != nil && t.flat == nil && t.used+o.used == 0:
+		t.flat, o.flat = o.flat, nil
+		return
+	}
+	t.unflat()
+	o.unflat()
 	if last {
 		t.order = slices.Grow(t.order, o.used)
 		defer t.seal()
@@ -170,6 +219,7 @@ func (t *seriesTable) union(o *seriesTable, merge func(into, s *rangeSeries), la
 
 // seal hands the table's slots to tableSlotPool: from now on its
 // series are read in order (each, all), never looked up or added to.
+// Flat states stay flat until read.
 func (t *seriesTable) seal() {
 	tableSlotPool.give(t.slots)
 	t.slots, t.sealed = nil, true
@@ -247,16 +297,52 @@ func (t *seriesTable) keep(key []byte) string {
 }
 
 // len is the number of series.
-func (t *seriesTable) len() int { return t.used }
+func (t *seriesTable) len() int {
+	t.unflat()
+	return t.used
+}
 
 // all is the series in the order they were added.
-func (t *seriesTable) all() []*rangeSeries { return t.order }
+func (t *seriesTable) all() []*rangeSeries {
+	t.unflat()
+	return t.order
+}
 
 // each calls f with each key and series, in the order they were added.
 func (t *seriesTable) each(f func(key string, s *rangeSeries)) {
+	t.unflat()
 	for _, s := range t.order {
 		f(s.key, s)
 	}
+}
+
+// unflat makes series of the flat table's states (none when t has no
+// flat table), adding them to t as add would; to the order alone when t
+// is sealed (read in order from now on). No key of a state has a series
+// (those that had were moved). Their keys view the flat table's chunks.
+func (t *seriesTable) unflat() {
+	f := t.flat
+	if f == nil {
+		return
+	}
+	t.flat = nil
+	defer f.release()
+	if t.sealed {
+		t.order = slices.Grow(t.order, f.used)
+	} else {
+		t.reserve(t.used + f.used)
+	}
+	f.each(func(key string, sl *flatSlot) {
+		s := f.alloc.series(nil, f.op, 1)
+		s.one, s.key = [2]float64{sl.n, sl.v}, key
+		if t.sealed {
+			t.used++
+		} else {
+			h1, h2 := t.hashString(key) // the slot keeps 32 bits of h2
+			t.insert(h1, h2, s)
+		}
+		t.order = append(t.order, s)
+	})
 }
 
 // keySet is a set of keys by their two hashes (seriesTable.hash), the
