@@ -169,8 +169,11 @@ func (t *seriesTable) addString(key string, s *rangeSeries) {
 // workers, 170,000 each: no table of 340,000 grown and filled).
 func (t *seriesTable) union(o *seriesTable, merge func(into, s *rangeSeries), last bool) {
 	// Flat states alone merge as flat states; beside series, they are
-	// made series first.
+	// made series first. An empty o (a worker that found no row) leaves
+	// t as it is.
 	switch {
+	case o.flat == nil && o.used == 0:
+		return
 	case o.flat != nil && t.flat != nil && t.used+o.used == 0 && len(t.flat.keys)+len(o.flat.keys) <= maxFlatKeys:
 		t.flat.union(o.flat)
 		o.flat = nil
