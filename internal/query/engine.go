@@ -352,8 +352,9 @@ func (ev *evaluator) shape() (*matrix, error) {
 //
 // ordered says whether the series must be in label order, as a result
 // is: a top-k, which breaks ties by labels, reads the series in any
-// order, as a count does, and so does a sum of a range aggregation that grouped its rows
-// by the sum's labels (the sum is then the range aggregation itself).
+// order, as a count, a max and a min do, and so does a sum of a range
+// aggregation that grouped its rows by the sum's labels (the sum is then
+// the range aggregation itself).
 func (ev *evaluator) sample(ctx context.Context, x logql.SampleExpr, shape *matrix, ordered bool) (*matrix, error) {
 	switch x := x.(type) {
 	case *logql.RangeAggregation:
@@ -369,10 +370,14 @@ func (ev *evaluator) sample(ctx context.Context, x logql.SampleExpr, shape *matr
 		case "count": // how many series a group has a value in: their order cannot change it
 			childOrdered = false
 		case "sum", "max", "min":
-			if ra, ok := x.Expr.(*logql.RangeAggregation); ok {
-				if ev.hintsOf(ra).mergedAs(x.Op, x.Grouping) {
-					childOrdered = ordered
-				}
+			if ra, ok := x.Expr.(*logql.RangeAggregation); ok && ev.hintsOf(ra).mergedAs(x.Op, x.Grouping) {
+				childOrdered = ordered
+			} else if x.Op != "sum" {
+				// A group's largest or smallest value: the order of its
+				// series cannot change it, and the groups come out in
+				// label order (aggregateGroups). A sum's float additions
+				// keep the labels' order.
+				childOrdered = false
 			}
 		}
 		var in *matrix
@@ -390,11 +395,15 @@ func (ev *evaluator) sample(ctx context.Context, x logql.SampleExpr, shape *matr
 		}
 		return evalVectorAgg(x, in)
 	case *logql.BinaryExpr:
-		lhs, err := ev.sample(ctx, x.LHS, shape, true)
+		// Between series and a number, the answer keeps the series'
+		// order (vectorScalarBinary): they come as it must.
+		_, lnum := x.LHS.(*logql.LiteralExpr)
+		_, rnum := x.RHS.(*logql.LiteralExpr)
+		lhs, err := ev.sample(ctx, x.LHS, shape, ordered || !rnum)
 		if err != nil {
 			return nil, err
 		}
-		rhs, err := ev.sample(ctx, x.RHS, shape, true)
+		rhs, err := ev.sample(ctx, x.RHS, shape, ordered || !lnum)
 		if err != nil {
 			return nil, err
 		}

@@ -88,6 +88,14 @@ type aggGroup struct {
 // appearance. A group's labels are those of `by` found on its series, or
 // all of them but those of `without`, as Prometheus'.
 func groupSeries(g *logql.Grouping, in *matrix) []*aggGroup {
+	if g == nil {
+		// One group of every series: none of their labels is read (a
+		// maximum over 3.3M series spent a second on them).
+		if len(in.series) == 0 {
+			return nil
+		}
+		return []*aggGroup{{labels: record.Labels{}, members: in.series}}
+	}
 	var groups []*aggGroup
 	index := make(map[string]*aggGroup)
 	var key []byte
@@ -284,8 +292,9 @@ func aggregateValues(op string, vals []float64) float64 {
 	case "min":
 		m := vals[0]
 		for _, v := range vals[1:] {
-			// NaN only when every value is NaN.
-			if m > v || math.IsNaN(m) {
+			// NaN only when every value is NaN; -0 below 0, so that the
+			// series' order (any: sample) cannot change the answer.
+			if m > v || math.IsNaN(m) || m == v && math.Signbit(v) {
 				m = v
 			}
 		}
@@ -293,7 +302,7 @@ func aggregateValues(op string, vals []float64) float64 {
 	case "max":
 		m := vals[0]
 		for _, v := range vals[1:] {
-			if m < v || math.IsNaN(m) {
+			if m < v || math.IsNaN(m) || m == v && !math.Signbit(v) {
 				m = v
 			}
 		}

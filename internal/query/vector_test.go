@@ -558,3 +558,30 @@ func sameSeriesSet(a, b []*series) bool {
 	}
 	return true
 }
+
+// TestAggregateValuesAnyOrder: the largest and smallest of a group's
+// values do not depend on the order its series come in (max, min and
+// count read them in any order: evaluator.sample), signed zeros and NaN
+// included.
+func TestAggregateValuesAnyOrder(t *testing.T) {
+	negZero := math.Copysign(0, -1)
+	for _, vals := range [][]float64{
+		{0, negZero},
+		{negZero, 0, math.NaN()},
+		{math.NaN(), 3, -2, math.Inf(-1)},
+		{math.NaN(), math.NaN()},
+		{1, 1, negZero, 7},
+	} {
+		for _, op := range []string{"max", "min", "count"} {
+			want := aggregateValues(op, vals)
+			rev := slices.Clone(vals)
+			slices.Reverse(rev)
+			for _, order := range [][]float64{rev, append(slices.Clone(vals[1:]), vals[0])} {
+				got := aggregateValues(op, order)
+				if math.Float64bits(got) != math.Float64bits(want) && !(math.IsNaN(got) && math.IsNaN(want)) {
+					t.Errorf("%s of %v: %v, of %v: %v", op, vals, want, order, got)
+				}
+			}
+		}
+	}
+}
