@@ -380,6 +380,9 @@ func (ev *evaluator) sample(ctx context.Context, x logql.SampleExpr, shape *matr
 				childOrdered = false
 			}
 		}
+		if ra, ok := ev.extremeAll(x, shape); ok {
+			return ev.rangeExtreme(ctx, ra, shape, x.Op == "max")
+		}
 		var in *matrix
 		var err error
 		if ra, ok := ev.preselectK(x, shape); ok {

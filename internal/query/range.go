@@ -328,6 +328,14 @@ func (ev *evaluator) preselectK(x *logql.VectorAggregation, shape *matrix) (*log
 	if ev.e.reference || shape.steps != 1 || x.Op != "topk" && x.Op != "bottomk" || x.Grouping != nil || x.Param < 1 || x.Param > maxPreselectK {
 		return nil, false
 	}
+	return ev.allStates(x)
+}
+
+// allStates returns the range aggregation whose states an instant
+// aggregation x over all its operand's series (no grouping) may read as
+// they are: its operand, or what its operand aggregates by the labels
+// the aggregation's rows were merged by as they were read.
+func (ev *evaluator) allStates(x *logql.VectorAggregation) (*logql.RangeAggregation, bool) {
 	switch e := x.Expr.(type) {
 	case *logql.RangeAggregation:
 		return e, e.Op != "absent_over_time"
@@ -423,6 +431,64 @@ func (ev *evaluator) rangeAggregationK(ctx context.Context, x *logql.RangeAggreg
 	out.sortSeries()
 	if h := ev.hintsOf(x); h.mergedBy != nil {
 		out.mergedBy, out.mergeOp = h.mergedBy.Labels, h.mergeOp
+	}
+	return out, nil
+}
+
+// extremeAll reports whether an instant max or min over all the series
+// of a range aggregation (x) can be taken from the aggregation's states,
+// making no series nor labels (rangeExtreme); and returns that
+// aggregation. The reference engine never does.
+func (ev *evaluator) extremeAll(x *logql.VectorAggregation, shape *matrix) (*logql.RangeAggregation, bool) {
+	if ev.e.reference || shape.steps != 1 || x.Op != "max" && x.Op != "min" || x.Grouping != nil && (x.Grouping.Without || len(x.Grouping.Labels) > 0) {
+		return nil, false
+	}
+	return ev.allStates(x)
+}
+
+// rangeExtreme is the largest (max) or smallest value of the series of x
+// at the one step of shape, as aggregateValues takes it, read from their
+// states: a maximum over 3.3M users' sums made a series and labels for
+// each (1.3 of its 2.1 s).
+func (ev *evaluator) rangeExtreme(ctx context.Context, x *logql.RangeAggregation, shape *matrix, max bool) (*matrix, error) {
+	merged, err := ev.states(ctx, x, shape, false)
+	if err != nil {
+		return nil, err
+	}
+	rng := int64(x.Range.Interval)
+	var m float64
+	seen := false
+	take := func(rs *rangeSeries) {
+		if rs.n[0] == 0 {
+			return
+		}
+		v, ok := rs.result(x, 0, rs.n[0], rng)
+		switch {
+		case !ok:
+		case !seen:
+			m, seen = v, true
+		case max:
+			m = maxStep(m, v)
+		default:
+			m = minStep(m, v)
+		}
+	}
+	if f := merged.flat; f != nil && merged.used == 0 {
+		var rs rangeSeries
+		rs.n, rs.v = rs.one[0:1:1], rs.one[1:2:2]
+		for i, c := range f.ctrl {
+			if c != 0 && !f.slots[i].moved() {
+				rs.one = [2]float64{f.slots[i].n, f.slots[i].v}
+				take(&rs)
+			}
+		}
+		f.release()
+	} else {
+		merged.each(func(_ string, rs *rangeSeries) { take(rs) })
+	}
+	out := shape.like()
+	if seen {
+		out.add(record.Labels{}).set(0, m)
 	}
 	return out, nil
 }

@@ -292,19 +292,13 @@ func aggregateValues(op string, vals []float64) float64 {
 	case "min":
 		m := vals[0]
 		for _, v := range vals[1:] {
-			// NaN only when every value is NaN; -0 below 0, so that the
-			// series' order (any: sample) cannot change the answer.
-			if m > v || math.IsNaN(m) || m == v && math.Signbit(v) {
-				m = v
-			}
+			m = minStep(m, v)
 		}
 		return m
 	case "max":
 		m := vals[0]
 		for _, v := range vals[1:] {
-			if m < v || math.IsNaN(m) || m == v && !math.Signbit(v) {
-				m = v
-			}
+			m = maxStep(m, v)
 		}
 		return m
 	case "count":
@@ -315,6 +309,24 @@ func aggregateValues(op string, vals []float64) float64 {
 		return varianceValues(vals)
 	}
 	panic("query: aggregateValues: unexpected op " + op)
+}
+
+// minStep is the smaller of m, the smallest value so far, and v: NaN
+// only when every value is NaN, and -0 below 0, so that the order of
+// the values (any: evaluator.sample) cannot change the answer.
+func minStep(m, v float64) float64 {
+	if m > v || math.IsNaN(m) || m == v && math.Signbit(v) {
+		return v
+	}
+	return m
+}
+
+// maxStep is minStep's largest.
+func maxStep(m, v float64) float64 {
+	if m < v || math.IsNaN(m) || m == v && !math.Signbit(v) {
+		return v
+	}
+	return m
 }
 
 // kahanInc adds inc to sum with Kahan-Neumaier compensation c, as
