@@ -352,9 +352,10 @@ func (ev *evaluator) shape() (*matrix, error) {
 //
 // ordered says whether the series must be in label order, as a result
 // is: a top-k, which breaks ties by labels, reads the series in any
-// order, as a count, a max and a min do, and so does a sum of a range
-// aggregation that grouped its rows by the sum's labels (the sum is then
-// the range aggregation itself).
+// order, as a count, a sum, a max and a min do (their groups come out
+// in label order), and a sum of a range aggregation that grouped its
+// rows by the sum's labels (the sum is then the range aggregation
+// itself) passes on its caller's need.
 func (ev *evaluator) sample(ctx context.Context, x logql.SampleExpr, shape *matrix, ordered bool) (*matrix, error) {
 	switch x := x.(type) {
 	case *logql.RangeAggregation:
@@ -372,16 +373,15 @@ func (ev *evaluator) sample(ctx context.Context, x logql.SampleExpr, shape *matr
 		case "sum", "max", "min":
 			if ra, ok := x.Expr.(*logql.RangeAggregation); ok && ev.hintsOf(ra).mergedAs(x.Op, x.Grouping) {
 				childOrdered = ordered
-			} else if x.Op != "sum" {
-				// A group's largest or smallest value: the order of its
-				// series cannot change it, and the groups come out in
-				// label order (aggregateGroups). A sum's float additions
-				// keep the labels' order.
+			} else {
+				// A group's sum (exactSum), largest or smallest value:
+				// the order of its series cannot change it, and the
+				// groups come out in label order (aggregateGroups).
 				childOrdered = false
 			}
 		}
-		if ra, ok := ev.extremeAll(x, shape); ok {
-			return ev.rangeExtreme(ctx, ra, shape, x.Op == "max")
+		if ra, ok := ev.foldAll(x, shape); ok {
+			return ev.rangeFold(ctx, ra, shape, x.Op)
 		}
 		var in *matrix
 		var err error

@@ -146,7 +146,7 @@ func TestFlatTouch(t *testing.T) {
 // kind (many, empty, a value that holds the separator), with rows taken
 // alone (whose keys' states move to series) among the batched ones; and
 // so do a top-k, a max and a min that read the states as they are
-// (rangeAggregationK, rangeExtreme).
+// (rangeAggregationK, rangeFold).
 func TestFlatSameAsSeries(t *testing.T) {
 	for _, odd := range []bool{true, false} {
 		st := openMem(t)
@@ -180,6 +180,8 @@ func TestFlatSameAsSeries(t *testing.T) {
 			`max(max_over_time({service=~"api.*"} | json v, n | unwrap n | __error__="" [2h]))`,
 			`min(avg_over_time({service=~"api.*"} | json v, n | unwrap n | __error__="" [2h]) by (v))`,
 			`max(sum by (v) (count_over_time({service=~"api.*"} | json v [2h])) > 3)`,
+			`sum(sum by (v) (sum_over_time({service=~"api.*"} | json v, n | unwrap n | __error__="" [2h])))`,
+			`sum(avg_over_time({service=~"api.*"} | json v, n | unwrap n | __error__="" [2h]) by (v))`,
 		} {
 			if d := sameAnswer(sn, q, false, false); d != "" {
 				t.Errorf("%s (odd keys %v): %s", q, odd, d)

@@ -282,11 +282,11 @@ func addAggregate(out *matrix, op string, ls record.Labels, members []*series, v
 func aggregateValues(op string, vals []float64) float64 {
 	switch op {
 	case "sum":
-		sum, c := vals[0], 0.0
-		for _, v := range vals[1:] {
-			sum, c = kahanInc(v, sum, c)
+		var e exactSum
+		for _, v := range vals {
+			e.add(v)
 		}
-		return sum + c
+		return e.result()
 	case "avg":
 		return avgValues(vals)
 	case "min":
@@ -309,6 +309,87 @@ func aggregateValues(op string, vals []float64) float64 {
 		return varianceValues(vals)
 	}
 	panic("query: aggregateValues: unexpected op " + op)
+}
+
+// exactSum sums floats exactly, keeping the sum as non-overlapping
+// partial sums (Shewchuk's algorithm, as Python's math.fsum), and
+// rounds it once, correctly, at the end: the answer does not depend on
+// the order the values come in, so a sum reads its series in any order
+// (evaluator.sample; sorting 3.3M series by their labels for a sum took
+// 2 s). Where Prometheus' Kahan-Neumaier sum differs from it, it is in
+// the last bits, and exactSum is the exact one. Infinities and NaN sum
+// as floats do; a partial sum beyond the largest float (the values'
+// sum, in some order, above 1.8e308) is an infinity too.
+type exactSum struct {
+	partials []float64
+	buf      [8]float64
+	special  float64 // the sum of the infinities and NaN, and of overflowed partial sums
+	hasSpec  bool
+}
+
+// add adds v to the sum.
+func (e *exactSum) add(v float64) {
+	if math.IsInf(v, 0) || math.IsNaN(v) {
+		e.special, e.hasSpec = e.special+v, true
+		return
+	}
+	if e.partials == nil {
+		e.partials = e.buf[:0]
+	}
+	i := 0
+	for _, y := range e.partials {
+		if math.Abs(v) < math.Abs(y) {
+			v, y = y, v
+		}
+		hi := v + y
+		lo := y - (hi - v)
+		if lo != 0 {
+			e.partials[i] = lo
+			i++
+		}
+		v = hi
+	}
+	if math.IsInf(v, 0) {
+		e.partials = e.partials[:i]
+		e.special, e.hasSpec = e.special+v, true
+		return
+	}
+	e.partials = append(e.partials[:i], v)
+}
+
+// result is the sum rounded to the nearest float (ties to even), never
+// -0; 0 when nothing was added.
+func (e *exactSum) result() float64 {
+	if e.hasSpec {
+		return e.special
+	}
+	p := e.partials
+	n := len(p)
+	if n == 0 {
+		return 0
+	}
+	n--
+	hi, lo := p[n], 0.0
+	for n > 0 {
+		x := hi
+		n--
+		y := p[n]
+		hi = x + y
+		lo = y - (hi - x)
+		if lo != 0 {
+			break
+		}
+	}
+	// hi+lo is exact; when what is below them has lo's sign, the sum is
+	// past the halfway point hi+lo rounded to: round away from it.
+	if n > 0 && (lo < 0 && p[n-1] < 0 || lo > 0 && p[n-1] > 0) {
+		y := lo * 2
+		x := hi + y
+		if x-hi == y {
+			hi = x
+		}
+	}
+	return hi + 0 // -0 as 0, as Prometheus' sum gives it
 }
 
 // minStep is the smaller of m, the smallest value so far, and v: NaN

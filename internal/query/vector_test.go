@@ -3,6 +3,7 @@ package query
 import (
 	"fmt"
 	"math"
+	"math/big"
 	"math/rand/v2"
 	"slices"
 	"strconv"
@@ -582,6 +583,74 @@ func TestAggregateValuesAnyOrder(t *testing.T) {
 					t.Errorf("%s of %v: %v, of %v: %v", op, vals, want, order, got)
 				}
 			}
+		}
+	}
+}
+
+// TestExactSum: exactSum gives the exact sum of its values rounded to
+// the nearest float, whatever their order, as math/big computes it; and
+// infinities and NaN as floats sum them.
+func TestExactSum(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	value := func() float64 {
+		switch r.IntN(6) {
+		case 0:
+			return float64(r.IntN(2001) - 1000) // cancels often
+		case 1:
+			return math.Ldexp(r.Float64()-0.5, r.IntN(200)-100) // wide exponents
+		case 2:
+			return []float64{1e16, -1e16, 1, 0.1, 3.3e-5, math.Copysign(0, -1), 0}[r.IntN(7)]
+		case 3:
+			return math.Ldexp(r.Float64(), r.IntN(2000)-1000)
+		default:
+			return r.NormFloat64() * 1e6
+		}
+	}
+	exact := func(vals []float64) float64 {
+		sum := new(big.Float).SetPrec(4096)
+		for _, v := range vals {
+			sum.Add(sum, new(big.Float).SetPrec(4096).SetFloat64(v))
+		}
+		f, _ := sum.Float64()
+		return f
+	}
+	for range 3000 {
+		vals := make([]float64, 1+r.IntN(40))
+		for i := range vals {
+			vals[i] = value()
+		}
+		want := exact(vals) + 0
+		for range 3 {
+			var e exactSum
+			for _, v := range vals {
+				e.add(v)
+			}
+			if got := e.result(); got != want {
+				t.Fatalf("sum of %v: %v, want %v", vals, got, want)
+			}
+			r.Shuffle(len(vals), func(i, j int) { vals[i], vals[j] = vals[j], vals[i] })
+		}
+	}
+	negZero := math.Copysign(0, -1)
+	for _, c := range []struct {
+		vals []float64
+		want float64
+	}{
+		{[]float64{negZero, negZero}, 0}, // as Prometheus' sum: never -0
+		{[]float64{negZero, 0}, 0},
+		{[]float64{math.Inf(1), 1}, math.Inf(1)},
+		{[]float64{math.Inf(1), math.Inf(-1)}, math.NaN()},
+		{[]float64{math.NaN(), 1}, math.NaN()},
+		{[]float64{math.MaxFloat64, math.MaxFloat64}, math.Inf(1)},
+		{[]float64{1, 1e100, 1, -1e100}, 2},
+	} {
+		var e exactSum
+		for _, v := range c.vals {
+			e.add(v)
+		}
+		got := e.result()
+		if math.Float64bits(got) != math.Float64bits(c.want) && !(math.IsNaN(got) && math.IsNaN(c.want)) {
+			t.Errorf("sum of %v: %v, want %v", c.vals, got, c.want)
 		}
 	}
 }
