@@ -456,7 +456,8 @@ func (ev *evaluator) rangeFold(ctx context.Context, x *logql.RangeAggregation, s
 		return nil, err
 	}
 	rng := int64(x.Range.Interval)
-	var sum exactSum
+	var scratch [16]float64
+	sum := newExactSum(scratch[:])
 	var m float64
 	seen := false
 	take := func(rs *rangeSeries) {
@@ -467,7 +468,7 @@ func (ev *evaluator) rangeFold(ctx context.Context, x *logql.RangeAggregation, s
 		switch {
 		case !ok:
 		case op == "sum":
-			sum.add(v)
+			sum = sum.add(v)
 			seen = true
 		case !seen:
 			m, seen = v, true

@@ -282,9 +282,10 @@ func addAggregate(out *matrix, op string, ls record.Labels, members []*series, v
 func aggregateValues(op string, vals []float64) float64 {
 	switch op {
 	case "sum":
-		var e exactSum
+		var scratch [16]float64
+		e := newExactSum(scratch[:])
 		for _, v := range vals {
-			e.add(v)
+			e = e.add(v)
 		}
 		return e.result()
 	case "avg":
@@ -320,21 +321,24 @@ func aggregateValues(op string, vals []float64) float64 {
 // the last bits, and exactSum is the exact one. Infinities and NaN sum
 // as floats do; a partial sum beyond the largest float (the values'
 // sum, in some order, above 1.8e308) is an infinity too.
+//
+// Its partials start in the caller's scratch (newExactSum), so that a
+// sum of a few values allocates nothing.
 type exactSum struct {
 	partials []float64
-	buf      [8]float64
 	special  float64 // the sum of the infinities and NaN, and of overflowed partial sums
 	hasSpec  bool
 }
 
-// add adds v to the sum.
-func (e *exactSum) add(v float64) {
+// newExactSum returns an empty sum whose partials start in scratch.
+func newExactSum(scratch []float64) exactSum { return exactSum{partials: scratch[:0]} }
+
+// add returns the sum with v added. (A value, not a pointer, is
+// changed: its partials then stay in the caller's scratch.)
+func (e exactSum) add(v float64) exactSum {
 	if math.IsInf(v, 0) || math.IsNaN(v) {
 		e.special, e.hasSpec = e.special+v, true
-		return
-	}
-	if e.partials == nil {
-		e.partials = e.buf[:0]
+		return e
 	}
 	i := 0
 	for _, y := range e.partials {
@@ -352,14 +356,15 @@ func (e *exactSum) add(v float64) {
 	if math.IsInf(v, 0) {
 		e.partials = e.partials[:i]
 		e.special, e.hasSpec = e.special+v, true
-		return
+		return e
 	}
 	e.partials = append(e.partials[:i], v)
+	return e
 }
 
 // result is the sum rounded to the nearest float (ties to even), never
 // -0; 0 when nothing was added.
-func (e *exactSum) result() float64 {
+func (e exactSum) result() float64 {
 	if e.hasSpec {
 		return e.special
 	}

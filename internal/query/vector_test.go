@@ -623,7 +623,7 @@ func TestExactSum(t *testing.T) {
 		for range 3 {
 			var e exactSum
 			for _, v := range vals {
-				e.add(v)
+				e = e.add(v)
 			}
 			if got := e.result(); got != want {
 				t.Fatalf("sum of %v: %v, want %v", vals, got, want)
@@ -646,7 +646,7 @@ func TestExactSum(t *testing.T) {
 	} {
 		var e exactSum
 		for _, v := range c.vals {
-			e.add(v)
+			e = e.add(v)
 		}
 		got := e.result()
 		if math.Float64bits(got) != math.Float64bits(c.want) && !(math.IsNaN(got) && math.IsNaN(c.want)) {
