@@ -352,8 +352,8 @@ func (ev *evaluator) shape() (*matrix, error) {
 //
 // ordered says whether the series must be in label order, as a result
 // is: a top-k, which breaks ties by labels, reads the series in any
-// order, as a count, a sum, a max and a min do (their groups come out
-// in label order), and a sum of a range aggregation that grouped its
+// order, as a count, a sum, an avg, a max and a min do (their groups
+// come out in label order), and a sum of a range aggregation that grouped its
 // rows by the sum's labels (the sum is then the range aggregation
 // itself) passes on its caller's need.
 func (ev *evaluator) sample(ctx context.Context, x logql.SampleExpr, shape *matrix, ordered bool) (*matrix, error) {
@@ -368,7 +368,9 @@ func (ev *evaluator) sample(ctx context.Context, x logql.SampleExpr, shape *matr
 		switch x.Op {
 		case "topk", "bottomk", "approx_topk":
 			childOrdered = false
-		case "count": // how many series a group has a value in: their order cannot change it
+		case "count", "avg":
+			// How many series a group has a value in, and their mean
+			// (avgValues: an exact sum): their order cannot change them.
 			childOrdered = false
 		case "sum", "max", "min":
 			if ra, ok := x.Expr.(*logql.RangeAggregation); ok && ev.hintsOf(ra).mergedAs(x.Op, x.Grouping) {

@@ -456,45 +456,50 @@ func (ev *evaluator) rangeFold(ctx context.Context, x *logql.RangeAggregation, s
 		return nil, err
 	}
 	rng := int64(x.Range.Interval)
-	var scratch [16]float64
-	sum := newExactSum(scratch[:])
-	var m float64
-	seen := false
-	take := func(rs *rangeSeries) {
-		if rs.n[0] == 0 {
-			return
-		}
-		v, ok := rs.result(x, 0, rs.n[0], rng)
-		switch {
-		case !ok:
-		case op == "sum":
-			sum = sum.add(v)
-			seen = true
-		case !seen:
-			m, seen = v, true
-		case op == "max":
-			m = maxStep(m, v)
-		default:
-			m = minStep(m, v)
-		}
-	}
-	if f := merged.flat; f != nil && merged.used == 0 {
-		var rs rangeSeries
-		rs.n, rs.v = rs.one[0:1:1], rs.one[1:2:2]
-		for i, c := range f.ctrl {
-			if c != 0 && !f.slots[i].moved() {
-				rs.one = [2]float64{f.slots[i].n, f.slots[i].v}
-				take(&rs)
+	// each calls add with the value of each series that has one.
+	each := func(add func(float64)) {
+		take := func(rs *rangeSeries) {
+			if rs.n[0] != 0 {
+				if v, ok := rs.result(x, 0, rs.n[0], rng); ok {
+					add(v)
+				}
 			}
 		}
-		f.release()
+		if f := merged.flat; f != nil && merged.used == 0 {
+			var rs rangeSeries
+			rs.n, rs.v = rs.one[0:1:1], rs.one[1:2:2]
+			for i, c := range f.ctrl {
+				if c != 0 && !f.slots[i].moved() {
+					rs.one = [2]float64{f.slots[i].n, f.slots[i].v}
+					take(&rs)
+				}
+			}
+		} else {
+			merged.each(func(_ string, rs *rangeSeries) { take(rs) })
+		}
+	}
+	var m float64
+	seen := false
+	if op == "sum" {
+		m = sumOf(func(add func(float64)) {
+			each(func(v float64) { add(v); seen = true })
+		})
 	} else {
-		merged.each(func(_ string, rs *rangeSeries) { take(rs) })
+		each(func(v float64) {
+			switch {
+			case !seen:
+				m, seen = v, true
+			case op == "max":
+				m = maxStep(m, v)
+			default:
+				m = minStep(m, v)
+			}
+		})
+	}
+	if merged.flat != nil {
+		merged.flat.release()
 	}
 	out := shape.like()
-	if op == "sum" {
-		m = sum.result()
-	}
 	if seen {
 		out.add(record.Labels{}).set(0, m)
 	}

@@ -282,12 +282,11 @@ func addAggregate(out *matrix, op string, ls record.Labels, members []*series, v
 func aggregateValues(op string, vals []float64) float64 {
 	switch op {
 	case "sum":
-		var scratch [16]float64
-		e := newExactSum(scratch[:])
-		for _, v := range vals {
-			e = e.add(v)
-		}
-		return e.result()
+		return sumOf(func(add func(float64)) {
+			for _, v := range vals {
+				add(v)
+			}
+		})
 	case "avg":
 		return avgValues(vals)
 	case "min":
@@ -319,15 +318,17 @@ func aggregateValues(op string, vals []float64) float64 {
 // (evaluator.sample; sorting 3.3M series by their labels for a sum took
 // 2 s). Where Prometheus' Kahan-Neumaier sum differs from it, it is in
 // the last bits, and exactSum is the exact one. Infinities and NaN sum
-// as floats do; a partial sum beyond the largest float (the values'
-// sum, in some order, above 1.8e308) is an infinity too.
+// as floats do. A partial sum beyond the largest float (the values' sum,
+// in some order, above 1.8e308) sets overflow, and the sum is then taken
+// again scaled down (sumOf).
 //
 // Its partials start in the caller's scratch (newExactSum), so that a
 // sum of a few values allocates nothing.
 type exactSum struct {
 	partials []float64
-	special  float64 // the sum of the infinities and NaN, and of overflowed partial sums
+	special  float64 // the sum of the infinities and NaN among the values
 	hasSpec  bool
+	overflow bool // a partial sum of finite values overflowed: result is not the sum
 }
 
 // newExactSum returns an empty sum whose partials start in scratch.
@@ -354,8 +355,7 @@ func (e exactSum) add(v float64) exactSum {
 		v = hi
 	}
 	if math.IsInf(v, 0) {
-		e.partials = e.partials[:i]
-		e.special, e.hasSpec = e.special+v, true
+		e.partials, e.overflow = e.partials[:i], true
 		return e
 	}
 	e.partials = append(e.partials[:i], v)
@@ -363,7 +363,7 @@ func (e exactSum) add(v float64) exactSum {
 }
 
 // result is the sum rounded to the nearest float (ties to even), never
-// -0; 0 when nothing was added.
+// -0; 0 when nothing was added. Not the sum after an overflow (sumOf).
 func (e exactSum) result() float64 {
 	if e.hasSpec {
 		return e.special
@@ -397,6 +397,23 @@ func (e exactSum) result() float64 {
 	return hi + 0 // -0 as 0, as Prometheus' sum gives it
 }
 
+// sumOf is the exact sum of the values each gives add, rounded once
+// (exactSum). Past the largest float, the values are summed again scaled
+// down by 2^64 (exact but for values below 2^-958, far under the sum's
+// last bit) and the sum scaled back: an infinity when it is beyond the
+// largest float, the same in any order.
+func sumOf(each func(add func(float64))) float64 {
+	var scratch [16]float64
+	e := newExactSum(scratch[:])
+	each(func(v float64) { e = e.add(v) })
+	if !e.overflow {
+		return e.result()
+	}
+	s := newExactSum(scratch[:])
+	each(func(v float64) { s = s.add(math.Ldexp(v, -64)) })
+	return math.Ldexp(s.result(), 64) + e.special
+}
+
 // minStep is the smaller of m, the smallest value so far, and v: NaN
 // only when every value is NaN, and -0 below 0, so that the order of
 // the values (any: evaluator.sample) cannot change the answer.
@@ -415,51 +432,27 @@ func maxStep(m, v float64) float64 {
 	return m
 }
 
-// kahanInc adds inc to sum with Kahan-Neumaier compensation c, as
-// Prometheus sums: the result is sum + c.
-func kahanInc(inc, sum, c float64) (float64, float64) {
-	// The conversions keep the compiler from fusing the operations into
-	// FMA instructions, which would change the compensation (Prometheus
-	// util/kahansum explains).
-	inc, sum, c = float64(inc), float64(sum), float64(c)
-	t := sum + inc
-	switch {
-	case math.IsInf(t, 0):
-		c = 0
-	case math.Abs(sum) >= math.Abs(inc):
-		c += (sum - t) + inc
-	default:
-		c += (inc - t) + sum
-	}
-	return float64(t), float64(c)
-}
-
-// avgValues is Prometheus' avg: a compensated sum divided by the count while
-// the sum stays finite, then an incremental mean, which cannot overflow.
+// avgValues is the mean of vals: their exact sum (exactSum) divided by
+// their count, so that, as a sum, it does not depend on the order of the
+// values; where that sum would overflow, the exact sum of each value
+// divided by the count first, which cannot. (Prometheus takes a
+// compensated sum, then an incremental mean past an overflow: the same
+// but for the last bits.)
 func avgValues(vals []float64) float64 {
-	sum, c := vals[0], 0.0
-	var avg float64
-	incremental := false
-	for i, v := range vals[1:] {
-		n := float64(i + 2)
-		if !incremental {
-			s, cc := kahanInc(v, sum, c)
-			if !math.IsInf(s, 0) {
-				sum, c = s, cc
-				continue
-			}
-			incremental = true
-			avg = sum / (n - 1)
-			c /= n - 1
-		}
-		q := (n - 1) / n
-		avg, c = kahanInc(v/n, q*avg, q*c)
-	}
-	if incremental {
-		return avg + c
-	}
 	n := float64(len(vals))
-	return sum/n + c/n
+	var scratch [16]float64
+	e := newExactSum(scratch[:])
+	for _, v := range vals {
+		e = e.add(v)
+	}
+	if !e.overflow {
+		return e.result() / n
+	}
+	s := newExactSum(scratch[:])
+	for _, v := range vals {
+		s = s.add(v / n)
+	}
+	return s.result() + e.special
 }
 
 // varianceValues is the population variance (divided by n), by Welford's

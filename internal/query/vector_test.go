@@ -560,10 +560,10 @@ func sameSeriesSet(a, b []*series) bool {
 	return true
 }
 
-// TestAggregateValuesAnyOrder: the largest and smallest of a group's
-// values do not depend on the order its series come in (max, min and
-// count read them in any order: evaluator.sample), signed zeros and NaN
-// included.
+// TestAggregateValuesAnyOrder: the largest, smallest, count, sum and
+// mean of a group's values do not depend on the order its series come
+// in (these read them in any order: evaluator.sample), signed zeros,
+// NaN, cancellation and sums past the largest float included.
 func TestAggregateValuesAnyOrder(t *testing.T) {
 	negZero := math.Copysign(0, -1)
 	for _, vals := range [][]float64{
@@ -572,8 +572,11 @@ func TestAggregateValuesAnyOrder(t *testing.T) {
 		{math.NaN(), 3, -2, math.Inf(-1)},
 		{math.NaN(), math.NaN()},
 		{1, 1, negZero, 7},
+		{1e16, 1, -1e16, 0.1, 3.3e-5},
+		{1e308, 1e308, -1e308, 1e308, 3},
+		{math.Inf(1), 1e308, 1e308},
 	} {
-		for _, op := range []string{"max", "min", "count"} {
+		for _, op := range []string{"max", "min", "count", "sum", "avg"} {
 			want := aggregateValues(op, vals)
 			rev := slices.Clone(vals)
 			slices.Reverse(rev)
@@ -589,7 +592,8 @@ func TestAggregateValuesAnyOrder(t *testing.T) {
 
 // TestExactSum: exactSum gives the exact sum of its values rounded to
 // the nearest float, whatever their order, as math/big computes it; and
-// infinities and NaN as floats sum them.
+// sumOf infinities and NaN as floats sum them, and sums past the largest
+// float the same in any order.
 func TestExactSum(t *testing.T) {
 	r := rand.New(rand.NewPCG(3, 4))
 	value := func() float64 {
@@ -642,13 +646,16 @@ func TestExactSum(t *testing.T) {
 		{[]float64{math.Inf(1), math.Inf(-1)}, math.NaN()},
 		{[]float64{math.NaN(), 1}, math.NaN()},
 		{[]float64{math.MaxFloat64, math.MaxFloat64}, math.Inf(1)},
+		{[]float64{1e308, 1e308, -1e308}, 1e308}, // past the largest float, then back
+		{[]float64{-1e308, 1e308, 1e308}, 1e308},
+		{[]float64{math.Inf(-1), 1e308, 1e308}, math.Inf(-1)},
 		{[]float64{1, 1e100, 1, -1e100}, 2},
 	} {
-		var e exactSum
-		for _, v := range c.vals {
-			e = e.add(v)
-		}
-		got := e.result()
+		got := sumOf(func(add func(float64)) {
+			for _, v := range c.vals {
+				add(v)
+			}
+		})
 		if math.Float64bits(got) != math.Float64bits(c.want) && !(math.IsNaN(got) && math.IsNaN(c.want)) {
 			t.Errorf("sum of %v: %v, want %v", c.vals, got, c.want)
 		}
