@@ -282,11 +282,7 @@ func addAggregate(out *matrix, op string, ls record.Labels, members []*series, v
 func aggregateValues(op string, vals []float64) float64 {
 	switch op {
 	case "sum":
-		return sumOf(func(add func(float64)) {
-			for _, v := range vals {
-				add(v)
-			}
-		})
+		return sumValues(vals)
 	case "avg":
 		return avgValues(vals)
 	case "min":
@@ -412,6 +408,24 @@ func sumOf(each func(add func(float64))) float64 {
 	s := newExactSum(scratch[:])
 	each(func(v float64) { s = s.add(math.Ldexp(v, -64)) })
 	return math.Ldexp(s.result(), 64) + e.special
+}
+
+// sumValues is sumOf vals, with no closure on the way of a sum that
+// does not overflow: a range query sums each group at each step.
+func sumValues(vals []float64) float64 {
+	var scratch [16]float64
+	e := newExactSum(scratch[:])
+	for _, v := range vals {
+		e = e.add(v)
+	}
+	if !e.overflow {
+		return e.result()
+	}
+	return sumOf(func(add func(float64)) {
+		for _, v := range vals {
+			add(v)
+		}
+	})
 }
 
 // minStep is the smaller of m, the smallest value so far, and v: NaN
