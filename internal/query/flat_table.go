@@ -1,9 +1,6 @@
 package query
 
-import (
-	"math"
-	"unsafe"
-)
+import "unsafe"
 
 // flatTable holds the states of a range aggregation's series at one step
 // in its slots, as the hash aggregations of column stores do: the count
@@ -193,41 +190,28 @@ func (t *flatTable) lookup(h1, h2 uint64) *flatSlot {
 // add adds sample v to the state of sl.
 func (t *flatTable) add(sl *flatSlot, v float64) {
 	sl.n++
-	switch t.op {
-	case opSum, opAvg:
-		sl.v += v
-	case opMin:
-		if sl.n == 1 || v < sl.v || math.IsNaN(sl.v) {
-			sl.v = v
-		}
-	case opMax:
-		if sl.n == 1 || v > sl.v || math.IsNaN(sl.v) {
-			sl.v = v
-		}
-	}
+	sl.v = addSample(t.op, sl.n, sl.v, v)
 }
 
 // merge adds the state of another worker's series of the same key, as
 // rangeSeries.merge does.
 func (t *flatTable) merge(sl *flatSlot, o *flatSlot) {
-	if o.n == 0 {
-		return
-	}
 	switch {
+	case o.n == 0:
+		return
 	case sl.n == 0:
 		sl.v = o.v
-	case t.op == opSum || t.op == opAvg:
-		sl.v += o.v
-	case t.op == opMin:
-		if o.v < sl.v || math.IsNaN(sl.v) {
-			sl.v = o.v
-		}
-	case t.op == opMax:
-		if o.v > sl.v || math.IsNaN(sl.v) {
-			sl.v = o.v
-		}
+	default:
+		sl.v = mergeSamples(t.op, sl.v, o.v)
 	}
 	sl.n += o.n
+}
+
+// series makes a series of the state of sl.
+func (t *flatTable) series(sl *flatSlot) *rangeSeries {
+	s := t.alloc.series(nil, t.op, 1)
+	s.one = [2]float64{sl.n, sl.v}
+	return s
 }
 
 // resize moves the states to n slots, a power of two.

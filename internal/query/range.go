@@ -1251,18 +1251,8 @@ func (s *rangeSeries) add(op rangeOp, k int, t int64, v float64) {
 	s.n[k]++
 	first := s.n[k] == 1
 	switch op {
-	case opSum, opAvg:
-		s.v[k] += v
-	case opMin:
-		// NaN only when every value is NaN, in any order, as Loki's
-		// min_over_time and max_over_time give it.
-		if first || v < s.v[k] || math.IsNaN(s.v[k]) {
-			s.v[k] = v
-		}
-	case opMax:
-		if first || v > s.v[k] || math.IsNaN(s.v[k]) {
-			s.v[k] = v
-		}
+	case opSum, opAvg, opMin, opMax:
+		s.v[k] = addSample(op, s.n[k], s.v[k], v)
 	case opFirst:
 		if first || t < s.t[k] {
 			s.v[k], s.t[k] = v, t
@@ -1304,6 +1294,44 @@ func (s *rangeSeries) size(keyLen int) int64 {
 // budget stops the same queries whether its series are made or not.
 func oneStepSize(keyLen int) int64 { return int64(4*keyLen + (2*8 + 2*8) + 400) }
 
+// addSample is the value of a window of op (opSum, opAvg, opMin or
+// opMax) that held cur once v is added as its nth sample. A minimum or
+// maximum is NaN only when every value is NaN, in any order, as Loki's
+// min_over_time and max_over_time give it.
+func addSample(op rangeOp, n, cur, v float64) float64 {
+	switch op {
+	case opSum, opAvg:
+		return cur + v
+	case opMin:
+		if n == 1 || v < cur || math.IsNaN(cur) {
+			return v
+		}
+	case opMax:
+		if n == 1 || v > cur || math.IsNaN(cur) {
+			return v
+		}
+	}
+	return cur
+}
+
+// mergeSamples is the value of two accumulations of a window of op
+// (opSum, opAvg, opMin or opMax), cur and o, each of some samples.
+func mergeSamples(op rangeOp, cur, o float64) float64 {
+	switch op {
+	case opSum, opAvg:
+		return cur + o
+	case opMin:
+		if o < cur || math.IsNaN(cur) {
+			return o
+		}
+	case opMax:
+		if o > cur || math.IsNaN(cur) {
+			return o
+		}
+	}
+	return cur
+}
+
 // merge adds another worker's accumulation of the same series.
 func (s *rangeSeries) merge(op rangeOp, o *rangeSeries) {
 	for k, on := range o.n {
@@ -1320,16 +1348,8 @@ func (s *rangeSeries) merge(op rangeOp, o *rangeSeries) {
 			if s.seriesMore != nil && s.m2 != nil {
 				s.m2[k] = o.m2[k]
 			}
-		case op == opSum || op == opAvg:
-			s.v[k] += o.v[k]
-		case op == opMin:
-			if o.v[k] < s.v[k] || math.IsNaN(s.v[k]) {
-				s.v[k] = o.v[k]
-			}
-		case op == opMax:
-			if o.v[k] > s.v[k] || math.IsNaN(s.v[k]) {
-				s.v[k] = o.v[k]
-			}
+		case op == opSum || op == opAvg || op == opMin || op == opMax:
+			s.v[k] = mergeSamples(op, s.v[k], o.v[k])
 		case op == opFirst && o.t[k] < s.t[k], op == opLast && o.t[k] > s.t[k]:
 			s.v[k], s.t[k] = o.v[k], o.t[k]
 		case op == opVar:

@@ -87,8 +87,7 @@ func (t *seriesTable) flatGet(key []byte) *rangeSeries {
 	case sl.moved():
 		return t.getHashed(h1, h2)
 	}
-	s := f.alloc.series(nil, f.op, 1)
-	s.one = [2]float64{sl.n, sl.v}
+	s := f.series(sl)
 	sl.move()
 	t.addHashed(key, h1, h2, s)
 	return s
@@ -336,8 +335,8 @@ func (t *seriesTable) unflat() {
 		t.reserve(t.used + f.used)
 	}
 	f.each(func(key string, sl *flatSlot) {
-		s := f.alloc.series(nil, f.op, 1)
-		s.one, s.key = [2]float64{sl.n, sl.v}, key
+		s := f.series(sl)
+		s.key = key
 		if t.sealed {
 			t.used++
 		} else {
