@@ -507,14 +507,22 @@ func requireClause(o store.ScanOptions, c store.Clause) store.ScanOptions {
 // every line wanted holds: none when a literal has no token to probe
 // (that one rules no block out).
 func requireProbes(o store.ScanOptions, c store.Clause) store.ScanOptions {
+	if probes, ok := clauseProbes(c); ok {
+		o.Any = append(o.Any, probes)
+	}
+	return o
+}
+
+// clauseProbes returns the probes of a clause's literals, false when one
+// has none (that one rules no block out).
+func clauseProbes(c store.Clause) ([]store.Probe, bool) {
 	probes := make([]store.Probe, 0, len(c))
 	for _, l := range c {
 		pr := store.NewProbe(l.Text)
 		if pr.Empty() {
-			return o
+			return nil, false
 		}
 		probes = append(probes, pr)
 	}
-	o.Any = append(o.Any, probes)
-	return o
+	return probes, true
 }

@@ -1,8 +1,12 @@
 package query
 
 import (
+	"bytes"
+	"regexp"
+	"regexp/syntax"
 	"slices"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/sluicelog/sluice/internal/logql"
 	"github.com/sluicelog/sluice/internal/record"
@@ -31,6 +35,9 @@ import (
 type impliedClause struct {
 	labels []string
 	clause store.Clause
+	// lineOnly: the clause holds in the line the parser matched, not in
+	// a value structured metadata give the label instead (captureSource).
+	lineOnly bool
 }
 
 // backslash is the literal of a line with an escape: a value unescaped
@@ -43,19 +50,29 @@ var backslash = store.Literal{Text: []byte{'\\'}}
 // filters and drops or keeps of labels.
 func impliedClauses(stages []logql.Stage) []impliedClause {
 	var out []impliedClause
-	parsed, escapes := false, false
+	parsers, escapes := 0, false
+	var caps captureSource // the one parser's, when it is a regexp or a pattern
 	for _, s := range stages {
 		switch s := s.(type) {
 		case *logql.LineFilter, *logql.Drop, *logql.Keep:
 		case *logql.JSONParser, *logql.LogfmtParser:
-			parsed, escapes = true, true
-		case *logql.PatternParser, *logql.RegexpParser:
-			parsed = true
+			parsers, escapes = parsers+1, true
+		case *logql.PatternParser:
+			parsers++
+			caps = captureSource{pat: s.Pattern}
+		case *logql.RegexpParser:
+			parsers++
+			caps = captureSource{re: s.Re}
 		case *logql.LabelFilterStage:
-			if !parsed {
+			if parsers == 0 {
 				continue
 			}
-			for _, ic := range filterClauses(s.Filter) {
+			if parsers > 1 {
+				// A label of the last parser's may hold an earlier one's
+				// value when the last does not match.
+				caps = captureSource{}
+			}
+			for _, ic := range filterClauses(s.Filter, &caps) {
 				if escapes && !slices.ContainsFunc(ic.clause, func(l store.Literal) bool { return string(l.Text) == `\` }) {
 					if len(ic.clause) == maxClause {
 						continue
@@ -78,10 +95,10 @@ func impliedClauses(stages []logql.Stage) []impliedClause {
 // requires (regexpClauses; an unanchored regexp's literals are required
 // of an anchored match too). An "and" gives both sides' clauses; an "or"
 // one clause of the alternatives of a clause of each side.
-func filterClauses(f logql.LabelFilter) []impliedClause {
+func filterClauses(f logql.LabelFilter, caps *captureSource) []impliedClause {
 	switch f := f.(type) {
 	case *logql.LabelFilterBinary:
-		l, r := filterClauses(f.Left), filterClauses(f.Right)
+		l, r := filterClauses(f.Left, caps), filterClauses(f.Right, caps)
 		if f.And {
 			return append(l, r...)
 		}
@@ -89,27 +106,34 @@ func filterClauses(f logql.LabelFilter) []impliedClause {
 			return nil
 		}
 		return []impliedClause{{
-			labels: append(slices.Clip(l[0].labels), r[0].labels...),
-			clause: append(slices.Clip(l[0].clause), r[0].clause...),
+			labels:   append(slices.Clip(l[0].labels), r[0].labels...),
+			clause:   append(slices.Clip(l[0].clause), r[0].clause...),
+			lineOnly: l[0].lineOnly || r[0].lineOnly,
 		}}
 	case *logql.LabelFilterString:
 		m := f.Matcher
 		if strings.HasPrefix(m.Name, "__") {
 			return nil
 		}
+		var out []impliedClause
 		switch m.Type {
 		case logql.MatchEqual:
 			if m.Value == "" {
 				return nil
 			}
-			return []impliedClause{{labels: []string{m.Name}, clause: store.Clause{{Text: []byte(m.Value)}}}}
+			// The value in the text around it, which finds fewer rows.
+			for _, c := range caps.clauses(m.Name, m.Value) {
+				out = append(out, impliedClause{labels: []string{m.Name}, clause: c, lineOnly: true})
+			}
+			if len(out) == 0 {
+				out = append(out, impliedClause{labels: []string{m.Name}, clause: store.Clause{{Text: []byte(m.Value)}}})
+			}
 		case logql.MatchRegexp:
-			var out []impliedClause
 			for _, c := range regexpClauses(m.Value).clauses {
 				out = append(out, impliedClause{labels: []string{m.Name}, clause: c})
 			}
-			return out
 		}
+		return out
 	}
 	return nil
 }
@@ -144,9 +168,18 @@ func (io *impliedOptions) with(ls record.Labels) store.ScanOptions {
 		return o
 	}
 	// The base's slices are shared by every stream's options.
-	o.Contains, o.Tokens, o.Needles, o.Any = slices.Clip(o.Contains), slices.Clip(o.Tokens), slices.Clip(o.Needles), slices.Clip(o.Any)
+	o.Contains, o.Tokens, o.Needles, o.Any, o.LineAny = slices.Clip(o.Contains), slices.Clip(o.Tokens), slices.Clip(o.Needles), slices.Clip(o.Any), slices.Clip(o.LineAny)
 	for _, ic := range io.implied {
-		if !streamHasAny(ls, ic.labels) {
+		switch {
+		case streamHasAny(ls, ic.labels):
+		case ic.lineOnly:
+			// The rows of a block with metadata the query sees are read
+			// whole, without Contains; its blocks are kept (LineAny).
+			o.Contains = append(o.Contains, ic.clause)
+			if probes, ok := clauseProbes(ic.clause); ok {
+				o.LineAny = append(o.LineAny, probes)
+			}
+		default:
 			o = requireClause(o, ic.clause)
 		}
 	}
@@ -160,4 +193,100 @@ func streamHasAny(ls record.Labels, names []string) bool {
 		}
 	}
 	return false
+}
+
+// captureSource is the regexp or pattern parser that alone sets the
+// labels a filter reads, or neither. A capture's label is set only when
+// the parser matches the line, and then holds bytes of the line where
+// the expression puts them: so a label equal to a value implies the
+// text around the value in the expression (`| regexp
+// "\"status\":(?P<status>\d+)" | status="500"`: the line holds
+// `"status":500`, which the store's filters find in far fewer rows than
+// 500), unless structured metadata set the label instead
+// (impliedClause.lineOnly).
+type captureSource struct {
+	re  *regexp.Regexp
+	pat *logql.Pattern
+}
+
+// clauses returns the clauses of literals, each holding value, that a
+// line holds when the parser sets label name to value (not "").
+func (c *captureSource) clauses(name, value string) []store.Clause {
+	var all []store.Clause
+	switch {
+	case c.re != nil:
+		tree, err := syntax.Parse(c.re.String(), syntax.Perl)
+		if err != nil || captureCount(tree, name, false) != 1 || !utf8.ValidString(value) {
+			return nil
+		}
+		all = regexpClauses(withLiteral(tree, name, value).String()).clauses
+	case c.pat != nil:
+		all = patternCaptureClauses(c.pat.Parts, name, value)
+	}
+	// Those that hold the value: the others, the literals the parser
+	// needs, are in most lines it was written for, and cost more
+	// searches than the rows they rule out.
+	return slices.DeleteFunc(all, func(c store.Clause) bool {
+		return slices.ContainsFunc(c, func(l store.Literal) bool { return l.Fold || !bytes.Contains(l.Text, []byte(value)) })
+	})
+}
+
+// captureCount returns how many groups of re are named name, or -1
+// when one is repeated (in x(?P<a>\d)+, a holds the last digit, which
+// need not follow x).
+func captureCount(re *syntax.Regexp, name string, repeated bool) int {
+	n := 0
+	if re.Op == syntax.OpCapture && re.Name == name {
+		if repeated {
+			return -1
+		}
+		n++
+	}
+	switch re.Op {
+	case syntax.OpStar, syntax.OpPlus:
+		repeated = true
+	case syntax.OpRepeat:
+		repeated = repeated || re.Max != 1
+	}
+	for _, sub := range re.Sub {
+		k := captureCount(sub, name, repeated)
+		if k < 0 {
+			return -1
+		}
+		n += k
+	}
+	return n
+}
+
+// withLiteral returns a copy of re whose group named name is the
+// literal value (as it matched: case and all), re left as it is.
+func withLiteral(re *syntax.Regexp, name, value string) *syntax.Regexp {
+	if re.Op == syntax.OpCapture && re.Name == name {
+		return &syntax.Regexp{Op: syntax.OpLiteral, Rune: []rune(value)}
+	}
+	if len(re.Sub) == 0 {
+		return re
+	}
+	cp := *re
+	cp.Sub = make([]*syntax.Regexp, len(re.Sub))
+	for i, sub := range re.Sub {
+		cp.Sub[i] = withLiteral(sub, name, value)
+	}
+	return &cp
+}
+
+// patternCaptureClauses returns the clause of a line on which pattern
+// parts set capture name to value (stage's pattern.match): the literal
+// just before the capture followed by the value. (The literal after it
+// may be missing: the value is then the rest of the line.)
+func patternCaptureClauses(parts []logql.PatternPart, name, value string) []store.Clause {
+	at := slices.IndexFunc(parts, func(p logql.PatternPart) bool { return p.Capture && p.Name == name })
+	if at < 0 {
+		return nil
+	}
+	before := ""
+	if at > 0 && !parts[at-1].Capture {
+		before = parts[at-1].Literal
+	}
+	return []store.Clause{{{Text: []byte(before + value)}}}
 }

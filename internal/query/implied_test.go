@@ -22,8 +22,19 @@ func TestImpliedClauses(t *testing.T) {
 	}{
 		{`{a="b"} | logfmt | path="/login"`, []string{`path: "/login" "\\"`}},
 		{`{a="b"} | json | path="/login" | status="404"`, []string{`path: "/login" "\\"`, `status: "404" "\\"`}},
-		{`{a="b"} | pattern "<_> <path> <_>" | path="/login", method="GET"`, []string{`path: "/login"`, `method: "GET"`}},
+		{`{a="b"} | pattern "<_> <path> <_>" | path="/login", method="GET"`, []string{`path: " /login"`, `method: "GET"`}},
 		{`{a="b"} | regexp "(?P<path>/[a-z]+)" | path=~"/log(in|out)"`, []string{`path: "/login" "/logout"`}},
+		// A capture's value in its expression: the literals around it.
+		{`{a="b"} | regexp "\"status\":(?P<status>\\d+)" | status="500"`, []string{`status: "\"status\":500"`}},
+		{`{a="b"} | pattern "<ip> - <_> \"<method> <path> <_>\" <status> <_>" | status="500"`, []string{`status: "\" 500"`}},
+		{`{a="b"} | pattern "<_> level=<level>" | level=~"err.*"`, []string{`level: "err"`}},
+		{`{a="b"} | regexp "GET (?P<path>\\S+)" | path!=""`, nil},
+		{`{a="b"} | regexp "level=(?P<level>\\w+) path=(?P<path>\\S+)" | level="error"`, []string{`level: "level=error path="`}},
+		{`{a="b"} | regexp "x(?P<a>\\d)+" | a="5"`, []string{`a: "5"`}},
+		{`{a="b"} | regexp "x(?:,(?P<a>\\d)){2}" | a="5"`, []string{`a: "5"`}},
+		// A value another parser may have set, or an unset label passing.
+		{`{a="b"} | regexp "a=(?P<x>\\d)" | regexp "b=(?P<x>\\d)" | x="1"`, []string{`x: "1"`}},
+		{`{a="b"} | regexp "a=(?P<x>\\d)" | x!="1", x=~".*"`, nil},
 		{`{a="b"} | logfmt | level="error" or level="fatal"`, []string{`level,level: "error" "fatal" "\\"`}},
 		{`{a="b"} |= "x" | logfmt | drop msg | level="error"`, []string{`level: "error" "\\"`}},
 		// No parser before it, or the line or labels changed first: none.
@@ -77,7 +88,7 @@ func TestImpliedSameAsReference(t *testing.T) {
 			ts := time.Date(2026, 1, 15, 8, 0, 0, 0, time.UTC).Add(time.Duration(first+i) * time.Millisecond).UnixNano()
 			meta := ""
 			if withMeta && i%3 == 1 {
-				meta = `,{"path":"/login","level":"error"}` // metadata the filters read instead of the line's
+				meta = `,{"path":"/login","level":"error","zone":"meta-only"}` // metadata the filters read instead of the line's (zone: in no line)
 			}
 			q, _ := json.Marshal(l)
 			vals = append(vals, fmt.Sprintf(`["%d",%s%s]`, ts, q, meta))
@@ -122,6 +133,18 @@ func TestImpliedSameAsReference(t *testing.T) {
 		`| json p="req.path" | p="/login"`,
 		`| pattern "<_> - - [<_>] \"<_> <path> <_>\" <status> <_>" | path="/login"`,
 		`| regexp "\"GET (?P<path>[^ ]+)" | path=~"/log.*"`,
+		`| regexp "\"GET (?P<path>[^ ]+)" | path="/login"`,
+		`| regexp "(?P<status>\\d+) \\d+$" | status="404"`,
+		`| regexp "status=(?P<s>\\d)+" | s="0"`,
+		`| regexp "\"status\":(?P<status>\\d+)" | status="404"`,
+		`| regexp "(?i)LEVEL=\"?(?P<level>[a-z]+)" | level="error"`,
+		`| regexp "path=(?P<path>\\S+)" | regexp "status=(?P<path>\\d+)" | path="/login"`,
+		`| pattern "<_> \"<_> <path> <_>\" <status> <_>" | status="404"`,
+		`| pattern "<_> path=<path> <_>" | path="/login"`,
+		`| pattern "level=<level> path=<path> <_>" | path="/login"`,
+		`| logfmt | zone="meta-only"`,
+		`| json | zone="meta-only"`,
+		`| regexp "zone=(?P<zone>\\S+)" | zone="meta-only"`,
 		`| label_format path="/login" | logfmt | path="/login"`,
 		`| logfmt | label_format path="/login" | path="/login"`,
 		`| line_format "path=/login" | logfmt | path="/login"`,

@@ -201,7 +201,7 @@ func (le *lineEval) takes(r *rows.Row) bool {
 // of a stream: then the path reads the stored blocks itself (block), and
 // else the rows the scan yields.
 func unpruned(o store.ScanOptions) bool {
-	return len(o.Tokens) == 0 && len(o.Needles) == 0 && len(o.Any) == 0 && len(o.Contains) == 0
+	return len(o.Tokens) == 0 && len(o.Needles) == 0 && len(o.Any) == 0 && len(o.LineAny) == 0 && len(o.Contains) == 0
 }
 
 // block adds the samples of the rows of a stored block of stream ls in

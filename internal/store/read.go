@@ -216,6 +216,12 @@ type ScanOptions struct {
 	// rules out every literal of a group, as Tokens and Needles rule out
 	// one, is skipped unread.
 	Any [][]Probe
+	// LineAny are groups as Any's that only a row's line holds, not a
+	// field stored out of it (the literals a regexp or pattern parser
+	// needs to set a label that structured metadata may set instead): they
+	// rule out a block only when every field of its rows is in its line,
+	// or without Meta.
+	LineAny [][]Probe
 	// Drop drops the pages of each block once read, and adds no block to
 	// the block cache: for a scan of everything, which reads each block
 	// once.
@@ -584,12 +590,16 @@ blocks:
 		if b.Stream != stream || b.MaxTime < from || b.MinTime > to || !opts.Shard.block(i) {
 			continue
 		}
-		if len(opts.Tokens) > 0 || len(opts.Needles) > 0 || len(opts.Any) > 0 {
+		lineAny := opts.LineAny
+		if opts.Meta && b.Fields != part.FieldsInLine {
+			lineAny = nil
+		}
+		if len(opts.Tokens) > 0 || len(opts.Needles) > 0 || len(opts.Any) > 0 || len(lineAny) > 0 {
 			f := rd.Filter(i)
 			if !mayHold(f, b.LongestToken, opts.Tokens, opts.Needles) {
 				continue blocks
 			}
-			for _, g := range opts.Any {
+			for _, g := range slices.Concat(opts.Any, lineAny) {
 				if !slices.ContainsFunc(g, func(p Probe) bool { return mayHold(f, b.LongestToken, p.Tokens, p.Needles) }) {
 					continue blocks
 				}
