@@ -1056,6 +1056,8 @@ func TestHexPrefixSameAsRows(t *testing.T) {
 		`sum by (service) (count_over_time(` + all + ` | json | trace_id=~"a3.*" | level="error" [1h]))`,
 		`sum(count_over_time(` + all + ` | json trace_id | trace_id=~"(?s)0.*" [1h]))`,
 		`sum(count_over_time(` + all + ` | json | trace_id=~"not-.*" or trace_id=~"f.*" [1h]))`,
+		`sum by (service) (count_over_time(` + all + ` | json | trace_id="` + idOf(lines[77]) + `" [1h]))`,
+		`sum by (service) (count_over_time(` + all + ` | json | trace_id="` + idOf(lines[4501]) + `" [1h]))`,
 	})
 	// Prefixes no value starts with: no row passes.
 	eng, sn := columnStore(t, lines)
@@ -1064,9 +1066,18 @@ func TestHexPrefixSameAsRows(t *testing.T) {
 	for _, q := range []string{
 		`sum(count_over_time(` + all + ` | json | trace_id=~"7C.*" [1h]))`,                                // hex text is lowercase
 		`sum(count_over_time(` + all + ` | json | trace_id=~"00000000000000000000000000000000f.*" [1h]))`, // longer than the ids
+		`sum(count_over_time(` + all + ` | json | trace_id="` + strings.ToUpper(idOf(lines[77])) + `" [1h]))`,
+		`sum(count_over_time(` + all + ` | json | trace_id="` + idOf(lines[77])[:30] + `" [1h]))`, // shorter than the ids
 	} {
 		sameAsReference(t, eng, sn, Params{Tenant: store.DefaultTenant, Query: q, Start: at, End: at, Instant: true})
 	}
+}
+
+// idOf returns the trace id of a line of TestHexPrefixSameAsRows.
+func idOf(line string) string {
+	_, rest, _ := strings.Cut(line, `"trace_id":"`)
+	id, _, _ := strings.Cut(rest, `"`)
+	return id
 }
 
 // TestPushedSameAsRows: JSON lines pushed through Loki's push API keep

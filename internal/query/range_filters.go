@@ -70,8 +70,9 @@ type filterState struct {
 	// matcher of it.
 	strs []func(string) bool
 	// prefixes, per label: its filter as a prefix its values start with
-	// (`trace_id=~"7ce4.*"`, stage.PrefixFilter), for a column of hex
-	// values, compared as their bytes (part.Block.HexPrefixBits).
+	// (`trace_id=~"7ce4.*"`, stage.PrefixFilter) or the value they equal
+	// (`trace_id="7ce4…"`), for a column of hex values, compared as their
+	// bytes (part.Block.HexPrefixBits).
 	prefixes []labelPrefix
 	params   []int    // json with parameters: per label, its parameter
 	nparam   int      // json with parameters: how many there are
@@ -246,11 +247,11 @@ const (
 // slot's column, tested by verds[verdict].
 type fUse struct{ slot, rank, verdict int }
 
-// labelPrefix is a prefix a label's filter passes the values of
-// (ok: the filter is one).
+// labelPrefix is a prefix a label's filter passes the values of, or
+// with exact the one value it passes (ok: the filter is one).
 type labelPrefix struct {
-	text string
-	ok   bool
+	text      string
+	exact, ok bool
 }
 
 // fMove is how many values of a slot's column a row of a template has.
@@ -399,7 +400,7 @@ func newFilterState(w *rangeWorker, jp stage.JSONParams, params bool, observed, 
 		str, _ := stage.StringFilter(byLabel[l], l)
 		fs.strs = append(fs.strs, str)
 		var lp labelPrefix
-		lp.text, lp.ok = stage.PrefixFilter(byLabel[l], l)
+		lp.text, lp.exact, lp.ok = stage.PrefixFilter(byLabel[l], l)
 		fs.prefixes = append(fs.prefixes, lp)
 		if params {
 			fs.params = append(fs.params, slices.Index(all, l))
@@ -1674,7 +1675,7 @@ func (fs *filterState) verdict(w *rangeWorker, ls record.Labels, b *part.Block, 
 		// decided by the label's filters alone, as json gives it.
 		// A dictionary-and-rest column's entries are decided once each.
 		if lp := fs.prefixes[li]; lp.ok {
-			hex, err := b.HexPrefixBits(sl.col, lp.text, dst)
+			hex, err := b.HexPrefixBits(sl.col, lp.text, lp.exact, dst)
 			if err != nil {
 				return -1, err
 			}

@@ -183,29 +183,37 @@ func StringFilter(fs []logql.LabelFilter, name string) (func(v string) bool, boo
 
 // PrefixFilter returns P when fs, the filters of label name, are one
 // `name=~"P.*"` with P a literal of case: a value without a newline
-// (`.` matches none) passes exactly when it starts with P.
-func PrefixFilter(fs []logql.LabelFilter, name string) (string, bool) {
+// (`.` matches none) passes exactly when it starts with P; or, with
+// exact, one `name="P"` (P not empty): a value passes when it is P.
+func PrefixFilter(fs []logql.LabelFilter, name string) (prefix string, exact, ok bool) {
 	if len(fs) != 1 {
-		return "", false
+		return "", false, false
 	}
 	f, ok := fs[0].(*logql.LabelFilterString)
-	if !ok || f.Matcher == nil || f.Matcher.Name != name || f.Matcher.Type != logql.MatchRegexp {
-		return "", false
+	if !ok || f.Matcher == nil || f.Matcher.Name != name {
+		return "", false, false
+	}
+	switch f.Matcher.Type {
+	case logql.MatchEqual:
+		return f.Matcher.Value, true, f.Matcher.Value != ""
+	case logql.MatchRegexp:
+	default:
+		return "", false, false
 	}
 	re, err := syntax.Parse(f.Matcher.Value, syntax.Perl)
 	if err != nil {
-		return "", false
+		return "", false, false
 	}
 	re = re.Simplify()
 	if re.Op != syntax.OpConcat || len(re.Sub) != 2 {
-		return "", false
+		return "", false, false
 	}
 	lit, star := re.Sub[0], re.Sub[1]
 	if lit.Op != syntax.OpLiteral || lit.Flags&syntax.FoldCase != 0 || star.Op != syntax.OpStar ||
 		star.Sub[0].Op != syntax.OpAnyCharNotNL && star.Sub[0].Op != syntax.OpAnyChar {
-		return "", false
+		return "", false, false
 	}
-	return string(lit.Rune), true
+	return string(lit.Rune), false, true
 }
 
 // StringMatch returns m's test of a value, as the label filter stage

@@ -289,8 +289,9 @@ func FuzzParseNumber(f *testing.F) {
 }
 
 // TestPrefixFilter: a label's filter is a prefix only when it is one
-// case-sensitive `=~"P.*"` of that label; the values that pass it are
-// then those that start with P, as its regexp says.
+// case-sensitive `=~"P.*"` of that label, or exactly one value when it
+// is one `="P"`; the values that pass it are then those that start with
+// P (or are P), as the filter says.
 func TestPrefixFilter(t *testing.T) {
 	for q, want := range map[string]string{
 		`x=~"7ce4.*"`:        "7ce4",
@@ -301,7 +302,8 @@ func TestPrefixFilter(t *testing.T) {
 		`x=~"(?i)ab.*"`:      "-",
 		`x=~"ab.*c"`:         "-",
 		`x=~"a|b.*"`:         "-",
-		`x="7ce4"`:           "-",
+		`x="7ce4"`:           "7ce4 exact",
+		`x=""`:               "-",
 		`x!~"7ce4.*"`:        "-",
 		`y=~"7ce4.*"`:        "-",
 		`x=~"ab.*", x="abc"`: "-",
@@ -314,7 +316,11 @@ func TestPrefixFilter(t *testing.T) {
 		for _, s := range expr.(*logql.LogExpr).Pipeline {
 			fs = append(fs, s.(*logql.LabelFilterStage).Filter)
 		}
-		got, ok := PrefixFilter(fs, "x")
+		prefix, exact, ok := PrefixFilter(fs, "x")
+		got := prefix
+		if exact {
+			got += " exact"
+		}
 		if !ok {
 			got = "-"
 		}
@@ -328,9 +334,9 @@ func TestPrefixFilter(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, v := range []string{"", got, got + "x", "x" + got, got[:len(got)-1]} {
-			if m(v) != strings.HasPrefix(v, got) {
-				t.Errorf("%s on %q: the regexp says %v", q, v, m(v))
+		for _, v := range []string{"", prefix, prefix + "x", "x" + prefix, prefix[:len(prefix)-1]} {
+			if m(v) != (strings.HasPrefix(v, prefix) && (!exact || v == prefix)) {
+				t.Errorf("%s on %q: the filter says %v", q, v, m(v))
 			}
 		}
 	}

@@ -117,17 +117,17 @@ func (c *colData) hexEqualBits(want []byte, bits []uint64) {
 }
 
 // HexPrefixBits sets in dst (a bit per value of column col, at least
-// as long) the bit of each value whose text starts with prefix, and
-// reports whether col is a hex column (it sets nothing otherwise): the
-// values are compared as the bytes they are, not written out. A value's
-// text is lowercase hex digits, so that a prefix of any other byte, or
-// longer than the values, starts none.
-func (b *Block) HexPrefixBits(col int, prefix string, dst []uint64) (bool, error) {
+// as long) the bit of each value whose text starts with prefix, or with
+// exact is prefix, and reports whether col is a hex column (it sets
+// nothing otherwise): the values are compared as the bytes they are, not
+// written out. A value's text is lowercase hex digits, so that a prefix
+// of any other byte, or longer than the values, starts none.
+func (b *Block) HexPrefixBits(col int, prefix string, exact bool, dst []uint64) (bool, error) {
 	c, err := b.loadedCol(col)
 	if err != nil || c.enc != encHex {
 		return false, err
 	}
-	if len(prefix) > c.hexLen {
+	if len(prefix) > c.hexLen || exact && len(prefix) != c.hexLen {
 		return true, nil
 	}
 	want := grown(b.scratch[:0], len(prefix)/2+1)
@@ -141,6 +141,10 @@ func (b *Block) HexPrefixBits(col int, prefix string, dst []uint64) (bool, error
 		want[i/2] |= byte(d) << (4 * (1 - i%2))
 	}
 	w, full, odd := c.hexLen/2, len(prefix)/2, len(prefix)%2 == 1
+	if exact {
+		c.hexEqualBits(want[:w], dst)
+		return true, nil
+	}
 	head, nib := want[:full], want[full]
 	data := c.data[:c.n*w]
 	for vi := range c.n {

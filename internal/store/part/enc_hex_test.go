@@ -41,10 +41,10 @@ func TestHexEqualBits(t *testing.T) {
 	}
 }
 
-// TestHexPrefixBits: the values whose text starts with a prefix, found
-// on their bytes, are those whose written text does: prefixes of every
-// length up to the values' and past them, odd and even, and prefixes
-// that no hex text can start with.
+// TestHexPrefixBits: the values whose text starts with a prefix (or is
+// it), found on their bytes, are those whose written text does: prefixes
+// of every length up to the values' and past them, odd and even, and
+// prefixes that no hex text can start with.
 func TestHexPrefixBits(t *testing.T) {
 	rng := rand.New(rand.NewPCG(5, 5))
 	for _, w := range []int{1, 4, 16} {
@@ -62,14 +62,20 @@ func TestHexPrefixBits(t *testing.T) {
 		}
 		prefixes = append(prefixes, "", "A", "5g", string(c.appendHexValue(nil, 0))+"0")
 		for _, p := range prefixes {
-			got := make([]uint64, (n+63)/64)
-			if ok, err := b.HexPrefixBits(0, p, got); !ok || err != nil {
-				t.Fatalf("a hex column: %v, %v", ok, err)
-			}
-			for vi := range n {
-				want := bytes.HasPrefix(c.appendHexValue(nil, vi), []byte(p))
-				if want != (got[vi/64]&(1<<(vi%64)) != 0) {
-					t.Fatalf("values of %d bytes, prefix %q: value %d (%s) starts with it %v, its bit says otherwise", w, p, vi, c.appendHexValue(nil, vi), want)
+			for _, exact := range []bool{false, true} {
+				got := make([]uint64, (n+63)/64)
+				if ok, err := b.HexPrefixBits(0, p, exact, got); !ok || err != nil {
+					t.Fatalf("a hex column: %v, %v", ok, err)
+				}
+				for vi := range n {
+					v := c.appendHexValue(nil, vi)
+					want := bytes.HasPrefix(v, []byte(p))
+					if exact {
+						want = string(v) == p
+					}
+					if want != (got[vi/64]&(1<<(vi%64)) != 0) {
+						t.Fatalf("values of %d bytes, prefix %q (exact %v): value %d (%s) passes %v, its bit says otherwise", w, p, exact, vi, v, want)
+					}
 				}
 			}
 		}
