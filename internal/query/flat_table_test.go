@@ -6,6 +6,7 @@ import (
 	"math/rand"
 	"strings"
 	"testing"
+	"time"
 )
 
 // flatFill adds rows of keys drawn from [from, to) with random samples
@@ -146,20 +147,31 @@ func TestFlatTouch(t *testing.T) {
 // kind (many, empty, a value that holds the separator), with rows taken
 // alone (whose keys' states move to series) among the batched ones; and
 // so do a top-k, a max and a min that read the states as they are
-// (rangeAggregationK, rangeFold).
+// (rangeAggregationK, rangeFold); and a top-k of states that nearly all
+// tie (flatBestTied: keys of one row each, a few of two).
 func TestFlatSameAsSeries(t *testing.T) {
-	for _, odd := range []bool{true, false} {
+	for _, shape := range []string{"odd", "even", "ties"} {
+		odd := shape == "odd"
 		st := openMem(t)
 		var sb strings.Builder
-		for i := range 3000 {
+		rows := 3000
+		if shape == "ties" {
+			rows = 3 * maxKeyTies // more ties than the loop breaks on keys
+		}
+		for i := range rows {
 			v := fmt.Sprintf("u%d", i%700)
 			switch {
 			case odd && i%101 == 0:
 				v = ""
 			case odd && i%211 == 0:
 				v = "a\xffb" // its row taken alone
+			case shape == "ties" && i%1000 == 7:
+				v = fmt.Sprintf("hot%d", i/1000%3) // of four rows each
+			case shape == "ties":
+				v = fmt.Sprintf("t%d", (i*7919)%rows)
 			}
-			fmt.Fprintf(&sb, "{\"ts\":\"2026-01-15T07:%02d:%02dZ\",\"service\":\"api%d\",\"v\":\"%s\",\"n\":%d}\n", i/60, i%60, i%3, v, i%17-5)
+			ts := time.Date(2026, 1, 15, 7, 0, 0, 0, time.UTC).Add(time.Duration(i) * time.Second * 3000 / time.Duration(rows))
+			fmt.Fprintf(&sb, "{\"ts\":\"%s\",\"service\":\"api%d\",\"v\":\"%s\",\"n\":%d}\n", ts.Format(time.RFC3339Nano), i%3, v, i%17-5)
 		}
 		appendText(t, st, sb.String())
 		if err := st.Flush(); err != nil {
@@ -182,9 +194,11 @@ func TestFlatSameAsSeries(t *testing.T) {
 			`max(sum by (v) (count_over_time({service=~"api.*"} | json v [2h])) > 3)`,
 			`sum(sum by (v) (sum_over_time({service=~"api.*"} | json v, n | unwrap n | __error__="" [2h])))`,
 			`sum(avg_over_time({service=~"api.*"} | json v, n | unwrap n | __error__="" [2h]) by (v))`,
+			`topk(5, sum by (v) (count_over_time({service=~"api.*"} | json v [2h])))`,
+			`bottomk(2, sum by (v) (count_over_time({service=~"api.*"} | json v [2h])))`,
 		} {
 			if d := sameAnswer(sn, q, false, false); d != "" {
-				t.Errorf("%s (odd keys %v): %s", q, odd, d)
+				t.Errorf("%s (keys %s): %s", q, shape, d)
 			}
 		}
 		sn.Release()
