@@ -430,8 +430,11 @@ func (w *rangeWorker) colPlanner() *colPlanner {
 				w.cols.unwrapParam = 0
 			}
 		}
-		if params {
+		switch {
+		case params:
 			w.cols.keys = newKeyPlan(w, jp)
+		case w.cols.single != nil:
+			w.cols.keys = newNamedKeyPlan(w, w.cols.single[0])
 		}
 		if w.x.Range.Unwrap == nil {
 			w.cols.prefix, w.cols.prefixOn = w.cols.rest.PrefixRead()
@@ -754,7 +757,7 @@ func (w *rangeWorker) columnRow(ls record.Labels, t int64) error {
 	if cp.memoMisses >= memoTrial && cp.memoMisses*2 > cp.memoLooks {
 		// The values hardly repeat in this stream: the memo would
 		// cost a key and a lookup per row, and save nothing.
-		if kp := cp.keys; kp != nil && kp.on {
+		if cp.keys.fits(cp) {
 			w.keyRow(t, cp.weight)
 			return nil
 		}
@@ -882,7 +885,7 @@ func (w *rangeWorker) columnSeries(ls record.Labels, t int64) (*rangeSeries, err
 			return nil, fmt.Errorf("columnar read: value %d of column %d is no JSON string content, though checked", c.vi, c.col)
 		}
 		cp.values[c.idx] = pv
-	} else if kp := cp.keys; kp != nil && kp.on {
+	} else if cp.keys.fits(cp) {
 		return w.keySeries(), nil
 	}
 	if !w.columnLabels(ls, t) {
@@ -960,7 +963,7 @@ func (w *rangeWorker) columnRowOnce(ls record.Labels, t int64) error {
 			}
 			return nil
 		}
-		if err == nil && cp.keys != nil && cp.keys.on {
+		if err == nil && cp.keys.fits(cp) {
 			w.keyRow(t, v)
 			return nil
 		}

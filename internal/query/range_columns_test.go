@@ -686,7 +686,14 @@ func TestKeyBatchSameAsRows(t *testing.T) {
 			// between rows of the same series in the batch.
 			pad = `,"` + strings.Repeat("k", 300) + `":0`
 		}
-		lines[i] = fmt.Sprintf(`{"ts":"%s","service":"api","level":"%s","user":{"id":"%s"},"bytes":%d,"f":%s%s}`, ts, []string{"info", "error"}[rng.IntN(2)], user, rng.IntN(1000), f, pad)
+		who := fmt.Sprintf(`"user":{"id":"%s"},`, user)
+		switch {
+		case i%31 == 0:
+			who = "" // json without parameters sets no user_id
+		case i%37 == 0:
+			who = fmt.Sprintf(`"user_id":"dup%d",`, i%5) + who // two fields of the label: the first wins
+		}
+		lines[i] = fmt.Sprintf(`{"ts":"%s","service":"api","level":"%s",%s"bytes":%d,"f":%s%s}`, ts, []string{"info", "error"}[rng.IntN(2)], who, rng.IntN(1000), f, pad)
 	}
 	all := `{service="api"}`
 	checkColumnar(t, lines, false, []string{
@@ -699,6 +706,11 @@ func TestKeyBatchSameAsRows(t *testing.T) {
 		`sum by (u, level) (max_over_time(` + all + ` | json u="user.id", level, b="bytes" | unwrap b | __error__="" [1h]))`,
 		`sum by (u) (sum_over_time(` + all + ` | json u="user.id", f | unwrap f [1h]))`,
 		`topk(20, sum by (u) (sum_over_time(` + all + ` | json u="user.id", f | u!="" | unwrap f [1h])))`,
+		// json without parameters, the one label observed: keys too.
+		`sum by (user_id) (count_over_time(` + all + ` | json [1h]))`,
+		`topk(3, sum by (user_id) (count_over_time(` + all + ` | json | user_id!="" [1h])))`,
+		`count(sum by (user_id) (count_over_time(` + all + ` | json | user_id=~"u1.*" [1h])))`,
+		`sum by (user_id, service) (rate(` + all + ` | json | drop __error__ [1m]))`,
 	})
 }
 

@@ -39,6 +39,9 @@ type keyPlan struct {
 	pred   keyPred  // the label filters
 	leaves []*logql.Matcher
 	gs     []*logql.Grouping
+	// named: json without parameters, whose one label (names[0]) is set
+	// only where its field is found (stage.ParamValue.Found).
+	named bool
 
 	// For the stream at hand (startStream):
 	on     bool
@@ -74,6 +77,22 @@ func newKeyPlan(w *rangeWorker, jp stage.JSONParams) *keyPlan {
 		kp.names = append(kp.names, n)
 		kp.set = append(kp.set, jp.Observes(i))
 	}
+	return kp.withFilters(w)
+}
+
+// newNamedKeyPlan returns the plan for json without parameters that
+// sets one label the query observes (colPlanner.single), name: a row
+// whose plan has that one field takes keys (keyPlan.fits), with the
+// label only where the field was found.
+func newNamedKeyPlan(w *rangeWorker, name string) *keyPlan {
+	kp := &keyPlan{skip: -1, gs: []*logql.Grouping{w.x.Grouping, w.mergedBy}, named: true}
+	kp.names, kp.set = []string{name}, []bool{true}
+	return kp.withFilters(w)
+}
+
+// withFilters completes the plan with w's unwrap and label filters, or
+// returns nil when they are not of the form keys can be written for.
+func (kp *keyPlan) withFilters(w *rangeWorker) *keyPlan {
 	if u := w.x.Range.Unwrap; u != nil {
 		// A plain unwrap of a parameter no filter reads, whose filters
 		// after it are at most __error__="" (a row that converts has no
@@ -218,12 +237,28 @@ func (kp *keyPlan) holdsSep(values []stage.ParamValue) bool {
 	return false
 }
 
+// fits reports whether the row at hand of colPlanner cp takes keys: the
+// plan is on for its stream and, without parameters, the row's plan has
+// the one field of the label (two fields of one name: the first found
+// wins, which the key cannot say).
+func (kp *keyPlan) fits(cp *colPlanner) bool {
+	return kp != nil && kp.on && (!kp.named || len(cp.values) == 1 && len(cp.curNames) == 1 && cp.curNames[0] == kp.names[0])
+}
+
+// absent reports whether item it of the key is a label the row has not.
+func (kp *keyPlan) absent(it keyItem, values []stage.ParamValue) bool {
+	return kp.named && it.param >= 0 && !values[it.param].Found
+}
+
 // appendKey appends the key of the row whose parameters' values are
 // values.
 func (kp *keyPlan) appendKey(dst []byte, values []stage.ParamValue) []byte {
 	for _, it := range kp.items {
 		v := it.value
 		if it.param >= 0 {
+			if kp.absent(it, values) {
+				continue
+			}
 			v = values[it.param].Value
 		}
 		dst = append(append(append(append(dst, it.name...), 0xff), v...), 0xff)
@@ -244,13 +279,16 @@ func (w *rangeWorker) keySeries() *rangeSeries {
 		s = w.alloc.series(nil, w.op, w.shape.steps)
 		w.series.add(w.key, s)
 		if kp.holdsSep(values) { // the key cannot say the labels
-			s.labels = make(record.Labels, len(kp.items))
-			for i, it := range kp.items {
+			s.labels = make(record.Labels, 0, len(kp.items))
+			for _, it := range kp.items {
 				v := it.value
 				if it.param >= 0 {
+					if kp.absent(it, values) {
+						continue
+					}
 					v = values[it.param].Value
 				}
-				s.labels[i] = record.Label{Name: it.name, Value: strings.Clone(v)}
+				s.labels = append(s.labels, record.Label{Name: it.name, Value: strings.Clone(v)})
 			}
 		}
 		w.tally.held += s.size(len(w.key))
