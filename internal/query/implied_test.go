@@ -21,7 +21,7 @@ func TestImpliedClauses(t *testing.T) {
 		want []string // each clause: its labels, then its literals
 	}{
 		{`{a="b"} | logfmt | path="/login"`, []string{`path: "/login" "\\"`}},
-		{`{a="b"} | json | path="/login" | status="404"`, []string{`path: "/login" "\\"`, `status: "404" "\\"`}},
+		{`{a="b"} | json | path="/login" | status="404"`, []string{`path: "/login" "\\"`, `status: "404" "\\u"`}},
 		{`{a="b"} | pattern "<_> <path> <_>" | path="/login", method="GET"`, []string{`path: " /login"`, `method: "GET"`}},
 		{`{a="b"} | regexp "(?P<path>/[a-z]+)" | path=~"/log(in|out)"`, []string{`path: "/login" "/logout"`}},
 		// A capture's value in its expression: the literals around it.
@@ -101,7 +101,8 @@ func TestImpliedSameAsReference(t *testing.T) {
 		level := []string{"error", "info", `\u0065rror`}[i%3]
 		lf = append(lf, fmt.Sprintf(`level=%s path=%s status=%d msg="%s"`, strings.ReplaceAll(level, `\u0065`, "e"), strings.NewReplacer(`\/`, "/", `\u002f`, "/").Replace(path), 200+100*(i%4), "m"+path))
 		lf = append(lf, fmt.Sprintf(`level="%s" path="%s" status=%d`, level, path, 404))
-		js = append(js, fmt.Sprintf(`{"level":"%s","path":"%s","status":%d,"req":{"path":"%s"}}`, level, path, 200+100*(i%4), path))
+		q := []string{`x\"y`, `x\/y`, "x/y", `x\u002fy`}[i%4] // "x/y" unescaped, but for x"y
+		js = append(js, fmt.Sprintf(`{"level":"%s","path":"%s","status":%d,"req":{"path":"%s"},"q":"%s"}`, level, path, 200+100*(i%4), path, q))
 		ng = append(ng, fmt.Sprintf(`10.0.0.%d - - [15/Jan/2026] "GET %s HTTP/1.1" %d 12`, i%255, strings.NewReplacer(`\/`, "/", `\u002f`, "/x").Replace(path), 200+100*(i%4)))
 	}
 	for round, part := range [][2]int{{0, 150}, {150, 300}} {
@@ -144,6 +145,8 @@ func TestImpliedSameAsReference(t *testing.T) {
 		`| pattern "level=<level> path=<path> <_>" | path="/login"`,
 		`| logfmt | zone="meta-only"`,
 		`| json | zone="meta-only"`,
+		`| json | q="x/y"`,
+		`| json | q="x\"y"`,
 		`| regexp "zone=(?P<zone>\\S+)" | zone="meta-only"`,
 		`| label_format path="/login" | logfmt | path="/login"`,
 		`| logfmt | label_format path="/login" | path="/login"`,

@@ -197,7 +197,7 @@ func (ev *evaluator) logLines(ctx context.Context, x *logql.LogExpr) ([]logLine,
 			if lc, err = w.columns(x); err != nil {
 				return err
 			}
-			lc.none = unknown // its outcome holds for one stream
+			lc.startStream(implied.clauses(ls))
 			err = ev.src.ScanColumns(ctx, ev.p.Tenant, st, from, to, store.Shard{}, func(b *part.Block) error {
 				return w.block(ev, ls, b, from, to, cut, keep)
 			}, nil, row) // a line's labels are its metadata too

@@ -1,11 +1,13 @@
 package query
 
 import (
+	"slices"
 	"sort"
 
 	"github.com/sluicelog/sluice/internal/logql"
 	"github.com/sluicelog/sluice/internal/record"
 	"github.com/sluicelog/sluice/internal/stage"
+	"github.com/sluicelog/sluice/internal/store"
 	"github.com/sluicelog/sluice/internal/store/part"
 )
 
@@ -33,7 +35,18 @@ type logCols struct {
 	whole bool
 	// lead selects a block's rows by the line filters before json
 	// (lead_filters.go) before their values are read; nil: none.
-	lead *rowSelection
+	// implied selects them by those and the clauses the label filters
+	// imply (impliedClauses) for the stream at hand; nil: none. It is
+	// taken once the rows walked show the filters rare (rareRows): a
+	// selection costs its block whole, where a walk for the newest lines
+	// of a common value stops early (app-newest-errors-plain: 12.9 ->
+	// 15.3 ms with it), and a rare one saves the walk of every row (a
+	// trace id's lines: 158 -> 68 ms).
+	lead, implied *rowSelection
+	leads         leadFilters
+	// walked and kept count the rows walked and kept by the pipeline,
+	// over the worker's streams.
+	walked, kept int
 	// none, per stream: whether rows without any parameter are all
 	// dropped, as colPlanner.noneMemo.
 	none known
@@ -92,6 +105,7 @@ func (w *logWorker) columns(x *logql.LogExpr) (*logCols, error) {
 			dropsErrors: stagesDropErrors(stages, nil),
 			whole:       !params || len(stages) != len(x.Pipeline)-lf.n,
 		}
+		w.cols.leads = lf
 		if lf.n > 0 {
 			w.cols.lead = &rowSelection{lf: lf}
 		}
@@ -116,6 +130,39 @@ func (w *logWorker) columns(x *logql.LogExpr) (*logCols, error) {
 		}
 	}
 	return w.cols, nil
+}
+
+// startStream readies the state for a stream's blocks, whose rows also
+// hold the clauses implied (the label filters' for the stream: a block
+// read by columns holds no field out of its lines, whose value a filter
+// could read instead).
+func (lc *logCols) startStream(implied []store.Clause) {
+	lc.none = unknown // its outcome holds for one stream
+	switch {
+	case len(implied) == 0:
+		lc.implied = nil
+	case lc.implied == nil:
+		lc.implied = &rowSelection{}
+	}
+	if lc.implied != nil {
+		lc.implied.lf = lc.leads // its buffers kept
+		lc.implied.lf.must = append(slices.Clip(lc.leads.must), implied...)
+	}
+}
+
+// Rows the pipeline keeps are rare once rareRows rows are walked and
+// fewer than one in rareShare of them is kept.
+const (
+	rareRows  = 4096
+	rareShare = 64
+)
+
+// selection returns the selection of the block at hand's rows.
+func (lc *logCols) selection() *rowSelection {
+	if lc.implied != nil && lc.walked >= rareRows && lc.kept*rareShare < lc.walked {
+		return lc.implied
+	}
+	return lc.lead
 }
 
 // givesNothing reports whether the rows of a template with plan p (of
@@ -160,7 +207,8 @@ func (w *logWorker) block(ev *evaluator, ls record.Labels, b *part.Block, from, 
 		return errEnough
 	}
 	lc := w.cols
-	if lc.lead != nil {
+	rs := lc.selection()
+	if rs != nil {
 		// Line filters before json select the rows: when the lines kept
 		// leave only a few rows to read, they are read one by one.
 		if done, err := w.fewNewest(ev, ls, b, from, to, cut, keep); done || err != nil {
@@ -168,7 +216,7 @@ func (w *logWorker) block(ev *evaluator, ls record.Labels, b *part.Block, from, 
 		}
 	}
 	cp := lc.cp
-	sel, some, err := lc.lead.of(b) // the rows the line filters before json keep (nil: every row)
+	sel, some, err := rs.of(b) // the rows the line filters before json keep (nil: every row)
 	if err != nil || !some {
 		return err
 	}
@@ -183,7 +231,10 @@ func (w *logWorker) block(ev *evaluator, ls record.Labels, b *part.Block, from, 
 		return err
 	}
 	// Newest first: from the end, every column kept (each line kept is
-	// rebuilt).
+	// rebuilt). The rows walked without the implied clauses count
+	// towards taking them (once taken, the rows they select are no
+	// sample of the rest).
+	count := rs != lc.implied
 	cur := &cp.cur
 	cur.StartAtEnd(b, nil)
 	for k := b.NumRows() - 1; k >= 0; k-- {
@@ -201,6 +252,9 @@ func (w *logWorker) block(ev *evaluator, ls record.Labels, b *part.Block, from, 
 		}
 		if err := ev.scanned(&w.tally, nil); err != nil {
 			return err
+		}
+		if count {
+			lc.walked++
 		}
 		p := &cp.plans[tm]
 		if lc.givesNothing(w, ls, p) {
@@ -230,6 +284,9 @@ func (w *logWorker) block(ev *evaluator, ls record.Labels, b *part.Block, from, 
 			if line, kept = w.pipe.Process(t, line, w.lb); !kept {
 				continue
 			}
+		}
+		if count {
+			lc.kept++
 		}
 		if err := keep(t, line); err != nil {
 			return err
