@@ -599,9 +599,11 @@ blocks:
 			if !mayHold(f, b.LongestToken, opts.Tokens, opts.Needles) {
 				continue blocks
 			}
-			for _, g := range slices.Concat(opts.Any, lineAny) {
-				if !slices.ContainsFunc(g, func(p Probe) bool { return mayHold(f, b.LongestToken, p.Tokens, p.Needles) }) {
-					continue blocks
+			for _, groups := range [2][][]Probe{opts.Any, lineAny} {
+				for _, g := range groups {
+					if !slices.ContainsFunc(g, func(p Probe) bool { return mayHold(f, b.LongestToken, p.Tokens, p.Needles) }) {
+						continue blocks
+					}
 				}
 			}
 		}
