@@ -1085,6 +1085,37 @@ func TestHexPrefixSameAsRows(t *testing.T) {
 	}
 }
 
+// TestRawMissSameAsRows: a string filter on an escaped value that the
+// value's escaped text shows it fails (it lacks the literal the filter
+// needs, and no \u escape could write one) is failed unescaped
+// (rawMiss), and the answers are the row path's: a literal written by a
+// \u escape, next to another escape, in either case, with two filters.
+func TestRawMissSameAsRows(t *testing.T) {
+	logs := []string{
+		`{\"level\":\"ERROR\",\"m\":\"x\"}`, // escaped, holds ERROR
+		`{\"level\":\"info\"}`,              // escaped, lacks it
+		`ER\u0052OR in \"q\"`,               // ERROR written by \u
+		`plain ERROR`,                       // no escape
+		`tab\tERR`,                          // escaped, lacks it
+		`Error\n lower`,                     // ERROR but for case
+	}
+	lines := make([]string, 4600)
+	for i := range lines {
+		ts := time.Date(2026, 1, 15, 8, 0, 0, 0, time.UTC).Add(time.Duration(i) * 19 * time.Millisecond).Format(time.RFC3339Nano)
+		// Each value another: a column of strings without ids, whose
+		// values are decided one by one.
+		lines[i] = fmt.Sprintf(`{"ts":"%s","service":"%s","log":"%s #%d"}`, ts, []string{"api", "web"}[i%2], logs[(i/2)%len(logs)], i)
+	}
+	all := `{service=~".+"}`
+	checkColumnar(t, lines, true, []string{
+		`sum by (service) (count_over_time(` + all + ` | json | log=~".*ERROR.*" [1h]))`,
+		`sum(count_over_time(` + all + ` | json | log=~"(?i).*error.*" [1h]))`,
+		`sum(count_over_time(` + all + ` | json | log=~".*ERROR.*", log=~".*level.*" [1h]))`,
+		`sum(count_over_time(` + all + ` | json l="log" | l=~".*ERR.*" | l!~".*tab.*" [1h]))`,
+		`sum(count_over_time(` + all + ` | json | log!~".*ERROR.*" [1h]))`,
+	})
+}
+
 // idOf returns the trace id of a line of TestHexPrefixSameAsRows.
 func idOf(line string) string {
 	_, rest, _ := strings.Cut(line, `"trace_id":"`)
