@@ -1,6 +1,11 @@
 package query
 
-import "unsafe"
+import (
+	"iter"
+	"unsafe"
+
+	"github.com/sluicelog/sluice/internal/logql"
+)
 
 // flatTable holds the states of a range aggregation's series at one step
 // in its slots, as the hash aggregations of column stores do: the count
@@ -296,6 +301,26 @@ func (t *flatTable) union(o *flatTable) {
 					break
 				}
 				i = (i + 1) & mask
+			}
+		}
+	}
+}
+
+// values yields each state not moved that has a value at the one step
+// of range aggregation x (windows of rng), with that value, in slot
+// order: neither key nor series is made.
+func (t *flatTable) values(x *logql.RangeAggregation, rng int64) iter.Seq2[*flatSlot, float64] {
+	return func(yield func(*flatSlot, float64) bool) {
+		var rs rangeSeries
+		rs.n, rs.v = rs.one[0:1:1], rs.one[1:2:2]
+		for i, c := range t.ctrl {
+			sl := &t.slots[i]
+			if c == 0 || sl.n <= 0 { // empty, moved, or no sample
+				continue
+			}
+			rs.one = [2]float64{sl.n, sl.v}
+			if v, ok := rs.instant(x, rng); ok && !yield(sl, v) {
+				return
 			}
 		}
 	}

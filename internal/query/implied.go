@@ -55,17 +55,23 @@ var unicodeEscape = store.Literal{Text: []byte(`\u`)}
 // text or \u: 2% of an application's JSON lines, where 36% hold a
 // backslash).
 func escapeOf(clause store.Clause, logfmt bool) store.Literal {
-	if logfmt {
+	if logfmt || !unicodeEscapesOnly(clause) {
 		return backslash
 	}
+	return unicodeEscape
+}
+
+// unicodeEscapesOnly reports whether only a JSON \u escape writes a
+// byte of clause's literals: printable ASCII without " \ and /.
+func unicodeEscapesOnly(clause store.Clause) bool {
 	for _, l := range clause {
 		for _, c := range l.Text {
 			if c < 0x20 || c > 0x7e || c == '"' || c == '\\' || c == '/' {
-				return backslash
+				return false
 			}
 		}
 	}
-	return unicodeEscape
+	return true
 }
 
 // impliedClauses returns the clauses the label filters of a pipeline

@@ -379,62 +379,37 @@ func (ev *evaluator) rangeAggregationK(ctx context.Context, x *logql.RangeAggreg
 	// compare orders a before b as compareRanked does. A tie is broken
 	// on the keys, whose labels are made only for a series kept.
 	ties := 0
-	compare := func(a, b *rankedSeries) int {
+	compare := func(a, b rankedSeries) int {
 		if c := compareValues(a.v, b.v, top); c != 0 {
 			return c
 		}
 		ties++
 		if a.rs.labels == nil && b.rs.labels == nil {
-			if c, ok := compareKeys(keyOf(a), keyOf(b)); ok {
+			if c, ok := compareKeys(keyOf(&a), keyOf(&b)); ok {
 				return c
 			}
 		}
-		return compareLabels(labelsOf(a), labelsOf(b))
-	}
-	consider := func(c rankedSeries) bool {
-		rs := c.rs
-		if rs.n[0] == 0 {
-			return false
-		}
-		v, ok := rs.result(x, 0, rs.n[0], rng)
-		if !ok {
-			return false
-		}
-		c.v = v
-		if len(best) == k && compare(&c, &best[k-1]) >= 0 {
-			return false
-		}
-		j := sort.Search(len(best), func(j int) bool { return compare(&c, &best[j]) < 0 })
-		if len(best) < k {
-			best = append(best, rankedSeries{})
-		}
-		copy(best[j+1:], best[j:len(best)-1])
-		best[j] = c
-		return true
+		return compareLabels(labelsOf(&a), labelsOf(&b))
 	}
 	if f := merged.flat; f != nil && merged.used == 0 {
-		// The states in the flat table: a series is made for a state
-		// only when it is kept, for a while, among the best.
-		// Its key is looked up only for a tie or when kept: a key of
-		// each state was a miss each (19% of a top 5 of 3.3M).
-		rs := &rangeSeries{}
-		for i, c := range f.ctrl {
-			if c == 0 || f.slots[i].moved() {
-				continue
-			}
-			sl := &f.slots[i]
-			rs.one = [2]float64{sl.n, sl.v}
-			rs.n, rs.v = rs.one[0:1:1], rs.one[1:2:2]
-			if consider(rankedSeries{rs: rs, flat: f, at: sl.key}) {
-				rs = &rangeSeries{}
-			}
+		// The states in the flat table: a candidate is a state's
+		// value and place, its key looked up only for a tie or when
+		// kept (a key of each state was a miss each: 19% of a top 5 of
+		// 3.3M), and its series one without labels of its own.
+		plain := &rangeSeries{}
+		for sl, v := range f.values(x, rng) {
+			best, _ = keepBest(best, k, rankedSeries{rs: plain, v: v, flat: f, at: sl.key}, compare)
 			if ties > maxKeyTies {
 				best = flatBestTied(f, x, rng, k, top)
 				break
 			}
 		}
 	} else {
-		merged.each(func(key string, rs *rangeSeries) { consider(rankedSeries{key: key, rs: rs}) })
+		merged.each(func(key string, rs *rangeSeries) {
+			if v, ok := rs.instant(x, rng); ok {
+				best, _ = keepBest(best, k, rankedSeries{key: key, rs: rs, v: v}, compare)
+			}
+		})
 	}
 	out := shape.like()
 	for i := range best {
@@ -464,70 +439,36 @@ const maxKeyTies = 4096
 // first, their keys read in the order they came (one pass over the key
 // chunks) rather than in the slots' order.
 func flatBestTied(f *flatTable, x *logql.RangeAggregation, rng int64, k int, top bool) []rankedSeries {
-	var rs rangeSeries
-	rs.n, rs.v = rs.one[0:1:1], rs.one[1:2:2]
-	// each calls fn with the value of each state that has one.
-	each := func(fn func(sl *flatSlot, v float64)) {
-		for i, c := range f.ctrl {
-			if c == 0 || f.slots[i].moved() {
-				continue
-			}
-			sl := &f.slots[i]
-			rs.one = [2]float64{sl.n, sl.v}
-			if sl.n == 0 {
-				continue
-			}
-			if v, ok := rs.result(x, 0, rs.n[0], rng); ok {
-				fn(sl, v)
-			}
-		}
-	}
 	// The k best values, best first.
 	vals := make([]float64, 0, k)
-	each(func(_ *flatSlot, v float64) {
-		if len(vals) == k && compareValues(v, vals[k-1], top) >= 0 {
-			return
-		}
-		j := sort.Search(len(vals), func(j int) bool { return compareValues(v, vals[j], top) < 0 })
-		if len(vals) < k {
-			vals = append(vals, 0)
-		}
-		copy(vals[j+1:], vals[j:len(vals)-1])
-		vals[j] = v
-	})
+	byValue := func(a, b float64) int { return compareValues(a, b, top) }
+	for _, v := range f.values(x, rng) {
+		vals, _ = keepBest(vals, k, v, byValue)
+	}
 	if len(vals) == 0 {
 		return nil
 	}
 	kth := vals[len(vals)-1]
 	var best []rankedSeries
-	tied := make([]uint64, (len(f.keys)+63)/64) // by the keys' places
-	each(func(sl *flatSlot, v float64) {
+	// A state's series: no labels of its own. tied: by the keys' places.
+	plain := &rangeSeries{}
+	tied := make([]uint64, (len(f.keys)+63)/64)
+	for sl, v := range f.values(x, rng) {
 		switch compareValues(v, kth, top) {
 		case -1:
-			s := &rangeSeries{one: rs.one}
-			s.n, s.v = s.one[0:1:1], s.one[1:2:2]
-			best = append(best, rankedSeries{rs: s, v: v, flat: f, at: sl.key})
+			best = append(best, rankedSeries{rs: plain, v: v, flat: f, at: sl.key})
 		case 0:
 			tied[sl.key/64] |= 1 << (sl.key % 64)
 		}
-	})
+	}
 	// The tied states whose keys come first, in the order of their keys.
 	need := len(vals) - len(best)
 	keys := make([]rankedSeries, 0, need)
+	byKey := func(a, b rankedSeries) int { c, _ := compareKeys(a.key, b.key); return c }
 	for w, word := range tied {
 		for ; word != 0; word &= word - 1 {
 			at := uint32(w*64 + bits.TrailingZeros64(word))
-			key := f.key(f.keys[at])
-			less := func(j int) bool { c, _ := compareKeys(key, keys[j].key); return c < 0 }
-			if len(keys) == need && !less(need-1) {
-				continue
-			}
-			j := sort.Search(len(keys), less)
-			if len(keys) < need {
-				keys = append(keys, rankedSeries{})
-			}
-			copy(keys[j+1:], keys[j:len(keys)-1])
-			keys[j] = rankedSeries{rs: &rangeSeries{}, v: kth, key: key, flat: f, at: at}
+			keys, _ = keepBest(keys, need, rankedSeries{rs: plain, v: kth, key: f.key(f.keys[at]), flat: f, at: at}, byKey)
 		}
 	}
 	return append(best, keys...)
@@ -556,25 +497,17 @@ func (ev *evaluator) rangeFold(ctx context.Context, x *logql.RangeAggregation, s
 	rng := int64(x.Range.Interval)
 	// each calls add with the value of each series that has one.
 	each := func(add func(float64)) {
-		take := func(rs *rangeSeries) {
-			if rs.n[0] != 0 {
-				if v, ok := rs.result(x, 0, rs.n[0], rng); ok {
-					add(v)
-				}
-			}
-		}
 		if f := merged.flat; f != nil && merged.used == 0 {
-			var rs rangeSeries
-			rs.n, rs.v = rs.one[0:1:1], rs.one[1:2:2]
-			for i, c := range f.ctrl {
-				if c != 0 && !f.slots[i].moved() {
-					rs.one = [2]float64{f.slots[i].n, f.slots[i].v}
-					take(&rs)
-				}
+			for _, v := range f.values(x, rng) {
+				add(v)
 			}
-		} else {
-			merged.each(func(_ string, rs *rangeSeries) { take(rs) })
+			return
 		}
+		merged.each(func(_ string, rs *rangeSeries) {
+			if v, ok := rs.instant(x, rng); ok {
+				add(v)
+			}
+		})
 	}
 	var m float64
 	seen := false
@@ -887,7 +820,7 @@ func (ev *evaluator) countSeries(ctx context.Context, x *logql.RangeAggregation,
 		// value join their keys, and the count is of the keys.
 		marks := &merged.marks
 		merged.each(func(k string, rs *rangeSeries) {
-			if _, ok := rs.result(x, 0, rs.n[0], rng); ok && rs.n[0] != 0 {
+			if _, ok := rs.instant(x, rng); ok {
 				marks.add(merged.hashString(k))
 			}
 		})
@@ -1485,6 +1418,15 @@ func (s *rangeSeries) merge(op rangeOp, o *rangeSeries) {
 		}
 		s.n[k] += on
 	}
+}
+
+// instant is the function's value at a one-step query's step (window
+// 0), false when the series has none there.
+func (s *rangeSeries) instant(x *logql.RangeAggregation, rng int64) (float64, bool) {
+	if s.n[0] == 0 {
+		return 0, false
+	}
+	return s.result(x, 0, s.n[0], rng)
 }
 
 // result is the function's value for window k.

@@ -1757,7 +1757,7 @@ func (fs *filterState) verdict(w *rangeWorker, ls record.Labels, b *part.Block, 
 // (escaped) that is true when its unescaped value cannot pass fs, the
 // filters of one label: it lacks a literal one of them requires
 // (filterClauses), and holds no \u escape, the only one that could write
-// a literal of printable ASCII without " \ and / (escapeOf). nil when fs
+// a literal of printable ASCII without " \ and / (unicodeEscapesOnly). nil when fs
 // require no such literal. k8s' log field, a JSON line escaped whole,
 // was unescaped for each row to be searched for ERROR (74% of the
 // question).
@@ -1766,7 +1766,7 @@ func rawMiss(fs []logql.LabelFilter) func(raw []byte) bool {
 	for _, f := range fs {
 		for _, ic := range filterClauses(f, &captureSource{}) {
 			c := ic.clause
-			if string(escapeOf(c, false).Text) != string(unicodeEscape.Text) || slices.ContainsFunc(c, func(l store.Literal) bool { return l.Fold != c[0].Fold }) {
+			if !unicodeEscapesOnly(c) || slices.ContainsFunc(c, func(l store.Literal) bool { return l.Fold != c[0].Fold }) {
 				continue
 			}
 			lits := make([][]byte, len(c))

@@ -541,24 +541,38 @@ func selectK(dst, members []*series, i, k int, top bool) []*series {
 		slices.SortFunc(dst[start:], func(a, b *series) int { return compareRanked(a, b, i, top) })
 		return dst[:start+k]
 	}
-	// Keep the best k so far, best first: a member enters when it beats
-	// the worst of them, after those it does not beat.
+	// Keep the best k so far, best first.
+	best := dst[start:]
+	cmp := func(a, b *series) int { return compareRanked(a, b, i, top) }
 	for _, m := range members {
-		if !m.has[i] {
-			continue
+		if m.has[i] {
+			best, _ = keepBest(best, k, m, cmp)
 		}
-		best := dst[start:]
-		if len(best) == k && compareRanked(m, best[k-1], i, top) >= 0 {
-			continue
-		}
-		j := start + sort.Search(len(best), func(j int) bool { return compareRanked(m, best[j], i, top) < 0 })
-		if len(best) < k {
-			dst = append(dst, nil)
-		}
-		copy(dst[j+1:], dst[j:len(dst)-1])
-		dst[j] = m
 	}
-	return dst
+	return append(dst[:start], best...)
+}
+
+// keepBest keeps x among best, the at most k best so far in cmp's order
+// (best first), when it beats the worst of them, after those it does not
+// beat; it reports whether x entered. (cmp takes values: a pointer to x
+// handed to a function value would move x to the heap at every call.)
+func keepBest[T any](best []T, k int, x T, cmp func(a, b T) int) ([]T, bool) {
+	if len(best) == k && cmp(x, best[k-1]) >= 0 {
+		return best, false // most candidates, inlined
+	}
+	return enterBest(best, k, x, cmp), true
+}
+
+// enterBest is keepBest's entry of x.
+func enterBest[T any](best []T, k int, x T, cmp func(a, b T) int) []T {
+	j := sort.Search(len(best), func(j int) bool { return cmp(x, best[j]) < 0 })
+	if len(best) < k {
+		var zero T
+		best = append(best, zero)
+	}
+	copy(best[j+1:], best[j:len(best)-1])
+	best[j] = x
+	return best
 }
 
 // compareRanked orders series a before b when its value at step i is
