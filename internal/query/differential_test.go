@@ -289,10 +289,12 @@ func sameAnswer(sn *store.Snapshot, q string, log bool, backward bool) string {
 		want, werr := (&Engine{workers: 2, reference: true, limits: DefaultLimits}).Exec(context.Background(), sn, p)
 		firsts := []int{0}
 		if log && backward {
-			firsts = append(firsts, 5) // blocks read their newest 5 rows first (FirstNewest)
+			// Blocks read their newest 5 rows first (FirstNewest); and
+			// columnar blocks swept from the first (-1, sweepAlways).
+			firsts = append(firsts, 5, -1)
 		}
 		for _, first := range firsts {
-			got, gerr := (&Engine{workers: 2, limits: DefaultLimits, firstNewest: first}).Exec(context.Background(), sn, p)
+			got, gerr := (&Engine{workers: 2, limits: DefaultLimits, firstNewest: max(first, 0), sweepAlways: first < 0}).Exec(context.Background(), sn, p)
 			if (werr == nil) != (gerr == nil) || werr != nil && errorClass(werr) != errorClass(gerr) {
 				return fmt.Sprintf("errors differ:\n  reference: %v\n  engine:    %v", werr, gerr)
 			}

@@ -124,6 +124,10 @@ type Engine struct {
 	// firstNewest, when set, replaces the const of that name (tests:
 	// blocks of a few rows read their newest first too).
 	firstNewest int
+	// sweepAlways, when set, sweeps a columnar log query's blocks from
+	// its first (tests: log_sweep.go's path is otherwise taken only once
+	// the rows walked show the filters rare, which short walks never do).
+	sweepAlways bool
 }
 
 // NewEngine returns an engine with the given limits.

@@ -51,6 +51,13 @@ type logCols struct {
 	// dropped, as colPlanner.noneMemo.
 	none known
 	line []byte
+	// The swept path's (log_sweep.go): the query, its probe (nil: none)
+	// once made (probeMade), whether the probe is started for the
+	// stream at hand (probeOn), and a block's rows to make, a bit each.
+	x                  *logql.LogExpr
+	probe              *rangeWorker
+	probeMade, probeOn bool
+	rows               []uint64
 }
 
 // logColumnar reports whether a log query's pipeline can take the
@@ -104,6 +111,7 @@ func (w *logWorker) columns(x *logql.LogExpr) (*logCols, error) {
 			cp:          &colPlanner{json: jp, rest: pipe.Tail(), unwrapParam: -1},
 			dropsErrors: stagesDropErrors(stages, nil),
 			whole:       !params || len(stages) != len(x.Pipeline)-lf.n,
+			x:           x,
 		}
 		w.cols.leads = lf
 		if lf.n > 0 {
@@ -138,6 +146,7 @@ func (w *logWorker) columns(x *logql.LogExpr) (*logCols, error) {
 // could read instead).
 func (lc *logCols) startStream(implied []store.Clause) {
 	lc.none = unknown // its outcome holds for one stream
+	lc.probeOn = false
 	switch {
 	case len(implied) == 0:
 		lc.implied = nil
@@ -211,11 +220,20 @@ func (w *logWorker) block(ev *evaluator, ls record.Labels, b *part.Block, from, 
 		return errEnough
 	}
 	lc := w.cols
+	swept, err := lc.sweeps(ev, from, to)
+	if err != nil {
+		return err
+	}
 	rs := lc.selection()
-	if rs != nil {
-		// Line filters before json select the rows: when the lines kept
-		// leave only a few rows to read, they are read one by one.
+	if rs != nil || swept {
+		// Rows selected or swept: when the lines kept leave only a few
+		// rows to read, they are read one by one.
 		if done, err := w.fewNewest(ev, ls, b, from, to, cut, keep); done || err != nil {
+			return err
+		}
+	}
+	if swept {
+		if done, err := w.sweptBlock(ev, ls, b, from, to, cut, keep); done || err != nil {
 			return err
 		}
 	}
@@ -238,7 +256,7 @@ func (w *logWorker) block(ev *evaluator, ls record.Labels, b *part.Block, from, 
 	// rebuilt). The rows walked without the implied clauses count
 	// towards taking them (once taken, the rows they select are no
 	// sample of the rest).
-	count := rs != lc.implied
+	count := rs == nil || rs != lc.implied
 	cur := &cp.cur
 	cur.StartAtEnd(b, nil)
 	for k := b.NumRows() - 1; k >= 0; k-- {

@@ -101,7 +101,11 @@ type rangeWorker struct {
 	batched bool
 	// noFlat: the worker's states are series from now on (flatKeys).
 	noFlat bool
-	_      workerPad
+	// probe: the worker is a log query's probe (log_sweep.go), whose
+	// rows pass with a pipeline error as without: the log query keeps
+	// them, with their error labels.
+	probe bool
+	_     workerPad
 }
 
 // workerPad pads the state a worker writes row by row (rangeWorker,
@@ -184,7 +188,7 @@ func (w *rangeWorker) sampleSeries(t int64, line []byte) (*rangeSeries, float64,
 
 // seriesOf returns the series of the labels in w.lb, grouped.
 func (w *rangeWorker) seriesOf() (*rangeSeries, error) {
-	if w.lb.HasError() {
+	if w.lb.HasError() && !w.probe {
 		return nil, pipelineError(w.lb)
 	}
 	n := 0
@@ -664,22 +668,7 @@ func (ev *evaluator) rangeStates(ctx context.Context, x *logql.RangeAggregation,
 		}
 		var err error
 		if columnar {
-			cp := w.colPlanner()
-			clear(cp.memo) // its outcomes hold for one stream
-			cp.pastLooks, cp.pastMisses = cp.pastLooks+cp.memoLooks, cp.pastMisses+cp.memoMisses
-			cp.noneMemo, cp.memoLooks, cp.memoMisses = unknown, 0, 0
-			if cp.unwrapIDs = cp.unwrapParam >= 0; cp.unwrapIDs {
-				_, shadowed := ls.Get(unwrap.Label)
-				cp.unwrapIDs = !shadowed
-			}
-			if cp.pred != nil {
-				cp.pred.startStream(ls)
-			}
-			cp.startFilters(w, ls)
-			if cp.keys != nil {
-				cp.keys.startStream(ls)
-				cp.skipMemoTrial()
-			}
+			w.startColumns(ls)
 		}
 		if countsAll && !timesOnly && counter != nil {
 			// At one instant, most streams' counts are in the index.

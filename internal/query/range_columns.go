@@ -457,6 +457,27 @@ func (w *rangeWorker) colPlanner() *colPlanner {
 	return w.cols
 }
 
+// startColumns readies the columnar path's state for the rows of stream
+// ls.
+func (w *rangeWorker) startColumns(ls record.Labels) {
+	cp := w.colPlanner()
+	clear(cp.memo) // its outcomes hold for one stream
+	cp.pastLooks, cp.pastMisses = cp.pastLooks+cp.memoLooks, cp.pastMisses+cp.memoMisses
+	cp.noneMemo, cp.memoLooks, cp.memoMisses = unknown, 0, 0
+	if cp.unwrapIDs = cp.unwrapParam >= 0; cp.unwrapIDs {
+		_, shadowed := ls.Get(w.x.Range.Unwrap.Label)
+		cp.unwrapIDs = !shadowed
+	}
+	if cp.pred != nil {
+		cp.pred.startStream(ls)
+	}
+	cp.startFilters(w, ls)
+	if cp.keys != nil {
+		cp.keys.startStream(ls)
+		cp.skipMemoTrial()
+	}
+}
+
 // block adds the samples of a stored block's rows in [from, to].
 func (w *rangeWorker) block(ev *evaluator, ls record.Labels, b *part.Block, from, to int64) error {
 	err := w.blockRows(ev, ls, b, from, to)

@@ -134,7 +134,7 @@ type filterState struct {
 	// row that passes, its group label's value and its sample's.
 	samp         [][2]int32
 	gvals, svals []int32
-	raws         int   // rows of the block's raw templates (rawRows)
+	raws         int   // rows of the block's templates walked (fTmpl.walked; rawRows)
 	counts       []int // per outcome, the rows that pass (countGroups)
 	// used, per slot, the values of its column that alive templates'
 	// rows read as the one label histLabel (-1: none yet; -2: more than
@@ -184,6 +184,11 @@ type filterState struct {
 	// bit is 0 passes not, whatever its values (the leading line filters
 	// drop it). Only passing reads it: the other kernels are not used.
 	sel []uint64
+	// rows: the rows that pass are asked for (a log query's probe,
+	// passed), so that plan keeps every template's uses (not planOne).
+	rows   bool
+	seen   []bool // anyPass's, per verdict
+	before []int  // passingFrom's rows per template before its first
 }
 
 const (
@@ -232,7 +237,10 @@ type fVerdict struct {
 
 // fTmpl is a template's part of a sweep.
 type fTmpl struct {
-	alive      bool // its rows may pass: no label it lacks fails
+	alive bool // its rows may pass: no label it lacks fails
+	// walked: its rows are left to the row path (stored whole, or, for
+	// a probe, not planned).
+	walked     bool
 	uses       [2]int32
 	movesStart int32
 	movesEnd   int32
@@ -627,6 +635,73 @@ func (w *rangeWorker) filterSweep(ev *evaluator, ls record.Labels, b *part.Block
 		return true, w.rawRows(ev, ls, b, hi)
 	}
 	return true, ev.flush(&w.tally)
+}
+
+// passed finds the rows of block b of stream ls from row lo on that
+// pass the filters, of those sel selects (nil: every row), by the
+// sweep's plan and bits,
+// for a log query's probe (log_sweep.go): fs.hits, the rows of the
+// templates swept; the rows of templates walked (stored whole, or not
+// planned: fTmpl.walked, fs.raws of them) are left out, for the row
+// path. ok false: the block is not swept, and
+// its rows must be walked.
+func (w *rangeWorker) passed(ls record.Labels, b *part.Block, sel []uint64, lo int) (fs *filterState, ok bool, err error) {
+	cp := w.cols
+	if fs = cp.filters; fs == nil {
+		return nil, false, nil
+	}
+	if fs.none { // the stream's labels fail the filters: no row passes
+		fs.hits, fs.raws = fs.hits[:0], 0
+		return fs, true, nil
+	}
+	cp.idsLater = true // the sweep needs no memo of outcomes by ids
+	if err := cp.startBlock(b, false, func(p *tmplPlan) (bool, error) { return w.givesNothing(ls, p) }); err != nil {
+		return nil, false, err
+	}
+	fs.sel, fs.rows = sel, true
+	_, hi := b.TimeRange()
+	if ok, err := fs.plan(w, ls, b, hi, false); err != nil || !ok {
+		return nil, false, err
+	}
+	fs.bitsReady()
+	if fs.anyPass(b) {
+		fs.passingFrom(b, lo)
+	} else {
+		fs.hits = fs.hits[:0]
+	}
+	return fs, true, nil
+}
+
+// anyPass reports whether a row of block b may pass, after its plan and
+// bits: a template alive reads no value from a column, or some value
+// passes the verdict of the first use of an alive template. False:
+// passing would find no row, and need not walk the rows' templates (a
+// trace id's rows: in one block of hundreds).
+func (fs *filterState) anyPass(b *part.Block) bool {
+	seen := growClear(fs.seen, len(fs.verds))
+	fs.seen = seen
+	for ti := range b.NumTemplates() {
+		tm := &fs.tmpls[ti]
+		if !tm.alive {
+			continue
+		}
+		if tm.uses[0] == tm.uses[1] {
+			return true
+		}
+		v := fs.uses[tm.uses[0]].verdict
+		if seen[v] {
+			continue
+		}
+		seen[v] = true
+		vd := &fs.verds[v]
+		n := b.ColumnValues(fs.slots[vd.slot].col)
+		for _, word := range fs.pass[vd.at:][:(n+63)/64] {
+			if word != 0 {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // timedRows decodes block b's times and returns how many of its rows
@@ -1130,7 +1205,7 @@ func (w *rangeWorker) histogram(b *part.Block, t int64) (bool, error) {
 // template's uses and moves and each column's verdicts; false when a
 // template with rows cannot be swept.
 func (fs *filterState) plan(w *rangeWorker, ls record.Labels, b *part.Block, t int64, timed bool) (bool, error) {
-	if len(fs.labels) == 1 && fs.unwrap < 0 && fs.vecs[0] == nil && !timed && fs.sel == nil {
+	if len(fs.labels) == 1 && fs.unwrap < 0 && fs.vecs[0] == nil && !timed && fs.sel == nil && !fs.rows {
 		if ok, decided, err := fs.planOne(w, ls, b, t); err != nil || decided {
 			return ok, err
 		}
@@ -1148,12 +1223,15 @@ func (fs *filterState) plan(w *rangeWorker, ls record.Labels, b *part.Block, t i
 			continue
 		}
 		p := &cp.plans[ti]
-		if b.TemplateRaw(ti) {
+		if b.TemplateRaw(ti) || fs.rows && !p.ok {
 			// Lines stored whole take the row path after the sweep,
-			// in one window: no row of theirs counts here.
+			// in one window: no row of theirs counts here. So do a
+			// probe's rows of templates not planned (malformed json,
+			// say): its log query runs them whole.
 			if timed {
 				return false, nil
 			}
+			tm.walked = true
 			fs.raws += rows
 			continue
 		}
@@ -1253,8 +1331,8 @@ func (fs *filterState) plan(w *rangeWorker, ls record.Labels, b *part.Block, t i
 		// The raw rows' values in the slots' columns, now that every
 		// slot is known.
 		for ti := range b.NumTemplates() {
-			if rows := b.TemplateRows(ti); rows > 0 && b.TemplateRaw(ti) {
-				tm := &fs.tmpls[ti]
+			if tm := &fs.tmpls[ti]; tm.walked {
+				rows := b.TemplateRows(ti)
 				tm.movesStart = int32(len(fs.moves))
 				fs.slotMoves(b, ti, tm)
 				fs.countMoves(tm, rows)
@@ -2532,13 +2610,32 @@ func (fs *filterState) valuesOutcome(b *part.Block) int32 {
 // passing sets fs.hits to the rows of block b that pass and, with an
 // unwrap, fs.samps to their samples, in one pass over their templates,
 // each row's values found by the moves of the rows before it.
-func (fs *filterState) passing(b *part.Block) {
+func (fs *filterState) passing(b *part.Block) { fs.passingFrom(b, 0) }
+
+// passingFrom is passing for the rows from row lo on: the moves of the
+// rows before it are counted per template, not made row by row.
+func (fs *filterState) passingFrom(b *part.Block, lo int) {
 	vi := fs.vi
 	clear(vi)
 	fs.hits, fs.samps, fs.houts = fs.hits[:0], fs.samps[:0], fs.houts[:0]
 	tmpls, uses, moves, verds, pass := fs.tmpls, fs.uses, fs.moves, fs.verds, fs.pass
+	tids := b.RowTemplates()
+	if lo > 0 {
+		counts := growClear(fs.before, b.NumTemplates())
+		fs.before = counts
+		for _, t := range tids[:lo] {
+			counts[t]++
+		}
+		for t, c := range counts {
+			tm := &tmpls[t]
+			for _, m := range moves[tm.movesStart:tm.movesEnd] {
+				vi[m.slot] += m.n * c
+			}
+		}
+	}
 	sel := fs.sel
-	for k, t := range b.RowTemplates() {
+	for k := lo; k < len(tids); k++ {
+		t := tids[k]
 		tm := &tmpls[t]
 		if tm.alive && (sel == nil || sel[k>>6]>>(k&63)&1 != 0) {
 			ok := true

@@ -17,9 +17,10 @@ import (
 // columns it is started with (the others stay at zero and cost nothing to
 // move), so a walk that reads two columns of a wide block moves two.
 type Cursor struct {
-	pos   []int // per column, the current row's first value
-	moves []int // per template from start[t], the kept columns its rows move, once per value
-	start []int
+	pos    []int // per column, the current row's first value
+	moves  []int // per template from start[t], the kept columns its rows move, once per value
+	start  []int
+	counts []int // BackOver's rows per template
 }
 
 // Start places c at the first row of b, keeping the columns keep marks
@@ -119,6 +120,31 @@ func (c *Cursor) BackBy(t, n int) {
 	for _, col := range c.moves[c.start[t]:c.start[t+1]] {
 		pos[col] -= n
 	}
+}
+
+// BackOver moves c back before the rows of templates tids, a run of a
+// block's rows (RowTemplates()[i:j], its last row the one c is after):
+// Back for each, or, when the run is long beside the block's templates,
+// BackBy for each template by its count of rows in it.
+func (c *Cursor) BackOver(tids []int32) {
+	nt := len(c.start) - 1
+	if len(tids) < 2*nt {
+		for i := len(tids) - 1; i >= 0; i-- {
+			c.Back(int(tids[i]))
+		}
+		return
+	}
+	counts := grown(c.counts, nt)
+	clear(counts)
+	for _, t := range tids {
+		counts[t]++
+	}
+	for t, n := range counts {
+		if n > 0 {
+			c.BackBy(t, n)
+		}
+	}
+	c.counts = counts
 }
 
 // Moves reports whether a row of template t moves a kept column: rows

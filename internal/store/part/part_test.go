@@ -878,6 +878,18 @@ func TestColumnar(t *testing.T) {
 			cur.Back(cb.RowTemplate(k))
 			check("back", k, &cur)
 		}
+		// BackOver past runs of rows, short (row by row) and long (by
+		// counts per template): each row then rebuilds as walking back
+		// row by row does.
+		for _, run := range []int{1, 3, 2*cb.NumTemplates() + 1} {
+			cur.StartAtEnd(&cb, nil)
+			next := cb.NumRows()
+			for k := cb.NumRows() - 1; k >= 0; k -= run {
+				cur.BackOver(cb.RowTemplates()[k:next])
+				next = k
+				check(fmt.Sprintf("back over %d", run), k, &cur)
+			}
+		}
 		last := cb.RowTemplate(cb.NumRows() - 1)
 		keep := make([]bool, cb.NumColumns())
 		for s := range cb.TemplateSlots(last) {
