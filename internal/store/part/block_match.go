@@ -12,7 +12,6 @@ import (
 	"sort"
 	"strconv"
 
-	"github.com/sluicelog/sluice/internal/bin"
 	"github.com/sluicelog/sluice/internal/literal"
 	"github.com/sluicelog/sluice/internal/rows"
 	"github.com/sluicelog/sluice/internal/timestamp"
@@ -635,51 +634,23 @@ func (b *Block) valueHas(ci, vi, li int, t int64) (bool, error) {
 }
 
 // assembleMatching is assemble for lines reads with clauses: it
-// keeps only the rows whose line holds every clause.
-func (b *Block) assembleMatching(nrows int, stream uint32, times, subms, tids, rowFlags, msgSpans []byte) error {
-	rs, mr := newRowStreams(times, subms, tids, len(b.tmpls)), bin.NewReader(msgSpans)
+// keeps only the rows whose line holds every clause, decided per
+// template first (matchCounting's verdicts), and makes only their
+// lines.
+func (b *Block) assembleMatching(nrows int, stream uint32) error {
 	b.Rows = b.Rows[:0]
 	lci := b.startMatching()
 	if b.q.Newest > 0 {
 		return b.matchNewest(nrows, stream, lci)
 	}
-	if b.q.NoLines {
-		return b.matchCounting(nrows, stream, lci)
-	}
-	// A block none of whose rows may hold every clause (a regexp's
-	// literal that no value holds) is not walked.
-	if may, err := b.rowsMayMatch(); err != nil || !may {
-		return err
-	}
-	cur := &b.cur
-	cur.Start(b, nil)
-	b.lm.streamed = true
-	for k := range nrows {
-		t, tid, err := rs.next(k)
-		if err != nil {
+	if !b.q.NoLines {
+		// A block none of whose rows may hold every clause (a regexp's
+		// literal that no value holds) is not walked.
+		if may, err := b.rowsMayMatch(); err != nil || !may {
 			return err
 		}
-		tm := &b.tmpls[tid]
-		for si, col := range tm.cols {
-			if int(col) >= len(b.cols) || b.cols[col].flags&colLine != 0 || cur.At(int(col))+tm.nth(si) >= b.cols[col].n {
-				return fmt.Errorf("row %d: slot %d: column %d of %d, or past its values", k, si, col, len(b.cols))
-			}
-		}
-		r := rowOf(t, stream, rowFlags[k])
-		keep, err := b.matchRow(k, tm, tid, lci, t, rowFlags[k], &mr, &r)
-		if err != nil {
-			return err
-		}
-		if keep {
-			b.Rows = append(b.Rows, r)
-		}
-		cur.Next(tid)
 	}
-	mr.Done("message spans")
-	if err := firstErr(rs.done(), mr.Err()); err != nil {
-		return err
-	}
-	return b.checkUsed(cur.At)
+	return b.matchCounting(nrows, stream, lci)
 }
 
 // MatchingRows sets a bit per row of a block read by ReadColumns in sel
@@ -704,7 +675,6 @@ func (b *Block) MatchingRows(contains []Clause, sel []uint64) ([]uint64, error) 
 // clauses of b.q.Contains, and returns the index of its line column (-1:
 // none).
 func (b *Block) startMatching() int {
-	b.lm.streamed = false
 	clear(b.lm.windows) // windowBits' memos are of a block's columns
 	clear(b.lm.crosses)
 	clear(b.lm.entryBits)
@@ -840,7 +810,7 @@ func (b *Block) matchNewest(nrows int, stream uint32, lci int) error {
 // matchRow finds it holds the clauses.
 func (b *Block) keepMatching(k, tid, lci int, t int64, stream uint32) error {
 	r := rowOf(t, stream, b.rowFlags[k])
-	keep, err := b.matchRow(k, &b.tmpls[tid], tid, lci, t, b.rowFlags[k], nil, &r)
+	keep, err := b.matchRow(k, &b.tmpls[tid], tid, lci, t, &r)
 	if keep && err == nil {
 		b.Rows = append(b.Rows, r)
 	}
@@ -1036,6 +1006,15 @@ func (b *Block) matchCounting(nrows int, stream uint32, lci int) error {
 	if err := b.verdicts(); err != nil {
 		return err
 	}
+	if b.linesWanted() {
+		// Every line kept is made: the cursor keeps every column, and
+		// ends where the columns do.
+		b.cur.Start(b, nil)
+		if err := b.countMatches(nrows, stream, rowFlags, lci); err != nil {
+			return err
+		}
+		return b.checkUsed(b.cur.At)
+	}
 	// The cursor keeps the columns read: a tested template's tests', a
 	// matched one's values that matchRow reads.
 	need := grown(b.lm.need, len(b.cols))
@@ -1080,6 +1059,12 @@ func (b *Block) matchCounting(nrows int, stream uint32, lci int) error {
 	}
 	b.cur.Start(b, need)
 	return b.countMatches(nrows, stream, rowFlags, lci)
+}
+
+// linesWanted reports whether a matching read keeps its rows with their
+// lines: a lines read (not NoLines, not a count, not MatchingRows).
+func (b *Block) linesWanted() bool {
+	return b.mode == readLines && !b.q.NoLines && !b.lm.selecting
 }
 
 // keep keeps a matching row of a NoLines read, or counts it (CountLines).
@@ -1159,7 +1144,7 @@ func (b *Block) countMatches(nrows int, stream uint32, rowFlags []byte, lci int)
 			}
 			r = rowOf(t, stream, rowFlags[k])
 			var err error
-			if keep, err = b.matchRow(k, &b.tmpls[tid], tid, lci, r.Time, rowFlags[k], nil, &r); err != nil {
+			if keep, err = b.matchRow(k, &b.tmpls[tid], tid, lci, r.Time, &r); err != nil {
 				return err
 			}
 		}
@@ -1170,6 +1155,12 @@ func (b *Block) countMatches(nrows int, stream uint32, rowFlags []byte, lci int)
 			}
 		case keep && v != rowsMatch && b.mode != readCount:
 			r = rowOf(b.times[k], stream, rowFlags[k])
+			if b.linesWanted() {
+				var err error
+				if r.Line, err = b.rowLine(k, &b.tmpls[tid], r.Time); err != nil {
+					return err
+				}
+			}
 			fallthrough
 		default:
 			b.keep(keep, r)
@@ -1753,9 +1744,8 @@ type crossing struct {
 // (clauseBits), or a literal crosses one of its edges, which each value
 // is compared with at the places the gaps allow (a time written with
 // its row's time: timeValues). nil when the values cannot be so decided
-// (a folding search that needs its rows, Literal.unicodeFolds; a time
-// column's when the rows are read one by one, streamed). empty reports
-// that none is set.
+// (a folding search that needs its rows, Literal.unicodeFolds). empty
+// reports that none is set.
 func (b *Block) windowBits(tm *template, h crossHole, c int) (bits []uint64, empty bool, err error) {
 	col := int(tm.cols[tm.holes[h.j]])
 	key := windowKey{col: col, clause: c, edges: h.edges}
@@ -1769,9 +1759,6 @@ func (b *Block) windowBits(tm *template, h crossHole, c int) (bits []uint64, emp
 		}
 	}
 	edge := b.clauseEdge(c)
-	if b.lm.streamed && b.cols[col].enc == encTime {
-		return nil, false, nil // the rows' times are not decoded, but met one by one
-	}
 	before, after := tm.gaps.At(h.j), tm.gaps.At(h.j+1)
 	before, after = before[max(len(before)-edge, 0):], after[:min(len(after), edge)]
 	// Where each literal may cross the value's edges.
@@ -2638,9 +2625,8 @@ const (
 )
 
 // matchRow decides whether row k (template tm) holds every clause and,
-// if so, sets r.Line. mr, the message spans, is nil when they are not
-// read.
-func (b *Block) matchRow(k int, tm *template, tid, lci int, t int64, fl byte, mr *bin.Reader, r *rows.Row) (bool, error) {
+// if so, sets r.Line.
+func (b *Block) matchRow(k int, tm *template, tid, lci int, t int64, r *rows.Row) (bool, error) {
 	cur := &b.cur
 	if tm.raw {
 		if lci < 0 {
@@ -2652,12 +2638,6 @@ func (b *Block) matchRow(k int, tm *template, tid, lci int, t int64, fl byte, mr
 		v, _, err := b.Value(lci, cur.At(lci), t, nil)
 		if err != nil {
 			return false, fmt.Errorf("row %d: line: %w", k, err)
-		}
-		if fl&rowMsgSpan != 0 && mr != nil {
-			off, n := mr.Uvarint("message offset"), mr.Uvarint("message length")
-			if err := mr.Err(); err != nil || off > uint64(len(v)) || n > uint64(len(v))-off {
-				return false, fmt.Errorf("row %d: message span", k)
-			}
 		}
 		r.Line = v
 		return b.holdsAll(v), nil
@@ -2717,23 +2697,33 @@ func (b *Block) matchRow(k int, tm *template, tid, lci int, t int64, fl byte, mr
 		return true, nil
 	}
 	start := len(b.lines)
-	for hi, si := range tm.holes {
-		b.lines = append(b.lines, tm.gaps.At(hi)...)
-		ci := int(tm.cols[si])
-		v, vals, err := b.Value(ci, cur.At(ci)+tm.nth(si), t, b.vals)
-		b.vals = vals
-		if err != nil {
-			return false, fmt.Errorf("row %d: column %q: %w", k, b.Names[ci], err)
-		}
-		b.lines = append(b.lines, v...)
+	var err error
+	if r.Line, err = b.rowLine(k, tm, t); err != nil {
+		return false, err
 	}
-	b.lines = append(b.lines, tm.gaps.Last()...)
-	r.Line = b.lines[start:len(b.lines):len(b.lines)]
 	if rebuild && !b.holdsAll(r.Line) {
 		b.lines = b.lines[:start]
 		return false, nil
 	}
 	return true, nil
+}
+
+// rowLine appends the line of templated row k (template tm, its values
+// at the cursor, time t) to b.lines, and returns it.
+func (b *Block) rowLine(k int, tm *template, t int64) ([]byte, error) {
+	start := len(b.lines)
+	for hi, si := range tm.holes {
+		b.lines = append(b.lines, tm.gaps.At(hi)...)
+		ci := int(tm.cols[si])
+		v, vals, err := b.Value(ci, b.cur.At(ci)+tm.nth(si), t, b.vals)
+		b.vals = vals
+		if err != nil {
+			return nil, fmt.Errorf("row %d: column %q: %w", k, b.Names[ci], err)
+		}
+		b.lines = append(b.lines, v...)
+	}
+	b.lines = append(b.lines, tm.gaps.Last()...)
+	return b.lines[start:len(b.lines):len(b.lines)], nil
 }
 
 // holdsAll reports whether line holds every clause.
@@ -2798,7 +2788,6 @@ type literalMatch struct {
 	// (startMatching empties them), and their scratch
 	windows    map[windowKey]windowSet
 	alphabets  []*[256]bool // each column's valueAlphabet
-	streamed   bool         // assembleMatching reads the rows one by one: b.tids and b.times are not known
 	crosses    map[crossKey]crossSet
 	entryBits  map[entriesKey][]uint64
 	rowWindows map[int]rowWindows

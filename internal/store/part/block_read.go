@@ -207,7 +207,7 @@ func decodeBlock(body []byte, hd *blockHeader, stream uint32, b *Block) error {
 	// Reads that walk the rows' templates (decodeRows) take them from the
 	// header's row skeleton when it has one, and decompress the row
 	// streams only if they need times.
-	walks := b.mode == readColumns || matching && (b.q.Newest > 0 || b.q.NoLines)
+	walks := b.mode == readColumns || matching
 	if !walks || hd.skeleton.Load() == nil {
 		if err := b.readRowStreams(); err != nil {
 			return err
@@ -259,7 +259,7 @@ func decodeBlock(body []byte, hd *blockHeader, stream uint32, b *Block) error {
 	}
 	rs := &b.rowParts
 	if matching {
-		return b.assembleMatching(nrows, stream, rs.times, rs.subms, rs.tids, rs.flags, rs.spans)
+		return b.assembleMatching(nrows, stream)
 	}
 	return b.assemble(nrows, stream, rs.times, rs.subms, rs.tids, rs.flags, rs.spans)
 }
