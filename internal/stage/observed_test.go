@@ -127,6 +127,42 @@ func FuzzJSONObserving(f *testing.F) {
 	})
 }
 
+// FuzzUnpackObserving: unpack observing some labels sets those of them
+// the full stage sets, the same line and the same error. The stream has
+// a label named "a", which a field "a" names a_extracted.
+func FuzzUnpackObserving(f *testing.F) {
+	for _, s := range []string{`{"_entry":"x","a":"1","b":"\u0041","c":2}`, `{"a":"1","b":"2"}`, `{"_entry":"x","b":"\q"}`,
+		`{"_entry":"x","b":"\u12"}`, `{"_entry":"x","b":"y`, `{"_entry":"a\"b","b":"y","b":"z","1 x":"w"}`, `{"b":{"c":"d"},"_entry":"e"}`, `x`} {
+		f.Add(s, uint8(5))
+		f.Add(s, uint8(0x82))
+	}
+	stream := record.Labels{{Name: "a", Value: "s"}}
+	f.Fuzz(func(t *testing.T, line string, pick uint8) {
+		full := &unpackStage{}
+		wantLine, all, _ := runRow(full, stream, line)
+		names := []string{"nope_x"}
+		if pick&0x80 != 0 {
+			names = nil
+		}
+		for i, l := range all {
+			if pick>>(i%8)&1 == 1 {
+				names = append(names, l.Name)
+			}
+		}
+		o := ObservedBy(nil, names)
+		gotLine, got, _ := runRow(&unpackStage{observed: o}, stream, line)
+		var want record.Labels
+		for _, l := range all {
+			if o.observes(l.Name) || l.Name == "a" || l.Name == ErrorLabel || l.Name == ErrorDetailsLabel {
+				want = append(want, l)
+			}
+		}
+		if got.String() != want.String() || gotLine != wantLine {
+			t.Fatalf("%q observing %v:\n got %s %q\nwant %s %q", line, o.Names(), got, gotLine, want, wantLine)
+		}
+	})
+}
+
 // BenchmarkJSONObserving: json on a realistic line setting every label,
 // and observing one nested label (the objects without it read over).
 func BenchmarkJSONObserving(b *testing.B) {
