@@ -70,18 +70,7 @@ func TestImpliedClauses(t *testing.T) {
 // or a label set before the parser.
 func TestImpliedSameAsReference(t *testing.T) {
 	st := openMem(t)
-	push := func(streams ...string) {
-		t.Helper()
-		d := loki.Decoder{Limits: loki.DefaultLimits, Fields: loki.DefaultLineFields}
-		b := &record.Batch{}
-		body := `{"streams":[` + strings.Join(streams, ",") + `]}`
-		if res, err := d.DecodeJSON([]byte(body), b); err != nil || res.Rejected > 0 {
-			t.Fatalf("push: %v %v", err, res.Reasons)
-		}
-		if err := st.Append(context.Background(), store.DefaultTenant, b); err != nil {
-			t.Fatal(err)
-		}
-	}
+	push := lokiPusher(t, st)
 	stream := func(labels string, withMeta bool, first int, lines ...string) string {
 		var vals []string
 		for i, l := range lines {
@@ -171,6 +160,23 @@ func TestImpliedSameAsReference(t *testing.T) {
 					t.Errorf("%s: %s", q, diff)
 				}
 			}
+		}
+	}
+}
+
+// lokiPusher returns a function that appends streams, each a stream of
+// a Loki JSON push body, to st.
+func lokiPusher(t *testing.T, st *store.Store) func(streams ...string) {
+	return func(streams ...string) {
+		t.Helper()
+		d := loki.Decoder{Limits: loki.DefaultLimits, Fields: loki.DefaultLineFields}
+		b := &record.Batch{}
+		body := `{"streams":[` + strings.Join(streams, ",") + `]}`
+		if res, err := d.DecodeJSON([]byte(body), b); err != nil || res.Rejected > 0 {
+			t.Fatalf("push: %v %v", err, res.Reasons)
+		}
+		if err := st.Append(context.Background(), store.DefaultTenant, b); err != nil {
+			t.Fatal(err)
 		}
 	}
 }

@@ -361,19 +361,27 @@ func (w *logWorker) fewNewest(ev *evaluator, ls record.Labels, b *part.Block, fr
 		if err := ev.scanned(&w.tally, nil); err != nil {
 			return true, err
 		}
-		if w.line, err = b.AppendLine(w.line[:0], tm, &w.cur, t); err != nil {
-			return true, err
-		}
-		w.lb.Reset(ls)
-		line, kept := w.pipe.Process(t, w.line, w.lb)
-		if !kept {
-			continue
-		}
-		if err := keep(t, line); err != nil {
+		if err := w.wholeRow(ls, b, tm, t, keep); err != nil {
 			return true, err
 		}
 	}
 	return true, nil
+}
+
+// wholeRow runs the row of template tm at w.cur (time t) of block b
+// through the whole pipeline on its line, rebuilt, as the row path
+// runs it, and keeps its line if the pipeline does.
+func (w *logWorker) wholeRow(ls record.Labels, b *part.Block, tm int, t int64, keep func(t int64, line []byte) error) error {
+	var err error
+	if w.line, err = b.AppendLine(w.line[:0], tm, &w.cur, t); err != nil {
+		return err
+	}
+	w.lb.Reset(ls)
+	line, kept := w.pipe.Process(t, w.line, w.lb)
+	if !kept {
+		return nil
+	}
+	return keep(t, line)
 }
 
 // selectedBlock keeps the lines of a stored block's rows in [from, to]

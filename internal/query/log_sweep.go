@@ -147,15 +147,7 @@ func (w *logWorker) sweptBlock(ev *evaluator, ls record.Labels, b *part.Block, f
 			if cut.beyond(t) {
 				return true, ev.flush(&w.tally) // the block's older rows come too late too
 			}
-			if w.line, err = b.AppendLine(w.line[:0], int(tids[k]), cur, t); err != nil {
-				return true, err
-			}
-			w.lb.Reset(ls)
-			line, kept := w.pipe.Process(t, w.line, w.lb)
-			if !kept {
-				continue
-			}
-			if err := keep(t, line); err != nil {
+			if err := w.wholeRow(ls, b, int(tids[k]), t, keep); err != nil {
 				return true, err
 			}
 		}

@@ -7,10 +7,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/sluicelog/sluice/internal/protocol/loki"
-	"github.com/sluicelog/sluice/internal/record"
-	"github.com/sluicelog/sluice/internal/store"
 )
 
 // TestLogSweepSameAsReference: a log query's blocks swept by its probe
@@ -21,18 +17,7 @@ import (
 // the newest few lines of many.
 func TestLogSweepSameAsReference(t *testing.T) {
 	st := openMem(t)
-	push := func(streams ...string) {
-		t.Helper()
-		d := loki.Decoder{Limits: loki.DefaultLimits, Fields: loki.DefaultLineFields}
-		b := &record.Batch{}
-		body := `{"streams":[` + strings.Join(streams, ",") + `]}`
-		if res, err := d.DecodeJSON([]byte(body), b); err != nil || res.Rejected > 0 {
-			t.Fatalf("push: %v %v", err, res.Reasons)
-		}
-		if err := st.Append(context.Background(), store.DefaultTenant, b); err != nil {
-			t.Fatal(err)
-		}
-	}
+	push := lokiPusher(t, st)
 	stream := func(labels string, withMeta bool, first int, lines []string) string {
 		var vals []string
 		for i, l := range lines {

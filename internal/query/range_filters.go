@@ -639,11 +639,10 @@ func (w *rangeWorker) filterSweep(ev *evaluator, ls record.Labels, b *part.Block
 
 // passed finds the rows of block b of stream ls from row lo on that
 // pass the filters, of those sel selects (nil: every row), by the
-// sweep's plan and bits,
-// for a log query's probe (log_sweep.go): fs.hits, the rows of the
-// templates swept; the rows of templates walked (stored whole, or not
-// planned: fTmpl.walked, fs.raws of them) are left out, for the row
-// path. ok false: the block is not swept, and
+// sweep's plan and bits, for a log query's probe (log_sweep.go):
+// fs.hits, the rows of the templates swept; the rows of templates
+// walked (stored whole, or not planned: fTmpl.walked, fs.raws of them)
+// are left out, for the row path. ok false: the block is not swept, and
 // its rows must be walked.
 func (w *rangeWorker) passed(ls record.Labels, b *part.Block, sel []uint64, lo int) (fs *filterState, ok bool, err error) {
 	cp := w.cols

@@ -101,17 +101,7 @@ func FuzzJSONObserving(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, line string, pick uint8) {
 		_, all, _ := runRow(full, nil, line)
-		// Observe some of the names json set, and one it did not.
-		names := []string{"nope_x"}
-		if pick&0x80 != 0 {
-			names = nil
-		}
-		for i, l := range all {
-			if pick>>(i%8)&1 == 1 {
-				names = append(names, l.Name)
-			}
-		}
-		o := ObservedBy(nil, names)
+		o := observedOf(all, pick)
 		hinted := must(t)(newJSONStage(&logql.JSONParser{})).(*jsonStage)
 		hinted.observed = o
 		_, got, _ := runRow(hinted, nil, line)
@@ -127,6 +117,22 @@ func FuzzJSONObserving(f *testing.F) {
 	})
 }
 
+// observedOf observes the names of some of labels, picked by the bits
+// of pick (label i by bit i%8), and one none sets unless pick's top bit
+// is set.
+func observedOf(labels record.Labels, pick uint8) *Observed {
+	names := []string{"nope_x"}
+	if pick&0x80 != 0 {
+		names = nil
+	}
+	for i, l := range labels {
+		if pick>>(i%8)&1 == 1 {
+			names = append(names, l.Name)
+		}
+	}
+	return ObservedBy(nil, names)
+}
+
 // FuzzUnpackObserving: unpack observing some labels sets those of them
 // the full stage sets, the same line and the same error. The stream has
 // a label named "a", which a field "a" names a_extracted.
@@ -140,16 +146,7 @@ func FuzzUnpackObserving(f *testing.F) {
 	f.Fuzz(func(t *testing.T, line string, pick uint8) {
 		full := &unpackStage{}
 		wantLine, all, _ := runRow(full, stream, line)
-		names := []string{"nope_x"}
-		if pick&0x80 != 0 {
-			names = nil
-		}
-		for i, l := range all {
-			if pick>>(i%8)&1 == 1 {
-				names = append(names, l.Name)
-			}
-		}
-		o := ObservedBy(nil, names)
+		o := observedOf(all, pick)
 		gotLine, got, _ := runRow(&unpackStage{observed: o}, stream, line)
 		var want record.Labels
 		for _, l := range all {
