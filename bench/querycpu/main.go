@@ -37,6 +37,7 @@ func main() {
 	quiet := flag.Bool("q", false, "print only the median and the rows read")
 	over := flag.Duration("range", 0, "ask a range query over this long before -time instead (a log query: -limit lines, newest first)")
 	limit := flag.Int("limit", 100, "a range log query's lines")
+	forward := flag.Bool("forward", false, "a range log query's lines oldest first")
 	step := flag.Duration("step", 0, "with -range, a metric query's step")
 	cache := flag.Int64("block-cache-bytes", 1<<30, "the block cache's budget (the server's default with 16 GiB of memory or more)")
 	var before []string
@@ -78,6 +79,9 @@ func main() {
 	p := query.Params{Tenant: *tenant, Query: *q, Start: t.UnixNano(), End: t.UnixNano(), Instant: true}
 	if *over > 0 {
 		p = query.Params{Tenant: *tenant, Query: *q, Start: t.Add(-*over).UnixNano(), End: t.UnixNano(), Limit: *limit, Direction: query.Backward, Step: *step}
+		if *forward {
+			p.Direction = query.Forward
+		}
 	}
 	bt := t
 	if *beforeAt != "" {
