@@ -47,8 +47,8 @@ func (c *cancelSource) Scan(ctx context.Context, tenant string, stream store.Str
 	return c.Source.Scan(ctx, tenant, stream, from, to, opts, c.rows(fn))
 }
 
-func (c *cancelSource) ScanColumns(ctx context.Context, tenant string, stream store.Stream, from, to int64, shard store.Shard, blockFn store.BlockFunc, metaOK store.MetaFunc, rowFn store.RowFunc) error {
-	return c.Source.ScanColumns(ctx, tenant, stream, from, to, shard, func(b *part.Block) error {
+func (c *cancelSource) ScanColumns(ctx context.Context, tenant string, stream store.Stream, from, to int64, shard store.Shard, order store.Order, blockFn store.BlockFunc, metaOK store.MetaFunc, rowFn store.RowFunc) error {
+	return c.Source.ScanColumns(ctx, tenant, stream, from, to, shard, order, func(b *part.Block) error {
 		if n := int64(b.NumRows()); n > c.maxBlock.Load() {
 			c.maxBlock.Store(n) // (racy, but a test's bound: the largest a worker saw)
 		}
@@ -112,8 +112,8 @@ type failSource struct {
 	err error
 }
 
-func (f *failSource) ScanColumns(ctx context.Context, tenant string, stream store.Stream, from, to int64, shard store.Shard, blockFn store.BlockFunc, metaOK store.MetaFunc, rowFn store.RowFunc) error {
-	if err := f.Source.ScanColumns(ctx, tenant, stream, from, to, shard, blockFn, metaOK, rowFn); err != nil {
+func (f *failSource) ScanColumns(ctx context.Context, tenant string, stream store.Stream, from, to int64, shard store.Shard, order store.Order, blockFn store.BlockFunc, metaOK store.MetaFunc, rowFn store.RowFunc) error {
+	if err := f.Source.ScanColumns(ctx, tenant, stream, from, to, shard, order, blockFn, metaOK, rowFn); err != nil {
 		return err
 	}
 	return f.err

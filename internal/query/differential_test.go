@@ -289,9 +289,10 @@ func sameAnswer(sn *store.Snapshot, q string, log bool, backward bool) string {
 		want, werr := (&Engine{workers: 2, reference: true, limits: DefaultLimits}).Exec(context.Background(), sn, p)
 		firsts := []int{0}
 		if log && backward {
-			// Blocks read their newest 5 rows first (FirstNewest); and
-			// columnar blocks swept from the first (-1, sweepAlways).
-			firsts = append(firsts, 5, -1)
+			firsts = append(firsts, 5) // blocks read their newest 5 rows first (FirstNewest)
+		}
+		if log {
+			firsts = append(firsts, -1) // columnar blocks swept from the first (sweepAlways)
 		}
 		for _, first := range firsts {
 			got, gerr := (&Engine{workers: 2, limits: DefaultLimits, firstNewest: max(first, 0), sweepAlways: first < 0}).Exec(context.Background(), sn, p)
@@ -318,8 +319,8 @@ func diffParams(q string, log bool, backward bool) []Params {
 	if log {
 		for _, limit := range []int{5000, 7} { // all lines, and the newest (or oldest) few of all streams
 			p := Params{Tenant: store.DefaultTenant, Query: q, Start: at - int64(time.Minute), End: at, Limit: limit}
-			if backward {
-				p.Direction = Backward
+			if !backward { // Backward is the zero value
+				p.Direction = Forward
 			}
 			ps = append(ps, p)
 		}

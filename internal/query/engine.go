@@ -28,7 +28,7 @@ type Source interface {
 	// takes it, else rowFn for its rows.
 	// Only the share of the stream that shard names (ScanOptions.Shard
 	// for Scan).
-	ScanColumns(ctx context.Context, tenant string, stream store.Stream, from, to int64, shard store.Shard, blockFn store.BlockFunc, metaOK store.MetaFunc, rowFn store.RowFunc) error
+	ScanColumns(ctx context.Context, tenant string, stream store.Stream, from, to int64, shard store.Shard, order store.Order, blockFn store.BlockFunc, metaOK store.MetaFunc, rowFn store.RowFunc) error
 }
 
 // indexCounter is a Source that can count a stream's rows in [from,

@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"sort"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -105,13 +106,18 @@ func (ev *evaluator) logLines(ctx context.Context, x *logql.LogExpr) ([]logLine,
 		}
 		return &logWorker{pipe: pipe, lb: &stage.Labels{}, labels: map[string]*keyed{}}, nil
 	}
-	// Newest first, no interval: stored blocks are read columnar when
-	// the pipeline allows, each walked from its newest row (log_columns.go);
-	// a pipeline of line filters alone, !=, !~ or !> among them, selects
-	// a block's rows in its columns (selectedBlock).
+	// No interval: stored blocks are read columnar when the pipeline
+	// allows, from the scan's start (the newest blocks and rows first,
+	// or the oldest: log_columns.go); newest first, a pipeline of line
+	// filters alone, !=, !~ or !> among them, selects a block's rows in
+	// its columns (selectedBlock).
 	lf := leadingFilters(x.Pipeline, true)
 	selected := opts.Backward && cut != nil && opts.Newest == 0 && len(x.Pipeline) > 0 && lf.n == len(x.Pipeline)
-	columnar := opts.Backward && cut != nil && logColumnar(x) || selected
+	columnar := cut != nil && logColumnar(x) || selected
+	order := store.NewestFirst
+	if !opts.Backward {
+		order = store.OldestFirst
+	}
 	newest := ev.newestFirst(streams, from, to, cut)
 	// A pipeline that drops rows, newest first, read by Scan: two passes.
 	// The first reads each stream's newest rows alone (first of them), so
@@ -189,7 +195,7 @@ func (ev *evaluator) logLines(ctx context.Context, x *logql.LogExpr) ([]logLine,
 			if w.sel == nil {
 				w.sel = &rowSelection{lf: lf}
 			}
-			err = ev.src.ScanColumns(ctx, ev.p.Tenant, st, from, to, store.Shard{}, func(b *part.Block) error {
+			err = ev.src.ScanColumns(ctx, ev.p.Tenant, st, from, to, store.Shard{}, order, func(b *part.Block) error {
 				return w.selectedBlock(ev, ls, b, from, to, cut, keep)
 			}, nil, row) // a line's labels are its metadata too
 		case columnar:
@@ -198,7 +204,7 @@ func (ev *evaluator) logLines(ctx context.Context, x *logql.LogExpr) ([]logLine,
 				return err
 			}
 			lc.startStream(implied.clauses(ls))
-			err = ev.src.ScanColumns(ctx, ev.p.Tenant, st, from, to, store.Shard{}, func(b *part.Block) error {
+			err = ev.src.ScanColumns(ctx, ev.p.Tenant, st, from, to, store.Shard{}, order, func(b *part.Block) error {
 				return w.block(ev, ls, b, from, to, cut, keep)
 			}, nil, row) // a line's labels are its metadata too
 		case twoPass && !again:
@@ -460,6 +466,32 @@ func (c *cutoff) add(t int64) {
 		c.bound.Store(c.times[0])
 		c.full.Store(true)
 	}
+}
+
+// blockBeyond reports whether every row of block b in [from, to] is
+// beyond the cutoff: blocks come from the scan's start (store.NewestFirst
+// backward, store.OldestFirst forward), so every block after it is too.
+func (c *cutoff) blockBeyond(b *part.Block, from, to int64) bool {
+	lo, hi := b.TimeRange()
+	if c != nil && c.backward {
+		return c.beyond(min(hi, to))
+	}
+	return c.beyond(max(lo, from))
+}
+
+// nearRows returns the rows [lo, hi) of block b, whose times are
+// decoded, in [from, to] and not beyond the cutoff (which is full): a
+// block's rows are in time order.
+func (c *cutoff) nearRows(b *part.Block, from, to int64) (lo, hi int) {
+	if c.backward {
+		from = max(from, c.bound.Load())
+	} else {
+		to = min(to, c.bound.Load())
+	}
+	n := b.NumRows()
+	lo = sort.Search(n, func(k int) bool { return b.RowTime(k) >= from })
+	hi = sort.Search(n, func(k int) bool { return b.RowTime(k) > to })
+	return lo, hi
 }
 
 // farther reports whether time a is farther from the scans' start than b.

@@ -2,7 +2,6 @@ package query
 
 import (
 	"slices"
-	"sort"
 
 	"github.com/sluicelog/sluice/internal/logql"
 	"github.com/sluicelog/sluice/internal/record"
@@ -214,9 +213,7 @@ func (lc *logCols) labels(w *logWorker, ls record.Labels, t int64) bool {
 // pipeline keeps, newest first, until a row older than the cutoff; keep
 // takes a row's time and line, with its labels in w.lb.
 func (w *logWorker) block(ev *evaluator, ls record.Labels, b *part.Block, from, to int64, cut *cutoff, keep func(t int64, line []byte) error) error {
-	if _, hi := b.TimeRange(); cut.beyond(min(hi, to)) {
-		// Blocks come newest first: this one and every one after it
-		// come too late.
+	if cut.blockBeyond(b, from, to) {
 		return errEnough
 	}
 	lc := w.cols
@@ -252,22 +249,21 @@ func (w *logWorker) block(ev *evaluator, ls record.Labels, b *part.Block, from, 
 	if err := b.DecodeTimes(); err != nil {
 		return err
 	}
-	// Newest first: from the end, every column kept (each line kept is
-	// rebuilt). The rows walked without the implied clauses count
-	// towards taking them (once taken, the rows they select are no
-	// sample of the rest).
+	// From the scan's start (newest first, or oldest), every column
+	// kept (each line kept is rebuilt). The rows walked without the
+	// implied clauses count towards taking them (once taken, the rows
+	// they select are no sample of the rest).
 	count := rs == nil || rs != lc.implied
 	cur := &cp.cur
-	cur.StartAtEnd(b, nil)
-	for k := b.NumRows() - 1; k >= 0; k-- {
-		tm := b.RowTemplate(k)
-		cur.Back(tm)
+	var rw rowWalk
+	for rw.start(b, cur, cut.backward); rw.next(); {
+		k, tm := rw.k, rw.tm
 		t := b.RowTime(k)
 		if t < from || t > to {
 			continue
 		}
 		if cut.beyond(t) {
-			return nil // the block's older rows come too late too
+			return nil // the block's farther rows come too late too
 		}
 		if sel != nil && sel[k>>6]>>(k&63)&1 == 0 {
 			continue
@@ -317,55 +313,100 @@ func (w *logWorker) block(ev *evaluator, ls record.Labels, b *part.Block, from, 
 	return nil
 }
 
-// maxFewNewest is the most rows of a block past the cutoff that
+// maxFewNewest is the most rows of a block nearer than the cutoff that
 // fewNewest reads one by one: each costs its line made and the whole
 // pipeline (a few microseconds), where the block's selection and plans
 // cost its hundreds of templates and thousands of rows once.
 const maxFewNewest = 128
 
 // fewNewest keeps the lines of a stored block's rows in [from, to] that
-// the pipeline keeps, newest first, as the row path makes them (the line
-// rebuilt, the whole pipeline run), when the lines already kept leave
-// at most maxFewNewest of its rows near enough to be kept: a log query
-// across many streams has its lines after the first blocks, and each
-// later block only its newest few rows to offer, which selecting and
-// planning the whole block for cost far more (app-newest-timeout-errors:
-// a block of 6,000 rows for each of 328 streams, a dozen of them newer
-// than the 100th line kept). done says whether it did.
+// the pipeline keeps, from the scan's start (newest first, or oldest), as
+// the row path makes them (the line rebuilt, the whole pipeline run), when
+// the lines already kept leave at most maxFewNewest of its rows near
+// enough to be kept: a log query across many streams has its lines after
+// the first blocks, and each later block only its few nearest rows to
+// offer, which selecting and planning the whole block for cost far more
+// (app-newest-timeout-errors: a block of 6,000 rows for each of 328
+// streams, a dozen of them newer than the 100th line kept). done says
+// whether it did.
 func (w *logWorker) fewNewest(ev *evaluator, ls record.Labels, b *part.Block, from, to int64, cut *cutoff, keep func(t int64, line []byte) error) (done bool, err error) {
-	if cut == nil || !cut.backward || !cut.full.Load() {
+	if cut == nil || !cut.full.Load() {
 		return false, nil
 	}
 	if err := b.DecodeTimes(); err != nil {
 		return true, err
 	}
-	// A block's rows are in time order: those past the bound and not
-	// after to are [lo, hi).
-	n := b.NumRows()
-	lo := sort.Search(n, func(k int) bool { return b.RowTime(k) >= max(from, cut.bound.Load()) })
-	hi := sort.Search(n, func(k int) bool { return b.RowTime(k) > to })
+	// A block's rows are in time order: those nearer than the bound and
+	// in [from, to] are [lo, hi).
+	lo, hi := cut.nearRows(b, from, to)
 	if hi-lo > maxFewNewest {
 		return false, nil
 	}
-	w.cur.StartAtEnd(b, nil)
-	for k := n - 1; k >= lo; k-- {
-		tm := b.RowTemplate(k)
-		w.cur.Back(tm)
-		t := b.RowTime(k)
-		if k >= hi {
+	var rw rowWalk
+	for rw.start(b, &w.cur, cut.backward); rw.next(); {
+		k := rw.k
+		if k < lo || k >= hi {
+			if cut.backward == (k < lo) {
+				return true, nil // past the near rows
+			}
 			continue
 		}
+		t := b.RowTime(k)
 		if cut.beyond(t) {
-			return true, nil // the block's older rows come too late too
+			return true, nil // the block's farther rows come too late too
 		}
 		if err := ev.scanned(&w.tally, nil); err != nil {
 			return true, err
 		}
-		if err := w.wholeRow(ls, b, tm, t, keep); err != nil {
+		if err := w.wholeRow(ls, b, rw.tm, t, keep); err != nil {
 			return true, err
 		}
 	}
 	return true, nil
+}
+
+// rowWalk walks a block's rows from a scan's start, newest first
+// (backward) or oldest first, with its cursor at each row's values.
+type rowWalk struct {
+	b        *part.Block
+	cur      *part.Cursor
+	backward bool
+	k, tm    int // the row at hand and its template
+}
+
+// start readies the walk of block b's rows with cursor cur, before the
+// first row.
+func (rw *rowWalk) start(b *part.Block, cur *part.Cursor, backward bool) {
+	*rw = rowWalk{b: b, cur: cur, backward: backward, k: -1, tm: -1}
+	if backward {
+		cur.StartAtEnd(b, nil)
+		rw.k = b.NumRows()
+	} else {
+		cur.Start(b, nil)
+	}
+}
+
+// next moves to the next row (k, tm), the cursor at its values; false
+// past the last.
+func (rw *rowWalk) next() bool {
+	if rw.backward {
+		if rw.k == 0 {
+			return false
+		}
+		rw.k--
+		rw.tm = rw.b.RowTemplate(rw.k)
+		rw.cur.Back(rw.tm)
+		return true
+	}
+	if rw.tm >= 0 {
+		rw.cur.Next(rw.tm)
+	}
+	if rw.k+1 >= rw.b.NumRows() {
+		return false
+	}
+	rw.k++
+	rw.tm = rw.b.RowTemplate(rw.k)
+	return true
 }
 
 // wholeRow runs the row of template tm at w.cur (time t) of block b
@@ -389,8 +430,8 @@ func (w *logWorker) wholeRow(ls record.Labels, b *part.Block, tm int, t int64, k
 // until a row older than the cutoff: the rows are selected in the
 // block's columns, and only the lines kept are made.
 func (w *logWorker) selectedBlock(ev *evaluator, ls record.Labels, b *part.Block, from, to int64, cut *cutoff, keep func(t int64, line []byte) error) error {
-	if _, hi := b.TimeRange(); cut.beyond(min(hi, to)) {
-		return errEnough // blocks come newest first
+	if cut.blockBeyond(b, from, to) {
+		return errEnough
 	}
 	if done, err := w.fewNewest(ev, ls, b, from, to, cut, keep); done || err != nil {
 		return err

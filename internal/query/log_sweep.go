@@ -1,6 +1,7 @@
 package query
 
 import (
+	"iter"
 	"math/bits"
 	"sort"
 	"time"
@@ -97,8 +98,11 @@ func (w *logWorker) sweptBlock(ev *evaluator, ls record.Labels, b *part.Block, f
 		return true, err
 	}
 	n := b.NumRows()
-	lo := 0 // the rows before lo are older than the cutoff, and not swept
-	if cut != nil && cut.backward && cut.full.Load() {
+	// Newest first, the rows before lo are older than the cutoff, and not
+	// swept. (Oldest first, those after the cutoff are swept: the plan's
+	// count of places would be the rows before them.)
+	lo := 0
+	if cut.backward && cut.full.Load() {
 		lo = sort.Search(n, func(k int) bool { return b.RowTime(k) >= cut.bound.Load() })
 	}
 	sel, some, err := lc.lead.of(b) // the rows the line filters before json keep (nil: every row)
@@ -130,27 +134,58 @@ func (w *logWorker) sweptBlock(ev *evaluator, ls record.Labels, b *part.Block, f
 			}
 		}
 	}
+	// From the scan's start, the cursor moved past the rows between.
 	cur := &w.cur
-	cur.StartAtEnd(b, nil)
-	next := n // the cursor is before row next
-	for wi := len(lc.rows) - 1; wi >= 0; wi-- {
-		for m := lc.rows[wi]; m != 0; {
-			j := 63 - bits.LeadingZeros64(m)
-			m &^= 1 << j
-			k := wi<<6 | j
-			cur.BackOver(tids[k:next])
-			next = k
-			t := b.RowTime(k)
-			if t < from || t > to {
-				continue
-			}
-			if cut.beyond(t) {
-				return true, ev.flush(&w.tally) // the block's older rows come too late too
-			}
-			if err := w.wholeRow(ls, b, int(tids[k]), t, keep); err != nil {
-				return true, err
-			}
+	at := 0 // the cursor is at row at (forward), or before it (backward)
+	if cut.backward {
+		cur.StartAtEnd(b, nil)
+		at = n
+	} else {
+		cur.Start(b, nil)
+	}
+	for k := range bitPlaces(lc.rows, cut.backward) {
+		if cut.backward {
+			cur.BackOver(tids[k:at])
+		} else {
+			cur.NextOver(tids[at:k])
+		}
+		at = k
+		t := b.RowTime(k)
+		if t < from || t > to {
+			continue
+		}
+		if cut.beyond(t) {
+			break // the block's farther rows come too late too
+		}
+		if err := w.wholeRow(ls, b, int(tids[k]), t, keep); err != nil {
+			return true, err
 		}
 	}
 	return true, ev.flush(&w.tally)
+}
+
+// bitPlaces yields the places of the bits set in words, in order, or in
+// reverse order when backward.
+func bitPlaces(words []uint64, backward bool) iter.Seq[int] {
+	return func(yield func(int) bool) {
+		if backward {
+			for wi := len(words) - 1; wi >= 0; wi-- {
+				for m := words[wi]; m != 0; {
+					j := 63 - bits.LeadingZeros64(m)
+					m &^= 1 << j
+					if !yield(wi<<6 | j) {
+						return
+					}
+				}
+			}
+			return
+		}
+		for wi, m := range words {
+			for ; m != 0; m &= m - 1 {
+				if !yield(wi<<6 | bits.TrailingZeros64(m)) {
+					return
+				}
+			}
+		}
+	}
 }

@@ -85,8 +85,10 @@ func TestLogSweepSameAsReference(t *testing.T) {
 	} {
 		for _, sel := range []string{`{service=~".+"}`, `{service="db"}`, `{service="web"}`} {
 			q := sel + " " + pipe
-			if diff := sameAnswer(sn, q, true, true); diff != "" {
-				t.Errorf("%s: %s", q, diff)
+			for _, backward := range []bool{true, false} {
+				if diff := sameAnswer(sn, q, true, backward); diff != "" {
+					t.Errorf("%s (backward %v): %s", q, backward, diff)
+				}
 			}
 		}
 	}

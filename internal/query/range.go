@@ -680,23 +680,23 @@ func (ev *evaluator) rangeStates(ctx context.Context, x *logql.RangeAggregation,
 		case countsAll && hints.observed.Beyond(ls):
 			// Labels the stream has not (or every label) are asked: its
 			// rows' metadata may have them.
-			err = ev.src.ScanColumns(ctx, ev.p.Tenant, u.st, from, to, u.shard, func(b *part.Block) error {
+			err = ev.src.ScanColumns(ctx, ev.p.Tenant, u.st, from, to, u.shard, store.NewestFirst, func(b *part.Block) error {
 				return w.metaCount(ev, ls, b, from, to)
 			}, metaCountable, row)
 		case timesOnly:
-			err = ev.src.ScanColumns(ctx, ev.p.Tenant, u.st, from, to, u.shard, func(b *part.Block) error {
+			err = ev.src.ScanColumns(ctx, ev.p.Tenant, u.st, from, to, u.shard, store.NewestFirst, func(b *part.Block) error {
 				return w.countTimes(ev, ls, b, from, to)
 			}, metaUnseen(hints.observed), row)
 		case columnar:
-			err = ev.src.ScanColumns(ctx, ev.p.Tenant, u.st, from, to, u.shard, func(b *part.Block) error {
+			err = ev.src.ScanColumns(ctx, ev.p.Tenant, u.st, from, to, u.shard, store.NewestFirst, func(b *part.Block) error {
 				return w.block(ev, ls, b, from, to)
 			}, metaUnseen(hints.observed), row)
 		case selected:
-			err = ev.src.ScanColumns(ctx, ev.p.Tenant, u.st, from, to, u.shard, func(b *part.Block) error {
+			err = ev.src.ScanColumns(ctx, ev.p.Tenant, u.st, from, to, u.shard, store.NewestFirst, func(b *part.Block) error {
 				return w.selectedRows(ev, ls, b, from, to)
 			}, metaUnseen(hints.observed), row)
 		case w.lines != nil && w.lines.on && unpruned(implied.of(ls)):
-			err = ev.src.ScanColumns(ctx, ev.p.Tenant, u.st, from, to, u.shard, func(b *part.Block) error {
+			err = ev.src.ScanColumns(ctx, ev.p.Tenant, u.st, from, to, u.shard, store.NewestFirst, func(b *part.Block) error {
 				return w.lines.block(ev, w, ls, b, from, to)
 			}, metaUnseen(hints.observed), row)
 		default:

@@ -105,12 +105,12 @@ func (m *multiSource) Scan(ctx context.Context, _ string, stream store.Stream, f
 	return m.src.Scan(ctx, ts.tenant, ts.stream, from, to, opts, fn)
 }
 
-func (m *multiSource) ScanColumns(ctx context.Context, _ string, stream store.Stream, from, to int64, shard store.Shard, blockFn store.BlockFunc, metaOK store.MetaFunc, rowFn store.RowFunc) error {
+func (m *multiSource) ScanColumns(ctx context.Context, _ string, stream store.Stream, from, to int64, shard store.Shard, order store.Order, blockFn store.BlockFunc, metaOK store.MetaFunc, rowFn store.RowFunc) error {
 	ts, err := m.resolve(stream)
 	if err != nil {
 		return err
 	}
-	return m.src.ScanColumns(ctx, ts.tenant, ts.stream, from, to, shard, blockFn, metaOK, rowFn)
+	return m.src.ScanColumns(ctx, ts.tenant, ts.stream, from, to, shard, order, blockFn, metaOK, rowFn)
 }
 
 // StreamNewest is the tenant's source's, when it tells (streamNewest).

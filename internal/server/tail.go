@@ -283,8 +283,8 @@ func (ts tailSource) Scan(ctx context.Context, tenant string, stream store.Strea
 	return ts.sn.Scan(ctx, tenant, stream, from, to, opts, fn)
 }
 
-func (ts tailSource) ScanColumns(ctx context.Context, tenant string, stream store.Stream, from, to int64, shard store.Shard, blockFn store.BlockFunc, metaOK store.MetaFunc, rowFn store.RowFunc) error {
-	return ts.sn.ScanColumns(ctx, tenant, stream, from, to, shard, blockFn, metaOK, rowFn)
+func (ts tailSource) ScanColumns(ctx context.Context, tenant string, stream store.Stream, from, to int64, shard store.Shard, order store.Order, blockFn store.BlockFunc, metaOK store.MetaFunc, rowFn store.RowFunc) error {
+	return ts.sn.ScanColumns(ctx, tenant, stream, from, to, shard, order, blockFn, metaOK, rowFn)
 }
 
 // acquire returns a snapshot of st no older than tailSnapshotAge; the

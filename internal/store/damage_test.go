@@ -126,7 +126,7 @@ func TestDamagedBlockQuarantined(t *testing.T) {
 	// Columnar reads skip it too.
 	n := 0
 	for _, ls := range sn.Streams("default", math.MinInt64, math.MaxInt64) {
-		err := sn.ScanColumns(context.Background(), "default", ls, math.MinInt64, math.MaxInt64, Shard{},
+		err := sn.ScanColumns(context.Background(), "default", ls, math.MinInt64, math.MaxInt64, Shard{}, NewestFirst,
 			func(b *part.Block) error { n += b.NumRows(); return nil }, nil, func(*rows.Row, []string) error { n++; return nil })
 		if err != nil {
 			t.Fatal(err)

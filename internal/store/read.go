@@ -963,16 +963,24 @@ func rowsOf(rd *part.Reader, i int, from, to int64, fn RowFunc) error {
 	return nil
 }
 
+// Order is the order in which ScanColumns gives a stream's stored
+// blocks, which may overlap in time.
+type Order int8
+
+const (
+	NewestFirst Order = iota // by their newest row, newest first
+	OldestFirst              // by their oldest row, oldest first
+)
+
 // ScanColumns calls rowFn for each row of the head in [from, to], then
 // blockFn for each stored block of one stream of a tenant with rows in
-// [from, to], newest first (by their newest row; blocks may overlap in
-// time), or rowFn for each row in [from, to] of a block with fields out
+// [from, to], in order, or rowFn for each row in [from, to] of a block with fields out
 // of its lines (structured metadata, see ScanOptions.Meta) unless metaOK
 // (which may be nil) takes it; only the share of the stream that shard
 // names. For queries that read a few values of every row rather than
 // lines, and for log queries that want the newest lines and can stop
 // early.
-func (sn *Snapshot) ScanColumns(ctx context.Context, tenant string, stream Stream, from, to int64, shard Shard, blockFn BlockFunc, metaOK MetaFunc, rowFn RowFunc) error {
+func (sn *Snapshot) ScanColumns(ctx context.Context, tenant string, stream Stream, from, to int64, shard Shard, order Order, blockFn BlockFunc, metaOK MetaFunc, rowFn RowFunc) error {
 	key := stream.Key
 	var its []rowIter
 	for _, h := range sn.heads {
@@ -986,13 +994,17 @@ func (sn *Snapshot) ScanColumns(ctx context.Context, tenant string, stream Strea
 	type stored struct {
 		p   *livePart
 		i   int
-		max int64
+		key int64 // the newest row's time, negated (NewestFirst), or the oldest's
 	}
 	var blocks []stored
 	for p, i := range sn.storedBlocks(tenant, key, from, to, shard) {
-		blocks = append(blocks, stored{p, i, p.rd.Blocks[i].MaxTime})
+		k := -p.rd.Blocks[i].MaxTime
+		if order == OldestFirst {
+			k = p.rd.Blocks[i].MinTime
+		}
+		blocks = append(blocks, stored{p, i, k})
 	}
-	slices.SortStableFunc(blocks, func(a, b stored) int { return cmp.Compare(b.max, a.max) })
+	slices.SortStableFunc(blocks, func(a, b stored) int { return cmp.Compare(a.key, b.key) })
 	blk := blockPool.Get().(*part.Block)
 	defer blockPool.Put(blk)
 	blk.Scan = false

@@ -357,7 +357,7 @@ func TestShards(t *testing.T) {
 			got = append(got, scanLines(t, sn, ScanOptions{Shard: Shard{I: i, N: n}})...)
 			for _, ls := range sn.Streams("default", math.MinInt64, math.MaxInt64) {
 				last := int64(math.MaxInt64)
-				err := sn.ScanColumns(context.Background(), "default", ls, math.MinInt64, math.MaxInt64, Shard{I: i, N: n},
+				err := sn.ScanColumns(context.Background(), "default", ls, math.MinInt64, math.MaxInt64, Shard{I: i, N: n}, NewestFirst,
 					func(b *part.Block) error {
 						blocks++
 						if _, hi := b.TimeRange(); hi > last {

@@ -31,7 +31,7 @@ func TestWarmBlockCache(t *testing.T) {
 		sn := s.Snapshot()
 		defer sn.Release()
 		for _, ls := range sn.Streams("default", math.MinInt64, math.MaxInt64) {
-			err := sn.ScanColumns(context.Background(), "default", ls, math.MinInt64, math.MaxInt64, Shard{}, func(b *part.Block) error {
+			err := sn.ScanColumns(context.Background(), "default", ls, math.MinInt64, math.MaxInt64, Shard{}, NewestFirst, func(b *part.Block) error {
 				if err := b.DecodeTimes(); err != nil {
 					return err
 				}

@@ -115,22 +115,26 @@ func (c *Cursor) Back(t int) {
 }
 
 // BackBy moves c back before n rows of template t: Back n times.
-func (c *Cursor) BackBy(t, n int) {
-	pos := c.pos
-	for _, col := range c.moves[c.start[t]:c.start[t+1]] {
-		pos[col] -= n
-	}
-}
+func (c *Cursor) BackBy(t, n int) { c.by(t, -n) }
 
 // BackOver moves c back before the rows of templates tids, a run of a
 // block's rows (RowTemplates()[i:j], its last row the one c is after):
 // Back for each, or, when the run is long beside the block's templates,
-// BackBy for each template by its count of rows in it.
-func (c *Cursor) BackOver(tids []int32) {
+// by each template's count of rows in it.
+func (c *Cursor) BackOver(tids []int32) { c.over(tids, -1) }
+
+// NextOver moves c past the rows of templates tids, a run of a block's
+// rows (RowTemplates()[i:j], its first row the one c is at): Next for
+// each, or by counts as BackOver.
+func (c *Cursor) NextOver(tids []int32) { c.over(tids, 1) }
+
+// over moves each kept column of c by dir values per value of the rows
+// of templates tids.
+func (c *Cursor) over(tids []int32, dir int) {
 	nt := len(c.start) - 1
 	if len(tids) < 2*nt {
-		for i := len(tids) - 1; i >= 0; i-- {
-			c.Back(int(tids[i]))
+		for _, t := range tids {
+			c.by(int(t), dir)
 		}
 		return
 	}
@@ -141,10 +145,18 @@ func (c *Cursor) BackOver(tids []int32) {
 	}
 	for t, n := range counts {
 		if n > 0 {
-			c.BackBy(t, n)
+			c.by(t, dir*n)
 		}
 	}
 	c.counts = counts
+}
+
+// by moves c by n rows of template t: forward for n > 0.
+func (c *Cursor) by(t, n int) {
+	pos := c.pos
+	for _, col := range c.moves[c.start[t]:c.start[t+1]] {
+		pos[col] += n
+	}
 }
 
 // Moves reports whether a row of template t moves a kept column: rows

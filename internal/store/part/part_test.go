@@ -890,6 +890,16 @@ func TestColumnar(t *testing.T) {
 				check(fmt.Sprintf("back over %d", run), k, &cur)
 			}
 		}
+		// NextOver likewise, from the first row.
+		for _, run := range []int{1, 3, 2*cb.NumTemplates() + 1} {
+			cur.Start(&cb, nil)
+			prev := 0
+			for k := 0; k < cb.NumRows(); k += run {
+				cur.NextOver(cb.RowTemplates()[prev:k])
+				prev = k
+				check(fmt.Sprintf("next over %d", run), k, &cur)
+			}
+		}
 		last := cb.RowTemplate(cb.NumRows() - 1)
 		keep := make([]bool, cb.NumColumns())
 		for s := range cb.TemplateSlots(last) {
