@@ -23,7 +23,7 @@ type Source interface {
 	// ScanColumns calls rowFn for the stream's rows in [from, to] that
 	// are not in stored blocks read columnar (the head's first), then
 	// blockFn for its stored blocks with rows in [from, to], read
-	// columnar, newest first (blocks may overlap in time); a block whose
+	// columnar, in order (blocks may overlap in time); a block whose
 	// rows may have structured metadata only when metaOK (or nil: never)
 	// takes it, else rowFn for its rows.
 	// Only the share of the stream that shard names (ScanOptions.Shard
