@@ -108,11 +108,15 @@ func (ev *evaluator) logLines(ctx context.Context, x *logql.LogExpr) ([]logLine,
 	}
 	// No interval: stored blocks are read columnar when the pipeline
 	// allows, from the scan's start (the newest blocks and rows first,
-	// or the oldest: log_columns.go); newest first, a pipeline of line
-	// filters alone, !=, !~ or !> among them, selects a block's rows in
-	// its columns (selectedBlock).
+	// or the oldest: log_columns.go); a pipeline of line filters alone
+	// selects a block's rows in its columns (selectedBlock): newest
+	// first, one with !=, !~ or !> among them (the store's newest rows,
+	// opts.Newest, answer the others); oldest first, an empty one (the
+	// store has no oldest rows of a block to make alone, and no filter
+	// to rule blocks out by: `{service=~".+"}` oldest first 518 -> 5 ms,
+	// where a trace id's `|= "7ce4…"` read in columns took 0.3 -> 12).
 	lf := leadingFilters(x.Pipeline, true)
-	selected := opts.Backward && cut != nil && opts.Newest == 0 && len(x.Pipeline) > 0 && lf.n == len(x.Pipeline)
+	selected := cut != nil && lf.n == len(x.Pipeline) && (opts.Backward && opts.Newest == 0 && len(x.Pipeline) > 0 || !opts.Backward && len(x.Pipeline) == 0)
 	columnar := cut != nil && logColumnar(x) || selected
 	order := store.NewestFirst
 	if !opts.Backward {

@@ -426,9 +426,9 @@ func (w *logWorker) wholeRow(ls record.Labels, b *part.Block, tm int, t int64, k
 }
 
 // selectedBlock keeps the lines of a stored block's rows in [from, to]
-// that the line filters keep (w.sel, the whole pipeline), newest first,
-// until a row older than the cutoff: the rows are selected in the
-// block's columns, and only the lines kept are made.
+// that the line filters keep (w.sel, the whole pipeline), from the
+// scan's start, until a row beyond the cutoff: the rows are selected in
+// the block's columns, and only the lines kept are made.
 func (w *logWorker) selectedBlock(ev *evaluator, ls record.Labels, b *part.Block, from, to int64, cut *cutoff, keep func(t int64, line []byte) error) error {
 	if cut.blockBeyond(b, from, to) {
 		return errEnough
@@ -443,13 +443,12 @@ func (w *logWorker) selectedBlock(ev *evaluator, ls record.Labels, b *part.Block
 	if err := b.DecodeTimes(); err != nil {
 		return err
 	}
-	w.cur.StartAtEnd(b, nil)
-	for k := b.NumRows() - 1; k >= 0; k-- {
-		tm := b.RowTemplate(k)
-		w.cur.Back(tm)
+	var rw rowWalk
+	for rw.start(b, &w.cur, cut.backward); rw.next(); {
+		k, tm := rw.k, rw.tm
 		if t := b.RowTime(k); t >= from && t <= to && sel[k>>6]>>(k&63)&1 != 0 {
 			if cut.beyond(t) {
-				return nil // the block's older rows come too late too
+				return nil // the block's farther rows come too late too
 			}
 			if err := ev.scanned(&w.tally, nil); err != nil {
 				return err

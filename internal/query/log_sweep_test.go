@@ -82,6 +82,11 @@ func TestLogSweepSameAsReference(t *testing.T) {
 		`!= "m3" | json | level="warn"`,
 		`| json | trace_id="none"`,
 		`| json | level="error" or trace_id="` + id + `"`,
+		// Line filters alone, or none: selected in the columns oldest
+		// first (selectedBlock).
+		``,
+		`|= "m3"`,
+		`!= "m3" |~ "error|warn"`,
 	} {
 		for _, sel := range []string{`{service=~".+"}`, `{service="db"}`, `{service="web"}`} {
 			q := sel + " " + pipe
