@@ -10,19 +10,19 @@ import (
 	"github.com/sluicelog/sluice/internal/store/part"
 )
 
-// The columnar path of a log query, newest first, whose pipeline is
-// `| json` (after line filters the store decides, which select a block's
-// rows first) followed by label filters and perhaps other stages: each
-// stored block is walked from its newest row, a row's parameters (json
-// without parameters: the fields whose labels the filters read) are read
-// from the columns that hold them (colPlanner, as for range
-// aggregations), the filters decide on them, and only the lines kept are
-// rebuilt (json without parameters, or stages after the filters: and run
-// through the whole pipeline). A block's
-// walk ends at the first row older than the cutoff (the limit newest
-// lines kept so far across every stream), so a query for the newest
-// lines with a selective filter reads the newest blocks' few columns,
-// not every line of them.
+// The columnar path of a log query, newest first or oldest first, whose
+// pipeline is `| json` (after line filters the store decides, which
+// select a block's rows first) followed by label filters and perhaps
+// other stages: each stored block is walked from the scan's start (its
+// newest row, or its oldest), a row's parameters (json without
+// parameters: the fields whose labels the filters read) are read from
+// the columns that hold them (colPlanner, as for range aggregations),
+// the filters decide on them, and only the lines kept are rebuilt (json
+// without parameters, or stages after the filters: and run through the
+// whole pipeline). A block's walk ends at the first row beyond the
+// cutoff (the limit nearest lines kept so far across every stream), so a
+// query for the newest lines with a selective filter reads the newest
+// blocks' few columns, not every line of them.
 
 // logCols is a log worker's state on the columnar path.
 type logCols struct {
@@ -210,8 +210,8 @@ func (lc *logCols) labels(w *logWorker, ls record.Labels, t int64) bool {
 }
 
 // block keeps the lines of a stored block's rows in [from, to] that the
-// pipeline keeps, newest first, until a row older than the cutoff; keep
-// takes a row's time and line, with its labels in w.lb.
+// pipeline keeps, from the scan's start, until a row beyond the cutoff;
+// keep takes a row's time and line, with its labels in w.lb.
 func (w *logWorker) block(ev *evaluator, ls record.Labels, b *part.Block, from, to int64, cut *cutoff, keep func(t int64, line []byte) error) error {
 	if cut.blockBeyond(b, from, to) {
 		return errEnough
