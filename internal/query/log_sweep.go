@@ -19,7 +19,7 @@ import (
 // (the filter sweep's plan and bits, range_filters.go: a trace id's
 // equality compared as the bytes of a column of hex values, a level's
 // once per dictionary entry); only the lines of those rows, and of the
-// rows stored whole, are made, newest first, each run through the
+// rows stored whole, are made, from the scan's start, each run through the
 // whole pipeline as the row path runs it. The count is a probe: a range
 // worker of `count_over_time` over that prefix, kept per log worker,
 // whose series are never read.
@@ -89,7 +89,7 @@ func (lc *logCols) startProbe(ls record.Labels) {
 }
 
 // sweptBlock keeps the lines of block b's rows in [from, to] that the
-// pipeline keeps, newest first, until a row older than the cutoff, by
+// pipeline keeps, from the scan's start, until a row beyond the cutoff, by
 // the probe's sweep; done false: the block cannot be swept (a template
 // the sweep cannot plan), and nothing was kept.
 func (w *logWorker) sweptBlock(ev *evaluator, ls record.Labels, b *part.Block, from, to int64, cut *cutoff, keep func(t int64, line []byte) error) (done bool, err error) {
