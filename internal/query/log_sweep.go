@@ -3,7 +3,6 @@ package query
 import (
 	"iter"
 	"math/bits"
-	"sort"
 	"time"
 
 	"github.com/sluicelog/sluice/internal/logql"
@@ -103,7 +102,7 @@ func (w *logWorker) sweptBlock(ev *evaluator, ls record.Labels, b *part.Block, f
 	// count of places would be the rows before them.)
 	lo := 0
 	if cut.backward && cut.full.Load() {
-		lo = sort.Search(n, func(k int) bool { return b.RowTime(k) >= cut.bound.Load() })
+		lo, _ = cut.nearRows(b, from, to)
 	}
 	sel, some, err := lc.lead.of(b) // the rows the line filters before json keep (nil: every row)
 	if err != nil || !some {

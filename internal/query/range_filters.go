@@ -1834,8 +1834,8 @@ func (fs *filterState) verdict(w *rangeWorker, ls record.Labels, b *part.Block, 
 // (escaped) that is true when its unescaped value cannot pass fs, the
 // filters of one label: it lacks a literal one of them requires
 // (filterClauses), and holds no \u escape, the only one that could write
-// a literal of printable ASCII without " \ and / (unicodeEscapesOnly). nil when fs
-// require no such literal. k8s' log field, a JSON line escaped whole,
+// a literal of printable ASCII without " \ and / (unicodeEscapesOnly).
+// nil when fs require no such literal. k8s' log field, a JSON line escaped whole,
 // was unescaped for each row to be searched for ERROR (74% of the
 // question).
 func rawMiss(fs []logql.LabelFilter) func(raw []byte) bool {

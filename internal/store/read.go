@@ -974,12 +974,12 @@ const (
 
 // ScanColumns calls rowFn for each row of the head in [from, to], then
 // blockFn for each stored block of one stream of a tenant with rows in
-// [from, to], in order, or rowFn for each row in [from, to] of a block with fields out
-// of its lines (structured metadata, see ScanOptions.Meta) unless metaOK
-// (which may be nil) takes it; only the share of the stream that shard
-// names. For queries that read a few values of every row rather than
-// lines, and for log queries that want the newest lines and can stop
-// early.
+// [from, to], in order, or rowFn for each row in [from, to] of a block
+// with fields out of its lines (structured metadata, see
+// ScanOptions.Meta) unless metaOK (which may be nil) takes it; only the
+// share of the stream that shard names. For queries that read a few
+// values of every row rather than lines, and for log queries that want
+// the newest (or oldest) lines and can stop early.
 func (sn *Snapshot) ScanColumns(ctx context.Context, tenant string, stream Stream, from, to int64, shard Shard, order Order, blockFn BlockFunc, metaOK MetaFunc, rowFn RowFunc) error {
 	key := stream.Key
 	var its []rowIter

@@ -643,13 +643,6 @@ func (b *Block) assembleMatching(nrows int, stream uint32) error {
 	if b.q.Newest > 0 {
 		return b.matchNewest(nrows, stream, lci)
 	}
-	if !b.q.NoLines {
-		// A block none of whose rows may hold every clause (a regexp's
-		// literal that no value holds) is not walked.
-		if may, err := b.rowsMayMatch(); err != nil || !may {
-			return err
-		}
-	}
 	return b.matchCounting(nrows, stream, lci)
 }
 
@@ -1007,8 +1000,13 @@ func (b *Block) matchCounting(nrows int, stream uint32, lci int) error {
 		return err
 	}
 	if b.linesWanted() {
-		// Every line kept is made: the cursor keeps every column, and
-		// ends where the columns do.
+		// A block none of whose rows may hold every clause (a regexp's
+		// literal that no value holds) is not walked. Every line kept
+		// is made: the cursor keeps every column, and ends where the
+		// columns do.
+		if !b.mayMatch() {
+			return nil
+		}
 		b.cur.Start(b, nil)
 		if err := b.countMatches(nrows, stream, rowFlags, lci); err != nil {
 			return err

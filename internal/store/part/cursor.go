@@ -20,7 +20,7 @@ type Cursor struct {
 	pos    []int // per column, the current row's first value
 	moves  []int // per template from start[t], the kept columns its rows move, once per value
 	start  []int
-	counts []int // BackOver's rows per template
+	counts []int // over's rows per template
 }
 
 // Start places c at the first row of b, keeping the columns keep marks
@@ -99,20 +99,10 @@ func (c *Cursor) plan(b *Block, keep []bool) {
 }
 
 // Next moves c past a row of template t.
-func (c *Cursor) Next(t int) {
-	pos := c.pos // a local: the stores need not reload it
-	for _, col := range c.moves[c.start[t]:c.start[t+1]] {
-		pos[col]++
-	}
-}
+func (c *Cursor) Next(t int) { c.by(t, 1) }
 
 // Back moves c back before a row of template t (walking from the end).
-func (c *Cursor) Back(t int) {
-	pos := c.pos
-	for _, col := range c.moves[c.start[t]:c.start[t+1]] {
-		pos[col]--
-	}
-}
+func (c *Cursor) Back(t int) { c.by(t, -1) }
 
 // BackBy moves c back before n rows of template t: Back n times.
 func (c *Cursor) BackBy(t, n int) { c.by(t, -n) }
@@ -153,7 +143,7 @@ func (c *Cursor) over(tids []int32, dir int) {
 
 // by moves c by n rows of template t: forward for n > 0.
 func (c *Cursor) by(t, n int) {
-	pos := c.pos
+	pos := c.pos // a local: the stores need not reload it
 	for _, col := range c.moves[c.start[t]:c.start[t+1]] {
 		pos[col] += n
 	}
